@@ -1,14 +1,30 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
-}
+//! The one request/response/stream-event model every wire protocol converts to and from.
+//!
+//! A wire crate (`router-chat`, `router-messages`, ...) parses its own JSON,
+//! validates the rules of its surface and produces a [`Request`]. The core
+//! routes the canonical request; a supplier client encodes it again with the
+//! wire crate of the route's protocol. Responses and stream events travel the
+//! same way back. Anything a protocol cannot carry is an
+//! [`ErrorCode::UnsupportedConversion`], never a silent drop.
+//!
+//! This crate depends on serde only: no async runtime, no HTTP, no SQL.
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+pub mod capability;
+pub mod error;
+pub mod money;
+pub mod protocol;
+pub mod request;
+pub mod response;
+pub mod sse;
+pub mod stream;
 
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
-    }
-}
+pub use capability::{Capability, CapabilitySet, Requirements};
+pub use error::{ApiError, ErrorCode};
+pub use money::{NanoUsd, PricePerMTok, Rates};
+pub use protocol::Protocol;
+pub use request::{
+    CacheControl, ContentPart, ImageSource, Message, Reasoning, Request, ResponseFormat, Role,
+    Sampling, ThinkingConfig, ThinkingMode, Tool, ToolChoice,
+};
+pub use response::{OutputBlock, Response, StopReason, Usage};
+pub use stream::{BlockDelta, BlockKind, StreamEvent};

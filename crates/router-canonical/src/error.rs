@@ -1,0 +1,147 @@
+//! The public error every surface renders in its own envelope.
+//!
+//! Each wire crate owns its envelope; this type is what they render from.
+//! The HTTP status and the OpenAI-style `type` follow from the code
+//! (requirements P-09, GP-05), so no caller can pair them wrongly.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// A stable, public error code (requirements P-09 to P-16).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    InvalidParameter,
+    UnsupportedConversion,
+    UnsupportedParameter,
+    InvalidApiKey,
+    InsufficientCredits,
+    InsufficientScope,
+    ModelNotAllowed,
+    ModelNotFound,
+    NotFound,
+    MethodNotAllowed,
+    PayloadTooLarge,
+    ApiKeySpendLimitExceeded,
+    UpstreamError,
+    InvalidUpstreamResponse,
+    UpstreamUnavailable,
+    RouteUnavailable,
+    InternalError,
+}
+
+impl ErrorCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::InvalidParameter => "invalid_parameter",
+            ErrorCode::UnsupportedConversion => "unsupported_conversion",
+            ErrorCode::UnsupportedParameter => "unsupported_parameter",
+            ErrorCode::InvalidApiKey => "invalid_api_key",
+            ErrorCode::InsufficientCredits => "insufficient_credits",
+            ErrorCode::InsufficientScope => "insufficient_scope",
+            ErrorCode::ModelNotAllowed => "model_not_allowed",
+            ErrorCode::ModelNotFound => "model_not_found",
+            ErrorCode::NotFound => "not_found",
+            ErrorCode::MethodNotAllowed => "method_not_allowed",
+            ErrorCode::PayloadTooLarge => "payload_too_large",
+            ErrorCode::ApiKeySpendLimitExceeded => "api_key_spend_limit_exceeded",
+            ErrorCode::UpstreamError => "upstream_error",
+            ErrorCode::InvalidUpstreamResponse => "invalid_upstream_response",
+            ErrorCode::UpstreamUnavailable => "upstream_unavailable",
+            ErrorCode::RouteUnavailable => "route_unavailable",
+            ErrorCode::InternalError => "internal_error",
+        }
+    }
+
+    pub fn http_status(self) -> u16 {
+        match self {
+            ErrorCode::InvalidParameter
+            | ErrorCode::UnsupportedConversion
+            | ErrorCode::UnsupportedParameter => 400,
+            ErrorCode::InvalidApiKey => 401,
+            ErrorCode::InsufficientCredits => 402,
+            ErrorCode::InsufficientScope | ErrorCode::ModelNotAllowed => 403,
+            ErrorCode::ModelNotFound | ErrorCode::NotFound => 404,
+            ErrorCode::MethodNotAllowed => 405,
+            ErrorCode::PayloadTooLarge => 413,
+            ErrorCode::ApiKeySpendLimitExceeded => 429,
+            ErrorCode::UpstreamError | ErrorCode::InvalidUpstreamResponse => 502,
+            ErrorCode::UpstreamUnavailable | ErrorCode::RouteUnavailable => 503,
+            ErrorCode::InternalError => 500,
+        }
+    }
+
+    /// The OpenAI-style `error.type`, chosen by status (GP-05).
+    pub fn openai_type(self) -> &'static str {
+        match self.http_status() {
+            401 => "authentication_error",
+            402 => "billing_error",
+            403 => "permission_error",
+            429 => "rate_limit_error",
+            s if s >= 500 => "api_error",
+            _ => "invalid_request_error",
+        }
+    }
+
+    /// The Anthropic-style `error.type`, chosen by status (GP-06).
+    pub fn messages_type(self) -> &'static str {
+        match self.http_status() {
+            401 => "authentication_error",
+            402 => "billing_error",
+            403 => "permission_error",
+            404 => "not_found_error",
+            413 => "request_too_large",
+            429 => "rate_limit_error",
+            503 => "overloaded_error",
+            s if s >= 500 => "api_error",
+            _ => "invalid_request_error",
+        }
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A public error: a code, a message safe to show a client, and the
+/// offending field or header when there is one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct ApiError {
+    pub code: ErrorCode,
+    pub message: String,
+    pub param: Option<String>,
+}
+
+impl ApiError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        ApiError {
+            code,
+            message: message.into(),
+            param: None,
+        }
+    }
+
+    pub fn invalid(param: impl Into<String>, message: impl Into<String>) -> Self {
+        ApiError {
+            code: ErrorCode::InvalidParameter,
+            message: message.into(),
+            param: Some(param.into()),
+        }
+    }
+
+    pub fn with_param(mut self, param: impl Into<String>) -> Self {
+        self.param = Some(param.into());
+        self
+    }
+
+    pub fn unsupported_conversion(message: impl Into<String>) -> Self {
+        ApiError::new(ErrorCode::UnsupportedConversion, message)
+    }
+
+    pub fn status(&self) -> u16 {
+        self.code.http_status()
+    }
+}

@@ -1,0 +1,49 @@
+//! The wire protocols the router speaks, inbound and towards suppliers.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// A wire protocol. `Completions` is inbound only: it rides the Chat path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Protocol {
+    Chat,
+    Responses,
+    Messages,
+    Completions,
+}
+
+impl Protocol {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protocol::Chat => "chat",
+            Protocol::Responses => "responses",
+            Protocol::Messages => "messages",
+            Protocol::Completions => "completions",
+        }
+    }
+}
+
+impl fmt::Display for Protocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown protocol `{0}` (expected chat, responses, messages or completions)")]
+pub struct UnknownProtocol(pub String);
+
+impl FromStr for Protocol {
+    type Err = UnknownProtocol;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "chat" => Ok(Protocol::Chat),
+            "responses" => Ok(Protocol::Responses),
+            "messages" => Ok(Protocol::Messages),
+            "completions" => Ok(Protocol::Completions),
+            other => Err(UnknownProtocol(other.to_owned())),
+        }
+    }
+}

@@ -1,0 +1,351 @@
+//! The canonical request: the union of what the four inbound surfaces can say.
+
+use crate::capability::{Capability, Requirements};
+use crate::protocol::Protocol;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// One inference request, independent of the protocol it arrived in.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Request {
+    /// The public model ID or alias the client asked for.
+    pub model: String,
+    /// The conversation, system and developer instructions included, in order.
+    /// A protocol with a separate `system` field puts it first as `Role::System`.
+    pub messages: Vec<Message>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<Tool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<ToolChoice>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parallel_tool_calls: Option<bool>,
+    #[serde(default)]
+    pub sampling: Sampling,
+    #[serde(default)]
+    pub reasoning: Reasoning,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_format: Option<ResponseFormat>,
+    #[serde(default)]
+    pub stream: bool,
+    /// A stable end-user identifier (`user`, `metadata.user_id`, `X-CI-End-User`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_user: Option<String>,
+    /// Vetted protocol-specific fields that only a route of `native.protocol`
+    /// understands (e.g. Chat `logit_bias`, Messages `context_management`).
+    /// Encoders for that protocol copy them; other encoders ignore them only
+    /// when they are annotations, and the parser marks behaviour-changing ones
+    /// as `Requirements::native_only`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub native: Option<NativeFields>,
+}
+
+/// Fields kept verbatim for a same-protocol route.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct NativeFields {
+    pub protocol: Option<Protocol>,
+    pub fields: Map<String, Value>,
+}
+
+/// Sampling and length controls.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Sampling {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f64>,
+    /// Stop sequences; empty imposes nothing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stop: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frequency_penalty: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub presence_penalty: Option<f64>,
+}
+
+/// Reasoning controls. Effort is a free string: no default, no clamping (B-15).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Reasoning {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effort: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking: Option<ThinkingConfig>,
+    /// Responses-style summary request (`reasoning.summary`), kept for Responses routes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThinkingConfig {
+    pub mode: ThinkingMode,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_tokens: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ThinkingMode {
+    Disabled,
+    Enabled,
+    Adaptive,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    System,
+    Developer,
+    User,
+    Assistant,
+    Tool,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::Developer => "developer",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: Role,
+    /// The parts of the message. A plain string becomes one `Text` part.
+    pub content: Vec<ContentPart>,
+    /// Whether the wire message carried its content as a bare string (or
+    /// null), so an encoder of the same shape can reproduce it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub content_was_string: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+impl Message {
+    pub fn text(role: Role, text: impl Into<String>) -> Self {
+        Message {
+            role,
+            content: vec![ContentPart::Text {
+                text: text.into(),
+                cache_control: None,
+            }],
+            content_was_string: true,
+            name: None,
+        }
+    }
+
+    /// The concatenated text parts (for estimates and simple encoders).
+    pub fn joined_text(&self) -> String {
+        let mut out = String::new();
+        for part in &self.content {
+            if let ContentPart::Text { text, .. } = part {
+                out.push_str(text);
+            }
+        }
+        out
+    }
+}
+
+/// A prompt-cache breakpoint (Anthropic `cache_control`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheControl {
+    /// `ephemeral` today; kept open.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// `5m` (default) or `1h`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ContentPart {
+    Text {
+        text: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
+    },
+    Image {
+        source: ImageSource,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
+    },
+    /// An assistant's call of a client tool. `arguments` is JSON text as the
+    /// model produced it (it may be partial or invalid JSON; never reparsed).
+    ToolCall {
+        id: String,
+        name: String,
+        arguments: String,
+    },
+    /// The result of a tool call, sent back by the client.
+    ToolResult {
+        tool_call_id: String,
+        content: Vec<ContentPart>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        is_error: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
+    },
+    Thinking {
+        text: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signature: Option<String>,
+    },
+    RedactedThinking {
+        data: String,
+    },
+    /// A non-media part the router does not interpret, passed through to a
+    /// route of the protocol it came from (B-07).
+    Opaque {
+        protocol: Protocol,
+        value: Value,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ImageSource {
+    /// `https:`, `http:` or `data:` URL.
+    Url {
+        url: String,
+    },
+    Base64 {
+        media_type: String,
+        data: String,
+    },
+    /// A temporary upload of this account (`file_id`).
+    Upload {
+        file_id: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tool {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// JSON Schema of the arguments (always an object schema).
+    pub parameters: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strict: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_control: Option<CacheControl>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ToolChoice {
+    Auto,
+    None,
+    /// The model must call some tool (Chat `required`, Messages `any`).
+    Required,
+    Tool {
+        name: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ResponseFormat {
+    Text,
+    JsonObject,
+    JsonSchema {
+        name: String,
+        schema: Value,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        strict: Option<bool>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        description: Option<String>,
+    },
+}
+
+impl Request {
+    /// Derive what routing must honour. Called once, after parsing.
+    pub fn requirements(&self) -> Requirements {
+        let mut req = Requirements::default();
+        if !self.tools.is_empty() {
+            req.require(Capability::Tools);
+        }
+        if !self.sampling.stop.is_empty() {
+            req.require(Capability::Stop);
+        }
+        if self.reasoning.effort.is_some() {
+            req.require(Capability::Reasoning);
+        }
+        if matches!(&self.reasoning.thinking, Some(t) if t.mode != ThinkingMode::Disabled) {
+            req.require(Capability::Thinking);
+        }
+        if matches!(
+            self.response_format,
+            Some(ResponseFormat::JsonObject | ResponseFormat::JsonSchema { .. })
+        ) {
+            req.require(Capability::ResponseFormat);
+        }
+        if self.stream {
+            req.require(Capability::Streaming);
+        }
+        if self.has_images() {
+            req.require(Capability::Vision);
+        }
+        req.temperature_above_one = self.sampling.temperature.is_some_and(|t| t > 1.0);
+        req
+    }
+
+    pub fn has_images(&self) -> bool {
+        fn part_has_image(p: &ContentPart) -> bool {
+            match p {
+                ContentPart::Image { .. } => true,
+                ContentPart::ToolResult { content, .. } => content.iter().any(part_has_image),
+                _ => false,
+            }
+        }
+        self.messages
+            .iter()
+            .any(|m| m.content.iter().any(part_has_image))
+    }
+
+    /// A rough, conservative count of the characters of input, for estimates.
+    pub fn input_chars(&self) -> usize {
+        fn part_chars(p: &ContentPart) -> usize {
+            match p {
+                ContentPart::Text { text, .. } => text.len(),
+                ContentPart::ToolCall {
+                    name, arguments, ..
+                } => name.len() + arguments.len(),
+                ContentPart::ToolResult { content, .. } => content.iter().map(part_chars).sum(),
+                ContentPart::Thinking { text, signature } => {
+                    text.len() + signature.as_ref().map_or(0, String::len)
+                }
+                ContentPart::RedactedThinking { data } => data.len(),
+                ContentPart::Opaque { value, .. } => value.to_string().len(),
+                ContentPart::Image { .. } => 0,
+            }
+        }
+        let messages: usize = self
+            .messages
+            .iter()
+            .map(|m| 8 + m.content.iter().map(part_chars).sum::<usize>())
+            .sum();
+        let tools: usize = self
+            .tools
+            .iter()
+            .map(|t| {
+                t.name.len()
+                    + t.description.as_ref().map_or(0, String::len)
+                    + t.parameters.to_string().len()
+            })
+            .sum();
+        messages + tools
+    }
+}
