@@ -1,14 +1,9 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
-}
+//! The request lifecycle: catalog, route selection, retries within one
+//! deadline, pricing, and the single reservation that settles once.
+//!
+//! Core knows no SQL and no HTTP server. It talks to storage through
+//! [`store::Store`] and to suppliers through [`supplier::Suppliers`]; the
+//! `router-store` and `router-supply` crates implement them and the server
+//! wires them together.
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
-    }
-}
+pub mod store;

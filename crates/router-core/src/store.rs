@@ -1,0 +1,167 @@
+//! The storage the lifecycle needs: keys, reservations, attempts, settlement.
+//!
+//! Implemented by `router-store` on PostgreSQL. Every method is one atomic
+//! step; the lifecycle guarantees each request is reserved once and then
+//! either settled once or voided once.
+
+use router_canonical::{NanoUsd, Protocol, Usage};
+use std::future::Future;
+use std::time::SystemTime;
+use uuid::Uuid;
+
+/// A scope an API key may carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Scope {
+    Inference,
+    AccountRead,
+    AccountWrite,
+    UsageRead,
+}
+
+impl Scope {
+    pub const ALL: [Scope; 4] = [Scope::Inference, Scope::AccountRead, Scope::AccountWrite, Scope::UsageRead];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Inference => "inference",
+            Scope::AccountRead => "account:read",
+            Scope::AccountWrite => "account:write",
+            Scope::UsageRead => "usage:read",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Scope> {
+        Scope::ALL.into_iter().find(|scope| scope.as_str() == s)
+    }
+}
+
+/// An active API key as authentication sees it. Expired and deleted keys
+/// are never returned by the store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiKeyRecord {
+    pub key_id: Uuid,
+    pub account_id: Uuid,
+    pub scopes: Vec<Scope>,
+}
+
+impl ApiKeyRecord {
+    pub fn has_scope(&self, scope: Scope) -> bool {
+        self.scopes.contains(&scope)
+    }
+}
+
+/// What is recorded when a request is admitted and its funds are held.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewRequest {
+    pub request_id: Uuid,
+    pub account_id: Uuid,
+    pub api_key_id: Uuid,
+    /// The public model ID the client asked for.
+    pub model: String,
+    pub inbound_protocol: Protocol,
+    /// The protocol history records: Completions rides Chat, so it is `Chat` there.
+    pub recorded_protocol: Protocol,
+    pub stream: bool,
+    /// The worst-case charge over the eligible routes.
+    pub reserve: NanoUsd,
+    /// After this instant the hold is presumed orphaned (crashed process)
+    /// and the reaper releases it. Live requests extend it.
+    pub hold_expires_at: SystemTime,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReserveError {
+    #[error("the wallet's available balance is below the reservation")]
+    InsufficientCredits,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// One physical attempt against a supplier route.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttemptRecord {
+    pub request_id: Uuid,
+    /// 1-based, across all routes of the request.
+    pub attempt_no: u32,
+    pub route_id: String,
+    pub supplier_id: String,
+    pub upstream_protocol: Protocol,
+    pub started_at: SystemTime,
+    pub duration_ms: u64,
+    pub outcome: AttemptOutcome,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AttemptOutcome {
+    Succeeded,
+    Failed {
+        /// The supplier's HTTP status, when one arrived.
+        upstream_status: Option<u16>,
+        /// A stable, internal failure class (e.g. `status`, `connect`, `timeout`, `invalid_response`).
+        kind: String,
+        retryable: bool,
+    },
+}
+
+/// The final, valid success to charge.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settlement {
+    pub request_id: Uuid,
+    pub charge: NanoUsd,
+    pub usage: Usage,
+    pub route_id: String,
+}
+
+/// Why a request ended without a charge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Voiding {
+    pub request_id: Uuid,
+    /// The public error code returned (or `client_cancelled`, `stream_failed`).
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SettleError {
+    /// The request was already settled or voided: settlement is exactly once.
+    #[error("request {0} is no longer reserved")]
+    NotReserved(Uuid),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    #[error("database unavailable: {0}")]
+    Unavailable(String),
+    #[error("database query failed: {0}")]
+    Query(String),
+}
+
+/// Storage operations of the request lifecycle.
+pub trait Store: Send + Sync + 'static {
+    /// Find the active key whose SHA-256 secret hash is `key_hash`.
+    fn find_api_key(
+        &self,
+        key_hash: [u8; 32],
+    ) -> impl Future<Output = Result<Option<ApiKeyRecord>, StoreError>> + Send;
+
+    /// Insert the Request row and hold `reserve` against the wallet, atomically:
+    /// either both happen and the available balance covered the hold, or
+    /// neither does. No overspend under any concurrency.
+    fn reserve(&self, request: NewRequest) -> impl Future<Output = Result<(), ReserveError>> + Send;
+
+    /// Push the hold's expiry forward (long streams keep their hold alive).
+    fn extend_hold(
+        &self,
+        request_id: Uuid,
+        until: SystemTime,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    fn record_attempt(&self, attempt: AttemptRecord) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Charge a valid final success and release the rest of the hold, once.
+    fn settle(&self, settlement: Settlement) -> impl Future<Output = Result<(), SettleError>> + Send;
+
+    /// Release the whole hold without a charge, once.
+    fn void(&self, voiding: Voiding) -> impl Future<Output = Result<(), SettleError>> + Send;
+}
