@@ -6,4 +6,14 @@
 //! `router-store` and `router-supply` crates implement them and the server
 //! wires them together.
 
+pub mod catalog;
+pub mod gateway;
+pub mod pricing;
+pub mod routing;
 pub mod store;
+pub mod supplier;
+
+pub use catalog::{Catalog, CatalogError, Model, Pricing, Route, Supplier};
+pub use gateway::{Gateway, GatewayConfig, LiveStream, Outcome, StreamItem};
+pub use routing::Plan;
+pub use supplier::{AttemptError, EventStream, FailureKind, Retry, SupplierReply, Suppliers};

@@ -19,7 +19,12 @@ pub enum Scope {
 }
 
 impl Scope {
-    pub const ALL: [Scope; 4] = [Scope::Inference, Scope::AccountRead, Scope::AccountWrite, Scope::UsageRead];
+    pub const ALL: [Scope; 4] = [
+        Scope::Inference,
+        Scope::AccountRead,
+        Scope::AccountWrite,
+        Scope::UsageRead,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -148,7 +153,8 @@ pub trait Store: Send + Sync + 'static {
     /// Insert the Request row and hold `reserve` against the wallet, atomically:
     /// either both happen and the available balance covered the hold, or
     /// neither does. No overspend under any concurrency.
-    fn reserve(&self, request: NewRequest) -> impl Future<Output = Result<(), ReserveError>> + Send;
+    fn reserve(&self, request: NewRequest)
+    -> impl Future<Output = Result<(), ReserveError>> + Send;
 
     /// Push the hold's expiry forward (long streams keep their hold alive).
     fn extend_hold(
@@ -157,10 +163,16 @@ pub trait Store: Send + Sync + 'static {
         until: SystemTime,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
-    fn record_attempt(&self, attempt: AttemptRecord) -> impl Future<Output = Result<(), StoreError>> + Send;
+    fn record_attempt(
+        &self,
+        attempt: AttemptRecord,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// Charge a valid final success and release the rest of the hold, once.
-    fn settle(&self, settlement: Settlement) -> impl Future<Output = Result<(), SettleError>> + Send;
+    fn settle(
+        &self,
+        settlement: Settlement,
+    ) -> impl Future<Output = Result<(), SettleError>> + Send;
 
     /// Release the whole hold without a charge, once.
     fn void(&self, voiding: Voiding) -> impl Future<Output = Result<(), SettleError>> + Send;

@@ -1,0 +1,506 @@
+//! The request lifecycle: plan -> reserve once -> attempts within one
+//! deadline -> settle once (or void), for complete and streamed replies.
+//!
+//! A [`Reservation`] guard owns the hold from the moment it is taken: if the
+//! handler's future is dropped (the client left) or a stream is abandoned,
+//! the guard voids the hold, so no path leaves a reservation behind. A crash
+//! is covered by the store's reaper (holds carry an expiry).
+
+use crate::catalog::{Catalog, Model, Route};
+use crate::pricing;
+use crate::routing::{self, Plan};
+use crate::store::{
+    AttemptOutcome, AttemptRecord, NewRequest, ReserveError, SettleError, Settlement, Store,
+    Voiding,
+};
+use crate::supplier::{AttemptError, EventStream, FailureKind, Retry, SupplierReply, Suppliers};
+use futures::StreamExt;
+use router_canonical::{
+    ApiError, ErrorCode, NanoUsd, Protocol, Request, Response, StopReason, StreamEvent, Usage,
+};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+use tokio::time::Instant;
+use uuid::Uuid;
+
+#[derive(Debug, Clone)]
+pub struct GatewayConfig {
+    /// One routing deadline shared by every attempt and wait.
+    pub deadline: Duration,
+    /// Attempts per eligible route.
+    pub attempts_per_route: u32,
+    /// How long a hold lives without being extended before the reaper may
+    /// release it. Live streams extend it at half this interval.
+    pub hold_lease: Duration,
+}
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        GatewayConfig {
+            deadline: Duration::from_secs(180),
+            attempts_per_route: 2,
+            hold_lease: Duration::from_secs(600),
+        }
+    }
+}
+
+/// Who is asking, established by the server before the lifecycle starts.
+#[derive(Debug, Clone)]
+pub struct Admission {
+    pub request_id: Uuid,
+    pub account_id: Uuid,
+    pub api_key_id: Uuid,
+    pub inbound: Protocol,
+}
+
+pub enum Outcome<S: Store, P: Suppliers> {
+    Complete { response: Response, cost: NanoUsd },
+    Stream(LiveStream<S, P>),
+}
+
+struct Inner<S, P> {
+    catalog: Arc<Catalog>,
+    store: S,
+    suppliers: P,
+    config: GatewayConfig,
+}
+
+pub struct Gateway<S, P> {
+    inner: Arc<Inner<S, P>>,
+}
+
+impl<S, P> Clone for Gateway<S, P> {
+    fn clone(&self) -> Self {
+        Gateway {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<S: Store, P: Suppliers> Gateway<S, P> {
+    pub fn new(catalog: Arc<Catalog>, store: S, suppliers: P, config: GatewayConfig) -> Self {
+        Gateway {
+            inner: Arc::new(Inner {
+                catalog,
+                store,
+                suppliers,
+                config,
+            }),
+        }
+    }
+
+    pub fn catalog(&self) -> &Catalog {
+        &self.inner.catalog
+    }
+
+    pub fn store(&self) -> &S {
+        &self.inner.store
+    }
+
+    pub fn config(&self) -> &GatewayConfig {
+        &self.inner.config
+    }
+
+    /// Route, reserve, attempt, and settle one request.
+    pub async fn run(
+        &self,
+        admission: Admission,
+        request: Request,
+    ) -> Result<Outcome<S, P>, ApiError> {
+        let plan = routing::plan(&self.inner.catalog, &request, admission.inbound)?;
+        let reserve = pricing::reservation(&plan.model, &plan.routes, &request).map_err(|_| {
+            ApiError::invalid(
+                "max_tokens",
+                "The requested output length makes the worst-case cost overflow.",
+            )
+        })?;
+        let recorded_protocol = match admission.inbound {
+            Protocol::Completions => Protocol::Chat,
+            other => other,
+        };
+        let new = NewRequest {
+            request_id: admission.request_id,
+            account_id: admission.account_id,
+            api_key_id: admission.api_key_id,
+            model: plan.model.id.clone(),
+            inbound_protocol: admission.inbound,
+            recorded_protocol,
+            stream: request.stream,
+            reserve,
+            hold_expires_at: SystemTime::now() + self.inner.config.hold_lease,
+        };
+        self.inner.store.reserve(new).await.map_err(|e| match e {
+            ReserveError::InsufficientCredits => ApiError::new(
+                ErrorCode::InsufficientCredits,
+                "Your available credits do not cover this request's maximum cost.",
+            ),
+            ReserveError::Store(e) => internal(&e),
+        })?;
+        let reservation = Reservation {
+            inner: Some(self.inner.clone()),
+            request_id: admission.request_id,
+        };
+        self.attempt_routes(plan, request, reservation).await
+    }
+
+    async fn attempt_routes(
+        &self,
+        plan: Plan,
+        request: Request,
+        mut reservation: Reservation<S, P>,
+    ) -> Result<Outcome<S, P>, ApiError> {
+        let inner = &self.inner;
+        let deadline = Instant::now() + inner.config.deadline;
+        let mut attempt_no = 0u32;
+        let mut last_error: Option<AttemptError> = None;
+        'routes: for route in &plan.routes {
+            for try_on_route in 0..inner.config.attempts_per_route {
+                if Instant::now() >= deadline {
+                    break 'routes;
+                }
+                attempt_no += 1;
+                let started_at = SystemTime::now();
+                let started = Instant::now();
+                let result = match tokio::time::timeout_at(
+                    deadline,
+                    inner.suppliers.attempt(route, &request, deadline),
+                )
+                .await
+                {
+                    Ok(result) => result,
+                    Err(_) => Err(AttemptError::timeout()),
+                };
+                let mut record = AttemptRecord {
+                    request_id: reservation.request_id,
+                    attempt_no,
+                    route_id: route.id.clone(),
+                    supplier_id: route.supplier.id.clone(),
+                    upstream_protocol: route.protocol,
+                    started_at,
+                    duration_ms: started.elapsed().as_millis() as u64,
+                    outcome: AttemptOutcome::Succeeded,
+                };
+                match result {
+                    Ok(SupplierReply::Complete(response)) => {
+                        return self
+                            .settle_complete(&plan.model, route, response, record, &mut reservation)
+                            .await;
+                    }
+                    Ok(SupplierReply::Stream(events)) => {
+                        let hold_lease = inner.config.hold_lease;
+                        return Ok(Outcome::Stream(LiveStream {
+                            events,
+                            reservation,
+                            model: plan.model.clone(),
+                            route: route.clone(),
+                            attempt: Some(record),
+                            next_extension: Instant::now() + hold_lease / 2,
+                            done: false,
+                        }));
+                    }
+                    Err(error) => {
+                        tracing::info!(request_id = %reservation.request_id, route = %route.id, attempt_no, error = %error, "attempt failed");
+                        record.outcome = failed_outcome(&error);
+                        self.record(record).await;
+                        let retry = error.retry;
+                        last_error = Some(error);
+                        match retry {
+                            Retry::Stop => break 'routes,
+                            Retry::NextRoute => continue 'routes,
+                            Retry::SameRoute { after } => {
+                                if try_on_route + 1 >= inner.config.attempts_per_route {
+                                    continue 'routes;
+                                }
+                                if let Some(wait) = after {
+                                    // Honour Retry-After only when it fits the remaining budget (G-13).
+                                    if Instant::now() + wait >= deadline {
+                                        continue 'routes;
+                                    }
+                                    tokio::time::sleep(wait).await;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let error = final_error(last_error.as_ref());
+        reservation.void(&error.code.as_str().to_owned()).await;
+        Err(error)
+    }
+
+    async fn settle_complete(
+        &self,
+        model: &Model,
+        route: &Arc<Route>,
+        response: Response,
+        mut record: AttemptRecord,
+        reservation: &mut Reservation<S, P>,
+    ) -> Result<Outcome<S, P>, ApiError> {
+        let charge = match validated_charge(model, route, &response.usage) {
+            Ok(charge) => charge,
+            Err(error) => {
+                record.outcome = failed_outcome(&error);
+                self.record(record).await;
+                let public = final_error(Some(&error));
+                reservation.void(public.code.as_str()).await;
+                return Err(public);
+            }
+        };
+        self.record(record).await;
+        reservation
+            .settle(charge, response.usage, &route.id)
+            .await?;
+        Ok(Outcome::Complete {
+            response,
+            cost: charge,
+        })
+    }
+
+    async fn record(&self, record: AttemptRecord) {
+        if let Err(e) = self.inner.store.record_attempt(record).await {
+            tracing::warn!(error = %e, "could not record attempt");
+        }
+    }
+}
+
+fn failed_outcome(error: &AttemptError) -> AttemptOutcome {
+    AttemptOutcome::Failed {
+        upstream_status: error.upstream_status,
+        kind: error.kind.as_str().to_owned(),
+        retryable: matches!(error.retry, Retry::SameRoute { .. }),
+    }
+}
+
+/// Usage must be plausible before it is billed (G-12).
+fn validated_charge(model: &Model, route: &Route, usage: &Usage) -> Result<NanoUsd, AttemptError> {
+    if !usage.is_consistent() {
+        return Err(AttemptError::invalid_response(
+            "supplier usage is inconsistent",
+        ));
+    }
+    pricing::charge(model, route, usage)
+        .map_err(|_| AttemptError::invalid_response("supplier usage overflows the charge"))
+}
+
+/// The one public error for a request whose attempts all failed (GP-47).
+fn final_error(last: Option<&AttemptError>) -> ApiError {
+    let Some(last) = last else {
+        return ApiError::new(
+            ErrorCode::UpstreamUnavailable,
+            "No route completed the request before the routing deadline.",
+        );
+    };
+    if let Some(public) = &last.public {
+        return public.clone();
+    }
+    match (last.kind, last.retry) {
+        (FailureKind::InvalidResponse, _) => ApiError::new(
+            ErrorCode::InvalidUpstreamResponse,
+            "The upstream response was invalid.",
+        ),
+        (FailureKind::Status, Retry::NextRoute) => ApiError::new(
+            ErrorCode::UpstreamError,
+            "The upstream rejected the request.",
+        ),
+        _ => ApiError::new(
+            ErrorCode::UpstreamUnavailable,
+            "No route completed the request before the routing deadline.",
+        ),
+    }
+}
+
+fn internal(error: &dyn std::fmt::Display) -> ApiError {
+    tracing::error!(error = %error, "storage failure");
+    ApiError::new(
+        ErrorCode::InternalError,
+        "An internal error occurred; the request was not charged.",
+    )
+}
+
+/// The hold of one request. Settles or voids exactly once; voids on drop.
+struct Reservation<S: Store, P: Suppliers> {
+    inner: Option<Arc<Inner<S, P>>>,
+    request_id: Uuid,
+}
+
+impl<S: Store, P: Suppliers> Reservation<S, P> {
+    async fn settle(
+        &mut self,
+        charge: NanoUsd,
+        usage: Usage,
+        route_id: &str,
+    ) -> Result<(), ApiError> {
+        let Some(inner) = self.inner.take() else {
+            return Err(internal(&"reservation already finished"));
+        };
+        let settlement = Settlement {
+            request_id: self.request_id,
+            charge,
+            usage,
+            route_id: route_id.to_owned(),
+        };
+        match inner.store.settle(settlement).await {
+            Ok(()) => Ok(()),
+            Err(SettleError::NotReserved(id)) => {
+                Err(internal(&format!("request {id} was no longer reserved")))
+            }
+            Err(SettleError::Store(e)) => {
+                // The outcome of a failed commit is unknown; the hold stays
+                // for the reaper rather than risking a double release.
+                Err(internal(&e))
+            }
+        }
+    }
+
+    async fn void(&mut self, reason: &str) {
+        if let Some(inner) = self.inner.take() {
+            let voiding = Voiding {
+                request_id: self.request_id,
+                reason: reason.to_owned(),
+            };
+            if let Err(e) = inner.store.void(voiding).await {
+                tracing::warn!(request_id = %self.request_id, error = %e, "could not void reservation");
+            }
+        }
+    }
+
+    async fn extend(&self, until: SystemTime) {
+        if let Some(inner) = &self.inner {
+            if let Err(e) = inner.store.extend_hold(self.request_id, until).await {
+                tracing::warn!(request_id = %self.request_id, error = %e, "could not extend hold");
+            }
+        }
+    }
+}
+
+impl<S: Store, P: Suppliers> Drop for Reservation<S, P> {
+    fn drop(&mut self) {
+        let Some(inner) = self.inner.take() else {
+            return;
+        };
+        let request_id = self.request_id;
+        // The client left before a valid final success: release the hold (G-22).
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move {
+                let voiding = Voiding {
+                    request_id,
+                    reason: "client_cancelled".to_owned(),
+                };
+                if let Err(e) = inner.store.void(voiding).await {
+                    tracing::warn!(%request_id, error = %e, "could not void abandoned reservation");
+                }
+            });
+        }
+    }
+}
+
+/// What a live stream yields to the server.
+#[derive(Debug)]
+pub enum StreamItem {
+    Event(StreamEvent),
+    /// The stream ended validly and was settled; `cost` is what was charged.
+    Finished {
+        stop_reason: StopReason,
+        stop_sequence: Option<String>,
+        usage: Usage,
+        cost: NanoUsd,
+    },
+    /// The stream failed after it started; nothing was charged.
+    Failed(ApiError),
+}
+
+/// A supplier stream being relayed to the client. Settles on its valid
+/// `Finish`, voids on failure or when dropped unfinished.
+pub struct LiveStream<S: Store, P: Suppliers> {
+    events: EventStream,
+    reservation: Reservation<S, P>,
+    model: Arc<Model>,
+    route: Arc<Route>,
+    attempt: Option<AttemptRecord>,
+    next_extension: Instant,
+    done: bool,
+}
+
+impl<S: Store, P: Suppliers> LiveStream<S, P> {
+    pub fn request_id(&self) -> Uuid {
+        self.reservation.request_id
+    }
+
+    /// The next item; `None` after `Finished` or `Failed`.
+    pub async fn next(&mut self) -> Option<StreamItem> {
+        if self.done {
+            return None;
+        }
+        if Instant::now() >= self.next_extension {
+            if let Some(inner) = &self.reservation.inner {
+                let lease = inner.config.hold_lease;
+                self.reservation.extend(SystemTime::now() + lease).await;
+                self.next_extension = Instant::now() + lease / 2;
+            }
+        }
+        match self.events.next().await {
+            Some(Ok(StreamEvent::Finish {
+                stop_reason,
+                stop_sequence,
+                usage,
+            })) => {
+                self.done = true;
+                match validated_charge(&self.model, &self.route, &usage) {
+                    Ok(cost) => {
+                        self.record(AttemptOutcome::Succeeded).await;
+                        match self.reservation.settle(cost, usage, &self.route.id).await {
+                            Ok(()) => Some(StreamItem::Finished {
+                                stop_reason,
+                                stop_sequence,
+                                usage,
+                                cost,
+                            }),
+                            Err(e) => Some(StreamItem::Failed(e)),
+                        }
+                    }
+                    Err(error) => Some(self.fail(error).await),
+                }
+            }
+            Some(Ok(event)) => Some(StreamItem::Event(event)),
+            Some(Err(error)) => {
+                self.done = true;
+                Some(self.fail(error).await)
+            }
+            None => {
+                self.done = true;
+                Some(
+                    self.fail(AttemptError::stream_interrupted(
+                        "stream ended without a final event",
+                    ))
+                    .await,
+                )
+            }
+        }
+    }
+
+    async fn fail(&mut self, error: AttemptError) -> StreamItem {
+        self.record(failed_outcome(&error)).await;
+        self.reservation.void("stream_failed").await;
+        let public = match error.kind {
+            FailureKind::InvalidResponse => ApiError::new(
+                ErrorCode::InvalidUpstreamResponse,
+                "The upstream stream was invalid.",
+            ),
+            _ => ApiError::new(
+                ErrorCode::UpstreamError,
+                "The upstream stream was interrupted.",
+            ),
+        };
+        StreamItem::Failed(public)
+    }
+
+    async fn record(&mut self, outcome: AttemptOutcome) {
+        if let (Some(mut record), Some(inner)) = (self.attempt.take(), &self.reservation.inner) {
+            record.outcome = outcome;
+            if let Err(e) = inner.store.record_attempt(record).await {
+                tracing::warn!(error = %e, "could not record attempt");
+            }
+        }
+    }
+}
