@@ -1,14 +1,20 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
-}
+//! The router's HTTP server: path routing, authentication, per-protocol
+//! error envelopes, SSE relaying and the operator admin API.
+//!
+//! This is the only crate that knows hyper. Protocol rules live in the wire
+//! crates, the lifecycle in `router-core`, storage in `router-store`.
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+pub mod admin;
+pub mod app;
+pub mod auth;
+pub mod body;
+pub mod chat_completions;
+pub mod config;
+pub mod dispatch;
+pub mod health;
+pub mod reply;
+pub mod server;
 
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
-    }
-}
+pub use app::App;
+pub use config::ServerConfig;
+pub use server::{ServeError, serve};

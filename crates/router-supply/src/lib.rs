@@ -1,14 +1,75 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
+//! Supplier clients: encode a canonical request in the route's protocol,
+//! send it over HTTP, decode the answer or stream, classify failures.
+//!
+//! Implements `router_core::Suppliers`. Failures are classified as data
+//! (`AttemptError`), never by message text: transport errors before any
+//! output and the statuses the spec lists are retryable; a response that
+//! arrived but cannot be decoded stops the request (GP-47).
+
+mod chat;
+mod retry_after;
+
+use router_canonical::{ApiError, Request};
+use router_core::{AttemptError, Route, SupplierReply, Suppliers};
+use std::time::Duration;
+use tokio::time::Instant;
+
+pub use retry_after::parse_retry_after;
+
+/// Largest non-streaming supplier body the router reads.
+const MAX_RESPONSE_BYTES: usize = 32 * 1024 * 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SupplyError {
+    #[error("cannot build the HTTP client: {0}")]
+    Client(#[from] reqwest::Error),
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// HTTP clients for every supplier protocol, sharing one connection pool.
+#[derive(Clone)]
+pub struct HttpSuppliers {
+    client: reqwest::Client,
+}
 
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
+impl HttpSuppliers {
+    pub fn new() -> Result<Self, SupplyError> {
+        let client = reqwest::Client::builder()
+            .tcp_nodelay(true)
+            .pool_idle_timeout(Duration::from_secs(90))
+            .pool_max_idle_per_host(1024)
+            .connect_timeout(Duration::from_secs(10))
+            .build()?;
+        Ok(HttpSuppliers { client })
     }
+}
+
+impl Suppliers for HttpSuppliers {
+    async fn attempt(&self, route: &Route, request: &Request, deadline: Instant) -> Result<SupplierReply, AttemptError> {
+        match route.protocol {
+            router_canonical::Protocol::Chat => chat::attempt(&self.client, route, request, deadline).await,
+            other => Err(AttemptError::conversion(ApiError::unsupported_conversion(format!(
+                "routes speaking `{other}` are not supported by this router build"
+            )))),
+        }
+    }
+}
+
+/// Classify a reqwest error raised before any output reached the client.
+fn transport_error(error: &reqwest::Error) -> AttemptError {
+    if error.is_timeout() {
+        AttemptError::timeout()
+    } else {
+        AttemptError::transport(format!("transport failure: {}", error_chain(error)))
+    }
+}
+
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
 }

@@ -1,0 +1,38 @@
+//! Reading request bodies under a size limit (Q-01, CF-02).
+
+use bytes::{Bytes, BytesMut};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use router_canonical::{ApiError, ErrorCode};
+
+/// 2 MiB: chat, responses and completions bodies (CF-02).
+pub const INFERENCE_BODY_LIMIT: usize = 2 * 1024 * 1024;
+/// Admin API bodies are small.
+pub const ADMIN_BODY_LIMIT: usize = 64 * 1024;
+
+/// Read the whole body, refusing more than `limit` bytes: first by the
+/// declared Content-Length, then by counting what actually arrives.
+pub async fn read_limited(headers: &http::HeaderMap, body: Incoming, limit: usize) -> Result<Bytes, ApiError> {
+    let too_large = || {
+        ApiError::new(ErrorCode::PayloadTooLarge, format!("The request body exceeds the {limit}-byte limit."))
+    };
+    let declared = headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(too_large());
+    }
+    let mut buf = BytesMut::with_capacity(declared.map_or(8 * 1024, |n| n as usize));
+    let mut body = body;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|_| ApiError::invalid("body", "The request body could not be read."))?;
+        if let Ok(data) = frame.into_data() {
+            if buf.len() + data.len() > limit {
+                return Err(too_large());
+            }
+            buf.extend_from_slice(&data);
+        }
+    }
+    Ok(buf.freeze())
+}

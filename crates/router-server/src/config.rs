@@ -1,0 +1,30 @@
+//! Server configuration, from flags and the environment (see `main.rs`).
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+#[derive(Clone)]
+pub struct ServerConfig {
+    pub listen: SocketAddr,
+    pub database_url: String,
+    pub catalog_path: String,
+    /// The operator token guarding `/admin/`; `None` disables the admin API.
+    pub admin_token: Option<String>,
+    /// The routing deadline shared by all attempts (180 s in production).
+    pub deadline: Duration,
+    pub hold_lease: Duration,
+    pub reaper_interval: Duration,
+    pub database_pool_size: usize,
+}
+
+impl std::fmt::Debug for ServerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerConfig")
+            .field("listen", &self.listen)
+            .field("catalog_path", &self.catalog_path)
+            .field("admin_token", &self.admin_token.as_ref().map(|_| "<redacted>"))
+            .field("deadline", &self.deadline)
+            .field("hold_lease", &self.hold_lease)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,106 @@
+//! Path and method dispatch (unknown path 404, wrong method 405 with `Allow`, GP-68).
+
+use crate::app::App;
+use crate::reply::{self, Body, Surface};
+use crate::{admin, chat_completions, health};
+use http::{Method, Response};
+use hyper::body::Incoming;
+use router_canonical::{ApiError, ErrorCode};
+use std::sync::{Arc, OnceLock};
+use uuid::Uuid;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Endpoint {
+    ChatCompletions,
+    Healthz,
+    Readyz,
+    AdminAccounts,
+    AdminAccount,
+    AdminAccountCredits,
+    AdminApiKeys,
+    AdminApiKey,
+    AdminRequest,
+}
+
+impl Endpoint {
+    fn methods(self) -> &'static [Method] {
+        match self {
+            Endpoint::ChatCompletions | Endpoint::AdminAccounts | Endpoint::AdminAccountCredits | Endpoint::AdminApiKeys => {
+                &[Method::POST]
+            }
+            Endpoint::Healthz | Endpoint::Readyz | Endpoint::AdminAccount | Endpoint::AdminRequest => &[Method::GET],
+            Endpoint::AdminApiKey => &[Method::DELETE],
+        }
+    }
+}
+
+fn table() -> &'static matchit::Router<Endpoint> {
+    static TABLE: OnceLock<matchit::Router<Endpoint>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut router = matchit::Router::new();
+        let entries = [
+            ("/v1/chat/completions", Endpoint::ChatCompletions),
+            ("/healthz", Endpoint::Healthz),
+            ("/readyz", Endpoint::Readyz),
+            ("/admin/accounts", Endpoint::AdminAccounts),
+            ("/admin/accounts/{id}", Endpoint::AdminAccount),
+            ("/admin/accounts/{id}/credits", Endpoint::AdminAccountCredits),
+            ("/admin/api-keys", Endpoint::AdminApiKeys),
+            ("/admin/api-keys/{id}", Endpoint::AdminApiKey),
+            ("/admin/requests/{id}", Endpoint::AdminRequest),
+        ];
+        for (path, endpoint) in entries {
+            // The table is static: an insert error is a programming error caught by tests.
+            if let Err(e) = router.insert(path, endpoint) {
+                tracing::error!(path, error = %e, "invalid route table entry");
+            }
+        }
+        router
+    })
+}
+
+pub async fn dispatch(app: Arc<App>, request: http::Request<Incoming>) -> Response<Body> {
+    let request_id = Uuid::now_v7();
+    let id_text = request_id.to_string();
+    let path = request.uri().path().to_owned();
+    let Ok(matched) = table().at(&path) else {
+        let error = ApiError::new(ErrorCode::NotFound, format!("No endpoint at `{path}`."));
+        return reply::error(Surface::OpenAi, &error, &id_text);
+    };
+    let endpoint = *matched.value;
+    let param = matched.params.get("id").map(str::to_owned);
+    if !endpoint.methods().contains(request.method()) {
+        let error = ApiError::new(ErrorCode::MethodNotAllowed, format!("`{}` is not allowed on `{path}`.", request.method()));
+        let mut response = reply::error(Surface::OpenAi, &error, &id_text);
+        let allow = endpoint.methods().iter().map(Method::as_str).collect::<Vec<_>>().join(", ");
+        if let Ok(value) = http::HeaderValue::from_str(&allow) {
+            response.headers_mut().insert(http::header::ALLOW, value);
+        }
+        return response;
+    }
+    match endpoint {
+        Endpoint::ChatCompletions => chat_completions::handle(app, request, request_id).await,
+        Endpoint::Healthz => health::healthz(&id_text),
+        Endpoint::Readyz => health::readyz(&app, &id_text).await,
+        Endpoint::AdminAccounts => admin::create_account(&app, request, &id_text).await,
+        Endpoint::AdminAccount => admin::get_account(&app, request, param.as_deref(), &id_text).await,
+        Endpoint::AdminAccountCredits => admin::grant_credits(&app, request, param.as_deref(), &id_text).await,
+        Endpoint::AdminApiKeys => admin::create_api_key(&app, request, &id_text).await,
+        Endpoint::AdminApiKey => admin::delete_api_key(&app, request, param.as_deref(), &id_text).await,
+        Endpoint::AdminRequest => admin::get_request(&app, request, param.as_deref(), &id_text).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_builds_and_matches() {
+        assert_eq!(*table().at("/v1/chat/completions").unwrap().value, Endpoint::ChatCompletions);
+        let m = table().at("/admin/accounts/abc/credits").unwrap();
+        assert_eq!(*m.value, Endpoint::AdminAccountCredits);
+        assert_eq!(m.params.get("id"), Some("abc"));
+        assert!(table().at("/v1/files").is_err());
+    }
+}

@@ -1,0 +1,51 @@
+//! Building responses: bodies, the request-ID header, error envelopes.
+
+use bytes::Bytes;
+use http::header::{CONTENT_TYPE, HeaderValue};
+use http::{Response, StatusCode};
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full};
+use router_canonical::ApiError;
+use std::convert::Infallible;
+
+pub type Body = BoxBody<Bytes, Infallible>;
+
+/// Which envelope a surface's errors use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Surface {
+    /// `{"error":{"message","type","param","code"}}` with `x-request-id` (P-01).
+    OpenAi,
+}
+
+pub const REQUEST_ID: &str = "x-request-id";
+
+pub fn full(bytes: impl Into<Bytes>) -> Body {
+    Full::new(bytes.into()).boxed()
+}
+
+pub fn json(status: StatusCode, body: Vec<u8>, request_id: &str) -> Response<Body> {
+    let mut response = Response::new(full(body));
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    set_request_id(headers, request_id);
+    response
+}
+
+pub fn json_value(status: StatusCode, value: &serde_json::Value, request_id: &str) -> Response<Body> {
+    json(status, serde_json::to_vec(value).unwrap_or_default(), request_id)
+}
+
+pub fn set_request_id(headers: &mut http::HeaderMap, request_id: &str) {
+    if let Ok(value) = HeaderValue::from_str(request_id) {
+        headers.insert(REQUEST_ID, value);
+    }
+}
+
+pub fn error(surface: Surface, error: &ApiError, request_id: &str) -> Response<Body> {
+    let status = StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let body = match surface {
+        Surface::OpenAi => router_chat::error_body(error),
+    };
+    json(status, body, request_id)
+}

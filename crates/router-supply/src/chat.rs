@@ -1,0 +1,136 @@
+//! One attempt against a Chat Completions supplier, JSON or SSE.
+
+use crate::{MAX_RESPONSE_BYTES, error_chain, parse_retry_after, transport_error};
+use bytes::Bytes;
+use futures::{Stream, StreamExt};
+use router_canonical::sse::{Decoder as SseDecoder, Frame};
+use router_canonical::{Request, StreamEvent};
+use router_chat::StreamDecoder;
+use router_core::{AttemptError, Route, SupplierReply};
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::time::SystemTime;
+use tokio::time::Instant;
+
+pub(crate) async fn attempt(
+    client: &reqwest::Client,
+    route: &Route,
+    request: &Request,
+    deadline: Instant,
+) -> Result<SupplierReply, AttemptError> {
+    let body = router_chat::encode_request(request, &route.upstream_model).map_err(AttemptError::conversion)?;
+    let url = format!("{}/chat/completions", route.supplier.base_url);
+    let remaining = deadline.saturating_duration_since(Instant::now());
+    let mut builder = client
+        .post(url)
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .timeout(remaining)
+        .body(body);
+    if let Some(key) = &route.supplier.api_key {
+        builder = builder.bearer_auth(key);
+    }
+    let response = builder.send().await.map_err(|e| transport_error(&e))?;
+    let status = response.status();
+    if !status.is_success() {
+        let retry_after = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| parse_retry_after(v, SystemTime::now()));
+        return Err(AttemptError::status(status.as_u16(), retry_after));
+    }
+    if request.stream {
+        return start_stream(response).await;
+    }
+    let bytes = read_body(response).await?;
+    router_chat::decode_response(&bytes)
+        .map(SupplierReply::Complete)
+        .map_err(|e| AttemptError::invalid_response(format!("chat response: {e}")))
+}
+
+/// Read a whole JSON body, capped. A failed read may be retried (G-11).
+async fn read_body(mut response: reqwest::Response) -> Result<Vec<u8>, AttemptError> {
+    let mut body = Vec::with_capacity(response.content_length().map_or(4096, |n| n.min(1 << 20) as usize));
+    while let Some(chunk) = response.chunk().await.map_err(|e| transport_error(&e))? {
+        if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
+            return Err(AttemptError::invalid_response("supplier response exceeds the size limit"));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+type ByteStream = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
+
+struct ChatStream {
+    bytes: ByteStream,
+    sse: SseDecoder,
+    chat: StreamDecoder,
+    pending: VecDeque<StreamEvent>,
+    frames: Vec<Frame>,
+    ended: bool,
+}
+
+impl ChatStream {
+    /// The next canonical event, reading more bytes as needed. `Ok(None)`
+    /// when the stream ended after its final event.
+    async fn next_event(&mut self) -> Result<Option<StreamEvent>, StreamFailure> {
+        loop {
+            if let Some(event) = self.pending.pop_front() {
+                return Ok(Some(event));
+            }
+            if self.ended || self.chat.is_finished() {
+                return Ok(None);
+            }
+            match self.bytes.next().await {
+                Some(Ok(chunk)) => {
+                    self.sse.feed(&chunk, &mut self.frames).map_err(|e| StreamFailure::Invalid(e.to_string()))?;
+                    for frame in self.frames.drain(..) {
+                        let events = self.chat.decode(&frame).map_err(|e| StreamFailure::Invalid(e.to_string()))?;
+                        self.pending.extend(events);
+                    }
+                }
+                Some(Err(e)) => return Err(StreamFailure::Transport(error_chain(&e))),
+                None => {
+                    self.ended = true;
+                    return Err(StreamFailure::Transport("stream ended before [DONE]".to_owned()));
+                }
+            }
+        }
+    }
+}
+
+enum StreamFailure {
+    Transport(String),
+    Invalid(String),
+}
+
+/// Prebuffer until the first event, so a failure before any output is
+/// still an ordinary (retryable) attempt failure (G-11).
+async fn start_stream(response: reqwest::Response) -> Result<SupplierReply, AttemptError> {
+    let mut stream = ChatStream {
+        bytes: Box::pin(response.bytes_stream()),
+        sse: SseDecoder::default(),
+        chat: StreamDecoder::new(),
+        pending: VecDeque::new(),
+        frames: Vec::new(),
+        ended: false,
+    };
+    let first = match stream.next_event().await {
+        Ok(Some(event)) => event,
+        Ok(None) => return Err(AttemptError::invalid_response("stream finished without events")),
+        Err(StreamFailure::Transport(detail)) => return Err(AttemptError::transport(detail)),
+        Err(StreamFailure::Invalid(detail)) => return Err(AttemptError::invalid_response(detail)),
+    };
+    stream.pending.push_front(first);
+    let events = futures::stream::unfold(Some(stream), |state| async move {
+        let mut stream = state?;
+        match stream.next_event().await {
+            Ok(Some(event)) => Some((Ok(event), Some(stream))),
+            Ok(None) => None,
+            Err(StreamFailure::Transport(detail)) => Some((Err(AttemptError::stream_interrupted(detail)), None)),
+            Err(StreamFailure::Invalid(detail)) => Some((Err(AttemptError::invalid_response(detail)), None)),
+        }
+    });
+    Ok(SupplierReply::Stream(Box::pin(events)))
+}
