@@ -1,14 +1,58 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
-}
+//! A real HTTP server that pretends to be an OpenAI Chat Completions
+//! supplier, scripted per request, for tests, demos and benchmarks.
+//!
+//! # In-process use
+//!
+//! ```no_run
+//! use router_mock_supplier::{MockReply, MockSupplier, MockUsage, Script};
+//!
+//! # async fn demo() -> std::io::Result<()> {
+//! let mock = MockSupplier::start("127.0.0.1:0".parse().map_err(std::io::Error::other)?).await?;
+//! // Point the code under test at `mock.base_url()` ("http://127.0.0.1:PORT/v1").
+//! mock.enqueue_for("gpt-x", Script::status(429));          // first gpt-x request
+//! mock.enqueue(Script::Reply(MockReply {                     // next request of any model
+//!     text: "Hello!".into(),
+//!     usage: Some(MockUsage { prompt_tokens: 10, completion_tokens: 2, ..MockUsage::default() }),
+//!     chunk_delay_ms: 5,
+//!     ..MockReply::default()
+//! }));
+//! // ... run the code under test ...
+//! assert_eq!(mock.calls_for("gpt-x").len(), 2);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Any path ending in `/chat/completions` is the chat endpoint; every request
+//! to it is recorded (see [`RecordedCall`]) and then gets the next script:
+//! the queue of its `model` first, then the global queue, then the default.
+//! A [`Script`] says whether to answer (JSON, or SSE when the request has
+//! `"stream": true`), fail with a status, or break the connection in one of
+//! several ways. Other paths get 404.
+//!
+//! # Out-of-process use
+//!
+//! The `mock-supplier` binary serves the same thing and is scripted over
+//! HTTP through the control endpoints described in [`control`](crate#control-endpoints).
+//!
+//! # Control endpoints
+//!
+//! - `POST /_mock/scripts` with `{"model": "m"?, "script": {"kind": ...}}` enqueues;
+//! - `PUT /_mock/default` with `{"script": {...}}` (or a bare script) sets the default;
+//! - `GET /_mock/calls` returns `{"calls": [{"path", "headers": {name: value}, "body"}]}`;
+//! - `POST /_mock/reset` clears queues and calls.
+//!
+//! Control requests are not recorded.
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+mod chat_endpoint;
+mod chat_reply;
+mod connection;
+mod control;
+mod playbook;
+mod recorded_call;
+mod response_body;
+mod script;
+mod server;
 
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
-    }
-}
+pub use recorded_call::RecordedCall;
+pub use script::{MockReply, MockToolCall, MockUsage, Script};
+pub use server::MockSupplier;

@@ -1,1 +1,65 @@
-fn main() {}
+//! `mock-supplier`: runs a [`MockSupplier`] until SIGTERM or ctrl-c, for
+//! demos, benchmarks and tests in other languages.
+
+use std::io::Write;
+use std::net::SocketAddr;
+
+use anyhow::Context;
+use clap::Parser;
+use router_mock_supplier::{MockReply, MockSupplier, Script};
+
+/// A fake OpenAI Chat Completions supplier, scriptable over `/_mock/*`.
+#[derive(Debug, Parser)]
+#[command(name = "mock-supplier", version)]
+struct Args {
+    /// Address to listen on.
+    #[arg(long, env = "MOCK_SUPPLIER_LISTEN", default_value = "127.0.0.1:9100")]
+    listen: SocketAddr,
+    /// Text of the default reply (used when no script is queued).
+    #[arg(long, default_value = "Hello from the mock supplier.")]
+    default_reply: String,
+    /// Default reply, streaming: milliseconds before the first event.
+    #[arg(long, default_value_t = 0)]
+    first_chunk_delay_ms: u64,
+    /// Default reply, streaming: milliseconds between events.
+    #[arg(long, default_value_t = 0)]
+    chunk_delay_ms: u64,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let mock = MockSupplier::start(args.listen)
+        .await
+        .with_context(|| format!("binding {}", args.listen))?;
+    mock.set_default(Script::Reply(MockReply {
+        text: args.default_reply,
+        first_chunk_delay_ms: args.first_chunk_delay_ms,
+        chunk_delay_ms: args.chunk_delay_ms,
+        ..MockReply::default()
+    }));
+    let mut stdout = std::io::stdout();
+    writeln!(stdout, "mock-supplier listening on {}", mock.base_url())?;
+    stdout.flush()?;
+    wait_for_termination().await?;
+    mock.shutdown();
+    Ok(())
+}
+
+#[cfg(unix)]
+async fn wait_for_termination() -> anyhow::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut terminate = signal(SignalKind::terminate()).context("listening for SIGTERM")?;
+    tokio::select! {
+        result = tokio::signal::ctrl_c() => result.context("listening for ctrl-c")?,
+        _ = terminate.recv() => {}
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+async fn wait_for_termination() -> anyhow::Result<()> {
+    tokio::signal::ctrl_c()
+        .await
+        .context("listening for ctrl-c")
+}

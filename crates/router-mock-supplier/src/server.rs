@@ -1,0 +1,178 @@
+//! [`MockSupplier`]: the handle, the accept loop, one task per connection,
+//! and routing between the chat endpoint, the control endpoints and 404.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::{Request, Response, StatusCode};
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use crate::chat_endpoint::{self, error_response};
+use crate::connection::{ConnectionControl, ConnectionIo};
+use crate::control;
+use crate::playbook::Playbook;
+use crate::recorded_call::RecordedCall;
+use crate::response_body::ResponseBody;
+use crate::script::Script;
+
+/// Pause after a failed `accept` (e.g. out of file descriptors), so the loop
+/// does not spin.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+
+/// A running mock supplier. Cloning gives another handle to the same server.
+///
+/// The server runs until [`MockSupplier::shutdown`] is called or its tokio
+/// runtime is dropped (as at the end of a `#[tokio::test]`); dropping the
+/// handles does not stop it.
+#[derive(Debug, Clone)]
+pub struct MockSupplier {
+    addr: SocketAddr,
+    playbook: Arc<Playbook>,
+    shutdown: Arc<watch::Sender<bool>>,
+}
+
+impl MockSupplier {
+    /// Binds `addr` (use `127.0.0.1:0` for an ephemeral port) and starts
+    /// serving on the current tokio runtime.
+    pub async fn start(addr: SocketAddr) -> std::io::Result<MockSupplier> {
+        let listener = TcpListener::bind(addr).await?;
+        let addr = listener.local_addr()?;
+        let playbook = Arc::new(Playbook::default());
+        let shutdown = Arc::new(watch::Sender::new(false));
+        tokio::spawn(accept_loop(listener, playbook.clone(), shutdown.clone()));
+        Ok(MockSupplier {
+            addr,
+            playbook,
+            shutdown,
+        })
+    }
+
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The OpenAI-style base URL, `http://ADDR/v1`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// Appends a script to the global queue.
+    pub fn enqueue(&self, script: Script) {
+        self.playbook.enqueue(script);
+    }
+
+    /// Appends a script to the queue of requests whose `model` is
+    /// `upstream_model`; that queue is used before the global one.
+    pub fn enqueue_for(&self, upstream_model: &str, script: Script) {
+        self.playbook.enqueue_for(upstream_model, script);
+    }
+
+    /// Sets the script used when the queues are empty. Until set, it is a
+    /// plain reply, "Hello from the mock supplier."
+    pub fn set_default(&self, script: Script) {
+        self.playbook.set_default(script);
+    }
+
+    /// Every chat request received, in arrival order.
+    pub fn calls(&self) -> Vec<RecordedCall> {
+        self.playbook.calls()
+    }
+
+    /// How many chat requests were received.
+    pub fn call_count(&self) -> usize {
+        self.playbook.call_count()
+    }
+
+    /// The chat requests whose `model` is `upstream_model`.
+    pub fn calls_for(&self, upstream_model: &str) -> Vec<RecordedCall> {
+        self.playbook.calls_for(upstream_model)
+    }
+
+    /// Clears the queues and the recorded calls; the default script stays.
+    pub fn reset(&self) {
+        self.playbook.reset();
+    }
+
+    /// Stops accepting and drops every open connection, stalled ones
+    /// included. Idempotent.
+    pub fn shutdown(&self) {
+        self.shutdown.send_replace(true);
+    }
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    playbook: Arc<Playbook>,
+    shutdown: Arc<watch::Sender<bool>>,
+) {
+    let mut stopping = shutdown.subscribe();
+    // Dropping the set at the end aborts every connection task.
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            () = stopped(&mut stopping) => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _peer)) => {
+                    connections.spawn(serve_connection(stream, playbook.clone()));
+                }
+                Err(_) => tokio::time::sleep(ACCEPT_BACKOFF).await,
+            },
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+}
+
+/// Completes once shutdown is requested. The accept loop holds the sender,
+/// so the channel cannot close first.
+async fn stopped(stopping: &mut watch::Receiver<bool>) {
+    let _ = stopping.wait_for(|stop| *stop).await;
+}
+
+async fn serve_connection(stream: TcpStream, playbook: Arc<Playbook>) {
+    // Streamed chunks are small; send each one as soon as it is written.
+    // Without it only latency suffers, so a failure is ignored.
+    let _ = stream.set_nodelay(true);
+    let control = Arc::new(ConnectionControl::default());
+    let io = TokioIo::new(ConnectionIo::new(stream, control.clone()));
+    let service = {
+        let control = control.clone();
+        service_fn(move |request| {
+            let playbook = playbook.clone();
+            let control = control.clone();
+            async move { Ok::<_, Infallible>(route(request, &playbook, &control).await) }
+        })
+    };
+    let builder = auto::Builder::new(TokioExecutor::new()).http1_only();
+    let connection = builder.serve_connection(io, service);
+    tokio::select! {
+        // A connection error (client gone, scripted abort) just ends the task.
+        _ = connection => {}
+        // Returning drops the connection; `ConnectionIo` then resets the socket.
+        () = control.reset_requested() => {}
+    }
+}
+
+async fn route(
+    request: Request<Incoming>,
+    playbook: &Playbook,
+    connection: &ConnectionControl,
+) -> Response<ResponseBody> {
+    let path = request.uri().path();
+    if path.starts_with(control::PREFIX) {
+        control::serve(request, playbook).await
+    } else if path.ends_with("/chat/completions") {
+        chat_endpoint::serve(request, playbook, connection).await
+    } else {
+        let message = format!("the mock supplier has no endpoint at {path}");
+        error_response(StatusCode::NOT_FOUND, &message)
+    }
+}
