@@ -1,0 +1,520 @@
+//! The attempt loop against scripted suppliers and an in-memory ledger,
+//! with tokio's clock paused so deadlines and Retry-After are exact.
+//! (Integration tests of the real server use PostgreSQL; this checks the
+//! policy in isolation: G-01, G-03..G-17, GP-47.)
+
+use futures::stream;
+use router_canonical::{
+    ApiError, ErrorCode, Message, OutputBlock, Protocol, Request, Response, Role, StopReason,
+    StreamEvent, Usage,
+};
+use router_core::gateway::Admission;
+use router_core::store::*;
+use router_core::{
+    AttemptError, Catalog, Gateway, GatewayConfig, Outcome, Route, StreamItem, SupplierReply,
+    Suppliers,
+};
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::time::Instant;
+use uuid::Uuid;
+
+#[derive(Default)]
+struct Ledger {
+    balance: i64,
+    held: i64,
+    holds: HashMap<Uuid, (i64, &'static str)>,
+    charged: i64,
+    attempts: Vec<AttemptRecord>,
+}
+
+#[derive(Clone, Default)]
+struct MemoryStore(Arc<Mutex<Ledger>>);
+
+impl Store for MemoryStore {
+    async fn find_api_key(&self, _key_hash: [u8; 32]) -> Result<Option<ApiKeyRecord>, StoreError> {
+        Ok(None)
+    }
+    async fn reserve(&self, request: NewRequest) -> Result<(), ReserveError> {
+        let mut l = self.0.lock().unwrap();
+        if l.balance - l.held < request.reserve.0 {
+            return Err(ReserveError::InsufficientCredits);
+        }
+        l.held += request.reserve.0;
+        l.holds
+            .insert(request.request_id, (request.reserve.0, "held"));
+        Ok(())
+    }
+    async fn extend_hold(
+        &self,
+        _id: Uuid,
+        _until: std::time::SystemTime,
+    ) -> Result<(), StoreError> {
+        Ok(())
+    }
+    async fn record_attempt(&self, attempt: AttemptRecord) -> Result<(), StoreError> {
+        self.0.lock().unwrap().attempts.push(attempt);
+        Ok(())
+    }
+    async fn settle(&self, s: Settlement) -> Result<(), SettleError> {
+        let mut l = self.0.lock().unwrap();
+        let (amount, status) = *l.holds.get(&s.request_id).unwrap();
+        if status != "held" {
+            return Err(SettleError::NotReserved(s.request_id));
+        }
+        l.holds.insert(s.request_id, (amount, "settled"));
+        l.held -= amount;
+        l.balance -= s.charge.0;
+        l.charged += s.charge.0;
+        Ok(())
+    }
+    async fn void(&self, v: Voiding) -> Result<(), SettleError> {
+        let mut l = self.0.lock().unwrap();
+        let (amount, status) = *l.holds.get(&v.request_id).unwrap();
+        if status != "held" {
+            return Err(SettleError::NotReserved(v.request_id));
+        }
+        l.holds.insert(v.request_id, (amount, "released"));
+        l.held -= amount;
+        Ok(())
+    }
+}
+
+#[derive(Clone)]
+enum Step {
+    Ok(u64, u64),
+    Fail(AttemptError),
+    Hang,
+    Stream(Vec<Result<StreamEvent, AttemptError>>),
+}
+
+#[derive(Clone, Default)]
+struct ScriptedSuppliers {
+    scripts: Arc<Mutex<HashMap<String, VecDeque<Step>>>>,
+    calls: Arc<Mutex<Vec<(String, Instant)>>>,
+}
+
+impl ScriptedSuppliers {
+    fn push(&self, route: &str, step: Step) {
+        self.scripts
+            .lock()
+            .unwrap()
+            .entry(route.to_owned())
+            .or_default()
+            .push_back(step);
+    }
+    fn calls(&self) -> Vec<String> {
+        self.calls
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(r, _)| r.clone())
+            .collect()
+    }
+}
+
+fn reply(input: u64, output: u64) -> Response {
+    Response {
+        id: "up-1".into(),
+        model: "upstream".into(),
+        output: vec![OutputBlock::Text { text: "hi".into() }],
+        stop_reason: StopReason::EndTurn,
+        stop_sequence: None,
+        usage: Usage {
+            input_tokens: input,
+            output_tokens: output,
+            ..Default::default()
+        },
+        created: 0,
+    }
+}
+
+impl Suppliers for ScriptedSuppliers {
+    async fn attempt(
+        &self,
+        route: &Route,
+        _request: &Request,
+        _deadline: Instant,
+    ) -> Result<SupplierReply, AttemptError> {
+        self.calls
+            .lock()
+            .unwrap()
+            .push((route.id.clone(), Instant::now()));
+        let step = self
+            .scripts
+            .lock()
+            .unwrap()
+            .get_mut(&route.id)
+            .and_then(VecDeque::pop_front)
+            .unwrap_or(Step::Ok(10, 10));
+        match step {
+            Step::Ok(i, o) => Ok(SupplierReply::Complete(reply(i, o))),
+            Step::Fail(e) => Err(e),
+            Step::Hang => std::future::pending().await,
+            Step::Stream(events) => Ok(SupplierReply::Stream(Box::pin(stream::iter(events)))),
+        }
+    }
+}
+
+const CATALOG: &str = r#"
+[[suppliers]]
+id = "s"
+base_url = "http://127.0.0.1:1/v1"
+
+[[models]]
+id = "fixed"
+pricing = "fixed"
+rates = { input = 1_000_000_000, output = 2_000_000_000 }
+max_output_tokens = 100
+
+[[models]]
+id = "supply"
+pricing = "supply"
+max_output_tokens = 100
+
+[[routes]]
+id = "fixed-primary"
+model = "fixed"
+supplier = "s"
+upstream_model = "a"
+protocol = "chat"
+capabilities = ["streaming"]
+priority = 10
+internal_cost = { input = 900, output = 900 }
+
+[[routes]]
+id = "fixed-cheap"
+model = "fixed"
+supplier = "s"
+upstream_model = "b"
+protocol = "chat"
+capabilities = ["streaming", "stop"]
+priority = 5
+internal_cost = { input = 100, output = 100 }
+
+[[routes]]
+id = "fixed-pricey"
+model = "fixed"
+supplier = "s"
+upstream_model = "c"
+protocol = "chat"
+capabilities = ["streaming", "stop"]
+priority = 5
+internal_cost = { input = 500, output = 500 }
+
+[[routes]]
+id = "supply-a"
+model = "supply"
+supplier = "s"
+upstream_model = "a"
+protocol = "chat"
+priority = 10
+internal_cost = { input = 1, output = 1 }
+quote = { input = 1_000_000_000, output = 1_000_000_000 }
+
+[[routes]]
+id = "supply-b"
+model = "supply"
+supplier = "s"
+upstream_model = "b"
+protocol = "chat"
+priority = 5
+internal_cost = { input = 1, output = 1 }
+quote = { input = 3_000_000_000, output = 3_000_000_000 }
+"#;
+
+struct Harness {
+    gateway: Gateway<MemoryStore, ScriptedSuppliers>,
+    store: MemoryStore,
+    suppliers: ScriptedSuppliers,
+}
+
+fn harness(balance: i64) -> Harness {
+    let catalog = Arc::new(Catalog::from_toml(CATALOG, |_| None).unwrap());
+    let store = MemoryStore::default();
+    store.0.lock().unwrap().balance = balance;
+    let suppliers = ScriptedSuppliers::default();
+    let config = GatewayConfig {
+        deadline: Duration::from_secs(180),
+        ..GatewayConfig::default()
+    };
+    Harness {
+        gateway: Gateway::new(catalog, store.clone(), suppliers.clone(), config),
+        store,
+        suppliers,
+    }
+}
+
+fn request(model: &str) -> Request {
+    Request {
+        model: model.into(),
+        messages: vec![Message::text(Role::User, "hello")],
+        ..Default::default()
+    }
+}
+
+fn admission() -> Admission {
+    Admission {
+        request_id: Uuid::new_v4(),
+        account_id: Uuid::new_v4(),
+        api_key_id: Uuid::new_v4(),
+        inbound: Protocol::Chat,
+    }
+}
+
+async fn run(h: &Harness, req: Request) -> Result<(String, i64), ApiError> {
+    match h.gateway.run(admission(), req).await? {
+        Outcome::Complete { response, cost } => Ok((response.text(), cost.0)),
+        Outcome::Stream(_) => panic!("unexpected stream"),
+    }
+}
+
+const RICH: i64 = 1_000_000_000_000;
+
+#[tokio::test(start_paused = true)]
+async fn priority_first_then_cheaper_internal_cost() {
+    let h = harness(RICH);
+    run(&h, request("fixed")).await.unwrap();
+    assert_eq!(h.suppliers.calls(), ["fixed-primary"]);
+    // Stop excludes the primary (no `stop` capability); the cheaper of equal priority wins (G-01).
+    let mut req = request("fixed");
+    req.sampling.stop = vec!["END".into()];
+    run(&h, req).await.unwrap();
+    assert_eq!(h.suppliers.calls(), ["fixed-primary", "fixed-cheap"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn two_attempts_per_route_then_fallback_one_reservation() {
+    let h = harness(RICH);
+    h.suppliers
+        .push("fixed-primary", Step::Fail(AttemptError::status(500, None)));
+    h.suppliers
+        .push("fixed-primary", Step::Fail(AttemptError::status(503, None)));
+    let (_, cost) = run(&h, request("fixed")).await.unwrap();
+    assert_eq!(
+        h.suppliers.calls(),
+        ["fixed-primary", "fixed-primary", "fixed-cheap"]
+    );
+    // Fixed price: 10 in + 10 out at 1 and 2 USD/MTok = 30_000 nano (G-04).
+    assert_eq!(cost, 30_000);
+    let l = h.store.0.lock().unwrap();
+    assert_eq!(l.holds.len(), 1);
+    assert_eq!((l.held, l.charged), (0, 30_000));
+    assert_eq!(
+        l.attempts.iter().map(|a| a.attempt_no).collect::<Vec<_>>(),
+        [1, 2, 3]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn retryable_statuses_retry_on_the_same_route() {
+    for status in [404, 408, 409, 425, 429, 500, 502, 503, 504] {
+        let h = harness(RICH);
+        h.suppliers.push(
+            "fixed-primary",
+            Step::Fail(AttemptError::status(status, None)),
+        );
+        run(&h, request("fixed")).await.unwrap();
+        assert_eq!(
+            h.suppliers.calls(),
+            ["fixed-primary", "fixed-primary"],
+            "status {status}"
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn rejections_move_to_the_next_route_and_end_as_upstream_error() {
+    for status in [400, 401, 403, 422] {
+        let h = harness(RICH);
+        for route in ["fixed-primary", "fixed-cheap", "fixed-pricey"] {
+            h.suppliers
+                .push(route, Step::Fail(AttemptError::status(status, None)));
+        }
+        let err = run(&h, request("fixed")).await.unwrap_err();
+        assert_eq!(err.code, ErrorCode::UpstreamError);
+        assert_eq!(
+            h.suppliers.calls(),
+            ["fixed-primary", "fixed-cheap", "fixed-pricey"],
+            "status {status}"
+        );
+        let l = h.store.0.lock().unwrap();
+        assert_eq!((l.held, l.charged), (0, 0));
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn invalid_response_stops_without_charge() {
+    let h = harness(RICH);
+    h.suppliers.push(
+        "fixed-primary",
+        Step::Fail(AttemptError::invalid_response("bad json")),
+    );
+    let err = run(&h, request("fixed")).await.unwrap_err();
+    assert_eq!(err.code, ErrorCode::InvalidUpstreamResponse);
+    assert_eq!(h.suppliers.calls(), ["fixed-primary"]);
+    assert_eq!(h.store.0.lock().unwrap().held, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn inconsistent_usage_is_invalid_and_not_charged() {
+    let h = harness(RICH);
+    let mut bad = reply(5, 5);
+    bad.usage.cache_read_input_tokens = 6;
+    struct One(Response);
+    impl Suppliers for One {
+        async fn attempt(
+            &self,
+            _: &Route,
+            _: &Request,
+            _: Instant,
+        ) -> Result<SupplierReply, AttemptError> {
+            Ok(SupplierReply::Complete(self.0.clone()))
+        }
+    }
+    let catalog = Arc::new(Catalog::from_toml(CATALOG, |_| None).unwrap());
+    let gw = Gateway::new(catalog, h.store.clone(), One(bad), GatewayConfig::default());
+    let err = match gw.run(admission(), request("fixed")).await {
+        Err(e) => e,
+        Ok(_) => panic!("expected an error"),
+    };
+    assert_eq!(err.code, ErrorCode::InvalidUpstreamResponse);
+    assert_eq!(h.store.0.lock().unwrap().charged, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn retry_after_is_honoured_when_it_fits_and_skipped_when_not() {
+    let h = harness(RICH);
+    h.suppliers.push(
+        "fixed-primary",
+        Step::Fail(AttemptError::status(429, Some(Duration::from_secs(1)))),
+    );
+    let start = Instant::now();
+    run(&h, request("fixed")).await.unwrap();
+    let calls = h.suppliers.calls.lock().unwrap().clone();
+    assert_eq!(calls.len(), 2);
+    assert!(calls[1].1 - start >= Duration::from_secs(1));
+
+    let h = harness(RICH);
+    h.suppliers.push(
+        "fixed-primary",
+        Step::Fail(AttemptError::status(429, Some(Duration::from_secs(600)))),
+    );
+    let start = Instant::now();
+    run(&h, request("fixed")).await.unwrap();
+    // No same-route wait: the next route is tried at once (G-13).
+    assert_eq!(h.suppliers.calls(), ["fixed-primary", "fixed-cheap"]);
+    assert!(Instant::now() - start < Duration::from_secs(1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn deadline_is_shared_by_all_attempts() {
+    let h = harness(RICH);
+    for route in ["fixed-primary", "fixed-cheap", "fixed-pricey"] {
+        h.suppliers.push(route, Step::Hang);
+    }
+    let start = Instant::now();
+    let err = run(&h, request("fixed")).await.unwrap_err();
+    assert_eq!(err.code, ErrorCode::UpstreamUnavailable);
+    assert_eq!(Instant::now() - start, Duration::from_secs(180));
+    // The first attempt consumed the whole deadline: no attempt after it (G-15).
+    assert_eq!(h.suppliers.calls(), ["fixed-primary"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn supply_priced_model_charges_the_quote_of_the_route_used() {
+    let h = harness(RICH);
+    let (_, cost) = run(&h, request("supply")).await.unwrap();
+    assert_eq!(cost, 20_000); // 20 tokens at 1 USD/MTok
+    h.suppliers
+        .push("supply-a", Step::Fail(AttemptError::status(400, None)));
+    let (_, cost) = run(&h, request("supply")).await.unwrap();
+    assert_eq!(cost, 60_000); // fallback route's quote: 3 USD/MTok (G-05)
+}
+
+#[tokio::test(start_paused = true)]
+async fn insufficient_credits_before_any_supplier_call() {
+    let h = harness(10);
+    let err = run(&h, request("fixed")).await.unwrap_err();
+    assert_eq!(err.code, ErrorCode::InsufficientCredits);
+    assert!(h.suppliers.calls().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn unknown_model_is_404() {
+    let h = harness(RICH);
+    assert_eq!(
+        run(&h, request("nope")).await.unwrap_err().code,
+        ErrorCode::ModelNotFound
+    );
+}
+
+fn finish(i: u64, o: u64) -> StreamEvent {
+    StreamEvent::Finish {
+        stop_reason: StopReason::EndTurn,
+        stop_sequence: None,
+        usage: Usage {
+            input_tokens: i,
+            output_tokens: o,
+            ..Default::default()
+        },
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn stream_settles_on_finish_and_voids_on_failure_or_drop() {
+    let h = harness(RICH);
+    let start = StreamEvent::Start {
+        id: "x".into(),
+        model: "m".into(),
+    };
+    h.suppliers.push(
+        "fixed-primary",
+        Step::Stream(vec![Ok(start.clone()), Ok(finish(1, 1))]),
+    );
+    let mut req = request("fixed");
+    req.stream = true;
+    let Outcome::Stream(mut live) = h.gateway.run(admission(), req.clone()).await.unwrap() else {
+        panic!()
+    };
+    assert!(matches!(live.next().await, Some(StreamItem::Event(_))));
+    assert!(
+        matches!(live.next().await, Some(StreamItem::Finished { cost, .. }) if cost.0 == 3_000)
+    );
+    assert!(live.next().await.is_none());
+    assert_eq!(h.store.0.lock().unwrap().charged, 3_000);
+
+    h.suppliers.push(
+        "fixed-primary",
+        Step::Stream(vec![
+            Ok(start.clone()),
+            Err(AttemptError::stream_interrupted("reset")),
+        ]),
+    );
+    let Outcome::Stream(mut live) = h.gateway.run(admission(), req.clone()).await.unwrap() else {
+        panic!()
+    };
+    live.next().await;
+    assert!(matches!(live.next().await, Some(StreamItem::Failed(_))));
+    // Mid-stream failure: never retried, never charged (G-14, G-24).
+    assert_eq!(h.suppliers.calls().len(), 2);
+    assert_eq!(h.store.0.lock().unwrap().charged, 3_000);
+
+    h.suppliers.push(
+        "fixed-primary",
+        Step::Stream(vec![Ok(start), Ok(finish(1, 1))]),
+    );
+    let Outcome::Stream(live) = h.gateway.run(admission(), req).await.unwrap() else {
+        panic!()
+    };
+    drop(live); // the client left
+    tokio::task::yield_now().await;
+    tokio::task::yield_now().await;
+    let l = h.store.0.lock().unwrap();
+    assert_eq!(l.held, 0);
+    assert_eq!(
+        l.holds.values().filter(|(_, s)| *s == "released").count(),
+        2
+    );
+}
