@@ -225,7 +225,7 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
             }
         }
         let error = final_error(last_error.as_ref());
-        reservation.void(&error.code.as_str().to_owned()).await;
+        reservation.void(error.code.as_str()).await;
         Err(error)
     }
 
@@ -366,10 +366,10 @@ impl<S: Store, P: Suppliers> Reservation<S, P> {
     }
 
     async fn extend(&self, until: SystemTime) {
-        if let Some(inner) = &self.inner {
-            if let Err(e) = inner.store.extend_hold(self.request_id, until).await {
-                tracing::warn!(request_id = %self.request_id, error = %e, "could not extend hold");
-            }
+        if let Some(inner) = &self.inner
+            && let Err(e) = inner.store.extend_hold(self.request_id, until).await
+        {
+            tracing::warn!(request_id = %self.request_id, error = %e, "could not extend hold");
         }
     }
 }
@@ -432,12 +432,15 @@ impl<S: Store, P: Suppliers> LiveStream<S, P> {
         if self.done {
             return None;
         }
-        if Instant::now() >= self.next_extension {
-            if let Some(inner) = &self.reservation.inner {
-                let lease = inner.config.hold_lease;
-                self.reservation.extend(SystemTime::now() + lease).await;
-                self.next_extension = Instant::now() + lease / 2;
-            }
+        if Instant::now() >= self.next_extension
+            && let Some(lease) = self
+                .reservation
+                .inner
+                .as_ref()
+                .map(|inner| inner.config.hold_lease)
+        {
+            self.reservation.extend(SystemTime::now() + lease).await;
+            self.next_extension = Instant::now() + lease / 2;
         }
         match self.events.next().await {
             Some(Ok(StreamEvent::Finish {
