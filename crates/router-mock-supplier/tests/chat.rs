@@ -1,6 +1,12 @@
 //! Chat endpoint over real HTTP: JSON and streamed replies, statuses, queue
 //! order and call recording.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "helpers outside #[test] fns: a failed step must fail the test"
+)]
+
 use std::time::{Duration, Instant};
 
 use router_mock_supplier::{MockReply, MockSupplier, MockToolCall, MockUsage, Script};

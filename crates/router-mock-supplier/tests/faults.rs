@@ -1,5 +1,11 @@
 //! Fault scripts as a client sees them: resets, broken bodies, stalls.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "helpers outside #[test] fns: a failed step must fail the test"
+)]
+
 use std::io::ErrorKind;
 use std::time::Duration;
 
