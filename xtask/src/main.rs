@@ -1,3 +1,108 @@
-fn main() {
-    println!("Hello, world!");
+//! `cargo xtask`: the project's automation in plain Rust: a database and the test suite.
+//!
+//! Run through the alias in `.cargo/config.toml`, so the only tool a contributor needs is
+//! cargo. Each command lives in its own module; this file parses the command line and holds
+//! what they share (where the workspace and its target dir are, how to call cargo).
+
+mod db;
+mod test;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+use anyhow::{Context, Result};
+
+const USAGE: &str = "\
+usage: cargo xtask <command> [options]
+
+commands:
+  db [start]    find or start PostgreSQL; the last line of stdout is DATABASE_URL=...
+  db stop       stop the private cluster that `db` started
+  test          fmt, clippy, tests and doc tests (and conformance/run.sh if present),
+                against the database from `db`
+  help          print this text";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (command, rest) = match args.split_first() {
+        Some((command, rest)) => (command.as_str(), rest),
+        None => ("help", &[][..]),
+    };
+    let outcome = match command {
+        "db" => db::run(rest).map(|()| true),
+        "test" => test::run(rest),
+        "help" | "-h" | "--help" => {
+            println!("{USAGE}");
+            Ok(true)
+        }
+        other => {
+            eprintln!("xtask: unknown command `{other}`\n\n{USAGE}");
+            Ok(false)
+        }
+    };
+    match outcome {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(error) => {
+            eprintln!("xtask {command}: error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The workspace root: the parent of this crate's manifest dir, wherever the clone lives.
+pub fn workspace_root() -> PathBuf {
+    let xtask_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    xtask_dir.parent().unwrap_or(xtask_dir).to_path_buf()
+}
+
+/// The shared target dir: `CARGO_TARGET_DIR` when set (relative to the root), else `target/`.
+pub fn target_dir() -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) if !dir.is_empty() => workspace_root().join(dir),
+        _ => workspace_root().join("target"),
+    }
+}
+
+/// A cargo command run from the workspace root, with the cargo that launched us when known
+/// (cargo sets `CARGO` for `cargo run`), so the pinned toolchain is used throughout.
+pub fn cargo<I, S>(args: I) -> Command
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    let program = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut command = Command::new(program);
+    command.args(args).current_dir(workspace_root());
+    command
+}
+
+/// A command as a person would type it, for progress lines and error messages.
+pub fn display(command: &Command) -> String {
+    let program = Path::new(command.get_program());
+    // Show `cargo`, not the toolchain path that `CARGO` holds.
+    let program = match program.file_name() {
+        Some(name) if name == "cargo" => name.to_string_lossy(),
+        _ => program.to_string_lossy(),
+    };
+    let mut line = program.into_owned();
+    for arg in command.get_args() {
+        let arg = arg.to_string_lossy();
+        line.push(' ');
+        if arg.is_empty() || arg.contains([' ', '"', '\'']) {
+            line.push_str(&format!("{arg:?}"));
+        } else {
+            line.push_str(&arg);
+        }
+    }
+    line
+}
+
+/// Runs a command to completion with its output streamed through; fails on a non-zero exit.
+pub fn run_checked(command: &mut Command) -> Result<()> {
+    let status = command
+        .status()
+        .with_context(|| format!("could not run `{}`", display(command)))?;
+    anyhow::ensure!(status.success(), "`{}` failed ({status})", display(command));
+    Ok(())
 }

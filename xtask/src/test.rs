@@ -1,0 +1,140 @@
+//! `cargo xtask test`: the whole suite, as CI runs it, against the database from `db`.
+//!
+//! Steps: fmt check, clippy, tests (nextest when installed), doc tests, then
+//! `conformance/run.sh` when it exists. Every step runs even after one fails, so a single run
+//! shows everything that is wrong (tests run with `--no-fail-fast` for the same reason); the
+//! last line sums up. Every step gets stdin from /dev/null, so nothing ever waits for a
+//! person: CI runs this with `CI=true` and no terminal, and needs no other switch.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, bail};
+
+use crate::{cargo, db, display, workspace_root};
+
+struct Step {
+    name: &'static str,
+    command: Command,
+}
+
+/// Returns whether every step passed.
+pub fn run(args: &[String]) -> Result<bool> {
+    if !args.is_empty() {
+        bail!("`test` takes no arguments, got {args:?}");
+    }
+    let started = Instant::now();
+    let database_url = db::ensure_postgres()?;
+
+    let mut steps = vec![
+        Step {
+            name: "fmt",
+            command: cargo(["fmt", "--all", "--", "--check"]),
+        },
+        Step {
+            name: "clippy",
+            command: cargo([
+                "clippy",
+                "--workspace",
+                "--all-targets",
+                "--",
+                "-D",
+                "warnings",
+            ]),
+        },
+    ];
+    if nextest_available() {
+        steps.push(Step {
+            name: "tests",
+            // A crate with no tests yet is not a failure of the suite.
+            command: cargo([
+                "nextest",
+                "run",
+                "--workspace",
+                "--all-targets",
+                "--no-fail-fast",
+                "--no-tests=warn",
+            ]),
+        });
+    } else {
+        steps.push(Step {
+            name: "tests",
+            command: cargo(["test", "--workspace", "--all-targets", "--no-fail-fast"]),
+        });
+    }
+    steps.push(Step {
+        name: "doctests",
+        command: cargo(["test", "--workspace", "--doc", "--no-fail-fast"]),
+    });
+    let conformance = workspace_root().join("conformance").join("run.sh");
+    if conformance.is_file() {
+        let mut command = Command::new("bash");
+        command.arg(&conformance).current_dir(workspace_root());
+        steps.push(Step {
+            name: "conformance",
+            command,
+        });
+    }
+
+    let total = steps.len();
+    let mut results = Vec::with_capacity(total);
+    for (index, mut step) in steps.into_iter().enumerate() {
+        step.command
+            .env("DATABASE_URL", &database_url)
+            .stdin(Stdio::null());
+        eprintln!(
+            "\n==> xtask test [{}/{total}] {}: {}",
+            index + 1,
+            step.name,
+            display(&step.command)
+        );
+        let step_started = Instant::now();
+        let passed = match step.command.status() {
+            Ok(status) => {
+                if !status.success() {
+                    eprintln!("==> {} failed ({status})", step.name);
+                }
+                status.success()
+            }
+            Err(error) => {
+                eprintln!("==> {} could not start: {error}", step.name);
+                false
+            }
+        };
+        results.push((step.name, passed, step_started.elapsed()));
+    }
+
+    let all_passed = results.iter().all(|(_, passed, _)| *passed);
+    let steps: Vec<String> = results
+        .iter()
+        .map(|(name, passed, took)| {
+            let verdict = if *passed { "ok" } else { "FAILED" };
+            format!("{name} {verdict} {}", duration(*took))
+        })
+        .collect();
+    let verdict = if all_passed { "passed" } else { "FAILED" };
+    eprintln!(
+        "\nxtask test: {verdict} in {}: {}",
+        duration(started.elapsed()),
+        steps.join(", ")
+    );
+    Ok(all_passed)
+}
+
+fn nextest_available() -> bool {
+    cargo(["nextest", "--version"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
+}
+
+fn duration(took: Duration) -> String {
+    let seconds = took.as_secs();
+    if seconds < 60 {
+        format!("{seconds}s")
+    } else {
+        format!("{}m{:02}s", seconds / 60, seconds % 60)
+    }
+}
