@@ -1,10 +1,11 @@
-//! `cargo xtask`: the project's automation in plain Rust: a database and the test suite.
+//! `cargo xtask`: the project's automation in plain Rust: a database, the test suite, a demo.
 //!
 //! Run through the alias in `.cargo/config.toml`, so the only tool a contributor needs is
 //! cargo. Each command lives in its own module; this file parses the command line and holds
 //! what they share (where the workspace and its target dir are, how to call cargo).
 
 mod db;
+mod demo;
 mod test;
 
 use std::path::{Path, PathBuf};
@@ -20,6 +21,9 @@ commands:
   db stop       stop the private cluster that `db` started
   test          fmt, clippy, tests and doc tests (and conformance/run.sh if present),
                 against the database from `db`
+  demo          build and run the gateway with a mock supplier, an account and an API key
+      --listen ADDR   address for the gateway (default 127.0.0.1:8080)
+      --no-build      use the release binaries already in the target dir
   help          print this text";
 
 fn main() -> ExitCode {
@@ -31,6 +35,7 @@ fn main() -> ExitCode {
     let outcome = match command {
         "db" => db::run(rest).map(|()| true),
         "test" => test::run(rest),
+        "demo" => demo::run(rest).map(|()| true),
         "help" | "-h" | "--help" => {
             println!("{USAGE}");
             Ok(true)
