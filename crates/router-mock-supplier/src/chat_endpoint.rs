@@ -224,11 +224,15 @@ fn status_response(
     body: Option<Value>,
     retry_after: Option<String>,
 ) -> Response<ResponseBody> {
-    let Ok(code) = StatusCode::from_u16(status) else {
-        return error_response(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            &format!("the script's status {status} is not a valid HTTP status"),
-        );
+    // An informational status is not a final response; hyper cannot send one.
+    let code = match StatusCode::from_u16(status) {
+        Ok(code) if !code.is_informational() => code,
+        _ => {
+            return error_response(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &format!("the script's status {status} is not a final HTTP status"),
+            );
+        }
     };
     let retry_after = match retry_after.map(HeaderValue::try_from).transpose() {
         Ok(value) => value,

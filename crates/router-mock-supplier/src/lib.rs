@@ -4,10 +4,11 @@
 //! # In-process use
 //!
 //! ```no_run
+//! use std::net::SocketAddr;
 //! use router_mock_supplier::{MockReply, MockSupplier, MockUsage, Script};
 //!
 //! # async fn demo() -> std::io::Result<()> {
-//! let mock = MockSupplier::start("127.0.0.1:0".parse().map_err(std::io::Error::other)?).await?;
+//! let mock = MockSupplier::start(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
 //! // Point the code under test at `mock.base_url()` ("http://127.0.0.1:PORT/v1").
 //! mock.enqueue_for("gpt-x", Script::status(429));          // first gpt-x request
 //! mock.enqueue(Script::Reply(MockReply {                     // next request of any model
@@ -31,8 +32,10 @@
 //!
 //! # Out-of-process use
 //!
-//! The `mock-supplier` binary serves the same thing and is scripted over
-//! HTTP through the control endpoints described in [`control`](crate#control-endpoints).
+//! The `mock-supplier` binary (`--listen`, `--default-reply`,
+//! `--first-chunk-delay-ms`, `--chunk-delay-ms`) serves the same thing and is
+//! scripted over HTTP through the control endpoints below. Scripts are the
+//! JSON form of [`Script`], e.g. `{"kind": "reply", "text": "Hi"}`.
 //!
 //! # Control endpoints
 //!
@@ -41,7 +44,8 @@
 //! - `GET /_mock/calls` returns `{"calls": [{"path", "headers": {name: value}, "body"}]}`;
 //! - `POST /_mock/reset` clears queues and calls.
 //!
-//! Control requests are not recorded.
+//! Control requests are not recorded. Calls are kept until reset, so a long
+//! benchmark should reset now and then.
 
 mod chat_endpoint;
 mod chat_reply;

@@ -20,7 +20,8 @@ pub enum Script {
     Reply(MockReply),
     /// An error response with the given status.
     Status {
-        /// HTTP status code. An invalid code is answered with a 500 that says so.
+        /// HTTP status code. A code outside 200..=999 is answered with a 500
+        /// that says so.
         status: u16,
         /// Response body; `None` sends an OpenAI error envelope.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -39,8 +40,9 @@ pub enum Script {
     Stall,
     /// `200` with `content-type: application/json` and a body that is not JSON.
     InvalidJson,
-    /// For a streaming request: `after_chunks` valid SSE chunks, then the
-    /// connection is closed without `[DONE]`. For a non-streaming request: the
+    /// For a streaming request: `after_chunks` valid SSE chunks (at most all
+    /// of them) of a fixed reply, then the connection is closed without
+    /// `[DONE]`. For a non-streaming request: the
     /// first half of a JSON completion, then the connection is closed.
     TruncatedStream {
         /// How many complete `data:` events to send before closing.

@@ -285,6 +285,10 @@ async fn status_script_sends_envelope_and_retry_after() {
         response.json::<Value>().await.unwrap(),
         json!({"custom": true})
     );
+
+    mock.enqueue(Script::status(101));
+    let response = post(&mock, &chat("m", false)).await;
+    assert_eq!(response.status(), 500, "a script error says so");
 }
 
 #[tokio::test(flavor = "multi_thread")]
