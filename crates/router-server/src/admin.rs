@@ -61,7 +61,14 @@ pub async fn create_account(app: &App, request: http::Request<Incoming>, request
             authorize(app, request.headers())?;
             let new: NewAccount = body_json(request).await?;
             let account = app.database().create_account(&new.email, new.email_verified).await.map_err(store_error)?;
-            Ok(reply::json_value(StatusCode::CREATED, &serde_json::to_value(&account).unwrap_or_default(), request_id))
+            let view = json!({
+                "id": account.id,
+                "email": account.email,
+                "email_verified": account.email_verified,
+                "balance_nano_usd": 0,
+                "held_nano_usd": 0,
+            });
+            Ok(reply::json_value(StatusCode::CREATED, &view, request_id))
         }
         .await,
         request_id,
@@ -79,7 +86,7 @@ pub async fn get_account(app: &App, request: http::Request<Incoming>, id: Option
                 .await
                 .map_err(store_error)?
                 .ok_or_else(|| ApiError::new(ErrorCode::NotFound, "No such account."))?;
-            Ok(reply::json_value(StatusCode::OK, &serde_json::to_value(&account).unwrap_or_default(), request_id))
+            Ok(reply::json_value(StatusCode::OK, &account_json(&account), request_id))
         }
         .await,
         request_id,
@@ -146,7 +153,9 @@ pub async fn create_api_key(app: &App, request: http::Request<Incoming>, request
                     router_store::AdminError::NotFound => ApiError::invalid("account_id", "No such account."),
                     other => store_error(other),
                 })?;
-            Ok(reply::json_value(StatusCode::CREATED, &serde_json::to_value(&key).unwrap_or_default(), request_id))
+            let names: Vec<&str> = scopes.iter().map(|s| s.as_str()).collect();
+            let view = json!({"id": key.id, "key": key.key, "prefix": key.prefix, "account_id": new.account_id, "scopes": names});
+            Ok(reply::json_value(StatusCode::CREATED, &view, request_id))
         }
         .await,
         request_id,
@@ -182,9 +191,46 @@ pub async fn get_request(app: &App, request: http::Request<Incoming>, id: Option
                 .await
                 .map_err(store_error)?
                 .ok_or_else(|| ApiError::new(ErrorCode::NotFound, "No such request."))?;
-            Ok(reply::json_value(StatusCode::OK, &serde_json::to_value(&view).unwrap_or_default(), request_id))
+            Ok(reply::json_value(StatusCode::OK, &request_json(&view), request_id))
         }
         .await,
         request_id,
     )
+}
+
+/// The admin view of an account; money in integer nano-USD.
+fn account_json(account: &router_store::AccountView) -> serde_json::Value {
+    json!({
+        "id": account.id,
+        "email": account.email,
+        "email_verified": account.email_verified,
+        "balance_nano_usd": account.balance_nano,
+        "held_nano_usd": account.held_nano,
+        "available_nano_usd": account.balance_nano - account.held_nano,
+        "created_at": account.created_at,
+    })
+}
+
+/// The admin view of one request's history: status, charge, attempts, ledger.
+fn request_json(view: &router_store::RequestView) -> serde_json::Value {
+    json!({
+        "id": view.id,
+        "account_id": view.account_id,
+        "api_key_id": view.api_key_id,
+        "model": view.model,
+        "inbound_protocol": view.inbound_protocol,
+        "protocol": view.recorded_protocol,
+        "stream": view.stream,
+        "status": view.status,
+        "reserved_nano_usd": view.reserved_nano,
+        "charged_nano_usd": view.charged_nano,
+        "usage": view.usage,
+        "route_id": view.route_id,
+        "error_reason": view.error_reason,
+        "created_at": view.created_at,
+        "finished_at": view.finished_at,
+        "hold": view.hold,
+        "attempts": view.attempts,
+        "ledger": view.ledger_entries,
+    })
 }

@@ -1,0 +1,13 @@
+//! End-to-end tests: the real router (in-process hyper server on loopback)
+//! against a fresh PostgreSQL database and the mock supplier, over real HTTP.
+//! Run through `cargo xtask test` (it provides `DATABASE_URL`).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is a test failure
+
+mod admin;
+mod auth;
+mod billing;
+mod chat_completions;
+mod harness;
+mod retries;
+mod streaming;

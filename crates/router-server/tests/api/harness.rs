@@ -1,0 +1,221 @@
+//! Starts a router, a mock supplier and a test database for one test.
+
+use router_core::{Catalog, Gateway, GatewayConfig};
+use router_mock_supplier::MockSupplier;
+use router_server::App;
+use router_store::test_support::TestDatabase;
+use router_supply::HttpSuppliers;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+
+pub const ADMIN_TOKEN: &str = "test-operator-token";
+
+/// Fixed-price `m-text` (primary + fallback chat routes), supply-priced
+/// `m-supply` (two routes with different quotes), and `m-off` whose only
+/// route is disabled. `{BASE}` is replaced by the mock supplier's URL.
+pub const CATALOG: &str = r#"
+[[suppliers]]
+id = "acme-secret-supplier"
+base_url = "{BASE}"
+api_key_env = "ROUTER_TEST_SUPPLIER_KEY"
+
+[[models]]
+id = "m-text"
+aliases = ["text-alias"]
+pricing = "fixed"
+rates = { input = 1_000_000_000, output = 2_000_000_000 }
+max_output_tokens = 1000
+
+[[models]]
+id = "m-supply"
+pricing = "supply"
+max_output_tokens = 1000
+
+[[models]]
+id = "m-off"
+pricing = "fixed"
+rates = { input = 1, output = 1 }
+
+[[routes]]
+id = "text-primary"
+model = "m-text"
+supplier = "acme-secret-supplier"
+upstream_model = "up-text-primary"
+protocol = "chat"
+capabilities = ["tools", "stop", "streaming", "reasoning", "response_format", "thinking"]
+priority = 10
+internal_cost = { input = 900_000_000, output = 900_000_000 }
+
+[[routes]]
+id = "text-fallback"
+model = "m-text"
+supplier = "acme-secret-supplier"
+upstream_model = "up-text-fallback"
+protocol = "chat"
+capabilities = ["tools", "stop", "streaming", "reasoning", "response_format", "thinking"]
+priority = 5
+internal_cost = { input = 100_000_000, output = 100_000_000 }
+
+[[routes]]
+id = "supply-a"
+model = "m-supply"
+supplier = "acme-secret-supplier"
+upstream_model = "up-supply-a"
+protocol = "chat"
+capabilities = ["streaming"]
+priority = 10
+internal_cost = { input = 1, output = 1 }
+quote = { input = 1_000_000_000, output = 1_000_000_000 }
+
+[[routes]]
+id = "supply-b"
+model = "m-supply"
+supplier = "acme-secret-supplier"
+upstream_model = "up-supply-b"
+protocol = "chat"
+capabilities = ["streaming"]
+priority = 5
+internal_cost = { input = 1, output = 1 }
+quote = { input = 3_000_000_000, output = 3_000_000_000 }
+
+[[routes]]
+id = "off-only"
+model = "m-off"
+supplier = "acme-secret-supplier"
+upstream_model = "up-off"
+protocol = "chat"
+capabilities = ["streaming"]
+enabled = false
+internal_cost = { input = 1, output = 1 }
+"#;
+
+pub struct TestRouter {
+    pub base: String,
+    pub mock: MockSupplier,
+    pub db: TestDatabase,
+    pub client: reqwest::Client,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Drop for TestRouter {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+pub struct Customer {
+    pub account_id: String,
+    pub key: String,
+}
+
+impl TestRouter {
+    pub async fn start() -> TestRouter {
+        TestRouter::start_with(Duration::from_secs(180)).await
+    }
+
+    pub async fn start_with(deadline: Duration) -> TestRouter {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let mock = MockSupplier::start("127.0.0.1:0".parse().unwrap()).await.unwrap();
+        let db = TestDatabase::new().await;
+        let text = CATALOG.replace("{BASE}", &mock.base_url());
+        let catalog = Catalog::from_toml(&text, |_| Some("supplier-secret-key".to_owned())).unwrap();
+        let config = GatewayConfig { deadline, ..GatewayConfig::default() };
+        let gateway = Gateway::new(Arc::new(catalog), db.database().clone(), HttpSuppliers::new().unwrap(), config);
+        let app = Arc::new(App { gateway, admin_token: Some(ADMIN_TOKEN.to_owned()) });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(router_server::serve(listener, app, async move {
+            let _ = rx.await;
+        }));
+        TestRouter { base, mock, db, client: reqwest::Client::new(), shutdown: Some(tx) }
+    }
+
+    pub async fn admin(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+        let mut req = self.client.request(method, format!("{}{path}", self.base)).bearer_auth(ADMIN_TOKEN);
+        if let Some(body) = body {
+            req = req.json(&body);
+        }
+        let resp = req.send().await.unwrap();
+        let status = resp.status().as_u16();
+        let text = resp.text().await.unwrap();
+        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
+    /// A new account with `credits` nano-USD and a key with `scopes`.
+    pub async fn customer(&self, credits: i64, scopes: &[&str]) -> Customer {
+        let (status, account) = self
+            .admin(reqwest::Method::POST, "/admin/accounts", Some(json!({"email": format!("{}@example.com", uuid::Uuid::new_v4()), "email_verified": true})))
+            .await;
+        assert_eq!(status, 201, "{account}");
+        let account_id = account["id"].as_str().unwrap().to_owned();
+        if credits > 0 {
+            let (status, body) = self
+                .admin(reqwest::Method::POST, &format!("/admin/accounts/{account_id}/credits"), Some(json!({"amount_nano_usd": credits})))
+                .await;
+            assert_eq!(status, 200, "{body}");
+        }
+        let (status, key) = self
+            .admin(reqwest::Method::POST, "/admin/api-keys", Some(json!({"account_id": account_id, "scopes": scopes})))
+            .await;
+        assert_eq!(status, 201, "{key}");
+        Customer { account_id, key: key["key"].as_str().unwrap().to_owned() }
+    }
+
+    pub async fn rich_customer(&self) -> Customer {
+        self.customer(1_000_000_000_000, &["inference"]).await
+    }
+
+    pub async fn chat(&self, key: &str, body: &Value) -> reqwest::Response {
+        self.client
+            .post(format!("{}/v1/chat/completions", self.base))
+            .bearer_auth(key)
+            .json(body)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    pub async fn account(&self, id: &str) -> Value {
+        let (status, body) = self.admin(reqwest::Method::GET, &format!("/admin/accounts/{id}"), None).await;
+        assert_eq!(status, 200, "{body}");
+        body
+    }
+
+    pub async fn request_record(&self, id: &str) -> Value {
+        // Void-on-disconnect runs in a spawned task: poll briefly for a final state.
+        for _ in 0..50 {
+            let (status, body) = self.admin(reqwest::Method::GET, &format!("/admin/requests/{id}"), None).await;
+            assert_eq!(status, 200, "{body}");
+            if body["status"] != "reserved" {
+                return body;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("request {id} stayed reserved");
+    }
+}
+
+pub fn request_id(resp: &reqwest::Response) -> String {
+    resp.headers().get("x-request-id").expect("x-request-id header").to_str().unwrap().to_owned()
+}
+
+pub fn hello(model: &str) -> Value {
+    json!({"model": model, "messages": [{"role": "user", "content": "hello"}]})
+}
+
+/// Assert the OpenAI error envelope with `code` and `x-request-id` (P-01).
+pub async fn expect_error(resp: reqwest::Response, status: u16, code: &str) -> Value {
+    assert_eq!(resp.status().as_u16(), status);
+    assert!(resp.headers().contains_key("x-request-id"));
+    let body: Value = resp.json().await.unwrap();
+    let error = &body["error"];
+    assert_eq!(error["code"], code, "{body}");
+    for field in ["message", "type", "param", "code"] {
+        assert!(error.get(field).is_some(), "missing error.{field}: {body}");
+    }
+    body
+}
