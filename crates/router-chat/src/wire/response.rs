@@ -1,0 +1,145 @@
+//! The non-streaming reply: a `chat.completion` object and its `usage`.
+//!
+//! Read from Chat suppliers (lenient: unknown fields ignored, an unknown
+//! `finish_reason` kept) and written to the router's clients.
+
+use super::request::{MessageContent, ToolCall};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
+
+/// A `chat.completion` object.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatCompletion {
+    #[serde(default)]
+    pub id: String,
+    #[serde(default = "completion_object")]
+    pub object: String,
+    #[serde(default)]
+    pub created: i64,
+    #[serde(default)]
+    pub model: String,
+    #[serde(default)]
+    pub choices: Vec<Choice>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<ChatUsage>,
+}
+
+fn completion_object() -> String {
+    "chat.completion".to_owned()
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Choice {
+    #[serde(default)]
+    pub index: u32,
+    pub message: ResponseMessage,
+    /// Required and nullable in OpenAI's schema: serialized as `null` when absent.
+    #[serde(default)]
+    pub finish_reason: Option<FinishReason>,
+    /// The router never returns log probabilities; always `null` outbound.
+    #[serde(default)]
+    pub logprobs: Option<Value>,
+}
+
+/// The assistant message of a choice.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResponseMessage {
+    #[serde(default = "assistant_role")]
+    pub role: String,
+    /// Required and nullable in OpenAI's schema: `null` when there is no text.
+    /// Suppliers may send an array of parts; only text parts are understood.
+    #[serde(default)]
+    pub content: Option<MessageContent>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refusal: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<Vec<ToolCall>>,
+    /// Reasoning text (DeepSeek, vLLM and many OpenAI-compatible suppliers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_content: Option<String>,
+    /// Reasoning text under the name some gateways use (read only).
+    #[serde(default, skip_serializing)]
+    pub reasoning: Option<String>,
+}
+
+fn assistant_role() -> String {
+    "assistant".to_owned()
+}
+
+/// `finish_reason`, open to values a supplier may add.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FinishReason {
+    Stop,
+    Length,
+    ToolCalls,
+    ContentFilter,
+    /// Deprecated `function_call`.
+    FunctionCall,
+    Other(String),
+}
+
+impl FinishReason {
+    pub fn as_str(&self) -> &str {
+        match self {
+            FinishReason::Stop => "stop",
+            FinishReason::Length => "length",
+            FinishReason::ToolCalls => "tool_calls",
+            FinishReason::ContentFilter => "content_filter",
+            FinishReason::FunctionCall => "function_call",
+            FinishReason::Other(s) => s,
+        }
+    }
+
+    pub fn parse(s: &str) -> Self {
+        match s {
+            "stop" => FinishReason::Stop,
+            "length" => FinishReason::Length,
+            "tool_calls" => FinishReason::ToolCalls,
+            "content_filter" => FinishReason::ContentFilter,
+            "function_call" => FinishReason::FunctionCall,
+            other => FinishReason::Other(other.to_owned()),
+        }
+    }
+}
+
+impl Serialize for FinishReason {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for FinishReason {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Ok(FinishReason::parse(&s))
+    }
+}
+
+/// `usage` of a completion or of the last stream chunk.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatUsage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens_details: Option<PromptTokensDetails>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_tokens_details: Option<CompletionTokensDetails>,
+    /// The router's settled charge in USD (GP-03); a supplier's own `cost`
+    /// is read and ignored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct PromptTokensDetails {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_tokens: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct CompletionTokensDetails {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<u64>,
+}
