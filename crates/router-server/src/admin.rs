@@ -60,7 +60,12 @@ pub async fn create_account(app: &App, request: http::Request<Incoming>, request
         async {
             authorize(app, request.headers())?;
             let new: NewAccount = body_json(request).await?;
-            let account = app.database().create_account(&new.email, new.email_verified).await.map_err(store_error)?;
+            let account = app.database().create_account(&new.email, new.email_verified).await.map_err(|e| match e {
+                router_store::AdminError::EmailTaken => {
+                    ApiError::new(ErrorCode::Conflict, "An account with this email already exists.").with_param("email")
+                }
+                other => store_error(other),
+            })?;
             let view = json!({
                 "id": account.id,
                 "email": account.email,
@@ -113,7 +118,7 @@ pub async fn grant_credits(app: &App, request: http::Request<Incoming>, id: Opti
                 .grant_credits(id, NanoUsd(credits.amount_nano_usd))
                 .await
                 .map_err(|e| match e {
-                    router_store::AdminError::NotFound => ApiError::new(ErrorCode::NotFound, "No such account."),
+                    router_store::AdminError::AccountNotFound(_) => ApiError::new(ErrorCode::NotFound, "No such account."),
                     other => store_error(other),
                 })?;
             Ok(reply::json_value(StatusCode::OK, &json!({"account_id": id, "balance_nano_usd": balance.0}), request_id))
@@ -150,7 +155,7 @@ pub async fn create_api_key(app: &App, request: http::Request<Incoming>, request
                 .create_api_key(new.account_id, &scopes, expires_at)
                 .await
                 .map_err(|e| match e {
-                    router_store::AdminError::NotFound => ApiError::invalid("account_id", "No such account."),
+                    router_store::AdminError::AccountNotFound(_) => ApiError::invalid("account_id", "No such account."),
                     other => store_error(other),
                 })?;
             let names: Vec<&str> = scopes.iter().map(|s| s.as_str()).collect();
@@ -168,7 +173,7 @@ pub async fn delete_api_key(app: &App, request: http::Request<Incoming>, id: Opt
             authorize(app, request.headers())?;
             let id = parse_id(id)?;
             app.database().delete_api_key(id).await.map_err(|e| match e {
-                router_store::AdminError::NotFound => ApiError::new(ErrorCode::NotFound, "No such API key."),
+                router_store::AdminError::ApiKeyNotFound(_) => ApiError::new(ErrorCode::NotFound, "No such API key."),
                 other => store_error(other),
             })?;
             let mut response = reply::json(StatusCode::NO_CONTENT, Vec::new(), request_id);

@@ -63,6 +63,8 @@ async fn concurrent_requests_never_overspend() {
     let account = r.account(&c.account_id).await;
     assert!(account["balance_nano_usd"].as_i64().unwrap() >= 0);
     assert_eq!(account["held_nano_usd"], 0);
+    let reconciliation = r.db.database().reconcile().await.unwrap();
+    assert!(reconciliation.is_consistent(), "{reconciliation:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

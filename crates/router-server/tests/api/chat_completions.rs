@@ -71,7 +71,7 @@ async fn invalid_bodies_are_400_invalid_parameter_and_never_charged() {
         (json!({"model": "m-text", "messages": user, "max_tokens": 0}), "max_tokens"),
         (json!({"model": "m-text", "messages": user, "max_tokens": 1.5}), "max_tokens"),
         (json!({"model": "m-text", "messages": user, "max_completion_tokens": "5"}), "max_completion_tokens"),
-        (json!({"model": "m-text", "messages": user, "max_tokens": 10, "max_completion_tokens": 20}), "max_completion_tokens"),
+        (json!({"model": "m-text", "messages": user, "max_tokens": 10, "max_completion_tokens": 20}), "max_tokens"),
         (json!({"model": "m-text", "messages": user, "temperature": 2.01}), "temperature"),
         (json!({"model": "m-text", "messages": user, "reasoning_effort": "low", "reasoning": {"effort": "high"}}), "reasoning_effort"),
         (json!({"model": "m-text", "messages": user, "stop": [1]}), "stop"),
