@@ -1,14 +1,35 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
-}
+//! PostgreSQL storage for the router: accounts, API keys, wallets, holds,
+//! the double-entry ledger, requests and attempts. Implements
+//! [`router_core::store::Store`] on [`Database`].
+//!
+//! - diesel 2.3 with diesel-async 0.9 over tokio-postgres (no libpq) and a
+//!   deadpool pool, which lives only in [`Database`]; every query function
+//!   takes `&mut AsyncPgConnection`, so they compose inside one transaction.
+//! - Migrations are embedded and forward-only ([`migrations`]).
+//! - Money is integer nano-USD in BIGINT columns, never a float.
+//! - The lifecycle's hot statements (reserve, settle, void, record an
+//!   attempt) are each one statement and one round trip ([`billing`]).
+//!
+//! With the `test-support` feature, `test_support::TestDatabase` gives each
+//! test a fresh database cloned from a migrated template.
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+pub mod accounts;
+pub mod api_keys;
+pub mod audit;
+pub mod billing;
+mod database;
+mod error;
+pub mod history;
+pub mod migrations;
+mod prepared;
+pub mod schema;
+#[cfg(feature = "test-support")]
+pub mod test_support;
+mod timestamps;
 
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
-    }
-}
+pub use accounts::{AccountRow, AccountView};
+pub use api_keys::{NewApiKey, hash_api_key};
+pub use audit::Reconciliation;
+pub use database::{Database, PooledConnection};
+pub use error::AdminError;
+pub use history::{AttemptView, HoldView, LedgerEntryView, RequestView, UsageView};

@@ -1,0 +1,181 @@
+//! API keys: issuing (the secret is shown once), hashing, lookup and deletion.
+//!
+//! Only SHA-256 of a secret is stored. Secrets carry 192 bits of randomness,
+//! so an unsalted, indexed hash is safe to look up by and cannot be reversed
+//! by guessing.
+
+use crate::error::{AdminError, is_foreign_key_violation, store_error};
+use crate::schema::api_keys;
+use crate::timestamps::to_db;
+use diesel::dsl::now;
+use diesel::{BoolExpressionMethods, ExpressionMethods, OptionalExtension, QueryDsl};
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use router_core::store::{ApiKeyRecord, Scope, StoreError};
+use sha2::{Digest, Sha256};
+use std::fmt;
+use std::time::SystemTime;
+use uuid::Uuid;
+
+/// Every secret starts with this, so leaked keys are recognisable to
+/// secret scanners and to people.
+pub const SECRET_PREFIX: &str = "sk-rt-";
+
+/// How many leading characters of a secret are kept for display
+/// (`sk-rt-` and six hex digits): enough to tell keys apart, far too few to
+/// guess the rest.
+pub const DISPLAY_PREFIX_LEN: usize = 12;
+
+/// The PostgreSQL NOTIFY channel on which a trigger announces keys whose
+/// deletion, expiry or scopes changed; the payload is the hex SHA-256 of the
+/// key's secret (what key caches are keyed by), never the secret.
+pub const API_KEY_CHANGED_CHANNEL: &str = "router_api_key_changed";
+
+/// The SHA-256 of a presented secret, as stored in `api_keys.key_hash`.
+/// The server hashes what a client presents with this same function.
+pub fn hash_api_key(secret: &str) -> [u8; 32] {
+    Sha256::digest(secret.as_bytes()).into()
+}
+
+/// A freshly issued key. `key` is the secret: return it to the operator
+/// once; it is not stored and cannot be recovered.
+#[derive(Clone, PartialEq, Eq, serde::Serialize)]
+pub struct NewApiKey {
+    pub id: Uuid,
+    pub key: String,
+    /// The first [`DISPLAY_PREFIX_LEN`] characters of `key`.
+    pub prefix: String,
+}
+
+impl fmt::Debug for NewApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NewApiKey")
+            .field("id", &self.id)
+            .field("key", &"<redacted>")
+            .field("prefix", &self.prefix)
+            .finish()
+    }
+}
+
+/// `sk-rt-` and 48 hex digits (192 bits). Two v4 UUIDs supply 244 random
+/// bits from the OS generator (uuid uses getrandom); hashing them spreads
+/// those bits evenly, so the six fixed version/variant bits of each UUID do
+/// not show up as a pattern in the secret.
+fn generate_secret() -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(Uuid::new_v4().as_bytes());
+    hasher.update(Uuid::new_v4().as_bytes());
+    let digest = hasher.finalize();
+    format!("{SECRET_PREFIX}{}", hex::encode(&digest[..24]))
+}
+
+/// Issues a key for `account_id` with `scopes`, optionally expiring.
+pub async fn create_api_key(
+    conn: &mut AsyncPgConnection,
+    account_id: Uuid,
+    scopes: &[Scope],
+    expires_at: Option<SystemTime>,
+) -> Result<NewApiKey, AdminError> {
+    let id = Uuid::now_v7();
+    let key = generate_secret();
+    let prefix: String = key.chars().take(DISPLAY_PREFIX_LEN).collect();
+    let hash = hash_api_key(&key);
+    let scopes: Vec<&str> = scopes.iter().map(|scope| scope.as_str()).collect();
+    diesel::insert_into(api_keys::table)
+        .values((
+            api_keys::id.eq(id),
+            api_keys::account_id.eq(account_id),
+            api_keys::key_hash.eq(&hash[..]),
+            api_keys::display_prefix.eq(&prefix),
+            api_keys::scopes.eq(&scopes),
+            api_keys::expires_at.eq(expires_at.map(to_db)),
+        ))
+        .execute(conn)
+        .await
+        .map_err(|error| {
+            if is_foreign_key_violation(&error, "api_keys_account_id_fkey") {
+                AdminError::AccountNotFound(account_id)
+            } else {
+                error.into()
+            }
+        })?;
+    Ok(NewApiKey { id, key, prefix })
+}
+
+/// Soft-deletes a key: it stops authenticating at once (caches hear of it
+/// on [`API_KEY_CHANGED_CHANNEL`]) and stays for history.
+pub async fn delete_api_key(conn: &mut AsyncPgConnection, id: Uuid) -> Result<(), AdminError> {
+    let deleted = diesel::update(api_keys::table)
+        .filter(api_keys::id.eq(id))
+        .filter(api_keys::deleted_at.is_null())
+        .set(api_keys::deleted_at.eq(now))
+        .execute(conn)
+        .await?;
+    match deleted {
+        0 => Err(AdminError::ApiKeyNotFound(id)),
+        _ => Ok(()),
+    }
+}
+
+/// The active (not deleted, not expired) key whose secret hashes to
+/// `key_hash`. Scopes this build does not know are dropped with a warning,
+/// so a newer instance's scope never widens an older one's access.
+pub async fn find_api_key(
+    conn: &mut AsyncPgConnection,
+    key_hash: &[u8; 32],
+) -> Result<Option<ApiKeyRecord>, StoreError> {
+    let row: Option<(Uuid, Uuid, Vec<String>)> = api_keys::table
+        .filter(api_keys::key_hash.eq(&key_hash[..]))
+        .filter(api_keys::deleted_at.is_null())
+        .filter(
+            api_keys::expires_at
+                .is_null()
+                .or(api_keys::expires_at.gt(now)),
+        )
+        .select((api_keys::id, api_keys::account_id, api_keys::scopes))
+        .first(conn)
+        .await
+        .optional()
+        .map_err(store_error)?;
+    Ok(row.map(|(key_id, account_id, scopes)| ApiKeyRecord {
+        key_id,
+        account_id,
+        scopes: scopes
+            .iter()
+            .filter_map(|name| {
+                let scope = Scope::parse(name);
+                if scope.is_none() {
+                    tracing::warn!(%key_id, scope = %name, "ignoring unknown API key scope");
+                }
+                scope
+            })
+            .collect(),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_have_the_documented_shape() {
+        let secret = generate_secret();
+        assert!(secret.starts_with(SECRET_PREFIX));
+        let random = &secret[SECRET_PREFIX.len()..];
+        assert_eq!(random.len(), 48);
+        assert!(
+            random
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+        );
+        assert_ne!(generate_secret(), secret);
+    }
+
+    #[test]
+    fn hash_is_sha256_of_the_secret() {
+        // SHA-256("abc"), FIPS 180-2 test vector.
+        assert_eq!(
+            hex::encode(hash_api_key("abc")),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+}

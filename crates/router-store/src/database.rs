@@ -1,0 +1,206 @@
+//! The edge: a connection pool, and core's `Store` on top of the query
+//! functions. Each method checks one connection out for one operation.
+
+use crate::accounts::{self, AccountRow, AccountView};
+use crate::api_keys::{self, NewApiKey};
+use crate::audit::{self, Reconciliation};
+use crate::billing;
+use crate::error::{AdminError, pool_error, store_error};
+use crate::history::{self, RequestView};
+use crate::migrations;
+use diesel::IntoSql;
+use diesel::sql_types::Integer;
+use diesel_async::pooled_connection::deadpool::{Object, Pool};
+use diesel_async::pooled_connection::{
+    AsyncDieselConnectionManager, ManagerConfig, RecyclingMethod,
+};
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use router_canonical::NanoUsd;
+use router_core::store::{
+    ApiKeyRecord, AttemptRecord, NewRequest, ReserveError, Scope, SettleError, Settlement, Store,
+    StoreError, Voiding,
+};
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+use uuid::Uuid;
+
+/// How long a caller waits for a free pooled connection, and for a new one
+/// to be established, before the database counts as unavailable.
+const POOL_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A pooled connection, for callers composing query functions (e.g. inside
+/// one transaction).
+pub type PooledConnection = Object<AsyncPgConnection>;
+
+/// PostgreSQL storage. Cheap to clone: clones share one pool.
+#[derive(Clone)]
+pub struct Database {
+    pool: Pool<AsyncPgConnection>,
+    /// Kept for migrations, which run on a dedicated connection. May carry a
+    /// password: never logged (see the `Debug` impl).
+    url: Arc<str>,
+}
+
+impl fmt::Debug for Database {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let status = self.pool.status();
+        f.debug_struct("Database")
+            .field("max_size", &status.max_size)
+            .field("size", &status.size)
+            .field("available", &status.available)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Database {
+    /// Builds a pool of at most `max_size` connections to `url`
+    /// (`postgres://user:password@host:port/database`) and checks that one
+    /// connection can be made, so a wrong URL fails at startup.
+    ///
+    /// Pooled connections are recycled without a test query
+    /// ([`RecyclingMethod::Fast`]): checking one out costs no round trip. A
+    /// connection the server closed is still noticed (tokio-postgres marks it
+    /// closed); one that died silently fails its next query, which reports
+    /// [`StoreError::Unavailable`].
+    pub async fn connect(url: &str, max_size: usize) -> Result<Database, StoreError> {
+        let mut config = ManagerConfig::default();
+        config.recycling_method = RecyclingMethod::Fast;
+        let manager =
+            AsyncDieselConnectionManager::<AsyncPgConnection>::new_with_config(url, config);
+        let pool = Pool::builder(manager)
+            .max_size(max_size)
+            .runtime(deadpool::Runtime::Tokio1)
+            .wait_timeout(Some(POOL_TIMEOUT))
+            .create_timeout(Some(POOL_TIMEOUT))
+            .recycle_timeout(Some(POOL_TIMEOUT))
+            .build()
+            .map_err(|error| StoreError::Unavailable(error.to_string()))?;
+        let database = Database {
+            pool,
+            url: url.into(),
+        };
+        database.ping().await?;
+        Ok(database)
+    }
+
+    /// Applies pending embedded migrations (see
+    /// [`migrations::run_pending_migrations`]); returns the versions applied.
+    pub async fn migrate(&self) -> Result<Vec<String>, StoreError> {
+        migrations::run_pending_migrations(&self.url).await
+    }
+
+    /// One round trip to the database, for `/readyz`.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        let mut conn = self.connection().await?;
+        diesel::select(1_i32.into_sql::<Integer>())
+            .get_result::<i32>(&mut conn)
+            .await
+            .map(|_| ())
+            .map_err(store_error)
+    }
+
+    /// A connection from the pool, for composing the query functions of this
+    /// crate (they all take `&mut AsyncPgConnection`).
+    pub async fn connection(&self) -> Result<PooledConnection, StoreError> {
+        self.pool.get().await.map_err(pool_error)
+    }
+
+    /// Releases holds that expired before `now` and fails their requests
+    /// with reason [`billing::REAPED`], batch by batch; returns how many.
+    /// Safe to run from every instance at once.
+    pub async fn reap_expired_holds(&self, now: SystemTime) -> Result<u64, StoreError> {
+        let mut conn = self.connection().await?;
+        let mut total = 0;
+        loop {
+            let released = billing::reap_expired_holds(&mut conn, now).await?;
+            total += released;
+            if released < billing::REAP_BATCH.unsigned_abs() {
+                return Ok(total);
+            }
+        }
+    }
+
+    pub async fn create_account(
+        &self,
+        email: &str,
+        email_verified: bool,
+    ) -> Result<AccountRow, AdminError> {
+        let mut conn = self.connection().await?;
+        accounts::create_account(&mut conn, email, email_verified).await
+    }
+
+    /// Adds credit to a wallet (recorded in the ledger); returns the new balance.
+    pub async fn grant_credits(
+        &self,
+        account_id: Uuid,
+        amount: NanoUsd,
+    ) -> Result<NanoUsd, AdminError> {
+        let mut conn = self.connection().await?;
+        accounts::grant_credits(&mut conn, account_id, amount).await
+    }
+
+    pub async fn get_account(&self, id: Uuid) -> Result<Option<AccountView>, StoreError> {
+        let mut conn = self.connection().await?;
+        accounts::get_account(&mut conn, id).await
+    }
+
+    /// Issues a key; the returned secret is shown once and never stored.
+    pub async fn create_api_key(
+        &self,
+        account_id: Uuid,
+        scopes: &[Scope],
+        expires_at: Option<SystemTime>,
+    ) -> Result<NewApiKey, AdminError> {
+        let mut conn = self.connection().await?;
+        api_keys::create_api_key(&mut conn, account_id, scopes, expires_at).await
+    }
+
+    pub async fn delete_api_key(&self, id: Uuid) -> Result<(), AdminError> {
+        let mut conn = self.connection().await?;
+        api_keys::delete_api_key(&mut conn, id).await
+    }
+
+    pub async fn get_request(&self, id: Uuid) -> Result<Option<RequestView>, StoreError> {
+        let mut conn = self.connection().await?;
+        history::get_request(&mut conn, id).await
+    }
+
+    /// Checks that the ledger balances and agrees with wallets and holds.
+    pub async fn reconcile(&self) -> Result<Reconciliation, StoreError> {
+        let mut conn = self.connection().await?;
+        audit::reconcile(&mut conn).await
+    }
+}
+
+impl Store for Database {
+    async fn find_api_key(&self, key_hash: [u8; 32]) -> Result<Option<ApiKeyRecord>, StoreError> {
+        let mut conn = self.connection().await?;
+        api_keys::find_api_key(&mut conn, &key_hash).await
+    }
+
+    async fn reserve(&self, request: NewRequest) -> Result<(), ReserveError> {
+        let mut conn = self.connection().await?;
+        billing::reserve(&mut conn, &request).await
+    }
+
+    async fn extend_hold(&self, request_id: Uuid, until: SystemTime) -> Result<(), StoreError> {
+        let mut conn = self.connection().await?;
+        billing::extend_hold(&mut conn, request_id, until).await
+    }
+
+    async fn record_attempt(&self, attempt: AttemptRecord) -> Result<(), StoreError> {
+        let mut conn = self.connection().await?;
+        history::record_attempt(&mut conn, &attempt).await
+    }
+
+    async fn settle(&self, settlement: Settlement) -> Result<(), SettleError> {
+        let mut conn = self.connection().await?;
+        billing::settle(&mut conn, &settlement).await
+    }
+
+    async fn void(&self, voiding: Voiding) -> Result<(), SettleError> {
+        let mut conn = self.connection().await?;
+        billing::void(&mut conn, &voiding).await
+    }
+}

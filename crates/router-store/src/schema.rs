@@ -1,0 +1,116 @@
+//! Diesel table definitions, written to match `migrations/` (there is no
+//! diesel CLI here to print them; `tests/schema.rs` checks them against the
+//! migrated database's catalog).
+
+diesel::table! {
+    accounts (id) {
+        id -> Uuid,
+        email -> Text,
+        email_verified -> Bool,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    wallets (account_id) {
+        account_id -> Uuid,
+        balance_nano -> Int8,
+        held_nano -> Int8,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    api_keys (id) {
+        id -> Uuid,
+        account_id -> Uuid,
+        key_hash -> Bytea,
+        display_prefix -> Text,
+        scopes -> Array<Text>,
+        created_at -> Timestamptz,
+        expires_at -> Nullable<Timestamptz>,
+        deleted_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    requests (id) {
+        id -> Uuid,
+        account_id -> Uuid,
+        api_key_id -> Uuid,
+        model -> Text,
+        inbound_protocol -> Text,
+        recorded_protocol -> Text,
+        stream -> Bool,
+        status -> Text,
+        reserved_nano -> Int8,
+        charged_nano -> Nullable<Int8>,
+        input_tokens -> Nullable<Int8>,
+        output_tokens -> Nullable<Int8>,
+        cache_read_tokens -> Nullable<Int8>,
+        cache_write_tokens -> Nullable<Int8>,
+        reasoning_tokens -> Nullable<Int8>,
+        route_id -> Nullable<Text>,
+        error_reason -> Nullable<Text>,
+        created_at -> Timestamptz,
+        finished_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    holds (request_id) {
+        request_id -> Uuid,
+        account_id -> Uuid,
+        amount_nano -> Int8,
+        status -> Text,
+        expires_at -> Timestamptz,
+        created_at -> Timestamptz,
+        released_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    ledger_entries (id) {
+        id -> Int8,
+        txn_id -> Uuid,
+        request_id -> Nullable<Uuid>,
+        account_id -> Nullable<Uuid>,
+        ledger_account -> Text,
+        amount_nano -> Int8,
+        kind -> Text,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    attempts (request_id, attempt_no) {
+        request_id -> Uuid,
+        attempt_no -> Int4,
+        route_id -> Text,
+        supplier_id -> Text,
+        upstream_protocol -> Text,
+        started_at -> Timestamptz,
+        duration_ms -> Int8,
+        outcome -> Text,
+        upstream_status -> Nullable<Int4>,
+        failure_kind -> Nullable<Text>,
+        retryable -> Nullable<Bool>,
+    }
+}
+
+diesel::joinable!(wallets -> accounts (account_id));
+diesel::joinable!(api_keys -> accounts (account_id));
+diesel::joinable!(requests -> accounts (account_id));
+diesel::joinable!(requests -> api_keys (api_key_id));
+diesel::joinable!(holds -> requests (request_id));
+diesel::joinable!(attempts -> requests (request_id));
+
+diesel::allow_tables_to_appear_in_same_query!(
+    accounts,
+    wallets,
+    api_keys,
+    requests,
+    holds,
+    ledger_entries,
+    attempts,
+);

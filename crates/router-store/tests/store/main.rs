@@ -1,0 +1,15 @@
+//! Integration tests against a real PostgreSQL (`DATABASE_URL`, set by
+//! `cargo xtask test`). Each test gets a fresh database cloned from the
+//! migrated template, so they run in parallel.
+
+// Helpers outside `#[test]` functions panic on failure like the tests do
+// (clippy's allow-unwrap-in-tests covers only the test functions).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod api_keys;
+mod billing;
+mod ledger;
+mod migrations;
+mod round_trips;
+mod schema;
+mod seed;
