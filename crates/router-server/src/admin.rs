@@ -14,28 +14,43 @@ use subtle::ConstantTimeEq;
 use uuid::Uuid;
 
 fn authorize(app: &App, headers: &http::HeaderMap) -> Result<(), ApiError> {
-    let unauthorized = || ApiError::new(ErrorCode::InvalidApiKey, "Invalid or missing operator token.");
+    let unauthorized = || {
+        ApiError::new(
+            ErrorCode::InvalidApiKey,
+            "Invalid or missing operator token.",
+        )
+    };
     let expected = app.admin_token.as_deref().ok_or_else(unauthorized)?;
     let presented = headers
         .get(http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .ok_or_else(unauthorized)?;
-    if bool::from(presented.as_bytes().ct_eq(expected.as_bytes())) { Ok(()) } else { Err(unauthorized()) }
+    if bool::from(presented.as_bytes().ct_eq(expected.as_bytes())) {
+        Ok(())
+    } else {
+        Err(unauthorized())
+    }
 }
 
-async fn body_json<T: for<'de> Deserialize<'de>>(request: http::Request<Incoming>) -> Result<T, ApiError> {
+async fn body_json<T: for<'de> Deserialize<'de>>(
+    request: http::Request<Incoming>,
+) -> Result<T, ApiError> {
     let (parts, body) = request.into_parts();
     let bytes = read_limited(&parts.headers, body, ADMIN_BODY_LIMIT).await?;
     let mut de = serde_json::Deserializer::from_slice(&bytes);
     serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();
-        ApiError::invalid(if path == "." { "body".to_owned() } else { path }, e.inner().to_string())
+        ApiError::invalid(
+            if path == "." { "body".to_owned() } else { path },
+            e.inner().to_string(),
+        )
     })
 }
 
 fn parse_id(id: Option<&str>) -> Result<Uuid, ApiError> {
-    id.and_then(|s| Uuid::parse_str(s).ok()).ok_or_else(|| ApiError::new(ErrorCode::NotFound, "No such resource."))
+    id.and_then(|s| Uuid::parse_str(s).ok())
+        .ok_or_else(|| ApiError::new(ErrorCode::NotFound, "No such resource."))
 }
 
 fn store_error(e: impl std::fmt::Display) -> ApiError {
@@ -55,17 +70,27 @@ struct NewAccount {
     email_verified: bool,
 }
 
-pub async fn create_account(app: &App, request: http::Request<Incoming>, request_id: &str) -> Response<Body> {
+pub async fn create_account(
+    app: &App,
+    request: http::Request<Incoming>,
+    request_id: &str,
+) -> Response<Body> {
     finish(
         async {
             authorize(app, request.headers())?;
             let new: NewAccount = body_json(request).await?;
-            let account = app.database().create_account(&new.email, new.email_verified).await.map_err(|e| match e {
-                router_store::AdminError::EmailTaken => {
-                    ApiError::new(ErrorCode::Conflict, "An account with this email already exists.").with_param("email")
-                }
-                other => store_error(other),
-            })?;
+            let account = app
+                .database()
+                .create_account(&new.email, new.email_verified)
+                .await
+                .map_err(|e| match e {
+                    router_store::AdminError::EmailTaken => ApiError::new(
+                        ErrorCode::Conflict,
+                        "An account with this email already exists.",
+                    )
+                    .with_param("email"),
+                    other => store_error(other),
+                })?;
             let view = json!({
                 "id": account.id,
                 "email": account.email,
@@ -80,7 +105,12 @@ pub async fn create_account(app: &App, request: http::Request<Incoming>, request
     )
 }
 
-pub async fn get_account(app: &App, request: http::Request<Incoming>, id: Option<&str>, request_id: &str) -> Response<Body> {
+pub async fn get_account(
+    app: &App,
+    request: http::Request<Incoming>,
+    id: Option<&str>,
+    request_id: &str,
+) -> Response<Body> {
     finish(
         async {
             authorize(app, request.headers())?;
@@ -91,7 +121,11 @@ pub async fn get_account(app: &App, request: http::Request<Incoming>, id: Option
                 .await
                 .map_err(store_error)?
                 .ok_or_else(|| ApiError::new(ErrorCode::NotFound, "No such account."))?;
-            Ok(reply::json_value(StatusCode::OK, &account_json(&account), request_id))
+            Ok(reply::json_value(
+                StatusCode::OK,
+                &account_json(&account),
+                request_id,
+            ))
         }
         .await,
         request_id,
@@ -104,24 +138,38 @@ struct Credits {
     amount_nano_usd: i64,
 }
 
-pub async fn grant_credits(app: &App, request: http::Request<Incoming>, id: Option<&str>, request_id: &str) -> Response<Body> {
+pub async fn grant_credits(
+    app: &App,
+    request: http::Request<Incoming>,
+    id: Option<&str>,
+    request_id: &str,
+) -> Response<Body> {
     finish(
         async {
             authorize(app, request.headers())?;
             let id = parse_id(id)?;
             let credits: Credits = body_json(request).await?;
             if credits.amount_nano_usd <= 0 {
-                return Err(ApiError::invalid("amount_nano_usd", "The amount must be a positive integer of nano-USD."));
+                return Err(ApiError::invalid(
+                    "amount_nano_usd",
+                    "The amount must be a positive integer of nano-USD.",
+                ));
             }
             let balance = app
                 .database()
                 .grant_credits(id, NanoUsd(credits.amount_nano_usd))
                 .await
                 .map_err(|e| match e {
-                    router_store::AdminError::AccountNotFound(_) => ApiError::new(ErrorCode::NotFound, "No such account."),
+                    router_store::AdminError::AccountNotFound(_) => {
+                        ApiError::new(ErrorCode::NotFound, "No such account.")
+                    }
                     other => store_error(other),
                 })?;
-            Ok(reply::json_value(StatusCode::OK, &json!({"account_id": id, "balance_nano_usd": balance.0}), request_id))
+            Ok(reply::json_value(
+                StatusCode::OK,
+                &json!({"account_id": id, "balance_nano_usd": balance.0}),
+                request_id,
+            ))
         }
         .await,
         request_id,
@@ -138,7 +186,11 @@ struct NewApiKey {
     expires_at: Option<u64>,
 }
 
-pub async fn create_api_key(app: &App, request: http::Request<Incoming>, request_id: &str) -> Response<Body> {
+pub async fn create_api_key(
+    app: &App,
+    request: http::Request<Incoming>,
+    request_id: &str,
+) -> Response<Body> {
     finish(
         async {
             authorize(app, request.headers())?;
@@ -167,15 +219,25 @@ pub async fn create_api_key(app: &App, request: http::Request<Incoming>, request
     )
 }
 
-pub async fn delete_api_key(app: &App, request: http::Request<Incoming>, id: Option<&str>, request_id: &str) -> Response<Body> {
+pub async fn delete_api_key(
+    app: &App,
+    request: http::Request<Incoming>,
+    id: Option<&str>,
+    request_id: &str,
+) -> Response<Body> {
     finish(
         async {
             authorize(app, request.headers())?;
             let id = parse_id(id)?;
-            app.database().delete_api_key(id).await.map_err(|e| match e {
-                router_store::AdminError::ApiKeyNotFound(_) => ApiError::new(ErrorCode::NotFound, "No such API key."),
-                other => store_error(other),
-            })?;
+            app.database()
+                .delete_api_key(id)
+                .await
+                .map_err(|e| match e {
+                    router_store::AdminError::ApiKeyNotFound(_) => {
+                        ApiError::new(ErrorCode::NotFound, "No such API key.")
+                    }
+                    other => store_error(other),
+                })?;
             let mut response = reply::json(StatusCode::NO_CONTENT, Vec::new(), request_id);
             response.headers_mut().remove(http::header::CONTENT_TYPE);
             Ok(response)
@@ -185,7 +247,12 @@ pub async fn delete_api_key(app: &App, request: http::Request<Incoming>, id: Opt
     )
 }
 
-pub async fn get_request(app: &App, request: http::Request<Incoming>, id: Option<&str>, request_id: &str) -> Response<Body> {
+pub async fn get_request(
+    app: &App,
+    request: http::Request<Incoming>,
+    id: Option<&str>,
+    request_id: &str,
+) -> Response<Body> {
     finish(
         async {
             authorize(app, request.headers())?;
@@ -196,7 +263,11 @@ pub async fn get_request(app: &App, request: http::Request<Incoming>, id: Option
                 .await
                 .map_err(store_error)?
                 .ok_or_else(|| ApiError::new(ErrorCode::NotFound, "No such request."))?;
-            Ok(reply::json_value(StatusCode::OK, &request_json(&view), request_id))
+            Ok(reply::json_value(
+                StatusCode::OK,
+                &request_json(&view),
+                request_id,
+            ))
         }
         .await,
         request_id,

@@ -39,7 +39,11 @@ pub fn presented_key(headers: &http::HeaderMap) -> Result<&str, ApiError> {
 }
 
 /// Authenticate and check one scope.
-pub async fn authenticate(app: &App, headers: &http::HeaderMap, scope: Scope) -> Result<ApiKeyRecord, ApiError> {
+pub async fn authenticate(
+    app: &App,
+    headers: &http::HeaderMap,
+    scope: Scope,
+) -> Result<ApiKeyRecord, ApiError> {
     let key = presented_key(headers)?;
     let hash = router_store::hash_api_key(key);
     let record = app
@@ -48,7 +52,10 @@ pub async fn authenticate(app: &App, headers: &http::HeaderMap, scope: Scope) ->
         .await
         .map_err(|e| {
             tracing::error!(error = %e, "key lookup failed");
-            ApiError::new(ErrorCode::InternalError, "Authentication is temporarily unavailable.")
+            ApiError::new(
+                ErrorCode::InternalError,
+                "Authentication is temporarily unavailable.",
+            )
         })?
         .ok_or_else(invalid_key)?;
     if !record.has_scope(scope) {
@@ -74,10 +81,29 @@ mod tests {
 
     #[test]
     fn credentials_must_agree_and_be_bearer() {
-        assert_eq!(presented_key(&headers(&[("authorization", "Bearer k1")])).unwrap(), "k1");
-        assert_eq!(presented_key(&headers(&[("x-api-key", "k1")])).unwrap(), "k1");
-        assert_eq!(presented_key(&headers(&[("authorization", "Bearer k1"), ("x-api-key", "k1")])).unwrap(), "k1");
-        assert!(presented_key(&headers(&[("authorization", "Bearer k1"), ("x-api-key", "k2")])).is_err());
+        assert_eq!(
+            presented_key(&headers(&[("authorization", "Bearer k1")])).unwrap(),
+            "k1"
+        );
+        assert_eq!(
+            presented_key(&headers(&[("x-api-key", "k1")])).unwrap(),
+            "k1"
+        );
+        assert_eq!(
+            presented_key(&headers(&[
+                ("authorization", "Bearer k1"),
+                ("x-api-key", "k1")
+            ]))
+            .unwrap(),
+            "k1"
+        );
+        assert!(
+            presented_key(&headers(&[
+                ("authorization", "Bearer k1"),
+                ("x-api-key", "k2")
+            ]))
+            .is_err()
+        );
         assert!(presented_key(&headers(&[("authorization", "Basic abc")])).is_err());
         assert!(presented_key(&headers(&[("authorization", "Bearer ")])).is_err());
         assert!(presented_key(&headers(&[])).is_err());

@@ -12,9 +12,16 @@ pub const ADMIN_BODY_LIMIT: usize = 64 * 1024;
 
 /// Read the whole body, refusing more than `limit` bytes: first by the
 /// declared Content-Length, then by counting what actually arrives.
-pub async fn read_limited(headers: &http::HeaderMap, body: Incoming, limit: usize) -> Result<Bytes, ApiError> {
+pub async fn read_limited(
+    headers: &http::HeaderMap,
+    body: Incoming,
+    limit: usize,
+) -> Result<Bytes, ApiError> {
     let too_large = || {
-        ApiError::new(ErrorCode::PayloadTooLarge, format!("The request body exceeds the {limit}-byte limit."))
+        ApiError::new(
+            ErrorCode::PayloadTooLarge,
+            format!("The request body exceeds the {limit}-byte limit."),
+        )
     };
     let declared = headers
         .get(http::header::CONTENT_LENGTH)
@@ -26,7 +33,8 @@ pub async fn read_limited(headers: &http::HeaderMap, body: Incoming, limit: usiz
     let mut buf = BytesMut::with_capacity(declared.map_or(8 * 1024, |n| n as usize));
     let mut body = body;
     while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|_| ApiError::invalid("body", "The request body could not be read."))?;
+        let frame =
+            frame.map_err(|_| ApiError::invalid("body", "The request body could not be read."))?;
         if let Ok(data) = frame.into_data() {
             if buf.len() + data.len() > limit {
                 return Err(too_large());

@@ -19,7 +19,11 @@ use router_supply::HttpSuppliers;
 use std::sync::Arc;
 use uuid::Uuid;
 
-pub async fn handle(app: Arc<App>, request: http::Request<Incoming>, request_id: Uuid) -> Response<Body> {
+pub async fn handle(
+    app: Arc<App>,
+    request: http::Request<Incoming>,
+    request_id: Uuid,
+) -> Response<Body> {
     let id_text = request_id.to_string();
     match run(app, request, request_id).await {
         Ok(response) => response,
@@ -27,7 +31,11 @@ pub async fn handle(app: Arc<App>, request: http::Request<Incoming>, request_id:
     }
 }
 
-async fn run(app: Arc<App>, request: http::Request<Incoming>, request_id: Uuid) -> Result<Response<Body>, ApiError> {
+async fn run(
+    app: Arc<App>,
+    request: http::Request<Incoming>,
+    request_id: Uuid,
+) -> Result<Response<Body>, ApiError> {
     let (parts, body) = request.into_parts();
     let key = auth::authenticate(&app, &parts.headers, Scope::Inference).await?;
     let bytes = read_limited(&parts.headers, body, INFERENCE_BODY_LIMIT).await?;
@@ -44,11 +52,24 @@ async fn run(app: Arc<App>, request: http::Request<Incoming>, request_id: Uuid) 
     let completion_id = format!("chatcmpl-{}", request_id.simple());
     match app.gateway.run(admission, canonical).await? {
         Outcome::Complete { response, cost } => {
-            let ctx = ResponseContext { id: &completion_id, model: &public_model, created: response.created, cost };
-            Ok(reply::json(StatusCode::OK, router_chat::encode_response(&response, &ctx), &id_text))
+            let ctx = ResponseContext {
+                id: &completion_id,
+                model: &public_model,
+                created: response.created,
+                cost,
+            };
+            Ok(reply::json(
+                StatusCode::OK,
+                router_chat::encode_response(&response, &ctx),
+                &id_text,
+            ))
         }
         Outcome::Stream(live) => {
-            let ctx = StreamContext { id: completion_id, model: public_model, created: unix_now() };
+            let ctx = StreamContext {
+                id: completion_id,
+                model: public_model,
+                created: unix_now(),
+            };
             Ok(sse_response(live, StreamEncoder::new(ctx), &id_text))
         }
     }
@@ -81,9 +102,12 @@ fn sse_response(
             buf.clear();
             match &item {
                 StreamItem::Event(event) => encoder.encode(event, &mut buf),
-                StreamItem::Finished { stop_reason, usage, cost, .. } => {
-                    encoder.encode_finish(stop_reason, usage, *cost, &mut buf)
-                }
+                StreamItem::Finished {
+                    stop_reason,
+                    usage,
+                    cost,
+                    ..
+                } => encoder.encode_finish(stop_reason, usage, *cost, &mut buf),
                 StreamItem::Failed(error) => encoder.encode_error(error, &mut buf),
             }
             if !buf.is_empty() && tx.send(Bytes::copy_from_slice(&buf)).await.is_err() {

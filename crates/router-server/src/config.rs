@@ -22,7 +22,10 @@ impl std::fmt::Debug for ServerConfig {
         f.debug_struct("ServerConfig")
             .field("listen", &self.listen)
             .field("catalog_path", &self.catalog_path)
-            .field("admin_token", &self.admin_token.as_ref().map(|_| "<redacted>"))
+            .field(
+                "admin_token",
+                &self.admin_token.as_ref().map(|_| "<redacted>"),
+            )
             .field("deadline", &self.deadline)
             .field("hold_lease", &self.hold_lease)
             .finish_non_exhaustive()

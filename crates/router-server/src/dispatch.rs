@@ -25,10 +25,14 @@ enum Endpoint {
 impl Endpoint {
     fn methods(self) -> &'static [Method] {
         match self {
-            Endpoint::ChatCompletions | Endpoint::AdminAccounts | Endpoint::AdminAccountCredits | Endpoint::AdminApiKeys => {
-                &[Method::POST]
-            }
-            Endpoint::Healthz | Endpoint::Readyz | Endpoint::AdminAccount | Endpoint::AdminRequest => &[Method::GET],
+            Endpoint::ChatCompletions
+            | Endpoint::AdminAccounts
+            | Endpoint::AdminAccountCredits
+            | Endpoint::AdminApiKeys => &[Method::POST],
+            Endpoint::Healthz
+            | Endpoint::Readyz
+            | Endpoint::AdminAccount
+            | Endpoint::AdminRequest => &[Method::GET],
             Endpoint::AdminApiKey => &[Method::DELETE],
         }
     }
@@ -44,7 +48,10 @@ fn table() -> &'static matchit::Router<Endpoint> {
             ("/readyz", Endpoint::Readyz),
             ("/admin/accounts", Endpoint::AdminAccounts),
             ("/admin/accounts/{id}", Endpoint::AdminAccount),
-            ("/admin/accounts/{id}/credits", Endpoint::AdminAccountCredits),
+            (
+                "/admin/accounts/{id}/credits",
+                Endpoint::AdminAccountCredits,
+            ),
             ("/admin/api-keys", Endpoint::AdminApiKeys),
             ("/admin/api-keys/{id}", Endpoint::AdminApiKey),
             ("/admin/requests/{id}", Endpoint::AdminRequest),
@@ -70,9 +77,17 @@ pub async fn dispatch(app: Arc<App>, request: http::Request<Incoming>) -> Respon
     let endpoint = *matched.value;
     let param = matched.params.get("id").map(str::to_owned);
     if !endpoint.methods().contains(request.method()) {
-        let error = ApiError::new(ErrorCode::MethodNotAllowed, format!("`{}` is not allowed on `{path}`.", request.method()));
+        let error = ApiError::new(
+            ErrorCode::MethodNotAllowed,
+            format!("`{}` is not allowed on `{path}`.", request.method()),
+        );
         let mut response = reply::error(Surface::OpenAi, &error, &id_text);
-        let allow = endpoint.methods().iter().map(Method::as_str).collect::<Vec<_>>().join(", ");
+        let allow = endpoint
+            .methods()
+            .iter()
+            .map(Method::as_str)
+            .collect::<Vec<_>>()
+            .join(", ");
         if let Ok(value) = http::HeaderValue::from_str(&allow) {
             response.headers_mut().insert(http::header::ALLOW, value);
         }
@@ -83,11 +98,19 @@ pub async fn dispatch(app: Arc<App>, request: http::Request<Incoming>) -> Respon
         Endpoint::Healthz => health::healthz(&id_text),
         Endpoint::Readyz => health::readyz(&app, &id_text).await,
         Endpoint::AdminAccounts => admin::create_account(&app, request, &id_text).await,
-        Endpoint::AdminAccount => admin::get_account(&app, request, param.as_deref(), &id_text).await,
-        Endpoint::AdminAccountCredits => admin::grant_credits(&app, request, param.as_deref(), &id_text).await,
+        Endpoint::AdminAccount => {
+            admin::get_account(&app, request, param.as_deref(), &id_text).await
+        }
+        Endpoint::AdminAccountCredits => {
+            admin::grant_credits(&app, request, param.as_deref(), &id_text).await
+        }
         Endpoint::AdminApiKeys => admin::create_api_key(&app, request, &id_text).await,
-        Endpoint::AdminApiKey => admin::delete_api_key(&app, request, param.as_deref(), &id_text).await,
-        Endpoint::AdminRequest => admin::get_request(&app, request, param.as_deref(), &id_text).await,
+        Endpoint::AdminApiKey => {
+            admin::delete_api_key(&app, request, param.as_deref(), &id_text).await
+        }
+        Endpoint::AdminRequest => {
+            admin::get_request(&app, request, param.as_deref(), &id_text).await
+        }
     }
 }
 
@@ -97,7 +120,10 @@ mod tests {
 
     #[test]
     fn table_builds_and_matches() {
-        assert_eq!(*table().at("/v1/chat/completions").unwrap().value, Endpoint::ChatCompletions);
+        assert_eq!(
+            *table().at("/v1/chat/completions").unwrap().value,
+            Endpoint::ChatCompletions
+        );
         let m = table().at("/admin/accounts/abc/credits").unwrap();
         assert_eq!(*m.value, Endpoint::AdminAccountCredits);
         assert_eq!(m.params.get("id"), Some("abc"));

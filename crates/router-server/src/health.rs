@@ -14,7 +14,11 @@ pub async fn readyz(app: &App, request_id: &str) -> Response<Body> {
         Ok(()) => reply::json_value(StatusCode::OK, &json!({"status": "ready"}), request_id),
         Err(e) => {
             tracing::warn!(error = %e, "not ready");
-            reply::json_value(StatusCode::SERVICE_UNAVAILABLE, &json!({"status": "database unavailable"}), request_id)
+            reply::json_value(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &json!({"status": "database unavailable"}),
+                request_id,
+            )
         }
     }
 }

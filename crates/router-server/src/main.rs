@@ -33,7 +33,11 @@ struct ServeArgs {
     listen: SocketAddr,
     #[arg(long, env = "DATABASE_URL")]
     database_url: Option<String>,
-    #[arg(long, env = "ROUTER_CATALOG", default_value = "fixtures/demo-catalog.toml")]
+    #[arg(
+        long,
+        env = "ROUTER_CATALOG",
+        default_value = "fixtures/demo-catalog.toml"
+    )]
     catalog: String,
     /// Routing deadline in seconds, shared by all attempts of a request.
     #[arg(long, env = "ROUTER_DEADLINE_SECS", default_value_t = 180)]
@@ -60,13 +64,17 @@ fn main() -> anyhow::Result<()> {
         listen: cli.serve.listen,
         database_url,
         catalog_path: cli.serve.catalog.clone(),
-        admin_token: std::env::var("ROUTER_ADMIN_TOKEN").ok().filter(|t| !t.is_empty()),
+        admin_token: std::env::var("ROUTER_ADMIN_TOKEN")
+            .ok()
+            .filter(|t| !t.is_empty()),
         deadline: Duration::from_secs(cli.serve.deadline_secs),
         hold_lease: Duration::from_secs(cli.serve.hold_lease_secs),
         reaper_interval: Duration::from_secs(cli.serve.reaper_interval_secs.max(1)),
         database_pool_size: cli.serve.db_pool_size,
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     runtime.block_on(async move {
         match cli.command.unwrap_or(Command::Serve) {
             Command::Migrate => {
@@ -86,11 +94,20 @@ async fn serve(config: ServerConfig) -> anyhow::Result<()> {
     let db = Database::connect(&config.database_url, config.database_pool_size).await?;
     db.migrate().await.context("applying migrations")?;
     let suppliers = HttpSuppliers::new()?;
-    let gateway_config = GatewayConfig { deadline: config.deadline, hold_lease: config.hold_lease, ..GatewayConfig::default() };
+    let gateway_config = GatewayConfig {
+        deadline: config.deadline,
+        hold_lease: config.hold_lease,
+        ..GatewayConfig::default()
+    };
     let gateway = Gateway::new(Arc::new(catalog), db.clone(), suppliers, gateway_config);
-    let app = Arc::new(App { gateway, admin_token: config.admin_token.clone() });
+    let app = Arc::new(App {
+        gateway,
+        admin_token: config.admin_token.clone(),
+    });
     spawn_reaper(db, config.reaper_interval);
-    let listener = tokio::net::TcpListener::bind(config.listen).await.with_context(|| format!("binding {}", config.listen))?;
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("binding {}", config.listen))?;
     tracing::info!(listen = %listener.local_addr()?, "router listening");
     router_server::serve(listener, app, shutdown_signal()).await?;
     tracing::info!("router stopped");
@@ -131,6 +148,11 @@ async fn shutdown_signal() {
 }
 
 fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("ROUTER_LOG").unwrap_or_else(|_| "info".into());
-    tracing_subscriber::fmt().json().with_env_filter(filter).with_writer(std::io::stderr).init();
+    let filter =
+        tracing_subscriber::EnvFilter::try_from_env("ROUTER_LOG").unwrap_or_else(|_| "info".into());
+    tracing_subscriber::fmt()
+        .json()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
 }

@@ -32,8 +32,16 @@ pub fn json(status: StatusCode, body: Vec<u8>, request_id: &str) -> Response<Bod
     response
 }
 
-pub fn json_value(status: StatusCode, value: &serde_json::Value, request_id: &str) -> Response<Body> {
-    json(status, serde_json::to_vec(value).unwrap_or_default(), request_id)
+pub fn json_value(
+    status: StatusCode,
+    value: &serde_json::Value,
+    request_id: &str,
+) -> Response<Body> {
+    json(
+        status,
+        serde_json::to_vec(value).unwrap_or_default(),
+        request_id,
+    )
 }
 
 pub fn set_request_id(headers: &mut http::HeaderMap, request_id: &str) {

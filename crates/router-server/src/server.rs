@@ -27,13 +27,19 @@ pub enum ServeError {
 /// it arrives (no buffering of whole streams).
 pub fn channel_body(rx: tokio::sync::mpsc::Receiver<Bytes>) -> Body {
     let frames = futures::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|bytes| (Ok::<_, Infallible>(Frame::data(bytes)), rx))
+        rx.recv()
+            .await
+            .map(|bytes| (Ok::<_, Infallible>(Frame::data(bytes)), rx))
     });
     StreamBody::new(frames).boxed()
 }
 
 /// Serve until `shutdown` resolves, then drain open connections (up to 30 s).
-pub async fn serve(listener: TcpListener, app: Arc<App>, shutdown: impl Future<Output = ()>) -> Result<(), ServeError> {
+pub async fn serve(
+    listener: TcpListener,
+    app: Arc<App>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), ServeError> {
     let builder = auto::Builder::new(TokioExecutor::new());
     let graceful = GracefulShutdown::new();
     tokio::pin!(shutdown);
@@ -75,5 +81,8 @@ pub async fn serve(listener: TcpListener, app: Arc<App>, shutdown: impl Future<O
 
 fn is_transient(error: &std::io::Error) -> bool {
     use std::io::ErrorKind::*;
-    matches!(error.kind(), ConnectionAborted | ConnectionReset | Interrupted | WouldBlock) || error.raw_os_error() == Some(24)
+    matches!(
+        error.kind(),
+        ConnectionAborted | ConnectionReset | Interrupted | WouldBlock
+    ) || error.raw_os_error() == Some(24)
 }

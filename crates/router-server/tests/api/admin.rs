@@ -13,14 +13,29 @@ async fn admin_creates_accounts_grants_credits_and_issues_keys() {
     assert_eq!(account["held_nano_usd"], 0);
     assert!(c.key.starts_with("sk-rt-"));
     // The key is shown once: the store keeps only its hash.
-    let (status, body) = r.admin(Method::POST, &format!("/admin/accounts/{}/credits", c.account_id), Some(json!({"amount_nano_usd": 7}))).await;
-    assert_eq!((status, body["balance_nano_usd"].as_i64()), (200, Some(5_007)));
+    let (status, body) = r
+        .admin(
+            Method::POST,
+            &format!("/admin/accounts/{}/credits", c.account_id),
+            Some(json!({"amount_nano_usd": 7})),
+        )
+        .await;
+    assert_eq!(
+        (status, body["balance_nano_usd"].as_i64()),
+        (200, Some(5_007))
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn admin_requires_the_operator_token() {
     let r = TestRouter::start().await;
-    let resp = r.client.post(format!("{}/admin/accounts", r.base)).json(&json!({"email": "a@b.c"})).send().await.unwrap();
+    let resp = r
+        .client
+        .post(format!("{}/admin/accounts", r.base))
+        .json(&json!({"email": "a@b.c"}))
+        .send()
+        .await
+        .unwrap();
     expect_error(resp, 401, "invalid_api_key").await;
     let resp = r
         .client
@@ -33,31 +48,70 @@ async fn admin_requires_the_operator_token() {
     expect_error(resp, 401, "invalid_api_key").await;
     // A customer key is not an operator token.
     let c = r.rich_customer().await;
-    let resp = r.client.get(format!("{}/admin/accounts/{}", r.base, c.account_id)).bearer_auth(&c.key).send().await.unwrap();
+    let resp = r
+        .client
+        .get(format!("{}/admin/accounts/{}", r.base, c.account_id))
+        .bearer_auth(&c.key)
+        .send()
+        .await
+        .unwrap();
     expect_error(resp, 401, "invalid_api_key").await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn admin_rejects_bad_bodies_and_unknown_ids() {
     let r = TestRouter::start().await;
-    let (status, body) = r.admin(Method::POST, "/admin/api-keys", Some(json!({"account_id": uuid::Uuid::new_v4(), "scopes": ["inference"]}))).await;
+    let (status, body) = r
+        .admin(
+            Method::POST,
+            "/admin/api-keys",
+            Some(json!({"account_id": uuid::Uuid::new_v4(), "scopes": ["inference"]})),
+        )
+        .await;
     assert_eq!(status, 400, "{body}");
     let c = r.rich_customer().await;
-    let (status, body) = r.admin(Method::POST, "/admin/api-keys", Some(json!({"account_id": c.account_id, "scopes": ["root"]}))).await;
-    assert_eq!((status, body["error"]["param"].as_str()), (400, Some("scopes[0]")));
-    let (status, _) = r.admin(Method::GET, &format!("/admin/accounts/{}", uuid::Uuid::new_v4()), None).await;
+    let (status, body) = r
+        .admin(
+            Method::POST,
+            "/admin/api-keys",
+            Some(json!({"account_id": c.account_id, "scopes": ["root"]})),
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"]["param"].as_str()),
+        (400, Some("scopes[0]"))
+    );
+    let (status, _) = r
+        .admin(
+            Method::GET,
+            &format!("/admin/accounts/{}", uuid::Uuid::new_v4()),
+            None,
+        )
+        .await;
     assert_eq!(status, 404);
-    let (status, _) = r.admin(Method::GET, "/admin/requests/not-a-uuid", None).await;
+    let (status, _) = r
+        .admin(Method::GET, "/admin/requests/not-a-uuid", None)
+        .await;
     assert_eq!(status, 404);
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn health_and_readiness() {
     let r = TestRouter::start().await;
-    let resp = r.client.get(format!("{}/healthz", r.base)).send().await.unwrap();
+    let resp = r
+        .client
+        .get(format!("{}/healthz", r.base))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.status(), 200);
     assert!(resp.headers().contains_key("x-request-id"));
-    let resp = r.client.get(format!("{}/readyz", r.base)).send().await.unwrap();
+    let resp = r
+        .client
+        .get(format!("{}/readyz", r.base))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.status(), 200);
 }
 
@@ -66,10 +120,22 @@ async fn unknown_paths_are_404_and_wrong_methods_405() {
     let r = TestRouter::start().await;
     let c = r.rich_customer().await;
     for path in ["/v1/files", "/v1/audio/transcriptions"] {
-        let resp = r.client.post(format!("{}{path}", r.base)).bearer_auth(&c.key).send().await.unwrap();
+        let resp = r
+            .client
+            .post(format!("{}{path}", r.base))
+            .bearer_auth(&c.key)
+            .send()
+            .await
+            .unwrap();
         assert_eq!(resp.status(), 404, "{path}");
     }
-    let resp = r.client.get(format!("{}/v1/chat/completions", r.base)).bearer_auth(&c.key).send().await.unwrap();
+    let resp = r
+        .client
+        .get(format!("{}/v1/chat/completions", r.base))
+        .bearer_auth(&c.key)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.status(), 405);
     assert_eq!(resp.headers()["allow"], "POST");
     assert_eq!(r.mock.call_count(), 0);

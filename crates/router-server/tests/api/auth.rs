@@ -9,14 +9,41 @@ async fn bearer_or_x_api_key_and_both_must_match() {
     let b = r.rich_customer().await;
     let body = hello("m-text");
     let url = format!("{}/v1/chat/completions", r.base);
-    let resp = r.client.post(&url).header("x-api-key", &a.key).json(&body).send().await.unwrap();
+    let resp = r
+        .client
+        .post(&url)
+        .header("x-api-key", &a.key)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.status(), 200);
-    let resp = r.client.post(&url).bearer_auth(&a.key).header("x-api-key", &a.key).json(&body).send().await.unwrap();
+    let resp = r
+        .client
+        .post(&url)
+        .bearer_auth(&a.key)
+        .header("x-api-key", &a.key)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.status(), 200);
     let calls = r.mock.call_count();
-    let resp = r.client.post(&url).bearer_auth(&a.key).header("x-api-key", &b.key).json(&body).send().await.unwrap();
+    let resp = r
+        .client
+        .post(&url)
+        .bearer_auth(&a.key)
+        .header("x-api-key", &b.key)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
     expect_error(resp, 401, "invalid_api_key").await;
-    assert_eq!(r.mock.call_count(), calls, "no supplier call on an auth failure");
+    assert_eq!(
+        r.mock.call_count(),
+        calls,
+        "no supplier call on an auth failure"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -26,16 +53,38 @@ async fn missing_malformed_unknown_and_deleted_keys_are_401() {
     let body = hello("m-text");
     let resp = r.client.post(&url).json(&body).send().await.unwrap();
     expect_error(resp, 401, "invalid_api_key").await;
-    for auth in ["Basic abc", "Bearer ", "Bearer garbage", "Bearer sk-rt-000000000000000000000000000000000000000000000000"] {
-        let resp = r.client.post(&url).header("authorization", auth).json(&body).send().await.unwrap();
+    for auth in [
+        "Basic abc",
+        "Bearer ",
+        "Bearer garbage",
+        "Bearer sk-rt-000000000000000000000000000000000000000000000000",
+    ] {
+        let resp = r
+            .client
+            .post(&url)
+            .header("authorization", auth)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
         expect_error(resp, 401, "invalid_api_key").await;
     }
     let c = r.rich_customer().await;
     let (status, keys) = r
-        .admin(reqwest::Method::POST, "/admin/api-keys", Some(serde_json::json!({"account_id": c.account_id, "scopes": ["inference"]})))
+        .admin(
+            reqwest::Method::POST,
+            "/admin/api-keys",
+            Some(serde_json::json!({"account_id": c.account_id, "scopes": ["inference"]})),
+        )
         .await;
     assert_eq!(status, 201);
-    let (status, _) = r.admin(reqwest::Method::DELETE, &format!("/admin/api-keys/{}", keys["id"].as_str().unwrap()), None).await;
+    let (status, _) = r
+        .admin(
+            reqwest::Method::DELETE,
+            &format!("/admin/api-keys/{}", keys["id"].as_str().unwrap()),
+            None,
+        )
+        .await;
     assert_eq!(status, 204);
     let resp = r.chat(keys["key"].as_str().unwrap(), &body).await;
     expect_error(resp, 401, "invalid_api_key").await;

@@ -26,13 +26,25 @@ async fn success_writes_one_balanced_charge_equal_to_the_reported_cost() {
     let charged = record["charged_nano_usd"].as_i64().unwrap();
     assert!(charged > 0);
     let cost_usd = body["usage"]["cost"].to_string();
-    assert_eq!(cost_usd, router_canonical::NanoUsd(charged).to_usd_json().to_string());
+    assert_eq!(
+        cost_usd,
+        router_canonical::NanoUsd(charged).to_usd_json().to_string()
+    );
     let ledger = record["ledger"].as_array().unwrap();
     assert_eq!(ledger.len(), 2);
-    assert_eq!(ledger.iter().map(|e| e["amount_nano"].as_i64().unwrap()).sum::<i64>(), 0);
+    assert_eq!(
+        ledger
+            .iter()
+            .map(|e| e["amount_nano"].as_i64().unwrap())
+            .sum::<i64>(),
+        0
+    );
     assert_eq!(record["hold"]["status"], "settled");
     let account = r.account(&c.account_id).await;
-    assert_eq!(account["balance_nano_usd"].as_i64().unwrap(), 1_000_000_000_000 - charged);
+    assert_eq!(
+        account["balance_nano_usd"].as_i64().unwrap(),
+        1_000_000_000_000 - charged
+    );
     assert_eq!(account["held_nano_usd"], 0);
 }
 
@@ -42,14 +54,25 @@ async fn concurrent_requests_never_overspend() {
     // Worst case of one request: (bytes of input bound) * 1 + 1000 out * 2 USD/MTok;
     // a wallet for a handful of reservations admits only that many at once.
     let c = r.customer(10_000_000, &["inference"]).await;
-    r.mock.set_default(Script::Reply(MockReply { delay_ms: 300, ..MockReply::text("slow") }));
+    r.mock.set_default(Script::Reply(MockReply {
+        delay_ms: 300,
+        ..MockReply::text("slow")
+    }));
     let mut handles = Vec::new();
     for _ in 0..12 {
         let client = r.client.clone();
         let url = format!("{}/v1/chat/completions", r.base);
         let key = c.key.clone();
         handles.push(tokio::spawn(async move {
-            client.post(url).bearer_auth(key).json(&hello("m-text")).send().await.unwrap().status().as_u16()
+            client
+                .post(url)
+                .bearer_auth(key)
+                .json(&hello("m-text"))
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
         }));
     }
     let mut statuses = Vec::new();
@@ -59,7 +82,10 @@ async fn concurrent_requests_never_overspend() {
     let ok = statuses.iter().filter(|s| **s == 200).count();
     let poor = statuses.iter().filter(|s| **s == 402).count();
     assert_eq!(ok + poor, 12, "{statuses:?}");
-    assert!(ok >= 1 && poor >= 1, "the wallet admits some but not all at once: {statuses:?}");
+    assert!(
+        ok >= 1 && poor >= 1,
+        "the wallet admits some but not all at once: {statuses:?}"
+    );
     let account = r.account(&c.account_id).await;
     assert!(account["balance_nano_usd"].as_i64().unwrap() >= 0);
     assert_eq!(account["held_nano_usd"], 0);
@@ -71,8 +97,14 @@ async fn concurrent_requests_never_overspend() {
 async fn client_cancel_before_success_is_not_charged() {
     let r = TestRouter::start().await;
     let c = r.rich_customer().await;
-    r.mock.enqueue(Script::Reply(MockReply { delay_ms: 1_000, ..MockReply::text("late") }));
-    let client = reqwest::Client::builder().timeout(Duration::from_millis(200)).build().unwrap();
+    r.mock.enqueue(Script::Reply(MockReply {
+        delay_ms: 1_000,
+        ..MockReply::text("late")
+    }));
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_millis(200))
+        .build()
+        .unwrap();
     let err = client
         .post(format!("{}/v1/chat/completions", r.base))
         .bearer_auth(&c.key)

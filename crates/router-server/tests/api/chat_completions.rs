@@ -9,7 +9,12 @@ async fn minimal_request_returns_completion_with_usage_and_cost() {
     let r = TestRouter::start().await;
     let c = r.rich_customer().await;
     r.mock.enqueue(Script::Reply(MockReply {
-        usage: Some(MockUsage { prompt_tokens: 12, completion_tokens: 30, cached_tokens: None, reasoning_tokens: None }),
+        usage: Some(MockUsage {
+            prompt_tokens: 12,
+            completion_tokens: 30,
+            cached_tokens: None,
+            reasoning_tokens: None,
+        }),
         ..MockReply::text("Hi there")
     }));
     let resp = r.chat(&c.key, &hello("m-text")).await;
@@ -34,7 +39,11 @@ async fn minimal_request_returns_completion_with_usage_and_cost() {
     // The supplier saw the upstream model name and our key, not the client's.
     let call = &r.mock.calls()[0];
     assert_eq!(call.body["model"], "up-text-primary");
-    let auth = call.headers.iter().find(|(k, _)| k == "authorization").map(|(_, v)| v.as_str());
+    let auth = call
+        .headers
+        .iter()
+        .find(|(k, _)| k == "authorization")
+        .map(|(_, v)| v.as_str());
     assert_eq!(auth, Some("Bearer supplier-secret-key"));
 }
 
@@ -42,7 +51,12 @@ async fn minimal_request_returns_completion_with_usage_and_cost() {
 async fn alias_resolves_and_response_names_the_requested_id() {
     let r = TestRouter::start().await;
     let c = r.rich_customer().await;
-    let body: Value = r.chat(&c.key, &hello("text-alias")).await.json().await.unwrap();
+    let body: Value = r
+        .chat(&c.key, &hello("text-alias"))
+        .await
+        .json()
+        .await
+        .unwrap();
     assert_eq!(body["model"], "text-alias");
 }
 
@@ -65,28 +79,77 @@ async fn invalid_bodies_are_400_invalid_parameter_and_never_charged() {
         (json!({"model": "m-text"}), "messages"),
         (json!({"model": "m-text", "messages": []}), "messages"),
         (json!({"model": "m-text", "messages": "hi"}), "messages"),
-        (json!({"model": "m-text", "messages": [{"role": "function", "content": "x"}]}), "messages[0].role"),
-        (json!({"model": "m-text", "messages": [{"content": "x"}]}), "messages[0]"),
-        (json!({"model": "m-text", "messages": [{"role": "user", "content": 42}]}), "messages[0].content"),
-        (json!({"model": "m-text", "messages": user, "max_tokens": 0}), "max_tokens"),
-        (json!({"model": "m-text", "messages": user, "max_tokens": 1.5}), "max_tokens"),
-        (json!({"model": "m-text", "messages": user, "max_completion_tokens": "5"}), "max_completion_tokens"),
-        (json!({"model": "m-text", "messages": user, "max_tokens": 10, "max_completion_tokens": 20}), "max_tokens"),
-        (json!({"model": "m-text", "messages": user, "temperature": 2.01}), "temperature"),
-        (json!({"model": "m-text", "messages": user, "reasoning_effort": "low", "reasoning": {"effort": "high"}}), "reasoning_effort"),
-        (json!({"model": "m-text", "messages": user, "stop": [1]}), "stop"),
-        (json!({"model": "m-text", "messages": user, "stream": "yes"}), "stream"),
+        (
+            json!({"model": "m-text", "messages": [{"role": "function", "content": "x"}]}),
+            "messages[0].role",
+        ),
+        (
+            json!({"model": "m-text", "messages": [{"content": "x"}]}),
+            "messages[0]",
+        ),
+        (
+            json!({"model": "m-text", "messages": [{"role": "user", "content": 42}]}),
+            "messages[0].content",
+        ),
+        (
+            json!({"model": "m-text", "messages": user, "max_tokens": 0}),
+            "max_tokens",
+        ),
+        (
+            json!({"model": "m-text", "messages": user, "max_tokens": 1.5}),
+            "max_tokens",
+        ),
+        (
+            json!({"model": "m-text", "messages": user, "max_completion_tokens": "5"}),
+            "max_completion_tokens",
+        ),
+        (
+            json!({"model": "m-text", "messages": user, "max_tokens": 10, "max_completion_tokens": 20}),
+            "max_tokens",
+        ),
+        (
+            json!({"model": "m-text", "messages": user, "temperature": 2.01}),
+            "temperature",
+        ),
+        (
+            json!({"model": "m-text", "messages": user, "reasoning_effort": "low", "reasoning": {"effort": "high"}}),
+            "reasoning_effort",
+        ),
+        (
+            json!({"model": "m-text", "messages": user, "stop": [1]}),
+            "stop",
+        ),
+        (
+            json!({"model": "m-text", "messages": user, "stream": "yes"}),
+            "stream",
+        ),
         (json!({"model": "m-text", "messages": user, "n": 2}), "n"),
-        (json!({"model": "m-text", "messages": user, "tools": {}}), "tools"),
-        (json!({"model": "m-text", "messages": [{"role": "user", "content": [{"type": "input_audio", "input_audio": {}}]}]}), "messages[0].content[0]"),
+        (
+            json!({"model": "m-text", "messages": user, "tools": {}}),
+            "tools",
+        ),
+        (
+            json!({"model": "m-text", "messages": [{"role": "user", "content": [{"type": "input_audio", "input_audio": {}}]}]}),
+            "messages[0].content[0]",
+        ),
     ];
     for (body, param) in cases {
         let resp = r.chat(&c.key, &body).await;
         let err = expect_error(resp, 400, "invalid_parameter").await;
         let got = err["error"]["param"].as_str().unwrap_or("");
-        assert!(got.starts_with(param), "body {body}: param {got:?}, expected {param:?}");
+        assert!(
+            got.starts_with(param),
+            "body {body}: param {got:?}, expected {param:?}"
+        );
     }
-    let resp = r.client.post(format!("{}/v1/chat/completions", r.base)).bearer_auth(&c.key).body("{not json").send().await.unwrap();
+    let resp = r
+        .client
+        .post(format!("{}/v1/chat/completions", r.base))
+        .bearer_auth(&c.key)
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
     expect_error(resp, 400, "invalid_parameter").await;
     assert_eq!(r.mock.call_count(), 0);
     assert_eq!(r.account(&c.account_id).await["held_nano_usd"], 0);
@@ -106,7 +169,9 @@ async fn effort_is_forwarded_verbatim_and_never_defaulted() {
     body["reasoning"] = json!({"effort": "minimal"});
     assert_eq!(r.chat(&c.key, &body).await.status(), 200);
     let calls = r.mock.calls();
-    assert!(calls[0].body.get("reasoning_effort").is_none() && calls[0].body.get("reasoning").is_none());
+    assert!(
+        calls[0].body.get("reasoning_effort").is_none() && calls[0].body.get("reasoning").is_none()
+    );
     assert_eq!(calls[1].body["reasoning_effort"], "high"); // B-16
     assert_eq!(calls[2].body["reasoning_effort"], "minimal"); // B-15
     assert_eq!(calls[3].body["reasoning_effort"], "minimal"); // B-13
@@ -134,14 +199,23 @@ async fn parts_tools_stop_and_extra_fields_reach_the_supplier() {
     let resp = r.chat(&c.key, &body).await;
     assert_eq!(resp.status(), 200);
     let sent = &r.mock.calls()[0].body;
-    assert_eq!(sent["messages"][2]["content"], json!([{"type": "text", "text": "a"}]));
-    assert_eq!(sent["messages"][3]["tool_calls"][0]["function"]["name"], "get");
+    assert_eq!(
+        sent["messages"][2]["content"],
+        json!([{"type": "text", "text": "a"}])
+    );
+    assert_eq!(
+        sent["messages"][3]["tool_calls"][0]["function"]["name"],
+        "get"
+    );
     assert_eq!(sent["messages"][4]["role"], "tool");
     assert_eq!(sent["messages"][4]["tool_call_id"], "call_1");
     assert_eq!(sent["tools"][0]["function"]["name"], "get");
     assert_eq!(sent["stop"], json!(["END"]));
     assert_eq!(sent["seed"], 7);
-    assert!(sent.get("x_custom").is_none(), "unknown fields are accepted, not forwarded (CF-03)");
+    assert!(
+        sent.get("x_custom").is_none(),
+        "unknown fields are accepted, not forwarded (CF-03)"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -149,7 +223,11 @@ async fn tool_calls_come_back_in_the_chat_shape() {
     let r = TestRouter::start().await;
     let c = r.rich_customer().await;
     r.mock.enqueue(Script::Reply(MockReply {
-        tool_calls: vec![MockToolCall::new("call_9", "lookup", "{\"city\":\"Paris\"}")],
+        tool_calls: vec![MockToolCall::new(
+            "call_9",
+            "lookup",
+            "{\"city\":\"Paris\"}",
+        )],
         ..MockReply::text("")
     }));
     let body: Value = r.chat(&c.key, &hello("m-text")).await.json().await.unwrap();
@@ -157,7 +235,10 @@ async fn tool_calls_come_back_in_the_chat_shape() {
     assert_eq!(choice["finish_reason"], "tool_calls");
     assert_eq!(choice["message"]["tool_calls"][0]["id"], "call_9");
     assert_eq!(choice["message"]["tool_calls"][0]["type"], "function");
-    assert_eq!(choice["message"]["tool_calls"][0]["function"]["arguments"], "{\"city\":\"Paris\"}");
+    assert_eq!(
+        choice["message"]["tool_calls"][0]["function"]["arguments"],
+        "{\"city\":\"Paris\"}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -180,7 +261,13 @@ async fn supplier_identity_never_leaks() {
     }
     let resp = r.chat(&c.key, &hello("m-text")).await;
     let text = resp.text().await.unwrap();
-    for secret in ["acme-secret-supplier", "127.0.0.1", "up-text", "supplier-secret-key", "text-primary"] {
+    for secret in [
+        "acme-secret-supplier",
+        "127.0.0.1",
+        "up-text",
+        "supplier-secret-key",
+        "text-primary",
+    ] {
         assert!(!text.contains(secret), "{secret} leaked in {text}");
     }
 }

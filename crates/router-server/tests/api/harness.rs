@@ -118,24 +118,52 @@ impl TestRouter {
 
     pub async fn start_with(deadline: Duration) -> TestRouter {
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let mock = MockSupplier::start("127.0.0.1:0".parse().unwrap()).await.unwrap();
+        let mock = MockSupplier::start("127.0.0.1:0".parse().unwrap())
+            .await
+            .unwrap();
         let db = TestDatabase::new().await;
         let text = CATALOG.replace("{BASE}", &mock.base_url());
-        let catalog = Catalog::from_toml(&text, |_| Some("supplier-secret-key".to_owned())).unwrap();
-        let config = GatewayConfig { deadline, ..GatewayConfig::default() };
-        let gateway = Gateway::new(Arc::new(catalog), db.database().clone(), HttpSuppliers::new().unwrap(), config);
-        let app = Arc::new(App { gateway, admin_token: Some(ADMIN_TOKEN.to_owned()) });
+        let catalog =
+            Catalog::from_toml(&text, |_| Some("supplier-secret-key".to_owned())).unwrap();
+        let config = GatewayConfig {
+            deadline,
+            ..GatewayConfig::default()
+        };
+        let gateway = Gateway::new(
+            Arc::new(catalog),
+            db.database().clone(),
+            HttpSuppliers::new().unwrap(),
+            config,
+        );
+        let app = Arc::new(App {
+            gateway,
+            admin_token: Some(ADMIN_TOKEN.to_owned()),
+        });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(router_server::serve(listener, app, async move {
             let _ = rx.await;
         }));
-        TestRouter { base, mock, db, client: reqwest::Client::new(), shutdown: Some(tx) }
+        TestRouter {
+            base,
+            mock,
+            db,
+            client: reqwest::Client::new(),
+            shutdown: Some(tx),
+        }
     }
 
-    pub async fn admin(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
-        let mut req = self.client.request(method, format!("{}{path}", self.base)).bearer_auth(ADMIN_TOKEN);
+    pub async fn admin(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let mut req = self
+            .client
+            .request(method, format!("{}{path}", self.base))
+            .bearer_auth(ADMIN_TOKEN);
         if let Some(body) = body {
             req = req.json(&body);
         }
@@ -154,15 +182,26 @@ impl TestRouter {
         let account_id = account["id"].as_str().unwrap().to_owned();
         if credits > 0 {
             let (status, body) = self
-                .admin(reqwest::Method::POST, &format!("/admin/accounts/{account_id}/credits"), Some(json!({"amount_nano_usd": credits})))
+                .admin(
+                    reqwest::Method::POST,
+                    &format!("/admin/accounts/{account_id}/credits"),
+                    Some(json!({"amount_nano_usd": credits})),
+                )
                 .await;
             assert_eq!(status, 200, "{body}");
         }
         let (status, key) = self
-            .admin(reqwest::Method::POST, "/admin/api-keys", Some(json!({"account_id": account_id, "scopes": scopes})))
+            .admin(
+                reqwest::Method::POST,
+                "/admin/api-keys",
+                Some(json!({"account_id": account_id, "scopes": scopes})),
+            )
             .await;
         assert_eq!(status, 201, "{key}");
-        Customer { account_id, key: key["key"].as_str().unwrap().to_owned() }
+        Customer {
+            account_id,
+            key: key["key"].as_str().unwrap().to_owned(),
+        }
     }
 
     pub async fn rich_customer(&self) -> Customer {
@@ -180,7 +219,9 @@ impl TestRouter {
     }
 
     pub async fn account(&self, id: &str) -> Value {
-        let (status, body) = self.admin(reqwest::Method::GET, &format!("/admin/accounts/{id}"), None).await;
+        let (status, body) = self
+            .admin(reqwest::Method::GET, &format!("/admin/accounts/{id}"), None)
+            .await;
         assert_eq!(status, 200, "{body}");
         body
     }
@@ -188,7 +229,9 @@ impl TestRouter {
     pub async fn request_record(&self, id: &str) -> Value {
         // Void-on-disconnect runs in a spawned task: poll briefly for a final state.
         for _ in 0..50 {
-            let (status, body) = self.admin(reqwest::Method::GET, &format!("/admin/requests/{id}"), None).await;
+            let (status, body) = self
+                .admin(reqwest::Method::GET, &format!("/admin/requests/{id}"), None)
+                .await;
             assert_eq!(status, 200, "{body}");
             if body["status"] != "reserved" {
                 return body;
@@ -200,7 +243,12 @@ impl TestRouter {
 }
 
 pub fn request_id(resp: &reqwest::Response) -> String {
-    resp.headers().get("x-request-id").expect("x-request-id header").to_str().unwrap().to_owned()
+    resp.headers()
+        .get("x-request-id")
+        .expect("x-request-id header")
+        .to_str()
+        .unwrap()
+        .to_owned()
 }
 
 pub fn hello(model: &str) -> Value {

@@ -8,6 +8,7 @@ mod admin;
 mod auth;
 mod billing;
 mod chat_completions;
+mod crash;
 mod harness;
 mod retries;
 mod streaming;

@@ -16,8 +16,16 @@ async fn two_attempts_then_fallback_keeps_the_public_model_and_price() {
     let id = request_id(&resp);
     let body: Value = resp.json().await.unwrap();
     assert_eq!(body["model"], "m-text");
-    let models: Vec<String> = r.mock.calls().iter().map(|c| c.body["model"].as_str().unwrap().to_owned()).collect();
-    assert_eq!(models, ["up-text-primary", "up-text-primary", "up-text-fallback"]);
+    let models: Vec<String> = r
+        .mock
+        .calls()
+        .iter()
+        .map(|c| c.body["model"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        models,
+        ["up-text-primary", "up-text-primary", "up-text-fallback"]
+    );
     let record = r.request_record(&id).await;
     let attempts = record["attempts"].as_array().unwrap();
     assert_eq!(attempts.len(), 3);
@@ -36,7 +44,11 @@ async fn transport_failures_before_output_are_retried() {
     r.mock.reset();
     r.mock.enqueue(Script::ResetAfterHeaders);
     assert_eq!(r.chat(&c.key, &hello("m-text")).await.status(), 200);
-    assert_eq!(r.mock.call_count(), 2, "G-11: a failed body read after headers may retry");
+    assert_eq!(
+        r.mock.call_count(),
+        2,
+        "G-11: a failed body read after headers may retry"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -64,14 +76,22 @@ async fn rejection_on_every_route_is_502_upstream_error() {
     r.mock.enqueue_for("up-text-fallback", Script::status(400));
     let resp = r.chat(&c.key, &hello("m-text")).await;
     expect_error(resp, 502, "upstream_error").await;
-    assert_eq!(r.mock.call_count(), 2, "a rejection is not retried on the same route (G-10)");
+    assert_eq!(
+        r.mock.call_count(),
+        2,
+        "a rejection is not retried on the same route (G-10)"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn retry_after_is_honoured_when_it_fits() {
     let r = TestRouter::start().await;
     let c = r.rich_customer().await;
-    r.mock.enqueue(Script::Status { status: 429, body: None, retry_after: Some("1".into()) });
+    r.mock.enqueue(Script::Status {
+        status: 429,
+        body: None,
+        retry_after: Some("1".into()),
+    });
     let start = Instant::now();
     assert_eq!(r.chat(&c.key, &hello("m-text")).await.status(), 200);
     let calls = r.mock.calls();
@@ -100,7 +120,10 @@ async fn stalled_suppliers_end_at_the_deadline_with_503() {
     let elapsed = start.elapsed();
     let id = request_id(&resp);
     expect_error(resp, 503, "upstream_unavailable").await;
-    assert!(elapsed >= Duration::from_secs(2) && elapsed < Duration::from_secs(6), "{elapsed:?}");
+    assert!(
+        elapsed >= Duration::from_secs(2) && elapsed < Duration::from_secs(6),
+        "{elapsed:?}"
+    );
     assert_eq!(r.request_record(&id).await["status"], "failed");
 }
 
@@ -108,12 +131,32 @@ async fn stalled_suppliers_end_at_the_deadline_with_503() {
 async fn supply_priced_fallback_charges_the_used_quote() {
     let r = TestRouter::start().await;
     let c = r.rich_customer().await;
-    let usage = router_mock_supplier::MockUsage { prompt_tokens: 10, completion_tokens: 10, cached_tokens: None, reasoning_tokens: None };
-    let reply = || Script::Reply(router_mock_supplier::MockReply { usage: Some(usage.clone()), ..router_mock_supplier::MockReply::text("ok") });
+    let usage = router_mock_supplier::MockUsage {
+        prompt_tokens: 10,
+        completion_tokens: 10,
+        cached_tokens: None,
+        reasoning_tokens: None,
+    };
+    let reply = || {
+        Script::Reply(router_mock_supplier::MockReply {
+            usage: Some(usage.clone()),
+            ..router_mock_supplier::MockReply::text("ok")
+        })
+    };
     r.mock.set_default(reply());
-    let body: Value = r.chat(&c.key, &hello("m-supply")).await.json().await.unwrap();
+    let body: Value = r
+        .chat(&c.key, &hello("m-supply"))
+        .await
+        .json()
+        .await
+        .unwrap();
     assert_eq!(body["usage"]["cost"], serde_json::json!(0.00002));
     r.mock.enqueue_for("up-supply-a", Script::status(401));
-    let body: Value = r.chat(&c.key, &hello("m-supply")).await.json().await.unwrap();
+    let body: Value = r
+        .chat(&c.key, &hello("m-supply"))
+        .await
+        .json()
+        .await
+        .unwrap();
     assert_eq!(body["usage"]["cost"], serde_json::json!(0.00006));
 }

@@ -1,0 +1,160 @@
+//! Crash recovery with the real `router` binary: a process killed with
+//! SIGKILL mid-request leaves a hold that another instance's reaper releases.
+
+use crate::harness::*;
+use router_mock_supplier::{MockSupplier, Script};
+use router_store::test_support::TestDatabase;
+use serde_json::{Value, json};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+struct RouterProcess {
+    child: tokio::process::Child,
+    base: String,
+}
+
+async fn spawn_router(db_url: &str, catalog_path: &std::path::Path) -> RouterProcess {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_router"))
+        .arg("serve")
+        .env("DATABASE_URL", db_url)
+        .env("ROUTER_LISTEN", format!("127.0.0.1:{port}"))
+        .env("ROUTER_CATALOG", catalog_path)
+        .env("ROUTER_ADMIN_TOKEN", ADMIN_TOKEN)
+        .env("ROUTER_HOLD_LEASE_SECS", "2")
+        .env("ROUTER_REAPER_INTERVAL_SECS", "1")
+        .env("ROUTER_DB_POOL_SIZE", "4")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let base = format!("http://127.0.0.1:{port}");
+    let client = reqwest::Client::new();
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(30) {
+        if let Ok(resp) = client.get(format!("{base}/readyz")).send().await
+            && resp.status() == 200
+        {
+            return RouterProcess { child, base };
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("router did not become ready");
+}
+
+async fn admin(
+    client: &reqwest::Client,
+    base: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+) -> Value {
+    let mut req = client
+        .request(method, format!("{base}{path}"))
+        .bearer_auth(ADMIN_TOKEN);
+    if let Some(body) = body {
+        req = req.json(&body);
+    }
+    req.send().await.unwrap().json().await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_killed_router_leaves_no_stuck_hold() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mock = MockSupplier::start("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    mock.set_default(Script::Stall);
+    let db = TestDatabase::new().await;
+    let dir = std::env::temp_dir().join(format!("router-crash-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let catalog_path = dir.join("catalog.toml");
+    std::fs::write(&catalog_path, CATALOG.replace("{BASE}", &mock.base_url())).unwrap();
+    let client = reqwest::Client::new();
+
+    let mut first = spawn_router(db.url(), &catalog_path).await;
+    let account = admin(
+        &client,
+        &first.base,
+        reqwest::Method::POST,
+        "/admin/accounts",
+        Some(json!({"email": "crash@example.com"})),
+    )
+    .await;
+    let account_id = account["id"].as_str().unwrap().to_owned();
+    admin(
+        &client,
+        &first.base,
+        reqwest::Method::POST,
+        &format!("/admin/accounts/{account_id}/credits"),
+        Some(json!({"amount_nano_usd": 1_000_000_000_000i64})),
+    )
+    .await;
+    let key = admin(
+        &client,
+        &first.base,
+        reqwest::Method::POST,
+        "/admin/api-keys",
+        Some(json!({"account_id": account_id, "scopes": ["inference"]})),
+    )
+    .await;
+    let key = key["key"].as_str().unwrap().to_owned();
+
+    // A request that is reserved and waiting on a stalled supplier...
+    let url = format!("{}/v1/chat/completions", first.base);
+    let pending = tokio::spawn({
+        let client = client.clone();
+        let key = key.clone();
+        async move {
+            client
+                .post(url)
+                .bearer_auth(key)
+                .json(&hello("m-text"))
+                .send()
+                .await
+        }
+    });
+    let start = Instant::now();
+    while mock.call_count() == 0 && start.elapsed() < Duration::from_secs(10) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(mock.call_count(), 1);
+    let path = format!("/admin/accounts/{account_id}");
+    let held =
+        admin(&client, &first.base, reqwest::Method::GET, &path, None).await["held_nano_usd"]
+            .as_i64()
+            .unwrap();
+    assert!(held > 0);
+
+    // ...when the process is killed outright.
+    first.child.start_kill().unwrap();
+    first.child.wait().await.unwrap();
+    assert!(pending.await.unwrap().is_err());
+
+    // Another instance's reaper releases the orphaned hold after its lease.
+    let second = spawn_router(db.url(), &catalog_path).await;
+    let start = Instant::now();
+    loop {
+        let account = admin(&client, &second.base, reqwest::Method::GET, &path, None).await;
+        if account["held_nano_usd"] == 0 {
+            assert_eq!(
+                account["balance_nano_usd"], 1_000_000_000_000i64,
+                "nothing was charged"
+            );
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "hold was never reaped: {account}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let reconciliation = db.database().reconcile().await.unwrap();
+    assert!(reconciliation.is_consistent(), "{reconciliation:?}");
+    mock.shutdown();
+    let _ = std::fs::remove_dir_all(dir);
+}
