@@ -7,6 +7,7 @@
 mod db;
 mod demo;
 mod test;
+mod tidy;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};

@@ -139,7 +139,7 @@ async fn supply_priced_fallback_charges_the_used_quote() {
     };
     let reply = || {
         Script::Reply(router_mock_supplier::MockReply {
-            usage: Some(usage.clone()),
+            usage: Some(usage),
             ..router_mock_supplier::MockReply::text("ok")
         })
     };
