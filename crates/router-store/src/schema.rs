@@ -1,6 +1,6 @@
-//! Diesel table definitions, written to match `migrations/` (there is no
-//! diesel CLI here to print them; `tests/schema.rs` checks them against the
-//! migrated database's catalog).
+//! Diesel table definitions, written by hand to match `migrations/` (there
+//! is no diesel CLI here to print them); `tests/store/schema.rs` checks the
+//! column lists against the migrated database.
 
 diesel::table! {
     accounts (id) {

@@ -235,6 +235,16 @@ async fn a_zero_charge_settles_without_ledger_entries() {
     let id = request.request_id;
     db.reserve(request).await.unwrap();
 
+    // A negative charge is refused and changes nothing.
+    assert!(matches!(
+        db.settle(settlement(id, -1)).await,
+        Err(SettleError::Store(_))
+    ));
+    assert_eq!(
+        db.get_request(id).await.unwrap().unwrap().status,
+        "reserved"
+    );
+
     db.settle(settlement(id, 0)).await.unwrap();
 
     assert_eq!(wallet(&db, funded.account_id).await, (10_000, 0));
