@@ -18,7 +18,8 @@ pub(crate) async fn attempt(
     request: &Request,
     deadline: Instant,
 ) -> Result<SupplierReply, AttemptError> {
-    let body = router_chat::encode_request(request, &route.upstream_model).map_err(AttemptError::conversion)?;
+    let body = router_chat::encode_request(request, &route.upstream_model)
+        .map_err(AttemptError::conversion)?;
     let url = format!("{}/chat/completions", route.supplier.base_url);
     let remaining = deadline.saturating_duration_since(Instant::now());
     let mut builder = client
@@ -50,10 +51,16 @@ pub(crate) async fn attempt(
 
 /// Read a whole JSON body, capped. A failed read may be retried (G-11).
 async fn read_body(mut response: reqwest::Response) -> Result<Vec<u8>, AttemptError> {
-    let mut body = Vec::with_capacity(response.content_length().map_or(4096, |n| n.min(1 << 20) as usize));
+    let mut body = Vec::with_capacity(
+        response
+            .content_length()
+            .map_or(4096, |n| n.min(1 << 20) as usize),
+    );
     while let Some(chunk) = response.chunk().await.map_err(|e| transport_error(&e))? {
         if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
-            return Err(AttemptError::invalid_response("supplier response exceeds the size limit"));
+            return Err(AttemptError::invalid_response(
+                "supplier response exceeds the size limit",
+            ));
         }
         body.extend_from_slice(&chunk);
     }
@@ -84,16 +91,23 @@ impl ChatStream {
             }
             match self.bytes.next().await {
                 Some(Ok(chunk)) => {
-                    self.sse.feed(&chunk, &mut self.frames).map_err(|e| StreamFailure::Invalid(e.to_string()))?;
+                    self.sse
+                        .feed(&chunk, &mut self.frames)
+                        .map_err(|e| StreamFailure::Invalid(e.to_string()))?;
                     for frame in self.frames.drain(..) {
-                        let events = self.chat.decode(&frame).map_err(|e| StreamFailure::Invalid(e.to_string()))?;
+                        let events = self
+                            .chat
+                            .decode(&frame)
+                            .map_err(|e| StreamFailure::Invalid(e.to_string()))?;
                         self.pending.extend(events);
                     }
                 }
                 Some(Err(e)) => return Err(StreamFailure::Transport(error_chain(&e))),
                 None => {
                     self.ended = true;
-                    return Err(StreamFailure::Transport("stream ended before [DONE]".to_owned()));
+                    return Err(StreamFailure::Transport(
+                        "stream ended before [DONE]".to_owned(),
+                    ));
                 }
             }
         }
@@ -118,7 +132,11 @@ async fn start_stream(response: reqwest::Response) -> Result<SupplierReply, Atte
     };
     let first = match stream.next_event().await {
         Ok(Some(event)) => event,
-        Ok(None) => return Err(AttemptError::invalid_response("stream finished without events")),
+        Ok(None) => {
+            return Err(AttemptError::invalid_response(
+                "stream finished without events",
+            ));
+        }
         Err(StreamFailure::Transport(detail)) => return Err(AttemptError::transport(detail)),
         Err(StreamFailure::Invalid(detail)) => return Err(AttemptError::invalid_response(detail)),
     };
@@ -128,8 +146,12 @@ async fn start_stream(response: reqwest::Response) -> Result<SupplierReply, Atte
         match stream.next_event().await {
             Ok(Some(event)) => Some((Ok(event), Some(stream))),
             Ok(None) => None,
-            Err(StreamFailure::Transport(detail)) => Some((Err(AttemptError::stream_interrupted(detail)), None)),
-            Err(StreamFailure::Invalid(detail)) => Some((Err(AttemptError::invalid_response(detail)), None)),
+            Err(StreamFailure::Transport(detail)) => {
+                Some((Err(AttemptError::stream_interrupted(detail)), None))
+            }
+            Err(StreamFailure::Invalid(detail)) => {
+                Some((Err(AttemptError::invalid_response(detail)), None))
+            }
         }
     });
     Ok(SupplierReply::Stream(Box::pin(events)))

@@ -44,12 +44,19 @@ impl HttpSuppliers {
 }
 
 impl Suppliers for HttpSuppliers {
-    async fn attempt(&self, route: &Route, request: &Request, deadline: Instant) -> Result<SupplierReply, AttemptError> {
+    async fn attempt(
+        &self,
+        route: &Route,
+        request: &Request,
+        deadline: Instant,
+    ) -> Result<SupplierReply, AttemptError> {
         match route.protocol {
-            router_canonical::Protocol::Chat => chat::attempt(&self.client, route, request, deadline).await,
-            other => Err(AttemptError::conversion(ApiError::unsupported_conversion(format!(
-                "routes speaking `{other}` are not supported by this router build"
-            )))),
+            router_canonical::Protocol::Chat => {
+                chat::attempt(&self.client, route, request, deadline).await
+            }
+            other => Err(AttemptError::conversion(ApiError::unsupported_conversion(
+                format!("routes speaking `{other}` are not supported by this router build"),
+            ))),
         }
     }
 }
