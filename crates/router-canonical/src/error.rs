@@ -14,11 +14,13 @@ pub enum ErrorCode {
     InvalidParameter,
     UnsupportedConversion,
     UnsupportedParameter,
+    ListPriceUnknown,
     InvalidApiKey,
     InsufficientCredits,
     InsufficientScope,
     ModelNotAllowed,
     ModelNotFound,
+    ExperimentNotFound,
     NotFound,
     MethodNotAllowed,
     Conflict,
@@ -28,6 +30,8 @@ pub enum ErrorCode {
     InvalidUpstreamResponse,
     UpstreamUnavailable,
     RouteUnavailable,
+    MinDiscountUnavailable,
+    ZdrCapacityUnavailable,
     InternalError,
 }
 
@@ -37,6 +41,10 @@ impl ErrorCode {
             ErrorCode::InvalidParameter => "invalid_parameter",
             ErrorCode::UnsupportedConversion => "unsupported_conversion",
             ErrorCode::UnsupportedParameter => "unsupported_parameter",
+            ErrorCode::ListPriceUnknown => "list_price_unknown",
+            ErrorCode::ExperimentNotFound => "experiment_not_found",
+            ErrorCode::MinDiscountUnavailable => "min_discount_unavailable",
+            ErrorCode::ZdrCapacityUnavailable => "zdr_capacity_unavailable",
             ErrorCode::InvalidApiKey => "invalid_api_key",
             ErrorCode::InsufficientCredits => "insufficient_credits",
             ErrorCode::InsufficientScope => "insufficient_scope",
@@ -59,17 +67,21 @@ impl ErrorCode {
         match self {
             ErrorCode::InvalidParameter
             | ErrorCode::UnsupportedConversion
-            | ErrorCode::UnsupportedParameter => 400,
+            | ErrorCode::UnsupportedParameter
+            | ErrorCode::ListPriceUnknown => 400,
             ErrorCode::InvalidApiKey => 401,
             ErrorCode::InsufficientCredits => 402,
             ErrorCode::InsufficientScope | ErrorCode::ModelNotAllowed => 403,
-            ErrorCode::ModelNotFound | ErrorCode::NotFound => 404,
+            ErrorCode::ModelNotFound | ErrorCode::ExperimentNotFound | ErrorCode::NotFound => 404,
             ErrorCode::MethodNotAllowed => 405,
             ErrorCode::Conflict => 409,
             ErrorCode::PayloadTooLarge => 413,
             ErrorCode::ApiKeySpendLimitExceeded => 429,
             ErrorCode::UpstreamError | ErrorCode::InvalidUpstreamResponse => 502,
-            ErrorCode::UpstreamUnavailable | ErrorCode::RouteUnavailable => 503,
+            ErrorCode::UpstreamUnavailable
+            | ErrorCode::RouteUnavailable
+            | ErrorCode::MinDiscountUnavailable
+            | ErrorCode::ZdrCapacityUnavailable => 503,
             ErrorCode::InternalError => 500,
         }
     }

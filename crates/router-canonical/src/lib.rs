@@ -15,6 +15,7 @@ pub mod money;
 pub mod protocol;
 pub mod request;
 pub mod response;
+pub mod routing_options;
 pub mod sse;
 pub mod stream;
 
@@ -27,4 +28,5 @@ pub use request::{
     Sampling, ThinkingConfig, ThinkingMode, Tool, ToolChoice,
 };
 pub use response::{OutputBlock, Response, StopReason, Usage};
+pub use routing_options::{Percent, RoutingOptions};
 pub use stream::{BlockDelta, BlockKind, StreamEvent};

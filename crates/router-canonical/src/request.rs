@@ -37,6 +37,9 @@ pub struct Request {
     /// as `Requirements::native_only`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub native: Option<NativeFields>,
+    /// Common routing constraints (`min_discount_percent`, `zdr`).
+    #[serde(default)]
+    pub routing: crate::routing_options::RoutingOptions,
 }
 
 /// Fields kept verbatim for a same-protocol route.

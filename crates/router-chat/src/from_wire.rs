@@ -117,8 +117,9 @@ fn convert_request(wire: ChatRequest) -> Result<Request, ApiError> {
         stream,
         stream_options: _,
         user,
-        extra,
+        mut extra,
     } = wire;
+    let routing = router_canonical::RoutingOptions::take_from(&mut extra)?;
 
     let model = model.ok_or_else(|| ApiError::invalid("model", "`model` is required"))?;
     let messages =
@@ -193,6 +194,7 @@ fn convert_request(wire: ChatRequest) -> Result<Request, ApiError> {
         stream: stream.unwrap_or(false),
         end_user: user,
         native: native_fields(extra)?,
+        routing,
     })
 }
 

@@ -123,6 +123,9 @@ struct RouteFile {
     quote: Option<RatesFile>,
     #[serde(default = "default_true")]
     enabled: bool,
+    /// A verified zero-data-retention route.
+    #[serde(default)]
+    zdr: bool,
 }
 
 fn default_true() -> bool {
@@ -178,6 +181,7 @@ pub struct Route {
     pub internal_cost: Rates,
     pub quote: Option<Rates>,
     pub enabled: bool,
+    pub zdr: bool,
 }
 
 impl Route {
@@ -309,6 +313,7 @@ impl Catalog {
                 internal_cost: (&r.internal_cost).into(),
                 quote: r.quote.as_ref().map(Rates::from),
                 enabled: r.enabled,
+                zdr: r.zdr,
             };
             catalog
                 .routes

@@ -59,6 +59,7 @@ pub fn plan(catalog: &Catalog, request: &Request, inbound: Protocol) -> Result<P
     if configured.is_empty() {
         return Err(no_configured_route(&requirements));
     }
+    let configured = apply_routing_options(&model, configured, request)?;
     let mut routes: Vec<Arc<Route>> = configured
         .into_iter()
         .filter(|r| r.enabled)
@@ -80,6 +81,49 @@ pub fn plan(catalog: &Catalog, request: &Request, inbound: Protocol) -> Result<P
         routes,
         requirements,
     })
+}
+
+/// `zdr` and `min_discount_percent` (F-21..F-27): filter, never relax.
+fn apply_routing_options<'a>(
+    model: &Model,
+    routes: Vec<&'a Arc<Route>>,
+    request: &Request,
+) -> Result<Vec<&'a Arc<Route>>, ApiError> {
+    let options = request.routing;
+    let routes: Vec<&Arc<Route>> = if options.zdr {
+        routes.into_iter().filter(|r| r.zdr).collect()
+    } else {
+        routes
+    };
+    if routes.is_empty() {
+        return Err(ApiError::new(
+            ErrorCode::ZdrCapacityUnavailable,
+            "No verified zero-data-retention route is available for this model.",
+        ));
+    }
+    let Some(floor) = options.min_discount else {
+        return Ok(routes);
+    };
+    let list = model.list_price.as_ref().ok_or_else(|| {
+        ApiError::new(ErrorCode::ListPriceUnknown, "This model's official list price is unknown, so a minimum discount cannot be verified.")
+            .with_param("min_discount_percent")
+    })?;
+    let routes: Vec<&Arc<Route>> = routes
+        .into_iter()
+        .filter(|r| {
+            crate::pricing::customer_rates(model, r).is_some_and(|rates| {
+                floor.is_met(list.input.0, rates.input.0)
+                    && floor.is_met(list.output.0, rates.output.0)
+            })
+        })
+        .collect();
+    if routes.is_empty() {
+        return Err(ApiError::new(
+            ErrorCode::MinDiscountUnavailable,
+            "No supply meets the requested minimum discount.",
+        ));
+    }
+    Ok(routes)
 }
 
 /// No configured route can ever serve this request: a client error naming

@@ -38,6 +38,7 @@ async fn run(
 ) -> Result<Response<Body>, ApiError> {
     let (parts, body) = request.into_parts();
     let key = auth::authenticate(&app, &parts.headers, Scope::Inference).await?;
+    crate::inference_headers::validate(&parts.headers)?;
     let bytes = read_limited(&parts.headers, body, INFERENCE_BODY_LIMIT).await?;
     let canonical = router_chat::parse_request(&bytes)?;
     // The response names the model the client asked for, also after a fallback (B-23).

@@ -12,6 +12,7 @@ pub mod chat_completions;
 pub mod config;
 pub mod dispatch;
 pub mod health;
+pub mod inference_headers;
 pub mod reply;
 pub mod server;
 

@@ -271,3 +271,71 @@ async fn supplier_identity_never_leaks() {
         assert!(!text.contains(secret), "{secret} leaked in {text}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn common_headers_and_routing_fields_are_enforced() {
+    let r = TestRouter::start().await;
+    let c = r.rich_customer().await;
+    let url = format!("{}/v1/chat/completions", r.base);
+    let send = |name: &'static str, value: String| {
+        r.client
+            .post(&url)
+            .bearer_auth(&c.key)
+            .header(name, value)
+            .json(&hello("m-text"))
+            .send()
+    };
+    expect_error(
+        send("x-ci-prompt-cache", "maybe".into()).await.unwrap(),
+        400,
+        "invalid_parameter",
+    )
+    .await;
+    expect_error(
+        send("x-ci-prompt-cache-session", " ".repeat(3))
+            .await
+            .unwrap(),
+        400,
+        "invalid_parameter",
+    )
+    .await;
+    expect_error(
+        send("x-ci-end-user", "u".repeat(201)).await.unwrap(),
+        400,
+        "invalid_parameter",
+    )
+    .await;
+    expect_error(
+        send("x-ci-experiment", "no-such-slug".into())
+            .await
+            .unwrap(),
+        404,
+        "experiment_not_found",
+    )
+    .await;
+    assert_eq!(
+        send("x-ci-prompt-cache-session", "abc".into())
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+
+    let mut body = hello("m-text");
+    body["zdr"] = json!(true);
+    expect_error(r.chat(&c.key, &body).await, 503, "zdr_capacity_unavailable").await;
+    body["zdr"] = json!("true");
+    expect_error(r.chat(&c.key, &body).await, 400, "invalid_parameter").await;
+    let mut body = hello("m-text");
+    body["min_discount_percent"] = json!(100);
+    expect_error(r.chat(&c.key, &body).await, 400, "invalid_parameter").await;
+    // m-text has no list price in the test catalog.
+    body["min_discount_percent"] = json!(10);
+    expect_error(r.chat(&c.key, &body).await, 400, "list_price_unknown").await;
+    assert_eq!(
+        r.mock.call_count(),
+        1,
+        "only the valid session-label request reached the supplier"
+    );
+    assert_eq!(r.account(&c.account_id).await["held_nano_usd"], 0);
+}
