@@ -168,3 +168,86 @@ fn no_configured_route(req: &Requirements) -> ApiError {
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use router_canonical::{Message, Percent, Role};
+
+    const CATALOG: &str = r#"
+[[suppliers]]
+id = "s"
+base_url = "http://127.0.0.1:1/v1"
+
+[[models]]
+id = "listed"
+pricing = "supply"
+list_price = { input = 1000, output = 1000 }
+
+[[routes]]
+id = "input-30-output-5"
+model = "listed"
+supplier = "s"
+upstream_model = "a"
+protocol = "chat"
+internal_cost = { input = 1, output = 1 }
+quote = { input = 700, output = 950 }
+
+[[routes]]
+id = "both-20"
+model = "listed"
+supplier = "s"
+upstream_model = "b"
+protocol = "chat"
+priority = -1
+internal_cost = { input = 1, output = 1 }
+quote = { input = 800, output = 800 }
+"#;
+
+    fn plan_with(percent: Option<Percent>, zdr: bool) -> Result<Plan, ApiError> {
+        let catalog = Catalog::from_toml(CATALOG, |_| None).unwrap();
+        let mut request = Request {
+            model: "listed".into(),
+            messages: vec![Message::text(Role::User, "hi")],
+            ..Default::default()
+        };
+        request.routing.min_discount = percent;
+        request.routing.zdr = zdr;
+        plan(&catalog, &request, Protocol::Chat)
+    }
+
+    #[test]
+    fn discount_floor_applies_to_input_and_output_independently() {
+        // 30% off input but only 5% off output: not eligible at a 10% floor (F-22).
+        let p = plan_with(
+            Some(Percent {
+                units: 10,
+                scale: 0,
+            }),
+            false,
+        )
+        .unwrap();
+        assert_eq!(
+            p.routes.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
+            ["both-20"]
+        );
+        let err = plan_with(
+            Some(Percent {
+                units: 2001,
+                scale: 2,
+            }),
+            false,
+        )
+        .unwrap_err();
+        assert_eq!(err.code, ErrorCode::MinDiscountUnavailable);
+        assert_eq!(plan_with(None, false).unwrap().routes.len(), 2);
+    }
+
+    #[test]
+    fn zdr_needs_a_verified_route() {
+        assert_eq!(
+            plan_with(None, true).unwrap_err().code,
+            ErrorCode::ZdrCapacityUnavailable
+        );
+    }
+}
