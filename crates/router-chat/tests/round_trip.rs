@@ -328,6 +328,7 @@ fn request() -> impl Strategy<Value = Request> {
                 stream,
                 end_user,
                 native,
+                routing: Default::default(),
             },
         )
 }
