@@ -127,7 +127,7 @@ mod tests {
             units: 3333,
             scale: 2,
         }; // 33.33%
-        assert!(p.is_met(3, 2) == false);
+        assert!(!p.is_met(3, 2));
         assert!(p.is_met(10000, 6667));
     }
 }
