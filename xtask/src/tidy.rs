@@ -16,13 +16,23 @@ mod tests {
             .current_dir(crate::workspace_root())
             .output()
             .expect("cargo metadata runs");
-        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-        let meta: serde_json::Value = serde_json::from_slice(&output.stdout).expect("metadata is JSON");
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let meta: serde_json::Value =
+            serde_json::from_slice(&output.stdout).expect("metadata is JSON");
         let names: HashMap<&str, &str> = meta["packages"]
             .as_array()
             .expect("packages")
             .iter()
-            .map(|p| (p["id"].as_str().unwrap_or(""), p["name"].as_str().unwrap_or("")))
+            .map(|p| {
+                (
+                    p["id"].as_str().unwrap_or(""),
+                    p["name"].as_str().unwrap_or(""),
+                )
+            })
             .collect();
         let mut direct: HashMap<&str, Vec<&str>> = HashMap::new();
         for node in meta["resolve"]["nodes"].as_array().expect("resolve nodes") {
@@ -30,7 +40,11 @@ mod tests {
             let deps = node["deps"].as_array().expect("deps");
             let normal = deps
                 .iter()
-                .filter(|d| d["dep_kinds"].as_array().is_some_and(|k| k.iter().any(|k| k["kind"].is_null())))
+                .filter(|d| {
+                    d["dep_kinds"]
+                        .as_array()
+                        .is_some_and(|k| k.iter().any(|k| k["kind"].is_null()))
+                })
                 .map(|d| d["pkg"].as_str().unwrap_or(""))
                 .collect();
             direct.insert(id, normal);
@@ -46,28 +60,63 @@ mod tests {
                     }
                 }
             }
-            closure.insert(name.to_owned(), seen.iter().map(|id| names[id].to_owned()).collect());
+            closure.insert(
+                name.to_owned(),
+                seen.iter().map(|id| names[id].to_owned()).collect(),
+            );
         }
         closure
     }
 
     fn assert_free_of(closure: &HashMap<String, HashSet<String>>, krate: &str, banned: &[&str]) {
-        let deps = closure.get(krate).unwrap_or_else(|| panic!("{krate} is in the workspace"));
+        let deps = closure
+            .get(krate)
+            .unwrap_or_else(|| panic!("{krate} is in the workspace"));
         for b in banned {
-            assert!(!deps.contains(*b), "{krate} must not depend on {b} (see docs/architecture.md)");
+            assert!(
+                !deps.contains(*b),
+                "{krate} must not depend on {b} (see docs/architecture.md)"
+            );
         }
     }
 
     #[test]
     fn dependency_direction_holds() {
         let closure = normal_closure();
-        let io = ["tokio", "hyper", "reqwest", "diesel", "diesel-async", "http"];
+        let io = [
+            "tokio",
+            "hyper",
+            "reqwest",
+            "diesel",
+            "diesel-async",
+            "http",
+        ];
         for wire in ["router-canonical", "router-chat"] {
             assert_free_of(&closure, wire, &io);
         }
         assert!(!closure["router-chat"].contains("router-core"));
-        assert_free_of(&closure, "router-core", &["hyper", "reqwest", "diesel", "diesel-async", "router-store", "router-supply", "router-server"]);
-        assert_free_of(&closure, "router-store", &["hyper", "reqwest", "router-server"]);
-        assert_free_of(&closure, "router-supply", &["diesel", "router-store", "router-server"]);
+        assert_free_of(
+            &closure,
+            "router-core",
+            &[
+                "hyper",
+                "reqwest",
+                "diesel",
+                "diesel-async",
+                "router-store",
+                "router-supply",
+                "router-server",
+            ],
+        );
+        assert_free_of(
+            &closure,
+            "router-store",
+            &["hyper", "reqwest", "router-server"],
+        );
+        assert_free_of(
+            &closure,
+            "router-supply",
+            &["diesel", "router-store", "router-server"],
+        );
     }
 }

@@ -123,11 +123,10 @@ mod tests {
         };
         assert!(ten.is_met(1000, 900));
         assert!(!ten.is_met(1000, 901));
-        let p = Percent {
-            units: 3333,
-            scale: 2,
-        }; // 33.33%
-        assert!(!p.is_met(3, 2));
-        assert!(p.is_met(10000, 6667));
+        // 2 against a list of 3 is 33.333...% off: meets 33.33%, not 33.34%.
+        let floor = |units| Percent { units, scale: 2 };
+        assert!(floor(3333).is_met(3, 2));
+        assert!(!floor(3334).is_met(3, 2));
+        assert!(floor(3333).is_met(10000, 6667));
     }
 }
