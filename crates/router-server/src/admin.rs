@@ -3,7 +3,7 @@
 
 use crate::app::App;
 use crate::body::{ADMIN_BODY_LIMIT, read_limited};
-use crate::reply::{self, Body, Surface};
+use crate::reply::{self, Body};
 use http::{Response, StatusCode};
 use hyper::body::Incoming;
 use router_canonical::{ApiError, ErrorCode, NanoUsd};
@@ -13,7 +13,8 @@ use serde_json::json;
 use subtle::ConstantTimeEq;
 use uuid::Uuid;
 
-fn authorize(app: &App, headers: &http::HeaderMap) -> Result<(), ApiError> {
+/// Every `/admin/` call passes here first (see `dispatch`).
+pub fn authorize(app: &App, headers: &http::HeaderMap) -> Result<(), ApiError> {
     let unauthorized = || {
         ApiError::new(
             ErrorCode::InvalidApiKey,
@@ -58,10 +59,6 @@ fn store_error(e: impl std::fmt::Display) -> ApiError {
     ApiError::new(ErrorCode::InternalError, "Storage failure.")
 }
 
-fn finish(result: Result<Response<Body>, ApiError>, request_id: &str) -> Response<Body> {
-    result.unwrap_or_else(|e| reply::error(Surface::OpenAi, &e, request_id))
-}
-
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct NewAccount {
@@ -74,62 +71,47 @@ pub async fn create_account(
     app: &App,
     request: http::Request<Incoming>,
     request_id: &str,
-) -> Response<Body> {
-    finish(
-        async {
-            authorize(app, request.headers())?;
-            let new: NewAccount = body_json(request).await?;
-            let account = app
-                .database()
-                .create_account(&new.email, new.email_verified)
-                .await
-                .map_err(|e| match e {
-                    router_store::AdminError::EmailTaken => ApiError::new(
-                        ErrorCode::Conflict,
-                        "An account with this email already exists.",
-                    )
-                    .with_param("email"),
-                    other => store_error(other),
-                })?;
-            let view = json!({
-                "id": account.id,
-                "email": account.email,
-                "email_verified": account.email_verified,
-                "balance_nano_usd": 0,
-                "held_nano_usd": 0,
-            });
-            Ok(reply::json_value(StatusCode::CREATED, &view, request_id))
-        }
-        .await,
-        request_id,
-    )
+) -> Result<Response<Body>, ApiError> {
+    let new: NewAccount = body_json(request).await?;
+    let account = app
+        .database()
+        .create_account(&new.email, new.email_verified)
+        .await
+        .map_err(|e| match e {
+            router_store::AdminError::EmailTaken => ApiError::new(
+                ErrorCode::Conflict,
+                "An account with this email already exists.",
+            )
+            .with_param("email"),
+            other => store_error(other),
+        })?;
+    let view = json!({
+        "id": account.id,
+        "email": account.email,
+        "email_verified": account.email_verified,
+        "balance_nano_usd": 0,
+        "held_nano_usd": 0,
+    });
+    Ok(reply::json_value(StatusCode::CREATED, &view, request_id))
 }
 
 pub async fn get_account(
     app: &App,
-    request: http::Request<Incoming>,
     id: Option<&str>,
     request_id: &str,
-) -> Response<Body> {
-    finish(
-        async {
-            authorize(app, request.headers())?;
-            let id = parse_id(id)?;
-            let account = app
-                .database()
-                .get_account(id)
-                .await
-                .map_err(store_error)?
-                .ok_or_else(|| ApiError::new(ErrorCode::NotFound, "No such account."))?;
-            Ok(reply::json_value(
-                StatusCode::OK,
-                &account_json(&account),
-                request_id,
-            ))
-        }
-        .await,
+) -> Result<Response<Body>, ApiError> {
+    let id = parse_id(id)?;
+    let account = app
+        .database()
+        .get_account(id)
+        .await
+        .map_err(store_error)?
+        .ok_or_else(|| ApiError::new(ErrorCode::NotFound, "No such account."))?;
+    Ok(reply::json_value(
+        StatusCode::OK,
+        &account_json(&account),
         request_id,
-    )
+    ))
 }
 
 #[derive(Deserialize)]
@@ -143,37 +125,30 @@ pub async fn grant_credits(
     request: http::Request<Incoming>,
     id: Option<&str>,
     request_id: &str,
-) -> Response<Body> {
-    finish(
-        async {
-            authorize(app, request.headers())?;
-            let id = parse_id(id)?;
-            let credits: Credits = body_json(request).await?;
-            if credits.amount_nano_usd <= 0 {
-                return Err(ApiError::invalid(
-                    "amount_nano_usd",
-                    "The amount must be a positive integer of nano-USD.",
-                ));
+) -> Result<Response<Body>, ApiError> {
+    let id = parse_id(id)?;
+    let credits: Credits = body_json(request).await?;
+    if credits.amount_nano_usd <= 0 {
+        return Err(ApiError::invalid(
+            "amount_nano_usd",
+            "The amount must be a positive integer of nano-USD.",
+        ));
+    }
+    let balance = app
+        .database()
+        .grant_credits(id, NanoUsd(credits.amount_nano_usd))
+        .await
+        .map_err(|e| match e {
+            router_store::AdminError::AccountNotFound(_) => {
+                ApiError::new(ErrorCode::NotFound, "No such account.")
             }
-            let balance = app
-                .database()
-                .grant_credits(id, NanoUsd(credits.amount_nano_usd))
-                .await
-                .map_err(|e| match e {
-                    router_store::AdminError::AccountNotFound(_) => {
-                        ApiError::new(ErrorCode::NotFound, "No such account.")
-                    }
-                    other => store_error(other),
-                })?;
-            Ok(reply::json_value(
-                StatusCode::OK,
-                &json!({"account_id": id, "balance_nano_usd": balance.0}),
-                request_id,
-            ))
-        }
-        .await,
+            other => store_error(other),
+        })?;
+    Ok(reply::json_value(
+        StatusCode::OK,
+        &json!({"account_id": id, "balance_nano_usd": balance.0}),
         request_id,
-    )
+    ))
 }
 
 #[derive(Deserialize)]
@@ -190,88 +165,70 @@ pub async fn create_api_key(
     app: &App,
     request: http::Request<Incoming>,
     request_id: &str,
-) -> Response<Body> {
-    finish(
-        async {
-            authorize(app, request.headers())?;
-            let new: NewApiKey = body_json(request).await?;
-            let mut scopes = Vec::new();
-            for (i, name) in new.scopes.iter().enumerate() {
-                let scope = Scope::parse(name)
-                    .ok_or_else(|| ApiError::invalid(format!("scopes[{i}]"), format!("Unknown scope `{name}`.")))?;
-                scopes.push(scope);
+) -> Result<Response<Body>, ApiError> {
+    let new: NewApiKey = body_json(request).await?;
+    let mut scopes = Vec::new();
+    for (i, name) in new.scopes.iter().enumerate() {
+        let scope = Scope::parse(name).ok_or_else(|| {
+            ApiError::invalid(format!("scopes[{i}]"), format!("Unknown scope `{name}`."))
+        })?;
+        scopes.push(scope);
+    }
+    let expires_at = new
+        .expires_at
+        .map(|s| std::time::UNIX_EPOCH + std::time::Duration::from_secs(s));
+    let key = app
+        .database()
+        .create_api_key(new.account_id, &scopes, expires_at)
+        .await
+        .map_err(|e| match e {
+            router_store::AdminError::AccountNotFound(_) => {
+                ApiError::invalid("account_id", "No such account.")
             }
-            let expires_at = new.expires_at.map(|s| std::time::UNIX_EPOCH + std::time::Duration::from_secs(s));
-            let key = app
-                .database()
-                .create_api_key(new.account_id, &scopes, expires_at)
-                .await
-                .map_err(|e| match e {
-                    router_store::AdminError::AccountNotFound(_) => ApiError::invalid("account_id", "No such account."),
-                    other => store_error(other),
-                })?;
-            let names: Vec<&str> = scopes.iter().map(|s| s.as_str()).collect();
-            let view = json!({"id": key.id, "key": key.key, "prefix": key.prefix, "account_id": new.account_id, "scopes": names});
-            Ok(reply::json_value(StatusCode::CREATED, &view, request_id))
-        }
-        .await,
-        request_id,
-    )
+            other => store_error(other),
+        })?;
+    let names: Vec<&str> = scopes.iter().map(|s| s.as_str()).collect();
+    let view = json!({"id": key.id, "key": key.key, "prefix": key.prefix, "account_id": new.account_id, "scopes": names});
+    Ok(reply::json_value(StatusCode::CREATED, &view, request_id))
 }
 
 pub async fn delete_api_key(
     app: &App,
-    request: http::Request<Incoming>,
     id: Option<&str>,
     request_id: &str,
-) -> Response<Body> {
-    finish(
-        async {
-            authorize(app, request.headers())?;
-            let id = parse_id(id)?;
-            app.database()
-                .delete_api_key(id)
-                .await
-                .map_err(|e| match e {
-                    router_store::AdminError::ApiKeyNotFound(_) => {
-                        ApiError::new(ErrorCode::NotFound, "No such API key.")
-                    }
-                    other => store_error(other),
-                })?;
-            let mut response = reply::json(StatusCode::NO_CONTENT, Vec::new(), request_id);
-            response.headers_mut().remove(http::header::CONTENT_TYPE);
-            Ok(response)
-        }
-        .await,
-        request_id,
-    )
+) -> Result<Response<Body>, ApiError> {
+    let id = parse_id(id)?;
+    app.database()
+        .delete_api_key(id)
+        .await
+        .map_err(|e| match e {
+            router_store::AdminError::ApiKeyNotFound(_) => {
+                ApiError::new(ErrorCode::NotFound, "No such API key.")
+            }
+            other => store_error(other),
+        })?;
+    let mut response = reply::json(StatusCode::NO_CONTENT, Vec::new(), request_id);
+    response.headers_mut().remove(http::header::CONTENT_TYPE);
+    Ok(response)
 }
 
 pub async fn get_request(
     app: &App,
-    request: http::Request<Incoming>,
     id: Option<&str>,
     request_id: &str,
-) -> Response<Body> {
-    finish(
-        async {
-            authorize(app, request.headers())?;
-            let id = parse_id(id)?;
-            let view = app
-                .database()
-                .get_request(id)
-                .await
-                .map_err(store_error)?
-                .ok_or_else(|| ApiError::new(ErrorCode::NotFound, "No such request."))?;
-            Ok(reply::json_value(
-                StatusCode::OK,
-                &request_json(&view),
-                request_id,
-            ))
-        }
-        .await,
+) -> Result<Response<Body>, ApiError> {
+    let id = parse_id(id)?;
+    let view = app
+        .database()
+        .get_request(id)
+        .await
+        .map_err(store_error)?
+        .ok_or_else(|| ApiError::new(ErrorCode::NotFound, "No such request."))?;
+    Ok(reply::json_value(
+        StatusCode::OK,
+        &request_json(&view),
         request_id,
-    )
+    ))
 }
 
 /// The admin view of an account; money in integer nano-USD.

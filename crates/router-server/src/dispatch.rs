@@ -97,19 +97,23 @@ pub async fn dispatch(app: Arc<App>, request: http::Request<Incoming>) -> Respon
         Endpoint::ChatCompletions => chat_completions::handle(app, request, request_id).await,
         Endpoint::Healthz => health::healthz(&id_text),
         Endpoint::Readyz => health::readyz(&app, &id_text).await,
-        Endpoint::AdminAccounts => admin::create_account(&app, request, &id_text).await,
-        Endpoint::AdminAccount => {
-            admin::get_account(&app, request, param.as_deref(), &id_text).await
-        }
-        Endpoint::AdminAccountCredits => {
-            admin::grant_credits(&app, request, param.as_deref(), &id_text).await
-        }
-        Endpoint::AdminApiKeys => admin::create_api_key(&app, request, &id_text).await,
-        Endpoint::AdminApiKey => {
-            admin::delete_api_key(&app, request, param.as_deref(), &id_text).await
-        }
-        Endpoint::AdminRequest => {
-            admin::get_request(&app, request, param.as_deref(), &id_text).await
+        admin_endpoint => {
+            let result = async {
+                admin::authorize(&app, request.headers())?;
+                let id = param.as_deref();
+                match admin_endpoint {
+                    Endpoint::AdminAccounts => admin::create_account(&app, request, &id_text).await,
+                    Endpoint::AdminAccount => admin::get_account(&app, id, &id_text).await,
+                    Endpoint::AdminAccountCredits => {
+                        admin::grant_credits(&app, request, id, &id_text).await
+                    }
+                    Endpoint::AdminApiKeys => admin::create_api_key(&app, request, &id_text).await,
+                    Endpoint::AdminApiKey => admin::delete_api_key(&app, id, &id_text).await,
+                    _ => admin::get_request(&app, id, &id_text).await,
+                }
+            }
+            .await;
+            result.unwrap_or_else(|e| reply::error(Surface::OpenAi, &e, &id_text))
         }
     }
 }
