@@ -111,7 +111,16 @@ fn sse_response(
                 } => encoder.encode_finish(stop_reason, usage, *cost, &mut buf),
                 StreamItem::Failed(error) => encoder.encode_error(error, &mut buf),
             }
-            if !buf.is_empty() && tx.send(Bytes::copy_from_slice(&buf)).await.is_err() {
+            // Hand the encoded frame over without copying it.
+            if !buf.is_empty()
+                && tx
+                    .send(Bytes::from(std::mem::replace(
+                        &mut buf,
+                        Vec::with_capacity(512),
+                    )))
+                    .await
+                    .is_err()
+            {
                 return;
             }
         }

@@ -69,8 +69,8 @@ fn table() -> &'static matchit::Router<Endpoint> {
 pub async fn dispatch(app: Arc<App>, request: http::Request<Incoming>) -> Response<Body> {
     let request_id = Uuid::now_v7();
     let id_text = request_id.to_string();
-    let path = request.uri().path().to_owned();
-    let Ok(matched) = table().at(&path) else {
+    let path = request.uri().path();
+    let Ok(matched) = table().at(path) else {
         let error = ApiError::new(ErrorCode::NotFound, format!("No endpoint at `{path}`."));
         return reply::error(Surface::OpenAi, &error, &id_text);
     };
