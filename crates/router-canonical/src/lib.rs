@@ -24,8 +24,8 @@ pub use error::{ApiError, ErrorCode};
 pub use money::{NanoUsd, PricePerMTok, Rates};
 pub use protocol::Protocol;
 pub use request::{
-    CacheControl, ContentPart, ImageSource, Message, Reasoning, Request, ResponseFormat, Role,
-    Sampling, ThinkingConfig, ThinkingMode, Tool, ToolChoice,
+    CacheControl, ContentPart, ImageSource, Message, NativeFields, PromptCacheMode, Reasoning,
+    Request, ResponseFormat, Role, Sampling, ThinkingConfig, ThinkingMode, Tool, ToolChoice,
 };
 pub use response::{OutputBlock, Response, StopReason, Usage};
 pub use routing_options::{Percent, RoutingOptions};

@@ -40,6 +40,50 @@ pub struct Request {
     /// Common routing constraints (`min_discount_percent`, `zdr`).
     #[serde(default)]
     pub routing: crate::routing_options::RoutingOptions,
+    /// The surface the request arrived on, set by the parser. Encoders use it
+    /// to tell a native pass-through from a conversion (F-11).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inbound: Option<Protocol>,
+    /// Set by a parser when the request holds something only a route of the
+    /// inbound protocol carries without loss (GP-53, CF-05, D-26): the
+    /// offending field path, used as the error's `param` when the model has
+    /// no such route.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub native_only: Option<String>,
+    /// Prompt-cache marker policy (`x-ci-prompt-cache`, F-07..F-10), set by
+    /// the server from the header or the key's mode.
+    #[serde(default, skip_serializing_if = "PromptCacheMode::is_passthrough")]
+    pub prompt_cache: PromptCacheMode,
+}
+
+/// What the router does with prompt-cache markers (`x-ci-prompt-cache`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PromptCacheMode {
+    /// Client markers are forwarded; none are added (the default).
+    #[default]
+    Passthrough,
+    /// On a native Messages route, a five-minute marker is added where the
+    /// client put none.
+    On,
+    /// Client markers are kept; routing affinity is disabled.
+    Off,
+}
+
+impl PromptCacheMode {
+    pub fn is_passthrough(&self) -> bool {
+        *self == PromptCacheMode::Passthrough
+    }
+
+    /// Parse the exact lowercase header token (GP-33).
+    pub fn parse(value: &str) -> Option<PromptCacheMode> {
+        match value {
+            "passthrough" => Some(PromptCacheMode::Passthrough),
+            "on" => Some(PromptCacheMode::On),
+            "off" => Some(PromptCacheMode::Off),
+            _ => None,
+        }
+    }
 }
 
 /// Fields kept verbatim for a same-protocol route.
@@ -47,6 +91,10 @@ pub struct Request {
 pub struct NativeFields {
     pub protocol: Option<Protocol>,
     pub fields: Map<String, Value>,
+    /// Beta feature identifiers (Messages `anthropic-beta`), forwarded as a
+    /// header to a native route that allows each of them (D-04).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub betas: Vec<String>,
 }
 
 /// Sampling and length controls.
@@ -302,6 +350,7 @@ impl Request {
             req.require(Capability::Vision);
         }
         req.temperature_above_one = self.sampling.temperature.is_some_and(|t| t > 1.0);
+        req.native_only = self.native_only.is_some();
         req
     }
 

@@ -14,9 +14,9 @@ use crate::wire::response::{ChatCompletion, ChatUsage, FinishReason, ResponseMes
 use crate::wire::{join_path, missing_field, split_nested};
 use router_canonical::request::NativeFields;
 use router_canonical::{
-    ApiError, CacheControl, ContentPart, ErrorCode, ImageSource, Message, OutputBlock, Protocol,
-    Reasoning, Request, Response, ResponseFormat, Role, Sampling, StopReason, ThinkingConfig,
-    ThinkingMode, Tool, ToolChoice, Usage,
+    ApiError, CacheControl, ContentPart, ErrorCode, ImageSource, Message, OutputBlock,
+    PromptCacheMode, Protocol, Reasoning, Request, Response, ResponseFormat, Role, Sampling,
+    StopReason, ThinkingConfig, ThinkingMode, Tool, ToolChoice, Usage,
 };
 use serde_json::error::Category;
 use serde_json::{Map, Value};
@@ -195,6 +195,9 @@ fn convert_request(wire: ChatRequest) -> Result<Request, ApiError> {
         end_user: user,
         native: native_fields(extra)?,
         routing,
+        inbound: Some(Protocol::Chat),
+        native_only: None,
+        prompt_cache: PromptCacheMode::Passthrough,
     })
 }
 
@@ -567,6 +570,7 @@ fn native_fields(extra: Map<String, Value>) -> Result<Option<NativeFields>, ApiE
         fields.insert(key, value);
     }
     Ok((!fields.is_empty()).then_some(NativeFields {
+        betas: Vec::new(),
         protocol: Some(Protocol::Chat),
         fields,
     }))

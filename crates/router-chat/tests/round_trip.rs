@@ -278,6 +278,7 @@ fn native() -> impl Strategy<Value = Option<NativeFields>> {
                 fields.insert("logit_bias".into(), json!({token.to_string(): bias}));
             }
             (!fields.is_empty()).then_some(NativeFields {
+                betas: Vec::new(),
                 protocol: Some(Protocol::Chat),
                 fields,
             })
@@ -329,6 +330,9 @@ fn request() -> impl Strategy<Value = Request> {
                 end_user,
                 native,
                 routing: Default::default(),
+                inbound: Some(Protocol::Chat),
+                native_only: None,
+                prompt_cache: Default::default(),
             },
         )
 }

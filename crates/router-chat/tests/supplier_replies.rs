@@ -650,6 +650,7 @@ fn a_messages_style_turn_is_split_into_tool_messages_then_user_text() {
 fn only_chat_native_fields_are_forwarded() {
     let mut req = request_with(vec![Message::text(Role::User, "hi")]);
     req.native = Some(NativeFields {
+        betas: Vec::new(),
         protocol: Some(Protocol::Messages),
         fields: serde_json::from_value(json!({"context_management": {}})).unwrap(),
     });
@@ -668,6 +669,7 @@ fn only_chat_native_fields_are_forwarded() {
 
     // A Chat-native map that somehow holds a non-vetted key does not leak it.
     req.native = Some(NativeFields {
+        betas: Vec::new(),
         protocol: Some(Protocol::Chat),
         fields: serde_json::from_value(json!({"store": true, "verbosity": "low"})).unwrap(),
     });
