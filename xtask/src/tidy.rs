@@ -91,10 +91,20 @@ mod tests {
             "diesel-async",
             "http",
         ];
-        for wire in ["router-canonical", "router-chat"] {
+        let wire_crates = [
+            "router-canonical",
+            "router-chat",
+            "router-messages",
+            "router-responses",
+            "router-completions",
+        ];
+        for wire in wire_crates {
             assert_free_of(&closure, wire, &io);
+            assert!(
+                !closure[wire].contains("router-core"),
+                "{wire} depends on router-core"
+            );
         }
-        assert!(!closure["router-chat"].contains("router-core"));
         assert_free_of(
             &closure,
             "router-core",

@@ -1,0 +1,1 @@
+//! completions wire crate (being built).

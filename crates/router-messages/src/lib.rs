@@ -1,0 +1,1 @@
+//! messages wire crate (being built).

@@ -1,0 +1,1 @@
+//! responses wire crate (being built).
