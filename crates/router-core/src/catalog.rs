@@ -126,6 +126,10 @@ struct RouteFile {
     /// A verified zero-data-retention route.
     #[serde(default)]
     zdr: bool,
+    /// Beta feature identifiers (Messages `anthropic-beta`) a native request
+    /// may send through this route (D-04, GP-32).
+    #[serde(default)]
+    betas: Vec<String>,
 }
 
 fn default_true() -> bool {
@@ -182,9 +186,20 @@ pub struct Route {
     pub quote: Option<Rates>,
     pub enabled: bool,
     pub zdr: bool,
+    /// Beta identifiers this route forwards; a request naming any other is
+    /// not servable here.
+    pub betas: Vec<String>,
+    /// The model's output-token maximum, for protocols that require an
+    /// explicit limit (Messages `max_tokens`).
+    pub max_output_tokens: u32,
 }
 
 impl Route {
+    /// Whether this route forwards every beta identifier in `betas`.
+    pub fn allows_betas(&self, betas: &[String]) -> bool {
+        betas.iter().all(|b| self.betas.contains(b))
+    }
+
     /// The scalar used to order routes of equal priority: cheaper first.
     pub fn internal_cost_rank(&self) -> i64 {
         self.internal_cost
@@ -314,6 +329,8 @@ impl Catalog {
                 quote: r.quote.as_ref().map(Rates::from),
                 enabled: r.enabled,
                 zdr: r.zdr,
+                betas: r.betas,
+                max_output_tokens: model.max_output_tokens,
             };
             catalog
                 .routes

@@ -57,8 +57,14 @@ pub fn plan(catalog: &Catalog, request: &Request, inbound: Protocol) -> Result<P
         .filter(|r| r.capabilities.is_superset_of(requirements.capabilities))
         .collect();
     if configured.is_empty() {
-        return Err(no_configured_route(&requirements));
+        return Err(no_configured_route(
+            request,
+            inbound,
+            catalog.routes(&model.id),
+            &requirements,
+        ));
     }
+    let configured = allow_betas(configured, request)?;
     let configured = apply_routing_options(&model, configured, request)?;
     let mut routes: Vec<Arc<Route>> = configured
         .into_iter()
@@ -126,9 +132,55 @@ fn apply_routing_options<'a>(
     Ok(routes)
 }
 
+/// Beta identifiers (D-04, GP-32): every one must be on the route's
+/// allowlist; unknown and disallowed identifiers are both a 400.
+fn allow_betas<'a>(
+    routes: Vec<&'a Arc<Route>>,
+    request: &Request,
+) -> Result<Vec<&'a Arc<Route>>, ApiError> {
+    let betas = request
+        .native
+        .as_ref()
+        .map_or(&[][..], |n| n.betas.as_slice());
+    if betas.is_empty() {
+        return Ok(routes);
+    }
+    let routes: Vec<&Arc<Route>> = routes
+        .into_iter()
+        .filter(|r| r.allows_betas(betas))
+        .collect();
+    if routes.is_empty() {
+        return Err(ApiError::invalid(
+            "anthropic-beta",
+            format!(
+                "No route of this model accepts the beta feature(s) `{}`.",
+                betas.join(",")
+            ),
+        ));
+    }
+    Ok(routes)
+}
+
 /// No configured route can ever serve this request: a client error naming
 /// the feature (GP-43), not a transient 503.
-fn no_configured_route(req: &Requirements) -> ApiError {
+fn no_configured_route(
+    request: &Request,
+    inbound: Protocol,
+    model_routes: &[Arc<Route>],
+    req: &Requirements,
+) -> ApiError {
+    // A request only its own protocol can carry, for a model with no route
+    // of that protocol: never downgraded (GP-53, CF-05, D-26).
+    if let Some(param) = &request.native_only {
+        if !model_routes.iter().any(|r| r.protocol == inbound) {
+            return ApiError::invalid(
+                param.clone(),
+                format!(
+                    "`{param}` can only be served by a route speaking the `{inbound}` protocol, and this model has none."
+                ),
+            );
+        }
+    }
     let feature = Capability::ALL.into_iter().find(|c| req.needs(*c));
     match feature {
         Some(Capability::Stop) => ApiError::invalid(
@@ -249,5 +301,94 @@ quote = { input = 800, output = 800 }
             plan_with(None, true).unwrap_err().code,
             ErrorCode::ZdrCapacityUnavailable
         );
+    }
+
+    const TWO_PROTOCOLS: &str = r#"
+[[suppliers]]
+id = "s"
+base_url = "http://127.0.0.1:1/v1"
+
+[[models]]
+id = "claude"
+pricing = "fixed"
+rates = { input = 1, output = 1 }
+
+[[routes]]
+id = "native"
+model = "claude"
+supplier = "s"
+upstream_model = "c"
+protocol = "messages"
+internal_cost = { input = 9, output = 9 }
+betas = ["context-1m-2025-08-07"]
+
+[[routes]]
+id = "chat"
+model = "claude"
+supplier = "s"
+upstream_model = "c"
+protocol = "chat"
+internal_cost = { input = 1, output = 1 }
+
+[[models]]
+id = "gpt-only"
+pricing = "fixed"
+rates = { input = 1, output = 1 }
+
+[[routes]]
+id = "gpt"
+model = "gpt-only"
+supplier = "s"
+upstream_model = "g"
+protocol = "chat"
+internal_cost = { input = 1, output = 1 }
+"#;
+
+    fn messages_request(model: &str) -> Request {
+        Request {
+            model: model.into(),
+            messages: vec![Message::text(Role::User, "hi")],
+            inbound: Some(Protocol::Messages),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn native_only_requests_keep_to_their_protocol() {
+        let catalog = Catalog::from_toml(TWO_PROTOCOLS, |_| None).unwrap();
+        // Without native-only content the cheaper Chat route may serve Messages.
+        let p = plan(&catalog, &messages_request("claude"), Protocol::Messages).unwrap();
+        assert_eq!(p.routes[0].id, "chat");
+        let mut native = messages_request("claude");
+        native.native_only = Some("messages[0].role".into());
+        let p = plan(&catalog, &native, Protocol::Messages).unwrap();
+        assert_eq!(
+            p.routes.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
+            ["native"]
+        );
+        // A model without a native route: 400 naming the field (D-10, D-26).
+        native.model = "gpt-only".into();
+        let err = plan(&catalog, &native, Protocol::Messages).unwrap_err();
+        assert_eq!(err.code, ErrorCode::InvalidParameter);
+        assert_eq!(err.param.as_deref(), Some("messages[0].role"));
+    }
+
+    #[test]
+    fn betas_must_be_on_the_route_allowlist() {
+        let catalog = Catalog::from_toml(TWO_PROTOCOLS, |_| None).unwrap();
+        let mut request = messages_request("claude");
+        request.native_only = Some("anthropic-beta".into());
+        request.native = Some(router_canonical::NativeFields {
+            protocol: Some(Protocol::Messages),
+            betas: vec!["context-1m-2025-08-07".into()],
+            ..Default::default()
+        });
+        assert_eq!(
+            plan(&catalog, &request, Protocol::Messages).unwrap().routes[0].id,
+            "native"
+        );
+        request.native.as_mut().unwrap().betas = vec!["bogus-2099-01-01".into()];
+        let err = plan(&catalog, &request, Protocol::Messages).unwrap_err();
+        assert_eq!(err.param.as_deref(), Some("anthropic-beta"));
     }
 }
