@@ -108,6 +108,7 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
         request: Request,
     ) -> Result<Outcome<S, P>, ApiError> {
         let plan = routing::plan(&self.inner.catalog, &request, admission.inbound)?;
+        check_output_limit(&plan.model, &request, admission.inbound)?;
         let reserve = pricing::reservation(&plan.model, &plan.routes, &request).map_err(|_| {
             ApiError::invalid(
                 "max_tokens",
@@ -392,6 +393,27 @@ impl<S: Store, P: Suppliers> Drop for Reservation<S, P> {
                 }
             });
         }
+    }
+}
+
+/// An explicit output limit above the model's maximum is refused up front
+/// (D-08, GP-51: the maximum itself is accepted).
+fn check_output_limit(model: &Model, request: &Request, inbound: Protocol) -> Result<(), ApiError> {
+    match request.sampling.max_output_tokens {
+        Some(limit) if limit > model.max_output_tokens => {
+            let param = match inbound {
+                Protocol::Responses => "max_output_tokens",
+                _ => "max_tokens",
+            };
+            Err(ApiError::invalid(
+                param,
+                format!(
+                    "`{param}` is {limit}, above this model's maximum of {}.",
+                    model.max_output_tokens
+                ),
+            ))
+        }
+        _ => Ok(()),
     }
 }
 

@@ -7,6 +7,9 @@ use router_canonical::{ApiError, ErrorCode};
 
 /// 2 MiB: chat, responses and completions bodies (CF-02).
 pub const INFERENCE_BODY_LIMIT: usize = 2 * 1024 * 1024;
+/// 8 MiB: `/v1/messages` and count_tokens, whose base64 images
+/// legitimately exceed 2 MiB (CF-02, D-35).
+pub const MESSAGES_BODY_LIMIT: usize = 8 * 1024 * 1024;
 /// Admin API bodies are small.
 pub const ADMIN_BODY_LIMIT: usize = 64 * 1024;
 

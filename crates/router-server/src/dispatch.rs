@@ -2,7 +2,7 @@
 
 use crate::app::App;
 use crate::reply::{self, Body, Surface};
-use crate::{admin, chat_completions, health};
+use crate::{admin, chat_completions, completions, health, messages, responses};
 use http::{Method, Response};
 use hyper::body::Incoming;
 use router_canonical::{ApiError, ErrorCode};
@@ -12,6 +12,10 @@ use uuid::Uuid;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Endpoint {
     ChatCompletions,
+    Responses,
+    Messages,
+    CountTokens,
+    Completions,
     Healthz,
     Readyz,
     AdminAccounts,
@@ -26,6 +30,10 @@ impl Endpoint {
     fn methods(self) -> &'static [Method] {
         match self {
             Endpoint::ChatCompletions
+            | Endpoint::Responses
+            | Endpoint::Messages
+            | Endpoint::CountTokens
+            | Endpoint::Completions
             | Endpoint::AdminAccounts
             | Endpoint::AdminAccountCredits
             | Endpoint::AdminApiKeys => &[Method::POST],
@@ -36,6 +44,14 @@ impl Endpoint {
             Endpoint::AdminApiKey => &[Method::DELETE],
         }
     }
+
+    /// The error envelope of the endpoint's protocol.
+    fn surface(self) -> Surface {
+        match self {
+            Endpoint::Messages | Endpoint::CountTokens => Surface::Messages,
+            _ => Surface::OpenAi,
+        }
+    }
 }
 
 fn table() -> &'static matchit::Router<Endpoint> {
@@ -44,6 +60,10 @@ fn table() -> &'static matchit::Router<Endpoint> {
         let mut router = matchit::Router::new();
         let entries = [
             ("/v1/chat/completions", Endpoint::ChatCompletions),
+            ("/v1/responses", Endpoint::Responses),
+            ("/v1/messages", Endpoint::Messages),
+            ("/v1/messages/count_tokens", Endpoint::CountTokens),
+            ("/v1/completions", Endpoint::Completions),
             ("/healthz", Endpoint::Healthz),
             ("/readyz", Endpoint::Readyz),
             ("/admin/accounts", Endpoint::AdminAccounts),
@@ -81,7 +101,7 @@ pub async fn dispatch(app: Arc<App>, request: http::Request<Incoming>) -> Respon
             ErrorCode::MethodNotAllowed,
             format!("`{}` is not allowed on `{path}`.", request.method()),
         );
-        let mut response = reply::error(Surface::OpenAi, &error, &id_text);
+        let mut response = reply::error(endpoint.surface(), &error, &id_text);
         let allow = endpoint
             .methods()
             .iter()
@@ -95,6 +115,10 @@ pub async fn dispatch(app: Arc<App>, request: http::Request<Incoming>) -> Respon
     }
     match endpoint {
         Endpoint::ChatCompletions => chat_completions::handle(app, request, request_id).await,
+        Endpoint::Responses => responses::handle(app, request, request_id).await,
+        Endpoint::Messages => messages::handle(app, request, request_id).await,
+        Endpoint::CountTokens => messages::handle_count_tokens(app, request, request_id).await,
+        Endpoint::Completions => completions::handle(app, request, request_id).await,
         Endpoint::Healthz => health::healthz(&id_text),
         Endpoint::Readyz => health::readyz(&app, &id_text).await,
         admin_endpoint => {

@@ -9,11 +9,16 @@ pub mod app;
 pub mod auth;
 pub mod body;
 pub mod chat_completions;
+pub mod client_stream;
+pub mod completions;
 pub mod config;
 pub mod dispatch;
 pub mod health;
+pub mod inference;
 pub mod inference_headers;
+pub mod messages;
 pub mod reply;
+pub mod responses;
 pub mod server;
 
 pub use app::App;

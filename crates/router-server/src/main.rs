@@ -105,6 +105,8 @@ async fn serve(config: ServerConfig) -> anyhow::Result<()> {
         admin_token: config.admin_token.clone(),
     });
     spawn_reaper(db, config.reaper_interval);
+    // Load the tokenizer now rather than on the first count_tokens call.
+    tokio::task::spawn_blocking(router_tokens::warm_up);
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("binding {}", config.listen))?;

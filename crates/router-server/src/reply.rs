@@ -15,9 +15,14 @@ pub type Body = BoxBody<Bytes, Infallible>;
 pub enum Surface {
     /// `{"error":{"message","type","param","code"}}` with `x-request-id` (P-01).
     OpenAi,
+    /// `{"type":"error","error":{"type","message"}}` with `request-id` and
+    /// `x-request-id` (D-34, CF-12).
+    Messages,
 }
 
 pub const REQUEST_ID: &str = "x-request-id";
+/// The Messages surface's name for the same header (CF-12).
+pub const MESSAGES_REQUEST_ID: &str = "request-id";
 
 pub fn full(bytes: impl Into<Bytes>) -> Body {
     Full::new(bytes.into()).boxed()
@@ -54,6 +59,18 @@ pub fn error(surface: Surface, error: &ApiError, request_id: &str) -> Response<B
     let status = StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let body = match surface {
         Surface::OpenAi => router_chat::error_body(error),
+        Surface::Messages => router_messages::error_body(error),
     };
-    json(status, body, request_id)
+    let mut response = json(status, body, request_id);
+    if surface == Surface::Messages {
+        set_messages_request_id(response.headers_mut(), request_id);
+    }
+    response
+}
+
+/// Messages responses carry `request-id` as well as `x-request-id` (CF-12).
+pub fn set_messages_request_id(headers: &mut http::HeaderMap, request_id: &str) {
+    if let Ok(value) = HeaderValue::from_str(request_id) {
+        headers.insert(MESSAGES_REQUEST_ID, value);
+    }
 }

@@ -6,7 +6,8 @@
 //! output and the statuses the spec lists are retryable; a response that
 //! arrived but cannot be decoded stops the request (GP-47).
 
-mod chat;
+mod attempt;
+mod dialect;
 mod retry_after;
 
 use router_canonical::{ApiError, Request};
@@ -50,12 +51,10 @@ impl Suppliers for HttpSuppliers {
         request: &Request,
         deadline: Instant,
     ) -> Result<SupplierReply, AttemptError> {
-        match route.protocol {
-            router_canonical::Protocol::Chat => {
-                chat::attempt(&self.client, route, request, deadline).await
-            }
-            other => Err(AttemptError::conversion(ApiError::unsupported_conversion(
-                format!("routes speaking `{other}` are not supported by this router build"),
+        match dialect::Dialect::of(route.protocol) {
+            Some(dialect) => attempt::attempt(&self.client, dialect, route, request, deadline).await,
+            None => Err(AttemptError::conversion(ApiError::unsupported_conversion(
+                format!("routes cannot speak `{}`", route.protocol),
             ))),
         }
     }

@@ -1,11 +1,11 @@
-//! One attempt against a Chat Completions supplier, JSON or SSE.
+//! One attempt against a supplier of any dialect, JSON or SSE.
 
 use crate::{MAX_RESPONSE_BYTES, error_chain, parse_retry_after, transport_error};
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
 use router_canonical::sse::{Decoder as SseDecoder, Frame};
 use router_canonical::{Request, StreamEvent};
-use router_chat::StreamDecoder;
+use crate::dialect::{Dialect, StreamDecoder};
 use router_core::{AttemptError, Route, SupplierReply};
 use std::collections::VecDeque;
 use std::pin::Pin;
@@ -14,22 +14,22 @@ use tokio::time::Instant;
 
 pub(crate) async fn attempt(
     client: &reqwest::Client,
+    dialect: Dialect,
     route: &Route,
     request: &Request,
     deadline: Instant,
 ) -> Result<SupplierReply, AttemptError> {
-    let body = router_chat::encode_request(request, &route.upstream_model)
+    let body = dialect
+        .encode(request, route)
         .map_err(AttemptError::conversion)?;
-    let url = format!("{}/chat/completions", route.supplier.base_url);
+    let url = format!("{}{}", route.supplier.base_url, dialect.path());
     let remaining = deadline.saturating_duration_since(Instant::now());
-    let mut builder = client
+    let builder = client
         .post(url)
         .header(reqwest::header::CONTENT_TYPE, "application/json")
         .timeout(remaining)
         .body(body);
-    if let Some(key) = &route.supplier.api_key {
-        builder = builder.bearer_auth(key);
-    }
+    let builder = dialect.headers(request, route, builder);
     let response = builder.send().await.map_err(|e| transport_error(&e))?;
     let status = response.status();
     if !status.is_success() {
@@ -41,12 +41,13 @@ pub(crate) async fn attempt(
         return Err(AttemptError::status(status.as_u16(), retry_after));
     }
     if request.stream {
-        return start_stream(response).await;
+        return start_stream(response, dialect).await;
     }
     let bytes = read_body(response).await?;
-    router_chat::decode_response(&bytes)
+    dialect
+        .decode_response(&bytes)
         .map(SupplierReply::Complete)
-        .map_err(|e| AttemptError::invalid_response(format!("chat response: {e}")))
+        .map_err(|e| AttemptError::invalid_response(format!("{} response: {e}", dialect.name())))
 }
 
 /// Read a whole JSON body, capped. A failed read may be retried (G-11).
@@ -69,16 +70,16 @@ async fn read_body(mut response: reqwest::Response) -> Result<Vec<u8>, AttemptEr
 
 type ByteStream = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
 
-struct ChatStream {
+struct SupplierStream {
     bytes: ByteStream,
     sse: SseDecoder,
-    chat: StreamDecoder,
+    decoder: StreamDecoder,
     pending: VecDeque<StreamEvent>,
     frames: Vec<Frame>,
     ended: bool,
 }
 
-impl ChatStream {
+impl SupplierStream {
     /// The next canonical event, reading more bytes as needed. `Ok(None)`
     /// when the stream ended after its final event.
     async fn next_event(&mut self) -> Result<Option<StreamEvent>, StreamFailure> {
@@ -86,7 +87,7 @@ impl ChatStream {
             if let Some(event) = self.pending.pop_front() {
                 return Ok(Some(event));
             }
-            if self.ended || self.chat.is_finished() {
+            if self.ended || self.decoder.is_finished() {
                 return Ok(None);
             }
             match self.bytes.next().await {
@@ -96,9 +97,9 @@ impl ChatStream {
                         .map_err(|e| StreamFailure::Invalid(e.to_string()))?;
                     for frame in self.frames.drain(..) {
                         let events = self
-                            .chat
+                            .decoder
                             .decode(&frame)
-                            .map_err(|e| StreamFailure::Invalid(e.to_string()))?;
+                            .map_err(StreamFailure::Invalid)?;
                         self.pending.extend(events);
                     }
                 }
@@ -106,7 +107,7 @@ impl ChatStream {
                 None => {
                     self.ended = true;
                     return Err(StreamFailure::Transport(
-                        "stream ended before [DONE]".to_owned(),
+                        "stream ended before its final event".to_owned(),
                     ));
                 }
             }
@@ -121,11 +122,14 @@ enum StreamFailure {
 
 /// Prebuffer until the first event, so a failure before any output is
 /// still an ordinary (retryable) attempt failure (G-11).
-async fn start_stream(response: reqwest::Response) -> Result<SupplierReply, AttemptError> {
-    let mut stream = ChatStream {
+async fn start_stream(
+    response: reqwest::Response,
+    dialect: Dialect,
+) -> Result<SupplierReply, AttemptError> {
+    let mut stream = SupplierStream {
         bytes: Box::pin(response.bytes_stream()),
         sse: SseDecoder::default(),
-        chat: StreamDecoder::new(),
+        decoder: dialect.stream_decoder(),
         pending: VecDeque::new(),
         frames: Vec::new(),
         ended: false,

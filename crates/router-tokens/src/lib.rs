@@ -1,0 +1,136 @@
+//! Local input-token estimates for `count_tokens` (D-37..D-42, CF-04).
+//!
+//! The estimate tokenizes every piece of text a supplier would see (system
+//! prompt, messages, tool calls and results, tool definitions) with the
+//! `o200k_base` byte-pair encoding, and adds a small fixed framing cost per
+//! message and per tool, the way chat templates wrap them.
+//!
+//! How good it is: for models that use `o200k_base` (the current OpenAI
+//! families) the text part is the supplier's own tokenization, so only the
+//! framing constants are approximate (a few tokens per message). Anthropic's
+//! tokenizer is not public; `o200k_base` is a different vocabulary, so for
+//! Claude models the number is an estimate whose error depends on the text
+//! (English prose and code typically tokenize within a small factor of
+//! each other, but neither direction is guaranteed). That is why every
+//! answer says `x-ci-token-count-estimated: true`. The count is monotonic in
+//! the input: more text never yields fewer tokens.
+//!
+//! ```
+//! use router_canonical::{Message, Request, Role};
+//! let short = Request { messages: vec![Message::text(Role::User, "hello there")], ..Default::default() };
+//! let long = Request { messages: vec![Message::text(Role::User, "hello there ".repeat(10))], ..Default::default() };
+//! assert!(router_tokens::estimate_input_tokens(&long) > router_tokens::estimate_input_tokens(&short));
+//! ```
+
+use router_canonical::{ContentPart, Request};
+use tiktoken_rs::CoreBPE;
+
+/// Framing a chat template adds around each message (role markers).
+const TOKENS_PER_MESSAGE: u64 = 3;
+/// Framing around each tool definition.
+const TOKENS_PER_TOOL: u64 = 8;
+/// The priming of the assistant's reply.
+const REPLY_PRIMING: u64 = 3;
+
+fn encoder() -> &'static CoreBPE {
+    tiktoken_rs::o200k_base_singleton()
+}
+
+fn text_tokens(text: &str) -> u64 {
+    if text.is_empty() {
+        0
+    } else {
+        encoder().encode_ordinary(text).len() as u64
+    }
+}
+
+fn part_tokens(part: &ContentPart) -> u64 {
+    match part {
+        ContentPart::Text { text, .. } => text_tokens(text),
+        ContentPart::ToolCall {
+            name, arguments, ..
+        } => text_tokens(name) + text_tokens(arguments),
+        ContentPart::ToolResult { content, .. } => content.iter().map(part_tokens).sum(),
+        ContentPart::Thinking { text, .. } => text_tokens(text),
+        // Media and opaque history are rejected before counting (CF-04); if
+        // one slips through it is counted by its JSON text, never as zero.
+        ContentPart::Image { .. }
+        | ContentPart::RedactedThinking { .. }
+        | ContentPart::Opaque { .. } => {
+            text_tokens(&serde_json::to_string(part).unwrap_or_default())
+        }
+    }
+}
+
+/// Estimated input tokens of `request` as a supplier would count them.
+pub fn estimate_input_tokens(request: &Request) -> u64 {
+    let messages: u64 = request
+        .messages
+        .iter()
+        .map(|m| TOKENS_PER_MESSAGE + m.content.iter().map(part_tokens).sum::<u64>())
+        .sum();
+    let tools: u64 = request
+        .tools
+        .iter()
+        .map(|t| {
+            TOKENS_PER_TOOL
+                + text_tokens(&t.name)
+                + t.description.as_deref().map_or(0, text_tokens)
+                + text_tokens(&t.parameters.to_string())
+        })
+        .sum();
+    messages + tools + REPLY_PRIMING
+}
+
+/// Load the encoder now, so the first count does not pay for it.
+pub fn warm_up() {
+    let _ = encoder();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use router_canonical::{Message, Role, Tool};
+
+    fn user(text: &str) -> Request {
+        Request {
+            messages: vec![Message::text(Role::User, text)],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn known_text_counts_exactly() {
+        // "hello world" is two o200k tokens; plus message framing and priming.
+        assert_eq!(estimate_input_tokens(&user("hello world")), 2 + 3 + 3);
+        assert_eq!(estimate_input_tokens(&user("")), 3 + 3);
+    }
+
+    #[test]
+    fn longer_input_never_counts_fewer_tokens() {
+        // D-42: monotonic in input size.
+        let base = "The quick brown fox jumps over the lazy dog. ";
+        let one = estimate_input_tokens(&user(base));
+        let ten = estimate_input_tokens(&user(&base.repeat(10)));
+        assert!(ten >= 9 * (one - 6), "{one} vs {ten}");
+    }
+
+    #[test]
+    fn tools_and_system_are_counted() {
+        let mut request = user("hi");
+        let bare = estimate_input_tokens(&request);
+        request
+            .messages
+            .insert(0, Message::text(Role::System, "You are terse."));
+        let with_system = estimate_input_tokens(&request);
+        assert!(with_system > bare);
+        request.tools.push(Tool {
+            name: "get_weather".into(),
+            description: Some("Weather for a city".into()),
+            parameters: serde_json::json!({"type": "object", "properties": {"city": {"type": "string"}}}),
+            strict: None,
+            cache_control: None,
+        });
+        assert!(estimate_input_tokens(&request) > with_system + TOKENS_PER_TOOL);
+    }
+}
