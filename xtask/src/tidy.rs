@@ -97,6 +97,7 @@ mod tests {
             "router-messages",
             "router-responses",
             "router-completions",
+            "router-tokens",
         ];
         for wire in wire_crates {
             assert_free_of(&closure, wire, &io);

@@ -171,15 +171,15 @@ fn no_configured_route(
 ) -> ApiError {
     // A request only its own protocol can carry, for a model with no route
     // of that protocol: never downgraded (GP-53, CF-05, D-26).
-    if let Some(param) = &request.native_only {
-        if !model_routes.iter().any(|r| r.protocol == inbound) {
-            return ApiError::invalid(
-                param.clone(),
-                format!(
-                    "`{param}` can only be served by a route speaking the `{inbound}` protocol, and this model has none."
-                ),
-            );
-        }
+    if let Some(param) = &request.native_only
+        && !model_routes.iter().any(|r| r.protocol == inbound)
+    {
+        return ApiError::invalid(
+            param.clone(),
+            format!(
+                "`{param}` can only be served by a route speaking the `{inbound}` protocol, and this model has none."
+            ),
+        );
     }
     let feature = Capability::ALL.into_iter().find(|c| req.needs(*c));
     match feature {

@@ -64,7 +64,11 @@ async fn run(
                 created: unix_now(),
                 echo,
             };
-            Ok(client_stream::relay(live, StreamEncoder::new(ctx), &id_text))
+            Ok(client_stream::relay(
+                live,
+                StreamEncoder::new(ctx),
+                &id_text,
+            ))
         }
     }
 }

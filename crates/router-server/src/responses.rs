@@ -58,7 +58,11 @@ async fn run(
                 model: public_model,
                 created: unix_now(),
             };
-            Ok(client_stream::relay(live, StreamEncoder::new(ctx), &id_text))
+            Ok(client_stream::relay(
+                live,
+                StreamEncoder::new(ctx),
+                &id_text,
+            ))
         }
     }
 }

@@ -1,11 +1,11 @@
 //! One attempt against a supplier of any dialect, JSON or SSE.
 
+use crate::dialect::{Dialect, StreamDecoder};
 use crate::{MAX_RESPONSE_BYTES, error_chain, parse_retry_after, transport_error};
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
 use router_canonical::sse::{Decoder as SseDecoder, Frame};
 use router_canonical::{Request, StreamEvent};
-use crate::dialect::{Dialect, StreamDecoder};
 use router_core::{AttemptError, Route, SupplierReply};
 use std::collections::VecDeque;
 use std::pin::Pin;

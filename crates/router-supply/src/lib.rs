@@ -52,7 +52,9 @@ impl Suppliers for HttpSuppliers {
         deadline: Instant,
     ) -> Result<SupplierReply, AttemptError> {
         match dialect::Dialect::of(route.protocol) {
-            Some(dialect) => attempt::attempt(&self.client, dialect, route, request, deadline).await,
+            Some(dialect) => {
+                attempt::attempt(&self.client, dialect, route, request, deadline).await
+            }
             None => Err(AttemptError::conversion(ApiError::unsupported_conversion(
                 format!("routes cannot speak `{}`", route.protocol),
             ))),
