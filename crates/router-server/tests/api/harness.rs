@@ -79,6 +79,96 @@ priority = 5
 internal_cost = { input = 1, output = 1 }
 quote = { input = 3_000_000_000, output = 3_000_000_000 }
 
+# Claude-like: a native Messages route first, a Chat route as fallback.
+[[models]]
+id = "m-claude"
+pricing = "fixed"
+rates = { input = 1_000_000_000, output = 2_000_000_000, cache_read = 100_000_000, cache_write = 1_250_000_000 }
+max_output_tokens = 8192
+
+[[routes]]
+id = "claude-native"
+model = "m-claude"
+supplier = "acme-secret-supplier"
+upstream_model = "up-claude-native"
+protocol = "messages"
+capabilities = ["tools", "stop", "streaming", "reasoning", "thinking", "vision", "response_format"]
+priority = 10
+internal_cost = { input = 900_000_000, output = 900_000_000 }
+betas = ["context-1m-2025-08-07", "interleaved-thinking-2025-05-14"]
+
+[[routes]]
+id = "claude-chat"
+model = "m-claude"
+supplier = "acme-secret-supplier"
+upstream_model = "up-claude-chat"
+protocol = "chat"
+capabilities = ["tools", "stop", "streaming", "reasoning", "thinking", "vision", "response_format"]
+priority = 5
+internal_cost = { input = 900_000_000, output = 900_000_000 }
+
+# GPT-like: Chat routes only.
+[[models]]
+id = "m-gpt-only"
+pricing = "fixed"
+rates = { input = 1_000_000_000, output = 2_000_000_000 }
+max_output_tokens = 4096
+
+[[routes]]
+id = "gpt-chat"
+model = "m-gpt-only"
+supplier = "acme-secret-supplier"
+upstream_model = "up-gpt"
+protocol = "chat"
+capabilities = ["tools", "stop", "streaming", "reasoning", "thinking", "vision", "response_format"]
+internal_cost = { input = 1, output = 1 }
+
+# One model per route protocol, for the cross-protocol matrix.
+[[models]]
+id = "m-via-chat"
+pricing = "fixed"
+rates = { input = 1_000_000_000, output = 2_000_000_000, cache_read = 100_000_000, cache_write = 1_250_000_000 }
+max_output_tokens = 4096
+
+[[routes]]
+id = "via-chat"
+model = "m-via-chat"
+supplier = "acme-secret-supplier"
+upstream_model = "up-via-chat"
+protocol = "chat"
+capabilities = ["tools", "stop", "streaming", "reasoning", "thinking", "vision", "response_format"]
+internal_cost = { input = 1, output = 1 }
+
+[[models]]
+id = "m-via-messages"
+pricing = "fixed"
+rates = { input = 1_000_000_000, output = 2_000_000_000, cache_read = 100_000_000, cache_write = 1_250_000_000 }
+max_output_tokens = 4096
+
+[[routes]]
+id = "via-messages"
+model = "m-via-messages"
+supplier = "acme-secret-supplier"
+upstream_model = "up-via-messages"
+protocol = "messages"
+capabilities = ["tools", "stop", "streaming", "reasoning", "thinking", "vision", "response_format"]
+internal_cost = { input = 1, output = 1 }
+
+[[models]]
+id = "m-via-responses"
+pricing = "fixed"
+rates = { input = 1_000_000_000, output = 2_000_000_000, cache_read = 100_000_000, cache_write = 1_250_000_000 }
+max_output_tokens = 4096
+
+[[routes]]
+id = "via-responses"
+model = "m-via-responses"
+supplier = "acme-secret-supplier"
+upstream_model = "up-via-responses"
+protocol = "responses"
+capabilities = ["tools", "stop", "streaming", "reasoning", "thinking", "vision", "response_format"]
+internal_cost = { input = 1, output = 1 }
+
 [[routes]]
 id = "off-only"
 model = "m-off"
@@ -218,6 +308,34 @@ impl TestRouter {
             .unwrap()
     }
 
+    /// POST a JSON body to `path` with a Bearer key.
+    pub async fn post(&self, path: &str, key: &str, body: &Value) -> reqwest::Response {
+        self.client
+            .post(format!("{}{path}", self.base))
+            .bearer_auth(key)
+            .json(body)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    /// POST to a Messages path as the anthropic SDK does: `x-api-key` and
+    /// `anthropic-version: 2023-06-01`.
+    pub async fn messages_at(&self, path: &str, key: &str, body: &Value) -> reqwest::Response {
+        self.client
+            .post(format!("{}{path}", self.base))
+            .header("x-api-key", key)
+            .header("anthropic-version", "2023-06-01")
+            .json(body)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    pub async fn messages(&self, key: &str, body: &Value) -> reqwest::Response {
+        self.messages_at("/v1/messages", key, body).await
+    }
+
     pub async fn account(&self, id: &str) -> Value {
         let (status, body) = self
             .admin(reqwest::Method::GET, &format!("/admin/accounts/{id}"), None)
@@ -266,4 +384,46 @@ pub async fn expect_error(resp: reqwest::Response, status: u16, code: &str) -> V
         assert!(error.get(field).is_some(), "missing error.{field}: {body}");
     }
     body
+}
+
+/// Assert the Messages error envelope (D-34): `{type:"error", error:{type,
+/// message}}`, no `code`, and both request-ID headers (CF-12).
+pub async fn expect_messages_error(resp: reqwest::Response, status: u16, kind: &str) -> Value {
+    assert_eq!(resp.status().as_u16(), status);
+    let id = resp.headers().get("request-id").expect("request-id header").clone();
+    assert_eq!(resp.headers().get("x-request-id"), Some(&id));
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["type"], "error", "{body}");
+    assert_eq!(body["error"]["type"], kind, "{body}");
+    assert!(body["error"]["message"].is_string(), "{body}");
+    assert!(body["error"].get("code").is_none(), "{body}");
+    body
+}
+
+/// A minimal valid Messages body.
+pub fn messages_hello(model: &str) -> Value {
+    json!({"model": model, "max_tokens": 16, "messages": [{"role": "user", "content": "hi"}]})
+}
+
+/// Split an SSE body into `(event name, data JSON)` pairs; frames without an
+/// `event:` line get an empty name, and `[DONE]` is returned as a string.
+pub fn sse_events(text: &str) -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    for frame in text.split("\n\n") {
+        let mut name = String::new();
+        let mut data = String::new();
+        for line in frame.lines() {
+            if let Some(v) = line.strip_prefix("event:") {
+                name = v.trim().to_owned();
+            } else if let Some(v) = line.strip_prefix("data:") {
+                data.push_str(v.trim_start());
+            }
+        }
+        if data.is_empty() {
+            continue;
+        }
+        let value = serde_json::from_str(&data).unwrap_or(Value::String(data));
+        out.push((name, value));
+    }
+    out
 }

@@ -1,0 +1,355 @@
+//! The translation matrix: every inbound protocol (chat, responses,
+//! messages, completions) x every route protocol (chat, responses,
+//! messages) x stream on/off. Text, tool calls, the stop reason and usage
+//! must survive the trip, and the supplier must receive the system prompt
+//! and the tool-result turn in its own dialect.
+
+use crate::harness::*;
+use router_mock_supplier::{MockReply, MockToolCall, MockUsage, Script};
+use serde_json::{Value, json};
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Inbound {
+    Chat,
+    Responses,
+    Messages,
+    Completions,
+}
+
+const ROUTES: [(&str, &str); 3] = [
+    ("m-via-chat", "/v1/chat/completions"),
+    ("m-via-responses", "/v1/responses"),
+    ("m-via-messages", "/v1/messages"),
+];
+
+const SYSTEM: &str = "Be brief and exact.";
+const TOOL_RESULT: &str = "It is 42 degrees.";
+
+/// What the client saw, normalised across dialects.
+#[derive(Debug, Default, PartialEq)]
+struct Seen {
+    text: String,
+    tool_calls: Vec<(String, Value)>,
+    tool_use_stop: bool,
+    input_tokens: u64,
+    output_tokens: u64,
+}
+
+fn request_body(inbound: Inbound, model: &str, stream: bool) -> Value {
+    let tool_schema = json!({"type": "object", "properties": {"city": {"type": "string"}}});
+    match inbound {
+        Inbound::Chat => json!({
+            "model": model, "stream": stream,
+            "stream_options": if stream { json!({"include_usage": true}) } else { Value::Null },
+            "messages": [
+                {"role": "system", "content": SYSTEM},
+                {"role": "user", "content": "Weather in Paris?"},
+                {"role": "assistant", "content": null, "tool_calls": [{"id": "call_prev", "type": "function",
+                    "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}}]},
+                {"role": "tool", "tool_call_id": "call_prev", "content": TOOL_RESULT},
+                {"role": "user", "content": "And in Rome?"}
+            ],
+            "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": tool_schema}}]
+        }),
+        Inbound::Responses => json!({
+            "model": model, "stream": stream, "instructions": SYSTEM,
+            "input": [
+                {"role": "user", "content": "Weather in Paris?"},
+                {"type": "function_call", "call_id": "call_prev", "name": "get_weather", "arguments": "{\"city\":\"Paris\"}"},
+                {"type": "function_call_output", "call_id": "call_prev", "output": TOOL_RESULT},
+                {"role": "user", "content": "And in Rome?"}
+            ],
+            "tools": [{"type": "function", "name": "get_weather", "parameters": tool_schema}]
+        }),
+        Inbound::Messages => json!({
+            "model": model, "stream": stream, "max_tokens": 256, "system": SYSTEM,
+            "messages": [
+                {"role": "user", "content": "Weather in Paris?"},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "call_prev", "name": "get_weather", "input": {"city": "Paris"}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_prev", "content": TOOL_RESULT},
+                                             {"type": "text", "text": "And in Rome?"}]}
+            ],
+            "tools": [{"name": "get_weather", "input_schema": tool_schema}]
+        }),
+        Inbound::Completions => json!({"model": model, "stream": stream, "prompt": format!("{SYSTEM} Weather?")}),
+    }
+}
+
+async fn send(r: &TestRouter, key: &str, inbound: Inbound, body: &Value) -> reqwest::Response {
+    match inbound {
+        Inbound::Chat => r.post("/v1/chat/completions", key, body).await,
+        Inbound::Responses => r.post("/v1/responses", key, body).await,
+        Inbound::Messages => r.messages(key, body).await,
+        Inbound::Completions => r.post("/v1/completions", key, body).await,
+    }
+}
+
+fn args(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or(Value::String(text.to_owned()))
+}
+
+fn read_json(inbound: Inbound, body: &Value) -> Seen {
+    let mut seen = Seen::default();
+    match inbound {
+        Inbound::Chat => {
+            let message = &body["choices"][0]["message"];
+            seen.text = message["content"].as_str().unwrap_or("").to_owned();
+            for call in message["tool_calls"].as_array().into_iter().flatten() {
+                seen.tool_calls.push((
+                    call["function"]["name"].as_str().unwrap().to_owned(),
+                    args(call["function"]["arguments"].as_str().unwrap()),
+                ));
+            }
+            seen.tool_use_stop = body["choices"][0]["finish_reason"] == "tool_calls";
+            seen.input_tokens = body["usage"]["prompt_tokens"].as_u64().unwrap();
+            seen.output_tokens = body["usage"]["completion_tokens"].as_u64().unwrap();
+        }
+        Inbound::Responses => {
+            for item in body["output"].as_array().unwrap() {
+                match item["type"].as_str().unwrap() {
+                    "message" => {
+                        for part in item["content"].as_array().unwrap() {
+                            seen.text.push_str(part["text"].as_str().unwrap_or(""));
+                        }
+                    }
+                    "function_call" => seen.tool_calls.push((
+                        item["name"].as_str().unwrap().to_owned(),
+                        args(item["arguments"].as_str().unwrap()),
+                    )),
+                    _ => {}
+                }
+            }
+            seen.tool_use_stop = !seen.tool_calls.is_empty() && body["status"] == "completed";
+            seen.input_tokens = body["usage"]["input_tokens"].as_u64().unwrap();
+            seen.output_tokens = body["usage"]["output_tokens"].as_u64().unwrap();
+        }
+        Inbound::Messages => {
+            for block in body["content"].as_array().unwrap() {
+                match block["type"].as_str().unwrap() {
+                    "text" => seen.text.push_str(block["text"].as_str().unwrap()),
+                    "tool_use" => seen.tool_calls.push((
+                        block["name"].as_str().unwrap().to_owned(),
+                        block["input"].clone(),
+                    )),
+                    _ => {}
+                }
+            }
+            seen.tool_use_stop = body["stop_reason"] == "tool_use";
+            let usage = &body["usage"];
+            seen.input_tokens = usage["input_tokens"].as_u64().unwrap()
+                + usage["cache_read_input_tokens"].as_u64().unwrap()
+                + usage["cache_creation_input_tokens"].as_u64().unwrap();
+            seen.output_tokens = usage["output_tokens"].as_u64().unwrap();
+        }
+        Inbound::Completions => {
+            seen.text = body["choices"][0]["text"].as_str().unwrap().to_owned();
+            seen.input_tokens = body["usage"]["prompt_tokens"].as_u64().unwrap();
+            seen.output_tokens = body["usage"]["completion_tokens"].as_u64().unwrap();
+        }
+    }
+    seen
+}
+
+fn read_stream(inbound: Inbound, text: &str) -> Seen {
+    let events = sse_events(text);
+    let mut seen = Seen::default();
+    match inbound {
+        Inbound::Chat | Inbound::Completions => {
+            assert_eq!(events.last().unwrap().1, json!("[DONE]"), "{text}");
+            let mut calls: Vec<(String, String)> = Vec::new();
+            for (_, chunk) in &events[..events.len() - 1] {
+                if let Some(usage) = chunk.get("usage").filter(|u| !u.is_null()) {
+                    seen.input_tokens = usage["prompt_tokens"].as_u64().unwrap();
+                    seen.output_tokens = usage["completion_tokens"].as_u64().unwrap();
+                }
+                let Some(choice) = chunk["choices"].get(0) else {
+                    continue;
+                };
+                if choice["finish_reason"] == "tool_calls" {
+                    seen.tool_use_stop = true;
+                }
+                if inbound == Inbound::Completions {
+                    seen.text.push_str(choice["text"].as_str().unwrap_or(""));
+                    continue;
+                }
+                seen.text
+                    .push_str(choice["delta"]["content"].as_str().unwrap_or(""));
+                for call in choice["delta"]["tool_calls"].as_array().into_iter().flatten() {
+                    let index = call["index"].as_u64().unwrap() as usize;
+                    if index >= calls.len() {
+                        calls.push((String::new(), String::new()));
+                    }
+                    if let Some(name) = call["function"]["name"].as_str() {
+                        calls[index].0.push_str(name);
+                    }
+                    if let Some(a) = call["function"]["arguments"].as_str() {
+                        calls[index].1.push_str(a);
+                    }
+                }
+            }
+            seen.tool_calls = calls.into_iter().map(|(n, a)| (n, args(&a))).collect();
+        }
+        Inbound::Responses => {
+            let (last, done) = events.last().unwrap();
+            assert_eq!(last, "response.completed", "{text}");
+            let response = &done["response"];
+            let from_final = read_json(Inbound::Responses, response);
+            seen = from_final;
+            let streamed: String = events
+                .iter()
+                .filter(|(n, _)| n == "response.output_text.delta")
+                .map(|(_, d)| d["delta"].as_str().unwrap())
+                .collect();
+            assert_eq!(streamed, seen.text, "deltas agree with the final object");
+        }
+        Inbound::Messages => {
+            assert_eq!(events.last().unwrap().0, "message_stop", "{text}");
+            let mut calls: Vec<(String, String)> = Vec::new();
+            for (name, data) in &events {
+                assert_eq!(data["type"], name.as_str());
+                match name.as_str() {
+                    "message_start" => {
+                        let usage = &data["message"]["usage"];
+                        seen.input_tokens = usage["input_tokens"].as_u64().unwrap_or(0);
+                    }
+                    "content_block_start" if data["content_block"]["type"] == "tool_use" => {
+                        calls.push((
+                            data["content_block"]["name"].as_str().unwrap().to_owned(),
+                            String::new(),
+                        ));
+                    }
+                    "content_block_delta" => match data["delta"]["type"].as_str().unwrap() {
+                        "text_delta" => seen.text.push_str(data["delta"]["text"].as_str().unwrap()),
+                        "input_json_delta" => calls
+                            .last_mut()
+                            .unwrap()
+                            .1
+                            .push_str(data["delta"]["partial_json"].as_str().unwrap()),
+                        _ => {}
+                    },
+                    "message_delta" => {
+                        seen.tool_use_stop = data["delta"]["stop_reason"] == "tool_use";
+                        let usage = &data["usage"];
+                        seen.output_tokens = usage["output_tokens"].as_u64().unwrap();
+                        if let Some(input) = usage["input_tokens"].as_u64() {
+                            seen.input_tokens = input
+                                + usage["cache_read_input_tokens"].as_u64().unwrap_or(0)
+                                + usage["cache_creation_input_tokens"].as_u64().unwrap_or(0);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            seen.tool_calls = calls.into_iter().map(|(n, a)| (n, args(&a))).collect();
+        }
+    }
+    seen
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_inbound_protocol_over_every_route_protocol() {
+    let r = TestRouter::start().await;
+    let c = r.rich_customer().await;
+    let mut failures = Vec::new();
+    for inbound in [
+        Inbound::Chat,
+        Inbound::Responses,
+        Inbound::Messages,
+        Inbound::Completions,
+    ] {
+        for (model, path) in ROUTES {
+            for stream in [false, true] {
+                r.mock.reset();
+                let tools = inbound != Inbound::Completions;
+                r.mock.enqueue(Script::Reply(MockReply {
+                    tool_calls: if tools {
+                        vec![MockToolCall::new(
+                            "call_new",
+                            "get_weather",
+                            r#"{"city":"Rome"}"#,
+                        )]
+                    } else {
+                        Vec::new()
+                    },
+                    usage: Some(MockUsage {
+                        prompt_tokens: 11,
+                        completion_tokens: 13,
+                        cached_tokens: Some(3),
+                        ..Default::default()
+                    }),
+                    ..MockReply::text("alpha beta")
+                }));
+                let cell = format!("{inbound:?} -> {model} stream={stream}");
+                let body = request_body(inbound, model, stream);
+                let resp = send(&r, &c.key, inbound, &body).await;
+                let status = resp.status().as_u16();
+                let text = resp.text().await.unwrap();
+                if status != 200 {
+                    failures.push(format!("{cell}: HTTP {status}: {text}"));
+                    continue;
+                }
+                let seen = if stream {
+                    read_stream(inbound, &text)
+                } else {
+                    read_json(inbound, &serde_json::from_str(&text).unwrap())
+                };
+                let expected = Seen {
+                    text: "alpha beta".into(),
+                    tool_calls: if tools {
+                        vec![("get_weather".into(), json!({"city": "Rome"}))]
+                    } else {
+                        Vec::new()
+                    },
+                    tool_use_stop: tools,
+                    input_tokens: 11,
+                    output_tokens: 13,
+                };
+                if seen != expected {
+                    failures.push(format!("{cell}: saw {seen:?}\n{text}"));
+                }
+                let calls = r.mock.calls();
+                let Some(call) = calls.first() else {
+                    failures.push(format!("{cell}: no supplier call"));
+                    continue;
+                };
+                if call.path != path {
+                    failures.push(format!("{cell}: supplier path {}", call.path));
+                }
+                let sent = call.body.to_string();
+                if !sent.contains(SYSTEM) {
+                    failures.push(format!("{cell}: system prompt lost: {sent}"));
+                }
+                if tools && !sent.contains(TOOL_RESULT) {
+                    failures.push(format!("{cell}: tool result lost: {sent}"));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn combinations_that_cannot_be_served_losslessly_are_refused() {
+    // CF-01: temperature above 1 never rides a Messages route; B-19: stop
+    // never rides a Responses route. Both: 400 before any supplier call.
+    let r = TestRouter::start().await;
+    let c = r.rich_customer().await;
+    let mut hot = hello("m-via-messages");
+    hot["temperature"] = json!(1.5);
+    expect_error(r.chat(&c.key, &hot).await, 400, "invalid_parameter").await;
+    let hot_responses = json!({"model": "m-via-messages", "input": "hi", "temperature": 1.5});
+    expect_error(
+        r.post("/v1/responses", &c.key, &hot_responses).await,
+        400,
+        "invalid_parameter",
+    )
+    .await;
+    let stop = json!({"model": "m-via-responses", "prompt": "x", "stop": ["END"]});
+    expect_error(
+        r.post("/v1/completions", &c.key, &stop).await,
+        400,
+        "invalid_parameter",
+    )
+    .await;
+    assert_eq!(r.mock.call_count(), 0);
+}

@@ -1,0 +1,173 @@
+//! `POST /v1/responses` end to end (area C): the stateless rules, the
+//! `response` object with usage and cost, and the `response.*` stream.
+
+use crate::harness::*;
+use router_mock_supplier::{MockReply, MockToolCall, MockUsage, Script};
+use serde_json::{Value, json};
+
+async fn responses(r: &TestRouter, key: &str, body: &Value) -> reqwest::Response {
+    r.post("/v1/responses", key, body).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn minimal_request_returns_a_response_with_usage_and_cost() {
+    // C-01, C-15, GP-03.
+    let r = TestRouter::start().await;
+    let c = r.rich_customer().await;
+    r.mock.enqueue(Script::Reply(MockReply {
+        usage: Some(MockUsage {
+            prompt_tokens: 5,
+            completion_tokens: 7,
+            ..Default::default()
+        }),
+        ..MockReply::text("Hi there")
+    }));
+    let resp = responses(&r, &c.key, &json!({"model": "m-text", "input": "hi"})).await;
+    assert_eq!(resp.status(), 200);
+    let id = request_id(&resp);
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["object"], "response");
+    assert_eq!(body["status"], "completed");
+    assert_eq!(body["model"], "m-text");
+    assert!(body["id"].as_str().unwrap().starts_with("resp_"));
+    let output = body["output"].as_array().unwrap();
+    assert_eq!(output[0]["type"], "message");
+    assert_eq!(output[0]["content"][0]["type"], "output_text");
+    assert_eq!(output[0]["content"][0]["text"], "Hi there");
+    assert_eq!(body["usage"]["input_tokens"], 5);
+    assert_eq!(body["usage"]["output_tokens"], 7);
+    assert_eq!(body["usage"]["total_tokens"], 12);
+    // 5 * 1 + 7 * 2 = 19,000 nano-USD, equal to the ledger charge.
+    assert_eq!(body["usage"]["cost"], json!(0.000019));
+    let record = r.request_record(&id).await;
+    assert_eq!(record["charged_nano_usd"], 19_000);
+    assert_eq!(record["inbound_protocol"], "responses");
+    // A Chat route served it: the supplier saw a Chat body.
+    let call = &r.mock.calls()[0];
+    assert_eq!(call.path, "/v1/chat/completions");
+    assert_eq!(call.body["messages"][0]["content"], "hi");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rejections_are_openai_errors_and_cost_nothing() {
+    // C-02..C-07, C-09, C-11, C-14, CF-07, GP-49.
+    let r = TestRouter::start().await;
+    let c = r.rich_customer().await;
+    let bad = [
+        json!({"input": "hi"}),
+        json!({"model": "m-text"}),
+        json!({"model": "m-text", "input": 5}),
+        json!({"model": "m-text", "input": [5]}),
+        json!({"model": "m-text", "input": []}),
+        json!({"model": "m-text", "input": [{"role": "user"}]}),
+        json!({"model": "m-text", "input": [{"role": "user", "content": 5}]}),
+        json!({"model": "m-text", "input": "hi", "store": true}),
+        json!({"model": "m-text", "input": "hi", "store": "false"}),
+        json!({"model": "m-text", "input": "hi", "instructions": 1}),
+        json!({"model": "m-text", "input": "hi", "max_output_tokens": 0}),
+        json!({"model": "m-text", "input": "hi", "max_output_tokens": 1.5}),
+        json!({"model": "m-text", "input": "hi", "tools": {}}),
+        json!({"model": "m-text", "input": "hi", "tools": [{"type": "web_search"}]}),
+        json!({"model": "m-text", "input": "hi", "reasoning_effort": "low", "reasoning": {"effort": "high"}}),
+        json!({"model": "m-text", "input": "hi", "previous_response_id": "resp_x"}),
+        json!({"model": "m-text", "input": [{"type": "item_reference", "id": "msg_1"}]}),
+        json!({"model": "m-text", "input": "hi", "temperature": 2.01}),
+    ];
+    let before = r.account(&c.account_id).await["balance_nano_usd"].clone();
+    for body in bad {
+        let resp = responses(&r, &c.key, &body).await;
+        expect_error(resp, 400, "invalid_parameter").await;
+    }
+    let resp = responses(&r, &c.key, &json!({"model": "m-text", "input": "hi", "zdr": true})).await;
+    expect_error(resp, 503, "zdr_capacity_unavailable").await;
+    assert_eq!(r.mock.call_count(), 0);
+    assert_eq!(r.account(&c.account_id).await["balance_nano_usd"], before);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn accepted_shapes_and_forwarded_fields() {
+    // C-03, C-04, C-06, C-08, C-09, C-13 on a Responses route.
+    let r = TestRouter::start().await;
+    let c = r.rich_customer().await;
+    let ok = [
+        json!({"model": "m-via-responses", "input": [{"role": "user", "content": [{"type": "input_text", "text": "hi"}]}]}),
+        json!({"model": "m-via-responses", "input": "hi", "store": false, "x_custom": 1}),
+        json!({"model": "m-via-responses", "input": "hi", "max_output_tokens": null}),
+        json!({"model": "m-via-responses", "input": "hi", "max_output_tokens": 16}),
+        json!({"model": "m-via-responses", "input": "hi", "reasoning": {"effort": "high"}}),
+        json!({"model": "m-via-responses", "input": "hi", "reasoning_effort": "low", "reasoning": {"effort": "low"}}),
+        json!({"model": "m-via-responses", "input": "hi", "reasoning": null}),
+    ];
+    for body in &ok {
+        let resp = responses(&r, &c.key, body).await;
+        assert_eq!(resp.status(), 200, "{body}: {}", resp.text().await.unwrap());
+    }
+    let sent: Vec<Value> = r.mock.calls().into_iter().map(|c| c.body).collect();
+    assert!(sent.iter().all(|b| b["store"] == false && b.get("x_custom").is_none()));
+    assert!(sent[2].get("max_output_tokens").is_none());
+    assert_eq!(sent[3]["max_output_tokens"], 16);
+    assert_eq!(sent[4]["reasoning"]["effort"], "high");
+    assert_eq!(sent[5]["reasoning"]["effort"], "low");
+    assert!(sent[5].get("reasoning_effort").is_none());
+    assert!(sent[6].get("reasoning").is_none());
+    assert!(r.mock.calls().iter().all(|c| c.path == "/v1/responses"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn stop_sequences_never_ride_a_responses_route() {
+    // B-19, GP-43: a Chat request with stop and only a Responses route.
+    let r = TestRouter::start().await;
+    let c = r.rich_customer().await;
+    let mut body = hello("m-via-responses");
+    body["stop"] = json!(["END"]);
+    let resp = r.chat(&c.key, &body).await;
+    expect_error(resp, 400, "invalid_parameter").await;
+    assert_eq!(r.mock.call_count(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn stream_ends_with_response_completed_carrying_usage_and_cost() {
+    // C-10, GP-04.
+    let r = TestRouter::start().await;
+    let c = r.rich_customer().await;
+    r.mock.enqueue(Script::Reply(MockReply {
+        tool_calls: vec![MockToolCall::new("call_1", "lookup", r#"{"q":"x"}"#)],
+        usage: Some(MockUsage {
+            prompt_tokens: 5,
+            completion_tokens: 7,
+            ..Default::default()
+        }),
+        ..MockReply::text("one two")
+    }));
+    let body = json!({"model": "m-text", "input": "hi", "stream": true,
+        "tools": [{"type": "function", "name": "lookup", "parameters": {"type": "object"}}]});
+    let resp = responses(&r, &c.key, &body).await;
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.headers()["content-type"], "text/event-stream");
+    let events = sse_events(&resp.text().await.unwrap());
+    for (name, data) in &events {
+        assert_eq!(data["type"], name.as_str());
+    }
+    assert_eq!(events[0].0, "response.created");
+    let (last, data) = events.last().unwrap();
+    assert_eq!(last, "response.completed");
+    assert_eq!(data["response"]["usage"]["cost"], json!(0.000019));
+    assert_eq!(data["response"]["model"], "m-text");
+    let text: String = events
+        .iter()
+        .filter(|(n, _)| n == "response.output_text.delta")
+        .map(|(_, d)| d["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(text, "one two");
+    let args: String = events
+        .iter()
+        .filter(|(n, _)| n == "response.function_call_arguments.delta")
+        .map(|(_, d)| d["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(args, r#"{"q":"x"}"#);
+    let numbers: Vec<u64> = events
+        .iter()
+        .map(|(_, d)| d["sequence_number"].as_u64().unwrap())
+        .collect();
+    assert!(numbers.windows(2).all(|w| w[1] > w[0]), "{numbers:?}");
+}
