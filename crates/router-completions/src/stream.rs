@@ -139,3 +139,167 @@ fn write_data(json: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(json);
     out.extend_from_slice(b"\n\n");
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // test code: a panic is the failure report
+mod tests {
+    use super::*;
+    use router_canonical::sse::Decoder;
+    use router_canonical::{BlockKind, ErrorCode};
+    use serde_json::{Value, json};
+
+    fn encoder(echo: Option<&str>) -> StreamEncoder {
+        StreamEncoder::new(StreamContext {
+            id: "cmpl-1".into(),
+            model: "acme/text".into(),
+            created: 7,
+            echo: echo.map(str::to_owned),
+        })
+    }
+
+    fn data(bytes: &[u8]) -> Vec<String> {
+        let mut decoder = Decoder::default();
+        let mut frames = Vec::new();
+        decoder.feed(bytes, &mut frames).unwrap();
+        assert!(!decoder.has_partial());
+        frames.into_iter().map(|f| f.data).collect()
+    }
+
+    #[test]
+    fn error_after_start_is_a_final_data_frame_without_done() {
+        // GP-04, P-17
+        let mut enc = encoder(None);
+        let mut out = Vec::new();
+        let text = StreamEvent::Delta {
+            index: 0,
+            delta: BlockDelta::Text("Hi".into()),
+        };
+        enc.encode(&text, &mut out);
+        enc.encode_error(
+            &ApiError::new(ErrorCode::UpstreamError, "the supplier failed"),
+            &mut out,
+        );
+        let frames = data(&out);
+        assert_eq!(frames.len(), 2);
+        let error: Value = serde_json::from_str(&frames[1]).unwrap();
+        assert_eq!(
+            error,
+            json!({"error": {
+                "message": "the supplier failed",
+                "type": "api_error",
+                "param": null,
+                "code": "upstream_error"
+            }})
+        );
+        assert!(!frames.iter().any(|f| f == "[DONE]"));
+    }
+
+    #[test]
+    fn events_without_a_completions_form_write_nothing() {
+        let mut enc = encoder(None);
+        let mut out = Vec::new();
+        for event in [
+            StreamEvent::Start {
+                id: "s".into(),
+                model: "m".into(),
+            },
+            StreamEvent::BlockStart {
+                index: 0,
+                block: BlockKind::Thinking,
+            },
+            StreamEvent::Delta {
+                index: 0,
+                delta: BlockDelta::Thinking("hmm".into()),
+            },
+            StreamEvent::Delta {
+                index: 0,
+                delta: BlockDelta::Signature("sig".into()),
+            },
+            StreamEvent::Delta {
+                index: 1,
+                delta: BlockDelta::ToolArguments("{}".into()),
+            },
+            StreamEvent::Delta {
+                index: 2,
+                delta: BlockDelta::Refusal("no".into()),
+            },
+            StreamEvent::Delta {
+                index: 3,
+                delta: BlockDelta::Text(String::new()),
+            },
+            StreamEvent::BlockStop { index: 0 },
+            StreamEvent::Usage {
+                usage: Usage::default(),
+            },
+        ] {
+            enc.encode(&event, &mut out);
+        }
+        assert!(out.is_empty(), "{}", String::from_utf8_lossy(&out));
+    }
+
+    #[test]
+    fn the_echo_is_written_once_even_without_start() {
+        // GP-55: the first chunk carries the prompt.
+        let mut enc = encoder(Some("Q:"));
+        let mut out = Vec::new();
+        for text in [" A", "!"] {
+            enc.encode(
+                &StreamEvent::Delta {
+                    index: 0,
+                    delta: BlockDelta::Text(text.into()),
+                },
+                &mut out,
+            );
+        }
+        enc.encode_finish(
+            &StopReason::ContentFilter,
+            &Usage::default(),
+            NanoUsd::ZERO,
+            &mut out,
+        );
+        let frames = data(&out);
+        let texts: Vec<Value> = frames[..frames.len() - 2]
+            .iter()
+            .map(|f| serde_json::from_str::<Value>(f).unwrap()["choices"][0]["text"].clone())
+            .collect();
+        assert_eq!(texts, vec![json!("Q:"), json!(" A"), json!("!"), json!("")]);
+        let finish: Value = serde_json::from_str(&frames[3]).unwrap();
+        assert_eq!(finish["choices"][0]["finish_reason"], "content_filter");
+        let usage: Value = serde_json::from_str(&frames[4]).unwrap();
+        assert_eq!(usage["usage"]["cost"], json!(0));
+        assert_eq!(frames[5], "[DONE]");
+    }
+
+    #[test]
+    fn every_chunk_has_the_fields_the_sdk_requires() {
+        // The Python SDK's `Completion` needs id, object, created, model and
+        // choices; each choice needs text, index, logprobs and finish_reason.
+        let mut enc = encoder(Some("P"));
+        let mut out = Vec::new();
+        enc.encode(
+            &StreamEvent::Delta {
+                index: 0,
+                delta: BlockDelta::Text("x".into()),
+            },
+            &mut out,
+        );
+        enc.encode_finish(
+            &StopReason::EndTurn,
+            &Usage::default(),
+            NanoUsd(5),
+            &mut out,
+        );
+        for frame in data(&out).iter().filter(|f| *f != "[DONE]") {
+            let chunk: Value = serde_json::from_str(frame).unwrap();
+            for key in ["id", "object", "created", "model", "choices"] {
+                assert!(chunk.get(key).is_some(), "{key} missing in {frame}");
+            }
+            assert_eq!(chunk["object"], "text_completion");
+            for choice in chunk["choices"].as_array().unwrap() {
+                for key in ["text", "index", "logprobs", "finish_reason"] {
+                    assert!(choice.get(key).is_some(), "{key} missing in {frame}");
+                }
+            }
+        }
+    }
+}
