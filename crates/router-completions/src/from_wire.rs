@@ -1,0 +1,209 @@
+//! Wire -> canonical: validate a client's Completions body into the canonical
+//! request that rides the Chat path (E-09, CF-11).
+//!
+//! Every rejection is a 400 `invalid_parameter` whose `param` is the path of
+//! the offending field, made here before any routing or network work. Shape
+//! errors come from `serde_path_to_error`; value rules (E-02..E-07, GP-55,
+//! CF-01) are checked by hand below.
+
+use crate::CompletionRequest;
+use crate::wire::request::{CompletionBody, Prompt, Stop};
+use crate::wire::{join_path, missing_field};
+use router_canonical::{
+    ApiError, ErrorCode, Message, PromptCacheMode, Protocol, Reasoning, Request, Role,
+    RoutingOptions, Sampling,
+};
+use serde_json::Value;
+use serde_json::error::Category;
+
+/// The output limit when the client sends no `max_tokens` (E-04, Q-17).
+pub(crate) const DEFAULT_MAX_TOKENS: u32 = 128;
+
+/// The most stop sequences the legacy protocol takes.
+pub(crate) const MAX_STOP_SEQUENCES: usize = 4;
+
+pub(crate) fn request(body: &[u8]) -> Result<CompletionRequest, ApiError> {
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let wire: CompletionBody = serde_path_to_error::deserialize(&mut de).map_err(shape_error)?;
+    de.end().map_err(|err| {
+        ApiError::new(
+            ErrorCode::InvalidParameter,
+            format!("request body is not valid JSON: {err}"),
+        )
+    })?;
+    convert(wire)
+}
+
+/// Turn a serde error into the 400 a client sees.
+fn shape_error(err: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
+    let path = err.path().to_string();
+    let inner = err.into_inner();
+    let text = inner.to_string();
+    if !matches!(inner.classify(), Category::Data) {
+        return ApiError::new(
+            ErrorCode::InvalidParameter,
+            format!("request body is not valid JSON: {text}"),
+        );
+    }
+    // Data errors from a slice carry the position; the path says more.
+    let position = format!(" at line {} column {}", inner.line(), inner.column());
+    let message = text.strip_suffix(&position).unwrap_or(&text);
+    let param = match missing_field(message) {
+        Some(field) => join_path(&path, field),
+        None => join_path(&path, ""),
+    };
+    if param.is_empty() {
+        return ApiError::new(
+            ErrorCode::InvalidParameter,
+            "request body must be a JSON object",
+        );
+    }
+    ApiError::invalid(param.clone(), format!("invalid `{param}`: {message}"))
+}
+
+fn convert(wire: CompletionBody) -> Result<CompletionRequest, ApiError> {
+    let CompletionBody {
+        model,
+        prompt,
+        max_tokens,
+        echo,
+        n,
+        best_of,
+        logprobs,
+        suffix,
+        temperature,
+        top_p,
+        frequency_penalty,
+        presence_penalty,
+        seed,
+        stop,
+        stream,
+        // `include_usage` is accepted; the usage chunk is always sent (GP-04).
+        stream_options: _,
+        user,
+        mut extra,
+    } = wire;
+    let routing = RoutingOptions::take_from(&mut extra)?;
+    // Everything else unknown is accepted and dropped (E-12, F-28).
+    drop(extra);
+
+    let model = model.ok_or_else(|| ApiError::invalid("model", "`model` is required"))?;
+    let prompt = prompt_text(prompt)?;
+    for (param, value) in [("n", n), ("best_of", best_of)] {
+        if value.is_some_and(|v| v != 1) {
+            return Err(ApiError::invalid(
+                param,
+                format!("`{param}` must be 1: multiple samples are not supported"),
+            ));
+        }
+    }
+    if logprobs.is_some() {
+        return Err(ApiError::invalid(
+            "logprobs",
+            "`logprobs` is not supported: send null or omit it",
+        ));
+    }
+    match suffix {
+        None => {}
+        Some(Value::String(s)) if s.is_empty() => {}
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "suffix",
+                "`suffix` insertion is not supported: send null, \"\" or omit it",
+            ));
+        }
+    }
+    if max_tokens == Some(0) {
+        return Err(ApiError::invalid(
+            "max_tokens",
+            "`max_tokens` must be an integer of at least 1",
+        ));
+    }
+
+    let sampling = Sampling {
+        temperature: in_range("temperature", temperature, 0.0, 2.0)?,
+        top_p: in_range("top_p", top_p, 0.0, 1.0)?,
+        frequency_penalty: in_range("frequency_penalty", frequency_penalty, -2.0, 2.0)?,
+        presence_penalty: in_range("presence_penalty", presence_penalty, -2.0, 2.0)?,
+        seed,
+        stop: stop_sequences(stop)?,
+        max_output_tokens: Some(max_tokens.unwrap_or(DEFAULT_MAX_TOKENS)),
+    };
+
+    let echo = echo.unwrap_or(false).then(|| prompt.clone());
+    let request = Request {
+        model,
+        // The prompt is one user turn, sent as a plain string (E-09).
+        messages: vec![Message::text(Role::User, prompt)],
+        tools: Vec::new(),
+        tool_choice: None,
+        parallel_tool_calls: None,
+        sampling,
+        reasoning: Reasoning::default(),
+        response_format: None,
+        stream: stream.unwrap_or(false),
+        end_user: user,
+        native: None,
+        routing,
+        inbound: Some(Protocol::Completions),
+        native_only: None,
+        prompt_cache: PromptCacheMode::Passthrough,
+    };
+    Ok(CompletionRequest { request, echo })
+}
+
+/// The one prompt string (E-02, E-03).
+fn prompt_text(prompt: Option<Prompt>) -> Result<String, ApiError> {
+    let reject = |message: &str| Err(ApiError::invalid("prompt", message));
+    match prompt {
+        None => reject("`prompt` is required"),
+        Some(Prompt::Text(text)) => Ok(text),
+        Some(Prompt::Texts(texts)) => {
+            let count = texts.len();
+            match <[String; 1]>::try_from(texts) {
+                Ok([text]) => Ok(text),
+                Err(_) if count == 0 => {
+                    reject("`prompt` must be a string or an array of exactly one string")
+                }
+                Err(_) => reject(
+                    "multiple prompts are not supported: send one string, or an array of exactly one string",
+                ),
+            }
+        }
+        Some(Prompt::Tokens(_) | Prompt::TokenBatches(_)) => {
+            reject("token-ID prompts are not supported: send the prompt as a string")
+        }
+        Some(Prompt::Mixed(_)) => {
+            reject("`prompt` must be a string or an array of exactly one string")
+        }
+    }
+}
+
+fn in_range(param: &str, value: Option<f64>, min: f64, max: f64) -> Result<Option<f64>, ApiError> {
+    match value {
+        Some(v) if !(min..=max).contains(&v) => Err(ApiError::invalid(
+            param,
+            format!("`{param}` must be between {min} and {max}, got {v}"),
+        )),
+        other => Ok(other),
+    }
+}
+
+/// `stop`: a string or up to four strings; `null` and `[]` impose nothing.
+fn stop_sequences(stop: Option<Stop>) -> Result<Vec<String>, ApiError> {
+    let all = match stop {
+        None => Vec::new(),
+        Some(Stop::One(s)) => vec![s],
+        Some(Stop::Many(all)) => all,
+    };
+    if all.len() > MAX_STOP_SEQUENCES {
+        return Err(ApiError::invalid(
+            "stop",
+            format!(
+                "`stop` takes at most {MAX_STOP_SEQUENCES} sequences, got {}",
+                all.len()
+            ),
+        ));
+    }
+    Ok(all)
+}

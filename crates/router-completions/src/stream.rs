@@ -1,0 +1,305 @@
+//! Completions streaming: canonical events to the client's `text_completion`
+//! chunks in SSE `data:` frames (E-08, GP-04).
+//!
+//! The stream is: the echoed prompt when `echo` was set (GP-55), one chunk
+//! per non-empty text delta, a chunk carrying `finish_reason`, a chunk with
+//! `choices: []` and `usage` (cost included), then `data: [DONE]`. A failure
+//! after the stream started ends it with `data: {"error": {...}}` and no
+//! `[DONE]`. Thinking, refusal and tool-call deltas have no Completions form
+//! and write nothing, as in the non-streaming reply.
+
+use crate::envelope::ErrorEnvelope;
+use crate::to_wire;
+use crate::wire::response::{Choice, FinishReason, TEXT_COMPLETION, TextCompletion};
+use crate::wire::to_json_bytes;
+use router_canonical::sse;
+use router_canonical::{ApiError, BlockDelta, NanoUsd, StopReason, StreamEvent, Usage};
+
+/// What every chunk of the client's stream repeats, and the prompt to echo.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamContext {
+    /// The router's completion id.
+    pub id: String,
+    /// The public model ID the client asked for.
+    pub model: String,
+    /// Unix seconds.
+    pub created: i64,
+    /// `Some(prompt)` when the client sent `echo: true`.
+    pub echo: Option<String>,
+}
+
+/// Writes canonical events as the client's `text_completion` SSE chunks.
+#[derive(Debug)]
+pub struct StreamEncoder {
+    id: String,
+    model: String,
+    created: i64,
+    /// The prompt still to be echoed; taken by the first chunk written.
+    echo: Option<String>,
+}
+
+impl StreamEncoder {
+    pub fn new(ctx: StreamContext) -> Self {
+        let StreamContext {
+            id,
+            model,
+            created,
+            echo,
+        } = ctx;
+        StreamEncoder {
+            id,
+            model,
+            created,
+            echo,
+        }
+    }
+
+    /// Encode every event except `Finish` (which needs the settled cost:
+    /// see [`StreamEncoder::encode_finish`]). `Start` writes the echoed
+    /// prompt, if any; text deltas write a chunk each; everything else
+    /// writes nothing.
+    pub fn encode(&mut self, event: &StreamEvent, out: &mut Vec<u8>) {
+        match event {
+            StreamEvent::Start { .. } => self.flush_echo(out),
+            StreamEvent::Delta {
+                delta: BlockDelta::Text(text),
+                ..
+            } if !text.is_empty() => {
+                self.flush_echo(out);
+                self.chunk(text.clone(), None, out);
+            }
+            _ => {}
+        }
+    }
+
+    /// The `finish_reason` chunk, then a chunk with `choices: []` and `usage`
+    /// including `cost` (GP-04), then `data: [DONE]`.
+    pub fn encode_finish(
+        &mut self,
+        stop_reason: &StopReason,
+        usage: &Usage,
+        cost: NanoUsd,
+        out: &mut Vec<u8>,
+    ) {
+        self.flush_echo(out);
+        self.chunk(
+            String::new(),
+            Some(to_wire::finish_reason(stop_reason)),
+            out,
+        );
+        let usage_chunk = TextCompletion {
+            usage: Some(to_wire::usage(usage, cost)),
+            ..self.envelope(Vec::new())
+        };
+        write_data(&to_json_bytes(&usage_chunk), out);
+        sse::encode(None, "[DONE]", out);
+    }
+
+    /// A terminal `data: {"error": {...}}` frame for a failure after the
+    /// stream started; no `[DONE]` follows (GP-04, P-17).
+    pub fn encode_error(&mut self, error: &ApiError, out: &mut Vec<u8>) {
+        write_data(&to_json_bytes(&ErrorEnvelope::from(error)), out);
+    }
+
+    /// The echoed prompt as the stream's first chunk (GP-55), once. An empty
+    /// prompt has nothing to echo.
+    fn flush_echo(&mut self, out: &mut Vec<u8>) {
+        if let Some(prompt) = self.echo.take()
+            && !prompt.is_empty()
+        {
+            self.chunk(prompt, None, out);
+        }
+    }
+
+    fn envelope(&self, choices: Vec<Choice>) -> TextCompletion {
+        TextCompletion {
+            id: self.id.clone(),
+            object: TEXT_COMPLETION.to_owned(),
+            created: self.created,
+            model: self.model.clone(),
+            choices,
+            usage: None,
+        }
+    }
+
+    fn chunk(&self, text: String, finish_reason: Option<FinishReason>, out: &mut Vec<u8>) {
+        let chunk = self.envelope(vec![Choice {
+            text,
+            index: 0,
+            logprobs: None,
+            finish_reason,
+        }]);
+        write_data(&to_json_bytes(&chunk), out);
+    }
+}
+
+/// One `data:` frame. Serialized JSON has no raw newlines, so it is one line.
+fn write_data(json: &[u8], out: &mut Vec<u8>) {
+    out.extend_from_slice(b"data: ");
+    out.extend_from_slice(json);
+    out.extend_from_slice(b"\n\n");
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // test code: a panic is the failure report
+mod tests {
+    use super::*;
+    use router_canonical::sse::Decoder;
+    use router_canonical::{BlockKind, ErrorCode};
+    use serde_json::{Value, json};
+
+    fn encoder(echo: Option<&str>) -> StreamEncoder {
+        StreamEncoder::new(StreamContext {
+            id: "cmpl-1".into(),
+            model: "acme/text".into(),
+            created: 7,
+            echo: echo.map(str::to_owned),
+        })
+    }
+
+    fn data(bytes: &[u8]) -> Vec<String> {
+        let mut decoder = Decoder::default();
+        let mut frames = Vec::new();
+        decoder.feed(bytes, &mut frames).unwrap();
+        assert!(!decoder.has_partial());
+        frames.into_iter().map(|f| f.data).collect()
+    }
+
+    #[test]
+    fn error_after_start_is_a_final_data_frame_without_done() {
+        // GP-04, P-17
+        let mut enc = encoder(None);
+        let mut out = Vec::new();
+        let text = StreamEvent::Delta {
+            index: 0,
+            delta: BlockDelta::Text("Hi".into()),
+        };
+        enc.encode(&text, &mut out);
+        enc.encode_error(
+            &ApiError::new(ErrorCode::UpstreamError, "the supplier failed"),
+            &mut out,
+        );
+        let frames = data(&out);
+        assert_eq!(frames.len(), 2);
+        let error: Value = serde_json::from_str(&frames[1]).unwrap();
+        assert_eq!(
+            error,
+            json!({"error": {
+                "message": "the supplier failed",
+                "type": "api_error",
+                "param": null,
+                "code": "upstream_error"
+            }})
+        );
+        assert!(!frames.iter().any(|f| f == "[DONE]"));
+    }
+
+    #[test]
+    fn events_without_a_completions_form_write_nothing() {
+        let mut enc = encoder(None);
+        let mut out = Vec::new();
+        for event in [
+            StreamEvent::Start {
+                id: "s".into(),
+                model: "m".into(),
+            },
+            StreamEvent::BlockStart {
+                index: 0,
+                block: BlockKind::Thinking,
+            },
+            StreamEvent::Delta {
+                index: 0,
+                delta: BlockDelta::Thinking("hmm".into()),
+            },
+            StreamEvent::Delta {
+                index: 0,
+                delta: BlockDelta::Signature("sig".into()),
+            },
+            StreamEvent::Delta {
+                index: 1,
+                delta: BlockDelta::ToolArguments("{}".into()),
+            },
+            StreamEvent::Delta {
+                index: 2,
+                delta: BlockDelta::Refusal("no".into()),
+            },
+            StreamEvent::Delta {
+                index: 3,
+                delta: BlockDelta::Text(String::new()),
+            },
+            StreamEvent::BlockStop { index: 0 },
+            StreamEvent::Usage {
+                usage: Usage::default(),
+            },
+        ] {
+            enc.encode(&event, &mut out);
+        }
+        assert!(out.is_empty(), "{}", String::from_utf8_lossy(&out));
+    }
+
+    #[test]
+    fn the_echo_is_written_once_even_without_start() {
+        // GP-55: the first chunk carries the prompt.
+        let mut enc = encoder(Some("Q:"));
+        let mut out = Vec::new();
+        for text in [" A", "!"] {
+            enc.encode(
+                &StreamEvent::Delta {
+                    index: 0,
+                    delta: BlockDelta::Text(text.into()),
+                },
+                &mut out,
+            );
+        }
+        enc.encode_finish(
+            &StopReason::ContentFilter,
+            &Usage::default(),
+            NanoUsd::ZERO,
+            &mut out,
+        );
+        let frames = data(&out);
+        let texts: Vec<Value> = frames[..frames.len() - 2]
+            .iter()
+            .map(|f| serde_json::from_str::<Value>(f).unwrap()["choices"][0]["text"].clone())
+            .collect();
+        assert_eq!(texts, vec![json!("Q:"), json!(" A"), json!("!"), json!("")]);
+        let finish: Value = serde_json::from_str(&frames[3]).unwrap();
+        assert_eq!(finish["choices"][0]["finish_reason"], "content_filter");
+        let usage: Value = serde_json::from_str(&frames[4]).unwrap();
+        assert_eq!(usage["usage"]["cost"], json!(0));
+        assert_eq!(frames[5], "[DONE]");
+    }
+
+    #[test]
+    fn every_chunk_has_the_fields_the_sdk_requires() {
+        // The Python SDK's `Completion` needs id, object, created, model and
+        // choices; each choice needs text, index, logprobs and finish_reason.
+        let mut enc = encoder(Some("P"));
+        let mut out = Vec::new();
+        enc.encode(
+            &StreamEvent::Delta {
+                index: 0,
+                delta: BlockDelta::Text("x".into()),
+            },
+            &mut out,
+        );
+        enc.encode_finish(
+            &StopReason::EndTurn,
+            &Usage::default(),
+            NanoUsd(5),
+            &mut out,
+        );
+        for frame in data(&out).iter().filter(|f| *f != "[DONE]") {
+            let chunk: Value = serde_json::from_str(frame).unwrap();
+            for key in ["id", "object", "created", "model", "choices"] {
+                assert!(chunk.get(key).is_some(), "{key} missing in {frame}");
+            }
+            assert_eq!(chunk["object"], "text_completion");
+            for choice in chunk["choices"].as_array().unwrap() {
+                for key in ["text", "index", "logprobs", "finish_reason"] {
+                    assert!(choice.get(key).is_some(), "{key} missing in {frame}");
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,57 @@
+//! The reply: a `text_completion` object, also the shape of every stream chunk.
+//!
+//! Field set and nullability follow the public OpenAI reference (and its
+//! Python SDK's `Completion` model): `id`, `object`, `created`, `model` and
+//! `choices` always present; each choice has `text`, `index`, `logprobs`
+//! (always `null` here) and `finish_reason` (`null` on a streamed delta).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The `object` of every Completions reply and chunk.
+pub const TEXT_COMPLETION: &str = "text_completion";
+
+/// A `text_completion` object.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TextCompletion {
+    pub id: String,
+    pub object: String,
+    pub created: i64,
+    pub model: String,
+    pub choices: Vec<Choice>,
+    /// On the reply, and on the last chunk of a stream only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<CompletionUsage>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Choice {
+    pub text: String,
+    pub index: u32,
+    /// The router never returns log probabilities: always `null`.
+    #[serde(default)]
+    pub logprobs: Option<Value>,
+    /// `stop`, `length` or `content_filter`; `null` on a streamed delta.
+    #[serde(default)]
+    pub finish_reason: Option<FinishReason>,
+}
+
+/// The three finish reasons the legacy protocol defines. The router maps
+/// every canonical stop reason onto one of them, so strict clients (the
+/// Python SDK types it as a closed literal) can always read it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    Stop,
+    Length,
+    ContentFilter,
+}
+
+/// `usage`, with the router's settled charge in `cost` (USD, GP-03).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompletionUsage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub total_tokens: u64,
+    pub cost: Value,
+}
