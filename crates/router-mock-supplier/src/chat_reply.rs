@@ -145,7 +145,8 @@ pub(crate) fn completion_json(
 /// The `chat.completion.chunk` objects of a streamed reply, in order, without
 /// the final `[DONE]`:
 ///
-/// 1. role `assistant` with empty content;
+/// 1. role `assistant` with empty content (with `provider_extras`, this
+///    chunk and its delta carry `provider_x`);
 /// 2. `reasoning_content` word by word, then `content` word by word;
 /// 3. per tool call, a head delta (index, id, type, name, empty arguments)
 ///    then argument fragments;
@@ -161,10 +162,8 @@ pub(crate) fn stream_chunks(
         json!({ "role": "assistant", "content": "" }),
         None,
     );
-    if reply.provider_extras {
-        add_extras(reply, &mut first);
-        add_extras(reply, &mut first["choices"][0]["delta"]);
-    }
+    add_extras(reply, &mut first);
+    add_extras(reply, &mut first["choices"][0]["delta"]);
     let mut chunks = vec![first];
     if let Some(reasoning) = &reply.reasoning_content {
         chunks.extend(
