@@ -3,6 +3,7 @@
 
 pub mod envelope;
 pub mod error;
+pub mod wire;
 mod from_wire;
 pub mod stream;
 mod to_wire;
