@@ -27,9 +27,9 @@ pub enum DecodeError {
     /// A delta that does not fit its block (a `text_delta` for a tool call).
     #[error("a `{kind}` delta does not fit content block {index}")]
     MismatchedDelta { index: usize, kind: String },
-    /// A block event before `message_start`.
-    #[error("a `{kind}` event arrived before `message_start`")]
-    NotStarted { kind: String },
+    /// An event before `message_start`, or a second `message_start`.
+    #[error("a `{kind}` event arrived out of order")]
+    OutOfOrder { kind: String },
     /// A delta or stop for a block that is not open.
     #[error("content block {index} is not open")]
     UnknownBlock { index: usize },

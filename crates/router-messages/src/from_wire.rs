@@ -127,7 +127,9 @@ fn no_unknown(path: &str, extra: &Map<String, Value>) -> Result<(), ApiError> {
             let param = join_path(path, key);
             Err(ApiError::invalid(
                 param.clone(),
-                format!("unknown field `{param}`: it is not part of the Messages API the router accepts"),
+                format!(
+                    "unknown field `{param}`: it is not part of the Messages API the router accepts"
+                ),
             ))
         }
     }
@@ -276,7 +278,10 @@ fn convert_request(wire: MessagesRequest, endpoint: Endpoint) -> Result<Request,
         .transpose()?;
     if let Some(t) = &thinking
         && t.mode != ThinkingMode::Disabled
-        && matches!(tool_choice, Some(ToolChoice::Required | ToolChoice::Tool { .. }))
+        && matches!(
+            tool_choice,
+            Some(ToolChoice::Required | ToolChoice::Tool { .. })
+        )
     {
         return Err(ApiError::invalid(
             "tool_choice.type",
@@ -430,7 +435,15 @@ fn message(
             blocks
                 .into_iter()
                 .enumerate()
-                .map(|(j, b)| block(&format!("{base}.content[{j}]"), role, b, endpoint, native_only))
+                .map(|(j, b)| {
+                    block(
+                        &format!("{base}.content[{j}]"),
+                        role,
+                        b,
+                        endpoint,
+                        native_only,
+                    )
+                })
                 .collect::<Result<Vec<_>, _>>()?,
             false,
         ),
@@ -446,7 +459,10 @@ fn message(
 fn not_allowed(path: &str, kind: &str, role: Role) -> ApiError {
     ApiError::invalid(
         format!("{path}.type"),
-        format!("`{kind}` blocks are not allowed in {} messages", role.as_str()),
+        format!(
+            "`{kind}` blocks are not allowed in {} messages",
+            role.as_str()
+        ),
     )
 }
 
@@ -596,9 +612,14 @@ fn block(
         ContentBlock::Unknown(_) => Err(ApiError::invalid(
             format!("{path}.type"),
             match kind.as_str() {
-                "document" => "document blocks are not supported: inference accepts text and image input only".to_owned(),
+                "document" => {
+                    "document blocks are not supported: inference accepts text and image input only"
+                        .to_owned()
+                }
                 "server_tool_use" | "mcp_tool_use" | "mcp_tool_result" | "container_upload" => {
-                    format!("`{kind}` blocks are not supported: server tools, MCP and containers are not available through the router")
+                    format!(
+                        "`{kind}` blocks are not supported: server tools, MCP and containers are not available through the router"
+                    )
                 }
                 k if k.ends_with("_tool_result") => format!(
                     "`{kind}` blocks are not supported: server tools are not available through the router"
@@ -729,9 +750,8 @@ fn tool(i: usize, t: wire::ToolDefinition, endpoint: Endpoint) -> Result<Tool, A
         ));
     }
     no_unknown(&base, &extra)?;
-    let name = name.ok_or_else(|| {
-        ApiError::invalid(format!("{base}.name"), "a tool needs a `name`")
-    })?;
+    let name =
+        name.ok_or_else(|| ApiError::invalid(format!("{base}.name"), "a tool needs a `name`"))?;
     let parameters = match input_schema {
         Some(Value::Object(schema)) => Value::Object(schema),
         Some(_) => {
@@ -757,9 +777,7 @@ fn tool(i: usize, t: wire::ToolDefinition, endpoint: Endpoint) -> Result<Tool, A
 }
 
 /// `tool_choice` and what `disable_parallel_tool_use` says about parallel calls (D-18).
-fn convert_tool_choice(
-    choice: wire::ToolChoice,
-) -> Result<(ToolChoice, Option<bool>), ApiError> {
+fn convert_tool_choice(choice: wire::ToolChoice) -> Result<(ToolChoice, Option<bool>), ApiError> {
     let wire::ToolChoice {
         kind,
         name,
@@ -878,7 +896,10 @@ fn convert_thinking(
 /// `metadata`: an object whose only member is `user_id` (a string or null).
 fn check_metadata(value: &Value) -> Result<Option<String>, ApiError> {
     let Value::Object(map) = value else {
-        return Err(ApiError::invalid("metadata", "`metadata` must be an object"));
+        return Err(ApiError::invalid(
+            "metadata",
+            "`metadata` must be an object",
+        ));
     };
     let mut user_id = None;
     for (key, member) in map {

@@ -91,7 +91,9 @@ impl<'de> Deserialize<'de> for Event {
         }
         let map = d.deserialize_map(ObjectVisitor("a stream event object"))?;
         match tag(&map)? {
-            "message_start" => typed(map).map(|e: Start| Event::MessageStart { message: e.message }),
+            "message_start" => {
+                typed(map).map(|e: Start| Event::MessageStart { message: e.message })
+            }
             "content_block_start" => typed(map).map(|e: BlockStart| Event::ContentBlockStart {
                 index: e.index,
                 content_block: e.content_block,
