@@ -27,9 +27,9 @@ pub struct MessagesRequest {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub messages: Option<Vec<InputMessage>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub system: Option<Content>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub messages: Option<Vec<InputMessage>>,
     /// `Some(None)` is an explicit `null`, which Messages rejects (CF-22).
     #[serde(
         deserialize_with = "explicit_null",
