@@ -45,7 +45,7 @@ const IMAGE_MEDIA_TYPES: [&str; 4] = ["image/jpeg", "image/png", "image/gif", "i
 /// At most this many messages (CF-06), tools and stop sequences (D-16, D-13).
 const MAX_MESSAGES: usize = 100_000;
 const MAX_TOOLS: usize = 128;
-const MAX_STOP_SEQUENCES: usize = 4;
+pub(crate) const MAX_STOP_SEQUENCES: usize = 4;
 /// The smallest thinking budget (D-19).
 const MIN_THINKING_BUDGET: u32 = 1024;
 
@@ -373,6 +373,8 @@ fn system_message(system: Content, endpoint: Endpoint) -> Result<Option<Message>
             Endpoint::CountTokens => Ok(None),
         },
         Content::Text(text) => Ok(Some(Message::text(Role::System, text))),
+        // No blocks, no instruction.
+        Content::Blocks(blocks) if blocks.is_empty() => Ok(None),
         Content::Blocks(blocks) => {
             let content = blocks
                 .into_iter()

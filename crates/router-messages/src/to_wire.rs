@@ -16,7 +16,7 @@
 //! * the name of a JSON schema, and `strict: false` (Messages always
 //!   enforces the schema, which satisfies a non-strict request too).
 
-use crate::from_wire::NATIVE_FIELDS;
+use crate::from_wire::{MAX_STOP_SEQUENCES, NATIVE_FIELDS};
 use crate::wire::request::{
     self as wire, Content, ContentBlock, ImageBlock, InputMessage, MessagesRequest,
     RedactedThinkingBlock, TextBlock, ThinkingBlock, ToolDefinition, ToolResultBlock, ToolUseBlock,
@@ -60,7 +60,17 @@ pub(crate) fn messages_request(
         no_one_hour_markers(req)?;
     }
     let (system, messages) = conversation(req, native_request)?;
+    if messages.is_empty() {
+        return Err(ApiError::unsupported_conversion(
+            "a request without user or assistant turns cannot be sent to a Messages supplier",
+        ));
+    }
     let sampling = &req.sampling;
+    if sampling.stop.len() > MAX_STOP_SEQUENCES || sampling.stop.iter().any(String::is_empty) {
+        return Err(ApiError::unsupported_conversion(format!(
+            "a Messages supplier takes at most {MAX_STOP_SEQUENCES} non-empty stop sequences"
+        )));
+    }
     if let Some(t) = sampling.temperature
         && t > 1.0
     {
@@ -208,7 +218,7 @@ fn conversation(
             content(blocks, message.content_was_string),
         ));
     }
-    Ok((system(&system_messages)?, messages))
+    Ok((system(&system_messages, native_request)?, messages))
 }
 
 /// A string when the message came as one (and is one plain text), else blocks.
@@ -227,7 +237,7 @@ fn content(blocks: Vec<ContentBlock>, prefer_string: bool) -> Content {
     Content::Blocks(blocks)
 }
 
-fn system(messages: &[&Message]) -> Result<Option<Content>, ApiError> {
+fn system(messages: &[&Message], native_request: bool) -> Result<Option<Content>, ApiError> {
     let mut blocks = Vec::new();
     for message in messages {
         for part in &message.content {
@@ -236,8 +246,9 @@ fn system(messages: &[&Message]) -> Result<Option<Content>, ApiError> {
                     text,
                     cache_control,
                 } => {
-                    // An empty instruction says nothing; Messages refuses it.
-                    if text.is_empty() && cache_control.is_none() {
+                    // A converted empty instruction says nothing, and
+                    // Messages refuses it; a native one is the client's.
+                    if text.is_empty() && cache_control.is_none() && !native_request {
                         continue;
                     }
                     blocks.push(ContentBlock::Text(TextBlock {
@@ -485,6 +496,16 @@ fn thinking(req: &Request, native_request: bool) -> Result<Option<wire::Thinking
         ThinkingMode::Enabled => "enabled",
         ThinkingMode::Adaptive => "adaptive",
     };
+    if t.mode != ThinkingMode::Disabled
+        && matches!(
+            req.tool_choice,
+            Some(ToolChoice::Required | ToolChoice::Tool { .. })
+        )
+    {
+        return Err(ApiError::unsupported_conversion(
+            "a Messages supplier cannot force tool use while thinking",
+        ));
+    }
     if t.mode == ThinkingMode::Enabled && t.budget_tokens.is_none() {
         return Err(ApiError::unsupported_conversion(
             "enabled thinking needs `budget_tokens` on a Messages supplier",
@@ -503,14 +524,14 @@ fn thinking(req: &Request, native_request: bool) -> Result<Option<wire::Thinking
 
 /// The client's `metadata` (native requests), with `user_id` the end user.
 fn metadata(req: &Request, native: Option<&Value>) -> Option<Value> {
-    let mut metadata = match native {
-        Some(Value::Object(map)) => map.clone(),
-        _ => Map::new(),
+    let (mut metadata, given) = match native {
+        Some(Value::Object(map)) => (map.clone(), true),
+        _ => (Map::new(), false),
     };
     if let Some(user) = &req.end_user {
         metadata.insert("user_id".to_owned(), Value::String(user.clone()));
     }
-    (!metadata.is_empty()).then_some(Value::Object(metadata))
+    (given || !metadata.is_empty()).then_some(Value::Object(metadata))
 }
 
 /// The client's `output_config` (native requests), with the explicit effort
