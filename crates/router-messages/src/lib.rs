@@ -193,7 +193,9 @@ pub fn validate_count_tokens_headers(headers: &RequestHeaders<'_>) -> Result<(),
 /// (F-11), tool arguments that are not an object, a temperature above 1,
 /// `json_object` output, another protocol's opaque part). With
 /// `prompt_cache: On` and no marker anywhere, the last block of the last
-/// message gets a five-minute `cache_control` (F-08).
+/// message gets a five-minute `cache_control` (F-08); the server sets `On`
+/// only for routes where that applies (vendor-Claude models), as the
+/// encoder cannot tell.
 pub fn encode_request(
     request: &Request,
     upstream_model: &str,
