@@ -674,11 +674,14 @@ fn tool(i: usize, t: wire::ToolDefinition) -> Result<Tool, ApiError> {
     })
 }
 
-/// `{"type": "object", "properties": {}}`: the schema of a tool without `parameters`.
+/// The schema of a tool without `parameters`: an object with no members.
+/// `additionalProperties: false` keeps it valid under strict mode, which is
+/// the Responses default.
 fn empty_object_schema() -> Value {
     let mut schema = Map::new();
     schema.insert("type".to_owned(), Value::String("object".to_owned()));
     schema.insert("properties".to_owned(), Value::Object(Map::new()));
+    schema.insert("additionalProperties".to_owned(), Value::Bool(false));
     Value::Object(schema)
 }
 
