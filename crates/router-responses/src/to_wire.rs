@@ -86,7 +86,9 @@ pub(crate) fn responses_request(
     let native = req.inbound == Some(Protocol::Responses);
     let mut messages = req.messages.as_slice();
     let mut instructions = None;
+    // `input` may not be empty, so a lone system message stays an item.
     if let Some((first, rest)) = messages.split_first()
+        && !rest.is_empty()
         && let Some(text) = instructions_text(first)
     {
         instructions = Some(text.to_owned());
