@@ -474,9 +474,9 @@ fn message_content(
                             "assistant messages cannot carry images",
                         ));
                     }
-                    image @ (WirePart::InputImage(_) | WirePart::ImageUrl(_) | WirePart::Image(_)) => {
-                        image_part(&path, image)?
-                    }
+                    image @ (WirePart::InputImage(_)
+                    | WirePart::ImageUrl(_)
+                    | WirePart::Image(_)) => image_part(&path, image)?,
                     WirePart::OutputText(_) | WirePart::Refusal(_) => {
                         return Err(ApiError::invalid(
                             format!("{path}.type"),

@@ -123,8 +123,8 @@ impl StreamDecoder {
             path: ".".to_owned(),
             message: err.to_string(),
         })?;
-        let fields: EventFields = serde_path_to_error::deserialize(Value::Object(map))
-            .map_err(DecodeError::json)?;
+        let fields: EventFields =
+            serde_path_to_error::deserialize(Value::Object(map)).map_err(DecodeError::json)?;
         let kind = fields
             .kind
             .clone()
@@ -242,16 +242,21 @@ impl StreamDecoder {
                     self.open_item(key, events)?;
                     self.open_pending(key);
                 }
-                self.thinking(source, part.unwrap_or(0), f.delta.unwrap_or_default(), events);
+                self.thinking(
+                    source,
+                    part.unwrap_or(0),
+                    f.delta.unwrap_or_default(),
+                    events,
+                );
             }
             "response.output_item.done" => {
                 let oi = output_index(kind, &f)?;
                 match f.item {
                     Some(item) => self.item_done(oi, item, events)?,
                     None => {
-                        if self.open.as_ref().is_some_and(|o| {
-                            matches!(o.key, Key::Item { output_index } if output_index == oi)
-                        }) {
+                        if self.open.as_ref().is_some_and(
+                            |o| matches!(o.key, Key::Item { output_index } if output_index == oi),
+                        ) {
                             self.close(events);
                         }
                     }
@@ -261,14 +266,17 @@ impl StreamDecoder {
                 let response = f.response.ok_or(DecodeError::MissingUsage)?;
                 self.start(&response.id, &response.model, events);
                 self.close(events);
-                let usage = from_wire::usage(
-                    response.usage.as_ref().ok_or(DecodeError::MissingUsage)?,
-                )?;
-                let status = response.status.as_deref().unwrap_or(if kind == "response.completed" {
-                    "completed"
-                } else {
-                    "incomplete"
-                });
+                let usage =
+                    from_wire::usage(response.usage.as_ref().ok_or(DecodeError::MissingUsage)?)?;
+                let status =
+                    response
+                        .status
+                        .as_deref()
+                        .unwrap_or(if kind == "response.completed" {
+                            "completed"
+                        } else {
+                            "incomplete"
+                        });
                 let stop_reason = from_wire::stop_reason(
                     Some(status),
                     response.incomplete_details.as_ref(),
@@ -559,9 +567,12 @@ impl StreamDecoder {
                     self.begin_thinking(events);
                 }
                 self.fill(&text, events);
-                if let (Some(signature), Some(Open {
-                    index: Some(index), ..
-                })) = (signature, &self.open)
+                if let (
+                    Some(signature),
+                    Some(Open {
+                        index: Some(index), ..
+                    }),
+                ) = (signature, &self.open)
                 {
                     events.push(StreamEvent::Delta {
                         index: *index,
@@ -1185,7 +1196,12 @@ impl StreamEncoder {
     /// Close the open message item, if any.
     fn message_done(&mut self, incomplete: bool, out: &mut Vec<u8>) {
         if let Some(mut message) = self.message.take() {
-            message.status = if incomplete { "incomplete" } else { "completed" }.to_owned();
+            message.status = if incomplete {
+                "incomplete"
+            } else {
+                "completed"
+            }
+            .to_owned();
             self.item_done(OutputItem::Message(message), out);
         }
     }

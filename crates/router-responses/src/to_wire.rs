@@ -214,7 +214,11 @@ fn push_items(message: &Message, native: bool, out: &mut Vec<InputItem>) -> Resu
     let mut run: Vec<wire::ContentPart> = Vec::new();
     let flush = |run: &mut Vec<wire::ContentPart>, out: &mut Vec<InputItem>| {
         if !run.is_empty() {
-            out.push(message_item(role, std::mem::take(run), message.content_was_string));
+            out.push(message_item(
+                role,
+                std::mem::take(run),
+                message.content_was_string,
+            ));
         }
     };
     for part in &message.content {
@@ -338,7 +342,11 @@ fn tool_message_items(
     Ok(())
 }
 
-fn message_item(role: MessageRole, parts: Vec<wire::ContentPart>, prefer_string: bool) -> InputItem {
+fn message_item(
+    role: MessageRole,
+    parts: Vec<wire::ContentPart>,
+    prefer_string: bool,
+) -> InputItem {
     InputItem::Message(MessageItem {
         role,
         content: content(parts, prefer_string),

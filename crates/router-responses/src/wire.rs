@@ -129,7 +129,10 @@ mod tests {
     #[test]
     fn paths_join() {
         assert_eq!(join_path(".", "model"), "model");
-        assert_eq!(join_path("input[0]", "content[1].text"), "input[0].content[1].text");
+        assert_eq!(
+            join_path("input[0]", "content[1].text"),
+            "input[0].content[1].text"
+        );
         assert_eq!(join_path("input", "[0]"), "input[0]");
         assert_eq!(join_path("tools[2]", ""), "tools[2]");
     }

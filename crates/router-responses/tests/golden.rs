@@ -107,7 +107,11 @@ fn frame_values(bytes: &[u8]) -> Vec<(Option<String>, Value)> {
 /// The Responses stream rules every client stream must keep.
 fn check_client_stream(case: &Path, bytes: &[u8]) {
     let values = frame_values(bytes);
-    assert!(!values.is_empty(), "{}: empty client stream", case.display());
+    assert!(
+        !values.is_empty(),
+        "{}: empty client stream",
+        case.display()
+    );
     for (n, (event, data)) in values.iter().enumerate() {
         assert_eq!(
             event.as_deref(),

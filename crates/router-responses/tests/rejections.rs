@@ -145,7 +145,11 @@ fn every_rule_rejects_with_its_param() {
             Some("conversation"),
         ),
         ("store true", with("store", json!(true)), Some("store")),
-        ("store \"false\"", with("store", json!("false")), Some("store")),
+        (
+            "store \"false\"",
+            with("store", json!("false")),
+            Some("store"),
+        ),
         ("store 0", with("store", json!(0)), Some("store")),
         (
             "background true",
@@ -237,7 +241,11 @@ fn every_rule_rejects_with_its_param() {
             Some("input[0].encrypted_content"),
         ),
         // content parts
-        ("part not an object", part(json!(1)), Some("input[0].content[0]")),
+        (
+            "part not an object",
+            part(json!(1)),
+            Some("input[0].content[0]"),
+        ),
         (
             "part without type",
             part(json!({"text": "a"})),
@@ -492,7 +500,11 @@ fn every_rule_rejects_with_its_param() {
             Some("tools[0].strict"),
         ),
         // tool_choice
-        ("tool_choice 1", with("tool_choice", json!(1)), Some("tool_choice")),
+        (
+            "tool_choice 1",
+            with("tool_choice", json!(1)),
+            Some("tool_choice"),
+        ),
         (
             "tool_choice unknown mode",
             with("tool_choice", json!("sometimes")),
@@ -567,7 +579,10 @@ fn every_rule_rejects_with_its_param() {
         ),
         (
             "json_schema without schema",
-            with("text", json!({"format": {"type": "json_schema", "name": "x"}})),
+            with(
+                "text",
+                json!({"format": {"type": "json_schema", "name": "x"}}),
+            ),
             Some("text.format.schema"),
         ),
         (
@@ -592,7 +607,11 @@ fn every_rule_rejects_with_its_param() {
             Some("text.verbosity"),
         ),
         // stream (F-19)
-        ("stream \"yes\"", with("stream", json!("yes")), Some("stream")),
+        (
+            "stream \"yes\"",
+            with("stream", json!("yes")),
+            Some("stream"),
+        ),
         // end user
         ("user 5", with("user", json!(5)), Some("user")),
         (
@@ -613,11 +632,7 @@ fn every_rule_rejects_with_its_param() {
         ),
         ("zdr \"true\"", with("zdr", json!("true")), Some("zdr")),
         // vetted passthrough fields
-        (
-            "metadata []",
-            with("metadata", json!([])),
-            Some("metadata"),
-        ),
+        ("metadata []", with("metadata", json!([])), Some("metadata")),
         (
             "include \"x\"",
             with("include", json!("reasoning.encrypted_content")),
@@ -694,7 +709,10 @@ fn the_boundaries_of_each_rule_are_accepted() {
         ("unknown top-level field", with("x_custom", json!(1))),
         ("service_tier", with("service_tier", json!("priority"))),
         ("background false", with("background", json!(false))),
-        ("previous_response_id null", with("previous_response_id", Value::Null)),
+        (
+            "previous_response_id null",
+            with("previous_response_id", Value::Null),
+        ),
         ("conversation null", with("conversation", Value::Null)),
         // C-08, C-09
         ("reasoning null", with("reasoning", Value::Null)),
@@ -706,12 +724,18 @@ fn the_boundaries_of_each_rule_are_accepted() {
                 ("reasoning", json!({"effort": "low"})),
             ),
         ),
-        ("effort alias alone", with("reasoning_effort", json!("minimal"))),
+        (
+            "effort alias alone",
+            with("reasoning_effort", json!("minimal")),
+        ),
         // C-14
         ("temperature 2", with("temperature", json!(2))),
         ("temperature 0", with("temperature", json!(0))),
         // C-16, F-21
-        ("min_discount_percent 99.99", with("min_discount_percent", json!(99.99))),
+        (
+            "min_discount_percent 99.99",
+            with("min_discount_percent", json!(99.99)),
+        ),
         ("zdr true (routing decides)", with("zdr", json!(true))),
         // GP-49: the accepted item types
         (
@@ -732,7 +756,9 @@ fn the_boundaries_of_each_rule_are_accepted() {
         ),
         (
             "replayed output_text with annotations",
-            assistant_part(json!({"type": "output_text", "text": "a", "annotations": [], "logprobs": []})),
+            assistant_part(
+                json!({"type": "output_text", "text": "a", "annotations": [], "logprobs": []}),
+            ),
         ),
         // C-12, GP-02
         (
@@ -769,13 +795,22 @@ fn the_boundaries_of_each_rule_are_accepted() {
                 ("tool_choice", json!({"type": "function", "name": "f"})),
             ),
         ),
-        ("tool_choice required", with("tool_choice", json!("required"))),
-        ("text format text", with("text", json!({"format": {"type": "text"}}))),
+        (
+            "tool_choice required",
+            with("tool_choice", json!("required")),
+        ),
+        (
+            "text format text",
+            with("text", json!({"format": {"type": "text"}})),
+        ),
         (
             "text format json_object",
             with("text", json!({"format": {"type": "json_object"}})),
         ),
-        ("include", with("include", json!(["reasoning.encrypted_content"]))),
+        (
+            "include",
+            with("include", json!(["reasoning.encrypted_content"])),
+        ),
         ("stream true", with("stream", json!(true))),
     ];
     for (name, body) in accepted {

@@ -285,7 +285,10 @@ fn native() -> impl Strategy<Value = Option<NativeFields>> {
         prop::option::of((ident(), text())),
         prop::option::of(prop_oneof!["auto", "disabled"]),
         prop::option::of(prop::collection::vec(
-            prop_oneof!["reasoning.encrypted_content", "message.output_text.logprobs"],
+            prop_oneof![
+                "reasoning.encrypted_content",
+                "message.output_text.logprobs"
+            ],
             0..3,
         )),
         prop::option::of(0u8..=20),

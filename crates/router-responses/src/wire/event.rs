@@ -180,8 +180,12 @@ impl ServerEvent {
             ServerEvent::FunctionCallArgumentsDelta { .. } => {
                 "response.function_call_arguments.delta"
             }
-            ServerEvent::FunctionCallArgumentsDone { .. } => "response.function_call_arguments.done",
-            ServerEvent::ReasoningSummaryPartAdded { .. } => "response.reasoning_summary_part.added",
+            ServerEvent::FunctionCallArgumentsDone { .. } => {
+                "response.function_call_arguments.done"
+            }
+            ServerEvent::ReasoningSummaryPartAdded { .. } => {
+                "response.reasoning_summary_part.added"
+            }
             ServerEvent::ReasoningSummaryPartDone { .. } => "response.reasoning_summary_part.done",
             ServerEvent::ReasoningSummaryTextDelta { .. } => {
                 "response.reasoning_summary_text.delta"
