@@ -809,10 +809,13 @@ impl StreamEncoder {
 
     /// A failure after the stream started (GP-04): an `error` event with the
     /// router's stable code, then `response.failed` with the output so far.
+    /// `response.created` comes first if nothing was written yet, as SDK
+    /// stream helpers require it before any other event.
     pub fn encode_error(&mut self, error: &ApiError, out: &mut Vec<u8>) {
         if self.done {
             return;
         }
+        self.start(out);
         self.done = true;
         let sequence_number = self.next_sequence();
         self.write(

@@ -1279,8 +1279,19 @@ fn a_failure_mid_stream_ends_with_error_and_response_failed() {
         &mut out,
     );
     let frames = client_frames(&out);
+    let names: Vec<_> = frames.iter().map(|(n, _)| n.as_str()).collect();
+    // SDK stream helpers need response.created before anything else.
     assert_eq!(
-        frames[1].1["response"]["error"]["code"],
+        names,
+        [
+            "response.created",
+            "response.in_progress",
+            "error",
+            "response.failed"
+        ]
+    );
+    assert_eq!(
+        frames[3].1["response"]["error"]["code"],
         "rate_limit_exceeded"
     );
 }
