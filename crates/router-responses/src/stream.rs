@@ -16,9 +16,8 @@
 
 use crate::error::DecodeError;
 use crate::from_wire::{self, SUMMARY_SEPARATOR};
-use crate::to_wire::{
-    Finish, ResponseHead, item_id, output_text, reasoning_item, response_object, usage,
-};
+use crate::to_wire::usage as wire_usage;
+use crate::to_wire::{Finish, ResponseHead, item_id, output_text, reasoning_item, response_object};
 use crate::wire::event::{EventFields, ServerEvent};
 use crate::wire::request::{ReasoningText, summary_text};
 use crate::wire::response::{
@@ -769,7 +768,7 @@ impl StreamEncoder {
     pub fn encode_finish(
         &mut self,
         stop_reason: &StopReason,
-        usage_in: &Usage,
+        usage: &Usage,
         cost: NanoUsd,
         out: &mut Vec<u8>,
     ) {
@@ -788,7 +787,7 @@ impl StreamEncoder {
             finish.incomplete,
             None,
             output,
-            Some(usage(usage_in, cost)),
+            Some(wire_usage(usage, cost)),
         ));
         let sequence_number = self.next_sequence();
         self.write(
