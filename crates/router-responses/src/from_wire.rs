@@ -896,7 +896,10 @@ pub(crate) fn usage(wire: &ResponseUsage) -> Result<Usage, DecodeError> {
             .input_tokens_details
             .as_ref()
             .map_or(0, |d| d.cached_tokens),
-        cache_creation_input_tokens: 0,
+        cache_creation_input_tokens: wire
+            .input_tokens_details
+            .as_ref()
+            .map_or(0, |d| d.cache_write_tokens),
         reasoning_tokens: wire
             .output_tokens_details
             .as_ref()

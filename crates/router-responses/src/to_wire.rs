@@ -693,6 +693,7 @@ pub(crate) fn usage(usage: &Usage, cost: NanoUsd) -> ResponseUsage {
         input_tokens: usage.input_tokens,
         input_tokens_details: Some(InputTokensDetails {
             cached_tokens: usage.cache_read_input_tokens,
+            cache_write_tokens: usage.cache_creation_input_tokens,
         }),
         output_tokens: usage.output_tokens,
         output_tokens_details: Some(OutputTokensDetails {

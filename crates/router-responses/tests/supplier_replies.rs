@@ -1002,7 +1002,7 @@ fn the_client_reply_has_every_required_member() {
     assert_eq!(output[2]["id"], "fc_abc_2");
     assert_eq!(
         value["usage"],
-        json!({"input_tokens": 10, "input_tokens_details": {"cached_tokens": 2},
+        json!({"input_tokens": 10, "input_tokens_details": {"cached_tokens": 2, "cache_write_tokens": 0},
                "output_tokens": 6, "output_tokens_details": {"reasoning_tokens": 1},
                "total_tokens": 16, "cost": 0.0025})
     );

@@ -46,8 +46,20 @@ pub(crate) async fn attempt(
     let bytes = read_body(response).await?;
     dialect
         .decode_response(&bytes)
-        .map(SupplierReply::Complete)
+        .map(|mut response| {
+            // Messages replies carry no timestamp: the router's clock stands in.
+            if response.created == 0 {
+                response.created = unix_now();
+            }
+            SupplierReply::Complete(response)
+        })
         .map_err(|e| AttemptError::invalid_response(format!("{} response: {e}", dialect.name())))
+}
+
+fn unix_now() -> i64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
 }
 
 /// Read a whole JSON body, capped. A failed read may be retried (G-11).

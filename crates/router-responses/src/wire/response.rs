@@ -271,6 +271,9 @@ pub struct ResponseUsage {
 pub struct InputTokensDetails {
     #[serde(default, deserialize_with = "null_as_zero")]
     pub cached_tokens: u64,
+    /// Tokens written to the prompt cache (the openai SDK requires the field).
+    #[serde(default, deserialize_with = "null_as_zero")]
+    pub cache_write_tokens: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
