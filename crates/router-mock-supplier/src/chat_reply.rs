@@ -1,16 +1,17 @@
 //! Chat Completions bodies: the `chat.completion` JSON object, the
-//! `chat.completion.chunk` SSE events of a stream, and the error envelope.
+//! `chat.completion.chunk` SSE events of a stream, and the in-stream error.
 //!
 //! Pure functions of a [`MockReply`] and the parts of the request that matter
 //! ([`ChatRequest`]); nothing here knows about sockets or timing.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use bytes::Bytes;
 use serde_json::{Value, json};
 
+use crate::openai_error;
+use crate::reply_identity::ReplyIdentity;
 use crate::script::{MockReply, MockUsage};
+use crate::sse::{data_event, fragments, words};
+use crate::usage_estimate::{content_chars_of, effective_usage};
 
 /// The final SSE event of a successful stream.
 pub(crate) const SSE_DONE: &[u8] = b"data: [DONE]\n\n";
@@ -21,9 +22,8 @@ pub(crate) const SSE_MALFORMED: &[u8] = b"data: {not json\n\n";
 /// The body [`crate::Script::InvalidJson`] sends.
 pub(crate) const INVALID_JSON_BODY: &[u8] = b"{\"id\": \"chatcmpl-mock\", this is not json";
 
-/// Text of the reply a stream-breaking script cuts short.
-pub(crate) const INTERRUPTED_TEXT: &str =
-    "This reply from the mock supplier is interrupted before it completes.";
+/// Prefix of completion ids.
+const ID_PREFIX: &str = "chatcmpl-mock-";
 
 /// Argument fragments in a streamed tool call are at most this many characters.
 const ARGUMENT_FRAGMENT_CHARS: usize = 8;
@@ -55,54 +55,13 @@ impl ChatRequest {
             .pointer("/stream_options/include_usage")
             .and_then(Value::as_bool)
             == Some(true);
-        let prompt_chars = body
-            .get("messages")
-            .and_then(Value::as_array)
-            .map(|messages| {
-                messages
-                    .iter()
-                    .filter_map(|message| message.get("content"))
-                    .map(content_chars)
-                    .sum()
-            })
-            .unwrap_or(0);
         ChatRequest {
             model,
             stream,
             include_usage,
-            prompt_chars,
+            prompt_chars: content_chars_of(body, "messages"),
         }
     }
-}
-
-/// Characters in a message `content`: a string, or an array of parts whose
-/// `text` fields count.
-fn content_chars(content: &Value) -> usize {
-    match content {
-        Value::String(text) => text.chars().count(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|part| part.get("text").and_then(Value::as_str))
-            .map(|text| text.chars().count())
-            .sum(),
-        _ => 0,
-    }
-}
-
-/// The usage a reply reports: the scripted one, or the estimate.
-pub(crate) fn effective_usage(reply: &MockReply, request: &ChatRequest) -> MockUsage {
-    reply.usage.unwrap_or(MockUsage {
-        prompt_tokens: estimate_tokens(request.prompt_chars),
-        completion_tokens: estimate_tokens(reply.text.chars().count()),
-        cached_tokens: None,
-        reasoning_tokens: None,
-    })
-}
-
-fn estimate_tokens(chars: usize) -> u64 {
-    u64::try_from(chars / 4)
-        .unwrap_or(u64::MAX)
-        .saturating_add(1)
 }
 
 /// The OpenAI `usage` object.
@@ -121,34 +80,17 @@ fn usage_json(usage: MockUsage) -> Value {
     object
 }
 
-/// Identity shared by every object of one reply: id, creation time, model.
-#[derive(Debug, Clone)]
-pub(crate) struct ReplyIdentity {
-    id: String,
-    created: u64,
-    model: String,
-}
-
-impl ReplyIdentity {
-    /// A fresh `chatcmpl-mock-N` id, stamped now, echoing the request's model.
-    pub(crate) fn new(request: &ChatRequest) -> ReplyIdentity {
-        static NEXT_ID: AtomicU64 = AtomicU64::new(1);
-        let created = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|elapsed| elapsed.as_secs())
-            .unwrap_or(0);
-        ReplyIdentity {
-            id: format!("chatcmpl-mock-{}", NEXT_ID.fetch_add(1, Ordering::Relaxed)),
-            created,
-            model: request.model.clone(),
-        }
-    }
-}
-
 fn tool_call_id(reply: &MockReply, index: usize) -> String {
     match reply.tool_calls.get(index) {
         Some(call) if !call.id.is_empty() => call.id.clone(),
         _ => format!("call_mock_{index}"),
+    }
+}
+
+/// Adds the unknown provider field when the reply asks for extras.
+fn add_extras(reply: &MockReply, object: &mut Value) {
+    if reply.provider_extras {
+        object["provider_x"] = json!(1);
     }
 }
 
@@ -182,8 +124,9 @@ pub(crate) fn completion_json(
             .collect();
         message["tool_calls"] = Value::Array(calls);
     }
-    json!({
-        "id": identity.id,
+    add_extras(reply, &mut message);
+    let mut completion = json!({
+        "id": identity.id(ID_PREFIX),
         "object": "chat.completion",
         "created": identity.created,
         "model": identity.model,
@@ -193,14 +136,17 @@ pub(crate) fn completion_json(
             "logprobs": null,
             "finish_reason": reply.effective_finish_reason(),
         }],
-        "usage": usage_json(effective_usage(reply, request)),
-    })
+        "usage": usage_json(effective_usage(reply, request.prompt_chars)),
+    });
+    add_extras(reply, &mut completion);
+    completion
 }
 
 /// The `chat.completion.chunk` objects of a streamed reply, in order, without
 /// the final `[DONE]`:
 ///
-/// 1. role `assistant` with empty content;
+/// 1. role `assistant` with empty content (with `provider_extras`, this
+///    chunk and its delta carry `provider_x`);
 /// 2. `reasoning_content` word by word, then `content` word by word;
 /// 3. per tool call, a head delta (index, id, type, name, empty arguments)
 ///    then argument fragments;
@@ -211,11 +157,14 @@ pub(crate) fn stream_chunks(
     request: &ChatRequest,
     identity: &ReplyIdentity,
 ) -> Vec<Value> {
-    let mut chunks = vec![delta_chunk(
+    let mut first = delta_chunk(
         identity,
         json!({ "role": "assistant", "content": "" }),
         None,
-    )];
+    );
+    add_extras(reply, &mut first);
+    add_extras(reply, &mut first["choices"][0]["delta"]);
+    let mut chunks = vec![first];
     if let Some(reasoning) = &reply.reasoning_content {
         chunks.extend(
             words(reasoning)
@@ -248,12 +197,12 @@ pub(crate) fn stream_chunks(
     ));
     if request.include_usage {
         chunks.push(json!({
-            "id": identity.id,
+            "id": identity.id(ID_PREFIX),
             "object": "chat.completion.chunk",
             "created": identity.created,
             "model": identity.model,
             "choices": [],
-            "usage": usage_json(effective_usage(reply, request)),
+            "usage": usage_json(effective_usage(reply, request.prompt_chars)),
         }));
     }
     chunks
@@ -261,7 +210,7 @@ pub(crate) fn stream_chunks(
 
 fn delta_chunk(identity: &ReplyIdentity, delta: Value, finish_reason: Option<&str>) -> Value {
     json!({
-        "id": identity.id,
+        "id": identity.id(ID_PREFIX),
         "object": "chat.completion.chunk",
         "created": identity.created,
         "model": identity.model,
@@ -274,53 +223,10 @@ fn delta_chunk(identity: &ReplyIdentity, delta: Value, finish_reason: Option<&st
     })
 }
 
-/// Splits text into pieces that each end after a whitespace character, so
-/// that their concatenation is the text exactly.
-fn words(text: &str) -> impl Iterator<Item = &str> {
-    text.split_inclusive(char::is_whitespace)
-}
-
-/// Splits text into pieces of at most `max_chars` characters.
-fn fragments(text: &str, max_chars: usize) -> Vec<&str> {
-    let mut pieces = Vec::new();
-    let mut start = 0;
-    for (count, (offset, _)) in text.char_indices().enumerate() {
-        if count > 0 && count % max_chars == 0 {
-            pieces.push(&text[start..offset]);
-            start = offset;
-        }
-    }
-    if start < text.len() {
-        pieces.push(&text[start..]);
-    }
-    pieces
-}
-
-/// One SSE `data:` event carrying a JSON value.
-pub(crate) fn sse_event(value: &Value) -> Bytes {
-    Bytes::from(format!("data: {value}\n\n"))
-}
-
-/// The OpenAI error envelope for a scripted status.
-pub(crate) fn error_envelope(status: u16) -> Value {
-    let kind = match status {
-        400 => "invalid_request_error",
-        401 => "authentication_error",
-        403 => "permission_error",
-        404 => "not_found_error",
-        408 => "timeout_error",
-        429 => "rate_limit_error",
-        500..=599 => "server_error",
-        _ => "api_error",
-    };
-    json!({
-        "error": {
-            "message": format!("mock supplier scripted status {status}"),
-            "type": kind,
-            "param": null,
-            "code": null,
-        }
-    })
+/// The in-stream error OpenAI-compatible suppliers send: a `data:` event
+/// whose payload is the error envelope.
+pub(crate) fn stream_error_event(message: &str) -> Bytes {
+    data_event(&openai_error::error_body(500, message))
 }
 
 #[cfg(test)]
@@ -351,23 +257,6 @@ mod tests {
     }
 
     #[test]
-    fn usage_is_estimated_when_not_scripted() {
-        let usage = effective_usage(&MockReply::text("abcdefgh"), &request(false, false));
-        assert_eq!(usage.prompt_tokens, 4);
-        assert_eq!(usage.completion_tokens, 3);
-    }
-
-    #[test]
-    fn fragments_rejoin_exactly() {
-        let text = "{\"city\": \"Zürich\", \"days\": 3}";
-        let pieces = fragments(text, 8);
-        assert!(pieces.len() > 2);
-        assert!(pieces.iter().all(|piece| piece.chars().count() <= 8));
-        assert_eq!(pieces.concat(), text);
-        assert!(fragments("", 8).is_empty());
-    }
-
-    #[test]
     fn stream_chunks_follow_openai_order() {
         let reply = MockReply {
             text: "Hello there world".into(),
@@ -375,9 +264,10 @@ mod tests {
             ..MockReply::default()
         };
         let request = request(true, true);
-        let identity = ReplyIdentity::new(&request);
+        let identity = ReplyIdentity::new(&request.model);
         let chunks = stream_chunks(&reply, &request, &identity);
         assert_eq!(chunks[0]["choices"][0]["delta"]["role"], "assistant");
+        assert!(chunks[0].get("provider_x").is_none());
         let text: String = chunks
             .iter()
             .filter_map(|chunk| chunk["choices"][0]["delta"]["content"].as_str())
@@ -403,15 +293,14 @@ mod tests {
         let reply = MockReply {
             tool_calls: vec![MockToolCall::new("c1", "f", "{}")],
             usage: Some(MockUsage {
-                prompt_tokens: 10,
-                completion_tokens: 2,
                 cached_tokens: Some(4),
                 reasoning_tokens: Some(1),
+                ..MockUsage::tokens(10, 2)
             }),
             ..MockReply::default()
         };
         let request = request(false, false);
-        let body = completion_json(&reply, &request, &ReplyIdentity::new(&request));
+        let body = completion_json(&reply, &request, &ReplyIdentity::new(&request.model));
         assert_eq!(body["choices"][0]["message"]["content"], Value::Null);
         assert_eq!(body["choices"][0]["message"]["tool_calls"][0]["id"], "c1");
         assert_eq!(body["usage"]["total_tokens"], 12);
@@ -420,5 +309,23 @@ mod tests {
             body["usage"]["completion_tokens_details"]["reasoning_tokens"],
             1
         );
+        assert!(body.get("provider_x").is_none());
+    }
+
+    #[test]
+    fn provider_extras_add_unknown_fields() {
+        let reply = MockReply {
+            provider_extras: true,
+            ..MockReply::text("hi")
+        };
+        let request = request(true, false);
+        let identity = ReplyIdentity::new(&request.model);
+        let body = completion_json(&reply, &request, &identity);
+        assert_eq!(body["provider_x"], 1);
+        assert_eq!(body["choices"][0]["message"]["provider_x"], 1);
+        let chunks = stream_chunks(&reply, &request, &identity);
+        assert_eq!(chunks[0]["provider_x"], 1);
+        assert_eq!(chunks[0]["choices"][0]["delta"]["provider_x"], 1);
+        assert!(chunks[1].get("provider_x").is_none());
     }
 }

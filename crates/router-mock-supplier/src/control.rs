@@ -18,7 +18,7 @@ use hyper::body::Incoming;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::chat_endpoint::{error_response, respond};
+use crate::endpoint::{error_response, respond};
 use crate::playbook::Playbook;
 use crate::response_body::{self, ResponseBody};
 use crate::script::Script;

@@ -1,5 +1,6 @@
-//! A real HTTP server that pretends to be an OpenAI Chat Completions
-//! supplier, scripted per request, for tests, demos and benchmarks.
+//! A real HTTP server that pretends to be an LLM supplier speaking three
+//! protocols (OpenAI Chat Completions, Anthropic Messages, OpenAI
+//! Responses), scripted per request, for tests, demos and benchmarks.
 //!
 //! # In-process use
 //!
@@ -13,7 +14,7 @@
 //! mock.enqueue_for("gpt-x", Script::status(429));          // first gpt-x request
 //! mock.enqueue(Script::Reply(MockReply {                     // next request of any model
 //!     text: "Hello!".into(),
-//!     usage: Some(MockUsage { prompt_tokens: 10, completion_tokens: 2, ..MockUsage::default() }),
+//!     usage: Some(MockUsage { cached_tokens: Some(8), ..MockUsage::tokens(10, 2) }),
 //!     chunk_delay_ms: 5,
 //!     ..MockReply::default()
 //! }));
@@ -23,12 +24,31 @@
 //! # }
 //! ```
 //!
-//! Any path ending in `/chat/completions` is the chat endpoint; every request
-//! to it is recorded (see [`RecordedCall`]) and then gets the next script:
-//! the queue of its `model` first, then the global queue, then the default.
-//! A [`Script`] says whether to answer (JSON, or SSE when the request has
-//! `"stream": true`), fail with a status, or break the connection in one of
-//! several ways. Other paths get 404.
+//! # Endpoints
+//!
+//! The protocol is chosen by the end of the path, so any prefix works
+//! (`/v1/...`, `/openai/deployments/x/...`):
+//!
+//! | path ends in        | protocol          | stream (`"stream": true`)                                          | errors                                     |
+//! |---------------------|-------------------|--------------------------------------------------------------------|--------------------------------------------|
+//! | `/chat/completions` | Chat Completions  | `data:` chunks, then `data: [DONE]`                                | `{"error": {message, type, param, code}}`  |
+//! | `/messages`         | Anthropic Messages| `event:` = `data.type`, `message_start` ... `message_stop`        | `{"type": "error", "error": {type, message}}` |
+//! | `/responses`        | OpenAI Responses  | `event:` = `data.type`, `sequence_number`, `response.created` ... `response.completed` | `{"error": {message, type, param, code}}` |
+//!
+//! Every request to them is recorded (see [`RecordedCall`]; its `path` tells
+//! the protocol) and then gets the next script: the queue of its `model`
+//! first, then the global queue, then the default. Queues and the call log
+//! are shared by the three protocols. A [`Script`] says whether to answer
+//! (JSON, or SSE when the request has `"stream": true`), fail with a status,
+//! or break the connection or the stream in one of several ways; the same
+//! script works on every protocol, written in that protocol's wire format
+//! (see [`MockReply`] and [`MockUsage`] for how each field is written).
+//! Other paths get 404.
+//!
+//! The Messages and Responses formats are written here from the public
+//! references, not with the router's wire crates, so that the mock can catch
+//! the router's translation mistakes. [`MockReply::provider_extras`] adds
+//! unknown fields and events a router must drop.
 //!
 //! # Out-of-process use
 //!
@@ -51,12 +71,24 @@ mod chat_endpoint;
 mod chat_reply;
 mod connection;
 mod control;
+mod endpoint;
+mod messages_endpoint;
+mod messages_reply;
+mod openai_error;
 mod playbook;
 mod recorded_call;
+mod reply_identity;
 mod response_body;
+mod responses_endpoint;
+mod responses_reply;
 mod script;
 mod server;
+mod sse;
+mod usage_estimate;
 
 pub use recorded_call::RecordedCall;
-pub use script::{MockReply, MockToolCall, MockUsage, Script};
+pub use script::{
+    DEFAULT_STREAM_ERROR_MESSAGE, DEFAULT_THINKING_SIGNATURE, MockReply, MockToolCall, MockUsage,
+    Script,
+};
 pub use server::MockSupplier;

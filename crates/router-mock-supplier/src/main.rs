@@ -1,5 +1,6 @@
-//! `mock-supplier`: runs a [`MockSupplier`] until SIGTERM or ctrl-c, for
-//! demos, benchmarks and tests in other languages.
+//! `mock-supplier`: runs a [`MockSupplier`] (Chat Completions, Messages and
+//! Responses) until SIGTERM or ctrl-c, for demos, benchmarks and tests in
+//! other languages.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -8,14 +9,25 @@ use anyhow::Context;
 use clap::Parser;
 use router_mock_supplier::{MockReply, MockSupplier, Script};
 
-/// A fake OpenAI Chat Completions supplier, scriptable over `/_mock/*`.
+/// A fake LLM supplier speaking OpenAI Chat Completions
+/// (`POST /v1/chat/completions`), Anthropic Messages (`POST /v1/messages`)
+/// and OpenAI Responses (`POST /v1/responses`), scriptable over `/_mock/*`.
+///
+/// Every request to a protocol endpoint is recorded and answered by the next
+/// script: the queue of its `model`, else the global queue, else the
+/// default. Control endpoints: `POST /_mock/scripts` with
+/// `{"model": "m"?, "script": {"kind": ...}}`; `PUT /_mock/default`;
+/// `GET /_mock/calls`; `POST /_mock/reset`. Script kinds: reply, status,
+/// reset, reset_after_headers, stall, invalid_json, truncated_stream,
+/// malformed_stream, stream_error.
 #[derive(Debug, Parser)]
 #[command(name = "mock-supplier", version)]
 struct Args {
     /// Address to listen on.
     #[arg(long, env = "MOCK_SUPPLIER_LISTEN", default_value = "127.0.0.1:9100")]
     listen: SocketAddr,
-    /// Text of the default reply (used when no script is queued).
+    /// Text of the default reply (used when no script is queued), on every
+    /// protocol.
     #[arg(long, default_value = "Hello from the mock supplier.")]
     default_reply: String,
     /// Default reply, streaming: milliseconds before the first event.

@@ -1,13 +1,15 @@
-//! [`RecordedCall`]: one chat request as the mock supplier received it.
+//! [`RecordedCall`]: one protocol request as the mock supplier received it.
 
 use std::time::Instant;
 
 use serde_json::{Map, Value, json};
 
-/// One request to a chat endpoint, recorded before its script runs.
+/// One request to a protocol endpoint (Chat Completions, Messages or
+/// Responses), recorded before its script runs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordedCall {
-    /// Request path without the query, e.g. `/v1/chat/completions`.
+    /// Request path without the query, e.g. `/v1/chat/completions`,
+    /// `/v1/messages` or `/v1/responses`: it tells which protocol was called.
     pub path: String,
     /// Request headers in arrival order; names are lowercase. Values that are
     /// not UTF-8 are converted lossily.

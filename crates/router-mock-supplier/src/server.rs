@@ -1,5 +1,5 @@
 //! [`MockSupplier`]: the handle, the accept loop, one task per connection,
-//! and routing between the chat endpoint, the control endpoints and 404.
+//! and routing between the protocol endpoints, the control endpoints and 404.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -15,12 +15,15 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use crate::chat_endpoint::{self, error_response};
+use crate::chat_endpoint::Chat;
 use crate::connection::{ConnectionControl, ConnectionIo};
 use crate::control;
+use crate::endpoint::{self, error_response};
+use crate::messages_endpoint::Messages;
 use crate::playbook::Playbook;
 use crate::recorded_call::RecordedCall;
 use crate::response_body::ResponseBody;
+use crate::responses_endpoint::Responses;
 use crate::script::Script;
 
 /// Pause after a failed `accept` (e.g. out of file descriptors), so the loop
@@ -60,7 +63,9 @@ impl MockSupplier {
         self.addr
     }
 
-    /// The OpenAI-style base URL, `http://ADDR/v1`.
+    /// The base URL, `http://ADDR/v1`, for every protocol: Chat Completions
+    /// at `{base_url}/chat/completions`, Messages at `{base_url}/messages`,
+    /// Responses at `{base_url}/responses`.
     pub fn base_url(&self) -> String {
         format!("http://{}/v1", self.addr)
     }
@@ -82,17 +87,18 @@ impl MockSupplier {
         self.playbook.set_default(script);
     }
 
-    /// Every chat request received, in arrival order.
+    /// Every protocol request received (Chat, Messages and Responses alike),
+    /// in arrival order; [`RecordedCall::path`] tells them apart.
     pub fn calls(&self) -> Vec<RecordedCall> {
         self.playbook.calls()
     }
 
-    /// How many chat requests were received.
+    /// How many protocol requests were received.
     pub fn call_count(&self) -> usize {
         self.playbook.call_count()
     }
 
-    /// The chat requests whose `model` is `upstream_model`.
+    /// The protocol requests whose `model` is `upstream_model`.
     pub fn calls_for(&self, upstream_model: &str) -> Vec<RecordedCall> {
         self.playbook.calls_for(upstream_model)
     }
@@ -170,7 +176,11 @@ async fn route(
     if path.starts_with(control::PREFIX) {
         control::serve(request, playbook).await
     } else if path.ends_with("/chat/completions") {
-        chat_endpoint::serve(request, playbook, connection).await
+        endpoint::serve::<Chat>(request, playbook, connection).await
+    } else if path.ends_with("/messages") {
+        endpoint::serve::<Messages>(request, playbook, connection).await
+    } else if path.ends_with("/responses") {
+        endpoint::serve::<Responses>(request, playbook, connection).await
     } else {
         let message = format!("the mock supplier has no endpoint at {path}");
         error_response(StatusCode::NOT_FOUND, &message)

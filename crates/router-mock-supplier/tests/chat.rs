@@ -71,6 +71,7 @@ async fn json_reply_carries_text_and_scripted_usage() {
             prompt_tokens: 42,
             completion_tokens: 7,
             cached_tokens: Some(40),
+            cache_creation_tokens: None,
             reasoning_tokens: None,
         }),
         ..MockReply::default()
@@ -123,6 +124,7 @@ async fn streamed_reply_reassembles_text_tool_calls_and_usage() {
             prompt_tokens: 11,
             completion_tokens: 22,
             cached_tokens: None,
+            cache_creation_tokens: None,
             reasoning_tokens: Some(3),
         }),
         ..MockReply::default()

@@ -164,6 +164,72 @@ async fn control_endpoints_reject_bad_requests() {
     assert_eq!(mock.call_count(), 0);
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn control_scripts_drive_messages_and_responses() {
+    let mock = start().await;
+    let base = mock.base_url();
+    let origin = origin(&base);
+    let (status, _) = control(
+        Method::POST,
+        origin,
+        "/_mock/scripts",
+        Some(json!({"model": "claude-a", "script": {
+            "kind": "reply", "text": "hi", "provider_extras": true,
+            "finish_reason": "stop_sequence", "stop_sequence": "END",
+            "thinking_signature": "c2ln", "reasoning_content": "hm",
+            "usage": {"prompt_tokens": 9, "completion_tokens": 2, "cache_creation_tokens": 4},
+        }})),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let (status, _) = control(
+        Method::POST,
+        origin,
+        "/_mock/scripts",
+        Some(json!({"model": "gpt-r", "script": {"kind": "stream_error", "after_chunks": 1}})),
+    )
+    .await;
+    assert_eq!(status, 200);
+
+    let message: Value = client()
+        .post(format!("{base}/messages"))
+        .json(&json!({"model": "claude-a", "max_tokens": 8,
+                      "messages": [{"role": "user", "content": "hi"}]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(message["provider_x"], 1);
+    assert_eq!(message["stop_reason"], "stop_sequence");
+    assert_eq!(message["stop_sequence"], "END");
+    assert_eq!(message["content"][0]["signature"], "c2ln");
+    assert_eq!(message["usage"]["input_tokens"], 5);
+    assert_eq!(message["usage"]["cache_creation_input_tokens"], 4);
+
+    let failed = client()
+        .post(format!("{base}/responses"))
+        .json(&json!({"model": "gpt-r", "input": "hi"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        failed.status(),
+        500,
+        "a stream error without a stream is a 500"
+    );
+
+    let (_, calls) = control(Method::GET, origin, "/_mock/calls", None).await;
+    let paths: Vec<&str> = calls["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|call| call["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["/v1/messages", "/v1/responses"]);
+}
+
 /// Kills the binary even when an assertion fails.
 struct Running(Child);
 
@@ -207,6 +273,16 @@ async fn binary_announces_its_url_and_serves_the_configured_default() {
     );
 
     assert_eq!(reply_text(&base, "m").await, "from the binary");
+    let message: Value = client()
+        .post(format!("{base}/messages"))
+        .json(&json!({"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(message["content"][0]["text"], "from the binary");
     let streamed = chat(&base, "m", true).await.text().await.unwrap();
     assert!(streamed.contains("\"content\":\"binary\""), "{streamed}");
     assert!(streamed.ends_with("data: [DONE]\n\n"));

@@ -14,6 +14,7 @@ async fn minimal_request_returns_completion_with_usage_and_cost() {
             completion_tokens: 30,
             cached_tokens: None,
             reasoning_tokens: None,
+            cache_creation_tokens: None,
         }),
         ..MockReply::text("Hi there")
     }));

@@ -71,7 +71,9 @@ fn request_body(inbound: Inbound, model: &str, stream: bool) -> Value {
             ],
             "tools": [{"name": "get_weather", "input_schema": tool_schema}]
         }),
-        Inbound::Completions => json!({"model": model, "stream": stream, "prompt": format!("{SYSTEM} Weather?")}),
+        Inbound::Completions => {
+            json!({"model": model, "stream": stream, "prompt": format!("{SYSTEM} Weather?")})
+        }
     }
 }
 
@@ -174,7 +176,11 @@ fn read_stream(inbound: Inbound, text: &str) -> Seen {
                 }
                 seen.text
                     .push_str(choice["delta"]["content"].as_str().unwrap_or(""));
-                for call in choice["delta"]["tool_calls"].as_array().into_iter().flatten() {
+                for call in choice["delta"]["tool_calls"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                {
                     let index = call["index"].as_u64().unwrap() as usize;
                     if index >= calls.len() {
                         calls.push((String::new(), String::new()));

@@ -375,9 +375,10 @@ pub fn hello(model: &str) -> Value {
 
 /// Assert the OpenAI error envelope with `code` and `x-request-id` (P-01).
 pub async fn expect_error(resp: reqwest::Response, status: u16, code: &str) -> Value {
-    assert_eq!(resp.status().as_u16(), status);
+    let actual = resp.status().as_u16();
     assert!(resp.headers().contains_key("x-request-id"));
     let body: Value = resp.json().await.unwrap();
+    assert_eq!(actual, status, "{body}");
     let error = &body["error"];
     assert_eq!(error["code"], code, "{body}");
     for field in ["message", "type", "param", "code"] {
@@ -389,10 +390,15 @@ pub async fn expect_error(resp: reqwest::Response, status: u16, code: &str) -> V
 /// Assert the Messages error envelope (D-34): `{type:"error", error:{type,
 /// message}}`, no `code`, and both request-ID headers (CF-12).
 pub async fn expect_messages_error(resp: reqwest::Response, status: u16, kind: &str) -> Value {
-    assert_eq!(resp.status().as_u16(), status);
-    let id = resp.headers().get("request-id").expect("request-id header").clone();
+    let actual = resp.status().as_u16();
+    let id = resp
+        .headers()
+        .get("request-id")
+        .expect("request-id header")
+        .clone();
     assert_eq!(resp.headers().get("x-request-id"), Some(&id));
     let body: Value = resp.json().await.unwrap();
+    assert_eq!(actual, status, "{body}");
     assert_eq!(body["type"], "error", "{body}");
     assert_eq!(body["error"]["type"], kind, "{body}");
     assert!(body["error"]["message"].is_string(), "{body}");

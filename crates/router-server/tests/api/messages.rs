@@ -114,7 +114,11 @@ async fn vendor_headers_are_checked() {
     .unwrap();
     assert_eq!(resp.status(), 200);
     let resp = r
-        .messages_at("/v1/messages?beta=true", &c.key, &messages_hello("m-claude"))
+        .messages_at(
+            "/v1/messages?beta=true",
+            &c.key,
+            &messages_hello("m-claude"),
+        )
         .await;
     assert_eq!(resp.status(), 200);
 }
@@ -159,7 +163,12 @@ async fn max_tokens_above_the_model_maximum_is_rejected() {
     let c = r.rich_customer().await;
     let mut body = messages_hello("m-claude");
     body["max_tokens"] = json!(8193);
-    expect_messages_error(r.messages(&c.key, &body).await, 400, "invalid_request_error").await;
+    expect_messages_error(
+        r.messages(&c.key, &body).await,
+        400,
+        "invalid_request_error",
+    )
+    .await;
     body["max_tokens"] = json!(8192);
     assert_eq!(r.messages(&c.key, &body).await.status(), 200);
 }
@@ -202,7 +211,13 @@ async fn system_role_and_native_fields_select_a_native_route() {
     assert_eq!(balance(&r, &c).await, before);
 
     // The same requests on a model with a native route reach it unchanged.
-    for mut body in [system_role, native_fields, output_config, adaptive, image_tool_result] {
+    for mut body in [
+        system_role,
+        native_fields,
+        output_config,
+        adaptive,
+        image_tool_result,
+    ] {
         body["model"] = json!("m-claude");
         r.mock.reset();
         let resp = r.messages(&c.key, &body).await;
@@ -254,7 +269,14 @@ async fn coding_agent_envelope_passes_unchanged_on_a_native_route() {
     let resp = r.messages(&c.key, &body).await;
     assert_eq!(resp.status(), 200, "{}", resp.text().await.unwrap());
     let sent = &r.mock.calls()[0].body;
-    for field in ["system", "messages", "tools", "thinking", "metadata", "max_tokens"] {
+    for field in [
+        "system",
+        "messages",
+        "tools",
+        "thinking",
+        "metadata",
+        "max_tokens",
+    ] {
         assert_eq!(sent[field], body[field], "{field} changed on the way");
     }
     assert_eq!(sent["model"], "up-claude-native");
@@ -283,7 +305,8 @@ async fn rejected_requests_reach_no_supplier_and_cost_nothing() {
     document["messages"][0]["content"] = json!([{"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "x"}}]);
     cases.push(document);
     let mut citations = messages_hello("m-claude");
-    citations["messages"][0]["content"] = json!([{"type": "text", "text": "x", "citations": [{"type": "char_location"}]}]);
+    citations["messages"][0]["content"] =
+        json!([{"type": "text", "text": "x", "citations": [{"type": "char_location"}]}]);
     cases.push(citations);
     for body in cases {
         let resp = r.messages(&c.key, &body).await;
@@ -350,7 +373,11 @@ async fn stream_events_are_named_after_their_type() {
     r.mock.enqueue(Script::Reply(MockReply {
         reasoning_content: Some("Let me think.".into()),
         thinking_signature: Some("sig-123".into()),
-        tool_calls: vec![MockToolCall::new("toolu_9", "get_weather", r#"{"city":"Paris"}"#)],
+        tool_calls: vec![MockToolCall::new(
+            "toolu_9",
+            "get_weather",
+            r#"{"city":"Paris"}"#,
+        )],
         usage: Some(MockUsage {
             prompt_tokens: 20,
             completion_tokens: 9,
@@ -436,7 +463,10 @@ async fn a_stream_failure_after_start_is_a_terminal_error_event() {
     assert_eq!(name, "error", "{text}");
     assert_eq!(data["type"], "error");
     assert!(data["error"]["type"].is_string());
-    assert!(!text.contains("acme") && !text.contains("up-claude"), "{text}");
+    assert!(
+        !text.contains("acme") && !text.contains("up-claude"),
+        "{text}"
+    );
     assert_eq!(r.mock.call_count(), 1);
     let record = r.request_record(&id).await;
     assert_ne!(record["status"], "settled", "{record}");
@@ -450,7 +480,8 @@ async fn fallback_to_chat_keeps_the_public_model_and_the_messages_shape() {
     let c = r.rich_customer().await;
     r.mock.enqueue_for("up-claude-native", Script::status(500));
     r.mock.enqueue_for("up-claude-native", Script::status(500));
-    r.mock.enqueue_for("up-claude-chat", Script::reply("from chat"));
+    r.mock
+        .enqueue_for("up-claude-chat", Script::reply("from chat"));
     let resp = r.messages(&c.key, &messages_hello("m-claude")).await;
     assert_eq!(resp.status(), 200);
     let body: Value = resp.json().await.unwrap();
@@ -483,7 +514,10 @@ async fn prompt_cache_header_controls_automatic_markers() {
     let has_marker = |body: &Value| body.to_string().contains("cache_control");
 
     assert_eq!(send("m-claude", None).await.unwrap().status(), 200);
-    assert!(!has_marker(&r.mock.calls()[0].body), "passthrough adds none");
+    assert!(
+        !has_marker(&r.mock.calls()[0].body),
+        "passthrough adds none"
+    );
     r.mock.reset();
     assert_eq!(send("m-claude", Some("on")).await.unwrap().status(), 200);
     let sent = r.mock.calls()[0].body.clone();
@@ -509,7 +543,7 @@ async fn prompt_cache_header_controls_automatic_markers() {
     expect_error(resp, 400, "unsupported_conversion").await;
     let resp = r.chat(&c.key, &chat(Some("5m"))).await;
     assert_eq!(resp.status(), 200);
-    let sent = &r.mock.calls().last().unwrap().body;
+    let sent = r.mock.calls().last().unwrap().body.clone();
     assert_eq!(
         sent["messages"][0]["content"][0]["cache_control"]["type"],
         "ephemeral"
@@ -521,7 +555,8 @@ async fn count_tokens_is_a_free_local_estimate() {
     // D-37, D-39, D-42, CF-04: no supplier, no reservation, no record, no 402.
     let r = TestRouter::start().await;
     let broke = r.customer(0, &["inference"]).await;
-    let body = json!({"model": "m-claude", "messages": [{"role": "user", "content": "hello world"}]});
+    let body =
+        json!({"model": "m-claude", "messages": [{"role": "user", "content": "hello world"}]});
     let resp = r
         .messages_at("/v1/messages/count_tokens", &broke.key, &body)
         .await;

@@ -78,7 +78,12 @@ async fn rejections_are_openai_errors_and_cost_nothing() {
         let resp = responses(&r, &c.key, &body).await;
         expect_error(resp, 400, "invalid_parameter").await;
     }
-    let resp = responses(&r, &c.key, &json!({"model": "m-text", "input": "hi", "zdr": true})).await;
+    let resp = responses(
+        &r,
+        &c.key,
+        &json!({"model": "m-text", "input": "hi", "zdr": true}),
+    )
+    .await;
     expect_error(resp, 503, "zdr_capacity_unavailable").await;
     assert_eq!(r.mock.call_count(), 0);
     assert_eq!(r.account(&c.account_id).await["balance_nano_usd"], before);
@@ -103,7 +108,10 @@ async fn accepted_shapes_and_forwarded_fields() {
         assert_eq!(resp.status(), 200, "{body}: {}", resp.text().await.unwrap());
     }
     let sent: Vec<Value> = r.mock.calls().into_iter().map(|c| c.body).collect();
-    assert!(sent.iter().all(|b| b["store"] == false && b.get("x_custom").is_none()));
+    assert!(
+        sent.iter()
+            .all(|b| b["store"] == false && b.get("x_custom").is_none())
+    );
     assert!(sent[2].get("max_output_tokens").is_none());
     assert_eq!(sent[3]["max_output_tokens"], 16);
     assert_eq!(sent[4]["reasoning"]["effort"], "high");

@@ -136,6 +136,7 @@ async fn supply_priced_fallback_charges_the_used_quote() {
         completion_tokens: 10,
         cached_tokens: None,
         reasoning_tokens: None,
+        cache_creation_tokens: None,
     };
     let reply = || {
         Script::Reply(router_mock_supplier::MockReply {

@@ -24,6 +24,7 @@ async fn stream_relays_chunks_then_usage_with_cost_then_done() {
             completion_tokens: 7,
             cached_tokens: None,
             reasoning_tokens: None,
+            cache_creation_tokens: None,
         }),
         ..MockReply::text("one two three")
     }));

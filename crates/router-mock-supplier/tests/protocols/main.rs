@@ -1,0 +1,14 @@
+//! The Messages and Responses endpoints over real HTTP, and what all three
+//! protocols share: failure scripts, per-model queues and call recording.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step must fail the test"
+)]
+
+mod faults;
+mod harness;
+mod messages;
+mod queues;
+mod responses;
