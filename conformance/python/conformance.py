@@ -40,6 +40,7 @@ import time
 import traceback
 import urllib.request
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 import anthropic
@@ -48,52 +49,40 @@ import openai
 CLIENT = "python"
 
 # What every cell sends and, with the mock, what the supplier is scripted to answer.
-USER_TEXT = "Say hello to the conformance suite."
-SYSTEM_TEXT = "You are the conformance checker. Answer in one short sentence."
-REPLY_TEXT = "Hello from the conformance mock, in several words."
-USAGE = {"prompt_tokens": 21, "completion_tokens": 9}
-TOOL_NAME = "get_weather"
-TOOL_DESCRIPTION = "Current weather for a city."
-TOOL_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "city": {"type": "string"},
-        "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
-    },
-    "required": ["city"],
-}
-TOOL_PROMPT = "What is the weather in Paris? Use the tool."
-TOOL_CALL_ID = "call_conformance_1"
-TOOL_ARGUMENTS = {"city": "Paris", "unit": "celsius"}
-PREVIOUS_CALL_ID = "call_previous_1"
-PREVIOUS_ARGUMENTS = {"city": "Rome"}
-TOOL_RESULT = "It is 18 degrees and sunny in Rome."
-TOOL_RESULT_REPLY = "Rome is sunny at 18 degrees."
-REASONING = "The user wants a greeting; keep it short."
-SIGNATURE = "Y29uZm9ybWFuY2Utc2lnbmF0dXJlLTE="
-ROUND_TRIP_REPLY = "Glad to go on."
-STOP_SEQUENCE = "END"
-STOP_PROMPT = f"Repeat exactly: one two three {STOP_SEQUENCE} four five"
-STOP_TEXT = "one two three "
-IMAGE_PROMPT = "What colour is this one-pixel image?"
-# A 1x1 red PNG.
-PNG_BASE64 = (
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
-)
+FIXTURES = json.loads((Path(__file__).resolve().parent.parent / "fixtures.json").read_text(encoding="utf-8"))
+USER_TEXT = FIXTURES["user_text"]
+SYSTEM_TEXT = FIXTURES["system_text"]
+REPLY_TEXT = FIXTURES["reply_text"]
+USAGE = FIXTURES["usage"]
+TOOL_NAME = FIXTURES["tool_name"]
+TOOL_DESCRIPTION = FIXTURES["tool_description"]
+TOOL_SCHEMA = FIXTURES["tool_schema"]
+TOOL_PROMPT = FIXTURES["tool_prompt"]
+TOOL_CALL_ID = FIXTURES["tool_call_id"]
+TOOL_ARGUMENTS = FIXTURES["tool_arguments"]
+PREVIOUS_PROMPT = FIXTURES["previous_prompt"]
+PREVIOUS_CALL_ID = FIXTURES["previous_call_id"]
+PREVIOUS_ARGUMENTS = FIXTURES["previous_arguments"]
+TOOL_RESULT = FIXTURES["tool_result"]
+TOOL_RESULT_REPLY = FIXTURES["tool_result_reply"]
+REASONING = FIXTURES["reasoning"]
+SIGNATURE = FIXTURES["signature"]
+ROUND_TRIP_PROMPT = FIXTURES["round_trip_prompt"]
+ROUND_TRIP_REPLY = FIXTURES["round_trip_reply"]
+STOP_SEQUENCE = FIXTURES["stop_sequence"]
+STOP_PROMPT = FIXTURES["stop_prompt"]
+STOP_TEXT = FIXTURES["stop_text"]
+IMAGE_PROMPT = FIXTURES["image_prompt"]
+PNG_BASE64 = FIXTURES["png_base64"]
 PNG_DATA_URL = f"data:image/png;base64,{PNG_BASE64}"
-HIGH_TEMPERATURE = 1.5
+HIGH_TEMPERATURE = FIXTURES["high_temperature"]
 # Output limits: Messages needs one; the thinking budget must be below it (D-19).
-MAX_TOKENS = 1024
-THINKING_BUDGET = 1024
-THINKING_MAX_TOKENS = 2048
+MAX_TOKENS = FIXTURES["max_tokens"]
+THINKING_BUDGET = FIXTURES["thinking_budget"]
+THINKING_MAX_TOKENS = FIXTURES["thinking_max_tokens"]
 # Against a deployed router, keep real models short.
-LIVE_MAX_TOKENS = 256
-
-UPSTREAM_PATHS = {
-    "chat": "/v1/chat/completions",
-    "responses": "/v1/responses",
-    "messages": "/v1/messages",
-}
+LIVE_MAX_TOKENS = FIXTURES["live_max_tokens"]
+UPSTREAM_PATHS = FIXTURES["upstream_paths"]
 
 
 class NotApplicable(Exception):
@@ -217,7 +206,7 @@ class ChatSurface:
         elif case == "tool_result":
             kwargs["tools"] = [chat_tool()]
             kwargs["messages"] = [
-                {"role": "user", "content": "What is the weather in Rome?"},
+                {"role": "user", "content": PREVIOUS_PROMPT},
                 {
                     "role": "assistant",
                     "content": None,
@@ -308,7 +297,7 @@ class ResponsesSurface:
         elif case == "tool_result":
             kwargs["tools"] = [responses_tool()]
             kwargs["input"] = [
-                {"role": "user", "content": "What is the weather in Rome?"},
+                {"role": "user", "content": PREVIOUS_PROMPT},
                 {
                     "type": "function_call",
                     "call_id": PREVIOUS_CALL_ID,
@@ -373,7 +362,8 @@ class ResponsesSurface:
 
 
 class MessagesSurface:
-    CASES = {"text", "system", "tool_call", "tool_result", "thinking", "stop", "image", "temperature", "count_tokens"}
+    # The official SDK (anthropic 2.x) has no temperature parameter.
+    CASES = {"text", "system", "tool_call", "tool_result", "thinking", "stop", "image", "count_tokens"}
 
     def __init__(self, client: anthropic.Anthropic, live: bool) -> None:
         self.client = client
@@ -396,7 +386,7 @@ class MessagesSurface:
         elif case == "tool_result":
             kwargs["tools"] = [messages_tool()]
             kwargs["messages"] = [
-                {"role": "user", "content": "What is the weather in Rome?"},
+                {"role": "user", "content": PREVIOUS_PROMPT},
                 {
                     "role": "assistant",
                     "content": [
@@ -424,11 +414,9 @@ class MessagesSurface:
                     ],
                 }
             ]
-        elif case == "temperature":
-            kwargs["temperature"] = HIGH_TEMPERATURE
         elif case == "count_tokens":
             kwargs["system"] = SYSTEM_TEXT
-        else:
+        elif case != "text":
             raise NotApplicable(case)
         return kwargs
 
@@ -500,7 +488,7 @@ class MessagesSurface:
         kwargs = self.request(cell)
         kwargs["messages"] = kwargs["messages"] + [
             {"role": "assistant", "content": first.assistant_blocks},
-            {"role": "user", "content": "Thanks, go on."},
+            {"role": "user", "content": ROUND_TRIP_PROMPT},
         ]
         return self.create(kwargs, stream)
 

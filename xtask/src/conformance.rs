@@ -170,7 +170,9 @@ pub fn run(args: &[String]) -> Result<bool> {
 fn parse(args: &[String]) -> Result<Options> {
     let mut options = Options {
         against: None,
-        key: std::env::var(API_KEY_ENV).ok().filter(|key| !key.is_empty()),
+        key: std::env::var(API_KEY_ENV)
+            .ok()
+            .filter(|key| !key.is_empty()),
         models: None,
         clients: Vec::new(),
         only: None,
@@ -184,7 +186,10 @@ fn parse(args: &[String]) -> Result<Options> {
         let mut value = || -> Result<String> {
             match &inline {
                 Some(value) => Ok(value.clone()),
-                None => args.next().cloned().with_context(|| format!("{flag} needs a value")),
+                None => args
+                    .next()
+                    .cloned()
+                    .with_context(|| format!("{flag} needs a value")),
             }
         };
         match flag {
@@ -235,7 +240,8 @@ fn install(client: Client, work: &Path) -> Result<Command> {
                         .args(["-m", "pip", "install", "--disable-pip-version-check"])
                         .args(["--no-input", "--quiet", "--requirement"])
                         .arg(root.join(PYTHON_REQUIREMENTS))
-                        .stdin(Stdio::null()),
+                        .stdin(Stdio::null())
+                        .stdout(std::io::stderr()),
                 )?;
                 fs::write(&stamp, &pins)?;
             }
@@ -262,12 +268,16 @@ fn install(client: Client, work: &Path) -> Result<Command> {
                         .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
                         .arg("--prefix")
                         .arg(&prefix)
-                        .stdin(Stdio::null()),
+                        .stdin(Stdio::null())
+                        // Progress is not the report: keep stdout for the matrix.
+                        .stdout(std::io::stderr()),
                 )?;
                 fs::write(&stamp, &lock)?;
             }
             let mut command = Command::new("node");
-            command.arg(root.join(NODE_CLIENT)).env("NODE_PATH", modules);
+            command
+                .arg(root.join(NODE_CLIENT))
+                .env("NODE_PATH", modules);
             Ok(command)
         }
     }
@@ -334,7 +344,9 @@ fn start_local(work: &Path, children: &mut Children, stop: &AtomicBool) -> Resul
         matches!(http(&router_addr, "GET", "/readyz", None, None), Ok(response) if response.status == 200)
     })?;
 
-    let api_key = provision(&router_addr, &admin_token, "conformance", CREDITS_NANO_USD)?;
+    // A fresh account each run: the cluster outlives runs, and emails are unique.
+    let email_user = format!("conformance+{}", random_hex(4)?);
+    let api_key = provision(&router_addr, &admin_token, &email_user, CREDITS_NANO_USD)?;
     Ok(Target {
         base_url: format!("http://{router_addr}"),
         api_key,
@@ -390,7 +402,10 @@ fn run_client(
             let _ = child.kill();
             let _ = child.wait();
             if let Some((name, status)) = exited {
-                bail!("{name} exited ({status}) while the {} client ran", client.name());
+                bail!(
+                    "{name} exited ({status}) while the {} client ran",
+                    client.name()
+                );
             }
             if interrupted {
                 bail!("interrupted");
@@ -452,7 +467,10 @@ impl Matrix {
         for (client, covered) in object(&value["clients"]).context("`clients`")? {
             let covered = strings(covered).with_context(|| format!("`clients.{client}`"))?;
             for case in &covered {
-                ensure!(cases.contains(case), "`clients.{client}` names unknown case `{case}`");
+                ensure!(
+                    cases.contains(case),
+                    "`clients.{client}` names unknown case `{case}`"
+                );
             }
             coverage.insert(client.clone(), covered);
         }
@@ -830,7 +848,12 @@ mod tests {
 
     #[test]
     fn malformed_expectations_are_refused() {
-        for bad in [json!("ok"), json!("400"), json!("4xx code"), json!({"json": "pass"})] {
+        for bad in [
+            json!("ok"),
+            json!("400"),
+            json!("4xx code"),
+            json!({"json": "pass"}),
+        ] {
             let value = json!({
                 "inbound": ["chat"], "routes": {"chat": {}}, "cases": {"text": ""},
                 "clients": {"python": [], "node": []},

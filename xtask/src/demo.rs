@@ -99,7 +99,12 @@ pub fn run(args: &[String]) -> Result<()> {
         matches!(http(&router_addr, "GET", "/readyz", None, None), Ok(response) if response.status == 200)
     })?;
 
-    let api_key = provision(&router_addr, &admin_token, DEMO_EMAIL_USER, DEMO_CREDITS_NANO_USD)?;
+    let api_key = provision(
+        &router_addr,
+        &admin_token,
+        DEMO_EMAIL_USER,
+        DEMO_CREDITS_NANO_USD,
+    )?;
     println!(
         "\nThe gateway is ready on http://{router_addr} (ctrl-c stops it).\n\n\
          API key:     {api_key}\n\

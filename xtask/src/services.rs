@@ -106,7 +106,12 @@ impl Children {
         self.start(name, command, Some(log))
     }
 
-    fn start(&mut self, name: &'static str, mut command: Command, log: Option<&Path>) -> Result<()> {
+    fn start(
+        &mut self,
+        name: &'static str,
+        mut command: Command,
+        log: Option<&Path>,
+    ) -> Result<()> {
         eprintln!("xtask: starting {name}: {}", display(&command));
         if let Some(log) = log {
             let out = File::create(log).with_context(|| format!("creating {}", log.display()))?;
