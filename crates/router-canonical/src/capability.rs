@@ -104,6 +104,9 @@ pub struct Requirements {
     pub native_only: bool,
     /// A temperature above 1: routes whose protocol caps it at 1 are ineligible (CF-01).
     pub temperature_above_one: bool,
+    /// Non-zero frequency or presence penalties: Messages has neither, so a
+    /// Messages route would have to drop them.
+    pub penalties: bool,
 }
 
 impl Requirements {

@@ -396,6 +396,17 @@ quote = { input = 30, output = 40 }
 "#;
 
     #[test]
+    fn shipped_catalogs_load() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/");
+        let demo = Catalog::load(&format!("{root}demo-catalog.toml")).unwrap();
+        let protocols: std::collections::HashSet<Protocol> = demo
+            .models()
+            .flat_map(|m| demo.routes(&m.id).iter().map(|r| r.protocol))
+            .collect();
+        assert_eq!(protocols.len(), 3, "the demo serves every route protocol");
+    }
+
+    #[test]
     fn loads_models_aliases_routes_and_secrets_from_env() {
         let cat =
             Catalog::from_toml(SAMPLE, |k| (k == "S1_KEY").then(|| "secret".to_owned())).unwrap();

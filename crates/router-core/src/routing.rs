@@ -28,6 +28,10 @@ fn protocol_compatible(inbound: Protocol, route_protocol: Protocol, req: &Requir
     if req.temperature_above_one && route_protocol == Protocol::Messages {
         return false;
     }
+    // Nor does it have penalties: dropping them would change the output.
+    if req.penalties && route_protocol == Protocol::Messages {
+        return false;
+    }
     // A Responses route has no stop sequences (B-19).
     if req.needs(Capability::Stop) && route_protocol == Protocol::Responses {
         return false;
@@ -213,6 +217,10 @@ fn no_configured_route(
         None if req.temperature_above_one => ApiError::invalid(
             "temperature",
             "This model cannot take a temperature above 1.",
+        ),
+        None if req.penalties => ApiError::invalid(
+            "frequency_penalty",
+            "This model has no route that supports frequency or presence penalties.",
         ),
         None => ApiError::new(
             ErrorCode::UnsupportedConversion,

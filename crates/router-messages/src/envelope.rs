@@ -1,9 +1,75 @@
-//! The Messages error envelope.
+//! The Messages error envelope: `{"type": "error", "error": {"type", "message"}}`.
+//!
+//! The router renders its canonical [`ApiError`] in this shape for Messages
+//! and count_tokens clients (P-02, D-34): the `type` follows from the HTTP
+//! status (GP-06) and there is no `code` member. The same object is the
+//! payload of a stream's terminal `error` event (D-33).
 
+use crate::wire::event::ErrorObject;
+use crate::wire::to_json_bytes;
 use router_canonical::ApiError;
+use serde::{Deserialize, Serialize};
+use serde_json::Map;
 
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorEnvelope {
+    /// Always `error`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub error: ErrorObject,
+}
+
+impl From<&ApiError> for ErrorEnvelope {
+    fn from(error: &ApiError) -> Self {
+        ErrorEnvelope {
+            kind: "error".to_owned(),
+            error: ErrorObject {
+                kind: Some(error.code.messages_type().to_owned()),
+                message: Some(error.message.clone()),
+                extra: Map::new(),
+            },
+        }
+    }
+}
+
+/// The JSON body of an error response for a Messages client.
 pub fn error_body(error: &ApiError) -> Vec<u8> {
-    serde_json::json!({"type": "error", "error": {"type": error.code.messages_type(), "message": error.message}})
-        .to_string()
-        .into_bytes()
+    to_json_bytes(&ErrorEnvelope::from(error))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use router_canonical::ErrorCode;
+    use serde_json::json;
+
+    #[test]
+    fn envelope_has_type_and_message_and_no_code() {
+        let body = error_body(&ApiError::invalid("messages[0].role", "bad role"));
+        let value: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(
+            value,
+            json!({"type": "error", "error": {"type": "invalid_request_error", "message": "bad role"}})
+        );
+    }
+
+    #[test]
+    fn type_follows_status() {
+        for (code, kind) in [
+            (ErrorCode::InvalidApiKey, "authentication_error"),
+            (ErrorCode::InsufficientCredits, "billing_error"),
+            (ErrorCode::ModelNotAllowed, "permission_error"),
+            (ErrorCode::ModelNotFound, "not_found_error"),
+            (ErrorCode::PayloadTooLarge, "request_too_large"),
+            (ErrorCode::ApiKeySpendLimitExceeded, "rate_limit_error"),
+            (ErrorCode::UpstreamError, "api_error"),
+            (ErrorCode::UpstreamUnavailable, "overloaded_error"),
+            (ErrorCode::InternalError, "api_error"),
+        ] {
+            let body = error_body(&ApiError::new(code, "m"));
+            let value: serde_json::Value = serde_json::from_slice(&body).unwrap();
+            assert_eq!(value["error"]["type"], kind, "{code}");
+            assert!(value["error"].get("code").is_none());
+        }
+    }
 }

@@ -1,18 +1,733 @@
-//! Canonical -> wire (in progress).
+//! Canonical -> wire: the body sent to a Messages supplier, and the
+//! `message` object (and its usage and stop reason) sent back to a Messages
+//! client.
+//!
+//! What Messages cannot carry is an `unsupported_conversion` error (an
+//! unresolved upload, another protocol's opaque part, a one-hour cache marker
+//! from another protocol (F-11), tool arguments that are not a JSON object,
+//! a temperature above 1, penalties, `json_object` output), with documented
+//! exceptions that drop hints rather than meaning:
+//!
+//! * an image's `detail` (Anthropic sizes images itself);
+//! * `seed` (best effort on OpenAI, absent on Messages);
+//! * `reasoning.summary` (Messages returns summarized thinking by default);
+//! * thinking blocks without a signature in a converted history (Messages
+//!   refuses unsigned thinking; the model reasons afresh);
+//! * the name of a JSON schema, and `strict: false` (Messages always
+//!   enforces the schema, which satisfies a non-strict request too).
 
-use router_canonical::{ApiError, ErrorCode, Request, Response};
+use crate::from_wire::{MAX_STOP_SEQUENCES, NATIVE_FIELDS};
+use crate::wire::request::{
+    self as wire, Content, ContentBlock, ImageBlock, InputMessage, MessagesRequest,
+    RedactedThinkingBlock, TextBlock, ThinkingBlock, ToolDefinition, ToolResultBlock, ToolUseBlock,
+    WireRole,
+};
+use crate::wire::response::{
+    MessageObject, OutputTokensDetails, WireStopReason, WireUsage, assistant_role, message_kind,
+};
+use crate::wire::to_json_bytes;
+use router_canonical::{
+    ApiError, CacheControl, ContentPart, ErrorCode, ImageSource, Message, OutputBlock,
+    PromptCacheMode, Protocol, Request, Response, ResponseFormat, Role, StopReason, ThinkingMode,
+    Tool, ToolChoice, Usage,
+};
+use serde_json::{Map, Value};
+
+// ---------------------------------------------------------------------------
+// Request to a Messages supplier
 
 pub(crate) fn request(
-    _req: &Request,
-    _upstream_model: &str,
-    _default_max_tokens: u32,
+    req: &Request,
+    upstream_model: &str,
+    default_max_tokens: u32,
 ) -> Result<Vec<u8>, ApiError> {
-    Err(ApiError::new(
-        ErrorCode::InternalError,
-        "router-messages is not finished",
-    ))
+    let wire = messages_request(req, upstream_model, default_max_tokens)?;
+    serde_json::to_vec(&wire).map_err(|err| {
+        ApiError::new(
+            ErrorCode::InternalError,
+            format!("could not serialize the Messages request: {err}"),
+        )
+    })
 }
 
-pub(crate) fn response(_resp: &Response, _ctx: &crate::ResponseContext<'_>) -> Vec<u8> {
-    Vec::new()
+pub(crate) fn messages_request(
+    req: &Request,
+    upstream_model: &str,
+    default_max_tokens: u32,
+) -> Result<MessagesRequest, ApiError> {
+    let native_request = req.inbound == Some(Protocol::Messages);
+    if !native_request {
+        no_one_hour_markers(req)?;
+    }
+    let (system, messages) = conversation(req, native_request)?;
+    if messages.is_empty() {
+        return Err(ApiError::unsupported_conversion(
+            "a request without user or assistant turns cannot be sent to a Messages supplier",
+        ));
+    }
+    let sampling = &req.sampling;
+    if sampling.stop.len() > MAX_STOP_SEQUENCES || sampling.stop.iter().any(String::is_empty) {
+        return Err(ApiError::unsupported_conversion(format!(
+            "a Messages supplier takes at most {MAX_STOP_SEQUENCES} non-empty stop sequences"
+        )));
+    }
+    if let Some(t) = sampling.temperature
+        && t > 1.0
+    {
+        return Err(ApiError::unsupported_conversion(format!(
+            "temperature {t} cannot be sent to a Messages supplier, which accepts 0 to 1"
+        )));
+    }
+    for (name, value) in [
+        ("frequency_penalty", sampling.frequency_penalty),
+        ("presence_penalty", sampling.presence_penalty),
+    ] {
+        if value.is_some_and(|v| v != 0.0) {
+            return Err(ApiError::unsupported_conversion(format!(
+                "`{name}` cannot be sent to a Messages supplier"
+            )));
+        }
+    }
+    let mut wire = MessagesRequest {
+        model: Some(upstream_model.to_owned()),
+        max_tokens: Some(sampling.max_output_tokens.unwrap_or(default_max_tokens)),
+        messages: Some(messages),
+        system,
+        stop_sequences: (!sampling.stop.is_empty()).then(|| Some(sampling.stop.clone())),
+        temperature: sampling.temperature,
+        top_p: sampling.top_p,
+        stream: Some(req.stream),
+        tools: (!req.tools.is_empty()).then(|| req.tools.iter().map(tool).collect()),
+        tool_choice: tool_choice(req, native_request),
+        thinking: thinking(req, native_request)?,
+        context_management: None,
+        metadata: None,
+        output_config: None,
+        extra: Map::new(),
+    };
+    let native = native_fields(req);
+    wire.context_management = native.get("context_management").cloned();
+    wire.metadata = metadata(req, native.get("metadata"));
+    wire.output_config = output_config(req, native.get("output_config"))?;
+    if req.prompt_cache == PromptCacheMode::On {
+        add_cache_marker(&mut wire);
+    }
+    Ok(wire)
+}
+
+/// The vetted native members, when the request came in over Messages.
+fn native_fields(req: &Request) -> Map<String, Value> {
+    match &req.native {
+        Some(native) if native.protocol == Some(Protocol::Messages) => native
+            .fields
+            .iter()
+            .filter(|(key, _)| NATIVE_FIELDS.contains(&key.as_str()))
+            .map(|(key, value)| (key.clone(), value.clone()))
+            .collect(),
+        _ => Map::new(),
+    }
+}
+
+/// F-11: a converted request keeps five-minute markers; a one-hour marker
+/// is a promise the conversion cannot keep.
+fn no_one_hour_markers(req: &Request) -> Result<(), ApiError> {
+    fn one_hour(cc: Option<&CacheControl>) -> bool {
+        cc.is_some_and(|cc| cc.ttl.as_deref() == Some("1h"))
+    }
+    fn part_has(part: &ContentPart) -> bool {
+        match part {
+            ContentPart::Text { cache_control, .. } | ContentPart::Image { cache_control, .. } => {
+                one_hour(cache_control.as_ref())
+            }
+            ContentPart::ToolResult {
+                content,
+                cache_control,
+                ..
+            } => one_hour(cache_control.as_ref()) || content.iter().any(part_has),
+            _ => false,
+        }
+    }
+    let found = req.messages.iter().any(|m| m.content.iter().any(part_has))
+        || req.tools.iter().any(|t| one_hour(t.cache_control.as_ref()));
+    if found {
+        return Err(ApiError::unsupported_conversion(
+            "a one-hour cache_control marker cannot be converted to a Messages request; use the five-minute default",
+        ));
+    }
+    Ok(())
+}
+
+fn is_system(role: Role) -> bool {
+    matches!(role, Role::System | Role::Developer)
+}
+
+/// The top-level `system` and the `messages`.
+///
+/// System and developer messages of a converted request all become the
+/// top-level `system`, in order. A request that came in over Messages has at
+/// most one leading system message from its `system` field; a later system
+/// message was a `system` turn in `messages` and stays in place (CF-05).
+/// (A `system` turn that came first, without a `system` field, is sent as
+/// the `system` field: the same instruction at the same place.)
+fn conversation(
+    req: &Request,
+    native_request: bool,
+) -> Result<(Option<Content>, Vec<InputMessage>), ApiError> {
+    let mut system_messages: Vec<&Message> = Vec::new();
+    let mut messages: Vec<InputMessage> = Vec::with_capacity(req.messages.len());
+    // Whether the last wire message is a user turn built from tool results,
+    // so consecutive tool results share one user turn as Messages requires.
+    let mut open_tool_turn = false;
+    for (index, message) in req.messages.iter().enumerate() {
+        if is_system(message.role) && (!native_request || index == 0) {
+            system_messages.push(message);
+            continue;
+        }
+        if message.role == Role::Tool {
+            let blocks = tool_turn(message)?;
+            match messages.last_mut() {
+                Some(InputMessage {
+                    content: Content::Blocks(previous),
+                    ..
+                }) if open_tool_turn => previous.extend(blocks),
+                _ => messages.push(InputMessage::new(WireRole::User, Content::Blocks(blocks))),
+            }
+            open_tool_turn = true;
+            continue;
+        }
+        open_tool_turn = false;
+        let role = match message.role {
+            Role::User => WireRole::User,
+            Role::Assistant => WireRole::Assistant,
+            Role::System | Role::Developer | Role::Tool => WireRole::System,
+        };
+        let blocks = message
+            .content
+            .iter()
+            .map(|part| block(part, message.role))
+            .collect::<Result<Vec<_>, _>>()?
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>();
+        if blocks.is_empty() && !native_request {
+            // Messages refuses empty turns; a converted one said nothing.
+            continue;
+        }
+        messages.push(InputMessage::new(
+            role,
+            content(blocks, message.content_was_string),
+        ));
+    }
+    Ok((system(&system_messages, native_request)?, messages))
+}
+
+/// A string when the message came as one (and is one plain text), else blocks.
+fn content(blocks: Vec<ContentBlock>, prefer_string: bool) -> Content {
+    if prefer_string
+        && let [
+            ContentBlock::Text(TextBlock {
+                text,
+                cache_control: None,
+                ..
+            }),
+        ] = blocks.as_slice()
+    {
+        return Content::Text(text.clone());
+    }
+    Content::Blocks(blocks)
+}
+
+fn system(messages: &[&Message], native_request: bool) -> Result<Option<Content>, ApiError> {
+    let mut blocks = Vec::new();
+    for message in messages {
+        for part in &message.content {
+            match part {
+                ContentPart::Text {
+                    text,
+                    cache_control,
+                } => {
+                    // A converted empty instruction says nothing, and
+                    // Messages refuses it; a native one is the client's.
+                    if text.is_empty() && cache_control.is_none() && !native_request {
+                        continue;
+                    }
+                    blocks.push(ContentBlock::Text(TextBlock {
+                        text: text.clone(),
+                        cache_control: cache_control.as_ref().map(wire_cache_control),
+                        citations: None,
+                        extra: Map::new(),
+                    }));
+                }
+                _ => {
+                    return Err(ApiError::unsupported_conversion(format!(
+                        "a {} message may hold only text when sent to a Messages supplier",
+                        message.role.as_str()
+                    )));
+                }
+            }
+        }
+    }
+    if blocks.is_empty() {
+        return Ok(None);
+    }
+    let single_string = matches!(messages, [only] if only.content_was_string);
+    Ok(Some(content(blocks, single_string)))
+}
+
+/// A tool message's results, as the blocks of a user turn.
+fn tool_turn(message: &Message) -> Result<Vec<ContentBlock>, ApiError> {
+    message
+        .content
+        .iter()
+        .map(|part| match part {
+            ContentPart::ToolResult { .. } => block(part, Role::User)?.ok_or_else(|| {
+                ApiError::unsupported_conversion("a tool result could not be converted")
+            }),
+            _ => Err(ApiError::unsupported_conversion(
+                "a tool message may hold only tool results when sent to a Messages supplier",
+            )),
+        })
+        .collect()
+}
+
+fn wire_cache_control(c: &CacheControl) -> wire::CacheControl {
+    wire::CacheControl {
+        kind: c.kind.clone(),
+        ttl: c.ttl.clone(),
+    }
+}
+
+/// One canonical part as a block of a `role` turn; `None` for a part that is
+/// documented to be dropped (an unsigned thinking block).
+fn block(part: &ContentPart, role: Role) -> Result<Option<ContentBlock>, ApiError> {
+    let block = match part {
+        ContentPart::Text {
+            text,
+            cache_control,
+        } => ContentBlock::Text(TextBlock {
+            text: text.clone(),
+            cache_control: cache_control.as_ref().map(wire_cache_control),
+            citations: None,
+            extra: Map::new(),
+        }),
+        ContentPart::Image {
+            source,
+            detail: _,
+            cache_control,
+        } => ContentBlock::Image(ImageBlock {
+            source: image_source(source)?,
+            cache_control: cache_control.as_ref().map(wire_cache_control),
+            extra: Map::new(),
+        }),
+        ContentPart::ToolCall {
+            id,
+            name,
+            arguments,
+        } => {
+            if role != Role::Assistant {
+                return Err(ApiError::unsupported_conversion(format!(
+                    "a tool call in a {} message cannot be sent to a Messages supplier",
+                    role.as_str()
+                )));
+            }
+            ContentBlock::ToolUse(ToolUseBlock {
+                id: id.clone(),
+                name: name.clone(),
+                input: tool_input(arguments).ok_or_else(|| {
+                    ApiError::unsupported_conversion(format!(
+                        "the arguments of tool call `{id}` are not a JSON object, which Messages requires"
+                    ))
+                })?,
+                cache_control: None,
+                extra: Map::new(),
+            })
+        }
+        ContentPart::ToolResult {
+            tool_call_id,
+            content: parts,
+            is_error,
+            cache_control,
+        } => {
+            if !matches!(role, Role::User | Role::Tool) {
+                return Err(ApiError::unsupported_conversion(format!(
+                    "a tool result in a {} message cannot be sent to a Messages supplier",
+                    role.as_str()
+                )));
+            }
+            let mut inner = Vec::with_capacity(parts.len());
+            for part in parts {
+                match part {
+                    ContentPart::Text { .. } | ContentPart::Image { .. } => {
+                        inner.extend(block(part, Role::User)?);
+                    }
+                    _ => {
+                        return Err(ApiError::unsupported_conversion(
+                            "a tool result may hold only text and images when sent to a Messages supplier",
+                        ));
+                    }
+                }
+            }
+            ContentBlock::ToolResult(ToolResultBlock {
+                tool_use_id: tool_call_id.clone(),
+                // One plain text is sent as a string (the two are equivalent).
+                content: (!inner.is_empty()).then(|| content(inner, true)),
+                is_error: is_error.then_some(true),
+                cache_control: cache_control.as_ref().map(wire_cache_control),
+                extra: Map::new(),
+            })
+        }
+        ContentPart::Thinking { text, signature } => match signature {
+            Some(signature) => ContentBlock::Thinking(ThinkingBlock {
+                thinking: text.clone(),
+                signature: Some(signature.clone()),
+                extra: Map::new(),
+            }),
+            None => return Ok(None),
+        },
+        ContentPart::RedactedThinking { data } => {
+            ContentBlock::RedactedThinking(RedactedThinkingBlock {
+                data: data.clone(),
+                extra: Map::new(),
+            })
+        }
+        ContentPart::Opaque {
+            protocol: Protocol::Messages,
+            value,
+        } => ContentBlock::Unknown(value.clone()),
+        ContentPart::Opaque { protocol, .. } => {
+            return Err(ApiError::unsupported_conversion(format!(
+                "a content part of the {protocol} protocol cannot be sent to a Messages supplier"
+            )));
+        }
+    };
+    Ok(Some(block))
+}
+
+/// Tool arguments as the `input` object. Empty arguments (a call without
+/// parameters, as some Chat models write it) are `{}`; anything that is not
+/// a JSON object is `None`.
+pub(crate) fn tool_input(arguments: &str) -> Option<Value> {
+    if arguments.trim().is_empty() {
+        return Some(Value::Object(Map::new()));
+    }
+    match serde_json::from_str::<Value>(arguments) {
+        Ok(value @ Value::Object(_)) => Some(value),
+        _ => None,
+    }
+}
+
+fn image_source(source: &ImageSource) -> Result<wire::ImageSource, ApiError> {
+    match source {
+        ImageSource::Url { url } => {
+            if let Some((media_type, data)) = data_url(url) {
+                Ok(wire::ImageSource::Base64 { media_type, data })
+            } else {
+                Ok(wire::ImageSource::Url { url: url.clone() })
+            }
+        }
+        ImageSource::Base64 { media_type, data } => Ok(wire::ImageSource::Base64 {
+            media_type: media_type.clone(),
+            data: data.clone(),
+        }),
+        ImageSource::Upload { .. } => Err(ApiError::unsupported_conversion(
+            "an uploaded image must be resolved to its bytes before it is sent to a Messages supplier",
+        )),
+    }
+}
+
+/// `data:<media type>;base64,<data>` split into its media type (lowercased)
+/// and data.
+fn data_url(url: &str) -> Option<(String, String)> {
+    let head = url.get(..5)?;
+    if !head.eq_ignore_ascii_case("data:") {
+        return None;
+    }
+    let (media_type, data) = url[5..].split_once(";base64,")?;
+    Some((media_type.to_ascii_lowercase(), data.to_owned()))
+}
+
+fn tool(t: &Tool) -> ToolDefinition {
+    ToolDefinition {
+        kind: None,
+        name: Some(t.name.clone()),
+        description: t.description.clone(),
+        input_schema: Some(t.parameters.clone()),
+        cache_control: t.cache_control.as_ref().map(wire_cache_control),
+        strict: t.strict,
+        extra: Map::new(),
+    }
+}
+
+/// `tool_choice`, carrying `parallel_tool_calls: false` as
+/// `disable_parallel_tool_use: true` (on `auto` when no choice was given).
+fn tool_choice(req: &Request, native_request: bool) -> Option<wire::ToolChoice> {
+    let disable = req.parallel_tool_calls.map(|parallel| !parallel);
+    let (kind, name) = match &req.tool_choice {
+        // A converted choice without tools has nothing to choose from.
+        Some(_) if req.tools.is_empty() && !native_request => return None,
+        Some(ToolChoice::Auto) => ("auto", None),
+        Some(ToolChoice::Required) => ("any", None),
+        Some(ToolChoice::Tool { name }) => ("tool", Some(name.clone())),
+        Some(ToolChoice::None) => {
+            return Some(wire::ToolChoice {
+                kind: "none".to_owned(),
+                name: None,
+                disable_parallel_tool_use: None,
+                extra: Map::new(),
+            });
+        }
+        None if disable == Some(true) && !req.tools.is_empty() => ("auto", None),
+        None => return None,
+    };
+    Some(wire::ToolChoice {
+        kind: kind.to_owned(),
+        name,
+        disable_parallel_tool_use: disable,
+        extra: Map::new(),
+    })
+}
+
+fn thinking(req: &Request, native_request: bool) -> Result<Option<wire::Thinking>, ApiError> {
+    let Some(t) = &req.reasoning.thinking else {
+        return Ok(None);
+    };
+    let kind = match t.mode {
+        ThinkingMode::Disabled => "disabled",
+        ThinkingMode::Enabled => "enabled",
+        ThinkingMode::Adaptive => "adaptive",
+    };
+    if t.mode != ThinkingMode::Disabled
+        && matches!(
+            req.tool_choice,
+            Some(ToolChoice::Required | ToolChoice::Tool { .. })
+        )
+    {
+        return Err(ApiError::unsupported_conversion(
+            "a Messages supplier cannot force tool use while thinking",
+        ));
+    }
+    if t.mode == ThinkingMode::Enabled && t.budget_tokens.is_none() {
+        return Err(ApiError::unsupported_conversion(
+            "enabled thinking needs `budget_tokens` on a Messages supplier",
+        ));
+    }
+    Ok(Some(wire::Thinking {
+        kind: kind.to_owned(),
+        // Messages takes a budget with enabled thinking only.
+        budget_tokens: t
+            .budget_tokens
+            .filter(|_| native_request || t.mode == ThinkingMode::Enabled),
+        display: t.display.clone(),
+        extra: Map::new(),
+    }))
+}
+
+/// The client's `metadata` (native requests), with `user_id` the end user.
+fn metadata(req: &Request, native: Option<&Value>) -> Option<Value> {
+    let (mut metadata, given) = match native {
+        Some(Value::Object(map)) => (map.clone(), true),
+        _ => (Map::new(), false),
+    };
+    if let Some(user) = &req.end_user {
+        metadata.insert("user_id".to_owned(), Value::String(user.clone()));
+    }
+    (given || !metadata.is_empty()).then_some(Value::Object(metadata))
+}
+
+/// The client's `output_config` (native requests), with the explicit effort
+/// (GP-74: never synthesized) and the JSON schema of `response_format`.
+fn output_config(req: &Request, native: Option<&Value>) -> Result<Option<Value>, ApiError> {
+    let mut config = match native {
+        Some(Value::Object(map)) => map.clone(),
+        _ => Map::new(),
+    };
+    if let Some(effort) = &req.reasoning.effort {
+        config.insert("effort".to_owned(), Value::String(effort.clone()));
+    }
+    match &req.response_format {
+        None | Some(ResponseFormat::Text) => {}
+        Some(ResponseFormat::JsonObject) => {
+            return Err(ApiError::unsupported_conversion(
+                "`json_object` output has no Messages equivalent; use a JSON schema",
+            ));
+        }
+        // Messages names no schema: the name is a label only.
+        Some(ResponseFormat::JsonSchema {
+            name: _,
+            schema,
+            strict: _,
+            description,
+        }) => {
+            if description.is_some() {
+                return Err(ApiError::unsupported_conversion(
+                    "a JSON schema `description` has no Messages field",
+                ));
+            }
+            if !schema.is_object() {
+                return Err(ApiError::unsupported_conversion(
+                    "a JSON schema output format needs a `schema` object on a Messages supplier",
+                ));
+            }
+            let mut format = Map::new();
+            format.insert("type".to_owned(), Value::String("json_schema".to_owned()));
+            format.insert("schema".to_owned(), schema.clone());
+            config.insert("format".to_owned(), Value::Object(format));
+        }
+    }
+    Ok((!config.is_empty()).then_some(Value::Object(config)))
+}
+
+/// `x-ci-prompt-cache: on` (F-08): when the request carries no marker at
+/// all, mark the last block of the last message that can take one with the
+/// five-minute default.
+fn add_cache_marker(wire: &mut MessagesRequest) {
+    fn block_marked(block: &ContentBlock) -> bool {
+        match block {
+            ContentBlock::Text(b) => b.cache_control.is_some(),
+            ContentBlock::Image(b) => b.cache_control.is_some(),
+            ContentBlock::ToolUse(b) => b.cache_control.is_some(),
+            ContentBlock::ToolResult(b) => {
+                b.cache_control.is_some() || b.content.as_ref().is_some_and(content_marked)
+            }
+            _ => false,
+        }
+    }
+    fn content_marked(content: &Content) -> bool {
+        matches!(content, Content::Blocks(blocks) if blocks.iter().any(block_marked))
+    }
+    let marked = wire.system.as_ref().is_some_and(content_marked)
+        || wire
+            .messages
+            .iter()
+            .flatten()
+            .any(|m| content_marked(&m.content))
+        || wire
+            .tools
+            .iter()
+            .flatten()
+            .any(|t| t.cache_control.is_some());
+    if marked {
+        return;
+    }
+    let Some(last) = wire.messages.as_mut().and_then(|m| m.last_mut()) else {
+        return;
+    };
+    if let Content::Text(text) = &last.content {
+        last.content = Content::Blocks(vec![ContentBlock::text(text.clone())]);
+    }
+    let Content::Blocks(blocks) = &mut last.content else {
+        return;
+    };
+    let marker = Some(wire::CacheControl {
+        kind: "ephemeral".to_owned(),
+        ttl: None,
+    });
+    // Thinking blocks cannot carry a marker; the one before them can.
+    for block in blocks.iter_mut().rev() {
+        let slot = match block {
+            ContentBlock::Text(b) => &mut b.cache_control,
+            ContentBlock::Image(b) => &mut b.cache_control,
+            ContentBlock::ToolUse(b) => &mut b.cache_control,
+            ContentBlock::ToolResult(b) => &mut b.cache_control,
+            _ => continue,
+        };
+        *slot = marker;
+        return;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Reply to a Messages client
+
+pub(crate) fn response(resp: &Response, ctx: &crate::ResponseContext<'_>) -> Vec<u8> {
+    let mut refused = false;
+    let content = resp
+        .output
+        .iter()
+        .map(|block| output_block(block, &mut refused))
+        .collect();
+    let stop_reason = if refused {
+        WireStopReason::Refusal
+    } else {
+        stop_reason(&resp.stop_reason)
+    };
+    let message = MessageObject {
+        id: ctx.id.to_owned(),
+        kind: message_kind(),
+        role: assistant_role(),
+        model: ctx.model.to_owned(),
+        content,
+        stop_reason: Some(stop_reason),
+        stop_sequence: resp.stop_sequence.clone(),
+        usage: Some(client_usage(&resp.usage)),
+    };
+    to_json_bytes(&message)
+}
+
+/// One output block for a client. A refusal is a text block (the stop
+/// reason says `refusal`); a thinking block always carries a `signature`
+/// (empty when its supplier gave none, D-29).
+fn output_block(block: &OutputBlock, refused: &mut bool) -> ContentBlock {
+    match block {
+        OutputBlock::Text { text } => ContentBlock::text(text.clone()),
+        OutputBlock::Refusal { text } => {
+            *refused = true;
+            ContentBlock::text(text.clone())
+        }
+        OutputBlock::Thinking { text, signature } => ContentBlock::Thinking(ThinkingBlock {
+            thinking: text.clone(),
+            signature: Some(signature.clone().unwrap_or_default()),
+            extra: Map::new(),
+        }),
+        OutputBlock::RedactedThinking { data } => {
+            ContentBlock::RedactedThinking(RedactedThinkingBlock {
+                data: data.clone(),
+                extra: Map::new(),
+            })
+        }
+        // Arguments that are not an object (a supplier cut short) become `{}`:
+        // a client's SDK expects an object here.
+        OutputBlock::ToolCall {
+            id,
+            name,
+            arguments,
+        } => ContentBlock::ToolUse(ToolUseBlock {
+            id: id.clone(),
+            name: name.clone(),
+            input: tool_input(arguments).unwrap_or_else(|| Value::Object(Map::new())),
+            cache_control: None,
+            extra: Map::new(),
+        }),
+    }
+}
+
+/// Messages usage: `input_tokens` excludes cache reads and writes.
+pub(crate) fn client_usage(usage: &Usage) -> WireUsage {
+    WireUsage {
+        input_tokens: Some(
+            usage
+                .input_tokens
+                .saturating_sub(usage.cache_read_input_tokens)
+                .saturating_sub(usage.cache_creation_input_tokens),
+        ),
+        cache_creation_input_tokens: Some(usage.cache_creation_input_tokens),
+        cache_read_input_tokens: Some(usage.cache_read_input_tokens),
+        output_tokens: Some(usage.output_tokens),
+        output_tokens_details: Some(OutputTokensDetails {
+            thinking_tokens: Some(usage.reasoning_tokens),
+        }),
+    }
+}
+
+/// Messages has no content filter stop; a filtered turn reads as a refusal.
+pub(crate) fn stop_reason(stop: &StopReason) -> WireStopReason {
+    match stop {
+        StopReason::EndTurn => WireStopReason::EndTurn,
+        StopReason::MaxTokens => WireStopReason::MaxTokens,
+        StopReason::StopSequence => WireStopReason::StopSequence,
+        StopReason::ToolUse => WireStopReason::ToolUse,
+        StopReason::ContentFilter | StopReason::Refusal => WireStopReason::Refusal,
+        StopReason::PauseTurn => WireStopReason::PauseTurn,
+        StopReason::Other(other) => WireStopReason::Other(other.clone()),
+    }
 }

@@ -84,7 +84,7 @@ async fn echo_prepends_the_prompt() {
         .collect();
     assert_eq!(text, "Hello world");
     assert_eq!(chunks[0]["choices"][0]["text"], "Hello");
-    assert_eq!(chunks.last().unwrap()["usage"]["cost"].is_number(), true);
+    assert!(chunks.last().unwrap()["usage"]["cost"].is_number());
 }
 
 #[tokio::test(flavor = "multi_thread")]

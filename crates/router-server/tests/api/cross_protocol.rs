@@ -343,6 +343,9 @@ async fn combinations_that_cannot_be_served_losslessly_are_refused() {
     let mut hot = hello("m-via-messages");
     hot["temperature"] = json!(1.5);
     expect_error(r.chat(&c.key, &hot).await, 400, "invalid_parameter").await;
+    let mut penalised = hello("m-via-messages");
+    penalised["frequency_penalty"] = json!(0.5);
+    expect_error(r.chat(&c.key, &penalised).await, 400, "invalid_parameter").await;
     let hot_responses = json!({"model": "m-via-messages", "input": "hi", "temperature": 1.5});
     expect_error(
         r.post("/v1/responses", &c.key, &hot_responses).await,

@@ -53,7 +53,7 @@ async fn minimal_request_returns_a_message_object_with_request_id() {
     assert_eq!(call.body["model"], "up-claude-native");
     // Charged once: 6 uncached input at 1, 4 cache reads at 0.1, 3 output at 2 (USD/MTok).
     let record = r.request_record(&id).await;
-    assert_eq!(record["status"], "settled", "{record}");
+    assert_eq!(record["status"], "succeeded", "{record}");
     assert_eq!(record["charged_nano_usd"], 6_000 + 400 + 6_000, "{record}");
 }
 
@@ -180,8 +180,10 @@ async fn system_role_and_native_fields_select_a_native_route() {
     let c = r.rich_customer().await;
     let before = balance(&r, &c).await;
     let system_role = json!({"model": "m-gpt-only", "max_tokens": 16, "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello"},
         {"role": "system", "content": "Be terse."},
-        {"role": "user", "content": "hi"}]});
+        {"role": "user", "content": "again"}]});
     let native_fields = json!({"model": "m-gpt-only", "max_tokens": 16,
         "messages": [{"role": "user", "content": "hi"}],
         "context_management": {"edits": [{"type": "clear_tool_uses_20250919"}]}});
@@ -229,8 +231,8 @@ async fn system_role_and_native_fields_select_a_native_route() {
                 assert_eq!(&call.body[field], sent, "{field} forwarded unchanged");
             }
         }
-        if body["messages"][0]["role"] == "system" {
-            assert_eq!(call.body["messages"][0]["role"], "system");
+        if body["messages"][2]["role"] == "system" {
+            assert_eq!(call.body["messages"][2], body["messages"][2]);
         }
     }
 }
@@ -469,7 +471,7 @@ async fn a_stream_failure_after_start_is_a_terminal_error_event() {
     );
     assert_eq!(r.mock.call_count(), 1);
     let record = r.request_record(&id).await;
-    assert_ne!(record["status"], "settled", "{record}");
+    assert_ne!(record["status"], "succeeded", "{record}");
     assert_eq!(balance(&r, &c).await, before);
 }
 

@@ -1,0 +1,115 @@
+//! The non-streaming reply: a `message` object and its `usage`.
+//!
+//! Read from Messages suppliers (lenient: unknown members ignored, an unknown
+//! `stop_reason` kept) and written to the router's clients in exactly the
+//! shape of D-29.
+
+use super::request::ContentBlock;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// A `message` object.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MessageObject {
+    #[serde(default)]
+    pub id: String,
+    #[serde(rename = "type", default = "message_kind")]
+    pub kind: String,
+    #[serde(default = "assistant_role")]
+    pub role: String,
+    #[serde(default)]
+    pub model: String,
+    #[serde(default)]
+    pub content: Vec<ContentBlock>,
+    /// Nullable and always present in Anthropic's schema (`null` in `message_start`).
+    #[serde(default)]
+    pub stop_reason: Option<WireStopReason>,
+    #[serde(default)]
+    pub stop_sequence: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<WireUsage>,
+}
+
+pub(crate) fn message_kind() -> String {
+    "message".to_owned()
+}
+
+pub(crate) fn assistant_role() -> String {
+    "assistant".to_owned()
+}
+
+/// `stop_reason`, open to values a supplier may add.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WireStopReason {
+    EndTurn,
+    MaxTokens,
+    StopSequence,
+    ToolUse,
+    PauseTurn,
+    Refusal,
+    Other(String),
+}
+
+impl WireStopReason {
+    pub fn as_str(&self) -> &str {
+        match self {
+            WireStopReason::EndTurn => "end_turn",
+            WireStopReason::MaxTokens => "max_tokens",
+            WireStopReason::StopSequence => "stop_sequence",
+            WireStopReason::ToolUse => "tool_use",
+            WireStopReason::PauseTurn => "pause_turn",
+            WireStopReason::Refusal => "refusal",
+            WireStopReason::Other(s) => s,
+        }
+    }
+
+    pub fn parse(s: &str) -> Self {
+        match s {
+            "end_turn" => WireStopReason::EndTurn,
+            "max_tokens" => WireStopReason::MaxTokens,
+            "stop_sequence" => WireStopReason::StopSequence,
+            "tool_use" => WireStopReason::ToolUse,
+            "pause_turn" => WireStopReason::PauseTurn,
+            "refusal" => WireStopReason::Refusal,
+            other => WireStopReason::Other(other.to_owned()),
+        }
+    }
+}
+
+impl Serialize for WireStopReason {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for WireStopReason {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Ok(WireStopReason::parse(&s))
+    }
+}
+
+/// `usage` of a message, of `message_start` and of `message_delta`.
+///
+/// Anthropic's `input_tokens` excludes cache reads and writes (the canonical
+/// count includes them). Every member is optional because `message_delta`
+/// may carry only `output_tokens`; the decoder decides what is required.
+/// The router's replies always write all five members (D-29).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireUsage {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_creation_input_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read_input_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens_details: Option<OutputTokensDetails>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutputTokensDetails {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking_tokens: Option<u64>,
+}

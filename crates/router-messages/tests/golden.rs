@@ -1,0 +1,232 @@
+//! Golden tests over `fixtures/messages/<case>/`, compared as JSON values.
+//!
+//! Per case: `request.json` (+ optional `headers.json`) -> `canonical.json`
+//! -> `upstream_request.json`; `supplier_response.json` ->
+//! `canonical_response.json` -> `response.json`; `supplier_stream.sse` ->
+//! `canonical_events.json` -> `client_stream.sse`. A case without
+//! `request.json` is a conversion case: its hand-written `canonical.json`
+//! (a request that came in over another protocol) is the input. The inputs
+//! (`request.json`, `headers.json`, `supplier_*`, conversion
+//! `canonical.json`) are written by hand from the public Anthropic
+//! reference; the rest are expectations. Run with `UPDATE_GOLDEN=1` to
+//! rewrite the expectations, then review the diff.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
+
+use router_canonical::sse::{Decoder, Frame};
+use router_canonical::{Request, StreamEvent};
+use router_messages::{
+    RequestHeaders, ResponseContext, StreamContext, StreamDecoder, StreamEncoder, apply_headers,
+    decode_response, encode_request, encode_response, parse_request,
+};
+use serde_json::Value;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+const UPSTREAM_MODEL: &str = "claude-supplier-model-20250101";
+const DEFAULT_MAX_TOKENS: u32 = 4096;
+const ROUTER_ID: &str = "msg_router_0001";
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/messages")
+}
+
+fn updating() -> bool {
+    std::env::var_os("UPDATE_GOLDEN").is_some_and(|v| v == "1")
+}
+
+struct Golden {
+    failures: Vec<String>,
+}
+
+impl Golden {
+    fn json(&mut self, case: &Path, file: &str, actual: &Value) {
+        let path = case.join(file);
+        if updating() {
+            let mut text = serde_json::to_string_pretty(actual).unwrap();
+            text.push('\n');
+            fs::write(&path, text).unwrap();
+            return;
+        }
+        let expected: Value = match fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).unwrap(),
+            Err(err) => {
+                self.failures.push(format!("{}: {err}", path.display()));
+                return;
+            }
+        };
+        if &expected != actual {
+            self.failures.push(format!(
+                "{} differs\n--- expected\n{}\n--- actual\n{}",
+                path.display(),
+                serde_json::to_string_pretty(&expected).unwrap(),
+                serde_json::to_string_pretty(actual).unwrap()
+            ));
+        }
+    }
+
+    fn sse(&mut self, case: &Path, file: &str, actual: &[u8]) {
+        let path = case.join(file);
+        if updating() {
+            fs::write(&path, actual).unwrap();
+            return;
+        }
+        let expected = fs::read(&path).unwrap_or_default();
+        let (expected, actual) = (frame_values(&expected), frame_values(actual));
+        if expected != actual {
+            self.failures.push(format!(
+                "{} differs\n--- expected\n{expected:#?}\n--- actual\n{actual:#?}",
+                path.display()
+            ));
+        }
+    }
+}
+
+fn frames(bytes: &[u8]) -> Vec<Frame> {
+    let mut decoder = Decoder::default();
+    let mut frames = Vec::new();
+    decoder.feed(bytes, &mut frames).unwrap();
+    assert!(!decoder.has_partial(), "SSE ends mid-frame");
+    frames
+}
+
+/// Each frame's event name and data as JSON.
+fn frame_values(bytes: &[u8]) -> Vec<(Option<String>, Value)> {
+    frames(bytes)
+        .into_iter()
+        .map(|f| {
+            let data =
+                serde_json::from_str(&f.data).unwrap_or_else(|_| Value::String(f.data.clone()));
+            (f.event, data)
+        })
+        .collect()
+}
+
+/// The canonical request of a case: parsed from `request.json` (and checked
+/// against `canonical.json`), or read from `canonical.json` for a conversion case.
+fn canonical(case: &Path, golden: &mut Golden) -> Request {
+    let Ok(body) = fs::read(case.join("request.json")) else {
+        let input = fs::read(case.join("canonical.json"))
+            .expect("a case has request.json or an input canonical.json");
+        return serde_json::from_slice(&input).unwrap();
+    };
+    let mut request = parse_request(&body)
+        .unwrap_or_else(|err| panic!("{}: request rejected: {err:?}", case.display()));
+    let headers: Value = fs::read(case.join("headers.json"))
+        .map(|b| serde_json::from_slice(&b).unwrap())
+        .unwrap_or_else(|_| serde_json::json!({"anthropic-version": "2023-06-01"}));
+    let header = |name: &str| headers.get(name).and_then(Value::as_str);
+    apply_headers(
+        &mut request,
+        &RequestHeaders {
+            version: header("anthropic-version"),
+            beta: header("anthropic-beta"),
+            direct_browser_access: header("anthropic-dangerous-direct-browser-access"),
+        },
+    )
+    .unwrap_or_else(|err| panic!("{}: headers rejected: {err:?}", case.display()));
+    golden.json(
+        case,
+        "canonical.json",
+        &serde_json::to_value(&request).unwrap(),
+    );
+    request
+}
+
+fn run_case(case: &Path, golden: &mut Golden) {
+    let canonical = canonical(case, golden);
+    let upstream = encode_request(&canonical, UPSTREAM_MODEL, DEFAULT_MAX_TOKENS)
+        .unwrap_or_else(|err| panic!("{}: encode_request failed: {err:?}", case.display()));
+    golden.json(
+        case,
+        "upstream_request.json",
+        &serde_json::from_slice(&upstream).unwrap(),
+    );
+
+    if let Ok(body) = fs::read(case.join("supplier_response.json")) {
+        let response = decode_response(&body)
+            .unwrap_or_else(|err| panic!("{}: supplier reply rejected: {err}", case.display()));
+        golden.json(
+            case,
+            "canonical_response.json",
+            &serde_json::to_value(&response).unwrap(),
+        );
+        let ctx = ResponseContext {
+            id: ROUTER_ID,
+            model: &canonical.model,
+        };
+        golden.json(
+            case,
+            "response.json",
+            &serde_json::from_slice(&encode_response(&response, &ctx)).unwrap(),
+        );
+    }
+
+    if let Ok(sse) = fs::read(case.join("supplier_stream.sse")) {
+        let mut decoder = StreamDecoder::new();
+        let mut events = Vec::new();
+        for frame in frames(&sse) {
+            events.extend(
+                decoder
+                    .decode(&frame)
+                    .unwrap_or_else(|err| panic!("{}: stream rejected: {err}", case.display())),
+            );
+        }
+        assert!(decoder.is_finished(), "{}: no message_stop", case.display());
+        golden.json(
+            case,
+            "canonical_events.json",
+            &serde_json::to_value(&events).unwrap(),
+        );
+        let mut encoder = StreamEncoder::new(StreamContext {
+            id: ROUTER_ID.to_owned(),
+            model: canonical.model.clone(),
+        });
+        let mut out = Vec::new();
+        for event in &events {
+            match event {
+                StreamEvent::Finish {
+                    stop_reason,
+                    stop_sequence,
+                    usage,
+                } => encoder.encode_finish(stop_reason, stop_sequence.as_deref(), usage, &mut out),
+                other => encoder.encode(other, &mut out),
+            }
+        }
+        // D-31: every event name equals its payload's type.
+        for (event, data) in frame_values(&out) {
+            assert_eq!(
+                event.as_deref(),
+                data.get("type").and_then(Value::as_str),
+                "{}: event name and type differ",
+                case.display()
+            );
+        }
+        golden.sse(case, "client_stream.sse", &out);
+    }
+}
+
+#[test]
+fn fixtures_match() {
+    let mut cases: Vec<PathBuf> = fs::read_dir(fixtures())
+        .expect("fixtures/messages exists")
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.is_dir())
+        .collect();
+    cases.sort();
+    assert!(
+        cases.len() >= 12,
+        "expected the golden cases, found {cases:?}"
+    );
+    let mut golden = Golden {
+        failures: Vec::new(),
+    };
+    for case in &cases {
+        run_case(case, &mut golden);
+    }
+    assert!(
+        golden.failures.is_empty(),
+        "{}\n\n(run with UPDATE_GOLDEN=1 to accept intended changes)",
+        golden.failures.join("\n\n")
+    );
+}

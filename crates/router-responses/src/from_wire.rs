@@ -1,0 +1,929 @@
+//! Wire -> canonical: validate a client's Responses request, read a
+//! supplier's reply.
+//!
+//! Every rejection of a client request is a 400 `invalid_parameter` whose
+//! `param` is the path of the offending field (`input[1].content[0].text`),
+//! made here before any routing or network work. Shape errors come from
+//! `serde_path_to_error`; value rules (ranges, conflicts, statelessness,
+//! unsupported media and tools) are checked by hand below.
+//!
+//! # Input items in the canonical model
+//!
+//! * A string `input` is one user message (`content_was_string`).
+//! * `instructions` is a leading [`Role::System`] message with string
+//!   content. The encoder turns such a first message back into
+//!   `instructions`, so the mapping round-trips; developer messages always
+//!   stay input items.
+//! * Message items of role `user`, `system` and `developer` are one message
+//!   each. An *assistant turn* -- a run of consecutive assistant message,
+//!   `function_call` and `reasoning` items -- is one assistant message whose
+//!   parts keep the item order: text, [`ContentPart::ToolCall`] (the
+//!   `call_id` is the id), [`ContentPart::Thinking`]. This is the shape Chat
+//!   (`content` + `tool_calls`) and Messages (thinking, text, tool_use blocks)
+//!   need. Its `content_was_string` is true when every message item of the
+//!   turn had string content (or there was none, as for a Chat tool-call
+//!   turn with `content: null`).
+//! * A `function_call_output` is one [`Role::Tool`] message holding one
+//!   [`ContentPart::ToolResult`].
+//! * A `reasoning` item is a [`ContentPart::Thinking`] whose text is the
+//!   summary parts joined by a blank line (or, when there is no summary, the
+//!   raw `reasoning_text` parts) and whose signature is `encrypted_content`,
+//!   the state a stateless conversation must replay. The item `id` is not
+//!   kept: with `store: false` the API takes reasoning items without it (as
+//!   OpenAI's own stateless client sends them).
+//! * A `refusal` part of an assistant message is kept verbatim as a
+//!   Responses [`ContentPart::Opaque`] part and makes the request
+//!   native-only: only a Responses route carries it without loss.
+
+use crate::error::DecodeError;
+use crate::wire::request::{
+    self as wire, ContentPart as WirePart, Input, InputItem, MessageContent, MessageItem,
+    MessageRole, ReasoningItem, ResponsesRequest, TextFormat, ToolChoiceMode,
+};
+use crate::wire::response::{
+    IncompleteDetails, OutputContent, OutputItem, ResponseObject, ResponseUsage,
+};
+use crate::wire::{join_path, missing_field, split_nested};
+use router_canonical::request::NativeFields;
+use router_canonical::{
+    ApiError, CacheControl, ContentPart, ErrorCode, ImageSource, Message, OutputBlock,
+    PromptCacheMode, Protocol, Reasoning, Request, Response, ResponseFormat, Role, Sampling,
+    StopReason, Tool, ToolChoice, Usage,
+};
+use serde_json::error::Category;
+use serde_json::{Map, Value};
+
+/// Unknown top-level fields that are forwarded to Responses suppliers (CF-03).
+/// Everything else unknown is accepted and dropped; `service_tier`,
+/// `max_tool_calls`, `stream_options` and the like are never forwarded.
+/// `text.verbosity` travels as the native field `verbosity`.
+pub(crate) const NATIVE_ALLOWLIST: [&str; 6] = [
+    "metadata",
+    "truncation",
+    "include",
+    "top_logprobs",
+    "prompt_cache_key",
+    "prompt_cache_retention",
+];
+
+/// The native field that carries `text.verbosity`.
+pub(crate) const VERBOSITY: &str = "verbosity";
+
+/// Content-part types that carry media other than images (CF-09).
+const MEDIA_PARTS: [&str; 7] = [
+    "input_file",
+    "input_audio",
+    "file",
+    "audio",
+    "video",
+    "video_url",
+    "document",
+];
+
+/// Image MIME types accepted in `data:` URLs (GP-02).
+const IMAGE_MEDIA_TYPES: [&str; 4] = ["image/jpeg", "image/png", "image/gif", "image/webp"];
+
+/// The separator between reasoning summary parts in one thinking text.
+pub(crate) const SUMMARY_SEPARATOR: &str = "\n\n";
+
+// ---------------------------------------------------------------------------
+// Client request
+
+pub(crate) fn request(body: &[u8]) -> Result<Request, ApiError> {
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let wire: ResponsesRequest = serde_path_to_error::deserialize(&mut de).map_err(shape_error)?;
+    de.end().map_err(|err| {
+        ApiError::new(
+            ErrorCode::InvalidParameter,
+            format!("request body is not valid JSON: {err}"),
+        )
+    })?;
+    convert_request(wire)
+}
+
+/// Turn a serde error into the 400 a client sees.
+fn shape_error(err: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
+    let path = err.path().to_string();
+    let inner = err.into_inner();
+    let text = inner.to_string();
+    if !matches!(inner.classify(), Category::Data) {
+        return ApiError::new(
+            ErrorCode::InvalidParameter,
+            format!("request body is not valid JSON: {text}"),
+        );
+    }
+    // Data errors from a slice carry the position; the path says more.
+    let position = format!(" at line {} column {}", inner.line(), inner.column());
+    let message = text.strip_suffix(&position).unwrap_or(&text);
+    let (param, message) = if let Some((inner_path, message)) = split_nested(message) {
+        (join_path(&path, inner_path), message)
+    } else if let Some(field) = missing_field(message) {
+        (join_path(&path, field), message)
+    } else {
+        (join_path(&path, ""), message)
+    };
+    if param.is_empty() {
+        return ApiError::new(
+            ErrorCode::InvalidParameter,
+            "request body must be a JSON object",
+        );
+    }
+    ApiError::invalid(param.clone(), format!("invalid `{param}`: {message}"))
+}
+
+fn convert_request(wire: ResponsesRequest) -> Result<Request, ApiError> {
+    let ResponsesRequest {
+        model,
+        input,
+        instructions,
+        store,
+        max_output_tokens,
+        temperature,
+        top_p,
+        tools,
+        tool_choice,
+        parallel_tool_calls,
+        reasoning,
+        reasoning_effort,
+        text,
+        stream,
+        user,
+        safety_identifier,
+        previous_response_id,
+        conversation,
+        background,
+        prompt,
+        mut extra,
+    } = wire;
+    let routing = router_canonical::RoutingOptions::take_from(&mut extra)?;
+
+    let model = model.ok_or_else(|| ApiError::invalid("model", "`model` is required"))?;
+    // CF-07: optional, `false` only. The gateway keeps nothing.
+    if store == Some(true) {
+        return Err(ApiError::invalid(
+            "store",
+            "`store` must be false: this gateway is stateless and stores no responses",
+        ));
+    }
+    // C-11, GP-49: nothing is stored, so nothing can be referenced.
+    if previous_response_id.is_some() {
+        return Err(ApiError::invalid(
+            "previous_response_id",
+            "`previous_response_id` is not supported: this gateway is stateless; send the whole conversation in `input`",
+        ));
+    }
+    if conversation.is_some() {
+        return Err(ApiError::invalid(
+            "conversation",
+            "`conversation` is not supported: this gateway is stateless; send the whole conversation in `input`",
+        ));
+    }
+    if prompt.is_some() {
+        return Err(ApiError::invalid(
+            "prompt",
+            "stored prompt templates (`prompt`) are not supported: send `instructions` and `input` instead",
+        ));
+    }
+    if background == Some(true) {
+        return Err(ApiError::invalid(
+            "background",
+            "`background` must be false: background responses are stored, and this gateway is stateless",
+        ));
+    }
+    let input = input.ok_or_else(|| ApiError::invalid("input", "`input` is required"))?;
+    if matches!(&input, Input::Items(items) if items.is_empty()) {
+        return Err(ApiError::invalid(
+            "input",
+            "`input` must be a string or contain at least one item",
+        ));
+    }
+    if max_output_tokens == Some(0) {
+        return Err(ApiError::invalid(
+            "max_output_tokens",
+            "`max_output_tokens` must be an integer of at least 1",
+        ));
+    }
+
+    let sampling = Sampling {
+        temperature: in_range("temperature", temperature, 0.0, 2.0)?,
+        top_p: in_range("top_p", top_p, 0.0, 1.0)?,
+        max_output_tokens,
+        ..Sampling::default()
+    };
+    let (nested_effort, summary) = match reasoning {
+        Some(r) => (r.effort, r.summary.or(r.generate_summary)),
+        None => (None, None),
+    };
+    let reasoning = Reasoning {
+        effort: effort(reasoning_effort, nested_effort)?,
+        thinking: None,
+        summary,
+    };
+
+    let mut native_only = None;
+    let mut messages = Vec::new();
+    if let Some(instructions) = instructions {
+        messages.push(Message::text(Role::System, instructions));
+    }
+    match input {
+        Input::Text(text) => messages.push(Message::text(Role::User, text)),
+        Input::Items(items) => {
+            let mut turn = Turn::default();
+            for (i, item) in items.into_iter().enumerate() {
+                input_item(i, item, &mut turn, &mut messages, &mut native_only)?;
+            }
+            turn.flush(&mut messages);
+        }
+    }
+    let tools = tools
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| tool(i, t))
+        .collect::<Result<Vec<_>, _>>()?;
+    let (response_format, verbosity) = match text {
+        Some(text) => (
+            text.format.map(convert_text_format).transpose()?,
+            text.verbosity,
+        ),
+        None => (None, None),
+    };
+
+    Ok(Request {
+        model,
+        messages,
+        tools,
+        tool_choice: tool_choice.map(convert_tool_choice).transpose()?,
+        parallel_tool_calls,
+        sampling,
+        reasoning,
+        response_format,
+        stream: stream.unwrap_or(false),
+        end_user: user.or(safety_identifier),
+        native: native_fields(extra, verbosity)?,
+        routing,
+        inbound: Some(Protocol::Responses),
+        native_only,
+        prompt_cache: PromptCacheMode::Passthrough,
+    })
+}
+
+fn in_range(param: &str, value: Option<f64>, min: f64, max: f64) -> Result<Option<f64>, ApiError> {
+    match value {
+        Some(v) if !(min..=max).contains(&v) => Err(ApiError::invalid(
+            param,
+            format!("`{param}` must be between {min} and {max}, got {v}"),
+        )),
+        other => Ok(other),
+    }
+}
+
+/// `reasoning_effort` is an alias of `reasoning.effort` (C-09); both are
+/// allowed only when equal. Kept verbatim, never defaulted or clamped.
+fn effort(alias: Option<String>, nested: Option<String>) -> Result<Option<String>, ApiError> {
+    match (alias, nested) {
+        (Some(a), Some(b)) if a != b => Err(ApiError::invalid(
+            "reasoning_effort",
+            format!(
+                "`reasoning_effort` (\"{a}\") and `reasoning.effort` (\"{b}\") differ; send one, or the same value in both"
+            ),
+        )),
+        (a, b) => Ok(b.or(a)),
+    }
+}
+
+/// The assistant turn being assembled from consecutive assistant-side items.
+#[derive(Debug, Default)]
+struct Turn {
+    parts: Vec<ContentPart>,
+    open: bool,
+    saw_message: bool,
+    all_string: bool,
+}
+
+impl Turn {
+    fn push(&mut self, parts: Vec<ContentPart>, message_was_string: Option<bool>) {
+        if !self.open {
+            *self = Turn {
+                open: true,
+                all_string: true,
+                ..Turn::default()
+            };
+        }
+        if let Some(was_string) = message_was_string {
+            self.saw_message = true;
+            self.all_string &= was_string;
+        }
+        self.parts.extend(parts);
+    }
+
+    fn flush(&mut self, messages: &mut Vec<Message>) {
+        if !self.open {
+            return;
+        }
+        let turn = std::mem::take(self);
+        messages.push(Message {
+            role: Role::Assistant,
+            content: turn.parts,
+            content_was_string: !turn.saw_message || turn.all_string,
+            name: None,
+        });
+    }
+}
+
+fn input_item(
+    i: usize,
+    item: InputItem,
+    turn: &mut Turn,
+    messages: &mut Vec<Message>,
+    native_only: &mut Option<String>,
+) -> Result<(), ApiError> {
+    let base = format!("input[{i}]");
+    match item {
+        InputItem::Message(m) => {
+            let role = m.role;
+            let (parts, was_string) = message_content(&base, m, native_only)?;
+            if role == MessageRole::Assistant {
+                turn.push(parts, Some(was_string));
+            } else {
+                turn.flush(messages);
+                messages.push(Message {
+                    role: match role {
+                        MessageRole::System => Role::System,
+                        MessageRole::Developer => Role::Developer,
+                        MessageRole::User => Role::User,
+                        MessageRole::Assistant => Role::Assistant,
+                    },
+                    content: parts,
+                    content_was_string: was_string,
+                    name: None,
+                });
+            }
+        }
+        InputItem::FunctionCall(call) => turn.push(
+            vec![ContentPart::ToolCall {
+                id: call.call_id,
+                name: call.name,
+                arguments: call.arguments,
+            }],
+            None,
+        ),
+        InputItem::Reasoning(item) => {
+            let (text, signature) = thinking(item);
+            turn.push(vec![ContentPart::Thinking { text, signature }], None);
+        }
+        InputItem::FunctionCallOutput(output) => {
+            turn.flush(messages);
+            let (content, was_string) = match output.output {
+                MessageContent::Text(text) => (
+                    vec![ContentPart::Text {
+                        text,
+                        cache_control: None,
+                    }],
+                    true,
+                ),
+                MessageContent::Parts(parts) => (
+                    parts
+                        .into_iter()
+                        .enumerate()
+                        .map(|(j, p)| tool_output_part(&format!("{base}.output[{j}]"), p))
+                        .collect::<Result<Vec<_>, _>>()?,
+                    false,
+                ),
+            };
+            messages.push(Message {
+                role: Role::Tool,
+                content: vec![ContentPart::ToolResult {
+                    tool_call_id: output.call_id,
+                    content,
+                    is_error: false,
+                    cache_control: None,
+                }],
+                content_was_string: was_string,
+                name: None,
+            });
+        }
+        InputItem::Other(value) => {
+            let kind = value
+                .get("type")
+                .and_then(Value::as_str)
+                .unwrap_or("item_reference");
+            return Err(if kind == "item_reference" {
+                ApiError::invalid(
+                    base,
+                    "item references are not supported: this gateway is stateless; send the referenced items themselves",
+                )
+            } else {
+                ApiError::invalid(
+                    format!("{base}.type"),
+                    format!(
+                        "input items of type `{kind}` are not supported: use message, function_call, function_call_output or reasoning items"
+                    ),
+                )
+            });
+        }
+    }
+    Ok(())
+}
+
+/// A reasoning item's thinking text and signature (see the module docs).
+pub(crate) fn thinking(item: ReasoningItem) -> (String, Option<String>) {
+    let texts = if item.summary.is_empty() {
+        item.content.unwrap_or_default()
+    } else {
+        item.summary
+    };
+    let text = texts
+        .into_iter()
+        .map(|t| t.text)
+        .collect::<Vec<_>>()
+        .join(SUMMARY_SEPARATOR);
+    (text, item.encrypted_content)
+}
+
+fn message_content(
+    base: &str,
+    m: MessageItem,
+    native_only: &mut Option<String>,
+) -> Result<(Vec<ContentPart>, bool), ApiError> {
+    match m.content {
+        MessageContent::Text(text) => Ok((
+            vec![ContentPart::Text {
+                text,
+                cache_control: None,
+            }],
+            true,
+        )),
+        MessageContent::Parts(parts) => {
+            let assistant = m.role == MessageRole::Assistant;
+            let mut out = Vec::with_capacity(parts.len());
+            for (j, part) in parts.into_iter().enumerate() {
+                let path = format!("{base}.content[{j}]");
+                out.push(match part {
+                    WirePart::InputText(p) => text_part(p),
+                    WirePart::OutputText(p) if assistant => text_part(p),
+                    WirePart::Refusal(p) if assistant => {
+                        native_only.get_or_insert(path);
+                        refusal_part(p.refusal)
+                    }
+                    WirePart::InputImage(_) | WirePart::ImageUrl(_) | WirePart::Image(_)
+                        if assistant =>
+                    {
+                        return Err(ApiError::invalid(
+                            format!("{path}.type"),
+                            "assistant messages cannot carry images",
+                        ));
+                    }
+                    image @ (WirePart::InputImage(_)
+                    | WirePart::ImageUrl(_)
+                    | WirePart::Image(_)) => image_part(&path, image)?,
+                    WirePart::OutputText(_) | WirePart::Refusal(_) => {
+                        return Err(ApiError::invalid(
+                            format!("{path}.type"),
+                            "`output_text` and `refusal` parts belong to assistant messages",
+                        ));
+                    }
+                    WirePart::Unknown(value) => return Err(unknown_part(&path, &value)),
+                });
+            }
+            Ok((out, false))
+        }
+    }
+}
+
+fn tool_output_part(path: &str, part: WirePart) -> Result<ContentPart, ApiError> {
+    match part {
+        WirePart::InputText(p) => Ok(text_part(p)),
+        image @ (WirePart::InputImage(_) | WirePart::ImageUrl(_) | WirePart::Image(_)) => {
+            image_part(path, image)
+        }
+        WirePart::OutputText(_) | WirePart::Refusal(_) => Err(ApiError::invalid(
+            format!("{path}.type"),
+            "a function call output holds `input_text` and `input_image` parts",
+        )),
+        WirePart::Unknown(value) => Err(unknown_part(path, &value)),
+    }
+}
+
+fn unknown_part(path: &str, value: &Value) -> ApiError {
+    let kind = value.get("type").and_then(Value::as_str).unwrap_or("");
+    let message = if MEDIA_PARTS.contains(&kind) {
+        format!(
+            "content parts of type `{kind}` are not supported: inference accepts text and image input only"
+        )
+    } else {
+        format!(
+            "unknown content part type `{kind}`: expected input_text, output_text, refusal or input_image"
+        )
+    };
+    ApiError::invalid(format!("{path}.type"), message)
+}
+
+/// The `Opaque` form of a replayed refusal part.
+pub(crate) fn refusal_part(refusal: String) -> ContentPart {
+    let mut value = Map::new();
+    value.insert("type".to_owned(), Value::String("refusal".to_owned()));
+    value.insert("refusal".to_owned(), Value::String(refusal));
+    ContentPart::Opaque {
+        protocol: Protocol::Responses,
+        value: Value::Object(value),
+    }
+}
+
+fn cache_control(c: wire::CacheControl) -> CacheControl {
+    CacheControl {
+        kind: c.kind,
+        ttl: c.ttl,
+    }
+}
+
+fn text_part(p: wire::TextPart) -> ContentPart {
+    ContentPart::Text {
+        text: p.text,
+        cache_control: p.cache_control.map(cache_control),
+    }
+}
+
+/// An image part of any of the three accepted shapes (C-12, GP-02).
+fn image_part(path: &str, part: WirePart) -> Result<ContentPart, ApiError> {
+    let p = match part {
+        WirePart::InputImage(p) => p,
+        WirePart::ImageUrl(p) => {
+            check_image_url(&format!("{path}.image_url.url"), &p.image_url.url)?;
+            return Ok(ContentPart::Image {
+                source: ImageSource::Url {
+                    url: p.image_url.url,
+                },
+                detail: p.image_url.detail,
+                cache_control: p.cache_control.map(cache_control),
+            });
+        }
+        WirePart::Image(p) => {
+            let source = match p.source {
+                wire::ImageSource::Base64 { media_type, data } => {
+                    if !IMAGE_MEDIA_TYPES.contains(&media_type.as_str()) {
+                        return Err(ApiError::invalid(
+                            format!("{path}.source.media_type"),
+                            format!(
+                                "image media type `{media_type}` is not supported: use image/jpeg, image/png, image/gif or image/webp"
+                            ),
+                        ));
+                    }
+                    ImageSource::Base64 { media_type, data }
+                }
+                wire::ImageSource::Url { url } => {
+                    check_image_url(&format!("{path}.source.url"), &url)?;
+                    ImageSource::Url { url }
+                }
+                wire::ImageSource::File { file_id } => ImageSource::Upload { file_id },
+            };
+            return Ok(ContentPart::Image {
+                source,
+                detail: None,
+                cache_control: p.cache_control.map(cache_control),
+            });
+        }
+        // Callers pass image parts only.
+        other => {
+            return Err(ApiError::invalid(
+                format!("{path}.type"),
+                format!("expected an image part, got `{}`", other.kind()),
+            ));
+        }
+    };
+    let source = match (p.image_url, p.file_id) {
+        (Some(url), None) => {
+            check_image_url(&format!("{path}.image_url"), &url)?;
+            ImageSource::Url { url }
+        }
+        (None, Some(file_id)) => ImageSource::Upload { file_id },
+        (Some(_), Some(_)) => {
+            return Err(ApiError::invalid(
+                path,
+                "an input_image part takes `image_url` or `file_id`, not both",
+            ));
+        }
+        (None, None) => {
+            return Err(ApiError::invalid(
+                format!("{path}.image_url"),
+                "an input_image part needs `image_url` or `file_id`",
+            ));
+        }
+    };
+    Ok(ContentPart::Image {
+        source,
+        detail: p.detail,
+        cache_control: p.cache_control.map(cache_control),
+    })
+}
+
+/// Image URLs are `https:`, `http:`, or a base64 `data:` URL of one of the
+/// four image types (GP-02).
+fn check_image_url(param: &str, url: &str) -> Result<(), ApiError> {
+    fn strip_prefix_ci<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
+        let head = s.get(..prefix.len())?;
+        head.eq_ignore_ascii_case(prefix)
+            .then(|| &s[prefix.len()..])
+    }
+    if strip_prefix_ci(url, "https://").is_some() || strip_prefix_ci(url, "http://").is_some() {
+        return Ok(());
+    }
+    if let Some(rest) = strip_prefix_ci(url, "data:")
+        && let Some((media_type, _)) = rest.split_once(";base64,")
+        && IMAGE_MEDIA_TYPES
+            .iter()
+            .any(|t| t.eq_ignore_ascii_case(media_type))
+    {
+        return Ok(());
+    }
+    Err(ApiError::invalid(
+        param,
+        "an image URL must be https:, http:, or a base64 data: URL of a JPEG, PNG, GIF or WebP image",
+    ))
+}
+
+fn tool(i: usize, t: wire::ToolDefinition) -> Result<Tool, ApiError> {
+    if t.kind != "function" {
+        return Err(ApiError::invalid(
+            format!("tools[{i}].type"),
+            format!(
+                "tools of type `{}` are not supported: only client `function` tools",
+                t.kind
+            ),
+        ));
+    }
+    let name = t.name.ok_or_else(|| {
+        ApiError::invalid(format!("tools[{i}].name"), "a function tool needs a `name`")
+    })?;
+    let parameters = match t.parameters {
+        None | Some(Value::Null) => empty_object_schema(),
+        Some(Value::Object(schema)) => Value::Object(schema),
+        Some(_) => {
+            return Err(ApiError::invalid(
+                format!("tools[{i}].parameters"),
+                "`parameters` must be a JSON Schema object",
+            ));
+        }
+    };
+    Ok(Tool {
+        name,
+        description: t.description,
+        parameters,
+        strict: t.strict,
+        cache_control: t.cache_control.map(cache_control),
+    })
+}
+
+/// The schema of a tool without `parameters`: an object with no members.
+/// `additionalProperties: false` keeps it valid under strict mode, which is
+/// the Responses default.
+fn empty_object_schema() -> Value {
+    let mut schema = Map::new();
+    schema.insert("type".to_owned(), Value::String("object".to_owned()));
+    schema.insert("properties".to_owned(), Value::Object(Map::new()));
+    schema.insert("additionalProperties".to_owned(), Value::Bool(false));
+    Value::Object(schema)
+}
+
+fn convert_tool_choice(choice: wire::ToolChoice) -> Result<ToolChoice, ApiError> {
+    match choice {
+        wire::ToolChoice::Mode(ToolChoiceMode::Auto) => Ok(ToolChoice::Auto),
+        wire::ToolChoice::Mode(ToolChoiceMode::None) => Ok(ToolChoice::None),
+        wire::ToolChoice::Mode(ToolChoiceMode::Required) => Ok(ToolChoice::Required),
+        wire::ToolChoice::Named(named) => {
+            if named.kind != "function" {
+                return Err(ApiError::invalid(
+                    "tool_choice.type",
+                    format!(
+                        "tool_choice of type `{}` is not supported: use `function`",
+                        named.kind
+                    ),
+                ));
+            }
+            let name = named.name.ok_or_else(|| {
+                ApiError::invalid("tool_choice.name", "a function tool_choice needs a `name`")
+            })?;
+            Ok(ToolChoice::Tool { name })
+        }
+    }
+}
+
+fn convert_text_format(format: TextFormat) -> Result<ResponseFormat, ApiError> {
+    Ok(match format {
+        TextFormat::Text => ResponseFormat::Text,
+        TextFormat::JsonObject => ResponseFormat::JsonObject,
+        TextFormat::JsonSchema(f) => {
+            if !f.schema.is_object() {
+                return Err(ApiError::invalid(
+                    "text.format.schema",
+                    "`schema` must be a JSON Schema object",
+                ));
+            }
+            ResponseFormat::JsonSchema {
+                name: f.name,
+                schema: f.schema,
+                strict: f.strict,
+                description: f.description,
+            }
+        }
+    })
+}
+
+/// Keep the vetted passthrough fields; drop every other unknown field.
+fn native_fields(
+    extra: Map<String, Value>,
+    verbosity: Option<String>,
+) -> Result<Option<NativeFields>, ApiError> {
+    let mut fields = Map::new();
+    for (key, value) in extra {
+        if value.is_null() || !NATIVE_ALLOWLIST.contains(&key.as_str()) {
+            continue;
+        }
+        let (ok, expected) = match key.as_str() {
+            "metadata" => (value.is_object(), "an object"),
+            "include" => (
+                value
+                    .as_array()
+                    .is_some_and(|a| a.iter().all(Value::is_string)),
+                "an array of strings",
+            ),
+            "top_logprobs" => (
+                value.as_u64().is_some_and(|n| n <= 20),
+                "an integer from 0 to 20",
+            ),
+            _ => (value.is_string(), "a string"),
+        };
+        if !ok {
+            return Err(ApiError::invalid(
+                key.clone(),
+                format!("`{key}` must be {expected}"),
+            ));
+        }
+        fields.insert(key, value);
+    }
+    if let Some(verbosity) = verbosity {
+        fields.insert(VERBOSITY.to_owned(), Value::String(verbosity));
+    }
+    Ok((!fields.is_empty()).then_some(NativeFields {
+        protocol: Some(Protocol::Responses),
+        fields,
+        betas: Vec::new(),
+    }))
+}
+
+// ---------------------------------------------------------------------------
+// Supplier reply
+
+pub(crate) fn response(body: &[u8]) -> Result<Response, DecodeError> {
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let wire: ResponseObject =
+        serde_path_to_error::deserialize(&mut de).map_err(DecodeError::json)?;
+    de.end().map_err(|err| DecodeError::InvalidJson {
+        path: ".".to_owned(),
+        message: err.to_string(),
+    })?;
+    check_status(&wire)?;
+    let usage = usage(wire.usage.as_ref().ok_or(DecodeError::MissingUsage)?)?;
+    let mut output = Vec::with_capacity(wire.output.len());
+    for (i, item) in wire.output.into_iter().enumerate() {
+        output_item(&format!("output[{i}]"), item, &mut output)?;
+    }
+    let called_tools = output
+        .iter()
+        .any(|b| matches!(b, OutputBlock::ToolCall { .. }));
+    Ok(Response {
+        id: wire.id,
+        model: wire.model,
+        output,
+        stop_reason: stop_reason(
+            wire.status.as_deref(),
+            wire.incomplete_details.as_ref(),
+            called_tools,
+        ),
+        // Responses has no stop sequences.
+        stop_sequence: None,
+        usage,
+        created: unix_seconds(&wire.created_at),
+    })
+}
+
+/// A finished reply is `completed` or `incomplete` (or says nothing);
+/// `failed` is the supplier's error, anything else is not a final reply.
+pub(crate) fn check_status(wire: &ResponseObject) -> Result<(), DecodeError> {
+    match wire.status.as_deref() {
+        None | Some("completed" | "incomplete") => Ok(()),
+        Some("failed") => Err(supplier_failure(wire)),
+        Some(other) => Err(DecodeError::UnexpectedStatus {
+            status: other.to_owned(),
+        }),
+    }
+}
+
+/// The supplier's failure, from a failed response's `error`.
+pub(crate) fn supplier_failure(wire: &ResponseObject) -> DecodeError {
+    DecodeError::SupplierError {
+        kind: None,
+        code: wire.error.as_ref().and_then(|e| e.code.clone()),
+        message: wire.error.as_ref().map(|e| e.message.clone()),
+    }
+}
+
+pub(crate) fn unix_seconds(n: &serde_json::Number) -> i64 {
+    match n.as_i64() {
+        Some(s) => s,
+        // Whole seconds; `as` saturates, and the value is informational.
+        None => n.as_f64().map_or(0, |f| f as i64),
+    }
+}
+
+/// The canonical blocks of one output item, appended in order.
+pub(crate) fn output_item(
+    path: &str,
+    item: OutputItem,
+    out: &mut Vec<OutputBlock>,
+) -> Result<(), DecodeError> {
+    match item {
+        OutputItem::Message(message) => {
+            for (j, part) in message.content.into_iter().enumerate() {
+                out.push(match part {
+                    OutputContent::OutputText(p) => OutputBlock::Text { text: p.text },
+                    OutputContent::Refusal(p) => OutputBlock::Refusal { text: p.refusal },
+                    OutputContent::Unknown(value) => {
+                        return Err(DecodeError::UnknownContent {
+                            path: format!("{path}.content[{j}]"),
+                            kind: value
+                                .get("type")
+                                .and_then(Value::as_str)
+                                .unwrap_or("")
+                                .to_owned(),
+                        });
+                    }
+                });
+            }
+        }
+        OutputItem::FunctionCall(call) => out.push(OutputBlock::ToolCall {
+            id: call.call_id,
+            name: call.name,
+            arguments: call.arguments,
+        }),
+        OutputItem::Reasoning(item) => {
+            let (text, signature) = thinking(item);
+            // Nothing to show and nothing to replay: no block.
+            if !text.is_empty() || signature.is_some() {
+                out.push(OutputBlock::Thinking { text, signature });
+            }
+        }
+        OutputItem::Unknown(value) => {
+            return Err(DecodeError::UnknownOutputItem {
+                path: path.to_owned(),
+                kind: value
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Canonical usage from Responses usage; implausible numbers are an invalid reply.
+pub(crate) fn usage(wire: &ResponseUsage) -> Result<Usage, DecodeError> {
+    let usage = Usage {
+        input_tokens: wire.input_tokens,
+        output_tokens: wire.output_tokens,
+        cache_read_input_tokens: wire
+            .input_tokens_details
+            .as_ref()
+            .map_or(0, |d| d.cached_tokens),
+        cache_creation_input_tokens: 0,
+        reasoning_tokens: wire
+            .output_tokens_details
+            .as_ref()
+            .map_or(0, |d| d.reasoning_tokens),
+    };
+    if usage.is_consistent() {
+        Ok(usage)
+    } else {
+        Err(DecodeError::InvalidUsage { usage })
+    }
+}
+
+/// `completed` ends the turn (with a tool call: `ToolUse`); `incomplete`
+/// says why in `incomplete_details.reason`.
+pub(crate) fn stop_reason(
+    status: Option<&str>,
+    details: Option<&IncompleteDetails>,
+    called_tools: bool,
+) -> StopReason {
+    match status {
+        Some("incomplete") => match details.and_then(|d| d.reason.as_deref()) {
+            Some("max_output_tokens") => StopReason::MaxTokens,
+            Some("content_filter") => StopReason::ContentFilter,
+            Some(other) => StopReason::Other(other.to_owned()),
+            None => StopReason::Other("incomplete".to_owned()),
+        },
+        _ if called_tools => StopReason::ToolUse,
+        _ => StopReason::EndTurn,
+    }
+}

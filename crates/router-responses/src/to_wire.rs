@@ -1,0 +1,704 @@
+//! Canonical -> wire: the body for a Responses supplier, and the `response`
+//! object for a Responses client.
+//!
+//! # What a Responses supplier is sent
+//!
+//! * `store: false`, always; `stream: true` only when streaming.
+//! * A first [`Role::System`] message of one plain string becomes
+//!   `instructions` (the parser's mapping, so it round-trips); every other
+//!   message becomes input items in part order. Runs of text (and image) parts
+//!   are one message item -- a string when the message came as one; an
+//!   assistant's text is `output_text`, everyone else's `input_text`. Tool
+//!   calls are `function_call` items, tool results `function_call_output`
+//!   items (a Messages user turn's tool results come out in place).
+//! * Thinking parts are replayed as `reasoning` items (the signature as
+//!   `encrypted_content`) only when the request came in over Responses:
+//!   their signature is then a Responses supplier's. Thinking from other
+//!   protocols (an Anthropic signature, or none) cannot be replayed to a
+//!   Responses model and is left out, as the Chat encoder leaves all
+//!   reasoning history out: the model regenerates its reasoning, and the
+//!   answer does not depend on the earlier turns' hidden reasoning. Redacted
+//!   thinking is Anthropic-only and left out likewise.
+//! * Prompt-cache markers travel only on a native pass-through (inbound
+//!   Responses); on a conversion they are dropped as annotations (GP-53).
+//! * A tool without `strict` keeps the non-strict meaning of the protocol it
+//!   came from: the Responses API reads an absent `strict` as `true`, so a
+//!   converted tool is sent `strict: false` explicitly.
+//! * Explicit reasoning effort goes in `reasoning.effort`, never synthesized
+//!   (C-08, GP-74); `reasoning.summary` beside it.
+//! * What Responses cannot say is an `unsupported_conversion`, never a silent
+//!   drop of behaviour: stop sequences, non-zero frequency or presence
+//!   penalties, enabled or adaptive `thinking`, an unresolved upload, another
+//!   protocol's opaque part, an image in an assistant message, a
+//!   `json_schema` format without a schema. Two things are dropped by
+//!   design: `seed` (best-effort determinism only, which Responses does not
+//!   offer) and a tool result's `is_error` flag and participant `name`s
+//!   (no Responses field; the Chat encoder drops them too).
+//!
+//! # What a Responses client is sent
+//!
+//! A `response` object with every member the OpenAI SDKs require. Output
+//! blocks become items in order: consecutive text and refusal blocks share
+//! one `message` item, each tool call is a `function_call` item, each thinking
+//! block a `reasoning` item (summary text, signature as `encrypted_content`).
+//! Redacted thinking has no Responses form and is left out. Request echo
+//! members (`tools`, `tool_choice`, `text`, ...) carry the protocol defaults:
+//! the reply is built from the canonical response, not the request.
+
+use crate::from_wire::{NATIVE_ALLOWLIST, VERBOSITY};
+use crate::wire::request::{
+    self as wire, FunctionCallItem, FunctionCallOutputItem, InputImagePart, InputItem,
+    JsonSchemaFormat, MessageContent, MessageItem, MessageRole, NamedToolChoice, ReasoningItem,
+    ReasoningParam, ReasoningText, ResponsesRequest, TextFormat, TextParam, TextPart,
+    ToolChoiceMode, ToolDefinition, summary_text,
+};
+use crate::wire::response::{
+    FunctionCallOutput, IncompleteDetails, InputTokensDetails, OutputContent, OutputItem,
+    OutputMessage, OutputRefusal, OutputText, OutputTokensDetails, ResponseError, ResponseObject,
+    ResponseUsage, object, response_kind,
+};
+use crate::wire::to_json_bytes;
+use router_canonical::{
+    ApiError, CacheControl, ContentPart, ErrorCode, ImageSource, Message, NanoUsd, OutputBlock,
+    Protocol, Request, Response, ResponseFormat, Role, StopReason, ThinkingMode, Tool, ToolChoice,
+    Usage,
+};
+use serde_json::{Map, Number, Value};
+
+// ---------------------------------------------------------------------------
+// Request to a Responses supplier
+
+pub(crate) fn request(req: &Request, upstream_model: &str) -> Result<Vec<u8>, ApiError> {
+    let wire = responses_request(req, upstream_model)?;
+    serde_json::to_vec(&wire).map_err(|err| {
+        ApiError::new(
+            ErrorCode::InternalError,
+            format!("could not serialize the Responses request: {err}"),
+        )
+    })
+}
+
+pub(crate) fn responses_request(
+    req: &Request,
+    upstream_model: &str,
+) -> Result<ResponsesRequest, ApiError> {
+    check_convertible(req)?;
+    let native = req.inbound == Some(Protocol::Responses);
+    let mut messages = req.messages.as_slice();
+    let mut instructions = None;
+    // `input` may not be empty, so a lone system message stays an item.
+    if let Some((first, rest)) = messages.split_first()
+        && !rest.is_empty()
+        && let Some(text) = instructions_text(first)
+    {
+        instructions = Some(text.to_owned());
+        messages = rest;
+    }
+    let mut items = Vec::new();
+    for message in messages {
+        push_items(message, native, &mut items)?;
+    }
+    let sampling = &req.sampling;
+    let reasoning = &req.reasoning;
+    let native_fields = native_fields(req);
+    let verbosity = native_fields
+        .get(VERBOSITY)
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let format = req.response_format.as_ref().map(text_format).transpose()?;
+    Ok(ResponsesRequest {
+        model: Some(upstream_model.to_owned()),
+        input: Some(wire::Input::Items(items)),
+        instructions,
+        // CF-07: the gateway is stateless towards suppliers too.
+        store: Some(false),
+        max_output_tokens: sampling.max_output_tokens,
+        temperature: sampling.temperature,
+        top_p: sampling.top_p,
+        tools: (!req.tools.is_empty()).then(|| req.tools.iter().map(|t| tool(t, native)).collect()),
+        tool_choice: req.tool_choice.as_ref().map(tool_choice),
+        parallel_tool_calls: req.parallel_tool_calls,
+        // C-08, GP-74: explicit effort only, verbatim, in the nested object.
+        reasoning: (reasoning.effort.is_some() || reasoning.summary.is_some()).then(|| {
+            ReasoningParam {
+                effort: reasoning.effort.clone(),
+                summary: reasoning.summary.clone(),
+                generate_summary: None,
+            }
+        }),
+        reasoning_effort: None,
+        text: (format.is_some() || verbosity.is_some()).then_some(TextParam { format, verbosity }),
+        stream: req.stream.then_some(true),
+        user: req.end_user.clone(),
+        safety_identifier: None,
+        previous_response_id: None,
+        conversation: None,
+        background: None,
+        prompt: None,
+        extra: native_fields
+            .into_iter()
+            .filter(|(key, _)| NATIVE_ALLOWLIST.contains(&key.as_str()))
+            .collect(),
+    })
+}
+
+/// What a Responses supplier cannot be asked, refused rather than dropped.
+fn check_convertible(req: &Request) -> Result<(), ApiError> {
+    let sampling = &req.sampling;
+    if !sampling.stop.is_empty() {
+        return Err(ApiError::unsupported_conversion(
+            "stop sequences cannot be sent to a Responses supplier: the protocol has none",
+        )
+        .with_param("stop"));
+    }
+    for (param, value) in [
+        ("frequency_penalty", sampling.frequency_penalty),
+        ("presence_penalty", sampling.presence_penalty),
+    ] {
+        if value.is_some_and(|v| v != 0.0) {
+            return Err(ApiError::unsupported_conversion(format!(
+                "`{param}` cannot be sent to a Responses supplier: the protocol has no such setting"
+            ))
+            .with_param(param));
+        }
+    }
+    if let Some(thinking) = &req.reasoning.thinking
+        && thinking.mode != ThinkingMode::Disabled
+    {
+        return Err(ApiError::unsupported_conversion(
+            "a `thinking` configuration cannot be sent to a Responses supplier: use `reasoning.effort`",
+        )
+        .with_param("thinking"));
+    }
+    Ok(())
+}
+
+/// The vetted Responses passthrough fields, when the request came in over Responses.
+fn native_fields(req: &Request) -> Map<String, Value> {
+    match &req.native {
+        Some(native) if native.protocol == Some(Protocol::Responses) => native.fields.clone(),
+        _ => Map::new(),
+    }
+}
+
+/// The text of a message that is sent as `instructions`: a system message
+/// whose content was one plain string.
+fn instructions_text(message: &Message) -> Option<&str> {
+    match message.content.as_slice() {
+        [
+            ContentPart::Text {
+                text,
+                cache_control: None,
+            },
+        ] if message.role == Role::System && message.content_was_string => Some(text),
+        _ => None,
+    }
+}
+
+fn message_role(role: Role) -> Option<MessageRole> {
+    match role {
+        Role::System => Some(MessageRole::System),
+        Role::Developer => Some(MessageRole::Developer),
+        Role::User => Some(MessageRole::User),
+        Role::Assistant => Some(MessageRole::Assistant),
+        Role::Tool => None,
+    }
+}
+
+/// One canonical message becomes input items, in part order.
+fn push_items(message: &Message, native: bool, out: &mut Vec<InputItem>) -> Result<(), ApiError> {
+    let Some(role) = message_role(message.role) else {
+        return tool_message_items(message, native, out);
+    };
+    let assistant = role == MessageRole::Assistant;
+    let mut run: Vec<wire::ContentPart> = Vec::new();
+    let flush = |run: &mut Vec<wire::ContentPart>, out: &mut Vec<InputItem>| {
+        if !run.is_empty() {
+            out.push(message_item(
+                role,
+                std::mem::take(run),
+                message.content_was_string,
+            ));
+        }
+    };
+    for part in &message.content {
+        match part {
+            ContentPart::Text {
+                text,
+                cache_control,
+            } => {
+                let part = TextPart {
+                    text: text.clone(),
+                    cache_control: marker(cache_control.as_ref(), native),
+                };
+                run.push(if assistant {
+                    wire::ContentPart::OutputText(part)
+                } else {
+                    wire::ContentPart::InputText(part)
+                });
+            }
+            ContentPart::Image { .. } if assistant => {
+                return Err(ApiError::unsupported_conversion(
+                    "an image in an assistant message cannot be sent to a Responses supplier",
+                ));
+            }
+            ContentPart::Image { .. } => run.push(image(part, native)?),
+            ContentPart::Opaque {
+                protocol: Protocol::Responses,
+                value,
+            } => run.push(wire::ContentPart::Unknown(value.clone())),
+            ContentPart::Opaque { protocol, .. } => {
+                return Err(ApiError::unsupported_conversion(format!(
+                    "a content part of the {protocol} protocol cannot be sent to a Responses supplier"
+                )));
+            }
+            ContentPart::ToolCall {
+                id,
+                name,
+                arguments,
+            } => {
+                if !assistant {
+                    return Err(ApiError::unsupported_conversion(format!(
+                        "a tool call in a {} message cannot be sent to a Responses supplier",
+                        message.role.as_str()
+                    )));
+                }
+                flush(&mut run, out);
+                out.push(InputItem::FunctionCall(FunctionCallItem {
+                    call_id: id.clone(),
+                    name: name.clone(),
+                    arguments: arguments.clone(),
+                    id: None,
+                    status: None,
+                }));
+            }
+            ContentPart::ToolResult {
+                tool_call_id,
+                content,
+                ..
+            } => {
+                if assistant {
+                    return Err(ApiError::unsupported_conversion(
+                        "a tool result in an assistant message cannot be sent to a Responses supplier",
+                    ));
+                }
+                flush(&mut run, out);
+                // Outside a Chat-style tool message, one plain text reads best as a string.
+                out.push(tool_output(tool_call_id, content, true, native)?);
+            }
+            ContentPart::Thinking { text, signature } => {
+                // See the module docs: only a Responses signature can be replayed.
+                if native && assistant {
+                    flush(&mut run, out);
+                    out.push(InputItem::Reasoning(reasoning_item(
+                        None,
+                        text,
+                        signature.as_ref(),
+                    )));
+                }
+            }
+            ContentPart::RedactedThinking { .. } => {}
+        }
+    }
+    if message.content.is_empty() {
+        // An empty message still takes its turn.
+        out.push(message_item(role, Vec::new(), message.content_was_string));
+    }
+    flush(&mut run, out);
+    Ok(())
+}
+
+/// A Chat-style tool message: its tool results, nothing else.
+fn tool_message_items(
+    message: &Message,
+    native: bool,
+    out: &mut Vec<InputItem>,
+) -> Result<(), ApiError> {
+    let mut results = 0usize;
+    for part in &message.content {
+        let ContentPart::ToolResult {
+            tool_call_id,
+            content,
+            ..
+        } = part
+        else {
+            return Err(ApiError::unsupported_conversion(
+                "a tool message may hold only tool results when sent to a Responses supplier",
+            ));
+        };
+        results += 1;
+        out.push(tool_output(
+            tool_call_id,
+            content,
+            message.content_was_string,
+            native,
+        )?);
+    }
+    if results == 0 {
+        return Err(ApiError::unsupported_conversion(
+            "a tool message without a tool result cannot be sent to a Responses supplier",
+        ));
+    }
+    Ok(())
+}
+
+fn message_item(
+    role: MessageRole,
+    parts: Vec<wire::ContentPart>,
+    prefer_string: bool,
+) -> InputItem {
+    InputItem::Message(MessageItem {
+        role,
+        content: content(parts, prefer_string),
+        id: None,
+        status: None,
+    })
+}
+
+/// A string when preferred and the parts are one plain text, else the parts.
+fn content(parts: Vec<wire::ContentPart>, prefer_string: bool) -> MessageContent {
+    if prefer_string {
+        match parts.as_slice() {
+            [] => return MessageContent::Text(String::new()),
+            [
+                wire::ContentPart::InputText(TextPart {
+                    text,
+                    cache_control: None,
+                })
+                | wire::ContentPart::OutputText(TextPart {
+                    text,
+                    cache_control: None,
+                }),
+            ] => return MessageContent::Text(text.clone()),
+            _ => {}
+        }
+    }
+    MessageContent::Parts(parts)
+}
+
+fn tool_output(
+    tool_call_id: &str,
+    content_parts: &[ContentPart],
+    prefer_string: bool,
+    native: bool,
+) -> Result<InputItem, ApiError> {
+    let mut parts = Vec::with_capacity(content_parts.len());
+    for part in content_parts {
+        parts.push(match part {
+            ContentPart::Text {
+                text,
+                cache_control,
+            } => wire::ContentPart::InputText(TextPart {
+                text: text.clone(),
+                cache_control: marker(cache_control.as_ref(), native),
+            }),
+            ContentPart::Image { .. } => image(part, native)?,
+            _ => {
+                return Err(ApiError::unsupported_conversion(
+                    "a tool result may hold only text and images when sent to a Responses supplier",
+                ));
+            }
+        });
+    }
+    Ok(InputItem::FunctionCallOutput(FunctionCallOutputItem {
+        call_id: tool_call_id.to_owned(),
+        output: content(parts, prefer_string),
+        id: None,
+        status: None,
+    }))
+}
+
+/// A prompt-cache marker travels on a native pass-through only.
+fn marker(c: Option<&CacheControl>, native: bool) -> Option<wire::CacheControl> {
+    c.filter(|_| native).map(|c| wire::CacheControl {
+        kind: c.kind.clone(),
+        ttl: c.ttl.clone(),
+    })
+}
+
+fn image(part: &ContentPart, native: bool) -> Result<wire::ContentPart, ApiError> {
+    let ContentPart::Image {
+        source,
+        detail,
+        cache_control,
+    } = part
+    else {
+        return Err(ApiError::new(
+            ErrorCode::InternalError,
+            "expected an image part",
+        ));
+    };
+    let image_url = match source {
+        ImageSource::Url { url } => url.clone(),
+        ImageSource::Base64 { media_type, data } => format!("data:{media_type};base64,{data}"),
+        ImageSource::Upload { .. } => {
+            return Err(ApiError::unsupported_conversion(
+                "an uploaded image must be resolved to its bytes before it is sent to a Responses supplier",
+            ));
+        }
+    };
+    Ok(wire::ContentPart::InputImage(InputImagePart {
+        image_url: Some(image_url),
+        file_id: None,
+        detail: detail.clone(),
+        cache_control: marker(cache_control.as_ref(), native),
+    }))
+}
+
+/// A reasoning item from a thinking text and signature: one summary part
+/// (none for an empty text) and the signature as `encrypted_content`.
+pub(crate) fn reasoning_item(
+    id: Option<String>,
+    text: &str,
+    signature: Option<&String>,
+) -> ReasoningItem {
+    ReasoningItem {
+        id,
+        summary: if text.is_empty() {
+            Vec::new()
+        } else {
+            vec![ReasoningText {
+                kind: summary_text(),
+                text: text.to_owned(),
+            }]
+        },
+        content: None,
+        encrypted_content: signature.cloned(),
+        status: None,
+    }
+}
+
+fn tool(t: &Tool, native: bool) -> ToolDefinition {
+    ToolDefinition {
+        kind: "function".to_owned(),
+        name: Some(t.name.clone()),
+        description: t.description.clone(),
+        parameters: Some(t.parameters.clone()),
+        // Absent means strict on Responses; keep a converted tool non-strict.
+        strict: if native {
+            t.strict
+        } else {
+            Some(t.strict.unwrap_or(false))
+        },
+        cache_control: marker(t.cache_control.as_ref(), native),
+    }
+}
+
+fn tool_choice(choice: &ToolChoice) -> wire::ToolChoice {
+    match choice {
+        ToolChoice::Auto => wire::ToolChoice::Mode(ToolChoiceMode::Auto),
+        ToolChoice::None => wire::ToolChoice::Mode(ToolChoiceMode::None),
+        ToolChoice::Required => wire::ToolChoice::Mode(ToolChoiceMode::Required),
+        ToolChoice::Tool { name } => wire::ToolChoice::Named(NamedToolChoice {
+            kind: "function".to_owned(),
+            name: Some(name.clone()),
+        }),
+    }
+}
+
+fn text_format(format: &ResponseFormat) -> Result<TextFormat, ApiError> {
+    Ok(match format {
+        ResponseFormat::Text => TextFormat::Text,
+        ResponseFormat::JsonObject => TextFormat::JsonObject,
+        ResponseFormat::JsonSchema {
+            name,
+            schema,
+            strict,
+            description,
+        } => {
+            if schema.is_null() {
+                return Err(ApiError::unsupported_conversion(
+                    "a json_schema response format without a schema cannot be sent to a Responses supplier",
+                ));
+            }
+            TextFormat::JsonSchema(JsonSchemaFormat {
+                name: name.clone(),
+                schema: schema.clone(),
+                description: description.clone(),
+                strict: *strict,
+            })
+        }
+    })
+}
+
+// ---------------------------------------------------------------------------
+// Reply to a Responses client
+
+pub(crate) fn response(resp: &Response, ctx: &crate::ResponseContext<'_>) -> Vec<u8> {
+    let finish = Finish::of(&resp.stop_reason);
+    let mut output = Vec::new();
+    let mut message: Option<OutputMessage> = None;
+    for block in &resp.output {
+        let part = match block {
+            OutputBlock::Text { text } => Some(output_text(text.clone())),
+            OutputBlock::Refusal { text } => Some(OutputContent::Refusal(OutputRefusal {
+                refusal: text.clone(),
+            })),
+            _ => None,
+        };
+        if let Some(part) = part {
+            let index = output.len();
+            message
+                .get_or_insert_with(|| OutputMessage {
+                    id: item_id("msg", ctx.id, index),
+                    status: "completed".to_owned(),
+                    role: "assistant".to_owned(),
+                    content: Vec::new(),
+                })
+                .content
+                .push(part);
+            continue;
+        }
+        if let OutputBlock::RedactedThinking { .. } = block {
+            continue;
+        }
+        if let Some(done) = message.take() {
+            output.push(OutputItem::Message(done));
+        }
+        let index = output.len();
+        match block {
+            OutputBlock::ToolCall {
+                id,
+                name,
+                arguments,
+            } => output.push(OutputItem::FunctionCall(FunctionCallOutput {
+                id: Some(item_id("fc", ctx.id, index)),
+                status: Some("completed".to_owned()),
+                call_id: id.clone(),
+                name: name.clone(),
+                arguments: arguments.clone(),
+            })),
+            OutputBlock::Thinking { text, signature } => {
+                output.push(OutputItem::Reasoning(reasoning_item(
+                    Some(item_id("rs", ctx.id, index)),
+                    text,
+                    signature.as_ref(),
+                )));
+            }
+            _ => {}
+        }
+    }
+    if let Some(mut last) = message.take() {
+        if finish.incomplete.is_some() {
+            last.status = "incomplete".to_owned();
+        }
+        output.push(OutputItem::Message(last));
+    }
+    let reply = response_object(
+        ResponseHead {
+            id: ctx.id,
+            model: ctx.model,
+            created: ctx.created,
+        },
+        finish.status,
+        finish.incomplete,
+        None,
+        output,
+        Some(usage(&resp.usage, ctx.cost)),
+    );
+    to_json_bytes(&reply)
+}
+
+/// The `id`, `model` and `created_at` of the router's response object.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ResponseHead<'a> {
+    pub id: &'a str,
+    pub model: &'a str,
+    pub created: i64,
+}
+
+/// The final `status` for a stop reason, and the incomplete reason if any.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Finish {
+    pub status: &'static str,
+    pub incomplete: Option<&'static str>,
+}
+
+impl Finish {
+    pub(crate) fn of(stop: &StopReason) -> Finish {
+        let incomplete = match stop {
+            StopReason::MaxTokens => Some("max_output_tokens"),
+            StopReason::ContentFilter => Some("content_filter"),
+            _ => None,
+        };
+        Finish {
+            status: if incomplete.is_some() {
+                "incomplete"
+            } else {
+                "completed"
+            },
+            incomplete,
+        }
+    }
+}
+
+/// The id of the router's output item `index`: `msg_`, `fc_` or `rs_`
+/// followed by the response id's stem, so ids are stable per response.
+pub(crate) fn item_id(prefix: &str, response_id: &str, index: usize) -> String {
+    let stem = response_id.strip_prefix("resp_").unwrap_or(response_id);
+    format!("{prefix}_{stem}_{index}")
+}
+
+pub(crate) fn output_text(text: String) -> OutputContent {
+    OutputContent::OutputText(OutputText {
+        text,
+        annotations: Vec::new(),
+        logprobs: Vec::new(),
+    })
+}
+
+/// The router's `response` object: the given state plus the fixed echo
+/// members the OpenAI SDKs require.
+pub(crate) fn response_object(
+    head: ResponseHead<'_>,
+    status: &str,
+    incomplete: Option<&str>,
+    error: Option<ResponseError>,
+    output: Vec<OutputItem>,
+    usage: Option<ResponseUsage>,
+) -> ResponseObject {
+    ResponseObject {
+        id: head.id.to_owned(),
+        object: response_kind(),
+        created_at: Number::from(head.created),
+        status: Some(status.to_owned()),
+        background: Some(false),
+        error,
+        incomplete_details: incomplete.map(|reason| IncompleteDetails {
+            reason: Some(reason.to_owned()),
+        }),
+        instructions: None,
+        max_output_tokens: None,
+        model: head.model.to_owned(),
+        output,
+        parallel_tool_calls: true,
+        previous_response_id: None,
+        reasoning: object([("effort", Value::Null), ("summary", Value::Null)]),
+        store: Some(false),
+        temperature: None,
+        text: object([("format", object([("type", Value::from("text"))]))]),
+        tool_choice: Value::from("auto"),
+        tools: Vec::new(),
+        top_p: None,
+        truncation: Some("disabled".to_owned()),
+        usage,
+        user: None,
+        metadata: object([]),
+    }
+}
+
+/// Responses usage with the settled charge in `cost` (USD, GP-03).
+pub(crate) fn usage(usage: &Usage, cost: NanoUsd) -> ResponseUsage {
+    ResponseUsage {
+        input_tokens: usage.input_tokens,
+        input_tokens_details: Some(InputTokensDetails {
+            cached_tokens: usage.cache_read_input_tokens,
+        }),
+        output_tokens: usage.output_tokens,
+        output_tokens_details: Some(OutputTokensDetails {
+            reasoning_tokens: usage.reasoning_tokens,
+        }),
+        total_tokens: Some(usage.total_tokens()),
+        cost: Some(cost.to_usd_json()),
+    }
+}

@@ -1,0 +1,606 @@
+//! The body of `POST /v1/responses`: what a client sends, and what the router
+//! sends on to a Responses supplier.
+//!
+//! Types here check JSON *shape* only (serde reports the path of a wrong
+//! type); value rules (ranges, conflicts, statelessness, unsupported media and
+//! tools) live in `from_wire.rs` so every rejection names its parameter the
+//! same way.
+
+use super::{ObjectVisitor, nested_message, required_tag, tag, typed};
+use serde::de::{self, IntoDeserializer, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
+use std::fmt;
+
+/// A Responses request body.
+///
+/// `model` and `input` are `Option` so that their absence is reported by the
+/// validator with `param` set, like every other rule. A `null` member reads
+/// as absent.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, expecting = "a JSON object")]
+pub struct ResponsesRequest {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input: Option<Input>,
+    /// A system message placed before `input`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+    /// Only `false` (or absent) is accepted; the router always sends `false`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub store: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<ToolDefinition>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<ToolChoice>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parallel_tool_calls: Option<bool>,
+    /// `reasoning: {effort, summary}`; `null` means omitted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<ReasoningParam>,
+    /// Alias of `reasoning.effort` accepted inbound; never sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<String>,
+    /// `text: {format, verbosity}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<TextParam>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub safety_identifier: Option<String>,
+    /// Server-side state: always rejected when not null (GP-49).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub previous_response_id: Option<String>,
+    /// Server-side state: always rejected when not null (GP-49).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conversation: Option<Value>,
+    /// Asynchronous stored responses: `true` is rejected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub background: Option<bool>,
+    /// A stored prompt template of the caller's OpenAI account: rejected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<Value>,
+    /// Every other top-level property (accepted, then vetted: CF-03).
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `input`: a string (one user message) or an array of items.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Input {
+    Text(String),
+    Items(Vec<InputItem>),
+}
+
+impl Serialize for Input {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Input::Text(text) => s.serialize_str(text),
+            Input::Items(items) => items.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Input {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct InputVisitor;
+        impl<'de> Visitor<'de> for InputVisitor {
+            type Value = Input;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string or an array of input items")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Input::Text(v.to_owned()))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Input::Text(v))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1024));
+                while let Some(item) = seq.next_element::<InputItem>()? {
+                    items.push(item);
+                }
+                Ok(Input::Items(items))
+            }
+        }
+        d.deserialize_any(InputVisitor)
+    }
+}
+
+/// One item of `input`. The four item types the router understands are
+/// typed; every other one (`item_reference`, hosted-tool calls, ...) is kept
+/// whole in `Other` for the validator to name and reject.
+#[derive(Debug, Clone, PartialEq)]
+pub enum InputItem {
+    Message(MessageItem),
+    FunctionCall(FunctionCallItem),
+    FunctionCallOutput(FunctionCallOutputItem),
+    Reasoning(ReasoningItem),
+    Other(Value),
+}
+
+impl InputItem {
+    /// The item's `type`. An object without `type` is a message when it has a
+    /// `role` (or no `id`), and an `item_reference` otherwise, as in the
+    /// OpenAI reference where both may omit `type`.
+    pub fn kind(&self) -> &str {
+        match self {
+            InputItem::Message(_) => "message",
+            InputItem::FunctionCall(_) => "function_call",
+            InputItem::FunctionCallOutput(_) => "function_call_output",
+            InputItem::Reasoning(_) => "reasoning",
+            InputItem::Other(value) => value
+                .get("type")
+                .and_then(Value::as_str)
+                .unwrap_or("item_reference"),
+        }
+    }
+}
+
+impl Serialize for InputItem {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        #[serde(tag = "type", rename_all = "snake_case")]
+        enum Tagged<'a> {
+            Message(&'a MessageItem),
+            FunctionCall(&'a FunctionCallItem),
+            FunctionCallOutput(&'a FunctionCallOutputItem),
+            Reasoning(&'a ReasoningItem),
+        }
+        match self {
+            InputItem::Message(i) => Tagged::Message(i).serialize(s),
+            InputItem::FunctionCall(i) => Tagged::FunctionCall(i).serialize(s),
+            InputItem::FunctionCallOutput(i) => Tagged::FunctionCallOutput(i).serialize(s),
+            InputItem::Reasoning(i) => Tagged::Reasoning(i).serialize(s),
+            InputItem::Other(value) => value.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for InputItem {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let map = d.deserialize_map(ObjectVisitor("an input item object"))?;
+        let kind = match tag(&map)? {
+            Some(kind) => kind,
+            None if map.contains_key("role") || !map.contains_key("id") => "message",
+            None => "item_reference",
+        };
+        match kind {
+            "message" => typed(map).map(InputItem::Message),
+            "function_call" => typed(map).map(InputItem::FunctionCall),
+            "function_call_output" => typed(map).map(InputItem::FunctionCallOutput),
+            "reasoning" => typed(map).map(InputItem::Reasoning),
+            _ => Ok(InputItem::Other(Value::Object(map))),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MessageRole {
+    User,
+    Assistant,
+    System,
+    Developer,
+}
+
+/// A message item (`EasyInputMessage`, input message or replayed output message).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MessageItem {
+    pub role: MessageRole,
+    pub content: MessageContent,
+    /// Present on replayed output messages; never sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+}
+
+/// `content` of a message item, or `output` of a `function_call_output`:
+/// a string or an array of parts.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MessageContent {
+    Text(String),
+    Parts(Vec<ContentPart>),
+}
+
+impl Serialize for MessageContent {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            MessageContent::Text(text) => s.serialize_str(text),
+            MessageContent::Parts(parts) => parts.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for MessageContent {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct ContentVisitor;
+        impl<'de> Visitor<'de> for ContentVisitor {
+            type Value = MessageContent;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string or an array of content parts")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(MessageContent::Text(v.to_owned()))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(MessageContent::Text(v))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut parts = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1024));
+                while let Some(part) = seq.next_element::<ContentPart>()? {
+                    parts.push(part);
+                }
+                Ok(MessageContent::Parts(parts))
+            }
+        }
+        d.deserialize_any(ContentVisitor)
+    }
+}
+
+/// One content part of an input message or tool output. Known parts are
+/// typed; any other `type` (`input_file`, `input_audio`, ...) is kept whole
+/// in `Unknown` for the validator to name.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ContentPart {
+    InputText(TextPart),
+    /// Assistant text replayed from an earlier response.
+    OutputText(TextPart),
+    Refusal(RefusalPart),
+    InputImage(InputImagePart),
+    /// Chat-style `{type: "image_url", image_url}`, accepted for clients that
+    /// send it to every OpenAI surface (C-12); sent on as `input_image`.
+    ImageUrl(ImageUrlPart),
+    /// Anthropic-style `{type: "image", source}` (C-12); sent on as `input_image`.
+    Image(ImagePart),
+    Unknown(Value),
+}
+
+impl ContentPart {
+    /// The `type` of the part.
+    pub fn kind(&self) -> &str {
+        match self {
+            ContentPart::InputText(_) => "input_text",
+            ContentPart::OutputText(_) => "output_text",
+            ContentPart::Refusal(_) => "refusal",
+            ContentPart::InputImage(_) => "input_image",
+            ContentPart::ImageUrl(_) => "image_url",
+            ContentPart::Image(_) => "image",
+            ContentPart::Unknown(value) => value.get("type").and_then(Value::as_str).unwrap_or(""),
+        }
+    }
+}
+
+impl Serialize for ContentPart {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        #[serde(tag = "type", rename_all = "snake_case")]
+        enum Tagged<'a> {
+            InputText(&'a TextPart),
+            OutputText(&'a TextPart),
+            Refusal(&'a RefusalPart),
+            InputImage(&'a InputImagePart),
+            ImageUrl(&'a ImageUrlPart),
+            Image(&'a ImagePart),
+        }
+        match self {
+            ContentPart::InputText(p) => Tagged::InputText(p).serialize(s),
+            ContentPart::OutputText(p) => Tagged::OutputText(p).serialize(s),
+            ContentPart::Refusal(p) => Tagged::Refusal(p).serialize(s),
+            ContentPart::InputImage(p) => Tagged::InputImage(p).serialize(s),
+            ContentPart::ImageUrl(p) => Tagged::ImageUrl(p).serialize(s),
+            ContentPart::Image(p) => Tagged::Image(p).serialize(s),
+            ContentPart::Unknown(value) => value.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ContentPart {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let map = d.deserialize_map(ObjectVisitor("a content part object"))?;
+        match required_tag(&map)? {
+            "input_text" => typed(map).map(ContentPart::InputText),
+            "output_text" => typed(map).map(ContentPart::OutputText),
+            "refusal" => typed(map).map(ContentPart::Refusal),
+            "input_image" => typed(map).map(ContentPart::InputImage),
+            "image_url" => typed(map).map(ContentPart::ImageUrl),
+            "image" => typed(map).map(ContentPart::Image),
+            _ => Ok(ContentPart::Unknown(Value::Object(map))),
+        }
+    }
+}
+
+/// `input_text` / `output_text`. A replayed `output_text`'s `annotations`
+/// and `logprobs` are read and ignored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TextPart {
+    pub text: String,
+    /// A prompt-cache marker, kept for Messages conversions (F-07..F-10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_control: Option<CacheControl>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RefusalPart {
+    pub refusal: String,
+}
+
+/// `{type: "input_image", image_url | file_id, detail?}` (GP-02).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InputImagePart {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_url: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_control: Option<CacheControl>,
+}
+
+/// `{type: "image_url", image_url: {url, detail?} | url}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImageUrlPart {
+    pub image_url: ImageUrl,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_control: Option<CacheControl>,
+}
+
+/// `image_url`: `{url, detail?}`, or a bare URL string.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ImageUrl {
+    pub url: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for ImageUrl {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Object {
+            url: String,
+            #[serde(default)]
+            detail: Option<String>,
+        }
+        struct UrlVisitor;
+        impl<'de> Visitor<'de> for UrlVisitor {
+            type Value = ImageUrl;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a URL string or an object with `url`")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(ImageUrl {
+                    url: v.to_owned(),
+                    detail: None,
+                })
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                let Object { url, detail } =
+                    Object::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                Ok(ImageUrl { url, detail })
+            }
+        }
+        d.deserialize_any(UrlVisitor)
+    }
+}
+
+/// `{type: "image", source: {...}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImagePart {
+    pub source: ImageSource,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_control: Option<CacheControl>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ImageSource {
+    Base64 { media_type: String, data: String },
+    Url { url: String },
+    File { file_id: String },
+}
+
+/// A prompt-cache marker (`{type: "ephemeral", ttl?}`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheControl {
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<String>,
+}
+
+/// `{type: "function_call", call_id, name, arguments}`: a call the model made.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FunctionCallItem {
+    pub call_id: String,
+    pub name: String,
+    /// JSON text as the model produced it; never reparsed.
+    pub arguments: String,
+    /// The item id (`fc_...`) of a replayed call; never sent (the stateless
+    /// API does not need it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+}
+
+/// `{type: "function_call_output", call_id, output}`: the client's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FunctionCallOutputItem {
+    pub call_id: String,
+    pub output: MessageContent,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+}
+
+/// `{type: "reasoning", summary, encrypted_content?, content?}`, both as an
+/// input item and as an output item.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReasoningItem {
+    /// `rs_...`. Output items always carry it; a stateless request does not
+    /// need it and the router does not send it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    #[serde(default)]
+    pub summary: Vec<ReasoningText>,
+    /// Raw reasoning text (`reasoning_text` parts), from suppliers that expose it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<Vec<ReasoningText>>,
+    /// The opaque reasoning state a stateless conversation replays.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encrypted_content: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+}
+
+/// A `summary_text` or `reasoning_text` part.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReasoningText {
+    #[serde(rename = "type", default = "summary_text")]
+    pub kind: String,
+    pub text: String,
+}
+
+pub(crate) fn summary_text() -> String {
+    "summary_text".to_owned()
+}
+
+/// An entry of `tools`. Only `type: "function"` is supported; hosted tool
+/// types are read loosely so the validator can name them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolDefinition {
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Required-but-nullable in the reference; always sent.
+    #[serde(default)]
+    pub parameters: Option<Value>,
+    /// `null`/absent means *true* on the Responses API (unlike Chat).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strict: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_control: Option<CacheControl>,
+}
+
+/// `tool_choice`: a mode string or `{type: "function", name}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum ToolChoice {
+    Mode(ToolChoiceMode),
+    Named(NamedToolChoice),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolChoiceMode {
+    Auto,
+    None,
+    Required,
+}
+
+/// An object `tool_choice`; only `type: "function"` is supported.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NamedToolChoice {
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for ToolChoice {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct ChoiceVisitor;
+        impl<'de> Visitor<'de> for ChoiceVisitor {
+            type Value = ToolChoice;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("`auto`, `none`, `required` or a tool choice object")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                let de: de::value::StrDeserializer<'_, E> = v.into_deserializer();
+                ToolChoiceMode::deserialize(de).map(ToolChoice::Mode)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                NamedToolChoice::deserialize(de::value::MapAccessDeserializer::new(map))
+                    .map(ToolChoice::Named)
+            }
+        }
+        d.deserialize_any(ChoiceVisitor)
+    }
+}
+
+/// `reasoning: {effort?, summary?}`; other members are ignored.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReasoningParam {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effort: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    /// Deprecated spelling of `summary`, read only.
+    #[serde(default, skip_serializing)]
+    pub generate_summary: Option<String>,
+}
+
+/// `text: {format?, verbosity?}`; other members are ignored.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TextParam {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<TextFormat>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verbosity: Option<String>,
+}
+
+/// `text.format`. Unlike Chat's `response_format`, the schema members sit
+/// beside `type` (no nested `json_schema`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum TextFormat {
+    Text,
+    JsonObject,
+    JsonSchema(JsonSchemaFormat),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JsonSchemaFormat {
+    pub name: String,
+    pub schema: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strict: Option<bool>,
+}
+
+/// Buffered like a content part, so an error inside a schema format keeps its
+/// path (serde's internally tagged enums lose it).
+impl<'de> Deserialize<'de> for TextFormat {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let map = d.deserialize_map(ObjectVisitor(
+            "a text format object with `type` text, json_object or json_schema",
+        ))?;
+        match required_tag(&map)? {
+            "text" => Ok(TextFormat::Text),
+            "json_object" => Ok(TextFormat::JsonObject),
+            "json_schema" => typed(map).map(TextFormat::JsonSchema),
+            other => Err(de::Error::custom(nested_message(
+                "type",
+                &format!(
+                    "unknown variant `{other}`, expected one of `text`, `json_object`, `json_schema`"
+                ),
+            ))),
+        }
+    }
+}

@@ -1,0 +1,295 @@
+//! The `response` object: read from Responses suppliers (lenient: unknown
+//! fields ignored, unknown output items kept for a typed error) and written
+//! to the router's clients (every member the OpenAI SDKs require).
+
+use super::request::ReasoningItem;
+use super::{ObjectVisitor, required_tag, typed};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Number, Value};
+
+/// A `response` object.
+///
+/// The request echo members (`tools`, `tool_choice`, `text`, `reasoning`,
+/// `metadata`) are kept as plain JSON: the router never reads a supplier's,
+/// and writes fixed values of its own (it does not echo the request).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResponseObject {
+    #[serde(default)]
+    pub id: String,
+    #[serde(default = "response_kind")]
+    pub object: String,
+    /// Unix seconds; an integer from the router, any number from a supplier.
+    #[serde(default = "zero")]
+    pub created_at: Number,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background: Option<bool>,
+    /// Required and nullable: `null` unless the response failed.
+    #[serde(default)]
+    pub error: Option<ResponseError>,
+    /// Required and nullable: `null` unless the response is incomplete.
+    #[serde(default)]
+    pub incomplete_details: Option<IncompleteDetails>,
+    /// Required and nullable; the router never echoes instructions.
+    #[serde(default)]
+    pub instructions: Option<Value>,
+    /// Required and nullable.
+    #[serde(default)]
+    pub max_output_tokens: Option<Value>,
+    #[serde(default)]
+    pub model: String,
+    #[serde(default)]
+    pub output: Vec<OutputItem>,
+    #[serde(default = "yes")]
+    pub parallel_tool_calls: bool,
+    /// Required and nullable.
+    #[serde(default)]
+    pub previous_response_id: Option<String>,
+    #[serde(default)]
+    pub reasoning: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<bool>,
+    #[serde(default)]
+    pub temperature: Option<f64>,
+    #[serde(default)]
+    pub text: Value,
+    #[serde(default)]
+    pub tool_choice: Value,
+    #[serde(default)]
+    pub tools: Vec<Value>,
+    #[serde(default)]
+    pub top_p: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub truncation: Option<String>,
+    /// Required and nullable: `null` until the response is complete.
+    #[serde(default)]
+    pub usage: Option<ResponseUsage>,
+    #[serde(default)]
+    pub user: Option<String>,
+    #[serde(default)]
+    pub metadata: Value,
+}
+
+pub(crate) fn response_kind() -> String {
+    "response".to_owned()
+}
+
+fn zero() -> Number {
+    Number::from(0)
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// `error` of a failed response.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResponseError {
+    /// One of the reference's codes when the router writes it (`server_error`,
+    /// `rate_limit_exceeded`); anything from a supplier.
+    #[serde(default)]
+    pub code: Option<String>,
+    #[serde(default)]
+    pub message: String,
+}
+
+/// `incomplete_details`: why generation stopped early.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IncompleteDetails {
+    /// `max_output_tokens` or `content_filter` (a supplier may add more).
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+/// One item of `output`. Unknown item types are kept whole so the decoder can
+/// reject them by name (CF-08).
+#[derive(Debug, Clone, PartialEq)]
+pub enum OutputItem {
+    Message(OutputMessage),
+    FunctionCall(FunctionCallOutput),
+    Reasoning(ReasoningItem),
+    Unknown(Value),
+}
+
+impl OutputItem {
+    pub fn kind(&self) -> &str {
+        match self {
+            OutputItem::Message(_) => "message",
+            OutputItem::FunctionCall(_) => "function_call",
+            OutputItem::Reasoning(_) => "reasoning",
+            OutputItem::Unknown(value) => value.get("type").and_then(Value::as_str).unwrap_or(""),
+        }
+    }
+}
+
+impl Serialize for OutputItem {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        #[serde(tag = "type", rename_all = "snake_case")]
+        enum Tagged<'a> {
+            Message(&'a OutputMessage),
+            FunctionCall(&'a FunctionCallOutput),
+            Reasoning(&'a ReasoningItem),
+        }
+        match self {
+            OutputItem::Message(i) => Tagged::Message(i).serialize(s),
+            OutputItem::FunctionCall(i) => Tagged::FunctionCall(i).serialize(s),
+            OutputItem::Reasoning(i) => Tagged::Reasoning(i).serialize(s),
+            OutputItem::Unknown(value) => value.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for OutputItem {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let map = d.deserialize_map(ObjectVisitor("an output item object"))?;
+        match required_tag(&map)? {
+            "message" => typed(map).map(OutputItem::Message),
+            "function_call" => typed(map).map(OutputItem::FunctionCall),
+            "reasoning" => typed(map).map(OutputItem::Reasoning),
+            _ => Ok(OutputItem::Unknown(Value::Object(map))),
+        }
+    }
+}
+
+/// An assistant message in `output`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutputMessage {
+    #[serde(default)]
+    pub id: String,
+    #[serde(default = "in_progress")]
+    pub status: String,
+    #[serde(default = "assistant")]
+    pub role: String,
+    #[serde(default)]
+    pub content: Vec<OutputContent>,
+}
+
+fn in_progress() -> String {
+    "in_progress".to_owned()
+}
+
+fn assistant() -> String {
+    "assistant".to_owned()
+}
+
+/// A function call in `output`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FunctionCallOutput {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    pub call_id: String,
+    pub name: String,
+    #[serde(default)]
+    pub arguments: String,
+}
+
+/// A content part of an output message.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OutputContent {
+    OutputText(OutputText),
+    Refusal(OutputRefusal),
+    Unknown(Value),
+}
+
+impl OutputContent {
+    pub fn kind(&self) -> &str {
+        match self {
+            OutputContent::OutputText(_) => "output_text",
+            OutputContent::Refusal(_) => "refusal",
+            OutputContent::Unknown(value) => {
+                value.get("type").and_then(Value::as_str).unwrap_or("")
+            }
+        }
+    }
+}
+
+impl Serialize for OutputContent {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        #[serde(tag = "type", rename_all = "snake_case")]
+        enum Tagged<'a> {
+            OutputText(&'a OutputText),
+            Refusal(&'a OutputRefusal),
+        }
+        match self {
+            OutputContent::OutputText(p) => Tagged::OutputText(p).serialize(s),
+            OutputContent::Refusal(p) => Tagged::Refusal(p).serialize(s),
+            OutputContent::Unknown(value) => value.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for OutputContent {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let map = d.deserialize_map(ObjectVisitor("an output content object"))?;
+        match required_tag(&map)? {
+            "output_text" => typed(map).map(OutputContent::OutputText),
+            "refusal" => typed(map).map(OutputContent::Refusal),
+            _ => Ok(OutputContent::Unknown(Value::Object(map))),
+        }
+    }
+}
+
+/// `output_text`. The router writes `annotations: []` and `logprobs: []`;
+/// a supplier's are read and ignored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutputText {
+    pub text: String,
+    #[serde(default)]
+    pub annotations: Vec<Value>,
+    #[serde(default)]
+    pub logprobs: Vec<Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutputRefusal {
+    pub refusal: String,
+}
+
+/// `usage` of a response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResponseUsage {
+    pub input_tokens: u64,
+    #[serde(default)]
+    pub input_tokens_details: Option<InputTokensDetails>,
+    pub output_tokens: u64,
+    #[serde(default)]
+    pub output_tokens_details: Option<OutputTokensDetails>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_tokens: Option<u64>,
+    /// The router's settled charge in USD (GP-03); a supplier's own `cost`
+    /// is read and ignored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct InputTokensDetails {
+    #[serde(default, deserialize_with = "null_as_zero")]
+    pub cached_tokens: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct OutputTokensDetails {
+    #[serde(default, deserialize_with = "null_as_zero")]
+    pub reasoning_tokens: u64,
+}
+
+/// Some OpenAI-compatible suppliers send `null` for a zero count.
+fn null_as_zero<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    Option::<u64>::deserialize(d).map(Option::unwrap_or_default)
+}
+
+/// The plain JSON object with these members (for the fixed echo values).
+pub(crate) fn object<const N: usize>(members: [(&str, Value); N]) -> Value {
+    Value::Object(
+        members
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect::<Map<String, Value>>(),
+    )
+}
