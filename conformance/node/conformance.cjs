@@ -48,6 +48,7 @@ function sortKeys(value) {
 function newSeen() {
   return {
     model: '',
+    created: null, // Unix seconds (`created` / `created_at`); Messages replies carry none.
     text: '',
     toolCalls: [], // [id, name, arguments JSON text]
     reasoning: null,
@@ -224,6 +225,7 @@ class ChatSurface {
     check(completion.choices.length === 1, `expected one choice, got ${completion.choices.length}`);
     const message = completion.choices[0].message;
     seen.model = completion.model;
+    seen.created = completion.created;
     seen.text = message.content ?? '';
     for (const call of message.tool_calls ?? []) {
       seen.toolCalls.push([call.id, call.function.name, call.function.arguments]);
@@ -310,6 +312,7 @@ class ResponsesSurface {
       response = await this.client.responses.create(params);
     }
     seen.model = response.model;
+    seen.created = response.created_at;
     const reasoning = [];
     for (const item of response.output) {
       if (item.type === 'message') {
@@ -339,10 +342,22 @@ class ResponsesSurface {
 
 class MessagesSurface {
   // The official SDK (@anthropic-ai/sdk 1.x) has no temperature parameter.
-  static CASES = new Set(['text', 'system', 'tool_call', 'tool_result', 'thinking', 'stop', 'image', 'count_tokens']);
+  static CASES = new Set([
+    'text',
+    'system',
+    'tool_call',
+    'tool_result',
+    'thinking',
+    'stop',
+    'image',
+    'count_tokens',
+    'default_version',
+  ]);
 
-  constructor(client, live) {
+  // `client` pins anthropic-version to the router's; `sdkDefault` sends the SDK's own.
+  constructor(client, sdkDefault, live) {
     this.client = client;
+    this.sdkDefault = sdkDefault;
     this.live = live;
   }
 
@@ -354,6 +369,7 @@ class MessagesSurface {
     };
     switch (cell.case) {
       case 'text':
+      case 'default_version':
         break;
       case 'system':
       case 'count_tokens':
@@ -403,20 +419,20 @@ class MessagesSurface {
   async send(cell) {
     const params = this.request(cell);
     if (cell.case === 'count_tokens') return this.countTokens(params);
-    return this.create(params, cell.stream);
+    return this.create(params, cell.stream, cell.case === 'default_version' ? this.sdkDefault : this.client);
   }
 
-  async create(params, stream) {
+  async create(params, stream, client = this.client) {
     const seen = newSeen();
     let message;
     if (stream) {
-      const events = this.client.messages.stream(params);
+      const events = client.messages.stream(params);
       for await (const event of events) {
         if (event.type === 'content_block_delta' && event.delta.type === 'input_json_delta') seen.argumentDeltas += 1;
       }
       message = await events.finalMessage();
     } else {
-      message = await this.client.messages.create(params);
+      message = await client.messages.create(params);
     }
     check(message.type === 'message' && message.role === 'assistant', 'not an assistant message');
     seen.model = message.model;
@@ -503,6 +519,7 @@ class CompletionsSurface {
       for await (const chunk of chunks) {
         check(chunk.object === 'text_completion', `chunk object is ${chunk.object}`);
         seen.model = chunk.model;
+        seen.created = chunk.created;
         for (const choice of chunk.choices) {
           seen.text += choice.text;
           finish = choice.finish_reason ?? finish;
@@ -514,6 +531,7 @@ class CompletionsSurface {
       check(completion.object === 'text_completion', `object is ${completion.object}`);
       check(completion.choices.length === 1, `expected one choice, got ${completion.choices.length}`);
       seen.model = completion.model;
+      seen.created = completion.created;
       seen.text = completion.choices[0].text;
       finish = completion.choices[0].finish_reason;
       usage = completion.usage;
@@ -539,6 +557,9 @@ function expectReply(cell, seen, live) {
     return;
   }
   check(seen.inputTokens !== null && seen.outputTokens !== null, 'no usage');
+  if (seen.created !== null) {
+    check(Math.abs(seen.created - Date.now() / 1000) < 86400, `created timestamp ${seen.created} is not about now`);
+  }
   if (live) return expectLive(cell, seen);
   check(
     seen.inputTokens === F.usage.prompt_tokens && seen.outputTokens === F.usage.completion_tokens,
@@ -842,11 +863,18 @@ async function main() {
   const live = mock === null;
   const base = args['base-url'].replace(/\/+$/, '');
   const openai = new OpenAI({ apiKey, baseURL: `${base}/v1`, maxRetries: 0, timeout: 60_000 });
-  const anthropic = new Anthropic({ apiKey, baseURL: base, maxRetries: 0, timeout: 60_000 });
+  const anthropic = new Anthropic({
+    apiKey,
+    baseURL: base,
+    maxRetries: 0,
+    timeout: 60_000,
+    defaultHeaders: { 'anthropic-version': F.anthropic_version },
+  });
+  const anthropicSdkDefault = new Anthropic({ apiKey, baseURL: base, maxRetries: 0, timeout: 60_000 });
   const surfaces = {
     chat: () => new ChatSurface(openai, live),
     responses: () => new ResponsesSurface(openai, live),
-    messages: () => new MessagesSurface(anthropic, live),
+    messages: () => new MessagesSurface(anthropic, anthropicSdkDefault, live),
     completions: () => new CompletionsSurface(openai, live),
   };
   const out = fs.openSync(args.results, 'w');

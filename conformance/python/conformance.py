@@ -83,6 +83,8 @@ THINKING_MAX_TOKENS = FIXTURES["thinking_max_tokens"]
 # Against a deployed router, keep real models short.
 LIVE_MAX_TOKENS = FIXTURES["live_max_tokens"]
 UPSTREAM_PATHS = FIXTURES["upstream_paths"]
+# The Messages version the router speaks (spec, Versioning 2); the SDKs default to a newer one.
+ANTHROPIC_VERSION = FIXTURES["anthropic_version"]
 
 
 class NotApplicable(Exception):
@@ -103,6 +105,8 @@ class Seen:
     """What the SDK parsed, normalised across the four protocols."""
 
     model: str = ""
+    # Unix seconds (`created` / `created_at`); Messages replies carry none.
+    created: float | None = None
     text: str = ""
     # (id, name, arguments as JSON text)
     tool_calls: list[tuple[str, str, str]] = field(default_factory=list)
@@ -260,6 +264,7 @@ class ChatSurface:
         check(len(completion.choices) == 1, f"expected one choice, got {len(completion.choices)}")
         message = completion.choices[0].message
         seen.model = completion.model
+        seen.created = completion.created
         seen.text = message.content or ""
         for call in message.tool_calls or []:
             seen.tool_calls.append((call.id, call.function.name, call.function.arguments))
@@ -333,6 +338,7 @@ class ResponsesSurface:
         else:
             response = self.client.responses.create(**kwargs)
         seen.model = response.model
+        seen.created = response.created_at
         reasoning: list[str] = []
         for item in response.output:
             if item.type == "message":
@@ -363,10 +369,12 @@ class ResponsesSurface:
 
 class MessagesSurface:
     # The official SDK (anthropic 2.x) has no temperature parameter.
-    CASES = {"text", "system", "tool_call", "tool_result", "thinking", "stop", "image", "count_tokens"}
+    CASES = {"text", "system", "tool_call", "tool_result", "thinking", "stop", "image", "count_tokens", "default_version"}
 
-    def __init__(self, client: anthropic.Anthropic, live: bool) -> None:
+    def __init__(self, client: anthropic.Anthropic, sdk_default: anthropic.Anthropic, live: bool) -> None:
+        # `client` pins anthropic-version to the router's; `sdk_default` sends the SDK's own.
         self.client = client
+        self.sdk_default = sdk_default
         self.live = live
 
     def request(self, cell: Cell) -> dict[str, Any]:
@@ -416,7 +424,7 @@ class MessagesSurface:
             ]
         elif case == "count_tokens":
             kwargs["system"] = SYSTEM_TEXT
-        elif case != "text":
+        elif case not in ("text", "default_version"):
             raise NotApplicable(case)
         return kwargs
 
@@ -426,18 +434,20 @@ class MessagesSurface:
             if cell.stream:
                 raise NotApplicable("count_tokens has no stream form")
             return self.count_tokens(kwargs)
-        return self.create(kwargs, cell.stream)
+        client = self.sdk_default if cell.case == "default_version" else self.client
+        return self.create(kwargs, cell.stream, client)
 
-    def create(self, kwargs: dict[str, Any], stream: bool) -> Seen:
+    def create(self, kwargs: dict[str, Any], stream: bool, client: anthropic.Anthropic | None = None) -> Seen:
+        client = client or self.client
         seen = Seen()
         if stream:
-            with self.client.messages.stream(**kwargs) as events:
+            with client.messages.stream(**kwargs) as events:
                 for event in events:
                     if event.type == "content_block_delta" and event.delta.type == "input_json_delta":
                         seen.argument_deltas += 1
                 message = events.get_final_message()
         else:
-            message = self.client.messages.create(**kwargs)
+            message = client.messages.create(**kwargs)
         check(message.type == "message" and message.role == "assistant", "not an assistant message")
         seen.model = message.model
         reasoning: list[str] = []
@@ -528,6 +538,7 @@ class CompletionsSurface:
             for chunk in chunks:
                 validate_completion_chunk(chunk)
                 seen.model = chunk.model
+                seen.created = chunk.created
                 for choice in chunk.choices:
                     seen.text += choice.text
                     finish = choice.finish_reason or finish
@@ -537,6 +548,7 @@ class CompletionsSurface:
             check(completion.object == "text_completion", f"object is {completion.object!r}")
             check(len(completion.choices) == 1, f"expected one choice, got {len(completion.choices)}")
             seen.model = completion.model
+            seen.created = completion.created
             seen.text = completion.choices[0].text
             finish = completion.choices[0].finish_reason
             usage = completion.usage
@@ -602,6 +614,8 @@ def expect_reply(cell: Cell, seen: Seen, live: bool) -> None:
         )
         return
     check(seen.input_tokens is not None and seen.output_tokens is not None, "no usage")
+    if seen.created is not None:
+        check(abs(seen.created - time.time()) < 86400, f"created timestamp {seen.created} is not about now")
     if live:
         expect_live(cell, seen)
         return
@@ -863,8 +877,7 @@ def run_cell(cell: Cell, surface: Any, mock: Mock | None) -> dict[str, Any]:
         detail = f"{type(error).__name__}: {error} (at {last.name}:{last.lineno})"
         if error.__cause__ is not None:
             # A response validation error wraps pydantic's account of what did not fit.
-            cause = " ".join(str(error.__cause__).split())
-            detail += f"; caused by {type(error.__cause__).__name__}: {cause[:600]}"
+            detail += f"; {validation_summary(error.__cause__)}"
         body = getattr(error, "body", None)
         if body is not None:
             detail += f"; body: {json.dumps(body, default=str)[:400]}"
@@ -875,6 +888,23 @@ def run_cell(cell: Cell, surface: Any, mock: Mock | None) -> dict[str, Any]:
         except CheckFailed as error:
             return {"outcome": "fail", "detail": f"upstream: {error}"}
     return {"outcome": "pass"}
+
+
+def validation_summary(error: BaseException) -> str:
+    """Pydantic's errors, and for a union (a stream event) only those of the closest member."""
+    errors = getattr(error, "errors", None)
+    if not callable(errors):
+        return f"caused by {type(error).__name__}: {' '.join(str(error).split())[:600]}"
+    by_member: dict[Any, list[dict[str, Any]]] = {}
+    for item in errors():
+        loc = item.get("loc") or ("",)
+        by_member.setdefault(loc[0], []).append(item)
+    # Members whose `type` tag did not match are not the event that was meant.
+    tagged = [group for group in by_member.values() if not any(tuple(e["loc"][1:]) == ("type",) for e in group)]
+    closest = min(tagged or list(by_member.values()), key=len)
+    return "does not fit the SDK type: " + "; ".join(
+        f"{'.'.join(str(part) for part in item['loc'])}: {item['msg']}" for item in closest[:5]
+    )
 
 
 def parse_models(text: str | None, routes: dict[str, Any]) -> dict[str, str]:
@@ -917,12 +947,20 @@ def main() -> int:
     )
     lenient_client = openai.OpenAI(api_key=args.api_key, base_url=f"{base}/v1", max_retries=0, timeout=60)
     anthropic_client = anthropic.Anthropic(
+        api_key=args.api_key,
+        base_url=base,
+        max_retries=0,
+        timeout=60,
+        default_headers={"anthropic-version": ANTHROPIC_VERSION},
+        _strict_response_validation=True,
+    )
+    anthropic_sdk_default = anthropic.Anthropic(
         api_key=args.api_key, base_url=base, max_retries=0, timeout=60, _strict_response_validation=True
     )
     surfaces: dict[str, Callable[[], Any]] = {
         "chat": lambda: ChatSurface(openai_client, live),
         "responses": lambda: ResponsesSurface(openai_client, live),
-        "messages": lambda: MessagesSurface(anthropic_client, live),
+        "messages": lambda: MessagesSurface(anthropic_client, anthropic_sdk_default, live),
         "completions": lambda: CompletionsSurface(openai_client, lenient_client, live),
     }
     cases = matrix["clients"][CLIENT]

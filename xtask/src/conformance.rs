@@ -695,7 +695,7 @@ impl Report {
     }
 
     fn render(&self, matrix: &Matrix) -> String {
-        const LABEL: usize = 26;
+        const LABEL: usize = 29;
         const CELL: usize = 9;
         let mut out = String::new();
         for client in &self.clients {
@@ -710,7 +710,7 @@ impl Report {
             let _ = writeln!(out, "{}", modes.trim_end());
             for inbound in &matrix.inbound {
                 for case in &matrix.cases {
-                    let mut line = format!("{inbound:13}{case:13}");
+                    let mut line = format!("{inbound:13}{case:16}");
                     let mut any_run = false;
                     for route in &matrix.routes {
                         for stream in [false, true] {

@@ -351,10 +351,13 @@ impl Request {
         }
         req.temperature_above_one = self.sampling.temperature.is_some_and(|t| t > 1.0);
         req.native_only = self.native_only.is_some();
-        req.penalties = [self.sampling.frequency_penalty, self.sampling.presence_penalty]
-            .into_iter()
-            .flatten()
-            .any(|p| p != 0.0);
+        req.penalties = [
+            self.sampling.frequency_penalty,
+            self.sampling.presence_penalty,
+        ]
+        .into_iter()
+        .flatten()
+        .any(|p| p != 0.0);
         req
     }
 
