@@ -777,11 +777,13 @@ function errorMessage(error) {
   return typeof inner?.message === 'string' ? inner.message : String(error.message ?? error);
 }
 
+function applicable(cell, surface) {
+  return surface.constructor.CASES.has(cell.case) && !(cell.case === 'count_tokens' && cell.stream);
+}
+
 async function runCell(cell, surface, mock) {
   const live = mock === null;
-  if (!surface.constructor.CASES.has(cell.case) || (cell.case === 'count_tokens' && cell.stream)) {
-    return { outcome: 'n/a' };
-  }
+  if (!applicable(cell, surface)) return { outcome: 'n/a' };
   const roundTrip = cell.case === 'thinking' && cell.inbound === 'messages';
   const requests = cell.case === 'count_tokens' ? 0 : roundTrip ? 2 : 1;
   if (mock) {
@@ -895,9 +897,10 @@ async function main() {
             const id = `${inbound}/${caseName}/${route}/${stream ? 'stream' : 'json'}`;
             if (args.only && !id.includes(args.only)) continue;
             const started = performance.now();
-            const result = cell.model
-              ? await runCell(cell, surface, mock)
-              : { outcome: 'skip', detail: 'no model given for this route' };
+            const result =
+              cell.model || !applicable(cell, surface)
+                ? await runCell(cell, surface, mock)
+                : { outcome: 'skip', detail: 'no model given for this route' };
             const record = {
               client: CLIENT,
               inbound,

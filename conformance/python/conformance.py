@@ -836,9 +836,13 @@ def error_message(error: Exception) -> str:
     return str(error)
 
 
+def applicable(cell: Cell, surface: Any) -> bool:
+    return cell.case in surface.CASES and not (cell.case == "count_tokens" and cell.stream)
+
+
 def run_cell(cell: Cell, surface: Any, mock: Mock | None) -> dict[str, Any]:
     live = mock is None
-    if cell.case not in surface.CASES or (cell.case == "count_tokens" and cell.stream):
+    if not applicable(cell, surface):
         return {"outcome": "n/a"}
     requests = 1
     if cell.case == "thinking" and cell.inbound == "messages":
@@ -975,10 +979,10 @@ def main() -> int:
                         if args.only and args.only not in cell_id:
                             continue
                         started = time.monotonic()
-                        if not cell.model:
-                            result = {"outcome": "skip", "detail": "no model given for this route"}
-                        else:
+                        if cell.model or not applicable(cell, surface):
                             result = run_cell(cell, surface, mock)
+                        else:
+                            result = {"outcome": "skip", "detail": "no model given for this route"}
                         record = {
                             "client": CLIENT,
                             "inbound": inbound,

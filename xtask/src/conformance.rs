@@ -49,6 +49,8 @@ const READY_TIMEOUT: Duration = Duration::from_secs(60);
 /// A warm run takes well under a minute; this only stops a hung client.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(600);
 const POLL: Duration = Duration::from_millis(100);
+/// How much of a failed cell's detail the report shows; the results files have all of it.
+const DETAIL_CHARS: usize = 300;
 
 /// One SDK language: how to install it and how to run its client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -151,11 +153,14 @@ pub fn run(args: &[String]) -> Result<bool> {
 
     let report = Report::new(&matrix, &results, options.only.is_some());
     print!("{}", report.render(&matrix));
-    if !report.unexpected.is_empty() && target.mock_url.is_some() {
+    if !report.unexpected.is_empty() {
         println!(
-            "logs: {} (router, mock supplier)",
-            work.join("logs").display()
+            "full details: {}",
+            work.join("results-<client>.jsonl").display()
         );
+        if target.mock_url.is_some() {
+            println!("logs: {}", work.join("logs").display());
+        }
     }
     println!(
         "conformance: {} passed, {} failed, {} skipped ({}s)",
@@ -747,6 +752,15 @@ impl Report {
              - = not run\n"
         );
         for miss in &self.unexpected {
+            let detail = miss.detail.as_deref().map(|detail| {
+                let short: String = detail.chars().take(DETAIL_CHARS).collect();
+                let cut = if short.len() < detail.len() {
+                    "..."
+                } else {
+                    ""
+                };
+                format!(": {short}{cut}")
+            });
             let _ = writeln!(
                 out,
                 "UNEXPECTED {} {}: expected `{}`, got `{}`{}",
@@ -754,10 +768,7 @@ impl Report {
                 miss.cell.label(),
                 miss.expected,
                 miss.observed,
-                miss.detail
-                    .as_deref()
-                    .map(|detail| format!(": {detail}"))
-                    .unwrap_or_default()
+                detail.unwrap_or_default()
             );
         }
         out
