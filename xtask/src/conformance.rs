@@ -128,9 +128,8 @@ pub fn run(args: &[String]) -> Result<bool> {
     };
 
     let mut results = Vec::new();
-    for (client, program) in runners {
+    for (client, mut command) in runners {
         let file = work.join(format!("results-{}.jsonl", client.name()));
-        let mut command = program;
         command
             .arg("--matrix")
             .arg(root.join(MATRIX))
@@ -148,6 +147,8 @@ pub fn run(args: &[String]) -> Result<bool> {
             command.args(["--only", only]);
         }
         run_client(client, command, &file, &mut children, &stop)?;
+        // A client that died part-way still reported the cells it finished; the rest show
+        // up as missing.
         results.push((client, read_results(&file)?));
     }
 
@@ -373,7 +374,8 @@ fn render_catalog(work: &Path, mock_base_url: &str) -> Result<PathBuf> {
     Ok(path)
 }
 
-/// Runs one client to completion; its own stdout and stderr go straight through.
+/// Runs one client to completion; its own stdout and stderr go straight through. A client
+/// that fails is reported, not an error: its missing cells fail the run.
 fn run_client(
     client: Client,
     mut command: Command,
@@ -395,11 +397,12 @@ fn run_client(
     let deadline = Instant::now() + CLIENT_TIMEOUT;
     loop {
         if let Some(status) = child.try_wait()? {
-            ensure!(
-                status.success(),
-                "the {} client failed ({status})",
-                client.name()
-            );
+            if !status.success() {
+                eprintln!(
+                    "xtask conformance: the {} client failed ({status})",
+                    client.name()
+                );
+            }
             return Ok(());
         }
         let interrupted = stop.load(Ordering::SeqCst);
@@ -582,7 +585,8 @@ struct Observed {
 }
 
 fn read_results(path: &Path) -> Result<BTreeMap<CellId, Observed>> {
-    let text = fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    // No file: the client died before its first cell.
+    let text = read_or_empty(path);
     let mut results = BTreeMap::new();
     for (number, line) in text.lines().enumerate() {
         let at = || format!("{}:{}", path.display(), number + 1);
