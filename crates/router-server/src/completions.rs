@@ -2,73 +2,48 @@
 //! same authentication, pricing, retries and single settlement (E-09,
 //! CF-11), and is answered as `text_completion` JSON or chunks.
 
-use crate::app::App;
 use crate::body::INFERENCE_BODY_LIMIT;
-use crate::client_stream;
-use crate::inference::{self, unix_now};
-use crate::reply::{self, Body, Surface};
-use http::{Response, StatusCode};
-use hyper::body::Incoming;
-use router_canonical::{ApiError, Protocol};
+use crate::inference::{InferenceSurface, ReplyContext, unix_now};
+use crate::reply::Surface;
+use router_canonical::{ApiError, Protocol, Request, Response};
 use router_completions::{CompletionRequest, ResponseContext, StreamContext, StreamEncoder};
-use router_core::Outcome;
-use std::sync::Arc;
-use uuid::Uuid;
 
-pub async fn handle(
-    app: Arc<App>,
-    request: http::Request<Incoming>,
-    request_id: Uuid,
-) -> Response<Body> {
-    let id_text = request_id.to_string();
-    match run(app, request, request_id).await {
-        Ok(response) => response,
-        Err(error) => reply::error(Surface::OpenAi, &error, &id_text),
+pub struct Completions;
+
+impl InferenceSurface for Completions {
+    const PROTOCOL: Protocol = Protocol::Completions;
+    const ERRORS: Surface = Surface::OpenAi;
+    const BODY_LIMIT: usize = INFERENCE_BODY_LIMIT;
+    const ID_PREFIX: &'static str = "cmpl-";
+    /// The prompt, when `echo` asks for it to be prepended.
+    type Extra = Option<String>;
+    type StreamEncoder = StreamEncoder;
+
+    fn parse(
+        _headers: &http::HeaderMap,
+        body: &[u8],
+    ) -> Result<(Request, Option<String>), ApiError> {
+        let CompletionRequest { request, echo } = router_completions::parse_request(body)?;
+        Ok((request, echo))
     }
-}
 
-async fn run(
-    app: Arc<App>,
-    request: http::Request<Incoming>,
-    request_id: Uuid,
-) -> Result<Response<Body>, ApiError> {
-    let inbound = inference::receive(&app, request, INFERENCE_BODY_LIMIT).await?;
-    let CompletionRequest {
-        request: mut canonical,
-        echo,
-    } = router_completions::parse_request(&inbound.body)?;
-    inference::apply_headers(&inbound.parts.headers, &mut canonical);
-    let public_model = canonical.model.clone();
-    let admission = inference::admission(request_id, &inbound.key, Protocol::Completions);
-    let id_text = request_id.to_string();
-    let completion_id = format!("cmpl-{}", request_id.simple());
-    match app.gateway.run(admission, canonical).await? {
-        Outcome::Complete { response, cost } => {
-            let ctx = ResponseContext {
-                id: &completion_id,
-                model: &public_model,
-                created: response.created,
-                cost,
-                echo: echo.as_deref(),
-            };
-            Ok(reply::json(
-                StatusCode::OK,
-                router_completions::encode_response(&response, &ctx),
-                &id_text,
-            ))
-        }
-        Outcome::Stream(live) => {
-            let ctx = StreamContext {
-                id: completion_id,
-                model: public_model,
-                created: unix_now(),
-                echo,
-            };
-            Ok(client_stream::relay(
-                live,
-                StreamEncoder::new(ctx),
-                &id_text,
-            ))
-        }
+    fn encode_response(response: &Response, ctx: &ReplyContext<'_, Option<String>>) -> Vec<u8> {
+        let ctx = ResponseContext {
+            id: ctx.id,
+            model: ctx.model,
+            created: response.created,
+            cost: ctx.cost,
+            echo: ctx.extra.as_deref(),
+        };
+        router_completions::encode_response(response, &ctx)
+    }
+
+    fn stream_encoder(id: String, model: String, echo: Option<String>) -> StreamEncoder {
+        StreamEncoder::new(StreamContext {
+            id,
+            model,
+            created: unix_now(),
+            echo,
+        })
     }
 }

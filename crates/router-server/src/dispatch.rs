@@ -1,8 +1,12 @@
 //! Path and method dispatch (unknown path 404, wrong method 405 with `Allow`, GP-68).
 
 use crate::app::App;
+use crate::chat_completions::ChatCompletions;
+use crate::completions::Completions;
+use crate::messages::{self, Messages};
 use crate::reply::{self, Body, Surface};
-use crate::{admin, chat_completions, completions, health, messages, responses};
+use crate::responses::Responses;
+use crate::{admin, health, inference};
 use http::{Method, Response};
 use hyper::body::Incoming;
 use router_canonical::{ApiError, ErrorCode};
@@ -114,11 +118,13 @@ pub async fn dispatch(app: Arc<App>, request: http::Request<Incoming>) -> Respon
         return response;
     }
     match endpoint {
-        Endpoint::ChatCompletions => chat_completions::handle(app, request, request_id).await,
-        Endpoint::Responses => responses::handle(app, request, request_id).await,
-        Endpoint::Messages => messages::handle(app, request, request_id).await,
+        Endpoint::ChatCompletions => {
+            inference::handle::<ChatCompletions>(app, request, request_id).await
+        }
+        Endpoint::Responses => inference::handle::<Responses>(app, request, request_id).await,
+        Endpoint::Messages => inference::handle::<Messages>(app, request, request_id).await,
         Endpoint::CountTokens => messages::handle_count_tokens(app, request, request_id).await,
-        Endpoint::Completions => completions::handle(app, request, request_id).await,
+        Endpoint::Completions => inference::handle::<Completions>(app, request, request_id).await,
         Endpoint::Healthz => health::healthz(&id_text),
         Endpoint::Readyz => health::readyz(&app, &id_text).await,
         admin_endpoint => {

@@ -4,29 +4,15 @@
 
 use crate::app::App;
 use crate::body::MESSAGES_BODY_LIMIT;
-use crate::client_stream;
-use crate::inference;
+use crate::inference::{self, InferenceSurface, ReplyContext};
 use crate::reply::{self, Body, Surface};
 use http::header::HeaderValue;
 use http::{Response, StatusCode};
 use hyper::body::Incoming;
-use router_canonical::{ApiError, ErrorCode, Protocol};
-use router_core::Outcome;
+use router_canonical::{ApiError, ErrorCode, Protocol, Request, Response as CanonicalResponse};
 use router_messages::{RequestHeaders, ResponseContext, StreamContext, StreamEncoder};
 use std::sync::Arc;
 use uuid::Uuid;
-
-pub async fn handle(
-    app: Arc<App>,
-    request: http::Request<Incoming>,
-    request_id: Uuid,
-) -> Response<Body> {
-    let id_text = request_id.to_string();
-    match run(app, request, request_id).await {
-        Ok(response) => response,
-        Err(error) => reply::error(Surface::Messages, &error, &id_text),
-    }
-}
 
 pub async fn handle_count_tokens(
     app: Arc<App>,
@@ -66,44 +52,40 @@ fn require_json(headers: &http::HeaderMap) -> Result<(), ApiError> {
     }
 }
 
-async fn run(
-    app: Arc<App>,
-    request: http::Request<Incoming>,
-    request_id: Uuid,
-) -> Result<Response<Body>, ApiError> {
-    let inbound = inference::receive(&app, request, MESSAGES_BODY_LIMIT).await?;
-    let headers = &inbound.parts.headers;
-    require_json(headers)?;
-    let mut canonical = router_messages::parse_request(&inbound.body)?;
-    router_messages::apply_headers(&mut canonical, &vendor_headers(headers))?;
-    inference::apply_headers(headers, &mut canonical);
-    // The response names the model the client asked for, also after a fallback (D-36).
-    let public_model = canonical.model.clone();
-    let admission = inference::admission(request_id, &inbound.key, Protocol::Messages);
-    let id_text = request_id.to_string();
-    let message_id = format!("msg_{}", request_id.simple());
-    let mut response = match app.gateway.run(admission, canonical).await? {
-        Outcome::Complete { response, .. } => {
-            let ctx = ResponseContext {
-                id: &message_id,
-                model: &public_model,
-            };
-            reply::json(
-                StatusCode::OK,
-                router_messages::encode_response(&response, &ctx),
-                &id_text,
-            )
-        }
-        Outcome::Stream(live) => {
-            let ctx = StreamContext {
-                id: message_id,
-                model: public_model,
-            };
-            client_stream::relay(live, StreamEncoder::new(ctx), &id_text)
-        }
-    };
-    reply::set_messages_request_id(response.headers_mut(), &id_text);
-    Ok(response)
+/// `POST /v1/messages`: a `message` object or the named Messages events.
+pub struct Messages;
+
+impl InferenceSurface for Messages {
+    const PROTOCOL: Protocol = Protocol::Messages;
+    const ERRORS: Surface = Surface::Messages;
+    const BODY_LIMIT: usize = MESSAGES_BODY_LIMIT;
+    const ID_PREFIX: &'static str = "msg_";
+    type Extra = ();
+    type StreamEncoder = StreamEncoder;
+
+    fn parse(headers: &http::HeaderMap, body: &[u8]) -> Result<(Request, ()), ApiError> {
+        require_json(headers)?;
+        let mut request = router_messages::parse_request(body)?;
+        router_messages::apply_headers(&mut request, &vendor_headers(headers))?;
+        Ok((request, ()))
+    }
+
+    /// The message object carries no cost (GP-03).
+    fn encode_response(response: &CanonicalResponse, ctx: &ReplyContext<'_, ()>) -> Vec<u8> {
+        let ctx = ResponseContext {
+            id: ctx.id,
+            model: ctx.model,
+        };
+        router_messages::encode_response(response, &ctx)
+    }
+
+    fn stream_encoder(id: String, model: String, (): ()) -> StreamEncoder {
+        StreamEncoder::new(StreamContext { id, model })
+    }
+
+    fn finish_headers(headers: &mut http::HeaderMap, request_id: &str) {
+        reply::set_messages_request_id(headers, request_id);
+    }
 }
 
 /// A local, free estimate: no supplier call, no reservation, no charge and

@@ -1,68 +1,41 @@
-//! `POST /v1/responses` (stateless): parse, run the lifecycle, answer with
-//! a `response` object or the `response.*` event stream.
+//! `POST /v1/responses` (stateless): a `response` object or the
+//! `response.*` event stream.
 
-use crate::app::App;
 use crate::body::INFERENCE_BODY_LIMIT;
-use crate::client_stream;
-use crate::inference::{self, unix_now};
-use crate::reply::{self, Body, Surface};
-use http::{Response, StatusCode};
-use hyper::body::Incoming;
-use router_canonical::{ApiError, Protocol};
-use router_core::Outcome;
+use crate::inference::{InferenceSurface, ReplyContext, unix_now};
+use crate::reply::Surface;
+use router_canonical::{ApiError, Protocol, Request, Response};
 use router_responses::{ResponseContext, StreamContext, StreamEncoder};
-use std::sync::Arc;
-use uuid::Uuid;
 
-pub async fn handle(
-    app: Arc<App>,
-    request: http::Request<Incoming>,
-    request_id: Uuid,
-) -> Response<Body> {
-    let id_text = request_id.to_string();
-    match run(app, request, request_id).await {
-        Ok(response) => response,
-        Err(error) => reply::error(Surface::OpenAi, &error, &id_text),
+pub struct Responses;
+
+impl InferenceSurface for Responses {
+    const PROTOCOL: Protocol = Protocol::Responses;
+    const ERRORS: Surface = Surface::OpenAi;
+    const BODY_LIMIT: usize = INFERENCE_BODY_LIMIT;
+    const ID_PREFIX: &'static str = "resp_";
+    type Extra = ();
+    type StreamEncoder = StreamEncoder;
+
+    fn parse(_headers: &http::HeaderMap, body: &[u8]) -> Result<(Request, ()), ApiError> {
+        Ok((router_responses::parse_request(body)?, ()))
     }
-}
 
-async fn run(
-    app: Arc<App>,
-    request: http::Request<Incoming>,
-    request_id: Uuid,
-) -> Result<Response<Body>, ApiError> {
-    let inbound = inference::receive(&app, request, INFERENCE_BODY_LIMIT).await?;
-    let mut canonical = router_responses::parse_request(&inbound.body)?;
-    inference::apply_headers(&inbound.parts.headers, &mut canonical);
-    let public_model = canonical.model.clone();
-    let admission = inference::admission(request_id, &inbound.key, Protocol::Responses);
-    let id_text = request_id.to_string();
-    let response_id = format!("resp_{}", request_id.simple());
-    match app.gateway.run(admission, canonical).await? {
-        Outcome::Complete { response, cost } => {
-            let ctx = ResponseContext {
-                id: &response_id,
-                model: &public_model,
-                created: response.created,
-                cost,
-            };
-            Ok(reply::json(
-                StatusCode::OK,
-                router_responses::encode_response(&response, &ctx),
-                &id_text,
-            ))
-        }
-        Outcome::Stream(live) => {
-            let ctx = StreamContext {
-                id: response_id,
-                model: public_model,
-                created: unix_now(),
-            };
-            Ok(client_stream::relay(
-                live,
-                StreamEncoder::new(ctx),
-                &id_text,
-            ))
-        }
+    fn encode_response(response: &Response, ctx: &ReplyContext<'_, ()>) -> Vec<u8> {
+        let ctx = ResponseContext {
+            id: ctx.id,
+            model: ctx.model,
+            created: response.created,
+            cost: ctx.cost,
+        };
+        router_responses::encode_response(response, &ctx)
+    }
+
+    fn stream_encoder(id: String, model: String, (): ()) -> StreamEncoder {
+        StreamEncoder::new(StreamContext {
+            id,
+            model,
+            created: unix_now(),
+        })
     }
 }
