@@ -812,6 +812,41 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn args(list: &[&str]) -> Vec<String> {
+        list.iter().map(|arg| (*arg).to_owned()).collect()
+    }
+
+    #[test]
+    fn options_parse_in_both_spellings() {
+        let options = parse(&args(&[
+            "--against=https://router.test",
+            "--key",
+            "k",
+            "--catalog-models",
+            "chat=a,messages=b",
+            "--client",
+            "node",
+        ]))
+        .unwrap();
+        assert_eq!(options.against.as_deref(), Some("https://router.test"));
+        assert_eq!(options.key.as_deref(), Some("k"));
+        assert_eq!(options.models.as_deref(), Some("chat=a,messages=b"));
+        assert_eq!(options.clients, [Client::Node]);
+        assert_eq!(parse(&[]).unwrap().clients, Client::ALL);
+    }
+
+    #[test]
+    fn bad_options_are_refused() {
+        for bad in [
+            &["--catalog-models", "chat=a"][..],
+            &["--client", "ruby"],
+            &["--against"],
+            &["--frobnicate"],
+        ] {
+            assert!(parse(&args(bad)).is_err(), "{bad:?}");
+        }
+    }
+
     #[test]
     fn the_committed_matrix_is_complete() {
         let matrix = Matrix::load(&workspace_root().join(MATRIX)).unwrap();
