@@ -4,8 +4,10 @@
 //! cargo. Each command lives in its own module; this file parses the command line and holds
 //! what they share (where the workspace and its target dir are, how to call cargo).
 
+mod conformance;
 mod db;
 mod demo;
+mod services;
 mod test;
 mod tidy;
 
@@ -20,11 +22,20 @@ usage: cargo xtask <command> [options]
 commands:
   db [start]    find or start PostgreSQL; the last line of stdout is DATABASE_URL=...
   db stop       stop the private cluster that `db` started
-  test          fmt, clippy, tests and doc tests (and conformance/run.sh if present),
-                against the database from `db`
+  test          fmt, clippy, tests, doc tests and the conformance matrix, against the
+                database from `db`
   demo          build and run the gateway with a mock supplier, an account and an API key
       --listen ADDR   address for the gateway (default 127.0.0.1:8080)
       --no-build      use the release binaries already in the target dir
+  conformance   the official OpenAI and Anthropic SDKs (Python and Node) against a local
+                router and mock supplier, over conformance/matrix.json; fails on any
+                cell that differs from the matrix
+      --against URL   run against a deployed router instead (no mock; shape checks only)
+      --key KEY       its inference API key (or CONFORMANCE_API_KEY)
+      --catalog-models chat=M,responses=M,messages=M
+                      with --against: the model whose only route speaks each protocol
+      --client python|node   only this client (repeatable; default both)
+      --only TEXT     only cells whose id inbound/case/route/json|stream contains TEXT
   help          print this text";
 
 fn main() -> ExitCode {
@@ -37,6 +48,7 @@ fn main() -> ExitCode {
         "db" => db::run(rest).map(|()| true),
         "test" => test::run(rest),
         "demo" => demo::run(rest).map(|()| true),
+        "conformance" => conformance::run(rest),
         "help" | "-h" | "--help" => {
             println!("{USAGE}");
             Ok(true)

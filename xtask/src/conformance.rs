@@ -1,0 +1,979 @@
+//! `cargo xtask conformance`: the official OpenAI and Anthropic SDKs, in Python and in Node,
+//! against the router, over the matrix inbound protocol x route protocol x stream off/on x
+//! case whose expected outcomes `conformance/matrix.json` declares.
+//!
+//! Locally it starts what it needs: PostgreSQL (`db`), the mock supplier and the router
+//! (debug builds) on free loopback ports with `fixtures/conformance-catalog.toml`, and an
+//! account with credits and an inference key. With `--against URL --key KEY` it runs the same
+//! clients against a deployed router instead, with no mock to script (see the clients' docs).
+//!
+//! The SDKs are pinned in `conformance/python/requirements.txt` and
+//! `conformance/node/package-lock.json` and installed once into `target/conformance/` (venv
+//! and node_modules); a run reinstalls only when those files change. The clients write one
+//! JSON line per cell; this module compares each with the declared expectation, prints the
+//! matrix and fails on any unexpected cell.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail, ensure};
+use serde_json::{Map, Value};
+use signal_hook::consts::signal::{SIGHUP, SIGINT, SIGTERM};
+
+use crate::services::{Children, answers, free_loopback_port, http, provision, random_hex};
+use crate::{cargo, db, display, run_checked, target_dir, workspace_root};
+
+const MATRIX: &str = "conformance/matrix.json";
+const CATALOG: &str = "fixtures/conformance-catalog.toml";
+/// The catalog's placeholder for the mock supplier's base URL.
+const MOCK_URL_PLACEHOLDER: &str = "{MOCK_SUPPLIER_URL}";
+/// The catalog's supplier reads its key from this variable.
+const SUPPLIER_KEY_ENV: &str = "CONFORMANCE_SUPPLIER_API_KEY";
+/// The clients read the router API key from this variable (kept off their command line).
+const API_KEY_ENV: &str = "CONFORMANCE_API_KEY";
+const PYTHON_REQUIREMENTS: &str = "conformance/python/requirements.txt";
+const PYTHON_CLIENT: &str = "conformance/python/conformance.py";
+const NODE_PACKAGE: &str = "conformance/node/package.json";
+const NODE_LOCK: &str = "conformance/node/package-lock.json";
+const NODE_CLIENT: &str = "conformance/node/conformance.cjs";
+/// $1000 in nano-USD: every cell reserves its worst case (8192 output tokens).
+const CREDITS_NANO_USD: i64 = 1_000_000_000_000;
+const READY_TIMEOUT: Duration = Duration::from_secs(60);
+/// A warm run takes well under a minute; this only stops a hung client.
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(600);
+const POLL: Duration = Duration::from_millis(100);
+/// How much of a failed cell's detail the report shows; the results files have all of it.
+const DETAIL_CHARS: usize = 300;
+
+/// One SDK language: how to install it and how to run its client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Client {
+    Python,
+    Node,
+}
+
+impl Client {
+    const ALL: [Client; 2] = [Client::Python, Client::Node];
+
+    fn name(self) -> &'static str {
+        match self {
+            Client::Python => "python",
+            Client::Node => "node",
+        }
+    }
+
+    fn parse(name: &str) -> Result<Client> {
+        Client::ALL
+            .into_iter()
+            .find(|client| client.name() == name)
+            .with_context(|| format!("unknown client `{name}`; expected python or node"))
+    }
+}
+
+struct Options {
+    /// A deployed router's base URL; `None` starts a local one with a mock supplier.
+    against: Option<String>,
+    key: Option<String>,
+    /// `chat=MODEL,responses=MODEL,messages=MODEL`, passed to the clients.
+    models: Option<String>,
+    clients: Vec<Client>,
+    /// Only cells whose id (`inbound/case/route/json|stream`) contains this text.
+    only: Option<String>,
+}
+
+/// Where the clients send their requests.
+struct Target {
+    base_url: String,
+    api_key: String,
+    /// The mock supplier's control URL when we started it.
+    mock_url: Option<String>,
+}
+
+/// Returns whether every cell came out as declared.
+pub fn run(args: &[String]) -> Result<bool> {
+    let options = parse(args)?;
+    let started = Instant::now();
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [SIGINT, SIGTERM, SIGHUP] {
+        signal_hook::flag::register_conditional_shutdown(signal, 1, Arc::clone(&stop))?;
+        signal_hook::flag::register(signal, Arc::clone(&stop))?;
+    }
+
+    let root = workspace_root();
+    let matrix = Matrix::load(&root.join(MATRIX))?;
+    let work = target_dir().join("conformance");
+    fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
+    let mut runners = Vec::new();
+    for client in &options.clients {
+        runners.push((*client, install(*client, &work)?));
+    }
+
+    // Dropping `children` stops the router and the mock, on every way out of this function.
+    let mut children = Children::default();
+    let target = match (&options.against, &options.key) {
+        (Some(url), Some(key)) => Target {
+            base_url: url.trim_end_matches('/').to_owned(),
+            api_key: key.clone(),
+            mock_url: None,
+        },
+        (Some(_), None) => bail!("--against needs --key KEY (or {API_KEY_ENV})"),
+        (None, _) => start_local(&work, &mut children, &stop)?,
+    };
+
+    let mut results = Vec::new();
+    for (client, mut command) in runners {
+        let file = work.join(format!("results-{}.jsonl", client.name()));
+        command
+            .arg("--matrix")
+            .arg(root.join(MATRIX))
+            .arg("--results")
+            .arg(&file)
+            .args(["--base-url", &target.base_url])
+            .env(API_KEY_ENV, &target.api_key);
+        if let Some(mock_url) = &target.mock_url {
+            command.args(["--mock-url", mock_url]);
+        }
+        if let Some(models) = &options.models {
+            command.args(["--models", models]);
+        }
+        if let Some(only) = &options.only {
+            command.args(["--only", only]);
+        }
+        run_client(client, command, &file, &mut children, &stop)?;
+        // A client that died part-way still reported the cells it finished; the rest show
+        // up as missing.
+        results.push((client, read_results(&file)?));
+    }
+
+    let report = Report::new(&matrix, &results, options.only.is_some());
+    print!("{}", report.render(&matrix));
+    if !report.unexpected.is_empty() {
+        println!(
+            "full details: {}",
+            work.join("results-<client>.jsonl").display()
+        );
+        if target.mock_url.is_some() {
+            println!("logs: {}", work.join("logs").display());
+        }
+    }
+    println!("took {}s", started.elapsed().as_secs());
+    // Last, alone on its line, in the form CI reads as a test runner's summary.
+    println!(
+        "conformance: {} passed, {} failed, {} skipped",
+        report.expected,
+        report.unexpected.len(),
+        report.skipped
+    );
+    Ok(report.unexpected.is_empty())
+}
+
+fn parse(args: &[String]) -> Result<Options> {
+    let mut options = Options {
+        against: None,
+        key: std::env::var(API_KEY_ENV)
+            .ok()
+            .filter(|key| !key.is_empty()),
+        models: None,
+        clients: Vec::new(),
+        only: None,
+    };
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((flag, value)) if flag.starts_with("--") => (flag, Some(value.to_owned())),
+            _ => (arg.as_str(), None),
+        };
+        let mut value = || -> Result<String> {
+            match &inline {
+                Some(value) => Ok(value.clone()),
+                None => args
+                    .next()
+                    .cloned()
+                    .with_context(|| format!("{flag} needs a value")),
+            }
+        };
+        match flag {
+            "--against" => options.against = Some(value()?),
+            "--key" => options.key = Some(value()?),
+            "--catalog-models" => options.models = Some(value()?),
+            "--client" => options.clients.push(Client::parse(&value()?)?),
+            "--only" => options.only = Some(value()?),
+            other => bail!(
+                "unknown option `{other}`; expected --against URL, --key KEY, \
+                 --catalog-models chat=M,responses=M,messages=M, --client python|node, --only TEXT"
+            ),
+        }
+    }
+    if options.clients.is_empty() {
+        options.clients = Client::ALL.to_vec();
+    }
+    if options.models.is_some() && options.against.is_none() {
+        bail!("--catalog-models only applies with --against (the local catalog is fixed)");
+    }
+    Ok(options)
+}
+
+// ----------------------------------------------------------------------------------------
+// Installing the SDKs into target/conformance (once per machine, again when the pins change)
+// ----------------------------------------------------------------------------------------
+
+/// Installs the client's pinned SDKs if needed; returns the command that runs its client.
+fn install(client: Client, work: &Path) -> Result<Command> {
+    let root = workspace_root();
+    match client {
+        Client::Python => {
+            let venv = work.join("venv");
+            let python = venv.join("bin").join("python");
+            let pins = fs::read_to_string(root.join(PYTHON_REQUIREMENTS))
+                .with_context(|| format!("reading {PYTHON_REQUIREMENTS}"))?;
+            let stamp = venv.join("conformance-requirements.txt");
+            if !(python.is_file() && read_or_empty(&stamp) == pins) {
+                eprintln!(
+                    "xtask conformance: installing the Python SDKs into {}",
+                    venv.display()
+                );
+                if !python.is_file() {
+                    run_checked(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
+                }
+                run_checked(
+                    Command::new(&python)
+                        .args(["-m", "pip", "install", "--disable-pip-version-check"])
+                        .args(["--no-input", "--quiet", "--requirement"])
+                        .arg(root.join(PYTHON_REQUIREMENTS))
+                        .stdin(Stdio::null())
+                        .stdout(std::io::stderr()),
+                )?;
+                fs::write(&stamp, &pins)?;
+            }
+            let mut command = Command::new(python);
+            command.arg(root.join(PYTHON_CLIENT));
+            Ok(command)
+        }
+        Client::Node => {
+            let prefix = work.join("node");
+            let lock = fs::read_to_string(root.join(NODE_LOCK))
+                .with_context(|| format!("reading {NODE_LOCK}"))?;
+            let modules = prefix.join("node_modules");
+            let stamp = modules.join(".conformance-package-lock.json");
+            if read_or_empty(&stamp) != lock {
+                eprintln!(
+                    "xtask conformance: installing the Node SDKs into {}",
+                    prefix.display()
+                );
+                fs::create_dir_all(&prefix)?;
+                fs::copy(root.join(NODE_PACKAGE), prefix.join("package.json"))?;
+                fs::copy(root.join(NODE_LOCK), prefix.join("package-lock.json"))?;
+                run_checked(
+                    Command::new("npm")
+                        .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
+                        .arg("--prefix")
+                        .arg(&prefix)
+                        .stdin(Stdio::null())
+                        // Progress is not the report: keep stdout for the matrix.
+                        .stdout(std::io::stderr()),
+                )?;
+                fs::write(&stamp, &lock)?;
+            }
+            let mut command = Command::new("node");
+            command
+                .arg(root.join(NODE_CLIENT))
+                .env("NODE_PATH", modules);
+            Ok(command)
+        }
+    }
+}
+
+fn read_or_empty(path: &Path) -> String {
+    fs::read_to_string(path).unwrap_or_default()
+}
+
+// ----------------------------------------------------------------------------------------
+// The local router and mock supplier
+// ----------------------------------------------------------------------------------------
+
+fn start_local(work: &Path, children: &mut Children, stop: &AtomicBool) -> Result<Target> {
+    let database_url = db::ensure_postgres()?;
+    run_checked(&mut cargo([
+        "build",
+        "-p",
+        "router-server",
+        "-p",
+        "router-mock-supplier",
+        "--bins",
+    ]))?;
+    let debug = target_dir().join("debug");
+    let (router, supplier) = (debug.join("router"), debug.join("mock-supplier"));
+
+    let mock_addr = format!("127.0.0.1:{}", free_loopback_port()?);
+    let mut router_addr = format!("127.0.0.1:{}", free_loopback_port()?);
+    while router_addr == mock_addr {
+        router_addr = format!("127.0.0.1:{}", free_loopback_port()?);
+    }
+    let catalog = render_catalog(work, &format!("http://{mock_addr}/v1"))?;
+    let logs = work.join("logs");
+    fs::create_dir_all(&logs)?;
+
+    let mut mock = Command::new(&supplier);
+    mock.args(["--listen", &mock_addr]);
+    children.spawn_logged("mock-supplier", mock, &logs.join("mock-supplier.log"))?;
+    children.wait_until("mock-supplier", stop, READY_TIMEOUT, || answers(&mock_addr))?;
+
+    let admin_token = random_hex(16)?;
+    let router_command = |subcommand: &str| {
+        let mut command = Command::new(&router);
+        command
+            .arg(subcommand)
+            .env("DATABASE_URL", &database_url)
+            .env("ROUTER_LISTEN", &router_addr)
+            .env("ROUTER_CATALOG", &catalog)
+            .env("ROUTER_ADMIN_TOKEN", &admin_token)
+            .env(SUPPLIER_KEY_ENV, "conformance");
+        command
+    };
+    let migrate_log = logs.join("router-migrate.log");
+    let migrate_out = fs::File::create(&migrate_log)?;
+    run_checked(
+        router_command("migrate")
+            .stdin(Stdio::null())
+            .stdout(migrate_out.try_clone()?)
+            .stderr(migrate_out),
+    )
+    .with_context(|| format!("see {}", migrate_log.display()))?;
+    children.spawn_logged("router", router_command("serve"), &logs.join("router.log"))?;
+    children.wait_until("router", stop, READY_TIMEOUT, || {
+        matches!(http(&router_addr, "GET", "/readyz", None, None), Ok(response) if response.status == 200)
+    })?;
+
+    // A fresh account each run: the cluster outlives runs, and emails are unique.
+    let email_user = format!("conformance+{}", random_hex(4)?);
+    let api_key = provision(&router_addr, &admin_token, &email_user, CREDITS_NANO_USD)?;
+    Ok(Target {
+        base_url: format!("http://{router_addr}"),
+        api_key,
+        mock_url: Some(format!("http://{mock_addr}")),
+    })
+}
+
+/// Writes the catalog with the mock supplier's URL in place; returns its path.
+fn render_catalog(work: &Path, mock_base_url: &str) -> Result<PathBuf> {
+    let template = fs::read_to_string(workspace_root().join(CATALOG))
+        .with_context(|| format!("reading {CATALOG}"))?;
+    ensure!(
+        template.contains(MOCK_URL_PLACEHOLDER),
+        "{CATALOG} has no {MOCK_URL_PLACEHOLDER} placeholder"
+    );
+    let path = work.join("catalog.toml");
+    fs::write(&path, template.replace(MOCK_URL_PLACEHOLDER, mock_base_url))?;
+    Ok(path)
+}
+
+/// Runs one client to completion; its own stdout and stderr go straight through. A client
+/// that fails is reported, not an error: its missing cells fail the run.
+fn run_client(
+    client: Client,
+    mut command: Command,
+    results: &Path,
+    children: &mut Children,
+    stop: &AtomicBool,
+) -> Result<()> {
+    let _ = fs::remove_file(results);
+    eprintln!(
+        "xtask conformance: running the {} client: {}",
+        client.name(),
+        display(&command)
+    );
+    let mut child = command
+        .current_dir(workspace_root())
+        .stdin(Stdio::null())
+        .spawn()
+        .with_context(|| format!("could not start the {} client", client.name()))?;
+    let deadline = Instant::now() + CLIENT_TIMEOUT;
+    loop {
+        if let Some(status) = child.try_wait()? {
+            if !status.success() {
+                eprintln!(
+                    "xtask conformance: the {} client failed ({status})",
+                    client.name()
+                );
+            }
+            return Ok(());
+        }
+        let interrupted = stop.load(Ordering::SeqCst);
+        let exited = children.exited()?;
+        if interrupted || exited.is_some() || Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            if let Some((name, status)) = exited {
+                bail!(
+                    "{name} exited ({status}) while the {} client ran",
+                    client.name()
+                );
+            }
+            if interrupted {
+                bail!("interrupted");
+            }
+            bail!(
+                "the {} client did not finish within {}s",
+                client.name(),
+                CLIENT_TIMEOUT.as_secs()
+            );
+        }
+        sleep(POLL);
+    }
+}
+
+// ----------------------------------------------------------------------------------------
+// The matrix, the clients' results, and the report
+// ----------------------------------------------------------------------------------------
+
+/// `conformance/matrix.json`, checked for completeness on load.
+struct Matrix {
+    inbound: Vec<String>,
+    routes: Vec<String>,
+    cases: Vec<String>,
+    /// Cases each client covers.
+    coverage: BTreeMap<String, Vec<String>>,
+    /// (inbound, case, route, stream) -> expected outcome.
+    expected: BTreeMap<CellId, String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct CellId {
+    inbound: String,
+    case: String,
+    route: String,
+    stream: bool,
+}
+
+impl CellId {
+    fn label(&self) -> String {
+        let mode = if self.stream { "stream" } else { "json" };
+        format!("{}/{}/{}/{mode}", self.inbound, self.case, self.route)
+    }
+}
+
+impl Matrix {
+    fn load(path: &Path) -> Result<Matrix> {
+        let text =
+            fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let value: Value = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not JSON", path.display()))?;
+        Matrix::from_json(&value).with_context(|| format!("in {}", path.display()))
+    }
+
+    fn from_json(value: &Value) -> Result<Matrix> {
+        let inbound = strings(&value["inbound"]).context("`inbound`")?;
+        let routes = keys(&value["routes"]).context("`routes`")?;
+        let cases = keys(&value["cases"]).context("`cases`")?;
+        let mut coverage = BTreeMap::new();
+        for (client, covered) in object(&value["clients"]).context("`clients`")? {
+            let covered = strings(covered).with_context(|| format!("`clients.{client}`"))?;
+            for case in &covered {
+                ensure!(
+                    cases.contains(case),
+                    "`clients.{client}` names unknown case `{case}`"
+                );
+            }
+            coverage.insert(client.clone(), covered);
+        }
+        for client in Client::ALL {
+            ensure!(
+                coverage.contains_key(client.name()),
+                "`clients` has no entry for `{}`",
+                client.name()
+            );
+        }
+
+        let mut expected = BTreeMap::new();
+        let table = object(&value["expected"]).context("`expected`")?;
+        for inbound_name in &inbound {
+            let rows = object(&table[inbound_name.as_str()])
+                .with_context(|| format!("`expected.{inbound_name}`"))?;
+            for case in &cases {
+                let row = object(&rows[case.as_str()])
+                    .with_context(|| format!("`expected.{inbound_name}.{case}`"))?;
+                for route in &routes {
+                    let at = format!("`expected.{inbound_name}.{case}.{route}`");
+                    let (json, stream) = match &row[route.as_str()] {
+                        Value::String(both) => (both.clone(), both.clone()),
+                        Value::Object(modes) => (
+                            mode(modes, "json").with_context(|| at.clone())?,
+                            mode(modes, "stream").with_context(|| at.clone())?,
+                        ),
+                        _ => bail!("{at} is missing (a string, or {{json, stream}})"),
+                    };
+                    for (stream, outcome) in [(false, json), (true, stream)] {
+                        check_outcome(&outcome).with_context(|| at.clone())?;
+                        let id = CellId {
+                            inbound: inbound_name.clone(),
+                            case: case.clone(),
+                            route: route.clone(),
+                            stream,
+                        };
+                        expected.insert(id, outcome);
+                    }
+                }
+            }
+        }
+        Ok(Matrix {
+            inbound,
+            routes,
+            cases,
+            coverage,
+            expected,
+        })
+    }
+}
+
+fn object(value: &Value) -> Result<&Map<String, Value>> {
+    value.as_object().context("expected an object")
+}
+
+fn keys(value: &Value) -> Result<Vec<String>> {
+    Ok(object(value)?.keys().cloned().collect())
+}
+
+fn strings(value: &Value) -> Result<Vec<String>> {
+    value
+        .as_array()
+        .context("expected an array")?
+        .iter()
+        .map(|item| item.as_str().map(str::to_owned).context("expected strings"))
+        .collect()
+}
+
+fn mode(modes: &Map<String, Value>, name: &str) -> Result<String> {
+    modes
+        .get(name)
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .with_context(|| format!("no `{name}` outcome"))
+}
+
+/// An expectation is `pass`, `n/a`, or `STATUS CODE` (a documented refusal).
+fn check_outcome(outcome: &str) -> Result<()> {
+    if outcome == "pass" || outcome == "n/a" {
+        return Ok(());
+    }
+    match refusal(outcome) {
+        Some(_) => Ok(()),
+        None => bail!("`{outcome}` is not pass, n/a or `STATUS CODE`"),
+    }
+}
+
+/// `(status, code)` of a `STATUS CODE` outcome.
+fn refusal(outcome: &str) -> Option<(u16, &str)> {
+    let (status, code) = outcome.split_once(' ')?;
+    let status: u16 = status.parse().ok()?;
+    let valid = (400..600).contains(&status)
+        && !code.is_empty()
+        && code.chars().all(|c| c.is_ascii_lowercase() || c == '_');
+    valid.then_some((status, code))
+}
+
+/// One line of a client's results file.
+struct Observed {
+    outcome: String,
+    detail: Option<String>,
+}
+
+fn read_results(path: &Path) -> Result<BTreeMap<CellId, Observed>> {
+    // No file: the client died before its first cell.
+    let text = read_or_empty(path);
+    let mut results = BTreeMap::new();
+    for (number, line) in text.lines().enumerate() {
+        let at = || format!("{}:{}", path.display(), number + 1);
+        let record: Value = serde_json::from_str(line).with_context(at)?;
+        let field = |name: &str| -> Result<String> {
+            record[name]
+                .as_str()
+                .map(str::to_owned)
+                .with_context(|| format!("{}: no `{name}`", at()))
+        };
+        let id = CellId {
+            inbound: field("inbound")?,
+            case: field("case")?,
+            route: field("route")?,
+            stream: record["stream"].as_bool().with_context(at)?,
+        };
+        let observed = Observed {
+            outcome: field("outcome")?,
+            detail: record["detail"].as_str().map(str::to_owned),
+        };
+        results.insert(id, observed);
+    }
+    Ok(results)
+}
+
+/// How one cell came out against its expectation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Verdict {
+    Pass,
+    /// Refused as declared: not servable losslessly.
+    Refused(u16),
+    NotApplicable,
+    /// No model for this route (`--against` without it).
+    Skipped,
+    /// Outside this client's coverage, or filtered out by `--only`.
+    NotRun,
+    Unexpected,
+}
+
+struct Unexpected {
+    client: Client,
+    cell: CellId,
+    expected: String,
+    observed: String,
+    detail: Option<String>,
+}
+
+struct Report {
+    verdicts: BTreeMap<(&'static str, CellId), Verdict>,
+    clients: Vec<Client>,
+    unexpected: Vec<Unexpected>,
+    expected: usize,
+    skipped: usize,
+}
+
+impl Report {
+    fn new(
+        matrix: &Matrix,
+        results: &[(Client, BTreeMap<CellId, Observed>)],
+        filtered: bool,
+    ) -> Report {
+        let mut report = Report {
+            verdicts: BTreeMap::new(),
+            clients: results.iter().map(|(client, _)| *client).collect(),
+            unexpected: Vec::new(),
+            expected: 0,
+            skipped: 0,
+        };
+        for (client, observed) in results {
+            let covered = matrix
+                .coverage
+                .get(client.name())
+                .map_or(&[][..], Vec::as_slice);
+            for (cell, expected) in &matrix.expected {
+                let verdict = match observed.get(cell) {
+                    _ if !covered.contains(&cell.case) => Verdict::NotRun,
+                    None if filtered => Verdict::NotRun,
+                    None => {
+                        report.unexpected.push(Unexpected {
+                            client: *client,
+                            cell: cell.clone(),
+                            expected: expected.clone(),
+                            observed: "missing".to_owned(),
+                            detail: Some("the client reported nothing for this cell".to_owned()),
+                        });
+                        Verdict::Unexpected
+                    }
+                    Some(seen) if seen.outcome == "skip" => Verdict::Skipped,
+                    Some(seen) if &seen.outcome == expected => match refusal(expected) {
+                        Some((status, _)) => Verdict::Refused(status),
+                        None if expected == "n/a" => Verdict::NotApplicable,
+                        None => Verdict::Pass,
+                    },
+                    Some(seen) => {
+                        report.unexpected.push(Unexpected {
+                            client: *client,
+                            cell: cell.clone(),
+                            expected: expected.clone(),
+                            observed: seen.outcome.clone(),
+                            detail: seen.detail.clone(),
+                        });
+                        Verdict::Unexpected
+                    }
+                };
+                match verdict {
+                    Verdict::Pass | Verdict::Refused(_) => report.expected += 1,
+                    Verdict::NotApplicable | Verdict::Skipped => report.skipped += 1,
+                    Verdict::NotRun | Verdict::Unexpected => {}
+                }
+                report
+                    .verdicts
+                    .insert((client.name(), cell.clone()), verdict);
+            }
+        }
+        report
+    }
+
+    fn render(&self, matrix: &Matrix) -> String {
+        const LABEL: usize = 29;
+        const CELL: usize = 9;
+        let mut out = String::new();
+        for client in &self.clients {
+            let _ = writeln!(out, "\n{} client ({})", client.name(), pins(*client));
+            let mut head = format!("{:LABEL$}", "inbound \\ route");
+            let mut modes = format!("{:LABEL$}", "");
+            for route in &matrix.routes {
+                let _ = write!(head, "{:w$}", route, w = 2 * CELL);
+                let _ = write!(modes, "{:CELL$}{:CELL$}", "json", "stream");
+            }
+            let _ = writeln!(out, "{}", head.trim_end());
+            let _ = writeln!(out, "{}", modes.trim_end());
+            for inbound in &matrix.inbound {
+                for case in &matrix.cases {
+                    let mut line = format!("{inbound:13}{case:16}");
+                    let mut any_run = false;
+                    for route in &matrix.routes {
+                        for stream in [false, true] {
+                            let id = CellId {
+                                inbound: inbound.clone(),
+                                case: case.clone(),
+                                route: route.clone(),
+                                stream,
+                            };
+                            let verdict = self.verdicts.get(&(client.name(), id));
+                            let text = match verdict {
+                                Some(Verdict::Pass) => "pass".to_owned(),
+                                Some(Verdict::Refused(status)) => format!("n/s {status}"),
+                                Some(Verdict::NotApplicable) => "n/a".to_owned(),
+                                Some(Verdict::Skipped) => "skip".to_owned(),
+                                Some(Verdict::Unexpected) => "FAIL".to_owned(),
+                                Some(Verdict::NotRun) | None => "-".to_owned(),
+                            };
+                            any_run |= !matches!(verdict, Some(Verdict::NotRun) | None);
+                            let _ = write!(line, "{text:CELL$}");
+                        }
+                    }
+                    if any_run {
+                        let _ = writeln!(out, "{}", line.trim_end());
+                    }
+                }
+            }
+        }
+        let _ = writeln!(
+            out,
+            "\npass = the SDK parsed the reply and its content checked out; \
+             n/s STATUS = not servable losslessly, refused as documented\n\
+             (the code is in conformance/matrix.json); n/a = the surface cannot express the case; \
+             - = not run\n"
+        );
+        for miss in &self.unexpected {
+            let detail = miss.detail.as_deref().map(|detail| {
+                let short: String = detail.chars().take(DETAIL_CHARS).collect();
+                let cut = if short.len() < detail.len() {
+                    "..."
+                } else {
+                    ""
+                };
+                format!(": {short}{cut}")
+            });
+            let _ = writeln!(
+                out,
+                "UNEXPECTED {} {}: expected `{}`, got `{}`{}",
+                miss.client.name(),
+                miss.cell.label(),
+                miss.expected,
+                miss.observed,
+                detail.unwrap_or_default()
+            );
+        }
+        out
+    }
+}
+
+/// The pinned SDK versions, for the matrix heading.
+fn pins(client: Client) -> String {
+    let root = workspace_root();
+    match client {
+        Client::Python => {
+            let text = read_or_empty(&root.join(PYTHON_REQUIREMENTS));
+            let pinned: Vec<String> = text
+                .lines()
+                .filter(|line| line.starts_with("openai==") || line.starts_with("anthropic=="))
+                .map(|line| line.replace("==", " "))
+                .collect();
+            pinned.join(", ")
+        }
+        Client::Node => {
+            let package: Value = serde_json::from_str(&read_or_empty(&root.join(NODE_PACKAGE)))
+                .unwrap_or(Value::Null);
+            let pinned: Vec<String> = package["dependencies"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(name, version)| format!("{name} {}", version.as_str().unwrap_or("?")))
+                .collect();
+            pinned.join(", ")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn args(list: &[&str]) -> Vec<String> {
+        list.iter().map(|arg| (*arg).to_owned()).collect()
+    }
+
+    #[test]
+    fn options_parse_in_both_spellings() {
+        let options = parse(&args(&[
+            "--against=https://router.test",
+            "--key",
+            "k",
+            "--catalog-models",
+            "chat=a,messages=b",
+            "--client",
+            "node",
+        ]))
+        .unwrap();
+        assert_eq!(options.against.as_deref(), Some("https://router.test"));
+        assert_eq!(options.key.as_deref(), Some("k"));
+        assert_eq!(options.models.as_deref(), Some("chat=a,messages=b"));
+        assert_eq!(options.clients, [Client::Node]);
+        assert_eq!(parse(&[]).unwrap().clients, Client::ALL);
+    }
+
+    #[test]
+    fn bad_options_are_refused() {
+        for bad in [
+            &["--catalog-models", "chat=a"][..],
+            &["--client", "ruby"],
+            &["--against"],
+            &["--frobnicate"],
+        ] {
+            assert!(parse(&args(bad)).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_committed_matrix_is_complete() {
+        let matrix = Matrix::load(&workspace_root().join(MATRIX)).unwrap();
+        let cells = matrix.inbound.len() * matrix.cases.len() * matrix.routes.len() * 2;
+        assert_eq!(matrix.expected.len(), cells);
+        assert!(matrix.expected.values().any(|outcome| outcome == "pass"));
+    }
+
+    #[test]
+    fn the_committed_catalog_has_the_placeholder_and_every_route() {
+        let catalog = fs::read_to_string(workspace_root().join(CATALOG)).unwrap();
+        assert!(catalog.contains(MOCK_URL_PLACEHOLDER));
+        let matrix: Value =
+            serde_json::from_str(&fs::read_to_string(workspace_root().join(MATRIX)).unwrap())
+                .unwrap();
+        for (_, route) in matrix["routes"].as_object().unwrap() {
+            for key in ["model", "upstream_model"] {
+                let name = route[key].as_str().unwrap();
+                assert!(catalog.contains(&format!("\"{name}\"")), "{name}");
+            }
+        }
+    }
+
+    fn small_matrix(expected_stop: Value) -> Matrix {
+        Matrix::from_json(&json!({
+            "inbound": ["chat"],
+            "routes": {"chat": {}, "responses": {}},
+            "cases": {"text": "", "stop": ""},
+            "clients": {"python": ["text", "stop"], "node": ["text"]},
+            "expected": {"chat": {
+                "text": {"chat": "pass", "responses": "pass"},
+                "stop": {"chat": "pass", "responses": expected_stop}
+            }}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_cell_may_differ_between_json_and_stream() {
+        let matrix = small_matrix(json!({"json": "400 invalid_parameter", "stream": "n/a"}));
+        let id = |stream| CellId {
+            inbound: "chat".into(),
+            case: "stop".into(),
+            route: "responses".into(),
+            stream,
+        };
+        assert_eq!(matrix.expected[&id(false)], "400 invalid_parameter");
+        assert_eq!(matrix.expected[&id(true)], "n/a");
+    }
+
+    #[test]
+    fn malformed_expectations_are_refused() {
+        for bad in [
+            json!("ok"),
+            json!("400"),
+            json!("4xx code"),
+            json!({"json": "pass"}),
+        ] {
+            let value = json!({
+                "inbound": ["chat"], "routes": {"chat": {}}, "cases": {"text": ""},
+                "clients": {"python": [], "node": []},
+                "expected": {"chat": {"text": {"chat": bad}}}
+            });
+            assert!(Matrix::from_json(&value).is_err(), "{value}");
+        }
+    }
+
+    #[test]
+    fn outcomes_are_compared_with_the_declared_expectation() {
+        let matrix = small_matrix(json!("400 invalid_parameter"));
+        let cell = |case: &str, route: &str, stream| CellId {
+            inbound: "chat".into(),
+            case: case.into(),
+            route: route.into(),
+            stream,
+        };
+        let seen = |outcome: &str| Observed {
+            outcome: outcome.into(),
+            detail: Some("why".into()),
+        };
+        let mut python = BTreeMap::new();
+        python.insert(cell("text", "chat", false), seen("pass"));
+        python.insert(cell("text", "chat", true), seen("fail"));
+        python.insert(cell("text", "responses", false), seen("pass"));
+        python.insert(cell("text", "responses", true), seen("pass"));
+        python.insert(cell("stop", "chat", false), seen("pass"));
+        python.insert(cell("stop", "chat", true), seen("pass"));
+        python.insert(
+            cell("stop", "responses", false),
+            seen("400 invalid_parameter"),
+        );
+        // Served although the table says it cannot be: unexpected too.
+        python.insert(cell("stop", "responses", true), seen("pass"));
+        let node = BTreeMap::new();
+        let report = Report::new(
+            &matrix,
+            &[(Client::Python, python), (Client::Node, node)],
+            false,
+        );
+        let labels: Vec<(&str, String)> = report
+            .unexpected
+            .iter()
+            .map(|miss| (miss.client.name(), miss.cell.label()))
+            .collect();
+        assert_eq!(
+            labels,
+            [
+                ("python", "chat/stop/responses/stream".to_owned()),
+                ("python", "chat/text/chat/stream".to_owned()),
+                ("node", "chat/text/chat/json".to_owned()),
+                ("node", "chat/text/chat/stream".to_owned()),
+                ("node", "chat/text/responses/json".to_owned()),
+                ("node", "chat/text/responses/stream".to_owned()),
+            ]
+        );
+        assert_eq!(report.expected, 6);
+        assert_eq!(
+            report.verdicts[&("python", cell("stop", "responses", false))],
+            Verdict::Refused(400)
+        );
+        // Node does not cover `stop`: not run, not a failure.
+        assert_eq!(
+            report.verdicts[&("node", cell("stop", "chat", false))],
+            Verdict::NotRun
+        );
+        let rendered = report.render(&matrix);
+        assert!(rendered.contains("n/s 400"), "{rendered}");
+        assert!(rendered.contains("FAIL"), "{rendered}");
+    }
+}
