@@ -199,6 +199,13 @@ mod tests {
         let m = nested_message("image_url.url", "invalid type");
         assert_eq!(split_nested(&m), Some(("image_url.url", "invalid type")));
         assert_eq!(split_nested("invalid type"), None);
+        // The shapes the wire crates nest: a Messages image source, a
+        // Responses part inside an input item.
+        let m = nested_message("source.url", "invalid type");
+        assert_eq!(split_nested(&m), Some(("source.url", "invalid type")));
+        let m = nested_message("content[0].text", "invalid type");
+        assert_eq!(split_nested(&m), Some(("content[0].text", "invalid type")));
+        assert_eq!(split_nested("plain"), None);
     }
 
     #[test]
@@ -207,11 +214,24 @@ mod tests {
         assert_eq!(join_path("tools[0]", "type"), "tools[0].type");
         assert_eq!(join_path("messages[0]", "[1]"), "messages[0][1]");
         assert_eq!(join_path("messages[0].content", ""), "messages[0].content");
+        assert_eq!(
+            join_path("input[0]", "content[1].text"),
+            "input[0].content[1].text"
+        );
+        assert_eq!(join_path("input", "[0]"), "input[0]");
+        assert_eq!(join_path("tools[2]", ""), "tools[2]");
+        assert_eq!(join_path(".", "prompt"), "prompt");
+        assert_eq!(join_path("stop", "[1]"), "stop[1]");
+        assert_eq!(
+            join_path("stream_options", "include_usage"),
+            "stream_options.include_usage"
+        );
     }
 
     #[test]
     fn missing_field_is_read_from_serde_message() {
         assert_eq!(missing_field("missing field `role`"), Some("role"));
+        assert_eq!(missing_field("missing field `model`"), Some("model"));
         assert_eq!(missing_field("invalid type"), None);
     }
 
