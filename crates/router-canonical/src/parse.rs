@@ -14,6 +14,8 @@
 //! * [`nested_message`], [`split_nested`], [`join_path`] and
 //!   [`missing_field`]: the small path arithmetic behind both.
 //! * [`in_range`]: the numeric range rule every surface has.
+//! * [`check_image_url`] and [`IMAGE_MEDIA_TYPES`]: the image URL rule of
+//!   the OpenAI surfaces (GP-02).
 
 use crate::{ApiError, ErrorCode};
 use serde::de::value::MapAccessDeserializer;
@@ -121,6 +123,35 @@ pub fn in_range(
         )),
         other => Ok(other),
     }
+}
+
+/// Image MIME types accepted in base64 sources and `data:` URLs on the
+/// OpenAI surfaces (GP-02).
+pub const IMAGE_MEDIA_TYPES: [&str; 4] = ["image/jpeg", "image/png", "image/gif", "image/webp"];
+
+/// An image URL on an OpenAI surface: `https:`, `http:`, or a base64 `data:`
+/// URL of one of [`IMAGE_MEDIA_TYPES`] (GP-02); else a 400 naming `param`.
+pub fn check_image_url(param: &str, url: &str) -> Result<(), ApiError> {
+    fn strip_prefix_ci<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
+        let head = s.get(..prefix.len())?;
+        head.eq_ignore_ascii_case(prefix)
+            .then(|| &s[prefix.len()..])
+    }
+    if strip_prefix_ci(url, "https://").is_some() || strip_prefix_ci(url, "http://").is_some() {
+        return Ok(());
+    }
+    if let Some(rest) = strip_prefix_ci(url, "data:")
+        && let Some((media_type, _)) = rest.split_once(";base64,")
+        && IMAGE_MEDIA_TYPES
+            .iter()
+            .any(|t| t.eq_ignore_ascii_case(media_type))
+    {
+        return Ok(());
+    }
+    Err(ApiError::invalid(
+        param,
+        "an image URL must be https:, http:, or a base64 data: URL of a JPEG, PNG, GIF or WebP image",
+    ))
 }
 
 /// Buffers one JSON object (for open-world dispatch on its `type`); the
@@ -242,6 +273,15 @@ mod tests {
         let err = in_range("t", Some(1.5), 0.0, 1.0).unwrap_err();
         assert_eq!(err.param.as_deref(), Some("t"));
         assert_eq!(err.message, "`t` must be between 0 and 1, got 1.5");
+    }
+
+    #[test]
+    fn image_urls_are_web_or_base64_images() {
+        assert!(check_image_url("u", "HTTPS://x/a.png").is_ok());
+        assert!(check_image_url("u", "data:image/PNG;base64,iVBORw0KGgo=").is_ok());
+        assert!(check_image_url("u", "data:image/bmp;base64,Qk0=").is_err());
+        let err = check_image_url("u", "ftp://x/a.png").unwrap_err();
+        assert_eq!(err.param.as_deref(), Some("u"));
     }
 
     #[test]

@@ -11,7 +11,7 @@ use crate::wire::request::{
     self as wire, ChatMessage, ChatRequest, ChatRole, MessageContent, ToolChoiceMode,
 };
 use crate::wire::response::{ChatCompletion, ChatUsage, FinishReason, ResponseMessage};
-use router_canonical::parse::{self, in_range};
+use router_canonical::parse::{self, IMAGE_MEDIA_TYPES, check_image_url, in_range};
 use router_canonical::request::NativeFields;
 use router_canonical::{
     ApiError, CacheControl, ContentPart, ImageSource, Message, OutputBlock, PromptCacheMode,
@@ -42,9 +42,6 @@ const MEDIA_PARTS: [&str; 7] = [
     "video_url",
     "document",
 ];
-
-/// Image MIME types accepted in base64 sources and `data:` URLs (GP-02).
-const IMAGE_MEDIA_TYPES: [&str; 4] = ["image/jpeg", "image/png", "image/gif", "image/webp"];
 
 // ---------------------------------------------------------------------------
 // Client request
@@ -390,29 +387,6 @@ fn content_part(path: &str, part: wire::ContentPart) -> Result<ContentPart, ApiE
 
 /// Image URLs are `https:`, `http:`, or a base64 `data:` URL of one of the
 /// four image types (GP-02).
-fn check_image_url(param: &str, url: &str) -> Result<(), ApiError> {
-    fn strip_prefix_ci<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
-        let head = s.get(..prefix.len())?;
-        head.eq_ignore_ascii_case(prefix)
-            .then(|| &s[prefix.len()..])
-    }
-    if strip_prefix_ci(url, "https://").is_some() || strip_prefix_ci(url, "http://").is_some() {
-        return Ok(());
-    }
-    if let Some(rest) = strip_prefix_ci(url, "data:")
-        && let Some((media_type, _)) = rest.split_once(";base64,")
-        && IMAGE_MEDIA_TYPES
-            .iter()
-            .any(|t| t.eq_ignore_ascii_case(media_type))
-    {
-        return Ok(());
-    }
-    Err(ApiError::invalid(
-        param,
-        "an image URL must be https:, http:, or a base64 data: URL of a JPEG, PNG, GIF or WebP image",
-    ))
-}
-
 fn tool(i: usize, t: wire::ToolDefinition) -> Result<Tool, ApiError> {
     if t.kind != "function" {
         return Err(ApiError::invalid(

@@ -43,7 +43,7 @@ use crate::wire::request::{
 use crate::wire::response::{
     IncompleteDetails, OutputContent, OutputItem, ResponseObject, ResponseUsage,
 };
-use router_canonical::parse::{self, in_range};
+use router_canonical::parse::{self, IMAGE_MEDIA_TYPES, check_image_url, in_range};
 use router_canonical::request::NativeFields;
 use router_canonical::{
     ApiError, CacheControl, ContentPart, ImageSource, Message, OutputBlock, PromptCacheMode,
@@ -78,9 +78,6 @@ const MEDIA_PARTS: [&str; 7] = [
     "video_url",
     "document",
 ];
-
-/// Image MIME types accepted in `data:` URLs (GP-02).
-const IMAGE_MEDIA_TYPES: [&str; 4] = ["image/jpeg", "image/png", "image/gif", "image/webp"];
 
 /// The separator between reasoning summary parts in one thinking text.
 pub(crate) const SUMMARY_SEPARATOR: &str = "\n\n";
@@ -570,29 +567,6 @@ fn image_part(path: &str, part: WirePart) -> Result<ContentPart, ApiError> {
 
 /// Image URLs are `https:`, `http:`, or a base64 `data:` URL of one of the
 /// four image types (GP-02).
-fn check_image_url(param: &str, url: &str) -> Result<(), ApiError> {
-    fn strip_prefix_ci<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
-        let head = s.get(..prefix.len())?;
-        head.eq_ignore_ascii_case(prefix)
-            .then(|| &s[prefix.len()..])
-    }
-    if strip_prefix_ci(url, "https://").is_some() || strip_prefix_ci(url, "http://").is_some() {
-        return Ok(());
-    }
-    if let Some(rest) = strip_prefix_ci(url, "data:")
-        && let Some((media_type, _)) = rest.split_once(";base64,")
-        && IMAGE_MEDIA_TYPES
-            .iter()
-            .any(|t| t.eq_ignore_ascii_case(media_type))
-    {
-        return Ok(());
-    }
-    Err(ApiError::invalid(
-        param,
-        "an image URL must be https:, http:, or a base64 data: URL of a JPEG, PNG, GIF or WebP image",
-    ))
-}
-
 fn tool(i: usize, t: wire::ToolDefinition) -> Result<Tool, ApiError> {
     if t.kind != "function" {
         return Err(ApiError::invalid(
