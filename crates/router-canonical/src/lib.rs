@@ -7,11 +7,16 @@
 //! same way back. Anything a protocol cannot carry is an
 //! [`ErrorCode::UnsupportedConversion`], never a silent drop.
 //!
+//! It also holds what the wire crates share verbatim: path-tracking parsing
+//! ([`parse`]) and the OpenAI error envelope ([`openai_error`]).
+//!
 //! This crate depends on serde only: no async runtime, no HTTP, no SQL.
 
 pub mod capability;
 pub mod error;
 pub mod money;
+pub mod openai_error;
+pub mod parse;
 pub mod protocol;
 pub mod request;
 pub mod response;

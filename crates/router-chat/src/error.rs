@@ -49,9 +49,9 @@ impl DecodeError {
     pub(crate) fn json(err: serde_path_to_error::Error<serde_json::Error>) -> Self {
         let path = err.path().to_string();
         let message = err.into_inner().to_string();
-        match crate::wire::split_nested(&message) {
+        match router_canonical::parse::split_nested(&message) {
             Some((inner, message)) => DecodeError::InvalidJson {
-                path: crate::wire::join_path(&path, inner),
+                path: router_canonical::parse::join_path(&path, inner),
                 message: message.to_owned(),
             },
             None => DecodeError::InvalidJson { path, message },

@@ -2,8 +2,8 @@
 
 #![allow(clippy::unwrap_used)] // test code: a panic is the failure report
 
-use router_canonical::ErrorCode;
 use router_chat::parse_request;
+use router_wire_testkit::rejection;
 use serde_json::{Value, json};
 
 fn base() -> Value {
@@ -12,9 +12,7 @@ fn base() -> Value {
 
 /// The base request with one top-level field set.
 fn with(field: &str, value: Value) -> Vec<u8> {
-    let mut body = base();
-    body[field] = value;
-    serde_json::to_vec(&body).unwrap()
+    rejection::with(base(), field, value)
 }
 
 /// The base request whose single message is `message`.
@@ -28,9 +26,7 @@ fn part(part: Value) -> Vec<u8> {
 }
 
 fn without(field: &str) -> Vec<u8> {
-    let mut body = base();
-    body.as_object_mut().unwrap().remove(field);
-    serde_json::to_vec(&body).unwrap()
+    rejection::without(base(), field)
 }
 
 #[test]
@@ -511,27 +507,7 @@ fn every_rule_rejects_with_its_param() {
         ),
     ];
 
-    let mut failures = Vec::new();
-    for (name, body, param) in &cases {
-        match parse_request(body) {
-            Ok(_) => failures.push(format!("{name}: accepted")),
-            Err(err) => {
-                if err.code != ErrorCode::InvalidParameter || err.status() != 400 {
-                    failures.push(format!("{name}: code {:?}", err.code));
-                }
-                if err.param.as_deref() != *param {
-                    failures.push(format!(
-                        "{name}: param {:?}, expected {param:?} ({})",
-                        err.param, err.message
-                    ));
-                }
-                if err.message.contains('\u{1f}') || err.message.is_empty() {
-                    failures.push(format!("{name}: message {:?}", err.message));
-                }
-            }
-        }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    rejection::check_rejected(parse_request, &cases);
 }
 
 #[test]
@@ -604,9 +580,5 @@ fn the_boundaries_of_each_rule_are_accepted() {
             ),
         ),
     ];
-    for (name, body) in accepted {
-        if let Err(err) = parse_request(&body) {
-            panic!("{name}: rejected: {err:?}");
-        }
-    }
+    rejection::check_accepted(parse_request, &accepted);
 }

@@ -3,44 +3,18 @@
 //! The router renders its canonical [`ApiError`] in this shape for
 //! Completions clients (E-13, GP-05), both as a response body and as the
 //! terminal `data:` frame of a stream that fails after it started (GP-04,
-//! P-17). The shape is router-chat's; it is restated here rather than
-//! imported so the two wire crates stay independent of each other.
+//! P-17). The shape is shared with the other OpenAI surfaces through
+//! [`router_canonical::openai_error`], so the wire crates stay independent of
+//! each other.
 
-use crate::wire::to_json_bytes;
 use router_canonical::ApiError;
-use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ErrorEnvelope {
-    pub error: ErrorObject,
-}
-
-/// All four keys are always present; `param` is `null` when no field is at fault.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ErrorObject {
-    pub message: String,
-    #[serde(rename = "type")]
-    pub kind: String,
-    pub param: Option<String>,
-    pub code: Option<String>,
-}
-
-impl From<&ApiError> for ErrorEnvelope {
-    fn from(error: &ApiError) -> Self {
-        ErrorEnvelope {
-            error: ErrorObject {
-                message: error.message.clone(),
-                kind: error.code.openai_type().to_owned(),
-                param: error.param.clone(),
-                code: Some(error.code.as_str().to_owned()),
-            },
-        }
-    }
-}
+/// The envelope types are shared by every OpenAI surface.
+pub use router_canonical::openai_error::{ErrorEnvelope, ErrorObject};
 
 /// The JSON body of an error response for a Completions client.
 pub fn error_body(error: &ApiError) -> Vec<u8> {
-    to_json_bytes(&ErrorEnvelope::from(error))
+    router_canonical::openai_error::openai_error_body(error)
 }
 
 #[cfg(test)]

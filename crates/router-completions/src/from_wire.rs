@@ -8,13 +8,12 @@
 
 use crate::CompletionRequest;
 use crate::wire::request::{CompletionBody, Prompt, Stop};
-use crate::wire::{join_path, missing_field};
+use router_canonical::parse::{self, in_range};
 use router_canonical::{
-    ApiError, ErrorCode, Message, PromptCacheMode, Protocol, Reasoning, Request, Role,
-    RoutingOptions, Sampling,
+    ApiError, Message, PromptCacheMode, Protocol, Reasoning, Request, Role, RoutingOptions,
+    Sampling,
 };
 use serde_json::Value;
-use serde_json::error::Category;
 
 /// The output limit when the client sends no `max_tokens` (E-04, Q-17).
 pub(crate) const DEFAULT_MAX_TOKENS: u32 = 128;
@@ -23,42 +22,7 @@ pub(crate) const DEFAULT_MAX_TOKENS: u32 = 128;
 pub(crate) const MAX_STOP_SEQUENCES: usize = 4;
 
 pub(crate) fn request(body: &[u8]) -> Result<CompletionRequest, ApiError> {
-    let mut de = serde_json::Deserializer::from_slice(body);
-    let wire: CompletionBody = serde_path_to_error::deserialize(&mut de).map_err(shape_error)?;
-    de.end().map_err(|err| {
-        ApiError::new(
-            ErrorCode::InvalidParameter,
-            format!("request body is not valid JSON: {err}"),
-        )
-    })?;
-    convert(wire)
-}
-
-/// Turn a serde error into the 400 a client sees.
-fn shape_error(err: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
-    let path = err.path().to_string();
-    let inner = err.into_inner();
-    let text = inner.to_string();
-    if !matches!(inner.classify(), Category::Data) {
-        return ApiError::new(
-            ErrorCode::InvalidParameter,
-            format!("request body is not valid JSON: {text}"),
-        );
-    }
-    // Data errors from a slice carry the position; the path says more.
-    let position = format!(" at line {} column {}", inner.line(), inner.column());
-    let message = text.strip_suffix(&position).unwrap_or(&text);
-    let param = match missing_field(message) {
-        Some(field) => join_path(&path, field),
-        None => join_path(&path, ""),
-    };
-    if param.is_empty() {
-        return ApiError::new(
-            ErrorCode::InvalidParameter,
-            "request body must be a JSON object",
-        );
-    }
-    ApiError::invalid(param.clone(), format!("invalid `{param}`: {message}"))
+    convert(parse::request_body(body)?)
 }
 
 fn convert(wire: CompletionBody) -> Result<CompletionRequest, ApiError> {
@@ -176,16 +140,6 @@ fn prompt_text(prompt: Option<Prompt>) -> Result<String, ApiError> {
         Some(Prompt::Mixed(_)) => {
             reject("`prompt` must be a string or an array of exactly one string")
         }
-    }
-}
-
-fn in_range(param: &str, value: Option<f64>, min: f64, max: f64) -> Result<Option<f64>, ApiError> {
-    match value {
-        Some(v) if !(min..=max).contains(&v) => Err(ApiError::invalid(
-            param,
-            format!("`{param}` must be between {min} and {max}, got {v}"),
-        )),
-        other => Ok(other),
     }
 }
 

@@ -15,53 +15,6 @@
 pub mod request;
 pub mod response;
 
-use serde::Serialize;
-
-/// Serialize a wire value to JSON bytes.
-///
-/// Serializing these wire types cannot fail: every map key is a string and no
-/// `Serialize` impl here returns an error. Should that ever change, the
-/// fallback is a well-formed `internal_error` envelope rather than a panic.
-pub(crate) fn to_json_bytes<T: Serialize>(value: &T) -> Vec<u8> {
-    match serde_json::to_vec(value) {
-        Ok(bytes) => bytes,
-        Err(_) => br#"{"error":{"message":"the router could not serialize its response","type":"api_error","param":null,"code":"internal_error"}}"#.to_vec(),
-    }
-}
-
-/// Join a `serde_path_to_error` path with a further segment (`.` is the root).
-pub(crate) fn join_path(base: &str, segment: &str) -> String {
-    match (base, segment) {
-        ("." | "", s) => s.to_owned(),
-        (b, "" | ".") => b.to_owned(),
-        (b, s) if s.starts_with('[') => format!("{b}{s}"),
-        (b, s) => format!("{b}.{s}"),
-    }
-}
-
-/// The field named by serde's "missing field `x`" message.
-pub(crate) fn missing_field(message: &str) -> Option<&str> {
-    message.strip_prefix("missing field `")?.strip_suffix('`')
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn paths_join() {
-        assert_eq!(join_path(".", "prompt"), "prompt");
-        assert_eq!(join_path("stop", "[1]"), "stop[1]");
-        assert_eq!(
-            join_path("stream_options", "include_usage"),
-            "stream_options.include_usage"
-        );
-        assert_eq!(join_path("stop", ""), "stop");
-    }
-
-    #[test]
-    fn missing_field_is_read_from_serde_message() {
-        assert_eq!(missing_field("missing field `model`"), Some("model"));
-        assert_eq!(missing_field("invalid type"), None);
-    }
-}
+/// Serialize a wire value to JSON bytes (an `internal_error` envelope should
+/// that ever fail, rather than a panic).
+pub(crate) use router_canonical::openai_error::to_json_bytes;

@@ -9,8 +9,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
 
-use router_canonical::{ContentPart, ErrorCode, Percent, Protocol, Role};
+use router_canonical::{ContentPart, Percent, Protocol, Role};
 use router_completions::{CompletionRequest, DEFAULT_MAX_TOKENS, parse_request};
+use router_wire_testkit::rejection;
 use serde_json::{Value, json};
 
 fn base() -> Value {
@@ -19,15 +20,11 @@ fn base() -> Value {
 
 /// The base request with one top-level field set.
 fn with(field: &str, value: Value) -> Vec<u8> {
-    let mut body = base();
-    body[field] = value;
-    serde_json::to_vec(&body).unwrap()
+    rejection::with(base(), field, value)
 }
 
 fn without(field: &str) -> Vec<u8> {
-    let mut body = base();
-    body.as_object_mut().unwrap().remove(field);
-    serde_json::to_vec(&body).unwrap()
+    rejection::without(base(), field)
 }
 
 fn accept(body: &[u8]) -> CompletionRequest {
@@ -220,27 +217,7 @@ fn every_rule_rejects_with_its_param() {
         ),
         ("zdr \"true\"", with("zdr", json!("true")), Some("zdr")),
     ];
-    let mut failures = Vec::new();
-    for (name, body, param) in cases {
-        match parse_request(&body) {
-            Ok(_) => failures.push(format!("{name}: accepted")),
-            Err(err) => {
-                if err.code != ErrorCode::InvalidParameter || err.status() != 400 {
-                    failures.push(format!("{name}: code {:?}", err.code));
-                }
-                if err.param.as_deref() != param {
-                    failures.push(format!(
-                        "{name}: param {:?}, expected {param:?} ({})",
-                        err.param, err.message
-                    ));
-                }
-                if err.message.is_empty() {
-                    failures.push(format!("{name}: empty message"));
-                }
-            }
-        }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    rejection::check_rejected(parse_request, &cases);
 }
 
 #[test]
@@ -302,13 +279,7 @@ fn edge_values_are_accepted() {
         ),
         ("user", with("user", json!("end-user-1"))),
     ];
-    let mut failures = Vec::new();
-    for (name, body) in cases {
-        if let Err(err) = parse_request(&body) {
-            failures.push(format!("{name}: {err:?}"));
-        }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    rejection::check_accepted(parse_request, &cases);
 }
 
 #[test]

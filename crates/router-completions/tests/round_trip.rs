@@ -15,6 +15,7 @@ use router_canonical::{
 use router_completions::{
     ResponseContext, StreamContext, StreamEncoder, encode_response, parse_request,
 };
+use router_wire_testkit::strategy::quarter;
 use serde_json::{Map, Value, json};
 
 /// Options a client may set, each `None` when left out of the body.
@@ -32,10 +33,6 @@ struct Options {
     one_sample: bool,
     null_legacy_fields: bool,
     unknown: Option<(String, i64)>,
-}
-
-fn quarter(lo: i32, hi: i32) -> impl Strategy<Value = f64> {
-    (lo..=hi).prop_map(|q| f64::from(q) * 0.25)
 }
 
 fn options() -> impl Strategy<Value = Options> {

@@ -19,14 +19,13 @@ use crate::wire::request::{
     self as wire, Content, ContentBlock, InputMessage, MessagesRequest, WireRole,
 };
 use crate::wire::response::{MessageObject, WireStopReason, WireUsage};
-use crate::wire::{join_path, missing_field, split_nested};
+use router_canonical::parse::{self, in_range, join_path};
 use router_canonical::request::NativeFields;
 use router_canonical::{
-    ApiError, CacheControl, ContentPart, ErrorCode, ImageSource, Message, OutputBlock,
-    PromptCacheMode, Protocol, Reasoning, Request, Response, ResponseFormat, Role, RoutingOptions,
-    Sampling, StopReason, ThinkingConfig, ThinkingMode, Tool, ToolChoice, Usage,
+    ApiError, CacheControl, ContentPart, ImageSource, Message, OutputBlock, PromptCacheMode,
+    Protocol, Reasoning, Request, Response, ResponseFormat, Role, RoutingOptions, Sampling,
+    StopReason, ThinkingConfig, ThinkingMode, Tool, ToolChoice, Usage,
 };
-use serde_json::error::Category;
 use serde_json::{Map, Value};
 
 /// The only `anthropic-version` the router speaks (D-03, GP-31).
@@ -70,53 +69,11 @@ impl Endpoint {
 // Client request
 
 pub(crate) fn request(body: &[u8]) -> Result<Request, ApiError> {
-    convert_request(deserialize(body)?, Endpoint::Messages)
+    convert_request(parse::request_body(body)?, Endpoint::Messages)
 }
 
 pub(crate) fn count_tokens(body: &[u8]) -> Result<Request, ApiError> {
-    convert_request(deserialize(body)?, Endpoint::CountTokens)
-}
-
-fn deserialize(body: &[u8]) -> Result<MessagesRequest, ApiError> {
-    let mut de = serde_json::Deserializer::from_slice(body);
-    let wire: MessagesRequest = serde_path_to_error::deserialize(&mut de).map_err(shape_error)?;
-    de.end().map_err(|err| {
-        ApiError::new(
-            ErrorCode::InvalidParameter,
-            format!("request body is not valid JSON: {err}"),
-        )
-    })?;
-    Ok(wire)
-}
-
-/// Turn a serde error into the 400 a client sees.
-fn shape_error(err: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
-    let path = err.path().to_string();
-    let inner = err.into_inner();
-    let text = inner.to_string();
-    if !matches!(inner.classify(), Category::Data) {
-        return ApiError::new(
-            ErrorCode::InvalidParameter,
-            format!("request body is not valid JSON: {text}"),
-        );
-    }
-    // Data errors from a slice carry the position; the path says more.
-    let position = format!(" at line {} column {}", inner.line(), inner.column());
-    let message = text.strip_suffix(&position).unwrap_or(&text);
-    let (param, message) = if let Some((inner_path, message)) = split_nested(message) {
-        (join_path(&path, inner_path), message)
-    } else if let Some(field) = missing_field(message) {
-        (join_path(&path, field), message)
-    } else {
-        (join_path(&path, ""), message)
-    };
-    if param.is_empty() {
-        return ApiError::new(
-            ErrorCode::InvalidParameter,
-            "request body must be a JSON object",
-        );
-    }
-    ApiError::invalid(param.clone(), format!("invalid `{param}`: {message}"))
+    convert_request(parse::request_body(body)?, Endpoint::CountTokens)
 }
 
 /// Reject the first member of `extra` (unknown members of a known object).
@@ -230,8 +187,8 @@ fn convert_request(wire: MessagesRequest, endpoint: Endpoint) -> Result<Request,
         }
     };
     let sampling = Sampling {
-        temperature: unit_interval("temperature", temperature)?,
-        top_p: unit_interval("top_p", top_p)?,
+        temperature: in_range("temperature", temperature, 0.0, 1.0)?,
+        top_p: in_range("top_p", top_p, 0.0, 1.0)?,
         stop,
         max_output_tokens: max_tokens,
         seed: None,
@@ -349,16 +306,6 @@ fn unknown_top_level(key: &str, endpoint: Endpoint) -> ApiError {
         _ => format!("it is not accepted by {}", endpoint.path()),
     };
     ApiError::invalid(key, format!("unknown field `{key}`: {why}"))
-}
-
-fn unit_interval(param: &str, value: Option<f64>) -> Result<Option<f64>, ApiError> {
-    match value {
-        Some(v) if !(0.0..=1.0).contains(&v) => Err(ApiError::invalid(
-            param,
-            format!("`{param}` must be between 0 and 1, got {v}"),
-        )),
-        other => Ok(other),
-    }
 }
 
 /// `system`: a non-empty string or text blocks (D-12); count_tokens also

@@ -5,10 +5,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
 
-use router_canonical::{ApiError, ErrorCode, Request, ToolChoice};
+use router_canonical::{ErrorCode, ToolChoice};
 use router_messages::{
     RequestHeaders, apply_headers, parse_count_tokens, parse_request, validate_count_tokens_headers,
 };
+use router_wire_testkit::rejection;
 use serde_json::{Value, json};
 
 fn base() -> Value {
@@ -16,29 +17,21 @@ fn base() -> Value {
 }
 
 fn body(value: &Value) -> Vec<u8> {
-    serde_json::to_vec(value).unwrap()
+    rejection::body(value)
 }
 
 /// The base request with one top-level field set.
 fn with(field: &str, value: Value) -> Vec<u8> {
-    let mut b = base();
-    b[field] = value;
-    body(&b)
+    rejection::with(base(), field, value)
 }
 
 /// The base request with several top-level fields set.
 fn with_all(fields: &[(&str, Value)]) -> Vec<u8> {
-    let mut b = base();
-    for (field, value) in fields {
-        b[*field] = value.clone();
-    }
-    body(&b)
+    rejection::with_all(base(), fields)
 }
 
 fn without(field: &str) -> Vec<u8> {
-    let mut b = base();
-    b.as_object_mut().unwrap().remove(field);
-    body(&b)
+    rejection::without(base(), field)
 }
 
 /// The base request whose messages are `messages`.
@@ -79,35 +72,9 @@ fn minimal_messages(n: usize) -> Value {
     )
 }
 
-type Case = (&'static str, Vec<u8>, Option<&'static str>);
-
-fn check(parse: fn(&[u8]) -> Result<Request, ApiError>, cases: &[Case]) {
-    let mut failures = Vec::new();
-    for (name, body, param) in cases {
-        match parse(body) {
-            Ok(_) => failures.push(format!("{name}: accepted")),
-            Err(err) => {
-                if err.code != ErrorCode::InvalidParameter || err.status() != 400 {
-                    failures.push(format!("{name}: code {:?}", err.code));
-                }
-                if err.param.as_deref() != *param {
-                    failures.push(format!(
-                        "{name}: param {:?}, expected {param:?} ({})",
-                        err.param, err.message
-                    ));
-                }
-                if err.message.contains('\u{1f}') || err.message.is_empty() {
-                    failures.push(format!("{name}: message {:?}", err.message));
-                }
-            }
-        }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
-}
-
 #[test]
 fn every_messages_rule_rejects_with_its_param() {
-    let cases: Vec<Case> = vec![
+    let cases: Vec<rejection::Case> = vec![
         // body (P-07)
         ("body not JSON", b"{".to_vec(), None),
         ("body not an object", b"42".to_vec(), None),
@@ -859,7 +826,7 @@ fn every_messages_rule_rejects_with_its_param() {
         ),
         ("zdr \"true\"", with("zdr", json!("true")), Some("zdr")),
     ];
-    check(parse_request, &cases);
+    rejection::check_rejected(parse_request, &cases);
 }
 
 #[test]
@@ -876,7 +843,7 @@ fn every_count_tokens_rule_rejects_with_its_param() {
         }
         body(&b)
     };
-    let cases: Vec<Case> = vec![
+    let cases: Vec<rejection::Case> = vec![
         ("body not JSON", b"{".to_vec(), None),
         ("model missing", count(&[], &["model"]), Some("model")),
         (
@@ -1024,7 +991,7 @@ fn every_count_tokens_rule_rejects_with_its_param() {
             Some("thinking.budget_tokens"),
         ),
     ];
-    check(parse_count_tokens, &cases);
+    rejection::check_rejected(parse_count_tokens, &cases);
 }
 
 #[test]
@@ -1238,11 +1205,7 @@ fn the_boundaries_of_each_rule_are_accepted() {
         ),
         ("zdr true", with("zdr", json!(true))),
     ];
-    for (name, body) in accepted {
-        if let Err(err) = parse_request(&body) {
-            panic!("{name}: rejected: {err:?}");
-        }
-    }
+    rejection::check_accepted(parse_request, &accepted);
 }
 
 #[test]

@@ -20,46 +20,19 @@
 use proptest::prelude::*;
 use router_canonical::request::NativeFields;
 use router_canonical::{
-    CacheControl, ContentPart, ErrorCode, ImageSource, Message, Percent, PromptCacheMode, Protocol,
-    Reasoning, Request, ResponseFormat, Role, RoutingOptions, Sampling, ThinkingConfig,
-    ThinkingMode, Tool, ToolChoice,
+    ContentPart, ErrorCode, ImageSource, Message, Percent, PromptCacheMode, Protocol, Reasoning,
+    Request, ResponseFormat, Role, RoutingOptions, Sampling, ThinkingConfig, ThinkingMode,
+    ToolChoice,
 };
 use router_messages::{encode_request, parse_request};
+use router_wire_testkit::strategy::{cache_control, ident, quarter, text, text_part, tool};
 use serde_json::{Map, Value, json};
 
 const UPSTREAM: &str = "supplier-model";
 const DEFAULT_MAX_TOKENS: u32 = 4096;
 
-fn text() -> impl Strategy<Value = String> {
-    "\\PC{0,24}"
-}
-
 fn non_empty_text() -> impl Strategy<Value = String> {
     "\\PC{1,24}"
-}
-
-fn ident() -> impl Strategy<Value = String> {
-    "[a-zA-Z_][a-zA-Z0-9_]{0,15}"
-}
-
-fn quarter(lo: i32, hi: i32) -> impl Strategy<Value = f64> {
-    (lo..=hi).prop_map(|q| f64::from(q) * 0.25)
-}
-
-fn cache_control() -> impl Strategy<Value = Option<CacheControl>> {
-    prop::option::of(
-        prop::option::of(prop_oneof!["5m", "1h"]).prop_map(|ttl| CacheControl {
-            kind: "ephemeral".to_owned(),
-            ttl,
-        }),
-    )
-}
-
-fn text_part() -> impl Strategy<Value = ContentPart> {
-    (text(), cache_control()).prop_map(|(text, cache_control)| ContentPart::Text {
-        text,
-        cache_control,
-    })
 }
 
 fn image_part() -> impl Strategy<Value = ContentPart> {
@@ -191,23 +164,6 @@ fn conversation() -> impl Strategy<Value = Vec<Message>> {
                 .chain(std::iter::once(first))
                 .chain(rest)
                 .collect()
-        })
-}
-
-fn tool() -> impl Strategy<Value = Tool> {
-    (
-        ident(),
-        prop::option::of(text()),
-        ident(),
-        prop::option::of(any::<bool>()),
-        cache_control(),
-    )
-        .prop_map(|(name, description, param, strict, cache_control)| Tool {
-            name,
-            description,
-            parameters: json!({"type": "object", "properties": {param: {"type": "string"}}}),
-            strict,
-            cache_control,
         })
 }
 

@@ -43,14 +43,13 @@ use crate::wire::request::{
 use crate::wire::response::{
     IncompleteDetails, OutputContent, OutputItem, ResponseObject, ResponseUsage,
 };
-use crate::wire::{join_path, missing_field, split_nested};
+use router_canonical::parse::{self, IMAGE_MEDIA_TYPES, check_image_url, in_range};
 use router_canonical::request::NativeFields;
 use router_canonical::{
-    ApiError, CacheControl, ContentPart, ErrorCode, ImageSource, Message, OutputBlock,
-    PromptCacheMode, Protocol, Reasoning, Request, Response, ResponseFormat, Role, Sampling,
-    StopReason, Tool, ToolChoice, Usage,
+    ApiError, CacheControl, ContentPart, ImageSource, Message, OutputBlock, PromptCacheMode,
+    Protocol, Reasoning, Request, Response, ResponseFormat, Role, Sampling, StopReason, Tool,
+    ToolChoice, Usage,
 };
-use serde_json::error::Category;
 use serde_json::{Map, Value};
 
 /// Unknown top-level fields that are forwarded to Responses suppliers (CF-03).
@@ -80,9 +79,6 @@ const MEDIA_PARTS: [&str; 7] = [
     "document",
 ];
 
-/// Image MIME types accepted in `data:` URLs (GP-02).
-const IMAGE_MEDIA_TYPES: [&str; 4] = ["image/jpeg", "image/png", "image/gif", "image/webp"];
-
 /// The separator between reasoning summary parts in one thinking text.
 pub(crate) const SUMMARY_SEPARATOR: &str = "\n\n";
 
@@ -90,45 +86,7 @@ pub(crate) const SUMMARY_SEPARATOR: &str = "\n\n";
 // Client request
 
 pub(crate) fn request(body: &[u8]) -> Result<Request, ApiError> {
-    let mut de = serde_json::Deserializer::from_slice(body);
-    let wire: ResponsesRequest = serde_path_to_error::deserialize(&mut de).map_err(shape_error)?;
-    de.end().map_err(|err| {
-        ApiError::new(
-            ErrorCode::InvalidParameter,
-            format!("request body is not valid JSON: {err}"),
-        )
-    })?;
-    convert_request(wire)
-}
-
-/// Turn a serde error into the 400 a client sees.
-fn shape_error(err: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
-    let path = err.path().to_string();
-    let inner = err.into_inner();
-    let text = inner.to_string();
-    if !matches!(inner.classify(), Category::Data) {
-        return ApiError::new(
-            ErrorCode::InvalidParameter,
-            format!("request body is not valid JSON: {text}"),
-        );
-    }
-    // Data errors from a slice carry the position; the path says more.
-    let position = format!(" at line {} column {}", inner.line(), inner.column());
-    let message = text.strip_suffix(&position).unwrap_or(&text);
-    let (param, message) = if let Some((inner_path, message)) = split_nested(message) {
-        (join_path(&path, inner_path), message)
-    } else if let Some(field) = missing_field(message) {
-        (join_path(&path, field), message)
-    } else {
-        (join_path(&path, ""), message)
-    };
-    if param.is_empty() {
-        return ApiError::new(
-            ErrorCode::InvalidParameter,
-            "request body must be a JSON object",
-        );
-    }
-    ApiError::invalid(param.clone(), format!("invalid `{param}`: {message}"))
+    convert_request(parse::request_body(body)?)
 }
 
 fn convert_request(wire: ResponsesRequest) -> Result<Request, ApiError> {
@@ -266,16 +224,6 @@ fn convert_request(wire: ResponsesRequest) -> Result<Request, ApiError> {
         native_only,
         prompt_cache: PromptCacheMode::Passthrough,
     })
-}
-
-fn in_range(param: &str, value: Option<f64>, min: f64, max: f64) -> Result<Option<f64>, ApiError> {
-    match value {
-        Some(v) if !(min..=max).contains(&v) => Err(ApiError::invalid(
-            param,
-            format!("`{param}` must be between {min} and {max}, got {v}"),
-        )),
-        other => Ok(other),
-    }
 }
 
 /// `reasoning_effort` is an alias of `reasoning.effort` (C-09); both are
@@ -619,29 +567,6 @@ fn image_part(path: &str, part: WirePart) -> Result<ContentPart, ApiError> {
 
 /// Image URLs are `https:`, `http:`, or a base64 `data:` URL of one of the
 /// four image types (GP-02).
-fn check_image_url(param: &str, url: &str) -> Result<(), ApiError> {
-    fn strip_prefix_ci<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
-        let head = s.get(..prefix.len())?;
-        head.eq_ignore_ascii_case(prefix)
-            .then(|| &s[prefix.len()..])
-    }
-    if strip_prefix_ci(url, "https://").is_some() || strip_prefix_ci(url, "http://").is_some() {
-        return Ok(());
-    }
-    if let Some(rest) = strip_prefix_ci(url, "data:")
-        && let Some((media_type, _)) = rest.split_once(";base64,")
-        && IMAGE_MEDIA_TYPES
-            .iter()
-            .any(|t| t.eq_ignore_ascii_case(media_type))
-    {
-        return Ok(());
-    }
-    Err(ApiError::invalid(
-        param,
-        "an image URL must be https:, http:, or a base64 data: URL of a JPEG, PNG, GIF or WebP image",
-    ))
-}
-
 fn tool(i: usize, t: wire::ToolDefinition) -> Result<Tool, ApiError> {
     if t.kind != "function" {
         return Err(ApiError::invalid(

@@ -23,7 +23,8 @@ use crate::wire::request::{ReasoningText, summary_text};
 use crate::wire::response::{
     FunctionCallOutput, OutputContent, OutputItem, OutputMessage, OutputRefusal, ResponseError,
 };
-use crate::wire::{ObjectVisitor, to_json_bytes};
+use crate::wire::to_json_bytes;
+use router_canonical::parse::ObjectVisitor;
 use router_canonical::sse::Frame;
 use router_canonical::{ApiError, BlockDelta, BlockKind, NanoUsd, StopReason, StreamEvent, Usage};
 use serde::Deserializer;

@@ -13,96 +13,21 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
 
-use router_canonical::sse::{Decoder, Frame};
 use router_canonical::{NanoUsd, StreamEvent};
 use router_responses::{
     ResponseContext, StreamContext, StreamDecoder, StreamEncoder, decode_response, encode_request,
     encode_response, parse_request,
 };
+use router_wire_testkit::golden::{self, Golden, frame_values, frames};
 use serde_json::Value;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 const UPSTREAM_MODEL: &str = "supplier-resp-model-2025-01";
 const ROUTER_ID: &str = "resp_router0001";
 const CREATED: i64 = 1_735_689_600;
 /// $0.000123456: shows `usage.cost` keeps all nine fraction digits.
 const COST: NanoUsd = NanoUsd(123_456);
-
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/responses")
-}
-
-fn updating() -> bool {
-    std::env::var_os("UPDATE_GOLDEN").is_some_and(|v| v == "1")
-}
-
-struct Golden {
-    failures: Vec<String>,
-}
-
-impl Golden {
-    fn json(&mut self, case: &Path, file: &str, actual: &Value) {
-        let path = case.join(file);
-        if updating() {
-            let mut text = serde_json::to_string_pretty(actual).unwrap();
-            text.push('\n');
-            fs::write(&path, text).unwrap();
-            return;
-        }
-        let expected: Value = match fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes).unwrap(),
-            Err(err) => {
-                self.failures.push(format!("{}: {err}", path.display()));
-                return;
-            }
-        };
-        if &expected != actual {
-            self.failures.push(format!(
-                "{} differs\n--- expected\n{}\n--- actual\n{}",
-                path.display(),
-                serde_json::to_string_pretty(&expected).unwrap(),
-                serde_json::to_string_pretty(actual).unwrap()
-            ));
-        }
-    }
-
-    fn sse(&mut self, case: &Path, file: &str, actual: &[u8]) {
-        let path = case.join(file);
-        if updating() {
-            fs::write(&path, actual).unwrap();
-            return;
-        }
-        let expected = fs::read(&path).unwrap_or_default();
-        let (expected, actual) = (frame_values(&expected), frame_values(actual));
-        if expected != actual {
-            self.failures.push(format!(
-                "{} differs\n--- expected\n{expected:#?}\n--- actual\n{actual:#?}",
-                path.display()
-            ));
-        }
-    }
-}
-
-fn frames(bytes: &[u8]) -> Vec<Frame> {
-    let mut decoder = Decoder::default();
-    let mut frames = Vec::new();
-    decoder.feed(bytes, &mut frames).unwrap();
-    assert!(!decoder.has_partial(), "SSE ends mid-frame");
-    frames
-}
-
-/// Each frame's event name and data as JSON.
-fn frame_values(bytes: &[u8]) -> Vec<(Option<String>, Value)> {
-    frames(bytes)
-        .into_iter()
-        .map(|f| {
-            let data =
-                serde_json::from_str(&f.data).unwrap_or_else(|_| Value::String(f.data.clone()));
-            (f.event, data)
-        })
-        .collect()
-}
 
 /// The Responses stream rules every client stream must keep.
 fn check_client_stream(case: &Path, bytes: &[u8]) {
@@ -223,25 +148,14 @@ fn run_case(case: &Path, golden: &mut Golden) {
 
 #[test]
 fn fixtures_match() {
-    let mut cases: Vec<PathBuf> = fs::read_dir(fixtures())
-        .expect("fixtures/responses exists")
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.is_dir())
-        .collect();
-    cases.sort();
+    let cases = golden::cases("responses");
     assert!(
         cases.len() >= 10,
         "expected the golden cases, found {cases:?}"
     );
-    let mut golden = Golden {
-        failures: Vec::new(),
-    };
+    let mut golden = Golden::new();
     for case in &cases {
         run_case(case, &mut golden);
     }
-    assert!(
-        golden.failures.is_empty(),
-        "{}\n\n(run with UPDATE_GOLDEN=1 to accept intended changes)",
-        golden.failures.join("\n\n")
-    );
+    golden.finish();
 }

@@ -4,8 +4,9 @@
 
 #![allow(clippy::unwrap_used)] // test code: a panic is the failure report
 
-use router_canonical::{ErrorCode, Protocol, ResponseFormat, Role};
+use router_canonical::{Protocol, ResponseFormat, Role};
 use router_responses::parse_request;
+use router_wire_testkit::rejection;
 use serde_json::{Value, json};
 
 fn base() -> Value {
@@ -14,9 +15,7 @@ fn base() -> Value {
 
 /// The base request with one top-level field set.
 fn with(field: &str, value: Value) -> Vec<u8> {
-    let mut body = base();
-    body[field] = value;
-    serde_json::to_vec(&body).unwrap()
+    rejection::with(base(), field, value)
 }
 
 /// The base request whose single input item is `item`.
@@ -35,16 +34,11 @@ fn assistant_part(part: Value) -> Vec<u8> {
 }
 
 fn without(field: &str) -> Vec<u8> {
-    let mut body = base();
-    body.as_object_mut().unwrap().remove(field);
-    serde_json::to_vec(&body).unwrap()
+    rejection::without(base(), field)
 }
 
 fn both(a: (&str, Value), b: (&str, Value)) -> Vec<u8> {
-    let mut body = base();
-    body[a.0] = a.1;
-    body[b.0] = b.1;
-    serde_json::to_vec(&body).unwrap()
+    rejection::with_all(base(), &[a, b])
 }
 
 #[test]
@@ -650,27 +644,7 @@ fn every_rule_rejects_with_its_param() {
         ),
     ];
 
-    let mut failures = Vec::new();
-    for (name, body, param) in &cases {
-        match parse_request(body) {
-            Ok(_) => failures.push(format!("{name}: accepted")),
-            Err(err) => {
-                if err.code != ErrorCode::InvalidParameter || err.status() != 400 {
-                    failures.push(format!("{name}: code {:?}", err.code));
-                }
-                if err.param.as_deref() != *param {
-                    failures.push(format!(
-                        "{name}: param {:?}, expected {param:?} ({})",
-                        err.param, err.message
-                    ));
-                }
-                if err.message.contains('\u{1f}') || err.message.is_empty() {
-                    failures.push(format!("{name}: message {:?}", err.message));
-                }
-            }
-        }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    rejection::check_rejected(parse_request, &cases);
 }
 
 #[test]
@@ -813,11 +787,7 @@ fn the_boundaries_of_each_rule_are_accepted() {
         ),
         ("stream true", with("stream", json!(true))),
     ];
-    for (name, body) in accepted {
-        if let Err(err) = parse_request(&body) {
-            panic!("{name}: rejected: {err:?}");
-        }
-    }
+    rejection::check_accepted(parse_request, &accepted);
 }
 
 #[test]

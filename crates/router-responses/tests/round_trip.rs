@@ -19,47 +19,21 @@
 use proptest::prelude::*;
 use router_canonical::request::NativeFields;
 use router_canonical::{
-    CacheControl, ContentPart, ImageSource, Message, Protocol, Reasoning, Request, ResponseFormat,
-    Role, Sampling, Tool, ToolChoice,
+    ContentPart, ImageSource, Message, Protocol, Reasoning, Request, Role, Sampling,
 };
 use router_responses::{encode_request, parse_request};
+use router_wire_testkit::strategy::{
+    cache_control, ident, quarter, response_format, text, text_part, tool, tool_choice,
+};
 use serde_json::{Map, Value, json};
 
 const UPSTREAM: &str = "supplier-model";
-
-fn text() -> impl Strategy<Value = String> {
-    "\\PC{0,24}"
-}
-
-fn ident() -> impl Strategy<Value = String> {
-    "[a-zA-Z_][a-zA-Z0-9_]{0,15}"
-}
-
-fn quarter(lo: i32, hi: i32) -> impl Strategy<Value = f64> {
-    (lo..=hi).prop_map(|q| f64::from(q) * 0.25)
-}
-
-fn cache_control() -> impl Strategy<Value = Option<CacheControl>> {
-    prop::option::of(
-        prop::option::of(prop_oneof!["5m", "1h"]).prop_map(|ttl| CacheControl {
-            kind: "ephemeral".to_owned(),
-            ttl,
-        }),
-    )
-}
 
 fn plain_text(text: String) -> ContentPart {
     ContentPart::Text {
         text,
         cache_control: None,
     }
-}
-
-fn text_part() -> impl Strategy<Value = ContentPart> {
-    (text(), cache_control()).prop_map(|(text, cache_control)| ContentPart::Text {
-        text,
-        cache_control,
-    })
 }
 
 fn image_part() -> impl Strategy<Value = ContentPart> {
@@ -205,53 +179,6 @@ fn messages() -> impl Strategy<Value = Vec<Message>> {
         }
         out
     })
-}
-
-fn tool() -> impl Strategy<Value = Tool> {
-    (
-        ident(),
-        prop::option::of(text()),
-        ident(),
-        prop::option::of(any::<bool>()),
-        cache_control(),
-    )
-        .prop_map(|(name, description, param, strict, cache_control)| Tool {
-            name,
-            description,
-            parameters: json!({"type": "object", "properties": {param: {"type": "string"}}}),
-            strict,
-            cache_control,
-        })
-}
-
-fn tool_choice() -> impl Strategy<Value = ToolChoice> {
-    prop_oneof![
-        Just(ToolChoice::Auto),
-        Just(ToolChoice::None),
-        Just(ToolChoice::Required),
-        ident().prop_map(|name| ToolChoice::Tool { name }),
-    ]
-}
-
-fn response_format() -> impl Strategy<Value = ResponseFormat> {
-    prop_oneof![
-        Just(ResponseFormat::Text),
-        Just(ResponseFormat::JsonObject),
-        (
-            ident(),
-            ident(),
-            prop::option::of(any::<bool>()),
-            prop::option::of(text())
-        )
-            .prop_map(
-                |(name, field, strict, description)| ResponseFormat::JsonSchema {
-                    name,
-                    schema: json!({"type": "object", "properties": {field: {"type": "integer"}}}),
-                    strict,
-                    description,
-                }
-            ),
-    ]
 }
 
 fn sampling() -> impl Strategy<Value = Sampling> {

@@ -5,9 +5,9 @@
 //! type); value rules (ranges, conflicts, required fields, unsupported media)
 //! live in `from_wire.rs` so every rejection names its parameter the same way.
 
-use super::{join_path, missing_field, nested_message};
+use router_canonical::parse::{ObjectVisitor, nested_message, tag, typed};
 use serde::de::value::MapAccessDeserializer;
-use serde::de::{self, DeserializeOwned, IntoDeserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, IntoDeserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 use std::fmt;
@@ -301,43 +301,6 @@ impl<'de> Deserialize<'de> for ContentPart {
             _ => Ok(ContentPart::Unknown(Value::Object(map))),
         }
     }
-}
-
-/// Buffers one JSON object (for open-world dispatch on its `type`).
-struct ObjectVisitor(&'static str);
-
-impl<'de> Visitor<'de> for ObjectVisitor {
-    type Value = Map<String, Value>;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.0)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-        Map::deserialize(MapAccessDeserializer::new(map))
-    }
-}
-
-/// The `type` member of a buffered object.
-fn tag<E: de::Error>(map: &Map<String, Value>) -> Result<&str, E> {
-    match map.get("type") {
-        Some(Value::String(kind)) => Ok(kind),
-        Some(_) => Err(E::custom(nested_message(
-            "type",
-            "invalid type: expected a string",
-        ))),
-        None => Err(E::missing_field("type")),
-    }
-}
-
-/// Deserialize a known part from its buffered object, keeping the inner path.
-fn typed<T: DeserializeOwned, E: de::Error>(map: Map<String, Value>) -> Result<T, E> {
-    serde_path_to_error::deserialize(Value::Object(map)).map_err(|err| {
-        let path = err.path().to_string();
-        let message = err.into_inner().to_string();
-        match missing_field(&message) {
-            Some(field) => E::custom(nested_message(&join_path(&path, field), &message)),
-            None => E::custom(nested_message(&path, &message)),
-        }
-    })
 }
 
 /// A tool call in an assistant message (request history or supplier reply).

@@ -3,7 +3,7 @@
 
 use super::request::ContentBlock;
 use super::response::{MessageObject, WireStopReason, WireUsage};
-use super::{ObjectVisitor, tag, typed};
+use router_canonical::parse::{ObjectVisitor, tag, typed};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 

@@ -7,7 +7,7 @@
 //! names its parameter the same way. Content blocks are shared with the
 //! reply ([`super::response::MessageObject`]).
 
-use super::{ObjectVisitor, nested_message, tag, typed};
+use router_canonical::parse::{ObjectVisitor, nested_message, tag, typed};
 use serde::de::{self, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};

@@ -6,7 +6,8 @@
 //! tools) live in `from_wire.rs` so every rejection names its parameter the
 //! same way.
 
-use super::{ObjectVisitor, nested_message, required_tag, tag, typed};
+use super::required_tag;
+use router_canonical::parse::{ObjectVisitor, nested_message, optional_tag, typed};
 use serde::de::{self, IntoDeserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
@@ -169,7 +170,7 @@ impl Serialize for InputItem {
 impl<'de> Deserialize<'de> for InputItem {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let map = d.deserialize_map(ObjectVisitor("an input item object"))?;
-        let kind = match tag(&map)? {
+        let kind = match optional_tag(&map)? {
             Some(kind) => kind,
             None if map.contains_key("role") || !map.contains_key("id") => "message",
             None => "item_reference",

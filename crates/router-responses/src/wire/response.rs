@@ -3,7 +3,8 @@
 //! to the router's clients (every member the OpenAI SDKs require).
 
 use super::request::ReasoningItem;
-use super::{ObjectVisitor, required_tag, typed};
+use super::required_tag;
+use router_canonical::parse::{ObjectVisitor, typed};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Number, Value};
 

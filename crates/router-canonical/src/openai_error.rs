@@ -1,0 +1,67 @@
+//! The OpenAI error envelope: `{"error": {"message", "type", "param", "code"}}`.
+//!
+//! Chat, Responses and Completions clients all get their errors in this one
+//! shape (P-01, GP-05, E-13); each of those wire crates re-exports the types
+//! and offers its own `error_body`, so the server renders one canonical
+//! [`ApiError`] into the caller's protocol without knowing which crates share
+//! a shape. Messages has an envelope of its own (in router-messages).
+
+use crate::ApiError;
+use crate::parse::to_json_bytes_or;
+use serde::{Deserialize, Serialize};
+
+/// The body sent should serializing an envelope ever fail: a well-formed
+/// `internal_error` envelope, never a panic.
+pub const INTERNAL_ERROR_BODY: &[u8] = br#"{"error":{"message":"the router could not serialize its response","type":"api_error","param":null,"code":"internal_error"}}"#;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorEnvelope {
+    pub error: ErrorObject,
+}
+
+/// All four keys are always present; `param` is `null` when no field is at fault.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorObject {
+    pub message: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub param: Option<String>,
+    pub code: Option<String>,
+}
+
+impl From<&ApiError> for ErrorEnvelope {
+    fn from(error: &ApiError) -> Self {
+        ErrorEnvelope {
+            error: ErrorObject {
+                message: error.message.clone(),
+                kind: error.code.openai_type().to_owned(),
+                param: error.param.clone(),
+                code: Some(error.code.as_str().to_owned()),
+            },
+        }
+    }
+}
+
+/// Serialize an OpenAI-surface wire value to JSON bytes, falling back to
+/// [`INTERNAL_ERROR_BODY`] (see [`to_json_bytes_or`]).
+pub fn to_json_bytes<T: Serialize>(value: &T) -> Vec<u8> {
+    to_json_bytes_or(value, INTERNAL_ERROR_BODY)
+}
+
+/// The JSON body of an error response in the OpenAI envelope.
+pub fn openai_error_body(error: &ApiError) -> Vec<u8> {
+    to_json_bytes(&ErrorEnvelope::from(error))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // test code: a panic is the failure report
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fallback_body_is_a_valid_envelope() {
+        let envelope: ErrorEnvelope = serde_json::from_slice(INTERNAL_ERROR_BODY).unwrap();
+        assert_eq!(envelope.error.code.as_deref(), Some("internal_error"));
+        assert_eq!(envelope.error.param, None);
+    }
+}

@@ -1,0 +1,303 @@
+//! Path-tracking JSON parsing shared by the wire crates: a client's body read
+//! through `serde_path_to_error`, so a rejection names the offending field
+//! (`messages[3].content[0].type`) instead of "did not match any variant".
+//!
+//! Each wire crate keeps its own types and value rules; what lives here is the
+//! plumbing they all need to report *where* a shape error happened:
+//!
+//! * [`request_body`]: deserialize a whole client body, turning a serde error
+//!   into the 400 `invalid_parameter` a client sees ([`ApiError::param`] set
+//!   to the path).
+//! * [`ObjectVisitor`], [`tag`], [`optional_tag`] and [`typed`]: open-world
+//!   dispatch on a buffered object's `type` that keeps the inner path of an
+//!   error (serde's internally tagged enums lose it).
+//! * [`nested_message`], [`split_nested`], [`join_path`] and
+//!   [`missing_field`]: the small path arithmetic behind both.
+//! * [`in_range`]: the numeric range rule every surface has.
+//! * [`check_image_url`] and [`IMAGE_MEDIA_TYPES`]: the image URL rule of
+//!   the OpenAI surfaces (GP-02).
+
+use crate::{ApiError, ErrorCode};
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{self, DeserializeOwned, MapAccess, Visitor};
+use serde::{Deserialize, Serialize};
+use serde_json::error::Category;
+use serde_json::{Map, Value};
+use std::fmt;
+
+/// Separates the inner path from the message in the error of a buffered object.
+///
+/// Open-world objects (content parts, blocks, items) are buffered and the
+/// known variant is then deserialized from the buffer; the outer
+/// `serde_path_to_error` tracker cannot see inside that second pass. The inner
+/// deserializer therefore puts its path in the error message behind this
+/// marker, and [`split_nested`] lets the caller join it to the outer path
+/// (`messages[0].content[1]` + `image_url.url`).
+const NESTED_MARK: char = '\u{1f}';
+
+/// The message of a nested error that happened at `path` inside an object.
+pub fn nested_message(path: &str, message: &str) -> String {
+    format!("{NESTED_MARK}{path}{NESTED_MARK}{message}")
+}
+
+/// Undo [`nested_message`]: `(inner path, message)`, or `None` for a plain message.
+pub fn split_nested(message: &str) -> Option<(&str, &str)> {
+    let rest = message.strip_prefix(NESTED_MARK)?;
+    rest.split_once(NESTED_MARK)
+}
+
+/// Join a `serde_path_to_error` path with a further segment (`.` is the root).
+pub fn join_path(base: &str, segment: &str) -> String {
+    match (base, segment) {
+        ("." | "", s) => s.to_owned(),
+        (b, "" | ".") => b.to_owned(),
+        (b, s) if s.starts_with('[') => format!("{b}{s}"),
+        (b, s) => format!("{b}.{s}"),
+    }
+}
+
+/// The field named by serde's "missing field `x`" message.
+pub fn missing_field(message: &str) -> Option<&str> {
+    message.strip_prefix("missing field `")?.strip_suffix('`')
+}
+
+/// Deserialize a client's request body, rejecting trailing data.
+///
+/// Every failure is a 400 `invalid_parameter`: a syntax error says the body
+/// is not valid JSON; a shape error names the path of the offending field
+/// (including the inner path of a buffered object and the name of a missing
+/// field) in `param`.
+pub fn request_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let wire: T = serde_path_to_error::deserialize(&mut de).map_err(shape_error)?;
+    de.end().map_err(|err| {
+        ApiError::new(
+            ErrorCode::InvalidParameter,
+            format!("request body is not valid JSON: {err}"),
+        )
+    })?;
+    Ok(wire)
+}
+
+/// Turn a serde error into the 400 a client sees.
+fn shape_error(err: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
+    let path = err.path().to_string();
+    let inner = err.into_inner();
+    let text = inner.to_string();
+    if !matches!(inner.classify(), Category::Data) {
+        return ApiError::new(
+            ErrorCode::InvalidParameter,
+            format!("request body is not valid JSON: {text}"),
+        );
+    }
+    // Data errors from a slice carry the position; the path says more.
+    let position = format!(" at line {} column {}", inner.line(), inner.column());
+    let message = text.strip_suffix(&position).unwrap_or(&text);
+    let (param, message) = if let Some((inner_path, message)) = split_nested(message) {
+        (join_path(&path, inner_path), message)
+    } else if let Some(field) = missing_field(message) {
+        (join_path(&path, field), message)
+    } else {
+        (join_path(&path, ""), message)
+    };
+    if param.is_empty() {
+        return ApiError::new(
+            ErrorCode::InvalidParameter,
+            "request body must be a JSON object",
+        );
+    }
+    ApiError::invalid(param.clone(), format!("invalid `{param}`: {message}"))
+}
+
+/// `value` if it lies in `min..=max`; else a 400 naming `param`.
+pub fn in_range(
+    param: &str,
+    value: Option<f64>,
+    min: f64,
+    max: f64,
+) -> Result<Option<f64>, ApiError> {
+    match value {
+        Some(v) if !(min..=max).contains(&v) => Err(ApiError::invalid(
+            param,
+            format!("`{param}` must be between {min} and {max}, got {v}"),
+        )),
+        other => Ok(other),
+    }
+}
+
+/// Image MIME types accepted in base64 sources and `data:` URLs on the
+/// OpenAI surfaces (GP-02).
+pub const IMAGE_MEDIA_TYPES: [&str; 4] = ["image/jpeg", "image/png", "image/gif", "image/webp"];
+
+/// An image URL on an OpenAI surface: `https:`, `http:`, or a base64 `data:`
+/// URL of one of [`IMAGE_MEDIA_TYPES`] (GP-02); else a 400 naming `param`.
+pub fn check_image_url(param: &str, url: &str) -> Result<(), ApiError> {
+    fn strip_prefix_ci<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
+        let head = s.get(..prefix.len())?;
+        head.eq_ignore_ascii_case(prefix)
+            .then(|| &s[prefix.len()..])
+    }
+    if strip_prefix_ci(url, "https://").is_some() || strip_prefix_ci(url, "http://").is_some() {
+        return Ok(());
+    }
+    if let Some(rest) = strip_prefix_ci(url, "data:")
+        && let Some((media_type, _)) = rest.split_once(";base64,")
+        && IMAGE_MEDIA_TYPES
+            .iter()
+            .any(|t| t.eq_ignore_ascii_case(media_type))
+    {
+        return Ok(());
+    }
+    Err(ApiError::invalid(
+        param,
+        "an image URL must be https:, http:, or a base64 data: URL of a JPEG, PNG, GIF or WebP image",
+    ))
+}
+
+/// Buffers one JSON object (for open-world dispatch on its `type`); the
+/// string is what serde reports was expected instead.
+pub struct ObjectVisitor(pub &'static str);
+
+impl<'de> Visitor<'de> for ObjectVisitor {
+    type Value = Map<String, Value>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        Map::deserialize(MapAccessDeserializer::new(map))
+    }
+}
+
+/// The `type` member of a buffered object that must have one (`null` is a
+/// wrong type, absence a missing field).
+pub fn tag<E: de::Error>(map: &Map<String, Value>) -> Result<&str, E> {
+    match map.get("type") {
+        Some(Value::String(kind)) => Ok(kind),
+        Some(_) => Err(wrong_tag_type()),
+        None => Err(E::missing_field("type")),
+    }
+}
+
+/// The `type` member of a buffered object, if it has one (`null` reads as absent).
+pub fn optional_tag<E: de::Error>(map: &Map<String, Value>) -> Result<Option<&str>, E> {
+    match map.get("type") {
+        Some(Value::String(kind)) => Ok(Some(kind)),
+        None | Some(Value::Null) => Ok(None),
+        Some(_) => Err(wrong_tag_type()),
+    }
+}
+
+fn wrong_tag_type<E: de::Error>() -> E {
+    E::custom(nested_message("type", "invalid type: expected a string"))
+}
+
+/// Deserialize a known variant from its buffered object, keeping the inner
+/// path (also across several levels of buffering).
+pub fn typed<T: DeserializeOwned, E: de::Error>(map: Map<String, Value>) -> Result<T, E> {
+    serde_path_to_error::deserialize(Value::Object(map)).map_err(|err| {
+        let path = err.path().to_string();
+        let message = err.into_inner().to_string();
+        if let Some((inner, message)) = split_nested(&message) {
+            return E::custom(nested_message(&join_path(&path, inner), message));
+        }
+        match missing_field(&message) {
+            Some(field) => E::custom(nested_message(&join_path(&path, field), &message)),
+            None => E::custom(nested_message(&path, &message)),
+        }
+    })
+}
+
+/// Serialize a wire value to JSON bytes, or `fallback` should that fail.
+///
+/// Serializing the wire types cannot fail: every map key is a string and no
+/// `Serialize` impl in them returns an error. Should that ever change, the
+/// caller's fallback (a well-formed error envelope of its protocol) is sent
+/// rather than a panic.
+pub fn to_json_bytes_or<T: Serialize>(value: &T, fallback: &[u8]) -> Vec<u8> {
+    match serde_json::to_vec(value) {
+        Ok(bytes) => bytes,
+        Err(_) => fallback.to_vec(),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // test code: a panic is the failure report
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nested_messages_round_trip() {
+        let m = nested_message("image_url.url", "invalid type");
+        assert_eq!(split_nested(&m), Some(("image_url.url", "invalid type")));
+        assert_eq!(split_nested("invalid type"), None);
+        // The shapes the wire crates nest: a Messages image source, a
+        // Responses part inside an input item.
+        let m = nested_message("source.url", "invalid type");
+        assert_eq!(split_nested(&m), Some(("source.url", "invalid type")));
+        let m = nested_message("content[0].text", "invalid type");
+        assert_eq!(split_nested(&m), Some(("content[0].text", "invalid type")));
+        assert_eq!(split_nested("plain"), None);
+    }
+
+    #[test]
+    fn paths_join() {
+        assert_eq!(join_path(".", "model"), "model");
+        assert_eq!(join_path("tools[0]", "type"), "tools[0].type");
+        assert_eq!(join_path("messages[0]", "[1]"), "messages[0][1]");
+        assert_eq!(join_path("messages[0].content", ""), "messages[0].content");
+        assert_eq!(
+            join_path("input[0]", "content[1].text"),
+            "input[0].content[1].text"
+        );
+        assert_eq!(join_path("input", "[0]"), "input[0]");
+        assert_eq!(join_path("tools[2]", ""), "tools[2]");
+        assert_eq!(join_path(".", "prompt"), "prompt");
+        assert_eq!(join_path("stop", "[1]"), "stop[1]");
+        assert_eq!(
+            join_path("stream_options", "include_usage"),
+            "stream_options.include_usage"
+        );
+    }
+
+    #[test]
+    fn missing_field_is_read_from_serde_message() {
+        assert_eq!(missing_field("missing field `role`"), Some("role"));
+        assert_eq!(missing_field("missing field `model`"), Some("model"));
+        assert_eq!(missing_field("invalid type"), None);
+    }
+
+    #[test]
+    fn range_bounds_are_inclusive() {
+        assert_eq!(in_range("t", Some(2.0), 0.0, 2.0).unwrap(), Some(2.0));
+        assert_eq!(in_range("t", None, 0.0, 2.0).unwrap(), None);
+        let err = in_range("t", Some(1.5), 0.0, 1.0).unwrap_err();
+        assert_eq!(err.param.as_deref(), Some("t"));
+        assert_eq!(err.message, "`t` must be between 0 and 1, got 1.5");
+    }
+
+    #[test]
+    fn image_urls_are_web_or_base64_images() {
+        assert!(check_image_url("u", "HTTPS://x/a.png").is_ok());
+        assert!(check_image_url("u", "data:image/PNG;base64,iVBORw0KGgo=").is_ok());
+        assert!(check_image_url("u", "data:image/bmp;base64,Qk0=").is_err());
+        let err = check_image_url("u", "ftp://x/a.png").unwrap_err();
+        assert_eq!(err.param.as_deref(), Some("u"));
+    }
+
+    #[test]
+    fn request_body_names_the_path() {
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)] // only the error is looked at
+        struct Body {
+            model: String,
+        }
+        let err = request_body::<Body>(b"{}").unwrap_err();
+        assert_eq!(err.param.as_deref(), Some("model"));
+        let err = request_body::<Body>(br#"{"model": 5}"#).unwrap_err();
+        assert_eq!(err.param.as_deref(), Some("model"));
+        let err = request_body::<Body>(b"{").unwrap_err();
+        assert_eq!(err.param, None);
+        let err = request_body::<Body>(br#"{"model": "m"} x"#).unwrap_err();
+        assert_eq!(err.param, None);
+    }
+}

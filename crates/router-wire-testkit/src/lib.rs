@@ -1,0 +1,21 @@
+//! Test-only helpers shared by the tests of the four wire crates
+//! (`router-chat`, `router-messages`, `router-responses`,
+//! `router-completions`); each takes it as a `[dev-dependencies]` entry only.
+//!
+//! * [`golden`]: read `fixtures/<protocol>/<case>/`, compare JSON values and
+//!   SSE frames, rewrite the expectations under `UPDATE_GOLDEN=1`.
+//! * [`rejection`]: build request bodies from a base and check tables of
+//!   rejected (with the `param` each must name) and accepted bodies.
+//! * [`strategy`]: proptest strategies for the canonical values every wire
+//!   protocol carries the same way.
+//!
+//! What differs per protocol (the cases themselves, the conversions, the
+//! stream rules) stays in each crate's tests.
+
+// Test-only code: a panic is how a helper reports a failed test, so `unwrap`
+// and `expect` are allowed here as they are in the tests that call it.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+pub mod golden;
+pub mod rejection;
+pub mod strategy;
