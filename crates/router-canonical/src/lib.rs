@@ -11,6 +11,46 @@
 //! ([`parse`]) and the OpenAI error envelope ([`openai_error`]).
 //!
 //! This crate depends on serde only: no async runtime, no HTTP, no SQL.
+//!
+//! ```
+//! use router_canonical::sse;
+//! use router_canonical::{Capability, Message, NanoUsd, PricePerMTok, Rates, Request, Role, Usage};
+//!
+//! // A request as a wire crate would produce it: a system prompt and one user turn.
+//! let request = Request {
+//!     model: "acme/chat-1".into(),
+//!     messages: vec![Message::text(Role::System, "Be brief."), Message::text(Role::User, "Hi")],
+//!     stream: true,
+//!     ..Request::default()
+//! };
+//! // What routing must honour: a streaming route, nothing native-only.
+//! let needs = request.requirements();
+//! assert!(needs.needs(Capability::Streaming));
+//! assert!(!needs.needs(Capability::Tools));
+//! assert!(!needs.native_only);
+//!
+//! // Billing in integer nano-USD: $3 / $15 per million tokens, rounded once.
+//! let rates = Rates { input: PricePerMTok(3_000_000_000), output: PricePerMTok(15_000_000_000), ..Rates::default() };
+//! let usage = Usage { input_tokens: 1_234, output_tokens: 56, ..Usage::default() };
+//! assert_eq!(rates.charge(&usage)?, NanoUsd(4_542_000));
+//! assert_eq!(NanoUsd(4_542_000).to_usd_string(), "0.004542000");
+//!
+//! // SSE framing, protocol-neutral: frames split across reads come out whole.
+//! let mut wire = Vec::new();
+//! sse::encode(Some("message_stop"), r#"{"type":"message_stop"}"#, &mut wire);
+//! let (head, tail) = wire.split_at(10);
+//! let mut decoder = sse::Decoder::default();
+//! let mut frames = Vec::new();
+//! decoder.feed(head, &mut frames)?;
+//! assert!(frames.is_empty());
+//! decoder.feed(tail, &mut frames)?;
+//! assert_eq!(frames[0].event.as_deref(), Some("message_stop"));
+//! assert_eq!(frames[0].data, r#"{"type":"message_stop"}"#);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Each wire crate's own docs show a full translation: parse a client request,
+//! encode it for a supplier of another protocol, and decode the reply or its stream.
 
 pub mod capability;
 pub mod error;
