@@ -130,18 +130,41 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
             reserve,
             hold_expires_at: SystemTime::now() + self.inner.config.hold_lease,
         };
-        self.inner.store.reserve(new).await.map_err(|e| match e {
-            ReserveError::InsufficientCredits => ApiError::new(
+        let reservation = self.reserve(new).await?;
+        self.attempt_routes(plan, request, reservation).await
+    }
+
+    /// Takes the hold in a task of its own: if the client leaves while the
+    /// statement is in flight (this future dropped), the task still sees the
+    /// outcome and voids a hold nobody will use. Voiding from a drop guard
+    /// instead could race the reservation's commit and leave it to the reaper.
+    async fn reserve(&self, new: NewRequest) -> Result<Reservation<S, P>, ApiError> {
+        let request_id = new.request_id;
+        let inner = self.inner.clone();
+        let (reply, outcome) = tokio::sync::oneshot::channel();
+        tokio::spawn(async move {
+            let result = inner.store.reserve(new).await;
+            if let Err(Ok(())) = reply.send(result) {
+                Reservation {
+                    inner: Some(inner),
+                    request_id,
+                }
+                .void("client_cancelled")
+                .await;
+            }
+        });
+        match outcome.await {
+            Ok(Ok(())) => Ok(Reservation {
+                inner: Some(self.inner.clone()),
+                request_id,
+            }),
+            Ok(Err(ReserveError::InsufficientCredits)) => Err(ApiError::new(
                 ErrorCode::InsufficientCredits,
                 "Your available credits do not cover this request's maximum cost.",
-            ),
-            ReserveError::Store(e) => internal(&e),
-        })?;
-        let reservation = Reservation {
-            inner: Some(self.inner.clone()),
-            request_id: admission.request_id,
-        };
-        self.attempt_routes(plan, request, reservation).await
+            )),
+            Ok(Err(ReserveError::Store(e))) => Err(internal(&e)),
+            Err(_) => Err(internal(&"the reservation task stopped")),
+        }
     }
 
     async fn attempt_routes(
@@ -248,10 +271,7 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
                 return Err(public);
             }
         };
-        self.record(record).await;
-        reservation
-            .settle(charge, response.usage, &route.id)
-            .await?;
+        reservation.settle(charge, response.usage, record).await?;
         Ok(Outcome::Complete {
             response,
             cost: charge,
@@ -326,20 +346,22 @@ struct Reservation<S: Store, P: Suppliers> {
 }
 
 impl<S: Store, P: Suppliers> Reservation<S, P> {
+    /// Charges `charge` and records `attempt`, the succeeded one, in one step.
     async fn settle(
         &mut self,
         charge: NanoUsd,
         usage: Usage,
-        route_id: &str,
+        mut attempt: AttemptRecord,
     ) -> Result<(), ApiError> {
         let Some(inner) = self.inner.take() else {
             return Err(internal(&"reservation already finished"));
         };
+        attempt.outcome = AttemptOutcome::Succeeded;
         let settlement = Settlement {
             request_id: self.request_id,
             charge,
             usage,
-            route_id: route_id.to_owned(),
+            attempt,
         };
         match inner.store.settle(settlement).await {
             Ok(()) => Ok(()),
@@ -471,20 +493,23 @@ impl<S: Store, P: Suppliers> LiveStream<S, P> {
                 usage,
             })) => {
                 self.done = true;
-                match validated_charge(&self.model, &self.route, &usage) {
-                    Ok(cost) => {
-                        self.record(AttemptOutcome::Succeeded).await;
-                        match self.reservation.settle(cost, usage, &self.route.id).await {
-                            Ok(()) => Some(StreamItem::Finished {
-                                stop_reason,
-                                stop_sequence,
-                                usage,
-                                cost,
-                            }),
-                            Err(e) => Some(StreamItem::Failed(e)),
+                let (cost, attempt) = match validated_charge(&self.model, &self.route, &usage) {
+                    Ok(cost) => match self.attempt.take() {
+                        Some(attempt) => (cost, attempt),
+                        None => {
+                            return Some(StreamItem::Failed(internal(&"attempt already recorded")));
                         }
-                    }
-                    Err(error) => Some(self.fail(error).await),
+                    },
+                    Err(error) => return Some(self.fail(error).await),
+                };
+                match self.reservation.settle(cost, usage, attempt).await {
+                    Ok(()) => Some(StreamItem::Finished {
+                        stop_reason,
+                        stop_sequence,
+                        usage,
+                        cost,
+                    }),
+                    Err(e) => Some(StreamItem::Failed(e)),
                 }
             }
             Some(Ok(event)) => Some(StreamItem::Event(event)),

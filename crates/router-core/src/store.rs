@@ -108,13 +108,16 @@ pub enum AttemptOutcome {
     },
 }
 
-/// The final, valid success to charge.
+/// The final, valid success to charge, with the attempt that produced it.
+/// The store records that attempt in the same atomic step as the charge, so
+/// the hot path pays one round trip for both.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settlement {
     pub request_id: Uuid,
     pub charge: NanoUsd,
     pub usage: Usage,
-    pub route_id: String,
+    /// Its outcome is `Succeeded`; its route is the one the request is billed to.
+    pub attempt: AttemptRecord,
 }
 
 /// Why a request ended without a charge.
@@ -168,7 +171,8 @@ pub trait Store: Send + Sync + 'static {
         attempt: AttemptRecord,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
-    /// Charge a valid final success and release the rest of the hold, once.
+    /// Charge a valid final success, release the rest of the hold and record
+    /// the succeeded attempt, once.
     fn settle(
         &self,
         settlement: Settlement,

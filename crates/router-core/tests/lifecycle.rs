@@ -29,6 +29,8 @@ struct Ledger {
     holds: HashMap<Uuid, (i64, &'static str)>,
     charged: i64,
     attempts: Vec<AttemptRecord>,
+    /// How long the reply to a reservation takes after the store committed it.
+    reserve_reply_delay: Duration,
 }
 
 #[derive(Clone, Default)]
@@ -39,13 +41,18 @@ impl Store for MemoryStore {
         Ok(None)
     }
     async fn reserve(&self, request: NewRequest) -> Result<(), ReserveError> {
-        let mut l = self.0.lock().unwrap();
-        if l.balance - l.held < request.reserve.0 {
-            return Err(ReserveError::InsufficientCredits);
-        }
-        l.held += request.reserve.0;
-        l.holds
-            .insert(request.request_id, (request.reserve.0, "held"));
+        let delay = {
+            let mut l = self.0.lock().unwrap();
+            if l.balance - l.held < request.reserve.0 {
+                return Err(ReserveError::InsufficientCredits);
+            }
+            l.held += request.reserve.0;
+            l.holds
+                .insert(request.request_id, (request.reserve.0, "held"));
+            l.reserve_reply_delay
+        };
+        // Committed; the answer is still on its way back.
+        tokio::time::sleep(delay).await;
         Ok(())
     }
     async fn extend_hold(
@@ -69,6 +76,7 @@ impl Store for MemoryStore {
         l.held -= amount;
         l.balance -= s.charge.0;
         l.charged += s.charge.0;
+        l.attempts.push(s.attempt);
         Ok(())
     }
     async fn void(&self, v: Voiding) -> Result<(), SettleError> {
@@ -519,4 +527,26 @@ async fn stream_settles_on_finish_and_voids_on_failure_or_drop() {
         l.holds.values().filter(|(_, s)| *s == "released").count(),
         2
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_client_leaving_while_the_hold_is_taken_leaves_no_hold() {
+    let h = harness(1_000_000);
+    h.store.0.lock().unwrap().reserve_reply_delay = Duration::from_millis(50);
+    let gateway = h.gateway.clone();
+    let handler = tokio::spawn(async move {
+        let _ = gateway.run(admission(), request("fixed")).await;
+    });
+    // The hold is committed and its reply in flight when the client goes.
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    handler.abort();
+    assert!(handler.await.unwrap_err().is_cancelled());
+    tokio::time::sleep(Duration::from_millis(100)).await;
+
+    let ledger = h.store.0.lock().unwrap();
+    assert_eq!(ledger.held, 0);
+    let statuses: Vec<&str> = ledger.holds.values().map(|(_, status)| *status).collect();
+    assert_eq!(statuses, ["released"]);
+    assert_eq!(ledger.charged, 0);
+    assert!(h.suppliers.calls().is_empty());
 }

@@ -105,8 +105,8 @@ async fn serve(config: ServerConfig) -> anyhow::Result<()> {
         admin_token: config.admin_token.clone(),
     });
     spawn_reaper(db, config.reaper_interval);
-    // Load the tokenizer now rather than on the first count_tokens call.
-    tokio::task::spawn_blocking(router_tokens::warm_up);
+    // The tokenizer (~40 MB) is loaded by the first count_tokens call, on a
+    // blocking thread: most deployments never pay for it.
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("binding {}", config.listen))?;

@@ -14,15 +14,18 @@
 //! commits, and matches nothing.
 
 use crate::error::{out_of_range, store_error};
+use crate::history::AttemptColumns;
 use crate::prepared::{Params, static_query_id};
 use crate::timestamps::to_db;
 use chrono::{DateTime, Utc};
 use diesel::QueryResult;
 use diesel::pg::Pg;
 use diesel::query_builder::{AstPass, Query, QueryFragment};
-use diesel::sql_types::{BigInt, Bool, Text, Timestamptz, Uuid as SqlUuid};
+use diesel::sql_types::{BigInt, Bool, Integer, Text, Timestamptz, Uuid as SqlUuid};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
-use router_core::store::{NewRequest, ReserveError, SettleError, Settlement, StoreError, Voiding};
+use router_core::store::{
+    AttemptOutcome, NewRequest, ReserveError, SettleError, Settlement, StoreError, Voiding,
+};
 use std::time::SystemTime;
 use uuid::Uuid;
 
@@ -150,7 +153,8 @@ impl QueryFragment<Pg> for ExtendHoldStatement<'_> {
 /// Charges a final success once: the hold becomes `settled`, the wallet
 /// pays the charge and drops the hold, the ledger records wallet -charge /
 /// revenue +charge under one `txn_id` (no entries for a zero charge), and
-/// the request becomes `succeeded` with its usage and route.
+/// the request becomes `succeeded` with its usage and route, and the
+/// succeeded attempt is recorded: one statement, one round trip.
 ///
 /// The charge is taken in full even when it exceeds the hold: the
 /// reservation is a worst-case estimate made before the response existed,
@@ -163,6 +167,14 @@ pub async fn settle(
 ) -> Result<(), SettleError> {
     if settlement.charge.is_negative() {
         return Err(StoreError::Query(format!("negative charge {}", settlement.charge.0)).into());
+    }
+    let attempt = &settlement.attempt;
+    if attempt.request_id != settlement.request_id || attempt.outcome != AttemptOutcome::Succeeded {
+        return Err(StoreError::Query(format!(
+            "settlement of {} carries a foreign or failed attempt",
+            settlement.request_id
+        ))
+        .into());
     }
     let usage = &settlement.usage;
     let tokens = |n: u64, what| i64::try_from(n).map_err(|_| out_of_range(what));
@@ -178,7 +190,7 @@ pub async fn settle(
             "cache_creation_input_tokens",
         )?,
         reasoning_tokens: tokens(usage.reasoning_tokens, "reasoning_tokens")?,
-        route_id: &settlement.route_id,
+        attempt: AttemptColumns::of(&settlement.attempt)?,
     };
     match statement.execute(conn).await.map_err(store_error)? {
         1 => Ok(()),
@@ -195,7 +207,7 @@ struct SettleStatement<'a> {
     cache_read_tokens: i64,
     cache_write_tokens: i64,
     reasoning_tokens: i64,
-    route_id: &'a str,
+    attempt: AttemptColumns<'a>,
 }
 
 impl QueryFragment<Pg> for SettleStatement<'_> {
@@ -209,7 +221,12 @@ impl QueryFragment<Pg> for SettleStatement<'_> {
         p.bind::<BigInt, _>("cache_read_tokens", &self.cache_read_tokens)?;
         p.bind::<BigInt, _>("cache_write_tokens", &self.cache_write_tokens)?;
         p.bind::<BigInt, _>("reasoning_tokens", &self.reasoning_tokens)?;
-        p.bind::<Text, _>("route_id", self.route_id)?;
+        p.bind::<Text, _>("route_id", self.attempt.route_id)?;
+        p.bind::<Integer, _>("attempt_no", &self.attempt.attempt_no)?;
+        p.bind::<Text, _>("supplier_id", self.attempt.supplier_id)?;
+        p.bind::<Text, _>("upstream_protocol", self.attempt.upstream_protocol)?;
+        p.bind::<Timestamptz, _>("started_at", &self.attempt.started_at)?;
+        p.bind::<BigInt, _>("duration_ms", &self.attempt.duration_ms)?;
         p.finish(
             ", hold AS (
                 UPDATE holds h
@@ -217,6 +234,13 @@ impl QueryFragment<Pg> for SettleStatement<'_> {
                 FROM p
                 WHERE h.request_id = p.request_id AND h.status = 'held'
                 RETURNING h.account_id, h.amount_nano
+            ), attempt AS (
+                -- Only with the charge: a second settlement writes nothing at all.
+                INSERT INTO attempts (request_id, attempt_no, route_id, supplier_id,
+                                      upstream_protocol, started_at, duration_ms, outcome)
+                SELECT p.request_id, p.attempt_no, p.route_id, p.supplier_id,
+                       p.upstream_protocol, p.started_at, p.duration_ms, 'succeeded'
+                FROM p, hold
             ), wallet AS (
                 UPDATE wallets w
                 SET balance_nano = w.balance_nano - p.charge,

@@ -33,13 +33,7 @@ pub async fn record_attempt(
         ),
     };
     let statement = RecordAttemptStatement {
-        request_id: &attempt.request_id,
-        attempt_no: i32::try_from(attempt.attempt_no).map_err(|_| out_of_range("attempt_no"))?,
-        route_id: &attempt.route_id,
-        supplier_id: &attempt.supplier_id,
-        upstream_protocol: attempt.upstream_protocol.as_str(),
-        started_at: to_db(attempt.started_at),
-        duration_ms: i64::try_from(attempt.duration_ms).map_err(|_| out_of_range("duration_ms"))?,
+        columns: AttemptColumns::of(attempt)?,
         outcome,
         upstream_status,
         failure_kind,
@@ -49,14 +43,35 @@ pub async fn record_attempt(
     Ok(())
 }
 
+/// The columns every attempt row has, whatever its outcome, checked for range.
+pub(crate) struct AttemptColumns<'a> {
+    pub(crate) request_id: &'a Uuid,
+    pub(crate) attempt_no: i32,
+    pub(crate) route_id: &'a str,
+    pub(crate) supplier_id: &'a str,
+    pub(crate) upstream_protocol: &'static str,
+    pub(crate) started_at: DateTime<Utc>,
+    pub(crate) duration_ms: i64,
+}
+
+impl<'a> AttemptColumns<'a> {
+    pub(crate) fn of(attempt: &'a AttemptRecord) -> Result<Self, StoreError> {
+        Ok(AttemptColumns {
+            request_id: &attempt.request_id,
+            attempt_no: i32::try_from(attempt.attempt_no)
+                .map_err(|_| out_of_range("attempt_no"))?,
+            route_id: &attempt.route_id,
+            supplier_id: &attempt.supplier_id,
+            upstream_protocol: attempt.upstream_protocol.as_str(),
+            started_at: to_db(attempt.started_at),
+            duration_ms: i64::try_from(attempt.duration_ms)
+                .map_err(|_| out_of_range("duration_ms"))?,
+        })
+    }
+}
+
 struct RecordAttemptStatement<'a> {
-    request_id: &'a Uuid,
-    attempt_no: i32,
-    route_id: &'a str,
-    supplier_id: &'a str,
-    upstream_protocol: &'static str,
-    started_at: DateTime<Utc>,
-    duration_ms: i64,
+    columns: AttemptColumns<'a>,
     outcome: &'static str,
     upstream_status: Option<i32>,
     failure_kind: Option<&'a str>,
@@ -66,13 +81,14 @@ struct RecordAttemptStatement<'a> {
 impl QueryFragment<Pg> for RecordAttemptStatement<'_> {
     fn walk_ast<'b>(&'b self, out: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
         let mut p = Params::new(out);
-        p.bind::<SqlUuid, _>("request_id", self.request_id)?;
-        p.bind::<Integer, _>("attempt_no", &self.attempt_no)?;
-        p.bind::<Text, _>("route_id", self.route_id)?;
-        p.bind::<Text, _>("supplier_id", self.supplier_id)?;
-        p.bind::<Text, _>("upstream_protocol", self.upstream_protocol)?;
-        p.bind::<Timestamptz, _>("started_at", &self.started_at)?;
-        p.bind::<BigInt, _>("duration_ms", &self.duration_ms)?;
+        let columns = &self.columns;
+        p.bind::<SqlUuid, _>("request_id", columns.request_id)?;
+        p.bind::<Integer, _>("attempt_no", &columns.attempt_no)?;
+        p.bind::<Text, _>("route_id", columns.route_id)?;
+        p.bind::<Text, _>("supplier_id", columns.supplier_id)?;
+        p.bind::<Text, _>("upstream_protocol", columns.upstream_protocol)?;
+        p.bind::<Timestamptz, _>("started_at", &columns.started_at)?;
+        p.bind::<BigInt, _>("duration_ms", &columns.duration_ms)?;
         p.bind::<Text, _>("outcome", self.outcome)?;
         p.bind::<Nullable<Integer>, _>("upstream_status", &self.upstream_status)?;
         p.bind::<Nullable<Text>, _>("failure_kind", &self.failure_kind)?;

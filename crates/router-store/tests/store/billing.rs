@@ -34,6 +34,11 @@ async fn reserve_then_settle_charges_the_wallet_and_books_the_ledger() {
     assert_eq!(settled.status, "succeeded");
     assert_eq!(settled.charged_nano, Some(1_234));
     assert_eq!(settled.route_id.as_deref(), Some("acme-direct"));
+    // The succeeded attempt is recorded by the same statement.
+    assert_eq!(settled.attempts.len(), 1);
+    assert_eq!(settled.attempts[0].outcome, "succeeded");
+    assert_eq!(settled.attempts[0].route_id, "acme-direct");
+    assert_eq!(settled.attempts[0].duration_ms, 12);
     let usage = settled.usage.unwrap();
     assert_eq!(
         (

@@ -88,14 +88,19 @@ async fn each_lifecycle_step_is_one_cached_statement() {
             upstream_protocol: Protocol::Chat,
             started_at: SystemTime::now(),
             duration_ms: 10,
-            outcome: AttemptOutcome::Succeeded,
+            outcome: AttemptOutcome::Failed {
+                upstream_status: Some(503),
+                kind: "status".to_owned(),
+                retryable: true,
+            },
         };
         history::record_attempt(&mut conn, &attempt).await.unwrap();
         expect("record_attempt", recorder.take());
 
-        billing::settle(&mut conn, &settlement(id, 700))
-            .await
-            .unwrap();
+        // The succeeded attempt rides in the settle statement.
+        let mut settled = settlement(id, 700);
+        settled.attempt.attempt_no = 2;
+        billing::settle(&mut conn, &settled).await.unwrap();
         expect("settle", recorder.take());
 
         let voided = new_request(&funded, 1_000);

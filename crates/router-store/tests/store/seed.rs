@@ -1,7 +1,7 @@
 //! The accounts, keys and requests tests start from.
 
 use router_canonical::{NanoUsd, Protocol, Usage};
-use router_core::store::{NewRequest, Scope, Settlement, Voiding};
+use router_core::store::{AttemptOutcome, AttemptRecord, NewRequest, Scope, Settlement, Voiding};
 use router_store::Database;
 use std::time::{Duration, SystemTime};
 use uuid::Uuid;
@@ -67,7 +67,16 @@ pub fn settlement(request_id: Uuid, charge: i64) -> Settlement {
             cache_creation_input_tokens: 10,
             reasoning_tokens: 7,
         },
-        route_id: "acme-direct".to_owned(),
+        attempt: AttemptRecord {
+            request_id,
+            attempt_no: 1,
+            route_id: "acme-direct".to_owned(),
+            supplier_id: "acme".to_owned(),
+            upstream_protocol: Protocol::Chat,
+            started_at: SystemTime::now(),
+            duration_ms: 12,
+            outcome: AttemptOutcome::Succeeded,
+        },
     }
 }
 
