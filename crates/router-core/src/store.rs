@@ -47,6 +47,8 @@ pub struct ApiKeyRecord {
     pub key_id: Uuid,
     pub account_id: Uuid,
     pub scopes: Vec<Scope>,
+    /// When the key stops authenticating; a cached record is checked against it.
+    pub expires_at: Option<SystemTime>,
 }
 
 impl ApiKeyRecord {

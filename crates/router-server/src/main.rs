@@ -93,6 +93,9 @@ async fn serve(config: ServerConfig) -> anyhow::Result<()> {
     let catalog = Catalog::load(&config.catalog_path).context("loading the catalog")?;
     let db = Database::connect(&config.database_url, config.database_pool_size).await?;
     db.migrate().await.context("applying migrations")?;
+    db.listen_for_key_changes()
+        .await
+        .context("listening for API key changes")?;
     let suppliers = HttpSuppliers::new()?;
     let gateway_config = GatewayConfig {
         deadline: config.deadline,

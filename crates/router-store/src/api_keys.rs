@@ -7,6 +7,7 @@
 use crate::error::{AdminError, is_foreign_key_violation, store_error};
 use crate::schema::api_keys;
 use crate::timestamps::to_db;
+use chrono::{DateTime, Utc};
 use diesel::dsl::now;
 use diesel::{BoolExpressionMethods, ExpressionMethods, OptionalExtension, QueryDsl};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
@@ -123,7 +124,7 @@ pub async fn find_api_key(
     conn: &mut AsyncPgConnection,
     key_hash: &[u8; 32],
 ) -> Result<Option<ApiKeyRecord>, StoreError> {
-    let row: Option<(Uuid, Uuid, Vec<String>)> = api_keys::table
+    let row: Option<(Uuid, Uuid, Vec<String>, Option<DateTime<Utc>>)> = api_keys::table
         .filter(api_keys::key_hash.eq(&key_hash[..]))
         .filter(api_keys::deleted_at.is_null())
         .filter(
@@ -131,25 +132,33 @@ pub async fn find_api_key(
                 .is_null()
                 .or(api_keys::expires_at.gt(now)),
         )
-        .select((api_keys::id, api_keys::account_id, api_keys::scopes))
+        .select((
+            api_keys::id,
+            api_keys::account_id,
+            api_keys::scopes,
+            api_keys::expires_at,
+        ))
         .first(conn)
         .await
         .optional()
         .map_err(store_error)?;
-    Ok(row.map(|(key_id, account_id, scopes)| ApiKeyRecord {
-        key_id,
-        account_id,
-        scopes: scopes
-            .iter()
-            .filter_map(|name| {
-                let scope = Scope::parse(name);
-                if scope.is_none() {
-                    tracing::warn!(%key_id, scope = %name, "ignoring unknown API key scope");
-                }
-                scope
-            })
-            .collect(),
-    }))
+    Ok(
+        row.map(|(key_id, account_id, scopes, expires_at)| ApiKeyRecord {
+            key_id,
+            account_id,
+            expires_at: expires_at.map(SystemTime::from),
+            scopes: scopes
+                .iter()
+                .filter_map(|name| {
+                    let scope = Scope::parse(name);
+                    if scope.is_none() {
+                        tracing::warn!(%key_id, scope = %name, "ignoring unknown API key scope");
+                    }
+                    scope
+                })
+                .collect(),
+        }),
+    )
 }
 
 #[cfg(test)]

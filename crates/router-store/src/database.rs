@@ -7,6 +7,7 @@ use crate::audit::{self, Reconciliation};
 use crate::billing;
 use crate::error::{AdminError, pool_error, store_error};
 use crate::history::{self, RequestView};
+use crate::key_cache::{self, KeyCache};
 use crate::migrations;
 use diesel::IntoSql;
 use diesel::sql_types::Integer;
@@ -37,6 +38,8 @@ pub type PooledConnection = Object<AsyncPgConnection>;
 #[derive(Clone)]
 pub struct Database {
     pool: Pool<AsyncPgConnection>,
+    /// Off until [`Database::listen_for_key_changes`] turns it on.
+    keys: Arc<KeyCache>,
     /// Kept for migrations, which run on a dedicated connection. May carry a
     /// password: never logged (see the `Debug` impl).
     url: Arc<str>,
@@ -78,6 +81,7 @@ impl Database {
             .map_err(|error| StoreError::Unavailable(error.to_string()))?;
         let database = Database {
             pool,
+            keys: Arc::default(),
             url: url.into(),
         };
         database.ping().await?;
@@ -88,6 +92,18 @@ impl Database {
     /// [`migrations::run_pending_migrations`]); returns the versions applied.
     pub async fn migrate(&self) -> Result<Vec<String>, StoreError> {
         migrations::run_pending_migrations(&self.url).await
+    }
+
+    /// Turns the API-key cache on: a dedicated connection LISTENs for key
+    /// changes from every instance (see [`crate::key_cache`]). Without it,
+    /// every lookup goes to the database.
+    pub async fn listen_for_key_changes(&self) -> Result<(), StoreError> {
+        key_cache::start_listener(self.url.clone(), self.keys.clone()).await
+    }
+
+    /// Whether key lookups are being served from the cache right now.
+    pub fn key_cache_is_on(&self) -> bool {
+        self.keys.is_listening()
     }
 
     /// One round trip to the database, for `/readyz`.
@@ -158,7 +174,10 @@ impl Database {
 
     pub async fn delete_api_key(&self, id: Uuid) -> Result<(), AdminError> {
         let mut conn = self.connection().await?;
-        api_keys::delete_api_key(&mut conn, id).await
+        api_keys::delete_api_key(&mut conn, id).await?;
+        // Other instances hear of it by NOTIFY; this one forgets it now.
+        self.keys.forget_key_id(id);
+        Ok(())
     }
 
     pub async fn get_request(&self, id: Uuid) -> Result<Option<RequestView>, StoreError> {
@@ -175,8 +194,17 @@ impl Database {
 
 impl Store for Database {
     async fn find_api_key(&self, key_hash: [u8; 32]) -> Result<Option<ApiKeyRecord>, StoreError> {
+        if let Some(record) = self.keys.get(&key_hash) {
+            return Ok(Some(record));
+        }
+        let generation = self.keys.generation();
         let mut conn = self.connection().await?;
-        api_keys::find_api_key(&mut conn, &key_hash).await
+        let found = api_keys::find_api_key(&mut conn, &key_hash).await?;
+        // Unknown keys are not cached: a key created elsewhere works at once.
+        if let Some(record) = &found {
+            self.keys.insert(key_hash, record.clone(), generation);
+        }
+        Ok(found)
     }
 
     async fn reserve(&self, request: NewRequest) -> Result<(), ReserveError> {

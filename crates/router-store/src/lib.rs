@@ -7,8 +7,9 @@
 //!   takes `&mut AsyncPgConnection`, so they compose inside one transaction.
 //! - Migrations are embedded and forward-only ([`migrations`]).
 //! - Money is integer nano-USD in BIGINT columns, never a float.
-//! - The lifecycle's hot statements (reserve, settle, void, record an
-//!   attempt) are each one statement and one round trip ([`billing`]).
+//! - The lifecycle's hot statements (reserve, settle with its attempt, void,
+//!   record a failed attempt) are each one statement and one round trip
+//!   ([`billing`]); key lookups are cached, kept honest by LISTEN ([`key_cache`]).
 //!
 //! With the `test-support` feature, `test_support::TestDatabase` gives each
 //! test a fresh database cloned from a migrated template.
@@ -20,6 +21,7 @@ pub mod billing;
 mod database;
 mod error;
 pub mod history;
+pub mod key_cache;
 pub mod migrations;
 mod prepared;
 pub mod schema;

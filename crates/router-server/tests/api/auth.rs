@@ -1,6 +1,7 @@
 //! Authentication and scopes on the inference surface (A-01..A-06, A-11).
 
 use crate::harness::*;
+use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn bearer_or_x_api_key_and_both_must_match() {
@@ -78,6 +79,9 @@ async fn missing_malformed_unknown_and_deleted_keys_are_401() {
         )
         .await;
     assert_eq!(status, 201);
+    // Used once, so the key is cached when it is deleted.
+    let resp = r.chat(keys["key"].as_str().unwrap(), &body).await;
+    assert_eq!(resp.status(), 200);
     let (status, _) = r
         .admin(
             reqwest::Method::DELETE,
@@ -98,7 +102,11 @@ async fn missing_malformed_unknown_and_deleted_keys_are_401() {
         .1;
     let resp = r.chat(expired["key"].as_str().unwrap(), &body).await;
     expect_error(resp, 401, "invalid_api_key").await;
-    assert_eq!(r.mock.call_count(), 0);
+    assert_eq!(
+        r.mock.call_count(),
+        1,
+        "only the deleted key's one use reached the supplier"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -109,4 +117,60 @@ async fn missing_scope_is_403() {
     let body = expect_error(resp, 403, "insufficient_scope").await;
     assert_eq!(body["error"]["type"], "permission_error");
     assert_eq!(r.mock.call_count(), 0);
+}
+
+/// Keys are cached (no lookup per request) and a change announced by any
+/// instance reaches the cache: A-05 holds across router processes.
+#[tokio::test(flavor = "multi_thread")]
+async fn cached_keys_are_dropped_when_another_instance_announces_a_change() {
+    use diesel_async::RunQueryDsl;
+    let r = TestRouter::start().await;
+    assert!(r.db.database().key_cache_is_on());
+    let c = r.rich_customer().await;
+    let body = hello("m-text");
+    assert_eq!(r.chat(&c.key, &body).await.status(), 200);
+
+    // Deleted behind the router's back (triggers off, so no announcement):
+    // the cached key still works, which shows the lookup is not repeated.
+    let mut conn = r.db.database().connection().await.unwrap();
+    let hash_hex: String = router_store::hash_api_key(&c.key)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    diesel::sql_query("SET session_replication_role = replica")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    let deleted = diesel::sql_query(format!(
+        "UPDATE api_keys SET deleted_at = now() WHERE key_hash = '\\x{hash_hex}'::bytea"
+    ))
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(deleted, 1);
+    diesel::sql_query("SET session_replication_role = origin")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(r.chat(&c.key, &body).await.status(), 200);
+
+    // Another instance's announcement, as its trigger would send it.
+    diesel::sql_query(format!(
+        "SELECT pg_notify('router_api_key_changed', '{hash_hex}')"
+    ))
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    let mut status = 200;
+    for _ in 0..100 {
+        status = r.chat(&c.key, &body).await.status().as_u16();
+        if status == 401 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        status, 401,
+        "the announcement did not reach the cache within 5 s"
+    );
 }

@@ -212,6 +212,8 @@ impl TestRouter {
             .await
             .unwrap();
         let db = TestDatabase::new().await;
+        // As in production: key lookups are cached, invalidated by LISTEN.
+        db.database().listen_for_key_changes().await.unwrap();
         let text = CATALOG.replace("{BASE}", &mock.base_url());
         let catalog =
             Catalog::from_toml(&text, |_| Some("supplier-secret-key".to_owned())).unwrap();
