@@ -117,6 +117,9 @@ pub async fn delete_api_key(conn: &mut AsyncPgConnection, id: Uuid) -> Result<()
     }
 }
 
+/// id, account_id, scopes, expires_at.
+type KeyRow = (Uuid, Uuid, Vec<String>, Option<DateTime<Utc>>);
+
 /// The active (not deleted, not expired) key whose secret hashes to
 /// `key_hash`. Scopes this build does not know are dropped with a warning,
 /// so a newer instance's scope never widens an older one's access.
@@ -124,7 +127,7 @@ pub async fn find_api_key(
     conn: &mut AsyncPgConnection,
     key_hash: &[u8; 32],
 ) -> Result<Option<ApiKeyRecord>, StoreError> {
-    let row: Option<(Uuid, Uuid, Vec<String>, Option<DateTime<Utc>>)> = api_keys::table
+    let row: Option<KeyRow> = api_keys::table
         .filter(api_keys::key_hash.eq(&key_hash[..]))
         .filter(api_keys::deleted_at.is_null())
         .filter(
