@@ -56,11 +56,18 @@ impl StreamEncoder {
 
     /// Encode every event except `Finish` (which needs the settled cost:
     /// see [`StreamEncoder::encode_finish`]). `Start` writes the echoed
-    /// prompt, if any; text deltas write a chunk each; everything else
-    /// writes nothing.
+    /// prompt, or else a chunk with empty text, so the client hears from the
+    /// stream as soon as the supplier does; text deltas write a chunk each;
+    /// everything else writes nothing.
     pub fn encode(&mut self, event: &StreamEvent, out: &mut Vec<u8>) {
         match event {
-            StreamEvent::Start { .. } => self.flush_echo(out),
+            StreamEvent::Start { .. } => {
+                let before = out.len();
+                self.flush_echo(out);
+                if out.len() == before {
+                    self.chunk(String::new(), None, out);
+                }
+            }
             StreamEvent::Delta {
                 delta: BlockDelta::Text(text),
                 ..
@@ -195,14 +202,26 @@ mod tests {
     }
 
     #[test]
+    fn start_writes_an_empty_chunk_at_once() {
+        let mut enc = encoder(None);
+        let mut out = Vec::new();
+        let start = StreamEvent::Start {
+            id: "s".into(),
+            model: "m".into(),
+        };
+        enc.encode(&start, &mut out);
+        let frames = data(&out);
+        assert_eq!(frames.len(), 1);
+        let chunk: Value = serde_json::from_str(&frames[0]).unwrap();
+        assert_eq!(chunk["choices"][0]["text"], "");
+        assert_eq!(chunk["choices"][0]["finish_reason"], Value::Null);
+    }
+
+    #[test]
     fn events_without_a_completions_form_write_nothing() {
         let mut enc = encoder(None);
         let mut out = Vec::new();
         for event in [
-            StreamEvent::Start {
-                id: "s".into(),
-                model: "m".into(),
-            },
             StreamEvent::BlockStart {
                 index: 0,
                 block: BlockKind::Thinking,

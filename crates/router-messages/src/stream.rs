@@ -11,9 +11,10 @@
 //! dropped (D-30); an `error` event fails the stream.
 //!
 //! The encoder writes every event with an `event:` name equal to its
-//! payload's `type` (D-31). It holds `message_start` back until the first
-//! block (or the finish) so that it can carry the input tokens a supplier
-//! reported early, then sends one `ping`.
+//! payload's `type` (D-31). `message_start` carries the input tokens a
+//! supplier reported early: it is written at the `Usage` that follows
+//! `Start` (a Messages supplier's own `message_start` gives both at once),
+//! or else at the first block (or the finish); then one `ping`.
 
 use crate::envelope::ErrorEnvelope;
 use crate::error::DecodeError;
@@ -374,8 +375,8 @@ impl StreamEncoder {
         }
     }
 
-    /// Encode one canonical event. `Start` and `Usage` write nothing
-    /// themselves (they shape `message_start`); `Finish` is
+    /// Encode one canonical event. `Start` writes nothing; an early `Usage`
+    /// writes `message_start` with it, at once; `Finish` is
     /// [`StreamEncoder::encode_finish`].
     pub fn encode(&mut self, event: &StreamEvent, out: &mut Vec<u8>) {
         if self.finished {
@@ -386,6 +387,7 @@ impl StreamEncoder {
             StreamEvent::Usage { usage } => {
                 if !self.started {
                     self.usage = *usage;
+                    self.start(out);
                 }
             }
             StreamEvent::BlockStart { index, block } => {
