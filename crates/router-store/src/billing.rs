@@ -3,9 +3,12 @@
 //!
 //! Each step is ONE statement (data-modifying CTEs), so it is atomic on its
 //! own, needs no explicit transaction, and costs one round trip once the
-//! statement is prepared on the connection (see [`crate::prepared`]). Every
-//! function takes a connection, so callers may also run it inside a larger
-//! transaction.
+//! statement is prepared on the connection (see [`crate::prepared`]).
+//! Reserve and settle take whole batches ([`reserve_batch`],
+//! [`settle_batch`]): the group commit in `Database` gathers concurrent requests so
+//! that a busy wallet row is locked and written once per batch rather than
+//! once per request. Every function takes a connection, so callers may also
+//! run it inside a larger transaction.
 //!
 //! Exactly-once: settle, void and the reaper each move a hold out of `held`
 //! with `WHERE status = 'held'` in the same statement that touches the wallet
@@ -21,7 +24,7 @@ use chrono::{DateTime, Utc};
 use diesel::QueryResult;
 use diesel::pg::Pg;
 use diesel::query_builder::{AstPass, Query, QueryFragment};
-use diesel::sql_types::{BigInt, Bool, Integer, Text, Timestamptz, Uuid as SqlUuid};
+use diesel::sql_types::{Array, BigInt, Bool, Integer, Text, Timestamptz, Uuid as SqlUuid};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use router_core::store::{
     AttemptOutcome, NewRequest, ReserveError, SettleError, Settlement, StoreError, Voiding,
@@ -34,80 +37,137 @@ use uuid::Uuid;
 pub const REAP_BATCH: i64 = 500;
 
 /// Inserts the request row and its hold, and raises the wallet's
-/// `held_nano`, all or nothing. The wallet update is the race-free check:
-/// `balance_nano - held_nano >= amount` is re-evaluated on the latest row
-/// version when a concurrent reservation held the lock first, so the
-/// available balance can never be overdrawn. When it does not match, the two
-/// inserts select from an empty CTE and nothing is written. An account
-/// without a wallet row has no credit: also `InsufficientCredits`.
+/// `held_nano`, all or nothing. See [`reserve_batch`], which this is a batch
+/// of one of.
 pub async fn reserve(
     conn: &mut AsyncPgConnection,
     request: &NewRequest,
 ) -> Result<(), ReserveError> {
-    if request.reserve.is_negative() {
-        return Err(
-            StoreError::Query(format!("negative reservation {}", request.reserve.0)).into(),
-        );
-    }
-    let statement = ReserveStatement {
-        request_id: &request.request_id,
-        account_id: &request.account_id,
-        api_key_id: &request.api_key_id,
-        model: &request.model,
-        inbound_protocol: request.inbound_protocol.as_str(),
-        recorded_protocol: request.recorded_protocol.as_str(),
-        stream: request.stream,
-        amount: request.reserve.0,
-        expires_at: to_db(request.hold_expires_at),
-    };
-    match statement.execute(conn).await.map_err(store_error)? {
-        1 => Ok(()),
+    match reserve_batch(conn, std::slice::from_ref(request)).await?[..] {
+        [true] => Ok(()),
         _ => Err(ReserveError::InsufficientCredits),
     }
 }
 
-struct ReserveStatement<'a> {
-    request_id: &'a Uuid,
-    account_id: &'a Uuid,
-    api_key_id: &'a Uuid,
-    model: &'a str,
-    inbound_protocol: &'static str,
-    recorded_protocol: &'static str,
-    stream: bool,
-    amount: i64,
-    expires_at: DateTime<Utc>,
+/// Reserves many requests in ONE statement (group commit): each wallet row
+/// is locked and updated once for the whole batch, so concurrent requests of
+/// one account stop queueing on its row lock one by one. Returns, per
+/// request, whether it was admitted.
+///
+/// Admission is exact: within an account the batch is taken smallest amount
+/// first, and a request is admitted while the running total fits the
+/// available balance (`balance_nano - held_nano`, read under `FOR UPDATE`,
+/// so it is the latest committed value). That is precisely what reserving
+/// them one by one in that order would admit: once one does not fit, no
+/// larger one does. Wallets are locked in account order, like every other
+/// multi-wallet statement, so batches never deadlock. An account without a
+/// wallet row has no credit. The statement is atomic: on an error nothing of
+/// the batch is written.
+pub async fn reserve_batch(
+    conn: &mut AsyncPgConnection,
+    requests: &[NewRequest],
+) -> Result<Vec<bool>, StoreError> {
+    for request in requests {
+        check_reservation(request)?;
+    }
+    let statement = ReserveBatchStatement {
+        request_ids: requests.iter().map(|r| r.request_id).collect(),
+        account_ids: requests.iter().map(|r| r.account_id).collect(),
+        api_key_ids: requests.iter().map(|r| r.api_key_id).collect(),
+        models: requests.iter().map(|r| r.model.as_str()).collect(),
+        inbound_protocols: requests
+            .iter()
+            .map(|r| r.inbound_protocol.as_str())
+            .collect(),
+        recorded_protocols: requests
+            .iter()
+            .map(|r| r.recorded_protocol.as_str())
+            .collect(),
+        streams: requests.iter().map(|r| r.stream).collect(),
+        amounts: requests.iter().map(|r| r.reserve.0).collect(),
+        expires_at: requests.iter().map(|r| to_db(r.hold_expires_at)).collect(),
+    };
+    let admitted: Vec<Uuid> = statement.load(conn).await.map_err(store_error)?;
+    Ok(requests
+        .iter()
+        .map(|r| admitted.contains(&r.request_id))
+        .collect())
 }
 
-impl QueryFragment<Pg> for ReserveStatement<'_> {
+struct ReserveBatchStatement<'a> {
+    request_ids: Vec<Uuid>,
+    account_ids: Vec<Uuid>,
+    api_key_ids: Vec<Uuid>,
+    models: Vec<&'a str>,
+    inbound_protocols: Vec<&'static str>,
+    recorded_protocols: Vec<&'static str>,
+    streams: Vec<bool>,
+    amounts: Vec<i64>,
+    expires_at: Vec<DateTime<Utc>>,
+}
+
+impl Query for ReserveBatchStatement<'_> {
+    type SqlType = SqlUuid;
+}
+
+impl QueryFragment<Pg> for ReserveBatchStatement<'_> {
     fn walk_ast<'b>(&'b self, out: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
         let mut p = Params::new(out);
-        p.bind::<SqlUuid, _>("request_id", self.request_id)?;
-        p.bind::<SqlUuid, _>("account_id", self.account_id)?;
-        p.bind::<SqlUuid, _>("api_key_id", self.api_key_id)?;
-        p.bind::<Text, _>("model", self.model)?;
-        p.bind::<Text, _>("inbound_protocol", self.inbound_protocol)?;
-        p.bind::<Text, _>("recorded_protocol", self.recorded_protocol)?;
-        p.bind::<Bool, _>("stream", &self.stream)?;
-        p.bind::<BigInt, _>("amount", &self.amount)?;
-        p.bind::<Timestamptz, _>("expires_at", &self.expires_at)?;
+        p.bind::<Array<SqlUuid>, _>("request_ids", &self.request_ids)?;
+        p.bind::<Array<SqlUuid>, _>("account_ids", &self.account_ids)?;
+        p.bind::<Array<SqlUuid>, _>("api_key_ids", &self.api_key_ids)?;
+        p.bind::<Array<Text>, _>("models", &self.models)?;
+        p.bind::<Array<Text>, _>("inbound_protocols", &self.inbound_protocols)?;
+        p.bind::<Array<Text>, _>("recorded_protocols", &self.recorded_protocols)?;
+        p.bind::<Array<Bool>, _>("streams", &self.streams)?;
+        p.bind::<Array<BigInt>, _>("amounts", &self.amounts)?;
+        p.bind::<Array<Timestamptz>, _>("expires_ats", &self.expires_at)?;
         p.finish(
-            ", held AS (
+            ", t AS (
+                SELECT t.*
+                FROM p, unnest(p.request_ids, p.account_ids, p.api_key_ids, p.models,
+                               p.inbound_protocols, p.recorded_protocols, p.streams,
+                               p.amounts, p.expires_ats)
+                    AS t (request_id, account_id, api_key_id, model, inbound_protocol,
+                          recorded_protocol, stream, amount, expires_at)
+            ), wallet AS (
+                SELECT w.account_id, w.balance_nano - w.held_nano AS available
+                FROM wallets w
+                WHERE w.account_id IN (SELECT account_id FROM t)
+                ORDER BY w.account_id
+                FOR UPDATE
+            ), admitted AS (
+                SELECT ranked.*
+                FROM (SELECT t.*, sum(t.amount) OVER (PARTITION BY t.account_id
+                                                       ORDER BY t.amount, t.request_id)
+                                  AS running
+                      FROM t) ranked
+                JOIN wallet ON wallet.account_id = ranked.account_id
+                WHERE ranked.running <= wallet.available
+            ), per_account AS (
+                SELECT account_id, sum(amount)::bigint AS amount
+                FROM admitted
+                GROUP BY account_id
+            ), held AS (
                 UPDATE wallets w
-                SET held_nano = w.held_nano + p.amount, updated_at = now()
-                FROM p
-                WHERE w.account_id = p.account_id AND w.balance_nano - w.held_nano >= p.amount
-                RETURNING w.account_id
+                SET held_nano = w.held_nano + per_account.amount, updated_at = now()
+                FROM per_account
+                WHERE w.account_id = per_account.account_id
             ), request AS (
                 INSERT INTO requests (id, account_id, api_key_id, model, inbound_protocol,
                                       recorded_protocol, stream, status, reserved_nano)
-                SELECT p.request_id, p.account_id, p.api_key_id, p.model, p.inbound_protocol,
-                       p.recorded_protocol, p.stream, 'reserved', p.amount
-                FROM p, held
+                SELECT request_id, account_id, api_key_id, model, inbound_protocol,
+                       recorded_protocol, stream, 'reserved', amount
+                FROM admitted
                 RETURNING id
+            ), hold AS (
+                INSERT INTO holds (request_id, account_id, amount_nano, status, expires_at)
+                SELECT admitted.request_id, admitted.account_id, admitted.amount, 'held',
+                       admitted.expires_at
+                FROM admitted
+                JOIN request ON request.id = admitted.request_id
             )
-            INSERT INTO holds (request_id, account_id, amount_nano, status, expires_at)
-            SELECT request.id, p.account_id, p.amount, 'held', p.expires_at
-            FROM p, request",
+            SELECT request_id FROM admitted",
         )
     }
 }
@@ -152,9 +212,9 @@ impl QueryFragment<Pg> for ExtendHoldStatement<'_> {
 
 /// Charges a final success once: the hold becomes `settled`, the wallet
 /// pays the charge and drops the hold, the ledger records wallet -charge /
-/// revenue +charge under one `txn_id` (no entries for a zero charge), and
-/// the request becomes `succeeded` with its usage and route, and the
-/// succeeded attempt is recorded: one statement, one round trip.
+/// revenue +charge under one `txn_id` (no entries for a zero charge), the
+/// request becomes `succeeded` with its usage and route, and the succeeded
+/// attempt is recorded. A batch of one of [`settle_batch`].
 ///
 /// The charge is taken in full even when it exceeds the hold: the
 /// reservation is a worst-case estimate made before the response existed,
@@ -165,112 +225,221 @@ pub async fn settle(
     conn: &mut AsyncPgConnection,
     settlement: &Settlement,
 ) -> Result<(), SettleError> {
+    match settle_batch(conn, std::slice::from_ref(settlement)).await?[..] {
+        [true] => Ok(()),
+        _ => Err(SettleError::NotReserved(settlement.request_id)),
+    }
+}
+
+/// Settles many requests in ONE statement (group commit), each exactly as
+/// [`settle`] describes, with one update per wallet for the whole batch.
+/// Returns, per settlement, whether its hold was still `held` (a request
+/// already settled, voided or reaped is left alone and writes nothing).
+/// Atomic: on an error nothing of the batch is written.
+pub async fn settle_batch(
+    conn: &mut AsyncPgConnection,
+    settlements: &[Settlement],
+) -> Result<Vec<bool>, StoreError> {
+    let mut statement = SettleBatchStatement::default();
+    for settlement in settlements {
+        statement.push(settlement)?;
+    }
+    let settled: Vec<Uuid> = statement.load(conn).await.map_err(store_error)?;
+    Ok(settlements
+        .iter()
+        .map(|s| settled.contains(&s.request_id))
+        .collect())
+}
+
+/// What [`settle_batch`] would refuse for `settlement` alone: checked before
+/// a settlement joins a shared batch, so one bad settlement cannot fail the
+/// others.
+pub fn check_settlement(settlement: &Settlement) -> Result<(), StoreError> {
     if settlement.charge.is_negative() {
-        return Err(StoreError::Query(format!("negative charge {}", settlement.charge.0)).into());
+        return Err(StoreError::Query(format!(
+            "negative charge {}",
+            settlement.charge.0
+        )));
     }
     let attempt = &settlement.attempt;
     if attempt.request_id != settlement.request_id || attempt.outcome != AttemptOutcome::Succeeded {
         return Err(StoreError::Query(format!(
             "settlement of {} carries a foreign or failed attempt",
             settlement.request_id
-        ))
-        .into());
+        )));
     }
+    AttemptColumns::of(attempt)?;
     let usage = &settlement.usage;
-    let tokens = |n: u64, what| i64::try_from(n).map_err(|_| out_of_range(what));
-    let statement = SettleStatement {
-        request_id: &settlement.request_id,
-        charge: settlement.charge.0,
-        txn_id: Uuid::now_v7(),
-        input_tokens: tokens(usage.input_tokens, "input_tokens")?,
-        output_tokens: tokens(usage.output_tokens, "output_tokens")?,
-        cache_read_tokens: tokens(usage.cache_read_input_tokens, "cache_read_input_tokens")?,
-        cache_write_tokens: tokens(
+    for (tokens, what) in [
+        (usage.input_tokens, "input_tokens"),
+        (usage.output_tokens, "output_tokens"),
+        (usage.cache_read_input_tokens, "cache_read_input_tokens"),
+        (
             usage.cache_creation_input_tokens,
             "cache_creation_input_tokens",
-        )?,
-        reasoning_tokens: tokens(usage.reasoning_tokens, "reasoning_tokens")?,
-        attempt: AttemptColumns::of(&settlement.attempt)?,
-    };
-    match statement.execute(conn).await.map_err(store_error)? {
-        1 => Ok(()),
-        _ => Err(SettleError::NotReserved(settlement.request_id)),
+        ),
+        (usage.reasoning_tokens, "reasoning_tokens"),
+    ] {
+        i64::try_from(tokens).map_err(|_| out_of_range(what))?;
+    }
+    Ok(())
+}
+
+/// What [`reserve_batch`] would refuse for `request` alone (see [`check_settlement`]).
+pub fn check_reservation(request: &NewRequest) -> Result<(), StoreError> {
+    if request.reserve.is_negative() {
+        return Err(StoreError::Query(format!(
+            "negative reservation {}",
+            request.reserve.0
+        )));
+    }
+    Ok(())
+}
+
+/// One array per column; element `i` of each belongs to settlement `i`.
+#[derive(Default)]
+struct SettleBatchStatement<'a> {
+    request_ids: Vec<Uuid>,
+    charges: Vec<i64>,
+    txn_ids: Vec<Uuid>,
+    input_tokens: Vec<i64>,
+    output_tokens: Vec<i64>,
+    cache_read_tokens: Vec<i64>,
+    cache_write_tokens: Vec<i64>,
+    reasoning_tokens: Vec<i64>,
+    route_ids: Vec<&'a str>,
+    attempt_nos: Vec<i32>,
+    supplier_ids: Vec<&'a str>,
+    upstream_protocols: Vec<&'static str>,
+    started_ats: Vec<DateTime<Utc>>,
+    durations_ms: Vec<i64>,
+}
+
+impl<'a> SettleBatchStatement<'a> {
+    fn push(&mut self, settlement: &'a Settlement) -> Result<(), StoreError> {
+        check_settlement(settlement)?;
+        let columns = AttemptColumns::of(&settlement.attempt)?;
+        let usage = &settlement.usage;
+        let tokens = |n: u64, what| i64::try_from(n).map_err(|_| out_of_range(what));
+        self.request_ids.push(settlement.request_id);
+        self.charges.push(settlement.charge.0);
+        self.txn_ids.push(Uuid::now_v7());
+        self.input_tokens
+            .push(tokens(usage.input_tokens, "input_tokens")?);
+        self.output_tokens
+            .push(tokens(usage.output_tokens, "output_tokens")?);
+        self.cache_read_tokens.push(tokens(
+            usage.cache_read_input_tokens,
+            "cache_read_input_tokens",
+        )?);
+        self.cache_write_tokens.push(tokens(
+            usage.cache_creation_input_tokens,
+            "cache_creation_input_tokens",
+        )?);
+        self.reasoning_tokens
+            .push(tokens(usage.reasoning_tokens, "reasoning_tokens")?);
+        self.route_ids.push(columns.route_id);
+        self.attempt_nos.push(columns.attempt_no);
+        self.supplier_ids.push(columns.supplier_id);
+        self.upstream_protocols.push(columns.upstream_protocol);
+        self.started_ats.push(columns.started_at);
+        self.durations_ms.push(columns.duration_ms);
+        Ok(())
     }
 }
 
-struct SettleStatement<'a> {
-    request_id: &'a Uuid,
-    charge: i64,
-    txn_id: Uuid,
-    input_tokens: i64,
-    output_tokens: i64,
-    cache_read_tokens: i64,
-    cache_write_tokens: i64,
-    reasoning_tokens: i64,
-    attempt: AttemptColumns<'a>,
+impl Query for SettleBatchStatement<'_> {
+    type SqlType = SqlUuid;
 }
 
-impl QueryFragment<Pg> for SettleStatement<'_> {
+impl QueryFragment<Pg> for SettleBatchStatement<'_> {
     fn walk_ast<'b>(&'b self, out: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
         let mut p = Params::new(out);
-        p.bind::<SqlUuid, _>("request_id", self.request_id)?;
-        p.bind::<BigInt, _>("charge", &self.charge)?;
-        p.bind::<SqlUuid, _>("txn_id", &self.txn_id)?;
-        p.bind::<BigInt, _>("input_tokens", &self.input_tokens)?;
-        p.bind::<BigInt, _>("output_tokens", &self.output_tokens)?;
-        p.bind::<BigInt, _>("cache_read_tokens", &self.cache_read_tokens)?;
-        p.bind::<BigInt, _>("cache_write_tokens", &self.cache_write_tokens)?;
-        p.bind::<BigInt, _>("reasoning_tokens", &self.reasoning_tokens)?;
-        p.bind::<Text, _>("route_id", self.attempt.route_id)?;
-        p.bind::<Integer, _>("attempt_no", &self.attempt.attempt_no)?;
-        p.bind::<Text, _>("supplier_id", self.attempt.supplier_id)?;
-        p.bind::<Text, _>("upstream_protocol", self.attempt.upstream_protocol)?;
-        p.bind::<Timestamptz, _>("started_at", &self.attempt.started_at)?;
-        p.bind::<BigInt, _>("duration_ms", &self.attempt.duration_ms)?;
+        p.bind::<Array<SqlUuid>, _>("request_ids", &self.request_ids)?;
+        p.bind::<Array<BigInt>, _>("charges", &self.charges)?;
+        p.bind::<Array<SqlUuid>, _>("txn_ids", &self.txn_ids)?;
+        p.bind::<Array<BigInt>, _>("input_tokens", &self.input_tokens)?;
+        p.bind::<Array<BigInt>, _>("output_tokens", &self.output_tokens)?;
+        p.bind::<Array<BigInt>, _>("cache_read_tokens", &self.cache_read_tokens)?;
+        p.bind::<Array<BigInt>, _>("cache_write_tokens", &self.cache_write_tokens)?;
+        p.bind::<Array<BigInt>, _>("reasoning_tokens", &self.reasoning_tokens)?;
+        p.bind::<Array<Text>, _>("route_ids", &self.route_ids)?;
+        p.bind::<Array<Integer>, _>("attempt_nos", &self.attempt_nos)?;
+        p.bind::<Array<Text>, _>("supplier_ids", &self.supplier_ids)?;
+        p.bind::<Array<Text>, _>("upstream_protocols", &self.upstream_protocols)?;
+        p.bind::<Array<Timestamptz>, _>("started_ats", &self.started_ats)?;
+        p.bind::<Array<BigInt>, _>("durations_ms", &self.durations_ms)?;
         p.finish(
-            ", hold AS (
+            ", t AS (
+                SELECT t.*
+                FROM p, unnest(p.request_ids, p.charges, p.txn_ids, p.input_tokens,
+                               p.output_tokens, p.cache_read_tokens, p.cache_write_tokens,
+                               p.reasoning_tokens, p.route_ids, p.attempt_nos, p.supplier_ids,
+                               p.upstream_protocols, p.started_ats, p.durations_ms)
+                    AS t (request_id, charge, txn_id, input_tokens, output_tokens,
+                          cache_read_tokens, cache_write_tokens, reasoning_tokens, route_id,
+                          attempt_no, supplier_id, upstream_protocol, started_at, duration_ms)
+            ), hold AS (
                 UPDATE holds h
                 SET status = 'settled', released_at = now()
-                FROM p
-                WHERE h.request_id = p.request_id AND h.status = 'held'
-                RETURNING h.account_id, h.amount_nano
+                FROM t
+                WHERE h.request_id = t.request_id AND h.status = 'held'
+                RETURNING h.request_id, h.account_id, h.amount_nano
+            ), settled AS (
+                SELECT t.*, hold.account_id, hold.amount_nano
+                FROM t
+                JOIN hold ON hold.request_id = t.request_id
+            ), per_account AS (
+                SELECT account_id, sum(charge)::bigint AS charge,
+                       sum(amount_nano)::bigint AS released
+                FROM settled
+                GROUP BY account_id
+            ), locked AS (
+                SELECT w.account_id
+                FROM wallets w
+                WHERE w.account_id IN (SELECT account_id FROM per_account)
+                ORDER BY w.account_id
+                FOR UPDATE
+            ), wallet AS (
+                UPDATE wallets w
+                SET balance_nano = w.balance_nano - per_account.charge,
+                    held_nano = w.held_nano - per_account.released,
+                    updated_at = now()
+                FROM per_account, locked
+                WHERE w.account_id = per_account.account_id
+                  AND locked.account_id = per_account.account_id
             ), attempt AS (
                 -- Only with the charge: a second settlement writes nothing at all.
                 INSERT INTO attempts (request_id, attempt_no, route_id, supplier_id,
                                       upstream_protocol, started_at, duration_ms, outcome)
-                SELECT p.request_id, p.attempt_no, p.route_id, p.supplier_id,
-                       p.upstream_protocol, p.started_at, p.duration_ms, 'succeeded'
-                FROM p, hold
-            ), wallet AS (
-                UPDATE wallets w
-                SET balance_nano = w.balance_nano - p.charge,
-                    held_nano = w.held_nano - hold.amount_nano,
-                    updated_at = now()
-                FROM p, hold
-                WHERE w.account_id = hold.account_id
-                RETURNING w.account_id
+                SELECT request_id, attempt_no, route_id, supplier_id, upstream_protocol,
+                       started_at, duration_ms, 'succeeded'
+                FROM settled
             ), ledger AS (
                 INSERT INTO ledger_entries (txn_id, request_id, account_id, ledger_account,
                                             amount_nano, kind)
-                SELECT p.txn_id, p.request_id, e.account_id, e.ledger_account, e.amount_nano, 'charge'
-                FROM p, hold,
-                     LATERAL (VALUES (hold.account_id, 'wallet', -p.charge),
-                                     (NULL::uuid, 'revenue', p.charge))
+                SELECT s.txn_id, s.request_id, e.account_id, e.ledger_account, e.amount_nano,
+                       'charge'
+                FROM settled s,
+                     LATERAL (VALUES (s.account_id, 'wallet', -s.charge),
+                                     (NULL::uuid, 'revenue', s.charge))
                          AS e (account_id, ledger_account, amount_nano)
-                WHERE p.charge > 0
+                WHERE s.charge > 0
+            ), request AS (
+                UPDATE requests r
+                SET status = 'succeeded',
+                    charged_nano = s.charge,
+                    input_tokens = s.input_tokens,
+                    output_tokens = s.output_tokens,
+                    cache_read_tokens = s.cache_read_tokens,
+                    cache_write_tokens = s.cache_write_tokens,
+                    reasoning_tokens = s.reasoning_tokens,
+                    route_id = s.route_id,
+                    finished_at = now()
+                FROM settled s
+                WHERE r.id = s.request_id AND r.status = 'reserved'
             )
-            UPDATE requests r
-            SET status = 'succeeded',
-                charged_nano = p.charge,
-                input_tokens = p.input_tokens,
-                output_tokens = p.output_tokens,
-                cache_read_tokens = p.cache_read_tokens,
-                cache_write_tokens = p.cache_write_tokens,
-                reasoning_tokens = p.reasoning_tokens,
-                route_id = p.route_id,
-                finished_at = now()
-            FROM p, hold
-            WHERE r.id = p.request_id AND r.status = 'reserved'",
+            SELECT request_id FROM settled",
         )
     }
 }
@@ -404,9 +573,9 @@ impl QueryFragment<Pg> for ReapStatement<'_> {
 }
 
 static_query_id!(
-    ReserveStatement,
+    ReserveBatchStatement,
     ExtendHoldStatement,
-    SettleStatement,
+    SettleBatchStatement,
     VoidStatement,
     ReapStatement,
 );

@@ -6,6 +6,7 @@ use crate::api_keys::{self, NewApiKey};
 use crate::audit::{self, Reconciliation};
 use crate::billing;
 use crate::error::{AdminError, pool_error, store_error};
+use crate::group_commit::GroupCommit;
 use crate::history::{self, RequestView};
 use crate::key_cache::{self, KeyCache};
 use crate::migrations;
@@ -22,6 +23,7 @@ use router_core::store::{
     StoreError, Voiding,
 };
 use std::fmt;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use uuid::Uuid;
@@ -40,6 +42,9 @@ pub struct Database {
     pool: Pool<AsyncPgConnection>,
     /// Off until [`Database::listen_for_key_changes`] turns it on.
     keys: Arc<KeyCache>,
+    /// Reservations and settlements, gathered into batches (group commit).
+    reservations: Arc<GroupCommit<NewRequest, Result<bool, StoreError>>>,
+    settlements: Arc<GroupCommit<Settlement, Result<bool, StoreError>>>,
     /// Kept for migrations, which run on a dedicated connection. May carry a
     /// password: never logged (see the `Debug` impl).
     url: Arc<str>,
@@ -80,6 +85,8 @@ impl Database {
             .build()
             .map_err(|error| StoreError::Unavailable(error.to_string()))?;
         let database = Database {
+            reservations: Arc::new(group_commit(&pool, billing::reserve_batch)),
+            settlements: Arc::new(group_commit(&pool, billing::settle_batch)),
             pool,
             keys: Arc::default(),
             url: url.into(),
@@ -208,8 +215,13 @@ impl Store for Database {
     }
 
     async fn reserve(&self, request: NewRequest) -> Result<(), ReserveError> {
-        let mut conn = self.connection().await?;
-        billing::reserve(&mut conn, &request).await
+        billing::check_reservation(&request)?;
+        match self.reservations.submit(request).await {
+            Some(Ok(true)) => Ok(()),
+            Some(Ok(false)) => Err(ReserveError::InsufficientCredits),
+            Some(Err(error)) => Err(error.into()),
+            None => Err(batching_stopped().into()),
+        }
     }
 
     async fn extend_hold(&self, request_id: Uuid, until: SystemTime) -> Result<(), StoreError> {
@@ -223,12 +235,78 @@ impl Store for Database {
     }
 
     async fn settle(&self, settlement: Settlement) -> Result<(), SettleError> {
-        let mut conn = self.connection().await?;
-        billing::settle(&mut conn, &settlement).await
+        billing::check_settlement(&settlement)?;
+        let request_id = settlement.request_id;
+        match self.settlements.submit(settlement).await {
+            Some(Ok(true)) => Ok(()),
+            Some(Ok(false)) => Err(SettleError::NotReserved(request_id)),
+            Some(Err(error)) => Err(error.into()),
+            None => Err(batching_stopped().into()),
+        }
     }
 
     async fn void(&self, voiding: Voiding) -> Result<(), SettleError> {
         let mut conn = self.connection().await?;
         billing::void(&mut conn, &voiding).await
     }
+}
+
+/// Batches in flight at once per kind: enough to keep a connection busy
+/// while another batch's reply travels back, few enough that batches grow
+/// under load instead of queueing on the wallet rows' locks.
+const BATCHES_IN_FLIGHT: usize = 4;
+/// The most operations one statement carries.
+const MAX_BATCH: usize = 128;
+
+/// A group commit of `run_batch` over connections from `pool`. A failed
+/// batch (or no connection) fails each of its operations with the same error.
+fn group_commit<Item, Run>(
+    pool: &Pool<AsyncPgConnection>,
+    run_batch: Run,
+) -> GroupCommit<Item, Result<bool, StoreError>>
+where
+    Item: Send + Sync + 'static,
+    Run: for<'c> AsyncBatch<'c, Item> + Copy + Send + Sync + 'static,
+{
+    let pool = pool.clone();
+    GroupCommit::spawn(BATCHES_IN_FLIGHT, MAX_BATCH, move |items: Vec<Item>| {
+        let pool = pool.clone();
+        async move {
+            let outcome = match pool.get().await {
+                Ok(mut conn) => run_batch.run(&mut conn, &items).await,
+                Err(error) => Err(pool_error(error)),
+            };
+            match outcome {
+                Ok(admitted) => admitted.into_iter().map(Ok).collect(),
+                Err(error) => vec![Err(error); items.len()],
+            }
+        }
+    })
+}
+
+/// A batch statement: `billing::reserve_batch` or `billing::settle_batch`.
+trait AsyncBatch<'c, Item: 'c> {
+    fn run(
+        self,
+        conn: &'c mut AsyncPgConnection,
+        items: &'c [Item],
+    ) -> impl Future<Output = Result<Vec<bool>, StoreError>> + Send + 'c;
+}
+
+impl<'c, Item: 'c, F, Fut> AsyncBatch<'c, Item> for F
+where
+    F: FnOnce(&'c mut AsyncPgConnection, &'c [Item]) -> Fut,
+    Fut: Future<Output = Result<Vec<bool>, StoreError>> + Send + 'c,
+{
+    fn run(
+        self,
+        conn: &'c mut AsyncPgConnection,
+        items: &'c [Item],
+    ) -> impl Future<Output = Result<Vec<bool>, StoreError>> + Send + 'c {
+        self(conn, items)
+    }
+}
+
+fn batching_stopped() -> StoreError {
+    StoreError::Unavailable("the billing batch queue has stopped".into())
 }

@@ -20,6 +20,7 @@ pub mod audit;
 pub mod billing;
 mod database;
 mod error;
+mod group_commit;
 pub mod history;
 pub mod key_cache;
 pub mod migrations;

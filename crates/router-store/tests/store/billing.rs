@@ -6,6 +6,7 @@ use crate::seed::{
 };
 use router_canonical::Protocol;
 use router_core::store::{AttemptOutcome, AttemptRecord, ReserveError, SettleError, Store};
+use router_store::billing;
 use router_store::test_support::TestDatabase;
 use std::time::{Duration, SystemTime};
 use uuid::Uuid;
@@ -460,4 +461,126 @@ async fn attempts_are_recorded_in_order() {
         ),
         (None, None, None)
     );
+}
+
+/// Group commit must not change who is admitted: smallest first within an
+/// account, exactly as one-by-one reservations in that order would.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_batch_admits_exactly_what_one_by_one_reservations_would() {
+    let db = TestDatabase::new().await;
+    let tight = funded_account(&db, 1_000).await;
+    let rich = funded_account(&db, 1_000_000).await;
+    let batch = [
+        new_request(&tight, 600),
+        new_request(&rich, 5_000),
+        new_request(&tight, 300),
+        new_request(&tight, 500),
+        new_request(&rich, 7_000),
+    ];
+    let mut conn = db.connection().await.unwrap();
+    let admitted = billing::reserve_batch(&mut conn, &batch).await.unwrap();
+    // 300 + 500 fit in 1,000; 600 no longer does. The rich account takes both.
+    assert_eq!(admitted, [false, true, true, true, true]);
+    assert_eq!(wallet(&db, tight.account_id).await, (1_000, 800));
+    assert_eq!(wallet(&db, rich.account_id).await, (1_000_000, 12_000));
+    let refused = db.get_request(batch[0].request_id).await.unwrap();
+    assert!(refused.is_none(), "a refused reservation writes nothing");
+    assert_eq!(count(&db, "SELECT count(*) AS n FROM holds").await, 4);
+    assert_books_agree(&db).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_batch_settles_each_live_hold_once_and_skips_the_rest() {
+    let db = TestDatabase::new().await;
+    let a = funded_account(&db, 10_000).await;
+    let b = funded_account(&db, 10_000).await;
+    let requests = [
+        new_request(&a, 1_000),
+        new_request(&a, 2_000),
+        new_request(&b, 3_000),
+    ];
+    for request in &requests {
+        db.reserve(request.clone()).await.unwrap();
+    }
+    let [first, second, third] = requests.map(|r| r.request_id);
+    db.settle(settlement(first, 400)).await.unwrap();
+
+    let mut conn = db.connection().await.unwrap();
+    let batch = [
+        settlement(first, 999),
+        settlement(second, 1_500),
+        settlement(third, 0),
+    ];
+    let settled = billing::settle_batch(&mut conn, &batch).await.unwrap();
+    assert_eq!(
+        settled,
+        [false, true, true],
+        "the first was already settled"
+    );
+    assert_eq!(wallet(&db, a.account_id).await, (10_000 - 400 - 1_500, 0));
+    assert_eq!(wallet(&db, b.account_id).await, (10_000, 0));
+    let view = db.get_request(first).await.unwrap().unwrap();
+    assert_eq!(
+        view.charged_nano,
+        Some(400),
+        "a second settlement changes nothing"
+    );
+    assert_eq!(view.attempts.len(), 1);
+    let view = db.get_request(second).await.unwrap().unwrap();
+    assert_eq!(view.status, "succeeded");
+    assert_eq!(view.attempts[0].outcome, "succeeded");
+    assert_eq!(view.ledger_entries.len(), 2);
+    let view = db.get_request(third).await.unwrap().unwrap();
+    assert!(
+        view.ledger_entries.is_empty(),
+        "a zero charge books nothing"
+    );
+    assert_books_agree(&db).await;
+}
+
+/// Many requests of a few accounts reserving and settling at once go
+/// through the group commit; every one ends once and the books agree.
+#[tokio::test(flavor = "multi_thread")]
+async fn concurrent_reserves_and_settles_of_shared_wallets_keep_the_books() {
+    let db = TestDatabase::with_pool_size(16).await;
+    let mut accounts = Vec::new();
+    for _ in 0..3 {
+        accounts.push(funded_account(&db, 1_000_000).await);
+    }
+    let lifecycles = (0..240).map(|i| {
+        let db = db.database().clone();
+        let request = new_request(&accounts[i % 3], 2_000);
+        tokio::spawn(async move {
+            let id = request.request_id;
+            db.reserve(request).await.unwrap();
+            if i % 4 == 0 {
+                db.void(voiding(id, "client_cancelled")).await.unwrap();
+            } else {
+                db.settle(settlement(id, 1_000 + i as i64)).await.unwrap();
+            }
+        })
+    });
+    for lifecycle in futures::future::join_all(lifecycles).await {
+        lifecycle.unwrap();
+    }
+    for (n, funded) in accounts.iter().enumerate() {
+        let charged: i64 = (0..240)
+            .filter(|i| i % 3 == n && i % 4 != 0)
+            .map(|i| 1_000 + i as i64)
+            .sum();
+        assert_eq!(
+            wallet(&db, funded.account_id).await,
+            (1_000_000 - charged, 0)
+        );
+    }
+    assert_eq!(
+        count(
+            &db,
+            "SELECT count(*) AS n FROM requests WHERE status = 'succeeded'"
+        )
+        .await,
+        180
+    );
+    assert_eq!(count(&db, "SELECT count(*) AS n FROM attempts").await, 180);
+    assert_books_agree(&db).await;
 }
