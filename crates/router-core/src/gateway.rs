@@ -148,6 +148,7 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
                 Reservation {
                     inner: Some(inner),
                     request_id,
+                    stream_attempt: None,
                 }
                 .void("client_cancelled")
                 .await;
@@ -157,6 +158,7 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
             Ok(Ok(())) => Ok(Reservation {
                 inner: Some(self.inner.clone()),
                 request_id,
+                stream_attempt: None,
             }),
             Ok(Err(ReserveError::InsufficientCredits)) => Err(ApiError::new(
                 ErrorCode::InsufficientCredits,
@@ -212,12 +214,12 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
                     }
                     Ok(SupplierReply::Stream(events)) => {
                         let hold_lease = inner.config.hold_lease;
+                        reservation.stream_attempt = Some(record);
                         return Ok(Outcome::Stream(LiveStream {
                             events,
                             reservation,
                             model: plan.model.clone(),
                             route: route.clone(),
-                            attempt: Some(record),
                             next_extension: Instant::now() + hold_lease / 2,
                             done: false,
                         }));
@@ -343,6 +345,9 @@ fn internal(error: &dyn std::fmt::Display) -> ApiError {
 struct Reservation<S: Store, P: Suppliers> {
     inner: Option<Arc<Inner<S, P>>>,
     request_id: Uuid,
+    /// A stream's attempt, recorded when the stream ends: with the charge,
+    /// or with the release if it fails or the client leaves.
+    stream_attempt: Option<AttemptRecord>,
 }
 
 impl<S: Store, P: Suppliers> Reservation<S, P> {
@@ -381,6 +386,7 @@ impl<S: Store, P: Suppliers> Reservation<S, P> {
             let voiding = Voiding {
                 request_id: self.request_id,
                 reason: reason.to_owned(),
+                attempt: self.stream_attempt.take(),
             };
             if let Err(e) = inner.store.void(voiding).await {
                 tracing::warn!(request_id = %self.request_id, error = %e, "could not void reservation");
@@ -403,12 +409,22 @@ impl<S: Store, P: Suppliers> Drop for Reservation<S, P> {
             return;
         };
         let request_id = self.request_id;
+        let reason = "client_cancelled";
+        let attempt = self.stream_attempt.take().map(|mut attempt| {
+            attempt.outcome = AttemptOutcome::Failed {
+                upstream_status: None,
+                kind: reason.to_owned(),
+                retryable: false,
+            };
+            attempt
+        });
         // The client left before a valid final success: release the hold (G-22).
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             handle.spawn(async move {
                 let voiding = Voiding {
                     request_id,
-                    reason: "client_cancelled".to_owned(),
+                    reason: reason.to_owned(),
+                    attempt,
                 };
                 if let Err(e) = inner.store.void(voiding).await {
                     tracing::warn!(%request_id, error = %e, "could not void abandoned reservation");
@@ -461,7 +477,6 @@ pub struct LiveStream<S: Store, P: Suppliers> {
     reservation: Reservation<S, P>,
     model: Arc<Model>,
     route: Arc<Route>,
-    attempt: Option<AttemptRecord>,
     next_extension: Instant,
     done: bool,
 }
@@ -494,7 +509,7 @@ impl<S: Store, P: Suppliers> LiveStream<S, P> {
             })) => {
                 self.done = true;
                 let (cost, attempt) = match validated_charge(&self.model, &self.route, &usage) {
-                    Ok(cost) => match self.attempt.take() {
+                    Ok(cost) => match self.reservation.stream_attempt.take() {
                         Some(attempt) => (cost, attempt),
                         None => {
                             return Some(StreamItem::Failed(internal(&"attempt already recorded")));
@@ -530,7 +545,9 @@ impl<S: Store, P: Suppliers> LiveStream<S, P> {
     }
 
     async fn fail(&mut self, error: AttemptError) -> StreamItem {
-        self.record(failed_outcome(&error)).await;
+        if let Some(attempt) = &mut self.reservation.stream_attempt {
+            attempt.outcome = failed_outcome(&error);
+        }
         self.reservation.void("stream_failed").await;
         let public = match error.kind {
             FailureKind::InvalidResponse => ApiError::new(
@@ -543,14 +560,5 @@ impl<S: Store, P: Suppliers> LiveStream<S, P> {
             ),
         };
         StreamItem::Failed(public)
-    }
-
-    async fn record(&mut self, outcome: AttemptOutcome) {
-        if let (Some(mut record), Some(inner)) = (self.attempt.take(), &self.reservation.inner) {
-            record.outcome = outcome;
-            if let Err(e) = inner.store.record_attempt(record).await {
-                tracing::warn!(error = %e, "could not record attempt");
-            }
-        }
     }
 }

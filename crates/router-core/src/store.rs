@@ -85,7 +85,7 @@ pub enum ReserveError {
 }
 
 /// One physical attempt against a supplier route.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AttemptRecord {
     pub request_id: Uuid,
     /// 1-based, across all routes of the request.
@@ -128,6 +128,9 @@ pub struct Voiding {
     pub request_id: Uuid,
     /// The public error code returned (or `client_cancelled`, `stream_failed`).
     pub reason: String,
+    /// The last attempt, when it is not recorded yet (a stream that failed or
+    /// was abandoned): recorded in the same step as the release.
+    pub attempt: Option<AttemptRecord>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

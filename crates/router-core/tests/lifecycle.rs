@@ -87,6 +87,7 @@ impl Store for MemoryStore {
         }
         l.holds.insert(v.request_id, (amount, "released"));
         l.held -= amount;
+        l.attempts.extend(v.attempt);
         Ok(())
     }
 }

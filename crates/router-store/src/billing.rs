@@ -17,14 +17,16 @@
 //! commits, and matches nothing.
 
 use crate::error::{out_of_range, store_error};
-use crate::history::AttemptColumns;
+use crate::history::{AttemptColumns, outcome_columns};
 use crate::prepared::{Params, static_query_id};
 use crate::timestamps::to_db;
 use chrono::{DateTime, Utc};
 use diesel::QueryResult;
 use diesel::pg::Pg;
 use diesel::query_builder::{AstPass, Query, QueryFragment};
-use diesel::sql_types::{Array, BigInt, Bool, Integer, Text, Timestamptz, Uuid as SqlUuid};
+use diesel::sql_types::{
+    Array, BigInt, Bool, Integer, Nullable, Text, Timestamptz, Uuid as SqlUuid,
+};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use router_core::store::{
     AttemptOutcome, NewRequest, ReserveError, SettleError, Settlement, StoreError, Voiding,
@@ -445,11 +447,32 @@ impl QueryFragment<Pg> for SettleBatchStatement<'_> {
 }
 
 /// Releases the whole hold without a charge, once; the request becomes
-/// `failed` with `reason`.
+/// `failed` with `reason`. The voiding's attempt, if any, is recorded by the
+/// same statement (and only when the hold was still held).
 pub async fn void(conn: &mut AsyncPgConnection, voiding: &Voiding) -> Result<(), SettleError> {
+    let attempt = voiding.attempt.as_ref();
+    if attempt.is_some_and(|a| a.request_id != voiding.request_id) {
+        return Err(StoreError::Query(format!(
+            "voiding of {} carries a foreign attempt",
+            voiding.request_id
+        ))
+        .into());
+    }
+    let columns = attempt.map(AttemptColumns::of).transpose()?;
+    let outcome = attempt.map(|a| outcome_columns(&a.outcome));
     let statement = VoidStatement {
         request_id: &voiding.request_id,
         reason: &voiding.reason,
+        attempt_no: columns.as_ref().map(|c| c.attempt_no),
+        route_id: columns.as_ref().map(|c| c.route_id),
+        supplier_id: columns.as_ref().map(|c| c.supplier_id),
+        upstream_protocol: columns.as_ref().map(|c| c.upstream_protocol),
+        started_at: columns.as_ref().map(|c| c.started_at),
+        duration_ms: columns.as_ref().map(|c| c.duration_ms),
+        outcome: outcome.map(|o| o.0),
+        upstream_status: outcome.and_then(|o| o.1),
+        failure_kind: outcome.and_then(|o| o.2),
+        retryable: outcome.and_then(|o| o.3),
     };
     match statement.execute(conn).await.map_err(store_error)? {
         1 => Ok(()),
@@ -457,9 +480,20 @@ pub async fn void(conn: &mut AsyncPgConnection, voiding: &Voiding) -> Result<(),
     }
 }
 
+/// The attempt columns are all null when there is no attempt to record.
 struct VoidStatement<'a> {
     request_id: &'a Uuid,
     reason: &'a str,
+    attempt_no: Option<i32>,
+    route_id: Option<&'a str>,
+    supplier_id: Option<&'a str>,
+    upstream_protocol: Option<&'static str>,
+    started_at: Option<DateTime<Utc>>,
+    duration_ms: Option<i64>,
+    outcome: Option<&'static str>,
+    upstream_status: Option<i32>,
+    failure_kind: Option<&'a str>,
+    retryable: Option<bool>,
 }
 
 impl QueryFragment<Pg> for VoidStatement<'_> {
@@ -467,6 +501,16 @@ impl QueryFragment<Pg> for VoidStatement<'_> {
         let mut p = Params::new(out);
         p.bind::<SqlUuid, _>("request_id", self.request_id)?;
         p.bind::<Text, _>("reason", self.reason)?;
+        p.bind::<Nullable<Integer>, _>("attempt_no", &self.attempt_no)?;
+        p.bind::<Nullable<Text>, _>("route_id", &self.route_id)?;
+        p.bind::<Nullable<Text>, _>("supplier_id", &self.supplier_id)?;
+        p.bind::<Nullable<Text>, _>("upstream_protocol", &self.upstream_protocol)?;
+        p.bind::<Nullable<Timestamptz>, _>("started_at", &self.started_at)?;
+        p.bind::<Nullable<BigInt>, _>("duration_ms", &self.duration_ms)?;
+        p.bind::<Nullable<Text>, _>("outcome", &self.outcome)?;
+        p.bind::<Nullable<Integer>, _>("upstream_status", &self.upstream_status)?;
+        p.bind::<Nullable<Text>, _>("failure_kind", &self.failure_kind)?;
+        p.bind::<Nullable<Bool>, _>("retryable", &self.retryable)?;
         p.finish(
             ", hold AS (
                 UPDATE holds h
@@ -480,6 +524,15 @@ impl QueryFragment<Pg> for VoidStatement<'_> {
                 FROM hold
                 WHERE w.account_id = hold.account_id
                 RETURNING w.account_id
+            ), attempt AS (
+                INSERT INTO attempts (request_id, attempt_no, route_id, supplier_id,
+                                      upstream_protocol, started_at, duration_ms, outcome,
+                                      upstream_status, failure_kind, retryable)
+                SELECT p.request_id, p.attempt_no, p.route_id, p.supplier_id,
+                       p.upstream_protocol, p.started_at, p.duration_ms, p.outcome,
+                       p.upstream_status, p.failure_kind, p.retryable
+                FROM p, hold
+                WHERE p.attempt_no IS NOT NULL
             )
             UPDATE requests r
             SET status = 'failed', error_reason = p.reason, finished_at = now()

@@ -19,7 +19,23 @@ pub async fn record_attempt(
     conn: &mut AsyncPgConnection,
     attempt: &AttemptRecord,
 ) -> Result<(), StoreError> {
-    let (outcome, upstream_status, failure_kind, retryable) = match &attempt.outcome {
+    let (outcome, upstream_status, failure_kind, retryable) = outcome_columns(&attempt.outcome);
+    let statement = RecordAttemptStatement {
+        columns: AttemptColumns::of(attempt)?,
+        outcome,
+        upstream_status,
+        failure_kind,
+        retryable,
+    };
+    statement.execute(conn).await.map_err(store_error)?;
+    Ok(())
+}
+
+/// `outcome`, `upstream_status`, `failure_kind` and `retryable`.
+pub(crate) fn outcome_columns(
+    outcome: &AttemptOutcome,
+) -> (&'static str, Option<i32>, Option<&str>, Option<bool>) {
+    match outcome {
         AttemptOutcome::Succeeded => ("succeeded", None, None, None),
         AttemptOutcome::Failed {
             upstream_status,
@@ -31,16 +47,7 @@ pub async fn record_attempt(
             Some(kind.as_str()),
             Some(*retryable),
         ),
-    };
-    let statement = RecordAttemptStatement {
-        columns: AttemptColumns::of(attempt)?,
-        outcome,
-        upstream_status,
-        failure_kind,
-        retryable,
-    };
-    statement.execute(conn).await.map_err(store_error)?;
-    Ok(())
+    }
 }
 
 /// The columns every attempt row has, whatever its outcome, checked for range.

@@ -127,6 +127,9 @@ async fn a_stream_cut_midway_ends_in_an_error_and_is_not_charged() {
     );
     let record = r.request_record(&id).await;
     assert_eq!(record["status"], "failed");
+    // The stream's attempt is recorded with the release, as failed.
+    assert_eq!(record["attempts"].as_array().unwrap().len(), 1);
+    assert_eq!(record["attempts"][0]["outcome"], "failed");
     assert_eq!(
         r.account(&c.account_id).await["balance_nano_usd"],
         1_000_000_000_000i64
@@ -151,4 +154,9 @@ async fn client_leaving_a_stream_releases_the_hold() {
     let record = r.request_record(&id).await;
     assert_eq!(record["status"], "failed");
     assert_eq!(r.account(&c.account_id).await["held_nano_usd"], 0);
+    // The abandoned attempt is recorded with the release, not lost.
+    let attempts = record["attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 1, "{record}");
+    assert_eq!(attempts[0]["outcome"], "failed");
+    assert_eq!(attempts[0]["failure_kind"], "client_cancelled");
 }

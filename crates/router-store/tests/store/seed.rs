@@ -84,6 +84,7 @@ pub fn voiding(request_id: Uuid, reason: &str) -> Voiding {
     Voiding {
         request_id,
         reason: reason.to_owned(),
+        attempt: None,
     }
 }
 
