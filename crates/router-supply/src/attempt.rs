@@ -7,13 +7,46 @@ use futures::{Stream, StreamExt};
 use router_canonical::sse::{Decoder as SseDecoder, Frame};
 use router_canonical::{Request, StreamEvent};
 use router_core::{AttemptError, Route, SupplierReply};
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::pin::Pin;
+use std::sync::RwLock;
 use std::time::SystemTime;
 use tokio::time::Instant;
 
+/// Parsed endpoint URLs per route: parsing (IDNA and all) once per route,
+/// not once per attempt.
+#[derive(Default)]
+pub(crate) struct UrlCache(RwLock<HashMap<String, (String, reqwest::Url)>>);
+
+impl UrlCache {
+    pub(crate) fn get(
+        &self,
+        route: &Route,
+        dialect: Dialect,
+    ) -> Result<reqwest::Url, AttemptError> {
+        let base = &route.supplier.base_url;
+        if let Some((cached_base, url)) = self
+            .0
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&route.id)
+            && cached_base == base
+        {
+            return Ok(url.clone());
+        }
+        let url = reqwest::Url::parse(&format!("{base}{}", dialect.path()))
+            .map_err(|e| AttemptError::transport(format!("supplier URL: {e}")))?;
+        self.0
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(route.id.clone(), (base.clone(), url.clone()));
+        Ok(url)
+    }
+}
+
 pub(crate) async fn attempt(
     client: &reqwest::Client,
+    url: reqwest::Url,
     dialect: Dialect,
     route: &Route,
     request: &Request,
@@ -22,7 +55,6 @@ pub(crate) async fn attempt(
     let body = dialect
         .encode(request, route)
         .map_err(AttemptError::conversion)?;
-    let url = format!("{}{}", route.supplier.base_url, dialect.path());
     let remaining = deadline.saturating_duration_since(Instant::now());
     let builder = client
         .post(url)

@@ -12,6 +12,7 @@ mod retry_after;
 
 use router_canonical::{ApiError, Request};
 use router_core::{AttemptError, Route, SupplierReply, Suppliers};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -30,6 +31,7 @@ pub enum SupplyError {
 #[derive(Clone)]
 pub struct HttpSuppliers {
     client: reqwest::Client,
+    urls: Arc<attempt::UrlCache>,
 }
 
 impl HttpSuppliers {
@@ -40,7 +42,10 @@ impl HttpSuppliers {
             .pool_max_idle_per_host(1024)
             .connect_timeout(Duration::from_secs(10))
             .build()?;
-        Ok(HttpSuppliers { client })
+        Ok(HttpSuppliers {
+            client,
+            urls: Arc::default(),
+        })
     }
 }
 
@@ -53,7 +58,8 @@ impl Suppliers for HttpSuppliers {
     ) -> Result<SupplierReply, AttemptError> {
         match dialect::Dialect::of(route.protocol) {
             Some(dialect) => {
-                attempt::attempt(&self.client, dialect, route, request, deadline).await
+                let url = self.urls.get(route, dialect)?;
+                attempt::attempt(&self.client, url, dialect, route, request, deadline).await
             }
             None => Err(AttemptError::conversion(ApiError::unsupported_conversion(
                 format!("routes cannot speak `{}`", route.protocol),
