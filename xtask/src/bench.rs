@@ -32,7 +32,7 @@ use crate::{cargo, db, run_checked, target_dir, workspace_root};
 
 use load::{Figures, Shape};
 use peers::Peer;
-use proc_stats::{Cores, Sampler};
+use proc_stats::{Cores, GroupCpu, Sampler};
 use report::{OpenStreams, Outcome, ProtocolResult, Report, RoundTrips, ScaleOutCase, Subject};
 
 /// The core the router (and each peer, in turn) runs on.
@@ -202,6 +202,14 @@ impl Protocol {
         body.to_string()
     }
 
+    /// Headers the protocol requires besides the key.
+    fn extra_headers(self) -> Vec<(String, String)> {
+        match self {
+            Protocol::Messages => vec![("anthropic-version".to_owned(), "2023-06-01".to_owned())],
+            _ => Vec::new(),
+        }
+    }
+
     /// What the last event of a complete stream carries.
     fn end_marker(self) -> &'static str {
         match self {
@@ -305,9 +313,27 @@ struct Bench {
     work: PathBuf,
     oha: PathBuf,
     stop: Arc<AtomicBool>,
+    /// PostgreSQL's postmaster, when its pid could be read.
+    postmaster: Option<u32>,
 }
 
 impl Bench {
+    /// PostgreSQL's postmaster and its processes, when we know them.
+    fn postgres_pids(&self) -> Vec<u32> {
+        let Some(postmaster) = self.postmaster else {
+            return Vec::new();
+        };
+        let mut pids = children_of(postmaster);
+        pids.push(postmaster);
+        pids
+    }
+
+    /// Starts counting the CPU of PostgreSQL's processes, when we know them.
+    fn postgres_cpu(&self) -> Option<GroupCpu> {
+        self.postmaster
+            .map(|_| GroupCpu::start(&self.postgres_pids()))
+    }
+
     fn check_stop(&self) -> Result<()> {
         if self.stop.load(Ordering::SeqCst) {
             bail!("interrupted");
@@ -359,8 +385,10 @@ impl Bench {
         self.check_stop()?;
         let sampler = pid.map(Sampler::start);
         let cores = Cores::start();
+        let postgres = self.postgres_cpu();
         let saturation = self.load(label, call, Shape::Saturation, self.options.duration);
         let cores_busy = cores.finish();
+        let postgres_cpu_percent = postgres.map(|cpu| cpu.finish(&self.postgres_pids()));
         let saturation_usage = sampler.map(|sampler| {
             sampler
                 .and_then(Sampler::finish)
@@ -385,6 +413,7 @@ impl Bench {
             saturation,
             saturation_usage,
             cores_busy,
+            postgres_cpu_percent,
             streaming,
         })
     }
@@ -399,13 +428,15 @@ struct Router {
 
 impl Router {
     fn call(&self, protocol: Protocol, model: &str, stream: bool) -> Call {
+        let mut headers = vec![(
+            "authorization".to_owned(),
+            format!("Bearer {}", self.api_key),
+        )];
+        headers.extend(protocol.extra_headers());
         Call {
             addr: self.addr.clone(),
             path: protocol.inbound_path().to_owned(),
-            headers: vec![(
-                "authorization".to_owned(),
-                format!("Bearer {}", self.api_key),
-            )],
+            headers,
             body: protocol.router_body(model, stream),
         }
     }
@@ -489,7 +520,7 @@ pub fn run(args: &[String]) -> Result<bool> {
             upstreams.fixed.clone()
         },
         path: protocol.upstream_path().to_owned(),
-        headers: Vec::new(),
+        headers: protocol.extra_headers(),
         body: protocol.upstream_body(stream),
     };
     smoke_test(&options.protocols, &router, &direct_call)?;
@@ -499,6 +530,7 @@ pub fn run(args: &[String]) -> Result<bool> {
         work: work.clone(),
         oha,
         stop: Arc::clone(&stop),
+        postmaster: pg_pin.pids.first().copied(),
     };
     let mut report = Report {
         started: utc_now(),
@@ -614,8 +646,8 @@ pub fn run(args: &[String]) -> Result<bool> {
     Ok(true)
 }
 
-/// One request per protocol, direct and through the router, plain and streaming: a bench
-/// of error replies would measure nothing.
+/// One request per protocol, direct and through the router, plain and streaming, each
+/// answered 200 with usage or a complete stream: a bench of error replies measures nothing.
 fn smoke_test(
     protocols: &[Protocol],
     router: &Router,
@@ -623,36 +655,21 @@ fn smoke_test(
 ) -> Result<()> {
     for protocol in protocols {
         let calls = [
-            (direct_call(*protocol, false), None),
-            (router.call(*protocol, protocol.model(false), false), None),
+            (direct_call(*protocol, false), "usage"),
             (
-                direct_call(*protocol, true),
-                Some(protocol.upstream_end_marker()),
+                router.call(*protocol, protocol.model(false), false),
+                "usage",
             ),
+            (direct_call(*protocol, true), protocol.upstream_end_marker()),
             (
                 router.call(*protocol, protocol.model(true), true),
-                Some(protocol.end_marker()),
+                protocol.end_marker(),
             ),
         ];
-        for (call, stream_marker) in calls {
-            let what = format!("POST {}{} ({})", call.addr, call.path, protocol.name());
-            match stream_marker {
-                None => {
-                    let bearer = call
-                        .headers
-                        .first()
-                        .and_then(|(_, value)| value.strip_prefix("Bearer "));
-                    let response = http(&call.addr, "POST", &call.path, bearer, Some(&call.body))
-                        .with_context(|| what.clone())?;
-                    if response.status != 200 {
-                        return Err(response.error()).context(what);
-                    }
-                }
-                Some(marker) => {
-                    stream_client::sample(&call, marker, 1, 1)
-                        .with_context(|| format!("{what}, streaming"))?;
-                }
-            }
+        for (call, marker) in calls {
+            stream_client::sample(&call, marker, 1, 1).with_context(|| {
+                format!("POST {}{} ({})", call.addr, call.path, protocol.name())
+            })?;
         }
     }
     Ok(())
@@ -752,6 +769,7 @@ fn measure_peer(bench: &Bench, peer: Peer, upstreams: &upstream::Upstreams) -> S
             saturation: Err(reason.clone()),
             saturation_usage: None,
             cores_busy: Vec::new(),
+            postgres_cpu_percent: None,
             streaming: Err(reason.clone()),
         }
     };
@@ -778,7 +796,12 @@ fn measure_peer(bench: &Bench, peer: Peer, upstreams: &upstream::Upstreams) -> S
     // A streaming probe first, so a peer that cannot stream says why in its row.
     let stream = match stream_client::sample(&stream_call, Protocol::Chat.end_marker(), 1, 1) {
         Ok(_) => Ok((stream_call, Protocol::Chat.end_marker())),
-        Err(error) => Err(format!("streaming failed: {error:#}")),
+        Err(error) => Err(format!(
+            "streaming failed: {error:#}{}",
+            peers::last_error_line(peer, &bench.work.join("logs"))
+                .map(|line| format!("; its log: {line}"))
+                .unwrap_or_default()
+        )),
     };
     let call = running.call(false, &body(false));
     match bench.measure(&format!("{label}, chat"), &call, stream, running.pid) {
@@ -869,7 +892,8 @@ fn psql(database_url: &str, sql: &str) -> Result<String> {
 }
 
 /// Several routers behind one PostgreSQL: the first router alone, then with a second
-/// router process (on the load core: this machine has two), on one account and on two.
+/// router process beside it on the router's core (the other core holds PostgreSQL and the
+/// load), both on one account and on an account each.
 fn scale_out(
     bench: &Bench,
     launch: &RouterLaunch,
@@ -878,7 +902,7 @@ fn scale_out(
     admin_token: &str,
     database_url: &str,
 ) -> Result<Vec<ScaleOutCase>> {
-    let second_addr = launch.start(children, &bench.stop, "router-b", LOAD_CORE)?;
+    let second_addr = launch.start(children, &bench.stop, "router-b", ROUTER_CORE)?;
     let second_pid = children.pid("router-b");
     let other_key = provision(
         &second_addr,
@@ -897,15 +921,9 @@ fn scale_out(
         api_key: other_key,
     };
     let cases: [(&str, Vec<&Router>); 3] = [
-        ("one router (core 0)", vec![router]),
-        (
-            "two routers (cores 0 and 1), one account",
-            vec![router, &second_same],
-        ),
-        (
-            "two routers (cores 0 and 1), an account each",
-            vec![router, &second_other],
-        ),
+        ("one router", vec![router]),
+        ("two routers, one account", vec![router, &second_same]),
+        ("two routers, an account each", vec![router, &second_other]),
     ];
     let mut results = Vec::new();
     for (label, routers) in cases {
@@ -927,6 +945,7 @@ fn scale_out_case(
         .map(|r| r.pid.and_then(|pid| Sampler::start(pid).ok()))
         .collect();
     let cores = Cores::start();
+    let postgres = bench.postgres_cpu();
     let (figures, connections) = thread::scope(|scope| {
         let runs: Vec<_> = routers
             .iter()
@@ -953,6 +972,7 @@ fn scale_out_case(
         (figures, connections)
     });
     let cores_busy = cores.finish();
+    let postgres_cpu_percent = postgres.map_or(f64::NAN, |cpu| cpu.finish(&bench.postgres_pids()));
     let mut ok_rps = 0.0;
     let mut failed = 0;
     for figures in &figures {
@@ -977,6 +997,7 @@ fn scale_out_case(
             .parse::<u64>()
             .context("pg_stat_activity count")?
             .saturating_sub(1),
+        postgres_cpu_percent,
         cores_busy,
     };
     eprintln!(

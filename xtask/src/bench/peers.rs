@@ -13,7 +13,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 
 use crate::run_checked;
-use crate::services::{Children, answers, free_loopback_port, http};
+use crate::services::{Children, answers, free_loopback_port, http, random_hex};
 
 use super::upstream::{Upstreams, pinned};
 use super::{Call, ROUTER_CORE};
@@ -56,6 +56,8 @@ impl Peer {
 /// A peer that answers, and how to call it.
 pub(crate) struct RunningPeer {
     pub(crate) peer: Peer,
+    /// What callers present: LiteLLM's master key (it refuses to start without one).
+    key: String,
     pub(crate) addr: String,
     pub(crate) pid: Option<u32>,
     fixed_base: String,
@@ -70,7 +72,7 @@ impl RunningPeer {
             Peer::LiteLlm => Call {
                 addr: self.addr.clone(),
                 path: "/v1/chat/completions".to_owned(),
-                headers: vec![("authorization".to_owned(), "Bearer bench".to_owned())],
+                headers: vec![("authorization".to_owned(), format!("Bearer {}", self.key))],
                 body: body.to_owned(),
             },
             // Portkey takes the upstream from headers on each request.
@@ -84,7 +86,7 @@ impl RunningPeer {
                     addr: self.addr.clone(),
                     path: "/v1/chat/completions".to_owned(),
                     headers: vec![
-                        ("authorization".to_owned(), "Bearer bench".to_owned()),
+                        ("authorization".to_owned(), format!("Bearer {}", self.key)),
                         ("x-portkey-provider".to_owned(), "openai".to_owned()),
                         ("x-portkey-custom-host".to_owned(), base.clone()),
                     ],
@@ -151,6 +153,7 @@ pub(crate) fn start(
     let fixed_base = format!("http://{}/v1", upstreams.fixed);
     let paced_base = format!("http://{}/v1", upstreams.paced);
     let name = peer.name();
+    let key = format!("sk-bench-{}", random_hex(24)?);
     let mut command = match peer {
         Peer::LiteLlm => {
             let config = dir.join("bench-config.yaml");
@@ -161,6 +164,7 @@ pub(crate) fn start(
                 .arg(&config)
                 .args(["--host", "127.0.0.1", "--port", &port, "--num_workers", "1"])
                 // No fetch of the model price list from the network; no telemetry.
+                .env("LITELLM_MASTER_KEY", &key)
                 .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
                 .env("LITELLM_LOG", "ERROR")
                 // A DATABASE_URL would make the proxy want its own Prisma schema there.
@@ -192,11 +196,21 @@ pub(crate) fn start(
         .with_context(|| format!("see {}", logs.join(format!("{name}.log")).display()))?;
     Ok(RunningPeer {
         peer,
+        key,
         pid: children.pid(name),
         addr,
         fixed_base,
         paced_base,
     })
+}
+
+/// The last line of the peer's log that names an error, to say why a request failed.
+pub(crate) fn last_error_line(peer: Peer, logs: &Path) -> Option<String> {
+    let log = fs::read_to_string(logs.join(format!("{}.log", peer.name()))).ok()?;
+    log.lines()
+        .rev()
+        .find(|line| line.contains("Error"))
+        .map(|line| line.trim().chars().take(160).collect())
 }
 
 fn litellm_config(fixed_base: &str, paced_base: &str) -> String {

@@ -117,6 +117,43 @@ impl Sampler {
     }
 }
 
+/// The CPU of a group of processes (PostgreSQL's backends, say), summed, between
+/// [`GroupCpu::start`] and [`GroupCpu::finish`], in percent of one core. A process that
+/// joins the group in between counts from its start; one that exits counts for nothing.
+pub(crate) struct GroupCpu {
+    start: Vec<(u32, u64)>,
+    started: Instant,
+}
+
+impl GroupCpu {
+    pub(crate) fn start(pids: &[u32]) -> GroupCpu {
+        GroupCpu {
+            start: pids
+                .iter()
+                .filter_map(|pid| Some((*pid, cpu_ticks(*pid).ok()?)))
+                .collect(),
+            started: Instant::now(),
+        }
+    }
+
+    pub(crate) fn finish(self, pids: &[u32]) -> f64 {
+        let elapsed = self.started.elapsed().as_secs_f64();
+        let ticks: u64 = pids
+            .iter()
+            .filter_map(|pid| {
+                let now = cpu_ticks(*pid).ok()?;
+                let start = self
+                    .start
+                    .iter()
+                    .find(|(started, _)| started == pid)
+                    .map_or(0, |(_, ticks)| *ticks);
+                Some(now.saturating_sub(start))
+            })
+            .sum();
+        100.0 * ticks as f64 / ticks_per_second() / elapsed.max(f64::EPSILON)
+    }
+}
+
 /// CPU and RSS of an idle process over `window`.
 pub(crate) fn idle(pid: u32, window: Duration) -> Result<Usage> {
     let sampler = Sampler::start(pid)?;

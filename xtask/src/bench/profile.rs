@@ -97,10 +97,12 @@ fn parse_report(text: &str) -> Vec<(f64, String)> {
             let line = line.trim();
             let (percent, rest) = line.split_once('%')?;
             let percent: f64 = percent.trim().parse().ok()?;
+            // perf pads the name and may add `-` columns after it.
             let name = rest
                 .trim()
                 .trim_start_matches("[.]")
                 .trim_start_matches("[k]")
+                .trim_end_matches(|c: char| c == '-' || c.is_whitespace())
                 .trim();
             (!name.is_empty()).then(|| (percent, name.to_owned()))
         })
@@ -113,7 +115,7 @@ mod tests {
 
     #[test]
     fn perf_report_lines_become_percent_and_name() {
-        let text = "# Overhead  Symbol\n#\n    12.50%  [k] tcp_sendmsg\n     3.25%  [.] router_core::gateway::Gateway::handle\n\n";
+        let text = "# Overhead  Symbol\n#\n    12.50%  [k] tcp_sendmsg     -      -   \n     3.25%  [.] router_core::gateway::Gateway::handle\n\n";
         assert_eq!(
             parse_report(text),
             vec![

@@ -25,6 +25,8 @@ pub(crate) struct Subject {
     pub(crate) saturation_usage: Option<Outcome<Usage>>,
     /// Busy percent of each core during saturation.
     pub(crate) cores_busy: Vec<f64>,
+    /// PostgreSQL's processes during saturation, summed, in percent of one core.
+    pub(crate) postgres_cpu_percent: Option<f64>,
     pub(crate) streaming: Outcome<StreamFigures>,
 }
 
@@ -49,6 +51,7 @@ impl Subject {
             "saturation": outcome_json(&self.saturation, Figures::to_json),
             "saturation_process": self.saturation_usage.as_ref().map(|usage| outcome_json(usage, |u| u.to_json())),
             "saturation_cores_busy_percent": self.cores_busy.iter().map(|b| round3(*b)).collect::<Vec<_>>(),
+            "saturation_postgres_cpu_percent": self.postgres_cpu_percent.map(round3),
             "streaming": outcome_json(&self.streaming, StreamFigures::to_json),
         })
     }
@@ -94,6 +97,7 @@ pub(crate) struct ScaleOutCase {
     pub(crate) failed: u64,
     pub(crate) router_cpu_percent: Vec<f64>,
     pub(crate) pg_connections: u64,
+    pub(crate) postgres_cpu_percent: f64,
     pub(crate) cores_busy: Vec<f64>,
 }
 
@@ -252,6 +256,7 @@ impl Report {
                 "failed": c.failed,
                 "router_cpu_percent": c.router_cpu_percent.iter().map(|v| round3(*v)).collect::<Vec<_>>(),
                 "pg_client_connections": c.pg_connections,
+                "postgres_cpu_percent": round3(c.postgres_cpu_percent),
                 "cores_busy_percent": c.cores_busy.iter().map(|v| round3(*v)).collect::<Vec<_>>(),
             })).collect::<Vec<_>>().into())),
             "targets": self.targets().iter().map(|t| json!({
@@ -319,7 +324,7 @@ impl Report {
         );
         let _ = writeln!(
             w,
-            "| inbound | upstream direct | router | router / upstream | router CPU % of its core | router RSS MiB | cores busy (0 / 1) |\n| --- | --- | --- | --- | --- | --- | --- |"
+            "| inbound | upstream direct | router | router / upstream | router CPU % of its core | router RSS MiB | PostgreSQL CPU % | cores busy (0 / 1) |\n| --- | --- | --- | --- | --- | --- | --- | --- |"
         );
         for p in &self.protocols {
             let (direct, router, ratio) = match (&p.direct.saturation, &p.router.saturation) {
@@ -337,8 +342,11 @@ impl Report {
             let (cpu, rss) = usage_cell(p.router.saturation_usage.as_ref());
             let _ = writeln!(
                 w,
-                "| {} | {direct} | {router} | {ratio} | {cpu} | {rss} | {} |",
+                "| {} | {direct} | {router} | {ratio} | {cpu} | {rss} | {} | {} |",
                 p.protocol.title(),
+                p.router
+                    .postgres_cpu_percent
+                    .map_or_else(|| "n/a".to_owned(), |v| format!("{v:.0}")),
                 cores(&p.router.cores_busy)
             );
         }
@@ -437,7 +445,7 @@ impl Report {
                 Ok(cases) => {
                     let _ = writeln!(
                         w,
-                        "| case | 2xx/s (sum) | failed | router CPU % each | PostgreSQL client connections | cores busy (0 / 1) |\n| --- | --- | --- | --- | --- | --- |"
+                        "| case | 2xx/s (sum) | failed | router CPU % each | PostgreSQL client connections | PostgreSQL CPU % | cores busy (0 / 1) |\n| --- | --- | --- | --- | --- | --- | --- |"
                     );
                     for c in cases {
                         let cpu = c
@@ -448,11 +456,12 @@ impl Report {
                             .join(" + ");
                         let _ = writeln!(
                             w,
-                            "| {} | {} | {} | {cpu} | {} | {} |",
+                            "| {} | {} | {} | {cpu} | {} | {:.0} | {} |",
                             c.label,
                             rps(c.ok_rps),
                             c.failed,
                             c.pg_connections,
+                            c.postgres_cpu_percent,
                             cores(&c.cores_busy)
                         );
                     }
@@ -795,6 +804,7 @@ mod tests {
             saturation: Ok(figures(p50, ok_rps)),
             saturation_usage: None,
             cores_busy: vec![],
+            postgres_cpu_percent: None,
             streaming: Err("not measured".to_owned()),
         }
     }
