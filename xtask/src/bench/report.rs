@@ -197,6 +197,25 @@ fn usage_cell(usage: Option<&Outcome<Usage>>) -> (String, String) {
     }
 }
 
+/// CPU time per 2xx response at saturation, in microseconds: the router's and PostgreSQL's.
+fn cpu_per_request(subject: &Subject) -> String {
+    let Ok(figures) = &subject.saturation else {
+        return "n/a".to_owned();
+    };
+    let per_request = |percent: f64| {
+        let micros = percent / 100.0 / figures.ok_rps.max(f64::EPSILON) * 1e6;
+        format!("{micros:.0}")
+    };
+    let router = match &subject.saturation_usage {
+        Some(Ok(usage)) => per_request(usage.cpu_percent),
+        _ => "n/a".to_owned(),
+    };
+    let postgres = subject
+        .postgres_cpu_percent
+        .map_or_else(|| "n/a".to_owned(), per_request);
+    format!("{router} / {postgres}")
+}
+
 fn cores(busy: &[f64]) -> String {
     if busy.is_empty() {
         return "n/a".to_owned();
@@ -324,7 +343,7 @@ impl Report {
         );
         let _ = writeln!(
             w,
-            "| inbound | upstream direct | router | router / upstream | router CPU % of its core | router RSS MiB | PostgreSQL CPU % | cores busy (0 / 1) |\n| --- | --- | --- | --- | --- | --- | --- | --- |"
+            "| inbound | upstream direct | router | router / upstream | router CPU % of its core | router RSS MiB | PostgreSQL CPU % | CPU µs per request: router / PostgreSQL | cores busy (0 / 1) |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
         );
         for p in &self.protocols {
             let (direct, router, ratio) = match (&p.direct.saturation, &p.router.saturation) {
@@ -342,11 +361,12 @@ impl Report {
             let (cpu, rss) = usage_cell(p.router.saturation_usage.as_ref());
             let _ = writeln!(
                 w,
-                "| {} | {direct} | {router} | {ratio} | {cpu} | {rss} | {} | {} |",
+                "| {} | {direct} | {router} | {ratio} | {cpu} | {rss} | {} | {} | {} |",
                 p.protocol.title(),
                 p.router
                     .postgres_cpu_percent
                     .map_or_else(|| "n/a".to_owned(), |v| format!("{v:.0}")),
+                cpu_per_request(&p.router),
                 cores(&p.router.cores_busy)
             );
         }
