@@ -32,8 +32,11 @@ use crate::{cargo, db, run_checked, target_dir, workspace_root};
 
 use load::{Figures, Shape};
 use peers::Peer;
+use proc_stats::Usage;
 use proc_stats::{Cores, GroupCpu, Sampler};
-use report::{OpenStreams, Outcome, ProtocolResult, Report, RoundTrips, ScaleOutCase, Subject};
+use report::{
+    CpuPerRequest, OpenStreams, Outcome, ProtocolResult, Report, RoundTrips, ScaleOutCase, Subject,
+};
 
 /// The core the router (and each peer, in turn) runs on.
 pub(crate) const ROUTER_CORE: u32 = 0;
@@ -373,7 +376,14 @@ impl Bench {
         let warm = Duration::from_secs(if self.options.quick { 1 } else { 3 });
         let _ = load::run(&self.oha, &self.work, call, Shape::Rate(500), warm);
         self.check_stop()?;
+        let sampler = pid.map(Sampler::start);
+        let postgres = self.postgres_cpu();
         let sequential = self.load(label, call, Shape::Sequential, self.options.duration);
+        let sequential_cpu = CpuPerRequest::of(
+            &sequential,
+            sampler.map(|s| s.and_then(Sampler::finish)),
+            postgres.map(|cpu| cpu.finish(&self.postgres_pids())),
+        );
         let mut rates = Vec::new();
         for rate in FIXED_RATES {
             self.check_stop()?;
@@ -389,11 +399,18 @@ impl Bench {
         let saturation = self.load(label, call, Shape::Saturation, self.options.duration);
         let cores_busy = cores.finish();
         let postgres_cpu_percent = postgres.map(|cpu| cpu.finish(&self.postgres_pids()));
-        let saturation_usage = sampler.map(|sampler| {
+        let saturation_usage: Option<Outcome<Usage>> = sampler.map(|sampler| {
             sampler
                 .and_then(Sampler::finish)
                 .map_err(|e| format!("{e:#}"))
         });
+        let saturation_cpu = CpuPerRequest::of(
+            &saturation,
+            saturation_usage
+                .clone()
+                .map(|u| u.map_err(|e| anyhow::anyhow!(e))),
+            postgres_cpu_percent,
+        );
         self.check_stop()?;
         let (count, concurrency) = self.options.streams();
         let streaming = stream.and_then(|(call, marker)| {
@@ -414,6 +431,8 @@ impl Bench {
             saturation_usage,
             cores_busy,
             postgres_cpu_percent,
+            sequential_cpu,
+            saturation_cpu,
             streaming,
         })
     }
@@ -770,6 +789,8 @@ fn measure_peer(bench: &Bench, peer: Peer, upstreams: &upstream::Upstreams) -> S
             saturation_usage: None,
             cores_busy: Vec::new(),
             postgres_cpu_percent: None,
+            sequential_cpu: CpuPerRequest::default(),
+            saturation_cpu: CpuPerRequest::default(),
             streaming: Err(reason.clone()),
         }
     };

@@ -204,12 +204,19 @@ pub(crate) fn start(
     })
 }
 
-/// The last line of the peer's log that names an error, to say why a request failed.
+/// The last line of the peer's log that names an error, to say why a request failed. The
+/// peer may log after it answered, so this waits a moment first.
 pub(crate) fn last_error_line(peer: Peer, logs: &Path) -> Option<String> {
+    std::thread::sleep(Duration::from_secs(1));
     let log = fs::read_to_string(logs.join(format!("{}.log", peer.name()))).ok()?;
+    error_line(&log)
+}
+
+fn error_line(log: &str) -> Option<String> {
     log.lines()
         .rev()
-        .find(|line| line.contains("Error"))
+        .filter(|line| !line.contains("Starting AI Gateway"))
+        .find(|line| line.contains("Error:") || line.contains("Error "))
         .map(|line| line.trim().chars().take(160).collect())
 }
 
@@ -236,6 +243,15 @@ mod tests {
         assert_eq!(Peer::parse("litellm").unwrap(), Peer::LiteLlm);
         assert_eq!(Peer::parse("portkey").unwrap(), Peer::Portkey);
         assert!(Peer::parse("kong").is_err());
+    }
+
+    #[test]
+    fn the_error_line_skips_the_banner_and_the_stack() {
+        let log = "⠋ Starting AI Gateway... Error handling on\ntryTargetsRecursively error:  immutable undefined TypeError: immutable\n    at appendHeader (node:internal/deps/undici/undici:8874:15)\n";
+        assert_eq!(
+            super::error_line(log).as_deref(),
+            Some("tryTargetsRecursively error:  immutable undefined TypeError: immutable")
+        );
     }
 
     #[test]

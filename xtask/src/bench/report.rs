@@ -27,6 +27,9 @@ pub(crate) struct Subject {
     pub(crate) cores_busy: Vec<f64>,
     /// PostgreSQL's processes during saturation, summed, in percent of one core.
     pub(crate) postgres_cpu_percent: Option<f64>,
+    /// CPU time per 2xx response, one at a time and at saturation.
+    pub(crate) sequential_cpu: CpuPerRequest,
+    pub(crate) saturation_cpu: CpuPerRequest,
     pub(crate) streaming: Outcome<StreamFigures>,
 }
 
@@ -52,8 +55,49 @@ impl Subject {
             "saturation_process": self.saturation_usage.as_ref().map(|usage| outcome_json(usage, |u| u.to_json())),
             "saturation_cores_busy_percent": self.cores_busy.iter().map(|b| round3(*b)).collect::<Vec<_>>(),
             "saturation_postgres_cpu_percent": self.postgres_cpu_percent.map(round3),
+            "cpu_us_per_request_one_at_a_time": self.sequential_cpu.to_json(),
+            "cpu_us_per_request_saturation": self.saturation_cpu.to_json(),
             "streaming": outcome_json(&self.streaming, StreamFigures::to_json),
         })
+    }
+}
+
+/// CPU time per 2xx response over a load step, in microseconds: the target process's and
+/// PostgreSQL's (all its processes).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct CpuPerRequest {
+    pub(crate) target_us: Option<f64>,
+    pub(crate) postgres_us: Option<f64>,
+}
+
+impl CpuPerRequest {
+    pub(crate) fn of(
+        figures: &Outcome<Figures>,
+        usage: Option<anyhow::Result<Usage>>,
+        postgres_cpu_percent: Option<f64>,
+    ) -> CpuPerRequest {
+        let Ok(figures) = figures else {
+            return CpuPerRequest::default();
+        };
+        let per_request = |percent: f64| percent / 100.0 / figures.ok_rps.max(f64::EPSILON) * 1e6;
+        CpuPerRequest {
+            target_us: usage
+                .and_then(Result::ok)
+                .map(|u| per_request(u.cpu_percent)),
+            postgres_us: postgres_cpu_percent.map(per_request),
+        }
+    }
+
+    fn to_json(self) -> Value {
+        json!({
+            "target_us": self.target_us.map(round3),
+            "postgres_us": self.postgres_us.map(round3),
+        })
+    }
+
+    fn cell(self) -> String {
+        let show = |v: Option<f64>| v.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.0}"));
+        format!("{} / {}", show(self.target_us), show(self.postgres_us))
     }
 }
 
@@ -129,7 +173,7 @@ fn outcome_json<T>(outcome: &Outcome<T>, render: impl Fn(&T) -> Value) -> Value 
 }
 
 fn na(reason: &str) -> String {
-    let short: String = reason.chars().take(120).collect();
+    let short: String = reason.chars().take(200).collect();
     format!("n/a ({})", short.replace('|', "/").replace('\n', " "))
 }
 
@@ -195,25 +239,6 @@ fn usage_cell(usage: Option<&Outcome<Usage>>) -> (String, String) {
         Some(Err(reason)) => (na(reason), "n/a".to_owned()),
         None => ("n/a".to_owned(), "n/a".to_owned()),
     }
-}
-
-/// CPU time per 2xx response at saturation, in microseconds: the router's and PostgreSQL's.
-fn cpu_per_request(subject: &Subject) -> String {
-    let Ok(figures) = &subject.saturation else {
-        return "n/a".to_owned();
-    };
-    let per_request = |percent: f64| {
-        let micros = percent / 100.0 / figures.ok_rps.max(f64::EPSILON) * 1e6;
-        format!("{micros:.0}")
-    };
-    let router = match &subject.saturation_usage {
-        Some(Ok(usage)) => per_request(usage.cpu_percent),
-        _ => "n/a".to_owned(),
-    };
-    let postgres = subject
-        .postgres_cpu_percent
-        .map_or_else(|| "n/a".to_owned(), per_request);
-    format!("{router} / {postgres}")
 }
 
 fn cores(busy: &[f64]) -> String {
@@ -343,7 +368,7 @@ impl Report {
         );
         let _ = writeln!(
             w,
-            "| inbound | upstream direct | router | router / upstream | router CPU % of its core | router RSS MiB | PostgreSQL CPU % | CPU µs per request: router / PostgreSQL | cores busy (0 / 1) |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+            "| inbound | upstream direct | router | router / upstream | router CPU % of its core | router RSS MiB | PostgreSQL CPU % | CPU µs per request, router / PostgreSQL: saturation | same, one at a time | cores busy (0 / 1) |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
         );
         for p in &self.protocols {
             let (direct, router, ratio) = match (&p.direct.saturation, &p.router.saturation) {
@@ -361,12 +386,13 @@ impl Report {
             let (cpu, rss) = usage_cell(p.router.saturation_usage.as_ref());
             let _ = writeln!(
                 w,
-                "| {} | {direct} | {router} | {ratio} | {cpu} | {rss} | {} | {} | {} |",
+                "| {} | {direct} | {router} | {ratio} | {cpu} | {rss} | {} | {} | {} | {} |",
                 p.protocol.title(),
                 p.router
                     .postgres_cpu_percent
                     .map_or_else(|| "n/a".to_owned(), |v| format!("{v:.0}")),
-                cpu_per_request(&p.router),
+                p.router.saturation_cpu.cell(),
+                p.router.sequential_cpu.cell(),
                 cores(&p.router.cores_busy)
             );
         }
@@ -825,6 +851,8 @@ mod tests {
             saturation_usage: None,
             cores_busy: vec![],
             postgres_cpu_percent: None,
+            sequential_cpu: super::CpuPerRequest::default(),
+            saturation_cpu: super::CpuPerRequest::default(),
             streaming: Err("not measured".to_owned()),
         }
     }

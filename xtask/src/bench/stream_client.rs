@@ -218,7 +218,7 @@ fn check_status(head: &[u8]) -> Result<()> {
     let head = String::from_utf8_lossy(head);
     let status = head.split_whitespace().nth(1).unwrap_or_default();
     if status != "200" {
-        bail!("HTTP {status}: {}", head.lines().next().unwrap_or_default());
+        bail!("{}", head.lines().next().unwrap_or_default().trim());
     }
     Ok(())
 }
