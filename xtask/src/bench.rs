@@ -8,9 +8,12 @@
 
 mod load;
 mod peers;
+mod postgres;
 mod proc_stats;
 mod profile;
+mod provenance;
 mod report;
+mod scale_out;
 mod stream_client;
 mod upstream;
 
@@ -20,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::{self, sleep};
+use std::thread;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -34,9 +37,7 @@ use load::{Figures, Shape};
 use peers::Peer;
 use proc_stats::Usage;
 use proc_stats::{Cores, GroupCpu, Sampler};
-use report::{
-    CpuPerRequest, OpenStreams, Outcome, ProtocolResult, Report, RoundTrips, ScaleOutCase, Subject,
-};
+use report::{CpuPerRequest, OpenStreams, Outcome, ProtocolResult, Report, Subject};
 
 /// The core the router (and each peer, in turn) runs on.
 pub(crate) const ROUTER_CORE: u32 = 0;
@@ -51,11 +52,6 @@ const FIXED_RATES: [u32; 3] = [200, 1000, 5000];
 const OPEN_STREAMS: usize = 1000;
 const ROUTER_READY: Duration = Duration::from_secs(60);
 const PROMPT: &str = "Say hello to the benchmark.";
-/// Requests counted for the PostgreSQL transactions per request.
-const ROUND_TRIP_REQUESTS: u64 = 300;
-/// PostgreSQL 15 backends flush their statistics at most once a second, and an idle one
-/// within 10 s: wait that long before reading `pg_stat_database`.
-const PG_STATS_FLUSH: Duration = Duration::from_secs(11);
 
 const USAGE: &str = "usage: cargo xtask bench [--quick] [--duration SECS] [--protocols chat,messages,responses,completions] [--peers litellm,portkey] [--profile] [--scale-out] [--no-build]";
 
@@ -326,7 +322,7 @@ impl Bench {
         let Some(postmaster) = self.postmaster else {
             return Vec::new();
         };
-        let mut pids = children_of(postmaster);
+        let mut pids = postgres::children_of(postmaster);
         pids.push(postmaster);
         pids
     }
@@ -505,7 +501,7 @@ pub fn run(args: &[String]) -> Result<bool> {
     }
 
     let database_url = db::ensure_postgres()?;
-    let pg_pin = PgPin::apply(&database_url);
+    let pg_pin = postgres::PgPin::apply(&database_url);
     let contention = proc_stats::Contention::watch();
 
     // Dropping `children` stops them all, on every way out of this function.
@@ -552,10 +548,15 @@ pub fn run(args: &[String]) -> Result<bool> {
         postmaster: pg_pin.pids.first().copied(),
     };
     let mut report = Report {
-        started: utc_now(),
-        mode: describe_mode(&bench.options),
-        machine: machine(),
-        versions: versions(&oha_version, &upstreams.nginx_version, &database_url),
+        started: provenance::utc_now(),
+        mode: provenance::describe_mode(&bench.options),
+        machine: provenance::machine(),
+        versions: provenance::versions(
+            &oha_version,
+            &upstreams.nginx_version,
+            &database_url,
+            &bench.options,
+        ),
         pinning: format!(
             "Pinning (`taskset`): the router, and each peer in its turn, on core {ROUTER_CORE}; nginx, the mock suppliers, oha and {} on core {LOAD_CORE}.",
             if pg_pin.pinned {
@@ -564,7 +565,7 @@ pub fn run(args: &[String]) -> Result<bool> {
                 "the load (PostgreSQL could not be pinned)"
             }
         ),
-        method: method(&bench.options),
+        method: provenance::method(&bench.options),
         ..Report::default()
     };
 
@@ -572,7 +573,8 @@ pub fn run(args: &[String]) -> Result<bool> {
         report.idle_start =
             Some(proc_stats::idle(pid, Duration::from_secs(3)).map_err(|e| format!("{e:#}")));
     }
-    report.round_trips = Some(round_trips(&router, &database_url).map_err(|e| format!("{e:#}")));
+    report.round_trips =
+        Some(postgres::round_trips(&router, &database_url).map_err(|e| format!("{e:#}")));
 
     // The upstream measured direct once per supplier path (Completions shares Chat's).
     let mut direct_cache: HashMap<&'static str, Subject> = HashMap::new();
@@ -630,7 +632,7 @@ pub fn run(args: &[String]) -> Result<bool> {
     if bench.options.scale_out {
         bench.check_stop()?;
         report.scale_out = Some(
-            scale_out(
+            scale_out::run(
                 &bench,
                 &launch,
                 &mut children,
@@ -646,7 +648,7 @@ pub fn run(args: &[String]) -> Result<bool> {
             Some(proc_stats::idle(pid, Duration::from_secs(3)).map_err(|e| format!("{e:#}")));
     }
 
-    report.notes = notes(&contention.finish(), &bench.options);
+    report.notes = provenance::notes(&contention.finish(), &bench.options);
     report.elapsed_secs = started.elapsed().as_secs();
     let markdown = report.to_markdown();
     fs::write(work.join("report.md"), &markdown)?;
@@ -857,414 +859,6 @@ fn open_streams(router: &Router) -> Result<OpenStreams> {
         completed,
         usage,
     })
-}
-
-/// PostgreSQL transactions per request: `pg_stat_database` before and after a run of
-/// sequential non-streaming Chat requests.
-fn round_trips(router: &Router, database_url: &str) -> Result<RoundTrips> {
-    let transactions = || -> Result<i64> {
-        psql(
-            database_url,
-            "select xact_commit + xact_rollback from pg_stat_database where datname = current_database()",
-        )?
-        .parse()
-        .context("pg_stat_database answered something else than a number")
-    };
-    let call = router.call(Protocol::Chat, "bench-chat", false);
-    // Settles the stats of whatever ran before.
-    sleep(PG_STATS_FLUSH);
-    let before = transactions()?;
-    for _ in 0..ROUND_TRIP_REQUESTS {
-        let response = http(
-            &call.addr,
-            "POST",
-            &call.path,
-            Some(&router.api_key),
-            Some(&call.body),
-        )?;
-        if response.status != 200 {
-            return Err(response.error());
-        }
-    }
-    sleep(PG_STATS_FLUSH);
-    let after = transactions()?;
-    // One of the counted transactions is the first psql's own query.
-    let per_request = (after - before - 1) as f64 / ROUND_TRIP_REQUESTS as f64;
-    eprintln!("xtask bench: {per_request:.2} PostgreSQL transactions per request");
-    Ok(RoundTrips {
-        requests: ROUND_TRIP_REQUESTS,
-        transactions_per_request: per_request,
-    })
-}
-
-fn psql(database_url: &str, sql: &str) -> Result<String> {
-    let output = Command::new("psql")
-        .arg(database_url)
-        .args(["-AtXq", "-c", sql])
-        .stdin(Stdio::null())
-        .output()
-        .context("could not run psql")?;
-    anyhow::ensure!(
-        output.status.success(),
-        "psql failed: {}",
-        String::from_utf8_lossy(&output.stderr).trim()
-    );
-    Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
-}
-
-/// Several routers behind one PostgreSQL: the first router alone, then with a second
-/// router process beside it on the router's core (the other core holds PostgreSQL and the
-/// load), both on one account and on an account each.
-fn scale_out(
-    bench: &Bench,
-    launch: &RouterLaunch,
-    children: &mut Children,
-    router: &Router,
-    admin_token: &str,
-    database_url: &str,
-) -> Result<Vec<ScaleOutCase>> {
-    let second_addr = launch.start(children, &bench.stop, "router-b", ROUTER_CORE)?;
-    let second_pid = children.pid("router-b");
-    let other_key = provision(
-        &second_addr,
-        admin_token,
-        &format!("bench+{}", random_hex(4)?),
-        CREDITS_NANO_USD,
-    )?;
-    let second_same = Router {
-        addr: second_addr.clone(),
-        pid: second_pid,
-        api_key: router.api_key.clone(),
-    };
-    let second_other = Router {
-        addr: second_addr,
-        pid: second_pid,
-        api_key: other_key,
-    };
-    let cases: [(&str, Vec<&Router>); 3] = [
-        ("one router", vec![router]),
-        ("two routers, one account", vec![router, &second_same]),
-        ("two routers, an account each", vec![router, &second_other]),
-    ];
-    let mut results = Vec::new();
-    for (label, routers) in cases {
-        bench.check_stop()?;
-        results.push(scale_out_case(bench, label, &routers, database_url)?);
-    }
-    Ok(results)
-}
-
-fn scale_out_case(
-    bench: &Bench,
-    label: &str,
-    routers: &[&Router],
-    database_url: &str,
-) -> Result<ScaleOutCase> {
-    let duration = bench.options.duration;
-    let samplers: Vec<Option<Sampler>> = routers
-        .iter()
-        .map(|r| r.pid.and_then(|pid| Sampler::start(pid).ok()))
-        .collect();
-    let cores = Cores::start();
-    let postgres = bench.postgres_cpu();
-    let (figures, connections) = thread::scope(|scope| {
-        let runs: Vec<_> = routers
-            .iter()
-            .map(|router| {
-                let call = router.call(Protocol::Chat, "bench-chat", false);
-                scope.spawn(move || {
-                    load::run(&bench.oha, &bench.work, &call, Shape::Saturation, duration)
-                })
-            })
-            .collect();
-        // PostgreSQL's client connections, halfway through the load.
-        sleep(duration / 2);
-        let connections = psql(
-            database_url,
-            "select count(*) from pg_stat_activity where backend_type = 'client backend' and datname = current_database()",
-        );
-        let figures: Vec<Result<Figures>> = runs
-            .into_iter()
-            .map(|run| {
-                run.join()
-                    .map_err(|_| anyhow::anyhow!("a load thread panicked"))?
-            })
-            .collect();
-        (figures, connections)
-    });
-    let cores_busy = cores.finish();
-    let postgres_cpu_percent = postgres.map_or(f64::NAN, |cpu| cpu.finish(&bench.postgres_pids()));
-    let mut ok_rps = 0.0;
-    let mut failed = 0;
-    for figures in &figures {
-        let figures = figures.as_ref().map_err(|e| anyhow::anyhow!("{e:#}"))?;
-        ok_rps += figures.ok_rps;
-        failed += figures.failed;
-    }
-    let router_cpu_percent = samplers
-        .into_iter()
-        .map(|s| {
-            s.and_then(|s| s.finish().ok())
-                .map_or(f64::NAN, |u| u.cpu_percent)
-        })
-        .collect();
-    let case = ScaleOutCase {
-        label: label.to_owned(),
-        ok_rps,
-        failed,
-        router_cpu_percent,
-        // Less our own psql session.
-        pg_connections: connections?
-            .parse::<u64>()
-            .context("pg_stat_activity count")?
-            .saturating_sub(1),
-        postgres_cpu_percent,
-        cores_busy,
-    };
-    eprintln!(
-        "xtask bench: scale-out, {label}: {:.0} 2xx/s, {} PostgreSQL connections",
-        case.ok_rps, case.pg_connections
-    );
-    Ok(case)
-}
-
-/// PostgreSQL's postmaster and its processes pinned to the load core for the run (new
-/// backends inherit it); all cores again on drop. Needs the server's data directory to be
-/// readable (ours is, as root); otherwise the server runs unpinned and the report says so.
-struct PgPin {
-    pinned: bool,
-    pids: Vec<u32>,
-}
-
-impl PgPin {
-    fn apply(database_url: &str) -> PgPin {
-        let pids = postgres_pids(database_url).unwrap_or_default();
-        let pinned = !pids.is_empty()
-            && pids
-                .iter()
-                .all(|pid| set_affinity(*pid, &LOAD_CORE.to_string()));
-        if !pinned {
-            eprintln!(
-                "xtask bench: could not pin PostgreSQL to core {LOAD_CORE}; it runs unpinned"
-            );
-        }
-        PgPin { pinned, pids }
-    }
-}
-
-impl Drop for PgPin {
-    fn drop(&mut self) {
-        if !self.pinned {
-            return;
-        }
-        let all = format!(
-            "0-{}",
-            thread::available_parallelism().map_or(1, usize::from) - 1
-        );
-        // The postmaster first: backends forked from now on get every core.
-        for pid in &self.pids {
-            set_affinity(*pid, &all);
-        }
-        for pid in children_of(self.pids.first().copied().unwrap_or_default()) {
-            set_affinity(pid, &all);
-        }
-    }
-}
-
-fn set_affinity(pid: u32, cores: &str) -> bool {
-    Command::new("taskset")
-        .args(["-a", "-p", "-c", cores, &pid.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success())
-}
-
-/// The postmaster (first) and its child processes.
-fn postgres_pids(database_url: &str) -> Result<Vec<u32>> {
-    let data_dir = psql(database_url, "show data_directory")?;
-    let pid_file = fs::read_to_string(Path::new(&data_dir).join("postmaster.pid"))?;
-    let postmaster: u32 = pid_file
-        .lines()
-        .next()
-        .context("empty postmaster.pid")?
-        .trim()
-        .parse()?;
-    let mut pids = vec![postmaster];
-    pids.extend(children_of(postmaster));
-    Ok(pids)
-}
-
-fn children_of(parent: u32) -> Vec<u32> {
-    let Ok(entries) = fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            fs::read_to_string(format!("/proc/{pid}/stat"))
-                .ok()
-                .and_then(|stat| {
-                    let after_name = &stat[stat.rfind(')')? + 1..];
-                    after_name.split_whitespace().nth(1)?.parse::<u32>().ok()
-                })
-                == Some(parent)
-        })
-        .collect()
-}
-
-fn describe_mode(options: &Options) -> String {
-    format!(
-        "{}, {} s per load step{}",
-        if options.quick { "--quick" } else { "full" },
-        options.duration.as_secs(),
-        if options.peers.is_empty() {
-            String::new()
-        } else {
-            format!(
-                ", peers {}",
-                options
-                    .peers
-                    .iter()
-                    .map(|p| p.name())
-                    .collect::<Vec<_>>()
-                    .join(",")
-            )
-        }
-    )
-}
-
-fn method(options: &Options) -> Vec<String> {
-    let (count, concurrency) = options.streams();
-    vec![
-        "Billing on: every request authenticates its key, reserves and settles in PostgreSQL (fixed pricing, one account).".to_owned(),
-        "Upstream for non-streaming load: nginx returning a fixed JSON reply per supplier path (with usage). Direct = the same request sent to nginx; added = router minus direct.".to_owned(),
-        format!(
-            "Load: oha, keep-alive; one at a time = 1 connection; fixed rates {} rps on {} connections with latency correction; saturation = {} connections unthrottled, 2xx only; {} s each after a warm-up.",
-            FIXED_RATES.map(|r| r.to_string()).join(" / "),
-            load::RATE_CONNECTIONS,
-            load::SATURATION_CONNECTIONS,
-            options.duration.as_secs()
-        ),
-        format!(
-            "Streaming: the mock supplier, first event after 50 ms then one every 20 ms; {count} streams, {concurrency} at a time, one connection each; TTFB = first body byte, total = end of stream, both from before connect."
-        ),
-        format!(
-            "Open streams: {OPEN_STREAMS} concurrent Chat streams through the router to a mock pacing one event a second; RSS sampled while all are open."
-        ),
-        "CPU: utime + stime of the process from /proc/PID/stat over the run (% of one core); RSS: the largest VmRSS sampled every 100 ms.".to_owned(),
-    ]
-}
-
-fn notes(contention: &proc_stats::ContentionSeen, options: &Options) -> Vec<String> {
-    let mut notes = Vec::new();
-    if contention.busy_samples > 0 {
-        notes.push(format!(
-            "Other work shared the cores: compilers (rustc, cc, ld) ran outside the bench in {} of {} one-second samples (up to {} at once); figures are noisier than on an idle machine.",
-            contention.busy_samples, contention.samples, contention.max_processes
-        ));
-    }
-    if options.quick {
-        notes.push(
-            "--quick: short load steps; p99.9 in particular rests on few samples.".to_owned(),
-        );
-    }
-    notes.push("Only loopback traffic; every load step is bounded in time.".to_owned());
-    notes
-}
-
-fn utc_now() -> String {
-    Command::new("date")
-        .args(["-u", "+%Y-%m-%dT%H:%M:%SZ"])
-        .output()
-        .map(|output| String::from_utf8_lossy(&output.stdout).trim().to_owned())
-        .unwrap_or_default()
-}
-
-fn machine() -> Vec<(String, String)> {
-    let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let model = cpuinfo
-        .lines()
-        .find(|line| line.starts_with("model name"))
-        .and_then(|line| line.split_once(':'))
-        .map_or("unknown", |(_, model)| model.trim())
-        .to_owned();
-    let memory = fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|meminfo| {
-            let line = meminfo
-                .lines()
-                .find(|l| l.starts_with("MemTotal:"))?
-                .to_owned();
-            let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-            Some(format!("{:.1} GiB", kib / 1024.0 / 1024.0))
-        })
-        .unwrap_or_default();
-    let kernel = fs::read_to_string("/proc/sys/kernel/osrelease")
-        .unwrap_or_default()
-        .trim()
-        .to_owned();
-    let cores = thread::available_parallelism().map_or(1, usize::from);
-    vec![
-        ("CPU".to_owned(), format!("{model}, {cores} cores")),
-        ("memory".to_owned(), memory),
-        ("kernel".to_owned(), format!("Linux {kernel}")),
-    ]
-}
-
-fn command_output(program: &str, args: &[&str]) -> String {
-    Command::new(program)
-        .args(args)
-        .current_dir(workspace_root())
-        .stdin(Stdio::null())
-        .output()
-        .ok()
-        .filter(|output| output.status.success())
-        .map(|output| {
-            let text = if output.stdout.is_empty() {
-                output.stderr
-            } else {
-                output.stdout
-            };
-            String::from_utf8_lossy(&text).trim().to_owned()
-        })
-        .unwrap_or_else(|| "unknown".to_owned())
-}
-
-fn versions(oha: &str, nginx: &str, database_url: &str) -> Vec<(String, String)> {
-    let sha = command_output("git", &["rev-parse", "--short", "HEAD"]);
-    let dirty = !command_output("git", &["status", "--porcelain", "--", "crates"]).is_empty()
-        && command_output("git", &["status", "--porcelain", "--", "crates"]) != "unknown";
-    vec![
-        (
-            "router".to_owned(),
-            format!(
-                "git {sha}{} (release build)",
-                if dirty {
-                    " + uncommitted changes in crates/"
-                } else {
-                    ""
-                }
-            ),
-        ),
-        ("rustc".to_owned(), command_output("rustc", &["--version"])),
-        ("oha".to_owned(), oha.to_owned()),
-        ("nginx".to_owned(), nginx.to_owned()),
-        (
-            "PostgreSQL".to_owned(),
-            psql(database_url, "show server_version").unwrap_or_else(|_| "unknown".to_owned()),
-        ),
-        (
-            "peers".to_owned(),
-            format!(
-                "LiteLLM proxy {} (Python {}), Portkey gateway {} (Node {})",
-                peers::LITELLM_VERSION,
-                command_output("python3", &["--version"]).trim_start_matches("Python "),
-                peers::PORTKEY_VERSION,
-                command_output("node", &["--version"])
-            ),
-        ),
-    ]
 }
 
 #[cfg(test)]
