@@ -1,9 +1,11 @@
-//! `cargo xtask`: the project's automation in plain Rust: a database, the test suite, a demo.
+//! `cargo xtask`: the project's automation in plain Rust: a database, the test suite, a demo,
+//! the conformance matrix and the benchmark.
 //!
 //! Run through the alias in `.cargo/config.toml`, so the only tool a contributor needs is
 //! cargo. Each command lives in its own module; this file parses the command line and holds
 //! what they share (where the workspace and its target dir are, how to call cargo).
 
+mod bench;
 mod conformance;
 mod db;
 mod demo;
@@ -36,6 +38,16 @@ commands:
                       with --against: the model whose only route speaks each protocol
       --client python|node   only this client (repeatable; default both)
       --only TEXT     only cells whose id inbound/case/route/json|stream contains TEXT
+  bench         added latency, throughput, CPU and memory of the gateway (billing on, one
+                core) against a fixed-reply upstream called directly; writes
+                target/bench/report.md and report.json (docs/performance.md)
+      --quick         short load steps (about 3 minutes in all)
+      --duration SECS seconds per load step (default 20; 3 with --quick)
+      --protocols chat,messages,responses,completions   inbound surfaces to measure
+      --peers litellm,portkey   install and measure these gateways in the same run
+      --profile       sample the router with perf under saturation; name the top costs
+      --scale-out     add a second router process behind the same PostgreSQL
+      --no-build      use the release binaries already in the target dir
   help          print this text";
 
 fn main() -> ExitCode {
@@ -49,6 +61,7 @@ fn main() -> ExitCode {
         "test" => test::run(rest),
         "demo" => demo::run(rest).map(|()| true),
         "conformance" => conformance::run(rest),
+        "bench" => bench::run(rest),
         "help" | "-h" | "--help" => {
             println!("{USAGE}");
             Ok(true)

@@ -127,6 +127,15 @@ impl Children {
         Ok(())
     }
 
+    /// The process id of the child started as `name` (the last one, if several were).
+    pub(crate) fn pid(&self, name: &str) -> Option<u32> {
+        self.0
+            .iter()
+            .rev()
+            .find(|(child_name, _)| *child_name == name)
+            .map(|(_, child)| child.id())
+    }
+
     /// The first child that has exited, if any.
     pub(crate) fn exited(&mut self) -> Result<Option<(&'static str, ExitStatus)>> {
         for (name, child) in &mut self.0 {

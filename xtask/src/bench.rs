@@ -1,0 +1,936 @@
+//! `cargo xtask bench`: the gateway's added latency, throughput and footprint, measured
+//! against the same upstream called directly, with billing on, in one run.
+//!
+//! The router runs pinned to core 0 (`taskset`); everything else (nginx, the mock
+//! suppliers, oha, PostgreSQL) runs on core 1, so the router's figures are one core's worth.
+//! Peers (LiteLLM, Portkey) run on core 0 in turn, pointed at the same upstreams. The report
+//! goes to `target/bench/report.md` and `target/bench/report.json`.
+
+mod load;
+mod peers;
+mod postgres;
+mod proc_stats;
+mod profile;
+mod provenance;
+mod report;
+mod scale_out;
+mod stream_client;
+mod upstream;
+
+use std::collections::HashMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use serde_json::json;
+use signal_hook::consts::signal::{SIGHUP, SIGINT, SIGTERM};
+
+use crate::services::{Children, free_loopback_port, http, provision, random_hex};
+use crate::{cargo, db, run_checked, target_dir, workspace_root};
+
+use load::{Figures, Shape};
+use peers::Peer;
+use proc_stats::Usage;
+use proc_stats::{Cores, GroupCpu, Sampler};
+use report::{CpuPerRequest, OpenStreams, Outcome, ProtocolResult, Report, Subject};
+
+/// The core the router (and each peer, in turn) runs on.
+pub(crate) const ROUTER_CORE: u32 = 0;
+/// The core of everything else: upstreams, load generator, PostgreSQL.
+pub(crate) const LOAD_CORE: u32 = 1;
+
+const CATALOG: &str = "fixtures/bench-catalog.toml";
+const SUPPLIER_KEY_ENV: &str = "BENCH_SUPPLIER_API_KEY";
+/// $1,000,000 in nano-USD: billions of bench requests at a few micro-dollars each.
+const CREDITS_NANO_USD: i64 = 1_000_000_000_000_000;
+const FIXED_RATES: [u32; 3] = [200, 1000, 5000];
+const OPEN_STREAMS: usize = 1000;
+const ROUTER_READY: Duration = Duration::from_secs(60);
+const PROMPT: &str = "Say hello to the benchmark.";
+
+const USAGE: &str = "usage: cargo xtask bench [--quick] [--duration SECS] [--protocols chat,messages,responses,completions] [--peers litellm,portkey] [--profile] [--scale-out] [--no-build]";
+
+/// One HTTP request to send, again and again.
+#[derive(Clone, Debug)]
+pub(crate) struct Call {
+    pub(crate) addr: String,
+    pub(crate) path: String,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: String,
+}
+
+/// An inbound API surface of the router.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Protocol {
+    Chat,
+    Messages,
+    Responses,
+    Completions,
+}
+
+impl Protocol {
+    const ALL: [Protocol; 4] = [
+        Protocol::Chat,
+        Protocol::Messages,
+        Protocol::Responses,
+        Protocol::Completions,
+    ];
+
+    fn parse(name: &str) -> Result<Protocol> {
+        Protocol::ALL
+            .into_iter()
+            .find(|protocol| protocol.name() == name)
+            .with_context(|| {
+                format!(
+                    "unknown protocol `{name}`; expected chat, messages, responses or completions"
+                )
+            })
+    }
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Protocol::Chat => "chat",
+            Protocol::Messages => "messages",
+            Protocol::Responses => "responses",
+            Protocol::Completions => "completions",
+        }
+    }
+
+    pub(crate) fn title(self) -> &'static str {
+        match self {
+            Protocol::Chat => "Chat Completions",
+            Protocol::Messages => "Messages",
+            Protocol::Responses => "Responses",
+            Protocol::Completions => "Completions",
+        }
+    }
+
+    fn inbound_path(self) -> &'static str {
+        match self {
+            Protocol::Chat => "/v1/chat/completions",
+            Protocol::Messages => "/v1/messages",
+            Protocol::Responses => "/v1/responses",
+            Protocol::Completions => "/v1/completions",
+        }
+    }
+
+    /// The supplier path of the route behind it (Completions goes to a Chat route).
+    fn upstream_path(self) -> &'static str {
+        match self {
+            Protocol::Chat | Protocol::Completions => "/v1/chat/completions",
+            Protocol::Messages => "/v1/messages",
+            Protocol::Responses => "/v1/responses",
+        }
+    }
+
+    fn model(self, stream: bool) -> &'static str {
+        match (self, stream) {
+            (Protocol::Chat | Protocol::Completions, false) => "bench-chat",
+            (Protocol::Chat | Protocol::Completions, true) => "bench-chat-paced",
+            (Protocol::Messages, false) => "bench-messages",
+            (Protocol::Messages, true) => "bench-messages-paced",
+            (Protocol::Responses, false) => "bench-responses",
+            (Protocol::Responses, true) => "bench-responses-paced",
+        }
+    }
+
+    /// The body a client sends to the router.
+    fn router_body(self, model: &str, stream: bool) -> String {
+        let mut body = match self {
+            Protocol::Chat => json!({
+                "model": model,
+                "messages": [{ "role": "user", "content": PROMPT }],
+                "max_tokens": 64,
+            }),
+            Protocol::Messages => json!({
+                "model": model,
+                "max_tokens": 64,
+                "messages": [{ "role": "user", "content": PROMPT }],
+            }),
+            Protocol::Responses => json!({
+                "model": model,
+                "input": PROMPT,
+                "max_output_tokens": 64,
+            }),
+            Protocol::Completions => json!({
+                "model": model,
+                "prompt": PROMPT,
+                "max_tokens": 64,
+            }),
+        };
+        if stream {
+            body["stream"] = json!(true);
+        }
+        body.to_string()
+    }
+
+    /// The body the router sends upstream, roughly: what a client calling the upstream
+    /// directly sends.
+    fn upstream_body(self, stream: bool) -> String {
+        let mut body = match self {
+            Protocol::Chat | Protocol::Completions => {
+                let mut body = json!({
+                    "model": "bench-up-chat",
+                    "messages": [{ "role": "user", "content": PROMPT }],
+                    "max_tokens": 64,
+                });
+                if stream {
+                    body["stream_options"] = json!({ "include_usage": true });
+                }
+                body
+            }
+            Protocol::Messages => json!({
+                "model": "bench-up-messages",
+                "max_tokens": 64,
+                "messages": [{ "role": "user", "content": PROMPT }],
+            }),
+            Protocol::Responses => json!({
+                "model": "bench-up-responses",
+                "input": PROMPT,
+                "max_output_tokens": 64,
+            }),
+        };
+        if stream {
+            body["stream"] = json!(true);
+        }
+        body.to_string()
+    }
+
+    /// Headers the protocol requires besides the key.
+    fn extra_headers(self) -> Vec<(String, String)> {
+        match self {
+            Protocol::Messages => vec![("anthropic-version".to_owned(), "2023-06-01".to_owned())],
+            _ => Vec::new(),
+        }
+    }
+
+    /// What the last event of a complete stream carries.
+    fn end_marker(self) -> &'static str {
+        match self {
+            Protocol::Chat | Protocol::Completions => "[DONE]",
+            Protocol::Messages => "message_stop",
+            Protocol::Responses => "response.completed",
+        }
+    }
+
+    /// The end marker of the upstream's dialect.
+    fn upstream_end_marker(self) -> &'static str {
+        match self {
+            Protocol::Completions => Protocol::Chat.end_marker(),
+            other => other.end_marker(),
+        }
+    }
+}
+
+struct Options {
+    quick: bool,
+    duration: Duration,
+    protocols: Vec<Protocol>,
+    peers: Vec<Peer>,
+    profile: bool,
+    scale_out: bool,
+    build: bool,
+}
+
+impl Options {
+    /// Streams per streaming sample, and how many run at once.
+    fn streams(&self) -> (usize, usize) {
+        if self.quick { (50, 5) } else { (200, 10) }
+    }
+}
+
+fn parse(args: &[String]) -> Result<Options> {
+    let mut options = Options {
+        quick: false,
+        duration: Duration::from_secs(20),
+        protocols: Protocol::ALL.to_vec(),
+        peers: Vec::new(),
+        profile: false,
+        scale_out: false,
+        build: true,
+    };
+    let mut duration = None;
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((flag, value)) if flag.starts_with("--") => (flag, Some(value.to_owned())),
+            _ => (arg.as_str(), None),
+        };
+        let mut value = || -> Result<String> {
+            match &inline {
+                Some(value) => Ok(value.clone()),
+                None => args
+                    .next()
+                    .cloned()
+                    .with_context(|| format!("{flag} needs a value\n{USAGE}")),
+            }
+        };
+        match flag {
+            "--quick" => options.quick = true,
+            "--no-build" => options.build = false,
+            "--profile" => options.profile = true,
+            "--scale-out" => options.scale_out = true,
+            "--duration" => {
+                let secs: u64 = value()?.parse().context("--duration takes seconds")?;
+                anyhow::ensure!((1..=600).contains(&secs), "--duration is 1..=600 seconds");
+                duration = Some(Duration::from_secs(secs));
+            }
+            "--protocols" => {
+                options.protocols = value()?
+                    .split(',')
+                    .filter(|name| !name.is_empty())
+                    .map(Protocol::parse)
+                    .collect::<Result<_>>()?;
+            }
+            "--peers" => {
+                options.peers = value()?
+                    .split(',')
+                    .filter(|name| !name.is_empty())
+                    .map(Peer::parse)
+                    .collect::<Result<_>>()?;
+            }
+            other => bail!("unknown option `{other}`\n{USAGE}"),
+        }
+    }
+    anyhow::ensure!(!options.protocols.is_empty(), "--protocols names none");
+    options.duration = duration.unwrap_or(if options.quick {
+        Duration::from_secs(3)
+    } else {
+        Duration::from_secs(20)
+    });
+    Ok(options)
+}
+
+/// What the measuring steps share.
+struct Bench {
+    options: Options,
+    work: PathBuf,
+    oha: PathBuf,
+    stop: Arc<AtomicBool>,
+    /// PostgreSQL's postmaster, when its pid could be read.
+    postmaster: Option<u32>,
+}
+
+impl Bench {
+    /// PostgreSQL's postmaster and its processes, when we know them.
+    fn postgres_pids(&self) -> Vec<u32> {
+        let Some(postmaster) = self.postmaster else {
+            return Vec::new();
+        };
+        let mut pids = postgres::children_of(postmaster);
+        pids.push(postmaster);
+        pids
+    }
+
+    /// Starts counting the CPU of PostgreSQL's processes, when we know them.
+    fn postgres_cpu(&self) -> Option<GroupCpu> {
+        self.postmaster
+            .map(|_| GroupCpu::start(&self.postgres_pids()))
+    }
+
+    fn check_stop(&self) -> Result<()> {
+        if self.stop.load(Ordering::SeqCst) {
+            bail!("interrupted");
+        }
+        Ok(())
+    }
+
+    /// oha against `call`; a failure becomes the reason shown in the report.
+    fn load(&self, label: &str, call: &Call, shape: Shape, duration: Duration) -> Outcome<Figures> {
+        let outcome =
+            load::run(&self.oha, &self.work, call, shape, duration).map_err(|e| format!("{e:#}"));
+        match &outcome {
+            Ok(f) => eprintln!(
+                "xtask bench: {label}, {}: p50 {:.3} ms, p99 {:.3} ms, p99.9 {:.3} ms, {:.0} 2xx/s, {} failed",
+                shape.label(),
+                f.p50,
+                f.p99,
+                f.p999,
+                f.ok_rps,
+                f.failed
+            ),
+            Err(e) => eprintln!("xtask bench: {label}, {}: n/a ({e})", shape.label()),
+        }
+        outcome
+    }
+
+    /// Every measurement on one target: one at a time, the fixed rates, saturation (with
+    /// the process's CPU and RSS when `pid` is known) and streaming.
+    fn measure(
+        &self,
+        label: &str,
+        call: &Call,
+        stream: Outcome<(Call, &'static str)>,
+        pid: Option<u32>,
+    ) -> Result<Subject> {
+        // Warm-up: connections, prepared statements, allocator pools.
+        let warm = Duration::from_secs(if self.options.quick { 1 } else { 3 });
+        let _ = load::run(&self.oha, &self.work, call, Shape::Rate(500), warm);
+        self.check_stop()?;
+        let sampler = pid.map(Sampler::start);
+        let postgres = self.postgres_cpu();
+        let sequential = self.load(label, call, Shape::Sequential, self.options.duration);
+        let sequential_cpu = CpuPerRequest::of(
+            &sequential,
+            sampler.map(|s| s.and_then(Sampler::finish)),
+            postgres.map(|cpu| cpu.finish(&self.postgres_pids())),
+        );
+        let mut rates = Vec::new();
+        for rate in FIXED_RATES {
+            self.check_stop()?;
+            rates.push((
+                rate,
+                self.load(label, call, Shape::Rate(rate), self.options.duration),
+            ));
+        }
+        self.check_stop()?;
+        let sampler = pid.map(Sampler::start);
+        let cores = Cores::start();
+        let postgres = self.postgres_cpu();
+        let saturation = self.load(label, call, Shape::Saturation, self.options.duration);
+        let cores_busy = cores.finish();
+        let postgres_cpu_percent = postgres.map(|cpu| cpu.finish(&self.postgres_pids()));
+        let saturation_usage: Option<Outcome<Usage>> = sampler.map(|sampler| {
+            sampler
+                .and_then(Sampler::finish)
+                .map_err(|e| format!("{e:#}"))
+        });
+        let saturation_cpu = CpuPerRequest::of(
+            &saturation,
+            saturation_usage
+                .clone()
+                .map(|u| u.map_err(|e| anyhow::anyhow!(e))),
+            postgres_cpu_percent,
+        );
+        self.check_stop()?;
+        let (count, concurrency) = self.options.streams();
+        let streaming = stream.and_then(|(call, marker)| {
+            stream_client::sample(&call, marker, count, concurrency).map_err(|e| format!("{e:#}"))
+        });
+        match &streaming {
+            Ok(s) => eprintln!(
+                "xtask bench: {label}, streaming: TTFB p50 {:.3} ms, total p50 {:.3} ms, {} ok, {} failed",
+                s.ttfb_p50, s.total_p50, s.ok, s.failed
+            ),
+            Err(e) => eprintln!("xtask bench: {label}, streaming: n/a ({e})"),
+        }
+        Ok(Subject {
+            name: label.split(',').next().unwrap_or(label).to_owned(),
+            sequential,
+            rates,
+            saturation,
+            saturation_usage,
+            cores_busy,
+            postgres_cpu_percent,
+            sequential_cpu,
+            saturation_cpu,
+            streaming,
+        })
+    }
+}
+
+/// The router under test: where it listens and how to call it.
+struct Router {
+    addr: String,
+    pid: Option<u32>,
+    api_key: String,
+}
+
+impl Router {
+    fn call(&self, protocol: Protocol, model: &str, stream: bool) -> Call {
+        let mut headers = vec![(
+            "authorization".to_owned(),
+            format!("Bearer {}", self.api_key),
+        )];
+        headers.extend(protocol.extra_headers());
+        Call {
+            addr: self.addr.clone(),
+            path: protocol.inbound_path().to_owned(),
+            headers,
+            body: protocol.router_body(model, stream),
+        }
+    }
+}
+
+pub fn run(args: &[String]) -> Result<bool> {
+    let options = parse(args)?;
+    let started = Instant::now();
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [SIGINT, SIGTERM, SIGHUP] {
+        signal_hook::flag::register_conditional_shutdown(signal, 1, Arc::clone(&stop))?;
+        signal_hook::flag::register(signal, Arc::clone(&stop))?;
+    }
+    let cores = thread::available_parallelism().map_or(1, usize::from);
+    anyhow::ensure!(
+        cores >= 2,
+        "the bench pins the router and the load to different cores; this machine has {cores}"
+    );
+    anyhow::ensure!(
+        Command::new("taskset").arg("-V").output().is_ok(),
+        "taskset (util-linux) is missing"
+    );
+
+    let work = target_dir().join("bench");
+    fs::create_dir_all(work.join("logs"))
+        .with_context(|| format!("creating {}", work.display()))?;
+    upstream::ensure_nginx()?;
+    let (oha, oha_version) = load::ensure_oha(&work.join("tools"))?;
+    if options.build {
+        run_checked(&mut cargo([
+            "build",
+            "--release",
+            "-p",
+            "router-server",
+            "-p",
+            "router-mock-supplier",
+        ]))?;
+    }
+    let release = target_dir().join("release");
+    let (router_bin, mock_bin) = (release.join("router"), release.join("mock-supplier"));
+    for binary in [&router_bin, &mock_bin] {
+        anyhow::ensure!(
+            binary.is_file(),
+            "{} is missing; run without --no-build",
+            binary.display()
+        );
+    }
+
+    let database_url = db::ensure_postgres()?;
+    let pg_pin = postgres::PgPin::apply(&database_url);
+    let contention = proc_stats::Contention::watch();
+
+    // Dropping `children` stops them all, on every way out of this function.
+    let mut children = Children::default();
+    let upstreams = upstream::start(&work, &mock_bin, &mut children, &stop)?;
+    let catalog = render_catalog(&work, &upstreams)?;
+    let admin_token = random_hex(16)?;
+    let launch = RouterLaunch {
+        binary: &router_bin,
+        database_url: &database_url,
+        catalog: &catalog,
+        admin_token: &admin_token,
+        logs: &work.join("logs"),
+    };
+    launch.migrate()?;
+    let router_addr = launch.start(&mut children, &stop, "router", ROUTER_CORE)?;
+    let router = Router {
+        pid: children.pid("router"),
+        api_key: provision(
+            &router_addr,
+            &admin_token,
+            &format!("bench+{}", random_hex(4)?),
+            CREDITS_NANO_USD,
+        )?,
+        addr: router_addr,
+    };
+    let direct_call = |protocol: Protocol, stream: bool| Call {
+        addr: if stream {
+            upstreams.paced.clone()
+        } else {
+            upstreams.fixed.clone()
+        },
+        path: protocol.upstream_path().to_owned(),
+        headers: protocol.extra_headers(),
+        body: protocol.upstream_body(stream),
+    };
+    smoke_test(&options.protocols, &router, &direct_call)?;
+
+    let bench = Bench {
+        options,
+        work: work.clone(),
+        oha,
+        stop: Arc::clone(&stop),
+        postmaster: pg_pin.pids.first().copied(),
+    };
+    let mut report = Report {
+        started: provenance::utc_now(),
+        mode: provenance::describe_mode(&bench.options),
+        machine: provenance::machine(),
+        versions: provenance::versions(
+            &oha_version,
+            &upstreams.nginx_version,
+            &database_url,
+            &bench.options,
+        ),
+        pinning: format!(
+            "Pinning (`taskset`): the router, and each peer in its turn, on core {ROUTER_CORE}; nginx, the mock suppliers, oha and {} on core {LOAD_CORE}.",
+            if pg_pin.pinned {
+                "PostgreSQL"
+            } else {
+                "the load (PostgreSQL could not be pinned)"
+            }
+        ),
+        method: provenance::method(&bench.options),
+        ..Report::default()
+    };
+
+    if let Some(pid) = router.pid {
+        report.idle_start =
+            Some(proc_stats::idle(pid, Duration::from_secs(3)).map_err(|e| format!("{e:#}")));
+    }
+    report.round_trips =
+        Some(postgres::round_trips(&router, &database_url).map_err(|e| format!("{e:#}")));
+
+    // The upstream measured direct once per supplier path (Completions shares Chat's).
+    let mut direct_cache: HashMap<&'static str, Subject> = HashMap::new();
+    for protocol in bench.options.protocols.clone() {
+        let direct = match direct_cache.get(protocol.upstream_path()) {
+            Some(direct) => direct.clone(),
+            None => {
+                let direct = bench.measure(
+                    &format!("direct, {}", protocol.upstream_path()),
+                    &direct_call(protocol, false),
+                    Ok((direct_call(protocol, true), protocol.upstream_end_marker())),
+                    None,
+                )?;
+                direct_cache.insert(protocol.upstream_path(), direct.clone());
+                direct
+            }
+        };
+        let mut direct = direct;
+        direct.name = "direct".to_owned();
+        let routed = bench.measure(
+            &format!("router, {}", protocol.name()),
+            &router.call(protocol, protocol.model(false), false),
+            Ok((
+                router.call(protocol, protocol.model(true), true),
+                protocol.end_marker(),
+            )),
+            router.pid,
+        )?;
+        report.protocols.push(ProtocolResult {
+            protocol,
+            direct,
+            router: routed,
+        });
+    }
+
+    for peer in bench.options.peers.clone() {
+        bench.check_stop()?;
+        report.peers.push(measure_peer(&bench, peer, &upstreams));
+    }
+
+    bench.check_stop()?;
+    report.open_streams = Some(open_streams(&router).map_err(|e| format!("{e:#}")));
+
+    if bench.options.profile {
+        bench.check_stop()?;
+        report.profile = Some(
+            profile::record(
+                &bench,
+                &router.call(Protocol::Chat, "bench-chat", false),
+                router.pid,
+            )
+            .map_err(|e| format!("{e:#}")),
+        );
+    }
+    if bench.options.scale_out {
+        bench.check_stop()?;
+        report.scale_out = Some(
+            scale_out::run(
+                &bench,
+                &launch,
+                &mut children,
+                &router,
+                &admin_token,
+                &database_url,
+            )
+            .map_err(|e| format!("{e:#}")),
+        );
+    }
+    if let Some(pid) = router.pid {
+        report.idle_end =
+            Some(proc_stats::idle(pid, Duration::from_secs(3)).map_err(|e| format!("{e:#}")));
+    }
+
+    report.notes = provenance::notes(&contention.finish(), &bench.options);
+    report.elapsed_secs = started.elapsed().as_secs();
+    let markdown = report.to_markdown();
+    fs::write(work.join("report.md"), &markdown)?;
+    fs::write(
+        work.join("report.json"),
+        serde_json::to_string_pretty(&report.to_json())?,
+    )?;
+    drop(children);
+    drop(pg_pin);
+    println!("{markdown}");
+    println!(
+        "reports: {} and {}",
+        work.join("report.md").display(),
+        work.join("report.json").display()
+    );
+    Ok(true)
+}
+
+/// One request per protocol, direct and through the router, plain and streaming, each
+/// answered 200 with usage or a complete stream: a bench of error replies measures nothing.
+fn smoke_test(
+    protocols: &[Protocol],
+    router: &Router,
+    direct_call: &dyn Fn(Protocol, bool) -> Call,
+) -> Result<()> {
+    for protocol in protocols {
+        let calls = [
+            (direct_call(*protocol, false), "usage"),
+            (
+                router.call(*protocol, protocol.model(false), false),
+                "usage",
+            ),
+            (direct_call(*protocol, true), protocol.upstream_end_marker()),
+            (
+                router.call(*protocol, protocol.model(true), true),
+                protocol.end_marker(),
+            ),
+        ];
+        for (call, marker) in calls {
+            stream_client::sample(&call, marker, 1, 1).with_context(|| {
+                format!("POST {}{} ({})", call.addr, call.path, protocol.name())
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// How to start a router process on the bench's catalog and database.
+struct RouterLaunch<'a> {
+    binary: &'a Path,
+    database_url: &'a str,
+    catalog: &'a Path,
+    admin_token: &'a str,
+    logs: &'a Path,
+}
+
+impl RouterLaunch<'_> {
+    fn command(&self, core: u32, subcommand: &str, listen: &str) -> Command {
+        let mut command = upstream::pinned(core, self.binary);
+        command
+            .arg(subcommand)
+            .env("DATABASE_URL", self.database_url)
+            .env("ROUTER_LISTEN", listen)
+            .env("ROUTER_CATALOG", self.catalog)
+            .env("ROUTER_ADMIN_TOKEN", self.admin_token)
+            .env(SUPPLIER_KEY_ENV, "bench");
+        command
+    }
+
+    fn migrate(&self) -> Result<()> {
+        let log = self.logs.join("router-migrate.log");
+        let out = fs::File::create(&log)?;
+        run_checked(
+            self.command(ROUTER_CORE, "migrate", "127.0.0.1:0")
+                .stdin(Stdio::null())
+                .stdout(out.try_clone()?)
+                .stderr(out),
+        )
+        .with_context(|| format!("see {}", log.display()))
+    }
+
+    /// Starts `router serve` as `name`, pinned to `core`; returns its address once ready.
+    fn start(
+        &self,
+        children: &mut Children,
+        stop: &AtomicBool,
+        name: &'static str,
+        core: u32,
+    ) -> Result<String> {
+        let addr = format!("127.0.0.1:{}", free_loopback_port()?);
+        let log = self.logs.join(format!("{name}.log"));
+        children.spawn_logged(name, self.command(core, "serve", &addr), &log)?;
+        children
+            .wait_until(
+                name,
+                stop,
+                ROUTER_READY,
+                || matches!(http(&addr, "GET", "/readyz", None, None), Ok(r) if r.status == 200),
+            )
+            .with_context(|| format!("see {}", log.display()))?;
+        Ok(addr)
+    }
+}
+
+/// Writes the bench catalog with the upstreams' URLs in place; returns its path.
+fn render_catalog(work: &Path, upstreams: &upstream::Upstreams) -> Result<PathBuf> {
+    let template = fs::read_to_string(workspace_root().join(CATALOG))
+        .with_context(|| format!("reading {CATALOG}"))?;
+    let mut catalog = template;
+    for (placeholder, addr) in [
+        ("{FIXED_URL}", &upstreams.fixed),
+        ("{PACED_URL}", &upstreams.paced),
+        ("{SLOW_URL}", &upstreams.slow),
+    ] {
+        anyhow::ensure!(
+            catalog.contains(placeholder),
+            "{CATALOG} has no {placeholder}"
+        );
+        catalog = catalog.replace(placeholder, &format!("http://{addr}/v1"));
+    }
+    let path = work.join("catalog.toml");
+    fs::write(&path, catalog)?;
+    Ok(path)
+}
+
+/// A peer installed, started on the router's core, measured on Chat Completions and
+/// stopped; what fails becomes its row's reason.
+fn measure_peer(bench: &Bench, peer: Peer, upstreams: &upstream::Upstreams) -> Subject {
+    let label = format!("{} {}", peer.name(), peer.version());
+    let failed = |reason: String| {
+        eprintln!("xtask bench: {label}: n/a ({reason})");
+        Subject {
+            name: label.clone(),
+            sequential: Err(reason.clone()),
+            rates: FIXED_RATES
+                .iter()
+                .map(|r| (*r, Err(reason.clone())))
+                .collect(),
+            saturation: Err(reason.clone()),
+            saturation_usage: None,
+            cores_busy: Vec::new(),
+            postgres_cpu_percent: None,
+            sequential_cpu: CpuPerRequest::default(),
+            saturation_cpu: CpuPerRequest::default(),
+            streaming: Err(reason.clone()),
+        }
+    };
+    let dir = bench.work.join("peers").join(peer.name());
+    if let Err(error) = peers::install(peer, &dir) {
+        return failed(format!("install failed: {error:#}"));
+    }
+    // The peer's own set: dropping it stops the peer before the next one starts.
+    let mut children = Children::default();
+    let running = match peers::start(
+        peer,
+        &dir,
+        &bench.work.join("logs"),
+        upstreams,
+        &mut children,
+        &bench.stop,
+    ) {
+        Ok(running) => running,
+        Err(error) => return failed(format!("did not start: {error:#}")),
+    };
+    let body = |stream| Protocol::Chat.router_body(Protocol::Chat.model(stream), stream);
+    let stream_body = body(true);
+    let stream_call = running.call(true, &stream_body);
+    // A streaming probe first, so a peer that cannot stream says why in its row.
+    let stream = match stream_client::sample(&stream_call, Protocol::Chat.end_marker(), 1, 1) {
+        Ok(_) => Ok((stream_call, Protocol::Chat.end_marker())),
+        Err(error) => Err(format!(
+            "streaming failed: {error:#}{}",
+            peers::last_error_line(peer, &bench.work.join("logs"))
+                .map(|line| format!("; its log: {line}"))
+                .unwrap_or_default()
+        )),
+    };
+    let call = running.call(false, &body(false));
+    match bench.measure(&format!("{label}, chat"), &call, stream, running.pid) {
+        Ok(mut subject) => {
+            subject.name = label;
+            subject
+        }
+        Err(error) => failed(format!("{error:#}")),
+    }
+}
+
+/// RSS and CPU of the router while it holds many streams open on the slow upstream.
+fn open_streams(router: &Router) -> Result<OpenStreams> {
+    let pid = router.pid.context("the router's pid is unknown")?;
+    let call = router.call(Protocol::Chat, "bench-chat-slow", true);
+    eprintln!("xtask bench: opening {OPEN_STREAMS} streams through the router");
+    let (usage, opened, completed) = stream_client::hold_open(
+        &call,
+        Protocol::Chat.end_marker(),
+        OPEN_STREAMS,
+        Duration::from_secs(30),
+        || proc_stats::idle(pid, Duration::from_secs(1)),
+    )?;
+    let usage = usage?;
+    eprintln!(
+        "xtask bench: {opened} streams open: router RSS {:.1} MiB, CPU {:.1}%; {completed} completed",
+        usage.max_rss_mib, usage.cpu_percent
+    );
+    Ok(OpenStreams {
+        count: OPEN_STREAMS,
+        opened,
+        completed,
+        usage,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Protocol, parse};
+
+    fn args(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn options_parse_in_both_spellings() {
+        let options = parse(&args(&[
+            "--quick",
+            "--protocols=chat,messages",
+            "--peers",
+            "litellm,portkey",
+            "--duration",
+            "5",
+        ]))
+        .unwrap();
+        assert!(options.quick);
+        assert_eq!(options.protocols, vec![Protocol::Chat, Protocol::Messages]);
+        assert_eq!(options.peers.len(), 2);
+        assert_eq!(options.duration.as_secs(), 5);
+        let quick = parse(&args(&["--quick"])).unwrap();
+        assert_eq!(quick.duration.as_secs(), 3);
+        assert_eq!(quick.protocols.len(), 4);
+    }
+
+    #[test]
+    fn bad_options_are_refused() {
+        for bad in [
+            &["--protocols", "grpc"][..],
+            &["--peers", "kong"],
+            &["--duration", "0"],
+            &["--duration"],
+            &["--fast"],
+        ] {
+            assert!(parse(&args(bad)).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn every_protocol_sends_json_with_its_model() {
+        for protocol in Protocol::ALL {
+            for stream in [false, true] {
+                let model = protocol.model(stream);
+                let body: serde_json::Value =
+                    serde_json::from_str(&protocol.router_body(model, stream)).unwrap();
+                assert_eq!(body["model"], model);
+                assert_eq!(body.get("stream").is_some(), stream);
+                let upstream: serde_json::Value =
+                    serde_json::from_str(&protocol.upstream_body(stream)).unwrap();
+                assert!(upstream["model"].as_str().unwrap().starts_with("bench-up-"));
+            }
+        }
+    }
+
+    #[test]
+    fn the_committed_catalog_has_every_placeholder_and_model() {
+        let catalog =
+            std::fs::read_to_string(crate::workspace_root().join(super::CATALOG)).unwrap();
+        for placeholder in ["{FIXED_URL}", "{PACED_URL}", "{SLOW_URL}"] {
+            assert!(catalog.contains(placeholder), "{placeholder}");
+        }
+        for protocol in Protocol::ALL {
+            for stream in [false, true] {
+                let model = format!("id = \"{}\"", protocol.model(stream));
+                assert!(catalog.contains(&model), "{model}");
+            }
+        }
+        assert!(catalog.contains("id = \"bench-chat-slow\""));
+    }
+}

@@ -1,0 +1,160 @@
+//! PostgreSQL as the bench sees it: pinned to the load core for the run, its processes
+//! found for CPU accounting, and the transactions a request costs, counted in
+//! `pg_stat_database`.
+
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::thread::{self, sleep};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+use crate::services::http;
+
+use super::report::RoundTrips;
+use super::{LOAD_CORE, Protocol, Router};
+
+/// Requests counted for the PostgreSQL transactions per request.
+const ROUND_TRIP_REQUESTS: u64 = 300;
+/// PostgreSQL 15 backends flush their statistics at most once a second, and an idle one
+/// within 10 s: wait that long before reading `pg_stat_database`.
+const PG_STATS_FLUSH: Duration = Duration::from_secs(11);
+
+/// PostgreSQL transactions per request: `pg_stat_database` before and after a run of
+/// sequential non-streaming Chat requests.
+pub(super) fn round_trips(router: &Router, database_url: &str) -> Result<RoundTrips> {
+    let transactions = || -> Result<i64> {
+        psql(
+            database_url,
+            "select xact_commit + xact_rollback from pg_stat_database where datname = current_database()",
+        )?
+        .parse()
+        .context("pg_stat_database answered something else than a number")
+    };
+    let call = router.call(Protocol::Chat, "bench-chat", false);
+    // Settles the stats of whatever ran before.
+    sleep(PG_STATS_FLUSH);
+    let before = transactions()?;
+    for _ in 0..ROUND_TRIP_REQUESTS {
+        let response = http(
+            &call.addr,
+            "POST",
+            &call.path,
+            Some(&router.api_key),
+            Some(&call.body),
+        )?;
+        if response.status != 200 {
+            return Err(response.error());
+        }
+    }
+    sleep(PG_STATS_FLUSH);
+    let after = transactions()?;
+    // One of the counted transactions is the first psql's own query.
+    let per_request = (after - before - 1) as f64 / ROUND_TRIP_REQUESTS as f64;
+    eprintln!("xtask bench: {per_request:.2} PostgreSQL transactions per request");
+    Ok(RoundTrips {
+        requests: ROUND_TRIP_REQUESTS,
+        transactions_per_request: per_request,
+    })
+}
+
+pub(super) fn psql(database_url: &str, sql: &str) -> Result<String> {
+    let output = Command::new("psql")
+        .arg(database_url)
+        .args(["-AtXq", "-c", sql])
+        .stdin(Stdio::null())
+        .output()
+        .context("could not run psql")?;
+    anyhow::ensure!(
+        output.status.success(),
+        "psql failed: {}",
+        String::from_utf8_lossy(&output.stderr).trim()
+    );
+    Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
+}
+
+/// PostgreSQL's postmaster and its processes pinned to the load core for the run (new
+/// backends inherit it); all cores again on drop. Needs the server's data directory to be
+/// readable (ours is, as root); otherwise the server runs unpinned and the report says so.
+pub(super) struct PgPin {
+    pub(super) pinned: bool,
+    pub(super) pids: Vec<u32>,
+}
+
+impl PgPin {
+    pub(super) fn apply(database_url: &str) -> PgPin {
+        let pids = postgres_pids(database_url).unwrap_or_default();
+        let pinned = !pids.is_empty()
+            && pids
+                .iter()
+                .all(|pid| set_affinity(*pid, &LOAD_CORE.to_string()));
+        if !pinned {
+            eprintln!(
+                "xtask bench: could not pin PostgreSQL to core {LOAD_CORE}; it runs unpinned"
+            );
+        }
+        PgPin { pinned, pids }
+    }
+}
+
+impl Drop for PgPin {
+    fn drop(&mut self) {
+        if !self.pinned {
+            return;
+        }
+        let all = format!(
+            "0-{}",
+            thread::available_parallelism().map_or(1, usize::from) - 1
+        );
+        // The postmaster first: backends forked from now on get every core.
+        for pid in &self.pids {
+            set_affinity(*pid, &all);
+        }
+        for pid in children_of(self.pids.first().copied().unwrap_or_default()) {
+            set_affinity(pid, &all);
+        }
+    }
+}
+
+pub(super) fn set_affinity(pid: u32, cores: &str) -> bool {
+    Command::new("taskset")
+        .args(["-a", "-p", "-c", cores, &pid.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
+}
+
+/// The postmaster (first) and its child processes.
+pub(super) fn postgres_pids(database_url: &str) -> Result<Vec<u32>> {
+    let data_dir = psql(database_url, "show data_directory")?;
+    let pid_file = fs::read_to_string(Path::new(&data_dir).join("postmaster.pid"))?;
+    let postmaster: u32 = pid_file
+        .lines()
+        .next()
+        .context("empty postmaster.pid")?
+        .trim()
+        .parse()?;
+    let mut pids = vec![postmaster];
+    pids.extend(children_of(postmaster));
+    Ok(pids)
+}
+
+pub(super) fn children_of(parent: u32) -> Vec<u32> {
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|stat| {
+                    let after_name = &stat[stat.rfind(')')? + 1..];
+                    after_name.split_whitespace().nth(1)?.parse::<u32>().ok()
+                })
+                == Some(parent)
+        })
+        .collect()
+}

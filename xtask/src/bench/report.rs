@@ -1,0 +1,890 @@
+//! What a bench run found, and its two renderings: a markdown report for people
+//! (`target/bench/report.md`) and JSON for tools (`target/bench/report.json`).
+
+use std::fmt::Write as _;
+
+use serde_json::{Value, json};
+
+use super::Protocol;
+use super::load::{Figures, round3};
+use super::proc_stats::Usage;
+use super::stream_client::StreamFigures;
+
+/// A figure, or why there is none (shown as `n/a (reason)`).
+pub(crate) type Outcome<T> = Result<T, String>;
+
+/// Everything measured on one target (the upstream direct, the router or a peer) for one
+/// inbound protocol.
+#[derive(Clone, Debug)]
+pub(crate) struct Subject {
+    pub(crate) name: String,
+    pub(crate) sequential: Outcome<Figures>,
+    pub(crate) rates: Vec<(u32, Outcome<Figures>)>,
+    pub(crate) saturation: Outcome<Figures>,
+    /// The target process's CPU and RSS during saturation, when it is ours to watch.
+    pub(crate) saturation_usage: Option<Outcome<Usage>>,
+    /// Busy percent of each core during saturation.
+    pub(crate) cores_busy: Vec<f64>,
+    /// PostgreSQL's processes during saturation, summed, in percent of one core.
+    pub(crate) postgres_cpu_percent: Option<f64>,
+    /// CPU time per 2xx response, one at a time and at saturation.
+    pub(crate) sequential_cpu: CpuPerRequest,
+    pub(crate) saturation_cpu: CpuPerRequest,
+    pub(crate) streaming: Outcome<StreamFigures>,
+}
+
+impl Subject {
+    pub(crate) fn rate(&self, rate: u32) -> Option<&Outcome<Figures>> {
+        self.rates
+            .iter()
+            .find(|(r, _)| *r == rate)
+            .map(|(_, outcome)| outcome)
+    }
+
+    fn to_json(&self) -> Value {
+        let rates: serde_json::Map<String, Value> = self
+            .rates
+            .iter()
+            .map(|(rate, outcome)| (rate.to_string(), outcome_json(outcome, Figures::to_json)))
+            .collect();
+        json!({
+            "name": self.name,
+            "one_at_a_time": outcome_json(&self.sequential, Figures::to_json),
+            "fixed_rates": rates,
+            "saturation": outcome_json(&self.saturation, Figures::to_json),
+            "saturation_process": self.saturation_usage.as_ref().map(|usage| outcome_json(usage, |u| u.to_json())),
+            "saturation_cores_busy_percent": self.cores_busy.iter().map(|b| round3(*b)).collect::<Vec<_>>(),
+            "saturation_postgres_cpu_percent": self.postgres_cpu_percent.map(round3),
+            "cpu_us_per_request_one_at_a_time": self.sequential_cpu.to_json(),
+            "cpu_us_per_request_saturation": self.saturation_cpu.to_json(),
+            "streaming": outcome_json(&self.streaming, StreamFigures::to_json),
+        })
+    }
+}
+
+/// CPU time per 2xx response over a load step, in microseconds: the target process's and
+/// PostgreSQL's (all its processes).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct CpuPerRequest {
+    pub(crate) target_us: Option<f64>,
+    pub(crate) postgres_us: Option<f64>,
+}
+
+impl CpuPerRequest {
+    pub(crate) fn of(
+        figures: &Outcome<Figures>,
+        usage: Option<anyhow::Result<Usage>>,
+        postgres_cpu_percent: Option<f64>,
+    ) -> CpuPerRequest {
+        let Ok(figures) = figures else {
+            return CpuPerRequest::default();
+        };
+        let per_request = |percent: f64| percent / 100.0 / figures.ok_rps.max(f64::EPSILON) * 1e6;
+        CpuPerRequest {
+            target_us: usage
+                .and_then(Result::ok)
+                .map(|u| per_request(u.cpu_percent)),
+            postgres_us: postgres_cpu_percent.map(per_request),
+        }
+    }
+
+    fn to_json(self) -> Value {
+        json!({
+            "target_us": self.target_us.map(round3),
+            "postgres_us": self.postgres_us.map(round3),
+        })
+    }
+
+    fn cell(self) -> String {
+        let show = |v: Option<f64>| v.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.0}"));
+        format!("{} / {}", show(self.target_us), show(self.postgres_us))
+    }
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct ProtocolResult {
+    pub(crate) protocol: Protocol,
+    pub(crate) direct: Subject,
+    pub(crate) router: Subject,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct OpenStreams {
+    pub(crate) count: usize,
+    pub(crate) opened: usize,
+    pub(crate) completed: usize,
+    pub(crate) usage: Usage,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct RoundTrips {
+    pub(crate) requests: u64,
+    /// PostgreSQL transactions (committed + rolled back) per request, from
+    /// `pg_stat_database`; each of the router's statements is its own transaction.
+    pub(crate) transactions_per_request: f64,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Profile {
+    pub(crate) tool: String,
+    pub(crate) samples_file: String,
+    /// (percent of samples, shared object).
+    pub(crate) by_dso: Vec<(f64, String)>,
+    /// (percent of samples, symbol), self time.
+    pub(crate) by_symbol: Vec<(f64, String)>,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct ScaleOutCase {
+    pub(crate) label: String,
+    pub(crate) ok_rps: f64,
+    pub(crate) failed: u64,
+    pub(crate) router_cpu_percent: Vec<f64>,
+    pub(crate) pg_connections: u64,
+    pub(crate) postgres_cpu_percent: f64,
+    pub(crate) cores_busy: Vec<f64>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Report {
+    pub(crate) started: String,
+    pub(crate) mode: String,
+    pub(crate) elapsed_secs: u64,
+    pub(crate) machine: Vec<(String, String)>,
+    pub(crate) versions: Vec<(String, String)>,
+    pub(crate) pinning: String,
+    pub(crate) method: Vec<String>,
+    pub(crate) notes: Vec<String>,
+    pub(crate) protocols: Vec<ProtocolResult>,
+    pub(crate) peers: Vec<Subject>,
+    pub(crate) idle_start: Option<Outcome<Usage>>,
+    pub(crate) idle_end: Option<Outcome<Usage>>,
+    pub(crate) open_streams: Option<Outcome<OpenStreams>>,
+    pub(crate) round_trips: Option<Outcome<RoundTrips>>,
+    pub(crate) profile: Option<Outcome<Profile>>,
+    pub(crate) scale_out: Option<Outcome<Vec<ScaleOutCase>>>,
+}
+
+fn outcome_json<T>(outcome: &Outcome<T>, render: impl Fn(&T) -> Value) -> Value {
+    match outcome {
+        Ok(value) => render(value),
+        Err(reason) => json!({ "n/a": reason }),
+    }
+}
+
+fn na(reason: &str) -> String {
+    let short: String = reason.chars().take(200).collect();
+    format!("n/a ({})", short.replace('|', "/").replace('\n', " "))
+}
+
+fn ms(value: f64) -> String {
+    if value >= 100.0 {
+        format!("{value:.0}")
+    } else if value >= 10.0 {
+        format!("{value:.1}")
+    } else {
+        format!("{value:.2}")
+    }
+}
+
+fn added(value: f64) -> String {
+    if value >= 0.0 {
+        format!("+{}", ms(value))
+    } else {
+        format!("-{}", ms(-value))
+    }
+}
+
+fn rps(value: f64) -> String {
+    format!("{value:.0}")
+}
+
+fn triple(figures: &Figures) -> String {
+    format!(
+        "{} / {} / {}",
+        ms(figures.p50),
+        ms(figures.p99),
+        ms(figures.p999)
+    )
+}
+
+/// One target's figures, the router's, and what the router added.
+fn latency_cells(direct: &Outcome<Figures>, router: &Outcome<Figures>) -> [String; 4] {
+    let show = |outcome: &Outcome<Figures>| match outcome {
+        Ok(figures) => triple(figures),
+        Err(reason) => na(reason),
+    };
+    let delta = match (direct, router) {
+        (Ok(d), Ok(r)) => format!(
+            "{} / {} / {}",
+            added(r.p50 - d.p50),
+            added(r.p99 - d.p99),
+            added(r.p999 - d.p999)
+        ),
+        _ => "n/a".to_owned(),
+    };
+    let achieved = match router {
+        Ok(figures) => format!("{} ({} failed)", rps(figures.ok_rps), figures.failed),
+        Err(_) => "n/a".to_owned(),
+    };
+    [show(direct), show(router), delta, achieved]
+}
+
+fn usage_cell(usage: Option<&Outcome<Usage>>) -> (String, String) {
+    match usage {
+        Some(Ok(usage)) => (
+            format!("{:.1}", usage.cpu_percent),
+            format!("{:.1}", usage.max_rss_mib),
+        ),
+        Some(Err(reason)) => (na(reason), "n/a".to_owned()),
+        None => ("n/a".to_owned(), "n/a".to_owned()),
+    }
+}
+
+fn cores(busy: &[f64]) -> String {
+    if busy.is_empty() {
+        return "n/a".to_owned();
+    }
+    busy.iter()
+        .map(|b| format!("{b:.0}%"))
+        .collect::<Vec<_>>()
+        .join(" / ")
+}
+
+impl Report {
+    fn chat(&self) -> Option<&ProtocolResult> {
+        self.protocols.iter().find(|p| p.protocol == Protocol::Chat)
+    }
+
+    pub(crate) fn to_json(&self) -> Value {
+        let pairs = |pairs: &[(String, String)]| -> Value {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                .collect::<serde_json::Map<_, _>>()
+                .into()
+        };
+        json!({
+            "started": self.started,
+            "mode": self.mode,
+            "elapsed_secs": self.elapsed_secs,
+            "machine": pairs(&self.machine),
+            "versions": pairs(&self.versions),
+            "pinning": self.pinning,
+            "method": self.method,
+            "notes": self.notes,
+            "protocols": self.protocols.iter().map(|p| json!({
+                "protocol": p.protocol.name(),
+                "direct": p.direct.to_json(),
+                "router": p.router.to_json(),
+            })).collect::<Vec<_>>(),
+            "peers": self.peers.iter().map(Subject::to_json).collect::<Vec<_>>(),
+            "router_idle_start": self.idle_start.as_ref().map(|u| outcome_json(u, |u| u.to_json())),
+            "router_idle_end": self.idle_end.as_ref().map(|u| outcome_json(u, |u| u.to_json())),
+            "router_open_streams": self.open_streams.as_ref().map(|o| outcome_json(o, |o| json!({
+                "count": o.count, "opened": o.opened, "completed": o.completed, "usage": o.usage.to_json(),
+            }))),
+            "postgres_round_trips": self.round_trips.as_ref().map(|r| outcome_json(r, |r| json!({
+                "requests": r.requests,
+                "transactions_per_request": round3(r.transactions_per_request),
+            }))),
+            "profile": self.profile.as_ref().map(|p| outcome_json(p, |p| json!({
+                "tool": p.tool,
+                "samples_file": p.samples_file,
+                "by_dso": p.by_dso.iter().map(|(pct, name)| json!({"percent": pct, "dso": name})).collect::<Vec<_>>(),
+                "by_symbol": p.by_symbol.iter().map(|(pct, name)| json!({"percent": pct, "symbol": name})).collect::<Vec<_>>(),
+            }))),
+            "scale_out": self.scale_out.as_ref().map(|s| outcome_json(s, |cases| cases.iter().map(|c| json!({
+                "case": c.label,
+                "ok_rps": round3(c.ok_rps),
+                "failed": c.failed,
+                "router_cpu_percent": c.router_cpu_percent.iter().map(|v| round3(*v)).collect::<Vec<_>>(),
+                "pg_client_connections": c.pg_connections,
+                "postgres_cpu_percent": round3(c.postgres_cpu_percent),
+                "cores_busy_percent": c.cores_busy.iter().map(|v| round3(*v)).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>().into())),
+            "targets": self.targets().iter().map(|t| json!({
+                "target": t.what, "figure": t.figure, "met": t.met,
+            })).collect::<Vec<_>>(),
+        })
+    }
+
+    pub(crate) fn to_markdown(&self) -> String {
+        let mut out = String::new();
+        let w = &mut out;
+        let _ = writeln!(w, "# Router benchmark\n");
+        let _ = writeln!(
+            w,
+            "Run {} ({}), {} s in all.\n",
+            self.started, self.mode, self.elapsed_secs
+        );
+        let _ = writeln!(w, "## Machine, versions, pinning\n");
+        let _ = writeln!(w, "| | |\n| --- | --- |");
+        for (key, value) in self.machine.iter().chain(&self.versions) {
+            let _ = writeln!(w, "| {key} | {value} |");
+        }
+        let _ = writeln!(w, "\n{}\n", self.pinning);
+        for line in &self.method {
+            let _ = writeln!(w, "- {line}");
+        }
+
+        let _ = writeln!(
+            w,
+            "\n## Non-streaming latency (ms): upstream direct vs through the router\n"
+        );
+        let _ = writeln!(
+            w,
+            "p50 / p99 / p99.9 over 2xx responses; fixed rates are latency-corrected.\n"
+        );
+        let _ = writeln!(
+            w,
+            "| inbound | load | direct | router | added | router 2xx/s |\n| --- | --- | --- | --- | --- | --- |"
+        );
+        for p in &self.protocols {
+            let mut rows = vec![(
+                "one at a time".to_owned(),
+                &p.direct.sequential,
+                &p.router.sequential,
+            )];
+            for (rate, outcome) in &p.router.rates {
+                if let Some(direct) = p.direct.rate(*rate) {
+                    rows.push((format!("{rate} rps"), direct, outcome));
+                }
+            }
+            for (load, direct, router) in rows {
+                let [d, r, a, achieved] = latency_cells(direct, router);
+                let _ = writeln!(
+                    w,
+                    "| {} | {load} | {d} | {r} | {a} | {achieved} |",
+                    p.protocol.title()
+                );
+            }
+        }
+
+        let _ = writeln!(
+            w,
+            "\n## Saturation (2xx/s, unthrottled, {} connections)\n",
+            super::load::SATURATION_CONNECTIONS
+        );
+        let _ = writeln!(
+            w,
+            "| inbound | upstream direct | router | router / upstream | router CPU % of its core | router RSS MiB | PostgreSQL CPU % | CPU µs per request, router / PostgreSQL: saturation | same, one at a time | cores busy (0 / 1) |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+        );
+        for p in &self.protocols {
+            let (direct, router, ratio) = match (&p.direct.saturation, &p.router.saturation) {
+                (Ok(d), Ok(r)) => (
+                    rps(d.ok_rps),
+                    rps(r.ok_rps),
+                    format!("{:.3}", r.ok_rps / d.ok_rps.max(f64::EPSILON)),
+                ),
+                (d, r) => (
+                    d.as_ref().map_or_else(|e| na(e), |d| rps(d.ok_rps)),
+                    r.as_ref().map_or_else(|e| na(e), |r| rps(r.ok_rps)),
+                    "n/a".to_owned(),
+                ),
+            };
+            let (cpu, rss) = usage_cell(p.router.saturation_usage.as_ref());
+            let _ = writeln!(
+                w,
+                "| {} | {direct} | {router} | {ratio} | {cpu} | {rss} | {} | {} | {} | {} |",
+                p.protocol.title(),
+                p.router
+                    .postgres_cpu_percent
+                    .map_or_else(|| "n/a".to_owned(), |v| format!("{v:.0}")),
+                p.router.saturation_cpu.cell(),
+                p.router.sequential_cpu.cell(),
+                cores(&p.router.cores_busy)
+            );
+        }
+
+        let _ = writeln!(
+            w,
+            "\n## Streaming (ms; paced upstream: first event after 50 ms, then one every 20 ms)\n"
+        );
+        let _ = writeln!(
+            w,
+            "| inbound | direct TTFB p50 / p99 | router TTFB p50 / p99 | added TTFB p50 / p99 | direct total p50 / p99 | router total p50 / p99 | added total p50 / p99 | router streams ok / failed |\n| --- | --- | --- | --- | --- | --- | --- | --- |"
+        );
+        for p in &self.protocols {
+            let _ = writeln!(
+                w,
+                "| {} | {} |",
+                p.protocol.title(),
+                stream_cells(&p.direct.streaming, &p.router.streaming).join(" | ")
+            );
+        }
+
+        let _ = writeln!(w, "\n## Router CPU and memory\n");
+        let _ = writeln!(
+            w,
+            "| state | CPU % of its core | RSS MiB |\n| --- | --- | --- |"
+        );
+        let (cpu, rss) = usage_cell(self.idle_start.as_ref());
+        let _ = writeln!(w, "| idle, after start | {cpu} | {rss} |");
+        for p in &self.protocols {
+            let (cpu, rss) = usage_cell(p.router.saturation_usage.as_ref());
+            let _ = writeln!(w, "| saturation, {} | {cpu} | {rss} |", p.protocol.title());
+        }
+        match &self.open_streams {
+            Some(Ok(o)) => {
+                let _ = writeln!(
+                    w,
+                    "| {} streams open ({} open at the sample, {} completed) | {:.1} | {:.1} |",
+                    o.count, o.opened, o.completed, o.usage.cpu_percent, o.usage.max_rss_mib
+                );
+            }
+            Some(Err(reason)) => {
+                let _ = writeln!(w, "| open streams | {} | n/a |", na(reason));
+            }
+            None => {}
+        }
+        let (cpu, rss) = usage_cell(self.idle_end.as_ref());
+        let _ = writeln!(w, "| idle, after the load | {cpu} | {rss} |");
+
+        if !self.peers.is_empty() {
+            self.peers_markdown(w);
+        }
+
+        if let Some(round_trips) = &self.round_trips {
+            let _ = writeln!(w, "\n## PostgreSQL per request\n");
+            match round_trips {
+                Ok(r) => {
+                    let _ = writeln!(
+                        w,
+                        "{:.2} transactions per non-streaming Chat request (pg_stat_database over {} sequential requests; each statement of the router runs as its own transaction).",
+                        r.transactions_per_request, r.requests
+                    );
+                }
+                Err(reason) => {
+                    let _ = writeln!(w, "{}", na(reason));
+                }
+            }
+        }
+
+        if let Some(profile) = &self.profile {
+            let _ = writeln!(w, "\n## Profile (router under saturation, Chat)\n");
+            match profile {
+                Ok(p) => {
+                    let _ = writeln!(w, "{}; samples in `{}`.\n", p.tool, p.samples_file);
+                    let _ = writeln!(w, "| % samples | shared object |\n| --- | --- |");
+                    for (pct, dso) in &p.by_dso {
+                        let _ = writeln!(w, "| {pct:.2} | `{dso}` |");
+                    }
+                    let _ = writeln!(w, "\n| % samples (self) | symbol |\n| --- | --- |");
+                    for (pct, symbol) in &p.by_symbol {
+                        let symbol: String = symbol.chars().take(140).collect();
+                        let _ = writeln!(w, "| {pct:.2} | `{}` |", symbol.replace('|', "/"));
+                    }
+                }
+                Err(reason) => {
+                    let _ = writeln!(w, "{}", na(reason));
+                }
+            }
+        }
+
+        if let Some(scale_out) = &self.scale_out {
+            let _ = writeln!(
+                w,
+                "\n## Scale-out (routers behind one PostgreSQL, Chat, saturation)\n"
+            );
+            match scale_out {
+                Ok(cases) => {
+                    let _ = writeln!(
+                        w,
+                        "| case | 2xx/s (sum) | failed | router CPU % each | PostgreSQL client connections | PostgreSQL CPU % | cores busy (0 / 1) |\n| --- | --- | --- | --- | --- | --- | --- |"
+                    );
+                    for c in cases {
+                        let cpu = c
+                            .router_cpu_percent
+                            .iter()
+                            .map(|v| format!("{v:.0}"))
+                            .collect::<Vec<_>>()
+                            .join(" + ");
+                        let _ = writeln!(
+                            w,
+                            "| {} | {} | {} | {cpu} | {} | {:.0} | {} |",
+                            c.label,
+                            rps(c.ok_rps),
+                            c.failed,
+                            c.pg_connections,
+                            c.postgres_cpu_percent,
+                            cores(&c.cores_busy)
+                        );
+                    }
+                }
+                Err(reason) => {
+                    let _ = writeln!(w, "{}", na(reason));
+                }
+            }
+        }
+
+        let _ = writeln!(w, "\n## Targets (reported, not asserted)\n");
+        let _ = writeln!(w, "| target | figure | met |\n| --- | --- | --- |");
+        for t in self.targets() {
+            let met = match t.met {
+                Some(true) => "yes",
+                Some(false) => "**no**",
+                None => "n/a",
+            };
+            let _ = writeln!(w, "| {} | {} | {met} |", t.what, t.figure);
+        }
+        if !self.notes.is_empty() {
+            let _ = writeln!(w, "\n## Notes\n");
+            for note in &self.notes {
+                let _ = writeln!(w, "- {note}");
+            }
+        }
+        out
+    }
+
+    fn peers_markdown(&self, w: &mut String) {
+        let Some(chat) = self.chat() else {
+            let _ = writeln!(
+                w,
+                "\n## Peers\n\nn/a (peers are measured on Chat Completions; run it too)"
+            );
+            return;
+        };
+        let _ = writeln!(
+            w,
+            "\n## Peers (Chat Completions, same upstreams, same core as the router)\n"
+        );
+        let subjects: Vec<&Subject> = [&chat.direct, &chat.router]
+            .into_iter()
+            .chain(&self.peers)
+            .collect();
+        let header: Vec<&str> = subjects.iter().map(|s| s.name.as_str()).collect();
+        let _ = writeln!(
+            w,
+            "| measure | {} |\n| --- |{}",
+            header.join(" | "),
+            " --- |".repeat(subjects.len())
+        );
+        let row = |w: &mut String, label: &str, cell: &dyn Fn(&Subject) -> String| {
+            let cells: Vec<String> = subjects.iter().map(|s| cell(s)).collect();
+            let _ = writeln!(w, "| {label} | {} |", cells.join(" | "));
+        };
+        let lat = |outcome: &Outcome<Figures>| match outcome {
+            Ok(f) => triple(f),
+            Err(e) => na(e),
+        };
+        row(w, "one at a time p50 / p99 / p99.9 ms", &|s| {
+            lat(&s.sequential)
+        });
+        for (rate, _) in &chat.router.rates {
+            let label = format!("{rate} rps p50 / p99 / p99.9 ms (2xx/s)");
+            row(w, &label, &|s| match s.rate(*rate) {
+                Some(Ok(f)) => format!("{} ({})", triple(f), rps(f.ok_rps)),
+                Some(Err(e)) => na(e),
+                None => "n/a".to_owned(),
+            });
+        }
+        row(w, "saturation 2xx/s", &|s| match &s.saturation {
+            Ok(f) => rps(f.ok_rps),
+            Err(e) => na(e),
+        });
+        row(
+            w,
+            "CPU % / RSS MiB at saturation",
+            &|s| match s.saturation_usage.as_ref() {
+                Some(Ok(u)) => format!("{:.0} / {:.0}", u.cpu_percent, u.max_rss_mib),
+                Some(Err(e)) => na(e),
+                None => "n/a".to_owned(),
+            },
+        );
+        row(w, "stream TTFB p50 / p99 ms", &|s| match &s.streaming {
+            Ok(f) => format!("{} / {}", ms(f.ttfb_p50), ms(f.ttfb_p99)),
+            Err(e) => na(e),
+        });
+        row(w, "stream total p50 / p99 ms", &|s| match &s.streaming {
+            Ok(f) => format!("{} / {}", ms(f.total_p50), ms(f.total_p99)),
+            Err(e) => na(e),
+        });
+        if let Ok(router) = &chat.router.saturation {
+            let _ = writeln!(w);
+            for peer in &self.peers {
+                match &peer.saturation {
+                    Ok(p) => {
+                        let _ = writeln!(
+                            w,
+                            "- router / {}: {:.1}x the saturation throughput",
+                            peer.name,
+                            router.ok_rps / p.ok_rps.max(f64::EPSILON)
+                        );
+                    }
+                    Err(e) => {
+                        let _ = writeln!(w, "- router / {}: {}", peer.name, na(e));
+                    }
+                }
+            }
+        }
+    }
+
+    /// The issue's targets, each with the figure that decides it.
+    pub(crate) fn targets(&self) -> Vec<Target> {
+        let mut targets = Vec::new();
+        let per_protocol = |pick: &dyn Fn(&ProtocolResult) -> Option<(f64, bool)>| {
+            let mut figures = Vec::new();
+            let mut met = Some(true);
+            for p in &self.protocols {
+                match pick(p) {
+                    Some((value, ok)) => {
+                        figures.push(format!("{} {}", p.protocol.name(), added(value)));
+                        if !ok {
+                            met = Some(false);
+                        }
+                    }
+                    None => {
+                        figures.push(format!("{} n/a", p.protocol.name()));
+                        met = met.and(None);
+                    }
+                }
+            }
+            (figures.join(", "), met)
+        };
+        let delta =
+            |d: &Outcome<Figures>, r: &Outcome<Figures>, f: fn(&Figures) -> f64| match (d, r) {
+                (Ok(d), Ok(r)) => Some(f(r) - f(d)),
+                _ => None,
+            };
+        let (figure, met) = per_protocol(&|p| {
+            delta(&p.direct.sequential, &p.router.sequential, |f| f.p50).map(|v| (v, v <= 0.3))
+        });
+        targets.push(Target::new(
+            "added p50 <= 0.3 ms, one at a time",
+            figure,
+            met,
+        ));
+        let (figure, met) = per_protocol(&|p| {
+            let (d, r) = (p.direct.rate(1000)?, p.router.rate(1000)?);
+            delta(d, r, |f| f.p50).map(|v| (v, v <= 0.3))
+        });
+        targets.push(Target::new("added p50 <= 0.3 ms at 1,000 rps", figure, met));
+        let (figure, met) = per_protocol(&|p| {
+            let (d, r) = (p.direct.rate(1000)?, p.router.rate(1000)?);
+            delta(d, r, |f| f.p99).map(|v| (v, v <= 1.0))
+        });
+        targets.push(Target::new("added p99 <= 1 ms at 1,000 rps", figure, met));
+        {
+            let mut figures = Vec::new();
+            let mut met = Some(true);
+            for p in &self.protocols {
+                match &p.router.saturation {
+                    Ok(f) => {
+                        figures.push(format!("{} {}", p.protocol.name(), rps(f.ok_rps)));
+                        if f.ok_rps < 5000.0 {
+                            met = Some(false);
+                        }
+                    }
+                    Err(_) => {
+                        figures.push(format!("{} n/a", p.protocol.name()));
+                        met = met.and(None);
+                    }
+                }
+            }
+            targets.push(Target::new(
+                "saturation >= 5,000 rps (2xx)",
+                figures.join(", "),
+                met,
+            ));
+        }
+        let (figure, met) = per_protocol(&|p| match (&p.direct.streaming, &p.router.streaming) {
+            (Ok(d), Ok(r)) => {
+                let v = r.ttfb_p50 - d.ttfb_p50;
+                Some((v, v <= 0.5))
+            }
+            _ => None,
+        });
+        targets.push(Target::new(
+            "streaming TTFB added <= 0.5 ms p50",
+            figure,
+            met,
+        ));
+
+        // MB as the issue says (10^6 bytes); the tables show MiB.
+        let mb = |mib: f64| mib * 1.048_576;
+        let rss_target = |what: &str, usage: Option<&Outcome<Usage>>, limit: f64| match usage {
+            Some(Ok(u)) => Target::new(
+                what,
+                format!("{:.1} MB", mb(u.max_rss_mib)),
+                Some(mb(u.max_rss_mib) <= limit),
+            ),
+            _ => Target::new(what, "n/a".to_owned(), None),
+        };
+        targets.push(rss_target(
+            "RSS <= 50 MB idle",
+            self.idle_start.as_ref(),
+            50.0,
+        ));
+        let saturation_rss = self
+            .protocols
+            .iter()
+            .filter_map(|p| p.router.saturation_usage.as_ref()?.as_ref().ok())
+            .map(|u| u.max_rss_mib)
+            .fold(None, |max: Option<f64>, v| {
+                Some(max.map_or(v, |m| m.max(v)))
+            });
+        targets.push(match saturation_rss {
+            Some(mib) => Target::new(
+                "RSS <= 100 MB at saturation",
+                format!("{:.1} MB (largest over protocols)", mb(mib)),
+                Some(mb(mib) <= 100.0),
+            ),
+            None => Target::new("RSS <= 100 MB at saturation", "n/a".to_owned(), None),
+        });
+        let open = self
+            .open_streams
+            .as_ref()
+            .map(|o| o.as_ref().map(|o| o.usage).map_err(Clone::clone));
+        targets.push(rss_target(
+            "RSS <= 100 MB with 1,000 open streams",
+            open.as_ref(),
+            100.0,
+        ));
+        if let Some(Ok(router)) = self.chat().map(|c| &c.router.saturation) {
+            for (peer_name, factor) in [("portkey", 10.0), ("litellm", 100.0)] {
+                let what = format!("saturation >= {factor:.0}x {peer_name}'s");
+                match self.peers.iter().find(|p| p.name.starts_with(peer_name)) {
+                    Some(peer) => match &peer.saturation {
+                        Ok(p) => {
+                            let ratio = router.ok_rps / p.ok_rps.max(f64::EPSILON);
+                            targets.push(Target::new(
+                                &what,
+                                format!(
+                                    "{ratio:.1}x ({} vs {})",
+                                    rps(router.ok_rps),
+                                    rps(p.ok_rps)
+                                ),
+                                Some(ratio >= factor),
+                            ));
+                        }
+                        Err(e) => targets.push(Target::new(&what, na(e), None)),
+                    },
+                    None => targets.push(Target::new(&what, "not run".to_owned(), None)),
+                }
+            }
+        }
+        targets
+    }
+}
+
+fn stream_cells(direct: &Outcome<StreamFigures>, router: &Outcome<StreamFigures>) -> Vec<String> {
+    let pair = |a: f64, b: f64| format!("{} / {}", ms(a), ms(b));
+    let show_ttfb = |o: &Outcome<StreamFigures>| match o {
+        Ok(f) => pair(f.ttfb_p50, f.ttfb_p99),
+        Err(e) => na(e),
+    };
+    let show_total = |o: &Outcome<StreamFigures>| match o {
+        Ok(f) => pair(f.total_p50, f.total_p99),
+        Err(e) => na(e),
+    };
+    let (added_ttfb, added_total) = match (direct, router) {
+        (Ok(d), Ok(r)) => (
+            format!(
+                "{} / {}",
+                added(r.ttfb_p50 - d.ttfb_p50),
+                added(r.ttfb_p99 - d.ttfb_p99)
+            ),
+            format!(
+                "{} / {}",
+                added(r.total_p50 - d.total_p50),
+                added(r.total_p99 - d.total_p99)
+            ),
+        ),
+        _ => ("n/a".to_owned(), "n/a".to_owned()),
+    };
+    let counts = match router {
+        Ok(f) => format!("{} / {}", f.ok, f.failed),
+        Err(_) => "n/a".to_owned(),
+    };
+    vec![
+        show_ttfb(direct),
+        show_ttfb(router),
+        added_ttfb,
+        show_total(direct),
+        show_total(router),
+        added_total,
+        counts,
+    ]
+}
+
+pub(crate) struct Target {
+    pub(crate) what: String,
+    pub(crate) figure: String,
+    pub(crate) met: Option<bool>,
+}
+
+impl Target {
+    fn new(what: &str, figure: String, met: Option<bool>) -> Target {
+        Target {
+            what: what.to_owned(),
+            figure,
+            met,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ProtocolResult, Report, Subject};
+    use crate::bench::Protocol;
+    use crate::bench::load::Figures;
+
+    fn figures(p50: f64, ok_rps: f64) -> Figures {
+        Figures {
+            p50,
+            p99: p50 * 2.0,
+            p999: p50 * 3.0,
+            ok_rps,
+            ok: 100,
+            failed: 0,
+            seconds: 1.0,
+        }
+    }
+
+    fn subject(name: &str, p50: f64, ok_rps: f64) -> Subject {
+        Subject {
+            name: name.to_owned(),
+            sequential: Ok(figures(p50, ok_rps)),
+            rates: vec![(1000, Ok(figures(p50, 1000.0)))],
+            saturation: Ok(figures(p50, ok_rps)),
+            saturation_usage: None,
+            cores_busy: vec![],
+            postgres_cpu_percent: None,
+            sequential_cpu: super::CpuPerRequest::default(),
+            saturation_cpu: super::CpuPerRequest::default(),
+            streaming: Err("not measured".to_owned()),
+        }
+    }
+
+    #[test]
+    fn targets_use_the_added_latency_and_the_peer_ratio() {
+        let mut report = Report {
+            protocols: vec![ProtocolResult {
+                protocol: Protocol::Chat,
+                direct: subject("direct", 0.1, 70_000.0),
+                router: subject("router", 0.3, 6_000.0),
+            }],
+            peers: vec![subject("portkey 1.15.2", 1.0, 700.0)],
+            ..Report::default()
+        };
+        let targets = report.targets();
+        let one_at_a_time = &targets[0];
+        assert_eq!(one_at_a_time.met, Some(true), "{}", one_at_a_time.figure);
+        let saturation = targets
+            .iter()
+            .find(|t| t.what.starts_with("saturation >= 5"))
+            .unwrap();
+        assert_eq!(saturation.met, Some(true));
+        let portkey = targets.iter().find(|t| t.what.contains("portkey")).unwrap();
+        assert_eq!(portkey.met, Some(false), "{}", portkey.figure);
+        let litellm = targets.iter().find(|t| t.what.contains("litellm")).unwrap();
+        assert_eq!(litellm.met, None);
+
+        report.protocols[0].router.sequential = Err("router down".to_owned());
+        assert_eq!(report.targets()[0].met, None);
+        let markdown = report.to_markdown();
+        assert!(markdown.contains("n/a (router down)"), "{markdown}");
+        assert!(report.to_json()["protocols"][0]["router"]["one_at_a_time"]["n/a"].is_string());
+    }
+}
