@@ -30,8 +30,10 @@ use anyhow::{Context, Result, bail};
 use serde_json::json;
 use signal_hook::consts::signal::{SIGHUP, SIGINT, SIGTERM};
 
-use crate::services::{Children, free_loopback_port, http, provision, random_hex};
-use crate::{cargo, db, run_checked, target_dir, workspace_root};
+use crate::services::{
+    Children, for_each_flag, free_loopback_port, http, provision, random_hex, release_binaries,
+};
+use crate::{db, run_checked, target_dir, workspace_root};
 
 use load::{Figures, Shape};
 use peers::Peer;
@@ -255,21 +257,7 @@ fn parse(args: &[String]) -> Result<Options> {
         build: true,
     };
     let mut duration = None;
-    let mut args = args.iter();
-    while let Some(arg) = args.next() {
-        let (flag, inline) = match arg.split_once('=') {
-            Some((flag, value)) if flag.starts_with("--") => (flag, Some(value.to_owned())),
-            _ => (arg.as_str(), None),
-        };
-        let mut value = || -> Result<String> {
-            match &inline {
-                Some(value) => Ok(value.clone()),
-                None => args
-                    .next()
-                    .cloned()
-                    .with_context(|| format!("{flag} needs a value\n{USAGE}")),
-            }
-        };
+    for_each_flag(args, |flag, value| {
         match flag {
             "--quick" => options.quick = true,
             "--no-build" => options.build = false,
@@ -296,7 +284,8 @@ fn parse(args: &[String]) -> Result<Options> {
             }
             other => bail!("unknown option `{other}`\n{USAGE}"),
         }
-    }
+        Ok(())
+    })?;
     anyhow::ensure!(!options.protocols.is_empty(), "--protocols names none");
     options.duration = duration.unwrap_or(if options.quick {
         Duration::from_secs(3)
@@ -480,18 +469,7 @@ pub fn run(args: &[String]) -> Result<bool> {
         .with_context(|| format!("creating {}", work.display()))?;
     upstream::ensure_nginx()?;
     let (oha, oha_version) = load::ensure_oha(&work.join("tools"))?;
-    if options.build {
-        run_checked(&mut cargo([
-            "build",
-            "--release",
-            "-p",
-            "router-server",
-            "-p",
-            "router-mock-supplier",
-        ]))?;
-    }
-    let release = target_dir().join("release");
-    let (router_bin, mock_bin) = (release.join("router"), release.join("mock-supplier"));
+    let (router_bin, mock_bin) = release_binaries(options.build)?;
     for binary in [&router_bin, &mock_bin] {
         anyhow::ensure!(
             binary.is_file(),

@@ -27,7 +27,9 @@ use anyhow::{Context, Result, bail, ensure};
 use serde_json::{Map, Value};
 use signal_hook::consts::signal::{SIGHUP, SIGINT, SIGTERM};
 
-use crate::services::{Children, answers, free_loopback_port, http, provision, random_hex};
+use crate::services::{
+    Children, answers, for_each_flag, free_loopback_port, http, provision, random_hex,
+};
 use crate::{cargo, db, display, run_checked, target_dir, workspace_root};
 
 const MATRIX: &str = "conformance/matrix.json";
@@ -184,21 +186,7 @@ fn parse(args: &[String]) -> Result<Options> {
         clients: Vec::new(),
         only: None,
     };
-    let mut args = args.iter();
-    while let Some(arg) = args.next() {
-        let (flag, inline) = match arg.split_once('=') {
-            Some((flag, value)) if flag.starts_with("--") => (flag, Some(value.to_owned())),
-            _ => (arg.as_str(), None),
-        };
-        let mut value = || -> Result<String> {
-            match &inline {
-                Some(value) => Ok(value.clone()),
-                None => args
-                    .next()
-                    .cloned()
-                    .with_context(|| format!("{flag} needs a value")),
-            }
-        };
+    for_each_flag(args, |flag, value| {
         match flag {
             "--against" => options.against = Some(value()?),
             "--key" => options.key = Some(value()?),
@@ -210,7 +198,8 @@ fn parse(args: &[String]) -> Result<Options> {
                  --catalog-models chat=M,responses=M,messages=M, --client python|node, --only TEXT"
             ),
         }
-    }
+        Ok(())
+    })?;
     if options.clients.is_empty() {
         options.clients = Client::ALL.to_vec();
     }

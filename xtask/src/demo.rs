@@ -10,8 +10,10 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use signal_hook::consts::signal::{SIGHUP, SIGINT, SIGTERM};
 
-use crate::services::{Children, answers, client_addr, http, provision, random_hex};
-use crate::{cargo, db, run_checked, target_dir, workspace_root};
+use crate::services::{
+    Children, answers, client_addr, http, provision, random_hex, release_binaries,
+};
+use crate::{db, workspace_root};
 
 const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 const SUPPLIER_LISTEN: &str = "127.0.0.1:9100";
@@ -51,19 +53,7 @@ pub fn run(args: &[String]) -> Result<()> {
     }
 
     let database_url = db::ensure_postgres()?;
-    if options.build {
-        run_checked(&mut cargo([
-            "build",
-            "--release",
-            "-p",
-            "router-server",
-            "-p",
-            "router-mock-supplier",
-        ]))?;
-    }
-    let release = target_dir().join("release");
-    let router = release.join("router");
-    let supplier = release.join("mock-supplier");
+    let (router, supplier) = release_binaries(options.build)?;
     for binary in [&router, &supplier] {
         anyhow::ensure!(
             binary.is_file(),

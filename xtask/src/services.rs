@@ -1,6 +1,7 @@
-//! What `demo` and `conformance` share to run the gateway: child processes that stop when
-//! dropped, a minimal HTTP/1.1 client, free loopback ports, and provisioning an account with
-//! credits and an inference key through the admin API.
+//! What `demo`, `conformance` and `bench` share to run the gateway: command-line flags,
+//! the release binaries, child processes that stop when dropped, a minimal HTTP/1.1 client,
+//! free loopback ports, and provisioning an account with credits and an inference key
+//! through the admin API.
 //!
 //! The HTTP calls are plain HTTP/1.1 over a `TcpStream`: a few small JSON requests do not
 //! need an HTTP client, and the xtask stays free of an async runtime.
@@ -17,9 +18,51 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
-use crate::{display, workspace_root};
+use crate::{cargo, display, run_checked, target_dir, workspace_root};
 
 const POLL: Duration = Duration::from_millis(200);
+
+/// Walks `--flag value` and `--flag=value` options: `on_flag` gets each flag and a way to
+/// take its value (which says `{flag} needs a value` when there is none).
+pub(crate) fn for_each_flag(
+    args: &[String],
+    mut on_flag: impl FnMut(&str, &mut dyn FnMut() -> Result<String>) -> Result<()>,
+) -> Result<()> {
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((flag, value)) if flag.starts_with("--") => (flag, Some(value.to_owned())),
+            _ => (arg.as_str(), None),
+        };
+        let mut value = || -> Result<String> {
+            match &inline {
+                Some(value) => Ok(value.clone()),
+                None => args
+                    .next()
+                    .cloned()
+                    .with_context(|| format!("{flag} needs a value")),
+            }
+        };
+        on_flag(flag, &mut value)?;
+    }
+    Ok(())
+}
+
+/// The release `router` and `mock-supplier` binaries, built first unless `build` is false.
+pub(crate) fn release_binaries(build: bool) -> Result<(std::path::PathBuf, std::path::PathBuf)> {
+    if build {
+        run_checked(&mut cargo([
+            "build",
+            "--release",
+            "-p",
+            "router-server",
+            "-p",
+            "router-mock-supplier",
+        ]))?;
+    }
+    let release = target_dir().join("release");
+    Ok((release.join("router"), release.join("mock-supplier")))
+}
 
 /// Creates an account (`{email_user}@example.com`, or a fresh variant of it when an earlier
 /// run left that one behind), gives it `credits_nano_usd` and makes an inference key;
