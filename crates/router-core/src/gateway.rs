@@ -145,21 +145,13 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
         tokio::spawn(async move {
             let result = inner.store.reserve(new).await;
             if let Err(Ok(())) = reply.send(result) {
-                Reservation {
-                    inner: Some(inner),
-                    request_id,
-                    stream_attempt: None,
-                }
-                .void("client_cancelled")
-                .await;
+                Reservation::new(inner, request_id)
+                    .void("client_cancelled")
+                    .await;
             }
         });
         match outcome.await {
-            Ok(Ok(())) => Ok(Reservation {
-                inner: Some(self.inner.clone()),
-                request_id,
-                stream_attempt: None,
-            }),
+            Ok(Ok(())) => Ok(Reservation::new(self.inner.clone(), request_id)),
             Ok(Err(ReserveError::InsufficientCredits)) => Err(ApiError::new(
                 ErrorCode::InsufficientCredits,
                 "Your available credits do not cover this request's maximum cost.",
@@ -351,6 +343,14 @@ struct Reservation<S: Store, P: Suppliers> {
 }
 
 impl<S: Store, P: Suppliers> Reservation<S, P> {
+    fn new(inner: Arc<Inner<S, P>>, request_id: Uuid) -> Self {
+        Reservation {
+            inner: Some(inner),
+            request_id,
+            stream_attempt: None,
+        }
+    }
+
     /// Charges `charge` and records `attempt`, the succeeded one, in one step.
     async fn settle(
         &mut self,
