@@ -584,9 +584,12 @@ impl QueryFragment<Pg> for ReapStatement<'_> {
         p.bind::<Text, _>("reason", self.reason)?;
         p.finish(
             ", expired AS (
+                -- `released_at IS NULL` is `status = 'held'` (a CHECK ties
+                -- them); only this statement states it, so only it uses the
+                -- partial index `holds_live_expiry` (see its migration).
                 SELECT h.request_id
                 FROM holds h, p
-                WHERE h.status = 'held' AND h.expires_at < p.now
+                WHERE h.released_at IS NULL AND h.expires_at < p.now
                 ORDER BY h.expires_at
                 LIMIT (SELECT batch FROM p)
                 FOR UPDATE OF h SKIP LOCKED

@@ -8,6 +8,7 @@
 
 mod api_keys;
 mod billing;
+mod integrity;
 mod ledger;
 mod migrations;
 mod round_trips;
