@@ -12,11 +12,12 @@ use crate::key_cache::{self, KeyCache};
 use crate::migrations;
 use diesel::IntoSql;
 use diesel::sql_types::Integer;
+use diesel::{ConnectionError, ConnectionResult};
 use diesel_async::pooled_connection::deadpool::{Object, Pool};
 use diesel_async::pooled_connection::{
     AsyncDieselConnectionManager, ManagerConfig, RecyclingMethod,
 };
-use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl, SimpleAsyncConnection};
 use router_canonical::NanoUsd;
 use router_core::store::{
     ApiKeyRecord, AttemptRecord, NewRequest, ReserveError, Scope, SettleError, Settlement, Store,
@@ -74,6 +75,7 @@ impl Database {
     pub async fn connect(url: &str, max_size: usize) -> Result<Database, StoreError> {
         let mut config = ManagerConfig::default();
         config.recycling_method = RecyclingMethod::Fast;
+        config.custom_setup = Box::new(|url| Box::pin(establish_with_point_lookup_plans(url)));
         let manager =
             AsyncDieselConnectionManager::<AsyncPgConnection>::new_with_config(url, config);
         let pool = Pool::builder(manager)
@@ -249,6 +251,25 @@ impl Store for Database {
         let mut conn = self.connection().await?;
         billing::void(&mut conn, &voiding).await
     }
+}
+
+/// Opens a pooled connection and makes it plan for the tables it will meet.
+///
+/// Each connection prepares the request lifecycle's statements once and
+/// keeps their generic plans until a table's statistics change. A plan made
+/// while the tables were nearly empty, e.g. in a fresh deployment before
+/// autovacuum's first round, joins by sequential scan, and it would keep
+/// scanning as the tables grew: the one hot wallet row leaves dead versions
+/// behind it faster than they are pruned, so such a scan costs more with every
+/// request. Every statement of the router reads by key or by a short index
+/// range, so sequential scans are only the last resort
+/// (`enable_seqscan = off` weights them, it does not forbid them).
+async fn establish_with_point_lookup_plans(url: &str) -> ConnectionResult<AsyncPgConnection> {
+    let mut conn = AsyncPgConnection::establish(url).await?;
+    conn.batch_execute("SET enable_seqscan = off")
+        .await
+        .map_err(ConnectionError::CouldntSetupConfiguration)?;
+    Ok(conn)
 }
 
 /// Batches in flight at once per kind: enough to keep a connection busy

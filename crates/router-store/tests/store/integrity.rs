@@ -191,3 +191,34 @@ async fn only_the_reaper_uses_the_live_holds_index() {
     .await;
     assert!(reap.contains("holds_live_expiry"), "{reap}");
 }
+
+#[derive(QueryableByName)]
+struct Setting {
+    #[diesel(sql_type = Text)]
+    enable_seqscan: String,
+}
+
+/// A generic plan cached while the tables were nearly empty must not stay
+/// a sequential scan as they grow: pooled connections weight those scans as
+/// the last resort.
+#[tokio::test(flavor = "multi_thread")]
+async fn pooled_connections_prefer_index_lookups() {
+    let db = TestDatabase::new().await;
+    let mut conn = db.connection().await.unwrap();
+    let setting: Setting = diesel::sql_query("SHOW enable_seqscan")
+        .get_result(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(setting.enable_seqscan, "off");
+
+    // On an empty table the planner would otherwise scan it.
+    let lookup = plan(
+        &mut conn,
+        &format!(
+            "SELECT * FROM wallets WHERE account_id = '{}'",
+            Uuid::now_v7()
+        ),
+    )
+    .await;
+    assert!(lookup.contains("wallets_pkey"), "{lookup}");
+}
