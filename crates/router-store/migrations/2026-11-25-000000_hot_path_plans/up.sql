@@ -68,9 +68,13 @@ BEGIN
         RAISE EXCEPTION 'insert into holds references a missing request'
             USING ERRCODE = 'foreign_key_violation';
     END IF;
+    -- Checked against accounts, not against the wallet row it names: every
+    -- account gets its wallet in the transaction that creates it, neither is
+    -- ever deleted, and the wallet row is the hottest row of the database,
+    -- with a chain of recent versions that each lookup would walk.
     IF EXISTS (SELECT 1 FROM inserted i
-               WHERE NOT EXISTS (SELECT 1 FROM wallets w WHERE w.account_id = i.account_id)) THEN
-        RAISE EXCEPTION 'insert into holds references a missing wallet'
+               WHERE NOT EXISTS (SELECT 1 FROM accounts a WHERE a.id = i.account_id)) THEN
+        RAISE EXCEPTION 'insert into holds references a missing account'
             USING ERRCODE = 'foreign_key_violation';
     END IF;
     RETURN NULL;
