@@ -26,7 +26,7 @@ ALTER TABLE requests SET (fillfactor = 70);
 -- per request, on rows the same statements write, and it cost PostgreSQL
 -- more CPU than the rest of the request's writes. The checks below keep the
 -- same guarantee: every inserted reference must exist when the statement
--- ends (one anti-join over the statement's new rows), a reference is never
+-- ends (one primary-key probe per new row, in one query per statement), a reference is never
 -- rewritten, and a parent row is never deleted, so it cannot vanish later.
 -- The parents are never deleted by the service anyway: keys are revoked by
 -- `deleted_at`, requests and accounts are history.
@@ -42,15 +42,23 @@ ALTER TABLE ledger_entries
     DROP CONSTRAINT ledger_entries_request_id_fkey,
     DROP CONSTRAINT ledger_entries_account_id_fkey;
 
+-- The probes are LATERAL subqueries with LIMIT, which the planner cannot
+-- turn into a join: as plain NOT EXISTS, a plan cached while `requests` was
+-- small merge-joined the new rows against the whole primary key, a cost
+-- that grew with every request.
 CREATE FUNCTION requests_check_references() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF EXISTS (SELECT 1 FROM inserted i
-               WHERE NOT EXISTS (SELECT 1 FROM accounts a WHERE a.id = i.account_id)) THEN
+               LEFT JOIN LATERAL (SELECT 1 AS found FROM accounts a
+                                  WHERE a.id = i.account_id LIMIT 1) a ON true
+               WHERE a.found IS NULL) THEN
         RAISE EXCEPTION 'insert into requests references a missing account'
             USING ERRCODE = 'foreign_key_violation';
     END IF;
     IF EXISTS (SELECT 1 FROM inserted i
-               WHERE NOT EXISTS (SELECT 1 FROM api_keys k WHERE k.id = i.api_key_id)) THEN
+               LEFT JOIN LATERAL (SELECT 1 AS found FROM api_keys k
+                                  WHERE k.id = i.api_key_id LIMIT 1) k ON true
+               WHERE k.found IS NULL) THEN
         RAISE EXCEPTION 'insert into requests references a missing api key'
             USING ERRCODE = 'foreign_key_violation';
     END IF;
@@ -64,7 +72,9 @@ CREATE TRIGGER requests_references
 CREATE FUNCTION holds_check_references() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF EXISTS (SELECT 1 FROM inserted i
-               WHERE NOT EXISTS (SELECT 1 FROM requests r WHERE r.id = i.request_id)) THEN
+               LEFT JOIN LATERAL (SELECT 1 AS found FROM requests r
+                                  WHERE r.id = i.request_id LIMIT 1) r ON true
+               WHERE r.found IS NULL) THEN
         RAISE EXCEPTION 'insert into holds references a missing request'
             USING ERRCODE = 'foreign_key_violation';
     END IF;
@@ -73,7 +83,9 @@ BEGIN
     -- ever deleted, and the wallet row is the hottest row of the database,
     -- with a chain of recent versions that each lookup would walk.
     IF EXISTS (SELECT 1 FROM inserted i
-               WHERE NOT EXISTS (SELECT 1 FROM accounts a WHERE a.id = i.account_id)) THEN
+               LEFT JOIN LATERAL (SELECT 1 AS found FROM accounts a
+                                  WHERE a.id = i.account_id LIMIT 1) a ON true
+               WHERE a.found IS NULL) THEN
         RAISE EXCEPTION 'insert into holds references a missing account'
             USING ERRCODE = 'foreign_key_violation';
     END IF;
@@ -87,7 +99,9 @@ CREATE TRIGGER holds_references
 CREATE FUNCTION attempts_check_references() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF EXISTS (SELECT 1 FROM inserted i
-               WHERE NOT EXISTS (SELECT 1 FROM requests r WHERE r.id = i.request_id)) THEN
+               LEFT JOIN LATERAL (SELECT 1 AS found FROM requests r
+                                  WHERE r.id = i.request_id LIMIT 1) r ON true
+               WHERE r.found IS NULL) THEN
         RAISE EXCEPTION 'insert into attempts references a missing request'
             USING ERRCODE = 'foreign_key_violation';
     END IF;
@@ -101,14 +115,16 @@ CREATE TRIGGER attempts_references
 CREATE FUNCTION ledger_entries_check_references() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF EXISTS (SELECT 1 FROM inserted i
-               WHERE i.request_id IS NOT NULL
-                 AND NOT EXISTS (SELECT 1 FROM requests r WHERE r.id = i.request_id)) THEN
+               LEFT JOIN LATERAL (SELECT 1 AS found FROM requests r
+                                  WHERE r.id = i.request_id LIMIT 1) r ON true
+               WHERE i.request_id IS NOT NULL AND r.found IS NULL) THEN
         RAISE EXCEPTION 'insert into ledger_entries references a missing request'
             USING ERRCODE = 'foreign_key_violation';
     END IF;
     IF EXISTS (SELECT 1 FROM inserted i
-               WHERE i.account_id IS NOT NULL
-                 AND NOT EXISTS (SELECT 1 FROM accounts a WHERE a.id = i.account_id)) THEN
+               LEFT JOIN LATERAL (SELECT 1 AS found FROM accounts a
+                                  WHERE a.id = i.account_id LIMIT 1) a ON true
+               WHERE i.account_id IS NOT NULL AND a.found IS NULL) THEN
         RAISE EXCEPTION 'insert into ledger_entries references a missing account'
             USING ERRCODE = 'foreign_key_violation';
     END IF;
