@@ -48,6 +48,8 @@ pub(crate) const LOAD_CORE: u32 = 1;
 
 const CATALOG: &str = "fixtures/bench-catalog.toml";
 const SUPPLIER_KEY_ENV: &str = "BENCH_SUPPLIER_API_KEY";
+/// The database each run creates afresh on the server of `cargo xtask db`.
+const BENCH_DATABASE: &str = "router_bench";
 /// $1,000,000 in nano-USD: billions of bench requests at a few micro-dollars each.
 const CREDITS_NANO_USD: i64 = 1_000_000_000_000_000;
 const FIXED_RATES: [u32; 3] = [200, 1000, 5000];
@@ -478,7 +480,7 @@ pub fn run(args: &[String]) -> Result<bool> {
         );
     }
 
-    let database_url = db::ensure_postgres()?;
+    let database_url = postgres::fresh_database(&db::ensure_postgres()?, BENCH_DATABASE)?;
     let pg_pin = postgres::PgPin::apply(&database_url);
     let contention = proc_stats::Contention::watch();
 

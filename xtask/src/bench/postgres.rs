@@ -59,6 +59,38 @@ pub(super) fn round_trips(router: &Router, database_url: &str) -> Result<RoundTr
     })
 }
 
+/// Drops and recreates the database `name` on the server of `server_url`; returns its URL.
+/// Each run starts from empty tables, so runs compare: nothing of an earlier run's rows,
+/// dead versions or statistics carries over.
+pub(super) fn fresh_database(server_url: &str, name: &str) -> Result<String> {
+    psql(
+        server_url,
+        &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
+    )?;
+    psql(server_url, &format!("CREATE DATABASE {name}"))?;
+    with_database(server_url, name)
+}
+
+/// `url` with its database replaced by `name` (query parameters kept).
+fn with_database(url: &str, name: &str) -> Result<String> {
+    let (base, query) = match url.split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (url, None),
+    };
+    let authority_start = base
+        .find("://")
+        .map(|i| i + 3)
+        .with_context(|| format!("not a postgres:// URL: {url}"))?;
+    let server = match base[authority_start..].find('/') {
+        Some(slash) => &base[..authority_start + slash],
+        None => base,
+    };
+    Ok(match query {
+        Some(query) => format!("{server}/{name}?{query}"),
+        None => format!("{server}/{name}"),
+    })
+}
+
 pub(super) fn psql(database_url: &str, sql: &str) -> Result<String> {
     let output = Command::new("psql")
         .arg(database_url)
@@ -157,4 +189,28 @@ pub(super) fn children_of(parent: u32) -> Vec<u32> {
                 == Some(parent)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_database;
+
+    #[test]
+    fn the_database_of_a_url_is_replaced_and_its_parameters_kept() {
+        let cases = [
+            (
+                "postgres://u@127.0.0.1:55432/postgres",
+                "postgres://u@127.0.0.1:55432/b",
+            ),
+            (
+                "postgres://u:p@h/db?sslmode=disable",
+                "postgres://u:p@h/b?sslmode=disable",
+            ),
+            ("postgresql://h:5432", "postgresql://h:5432/b"),
+        ];
+        for (url, expected) in cases {
+            assert_eq!(with_database(url, "b").unwrap(), expected);
+        }
+        assert!(with_database("h:5432/db", "b").is_err());
+    }
 }
