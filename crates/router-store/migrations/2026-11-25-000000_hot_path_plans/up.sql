@@ -26,8 +26,9 @@ ALTER TABLE requests SET (fillfactor = 70);
 -- per request, on rows the same statements write, and it cost PostgreSQL
 -- more CPU than the rest of the request's writes. The checks below keep the
 -- same guarantee: every inserted reference must exist when the statement
--- ends (one primary-key probe per new row, in one query per statement), a reference is never
--- rewritten, and a parent row is never deleted, so it cannot vanish later.
+-- ends (one primary-key probe per new row, one query per statement), a
+-- reference is never rewritten, and a parent row is never deleted, so it
+-- cannot vanish later.
 -- The parents are never deleted by the service anyway: keys are revoked by
 -- `deleted_at`, requests and accounts are history.
 ALTER TABLE requests
