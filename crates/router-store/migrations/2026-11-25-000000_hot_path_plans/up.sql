@@ -169,17 +169,11 @@ CREATE TRIGGER requests_kept
     BEFORE DELETE OR UPDATE OF id ON requests
     FOR EACH ROW EXECUTE FUNCTION reject_reference_change('requests are history');
 
-CREATE FUNCTION reject_truncate() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    RAISE EXCEPTION '%: TRUNCATE rejected (rows are referenced)', TG_TABLE_NAME
-        USING ERRCODE = 'restrict_violation';
-END;
-$$;
 CREATE TRIGGER accounts_no_truncate BEFORE TRUNCATE ON accounts
-    FOR EACH STATEMENT EXECUTE FUNCTION reject_truncate();
+    FOR EACH STATEMENT EXECUTE FUNCTION reject_reference_change('accounts are kept');
 CREATE TRIGGER api_keys_no_truncate BEFORE TRUNCATE ON api_keys
-    FOR EACH STATEMENT EXECUTE FUNCTION reject_truncate();
+    FOR EACH STATEMENT EXECUTE FUNCTION reject_reference_change('keys are revoked, not deleted');
 CREATE TRIGGER wallets_no_truncate BEFORE TRUNCATE ON wallets
-    FOR EACH STATEMENT EXECUTE FUNCTION reject_truncate();
+    FOR EACH STATEMENT EXECUTE FUNCTION reject_reference_change('wallets are kept');
 CREATE TRIGGER requests_no_truncate BEFORE TRUNCATE ON requests
-    FOR EACH STATEMENT EXECUTE FUNCTION reject_truncate();
+    FOR EACH STATEMENT EXECUTE FUNCTION reject_reference_change('requests are history');
