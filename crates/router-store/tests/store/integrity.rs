@@ -222,3 +222,38 @@ async fn pooled_connections_prefer_index_lookups() {
     .await;
     assert!(lookup.contains("wallets_pkey"), "{lookup}");
 }
+
+#[derive(QueryableByName)]
+struct Backend {
+    #[diesel(sql_type = diesel::sql_types::Integer)]
+    pid: i32,
+}
+
+async fn backend_pid(conn: &mut AsyncPgConnection) -> i32 {
+    let backend: Backend = diesel::sql_query("SELECT pg_backend_pid() AS pid")
+        .get_result(conn)
+        .await
+        .unwrap();
+    backend.pid
+}
+
+/// A checkout takes the connection returned last, so a steady load keeps
+/// reusing the same few warm server processes instead of rotating through
+/// every connection the pool ever opened.
+#[tokio::test(flavor = "multi_thread")]
+async fn checkouts_reuse_the_connection_returned_last() {
+    let db = TestDatabase::new().await;
+    let mut first = db.connection().await.unwrap();
+    let mut second = db.connection().await.unwrap();
+    let (first_pid, second_pid) = (
+        backend_pid(&mut first).await,
+        backend_pid(&mut second).await,
+    );
+    assert_ne!(first_pid, second_pid);
+    drop(first);
+    drop(second);
+    for _ in 0..3 {
+        let mut again = db.connection().await.unwrap();
+        assert_eq!(backend_pid(&mut again).await, second_pid);
+    }
+}
