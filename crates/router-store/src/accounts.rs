@@ -122,8 +122,8 @@ pub async fn grant_credits(
             ])
             .execute(conn)
             .await?;
-        // The ledger's balance trigger is deferred: it checks this
-        // transaction id when the transaction commits.
+        // Both legs in one statement: the ledger's balance trigger checks
+        // each statement's entries per transaction id.
         Ok(NanoUsd(balance))
     })
     .await

@@ -113,64 +113,63 @@ async fn the_ledger_is_append_only() {
     assert_books_agree(&db).await;
 }
 
+/// Each statement balances the entries it inserts, per ledger transaction:
+/// every writer inserts all the legs of a transaction together.
 #[tokio::test(flavor = "multi_thread")]
-async fn an_unbalanced_transaction_fails_at_commit() {
+async fn an_unbalanced_statement_is_rejected() {
     let db = TestDatabase::new().await;
     let funded = funded_account(&db, 1_000).await;
     let mut conn = db.connection().await.unwrap();
     let txn = Uuid::now_v7();
+    let wallet_leg = |amount: i64| {
+        format!(
+            "INSERT INTO ledger_entries (txn_id, account_id, ledger_account, amount_nano, kind)
+             VALUES ('{txn}', '{}', 'wallet', {amount}, 'charge')",
+            funded.account_id
+        )
+    };
+    let revenue_leg = |amount: i64| {
+        format!(
+            "INSERT INTO ledger_entries (txn_id, ledger_account, amount_nano, kind)
+             VALUES ('{txn}', 'revenue', {amount}, 'charge')"
+        )
+    };
+    let entries = format!("SELECT count(*) AS n FROM ledger_entries WHERE txn_id = '{txn}'");
 
-    // The deferred check lets the first leg in and rejects the commit.
+    // One leg alone, on its own or as the first of two statements in one
+    // transaction: rejected, and nothing is written.
+    let error = conn.batch_execute(&revenue_leg(5)).await.unwrap_err();
+    assert!(error.to_string().contains("unbalanced"), "{error}");
     let result = conn
         .transaction::<(), diesel::result::Error, _>(async |conn| {
-            conn.batch_execute(&format!(
-                "INSERT INTO ledger_entries (txn_id, account_id, ledger_account, amount_nano, kind)
-                 VALUES ('{txn}', '{}', 'wallet', 5, 'grant')",
-                funded.account_id
-            ))
-            .await
+            conn.batch_execute(&wallet_leg(-5)).await?;
+            conn.batch_execute(&revenue_leg(5)).await
         })
         .await;
     let error = result.unwrap_err();
     assert!(error.to_string().contains("unbalanced"), "{error}");
-    assert_eq!(
-        count(
-            &db,
-            &format!("SELECT count(*) AS n FROM ledger_entries WHERE txn_id = '{txn}'")
-        )
-        .await,
-        0
-    );
+    assert_eq!(count(&db, &entries).await, 0);
 
-    // Outside an explicit transaction the statement is its own transaction.
+    // Two transactions in one statement, one of them unbalanced: all rejected.
+    let other = Uuid::now_v7();
     let error = conn
         .batch_execute(&format!(
             "INSERT INTO ledger_entries (txn_id, ledger_account, amount_nano, kind)
-             VALUES ('{txn}', 'revenue', 5, 'charge')"
+             VALUES ('{other}', 'revenue', 7, 'charge'), ('{other}', 'revenue', -7, 'charge'),
+                    ('{txn}', 'revenue', 5, 'charge')"
         ))
         .await
         .unwrap_err();
-    assert!(error.to_string().contains("unbalanced"), "{error}");
+    assert!(error.to_string().contains(&txn.to_string()), "{error}");
+    assert_eq!(count(&db, &entries).await, 0);
 
-    // Both legs in one transaction commit.
-    conn.transaction::<(), diesel::result::Error, _>(async |conn| {
-        conn.batch_execute(&format!(
-            "INSERT INTO ledger_entries (txn_id, account_id, ledger_account, amount_nano, kind)
-             VALUES ('{txn}', '{}', 'wallet', -5, 'charge');
-             INSERT INTO ledger_entries (txn_id, ledger_account, amount_nano, kind)
-             VALUES ('{txn}', 'revenue', 5, 'charge')",
-            funded.account_id
-        ))
-        .await
-    })
+    // Both legs in one statement commit.
+    conn.batch_execute(&format!(
+        "INSERT INTO ledger_entries (txn_id, account_id, ledger_account, amount_nano, kind)
+         VALUES ('{txn}', '{}', 'wallet', -5, 'charge'), ('{txn}', NULL, 'revenue', 5, 'charge')",
+        funded.account_id
+    ))
     .await
     .unwrap();
-    assert_eq!(
-        count(
-            &db,
-            &format!("SELECT count(*) AS n FROM ledger_entries WHERE txn_id = '{txn}'")
-        )
-        .await,
-        2
-    );
+    assert_eq!(count(&db, &entries).await, 2);
 }
