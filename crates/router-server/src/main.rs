@@ -114,7 +114,12 @@ async fn serve(config: ServerConfig) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("binding {}", config.listen))?;
     tracing::info!(listen = %listener.local_addr()?, "router listening");
-    router_server::serve(listener, app, shutdown_signal()).await?;
+    // On a worker thread, not on this one (`block_on`): a connection's task
+    // is then spawned where it will run, instead of waking a worker thread
+    // for every accepted connection.
+    tokio::spawn(router_server::serve(listener, app, shutdown_signal()))
+        .await
+        .context("the accept loop panicked")??;
     tracing::info!("router stopped");
     Ok(())
 }
