@@ -8,6 +8,7 @@
 
 use crate::reply::{self, Body};
 use bytes::Bytes;
+use futures::FutureExt;
 use http::Response;
 use http::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue};
 use router_canonical::{ApiError, NanoUsd, StopReason, StreamEvent, Usage};
@@ -87,52 +88,68 @@ pub fn relay(
     request_id: &str,
 ) -> Response<Body> {
     let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(64);
-    tokio::spawn(async move {
-        let mut buf = Vec::with_capacity(512);
-        loop {
-            let item = tokio::select! {
-                biased;
-                item = live.next() => item,
-                () = tx.closed() => return,
-            };
-            let Some(item) = item else { return };
-            buf.clear();
-            match &item {
-                StreamItem::Event(event) => encoder.event(event, &mut buf),
-                StreamItem::Finished {
-                    stop_reason,
-                    stop_sequence,
-                    usage,
-                    cost,
-                } => {
-                    let finish = Finish {
-                        stop_reason,
-                        stop_sequence: stop_sequence.as_deref(),
-                        usage,
-                        cost: *cost,
-                    };
-                    encoder.finish(&finish, &mut buf);
+    // The supplier's first event is already buffered (the attempt waited for
+    // it): encoded here, it is in the body before the response head is
+    // written, so head and first event leave in one write, without waiting
+    // for the relay task to be scheduled.
+    let mut ended = false;
+    if let Some(first) = live.next().now_or_never() {
+        match first {
+            Some(item) => {
+                let frame = encode(&mut encoder, &item);
+                if !frame.is_empty() {
+                    // The channel is new and empty: this cannot be full.
+                    let _ = tx.try_send(Bytes::from(frame));
                 }
-                StreamItem::Failed(error) => encoder.error(error, &mut buf),
             }
-            // Hand the encoded frame over without copying it.
-            if !buf.is_empty()
-                && tx
-                    .send(Bytes::from(std::mem::replace(
-                        &mut buf,
-                        Vec::with_capacity(512),
-                    )))
-                    .await
-                    .is_err()
-            {
-                return;
-            }
+            None => ended = true,
         }
-    });
+    }
+    if !ended {
+        tokio::spawn(async move {
+            loop {
+                let item = tokio::select! {
+                    biased;
+                    item = live.next() => item,
+                    () = tx.closed() => return,
+                };
+                let Some(item) = item else { return };
+                let frame = encode(&mut encoder, &item);
+                // Hand the encoded frame over without copying it.
+                if !frame.is_empty() && tx.send(Bytes::from(frame)).await.is_err() {
+                    return;
+                }
+            }
+        });
+    }
     let mut response = Response::new(crate::server::channel_body(rx));
     let headers = response.headers_mut();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     reply::set_request_id(headers, request_id);
     response
+}
+
+/// One stream item in the client's dialect (empty when it has no frame).
+fn encode(encoder: &mut impl ClientEncoder, item: &StreamItem) -> Vec<u8> {
+    let mut buf = Vec::with_capacity(512);
+    match item {
+        StreamItem::Event(event) => encoder.event(event, &mut buf),
+        StreamItem::Finished {
+            stop_reason,
+            stop_sequence,
+            usage,
+            cost,
+        } => {
+            let finish = Finish {
+                stop_reason,
+                stop_sequence: stop_sequence.as_deref(),
+                usage,
+                cost: *cost,
+            };
+            encoder.finish(&finish, &mut buf);
+        }
+        StreamItem::Failed(error) => encoder.error(error, &mut buf),
+    }
+    buf
 }
