@@ -124,7 +124,11 @@ async fn serve(config: ServerConfig) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Release holds of requests that died with their process (crash, kill -9).
+/// How long a pooled database connection may stay unused before it is closed.
+const DB_CONNECTION_MAX_IDLE: Duration = Duration::from_secs(60);
+
+/// Release holds of requests that died with their process (crash, kill -9),
+/// and close database connections a past burst left idle.
 fn spawn_reaper(db: Database, interval: Duration) {
     tokio::spawn(async move {
         let mut ticker = tokio::time::interval(interval);
@@ -134,6 +138,10 @@ fn spawn_reaper(db: Database, interval: Duration) {
                 Ok(0) => {}
                 Ok(n) => tracing::info!(released = n, "reaped expired holds"),
                 Err(e) => tracing::warn!(error = %e, "reaper failed"),
+            }
+            let closed = db.close_idle_connections(DB_CONNECTION_MAX_IDLE);
+            if closed > 0 {
+                tracing::debug!(closed, "closed idle database connections");
             }
         }
     });

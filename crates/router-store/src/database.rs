@@ -140,6 +140,18 @@ impl Database {
         self.pool.get().await.map_err(pool_error)
     }
 
+    /// Closes the pooled connections unused for `max_idle` or longer and
+    /// returns how many. Checkouts take the connection returned last, so the
+    /// ones a burst opened sink to the bottom of the pool and stay unused;
+    /// this gives their server processes back (and drops connections that
+    /// may have died silently while idle).
+    pub fn close_idle_connections(&self, max_idle: Duration) -> usize {
+        self.pool
+            .retain(|_, metrics| metrics.last_used() < max_idle)
+            .removed
+            .len()
+    }
+
     /// Releases holds that expired before `now` and fails their requests
     /// with reason [`billing::REAPED`], batch by batch; returns how many.
     /// Safe to run from every instance at once.

@@ -257,3 +257,32 @@ async fn checkouts_reuse_the_connection_returned_last() {
         assert_eq!(backend_pid(&mut again).await, second_pid);
     }
 }
+
+/// Connections a burst opened and that then stay unused are closed; the
+/// ones in use stay.
+#[tokio::test(flavor = "multi_thread")]
+async fn idle_connections_are_closed() {
+    let db = TestDatabase::new().await;
+    let mut conns = Vec::new();
+    for _ in 0..3 {
+        conns.push(db.connection().await.unwrap());
+    }
+    drop(conns);
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // The connection returned last is the one handed out again.
+    let mut recent = db.connection().await.unwrap();
+    let recent_pid = backend_pid(&mut recent).await;
+    drop(recent);
+
+    assert_eq!(
+        db.close_idle_connections(std::time::Duration::from_millis(200)),
+        2
+    );
+    let mut again = db.connection().await.unwrap();
+    assert_eq!(backend_pid(&mut again).await, recent_pid);
+    drop(again);
+    assert_eq!(
+        db.close_idle_connections(std::time::Duration::from_secs(60)),
+        0
+    );
+}
