@@ -480,7 +480,9 @@ pub fn run(args: &[String]) -> Result<bool> {
         );
     }
 
-    let database_url = postgres::fresh_database(&db::ensure_postgres()?, BENCH_DATABASE)?;
+    let server_url = db::ensure_postgres()?;
+    let cluster_note = postgres::quiet_cluster(&server_url);
+    let database_url = postgres::fresh_database(&server_url, BENCH_DATABASE)?;
     let pg_pin = postgres::PgPin::apply(&database_url);
     let contention = proc_stats::Contention::watch();
 
@@ -629,6 +631,7 @@ pub fn run(args: &[String]) -> Result<bool> {
     }
 
     report.notes = provenance::notes(&contention.finish(), &bench.options);
+    report.notes.push(cluster_note);
     report.elapsed_secs = started.elapsed().as_secs();
     let markdown = report.to_markdown();
     fs::write(work.join("report.md"), &markdown)?;

@@ -67,6 +67,51 @@ pub fn ensure_postgres() -> Result<String> {
     Cluster::prepare()?.ensure_running()
 }
 
+/// Runs one statement with `psql` against `database_url`; returns its unaligned output.
+pub(crate) fn psql(database_url: &str, sql: &str) -> Result<String> {
+    let output = Command::new("psql")
+        .arg(database_url)
+        .args(["-AtXq", "-c", sql])
+        .stdin(Stdio::null())
+        .output()
+        .context("could not run psql")?;
+    anyhow::ensure!(
+        output.status.success(),
+        "psql failed: {}",
+        String::from_utf8_lossy(&output.stderr).trim()
+    );
+    Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
+}
+
+/// The per-test databases `router-store`'s test support clones from its template
+/// (`router_test_<unix seconds>_<32 hex digits>`); the template itself does not match.
+const TEST_DATABASE_PATTERN: &str = "^router_test_[0-9]+_[0-9a-f]{32}$";
+
+/// Drops the per-test databases on the server of `server_url` that nobody is connected
+/// to, and returns how many it dropped. They are not free to keep: the autovacuum
+/// launcher starts a worker for every database once per `autovacuum_naptime` (a minute),
+/// so a few hundred of them fork several backends a second on the server's core.
+pub(crate) fn drop_test_databases(server_url: &str) -> Result<usize> {
+    drop_databases_matching(server_url, TEST_DATABASE_PATTERN)
+}
+
+/// Drops every database whose name matches the regular expression `pattern` (a constant)
+/// and that nobody is connected to; returns how many.
+fn drop_databases_matching(server_url: &str, pattern: &str) -> Result<usize> {
+    let names = psql(
+        server_url,
+        &format!("SELECT datname FROM pg_database WHERE datname ~ '{pattern}' ORDER BY datname"),
+    )?;
+    let mut dropped = 0;
+    for name in names.lines().filter(|name| !name.is_empty()) {
+        // Without FORCE: a database still in use (a test running now) refuses and stays.
+        if psql(server_url, &format!("DROP DATABASE IF EXISTS \"{name}\"")).is_ok() {
+            dropped += 1;
+        }
+    }
+    Ok(dropped)
+}
+
 fn stop() -> Result<()> {
     let mut stopped = false;
     for cluster in Cluster::candidates()? {
@@ -482,7 +527,52 @@ fn fallback_dir() -> PathBuf {
 
 #[cfg(test)]
 mod tests {
-    use super::host_and_port;
+    use super::{TEST_DATABASE_PATTERN, drop_databases_matching, host_and_port, psql};
+
+    fn server_url() -> String {
+        std::env::var("DATABASE_URL")
+            .expect("DATABASE_URL is unset: run `cargo xtask test`, or `cargo xtask db` first")
+    }
+
+    #[test]
+    fn the_pattern_matches_per_test_databases_only() {
+        let matches = |name: &str| {
+            psql(
+                &server_url(),
+                &format!("SELECT '{name}' ~ '{TEST_DATABASE_PATTERN}'"),
+            )
+            .unwrap()
+                == "t"
+        };
+        assert!(matches(
+            "router_test_1795611664_3cb02f0d83344a8a8463834343306aa9"
+        ));
+        assert!(!matches("router_test_template"));
+        assert!(!matches("router_bench"));
+        assert!(!matches("router_test_1795611664_3cb02f0d"));
+    }
+
+    #[test]
+    fn only_matching_databases_are_dropped() {
+        // A pattern of this test's own: the per-test one would take other tests' databases.
+        let tag = format!("xtask_drop_{}", std::process::id());
+        let url = server_url();
+        for name in ["a_1", "b_1", "keep"] {
+            psql(&url, &format!("DROP DATABASE IF EXISTS {tag}_{name}")).unwrap();
+            psql(&url, &format!("CREATE DATABASE {tag}_{name}")).unwrap();
+        }
+        let dropped = drop_databases_matching(&url, &format!("^{tag}_[a-z]_[0-9]$")).unwrap();
+        let left = psql(
+            &url,
+            &format!(
+                "SELECT string_agg(datname, ',') FROM pg_database WHERE datname LIKE '{tag}%'"
+            ),
+        )
+        .unwrap();
+        psql(&url, &format!("DROP DATABASE IF EXISTS {tag}_keep")).unwrap();
+        assert_eq!(dropped, 2);
+        assert_eq!(left, format!("{tag}_keep"));
+    }
 
     #[test]
     fn host_and_port_of_urls() {

@@ -114,6 +114,13 @@ pub fn run(args: &[String]) -> Result<bool> {
             format!("{name} {verdict} {}", duration(*took))
         })
         .collect();
+    if all_passed {
+        // A failed run keeps its databases for a look; a passed one has no use for them.
+        match db::drop_test_databases(&database_url) {
+            Ok(dropped) => eprintln!("xtask test: dropped {dropped} test databases"),
+            Err(error) => eprintln!("xtask test: could not drop the test databases: {error:#}"),
+        }
+    }
     let verdict = if all_passed { "passed" } else { "FAILED" };
     eprintln!(
         "\nxtask test: {verdict} in {}: {}",

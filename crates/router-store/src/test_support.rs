@@ -9,8 +9,11 @@
 //! carries a fingerprint of the migration files in its comment and is rebuilt
 //! when they change.
 //!
-//! Test databases are left behind (cheap, and useful when a test fails);
-//! those older than a day are dropped by later runs.
+//! Test databases are left behind (useful when a test fails). They are not
+//! free: the autovacuum launcher visits every database once a minute, a
+//! backend start each. A passing `cargo xtask test` drops them, `cargo xtask
+//! bench` drops them before it measures, and any run drops those older than
+//! a day.
 
 use crate::Database;
 use crate::error::store_error;

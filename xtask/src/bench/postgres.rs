@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
+use crate::db::{self, psql};
 use crate::services::http;
 
 use super::report::RoundTrips;
@@ -59,6 +60,25 @@ pub(super) fn round_trips(router: &Router, database_url: &str) -> Result<RoundTr
     })
 }
 
+/// Drops the leftover per-test databases before the run and describes the cluster for the
+/// report's notes. Each database costs the autovacuum launcher a worker start a minute on
+/// the load core; with the few hundred a test run leaves behind, that is several backend
+/// forks a second, which showed as stalls in the one-at-a-time tail.
+pub(super) fn quiet_cluster(server_url: &str) -> String {
+    let dropped = db::drop_test_databases(server_url).unwrap_or_else(|error| {
+        eprintln!("xtask bench: could not drop leftover test databases: {error:#}");
+        0
+    });
+    let databases = psql(server_url, "SELECT count(*) FROM pg_database")
+        .unwrap_or_else(|_| "an unknown number of".to_owned());
+    eprintln!(
+        "xtask bench: dropped {dropped} leftover test databases; {databases} databases in the cluster"
+    );
+    format!(
+        "PostgreSQL cluster: {databases} databases during the run, after dropping {dropped} leftover test databases (each one costs an autovacuum worker start a minute)."
+    )
+}
+
 /// Drops and recreates the database `name` on the server of `server_url`; returns its URL.
 /// Each run starts from empty tables, so runs compare: nothing of an earlier run's rows,
 /// dead versions or statistics carries over.
@@ -89,21 +109,6 @@ fn with_database(url: &str, name: &str) -> Result<String> {
         Some(query) => format!("{server}/{name}?{query}"),
         None => format!("{server}/{name}"),
     })
-}
-
-pub(super) fn psql(database_url: &str, sql: &str) -> Result<String> {
-    let output = Command::new("psql")
-        .arg(database_url)
-        .args(["-AtXq", "-c", sql])
-        .stdin(Stdio::null())
-        .output()
-        .context("could not run psql")?;
-    anyhow::ensure!(
-        output.status.success(),
-        "psql failed: {}",
-        String::from_utf8_lossy(&output.stderr).trim()
-    );
-    Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
 }
 
 /// PostgreSQL's postmaster and its processes pinned to the load core for the run (new

@@ -5,9 +5,9 @@ use std::fs;
 use std::process::{Command, Stdio};
 use std::thread;
 
-use super::postgres::psql;
 use super::proc_stats::ContentionSeen;
 use super::{FIXED_RATES, OPEN_STREAMS, Options, load, peers};
+use crate::db::psql;
 use crate::workspace_root;
 
 pub(super) fn describe_mode(options: &Options) -> String {

@@ -8,10 +8,10 @@ use anyhow::{Context, Result};
 use crate::services::{Children, provision, random_hex};
 
 use super::load::{self, Figures, Shape};
-use super::postgres::psql;
 use super::proc_stats::{Cores, Sampler};
 use super::report::ScaleOutCase;
 use super::{Bench, CREDITS_NANO_USD, Protocol, ROUTER_CORE, Router, RouterLaunch};
+use crate::db::psql;
 
 /// Several routers behind one PostgreSQL: the first router alone, then with a second
 /// router process beside it on the router's core (the other core holds PostgreSQL and the
