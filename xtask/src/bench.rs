@@ -39,7 +39,7 @@ use load::{Figures, Shape};
 use peers::Peer;
 use proc_stats::Usage;
 use proc_stats::{Cores, GroupCpu, Sampler};
-use report::{CpuPerRequest, OpenStreams, Outcome, ProtocolResult, Report, Subject};
+use report::{CpuPerRequest, CrossCore, OpenStreams, Outcome, ProtocolResult, Report, Subject};
 
 /// The core the router (and each peer, in turn) runs on.
 pub(crate) const ROUTER_CORE: u32 = 0;
@@ -425,6 +425,31 @@ impl Bench {
     }
 }
 
+/// One request at a time to nginx from its own core, then from the router's, back to back.
+fn cross_core(bench: &Bench, direct: &Call) -> Outcome<CrossCore> {
+    let p50_from = |core: u32| {
+        load::run_on(
+            core,
+            &bench.oha,
+            &bench.work,
+            direct,
+            Shape::Sequential,
+            bench.options.duration,
+        )
+        .map(|figures| figures.p50)
+        .map_err(|e| format!("{e:#}"))
+    };
+    let cross_core = CrossCore {
+        same_core_p50: p50_from(LOAD_CORE)?,
+        cross_core_p50: p50_from(ROUTER_CORE)?,
+    };
+    eprintln!(
+        "xtask bench: one at a time to nginx, p50 {:.3} ms from its core, {:.3} ms from the router's",
+        cross_core.same_core_p50, cross_core.cross_core_p50
+    );
+    Ok(cross_core)
+}
+
 /// The router under test: where it listens and how to call it.
 struct Router {
     addr: String,
@@ -557,6 +582,8 @@ pub fn run(args: &[String]) -> Result<bool> {
     }
     report.round_trips =
         Some(postgres::round_trips(&router, &database_url).map_err(|e| format!("{e:#}")));
+
+    report.cross_core = Some(cross_core(&bench, &direct_call(Protocol::Chat, false)));
 
     // The upstream measured direct once per supplier path (Completions shares Chat's).
     let mut direct_cache: HashMap<&'static str, Subject> = HashMap::new();

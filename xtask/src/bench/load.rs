@@ -115,6 +115,18 @@ pub(crate) fn run(
     shape: Shape,
     duration: Duration,
 ) -> Result<Figures> {
+    run_on(LOAD_CORE, oha, work, call, shape, duration)
+}
+
+/// [`run`] with oha pinned to `core`.
+pub(crate) fn run_on(
+    core: u32,
+    oha: &Path,
+    work: &Path,
+    call: &Call,
+    shape: Shape,
+    duration: Duration,
+) -> Result<Figures> {
     // Runs may overlap (the scale-out case drives two routers at once).
     static RUNS: AtomicUsize = AtomicUsize::new(0);
     let out = work.join(format!(
@@ -122,7 +134,7 @@ pub(crate) fn run(
         RUNS.fetch_add(1, Ordering::SeqCst) % 8
     ));
     let _ = fs::remove_file(&out);
-    let mut command = pinned(LOAD_CORE, oha);
+    let mut command = pinned(core, oha);
     command
         .args([
             "--no-tui",

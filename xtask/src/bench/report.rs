@@ -145,6 +145,31 @@ pub(crate) struct ScaleOutCase {
     pub(crate) cores_busy: Vec<f64>,
 }
 
+/// One request at a time straight to nginx, oha on nginx's core and then on the router's:
+/// what a round trip between the two cores costs on this machine.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CrossCore {
+    pub(crate) same_core_p50: f64,
+    pub(crate) cross_core_p50: f64,
+}
+
+impl CrossCore {
+    /// Round trips between the cores of one request through the router that the direct
+    /// request does not make: client to router, router to PostgreSQL (reserve, settle) and
+    /// router to upstream; the direct request stays on the load core.
+    pub(crate) const ROUTER_CROSSINGS: u32 = 4;
+
+    /// What one round trip gains by crossing cores (ms).
+    pub(crate) fn hop(&self) -> f64 {
+        self.cross_core_p50 - self.same_core_p50
+    }
+
+    /// The part of the added latency one at a time that is the crossing alone (ms).
+    pub(crate) fn floor(&self) -> f64 {
+        f64::from(Self::ROUTER_CROSSINGS) * self.hop()
+    }
+}
+
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Report {
     pub(crate) started: String,
@@ -161,6 +186,7 @@ pub(crate) struct Report {
     pub(crate) idle_end: Option<Outcome<Usage>>,
     pub(crate) open_streams: Option<Outcome<OpenStreams>>,
     pub(crate) round_trips: Option<Outcome<RoundTrips>>,
+    pub(crate) cross_core: Option<Outcome<CrossCore>>,
     pub(crate) profile: Option<Outcome<Profile>>,
     pub(crate) scale_out: Option<Outcome<Vec<ScaleOutCase>>>,
 }
@@ -287,6 +313,13 @@ impl Report {
             "postgres_round_trips": self.round_trips.as_ref().map(|r| outcome_json(r, |r| json!({
                 "requests": r.requests,
                 "transactions_per_request": round3(r.transactions_per_request),
+            }))),
+            "cross_core": self.cross_core.as_ref().map(|c| outcome_json(c, |c| json!({
+                "same_core_p50_ms": round3(c.same_core_p50),
+                "cross_core_p50_ms": round3(c.cross_core_p50),
+                "hop_ms": round3(c.hop()),
+                "router_crossings": CrossCore::ROUTER_CROSSINGS,
+                "added_floor_ms": round3(c.floor()),
             }))),
             "profile": self.profile.as_ref().map(|p| outcome_json(p, |p| json!({
                 "tool": p.tool,
@@ -453,6 +486,26 @@ impl Report {
                         w,
                         "{:.2} transactions per non-streaming Chat request (pg_stat_database over {} sequential requests; each statement of the router runs as its own transaction).",
                         r.transactions_per_request, r.requests
+                    );
+                }
+                Err(reason) => {
+                    let _ = writeln!(w, "{}", na(reason));
+                }
+            }
+        }
+
+        if let Some(cross_core) = &self.cross_core {
+            let _ = writeln!(w, "\n## Round trips between the cores\n");
+            match cross_core {
+                Ok(c) => {
+                    let _ = writeln!(
+                        w,
+                        "One Chat request at a time straight to nginx (p50): {} ms with oha on nginx's core, {} ms with oha on the router's core, so crossing the cores costs {} ms a round trip. A request through the router makes {} such round trips that the direct one does not (client to router, router to PostgreSQL twice, router to upstream): about {} ms of the added latency one at a time is the crossing alone, before any work.",
+                        ms(c.same_core_p50),
+                        ms(c.cross_core_p50),
+                        ms(c.hop()),
+                        CrossCore::ROUTER_CROSSINGS,
+                        ms(c.floor())
                     );
                 }
                 Err(reason) => {
@@ -826,7 +879,7 @@ impl Target {
 
 #[cfg(test)]
 mod tests {
-    use super::{ProtocolResult, Report, Subject};
+    use super::{CrossCore, ProtocolResult, Report, Subject};
     use crate::bench::Protocol;
     use crate::bench::load::Figures;
 
@@ -886,5 +939,40 @@ mod tests {
         let markdown = report.to_markdown();
         assert!(markdown.contains("n/a (router down)"), "{markdown}");
         assert!(report.to_json()["protocols"][0]["router"]["one_at_a_time"]["n/a"].is_string());
+    }
+
+    #[test]
+    fn the_crossing_floor_is_four_hops_over_the_same_core_round_trip() {
+        let crossing = CrossCore {
+            same_core_p50: 0.05,
+            cross_core_p50: 0.125,
+        };
+        assert!((crossing.hop() - 0.075).abs() < 1e-9);
+        assert!((crossing.floor() - 0.3).abs() < 1e-9);
+
+        let report = Report {
+            cross_core: Some(Ok(crossing)),
+            ..Report::default()
+        };
+        let markdown = report.to_markdown();
+        assert!(
+            markdown.contains("## Round trips between the cores"),
+            "{markdown}"
+        );
+        assert!(
+            markdown.contains("costs 0.07 ms a round trip"),
+            "{markdown}"
+        );
+        assert!(
+            markdown.contains("about 0.30 ms of the added latency"),
+            "{markdown}"
+        );
+        assert_eq!(report.to_json()["cross_core"]["added_floor_ms"], 0.3);
+
+        let unmeasured = Report {
+            cross_core: Some(Err("oha failed".to_owned())),
+            ..Report::default()
+        };
+        assert!(unmeasured.to_markdown().contains("n/a (oha failed)"));
     }
 }
