@@ -62,7 +62,7 @@ pub(super) fn round_trips(router: &Router, database_url: &str) -> Result<RoundTr
 
 /// Drops the leftover per-test databases before the run and describes the cluster for the
 /// report's notes. Each database costs the autovacuum launcher a worker start a minute on
-/// the load core; with the few hundred a test run leaves behind, that is several backend
+/// the load core; with the few hundred a day of test runs leaves behind, that is several backend
 /// forks a second, which showed as stalls in the one-at-a-time tail.
 pub(super) fn quiet_cluster(server_url: &str) -> String {
     let dropped = db::drop_test_databases(server_url).unwrap_or_else(|error| {
