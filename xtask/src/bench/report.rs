@@ -198,6 +198,16 @@ fn outcome_json<T>(outcome: &Outcome<T>, render: impl Fn(&T) -> Value) -> Value 
     }
 }
 
+/// Writes a section's figures, or `n/a (reason)` when there are none.
+fn section<T>(w: &mut String, outcome: &Outcome<T>, write: impl FnOnce(&mut String, &T)) {
+    match outcome {
+        Ok(value) => write(w, value),
+        Err(reason) => {
+            let _ = writeln!(w, "{}", na(reason));
+        }
+    }
+}
+
 fn na(reason: &str) -> String {
     let short: String = reason.chars().take(200).collect();
     format!("n/a ({})", short.replace('|', "/").replace('\n', " "))
@@ -480,59 +490,44 @@ impl Report {
 
         if let Some(round_trips) = &self.round_trips {
             let _ = writeln!(w, "\n## PostgreSQL per request\n");
-            match round_trips {
-                Ok(r) => {
-                    let _ = writeln!(
-                        w,
-                        "{:.2} transactions per non-streaming Chat request (pg_stat_database over {} sequential requests; each statement of the router runs as its own transaction).",
-                        r.transactions_per_request, r.requests
-                    );
-                }
-                Err(reason) => {
-                    let _ = writeln!(w, "{}", na(reason));
-                }
-            }
+            section(w, round_trips, |w, r| {
+                let _ = writeln!(
+                    w,
+                    "{:.2} transactions per non-streaming Chat request (pg_stat_database over {} sequential requests; each statement of the router runs as its own transaction).",
+                    r.transactions_per_request, r.requests
+                );
+            });
         }
 
         if let Some(cross_core) = &self.cross_core {
             let _ = writeln!(w, "\n## Round trips between the cores\n");
-            match cross_core {
-                Ok(c) => {
-                    let _ = writeln!(
-                        w,
-                        "One Chat request at a time straight to nginx (p50): {} ms with oha on nginx's core, {} ms with oha on the router's core, so crossing the cores costs {} ms a round trip. A request through the router makes {} such round trips that the direct one does not (client to router, router to PostgreSQL twice, router to upstream): about {} ms of the added latency one at a time is the crossing alone, before any work.",
-                        ms(c.same_core_p50),
-                        ms(c.cross_core_p50),
-                        ms(c.hop()),
-                        CrossCore::ROUTER_CROSSINGS,
-                        ms(c.floor())
-                    );
-                }
-                Err(reason) => {
-                    let _ = writeln!(w, "{}", na(reason));
-                }
-            }
+            section(w, cross_core, |w, c| {
+                let _ = writeln!(
+                    w,
+                    "One Chat request at a time straight to nginx (p50): {} ms with oha on nginx's core, {} ms with oha on the router's core, so crossing the cores costs {} ms a round trip. A request through the router makes {} such round trips that the direct one does not (client to router, router to PostgreSQL twice, router to upstream): about {} ms of the added latency one at a time is the crossing alone, before any work.",
+                    ms(c.same_core_p50),
+                    ms(c.cross_core_p50),
+                    ms(c.hop()),
+                    CrossCore::ROUTER_CROSSINGS,
+                    ms(c.floor())
+                );
+            });
         }
 
         if let Some(profile) = &self.profile {
             let _ = writeln!(w, "\n## Profile (router under saturation, Chat)\n");
-            match profile {
-                Ok(p) => {
-                    let _ = writeln!(w, "{}; samples in `{}`.\n", p.tool, p.samples_file);
-                    let _ = writeln!(w, "| % samples | shared object |\n| --- | --- |");
-                    for (pct, dso) in &p.by_dso {
-                        let _ = writeln!(w, "| {pct:.2} | `{dso}` |");
-                    }
-                    let _ = writeln!(w, "\n| % samples (self) | symbol |\n| --- | --- |");
-                    for (pct, symbol) in &p.by_symbol {
-                        let symbol: String = symbol.chars().take(140).collect();
-                        let _ = writeln!(w, "| {pct:.2} | `{}` |", symbol.replace('|', "/"));
-                    }
+            section(w, profile, |w, p| {
+                let _ = writeln!(w, "{}; samples in `{}`.\n", p.tool, p.samples_file);
+                let _ = writeln!(w, "| % samples | shared object |\n| --- | --- |");
+                for (pct, dso) in &p.by_dso {
+                    let _ = writeln!(w, "| {pct:.2} | `{dso}` |");
                 }
-                Err(reason) => {
-                    let _ = writeln!(w, "{}", na(reason));
+                let _ = writeln!(w, "\n| % samples (self) | symbol |\n| --- | --- |");
+                for (pct, symbol) in &p.by_symbol {
+                    let symbol: String = symbol.chars().take(140).collect();
+                    let _ = writeln!(w, "| {pct:.2} | `{}` |", symbol.replace('|', "/"));
                 }
-            }
+            });
         }
 
         if let Some(scale_out) = &self.scale_out {
@@ -540,35 +535,30 @@ impl Report {
                 w,
                 "\n## Scale-out (routers behind one PostgreSQL, Chat, saturation)\n"
             );
-            match scale_out {
-                Ok(cases) => {
+            section(w, scale_out, |w, cases| {
+                let _ = writeln!(
+                    w,
+                    "| case | 2xx/s (sum) | failed | router CPU % each | PostgreSQL client connections | PostgreSQL CPU % | cores busy (0 / 1) |\n| --- | --- | --- | --- | --- | --- | --- |"
+                );
+                for c in cases {
+                    let cpu = c
+                        .router_cpu_percent
+                        .iter()
+                        .map(|v| format!("{v:.0}"))
+                        .collect::<Vec<_>>()
+                        .join(" + ");
                     let _ = writeln!(
                         w,
-                        "| case | 2xx/s (sum) | failed | router CPU % each | PostgreSQL client connections | PostgreSQL CPU % | cores busy (0 / 1) |\n| --- | --- | --- | --- | --- | --- | --- |"
+                        "| {} | {} | {} | {cpu} | {} | {:.0} | {} |",
+                        c.label,
+                        rps(c.ok_rps),
+                        c.failed,
+                        c.pg_connections,
+                        c.postgres_cpu_percent,
+                        cores(&c.cores_busy)
                     );
-                    for c in cases {
-                        let cpu = c
-                            .router_cpu_percent
-                            .iter()
-                            .map(|v| format!("{v:.0}"))
-                            .collect::<Vec<_>>()
-                            .join(" + ");
-                        let _ = writeln!(
-                            w,
-                            "| {} | {} | {} | {cpu} | {} | {:.0} | {} |",
-                            c.label,
-                            rps(c.ok_rps),
-                            c.failed,
-                            c.pg_connections,
-                            c.postgres_cpu_percent,
-                            cores(&c.cores_busy)
-                        );
-                    }
                 }
-                Err(reason) => {
-                    let _ = writeln!(w, "{}", na(reason));
-                }
-            }
+            });
         }
 
         let _ = writeln!(w, "\n## Targets (reported, not asserted)\n");
