@@ -53,6 +53,7 @@
 //! encode it for a supplier of another protocol, and decode the reply or its stream.
 
 pub mod capability;
+pub mod codec;
 pub mod error;
 pub mod money;
 pub mod openai_error;
@@ -65,6 +66,10 @@ pub mod sse;
 pub mod stream;
 
 pub use capability::{Capability, CapabilitySet, Requirements};
+pub use codec::{
+    ClientCodec, ClientStreamEncoder, HeaderSource, ReplyContext, StreamContext, StreamEnd,
+    SupplierCodec, SupplierError, SupplierFailure, SupplierStreamDecoder, SupplierTarget,
+};
 pub use error::{ApiError, ErrorCode};
 pub use money::{NanoUsd, PricePerMTok, Rates};
 pub use protocol::Protocol;

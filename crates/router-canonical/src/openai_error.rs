@@ -7,6 +7,7 @@
 //! a shape. Messages has an envelope of its own (in router-messages).
 
 use crate::ApiError;
+use crate::codec::SupplierFailure;
 use crate::parse::to_json_bytes_or;
 use serde::{Deserialize, Serialize};
 
@@ -53,10 +54,81 @@ pub fn openai_error_body(error: &ApiError) -> Vec<u8> {
     to_json_bytes(&ErrorEnvelope::from(error))
 }
 
+/// The `error` object a supplier sends on an OpenAI protocol, leniently:
+/// every member may be absent or `null`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct SupplierErrorObject {
+    #[serde(default, rename = "type")]
+    pub kind: Option<String>,
+    #[serde(default, deserialize_with = "code_text")]
+    pub code: Option<String>,
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+impl SupplierErrorObject {
+    /// The canonical failure this object reports, under `status` when it
+    /// came as an error reply.
+    pub fn failure(self, status: Option<u16>) -> SupplierFailure {
+        SupplierFailure {
+            status,
+            kind: self.kind,
+            code: self.code,
+            message: self.message,
+        }
+    }
+}
+
+/// Some suppliers send `code` as a number.
+fn code_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    Ok(match Option::<serde_json::Value>::deserialize(d)? {
+        Some(serde_json::Value::String(s)) => Some(s),
+        Some(serde_json::Value::Null) | None => None,
+        Some(other) => Some(other.to_string()),
+    })
+}
+
+/// Read an OpenAI-protocol error reply (`{"error": {...}}`) with HTTP
+/// `status`. A body in another shape still reports the failure, without
+/// detail.
+pub fn supplier_failure(status: u16, body: &[u8]) -> SupplierFailure {
+    #[derive(Deserialize)]
+    struct Envelope {
+        error: SupplierErrorObject,
+    }
+    serde_json::from_slice::<Envelope>(body)
+        .map(|envelope| envelope.error)
+        .unwrap_or_default()
+        .failure(Some(status))
+}
+
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // test code: a panic is the failure report
+#[expect(
+    clippy::unwrap_used,
+    reason = "test code: a panic is the failure report"
+)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_supplier_error_reply_is_read_leniently() {
+        let failure = supplier_failure(
+            429,
+            br#"{"error": {"message": "slow down", "type": "rate_limit_error", "code": 42}}"#,
+        );
+        assert_eq!(failure.status, Some(429));
+        assert_eq!(failure.kind.as_deref(), Some("rate_limit_error"));
+        assert_eq!(failure.code.as_deref(), Some("42"));
+        assert_eq!(failure.message.as_deref(), Some("slow down"));
+        let failure = supplier_failure(500, b"<html>oops</html>");
+        assert_eq!(
+            failure,
+            SupplierFailure {
+                status: Some(500),
+                ..SupplierFailure::default()
+            }
+        );
+    }
 
     #[test]
     fn the_fallback_body_is_a_valid_envelope() {

@@ -207,6 +207,80 @@ pub fn typed<T: DeserializeOwned, E: de::Error>(map: Map<String, Value>) -> Resu
     })
 }
 
+/// A JSON value that is one string or an array of `T` (`content`, `stop`,
+/// `prompt`, `system` in the various protocols).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StringOrSeq<T> {
+    String(String),
+    Seq(Vec<T>),
+}
+
+/// Deserialize a [`StringOrSeq`]; `expecting` is what serde reports was
+/// expected instead ("a string or an array of content blocks"). Elements
+/// are read through the caller's deserializer, so a path tracker sees their
+/// index.
+pub fn string_or_seq<'de, D, T>(
+    deserializer: D,
+    expecting: &'static str,
+) -> Result<StringOrSeq<T>, D::Error>
+where
+    D: de::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    struct StringOrSeqVisitor<T> {
+        expecting: &'static str,
+        element: std::marker::PhantomData<T>,
+    }
+    impl<'de, T: Deserialize<'de>> Visitor<'de> for StringOrSeqVisitor<T> {
+        type Value = StringOrSeq<T>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str(self.expecting)
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+            Ok(StringOrSeq::String(v.to_owned()))
+        }
+        fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+            Ok(StringOrSeq::String(v))
+        }
+        fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            // A hostile size hint must not reserve unbounded memory.
+            let mut all = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1024));
+            while let Some(element) = seq.next_element::<T>()? {
+                all.push(element);
+            }
+            Ok(StringOrSeq::Seq(all))
+        }
+    }
+    deserializer.deserialize_any(StringOrSeqVisitor {
+        expecting,
+        element: std::marker::PhantomData,
+    })
+}
+
+/// A supplier reply that is not JSON of the expected shape: where, and what.
+/// `path` is `.` for the root.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid supplier JSON at `{path}`: {message}")]
+pub struct InvalidJson {
+    pub path: String,
+    pub message: String,
+}
+
+impl From<serde_path_to_error::Error<serde_json::Error>> for InvalidJson {
+    /// Keeps the inner path of a buffered object (see [`split_nested`]).
+    fn from(err: serde_path_to_error::Error<serde_json::Error>) -> Self {
+        let path = err.path().to_string();
+        let message = err.into_inner().to_string();
+        match split_nested(&message) {
+            Some((inner, message)) => InvalidJson {
+                path: join_path(&path, inner),
+                message: message.to_owned(),
+            },
+            None => InvalidJson { path, message },
+        }
+    }
+}
+
 /// Serialize a wire value to JSON bytes, or `fallback` should that fail.
 ///
 /// Serializing the wire types cannot fail: every map key is a string and no
@@ -221,9 +295,50 @@ pub fn to_json_bytes_or<T: Serialize>(value: &T, fallback: &[u8]) -> Vec<u8> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // test code: a panic is the failure report
+#[expect(
+    clippy::unwrap_used,
+    reason = "test code: a panic is the failure report"
+)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn string_or_seq_reads_either_and_names_the_element() {
+        fn read(json: &str) -> Result<StringOrSeq<u8>, String> {
+            let mut de = serde_json::Deserializer::from_str(json);
+            serde_path_to_error::deserialize(&mut de)
+                .map(|w: Wrapper| w.0)
+                .map_err(|e| format!("{} @ {}", e.inner(), e.path()))
+        }
+        struct Wrapper(StringOrSeq<u8>);
+        impl<'de> Deserialize<'de> for Wrapper {
+            fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                string_or_seq(d, "a string or an array of bytes").map(Wrapper)
+            }
+        }
+        assert_eq!(read(r#""hi""#).unwrap(), StringOrSeq::String("hi".into()));
+        assert_eq!(read("[1, 2]").unwrap(), StringOrSeq::Seq(vec![1, 2]));
+        let err = read("[1, \"x\"]").unwrap_err();
+        assert!(err.ends_with("@ [1]"), "{err}");
+        let err = read("5").unwrap_err();
+        assert!(
+            err.contains("expected a string or an array of bytes"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn invalid_json_joins_the_nested_path() {
+        #[derive(Debug, Deserialize)]
+        struct Outer {
+            #[expect(dead_code, reason = "only the error is looked at")]
+            inner: Vec<u8>,
+        }
+        let mut de = serde_json::Deserializer::from_str(r#"{"inner": [1, "x"]}"#);
+        let err = serde_path_to_error::deserialize::<_, Outer>(&mut de).unwrap_err();
+        let error = InvalidJson::from(err);
+        assert_eq!(error.path, "inner[1]");
+    }
 
     #[test]
     fn nested_messages_round_trip() {
