@@ -402,7 +402,7 @@ mod tests {
     #[test]
     fn request_body_names_the_path() {
         #[derive(Debug, serde::Deserialize)]
-        #[allow(dead_code)] // only the error is looked at
+        #[expect(dead_code, reason = "only the error is looked at")]
         struct Body {
             model: String,
         }

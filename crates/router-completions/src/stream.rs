@@ -148,7 +148,6 @@ fn write_data(json: &[u8], out: &mut Vec<u8>) {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // test code: a panic is the failure report
 mod tests {
     use super::*;
     use router_canonical::sse::Decoder;

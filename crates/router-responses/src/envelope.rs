@@ -16,7 +16,6 @@ pub fn error_body(error: &ApiError) -> Vec<u8> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // test code: a panic is the failure report
 mod tests {
     use super::*;
     use router_canonical::ErrorCode;
