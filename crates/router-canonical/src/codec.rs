@@ -278,10 +278,6 @@ impl fmt::Display for SupplierFailure {
 }
 
 #[cfg(test)]
-#[expect(
-    clippy::unwrap_used,
-    reason = "test code: a panic is the failure report"
-)]
 mod tests {
     use super::*;
 

@@ -103,10 +103,6 @@ pub fn supplier_failure(status: u16, body: &[u8]) -> SupplierFailure {
 }
 
 #[cfg(test)]
-#[expect(
-    clippy::unwrap_used,
-    reason = "test code: a panic is the failure report"
-)]
 mod tests {
     use super::*;
 

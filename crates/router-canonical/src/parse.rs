@@ -295,10 +295,6 @@ pub fn to_json_bytes_or<T: Serialize>(value: &T, fallback: &[u8]) -> Vec<u8> {
 }
 
 #[cfg(test)]
-#[expect(
-    clippy::unwrap_used,
-    reason = "test code: a panic is the failure report"
-)]
 mod tests {
     use super::*;
 
