@@ -8,15 +8,15 @@
 //!
 //! | direction | API |
 //! |---|---|
-//! | client request -> canonical (validated, 400 before any network work) | [`parse_request`] |
-//! | canonical -> client reply | [`encode_response`], [`StreamEncoder`], [`error_body`] |
+//! | client request -> canonical (validated before any network work) | [`CompletionsClient`] as a [`ClientCodec`], or [`parse_request`] |
+//! | canonical -> client reply | [`CompletionsClient`], or [`encode_response`], [`StreamEncoder`], [`error_body`] |
 //!
 //! There is no supplier direction: no supplier speaks this protocol to the
 //! router, and the request leaves as Chat (or whatever the route speaks)
 //! through that protocol's wire crate. Like every wire crate this one knows
 //! nothing of HTTP, async runtimes or storage: bytes in, bytes out. Wire
-//! types live in [`wire`]; conversions are written by hand in `from_wire.rs`,
-//! `to_wire.rs` and [`stream`].
+//! types live in [`wire`]; the client side (parsing, reply and stream
+//! encoding, the error envelope) in [`client`].
 //!
 //! `echo: true` (E-05, GP-55) is not something a supplier does: the parser
 //! hands the prompt back in [`CompletionRequest::echo`], and the server passes
@@ -58,7 +58,7 @@
 //!     id: "cmpl-router-1",
 //!     model: &request.model,
 //!     created: 1_700_000_001,
-//!     cost: NanoUsd(1_500),
+//!     cost: Some(NanoUsd(1_500)),
 //!     echo: parsed.echo.as_deref(),
 //! };
 //! let reply: serde_json::Value = serde_json::from_slice(&encode_response(&response, &ctx))?;
@@ -82,59 +82,15 @@
 //! `UPDATE_GOLDEN=1 cargo test -p router-completions --test golden` and review
 //! the diff.
 
-pub mod envelope;
-mod from_wire;
-pub mod stream;
-mod to_wire;
+#![warn(unreachable_pub)]
+
+pub mod client;
 pub mod wire;
 
-pub use envelope::error_body;
-pub use stream::{StreamContext, StreamEncoder};
-
-use router_canonical::{ApiError, NanoUsd, Request, Response};
-
-/// The output limit a request without `max_tokens` gets (E-04, Q-17).
-pub const DEFAULT_MAX_TOKENS: u32 = from_wire::DEFAULT_MAX_TOKENS;
-
-/// A parsed Completions request: the canonical request that rides the Chat
-/// path, and the prompt to echo when the client asked for it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CompletionRequest {
-    /// One user message holding the prompt; `inbound` is
-    /// [`Protocol::Completions`](router_canonical::Protocol::Completions).
-    pub request: Request,
-    /// `Some(prompt)` when the client sent `echo: true` (E-05).
-    pub echo: Option<String>,
-}
-
-/// Validate a client's Completions body into a canonical request.
-///
-/// Every rejection is a 400 `invalid_parameter` whose `param` names the
-/// offending field (`prompt`, `n`, `stop[1]`). `min_discount_percent` and
-/// `zdr` are read into `Request::routing`; every other unknown top-level
-/// field is accepted and dropped (E-12).
-pub fn parse_request(body: &[u8]) -> Result<CompletionRequest, ApiError> {
-    from_wire::request(body)
-}
-
-/// What the router's reply states that the canonical response does not.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ResponseContext<'a> {
-    /// The router's completion id.
-    pub id: &'a str,
-    /// The public model ID the client asked for.
-    pub model: &'a str,
-    /// Unix seconds.
-    pub created: i64,
-    /// The settled charge, reported as `usage.cost` in USD (GP-03).
-    pub cost: NanoUsd,
-    /// The prompt to put in front of the text ([`CompletionRequest::echo`]).
-    pub echo: Option<&'a str>,
-}
-
-/// The client's `text_completion` JSON: the text blocks of `response`
-/// concatenated (after the echoed prompt, if any), a `finish_reason` of
-/// `stop`, `length` or `content_filter`, and `usage` with `cost`.
-pub fn encode_response(response: &Response, ctx: &ResponseContext<'_>) -> Vec<u8> {
-    to_wire::response(response, ctx)
-}
+pub use client::{
+    CompletionRequest, CompletionsClient, DEFAULT_MAX_TOKENS, ResponseContext, StreamContext,
+    StreamEncoder, encode_response, error_body, parse_request,
+};
+pub use router_canonical::{
+    ApiError, ClientCodec, ClientStreamEncoder, NanoUsd, Request, Response, StreamEnd, StreamEvent,
+};

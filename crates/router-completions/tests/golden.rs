@@ -11,7 +11,8 @@
 
 use router_canonical::{NanoUsd, Response, StreamEvent};
 use router_completions::{
-    ResponseContext, StreamContext, StreamEncoder, encode_response, parse_request,
+    ClientStreamEncoder, ResponseContext, StreamContext, StreamEncoder, StreamEnd, encode_response,
+    parse_request,
 };
 use router_wire_testkit::golden::{self, Golden};
 use std::fs;
@@ -51,7 +52,7 @@ fn run_case(case: &Path, golden: &mut Golden) {
             id: ROUTER_ID,
             model: &parsed.request.model,
             created: CREATED,
-            cost: COST,
+            cost: Some(COST),
             echo: parsed.echo.as_deref(),
         };
         golden.json(
@@ -76,8 +77,16 @@ fn run_case(case: &Path, golden: &mut Golden) {
             match event {
                 StreamEvent::Finish {
                     stop_reason, usage, ..
-                } => encoder.encode_finish(stop_reason, usage, COST, &mut out),
-                other => encoder.encode(other, &mut out),
+                } => encoder.finish(
+                    &StreamEnd {
+                        stop_reason,
+                        stop_sequence: None,
+                        usage,
+                        cost: Some(COST),
+                    },
+                    &mut out,
+                ),
+                other => encoder.event(other, &mut out),
             }
         }
         golden.sse(case, "client_stream.sse", &out);

@@ -13,7 +13,8 @@ use router_canonical::{
     StreamEvent, Usage,
 };
 use router_completions::{
-    ResponseContext, StreamContext, StreamEncoder, encode_response, parse_request,
+    ClientStreamEncoder, ResponseContext, StreamContext, StreamEncoder, StreamEnd, encode_response,
+    parse_request,
 };
 use router_wire_testkit::strategy::quarter;
 use serde_json::{Map, Value, json};
@@ -208,7 +209,7 @@ proptest! {
             id: "cmpl-1",
             model: "acme/text",
             created: 1,
-            cost: NanoUsd(10),
+            cost: Some(NanoUsd(10)),
             echo: parsed.echo.as_deref(),
         };
         let reply: Value = serde_json::from_slice(&encode_response(&response, &ctx)).unwrap();
@@ -235,17 +236,17 @@ proptest! {
         });
         let mut out = Vec::new();
         if start {
-            encoder.encode(&StreamEvent::Start { id: "s".into(), model: "m".into() }, &mut out);
+            encoder.event(&StreamEvent::Start { id: "s".into(), model: "m".into() }, &mut out);
         }
-        encoder.encode(&StreamEvent::BlockStart { index: 0, block: BlockKind::Text }, &mut out);
+        encoder.event(&StreamEvent::BlockStart { index: 0, block: BlockKind::Text }, &mut out);
         for piece in split(&generated, &cuts) {
-            encoder.encode(
+            encoder.event(
                 &StreamEvent::Delta { index: 0, delta: BlockDelta::Text(piece) },
                 &mut out,
             );
         }
-        encoder.encode(&StreamEvent::BlockStop { index: 0 }, &mut out);
-        encoder.encode_finish(&StopReason::MaxTokens, &Usage::default(), NanoUsd(1), &mut out);
+        encoder.event(&StreamEvent::BlockStop { index: 0 }, &mut out);
+        encoder.finish(&StreamEnd { stop_reason: &StopReason::MaxTokens, stop_sequence: None, usage: &Usage::default(), cost: Some(NanoUsd(1)) }, &mut out);
 
         let (texts, data) = stream_texts(&out);
         let expected = if echo { format!("{prompt}{generated}") } else { generated.clone() };

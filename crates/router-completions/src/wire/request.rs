@@ -5,10 +5,9 @@
 //! `logprobs`/`suffix`, the one-string prompt) live in `from_wire.rs` so
 //! every rejection names its parameter the same way.
 
-use serde::de::{self, SeqAccess, Visitor};
+use router_canonical::parse::{StringOrSeq, string_or_seq};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
-use std::fmt;
 
 /// A Completions request body.
 ///
@@ -89,27 +88,12 @@ impl Serialize for Prompt {
 
 impl<'de> Deserialize<'de> for Prompt {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct PromptVisitor;
-        impl<'de> Visitor<'de> for PromptVisitor {
-            type Value = Prompt;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string or an array of one string")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Prompt::Text(v.to_owned()))
-            }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-                Ok(Prompt::Text(v))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let mut items: Vec<Value> = Vec::with_capacity(seq.size_hint().unwrap_or(0));
-                while let Some(item) = seq.next_element::<Value>()? {
-                    items.push(item);
-                }
-                Ok(classify(items))
-            }
-        }
-        d.deserialize_any(PromptVisitor)
+        Ok(
+            match string_or_seq::<_, Value>(d, "a string or an array of one string")? {
+                StringOrSeq::String(text) => Prompt::Text(text),
+                StringOrSeq::Seq(items) => classify(items),
+            },
+        )
     }
 }
 
@@ -143,24 +127,12 @@ pub enum Stop {
 
 impl<'de> Deserialize<'de> for Stop {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct StopVisitor;
-        impl<'de> Visitor<'de> for StopVisitor {
-            type Value = Stop;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string, an array of strings, or null")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Stop::One(v.to_owned()))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let mut all = Vec::new();
-                while let Some(s) = seq.next_element::<String>()? {
-                    all.push(s);
-                }
-                Ok(Stop::Many(all))
-            }
-        }
-        d.deserialize_any(StopVisitor)
+        Ok(
+            match string_or_seq(d, "a string, an array of strings, or null")? {
+                StringOrSeq::String(one) => Stop::One(one),
+                StringOrSeq::Seq(all) => Stop::Many(all),
+            },
+        )
     }
 }
 

@@ -53,5 +53,7 @@ pub struct CompletionUsage {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
     pub total_tokens: u64,
-    pub cost: Value,
+    /// Absent when the caller reports no charge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<Value>,
 }

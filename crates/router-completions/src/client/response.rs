@@ -5,7 +5,7 @@
 //! tool call cannot be asked for here, thinking is the supplier's working,
 //! and a refusal is reported through `finish_reason: "content_filter"`.
 
-use crate::ResponseContext;
+use crate::client::ResponseContext;
 use crate::wire::response::{
     Choice, CompletionUsage, FinishReason, TEXT_COMPLETION, TextCompletion,
 };
@@ -35,13 +35,13 @@ pub(crate) fn response(resp: &Response, ctx: &ResponseContext<'_>) -> Vec<u8> {
     to_json_bytes(&completion)
 }
 
-/// Usage with the settled charge in `cost` (USD, GP-03).
-pub(crate) fn usage(usage: &Usage, cost: NanoUsd) -> CompletionUsage {
+/// Usage, with the charge in `cost` (USD, GP-03) when there is one.
+pub(crate) fn usage(usage: &Usage, cost: Option<NanoUsd>) -> CompletionUsage {
     CompletionUsage {
         prompt_tokens: usage.input_tokens,
         completion_tokens: usage.output_tokens,
         total_tokens: usage.total_tokens(),
-        cost: cost.to_usd_json(),
+        cost: cost.map(NanoUsd::to_usd_json),
     }
 }
 

@@ -6,7 +6,7 @@
 //! errors come from `serde_path_to_error`; value rules (E-02..E-07, GP-55,
 //! CF-01) are checked by hand below.
 
-use crate::CompletionRequest;
+use crate::client::CompletionRequest;
 use crate::wire::request::{CompletionBody, Prompt, Stop};
 use router_canonical::parse::{self, in_range};
 use router_canonical::{

@@ -8,12 +8,13 @@
 //! `[DONE]`. Thinking, refusal and tool-call deltas have no Completions form
 //! and write nothing, as in the non-streaming reply.
 
-use crate::envelope::ErrorEnvelope;
-use crate::to_wire;
+use crate::client::envelope::ErrorEnvelope;
+use crate::client::response as to_wire;
 use crate::wire::response::{Choice, FinishReason, TEXT_COMPLETION, TextCompletion};
 use crate::wire::to_json_bytes;
+use router_canonical::codec::{ClientStreamEncoder, StreamEnd, finish_of};
 use router_canonical::sse;
-use router_canonical::{ApiError, BlockDelta, NanoUsd, StopReason, StreamEvent, Usage};
+use router_canonical::{ApiError, BlockDelta, StreamEvent};
 
 /// What every chunk of the client's stream repeats, and the prompt to echo.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,60 +55,6 @@ impl StreamEncoder {
         }
     }
 
-    /// Encode every event except `Finish` (which needs the settled cost:
-    /// see [`StreamEncoder::encode_finish`]). `Start` writes the echoed
-    /// prompt, or else a chunk with empty text, so the client hears from the
-    /// stream as soon as the supplier does; text deltas write a chunk each;
-    /// everything else writes nothing.
-    pub fn encode(&mut self, event: &StreamEvent, out: &mut Vec<u8>) {
-        match event {
-            StreamEvent::Start { .. } => {
-                let before = out.len();
-                self.flush_echo(out);
-                if out.len() == before {
-                    self.chunk(String::new(), None, out);
-                }
-            }
-            StreamEvent::Delta {
-                delta: BlockDelta::Text(text),
-                ..
-            } if !text.is_empty() => {
-                self.flush_echo(out);
-                self.chunk(text.clone(), None, out);
-            }
-            _ => {}
-        }
-    }
-
-    /// The `finish_reason` chunk, then a chunk with `choices: []` and `usage`
-    /// including `cost` (GP-04), then `data: [DONE]`.
-    pub fn encode_finish(
-        &mut self,
-        stop_reason: &StopReason,
-        usage: &Usage,
-        cost: NanoUsd,
-        out: &mut Vec<u8>,
-    ) {
-        self.flush_echo(out);
-        self.chunk(
-            String::new(),
-            Some(to_wire::finish_reason(stop_reason)),
-            out,
-        );
-        let usage_chunk = TextCompletion {
-            usage: Some(to_wire::usage(usage, cost)),
-            ..self.envelope(Vec::new())
-        };
-        write_data(&to_json_bytes(&usage_chunk), out);
-        sse::encode(None, "[DONE]", out);
-    }
-
-    /// A terminal `data: {"error": {...}}` frame for a failure after the
-    /// stream started; no `[DONE]` follows (GP-04, P-17).
-    pub fn encode_error(&mut self, error: &ApiError, out: &mut Vec<u8>) {
-        write_data(&to_json_bytes(&ErrorEnvelope::from(error)), out);
-    }
-
     /// The echoed prompt as the stream's first chunk (GP-55), once. An empty
     /// prompt has nothing to echo.
     fn flush_echo(&mut self, out: &mut Vec<u8>) {
@@ -140,6 +87,60 @@ impl StreamEncoder {
     }
 }
 
+impl ClientStreamEncoder for StreamEncoder {
+    /// `Start` writes the echoed prompt, or else a chunk with empty text, so
+    /// the client hears from the stream as soon as the supplier does; text
+    /// deltas write a chunk each; `Finish` writes the ending (no cost);
+    /// everything else writes nothing.
+    fn event(&mut self, event: &StreamEvent, out: &mut Vec<u8>) {
+        match event {
+            StreamEvent::Start { .. } => {
+                let before = out.len();
+                self.flush_echo(out);
+                if out.len() == before {
+                    self.chunk(String::new(), None, out);
+                }
+            }
+            StreamEvent::Delta {
+                delta: BlockDelta::Text(text),
+                ..
+            } if !text.is_empty() => {
+                self.flush_echo(out);
+                self.chunk(text.clone(), None, out);
+            }
+            StreamEvent::Finish { .. } => {
+                if let Some(end) = finish_of(event) {
+                    self.finish(&end, out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The `finish_reason` chunk, then a chunk with `choices: []` and `usage`
+    /// (with `cost` when there is one), then `data: [DONE]`.
+    fn finish(&mut self, end: &StreamEnd<'_>, out: &mut Vec<u8>) {
+        self.flush_echo(out);
+        self.chunk(
+            String::new(),
+            Some(to_wire::finish_reason(end.stop_reason)),
+            out,
+        );
+        let usage_chunk = TextCompletion {
+            usage: Some(to_wire::usage(end.usage, end.cost)),
+            ..self.envelope(Vec::new())
+        };
+        write_data(&to_json_bytes(&usage_chunk), out);
+        sse::encode(None, "[DONE]", out);
+    }
+
+    /// A terminal `data: {"error": {...}}` frame for a failure after the
+    /// stream started; no `[DONE]` follows.
+    fn error(&mut self, error: &ApiError, out: &mut Vec<u8>) {
+        write_data(&to_json_bytes(&ErrorEnvelope::from(error)), out);
+    }
+}
+
 /// One `data:` frame. Serialized JSON has no raw newlines, so it is one line.
 fn write_data(json: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(b"data: ");
@@ -151,7 +152,7 @@ fn write_data(json: &[u8], out: &mut Vec<u8>) {
 mod tests {
     use super::*;
     use router_canonical::sse::Decoder;
-    use router_canonical::{BlockKind, ErrorCode};
+    use router_canonical::{BlockKind, ErrorCode, NanoUsd, StopReason, Usage};
     use serde_json::{Value, json};
 
     fn encoder(echo: Option<&str>) -> StreamEncoder {
@@ -180,8 +181,8 @@ mod tests {
             index: 0,
             delta: BlockDelta::Text("Hi".into()),
         };
-        enc.encode(&text, &mut out);
-        enc.encode_error(
+        enc.event(&text, &mut out);
+        enc.error(
             &ApiError::new(ErrorCode::UpstreamError, "the supplier failed"),
             &mut out,
         );
@@ -208,7 +209,7 @@ mod tests {
             id: "s".into(),
             model: "m".into(),
         };
-        enc.encode(&start, &mut out);
+        enc.event(&start, &mut out);
         let frames = data(&out);
         assert_eq!(frames.len(), 1);
         let chunk: Value = serde_json::from_str(&frames[0]).unwrap();
@@ -250,7 +251,7 @@ mod tests {
                 usage: Usage::default(),
             },
         ] {
-            enc.encode(&event, &mut out);
+            enc.event(&event, &mut out);
         }
         assert!(out.is_empty(), "{}", String::from_utf8_lossy(&out));
     }
@@ -261,7 +262,7 @@ mod tests {
         let mut enc = encoder(Some("Q:"));
         let mut out = Vec::new();
         for text in [" A", "!"] {
-            enc.encode(
+            enc.event(
                 &StreamEvent::Delta {
                     index: 0,
                     delta: BlockDelta::Text(text.into()),
@@ -269,10 +270,13 @@ mod tests {
                 &mut out,
             );
         }
-        enc.encode_finish(
-            &StopReason::ContentFilter,
-            &Usage::default(),
-            NanoUsd::ZERO,
+        enc.finish(
+            &StreamEnd {
+                stop_reason: &StopReason::ContentFilter,
+                stop_sequence: None,
+                usage: &Usage::default(),
+                cost: Some(NanoUsd::ZERO),
+            },
             &mut out,
         );
         let frames = data(&out);
@@ -294,17 +298,20 @@ mod tests {
         // choices; each choice needs text, index, logprobs and finish_reason.
         let mut enc = encoder(Some("P"));
         let mut out = Vec::new();
-        enc.encode(
+        enc.event(
             &StreamEvent::Delta {
                 index: 0,
                 delta: BlockDelta::Text("x".into()),
             },
             &mut out,
         );
-        enc.encode_finish(
-            &StopReason::EndTurn,
-            &Usage::default(),
-            NanoUsd(5),
+        enc.finish(
+            &StreamEnd {
+                stop_reason: &StopReason::EndTurn,
+                stop_sequence: None,
+                usage: &Usage::default(),
+                cost: Some(NanoUsd(5)),
+            },
             &mut out,
         );
         for frame in data(&out).iter().filter(|f| *f != "[DONE]") {

@@ -1,0 +1,112 @@
+//! The client side of legacy Completions: validate a `POST /v1/completions`
+//! body into a canonical request, and write canonical replies and streams
+//! back as `text_completion` objects.
+
+pub mod envelope;
+mod request;
+mod response;
+pub mod stream;
+
+pub use envelope::error_body;
+pub use stream::{StreamContext, StreamEncoder};
+
+use router_canonical::codec::{self, ClientCodec, HeaderSource};
+use router_canonical::{ApiError, NanoUsd, Protocol, Request, Response};
+
+/// The output limit a request without `max_tokens` gets.
+pub const DEFAULT_MAX_TOKENS: u32 = request::DEFAULT_MAX_TOKENS;
+
+/// The legacy Completions client codec. `Extra` is the prompt to echo in
+/// front of the generated text when the client sent `echo: true`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CompletionsClient;
+
+impl ClientCodec for CompletionsClient {
+    type Extra = Option<String>;
+    type StreamEncoder = StreamEncoder;
+
+    fn protocol(&self) -> Protocol {
+        Protocol::Completions
+    }
+
+    fn parse_request(
+        &self,
+        _headers: &dyn HeaderSource,
+        body: &[u8],
+    ) -> Result<(Request, Option<String>), ApiError> {
+        let CompletionRequest { request, echo } = parse_request(body)?;
+        Ok((request, echo))
+    }
+
+    fn encode_response(
+        &self,
+        response: &Response,
+        reply: &codec::ReplyContext<'_>,
+        echo: &Option<String>,
+    ) -> Vec<u8> {
+        let ctx = ResponseContext {
+            id: reply.id,
+            model: reply.model,
+            created: reply.created,
+            cost: reply.cost,
+            echo: echo.as_deref(),
+        };
+        encode_response(response, &ctx)
+    }
+
+    fn stream_encoder(&self, stream: codec::StreamContext, echo: Option<String>) -> StreamEncoder {
+        StreamEncoder::new(StreamContext {
+            id: stream.id,
+            model: stream.model,
+            created: stream.created,
+            echo,
+        })
+    }
+
+    fn error_body(&self, error: &ApiError) -> Vec<u8> {
+        error_body(error)
+    }
+}
+
+/// A parsed Completions request: the canonical request, and the prompt to
+/// echo when the client asked for it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompletionRequest {
+    /// One user message holding the prompt; `inbound` is
+    /// [`Protocol::Completions`].
+    pub request: Request,
+    /// `Some(prompt)` when the client sent `echo: true`.
+    pub echo: Option<String>,
+}
+
+/// Validate a client's Completions body into a canonical request.
+///
+/// Every rejection is a 400 `invalid_parameter` whose `param` names the
+/// offending field (`prompt`, `n`, `stop[1]`). `min_discount_percent` and
+/// `zdr` are read into `Request::routing`; every other unknown top-level
+/// field is accepted and dropped.
+pub fn parse_request(body: &[u8]) -> Result<CompletionRequest, ApiError> {
+    request::request(body)
+}
+
+/// What a reply states that the canonical response does not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResponseContext<'a> {
+    /// The reply's completion id.
+    pub id: &'a str,
+    /// The model name to show the client.
+    pub model: &'a str,
+    /// Unix seconds.
+    pub created: i64,
+    /// The charge, reported as `usage.cost` in USD; `None` reports none.
+    pub cost: Option<NanoUsd>,
+    /// The prompt to put in front of the text ([`CompletionRequest::echo`]).
+    pub echo: Option<&'a str>,
+}
+
+/// The client's `text_completion` JSON: the text blocks of `response`
+/// concatenated (after the echoed prompt, if any), a `finish_reason` of
+/// `stop`, `length` or `content_filter`, and `usage`.
+pub fn encode_response(response: &Response, ctx: &ResponseContext<'_>) -> Vec<u8> {
+    response::response(response, ctx)
+}
