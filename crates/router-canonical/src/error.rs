@@ -120,6 +120,24 @@ impl fmt::Display for ErrorCode {
     }
 }
 
+/// A request field in the canonical model's terms. Code that knows no wire
+/// protocol (routing, pricing) names the field it refuses this way; each
+/// client codec renders it under its own protocol's name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Field {
+    MaxOutputTokens,
+    StopSequences,
+    ImageInput,
+    Tools,
+    ReasoningEffort,
+    Thinking,
+    ResponseFormat,
+    Stream,
+    Temperature,
+    Penalties,
+}
+
 /// A public error: a code, a message safe to show a client, and the
 /// offending field or header when there is one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
@@ -127,7 +145,13 @@ impl fmt::Display for ErrorCode {
 pub struct ApiError {
     pub code: ErrorCode,
     pub message: String,
+    /// The offending field as the client named it (a path such as
+    /// `messages[2].content`), or a header.
     pub param: Option<String>,
+    /// The offending field in canonical terms, for an error raised where the
+    /// protocol is unknown; [`ApiError::named_in`] turns it into `param`.
+    #[serde(skip)]
+    pub field: Option<Field>,
 }
 
 impl ApiError {
@@ -136,6 +160,7 @@ impl ApiError {
             code,
             message: message.into(),
             param: None,
+            field: None,
         }
     }
 
@@ -144,6 +169,28 @@ impl ApiError {
             code: ErrorCode::InvalidParameter,
             message: message.into(),
             param: Some(param.into()),
+            field: None,
+        }
+    }
+
+    /// An error about a canonical field, to be named by the client's codec.
+    pub fn for_field(code: ErrorCode, field: Field, message: impl Into<String>) -> Self {
+        ApiError {
+            field: Some(field),
+            ..ApiError::new(code, message)
+        }
+    }
+
+    /// This error with its canonical field (if any) named by `name`, the
+    /// client protocol's name for each field.
+    pub fn named_in(&self, name: fn(Field) -> &'static str) -> std::borrow::Cow<'_, ApiError> {
+        match self.field {
+            Some(field) => std::borrow::Cow::Owned(ApiError {
+                param: Some(name(field).to_owned()),
+                field: None,
+                ..self.clone()
+            }),
+            None => std::borrow::Cow::Borrowed(self),
         }
     }
 

@@ -70,7 +70,7 @@ pub use codec::{
     ClientCodec, ClientStreamEncoder, HeaderSource, ReplyContext, StreamContext, StreamEnd,
     SupplierCodec, SupplierError, SupplierFailure, SupplierStreamDecoder, SupplierTarget,
 };
-pub use error::{ApiError, ErrorCode};
+pub use error::{ApiError, ErrorCode, Field};
 pub use money::{NanoUsd, PricePerMTok, Rates};
 pub use protocol::Protocol;
 pub use request::{

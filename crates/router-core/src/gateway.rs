@@ -13,10 +13,11 @@ use crate::store::{
     AttemptOutcome, AttemptRecord, NewRequest, ReserveError, SettleError, Settlement, Store,
     Voiding,
 };
-use crate::supplier::{AttemptError, EventStream, FailureKind, Retry, SupplierReply, Suppliers};
+use crate::supplier::{AttemptError, EventStream, Retry, SupplierReply, Suppliers};
 use futures::StreamExt;
 use router_canonical::{
-    ApiError, ErrorCode, NanoUsd, Protocol, Request, Response, StopReason, StreamEvent, Usage,
+    ApiError, ErrorCode, Field, NanoUsd, Protocol, Request, Response, StopReason, StreamEvent,
+    Usage,
 };
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -108,10 +109,11 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
         request: Request,
     ) -> Result<Outcome<S, P>, ApiError> {
         let plan = routing::plan(&self.inner.catalog, &request, admission.inbound)?;
-        check_output_limit(&plan.model, &request, admission.inbound)?;
+        check_output_limit(&plan.model, &request)?;
         let reserve = pricing::reservation(&plan.model, &plan.routes, &request).map_err(|_| {
-            ApiError::invalid(
-                "max_tokens",
+            ApiError::for_field(
+                ErrorCode::InvalidParameter,
+                Field::MaxOutputTokens,
                 "The requested output length makes the worst-case cost overflow.",
             )
         })?;
@@ -300,25 +302,9 @@ fn validated_charge(model: &Model, route: &Route, usage: &Usage) -> Result<NanoU
 
 /// The one public error for a request whose attempts all failed (GP-47).
 fn final_error(last: Option<&AttemptError>) -> ApiError {
-    let Some(last) = last else {
-        return ApiError::new(
-            ErrorCode::UpstreamUnavailable,
-            "No route completed the request before the routing deadline.",
-        );
-    };
-    if let Some(public) = &last.public {
-        return public.clone();
-    }
-    match (last.kind, last.retry) {
-        (FailureKind::InvalidResponse, _) => ApiError::new(
-            ErrorCode::InvalidUpstreamResponse,
-            "The upstream response was invalid.",
-        ),
-        (FailureKind::Status, Retry::NextRoute) => ApiError::new(
-            ErrorCode::UpstreamError,
-            "The upstream rejected the request.",
-        ),
-        _ => ApiError::new(
+    match last {
+        Some(last) => last.public_error(),
+        None => ApiError::new(
             ErrorCode::UpstreamUnavailable,
             "No route completed the request before the routing deadline.",
         ),
@@ -436,21 +422,16 @@ impl<S: Store, P: Suppliers> Drop for Reservation<S, P> {
 
 /// An explicit output limit above the model's maximum is refused up front
 /// (D-08, GP-51: the maximum itself is accepted).
-fn check_output_limit(model: &Model, request: &Request, inbound: Protocol) -> Result<(), ApiError> {
+fn check_output_limit(model: &Model, request: &Request) -> Result<(), ApiError> {
     match request.sampling.max_output_tokens {
-        Some(limit) if limit > model.max_output_tokens => {
-            let param = match inbound {
-                Protocol::Responses => "max_output_tokens",
-                _ => "max_tokens",
-            };
-            Err(ApiError::invalid(
-                param,
-                format!(
-                    "`{param}` is {limit}, above this model's maximum of {}.",
-                    model.max_output_tokens
-                ),
-            ))
-        }
+        Some(limit) if limit > model.max_output_tokens => Err(ApiError::for_field(
+            ErrorCode::InvalidParameter,
+            Field::MaxOutputTokens,
+            format!(
+                "The output limit is {limit}, above this model's maximum of {}.",
+                model.max_output_tokens
+            ),
+        )),
         _ => Ok(()),
     }
 }
@@ -549,16 +530,7 @@ impl<S: Store, P: Suppliers> LiveStream<S, P> {
             attempt.outcome = failed_outcome(&error);
         }
         self.reservation.void("stream_failed").await;
-        let public = match error.kind {
-            FailureKind::InvalidResponse => ApiError::new(
-                ErrorCode::InvalidUpstreamResponse,
-                "The upstream stream was invalid.",
-            ),
-            _ => ApiError::new(
-                ErrorCode::UpstreamError,
-                "The upstream stream was interrupted.",
-            ),
-        };
+        let public = error.stream_public_error();
         StreamItem::Failed(public)
     }
 }

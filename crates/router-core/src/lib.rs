@@ -16,4 +16,6 @@ pub mod supplier;
 pub use catalog::{Catalog, CatalogError, Model, Pricing, Route, Supplier};
 pub use gateway::{Gateway, GatewayConfig, LiveStream, Outcome, StreamItem};
 pub use routing::Plan;
-pub use supplier::{AttemptError, EventStream, FailureKind, Retry, SupplierReply, Suppliers};
+pub use supplier::{
+    AttemptCause, AttemptError, EventStream, FailureKind, Retry, SupplierReply, Suppliers,
+};

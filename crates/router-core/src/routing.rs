@@ -2,7 +2,7 @@
 //! order by priority then internal cost (requirements G-01, B-19, CF-01).
 
 use crate::catalog::{Catalog, Model, Route};
-use router_canonical::{ApiError, Capability, ErrorCode, Protocol, Request, Requirements};
+use router_canonical::{ApiError, Capability, ErrorCode, Field, Protocol, Request, Requirements};
 use std::sync::Arc;
 
 /// The eligible routes for one request, best first.
@@ -186,40 +186,43 @@ fn no_configured_route(
         );
     }
     let feature = Capability::ALL.into_iter().find(|c| req.needs(*c));
+    let refuse =
+        |field, message: &str| ApiError::for_field(ErrorCode::InvalidParameter, field, message);
     match feature {
-        Some(Capability::Stop) => ApiError::invalid(
-            "stop",
+        Some(Capability::Stop) => refuse(
+            Field::StopSequences,
             "This model has no route that supports stop sequences.",
         ),
-        Some(Capability::Vision) => ApiError::new(
+        Some(Capability::Vision) => ApiError::for_field(
             ErrorCode::UnsupportedParameter,
+            Field::ImageInput,
             "This model does not accept image input.",
-        )
-        .with_param("messages"),
+        ),
         Some(Capability::Tools) => {
-            ApiError::invalid("tools", "This model has no route that supports tools.")
+            refuse(Field::Tools, "This model has no route that supports tools.")
         }
-        Some(Capability::Reasoning) => ApiError::invalid(
-            "reasoning_effort",
+        Some(Capability::Reasoning) => refuse(
+            Field::ReasoningEffort,
             "This model has no route that supports reasoning effort.",
         ),
-        Some(Capability::Thinking) => ApiError::invalid(
-            "thinking",
+        Some(Capability::Thinking) => refuse(
+            Field::Thinking,
             "This model has no route that supports thinking.",
         ),
-        Some(Capability::ResponseFormat) => ApiError::invalid(
-            "response_format",
+        Some(Capability::ResponseFormat) => refuse(
+            Field::ResponseFormat,
             "This model has no route that supports structured output.",
         ),
-        Some(Capability::Streaming) => {
-            ApiError::invalid("stream", "This model has no route that supports streaming.")
-        }
-        None if req.temperature_above_one => ApiError::invalid(
-            "temperature",
+        Some(Capability::Streaming) => refuse(
+            Field::Stream,
+            "This model has no route that supports streaming.",
+        ),
+        None if req.temperature_above_one => refuse(
+            Field::Temperature,
             "This model cannot take a temperature above 1.",
         ),
-        None if req.penalties => ApiError::invalid(
-            "frequency_penalty",
+        None if req.penalties => refuse(
+            Field::Penalties,
             "This model has no route that supports frequency or presence penalties.",
         ),
         None => ApiError::new(

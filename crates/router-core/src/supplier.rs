@@ -6,7 +6,10 @@
 
 use crate::catalog::Route;
 use futures::Stream;
-use router_canonical::{ApiError, Request, Response, StreamEvent};
+use router_canonical::{
+    ApiError, ErrorCode, Request, Response, StreamEvent, SupplierError, SupplierFailure,
+};
+use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
@@ -43,6 +46,9 @@ pub enum FailureKind {
     Timeout,
     /// The supplier answered with an error status.
     Status,
+    /// The supplier reported a failure inside a success reply or a stream
+    /// that had produced no output yet.
+    Reported,
     /// The supplier's answer could not be decoded or its usage is invalid.
     InvalidResponse,
     /// The request cannot be expressed in the route's protocol.
@@ -57,6 +63,7 @@ impl FailureKind {
             FailureKind::Transport => "transport",
             FailureKind::Timeout => "timeout",
             FailureKind::Status => "status",
+            FailureKind::Reported => "reported",
             FailureKind::InvalidResponse => "invalid_response",
             FailureKind::Conversion => "conversion",
             FailureKind::StreamInterrupted => "stream_interrupted",
@@ -64,65 +71,116 @@ impl FailureKind {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{kind:?} failure (status {upstream_status:?}): {detail}")]
+/// What an attempt's failure is made of, kept typed from where it was seen
+/// to the retry decision and the public code.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AttemptCause {
+    /// What the router itself observed: a transport failure, the deadline,
+    /// a usage it will not bill. Internal text for logs and the attempt row.
+    Observed(String),
+    /// What the supplier's codec made of its answer.
+    Supplier(SupplierError),
+    /// The request cannot be expressed in the route's protocol: the public
+    /// error to return if no route can serve it.
+    Conversion(ApiError),
+}
+
+impl fmt::Display for AttemptCause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AttemptCause::Observed(detail) => f.write_str(detail),
+            AttemptCause::Supplier(error) => write!(f, "{error}"),
+            AttemptCause::Conversion(error) => write!(f, "{error}"),
+        }
+    }
+}
+
+/// One failed attempt: its class, what may be done next, and its cause.
+/// Never shown to clients; the gateway maps it to a public error.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{kind:?} failure (status {upstream_status:?}): {cause}")]
 pub struct AttemptError {
     pub kind: FailureKind,
     pub retry: Retry,
     pub upstream_status: Option<u16>,
-    /// Internal detail for logs and the attempt row; never shown to clients.
-    pub detail: String,
-    /// For `Conversion`: the public error to return if no route can serve.
-    pub public: Option<ApiError>,
+    pub cause: AttemptCause,
 }
 
 impl AttemptError {
-    pub fn transport(detail: impl Into<String>) -> Self {
+    fn observed(kind: FailureKind, retry: Retry, detail: impl Into<String>) -> Self {
         AttemptError {
-            kind: FailureKind::Transport,
-            retry: Retry::SameRoute { after: None },
+            kind,
+            retry,
             upstream_status: None,
-            detail: detail.into(),
-            public: None,
+            cause: AttemptCause::Observed(detail.into()),
         }
+    }
+
+    pub fn transport(detail: impl Into<String>) -> Self {
+        Self::observed(
+            FailureKind::Transport,
+            Retry::SameRoute { after: None },
+            detail,
+        )
     }
 
     pub fn timeout() -> Self {
-        AttemptError {
-            kind: FailureKind::Timeout,
-            retry: Retry::NextRoute,
-            upstream_status: None,
-            detail: "routing deadline reached".into(),
-            public: None,
-        }
+        Self::observed(
+            FailureKind::Timeout,
+            Retry::NextRoute,
+            "routing deadline reached",
+        )
     }
 
-    /// An error status from the supplier: 404, 408, 409, 425, 429 and 5xx
-    /// are retried on the same route (G-09); others are not (G-10).
+    /// An error status from the supplier, whatever its body said: 404, 408,
+    /// 409, 425, 429 and 5xx are retried on the same route (G-09); others
+    /// are not (G-10).
     pub fn status(status: u16, retry_after: Option<Duration>) -> Self {
-        let retryable =
-            matches!(status, 404 | 408 | 409 | 425 | 429) || (500..600).contains(&status);
+        Self::supplier(
+            SupplierError::Reported(SupplierFailure {
+                status: Some(status),
+                ..SupplierFailure::default()
+            }),
+            retry_after,
+        )
+    }
+
+    /// What a supplier codec made of the supplier's answer (G-09..G-12,
+    /// GP-47): an error status is classified by its status; a failure
+    /// reported in a success reply or before a stream's first output is not
+    /// retried on this route, but another route may serve; an invalid or
+    /// unrepresentable reply stops the request (a supplier answered, so a
+    /// second attempt could pay twice).
+    pub fn supplier(error: SupplierError, retry_after: Option<Duration>) -> Self {
+        let (kind, retry, upstream_status) = match error.reported() {
+            Some(SupplierFailure {
+                status: Some(status),
+                ..
+            }) => {
+                let status = *status;
+                let retryable =
+                    matches!(status, 404 | 408 | 409 | 425 | 429) || (500..600).contains(&status);
+                let retry = if retryable {
+                    Retry::SameRoute { after: retry_after }
+                } else {
+                    Retry::NextRoute
+                };
+                (FailureKind::Status, retry, Some(status))
+            }
+            Some(_) => (FailureKind::Reported, Retry::NextRoute, None),
+            None => (FailureKind::InvalidResponse, Retry::Stop, None),
+        };
         AttemptError {
-            kind: FailureKind::Status,
-            retry: if retryable {
-                Retry::SameRoute { after: retry_after }
-            } else {
-                Retry::NextRoute
-            },
-            upstream_status: Some(status),
-            detail: format!("supplier answered HTTP {status}"),
-            public: None,
+            kind,
+            retry,
+            upstream_status,
+            cause: AttemptCause::Supplier(error),
         }
     }
 
+    /// An answer the router itself will not accept (e.g. inconsistent usage).
     pub fn invalid_response(detail: impl Into<String>) -> Self {
-        AttemptError {
-            kind: FailureKind::InvalidResponse,
-            retry: Retry::Stop,
-            upstream_status: None,
-            detail: detail.into(),
-            public: None,
-        }
+        Self::observed(FailureKind::InvalidResponse, Retry::Stop, detail)
     }
 
     pub fn conversion(error: ApiError) -> Self {
@@ -130,18 +188,70 @@ impl AttemptError {
             kind: FailureKind::Conversion,
             retry: Retry::NextRoute,
             upstream_status: None,
-            detail: error.message.clone(),
-            public: Some(error),
+            cause: AttemptCause::Conversion(error),
         }
     }
 
+    /// The stream broke after output reached the client (transport).
     pub fn stream_interrupted(detail: impl Into<String>) -> Self {
+        Self::observed(FailureKind::StreamInterrupted, Retry::Stop, detail)
+    }
+
+    /// A stream that already produced output failed with what its codec
+    /// decoded: never retried; the kind says whether the supplier reported
+    /// the failure or sent something invalid.
+    pub fn stream_failed(error: SupplierError) -> Self {
+        let kind = if error.reported().is_some() {
+            FailureKind::Reported
+        } else {
+            FailureKind::InvalidResponse
+        };
         AttemptError {
-            kind: FailureKind::StreamInterrupted,
+            kind,
             retry: Retry::Stop,
             upstream_status: None,
-            detail: detail.into(),
-            public: None,
+            cause: AttemptCause::Supplier(error),
+        }
+    }
+
+    /// The public error of a request whose last attempt failed this way,
+    /// given that no route remains (GP-47).
+    pub fn public_error(&self) -> ApiError {
+        match (&self.cause, self.kind, self.retry) {
+            (AttemptCause::Conversion(public), _, _) => public.clone(),
+            (_, FailureKind::InvalidResponse, _) => ApiError::new(
+                ErrorCode::InvalidUpstreamResponse,
+                "The upstream response was invalid.",
+            ),
+            (_, FailureKind::Reported, _) | (_, FailureKind::Status, Retry::NextRoute) => {
+                ApiError::new(
+                    ErrorCode::UpstreamError,
+                    "The upstream rejected the request.",
+                )
+            }
+            _ => ApiError::new(
+                ErrorCode::UpstreamUnavailable,
+                "No route completed the request before the routing deadline.",
+            ),
+        }
+    }
+
+    /// The public error of a stream that failed after output reached the
+    /// client (P-17).
+    pub fn stream_public_error(&self) -> ApiError {
+        match self.kind {
+            FailureKind::InvalidResponse => ApiError::new(
+                ErrorCode::InvalidUpstreamResponse,
+                "The upstream stream was invalid.",
+            ),
+            FailureKind::Reported => ApiError::new(
+                ErrorCode::UpstreamError,
+                "The upstream failed while generating the response.",
+            ),
+            _ => ApiError::new(
+                ErrorCode::UpstreamError,
+                "The upstream stream was interrupted.",
+            ),
         }
     }
 }
@@ -155,4 +265,69 @@ pub trait Suppliers: Send + Sync + 'static {
         request: &Request,
         deadline: Instant,
     ) -> impl Future<Output = Result<SupplierReply, AttemptError>> + Send;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("no choices")]
+    struct NoChoices;
+
+    fn reported(status: Option<u16>) -> SupplierError {
+        SupplierError::Reported(SupplierFailure {
+            status,
+            kind: Some("server_error".into()),
+            ..SupplierFailure::default()
+        })
+    }
+
+    #[test]
+    fn an_error_status_is_retried_by_its_status() {
+        // G-09, G-10
+        let error = AttemptError::supplier(reported(Some(503)), None);
+        assert_eq!(error.kind, FailureKind::Status);
+        assert_eq!(error.retry, Retry::SameRoute { after: None });
+        assert_eq!(error.upstream_status, Some(503));
+        let error = AttemptError::supplier(reported(Some(400)), None);
+        assert_eq!(error.retry, Retry::NextRoute);
+        assert_eq!(error.public_error().code, ErrorCode::UpstreamError);
+    }
+
+    #[test]
+    fn a_failure_reported_in_a_success_reply_is_an_upstream_error() {
+        // GP-47: a supplier rejection, not an invalid reply; another route may serve.
+        let error = AttemptError::supplier(reported(None), None);
+        assert_eq!(error.kind, FailureKind::Reported);
+        assert_eq!(error.retry, Retry::NextRoute);
+        assert_eq!(error.public_error().code, ErrorCode::UpstreamError);
+        assert_eq!(
+            AttemptError::stream_failed(reported(None))
+                .stream_public_error()
+                .code,
+            ErrorCode::UpstreamError
+        );
+    }
+
+    #[test]
+    fn an_invalid_reply_stops_and_keeps_its_typed_cause() {
+        // G-12
+        let error = AttemptError::supplier(SupplierError::invalid(NoChoices), None);
+        assert_eq!(error.kind, FailureKind::InvalidResponse);
+        assert_eq!(error.retry, Retry::Stop);
+        assert_eq!(error.public_error().code, ErrorCode::InvalidUpstreamResponse);
+        let AttemptCause::Supplier(SupplierError::InvalidReply(source)) = &error.cause else {
+            panic!("the cause lost its kind: {error}");
+        };
+        assert!(source.downcast_ref::<NoChoices>().is_some());
+        let unsupported = AttemptError::supplier(SupplierError::unsupported(NoChoices), None);
+        assert_eq!(unsupported.retry, Retry::Stop);
+        assert_eq!(
+            AttemptError::stream_failed(SupplierError::invalid(NoChoices))
+                .stream_public_error()
+                .code,
+            ErrorCode::InvalidUpstreamResponse
+        );
+    }
 }
