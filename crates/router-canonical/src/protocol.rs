@@ -15,6 +15,16 @@ pub enum Protocol {
 }
 
 impl Protocol {
+    /// The protocol a request arriving in this one is routed, recorded and
+    /// matched against routes as. Legacy Completions has no route of its
+    /// own: it rides the Chat path. Every other protocol is its own.
+    pub fn rides(self) -> Protocol {
+        match self {
+            Protocol::Completions => Protocol::Chat,
+            other => other,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Protocol::Chat => "chat",

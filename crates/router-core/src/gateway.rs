@@ -117,10 +117,7 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
                 "The requested output length makes the worst-case cost overflow.",
             )
         })?;
-        let recorded_protocol = match admission.inbound {
-            Protocol::Completions => Protocol::Chat,
-            other => other,
-        };
+        let recorded_protocol = admission.inbound.rides();
         let new = NewRequest {
             request_id: admission.request_id,
             account_id: admission.account_id,

@@ -16,11 +16,7 @@ pub struct Plan {
 /// Whether a route speaking `route_protocol` can carry a request that came
 /// in as `inbound` with these requirements, without losing meaning.
 fn protocol_compatible(inbound: Protocol, route_protocol: Protocol, req: &Requirements) -> bool {
-    let inbound = if inbound == Protocol::Completions {
-        Protocol::Chat
-    } else {
-        inbound
-    };
+    let inbound = inbound.rides();
     if req.native_only && route_protocol != inbound {
         return false;
     }
