@@ -1,90 +1,25 @@
-//! Relaying a live stream to the client in its own SSE dialect.
-//!
-//! Each surface's wire crate has a stream encoder; [`ClientEncoder`] is the
-//! one shape the relay needs from them. Every upstream event is encoded and
-//! sent as it arrives (no buffering of whole responses). If the client goes
-//! away, the relay task ends and dropping the live stream voids its
-//! reservation.
+//! Relaying a live stream to the client in its own SSE dialect, through
+//! the surface codec's [`ClientStreamEncoder`]. Every upstream event is
+//! encoded and sent as it arrives (no buffering of whole responses). If the
+//! client goes away, the relay task ends and dropping the live stream voids
+//! its reservation.
 
 use crate::reply::{self, Body};
 use bytes::Bytes;
 use futures::FutureExt;
 use http::Response;
 use http::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue};
-use router_canonical::{ApiError, NanoUsd, StopReason, StreamEvent, Usage};
+use router_canonical::{ClientStreamEncoder, StreamEnd};
 use router_core::{LiveStream, StreamItem};
 use router_store::Database;
 use router_supply::HttpSuppliers;
-
-/// How the stream of a valid success ends.
-pub struct Finish<'a> {
-    pub stop_reason: &'a StopReason,
-    pub stop_sequence: Option<&'a str>,
-    pub usage: &'a Usage,
-    pub cost: NanoUsd,
-}
-
-/// A client-side stream encoder of one dialect.
-pub trait ClientEncoder: Send + 'static {
-    fn event(&mut self, event: &StreamEvent, out: &mut Vec<u8>);
-    fn finish(&mut self, finish: &Finish<'_>, out: &mut Vec<u8>);
-    fn error(&mut self, error: &ApiError, out: &mut Vec<u8>);
-}
-
-impl ClientEncoder for router_chat::StreamEncoder {
-    fn event(&mut self, event: &StreamEvent, out: &mut Vec<u8>) {
-        self.encode(event, out);
-    }
-    fn finish(&mut self, f: &Finish<'_>, out: &mut Vec<u8>) {
-        self.encode_finish(f.stop_reason, f.usage, f.cost, out);
-    }
-    fn error(&mut self, error: &ApiError, out: &mut Vec<u8>) {
-        self.encode_error(error, out);
-    }
-}
-
-impl ClientEncoder for router_messages::StreamEncoder {
-    fn event(&mut self, event: &StreamEvent, out: &mut Vec<u8>) {
-        self.encode(event, out);
-    }
-    fn finish(&mut self, f: &Finish<'_>, out: &mut Vec<u8>) {
-        self.encode_finish(f.stop_reason, f.stop_sequence, f.usage, out);
-    }
-    fn error(&mut self, error: &ApiError, out: &mut Vec<u8>) {
-        self.encode_error(error, out);
-    }
-}
-
-impl ClientEncoder for router_responses::StreamEncoder {
-    fn event(&mut self, event: &StreamEvent, out: &mut Vec<u8>) {
-        self.encode(event, out);
-    }
-    fn finish(&mut self, f: &Finish<'_>, out: &mut Vec<u8>) {
-        self.encode_finish(f.stop_reason, f.usage, f.cost, out);
-    }
-    fn error(&mut self, error: &ApiError, out: &mut Vec<u8>) {
-        self.encode_error(error, out);
-    }
-}
-
-impl ClientEncoder for router_completions::StreamEncoder {
-    fn event(&mut self, event: &StreamEvent, out: &mut Vec<u8>) {
-        self.encode(event, out);
-    }
-    fn finish(&mut self, f: &Finish<'_>, out: &mut Vec<u8>) {
-        self.encode_finish(f.stop_reason, f.usage, f.cost, out);
-    }
-    fn error(&mut self, error: &ApiError, out: &mut Vec<u8>) {
-        self.encode_error(error, out);
-    }
-}
 
 type RouterStream = LiveStream<Database, HttpSuppliers>;
 
 /// Start relaying `live` through `encoder`; the response streams as SSE.
 pub fn relay(
     mut live: RouterStream,
-    mut encoder: impl ClientEncoder,
+    mut encoder: impl ClientStreamEncoder,
     request_id: &str,
 ) -> Response<Body> {
     let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(64);
@@ -131,7 +66,7 @@ pub fn relay(
 }
 
 /// One stream item in the client's dialect (empty when it has no frame).
-fn encode(encoder: &mut impl ClientEncoder, item: &StreamItem) -> Vec<u8> {
+fn encode(encoder: &mut impl ClientStreamEncoder, item: &StreamItem) -> Vec<u8> {
     let mut buf = Vec::with_capacity(512);
     match item {
         StreamItem::Event(event) => encoder.event(event, &mut buf),
@@ -141,13 +76,13 @@ fn encode(encoder: &mut impl ClientEncoder, item: &StreamItem) -> Vec<u8> {
             usage,
             cost,
         } => {
-            let finish = Finish {
+            let end = StreamEnd {
                 stop_reason,
                 stop_sequence: stop_sequence.as_deref(),
                 usage,
-                cost: *cost,
+                cost: Some(*cost),
             };
-            encoder.finish(&finish, &mut buf);
+            encoder.finish(&end, &mut buf);
         }
         StreamItem::Failed(error) => encoder.error(error, &mut buf),
     }

@@ -1,11 +1,9 @@
 //! Path and method dispatch (unknown path 404, wrong method 405 with `Allow`, GP-68).
 
 use crate::app::App;
-use crate::chat_completions::ChatCompletions;
-use crate::completions::Completions;
-use crate::messages::{self, Messages};
-use crate::reply::{self, Body, Surface};
-use crate::responses::Responses;
+use crate::messages;
+use crate::reply::{self, Body, Envelope};
+use crate::surfaces::{CHAT, COMPLETIONS, MESSAGES, RESPONSES};
 use crate::{admin, health, inference};
 use http::{Method, Response};
 use hyper::body::Incoming;
@@ -50,10 +48,10 @@ impl Endpoint {
     }
 
     /// The error envelope of the endpoint's protocol.
-    fn surface(self) -> Surface {
+    fn envelope(self) -> Envelope {
         match self {
-            Endpoint::Messages | Endpoint::CountTokens => Surface::Messages,
-            _ => Surface::OpenAi,
+            Endpoint::Messages | Endpoint::CountTokens => Envelope::Messages,
+            _ => Envelope::OpenAi,
         }
     }
 }
@@ -96,7 +94,7 @@ pub async fn dispatch(app: Arc<App>, request: http::Request<Incoming>) -> Respon
     let path = request.uri().path();
     let Ok(matched) = table().at(path) else {
         let error = ApiError::new(ErrorCode::NotFound, format!("No endpoint at `{path}`."));
-        return reply::error(Surface::OpenAi, &error, &id_text);
+        return reply::error(Envelope::OpenAi, &error, &id_text);
     };
     let endpoint = *matched.value;
     let param = matched.params.get("id").map(str::to_owned);
@@ -105,7 +103,7 @@ pub async fn dispatch(app: Arc<App>, request: http::Request<Incoming>) -> Respon
             ErrorCode::MethodNotAllowed,
             format!("`{}` is not allowed on `{path}`.", request.method()),
         );
-        let mut response = reply::error(endpoint.surface(), &error, &id_text);
+        let mut response = reply::error(endpoint.envelope(), &error, &id_text);
         let allow = endpoint
             .methods()
             .iter()
@@ -118,13 +116,11 @@ pub async fn dispatch(app: Arc<App>, request: http::Request<Incoming>) -> Respon
         return response;
     }
     match endpoint {
-        Endpoint::ChatCompletions => {
-            inference::handle::<ChatCompletions>(app, request, request_id).await
-        }
-        Endpoint::Responses => inference::handle::<Responses>(app, request, request_id).await,
-        Endpoint::Messages => inference::handle::<Messages>(app, request, request_id).await,
+        Endpoint::ChatCompletions => inference::handle(&CHAT, app, request, request_id).await,
+        Endpoint::Responses => inference::handle(&RESPONSES, app, request, request_id).await,
+        Endpoint::Messages => inference::handle(&MESSAGES, app, request, request_id).await,
         Endpoint::CountTokens => messages::handle_count_tokens(app, request, request_id).await,
-        Endpoint::Completions => inference::handle::<Completions>(app, request, request_id).await,
+        Endpoint::Completions => inference::handle(&COMPLETIONS, app, request, request_id).await,
         Endpoint::Healthz => health::healthz(&id_text),
         Endpoint::Readyz => health::readyz(&app, &id_text).await,
         admin_endpoint => {
@@ -143,7 +139,7 @@ pub async fn dispatch(app: Arc<App>, request: http::Request<Incoming>) -> Respon
                 }
             }
             .await;
-            result.unwrap_or_else(|e| reply::error(Surface::OpenAi, &e, &id_text))
+            result.unwrap_or_else(|e| reply::error(Envelope::OpenAi, &e, &id_text))
         }
     }
 }

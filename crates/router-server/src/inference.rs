@@ -1,19 +1,20 @@
 //! The one inference flow every surface shares: authenticate, validate the
 //! common headers, read the body under the surface's limit, parse it with
-//! the surface's wire crate, run the lifecycle, and answer as JSON or as the
-//! surface's SSE dialect. What differs per surface is an [`InferenceSurface`]
-//! (one small impl in each handler module).
+//! the surface's client codec, run the lifecycle, and answer as JSON or as
+//! the codec's SSE dialect. What differs per surface is a [`Surface`]: a
+//! client codec and its HTTP settings (`surfaces.rs`).
 
 use crate::app::App;
 use crate::auth;
 use crate::body::read_limited;
-use crate::client_stream::{self, ClientEncoder};
-use crate::reply::{self, Body, Surface};
+use crate::client_stream;
+use crate::reply::{self, Body};
+use crate::surfaces::Surface;
 use bytes::Bytes;
 use http::request::Parts;
 use http::{Response, StatusCode};
 use hyper::body::Incoming;
-use router_canonical::{ApiError, NanoUsd, PromptCacheMode, Protocol, Request};
+use router_canonical::{ApiError, ClientCodec, PromptCacheMode, ReplyContext, Request, StreamContext};
 use router_core::Outcome;
 use router_core::gateway::Admission;
 use router_core::store::{ApiKeyRecord, Scope};
@@ -27,82 +28,70 @@ pub struct Inbound {
     pub body: Bytes,
 }
 
-/// What the response of one surface is built from.
-pub struct ReplyContext<'a, E> {
-    /// The surface's response id (`chatcmpl-…`, `msg_…`).
-    pub id: &'a str,
-    /// The public model the client asked for, also after a fallback.
-    pub model: &'a str,
-    pub cost: NanoUsd,
-    /// What the parser kept for the reply (e.g. the Completions echo).
-    pub extra: &'a E,
+/// HTTP headers as a codec reads them.
+pub struct Headers<'a>(pub &'a http::HeaderMap);
+
+impl router_canonical::HeaderSource for Headers<'_> {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.0.get(name).and_then(|v| v.to_str().ok())
+    }
 }
 
-/// One inference surface: its protocol, limits and wire crate.
-pub trait InferenceSurface {
-    const PROTOCOL: Protocol;
-    const ERRORS: Surface;
-    const BODY_LIMIT: usize;
-    /// Prefix of the response id; the request id follows it.
-    const ID_PREFIX: &'static str;
-    /// What the reply needs from the request besides the canonical form.
-    type Extra: Send + 'static;
-    type StreamEncoder: ClientEncoder;
-
-    fn parse(headers: &http::HeaderMap, body: &[u8]) -> Result<(Request, Self::Extra), ApiError>;
-    fn encode_response(
-        response: &router_canonical::Response,
-        ctx: &ReplyContext<'_, Self::Extra>,
-    ) -> Vec<u8>;
-    fn stream_encoder(id: String, model: String, extra: Self::Extra) -> Self::StreamEncoder;
-    /// Headers a surface adds to every response (Messages: `request-id`).
-    fn finish_headers(_headers: &mut http::HeaderMap, _request_id: &str) {}
-}
-
-pub async fn handle<S: InferenceSurface>(
+pub async fn handle<C: ClientCodec>(
+    surface: &'static Surface<C>,
     app: Arc<App>,
     request: http::Request<Incoming>,
     request_id: Uuid,
 ) -> Response<Body> {
     let id_text = request_id.to_string();
-    match run::<S>(app, request, request_id, &id_text).await {
+    match run(surface, app, request, request_id, &id_text).await {
         Ok(response) => response,
-        Err(error) => reply::error(S::ERRORS, &error, &id_text),
+        Err(error) => surface.error(&error, &id_text),
     }
 }
 
-async fn run<S: InferenceSurface>(
+async fn run<C: ClientCodec>(
+    surface: &'static Surface<C>,
     app: Arc<App>,
     request: http::Request<Incoming>,
     request_id: Uuid,
     id_text: &str,
 ) -> Result<Response<Body>, ApiError> {
-    let inbound = receive(&app, request, S::BODY_LIMIT).await?;
-    let (mut canonical, extra) = S::parse(&inbound.parts.headers, &inbound.body)?;
+    let codec = &surface.codec;
+    let inbound = receive(&app, request, surface.body_limit).await?;
+    let (mut canonical, extra) = codec.parse_request(&Headers(&inbound.parts.headers), &inbound.body)?;
     apply_headers(&inbound.parts.headers, &mut canonical);
     let model = canonical.model.clone();
     let admission = Admission {
         request_id,
         account_id: inbound.key.account_id,
         api_key_id: inbound.key.key_id,
-        inbound: S::PROTOCOL,
+        inbound: codec.protocol(),
     };
-    let id = format!("{}{}", S::ID_PREFIX, request_id.simple());
+    let id = format!("{}{}", surface.id_prefix, request_id.simple());
     let mut response = match app.gateway.run(admission, canonical).await? {
         Outcome::Complete { response, cost } => {
-            let ctx = ReplyContext {
+            let reply = ReplyContext {
                 id: &id,
                 model: &model,
-                cost,
-                extra: &extra,
+                created: response.created,
+                cost: Some(cost),
             };
-            reply::json(StatusCode::OK, S::encode_response(&response, &ctx), id_text)
+            let body = codec.encode_response(&response, &reply, &extra);
+            reply::json(StatusCode::OK, body, id_text)
         }
         Outcome::Stream(live) => {
-            client_stream::relay(live, S::stream_encoder(id, model, extra), id_text)
+            let stream = StreamContext {
+                id,
+                model,
+                created: unix_now(),
+            };
+            client_stream::relay(live, codec.stream_encoder(stream, extra), id_text)
         }
     };
-    S::finish_headers(response.headers_mut(), id_text);
+    if surface.messages_request_id {
+        reply::set_messages_request_id(response.headers_mut(), id_text);
+    }
     Ok(response)
 }
 

@@ -9,10 +9,12 @@ use router_canonical::ApiError;
 use std::convert::Infallible;
 
 pub type Body = BoxBody<Bytes, Infallible>;
+pub type Reply = Response<Body>;
 
-/// Which envelope a surface's errors use.
+/// Which envelope the errors of a non-inference endpoint use (inference
+/// surfaces use their codec's, see `surfaces.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Surface {
+pub enum Envelope {
     /// `{"error":{"message","type","param","code"}}` with `x-request-id` (P-01).
     OpenAi,
     /// `{"type":"error","error":{"type","message"}}` with `request-id` and
@@ -55,17 +57,17 @@ pub fn set_request_id(headers: &mut http::HeaderMap, request_id: &str) {
     }
 }
 
-pub fn error(surface: Surface, error: &ApiError, request_id: &str) -> Response<Body> {
-    let status = StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let body = match surface {
-        Surface::OpenAi => router_chat::error_body(error),
-        Surface::Messages => router_messages::error_body(error),
-    };
-    let mut response = json(status, body, request_id);
-    if surface == Surface::Messages {
-        set_messages_request_id(response.headers_mut(), request_id);
+pub fn error(envelope: Envelope, error: &ApiError, request_id: &str) -> Reply {
+    match envelope {
+        Envelope::OpenAi => crate::surfaces::CHAT.error(error, request_id),
+        Envelope::Messages => crate::surfaces::MESSAGES.error(error, request_id),
     }
-    response
+}
+
+/// An error reply with an envelope already rendered.
+pub fn error_with(body: &[u8], error: &ApiError, request_id: &str) -> Reply {
+    let status = StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    json(status, body.to_vec(), request_id)
 }
 
 /// Messages responses carry `request-id` as well as `x-request-id` (CF-12).

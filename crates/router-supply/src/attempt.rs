@@ -1,11 +1,14 @@
-//! One attempt against a supplier of any dialect, JSON or SSE.
+//! One attempt against a supplier of any dialect, JSON or SSE. What differs
+//! between dialects is the codec's; timeouts, status classification and
+//! stream prebuffering are shared here.
 
-use crate::dialect::{Dialect, StreamDecoder};
 use crate::{MAX_RESPONSE_BYTES, error_chain, parse_retry_after, transport_error};
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
 use router_canonical::sse::{Decoder as SseDecoder, Frame};
-use router_canonical::{Request, StreamEvent};
+use router_canonical::{
+    Request, StreamEvent, SupplierCodec, SupplierError, SupplierStreamDecoder, SupplierTarget,
+};
 use router_core::{AttemptError, Route, SupplierReply};
 use std::collections::{HashMap, VecDeque};
 use std::pin::Pin;
@@ -22,7 +25,7 @@ impl UrlCache {
     pub(crate) fn get(
         &self,
         route: &Route,
-        dialect: Dialect,
+        codec: &dyn SupplierCodec,
     ) -> Result<reqwest::Url, AttemptError> {
         let base = &route.supplier.base_url;
         if let Some((cached_base, url)) = self
@@ -34,7 +37,7 @@ impl UrlCache {
         {
             return Ok(url.clone());
         }
-        let url = reqwest::Url::parse(&format!("{base}{}", dialect.path()))
+        let url = reqwest::Url::parse(&format!("{base}{}", codec.path()))
             .map_err(|e| AttemptError::transport(format!("supplier URL: {e}")))?;
         self.0
             .write()
@@ -44,24 +47,33 @@ impl UrlCache {
     }
 }
 
+/// The most of an error reply the router reads to classify it.
+const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
+
 pub(crate) async fn attempt(
     client: &reqwest::Client,
     url: reqwest::Url,
-    dialect: Dialect,
+    codec: &dyn SupplierCodec,
     route: &Route,
     request: &Request,
     deadline: Instant,
 ) -> Result<SupplierReply, AttemptError> {
-    let body = dialect
-        .encode(request, route)
+    let target = SupplierTarget {
+        model: &route.upstream_model,
+        default_max_output_tokens: Some(route.max_output_tokens),
+    };
+    let body = codec
+        .encode_request(request, &target)
         .map_err(AttemptError::conversion)?;
     let remaining = deadline.saturating_duration_since(Instant::now());
-    let builder = client
+    let mut builder = client
         .post(url)
         .header(reqwest::header::CONTENT_TYPE, "application/json")
         .timeout(remaining)
         .body(body);
-    let builder = dialect.headers(request, route, builder);
+    for (name, value) in codec.headers(request, route.supplier.api_key.as_deref()) {
+        builder = builder.header(name, value);
+    }
     let response = builder.send().await.map_err(|e| transport_error(&e))?;
     let status = response.status();
     if !status.is_success() {
@@ -70,13 +82,19 @@ pub(crate) async fn attempt(
             .get(reqwest::header::RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| parse_retry_after(v, SystemTime::now()));
-        return Err(AttemptError::status(status.as_u16(), retry_after));
+        // The status decides; the body only adds detail, so a body that
+        // cannot be read is no reason to fail differently.
+        let body = read_capped(response, MAX_ERROR_BODY_BYTES)
+            .await
+            .unwrap_or_default();
+        let error = codec.decode_error(status.as_u16(), &body);
+        return Err(AttemptError::supplier(error, retry_after));
     }
     if request.stream {
-        return start_stream(response, dialect).await;
+        return start_stream(response, codec.stream_decoder()).await;
     }
     let bytes = read_body(response).await?;
-    dialect
+    codec
         .decode_response(&bytes)
         .map(|mut response| {
             // Messages replies carry no timestamp: the router's clock stands in.
@@ -85,13 +103,26 @@ pub(crate) async fn attempt(
             }
             SupplierReply::Complete(response)
         })
-        .map_err(|e| AttemptError::invalid_response(format!("{} response: {e}", dialect.name())))
+        .map_err(|error| AttemptError::supplier(error, None))
 }
 
 fn unix_now() -> i64 {
     SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// At most `cap` bytes of an error reply (the rest is dropped).
+async fn read_capped(mut response: reqwest::Response, cap: usize) -> reqwest::Result<Vec<u8>> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        let room = cap.saturating_sub(body.len());
+        body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if body.len() >= cap {
+            break;
+        }
+    }
+    Ok(body)
 }
 
 /// Read a whole JSON body, capped. A failed read may be retried (G-11).
@@ -117,7 +148,7 @@ type ByteStream = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
 struct SupplierStream {
     bytes: ByteStream,
     sse: SseDecoder,
-    decoder: StreamDecoder,
+    decoder: Box<dyn SupplierStreamDecoder>,
     pending: VecDeque<StreamEvent>,
     frames: Vec<Frame>,
     ended: bool,
@@ -138,12 +169,12 @@ impl SupplierStream {
                 Some(Ok(chunk)) => {
                     self.sse
                         .feed(&chunk, &mut self.frames)
-                        .map_err(|e| StreamFailure::Invalid(e.to_string()))?;
+                        .map_err(|e| StreamFailure::Decoded(SupplierError::invalid(e)))?;
                     for frame in self.frames.drain(..) {
                         let events = self
                             .decoder
                             .decode(&frame)
-                            .map_err(StreamFailure::Invalid)?;
+                            .map_err(StreamFailure::Decoded)?;
                         self.pending.extend(events);
                     }
                 }
@@ -161,19 +192,20 @@ impl SupplierStream {
 
 enum StreamFailure {
     Transport(String),
-    Invalid(String),
+    /// What the codec made of the stream: a reported failure or an invalid frame.
+    Decoded(SupplierError),
 }
 
 /// Prebuffer until the first event, so a failure before any output is
 /// still an ordinary (retryable) attempt failure (G-11).
 async fn start_stream(
     response: reqwest::Response,
-    dialect: Dialect,
+    decoder: Box<dyn SupplierStreamDecoder>,
 ) -> Result<SupplierReply, AttemptError> {
     let mut stream = SupplierStream {
         bytes: Box::pin(response.bytes_stream()),
         sse: SseDecoder::default(),
-        decoder: dialect.stream_decoder(),
+        decoder,
         pending: VecDeque::new(),
         frames: Vec::new(),
         ended: false,
@@ -186,7 +218,7 @@ async fn start_stream(
             ));
         }
         Err(StreamFailure::Transport(detail)) => return Err(AttemptError::transport(detail)),
-        Err(StreamFailure::Invalid(detail)) => return Err(AttemptError::invalid_response(detail)),
+        Err(StreamFailure::Decoded(error)) => return Err(AttemptError::supplier(error, None)),
     };
     stream.pending.push_front(first);
     let events = futures::stream::unfold(Some(stream), |state| async move {
@@ -197,8 +229,8 @@ async fn start_stream(
             Err(StreamFailure::Transport(detail)) => {
                 Some((Err(AttemptError::stream_interrupted(detail)), None))
             }
-            Err(StreamFailure::Invalid(detail)) => {
-                Some((Err(AttemptError::invalid_response(detail)), None))
+            Err(StreamFailure::Decoded(error)) => {
+                Some((Err(AttemptError::stream_failed(error)), None))
             }
         }
     });

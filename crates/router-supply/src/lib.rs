@@ -1,13 +1,15 @@
-//! Supplier clients: encode a canonical request in the route's protocol,
-//! send it over HTTP, decode the answer or stream, classify failures.
+//! Supplier clients: encode a canonical request with the route protocol's
+//! [`SupplierCodec`](router_canonical::SupplierCodec), send it over HTTP,
+//! decode the answer, stream or error reply with the same codec.
 //!
-//! Implements `router_core::Suppliers`. Failures are classified as data
-//! (`AttemptError`), never by message text: transport errors before any
-//! output and the statuses the spec lists are retryable; a response that
-//! arrived but cannot be decoded stops the request (GP-47).
+//! Implements `router_core::Suppliers`. Failures stay typed data
+//! (`AttemptError` holding the codec's `SupplierError`), never message
+//! text: transport errors before any output and the statuses the spec lists
+//! are retryable; a failure the supplier reported may go to another route;
+//! a response that arrived but cannot be decoded stops the request (GP-47).
 
 mod attempt;
-mod dialect;
+mod codecs;
 mod retry_after;
 
 use router_canonical::{ApiError, Request};
@@ -56,10 +58,10 @@ impl Suppliers for HttpSuppliers {
         request: &Request,
         deadline: Instant,
     ) -> Result<SupplierReply, AttemptError> {
-        match dialect::Dialect::of(route.protocol) {
-            Some(dialect) => {
-                let url = self.urls.get(route, dialect)?;
-                attempt::attempt(&self.client, url, dialect, route, request, deadline).await
+        match codecs::for_protocol(route.protocol) {
+            Some(codec) => {
+                let url = self.urls.get(route, codec)?;
+                attempt::attempt(&self.client, url, codec, route, request, deadline).await
             }
             None => Err(AttemptError::conversion(ApiError::unsupported_conversion(
                 format!("routes cannot speak `{}`", route.protocol),

@@ -1,0 +1,67 @@
+//! The four inference surfaces: each is a client codec of its wire crate
+//! plus what only the server knows (body limit, id prefix, headers).
+//! Everything protocol-specific (validation, reply and stream encoding, the
+//! error envelope) is the codec's.
+
+use crate::body::{INFERENCE_BODY_LIMIT, MESSAGES_BODY_LIMIT};
+use router_canonical::ClientCodec;
+use router_chat::ChatClient;
+use router_completions::CompletionsClient;
+use router_messages::MessagesClient;
+use router_responses::ResponsesClient;
+
+/// One inference endpoint: its client codec and HTTP-level settings.
+pub struct Surface<C> {
+    pub codec: C,
+    pub body_limit: usize,
+    /// Prefix of the response id; the request id follows it.
+    pub id_prefix: &'static str,
+    /// Messages responses carry `request-id` as well as `x-request-id` (D-34, CF-12).
+    pub messages_request_id: bool,
+}
+
+/// `POST /v1/chat/completions`. The usage chunk (with the cost) ends every
+/// stream, asked for or not (B-22, GP-04).
+pub static CHAT: Surface<ChatClient> = Surface {
+    codec: ChatClient {
+        always_include_usage: true,
+    },
+    body_limit: INFERENCE_BODY_LIMIT,
+    id_prefix: "chatcmpl-",
+    messages_request_id: false,
+};
+
+/// `POST /v1/responses` (stateless).
+pub static RESPONSES: Surface<ResponsesClient> = Surface {
+    codec: ResponsesClient,
+    body_limit: INFERENCE_BODY_LIMIT,
+    id_prefix: "resp_",
+    messages_request_id: false,
+};
+
+/// `POST /v1/messages`.
+pub static MESSAGES: Surface<MessagesClient> = Surface {
+    codec: MessagesClient,
+    body_limit: MESSAGES_BODY_LIMIT,
+    id_prefix: "msg_",
+    messages_request_id: true,
+};
+
+/// `POST /v1/completions` (legacy): rides the Chat path (E-09, CF-11).
+pub static COMPLETIONS: Surface<CompletionsClient> = Surface {
+    codec: CompletionsClient,
+    body_limit: INFERENCE_BODY_LIMIT,
+    id_prefix: "cmpl-",
+    messages_request_id: false,
+};
+
+impl<C: ClientCodec> Surface<C> {
+    /// The error reply of this surface, in its codec's envelope.
+    pub fn error(&self, error: &router_canonical::ApiError, request_id: &str) -> crate::reply::Reply {
+        let mut response = crate::reply::error_with(&self.codec.error_body(error), error, request_id);
+        if self.messages_request_id {
+            crate::reply::set_messages_request_id(response.headers_mut(), request_id);
+        }
+        response
+    }
+}

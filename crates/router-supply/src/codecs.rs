@@ -1,0 +1,46 @@
+//! The supplier dialects the router speaks, one [`SupplierCodec`] each.
+//!
+//! Adding a dialect is one codec implementation in its wire crate and one
+//! line here; encoding, headers and decoding never branch on the protocol.
+//! Every codec is strict about usage: a reply the router cannot bill is an
+//! invalid reply (G-12).
+
+use router_canonical::{Protocol, SupplierCodec};
+use router_chat::ChatSupplier;
+use router_messages::MessagesSupplier;
+use router_responses::ResponsesSupplier;
+
+static CHAT: ChatSupplier = ChatSupplier {
+    require_usage: true,
+};
+static MESSAGES: MessagesSupplier = MessagesSupplier {
+    require_usage: true,
+};
+static RESPONSES: ResponsesSupplier = ResponsesSupplier {
+    require_usage: true,
+};
+
+/// The codec of a route's protocol. `Completions` is inbound only (it
+/// rides the Chat path), so no route speaks it and it has no codec.
+pub(crate) fn for_protocol(protocol: Protocol) -> Option<&'static dyn SupplierCodec> {
+    [
+        &CHAT as &'static dyn SupplierCodec,
+        &MESSAGES,
+        &RESPONSES,
+    ]
+    .into_iter()
+    .find(|codec| codec.protocol() == protocol)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_route_protocol_has_its_codec() {
+        for protocol in [Protocol::Chat, Protocol::Messages, Protocol::Responses] {
+            assert_eq!(for_protocol(protocol).map(|c| c.protocol()), Some(protocol));
+        }
+        assert!(for_protocol(Protocol::Completions).is_none());
+    }
+}
