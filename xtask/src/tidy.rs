@@ -1,16 +1,20 @@
-//! Tidy checks of the tree itself: the dependency direction of DESIGN.md.
+//! Tidy checks of the tree itself: the dependency direction of DESIGN.md,
+//! and no dead dependencies.
 //!
 //! Wire crates and `router-canonical` know nothing of async runtimes, HTTP
-//! or SQL; `router-core` knows no SQL and no HTTP server. Checked against
-//! the resolved graph from `cargo metadata`, so a transitive slip fails too.
+//! or SQL, nor of each other (a translation is a client codec of one and a
+//! supplier codec of another, joined in `router-canonical`); `router-core`
+//! knows no SQL and no HTTP server. Checked against the resolved graph from
+//! `cargo metadata`, so a transitive slip fails too. Every normal
+//! dependency a workspace crate declares must be named in its sources
+//! (what `cargo machete` checks, without installing it).
 
 #[cfg(test)]
 mod tests {
     use std::collections::{HashMap, HashSet};
     use std::process::Command;
 
-    /// Package name -> names of its normal (non-dev, non-build) dependencies, transitively.
-    fn normal_closure() -> HashMap<String, HashSet<String>> {
+    fn metadata() -> serde_json::Value {
         let output = Command::new(env!("CARGO"))
             .args(["metadata", "--format-version", "1"])
             .current_dir(crate::workspace_root())
@@ -21,8 +25,12 @@ mod tests {
             "{}",
             String::from_utf8_lossy(&output.stderr)
         );
-        let meta: serde_json::Value =
-            serde_json::from_slice(&output.stdout).expect("metadata is JSON");
+        serde_json::from_slice(&output.stdout).expect("metadata is JSON")
+    }
+
+    /// Package name -> names of its normal (non-dev, non-build) dependencies, transitively.
+    fn normal_closure() -> HashMap<String, HashSet<String>> {
+        let meta = metadata();
         let names: HashMap<&str, &str> = meta["packages"]
             .as_array()
             .expect("packages")
@@ -129,5 +137,88 @@ mod tests {
             "router-supply",
             &["diesel", "router-store", "router-server"],
         );
+    }
+
+    #[test]
+    fn wire_crates_are_independent_of_each_other() {
+        let closure = normal_closure();
+        let wire = [
+            "router-chat",
+            "router-messages",
+            "router-responses",
+            "router-completions",
+        ];
+        for a in wire {
+            for b in wire.iter().filter(|b| **b != a) {
+                assert!(
+                    !closure[a].contains(*b),
+                    "{a} depends on {b}: wire crates meet only in router-canonical"
+                );
+            }
+        }
+    }
+
+    /// Dependencies named in no source file because they are linked for
+    /// their side effects or features only.
+    const USED_WITHOUT_A_PATH: &[(&str, &str)] = &[];
+
+    #[test]
+    fn every_declared_dependency_is_used() {
+        let meta = metadata();
+        let members: HashSet<&str> = meta["workspace_members"]
+            .as_array()
+            .expect("members")
+            .iter()
+            .filter_map(|m| m.as_str())
+            .collect();
+        let mut unused = Vec::new();
+        for package in meta["packages"].as_array().expect("packages") {
+            if !members.contains(package["id"].as_str().unwrap_or("")) {
+                continue;
+            }
+            let name = package["name"].as_str().unwrap_or("");
+            let manifest = std::path::Path::new(package["manifest_path"].as_str().unwrap_or(""));
+            let dir = manifest.parent().expect("a manifest has a folder");
+            let mut sources = String::new();
+            for sub in ["src", "build.rs"] {
+                collect_rust(&dir.join(sub), &mut sources);
+            }
+            for dep in package["dependencies"].as_array().expect("dependencies") {
+                if !dep["kind"].is_null() {
+                    continue;
+                }
+                let dep_name = dep["rename"]
+                    .as_str()
+                    .or_else(|| dep["name"].as_str())
+                    .unwrap_or("");
+                if USED_WITHOUT_A_PATH.contains(&(name, dep_name)) {
+                    continue;
+                }
+                let ident = dep_name.replace('-', "_");
+                let used = [
+                    format!("{ident}::"),
+                    format!("use {ident}"),
+                    format!("{ident}!"),
+                ]
+                .iter()
+                .any(|needle| sources.contains(needle.as_str()));
+                if !used {
+                    unused.push(format!("{name} -> {dep_name}"));
+                }
+            }
+        }
+        assert!(unused.is_empty(), "declared but never used: {unused:?}");
+    }
+
+    fn collect_rust(path: &std::path::Path, out: &mut String) {
+        if path.is_file() {
+            if path.extension().is_some_and(|e| e == "rs") {
+                out.push_str(&std::fs::read_to_string(path).unwrap_or_default());
+            }
+            return;
+        }
+        for entry in std::fs::read_dir(path).into_iter().flatten().flatten() {
+            collect_rust(&entry.path(), out);
+        }
     }
 }
