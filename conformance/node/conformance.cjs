@@ -132,6 +132,7 @@ const responsesTool = () => ({
   parameters: F.tool_schema,
   strict: false,
 });
+const temperatureOf = (caseName) => (caseName === 'high_temperature' ? F.high_temperature : F.temperature);
 const messagesTool = () => ({ name: F.tool_name, description: F.tool_description, input_schema: F.tool_schema });
 
 // ---------------------------------------------------------------------------------------------
@@ -139,7 +140,17 @@ const messagesTool = () => ({ name: F.tool_name, description: F.tool_description
 // ---------------------------------------------------------------------------------------------
 
 class ChatSurface {
-  static CASES = new Set(['text', 'system', 'tool_call', 'tool_result', 'thinking', 'stop', 'image', 'temperature']);
+  static CASES = new Set([
+    'text',
+    'system',
+    'tool_call',
+    'tool_result',
+    'thinking',
+    'stop',
+    'image',
+    'temperature',
+    'high_temperature',
+  ]);
 
   constructor(client, live) {
     this.client = client;
@@ -197,7 +208,8 @@ class ChatSurface {
         ];
         break;
       case 'temperature':
-        params.temperature = F.high_temperature;
+      case 'high_temperature':
+        params.temperature = temperatureOf(cell.case);
         break;
       default:
         throw new NotApplicable(cell.case);
@@ -245,7 +257,16 @@ class ChatSurface {
 
 class ResponsesSurface {
   // Responses has no stop sequences and no count_tokens.
-  static CASES = new Set(['text', 'system', 'tool_call', 'tool_result', 'thinking', 'image', 'temperature']);
+  static CASES = new Set([
+    'text',
+    'system',
+    'tool_call',
+    'tool_result',
+    'thinking',
+    'image',
+    'temperature',
+    'high_temperature',
+  ]);
 
   constructor(client, live) {
     this.client = client;
@@ -294,7 +315,8 @@ class ResponsesSurface {
         ];
         break;
       case 'temperature':
-        params.temperature = F.high_temperature;
+      case 'high_temperature':
+        params.temperature = temperatureOf(cell.case);
         break;
       default:
         throw new NotApplicable(cell.case);
@@ -341,7 +363,6 @@ class ResponsesSurface {
 }
 
 class MessagesSurface {
-  // The official SDK (@anthropic-ai/sdk 1.x) has no temperature parameter.
   static CASES = new Set([
     'text',
     'system',
@@ -350,6 +371,8 @@ class MessagesSurface {
     'thinking',
     'stop',
     'image',
+    'temperature',
+    'high_temperature',
     'count_tokens',
     'default_version',
   ]);
@@ -410,29 +433,41 @@ class MessagesSurface {
           },
         ];
         break;
+      case 'temperature':
+      case 'high_temperature':
+        break;
       default:
         throw new NotApplicable(cell.case);
     }
     return params;
   }
 
+  // Fields the pinned SDK (@anthropic-ai/sdk 1.x) does not model: `temperature`.
+  extraBody(cell) {
+    return ['temperature', 'high_temperature'].includes(cell.case) ? { temperature: temperatureOf(cell.case) } : null;
+  }
+
   async send(cell) {
     const params = this.request(cell);
     if (cell.case === 'count_tokens') return this.countTokens(params);
-    return this.create(params, cell.stream, cell.case === 'default_version' ? this.sdkDefault : this.client);
+    const client = cell.case === 'default_version' ? this.sdkDefault : this.client;
+    return this.create(params, cell.stream, client, this.extraBody(cell));
   }
 
-  async create(params, stream, client = this.client) {
+  async create(params, stream, client = this.client, extra = null) {
     const seen = newSeen();
+    // An extra field goes in the request options' `body`, the SDK's way to send what it does
+    // not model; that option stands for the whole body, so it carries the params too.
+    const options = extra ? { body: { ...params, ...(stream ? { stream: true } : {}), ...extra } } : undefined;
     let message;
     if (stream) {
-      const events = client.messages.stream(params);
+      const events = client.messages.stream(params, options);
       for await (const event of events) {
         if (event.type === 'content_block_delta' && event.delta.type === 'input_json_delta') seen.argumentDeltas += 1;
       }
       message = await events.finalMessage();
     } else {
-      message = await client.messages.create(params);
+      message = await client.messages.create(params, options);
     }
     check(message.type === 'message' && message.role === 'assistant', 'not an assistant message');
     seen.model = message.model;
@@ -489,7 +524,7 @@ class MessagesSurface {
 
 class CompletionsSurface {
   // A single text prompt: no system prompt, tools, reasoning or images.
-  static CASES = new Set(['text', 'stop', 'temperature']);
+  static CASES = new Set(['text', 'stop', 'temperature', 'high_temperature']);
 
   constructor(client, live) {
     this.client = client;
@@ -502,8 +537,8 @@ class CompletionsSurface {
     if (cell.case === 'stop') {
       params.prompt = F.stop_prompt;
       params.stop = [F.stop_sequence];
-    } else if (cell.case === 'temperature') {
-      params.temperature = F.high_temperature;
+    } else if (cell.case === 'temperature' || cell.case === 'high_temperature') {
+      params.temperature = temperatureOf(cell.case);
     } else if (cell.case !== 'text') {
       throw new NotApplicable(cell.case);
     }
@@ -722,7 +757,11 @@ function expectUpstream(cell, calls, requests) {
       check(dump.includes(F.png_base64), 'the image did not reach the supplier');
       break;
     case 'temperature':
-      check(body.temperature === F.high_temperature, `upstream temperature ${body.temperature}`);
+    case 'high_temperature':
+      check(
+        body.temperature === temperatureOf(cell.case),
+        `upstream temperature ${body.temperature}, sent ${temperatureOf(cell.case)}`,
+      );
       break;
     case 'thinking':
       expectUpstreamThinking(cell, calls);
@@ -771,6 +810,13 @@ function refusal(error) {
   return null;
 }
 
+// The error's `param`: the OpenAI SDK lifts it out of the envelope; Messages has none.
+function errorParam(error) {
+  if (error instanceof OpenAI.APIError) return typeof error.param === 'string' ? error.param : null;
+  const param = error.error?.error?.param;
+  return typeof param === 'string' ? param : null;
+}
+
 function errorMessage(error) {
   const body = error.error;
   const inner = body && typeof body.error === 'object' ? body.error : body;
@@ -813,7 +859,7 @@ async function runCell(cell, surface, mock) {
     if (mock && (await mock.calls(cell.upstreamModel)).length) {
       return { outcome: 'fail', detail: `refused with ${outcome} after calling the supplier: ${detail}` };
     }
-    return { outcome, detail };
+    return { outcome, detail, param: errorParam(error), message: detail };
   }
   if (mock) {
     try {

@@ -75,6 +75,7 @@ STOP_TEXT = FIXTURES["stop_text"]
 IMAGE_PROMPT = FIXTURES["image_prompt"]
 PNG_BASE64 = FIXTURES["png_base64"]
 PNG_DATA_URL = f"data:image/png;base64,{PNG_BASE64}"
+TEMPERATURE = FIXTURES["temperature"]
 HIGH_TEMPERATURE = FIXTURES["high_temperature"]
 # Output limits: Messages needs one; the thinking budget must be below it (D-19).
 MAX_TOKENS = FIXTURES["max_tokens"]
@@ -189,7 +190,7 @@ def scripted_reply(cell: Cell) -> dict[str, Any]:
 
 
 class ChatSurface:
-    CASES = {"text", "system", "tool_call", "tool_result", "thinking", "stop", "image", "temperature"}
+    CASES = {"text", "system", "tool_call", "tool_result", "thinking", "stop", "image", "temperature", "high_temperature"}
 
     def __init__(self, client: openai.OpenAI, live: bool) -> None:
         self.client = client
@@ -239,8 +240,8 @@ class ChatSurface:
                     ],
                 }
             ]
-        elif case == "temperature":
-            kwargs["temperature"] = HIGH_TEMPERATURE
+        elif case in ("temperature", "high_temperature"):
+            kwargs["temperature"] = temperature_of(case)
         elif case != "text":
             raise NotApplicable(case)
 
@@ -281,7 +282,7 @@ class ChatSurface:
 
 class ResponsesSurface:
     # Responses has no stop sequences and no count_tokens.
-    CASES = {"text", "system", "tool_call", "tool_result", "thinking", "image", "temperature"}
+    CASES = {"text", "system", "tool_call", "tool_result", "thinking", "image", "temperature", "high_temperature"}
 
     def __init__(self, client: openai.OpenAI, live: bool) -> None:
         self.client = client
@@ -323,8 +324,8 @@ class ResponsesSurface:
                     ],
                 }
             ]
-        elif case == "temperature":
-            kwargs["temperature"] = HIGH_TEMPERATURE
+        elif case in ("temperature", "high_temperature"):
+            kwargs["temperature"] = temperature_of(case)
         elif case != "text":
             raise NotApplicable(case)
 
@@ -368,8 +369,19 @@ class ResponsesSurface:
 
 
 class MessagesSurface:
-    # The official SDK (anthropic 2.x) has no temperature parameter.
-    CASES = {"text", "system", "tool_call", "tool_result", "thinking", "stop", "image", "count_tokens", "default_version"}
+    CASES = {
+        "text",
+        "system",
+        "tool_call",
+        "tool_result",
+        "thinking",
+        "stop",
+        "image",
+        "temperature",
+        "high_temperature",
+        "count_tokens",
+        "default_version",
+    }
 
     def __init__(self, client: anthropic.Anthropic, sdk_default: anthropic.Anthropic, live: bool) -> None:
         # `client` pins anthropic-version to the router's; `sdk_default` sends the SDK's own.
@@ -422,6 +434,10 @@ class MessagesSurface:
                     ],
                 }
             ]
+        elif case in ("temperature", "high_temperature"):
+            # The pinned SDK (anthropic 2.x) has no `temperature` keyword: it goes as an extra
+            # body field, the SDK's own way to send a field it does not model.
+            kwargs["extra_body"] = {"temperature": temperature_of(case)}
         elif case == "count_tokens":
             kwargs["system"] = SYSTEM_TEXT
         elif case not in ("text", "default_version"):
@@ -505,7 +521,7 @@ class MessagesSurface:
 
 class CompletionsSurface:
     # A single text prompt: no system prompt, tools, reasoning or images.
-    CASES = {"text", "stop", "temperature"}
+    CASES = {"text", "stop", "temperature", "high_temperature"}
 
     def __init__(self, client: openai.OpenAI, lenient: openai.OpenAI, live: bool) -> None:
         self.client = client
@@ -521,8 +537,8 @@ class CompletionsSurface:
         if case == "stop":
             kwargs["prompt"] = STOP_PROMPT
             kwargs["stop"] = [STOP_SEQUENCE]
-        elif case == "temperature":
-            kwargs["temperature"] = HIGH_TEMPERATURE
+        elif case in ("temperature", "high_temperature"):
+            kwargs["temperature"] = temperature_of(case)
         elif case != "text":
             raise NotApplicable(case)
 
@@ -569,6 +585,10 @@ def validate_completion_chunk(chunk: openai.types.Completion) -> None:
         openai.types.Completion.model_validate(data)
     except Exception as error:  # pydantic's ValidationError
         raise CheckFailed(f"a stream chunk does not fit the SDK's Completion type: {error}") from error
+
+
+def temperature_of(case: str) -> float:
+    return HIGH_TEMPERATURE if case == "high_temperature" else TEMPERATURE
 
 
 def chat_tool() -> dict[str, Any]:
@@ -703,8 +723,9 @@ def expect_upstream(cell: Cell, calls: list[dict[str, Any]], requests: int) -> N
         check(value in ([STOP_SEQUENCE], STOP_SEQUENCE), f"upstream {key} is {value!r}")
     elif case == "image":
         check(PNG_BASE64 in dump, "the image did not reach the supplier")
-    elif case == "temperature":
-        check(body.get("temperature") == HIGH_TEMPERATURE, f"upstream temperature {body.get('temperature')!r}")
+    elif case in ("temperature", "high_temperature"):
+        expected = temperature_of(case)
+        check(body.get("temperature") == expected, f"upstream temperature {body.get('temperature')!r}, sent {expected}")
     elif case == "thinking":
         expect_upstream_thinking(cell, calls)
     else:
@@ -827,6 +848,16 @@ def refusal(error: Exception) -> str | None:
     return None
 
 
+def error_param(error: Exception) -> str | None:
+    """The error's `param`: the OpenAI SDK lifts it out of the envelope; Messages has none."""
+    if isinstance(error, openai.APIStatusError):
+        return error.param
+    body = getattr(error, "body", None)
+    inner = body.get("error") if isinstance(body, dict) and isinstance(body.get("error"), dict) else {}
+    param = inner.get("param")
+    return param if isinstance(param, str) else None
+
+
 def error_message(error: Exception) -> str:
     body = getattr(error, "body", None)
     if isinstance(body, dict):
@@ -875,7 +906,7 @@ def run_cell(cell: Cell, surface: Any, mock: Mock | None) -> dict[str, Any]:
             calls = mock.calls(cell.upstream_model)
             if calls:
                 return {"outcome": "fail", "detail": f"refused with {outcome} after calling the supplier: {detail}"}
-        return {"outcome": outcome, "detail": detail}
+        return {"outcome": outcome, "detail": detail, "param": error_param(error), "message": detail}
     except Exception as error:  # noqa: BLE001 - any SDK or validation error fails the cell
         last = traceback.extract_tb(error.__traceback__)[-1]
         detail = f"{type(error).__name__}: {error} (at {last.name}:{last.lineno})"
