@@ -12,7 +12,8 @@
 // `responses.stream`, `messages.stream` with their final-object accessors), so a malformed
 // event sequence fails the cell. The Node SDKs do not validate response bodies at run time
 // (their types are compile-time only), so these checks are on the parsed content alone.
-// Each cell's outcome is one JSON line in --results; the runner compares it with the matrix.
+// Each cell's outcome is one JSON line in --results (a refusal with the error's `param` and
+// `message`); the runner compares it with the matrix.
 
 'use strict';
 

@@ -11,7 +11,7 @@ has started the router and a mock supplier; it can also be run by hand against a
 with the router API key in CONFORMANCE_API_KEY (or --api-key).
 
 Every cell (inbound protocol x route protocol x stream off/on x case) becomes one request (two
-for the Messages thinking round trip) made with the SDK of the inbound protocol: `openai` for
+for the Messages and Responses thinking round trips) made with the SDK of the inbound protocol: `openai` for
 Chat Completions, Responses and Completions, `anthropic` for Messages. Both clients validate
 every response strictly (`_strict_response_validation=True`), and streams are consumed through
 each SDK's own helpers (`chat.completions.stream`, `responses.stream`, `messages.stream`), so a
@@ -19,14 +19,15 @@ malformed body or event sequence fails the cell. The content the SDK parsed is t
 
 With `--mock-url` (the mock supplier's control endpoint) each cell first scripts the supplier's
 reply for the route's upstream model, checks exactly what came back, and afterwards checks what
-the supplier received (the system prompt, the tool result turn, the stop sequence, the image,
-the thinking signature in its own dialect). Without it (a deployed router and real models) the
+the supplier received, in its own dialect (the system prompt, the tool definition, the tool
+result turn, the stop sequence, the image and its media type, the temperature, the effort, the
+reasoning state sent back on the next turn). Without it (a deployed router and real models) the
 checks are on shape only: text is present, a forced tool call names the tool with JSON
 arguments, the stop sequence is not in the text, and so on.
 
 Each cell's outcome is written as one JSON line to --results: `pass`, `fail` (with a detail),
 `n/a` (the surface cannot express the case), `skip` (no model for that route), or
-`STATUS CODE` when the router refused the request. This script does not judge the outcomes:
+`STATUS CODE` when the router refused the request, with the error's `param` and `message`. This script does not judge the outcomes:
 the runner compares them with the expectations declared in conformance/matrix.json.
 """
 
