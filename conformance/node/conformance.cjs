@@ -825,6 +825,17 @@ function expectUpstreamImage(route, body) {
   check(deepEqual(prompts, [F.image_prompt]), `upstream text beside the image: ${JSON.stringify(prompts)}`);
 }
 
+// Messages: the thinking budget reaches the supplier as sent, converted routes included (a Chat
+// supplier gets the `thinking` object as is, GP-50; a Responses route refuses it).
+function expectUpstreamThinkingBudget(cell, body) {
+  if (cell.inbound !== 'messages') return;
+  const expected = { type: 'enabled', budget_tokens: F.thinking_budget };
+  check(
+    deepEqual(body.thinking, expected),
+    `upstream thinking ${JSON.stringify(body.thinking)}, expected ${JSON.stringify(expected)}`,
+  );
+}
+
 // Responses: the reasoning state the client sent back reaches the supplier on the next turn,
 // in the route's form; a Chat supplier has none, and the router documents dropping it.
 function expectUpstreamReasoningState(cell, calls) {
@@ -907,6 +918,7 @@ function expectUpstream(cell, calls, requests) {
       break;
     case 'thinking':
       expectUpstreamThinking(cell, calls);
+      expectUpstreamThinkingBudget(cell, body);
       expectUpstreamReasoningState(cell, calls);
       break;
     default:

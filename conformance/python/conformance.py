@@ -771,6 +771,7 @@ def expect_upstream(cell: Cell, calls: list[dict[str, Any]], requests: int) -> N
         check(body.get("temperature") == expected, f"upstream temperature {body.get('temperature')!r}, sent {expected}")
     elif case == "thinking":
         expect_upstream_thinking(cell, calls)
+        expect_upstream_thinking_budget(cell, body)
         expect_upstream_reasoning_state(cell, calls)
     else:
         check(USER_TEXT in dump, "the user's text did not reach the supplier")
@@ -869,6 +870,16 @@ def expect_upstream_image(route: str, body: dict[str, Any]) -> None:
     text = {"chat": "text", "responses": "input_text", "messages": "text"}[route]
     prompts = [part.get("text") for part in parts if part.get("type") == text]
     check(prompts == [IMAGE_PROMPT], f"upstream text beside the image: {prompts!r}")
+
+
+def expect_upstream_thinking_budget(cell: Cell, body: dict[str, Any]) -> None:
+    """Messages: the thinking budget reaches the supplier as sent, converted routes included
+    (a Chat supplier gets the `thinking` object as is, GP-50; a Responses route refuses it)."""
+    if cell.inbound != "messages":
+        return
+    thinking = body.get("thinking")
+    expected = {"type": "enabled", "budget_tokens": THINKING_BUDGET}
+    check(thinking == expected, f"upstream thinking {thinking!r}, expected {expected!r}")
 
 
 def expect_upstream_reasoning_state(cell: Cell, calls: list[dict[str, Any]]) -> None:
