@@ -12,7 +12,8 @@
 // `responses.stream`, `messages.stream` with their final-object accessors), so a malformed
 // event sequence fails the cell. The Node SDKs do not validate response bodies at run time
 // (their types are compile-time only), so these checks are on the parsed content alone.
-// Each cell's outcome is one JSON line in --results; the runner compares it with the matrix.
+// Each cell's outcome is one JSON line in --results (a refusal with the error's `param` and
+// `message`); the runner compares it with the matrix.
 
 'use strict';
 
@@ -57,8 +58,12 @@ function newSeen() {
     stopSequence: null,
     inputTokens: null,
     outputTokens: null,
-    argumentDeltas: 0,
-    assistantBlocks: [],
+    argumentDeltas: 0, // non-empty tool argument deltas of a stream
+    assistantBlocks: [], // Messages: the reply's content blocks as request params, for the next turn
+    // Responses: the reasoning item's `encrypted_content`, and the output items, sent back as
+    // input on the next turn (the stateless way).
+    encryptedContent: null,
+    outputItems: [],
     countedTokens: null,
     estimatedHeader: null,
   };
@@ -132,6 +137,7 @@ const responsesTool = () => ({
   parameters: F.tool_schema,
   strict: false,
 });
+const temperatureOf = (caseName) => (caseName === 'high_temperature' ? F.high_temperature : F.temperature);
 const messagesTool = () => ({ name: F.tool_name, description: F.tool_description, input_schema: F.tool_schema });
 
 // ---------------------------------------------------------------------------------------------
@@ -139,7 +145,17 @@ const messagesTool = () => ({ name: F.tool_name, description: F.tool_description
 // ---------------------------------------------------------------------------------------------
 
 class ChatSurface {
-  static CASES = new Set(['text', 'system', 'tool_call', 'tool_result', 'thinking', 'stop', 'image', 'temperature']);
+  static CASES = new Set([
+    'text',
+    'system',
+    'tool_call',
+    'tool_result',
+    'thinking',
+    'stop',
+    'image',
+    'temperature',
+    'high_temperature',
+  ]);
 
   constructor(client, live) {
     this.client = client;
@@ -197,7 +213,8 @@ class ChatSurface {
         ];
         break;
       case 'temperature':
-        params.temperature = F.high_temperature;
+      case 'high_temperature':
+        params.temperature = temperatureOf(cell.case);
         break;
       default:
         throw new NotApplicable(cell.case);
@@ -207,8 +224,8 @@ class ChatSurface {
     let completion;
     if (cell.stream) {
       const stream = this.client.chat.completions.stream({ ...params, stream_options: { include_usage: true } });
-      stream.on('tool_calls.function.arguments.delta', () => {
-        seen.argumentDeltas += 1;
+      stream.on('tool_calls.function.arguments.delta', (event) => {
+        if (event.arguments_delta) seen.argumentDeltas += 1;
       });
       const reasoning = [];
       for await (const chunk of stream) {
@@ -245,14 +262,23 @@ class ChatSurface {
 
 class ResponsesSurface {
   // Responses has no stop sequences and no count_tokens.
-  static CASES = new Set(['text', 'system', 'tool_call', 'tool_result', 'thinking', 'image', 'temperature']);
+  static CASES = new Set([
+    'text',
+    'system',
+    'tool_call',
+    'tool_result',
+    'thinking',
+    'image',
+    'temperature',
+    'high_temperature',
+  ]);
 
   constructor(client, live) {
     this.client = client;
     this.live = live;
   }
 
-  async send(cell) {
+  request(cell) {
     const params = { model: cell.model, input: F.user_text, store: false };
     if (this.live) params.max_output_tokens = F.live_max_tokens;
     switch (cell.case) {
@@ -281,6 +307,8 @@ class ResponsesSurface {
         break;
       case 'thinking':
         params.reasoning = { effort: 'low' };
+        // Stateless (store: false): the reasoning state comes back only when asked for.
+        params.include = ['reasoning.encrypted_content'];
         break;
       case 'image':
         params.input = [
@@ -294,20 +322,39 @@ class ResponsesSurface {
         ];
         break;
       case 'temperature':
-        params.temperature = F.high_temperature;
+      case 'high_temperature':
+        params.temperature = temperatureOf(cell.case);
         break;
       default:
         throw new NotApplicable(cell.case);
     }
+    return params;
+  }
 
+  send(cell) {
+    return this.create(this.request(cell), cell.stream);
+  }
+
+  // The next turn: the first reply's output items (reasoning included) sent back as input.
+  roundTrip(cell, first, stream) {
+    const params = this.request(cell);
+    params.input = [
+      { role: 'user', content: F.user_text },
+      ...first.outputItems,
+      { role: 'user', content: F.round_trip_prompt },
+    ];
+    return this.create(params, stream);
+  }
+
+  async create(params, stream) {
     const seen = newSeen();
     let response;
-    if (cell.stream) {
-      const stream = this.client.responses.stream(params);
-      for await (const event of stream) {
-        if (event.type === 'response.function_call_arguments.delta') seen.argumentDeltas += 1;
+    if (stream) {
+      const events = this.client.responses.stream(params);
+      for await (const event of events) {
+        if (event.type === 'response.function_call_arguments.delta' && event.delta) seen.argumentDeltas += 1;
       }
-      response = await stream.finalResponse();
+      response = await events.finalResponse();
     } else {
       response = await this.client.responses.create(params);
     }
@@ -315,6 +362,7 @@ class ResponsesSurface {
     seen.created = response.created_at;
     const reasoning = [];
     for (const item of response.output) {
+      seen.outputItems.push(JSON.parse(JSON.stringify(item)));
       if (item.type === 'message') {
         for (const part of item.content) if (part.type === 'output_text') seen.text += part.text;
       } else if (item.type === 'function_call') {
@@ -322,6 +370,7 @@ class ResponsesSurface {
       } else if (item.type === 'reasoning') {
         for (const summary of item.summary ?? []) reasoning.push(summary.text);
         for (const part of item.content ?? []) reasoning.push(part.text);
+        seen.encryptedContent = item.encrypted_content ?? null;
       }
     }
     seen.reasoning = reasoning.length ? reasoning.join('') : null;
@@ -341,7 +390,6 @@ class ResponsesSurface {
 }
 
 class MessagesSurface {
-  // The official SDK (@anthropic-ai/sdk 1.x) has no temperature parameter.
   static CASES = new Set([
     'text',
     'system',
@@ -350,6 +398,8 @@ class MessagesSurface {
     'thinking',
     'stop',
     'image',
+    'temperature',
+    'high_temperature',
     'count_tokens',
     'default_version',
   ]);
@@ -410,29 +460,43 @@ class MessagesSurface {
           },
         ];
         break;
+      case 'temperature':
+      case 'high_temperature':
+        break;
       default:
         throw new NotApplicable(cell.case);
     }
     return params;
   }
 
+  // Fields the pinned SDK (@anthropic-ai/sdk 1.x) does not model: `temperature`.
+  extraBody(cell) {
+    return ['temperature', 'high_temperature'].includes(cell.case) ? { temperature: temperatureOf(cell.case) } : null;
+  }
+
   async send(cell) {
     const params = this.request(cell);
     if (cell.case === 'count_tokens') return this.countTokens(params);
-    return this.create(params, cell.stream, cell.case === 'default_version' ? this.sdkDefault : this.client);
+    const client = cell.case === 'default_version' ? this.sdkDefault : this.client;
+    return this.create(params, cell.stream, client, this.extraBody(cell));
   }
 
-  async create(params, stream, client = this.client) {
+  async create(params, stream, client = this.client, extra = null) {
     const seen = newSeen();
+    // An extra field goes in the request options' `body`, the SDK's way to send what it does
+    // not model; that option stands for the whole body, so it carries the params too.
+    const options = extra ? { body: { ...params, ...(stream ? { stream: true } : {}), ...extra } } : undefined;
     let message;
     if (stream) {
-      const events = client.messages.stream(params);
+      const events = client.messages.stream(params, options);
       for await (const event of events) {
-        if (event.type === 'content_block_delta' && event.delta.type === 'input_json_delta') seen.argumentDeltas += 1;
+        if (event.type === 'content_block_delta' && event.delta.type === 'input_json_delta' && event.delta.partial_json) {
+          seen.argumentDeltas += 1;
+        }
       }
       message = await events.finalMessage();
     } else {
-      message = await client.messages.create(params);
+      message = await client.messages.create(params, options);
     }
     check(message.type === 'message' && message.role === 'assistant', 'not an assistant message');
     seen.model = message.model;
@@ -489,7 +553,7 @@ class MessagesSurface {
 
 class CompletionsSurface {
   // A single text prompt: no system prompt, tools, reasoning or images.
-  static CASES = new Set(['text', 'stop', 'temperature']);
+  static CASES = new Set(['text', 'stop', 'temperature', 'high_temperature']);
 
   constructor(client, live) {
     this.client = client;
@@ -502,8 +566,8 @@ class CompletionsSurface {
     if (cell.case === 'stop') {
       params.prompt = F.stop_prompt;
       params.stop = [F.stop_sequence];
-    } else if (cell.case === 'temperature') {
-      params.temperature = F.high_temperature;
+    } else if (cell.case === 'temperature' || cell.case === 'high_temperature') {
+      params.temperature = temperatureOf(cell.case);
     } else if (cell.case !== 'text') {
       throw new NotApplicable(cell.case);
     }
@@ -574,10 +638,12 @@ function expectReply(cell, seen, live) {
     check(deepEqual(JSON.parse(args), F.tool_arguments), `tool arguments ${args}`);
     check(seen.stop === 'tool_use', `stop reason ${seen.stop}, expected tool use`);
     check(seen.text.trim() === '', `unexpected text ${JSON.stringify(seen.text)}`);
-    if (cell.stream) check(seen.argumentDeltas >= 1, 'the tool arguments did not arrive as argument deltas');
+    // The supplier streams the arguments in several fragments; they must not arrive as one.
+    if (cell.stream) check(seen.argumentDeltas > 1, `the tool arguments arrived in ${seen.argumentDeltas} delta(s)`);
     return;
   }
   check(seen.toolCalls.length === 0, `unexpected tool calls ${JSON.stringify(seen.toolCalls)}`);
+  expectReasoningState(cell, seen);
   if (cell.case === 'tool_result') {
     check(seen.text === F.tool_result_reply, `text ${JSON.stringify(seen.text)}`);
     check(seen.stop === 'end', `stop reason ${seen.stop}`);
@@ -601,6 +667,18 @@ function expectReply(cell, seen, live) {
         check(seen.signature === F.signature, `signature ${seen.signature}, the supplier sent ${F.signature}`);
       }
     }
+  }
+}
+
+// Responses: the reasoning item carries the supplier's reasoning state to send back.
+function expectReasoningState(cell, seen) {
+  if (cell.case !== 'thinking' || cell.inbound !== 'responses') return;
+  if (['responses', 'messages'].includes(cell.route)) {
+    // A Responses supplier's `encrypted_content`, or a Messages supplier's thinking signature.
+    check(
+      seen.encryptedContent === F.signature,
+      `encrypted_content ${JSON.stringify(seen.encryptedContent)}, the supplier sent ${F.signature}`,
+    );
   }
 }
 
@@ -650,10 +728,6 @@ function upstreamSystem(route, body) {
     .join('');
 }
 
-function upstreamToolNames(route, body) {
-  return asList(body.tools).map((tool) => (route === 'chat' ? tool.function?.name : tool.name));
-}
-
 function upstreamToolResult(route, body) {
   if (route === 'chat') {
     const message = asList(body.messages).find((m) => m.role === 'tool');
@@ -684,6 +758,120 @@ function upstreamToolCallIds(route, body) {
   );
 }
 
+// The tool definition in the route's dialect, its schema unchanged.
+function expectUpstreamTool(cell, body) {
+  const tools = asList(body.tools);
+  check(tools.length === 1, `upstream tools: ${JSON.stringify(tools).slice(0, 400)}`);
+  const tool = tools[0];
+  const shown = JSON.stringify(tool);
+  // A Responses client said `strict: false`; the others said nothing. A converted tool keeps
+  // the non-strict meaning: a Responses supplier reads an absent `strict` as true, so it is
+  // sent false there explicitly; Chat reads absent as false.
+  const strict = cell.inbound === 'responses' || cell.route === 'responses' ? false : undefined;
+  if (cell.route === 'chat') {
+    const fn = tool.function ?? {};
+    check(tool.type === 'function' && fn.name === F.tool_name, `upstream tool: ${shown}`);
+    check(fn.description === F.tool_description, `upstream tool description: ${shown}`);
+    check(deepEqual(fn.parameters, F.tool_schema), `upstream tool parameters: ${shown}`);
+    check(fn.strict === strict, `upstream tool strict ${fn.strict}, expected ${strict}`);
+  } else if (cell.route === 'responses') {
+    check(tool.type === 'function' && tool.name === F.tool_name, `upstream tool: ${shown}`);
+    check(tool.description === F.tool_description, `upstream tool description: ${shown}`);
+    check(deepEqual(tool.parameters, F.tool_schema), `upstream tool parameters: ${shown}`);
+    check(tool.strict === strict, `upstream tool strict ${tool.strict}, expected ${strict}`);
+  } else {
+    check(tool.name === F.tool_name, `upstream tool: ${shown}`);
+    check(tool.description === F.tool_description, `upstream tool description: ${shown}`);
+    check(deepEqual(tool.input_schema, F.tool_schema), `upstream tool input_schema: ${shown}`);
+    check(!('parameters' in tool) && !('function' in tool), `upstream tool not in Messages form: ${shown}`);
+  }
+}
+
+// [media type, base64 data] of a `data:<type>;base64,<data>` URL.
+function dataUrl(url) {
+  if (typeof url !== 'string' || !url.startsWith('data:') || !url.includes(';base64,')) return [null, null];
+  const at = url.indexOf(';base64,');
+  return [url.slice('data:'.length, at), url.slice(at + ';base64,'.length)];
+}
+
+// One image part in the user turn, in the route's own form, with its media type.
+function expectUpstreamImage(route, body) {
+  const turns =
+    route === 'responses'
+      ? asList(body.input).filter((item) => item && item.role === 'user')
+      : asList(body.messages).filter((m) => m.role === 'user');
+  check(turns.length === 1, `upstream user turns: ${JSON.stringify(turns).slice(0, 400)}`);
+  const parts = turns[0].content;
+  check(Array.isArray(parts), `upstream user content is not a list of parts: ${JSON.stringify(parts)}`);
+  const kind = { chat: 'image_url', responses: 'input_image', messages: 'image' }[route];
+  const images = parts.filter((part) => part.type === kind);
+  check(images.length === 1, `expected one \`${kind}\` part upstream: ${JSON.stringify(parts).slice(0, 400)}`);
+  const image = images[0];
+  const shown = JSON.stringify(image).slice(0, 200);
+  let mediaType;
+  let data;
+  if (route === 'chat') {
+    [mediaType, data] = dataUrl(image.image_url?.url);
+  } else if (route === 'responses') {
+    [mediaType, data] = dataUrl(image.image_url);
+  } else {
+    check(image.source?.type === 'base64', `upstream image source: ${shown}`);
+    [mediaType, data] = [image.source.media_type, image.source.data];
+  }
+  check(mediaType === 'image/png', `upstream image media type ${mediaType}: ${shown}`);
+  check(data === F.png_base64, `upstream image data differs: ${shown}`);
+  const text = { chat: 'text', responses: 'input_text', messages: 'text' }[route];
+  const prompts = parts.filter((part) => part.type === text).map((part) => part.text);
+  check(deepEqual(prompts, [F.image_prompt]), `upstream text beside the image: ${JSON.stringify(prompts)}`);
+}
+
+// Messages: the thinking budget reaches the supplier as sent, converted routes included (a Chat
+// supplier gets the `thinking` object as is, GP-50; a Responses route refuses it).
+function expectUpstreamThinkingBudget(cell, body) {
+  if (cell.inbound !== 'messages') return;
+  const expected = { type: 'enabled', budget_tokens: F.thinking_budget };
+  check(
+    deepEqual(body.thinking, expected),
+    `upstream thinking ${JSON.stringify(body.thinking)}, expected ${JSON.stringify(expected)}`,
+  );
+}
+
+// Responses: the reasoning state the client sent back reaches the supplier on the next turn,
+// in the route's form; a Chat supplier has none, and the router documents dropping it.
+function expectUpstreamReasoningState(cell, calls) {
+  if (cell.inbound !== 'responses') return;
+  const body = calls[1].body;
+  const dump = JSON.stringify(body).slice(0, 600);
+  if (cell.route === 'responses') {
+    const items = asList(body.input).filter((item) => item && item.type === 'reasoning');
+    check(items.length === 1, `no reasoning item sent back upstream: ${dump}`);
+    check(items[0].encrypted_content === F.signature, `encrypted_content sent back upstream: ${JSON.stringify(items[0])}`);
+    const summary = asList(items[0].summary)
+      .map((part) => part.text ?? '')
+      .join('');
+    check(summary === F.reasoning, `reasoning summary sent back upstream: ${JSON.stringify(items[0])}`);
+  } else if (cell.route === 'messages') {
+    const blocks = asList(body.messages)
+      .filter((m) => m.role === 'assistant')
+      .flatMap((m) => asList(m.content))
+      .filter((b) => b.type === 'thinking');
+    check(blocks.length === 1, `no thinking block sent back upstream: ${dump}`);
+    check(blocks[0].signature === F.signature, `signature sent back upstream: ${JSON.stringify(blocks[0])}`);
+    check(blocks[0].thinking === F.reasoning, `thinking sent back upstream: ${JSON.stringify(blocks[0])}`);
+  } else {
+    const assistant = asList(body.messages).filter((m) => m.role === 'assistant');
+    check(assistant.length === 1, `no assistant turn upstream: ${dump}`);
+    check(textOf(assistant[0].content) === F.reply_text, `assistant turn upstream: ${JSON.stringify(assistant[0])}`);
+    check(
+      !Object.keys(assistant[0]).some((key) => key.startsWith('reasoning') || key === 'thinking'),
+      `a Chat supplier was sent reasoning history: ${JSON.stringify(assistant[0])}`,
+    );
+  }
+  const turns = cell.route === 'responses' ? asList(body.input) : asList(body.messages);
+  const last = turns[turns.length - 1];
+  check(textOf(last?.content) === F.round_trip_prompt, `last turn upstream: ${JSON.stringify(last)}`);
+}
+
 function expectUpstream(cell, calls, requests) {
   check(calls.length === requests, `the supplier got ${calls.length} calls, expected ${requests}`);
   if (!calls.length) return;
@@ -700,7 +888,7 @@ function expectUpstream(cell, calls, requests) {
       check(upstreamSystem(cell.route, body).includes(F.system_text), `no system prompt upstream: ${dump.slice(0, 400)}`);
       break;
     case 'tool_call':
-      check(upstreamToolNames(cell.route, body).includes(F.tool_name), `no tool definition upstream: ${dump.slice(0, 400)}`);
+      expectUpstreamTool(cell, body);
       break;
     case 'tool_result': {
       const [id, result] = upstreamToolResult(cell.route, body);
@@ -719,13 +907,19 @@ function expectUpstream(cell, calls, requests) {
       break;
     }
     case 'image':
-      check(dump.includes(F.png_base64), 'the image did not reach the supplier');
+      expectUpstreamImage(cell.route, body);
       break;
     case 'temperature':
-      check(body.temperature === F.high_temperature, `upstream temperature ${body.temperature}`);
+    case 'high_temperature':
+      check(
+        body.temperature === temperatureOf(cell.case),
+        `upstream temperature ${body.temperature}, sent ${temperatureOf(cell.case)}`,
+      );
       break;
     case 'thinking':
       expectUpstreamThinking(cell, calls);
+      expectUpstreamThinkingBudget(cell, body);
+      expectUpstreamReasoningState(cell, calls);
       break;
     default:
       check(dump.includes(F.user_text), "the user's text did not reach the supplier");
@@ -771,6 +965,13 @@ function refusal(error) {
   return null;
 }
 
+// The error's `param`: the OpenAI SDK lifts it out of the envelope; Messages has none.
+function errorParam(error) {
+  if (error instanceof OpenAI.APIError) return typeof error.param === 'string' ? error.param : null;
+  const param = error.error?.error?.param;
+  return typeof param === 'string' ? param : null;
+}
+
 function errorMessage(error) {
   const body = error.error;
   const inner = body && typeof body.error === 'object' ? body.error : body;
@@ -784,7 +985,7 @@ function applicable(cell, surface) {
 async function runCell(cell, surface, mock) {
   const live = mock === null;
   if (!applicable(cell, surface)) return { outcome: 'n/a' };
-  const roundTrip = cell.case === 'thinking' && cell.inbound === 'messages';
+  const roundTrip = cell.case === 'thinking' && ['messages', 'responses'].includes(cell.inbound);
   const requests = cell.case === 'count_tokens' ? 0 : roundTrip ? 2 : 1;
   if (mock) {
     try {
@@ -813,7 +1014,7 @@ async function runCell(cell, surface, mock) {
     if (mock && (await mock.calls(cell.upstreamModel)).length) {
       return { outcome: 'fail', detail: `refused with ${outcome} after calling the supplier: ${detail}` };
     }
-    return { outcome, detail };
+    return { outcome, detail, param: errorParam(error), message: detail };
   }
   if (mock) {
     try {

@@ -11,7 +11,7 @@ has started the router and a mock supplier; it can also be run by hand against a
 with the router API key in CONFORMANCE_API_KEY (or --api-key).
 
 Every cell (inbound protocol x route protocol x stream off/on x case) becomes one request (two
-for the Messages thinking round trip) made with the SDK of the inbound protocol: `openai` for
+for the Messages and Responses thinking round trips) made with the SDK of the inbound protocol: `openai` for
 Chat Completions, Responses and Completions, `anthropic` for Messages. Both clients validate
 every response strictly (`_strict_response_validation=True`), and streams are consumed through
 each SDK's own helpers (`chat.completions.stream`, `responses.stream`, `messages.stream`), so a
@@ -19,14 +19,15 @@ malformed body or event sequence fails the cell. The content the SDK parsed is t
 
 With `--mock-url` (the mock supplier's control endpoint) each cell first scripts the supplier's
 reply for the route's upstream model, checks exactly what came back, and afterwards checks what
-the supplier received (the system prompt, the tool result turn, the stop sequence, the image,
-the thinking signature in its own dialect). Without it (a deployed router and real models) the
+the supplier received, in its own dialect (the system prompt, the tool definition, the tool
+result turn, the stop sequence, the image and its media type, the temperature, the effort, the
+reasoning state sent back on the next turn). Without it (a deployed router and real models) the
 checks are on shape only: text is present, a forced tool call names the tool with JSON
 arguments, the stop sequence is not in the text, and so on.
 
 Each cell's outcome is written as one JSON line to --results: `pass`, `fail` (with a detail),
 `n/a` (the surface cannot express the case), `skip` (no model for that route), or
-`STATUS CODE` when the router refused the request. This script does not judge the outcomes:
+`STATUS CODE` when the router refused the request, with the error's `param` and `message`. This script does not judge the outcomes:
 the runner compares them with the expectations declared in conformance/matrix.json.
 """
 
@@ -75,6 +76,7 @@ STOP_TEXT = FIXTURES["stop_text"]
 IMAGE_PROMPT = FIXTURES["image_prompt"]
 PNG_BASE64 = FIXTURES["png_base64"]
 PNG_DATA_URL = f"data:image/png;base64,{PNG_BASE64}"
+TEMPERATURE = FIXTURES["temperature"]
 HIGH_TEMPERATURE = FIXTURES["high_temperature"]
 # Output limits: Messages needs one; the thinking budget must be below it (D-19).
 MAX_TOKENS = FIXTURES["max_tokens"]
@@ -117,9 +119,14 @@ class Seen:
     stop_sequence: str | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
+    # Non-empty tool argument deltas of a stream.
     argument_deltas: int = 0
     # Messages only: the reply's content blocks as request params, for the next turn.
     assistant_blocks: list[dict[str, Any]] = field(default_factory=list)
+    # Responses only: the reasoning item's `encrypted_content`, and the output items as the
+    # SDK parsed them, sent back as input on the next turn (the stateless way).
+    encrypted_content: str | None = None
+    output_items: list[dict[str, Any]] = field(default_factory=list)
     # count_tokens only.
     counted_tokens: int | None = None
     estimated_header: str | None = None
@@ -189,7 +196,7 @@ def scripted_reply(cell: Cell) -> dict[str, Any]:
 
 
 class ChatSurface:
-    CASES = {"text", "system", "tool_call", "tool_result", "thinking", "stop", "image", "temperature"}
+    CASES = {"text", "system", "tool_call", "tool_result", "thinking", "stop", "image", "temperature", "high_temperature"}
 
     def __init__(self, client: openai.OpenAI, live: bool) -> None:
         self.client = client
@@ -239,8 +246,8 @@ class ChatSurface:
                     ],
                 }
             ]
-        elif case == "temperature":
-            kwargs["temperature"] = HIGH_TEMPERATURE
+        elif case in ("temperature", "high_temperature"):
+            kwargs["temperature"] = temperature_of(case)
         elif case != "text":
             raise NotApplicable(case)
 
@@ -249,7 +256,7 @@ class ChatSurface:
             reasoning: list[str] = []
             with self.client.chat.completions.stream(stream_options={"include_usage": True}, **kwargs) as stream:
                 for event in stream:
-                    if event.type == "tool_calls.function.arguments.delta":
+                    if event.type == "tool_calls.function.arguments.delta" and event.arguments_delta:
                         seen.argument_deltas += 1
                     elif event.type == "chunk":
                         for choice in event.chunk.choices:
@@ -281,13 +288,13 @@ class ChatSurface:
 
 class ResponsesSurface:
     # Responses has no stop sequences and no count_tokens.
-    CASES = {"text", "system", "tool_call", "tool_result", "thinking", "image", "temperature"}
+    CASES = {"text", "system", "tool_call", "tool_result", "thinking", "image", "temperature", "high_temperature"}
 
     def __init__(self, client: openai.OpenAI, live: bool) -> None:
         self.client = client
         self.live = live
 
-    def send(self, cell: Cell) -> Seen:
+    def request(self, cell: Cell) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"model": cell.model, "input": USER_TEXT, "store": False}
         if self.live:
             kwargs["max_output_tokens"] = LIVE_MAX_TOKENS
@@ -313,6 +320,8 @@ class ResponsesSurface:
             ]
         elif case == "thinking":
             kwargs["reasoning"] = {"effort": "low"}
+            # Stateless (store: false): the reasoning state comes back only when asked for.
+            kwargs["include"] = ["reasoning.encrypted_content"]
         elif case == "image":
             kwargs["input"] = [
                 {
@@ -323,24 +332,40 @@ class ResponsesSurface:
                     ],
                 }
             ]
-        elif case == "temperature":
-            kwargs["temperature"] = HIGH_TEMPERATURE
+        elif case in ("temperature", "high_temperature"):
+            kwargs["temperature"] = temperature_of(case)
         elif case != "text":
             raise NotApplicable(case)
+        return kwargs
 
+    def send(self, cell: Cell) -> Seen:
+        return self.create(self.request(cell), cell.stream)
+
+    def round_trip(self, cell: Cell, first: Seen, stream: bool) -> Seen:
+        """The next turn: the first reply's output items (reasoning included) sent back as input."""
+        kwargs = self.request(cell)
+        kwargs["input"] = [
+            {"role": "user", "content": USER_TEXT},
+            *first.output_items,
+            {"role": "user", "content": ROUND_TRIP_PROMPT},
+        ]
+        return self.create(kwargs, stream)
+
+    def create(self, kwargs: dict[str, Any], stream: bool) -> Seen:
         seen = Seen()
-        if cell.stream:
-            with self.client.responses.stream(**kwargs) as stream:
-                for event in stream:
-                    if event.type == "response.function_call_arguments.delta":
+        if stream:
+            with self.client.responses.stream(**kwargs) as events:
+                for event in events:
+                    if event.type == "response.function_call_arguments.delta" and event.delta:
                         seen.argument_deltas += 1
-                response = stream.get_final_response()
+                response = events.get_final_response()
         else:
             response = self.client.responses.create(**kwargs)
         seen.model = response.model
         seen.created = response.created_at
         reasoning: list[str] = []
         for item in response.output:
+            seen.output_items.append(item.model_dump(mode="json", exclude_none=True))
             if item.type == "message":
                 for part in item.content:
                     if part.type == "output_text":
@@ -350,6 +375,7 @@ class ResponsesSurface:
             elif item.type == "reasoning":
                 reasoning.extend(summary.text for summary in item.summary)
                 reasoning.extend(part.text for part in item.content or [])
+                seen.encrypted_content = item.encrypted_content
         seen.reasoning = "".join(reasoning) if reasoning else None
         if response.status == "incomplete":
             seen.stop = "length"
@@ -368,8 +394,19 @@ class ResponsesSurface:
 
 
 class MessagesSurface:
-    # The official SDK (anthropic 2.x) has no temperature parameter.
-    CASES = {"text", "system", "tool_call", "tool_result", "thinking", "stop", "image", "count_tokens", "default_version"}
+    CASES = {
+        "text",
+        "system",
+        "tool_call",
+        "tool_result",
+        "thinking",
+        "stop",
+        "image",
+        "temperature",
+        "high_temperature",
+        "count_tokens",
+        "default_version",
+    }
 
     def __init__(self, client: anthropic.Anthropic, sdk_default: anthropic.Anthropic, live: bool) -> None:
         # `client` pins anthropic-version to the router's; `sdk_default` sends the SDK's own.
@@ -422,6 +459,10 @@ class MessagesSurface:
                     ],
                 }
             ]
+        elif case in ("temperature", "high_temperature"):
+            # The pinned SDK (anthropic 2.x) has no `temperature` keyword: it goes as an extra
+            # body field, the SDK's own way to send a field it does not model.
+            kwargs["extra_body"] = {"temperature": temperature_of(case)}
         elif case == "count_tokens":
             kwargs["system"] = SYSTEM_TEXT
         elif case not in ("text", "default_version"):
@@ -443,7 +484,11 @@ class MessagesSurface:
         if stream:
             with client.messages.stream(**kwargs) as events:
                 for event in events:
-                    if event.type == "content_block_delta" and event.delta.type == "input_json_delta":
+                    if (
+                        event.type == "content_block_delta"
+                        and event.delta.type == "input_json_delta"
+                        and event.delta.partial_json
+                    ):
                         seen.argument_deltas += 1
                 message = events.get_final_message()
         else:
@@ -505,7 +550,7 @@ class MessagesSurface:
 
 class CompletionsSurface:
     # A single text prompt: no system prompt, tools, reasoning or images.
-    CASES = {"text", "stop", "temperature"}
+    CASES = {"text", "stop", "temperature", "high_temperature"}
 
     def __init__(self, client: openai.OpenAI, lenient: openai.OpenAI, live: bool) -> None:
         self.client = client
@@ -521,8 +566,8 @@ class CompletionsSurface:
         if case == "stop":
             kwargs["prompt"] = STOP_PROMPT
             kwargs["stop"] = [STOP_SEQUENCE]
-        elif case == "temperature":
-            kwargs["temperature"] = HIGH_TEMPERATURE
+        elif case in ("temperature", "high_temperature"):
+            kwargs["temperature"] = temperature_of(case)
         elif case != "text":
             raise NotApplicable(case)
 
@@ -569,6 +614,10 @@ def validate_completion_chunk(chunk: openai.types.Completion) -> None:
         openai.types.Completion.model_validate(data)
     except Exception as error:  # pydantic's ValidationError
         raise CheckFailed(f"a stream chunk does not fit the SDK's Completion type: {error}") from error
+
+
+def temperature_of(case: str) -> float:
+    return HIGH_TEMPERATURE if case == "high_temperature" else TEMPERATURE
 
 
 def chat_tool() -> dict[str, Any]:
@@ -633,9 +682,11 @@ def expect_reply(cell: Cell, seen: Seen, live: bool) -> None:
         check(seen.stop == "tool_use", f"stop reason {seen.stop!r}, expected tool use")
         check(seen.text.strip() == "", f"unexpected text {seen.text!r}")
         if cell.stream:
-            check(seen.argument_deltas >= 1, "the tool arguments did not arrive as argument deltas")
+            # The supplier streams the arguments in several fragments; they must not arrive as one.
+            check(seen.argument_deltas > 1, f"the tool arguments arrived in {seen.argument_deltas} delta(s)")
         return
     check(not seen.tool_calls, f"unexpected tool calls {seen.tool_calls}")
+    expect_reasoning_state(cell, seen)
     if case == "tool_result":
         check(seen.text == TOOL_RESULT_REPLY, f"text {seen.text!r}")
         check(seen.stop == "end", f"stop reason {seen.stop!r}")
@@ -656,6 +707,18 @@ def expect_reply(cell: Cell, seen: Seen, live: bool) -> None:
             check(isinstance(seen.signature, str), "the thinking block has no signature")
             if cell.route == "messages":
                 check(seen.signature == SIGNATURE, f"signature {seen.signature!r}, the supplier sent {SIGNATURE!r}")
+
+
+def expect_reasoning_state(cell: Cell, seen: Seen) -> None:
+    """Responses: the reasoning item carries the supplier's reasoning state to send back."""
+    if cell.case != "thinking" or cell.inbound != "responses":
+        return
+    if cell.route in ("responses", "messages"):
+        # A Responses supplier's `encrypted_content`, or a Messages supplier's thinking signature.
+        check(
+            seen.encrypted_content == SIGNATURE,
+            f"encrypted_content {seen.encrypted_content!r}, the supplier sent {SIGNATURE!r}",
+        )
 
 
 def expect_live(cell: Cell, seen: Seen) -> None:
@@ -691,7 +754,7 @@ def expect_upstream(cell: Cell, calls: list[dict[str, Any]], requests: int) -> N
     if case == "system":
         check(SYSTEM_TEXT in upstream_system(route, body), f"no system prompt upstream: {dump[:400]}")
     elif case == "tool_call":
-        check(TOOL_NAME in upstream_tool_names(route, body), f"no tool definition upstream: {dump[:400]}")
+        expect_upstream_tool(cell, body)
     elif case == "tool_result":
         call_id, result = upstream_tool_result(route, body)
         check(call_id == PREVIOUS_CALL_ID, f"tool result id upstream is {call_id!r}")
@@ -702,11 +765,14 @@ def expect_upstream(cell: Cell, calls: list[dict[str, Any]], requests: int) -> N
         value = body.get(key)
         check(value in ([STOP_SEQUENCE], STOP_SEQUENCE), f"upstream {key} is {value!r}")
     elif case == "image":
-        check(PNG_BASE64 in dump, "the image did not reach the supplier")
-    elif case == "temperature":
-        check(body.get("temperature") == HIGH_TEMPERATURE, f"upstream temperature {body.get('temperature')!r}")
+        expect_upstream_image(route, body)
+    elif case in ("temperature", "high_temperature"):
+        expected = temperature_of(case)
+        check(body.get("temperature") == expected, f"upstream temperature {body.get('temperature')!r}, sent {expected}")
     elif case == "thinking":
         expect_upstream_thinking(cell, calls)
+        expect_upstream_thinking_budget(cell, body)
+        expect_upstream_reasoning_state(cell, calls)
     else:
         check(USER_TEXT in dump, "the user's text did not reach the supplier")
 
@@ -740,6 +806,118 @@ def expect_upstream_thinking(cell: Cell, calls: list[dict[str, Any]]) -> None:
     check(effort == "low", f"upstream effort is {effort!r}: {json.dumps(body)[:400]}")
 
 
+def expect_upstream_tool(cell: Cell, body: dict[str, Any]) -> None:
+    """The tool definition in the route's dialect, its schema unchanged."""
+    tools = body.get("tools") or []
+    check(len(tools) == 1, f"upstream tools: {json.dumps(tools)[:400]}")
+    tool = tools[0]
+    # A Responses client said `strict: false`; the others said nothing. A converted tool keeps
+    # the non-strict meaning: a Responses supplier reads an absent `strict` as true, so it is
+    # sent false there explicitly; Chat reads absent as false.
+    strict = False if cell.inbound == "responses" or cell.route == "responses" else None
+    if cell.route == "chat":
+        check(tool.get("type") == "function", f"upstream tool: {tool!r}")
+        function = tool.get("function") or {}
+        check(function.get("name") == TOOL_NAME, f"upstream tool: {tool!r}")
+        check(function.get("description") == TOOL_DESCRIPTION, f"upstream tool description: {tool!r}")
+        check(function.get("parameters") == TOOL_SCHEMA, f"upstream tool parameters: {tool!r}")
+        check(function.get("strict") == strict, f"upstream tool strict {function.get('strict')!r}, expected {strict!r}")
+    elif cell.route == "responses":
+        check(tool.get("type") == "function", f"upstream tool: {tool!r}")
+        check(tool.get("name") == TOOL_NAME, f"upstream tool: {tool!r}")
+        check(tool.get("description") == TOOL_DESCRIPTION, f"upstream tool description: {tool!r}")
+        check(tool.get("parameters") == TOOL_SCHEMA, f"upstream tool parameters: {tool!r}")
+        check(tool.get("strict") == strict, f"upstream tool strict {tool.get('strict')!r}, expected {strict!r}")
+    else:
+        check(tool.get("name") == TOOL_NAME, f"upstream tool: {tool!r}")
+        check(tool.get("description") == TOOL_DESCRIPTION, f"upstream tool description: {tool!r}")
+        check(tool.get("input_schema") == TOOL_SCHEMA, f"upstream tool input_schema: {tool!r}")
+        check("parameters" not in tool and "function" not in tool, f"upstream tool not in Messages form: {tool!r}")
+
+
+def data_url(url: Any) -> tuple[str | None, str | None]:
+    """(media type, base64 data) of a `data:<type>;base64,<data>` URL."""
+    if not isinstance(url, str) or not url.startswith("data:") or ";base64," not in url:
+        return None, None
+    head, _, data = url.partition(";base64,")
+    return head[len("data:") :], data
+
+
+def expect_upstream_image(route: str, body: dict[str, Any]) -> None:
+    """One image part in the user turn, in the route's own form, with its media type."""
+    if route == "responses":
+        turns = [item for item in body.get("input") or [] if isinstance(item, dict) and item.get("role") == "user"]
+    else:
+        turns = [message for message in body.get("messages", []) if message.get("role") == "user"]
+    check(len(turns) == 1, f"upstream user turns: {json.dumps(turns)[:400]}")
+    parts = turns[0].get("content")
+    check(isinstance(parts, list), f"upstream user content is not a list of parts: {parts!r}")
+    kind = {"chat": "image_url", "responses": "input_image", "messages": "image"}[route]
+    images = [part for part in parts if part.get("type") == kind]
+    check(len(images) == 1, f"expected one `{kind}` part upstream: {json.dumps(parts)[:400]}")
+    image = images[0]
+    if route == "chat":
+        url = (image.get("image_url") or {}).get("url")
+        media_type, data = data_url(url)
+    elif route == "responses":
+        media_type, data = data_url(image.get("image_url"))
+    else:
+        source = image.get("source") or {}
+        check(source.get("type") == "base64", f"upstream image source: {json.dumps(source)[:200]}")
+        media_type, data = source.get("media_type"), source.get("data")
+    check(media_type == "image/png", f"upstream image media type {media_type!r}: {json.dumps(image)[:200]}")
+    check(data == PNG_BASE64, f"upstream image data differs: {json.dumps(image)[:200]}")
+    text = {"chat": "text", "responses": "input_text", "messages": "text"}[route]
+    prompts = [part.get("text") for part in parts if part.get("type") == text]
+    check(prompts == [IMAGE_PROMPT], f"upstream text beside the image: {prompts!r}")
+
+
+def expect_upstream_thinking_budget(cell: Cell, body: dict[str, Any]) -> None:
+    """Messages: the thinking budget reaches the supplier as sent, converted routes included
+    (a Chat supplier gets the `thinking` object as is, GP-50; a Responses route refuses it)."""
+    if cell.inbound != "messages":
+        return
+    thinking = body.get("thinking")
+    expected = {"type": "enabled", "budget_tokens": THINKING_BUDGET}
+    check(thinking == expected, f"upstream thinking {thinking!r}, expected {expected!r}")
+
+
+def expect_upstream_reasoning_state(cell: Cell, calls: list[dict[str, Any]]) -> None:
+    """Responses: the reasoning state the client sent back reaches the supplier on the next turn,
+    in the route's form; a Chat supplier has none, and the router documents dropping it."""
+    if cell.inbound != "responses":
+        return
+    body = calls[1]["body"]
+    dump = json.dumps(body)[:600]
+    if cell.route == "responses":
+        items = [item for item in body.get("input") or [] if isinstance(item, dict) and item.get("type") == "reasoning"]
+        check(len(items) == 1, f"no reasoning item sent back upstream: {dump}")
+        check(items[0].get("encrypted_content") == SIGNATURE, f"encrypted_content sent back upstream: {items[0]!r}")
+        summary = "".join(part.get("text", "") for part in items[0].get("summary") or [])
+        check(summary == REASONING, f"reasoning summary sent back upstream: {items[0]!r}")
+    elif cell.route == "messages":
+        blocks = [
+            block
+            for message in body.get("messages", [])
+            if message.get("role") == "assistant" and isinstance(message.get("content"), list)
+            for block in message["content"]
+            if block.get("type") == "thinking"
+        ]
+        check(len(blocks) == 1, f"no thinking block sent back upstream: {dump}")
+        check(blocks[0].get("signature") == SIGNATURE, f"signature sent back upstream: {blocks[0]!r}")
+        check(blocks[0].get("thinking") == REASONING, f"thinking sent back upstream: {blocks[0]!r}")
+    else:
+        assistant = [message for message in body.get("messages", []) if message.get("role") == "assistant"]
+        check(len(assistant) == 1, f"no assistant turn upstream: {dump}")
+        check(text_of(assistant[0].get("content")) == REPLY_TEXT, f"assistant turn upstream: {assistant[0]!r}")
+        check(
+            not any(key.startswith("reasoning") or key == "thinking" for key in assistant[0]),
+            f"a Chat supplier was sent reasoning history: {assistant[0]!r}",
+        )
+    last = (body.get("input") if cell.route == "responses" else body.get("messages", []))[-1]
+    check(text_of(last.get("content")) == ROUND_TRIP_PROMPT, f"last turn upstream: {last!r}")
+
+
 def text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
@@ -762,13 +940,6 @@ def upstream_system(route: str, body: dict[str, Any]) -> str:
         for message in body.get("messages", [])
         if message.get("role") in ("system", "developer")
     )
-
-
-def upstream_tool_names(route: str, body: dict[str, Any]) -> list[str]:
-    tools = body.get("tools") or []
-    if route == "chat":
-        return [tool.get("function", {}).get("name") for tool in tools]
-    return [tool.get("name") for tool in tools]
 
 
 def upstream_tool_result(route: str, body: dict[str, Any]) -> tuple[str | None, str]:
@@ -827,6 +998,16 @@ def refusal(error: Exception) -> str | None:
     return None
 
 
+def error_param(error: Exception) -> str | None:
+    """The error's `param`: the OpenAI SDK lifts it out of the envelope; Messages has none."""
+    if isinstance(error, openai.APIStatusError):
+        return error.param
+    body = getattr(error, "body", None)
+    inner = body.get("error") if isinstance(body, dict) and isinstance(body.get("error"), dict) else {}
+    param = inner.get("param")
+    return param if isinstance(param, str) else None
+
+
 def error_message(error: Exception) -> str:
     body = getattr(error, "body", None)
     if isinstance(body, dict):
@@ -845,7 +1026,8 @@ def run_cell(cell: Cell, surface: Any, mock: Mock | None) -> dict[str, Any]:
     if not applicable(cell, surface):
         return {"outcome": "n/a"}
     requests = 1
-    if cell.case == "thinking" and cell.inbound == "messages":
+    round_trip = cell.case == "thinking" and cell.inbound in ("messages", "responses")
+    if round_trip:
         requests = 2
     elif cell.case == "count_tokens":
         requests = 0
@@ -860,7 +1042,7 @@ def run_cell(cell: Cell, surface: Any, mock: Mock | None) -> dict[str, Any]:
     try:
         seen = surface.send(cell)
         expect_reply(cell, seen, live)
-        if cell.case == "thinking" and cell.inbound == "messages":
+        if round_trip:
             second = surface.round_trip(cell, seen, cell.stream)
             if not live:
                 check(second.text == ROUND_TRIP_REPLY, f"second turn text {second.text!r}")
@@ -875,7 +1057,7 @@ def run_cell(cell: Cell, surface: Any, mock: Mock | None) -> dict[str, Any]:
             calls = mock.calls(cell.upstream_model)
             if calls:
                 return {"outcome": "fail", "detail": f"refused with {outcome} after calling the supplier: {detail}"}
-        return {"outcome": outcome, "detail": detail}
+        return {"outcome": outcome, "detail": detail, "param": error_param(error), "message": detail}
     except Exception as error:  # noqa: BLE001 - any SDK or validation error fails the cell
         last = traceback.extract_tb(error.__traceback__)[-1]
         detail = f"{type(error).__name__}: {error} (at {last.name}:{last.lineno})"

@@ -431,6 +431,82 @@ struct Matrix {
     coverage: BTreeMap<String, Vec<String>>,
     /// (inbound, case, route, stream) -> expected outcome.
     expected: BTreeMap<CellId, String>,
+    /// (case, inbound) -> what a declared refusal must say besides its status and code.
+    refusals: BTreeMap<(String, String), RefusalSpec>,
+}
+
+/// The inbound surface whose error envelope has no `param` (`{type, message}` only).
+const PARAMLESS_INBOUND: &str = "messages";
+
+/// The `param` and message a declared refusal must carry (`refusals` in the matrix).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct RefusalSpec {
+    /// `None`: the error has no `param` (the Messages envelope has none).
+    param: Option<String>,
+    message: MessageRule,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum MessageRule {
+    Exact(String),
+    /// A stable part of a message that quotes the request (e.g. the SDK's version).
+    Contains(String),
+}
+
+impl RefusalSpec {
+    fn from_json(value: &Value) -> Result<RefusalSpec> {
+        let spec = object(value)?;
+        for key in spec.keys() {
+            ensure!(
+                ["param", "message", "message_contains"].contains(&key.as_str()),
+                "unknown key `{key}`; expected param, message or message_contains"
+            );
+        }
+        let text = |key: &str| -> Result<Option<String>> {
+            spec.get(key)
+                .map(|v| {
+                    v.as_str()
+                        .map(str::to_owned)
+                        .context(format!("`{key}` is not a string"))
+                })
+                .transpose()
+        };
+        let message = match (text("message")?, text("message_contains")?) {
+            (Some(exact), None) => MessageRule::Exact(exact),
+            (None, Some(part)) if !part.is_empty() => MessageRule::Contains(part),
+            _ => bail!("needs exactly one of `message` and a non-empty `message_contains`"),
+        };
+        Ok(RefusalSpec {
+            param: text("param")?,
+            message,
+        })
+    }
+
+    /// Why a refusal with the declared status and code still differs, if it does.
+    fn mismatch(&self, param: Option<&str>, message: Option<&str>) -> Option<String> {
+        if param != self.param.as_deref() {
+            return Some(format!(
+                "param {}, declared {}",
+                quoted(param),
+                quoted(self.param.as_deref())
+            ));
+        }
+        let message = message.unwrap_or_default();
+        let fits = match &self.message {
+            MessageRule::Exact(exact) => message == exact,
+            MessageRule::Contains(part) => message.contains(part.as_str()),
+        };
+        (!fits).then(|| match &self.message {
+            MessageRule::Exact(exact) => format!("message {message:?}, declared {exact:?}"),
+            MessageRule::Contains(part) => {
+                format!("message {message:?}, declared to contain {part:?}")
+            }
+        })
+    }
+}
+
+fn quoted(param: Option<&str>) -> String {
+    param.map_or_else(|| "none".to_owned(), |p| format!("`{p}`"))
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -511,13 +587,70 @@ impl Matrix {
                 }
             }
         }
+        let mut refusals = BTreeMap::new();
+        if let Some(table) = value.get("refusals") {
+            for (case, by_inbound) in object(table).context("`refusals`")? {
+                ensure!(
+                    cases.contains(case),
+                    "`refusals` names unknown case `{case}`"
+                );
+                for (inbound_name, spec) in
+                    object(by_inbound).with_context(|| format!("`refusals.{case}`"))?
+                {
+                    let at = || format!("`refusals.{case}.{inbound_name}`");
+                    ensure!(
+                        inbound.contains(inbound_name),
+                        "{} is no inbound protocol",
+                        at()
+                    );
+                    let spec = RefusalSpec::from_json(spec).with_context(at)?;
+                    ensure!(
+                        spec.param.is_some() == (inbound_name != PARAMLESS_INBOUND),
+                        "{} must name the `param` on every surface but {PARAMLESS_INBOUND}, \
+                         whose errors have none",
+                        at()
+                    );
+                    refusals.insert((case.clone(), inbound_name.clone()), spec);
+                }
+            }
+        }
+        for (cell, outcome) in &expected {
+            if refusal(outcome).is_some() {
+                ensure!(
+                    refusals.contains_key(&(cell.case.clone(), cell.inbound.clone())),
+                    "`expected.{}.{}.{}` is a refusal, but `refusals.{}.{}` does not say its \
+                     param and message",
+                    cell.inbound,
+                    cell.case,
+                    cell.route,
+                    cell.case,
+                    cell.inbound
+                );
+            }
+        }
         Ok(Matrix {
             inbound,
             routes,
             cases,
             coverage,
             expected,
+            refusals,
         })
+    }
+}
+
+impl Matrix {
+    /// Why a cell refused with the declared status and code still differs from its
+    /// declared `param` and message; `None` for a match or for a cell that is no refusal.
+    fn refusal_mismatch(&self, cell: &CellId, seen: &Observed) -> Option<String> {
+        refusal(&seen.outcome)?;
+        let Some(spec) = self
+            .refusals
+            .get(&(cell.case.clone(), cell.inbound.clone()))
+        else {
+            return Some("no declared param and message".to_owned());
+        };
+        spec.mismatch(seen.param.as_deref(), seen.message.as_deref())
     }
 }
 
@@ -571,6 +704,9 @@ fn refusal(outcome: &str) -> Option<(u16, &str)> {
 struct Observed {
     outcome: String,
     detail: Option<String>,
+    /// A refusal's error `param` and `message`, as the SDK parsed them.
+    param: Option<String>,
+    message: Option<String>,
 }
 
 fn read_results(path: &Path) -> Result<BTreeMap<CellId, Observed>> {
@@ -595,6 +731,8 @@ fn read_results(path: &Path) -> Result<BTreeMap<CellId, Observed>> {
         let observed = Observed {
             outcome: field("outcome")?,
             detail: record["detail"].as_str().map(str::to_owned),
+            param: record["param"].as_str().map(str::to_owned),
+            message: record["message"].as_str().map(str::to_owned),
         };
         results.insert(id, observed);
     }
@@ -664,11 +802,25 @@ impl Report {
                         Verdict::Unexpected
                     }
                     Some(seen) if seen.outcome == "skip" => Verdict::Skipped,
-                    Some(seen) if &seen.outcome == expected => match refusal(expected) {
-                        Some((status, _)) => Verdict::Refused(status),
-                        None if expected == "n/a" => Verdict::NotApplicable,
-                        None => Verdict::Pass,
-                    },
+                    Some(seen) if &seen.outcome == expected => {
+                        match matrix.refusal_mismatch(cell, seen) {
+                            Some(why) => {
+                                report.unexpected.push(Unexpected {
+                                    client: *client,
+                                    cell: cell.clone(),
+                                    expected: expected.clone(),
+                                    observed: format!("{} ({why})", seen.outcome),
+                                    detail: seen.detail.clone(),
+                                });
+                                Verdict::Unexpected
+                            }
+                            None => match refusal(expected) {
+                                Some((status, _)) => Verdict::Refused(status),
+                                None if expected == "n/a" => Verdict::NotApplicable,
+                                None => Verdict::Pass,
+                            },
+                        }
+                    }
                     Some(seen) => {
                         report.unexpected.push(Unexpected {
                             client: *client,
@@ -694,13 +846,16 @@ impl Report {
     }
 
     fn render(&self, matrix: &Matrix) -> String {
-        const LABEL: usize = 29;
+        const INBOUND: usize = 13;
+        // The longest case name and a space.
+        let case_width = matrix.cases.iter().map(String::len).max().unwrap_or(0) + 1;
+        let label = INBOUND + case_width;
         const CELL: usize = 9;
         let mut out = String::new();
         for client in &self.clients {
             let _ = writeln!(out, "\n{} client ({})", client.name(), pins(*client));
-            let mut head = format!("{:LABEL$}", "inbound \\ route");
-            let mut modes = format!("{:LABEL$}", "");
+            let mut head = format!("{:label$}", "inbound \\ route");
+            let mut modes = format!("{:label$}", "");
             for route in &matrix.routes {
                 let _ = write!(head, "{:w$}", route, w = 2 * CELL);
                 let _ = write!(modes, "{:CELL$}{:CELL$}", "json", "stream");
@@ -709,7 +864,7 @@ impl Report {
             let _ = writeln!(out, "{}", modes.trim_end());
             for inbound in &matrix.inbound {
                 for case in &matrix.cases {
-                    let mut line = format!("{inbound:13}{case:16}");
+                    let mut line = format!("{inbound:INBOUND$}{case:case_width$}");
                     let mut any_run = false;
                     for route in &matrix.routes {
                         for stream in [false, true] {
@@ -865,6 +1020,7 @@ mod tests {
             "routes": {"chat": {}, "responses": {}},
             "cases": {"text": "", "stop": ""},
             "clients": {"python": ["text", "stop"], "node": ["text"]},
+            "refusals": {"stop": {"chat": {"param": "stop", "message": "No stop here."}}},
             "expected": {"chat": {
                 "text": {"chat": "pass", "responses": "pass"},
                 "stop": {"chat": "pass", "responses": expected_stop}
@@ -915,6 +1071,8 @@ mod tests {
         let seen = |outcome: &str| Observed {
             outcome: outcome.into(),
             detail: Some("why".into()),
+            param: Some("stop".into()),
+            message: Some("No stop here.".into()),
         };
         let mut python = BTreeMap::new();
         python.insert(cell("text", "chat", false), seen("pass"));
@@ -964,5 +1122,87 @@ mod tests {
         let rendered = report.render(&matrix);
         assert!(rendered.contains("n/s 400"), "{rendered}");
         assert!(rendered.contains("FAIL"), "{rendered}");
+    }
+
+    #[test]
+    fn a_refusal_must_say_the_declared_param_and_message() {
+        let matrix = small_matrix(json!("400 invalid_parameter"));
+        let cell = CellId {
+            inbound: "chat".into(),
+            case: "stop".into(),
+            route: "responses".into(),
+            stream: false,
+        };
+        let refused = |param: Option<&str>, message: &str| Observed {
+            outcome: "400 invalid_parameter".into(),
+            detail: None,
+            param: param.map(str::to_owned),
+            message: Some(message.to_owned()),
+        };
+        assert_eq!(
+            matrix.refusal_mismatch(&cell, &refused(Some("stop"), "No stop here.")),
+            None
+        );
+        let wrong_param = matrix
+            .refusal_mismatch(&cell, &refused(Some("stream"), "No stop here."))
+            .unwrap();
+        assert!(wrong_param.contains("`stream`"), "{wrong_param}");
+        assert!(
+            matrix
+                .refusal_mismatch(&cell, &refused(None, "No stop here."))
+                .is_some()
+        );
+        assert!(
+            matrix
+                .refusal_mismatch(&cell, &refused(Some("stop"), "Something else."))
+                .is_some()
+        );
+
+        let contains =
+            RefusalSpec::from_json(&json!({"message_contains": "use 2023-06-01"})).unwrap();
+        assert_eq!(
+            contains.mismatch(None, Some("`2026-10-21`: use 2023-06-01")),
+            None
+        );
+        assert!(contains.mismatch(None, Some("nope")).is_some());
+    }
+
+    #[test]
+    fn every_refusal_declares_its_param_and_message() {
+        let base = |refusals: Value| {
+            json!({
+                "inbound": ["chat", "messages"], "routes": {"chat": {}}, "cases": {"stop": ""},
+                "clients": {"python": [], "node": []},
+                "refusals": refusals,
+                "expected": {
+                    "chat": {"stop": {"chat": "400 invalid_parameter"}},
+                    "messages": {"stop": {"chat": "400 invalid_request_error"}}
+                }
+            })
+        };
+        let full = json!({"stop": {
+            "chat": {"param": "stop", "message": "m"},
+            "messages": {"message_contains": "m"}
+        }});
+        assert!(Matrix::from_json(&base(full)).is_ok());
+        for bad in [
+            // No entry for the Messages refusal.
+            json!({"stop": {"chat": {"param": "stop", "message": "m"}}}),
+            // An OpenAI surface's refusal without its param.
+            json!({"stop": {"chat": {"message": "m"}, "messages": {"message": "m"}}}),
+            // A param on the Messages surface, whose errors have none.
+            json!({"stop": {
+                "chat": {"param": "stop", "message": "m"},
+                "messages": {"param": "stop", "message": "m"}
+            }}),
+            // Both message forms, or neither.
+            json!({"stop": {
+                "chat": {"param": "stop", "message": "m", "message_contains": "m"},
+                "messages": {"message": "m"}
+            }}),
+            json!({"stop": {"chat": {"param": "stop"}, "messages": {"message": "m"}}}),
+        ] {
+            assert!(Matrix::from_json(&base(bad.clone())).is_err(), "{bad}");
+        }
     }
 }

@@ -16,8 +16,7 @@ pub struct Plan {
 /// Whether a route speaking `route_protocol` can carry a request that came
 /// in as `inbound` with these requirements, without losing meaning.
 fn protocol_compatible(inbound: Protocol, route_protocol: Protocol, req: &Requirements) -> bool {
-    let inbound = inbound.rides();
-    if req.native_only && route_protocol != inbound {
+    if req.native_only && route_protocol != inbound.rides() {
         return false;
     }
     // Messages caps temperature at 1 (CF-01): never clamp, route elsewhere.
@@ -181,7 +180,25 @@ fn no_configured_route(
             ),
         );
     }
-    let feature = Capability::ALL.into_iter().find(|c| req.needs(*c));
+    // Blame the first requirement that no route the request could otherwise
+    // use can meet: a streamed request with temperature 1.5 for a model
+    // whose only route speaks Messages is refused for its temperature, not
+    // for streaming, which that route supports.
+    let candidates: Vec<&Arc<Route>> = model_routes
+        .iter()
+        .filter(|r| !req.native_only || r.protocol == inbound.rides())
+        .collect();
+    let unmet = |carries: &dyn Fn(&Route) -> bool| !candidates.iter().any(|r| carries(r));
+    let feature = Capability::ALL.into_iter().find(|c| {
+        req.needs(*c)
+            && unmet(&|r: &Route| {
+                r.capabilities.contains(*c)
+                    && !(*c == Capability::Stop && r.protocol == Protocol::Responses)
+            })
+    });
+    let temperature =
+        req.temperature_above_one && unmet(&|r: &Route| r.protocol != Protocol::Messages);
+    let penalties = req.penalties && unmet(&|r: &Route| r.protocol != Protocol::Messages);
     let refuse =
         |field, message: &str| ApiError::for_field(ErrorCode::InvalidParameter, field, message);
     match feature {
@@ -213,11 +230,11 @@ fn no_configured_route(
             Field::Stream,
             "This model has no route that supports streaming.",
         ),
-        None if req.temperature_above_one => refuse(
+        None if temperature => refuse(
             Field::Temperature,
             "This model cannot take a temperature above 1.",
         ),
-        None if req.penalties => refuse(
+        None if penalties => refuse(
             Field::Penalties,
             "This model has no route that supports frequency or presence penalties.",
         ),
@@ -397,5 +414,89 @@ internal_cost = { input = 1, output = 1 }
         request.native.as_mut().unwrap().betas = vec!["bogus-2099-01-01".into()];
         let err = plan(&catalog, &request, Protocol::Messages).unwrap_err();
         assert_eq!(err.param.as_deref(), Some("anthropic-beta"));
+    }
+
+    #[test]
+    fn a_refusal_blames_the_requirement_no_route_meets() {
+        // `claude` streams on its Messages route only, `messages-only` has
+        // that route alone, and `chat-only` streams on no route at all.
+        let catalog = Catalog::from_toml(
+            r#"
+[[suppliers]]
+id = "s"
+base_url = "http://127.0.0.1:1/v1"
+
+[[models]]
+id = "claude"
+pricing = "fixed"
+rates = { input = 1, output = 1 }
+
+[[routes]]
+id = "native"
+model = "claude"
+supplier = "s"
+upstream_model = "c"
+protocol = "messages"
+capabilities = ["streaming"]
+internal_cost = { input = 1, output = 1 }
+
+[[routes]]
+id = "chat"
+model = "claude"
+supplier = "s"
+upstream_model = "c"
+protocol = "chat"
+internal_cost = { input = 1, output = 1 }
+
+[[models]]
+id = "messages-only"
+pricing = "fixed"
+rates = { input = 1, output = 1 }
+
+[[routes]]
+id = "anthropic"
+model = "messages-only"
+supplier = "s"
+upstream_model = "m"
+protocol = "messages"
+capabilities = ["streaming"]
+internal_cost = { input = 1, output = 1 }
+
+[[models]]
+id = "chat-only"
+pricing = "fixed"
+rates = { input = 1, output = 1 }
+
+[[routes]]
+id = "gpt"
+model = "chat-only"
+supplier = "s"
+upstream_model = "g"
+protocol = "chat"
+internal_cost = { input = 1, output = 1 }
+"#,
+            |_| None,
+        )
+        .unwrap();
+        let mut request = Request {
+            model: "claude".into(),
+            messages: vec![Message::text(Role::User, "hi")],
+            stream: true,
+            ..Default::default()
+        };
+        // Streaming rules out the Chat route, temperature 1.5 the Messages
+        // one: neither alone is the reason.
+        request.sampling.temperature = Some(1.5);
+        let err = plan(&catalog, &request, Protocol::Chat).unwrap_err();
+        assert_eq!(err.code, ErrorCode::UnsupportedConversion, "{err:?}");
+        // With the Messages route alone, the temperature is (CF-01).
+        request.model = "messages-only".into();
+        let err = plan(&catalog, &request, Protocol::Chat).unwrap_err();
+        assert_eq!(err.code, ErrorCode::InvalidParameter, "{err:?}");
+        assert_eq!(err.field, Some(Field::Temperature), "{err:?}");
+        request.model = "chat-only".into();
+        request.sampling.temperature = None;
+        let err = plan(&catalog, &request, Protocol::Chat).unwrap_err();
+        assert_eq!(err.field, Some(Field::Stream), "{err:?}");
     }
 }

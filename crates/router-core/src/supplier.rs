@@ -316,7 +316,10 @@ mod tests {
         let error = AttemptError::supplier(SupplierError::invalid(NoChoices), None);
         assert_eq!(error.kind, FailureKind::InvalidResponse);
         assert_eq!(error.retry, Retry::Stop);
-        assert_eq!(error.public_error().code, ErrorCode::InvalidUpstreamResponse);
+        assert_eq!(
+            error.public_error().code,
+            ErrorCode::InvalidUpstreamResponse
+        );
         let AttemptCause::Supplier(SupplierError::InvalidReply(source)) = &error.cause else {
             panic!("the cause lost its kind: {error}");
         };

@@ -362,3 +362,44 @@ async fn combinations_that_cannot_be_served_losslessly_are_refused() {
     .await;
     assert_eq!(r.mock.call_count(), 0);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refusal_names_the_requirement_no_route_meets() {
+    // The only route speaks Messages and streams: a streamed temperature of
+    // 1.5 is refused for its temperature (CF-01), not for streaming; the same
+    // holds for penalties, and stop on a Responses-only model names `stop`.
+    let r = TestRouter::start().await;
+    let c = r.rich_customer().await;
+    let mut hot = hello("m-via-messages");
+    hot["temperature"] = json!(1.5);
+    hot["stream"] = json!(true);
+    let body = expect_error(r.chat(&c.key, &hot).await, 400, "invalid_parameter").await;
+    assert_eq!(body["error"]["param"], "temperature", "{body}");
+    assert_eq!(
+        body["error"]["message"], "This model cannot take a temperature above 1.",
+        "{body}"
+    );
+    let hot_responses =
+        json!({"model": "m-via-messages", "input": "hi", "temperature": 1.5, "stream": true});
+    let body = expect_error(
+        r.post("/v1/responses", &c.key, &hot_responses).await,
+        400,
+        "invalid_parameter",
+    )
+    .await;
+    assert_eq!(body["error"]["param"], "temperature", "{body}");
+    let mut penalised = hello("m-via-messages");
+    penalised["presence_penalty"] = json!(0.5);
+    penalised["stream"] = json!(true);
+    let body = expect_error(r.chat(&c.key, &penalised).await, 400, "invalid_parameter").await;
+    assert_eq!(body["error"]["param"], "frequency_penalty", "{body}");
+    let stop = json!({"model": "m-via-responses", "prompt": "x", "stop": ["END"], "stream": true});
+    let body = expect_error(
+        r.post("/v1/completions", &c.key, &stop).await,
+        400,
+        "invalid_parameter",
+    )
+    .await;
+    assert_eq!(body["error"]["param"], "stop", "{body}");
+    assert_eq!(r.mock.call_count(), 0);
+}
