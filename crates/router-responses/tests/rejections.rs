@@ -5,9 +5,15 @@
 #![allow(clippy::unwrap_used)] // test code: a panic is the failure report
 
 use router_canonical::{Protocol, ResponseFormat, Role};
-use router_responses::parse_request;
+use router_responses::{ApiError, ClientCodec, Request, ResponsesClient};
 use router_wire_testkit::rejection;
 use serde_json::{Value, json};
+
+fn parse_request(body: &[u8]) -> Result<Request, ApiError> {
+    ResponsesClient
+        .parse_request(&(), body)
+        .map(|(request, ())| request)
+}
 
 fn base() -> Value {
     json!({"model": "m", "input": [{"role": "user", "content": "hi"}]})

@@ -7,8 +7,10 @@
 //! same way.
 
 use super::required_tag;
-use router_canonical::parse::{ObjectVisitor, nested_message, optional_tag, typed};
-use serde::de::{self, IntoDeserializer, MapAccess, SeqAccess, Visitor};
+use router_canonical::parse::{
+    ObjectVisitor, StringOrSeq, nested_message, optional_tag, string_or_seq, typed,
+};
+use serde::de::{self, IntoDeserializer, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 use std::fmt;
@@ -93,27 +95,12 @@ impl Serialize for Input {
 
 impl<'de> Deserialize<'de> for Input {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct InputVisitor;
-        impl<'de> Visitor<'de> for InputVisitor {
-            type Value = Input;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string or an array of input items")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Input::Text(v.to_owned()))
-            }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-                Ok(Input::Text(v))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1024));
-                while let Some(item) = seq.next_element::<InputItem>()? {
-                    items.push(item);
-                }
-                Ok(Input::Items(items))
-            }
-        }
-        d.deserialize_any(InputVisitor)
+        Ok(
+            match string_or_seq(d, "a string or an array of input items")? {
+                StringOrSeq::String(text) => Input::Text(text),
+                StringOrSeq::Seq(items) => Input::Items(items),
+            },
+        )
     }
 }
 
@@ -225,27 +212,12 @@ impl Serialize for MessageContent {
 
 impl<'de> Deserialize<'de> for MessageContent {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct ContentVisitor;
-        impl<'de> Visitor<'de> for ContentVisitor {
-            type Value = MessageContent;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string or an array of content parts")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(MessageContent::Text(v.to_owned()))
-            }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-                Ok(MessageContent::Text(v))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let mut parts = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1024));
-                while let Some(part) = seq.next_element::<ContentPart>()? {
-                    parts.push(part);
-                }
-                Ok(MessageContent::Parts(parts))
-            }
-        }
-        d.deserialize_any(ContentVisitor)
+        Ok(
+            match string_or_seq(d, "a string or an array of content parts")? {
+                StringOrSeq::String(text) => MessageContent::Text(text),
+                StringOrSeq::Seq(parts) => MessageContent::Parts(parts),
+            },
+        )
     }
 }
 
