@@ -20,7 +20,11 @@
 //! `UPDATE_GOLDEN=1 cargo test -p router-responses --test golden` and review
 //! the diff.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "helpers outside #[test] functions: a panic is the failure report"
+)]
 
 use router_canonical::codec::finish_of;
 use router_responses::{

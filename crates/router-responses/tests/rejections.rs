@@ -2,8 +2,6 @@
 //! the boundaries that must pass (requirements C-01..C-16, F-18..F-28,
 //! CF-01/07/09, GP-49).
 
-#![allow(clippy::unwrap_used)] // test code: a panic is the failure report
-
 use router_canonical::{Protocol, ResponseFormat, Role};
 use router_responses::{ApiError, ClientCodec, Request, ResponsesClient};
 use router_wire_testkit::rejection;

@@ -14,8 +14,6 @@
 //! Refusal parts (which also set `native_only`) are covered by the unit
 //! tests in `supplier_replies.rs`.
 
-#![allow(clippy::unwrap_used)] // test code: a panic is the failure report
-
 use proptest::prelude::*;
 use router_canonical::request::NativeFields;
 use router_canonical::{

@@ -1,6 +1,9 @@
 //! Reading Responses suppliers (JSON and SSE) and the corners of the encoders.
 
-#![allow(clippy::unwrap_used)] // test code: a panic is the failure report
+#![expect(
+    clippy::unwrap_used,
+    reason = "helpers outside #[test] functions: a panic is the failure report"
+)]
 
 use router_canonical::request::NativeFields;
 use router_canonical::sse::{Decoder, Frame};

@@ -3,8 +3,8 @@
 //!
 //! Types here check JSON *shape* only (serde reports the path of a wrong
 //! type); value rules (ranges, conflicts, statelessness, unsupported media and
-//! tools) live in `from_wire.rs` so every rejection names its parameter the
-//! same way.
+//! tools) are checked by [`crate::ResponsesClient`] so every rejection names
+//! its parameter the same way.
 
 use super::required_tag;
 use router_canonical::parse::{
@@ -60,10 +60,10 @@ pub struct ResponsesRequest {
     pub user: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub safety_identifier: Option<String>,
-    /// Server-side state: always rejected when not null (GP-49).
+    /// Server-side state: always rejected when not null.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub previous_response_id: Option<String>,
-    /// Server-side state: always rejected when not null (GP-49).
+    /// Server-side state: always rejected when not null.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub conversation: Option<Value>,
     /// Asynchronous stored responses: `true` is rejected.
@@ -72,7 +72,7 @@ pub struct ResponsesRequest {
     /// A stored prompt template of the caller's OpenAI account: rejected.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prompt: Option<Value>,
-    /// Every other top-level property (accepted, then vetted: CF-03).
+    /// Every other top-level property (accepted, then vetted).
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -108,6 +108,7 @@ impl<'de> Deserialize<'de> for Input {
 /// typed; every other one (`item_reference`, hosted-tool calls, ...) is kept
 /// whole in `Other` for the validator to name and reject.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum InputItem {
     Message(MessageItem),
     FunctionCall(FunctionCallItem),
@@ -225,6 +226,7 @@ impl<'de> Deserialize<'de> for MessageContent {
 /// typed; any other `type` (`input_file`, `input_audio`, ...) is kept whole
 /// in `Unknown` for the validator to name.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum ContentPart {
     InputText(TextPart),
     /// Assistant text replayed from an earlier response.
@@ -232,9 +234,9 @@ pub enum ContentPart {
     Refusal(RefusalPart),
     InputImage(InputImagePart),
     /// Chat-style `{type: "image_url", image_url}`, accepted for clients that
-    /// send it to every OpenAI surface (C-12); sent on as `input_image`.
+    /// send it to every OpenAI surface; sent on as `input_image`.
     ImageUrl(ImageUrlPart),
-    /// Anthropic-style `{type: "image", source}` (C-12); sent on as `input_image`.
+    /// Anthropic-style `{type: "image", source}`; sent on as `input_image`.
     Image(ImagePart),
     Unknown(Value),
 }
@@ -298,7 +300,7 @@ impl<'de> Deserialize<'de> for ContentPart {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TextPart {
     pub text: String,
-    /// A prompt-cache marker, kept for Messages conversions (F-07..F-10).
+    /// A prompt-cache marker, kept for Messages conversions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_control: Option<CacheControl>,
 }
@@ -308,7 +310,7 @@ pub struct RefusalPart {
     pub refusal: String,
 }
 
-/// `{type: "input_image", image_url | file_id, detail?}` (GP-02).
+/// `{type: "input_image", image_url | file_id, detail?}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct InputImagePart {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -377,6 +379,7 @@ pub struct ImagePart {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ImageSource {
     Base64 { media_type: String, data: String },
     Url { url: String },
@@ -480,6 +483,7 @@ pub enum ToolChoice {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ToolChoiceMode {
     Auto,
     None,
@@ -541,6 +545,7 @@ pub struct TextParam {
 /// beside `type` (no nested `json_schema`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum TextFormat {
     Text,
     JsonObject,
