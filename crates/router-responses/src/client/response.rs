@@ -96,16 +96,16 @@ pub(crate) fn response(resp: &Response, ctx: &ReplyContext<'_>) -> Vec<u8> {
 /// The `id`, `model` and `created_at` of the router's response object.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct ResponseHead<'a> {
-    pub id: &'a str,
-    pub model: &'a str,
-    pub created: i64,
+    pub(crate) id: &'a str,
+    pub(crate) model: &'a str,
+    pub(crate) created: i64,
 }
 
 /// The final `status` for a stop reason, and the incomplete reason if any.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Finish {
-    pub status: &'static str,
-    pub incomplete: Option<&'static str>,
+    pub(crate) status: &'static str,
+    pub(crate) incomplete: Option<&'static str>,
 }
 
 impl Finish {

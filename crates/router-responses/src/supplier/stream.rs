@@ -29,8 +29,11 @@ use serde_json::Value;
 /// Turns a Responses supplier's SSE frames into canonical stream events. One per stream.
 ///
 /// `Default` reads a stream without usage as zero usage;
-/// `ResponsesSupplier::decoder` makes one that follows the codec's
-/// `require_usage`.
+/// [`ResponsesSupplier::decoder`](crate::ResponsesSupplier::decoder) makes
+/// one that follows the codec's `require_usage`. Through
+/// [`SupplierStreamDecoder::decode`], errors are sorted into a
+/// [`SupplierError`]; [`StreamDecoder::decode_frame`] keeps the typed
+/// [`DecodeError`].
 #[derive(Debug, Default)]
 pub struct StreamDecoder {
     /// Whether a stream finished without usage is invalid.
