@@ -840,3 +840,26 @@ fn what_the_parser_keeps() {
     assert_eq!(req.messages[0].role, Role::System);
     assert_eq!(req.messages[0].joined_text(), "Be brief");
 }
+
+#[test]
+fn string_or_array_members_say_what_they_expect() {
+    let err = parse_request(&with("input", json!(5))).unwrap_err();
+    assert_eq!(err.param.as_deref(), Some("input"));
+    assert!(
+        err.message
+            .contains("expected a string or an array of input items"),
+        "{}",
+        err.message
+    );
+    let err = parse_request(&item(json!({"role": "user", "content": 5}))).unwrap_err();
+    assert_eq!(err.param.as_deref(), Some("input[0].content"));
+    assert!(
+        err.message
+            .contains("expected a string or an array of content parts"),
+        "{}",
+        err.message
+    );
+    // An element of the array is named by its index.
+    let err = parse_request(&item(json!({"role": "user", "content": [5]}))).unwrap_err();
+    assert_eq!(err.param.as_deref(), Some("input[0].content[0]"));
+}
