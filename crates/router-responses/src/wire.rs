@@ -4,8 +4,8 @@
 //! router sends a Responses supplier are both [`request::ResponsesRequest`]; a
 //! supplier's reply and the router's reply to its client are both
 //! [`response::ResponseObject`], and stream events are [`event`] types.
-//! Conversion to and from the canonical model is written by hand in
-//! `from_wire.rs` and `to_wire.rs`.
+//! Conversion to and from the canonical model is written by hand, in
+//! [`crate::client`] and [`crate::supplier`].
 //!
 //! Open world: the request keeps unknown top-level fields in a
 //! `#[serde(flatten)]` map; input items, content parts, output items and

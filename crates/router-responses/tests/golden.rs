@@ -10,13 +10,26 @@
 //! Besides the comparison, every client stream is checked for the protocol's
 //! own rules: each SSE `event:` name equals its data's `type`, and
 //! `sequence_number` counts 0, 1, 2, ... (C-10, GP-04).
+//!
+//! Per case, `fixtures/responses/<case>/` holds the client `request.json`,
+//! the parsed `canonical.json`, the `upstream_request.json` sent to a
+//! supplier, a `supplier_response.json` with its `canonical_response.json`
+//! and the client `response.json`, and for streams `supplier_stream.sse`,
+//! `canonical_events.json` and `client_stream.sse`. To regenerate the
+//! expectations after an intended change, run
+//! `UPDATE_GOLDEN=1 cargo test -p router-responses --test golden` and review
+//! the diff.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "helpers outside #[test] functions: a panic is the failure report"
+)]
 
-use router_canonical::{NanoUsd, StreamEvent};
+use router_canonical::codec::finish_of;
 use router_responses::{
-    ResponseContext, StreamContext, StreamDecoder, StreamEncoder, decode_response, encode_request,
-    encode_response, parse_request,
+    ClientCodec, ClientStreamEncoder, NanoUsd, ReplyContext, ResponsesClient, ResponsesSupplier,
+    StreamContext, StreamEnd, SupplierCodec, SupplierTarget,
 };
 use router_wire_testkit::golden::{self, Golden, frame_values, frames};
 use serde_json::Value;
@@ -28,6 +41,10 @@ const ROUTER_ID: &str = "resp_router0001";
 const CREATED: i64 = 1_735_689_600;
 /// $0.000123456: shows `usage.cost` keeps all nine fraction digits.
 const COST: NanoUsd = NanoUsd(123_456);
+/// The supplier codec as a gateway that bills by usage sets it.
+const SUPPLIER: ResponsesSupplier = ResponsesSupplier {
+    require_usage: true,
+};
 
 /// The Responses stream rules every client stream must keep.
 fn check_client_stream(case: &Path, bytes: &[u8]) {
@@ -72,14 +89,19 @@ fn check_client_stream(case: &Path, bytes: &[u8]) {
 
 fn run_case(case: &Path, golden: &mut Golden) {
     let request = fs::read(case.join("request.json")).expect("every case has a request.json");
-    let canonical = parse_request(&request)
+    let (canonical, ()) = ResponsesClient
+        .parse_request(&(), &request)
         .unwrap_or_else(|err| panic!("{}: request rejected: {err:?}", case.display()));
     golden.json(
         case,
         "canonical.json",
         &serde_json::to_value(&canonical).unwrap(),
     );
-    let upstream = encode_request(&canonical, UPSTREAM_MODEL).unwrap();
+    let target = SupplierTarget {
+        model: UPSTREAM_MODEL,
+        default_max_output_tokens: None,
+    };
+    let upstream = SUPPLIER.encode_request(&canonical, &target).unwrap();
     golden.json(
         case,
         "upstream_request.json",
@@ -87,33 +109,35 @@ fn run_case(case: &Path, golden: &mut Golden) {
     );
 
     if let Ok(body) = fs::read(case.join("supplier_response.json")) {
-        let response = decode_response(&body)
+        let response = SUPPLIER
+            .decode_reply(&body)
             .unwrap_or_else(|err| panic!("{}: supplier reply rejected: {err}", case.display()));
         golden.json(
             case,
             "canonical_response.json",
             &serde_json::to_value(&response).unwrap(),
         );
-        let ctx = ResponseContext {
+        let ctx = ReplyContext {
             id: ROUTER_ID,
             model: &canonical.model,
             created: CREATED,
-            cost: COST,
+            cost: Some(COST),
         };
         golden.json(
             case,
             "response.json",
-            &serde_json::from_slice(&encode_response(&response, &ctx)).unwrap(),
+            &serde_json::from_slice(&ResponsesClient.encode_response(&response, &ctx, &()))
+                .unwrap(),
         );
     }
 
     if let Ok(sse) = fs::read(case.join("supplier_stream.sse")) {
-        let mut decoder = StreamDecoder::new();
+        let mut decoder = SUPPLIER.decoder();
         let mut events = Vec::new();
         for frame in frames(&sse) {
             events.extend(
                 decoder
-                    .decode(&frame)
+                    .decode_frame(&frame)
                     .unwrap_or_else(|err| panic!("{}: stream rejected: {err}", case.display())),
             );
         }
@@ -127,18 +151,23 @@ fn run_case(case: &Path, golden: &mut Golden) {
             "canonical_events.json",
             &serde_json::to_value(&events).unwrap(),
         );
-        let mut encoder = StreamEncoder::new(StreamContext {
+        let ctx = StreamContext {
             id: ROUTER_ID.to_owned(),
             model: canonical.model.clone(),
             created: CREATED,
-        });
+        };
+        let mut encoder = ResponsesClient.stream_encoder(ctx, ());
         let mut out = Vec::new();
         for event in &events {
-            match event {
-                StreamEvent::Finish {
-                    stop_reason, usage, ..
-                } => encoder.encode_finish(stop_reason, usage, COST, &mut out),
-                other => encoder.encode(other, &mut out),
+            match finish_of(event) {
+                Some(end) => encoder.finish(
+                    &StreamEnd {
+                        cost: Some(COST),
+                        ..end
+                    },
+                    &mut out,
+                ),
+                None => encoder.event(event, &mut out),
             }
         }
         check_client_stream(case, &out);

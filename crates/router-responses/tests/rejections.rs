@@ -2,12 +2,16 @@
 //! the boundaries that must pass (requirements C-01..C-16, F-18..F-28,
 //! CF-01/07/09, GP-49).
 
-#![allow(clippy::unwrap_used)] // test code: a panic is the failure report
-
 use router_canonical::{Protocol, ResponseFormat, Role};
-use router_responses::parse_request;
+use router_responses::{ApiError, ClientCodec, Request, ResponsesClient};
 use router_wire_testkit::rejection;
 use serde_json::{Value, json};
+
+fn parse_request(body: &[u8]) -> Result<Request, ApiError> {
+    ResponsesClient
+        .parse_request(&(), body)
+        .map(|(request, ())| request)
+}
 
 fn base() -> Value {
     json!({"model": "m", "input": [{"role": "user", "content": "hi"}]})
@@ -835,4 +839,27 @@ fn what_the_parser_keeps() {
     let req = parse_request(&with("instructions", json!("Be brief"))).unwrap();
     assert_eq!(req.messages[0].role, Role::System);
     assert_eq!(req.messages[0].joined_text(), "Be brief");
+}
+
+#[test]
+fn string_or_array_members_say_what_they_expect() {
+    let err = parse_request(&with("input", json!(5))).unwrap_err();
+    assert_eq!(err.param.as_deref(), Some("input"));
+    assert!(
+        err.message
+            .contains("expected a string or an array of input items"),
+        "{}",
+        err.message
+    );
+    let err = parse_request(&item(json!({"role": "user", "content": 5}))).unwrap_err();
+    assert_eq!(err.param.as_deref(), Some("input[0].content"));
+    assert!(
+        err.message
+            .contains("expected a string or an array of content parts"),
+        "{}",
+        err.message
+    );
+    // An element of the array is named by its index.
+    let err = parse_request(&item(json!({"role": "user", "content": [5]}))).unwrap_err();
+    assert_eq!(err.param.as_deref(), Some("input[0].content[0]"));
 }

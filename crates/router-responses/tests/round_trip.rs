@@ -14,20 +14,34 @@
 //! Refusal parts (which also set `native_only`) are covered by the unit
 //! tests in `supplier_replies.rs`.
 
-#![allow(clippy::unwrap_used)] // test code: a panic is the failure report
-
 use proptest::prelude::*;
 use router_canonical::request::NativeFields;
 use router_canonical::{
     ContentPart, ImageSource, Message, Protocol, Reasoning, Request, Role, Sampling,
 };
-use router_responses::{encode_request, parse_request};
+use router_responses::{
+    ApiError, ClientCodec, ResponsesClient, ResponsesSupplier, SupplierCodec, SupplierTarget,
+};
 use router_wire_testkit::strategy::{
     cache_control, ident, quarter, response_format, text, text_part, tool, tool_choice,
 };
 use serde_json::{Map, Value, json};
 
 const UPSTREAM: &str = "supplier-model";
+
+fn parse_request(body: &[u8]) -> Result<Request, ApiError> {
+    ResponsesClient
+        .parse_request(&(), body)
+        .map(|(request, ())| request)
+}
+
+fn encode_request(request: &Request, model: &str) -> Result<Vec<u8>, ApiError> {
+    let target = SupplierTarget {
+        model,
+        default_max_output_tokens: None,
+    };
+    ResponsesSupplier::default().encode_request(request, &target)
+}
 
 fn plain_text(text: String) -> ContentPart {
     ContentPart::Text {

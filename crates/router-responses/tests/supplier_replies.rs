@@ -1,19 +1,80 @@
 //! Reading Responses suppliers (JSON and SSE) and the corners of the encoders.
 
-#![allow(clippy::unwrap_used)] // test code: a panic is the failure report
+#![expect(
+    clippy::unwrap_used,
+    reason = "helpers outside #[test] functions: a panic is the failure report"
+)]
 
 use router_canonical::request::NativeFields;
 use router_canonical::sse::{Decoder, Frame};
 use router_canonical::{
     ApiError, BlockDelta, BlockKind, CacheControl, ContentPart, ErrorCode, ImageSource, Message,
     NanoUsd, OutputBlock, Protocol, Request, Response, Role, StopReason, StreamEvent,
-    ThinkingConfig, ThinkingMode, Tool, Usage,
+    SupplierFailure, ThinkingConfig, ThinkingMode, Tool, Usage,
 };
 use router_responses::{
-    DecodeError, ResponseContext, StreamContext, StreamDecoder, StreamEncoder, decode_response,
-    encode_request, encode_response, error_body, parse_request,
+    ClientCodec, ClientStreamEncoder, DecodeError, InvalidJson, ReplyContext, ResponsesClient,
+    ResponsesSupplier, StreamContext, StreamEncoder, StreamEnd, SupplierCodec, SupplierError,
+    SupplierTarget,
 };
 use serde_json::{Value, json};
+
+/// The supplier codec as a gateway that bills by usage sets it.
+const SUPPLIER: ResponsesSupplier = ResponsesSupplier {
+    require_usage: true,
+};
+
+fn parse_request(body: &[u8]) -> Result<Request, ApiError> {
+    ResponsesClient
+        .parse_request(&(), body)
+        .map(|(request, ())| request)
+}
+
+fn encode_request(request: &Request, model: &str) -> Result<Vec<u8>, ApiError> {
+    let target = SupplierTarget {
+        model,
+        default_max_output_tokens: None,
+    };
+    SUPPLIER.encode_request(request, &target)
+}
+
+fn decode_response(body: &[u8]) -> Result<Response, DecodeError> {
+    SUPPLIER.decode_reply(body)
+}
+
+fn encode_response(response: &Response, ctx: &ReplyContext<'_>) -> Vec<u8> {
+    ResponsesClient.encode_response(response, ctx, &())
+}
+
+fn error_body(error: &ApiError) -> Vec<u8> {
+    ResponsesClient.error_body(error)
+}
+
+/// End a client stream with a charge.
+fn finish(
+    encoder: &mut StreamEncoder,
+    stop_reason: &StopReason,
+    usage: &Usage,
+    cost: NanoUsd,
+    out: &mut Vec<u8>,
+) {
+    let end = StreamEnd {
+        stop_reason,
+        stop_sequence: None,
+        usage,
+        cost: Some(cost),
+    };
+    encoder.finish(&end, out);
+}
+
+/// The kind a gateway decides on: `reported`, `unsupported` or `invalid`.
+fn kind(err: &DecodeError) -> &'static str {
+    match SupplierError::from(err.clone()) {
+        SupplierError::Reported(_) => "reported",
+        SupplierError::Unsupported(_) => "unsupported",
+        _ => "invalid",
+    }
+}
 
 fn usage(input: u64, output: u64) -> Value {
     json!({"input_tokens": input, "input_tokens_details": {"cached_tokens": 0},
@@ -158,12 +219,12 @@ fn invalid_replies_are_typed_errors() {
     type Case = (&'static str, Vec<u8>, fn(&DecodeError) -> bool);
     let cases: Vec<Case> = vec![
         ("not JSON", b"<html>".to_vec(), |e| {
-            matches!(e, DecodeError::InvalidJson { .. })
+            matches!(e, DecodeError::InvalidJson(_))
         }),
         (
             "wrong shape",
             br#"{"output": 1}"#.to_vec(),
-            |e| matches!(e, DecodeError::InvalidJson { path, .. } if path == "output"),
+            |e| matches!(e, DecodeError::InvalidJson(InvalidJson { path, .. }) if path == "output"),
         ),
         (
             "no usage",
@@ -195,7 +256,7 @@ fn invalid_replies_are_typed_errors() {
                 json!([message("a")]),
                 json!({"input_tokens": -1, "output_tokens": 1}),
             ),
-            |e| matches!(e, DecodeError::InvalidJson { path, .. } if path == "usage.input_tokens"),
+            |e| matches!(e, DecodeError::InvalidJson(InvalidJson { path, .. }) if path == "usage.input_tokens"),
         ),
         (
             "unknown output item (CF-08)",
@@ -223,7 +284,7 @@ fn invalid_replies_are_typed_errors() {
                 json!([{"type": "message", "content": [{"type": "output_text", "text": 1}]}]),
                 usage(1, 1),
             ),
-            |e| matches!(e, DecodeError::InvalidJson { path, .. } if path == "output[0].content[0].text"),
+            |e| matches!(e, DecodeError::InvalidJson(InvalidJson { path, .. }) if path == "output[0].content[0].text"),
         ),
         (
             "function call without name",
@@ -232,7 +293,7 @@ fn invalid_replies_are_typed_errors() {
                 json!([{"type": "function_call", "call_id": "c", "arguments": ""}]),
                 usage(1, 1),
             ),
-            |e| matches!(e, DecodeError::InvalidJson { path, .. } if path == "output[0].name"),
+            |e| matches!(e, DecodeError::InvalidJson(InvalidJson { path, .. }) if path == "output[0].name"),
         ),
         (
             "still in progress",
@@ -245,11 +306,15 @@ fn invalid_replies_are_typed_errors() {
             Ok(r) => panic!("{name}: accepted {r:?}"),
             Err(e) => {
                 assert!(check(&e), "{name}: {e:?}");
-                assert_eq!(
-                    e.api_error().code,
-                    ErrorCode::InvalidUpstreamResponse,
-                    "{name}"
-                );
+                let expected = if matches!(
+                    e,
+                    DecodeError::UnknownOutputItem { .. } | DecodeError::UnknownContent { .. }
+                ) {
+                    "unsupported"
+                } else {
+                    "invalid"
+                };
+                assert_eq!(kind(&e), expected, "{name}");
             }
         }
     }
@@ -271,9 +336,21 @@ fn a_failed_reply_is_the_suppliers_error() {
             message: Some("secret upstream detail".into())
         }
     );
-    let public = err.api_error();
-    assert_eq!(public.code, ErrorCode::UpstreamError);
-    assert!(!public.message.contains("secret"), "P-08: no supplier text");
+    // The supplier's own failure, kept as data (P-08: the gateway decides
+    // what a client sees; the text is never in the error's own message).
+    assert!(
+        !err.to_string().contains("secret"),
+        "P-08: no supplier text"
+    );
+    assert_eq!(
+        SupplierError::from(err),
+        SupplierError::Reported(SupplierFailure {
+            status: None,
+            kind: None,
+            code: Some("server_error".into()),
+            message: Some("secret upstream detail".into()),
+        })
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -300,10 +377,10 @@ fn completed(status: &str, details: Value) -> Frame {
 }
 
 fn decode_all(frames: &[Frame]) -> Result<Vec<StreamEvent>, DecodeError> {
-    let mut decoder = StreamDecoder::new();
+    let mut decoder = SUPPLIER.decoder();
     let mut events = Vec::new();
     for frame in frames {
-        events.extend(decoder.decode(frame)?);
+        events.extend(decoder.decode_frame(frame)?);
     }
     assert!(decoder.is_finished());
     Ok(events)
@@ -629,21 +706,21 @@ fn broken_streams_are_typed_errors() {
                 event: None,
                 data: "{oops".into(),
             }],
-            |e| matches!(e, DecodeError::InvalidJson { .. }),
+            |e| matches!(e, DecodeError::InvalidJson(_)),
         ),
         (
             "malformed member",
             vec![event(
                 json!({"type": "response.output_text.delta", "output_index": "zero"}),
             )],
-            |e| matches!(e, DecodeError::InvalidJson { path, .. } if path == "output_index"),
+            |e| matches!(e, DecodeError::InvalidJson(InvalidJson { path, .. }) if path == "output_index"),
         ),
     ];
     for (name, frames, check) in cases {
-        let mut decoder = StreamDecoder::new();
+        let mut decoder = SUPPLIER.decoder();
         let mut result = Ok(());
         for frame in &frames {
-            if let Err(err) = decoder.decode(frame) {
+            if let Err(err) = decoder.decode_frame(frame) {
                 result = Err(err);
                 break;
             }
@@ -652,12 +729,14 @@ fn broken_streams_are_typed_errors() {
             Ok(()) => panic!("{name}: accepted"),
             Err(e) => {
                 assert!(check(&e), "{name}: {e:?}");
-                let expected = if matches!(e, DecodeError::SupplierError { .. }) {
-                    ErrorCode::UpstreamError
-                } else {
-                    ErrorCode::InvalidUpstreamResponse
+                let expected = match e {
+                    DecodeError::SupplierError { .. } => "reported",
+                    DecodeError::UnknownOutputItem { .. } | DecodeError::UnknownContent { .. } => {
+                        "unsupported"
+                    }
+                    _ => "invalid",
                 };
-                assert_eq!(e.api_error().code, expected, "{name}");
+                assert_eq!(kind(&e), expected, "{name}");
             }
         }
     }
@@ -910,11 +989,11 @@ fn response(output: Vec<OutputBlock>, stop_reason: StopReason) -> Response {
     }
 }
 
-const CTX: ResponseContext<'static> = ResponseContext {
+const CTX: ReplyContext<'static> = ReplyContext {
     id: "resp_abc",
     model: "acme/m",
     created: 1_700_000_000,
-    cost: NanoUsd(2_500_000),
+    cost: Some(NanoUsd(2_500_000)),
 };
 
 /// The members the OpenAI SDKs' `Response` model requires.
@@ -1099,19 +1178,25 @@ fn streamed_blocks_become_items_and_the_finish_carries_cost() {
     events.push(StreamEvent::Usage {
         usage: Usage::default(),
     });
-    let mut encoder = StreamEncoder::new(stream_ctx());
+    let mut encoder = ResponsesClient.stream_encoder(stream_ctx(), ());
     let mut out = Vec::new();
     for e in &events {
-        encoder.encode(e, &mut out);
+        encoder.event(e, &mut out);
     }
     let usage = Usage {
         input_tokens: 5,
         output_tokens: 3,
         ..Usage::default()
     };
-    encoder.encode_finish(&StopReason::ToolUse, &usage, NanoUsd(7), &mut out);
+    finish(
+        &mut encoder,
+        &StopReason::ToolUse,
+        &usage,
+        NanoUsd(7),
+        &mut out,
+    );
     // Nothing is written after the end.
-    encoder.encode(
+    encoder.event(
         &StreamEvent::BlockStart {
             index: 9,
             block: BlockKind::Text,
@@ -1158,12 +1243,13 @@ fn streamed_blocks_become_items_and_the_finish_carries_cost() {
 
 #[test]
 fn a_streamed_length_stop_ends_with_response_incomplete() {
-    let mut encoder = StreamEncoder::new(stream_ctx());
+    let mut encoder = ResponsesClient.stream_encoder(stream_ctx(), ());
     let mut out = Vec::new();
     for e in block(0, BlockKind::Text, &[BlockDelta::Text("cut".into())]) {
-        encoder.encode(&e, &mut out);
+        encoder.event(&e, &mut out);
     }
-    encoder.encode_finish(
+    finish(
+        &mut encoder,
         &StopReason::MaxTokens,
         &Usage::default(),
         NanoUsd(0),
@@ -1181,7 +1267,7 @@ fn a_streamed_length_stop_ends_with_response_incomplete() {
 
 #[test]
 fn thinking_streams_as_a_reasoning_summary() {
-    let mut encoder = StreamEncoder::new(stream_ctx());
+    let mut encoder = ResponsesClient.stream_encoder(stream_ctx(), ());
     let mut out = Vec::new();
     for e in block(
         0,
@@ -1192,9 +1278,10 @@ fn thinking_streams_as_a_reasoning_summary() {
             BlockDelta::Signature("sig".into()),
         ],
     ) {
-        encoder.encode(&e, &mut out);
+        encoder.event(&e, &mut out);
     }
-    encoder.encode_finish(
+    finish(
+        &mut encoder,
         &StopReason::EndTurn,
         &Usage::default(),
         NanoUsd(0),
@@ -1224,23 +1311,23 @@ fn thinking_streams_as_a_reasoning_summary() {
 
 #[test]
 fn a_failure_mid_stream_ends_with_error_and_response_failed() {
-    let mut encoder = StreamEncoder::new(stream_ctx());
+    let mut encoder = ResponsesClient.stream_encoder(stream_ctx(), ());
     let mut out = Vec::new();
-    encoder.encode(
+    encoder.event(
         &StreamEvent::Start {
             id: "s".into(),
             model: "m".into(),
         },
         &mut out,
     );
-    encoder.encode(
+    encoder.event(
         &StreamEvent::BlockStart {
             index: 0,
             block: BlockKind::Text,
         },
         &mut out,
     );
-    encoder.encode(
+    encoder.event(
         &StreamEvent::Delta {
             index: 0,
             delta: BlockDelta::Text("partial".into()),
@@ -1251,8 +1338,9 @@ fn a_failure_mid_stream_ends_with_error_and_response_failed() {
         ErrorCode::InvalidUpstreamResponse,
         "the upstream supplier returned an invalid response",
     );
-    encoder.encode_error(&error, &mut out);
-    encoder.encode_finish(
+    encoder.error(&error, &mut out);
+    finish(
+        &mut encoder,
         &StopReason::EndTurn,
         &Usage::default(),
         NanoUsd(0),
@@ -1272,9 +1360,9 @@ fn a_failure_mid_stream_ends_with_error_and_response_failed() {
     assert_sdk_shape(&failed["response"]);
 
     // A rate limit keeps its meaning in the closed list of codes.
-    let mut encoder = StreamEncoder::new(stream_ctx());
+    let mut encoder = ResponsesClient.stream_encoder(stream_ctx(), ());
     let mut out = Vec::new();
-    encoder.encode_error(
+    encoder.error(
         &ApiError::new(ErrorCode::ApiKeySpendLimitExceeded, "limit"),
         &mut out,
     );

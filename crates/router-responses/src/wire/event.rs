@@ -15,6 +15,7 @@ use serde_json::Value;
 /// One event of the router's client stream.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type")]
+#[non_exhaustive]
 pub enum ServerEvent {
     #[serde(rename = "response.created")]
     Created {

@@ -3,12 +3,14 @@
 //!
 //! Types here check JSON *shape* only (serde reports the path of a wrong
 //! type); value rules (ranges, conflicts, statelessness, unsupported media and
-//! tools) live in `from_wire.rs` so every rejection names its parameter the
-//! same way.
+//! tools) are checked by [`crate::ResponsesClient`] so every rejection names
+//! its parameter the same way.
 
 use super::required_tag;
-use router_canonical::parse::{ObjectVisitor, nested_message, optional_tag, typed};
-use serde::de::{self, IntoDeserializer, MapAccess, SeqAccess, Visitor};
+use router_canonical::parse::{
+    ObjectVisitor, StringOrSeq, nested_message, optional_tag, string_or_seq, typed,
+};
+use serde::de::{self, IntoDeserializer, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 use std::fmt;
@@ -58,10 +60,10 @@ pub struct ResponsesRequest {
     pub user: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub safety_identifier: Option<String>,
-    /// Server-side state: always rejected when not null (GP-49).
+    /// Server-side state: always rejected when not null.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub previous_response_id: Option<String>,
-    /// Server-side state: always rejected when not null (GP-49).
+    /// Server-side state: always rejected when not null.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub conversation: Option<Value>,
     /// Asynchronous stored responses: `true` is rejected.
@@ -70,7 +72,7 @@ pub struct ResponsesRequest {
     /// A stored prompt template of the caller's OpenAI account: rejected.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prompt: Option<Value>,
-    /// Every other top-level property (accepted, then vetted: CF-03).
+    /// Every other top-level property (accepted, then vetted).
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -93,27 +95,12 @@ impl Serialize for Input {
 
 impl<'de> Deserialize<'de> for Input {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct InputVisitor;
-        impl<'de> Visitor<'de> for InputVisitor {
-            type Value = Input;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string or an array of input items")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Input::Text(v.to_owned()))
-            }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-                Ok(Input::Text(v))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1024));
-                while let Some(item) = seq.next_element::<InputItem>()? {
-                    items.push(item);
-                }
-                Ok(Input::Items(items))
-            }
-        }
-        d.deserialize_any(InputVisitor)
+        Ok(
+            match string_or_seq(d, "a string or an array of input items")? {
+                StringOrSeq::String(text) => Input::Text(text),
+                StringOrSeq::Seq(items) => Input::Items(items),
+            },
+        )
     }
 }
 
@@ -121,6 +108,7 @@ impl<'de> Deserialize<'de> for Input {
 /// typed; every other one (`item_reference`, hosted-tool calls, ...) is kept
 /// whole in `Other` for the validator to name and reject.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum InputItem {
     Message(MessageItem),
     FunctionCall(FunctionCallItem),
@@ -225,27 +213,12 @@ impl Serialize for MessageContent {
 
 impl<'de> Deserialize<'de> for MessageContent {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct ContentVisitor;
-        impl<'de> Visitor<'de> for ContentVisitor {
-            type Value = MessageContent;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string or an array of content parts")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(MessageContent::Text(v.to_owned()))
-            }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-                Ok(MessageContent::Text(v))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let mut parts = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1024));
-                while let Some(part) = seq.next_element::<ContentPart>()? {
-                    parts.push(part);
-                }
-                Ok(MessageContent::Parts(parts))
-            }
-        }
-        d.deserialize_any(ContentVisitor)
+        Ok(
+            match string_or_seq(d, "a string or an array of content parts")? {
+                StringOrSeq::String(text) => MessageContent::Text(text),
+                StringOrSeq::Seq(parts) => MessageContent::Parts(parts),
+            },
+        )
     }
 }
 
@@ -253,6 +226,7 @@ impl<'de> Deserialize<'de> for MessageContent {
 /// typed; any other `type` (`input_file`, `input_audio`, ...) is kept whole
 /// in `Unknown` for the validator to name.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum ContentPart {
     InputText(TextPart),
     /// Assistant text replayed from an earlier response.
@@ -260,9 +234,9 @@ pub enum ContentPart {
     Refusal(RefusalPart),
     InputImage(InputImagePart),
     /// Chat-style `{type: "image_url", image_url}`, accepted for clients that
-    /// send it to every OpenAI surface (C-12); sent on as `input_image`.
+    /// send it to every OpenAI surface; sent on as `input_image`.
     ImageUrl(ImageUrlPart),
-    /// Anthropic-style `{type: "image", source}` (C-12); sent on as `input_image`.
+    /// Anthropic-style `{type: "image", source}`; sent on as `input_image`.
     Image(ImagePart),
     Unknown(Value),
 }
@@ -326,7 +300,7 @@ impl<'de> Deserialize<'de> for ContentPart {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TextPart {
     pub text: String,
-    /// A prompt-cache marker, kept for Messages conversions (F-07..F-10).
+    /// A prompt-cache marker, kept for Messages conversions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_control: Option<CacheControl>,
 }
@@ -336,7 +310,7 @@ pub struct RefusalPart {
     pub refusal: String,
 }
 
-/// `{type: "input_image", image_url | file_id, detail?}` (GP-02).
+/// `{type: "input_image", image_url | file_id, detail?}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct InputImagePart {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -405,6 +379,7 @@ pub struct ImagePart {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ImageSource {
     Base64 { media_type: String, data: String },
     Url { url: String },
@@ -508,6 +483,7 @@ pub enum ToolChoice {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ToolChoiceMode {
     Auto,
     None,
@@ -569,6 +545,7 @@ pub struct TextParam {
 /// beside `type` (no nested `json_schema`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum TextFormat {
     Text,
     JsonObject,

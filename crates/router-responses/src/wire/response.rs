@@ -104,8 +104,9 @@ pub struct IncompleteDetails {
 }
 
 /// One item of `output`. Unknown item types are kept whole so the decoder can
-/// reject them by name (CF-08).
+/// reject them by name.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum OutputItem {
     Message(OutputMessage),
     FunctionCall(FunctionCallOutput),
@@ -190,6 +191,7 @@ pub struct FunctionCallOutput {
 
 /// A content part of an output message.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum OutputContent {
     OutputText(OutputText),
     Refusal(OutputRefusal),
@@ -262,8 +264,8 @@ pub struct ResponseUsage {
     pub output_tokens_details: Option<OutputTokensDetails>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_tokens: Option<u64>,
-    /// The router's settled charge in USD (GP-03); a supplier's own `cost`
-    /// is read and ignored.
+    /// The charge in USD, written when the reply states one; a supplier's
+    /// own `cost` is read and ignored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<Value>,
 }

@@ -1,5 +1,4 @@
-//! Wire -> canonical: validate a client's Responses request, read a
-//! supplier's reply.
+//! A client's Responses request, validated into the canonical model.
 //!
 //! Every rejection of a client request is a 400 `invalid_parameter` whose
 //! `param` is the path of the offending field (`input[1].content[0].text`),
@@ -35,38 +34,18 @@
 //!   Responses [`ContentPart::Opaque`] part and makes the request
 //!   native-only: only a Responses route carries it without loss.
 
-use crate::error::DecodeError;
+use crate::convert::{NATIVE_ALLOWLIST, VERBOSITY, thinking};
 use crate::wire::request::{
     self as wire, ContentPart as WirePart, Input, InputItem, MessageContent, MessageItem,
-    MessageRole, ReasoningItem, ResponsesRequest, TextFormat, ToolChoiceMode,
-};
-use crate::wire::response::{
-    IncompleteDetails, OutputContent, OutputItem, ResponseObject, ResponseUsage,
+    MessageRole, ResponsesRequest, TextFormat, ToolChoiceMode,
 };
 use router_canonical::parse::{self, IMAGE_MEDIA_TYPES, check_image_url, in_range};
 use router_canonical::request::NativeFields;
 use router_canonical::{
-    ApiError, CacheControl, ContentPart, ImageSource, Message, OutputBlock, PromptCacheMode,
-    Protocol, Reasoning, Request, Response, ResponseFormat, Role, Sampling, StopReason, Tool,
-    ToolChoice, Usage,
+    ApiError, CacheControl, ContentPart, ImageSource, Message, PromptCacheMode, Protocol,
+    Reasoning, Request, ResponseFormat, Role, Sampling, Tool, ToolChoice,
 };
 use serde_json::{Map, Value};
-
-/// Unknown top-level fields that are forwarded to Responses suppliers (CF-03).
-/// Everything else unknown is accepted and dropped; `service_tier`,
-/// `max_tool_calls`, `stream_options` and the like are never forwarded.
-/// `text.verbosity` travels as the native field `verbosity`.
-pub(crate) const NATIVE_ALLOWLIST: [&str; 6] = [
-    "metadata",
-    "truncation",
-    "include",
-    "top_logprobs",
-    "prompt_cache_key",
-    "prompt_cache_retention",
-];
-
-/// The native field that carries `text.verbosity`.
-pub(crate) const VERBOSITY: &str = "verbosity";
 
 /// Content-part types that carry media other than images (CF-09).
 const MEDIA_PARTS: [&str; 7] = [
@@ -78,12 +57,6 @@ const MEDIA_PARTS: [&str; 7] = [
     "video_url",
     "document",
 ];
-
-/// The separator between reasoning summary parts in one thinking text.
-pub(crate) const SUMMARY_SEPARATOR: &str = "\n\n";
-
-// ---------------------------------------------------------------------------
-// Client request
 
 pub(crate) fn request(body: &[u8]) -> Result<Request, ApiError> {
     convert_request(parse::request_body(body)?)
@@ -372,21 +345,6 @@ fn input_item(
         }
     }
     Ok(())
-}
-
-/// A reasoning item's thinking text and signature (see the module docs).
-pub(crate) fn thinking(item: ReasoningItem) -> (String, Option<String>) {
-    let texts = if item.summary.is_empty() {
-        item.content.unwrap_or_default()
-    } else {
-        item.summary
-    };
-    let text = texts
-        .into_iter()
-        .map(|t| t.text)
-        .collect::<Vec<_>>()
-        .join(SUMMARY_SEPARATOR);
-    (text, item.encrypted_content)
 }
 
 fn message_content(
@@ -694,164 +652,4 @@ fn native_fields(
         fields,
         betas: Vec::new(),
     }))
-}
-
-// ---------------------------------------------------------------------------
-// Supplier reply
-
-pub(crate) fn response(body: &[u8]) -> Result<Response, DecodeError> {
-    let mut de = serde_json::Deserializer::from_slice(body);
-    let wire: ResponseObject =
-        serde_path_to_error::deserialize(&mut de).map_err(DecodeError::json)?;
-    de.end().map_err(|err| DecodeError::InvalidJson {
-        path: ".".to_owned(),
-        message: err.to_string(),
-    })?;
-    check_status(&wire)?;
-    let usage = usage(wire.usage.as_ref().ok_or(DecodeError::MissingUsage)?)?;
-    let mut output = Vec::with_capacity(wire.output.len());
-    for (i, item) in wire.output.into_iter().enumerate() {
-        output_item(&format!("output[{i}]"), item, &mut output)?;
-    }
-    let called_tools = output
-        .iter()
-        .any(|b| matches!(b, OutputBlock::ToolCall { .. }));
-    Ok(Response {
-        id: wire.id,
-        model: wire.model,
-        output,
-        stop_reason: stop_reason(
-            wire.status.as_deref(),
-            wire.incomplete_details.as_ref(),
-            called_tools,
-        ),
-        // Responses has no stop sequences.
-        stop_sequence: None,
-        usage,
-        created: unix_seconds(&wire.created_at),
-    })
-}
-
-/// A finished reply is `completed` or `incomplete` (or says nothing);
-/// `failed` is the supplier's error, anything else is not a final reply.
-pub(crate) fn check_status(wire: &ResponseObject) -> Result<(), DecodeError> {
-    match wire.status.as_deref() {
-        None | Some("completed" | "incomplete") => Ok(()),
-        Some("failed") => Err(supplier_failure(wire)),
-        Some(other) => Err(DecodeError::UnexpectedStatus {
-            status: other.to_owned(),
-        }),
-    }
-}
-
-/// The supplier's failure, from a failed response's `error`.
-pub(crate) fn supplier_failure(wire: &ResponseObject) -> DecodeError {
-    DecodeError::SupplierError {
-        kind: None,
-        code: wire.error.as_ref().and_then(|e| e.code.clone()),
-        message: wire.error.as_ref().map(|e| e.message.clone()),
-    }
-}
-
-pub(crate) fn unix_seconds(n: &serde_json::Number) -> i64 {
-    match n.as_i64() {
-        Some(s) => s,
-        // Whole seconds; `as` saturates, and the value is informational.
-        None => n.as_f64().map_or(0, |f| f as i64),
-    }
-}
-
-/// The canonical blocks of one output item, appended in order.
-pub(crate) fn output_item(
-    path: &str,
-    item: OutputItem,
-    out: &mut Vec<OutputBlock>,
-) -> Result<(), DecodeError> {
-    match item {
-        OutputItem::Message(message) => {
-            for (j, part) in message.content.into_iter().enumerate() {
-                out.push(match part {
-                    OutputContent::OutputText(p) => OutputBlock::Text { text: p.text },
-                    OutputContent::Refusal(p) => OutputBlock::Refusal { text: p.refusal },
-                    OutputContent::Unknown(value) => {
-                        return Err(DecodeError::UnknownContent {
-                            path: format!("{path}.content[{j}]"),
-                            kind: value
-                                .get("type")
-                                .and_then(Value::as_str)
-                                .unwrap_or("")
-                                .to_owned(),
-                        });
-                    }
-                });
-            }
-        }
-        OutputItem::FunctionCall(call) => out.push(OutputBlock::ToolCall {
-            id: call.call_id,
-            name: call.name,
-            arguments: call.arguments,
-        }),
-        OutputItem::Reasoning(item) => {
-            let (text, signature) = thinking(item);
-            // Nothing to show and nothing to replay: no block.
-            if !text.is_empty() || signature.is_some() {
-                out.push(OutputBlock::Thinking { text, signature });
-            }
-        }
-        OutputItem::Unknown(value) => {
-            return Err(DecodeError::UnknownOutputItem {
-                path: path.to_owned(),
-                kind: value
-                    .get("type")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_owned(),
-            });
-        }
-    }
-    Ok(())
-}
-
-/// Canonical usage from Responses usage; implausible numbers are an invalid reply.
-pub(crate) fn usage(wire: &ResponseUsage) -> Result<Usage, DecodeError> {
-    let usage = Usage {
-        input_tokens: wire.input_tokens,
-        output_tokens: wire.output_tokens,
-        cache_read_input_tokens: wire
-            .input_tokens_details
-            .as_ref()
-            .map_or(0, |d| d.cached_tokens),
-        cache_creation_input_tokens: wire
-            .input_tokens_details
-            .as_ref()
-            .map_or(0, |d| d.cache_write_tokens),
-        reasoning_tokens: wire
-            .output_tokens_details
-            .as_ref()
-            .map_or(0, |d| d.reasoning_tokens),
-    };
-    if usage.is_consistent() {
-        Ok(usage)
-    } else {
-        Err(DecodeError::InvalidUsage { usage })
-    }
-}
-
-/// `completed` ends the turn (with a tool call: `ToolUse`); `incomplete`
-/// says why in `incomplete_details.reason`.
-pub(crate) fn stop_reason(
-    status: Option<&str>,
-    details: Option<&IncompleteDetails>,
-    called_tools: bool,
-) -> StopReason {
-    match status {
-        Some("incomplete") => match details.and_then(|d| d.reason.as_deref()) {
-            Some("max_output_tokens") => StopReason::MaxTokens,
-            Some("content_filter") => StopReason::ContentFilter,
-            Some(other) => StopReason::Other(other.to_owned()),
-            None => StopReason::Other("incomplete".to_owned()),
-        },
-        _ if called_tools => StopReason::ToolUse,
-        _ => StopReason::EndTurn,
-    }
 }

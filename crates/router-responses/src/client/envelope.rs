@@ -2,16 +2,13 @@
 //!
 //! Responses clients get the same envelope as Chat clients (P-01, GP-05) for
 //! a failed request. A stream that fails after it started ends with an
-//! `error` event and `response.failed` instead (see [`crate::StreamEncoder`]).
+//! `error` event and `response.failed` instead (see [`super::StreamEncoder`]).
 //! The shape lives in [`router_canonical::openai_error`].
 
 use router_canonical::ApiError;
 
-/// The envelope types are shared by every OpenAI surface.
-pub use router_canonical::openai_error::{ErrorEnvelope, ErrorObject};
-
 /// The JSON body of an error response for a Responses client.
-pub fn error_body(error: &ApiError) -> Vec<u8> {
+pub(super) fn error_body(error: &ApiError) -> Vec<u8> {
     router_canonical::openai_error::openai_error_body(error)
 }
 

@@ -1,0 +1,66 @@
+//! The client side of the Responses protocol: [`ResponsesClient`] validates
+//! a caller's request into the canonical model and writes canonical replies,
+//! stream events and errors as Responses JSON and SSE.
+
+mod envelope;
+mod request;
+mod response;
+mod stream;
+
+pub use stream::StreamEncoder;
+
+use router_canonical::{
+    ApiError, ClientCodec, HeaderSource, Protocol, ReplyContext, Request, Response, StreamContext,
+};
+
+/// The Responses protocol as a gateway's clients speak it
+/// (`POST /v1/responses`, stateless).
+///
+/// [`ClientCodec::parse_request`] refuses with a 400 `invalid_parameter`
+/// whose `param` names the offending field path
+/// (`input[1].content[0].text`). Unknown top-level fields are accepted; the
+/// vetted ones (`metadata`, `truncation`, `include`, `top_logprobs`,
+/// `prompt_cache_key`, `prompt_cache_retention`, and `text.verbosity`) are
+/// kept in [`Request::native`] for a Responses supplier, everything else
+/// (`service_tier`, ...) is dropped. Nothing is stored, so `store: true`,
+/// `previous_response_id`, `conversation`, item references, stored
+/// `prompt`s and `background: true` are refused.
+///
+/// Replies and streams carry `usage.cost` (USD) when the
+/// [`ReplyContext`] or stream ending states a cost.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ResponsesClient;
+
+impl ClientCodec for ResponsesClient {
+    type Extra = ();
+    type StreamEncoder = StreamEncoder;
+
+    fn protocol(&self) -> Protocol {
+        Protocol::Responses
+    }
+
+    /// Responses has no request headers of its own: `headers` is not read.
+    fn parse_request(
+        &self,
+        _headers: &dyn HeaderSource,
+        body: &[u8],
+    ) -> Result<(Request, ()), ApiError> {
+        Ok((request::request(body)?, ()))
+    }
+
+    fn encode_response(&self, response: &Response, reply: &ReplyContext<'_>, (): &()) -> Vec<u8> {
+        response::response(response, reply)
+    }
+
+    fn stream_encoder(&self, stream: StreamContext, (): ()) -> StreamEncoder {
+        StreamEncoder::new(stream)
+    }
+
+    /// The OpenAI error envelope, `{"error": {"message", "type", "param",
+    /// "code"}}`, as for Chat clients. A stream that fails after it started
+    /// ends with an `error` event and `response.failed` instead (see
+    /// [`StreamEncoder`]).
+    fn error_body(&self, error: &ApiError) -> Vec<u8> {
+        envelope::error_body(error)
+    }
+}

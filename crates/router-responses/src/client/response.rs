@@ -1,0 +1,199 @@
+//! Canonical -> wire: the `response` object for a Responses client.
+//!
+//! A `response` object with every member the OpenAI SDKs require. Output
+//! blocks become items in order: consecutive text and refusal blocks share
+//! one `message` item, each tool call is a `function_call` item, each thinking
+//! block a `reasoning` item (summary text, signature as `encrypted_content`).
+//! Redacted thinking has no Responses form and is left out. Request echo
+//! members (`tools`, `tool_choice`, `text`, ...) carry the protocol defaults:
+//! the reply is built from the canonical response, not the request.
+
+use crate::convert::reasoning_item;
+use crate::wire::response::{
+    FunctionCallOutput, IncompleteDetails, InputTokensDetails, OutputContent, OutputItem,
+    OutputMessage, OutputRefusal, OutputText, OutputTokensDetails, ResponseError, ResponseObject,
+    ResponseUsage, object, response_kind,
+};
+use crate::wire::to_json_bytes;
+use router_canonical::{NanoUsd, OutputBlock, ReplyContext, Response, StopReason, Usage};
+use serde_json::{Number, Value};
+
+pub(crate) fn response(resp: &Response, ctx: &ReplyContext<'_>) -> Vec<u8> {
+    let finish = Finish::of(&resp.stop_reason);
+    let mut output = Vec::new();
+    let mut message: Option<OutputMessage> = None;
+    for block in &resp.output {
+        let part = match block {
+            OutputBlock::Text { text } => Some(output_text(text.clone())),
+            OutputBlock::Refusal { text } => Some(OutputContent::Refusal(OutputRefusal {
+                refusal: text.clone(),
+            })),
+            _ => None,
+        };
+        if let Some(part) = part {
+            let index = output.len();
+            message
+                .get_or_insert_with(|| OutputMessage {
+                    id: item_id("msg", ctx.id, index),
+                    status: "completed".to_owned(),
+                    role: "assistant".to_owned(),
+                    content: Vec::new(),
+                })
+                .content
+                .push(part);
+            continue;
+        }
+        if let OutputBlock::RedactedThinking { .. } = block {
+            continue;
+        }
+        if let Some(done) = message.take() {
+            output.push(OutputItem::Message(done));
+        }
+        let index = output.len();
+        match block {
+            OutputBlock::ToolCall {
+                id,
+                name,
+                arguments,
+            } => output.push(OutputItem::FunctionCall(FunctionCallOutput {
+                id: Some(item_id("fc", ctx.id, index)),
+                status: Some("completed".to_owned()),
+                call_id: id.clone(),
+                name: name.clone(),
+                arguments: arguments.clone(),
+            })),
+            OutputBlock::Thinking { text, signature } => {
+                output.push(OutputItem::Reasoning(reasoning_item(
+                    Some(item_id("rs", ctx.id, index)),
+                    text,
+                    signature.as_ref(),
+                )));
+            }
+            _ => {}
+        }
+    }
+    if let Some(mut last) = message.take() {
+        if finish.incomplete.is_some() {
+            last.status = "incomplete".to_owned();
+        }
+        output.push(OutputItem::Message(last));
+    }
+    let reply = response_object(
+        ResponseHead {
+            id: ctx.id,
+            model: ctx.model,
+            created: ctx.created,
+        },
+        finish.status,
+        finish.incomplete,
+        None,
+        output,
+        Some(usage(&resp.usage, ctx.cost)),
+    );
+    to_json_bytes(&reply)
+}
+
+/// The `id`, `model` and `created_at` of the router's response object.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ResponseHead<'a> {
+    pub(crate) id: &'a str,
+    pub(crate) model: &'a str,
+    pub(crate) created: i64,
+}
+
+/// The final `status` for a stop reason, and the incomplete reason if any.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Finish {
+    pub(crate) status: &'static str,
+    pub(crate) incomplete: Option<&'static str>,
+}
+
+impl Finish {
+    pub(crate) fn of(stop: &StopReason) -> Finish {
+        let incomplete = match stop {
+            StopReason::MaxTokens => Some("max_output_tokens"),
+            StopReason::ContentFilter => Some("content_filter"),
+            _ => None,
+        };
+        Finish {
+            status: if incomplete.is_some() {
+                "incomplete"
+            } else {
+                "completed"
+            },
+            incomplete,
+        }
+    }
+}
+
+/// The id of the router's output item `index`: `msg_`, `fc_` or `rs_`
+/// followed by the response id's stem, so ids are stable per response.
+pub(crate) fn item_id(prefix: &str, response_id: &str, index: usize) -> String {
+    let stem = response_id.strip_prefix("resp_").unwrap_or(response_id);
+    format!("{prefix}_{stem}_{index}")
+}
+
+pub(crate) fn output_text(text: String) -> OutputContent {
+    OutputContent::OutputText(OutputText {
+        text,
+        annotations: Vec::new(),
+        logprobs: Vec::new(),
+    })
+}
+
+/// The router's `response` object: the given state plus the fixed echo
+/// members the OpenAI SDKs require.
+pub(crate) fn response_object(
+    head: ResponseHead<'_>,
+    status: &str,
+    incomplete: Option<&str>,
+    error: Option<ResponseError>,
+    output: Vec<OutputItem>,
+    usage: Option<ResponseUsage>,
+) -> ResponseObject {
+    ResponseObject {
+        id: head.id.to_owned(),
+        object: response_kind(),
+        created_at: Number::from(head.created),
+        status: Some(status.to_owned()),
+        background: Some(false),
+        error,
+        incomplete_details: incomplete.map(|reason| IncompleteDetails {
+            reason: Some(reason.to_owned()),
+        }),
+        instructions: None,
+        max_output_tokens: None,
+        model: head.model.to_owned(),
+        output,
+        parallel_tool_calls: true,
+        previous_response_id: None,
+        reasoning: object([("effort", Value::Null), ("summary", Value::Null)]),
+        store: Some(false),
+        temperature: None,
+        text: object([("format", object([("type", Value::from("text"))]))]),
+        tool_choice: Value::from("auto"),
+        tools: Vec::new(),
+        top_p: None,
+        truncation: Some("disabled".to_owned()),
+        usage,
+        user: None,
+        metadata: object([]),
+    }
+}
+
+/// Responses usage with the charge, when there is one, in `cost` (USD, GP-03).
+pub(crate) fn usage(usage: &Usage, cost: Option<NanoUsd>) -> ResponseUsage {
+    ResponseUsage {
+        input_tokens: usage.input_tokens,
+        input_tokens_details: Some(InputTokensDetails {
+            cached_tokens: usage.cache_read_input_tokens,
+            cache_write_tokens: usage.cache_creation_input_tokens,
+        }),
+        output_tokens: usage.output_tokens,
+        output_tokens_details: Some(OutputTokensDetails {
+            reasoning_tokens: usage.reasoning_tokens,
+        }),
+        total_tokens: Some(usage.total_tokens()),
+        cost: cost.map(NanoUsd::to_usd_json),
+    }
+}
