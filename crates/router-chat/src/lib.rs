@@ -65,16 +65,16 @@
 //! intended change, run `UPDATE_GOLDEN=1 cargo test -p router-chat --test golden`
 //! and review the diff.
 
+pub mod client;
 pub mod envelope;
-pub mod error;
-mod from_wire;
-pub mod stream;
-mod to_wire;
+mod native;
+pub mod supplier;
 pub mod wire;
 
+pub use client::stream::{StreamContext, StreamEncoder};
 pub use envelope::error_body;
-pub use error::DecodeError;
-pub use stream::{StreamContext, StreamDecoder, StreamEncoder};
+pub use supplier::error::DecodeError;
+pub use supplier::stream::StreamDecoder;
 
 use router_canonical::{ApiError, NanoUsd, Request, Response};
 
@@ -86,7 +86,7 @@ use router_canonical::{ApiError, NanoUsd, Request, Response};
 /// `metadata`, `prediction`, `verbosity`) are kept in `Request::native` for
 /// Chat routes and everything else is dropped.
 pub fn parse_request(body: &[u8]) -> Result<Request, ApiError> {
-    from_wire::request(body)
+    client::request::request(body)
 }
 
 /// The JSON body for a Chat supplier. `upstream_model` replaces the model;
@@ -95,13 +95,13 @@ pub fn parse_request(body: &[u8]) -> Result<Request, ApiError> {
 /// Fails with `unsupported_conversion` when the request holds what Chat
 /// cannot carry (an unresolved upload, another protocol's opaque part).
 pub fn encode_request(req: &Request, upstream_model: &str) -> Result<Vec<u8>, ApiError> {
-    to_wire::request(req, upstream_model)
+    supplier::request::request(req, upstream_model)
 }
 
 /// Read a Chat supplier's non-streaming reply. A reply without choices or
 /// usage, or with implausible usage, is invalid (and never charged).
 pub fn decode_response(body: &[u8]) -> Result<Response, DecodeError> {
-    from_wire::response(body)
+    supplier::response::response(body)
 }
 
 /// What the router's reply states that the supplier's did not.
@@ -119,5 +119,5 @@ pub struct ResponseContext<'a> {
 
 /// The client's `chat.completion` JSON.
 pub fn encode_response(resp: &Response, ctx: &ResponseContext<'_>) -> Vec<u8> {
-    to_wire::response(resp, ctx)
+    client::response::response(resp, ctx)
 }

@@ -5,7 +5,7 @@
 //! supplier's reply and the router's reply to its client are both
 //! [`response::ChatCompletion`] (and [`chunk::ChatCompletionChunk`] when
 //! streaming). Conversion to and from the canonical model is written by hand
-//! in `from_wire.rs` and `to_wire.rs`.
+//! in the `client` and `supplier` modules.
 //!
 //! Open world: request and message objects keep unknown fields in a
 //! `#[serde(flatten)]` map, unknown content parts are kept whole

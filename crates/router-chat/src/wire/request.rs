@@ -3,7 +3,7 @@
 //!
 //! Types here check JSON *shape* only (serde reports the path of a wrong
 //! type); value rules (ranges, conflicts, required fields, unsupported media)
-//! live in `from_wire.rs` so every rejection names its parameter the same way.
+//! live in the client parser so every rejection names its parameter the same way.
 
 use router_canonical::parse::{ObjectVisitor, nested_message, tag, typed};
 use serde::de::value::MapAccessDeserializer;
