@@ -2,9 +2,15 @@
 
 #![allow(clippy::unwrap_used)] // test code: a panic is the failure report
 
-use router_chat::parse_request;
+use router_chat::{ApiError, ChatClient, ClientCodec, Request};
 use router_wire_testkit::rejection;
 use serde_json::{Value, json};
+
+fn parse_request(body: &[u8]) -> Result<Request, ApiError> {
+    ChatClient::default()
+        .parse_request(&(), body)
+        .map(|(request, _)| request)
+}
 
 fn base() -> Value {
     json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]})

@@ -6,6 +6,7 @@
 //! `serde_path_to_error`; value rules (ranges, conflicts, unsupported media
 //! and tools) are checked by hand below.
 
+use super::ChatExtra;
 use crate::native::NATIVE_ALLOWLIST;
 use crate::wire::request::{
     self as wire, ChatMessage, ChatRequest, ChatRole, MessageContent, ToolChoiceMode,
@@ -30,8 +31,16 @@ const MEDIA_PARTS: [&str; 7] = [
     "document",
 ];
 
-pub(crate) fn request(body: &[u8]) -> Result<Request, ApiError> {
-    convert_request(parse::request_body(body)?)
+pub(crate) fn request(body: &[u8]) -> Result<(Request, ChatExtra), ApiError> {
+    let wire: ChatRequest = parse::request_body(body)?;
+    let extra = ChatExtra {
+        include_usage: wire
+            .stream_options
+            .as_ref()
+            .and_then(|options| options.include_usage)
+            .unwrap_or(false),
+    };
+    Ok((convert_request(wire)?, extra))
 }
 
 fn convert_request(wire: ChatRequest) -> Result<Request, ApiError> {

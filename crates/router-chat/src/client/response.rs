@@ -7,9 +7,10 @@ use crate::wire::response::{
     ResponseMessage,
 };
 use crate::wire::to_json_bytes;
+use router_canonical::codec::ReplyContext;
 use router_canonical::{NanoUsd, OutputBlock, Response, StopReason, Usage};
 
-pub(crate) fn response(resp: &Response, ctx: &crate::ResponseContext<'_>) -> Vec<u8> {
+pub(crate) fn response(resp: &Response, ctx: &ReplyContext<'_>) -> Vec<u8> {
     let mut text: Option<String> = None;
     let mut reasoning: Option<String> = None;
     let mut refusal: Option<String> = None;
@@ -62,8 +63,8 @@ pub(crate) fn response(resp: &Response, ctx: &crate::ResponseContext<'_>) -> Vec
     to_json_bytes(&completion)
 }
 
-/// Chat usage with the settled charge in `cost` (USD, GP-03).
-pub(crate) fn usage(usage: &Usage, cost: NanoUsd) -> ChatUsage {
+/// Chat usage, with the charge in `cost` (USD, GP-03) when there is one.
+pub(crate) fn usage(usage: &Usage, cost: Option<NanoUsd>) -> ChatUsage {
     ChatUsage {
         prompt_tokens: usage.input_tokens,
         completion_tokens: usage.output_tokens,
@@ -74,7 +75,7 @@ pub(crate) fn usage(usage: &Usage, cost: NanoUsd) -> ChatUsage {
         completion_tokens_details: Some(CompletionTokensDetails {
             reasoning_tokens: Some(usage.reasoning_tokens),
         }),
-        cost: Some(cost.to_usd_json()),
+        cost: cost.map(NanoUsd::to_usd_json),
     }
 }
 

@@ -2,45 +2,79 @@
 //! `chat.completion.chunk` SSE frames ([`StreamEncoder`]).
 
 use super::response;
-use crate::envelope::ErrorEnvelope;
 use crate::wire::chunk::{
     ChatCompletionChunk, ChunkChoice, Delta, FunctionDelta, ToolCallDelta, chunk_object,
 };
 use crate::wire::response::FinishReason;
 use crate::wire::{request::function_kind, to_json_bytes};
+use router_canonical::codec::{ClientStreamEncoder, StreamContext, StreamEnd, finish_of};
+use router_canonical::openai_error::ErrorEnvelope;
 use router_canonical::sse;
-use router_canonical::{ApiError, BlockDelta, BlockKind, NanoUsd, StopReason, StreamEvent, Usage};
+use router_canonical::{ApiError, BlockDelta, BlockKind, StreamEvent};
 
-/// What every chunk of the client's stream repeats.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StreamContext {
-    pub id: String,
-    pub model: String,
-    pub created: i64,
-}
-
-/// Writes canonical events as the client's `chat.completion.chunk` SSE frames.
+/// Writes canonical events as the client's `chat.completion.chunk` SSE
+/// frames. Made by [`ClientCodec::stream_encoder`](crate::ClientCodec::stream_encoder)
+/// on a [`ChatClient`](crate::ChatClient).
 #[derive(Debug)]
 pub struct StreamEncoder {
     ctx: StreamContext,
+    /// Write the `choices: []` usage chunk before `[DONE]`.
+    include_usage: bool,
     role_sent: bool,
     /// Canonical block index -> Chat `tool_calls[].index`.
     tool_ordinals: Vec<(usize, u32)>,
 }
 
+impl ClientStreamEncoder for StreamEncoder {
+    /// Events with no Chat form (block boundaries, signatures, mid-stream
+    /// usage) write nothing; `Finish` writes the ending, as
+    /// [`ClientStreamEncoder::finish`] does without a cost.
+    fn event(&mut self, event: &StreamEvent, out: &mut Vec<u8>) {
+        match finish_of(event) {
+            Some(end) => self.finish(&end, out),
+            None => self.encode(event, out),
+        }
+    }
+
+    /// The `finish_reason` chunk, then (when the client asked for usage) a
+    /// chunk with `choices: []` and `usage`, including `cost` when there is
+    /// one, then `data: [DONE]`.
+    fn finish(&mut self, end: &StreamEnd<'_>, out: &mut Vec<u8>) {
+        self.chunk(
+            Delta::default(),
+            Some(response::finish_reason(end.stop_reason)),
+            out,
+        );
+        if self.include_usage {
+            let usage_chunk = ChatCompletionChunk {
+                choices: Vec::new(),
+                usage: Some(response::usage(end.usage, end.cost)),
+                ..self.envelope()
+            };
+            write_data(&to_json_bytes(&usage_chunk), out);
+        }
+        sse::encode(None, "[DONE]", out);
+    }
+
+    /// A terminal `data: {"error": {...}}` frame for a failure after the
+    /// stream started; no `[DONE]` follows (GP-04, P-17).
+    fn error(&mut self, error: &ApiError, out: &mut Vec<u8>) {
+        write_data(&to_json_bytes(&ErrorEnvelope::from(error)), out);
+    }
+}
+
 impl StreamEncoder {
-    pub fn new(ctx: StreamContext) -> Self {
+    pub(crate) fn new(ctx: StreamContext, include_usage: bool) -> Self {
         StreamEncoder {
             ctx,
+            include_usage,
             role_sent: false,
             tool_ordinals: Vec::new(),
         }
     }
 
-    /// Encode every event except `Finish` (which needs the settled cost:
-    /// see [`StreamEncoder::encode_finish`]). Events with no Chat form
-    /// (block boundaries, signatures, mid-stream usage) write nothing.
-    pub fn encode(&mut self, event: &StreamEvent, out: &mut Vec<u8>) {
+    /// Every event but `Finish`.
+    fn encode(&mut self, event: &StreamEvent, out: &mut Vec<u8>) {
         let delta = match event {
             StreamEvent::Start { .. } if !self.role_sent => Delta {
                 content: Some(String::new()),
@@ -94,35 +128,6 @@ impl StreamEncoder {
             _ => return,
         };
         self.chunk(delta, None, out);
-    }
-
-    /// The `finish_reason` chunk, then a chunk with `choices: []` and `usage`
-    /// including `cost` (GP-04), then `data: [DONE]`.
-    pub fn encode_finish(
-        &mut self,
-        stop_reason: &StopReason,
-        usage: &Usage,
-        cost: NanoUsd,
-        out: &mut Vec<u8>,
-    ) {
-        self.chunk(
-            Delta::default(),
-            Some(response::finish_reason(stop_reason)),
-            out,
-        );
-        let usage_chunk = ChatCompletionChunk {
-            choices: Vec::new(),
-            usage: Some(response::usage(usage, cost)),
-            ..self.envelope()
-        };
-        write_data(&to_json_bytes(&usage_chunk), out);
-        sse::encode(None, "[DONE]", out);
-    }
-
-    /// A terminal `data: {"error": {...}}` frame for a failure after the
-    /// stream started; no `[DONE]` follows (GP-04, P-17).
-    pub fn encode_error(&mut self, error: &ApiError, out: &mut Vec<u8>) {
-        write_data(&to_json_bytes(&ErrorEnvelope::from(error)), out);
     }
 
     fn envelope(&self) -> ChatCompletionChunk {

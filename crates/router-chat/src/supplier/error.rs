@@ -1,27 +1,32 @@
 //! What can be wrong with a Chat supplier's reply or stream.
 //!
-//! Every variant is an invalid supplier response: never charged, never
-//! retried (G-12), and never shown to a client verbatim (P-08). The server
-//! renders [`DecodeError::api_error`] instead.
+//! Each variant says what was wrong; `From<DecodeError> for SupplierError`
+//! sorts them into the kinds a gateway acts on: the supplier's own reported
+//! failure, a construct the canonical model cannot represent, or an invalid
+//! reply.
 
-use router_canonical::{ApiError, ErrorCode, Usage};
+use router_canonical::Usage;
+use router_canonical::codec::{SupplierError, SupplierFailure};
+use router_canonical::parse::InvalidJson;
 
+/// Why a Chat supplier's reply or stream frame yields no canonical value.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum DecodeError {
-    /// Not JSON, or JSON of the wrong shape (`path` is `.` for the root).
-    #[error("invalid supplier JSON at `{path}`: {message}")]
-    InvalidJson { path: String, message: String },
+    /// Not JSON, or JSON of the wrong shape.
+    #[error(transparent)]
+    InvalidJson(InvalidJson),
     /// `choices` is missing or empty.
     #[error("the supplier reply has no choices")]
     MissingChoice,
-    /// No `usage` in the reply, or a stream ended without a usage chunk:
-    /// the request cannot be billed.
+    /// No `usage` in the reply, or a stream ended without a usage chunk,
+    /// when the codec requires usage.
     #[error("the supplier reply carries no usage")]
     MissingUsage,
     /// Cached tokens above the prompt, or reasoning tokens above the completion.
     #[error("the supplier reported implausible usage: {usage:?}")]
     InvalidUsage { usage: Usage },
-    /// A content part of a type the router cannot represent.
+    /// A content part of a type the canonical model cannot represent.
     #[error("unknown content part type `{kind}` at `{path}`")]
     UnknownContent { path: String, kind: String },
     /// A tool call whose `type` is not `function`.
@@ -45,38 +50,38 @@ pub enum DecodeError {
     },
 }
 
-impl DecodeError {
-    pub(crate) fn json(err: serde_path_to_error::Error<serde_json::Error>) -> Self {
-        let path = err.path().to_string();
-        let message = err.into_inner().to_string();
-        match router_canonical::parse::split_nested(&message) {
-            Some((inner, message)) => DecodeError::InvalidJson {
-                path: router_canonical::parse::join_path(&path, inner),
-                message: message.to_owned(),
-            },
-            None => DecodeError::InvalidJson { path, message },
-        }
-    }
-
-    /// The public error for a client: `upstream_error` when the supplier
-    /// reported a failure, else `invalid_upstream_response`. The message
-    /// never contains supplier text.
-    pub fn api_error(&self) -> ApiError {
-        match self {
-            DecodeError::SupplierError { .. } => ApiError::new(
-                ErrorCode::UpstreamError,
-                "the upstream supplier failed while generating the response",
-            ),
-            _ => ApiError::new(
-                ErrorCode::InvalidUpstreamResponse,
-                "the upstream supplier returned an invalid response",
-            ),
-        }
+impl From<InvalidJson> for DecodeError {
+    fn from(err: InvalidJson) -> Self {
+        DecodeError::InvalidJson(err)
     }
 }
 
-impl From<&DecodeError> for ApiError {
-    fn from(err: &DecodeError) -> Self {
-        err.api_error()
+impl From<DecodeError> for SupplierError {
+    /// The supplier's own in-stream error is a reported failure; an unknown
+    /// content part or tool-call type is unsupported; anything else makes
+    /// the reply invalid.
+    fn from(err: DecodeError) -> Self {
+        match err {
+            DecodeError::SupplierError {
+                kind,
+                code,
+                message,
+            } => SupplierError::Reported(SupplierFailure {
+                status: None,
+                kind,
+                code,
+                message,
+            }),
+            DecodeError::UnknownContent { .. } | DecodeError::UnknownToolCallType { .. } => {
+                SupplierError::unsupported(err)
+            }
+            DecodeError::InvalidJson(_)
+            | DecodeError::MissingChoice
+            | DecodeError::MissingUsage
+            | DecodeError::InvalidUsage { .. }
+            | DecodeError::IncompleteToolCall { .. }
+            | DecodeError::InterleavedToolCall { .. }
+            | DecodeError::AfterDone => SupplierError::invalid(err),
+        }
     }
 }

@@ -3,13 +3,16 @@
 use super::error::DecodeError;
 use crate::wire::request::{self as wire, MessageContent};
 use crate::wire::response::{ChatCompletion, ChatUsage, FinishReason, ResponseMessage};
+use router_canonical::parse::InvalidJson;
 use router_canonical::{OutputBlock, Response, StopReason, Usage};
 
-pub(crate) fn response(body: &[u8]) -> Result<Response, DecodeError> {
+/// A reply without usage is [`DecodeError::MissingUsage`] when
+/// `require_usage`, else it reads as zero usage.
+pub(crate) fn response(body: &[u8], require_usage: bool) -> Result<Response, DecodeError> {
     let mut de = serde_json::Deserializer::from_slice(body);
     let wire: ChatCompletion =
-        serde_path_to_error::deserialize(&mut de).map_err(DecodeError::json)?;
-    de.end().map_err(|err| DecodeError::InvalidJson {
+        serde_path_to_error::deserialize(&mut de).map_err(InvalidJson::from)?;
+    de.end().map_err(|err| InvalidJson {
         path: ".".to_owned(),
         message: err.to_string(),
     })?;
@@ -25,7 +28,11 @@ pub(crate) fn response(body: &[u8]) -> Result<Response, DecodeError> {
         .into_iter()
         .min_by_key(|c| c.index)
         .ok_or(DecodeError::MissingChoice)?;
-    let usage = usage(wire_usage.as_ref().ok_or(DecodeError::MissingUsage)?)?;
+    let usage = match wire_usage.as_ref() {
+        Some(wire_usage) => usage(wire_usage)?,
+        None if require_usage => return Err(DecodeError::MissingUsage),
+        None => Usage::default(),
+    };
     let output = output(choice.message)?;
     let called_tools = output
         .iter()

@@ -7,16 +7,21 @@
 //! closes when a delta of another kind or another tool call arrives, so block
 //! indexes are 0, 1, 2, ... in the order blocks open.
 
+use super::ChatSupplier;
 use super::error::DecodeError;
 use super::response;
 use crate::wire::chunk::{ChatCompletionChunk, Delta, FunctionDelta, ToolCallDelta};
 use crate::wire::response::FinishReason;
+use router_canonical::codec::{SupplierError, SupplierStreamDecoder};
+use router_canonical::parse::InvalidJson;
 use router_canonical::sse::Frame;
 use router_canonical::{BlockDelta, BlockKind, StreamEvent, Usage};
 
-/// Turns a Chat supplier's SSE frames into canonical stream events. One per stream.
+/// Turns a Chat supplier's SSE frames into canonical stream events. One per
+/// stream. [`Default`] is the decoder of `ChatSupplier::default()`.
 #[derive(Debug, Default)]
 pub struct StreamDecoder {
+    require_usage: bool,
     started: bool,
     finished: bool,
     next_block: usize,
@@ -55,19 +60,32 @@ struct ToolState {
     closed: bool,
 }
 
-impl StreamDecoder {
-    pub fn new() -> Self {
-        StreamDecoder::default()
+impl SupplierStreamDecoder for StreamDecoder {
+    fn decode(&mut self, frame: &Frame) -> Result<Vec<StreamEvent>, SupplierError> {
+        self.read_frame(frame).map_err(SupplierError::from)
     }
 
     /// Whether `data: [DONE]` (and so `Finish`) has been seen.
-    pub fn is_finished(&self) -> bool {
+    fn is_finished(&self) -> bool {
         self.finished
     }
+}
 
-    /// Decode one SSE frame. `data: [DONE]` closes the open block and yields
-    /// `Finish`; a stream without a usage chunk cannot be billed and is an error.
-    pub fn decode(&mut self, frame: &Frame) -> Result<Vec<StreamEvent>, DecodeError> {
+impl StreamDecoder {
+    /// A decoder for one stream of `codec`'s supplier.
+    pub fn new(codec: &ChatSupplier) -> Self {
+        StreamDecoder {
+            require_usage: codec.require_usage,
+            ..StreamDecoder::default()
+        }
+    }
+
+    /// Decode one SSE frame, with the crate's typed error
+    /// ([`SupplierStreamDecoder::decode`] sorts it into a [`SupplierError`]).
+    /// `data: [DONE]` closes the open block and yields `Finish`; a stream
+    /// without a usage chunk ends with zero usage, or is
+    /// [`DecodeError::MissingUsage`] when the codec requires usage.
+    pub fn read_frame(&mut self, frame: &Frame) -> Result<Vec<StreamEvent>, DecodeError> {
         if self.finished {
             return Err(DecodeError::AfterDone);
         }
@@ -82,8 +100,8 @@ impl StreamDecoder {
         }
         let mut de = serde_json::Deserializer::from_str(data);
         let chunk: ChatCompletionChunk =
-            serde_path_to_error::deserialize(&mut de).map_err(DecodeError::json)?;
-        de.end().map_err(|err| DecodeError::InvalidJson {
+            serde_path_to_error::deserialize(&mut de).map_err(InvalidJson::from)?;
+        de.end().map_err(|err| InvalidJson {
             path: ".".to_owned(),
             message: err.to_string(),
         })?;
@@ -286,7 +304,11 @@ impl StreamDecoder {
     fn finish(&mut self, events: &mut Vec<StreamEvent>) -> Result<(), DecodeError> {
         self.finished = true;
         self.close(events)?;
-        let usage = self.usage.ok_or(DecodeError::MissingUsage)?;
+        let usage = match self.usage {
+            Some(usage) => usage,
+            None if self.require_usage => return Err(DecodeError::MissingUsage),
+            None => Usage::default(),
+        };
         events.push(StreamEvent::Finish {
             stop_reason: response::stop_reason(self.finish_reason.as_ref(), !self.tools.is_empty()),
             stop_sequence: None,
