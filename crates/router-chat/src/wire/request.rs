@@ -5,9 +5,11 @@
 //! type); value rules (ranges, conflicts, required fields, unsupported media)
 //! live in the client parser so every rejection names its parameter the same way.
 
-use router_canonical::parse::{ObjectVisitor, nested_message, tag, typed};
+use router_canonical::parse::{
+    ObjectVisitor, StringOrSeq, nested_message, string_or_seq, tag, typed,
+};
 use serde::de::value::MapAccessDeserializer;
-use serde::de::{self, IntoDeserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, IntoDeserializer, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 use std::fmt;
@@ -131,27 +133,12 @@ impl Serialize for MessageContent {
 
 impl<'de> Deserialize<'de> for MessageContent {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct ContentVisitor;
-        impl<'de> Visitor<'de> for ContentVisitor {
-            type Value = MessageContent;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string, null, or an array of content parts")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(MessageContent::Text(v.to_owned()))
-            }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-                Ok(MessageContent::Text(v))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let mut parts = Vec::with_capacity(seq.size_hint().unwrap_or(0));
-                while let Some(part) = seq.next_element::<ContentPart>()? {
-                    parts.push(part);
-                }
-                Ok(MessageContent::Parts(parts))
-            }
-        }
-        d.deserialize_any(ContentVisitor)
+        Ok(
+            match string_or_seq(d, "a string, null, or an array of content parts")? {
+                StringOrSeq::String(text) => MessageContent::Text(text),
+                StringOrSeq::Seq(parts) => MessageContent::Parts(parts),
+            },
+        )
     }
 }
 
@@ -485,24 +472,12 @@ pub enum Stop {
 
 impl<'de> Deserialize<'de> for Stop {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct StopVisitor;
-        impl<'de> Visitor<'de> for StopVisitor {
-            type Value = Stop;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string, an array of strings, or null")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Stop::One(v.to_owned()))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let mut all = Vec::new();
-                while let Some(s) = seq.next_element::<String>()? {
-                    all.push(s);
-                }
-                Ok(Stop::Many(all))
-            }
-        }
-        d.deserialize_any(StopVisitor)
+        Ok(
+            match string_or_seq(d, "a string, an array of strings, or null")? {
+                StringOrSeq::String(one) => Stop::One(one),
+                StringOrSeq::Seq(all) => Stop::Many(all),
+            },
+        )
     }
 }
 
