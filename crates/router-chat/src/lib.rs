@@ -65,17 +65,6 @@
 //! assert_eq!(body["usage"]["cost"], 0.0000015);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
-//!
-//! # Golden fixtures
-//!
-//! `fixtures/chat/<case>/` holds, per case, the client `request.json`, the
-//! parsed `canonical.json`, the `upstream_request.json` sent to a supplier,
-//! a `supplier_response.json` with its `canonical_response.json` and the
-//! client `response.json`, and for streams `supplier_stream.sse`,
-//! `canonical_events.json` and `client_stream.sse`. `tests/golden.rs`
-//! compares them as JSON values. To regenerate the expected files after an
-//! intended change, run `UPDATE_GOLDEN=1 cargo test -p router-chat --test golden`
-//! and review the diff.
 
 #![warn(unreachable_pub)]
 
@@ -87,6 +76,8 @@ pub mod wire;
 pub use client::{ChatClient, ChatExtra};
 pub use supplier::{ChatSupplier, DecodeError};
 
+/// The canonical model this crate translates to and from, whole.
+pub use router_canonical as canonical;
 pub use router_canonical::codec::{
     ClientCodec, ClientStreamEncoder, HeaderSource, ReplyContext, StreamContext, StreamEnd,
     SupplierCodec, SupplierError, SupplierFailure, SupplierStreamDecoder, SupplierTarget,

@@ -4,10 +4,15 @@
 //! `supplier_response.json` -> `canonical_response.json` -> `response.json`;
 //! `supplier_stream.sse` -> `canonical_events.json` -> `client_stream.sse`.
 //! The inputs (`request.json`, `supplier_*`) are written by hand from the
-//! public OpenAI reference; the rest are expectations. Run with
-//! `UPDATE_GOLDEN=1` to rewrite the expectations, then review the diff.
+//! public OpenAI reference; the rest are expectations. Run
+//! `UPDATE_GOLDEN=1 cargo test -p router-chat --test golden` to rewrite the
+//! expectations, then review the diff.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a panic is the failure report"
+)]
 
 use router_chat::{
     ChatClient, ChatSupplier, ClientCodec, ClientStreamEncoder, NanoUsd, ReplyContext,

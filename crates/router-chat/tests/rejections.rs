@@ -1,7 +1,5 @@
 //! Every 400 rule of `POST /v1/chat/completions` with the `param` it must name.
 
-#![allow(clippy::unwrap_used)] // test code: a panic is the failure report
-
 use router_chat::{ApiError, ChatClient, ClientCodec, Request};
 use router_wire_testkit::rejection;
 use serde_json::{Value, json};

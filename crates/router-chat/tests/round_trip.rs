@@ -6,8 +6,6 @@
 //! (or none, for `null`), tool calls follow an assistant's text, and a tool
 //! message holds exactly one tool result.
 
-#![allow(clippy::unwrap_used)] // test code: a panic is the failure report
-
 use proptest::prelude::*;
 use router_canonical::request::NativeFields;
 use router_canonical::{

@@ -1,6 +1,9 @@
 //! Reading Chat suppliers (JSON and SSE) and the corners of the encoders.
 
-#![allow(clippy::unwrap_used)] // test code: a panic is the failure report
+#![expect(
+    clippy::unwrap_used,
+    reason = "test code: a panic is the failure report"
+)]
 
 use router_canonical::request::NativeFields;
 use router_canonical::sse::Frame;

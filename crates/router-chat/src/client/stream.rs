@@ -57,7 +57,7 @@ impl ClientStreamEncoder for StreamEncoder {
     }
 
     /// A terminal `data: {"error": {...}}` frame for a failure after the
-    /// stream started; no `[DONE]` follows (GP-04, P-17).
+    /// stream started; no `[DONE]` follows.
     fn error(&mut self, error: &ApiError, out: &mut Vec<u8>) {
         write_data(&to_json_bytes(&ErrorEnvelope::from(error)), out);
     }

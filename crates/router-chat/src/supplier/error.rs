@@ -85,3 +85,59 @@ impl From<DecodeError> for SupplierError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_variant_has_its_kind() {
+        let reported = DecodeError::SupplierError {
+            kind: Some("server_error".into()),
+            code: Some("529".into()),
+            message: Some("overloaded".into()),
+        };
+        assert_eq!(
+            SupplierError::from(reported),
+            SupplierError::Reported(SupplierFailure {
+                status: None,
+                kind: Some("server_error".into()),
+                code: Some("529".into()),
+                message: Some("overloaded".into()),
+            })
+        );
+        for unsupported in [
+            DecodeError::UnknownContent {
+                path: "choices[0].message.content[0]".into(),
+                kind: "output_audio".into(),
+            },
+            DecodeError::UnknownToolCallType {
+                kind: "custom".into(),
+            },
+        ] {
+            let text = unsupported.to_string();
+            let error = SupplierError::from(unsupported);
+            assert!(matches!(error, SupplierError::Unsupported(_)), "{error:?}");
+            assert!(error.to_string().ends_with(&text), "{error}");
+        }
+        for invalid in [
+            DecodeError::InvalidJson(InvalidJson {
+                path: ".".into(),
+                message: "expected value".into(),
+            }),
+            DecodeError::MissingChoice,
+            DecodeError::MissingUsage,
+            DecodeError::InvalidUsage {
+                usage: Usage::default(),
+            },
+            DecodeError::IncompleteToolCall { index: 0 },
+            DecodeError::InterleavedToolCall { index: 0 },
+            DecodeError::AfterDone,
+        ] {
+            let text = invalid.to_string();
+            let error = SupplierError::from(invalid);
+            assert!(matches!(error, SupplierError::InvalidReply(_)), "{error:?}");
+            assert_eq!(error.to_string(), format!("invalid supplier reply: {text}"));
+        }
+    }
+}

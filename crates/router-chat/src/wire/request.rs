@@ -1,5 +1,5 @@
-//! The body of `POST /v1/chat/completions`: what a client sends, and what the
-//! router sends on to a Chat supplier.
+//! The body of `POST /v1/chat/completions`: what a client sends, and what is
+//! sent on to a Chat supplier.
 //!
 //! Types here check JSON *shape* only (serde reports the path of a wrong
 //! type); value rules (ranges, conflicts, required fields, unsupported media)
@@ -70,13 +70,15 @@ pub struct ChatRequest {
     pub stream_options: Option<StreamOptions>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
-    /// Every other top-level property (accepted, then vetted: CF-03).
+    /// Every other top-level property (accepted; only the vetted Chat-native
+    /// ones are kept for Chat suppliers).
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ChatRole {
     System,
     Developer,
@@ -144,8 +146,9 @@ impl<'de> Deserialize<'de> for MessageContent {
 
 /// One content part. Known image and text parts are typed; any other `type`
 /// is kept whole in `Unknown` (media types are rejected by the validator,
-/// everything else passes through to Chat suppliers unchanged, B-07).
+/// everything else passes through to Chat suppliers unchanged).
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum ContentPart {
     Text(TextPart),
     ImageUrl(ImageUrlPart),
@@ -205,6 +208,7 @@ pub struct ImagePart {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ImageSource {
     Base64 { media_type: String, data: String },
     Url { url: String },
@@ -294,7 +298,7 @@ impl<'de> Deserialize<'de> for ContentPart {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolCall {
     pub id: String,
-    /// Always `function` for the tools the router supports; a missing `type`
+    /// Always `function` for the tools this crate supports; a missing `type`
     /// is read as `function`.
     #[serde(rename = "type", default = "function_kind")]
     pub kind: String,
@@ -347,6 +351,7 @@ pub enum ToolChoice {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ToolChoiceMode {
     Auto,
     None,
@@ -389,6 +394,7 @@ impl<'de> Deserialize<'de> for ToolChoice {
 /// `response_format`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ResponseFormat {
     Text,
     JsonObject,
@@ -434,7 +440,7 @@ pub struct JsonSchemaFormat {
     pub strict: Option<bool>,
 }
 
-/// `thinking` (Anthropic-style, accepted by several Chat suppliers; GP-50).
+/// `thinking` (Anthropic-style, accepted by several Chat suppliers).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Thinking {
     #[serde(rename = "type")]
@@ -447,6 +453,7 @@ pub struct Thinking {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ThinkingType {
     Enabled,
     Disabled,
