@@ -1,11 +1,11 @@
 //! Chat Completions wire types: the JSON exactly as clients and suppliers write it.
 //!
-//! The same types serve both directions: a client's request and the body the
-//! router sends a Chat supplier are both [`request::ChatRequest`]; a
-//! supplier's reply and the router's reply to its client are both
+//! The same types serve both parties: a client's request and the body sent
+//! on to a Chat supplier are both [`request::ChatRequest`]; a supplier's
+//! reply and the reply written to a client are both
 //! [`response::ChatCompletion`] (and [`chunk::ChatCompletionChunk`] when
 //! streaming). Conversion to and from the canonical model is written by hand
-//! in `from_wire.rs` and `to_wire.rs`.
+//! in the `client` and `supplier` modules.
 //!
 //! Open world: request and message objects keep unknown fields in a
 //! `#[serde(flatten)]` map, unknown content parts are kept whole

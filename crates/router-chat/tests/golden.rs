@@ -4,15 +4,19 @@
 //! `supplier_response.json` -> `canonical_response.json` -> `response.json`;
 //! `supplier_stream.sse` -> `canonical_events.json` -> `client_stream.sse`.
 //! The inputs (`request.json`, `supplier_*`) are written by hand from the
-//! public OpenAI reference; the rest are expectations. Run with
-//! `UPDATE_GOLDEN=1` to rewrite the expectations, then review the diff.
+//! public OpenAI reference; the rest are expectations. Run
+//! `UPDATE_GOLDEN=1 cargo test -p router-chat --test golden` to rewrite the
+//! expectations, then review the diff.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a panic is the failure report"
+)]
 
-use router_canonical::{NanoUsd, StreamEvent};
 use router_chat::{
-    ResponseContext, StreamContext, StreamDecoder, StreamEncoder, decode_response, encode_request,
-    encode_response, parse_request,
+    ChatClient, ChatSupplier, ClientCodec, ClientStreamEncoder, NanoUsd, ReplyContext,
+    StreamContext, StreamEnd, SupplierCodec, SupplierTarget, finish_of,
 };
 use router_wire_testkit::golden::{self, Golden, frames};
 use std::fs;
@@ -24,16 +28,29 @@ const CREATED: i64 = 1_735_689_600;
 /// $0.000123456: shows `usage.cost` keeps all nine fraction digits.
 const COST: NanoUsd = NanoUsd(123_456);
 
+/// The codecs as the gateway sets them: usage is always reported and required.
+const CLIENT: ChatClient = ChatClient {
+    always_include_usage: true,
+};
+const SUPPLIER: ChatSupplier = ChatSupplier {
+    require_usage: true,
+};
+const TARGET: SupplierTarget<'static> = SupplierTarget {
+    model: UPSTREAM_MODEL,
+    default_max_output_tokens: None,
+};
+
 fn run_case(case: &Path, golden: &mut Golden) {
     let request = fs::read(case.join("request.json")).expect("every case has a request.json");
-    let canonical = parse_request(&request)
+    let (canonical, extra) = CLIENT
+        .parse_request(&(), &request)
         .unwrap_or_else(|err| panic!("{}: request rejected: {err:?}", case.display()));
     golden.json(
         case,
         "canonical.json",
         &serde_json::to_value(&canonical).unwrap(),
     );
-    let upstream = encode_request(&canonical, UPSTREAM_MODEL).unwrap();
+    let upstream = SUPPLIER.encode_request(&canonical, &TARGET).unwrap();
     golden.json(
         case,
         "upstream_request.json",
@@ -41,28 +58,29 @@ fn run_case(case: &Path, golden: &mut Golden) {
     );
 
     if let Ok(body) = fs::read(case.join("supplier_response.json")) {
-        let response = decode_response(&body)
+        let response = SUPPLIER
+            .decode_response(&body)
             .unwrap_or_else(|err| panic!("{}: supplier reply rejected: {err}", case.display()));
         golden.json(
             case,
             "canonical_response.json",
             &serde_json::to_value(&response).unwrap(),
         );
-        let ctx = ResponseContext {
+        let reply = ReplyContext {
             id: ROUTER_ID,
             model: &canonical.model,
             created: CREATED,
-            cost: COST,
+            cost: Some(COST),
         };
         golden.json(
             case,
             "response.json",
-            &serde_json::from_slice(&encode_response(&response, &ctx)).unwrap(),
+            &serde_json::from_slice(&CLIENT.encode_response(&response, &reply, &extra)).unwrap(),
         );
     }
 
     if let Ok(sse) = fs::read(case.join("supplier_stream.sse")) {
-        let mut decoder = StreamDecoder::new();
+        let mut decoder = SUPPLIER.stream_decoder();
         let mut events = Vec::new();
         for frame in frames(&sse) {
             events.extend(
@@ -77,18 +95,25 @@ fn run_case(case: &Path, golden: &mut Golden) {
             "canonical_events.json",
             &serde_json::to_value(&events).unwrap(),
         );
-        let mut encoder = StreamEncoder::new(StreamContext {
-            id: ROUTER_ID.to_owned(),
-            model: canonical.model.clone(),
-            created: CREATED,
-        });
+        let mut encoder = CLIENT.stream_encoder(
+            StreamContext {
+                id: ROUTER_ID.to_owned(),
+                model: canonical.model.clone(),
+                created: CREATED,
+            },
+            extra,
+        );
         let mut out = Vec::new();
         for event in &events {
-            match event {
-                StreamEvent::Finish {
-                    stop_reason, usage, ..
-                } => encoder.encode_finish(stop_reason, usage, COST, &mut out),
-                other => encoder.encode(other, &mut out),
+            match finish_of(event) {
+                Some(end) => encoder.finish(
+                    &StreamEnd {
+                        cost: Some(COST),
+                        ..end
+                    },
+                    &mut out,
+                ),
+                None => encoder.event(event, &mut out),
             }
         }
         golden.sse(case, "client_stream.sse", &out);

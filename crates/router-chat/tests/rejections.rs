@@ -1,10 +1,14 @@
 //! Every 400 rule of `POST /v1/chat/completions` with the `param` it must name.
 
-#![allow(clippy::unwrap_used)] // test code: a panic is the failure report
-
-use router_chat::parse_request;
+use router_chat::{ApiError, ChatClient, ClientCodec, Request};
 use router_wire_testkit::rejection;
 use serde_json::{Value, json};
+
+fn parse_request(body: &[u8]) -> Result<Request, ApiError> {
+    ChatClient::default()
+        .parse_request(&(), body)
+        .map(|(request, _)| request)
+}
 
 fn base() -> Value {
     json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]})
@@ -581,4 +585,30 @@ fn the_boundaries_of_each_rule_are_accepted() {
         ),
     ];
     rejection::check_accepted(parse_request, &accepted);
+}
+
+#[test]
+fn string_or_array_fields_say_what_they_expect() {
+    let cases = [
+        (
+            message(json!({"role": "user", "content": 5})),
+            "messages[0].content",
+            "invalid type: integer `5`, expected a string, null, or an array of content parts",
+        ),
+        (
+            with("stop", json!(5)),
+            "stop",
+            "invalid type: integer `5`, expected a string, an array of strings, or null",
+        ),
+        (
+            with("stop", json!(["a", 1])),
+            "stop[1]",
+            "invalid type: integer `1`, expected a string",
+        ),
+    ];
+    for (body, param, text) in cases {
+        let err = parse_request(&body).unwrap_err();
+        assert_eq!(err.param.as_deref(), Some(param));
+        assert!(err.message.contains(text), "{param}: {}", err.message);
+    }
 }

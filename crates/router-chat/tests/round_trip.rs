@@ -6,21 +6,33 @@
 //! (or none, for `null`), tool calls follow an assistant's text, and a tool
 //! message holds exactly one tool result.
 
-#![allow(clippy::unwrap_used)] // test code: a panic is the failure report
-
 use proptest::prelude::*;
 use router_canonical::request::NativeFields;
 use router_canonical::{
     ContentPart, ImageSource, Message, Protocol, Reasoning, Request, Role, Sampling,
     ThinkingConfig, ThinkingMode,
 };
-use router_chat::{encode_request, parse_request};
+use router_chat::{ApiError, ChatClient, ChatSupplier, ClientCodec, SupplierCodec, SupplierTarget};
 use router_wire_testkit::strategy::{
     cache_control, ident, quarter, response_format, text, text_part, tool, tool_choice,
 };
 use serde_json::{Map, Value, json};
 
 const UPSTREAM: &str = "supplier-model";
+
+fn encode_request(req: &Request, model: &str) -> Result<Vec<u8>, ApiError> {
+    let target = SupplierTarget {
+        model,
+        default_max_output_tokens: None,
+    };
+    ChatSupplier::default().encode_request(req, &target)
+}
+
+fn parse_request(body: &[u8]) -> Result<Request, ApiError> {
+    ChatClient::default()
+        .parse_request(&(), body)
+        .map(|(request, _)| request)
+}
 
 /// Any part a user turn may hold in array form.
 fn user_part() -> impl Strategy<Value = ContentPart> {

@@ -1,6 +1,9 @@
 //! Reading Chat suppliers (JSON and SSE) and the corners of the encoders.
 
-#![allow(clippy::unwrap_used)] // test code: a panic is the failure report
+#![expect(
+    clippy::unwrap_used,
+    reason = "test code: a panic is the failure report"
+)]
 
 use router_canonical::request::NativeFields;
 use router_canonical::sse::Frame;
@@ -8,11 +11,38 @@ use router_canonical::{
     ApiError, BlockDelta, BlockKind, ContentPart, ErrorCode, ImageSource, Message, NanoUsd,
     OutputBlock, Protocol, Request, Response, ResponseFormat, Role, StopReason, StreamEvent, Usage,
 };
+use router_chat::client::StreamEncoder;
+use router_chat::supplier::StreamDecoder;
 use router_chat::{
-    DecodeError, ResponseContext, StreamContext, StreamDecoder, StreamEncoder, decode_response,
-    encode_request, encode_response, parse_request,
+    ChatClient, ChatExtra, ChatSupplier, ClientCodec, ClientStreamEncoder, DecodeError,
+    InvalidJson, ReplyContext, StreamContext, StreamEnd, SupplierCodec, SupplierError,
+    SupplierFailure, SupplierStreamDecoder, SupplierTarget,
 };
 use serde_json::{Value, json};
+
+/// The codecs as a gateway that bills by usage sets them.
+const SUPPLIER: ChatSupplier = ChatSupplier {
+    require_usage: true,
+};
+const CLIENT: ChatClient = ChatClient {
+    always_include_usage: true,
+};
+
+fn decode_response(body: &[u8]) -> Result<Response, DecodeError> {
+    SUPPLIER.read_response(body)
+}
+
+fn encode_request(req: &Request, model: &str) -> Result<Vec<u8>, ApiError> {
+    let target = SupplierTarget {
+        model,
+        default_max_output_tokens: None,
+    };
+    SUPPLIER.encode_request(req, &target)
+}
+
+fn parse_request(body: &[u8]) -> Result<Request, ApiError> {
+    CLIENT.parse_request(&(), body).map(|(request, _)| request)
+}
 
 fn reply(message: Value, finish: Value, usage: Value) -> Vec<u8> {
     serde_json::to_vec(&json!({
@@ -116,12 +146,12 @@ fn invalid_replies_are_typed_errors() {
     type Case = (&'static str, Vec<u8>, fn(&DecodeError) -> bool);
     let cases: Vec<Case> = vec![
         ("not JSON", b"<html>".to_vec(), |e| {
-            matches!(e, DecodeError::InvalidJson { .. })
+            matches!(e, DecodeError::InvalidJson(_))
         }),
         (
             "wrong shape",
             br#"{"choices": 1}"#.to_vec(),
-            |e| matches!(e, DecodeError::InvalidJson { path, .. } if path == "choices"),
+            |e| matches!(e, DecodeError::InvalidJson(InvalidJson { path, .. }) if path == "choices"),
         ),
         (
             "no choices",
@@ -148,7 +178,7 @@ fn invalid_replies_are_typed_errors() {
         (
             "negative tokens",
             reply(json!({"content": "a"}), json!("stop"), json!({"prompt_tokens": -1, "completion_tokens": 1})),
-            |e| matches!(e, DecodeError::InvalidJson { path, .. } if path == "usage.prompt_tokens"),
+            |e| matches!(e, DecodeError::InvalidJson(InvalidJson { path, .. }) if path == "usage.prompt_tokens"),
         ),
         (
             "unknown content part",
@@ -158,7 +188,7 @@ fn invalid_replies_are_typed_errors() {
         (
             "malformed text part",
             reply(json!({"content": [{"type": "text", "text": 1}]}), json!("stop"), usage(1, 1)),
-            |e| matches!(e, DecodeError::InvalidJson { path, .. } if path == "choices[0].message.content[0].text"),
+            |e| matches!(e, DecodeError::InvalidJson(InvalidJson { path, .. }) if path == "choices[0].message.content[0].text"),
         ),
         (
             "custom tool call",
@@ -172,10 +202,9 @@ fn invalid_replies_are_typed_errors() {
             Ok(r) => panic!("{name}: accepted {r:?}"),
             Err(e) => {
                 assert!(check(&e), "{name}: {e:?}");
-                assert_eq!(
-                    e.api_error().code,
-                    ErrorCode::InvalidUpstreamResponse,
-                    "{name}"
+                assert!(
+                    SupplierError::from(e).reported().is_none(),
+                    "{name}: not the supplier's own failure"
                 );
             }
         }
@@ -210,10 +239,10 @@ fn usage_frame() -> Frame {
 }
 
 fn decode_all(frames: &[Frame]) -> Result<Vec<StreamEvent>, DecodeError> {
-    let mut decoder = StreamDecoder::new();
+    let mut decoder = StreamDecoder::new(&SUPPLIER);
     let mut events = Vec::new();
     for f in frames {
-        events.extend(decoder.decode(f)?);
+        events.extend(decoder.read_frame(f)?);
     }
     Ok(events)
 }
@@ -231,14 +260,14 @@ fn bad_frames_are_errors() {
         data: "{not json".into(),
     }])
     .unwrap_err();
-    assert!(matches!(err, DecodeError::InvalidJson { .. }), "{err:?}");
+    assert!(matches!(err, DecodeError::InvalidJson(_)), "{err:?}");
 
-    let mut decoder = StreamDecoder::new();
-    decoder.decode(&usage_frame()).unwrap();
-    decoder.decode(&done()).unwrap();
+    let mut decoder = StreamDecoder::new(&SUPPLIER);
+    decoder.read_frame(&usage_frame()).unwrap();
+    decoder.read_frame(&done()).unwrap();
     assert!(decoder.is_finished());
     assert_eq!(
-        decoder.decode(&delta(json!({"content": "late"}))),
+        decoder.read_frame(&delta(json!({"content": "late"}))),
         Err(DecodeError::AfterDone)
     );
 }
@@ -258,11 +287,19 @@ fn a_supplier_error_frame_is_an_upstream_error() {
             message: Some("overloaded".into()),
         }
     );
-    let public = err.api_error();
-    assert_eq!(public.code, ErrorCode::UpstreamError);
+    let error = SupplierError::from(err);
+    assert_eq!(
+        error.reported(),
+        Some(&SupplierFailure {
+            status: None,
+            kind: Some("server_error".into()),
+            code: Some("529".into()),
+            message: Some("overloaded".into()),
+        })
+    );
     assert!(
-        !public.message.contains("overloaded"),
-        "no supplier text (P-08)"
+        !error.to_string().contains("overloaded"),
+        "no supplier text in the description (P-08)"
     );
 }
 
@@ -432,11 +469,14 @@ fn keep_alive_and_empty_frames_are_skipped() {
 // StreamEncoder
 
 fn encoder() -> StreamEncoder {
-    StreamEncoder::new(StreamContext {
-        id: "chatcmpl-x".into(),
-        model: "public/model".into(),
-        created: 7,
-    })
+    CLIENT.stream_encoder(
+        StreamContext {
+            id: "chatcmpl-x".into(),
+            model: "public/model".into(),
+            created: 7,
+        },
+        ChatExtra::default(),
+    )
 }
 
 fn data_lines(bytes: &[u8]) -> Vec<String> {
@@ -452,14 +492,14 @@ fn data_lines(bytes: &[u8]) -> Vec<String> {
 fn the_first_chunk_carries_the_role_even_without_start() {
     let mut enc = encoder();
     let mut out = Vec::new();
-    enc.encode(
+    enc.event(
         &StreamEvent::Delta {
             index: 0,
             delta: BlockDelta::Text("hi".into()),
         },
         &mut out,
     );
-    enc.encode(
+    enc.event(
         &StreamEvent::Delta {
             index: 0,
             delta: BlockDelta::Text("!".into()),
@@ -482,7 +522,7 @@ fn the_first_chunk_carries_the_role_even_without_start() {
 fn events_without_a_chat_form_write_nothing() {
     let mut enc = encoder();
     let mut out = Vec::new();
-    enc.encode(
+    enc.event(
         &StreamEvent::Start {
             id: "s".into(),
             model: "m".into(),
@@ -508,7 +548,7 @@ fn events_without_a_chat_form_write_nothing() {
             delta: BlockDelta::ToolArguments("{}".into()),
         },
     ] {
-        enc.encode(&event, &mut out);
+        enc.event(&event, &mut out);
     }
     assert!(out.is_empty(), "{}", String::from_utf8_lossy(&out));
 }
@@ -516,7 +556,7 @@ fn events_without_a_chat_form_write_nothing() {
 #[test]
 fn a_late_failure_is_an_error_frame_without_done() {
     let mut out = Vec::new();
-    encoder().encode_error(
+    encoder().error(
         &ApiError::new(ErrorCode::UpstreamError, "the supplier failed"),
         &mut out,
     );
@@ -531,14 +571,17 @@ fn a_late_failure_is_an_error_frame_without_done() {
 #[test]
 fn finish_refusal_maps_to_content_filter() {
     let mut out = Vec::new();
-    encoder().encode_finish(
-        &StopReason::Refusal,
-        &Usage {
-            input_tokens: 1,
-            output_tokens: 2,
-            ..Usage::default()
+    encoder().finish(
+        &StreamEnd {
+            stop_reason: &StopReason::Refusal,
+            stop_sequence: None,
+            usage: &Usage {
+                input_tokens: 1,
+                output_tokens: 2,
+                ..Usage::default()
+            },
+            cost: Some(NanoUsd(1_000_000_000)),
         },
-        NanoUsd(1_000_000_000),
         &mut out,
     );
     let lines = data_lines(&out);
@@ -708,13 +751,15 @@ fn response_json_shapes() {
         usage: Usage::default(),
         created: 0,
     };
-    let ctx = ResponseContext {
+    let ctx = ReplyContext {
         id: "chatcmpl-r",
         model: "public",
         created: 5,
-        cost: NanoUsd::ZERO,
+        cost: Some(NanoUsd::ZERO),
     };
-    let body: Value = serde_json::from_slice(&encode_response(&response, &ctx)).unwrap();
+    let body: Value =
+        serde_json::from_slice(&CLIENT.encode_response(&response, &ctx, &ChatExtra::default()))
+            .unwrap();
     assert_eq!(
         body["choices"][0],
         json!({

@@ -1,13 +1,15 @@
-//! The body of `POST /v1/chat/completions`: what a client sends, and what the
-//! router sends on to a Chat supplier.
+//! The body of `POST /v1/chat/completions`: what a client sends, and what is
+//! sent on to a Chat supplier.
 //!
 //! Types here check JSON *shape* only (serde reports the path of a wrong
 //! type); value rules (ranges, conflicts, required fields, unsupported media)
-//! live in `from_wire.rs` so every rejection names its parameter the same way.
+//! live in the client parser so every rejection names its parameter the same way.
 
-use router_canonical::parse::{ObjectVisitor, nested_message, tag, typed};
+use router_canonical::parse::{
+    ObjectVisitor, StringOrSeq, nested_message, string_or_seq, tag, typed,
+};
 use serde::de::value::MapAccessDeserializer;
-use serde::de::{self, IntoDeserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, IntoDeserializer, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 use std::fmt;
@@ -68,13 +70,15 @@ pub struct ChatRequest {
     pub stream_options: Option<StreamOptions>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
-    /// Every other top-level property (accepted, then vetted: CF-03).
+    /// Every other top-level property (accepted; only the vetted Chat-native
+    /// ones are kept for Chat suppliers).
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ChatRole {
     System,
     Developer,
@@ -131,34 +135,20 @@ impl Serialize for MessageContent {
 
 impl<'de> Deserialize<'de> for MessageContent {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct ContentVisitor;
-        impl<'de> Visitor<'de> for ContentVisitor {
-            type Value = MessageContent;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string, null, or an array of content parts")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(MessageContent::Text(v.to_owned()))
-            }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-                Ok(MessageContent::Text(v))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let mut parts = Vec::with_capacity(seq.size_hint().unwrap_or(0));
-                while let Some(part) = seq.next_element::<ContentPart>()? {
-                    parts.push(part);
-                }
-                Ok(MessageContent::Parts(parts))
-            }
-        }
-        d.deserialize_any(ContentVisitor)
+        Ok(
+            match string_or_seq(d, "a string, null, or an array of content parts")? {
+                StringOrSeq::String(text) => MessageContent::Text(text),
+                StringOrSeq::Seq(parts) => MessageContent::Parts(parts),
+            },
+        )
     }
 }
 
 /// One content part. Known image and text parts are typed; any other `type`
 /// is kept whole in `Unknown` (media types are rejected by the validator,
-/// everything else passes through to Chat suppliers unchanged, B-07).
+/// everything else passes through to Chat suppliers unchanged).
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum ContentPart {
     Text(TextPart),
     ImageUrl(ImageUrlPart),
@@ -218,6 +208,7 @@ pub struct ImagePart {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ImageSource {
     Base64 { media_type: String, data: String },
     Url { url: String },
@@ -307,7 +298,7 @@ impl<'de> Deserialize<'de> for ContentPart {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolCall {
     pub id: String,
-    /// Always `function` for the tools the router supports; a missing `type`
+    /// Always `function` for the tools this crate supports; a missing `type`
     /// is read as `function`.
     #[serde(rename = "type", default = "function_kind")]
     pub kind: String,
@@ -360,6 +351,7 @@ pub enum ToolChoice {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ToolChoiceMode {
     Auto,
     None,
@@ -402,6 +394,7 @@ impl<'de> Deserialize<'de> for ToolChoice {
 /// `response_format`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ResponseFormat {
     Text,
     JsonObject,
@@ -447,7 +440,7 @@ pub struct JsonSchemaFormat {
     pub strict: Option<bool>,
 }
 
-/// `thinking` (Anthropic-style, accepted by several Chat suppliers; GP-50).
+/// `thinking` (Anthropic-style, accepted by several Chat suppliers).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Thinking {
     #[serde(rename = "type")]
@@ -460,6 +453,7 @@ pub struct Thinking {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ThinkingType {
     Enabled,
     Disabled,
@@ -485,24 +479,12 @@ pub enum Stop {
 
 impl<'de> Deserialize<'de> for Stop {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct StopVisitor;
-        impl<'de> Visitor<'de> for StopVisitor {
-            type Value = Stop;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string, an array of strings, or null")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Stop::One(v.to_owned()))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let mut all = Vec::new();
-                while let Some(s) = seq.next_element::<String>()? {
-                    all.push(s);
-                }
-                Ok(Stop::Many(all))
-            }
-        }
-        d.deserialize_any(StopVisitor)
+        Ok(
+            match string_or_seq(d, "a string, an array of strings, or null")? {
+                StringOrSeq::String(one) => Stop::One(one),
+                StringOrSeq::Seq(all) => Stop::Many(all),
+            },
+        )
     }
 }
 

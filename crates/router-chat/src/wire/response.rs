@@ -1,7 +1,7 @@
 //! The non-streaming reply: a `chat.completion` object and its `usage`.
 //!
 //! Read from Chat suppliers (lenient: unknown fields ignored, an unknown
-//! `finish_reason` kept) and written to the router's clients.
+//! `finish_reason` kept) and written to clients.
 
 use super::request::{MessageContent, ToolCall};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -36,7 +36,7 @@ pub struct Choice {
     /// Required and nullable in OpenAI's schema: serialized as `null` when absent.
     #[serde(default)]
     pub finish_reason: Option<FinishReason>,
-    /// The router never returns log probabilities; always `null` outbound.
+    /// Log probabilities are never returned; always `null` outbound.
     #[serde(default)]
     pub logprobs: Option<Value>,
 }
@@ -68,6 +68,7 @@ fn assistant_role() -> String {
 
 /// `finish_reason`, open to values a supplier may add.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum FinishReason {
     Stop,
     Length,
@@ -126,7 +127,7 @@ pub struct ChatUsage {
     pub prompt_tokens_details: Option<PromptTokensDetails>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completion_tokens_details: Option<CompletionTokensDetails>,
-    /// The router's settled charge in USD (GP-03); a supplier's own `cost`
+    /// The charge in USD, written when the reply reports one; a supplier's own `cost`
     /// is read and ignored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<Value>,

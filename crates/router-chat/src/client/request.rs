@@ -1,4 +1,4 @@
-//! Wire -> canonical: validate a client's Chat request, read a supplier's reply.
+//! Validate a client's Chat request into the canonical model.
 //!
 //! Every rejection of a client request is a 400 `invalid_parameter` whose
 //! `param` is the path of the offending field (`messages[2].content`), made
@@ -6,31 +6,19 @@
 //! `serde_path_to_error`; value rules (ranges, conflicts, unsupported media
 //! and tools) are checked by hand below.
 
-use crate::error::DecodeError;
+use super::ChatExtra;
+use crate::native::NATIVE_ALLOWLIST;
 use crate::wire::request::{
     self as wire, ChatMessage, ChatRequest, ChatRole, MessageContent, ToolChoiceMode,
 };
-use crate::wire::response::{ChatCompletion, ChatUsage, FinishReason, ResponseMessage};
 use router_canonical::parse::{self, IMAGE_MEDIA_TYPES, check_image_url, in_range};
 use router_canonical::request::NativeFields;
 use router_canonical::{
-    ApiError, CacheControl, ContentPart, ImageSource, Message, OutputBlock, PromptCacheMode,
-    Protocol, Reasoning, Request, Response, ResponseFormat, Role, Sampling, StopReason,
-    ThinkingConfig, ThinkingMode, Tool, ToolChoice, Usage,
+    ApiError, CacheControl, ContentPart, ImageSource, Message, PromptCacheMode, Protocol,
+    Reasoning, Request, ResponseFormat, Role, Sampling, ThinkingConfig, ThinkingMode, Tool,
+    ToolChoice,
 };
 use serde_json::{Map, Value};
-
-/// Unknown top-level fields that are forwarded to Chat suppliers (CF-03).
-/// Everything else unknown is accepted and dropped; `store`, `service_tier`
-/// and the like are never forwarded.
-pub(crate) const NATIVE_ALLOWLIST: [&str; 6] = [
-    "logit_bias",
-    "logprobs",
-    "top_logprobs",
-    "metadata",
-    "prediction",
-    "verbosity",
-];
 
 /// Content-part types that carry media other than images (CF-09).
 const MEDIA_PARTS: [&str; 7] = [
@@ -43,11 +31,16 @@ const MEDIA_PARTS: [&str; 7] = [
     "document",
 ];
 
-// ---------------------------------------------------------------------------
-// Client request
-
-pub(crate) fn request(body: &[u8]) -> Result<Request, ApiError> {
-    convert_request(parse::request_body(body)?)
+pub(crate) fn request(body: &[u8]) -> Result<(Request, ChatExtra), ApiError> {
+    let wire: ChatRequest = parse::request_body(body)?;
+    let extra = ChatExtra {
+        include_usage: wire
+            .stream_options
+            .as_ref()
+            .and_then(|options| options.include_usage)
+            .unwrap_or(false),
+    };
+    Ok((convert_request(wire)?, extra))
 }
 
 fn convert_request(wire: ChatRequest) -> Result<Request, ApiError> {
@@ -499,141 +492,4 @@ fn native_fields(extra: Map<String, Value>) -> Result<Option<NativeFields>, ApiE
         protocol: Some(Protocol::Chat),
         fields,
     }))
-}
-
-// ---------------------------------------------------------------------------
-// Supplier reply
-
-pub(crate) fn response(body: &[u8]) -> Result<Response, DecodeError> {
-    let mut de = serde_json::Deserializer::from_slice(body);
-    let wire: ChatCompletion =
-        serde_path_to_error::deserialize(&mut de).map_err(DecodeError::json)?;
-    de.end().map_err(|err| DecodeError::InvalidJson {
-        path: ".".to_owned(),
-        message: err.to_string(),
-    })?;
-    let ChatCompletion {
-        id,
-        object: _,
-        created,
-        model,
-        choices,
-        usage: wire_usage,
-    } = wire;
-    let choice = choices
-        .into_iter()
-        .min_by_key(|c| c.index)
-        .ok_or(DecodeError::MissingChoice)?;
-    let usage = usage(wire_usage.as_ref().ok_or(DecodeError::MissingUsage)?)?;
-    let output = output(choice.message)?;
-    let called_tools = output
-        .iter()
-        .any(|b| matches!(b, OutputBlock::ToolCall { .. }));
-    Ok(Response {
-        id,
-        model,
-        output,
-        stop_reason: stop_reason(choice.finish_reason.as_ref(), called_tools),
-        // Chat does not say which stop sequence matched (if any).
-        stop_sequence: None,
-        usage,
-        created,
-    })
-}
-
-/// Reasoning first, then text, refusal and tool calls (the order a
-/// streaming supplier produces them in).
-fn output(message: ResponseMessage) -> Result<Vec<OutputBlock>, DecodeError> {
-    let ResponseMessage {
-        role: _,
-        content,
-        refusal,
-        tool_calls,
-        reasoning_content,
-        reasoning,
-    } = message;
-    let mut out = Vec::new();
-    if let Some(text) = reasoning_content.or(reasoning).filter(|t| !t.is_empty()) {
-        out.push(OutputBlock::Thinking {
-            text,
-            signature: None,
-        });
-    }
-    let text = match content {
-        None => None,
-        Some(MessageContent::Text(text)) => Some(text),
-        Some(MessageContent::Parts(parts)) => {
-            let mut text = String::new();
-            for (j, part) in parts.into_iter().enumerate() {
-                match part {
-                    wire::ContentPart::Text(p) => text.push_str(&p.text),
-                    other => {
-                        return Err(DecodeError::UnknownContent {
-                            path: format!("choices[0].message.content[{j}]"),
-                            kind: other.kind().to_owned(),
-                        });
-                    }
-                }
-            }
-            Some(text)
-        }
-    };
-    let tool_calls = tool_calls.unwrap_or_default();
-    if let Some(text) = text
-        && (!text.is_empty() || (tool_calls.is_empty() && refusal.is_none()))
-    {
-        out.push(OutputBlock::Text { text });
-    }
-    if let Some(text) = refusal {
-        out.push(OutputBlock::Refusal { text });
-    }
-    for call in tool_calls {
-        if call.kind != "function" {
-            return Err(DecodeError::UnknownToolCallType { kind: call.kind });
-        }
-        out.push(OutputBlock::ToolCall {
-            id: call.id,
-            name: call.function.name,
-            arguments: call.function.arguments,
-        });
-    }
-    Ok(out)
-}
-
-/// Canonical usage from Chat usage; implausible numbers are an invalid reply.
-pub(crate) fn usage(wire: &ChatUsage) -> Result<Usage, DecodeError> {
-    let usage = Usage {
-        input_tokens: wire.prompt_tokens,
-        output_tokens: wire.completion_tokens,
-        cache_read_input_tokens: wire
-            .prompt_tokens_details
-            .as_ref()
-            .and_then(|d| d.cached_tokens)
-            .unwrap_or(0),
-        cache_creation_input_tokens: 0,
-        reasoning_tokens: wire
-            .completion_tokens_details
-            .as_ref()
-            .and_then(|d| d.reasoning_tokens)
-            .unwrap_or(0),
-    };
-    if usage.is_consistent() {
-        Ok(usage)
-    } else {
-        Err(DecodeError::InvalidUsage { usage })
-    }
-}
-
-/// A stop sequence ends a Chat completion with `stop` too, and Chat does not
-/// say which one matched, so it reads as `EndTurn`.
-pub(crate) fn stop_reason(finish: Option<&FinishReason>, called_tools: bool) -> StopReason {
-    match finish {
-        Some(FinishReason::Stop) => StopReason::EndTurn,
-        Some(FinishReason::Length) => StopReason::MaxTokens,
-        Some(FinishReason::ToolCalls | FinishReason::FunctionCall) => StopReason::ToolUse,
-        Some(FinishReason::ContentFilter) => StopReason::ContentFilter,
-        Some(FinishReason::Other(other)) => StopReason::Other(other.clone()),
-        None if called_tools => StopReason::ToolUse,
-        None => StopReason::EndTurn,
-    }
 }

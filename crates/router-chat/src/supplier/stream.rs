@@ -1,6 +1,5 @@
-//! Chat streaming: supplier `chat.completion.chunk` frames to canonical
-//! events ([`StreamDecoder`]), and canonical events to the client's chunks
-//! ([`StreamEncoder`]).
+//! Chat supplier streaming: `chat.completion.chunk` frames to canonical
+//! events ([`StreamDecoder`]).
 //!
 //! Chat has no explicit blocks, so the decoder synthesises them: a run of
 //! `content` deltas is a text block, a run of `reasoning_content` deltas a
@@ -8,23 +7,21 @@
 //! closes when a delta of another kind or another tool call arrives, so block
 //! indexes are 0, 1, 2, ... in the order blocks open.
 
-use crate::error::DecodeError;
-use crate::from_wire;
-use crate::wire::chunk::{
-    ChatCompletionChunk, ChunkChoice, Delta, FunctionDelta, ToolCallDelta, chunk_object,
-};
+use super::ChatSupplier;
+use super::error::DecodeError;
+use super::response;
+use crate::wire::chunk::{ChatCompletionChunk, Delta, FunctionDelta, ToolCallDelta};
 use crate::wire::response::FinishReason;
-use crate::wire::{request::function_kind, to_json_bytes};
-use crate::{envelope::ErrorEnvelope, to_wire};
-use router_canonical::sse::{self, Frame};
-use router_canonical::{ApiError, BlockDelta, BlockKind, NanoUsd, StopReason, StreamEvent, Usage};
+use router_canonical::codec::{SupplierError, SupplierStreamDecoder};
+use router_canonical::parse::InvalidJson;
+use router_canonical::sse::Frame;
+use router_canonical::{BlockDelta, BlockKind, StreamEvent, Usage};
 
-// ---------------------------------------------------------------------------
-// Decoding a supplier stream
-
-/// Turns a Chat supplier's SSE frames into canonical stream events. One per stream.
+/// Turns a Chat supplier's SSE frames into canonical stream events. One per
+/// stream. [`Default`] is the decoder of `ChatSupplier::default()`.
 #[derive(Debug, Default)]
 pub struct StreamDecoder {
+    require_usage: bool,
     started: bool,
     finished: bool,
     next_block: usize,
@@ -63,19 +60,32 @@ struct ToolState {
     closed: bool,
 }
 
-impl StreamDecoder {
-    pub fn new() -> Self {
-        StreamDecoder::default()
+impl SupplierStreamDecoder for StreamDecoder {
+    fn decode(&mut self, frame: &Frame) -> Result<Vec<StreamEvent>, SupplierError> {
+        self.read_frame(frame).map_err(SupplierError::from)
     }
 
     /// Whether `data: [DONE]` (and so `Finish`) has been seen.
-    pub fn is_finished(&self) -> bool {
+    fn is_finished(&self) -> bool {
         self.finished
     }
+}
 
-    /// Decode one SSE frame. `data: [DONE]` closes the open block and yields
-    /// `Finish`; a stream without a usage chunk cannot be billed and is an error.
-    pub fn decode(&mut self, frame: &Frame) -> Result<Vec<StreamEvent>, DecodeError> {
+impl StreamDecoder {
+    /// A decoder for one stream of `codec`'s supplier.
+    pub fn new(codec: &ChatSupplier) -> Self {
+        StreamDecoder {
+            require_usage: codec.require_usage,
+            ..StreamDecoder::default()
+        }
+    }
+
+    /// Decode one SSE frame, with the crate's typed error
+    /// ([`SupplierStreamDecoder::decode`] sorts it into a [`SupplierError`]).
+    /// `data: [DONE]` closes the open block and yields `Finish`; a stream
+    /// without a usage chunk ends with zero usage, or is
+    /// [`DecodeError::MissingUsage`] when the codec requires usage.
+    pub fn read_frame(&mut self, frame: &Frame) -> Result<Vec<StreamEvent>, DecodeError> {
         if self.finished {
             return Err(DecodeError::AfterDone);
         }
@@ -90,8 +100,8 @@ impl StreamDecoder {
         }
         let mut de = serde_json::Deserializer::from_str(data);
         let chunk: ChatCompletionChunk =
-            serde_path_to_error::deserialize(&mut de).map_err(DecodeError::json)?;
-        de.end().map_err(|err| DecodeError::InvalidJson {
+            serde_path_to_error::deserialize(&mut de).map_err(InvalidJson::from)?;
+        de.end().map_err(|err| InvalidJson {
             path: ".".to_owned(),
             message: err.to_string(),
         })?;
@@ -113,7 +123,7 @@ impl StreamDecoder {
             });
         }
         if let Some(usage) = &chunk.usage {
-            self.usage = Some(from_wire::usage(usage)?);
+            self.usage = Some(response::usage(usage)?);
         }
         // n is always 1; a supplier's extra choices are ignored.
         for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
@@ -294,175 +304,16 @@ impl StreamDecoder {
     fn finish(&mut self, events: &mut Vec<StreamEvent>) -> Result<(), DecodeError> {
         self.finished = true;
         self.close(events)?;
-        let usage = self.usage.ok_or(DecodeError::MissingUsage)?;
+        let usage = match self.usage {
+            Some(usage) => usage,
+            None if self.require_usage => return Err(DecodeError::MissingUsage),
+            None => Usage::default(),
+        };
         events.push(StreamEvent::Finish {
-            stop_reason: from_wire::stop_reason(
-                self.finish_reason.as_ref(),
-                !self.tools.is_empty(),
-            ),
+            stop_reason: response::stop_reason(self.finish_reason.as_ref(), !self.tools.is_empty()),
             stop_sequence: None,
             usage,
         });
         Ok(())
     }
-}
-
-// ---------------------------------------------------------------------------
-// Encoding the client stream
-
-/// What every chunk of the client's stream repeats.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StreamContext {
-    pub id: String,
-    pub model: String,
-    pub created: i64,
-}
-
-/// Writes canonical events as the client's `chat.completion.chunk` SSE frames.
-#[derive(Debug)]
-pub struct StreamEncoder {
-    ctx: StreamContext,
-    role_sent: bool,
-    /// Canonical block index -> Chat `tool_calls[].index`.
-    tool_ordinals: Vec<(usize, u32)>,
-}
-
-impl StreamEncoder {
-    pub fn new(ctx: StreamContext) -> Self {
-        StreamEncoder {
-            ctx,
-            role_sent: false,
-            tool_ordinals: Vec::new(),
-        }
-    }
-
-    /// Encode every event except `Finish` (which needs the settled cost:
-    /// see [`StreamEncoder::encode_finish`]). Events with no Chat form
-    /// (block boundaries, signatures, mid-stream usage) write nothing.
-    pub fn encode(&mut self, event: &StreamEvent, out: &mut Vec<u8>) {
-        let delta = match event {
-            StreamEvent::Start { .. } if !self.role_sent => Delta {
-                content: Some(String::new()),
-                ..Delta::default()
-            },
-            StreamEvent::BlockStart {
-                index,
-                block: BlockKind::ToolCall { id, name },
-            } => {
-                let ordinal = u32::try_from(self.tool_ordinals.len()).unwrap_or(u32::MAX);
-                self.tool_ordinals.push((*index, ordinal));
-                tool_delta(ToolCallDelta {
-                    index: ordinal,
-                    id: Some(id.clone()),
-                    kind: Some(function_kind()),
-                    function: Some(FunctionDelta {
-                        name: Some(name.clone()),
-                        arguments: Some(String::new()),
-                    }),
-                })
-            }
-            StreamEvent::Delta { index, delta } => match delta {
-                BlockDelta::Text(t) if !t.is_empty() => Delta {
-                    content: Some(t.clone()),
-                    ..Delta::default()
-                },
-                BlockDelta::Thinking(t) if !t.is_empty() => Delta {
-                    reasoning_content: Some(t.clone()),
-                    ..Delta::default()
-                },
-                BlockDelta::Refusal(t) if !t.is_empty() => Delta {
-                    refusal: Some(t.clone()),
-                    ..Delta::default()
-                },
-                BlockDelta::ToolArguments(a) if !a.is_empty() => {
-                    let Some(&(_, ordinal)) = self.tool_ordinals.iter().find(|(b, _)| b == index)
-                    else {
-                        return;
-                    };
-                    tool_delta(ToolCallDelta {
-                        index: ordinal,
-                        function: Some(FunctionDelta {
-                            name: None,
-                            arguments: Some(a.clone()),
-                        }),
-                        ..ToolCallDelta::default()
-                    })
-                }
-                _ => return,
-            },
-            _ => return,
-        };
-        self.chunk(delta, None, out);
-    }
-
-    /// The `finish_reason` chunk, then a chunk with `choices: []` and `usage`
-    /// including `cost` (GP-04), then `data: [DONE]`.
-    pub fn encode_finish(
-        &mut self,
-        stop_reason: &StopReason,
-        usage: &Usage,
-        cost: NanoUsd,
-        out: &mut Vec<u8>,
-    ) {
-        self.chunk(
-            Delta::default(),
-            Some(to_wire::finish_reason(stop_reason)),
-            out,
-        );
-        let usage_chunk = ChatCompletionChunk {
-            choices: Vec::new(),
-            usage: Some(to_wire::usage(usage, cost)),
-            ..self.envelope()
-        };
-        write_data(&to_json_bytes(&usage_chunk), out);
-        sse::encode(None, "[DONE]", out);
-    }
-
-    /// A terminal `data: {"error": {...}}` frame for a failure after the
-    /// stream started; no `[DONE]` follows (GP-04, P-17).
-    pub fn encode_error(&mut self, error: &ApiError, out: &mut Vec<u8>) {
-        write_data(&to_json_bytes(&ErrorEnvelope::from(error)), out);
-    }
-
-    fn envelope(&self) -> ChatCompletionChunk {
-        ChatCompletionChunk {
-            id: self.ctx.id.clone(),
-            object: chunk_object(),
-            created: self.ctx.created,
-            model: self.ctx.model.clone(),
-            choices: Vec::new(),
-            usage: None,
-            error: None,
-        }
-    }
-
-    fn chunk(&mut self, mut delta: Delta, finish_reason: Option<FinishReason>, out: &mut Vec<u8>) {
-        if !self.role_sent {
-            self.role_sent = true;
-            delta.role = Some("assistant".to_owned());
-        }
-        let chunk = ChatCompletionChunk {
-            choices: vec![ChunkChoice {
-                index: 0,
-                delta,
-                finish_reason,
-            }],
-            ..self.envelope()
-        };
-        write_data(&to_json_bytes(&chunk), out);
-    }
-}
-
-fn tool_delta(call: ToolCallDelta) -> Delta {
-    Delta {
-        tool_calls: Some(vec![call]),
-        ..Delta::default()
-    }
-}
-
-/// One `data:` frame. Serialized JSON has no raw newlines, so it is one line.
-fn write_data(json: &[u8], out: &mut Vec<u8>) {
-    out.extend_from_slice(b"data: ");
-    out.extend_from_slice(json);
-    out.extend_from_slice(b"\n\n");
 }
