@@ -122,9 +122,9 @@ impl fmt::Display for ErrorCode {
 
 /// A request field in the canonical model's terms. Code that knows no wire
 /// protocol (routing, pricing) names the field it refuses this way; each
-/// client codec renders it under its own protocol's name.
+/// client codec renders it under its own protocol's name. Deliberately
+/// exhaustive: a new field must be named by every codec.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
 pub enum Field {
     MaxOutputTokens,
     StopSequences,

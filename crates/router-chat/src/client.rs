@@ -9,7 +9,7 @@ pub use stream::StreamEncoder;
 
 use router_canonical::codec::{ClientCodec, HeaderSource, ReplyContext, StreamContext};
 use router_canonical::openai_error::openai_error_body;
-use router_canonical::{ApiError, Protocol, Request, Response};
+use router_canonical::{ApiError, Field, Protocol, Request, Response};
 
 /// The Chat Completions client codec: validates a caller's request into the
 /// canonical model and renders canonical replies, streams and errors as
@@ -69,7 +69,23 @@ impl ClientCodec for ChatClient {
 
     /// The OpenAI error envelope, `{"error": {"message", "type", "param", "code"}}`.
     fn error_body(&self, error: &ApiError) -> Vec<u8> {
-        openai_error_body(error)
+        openai_error_body(&error.named_in(field_name))
+    }
+}
+
+/// Chat Completions' name for a canonical request field, for errors
+/// raised where the protocol was not known (routing).
+pub fn field_name(field: Field) -> &'static str {
+    match field {
+        Field::MaxOutputTokens => "max_tokens",
+        Field::StopSequences => "stop",
+        Field::ImageInput => "messages",
+        Field::Tools => "tools",
+        Field::ReasoningEffort | Field::Thinking => "reasoning_effort",
+        Field::ResponseFormat => "response_format",
+        Field::Stream => "stream",
+        Field::Temperature => "temperature",
+        Field::Penalties => "frequency_penalty",
     }
 }
 

@@ -11,7 +11,7 @@ pub use envelope::error_body;
 pub use stream::{StreamContext, StreamEncoder};
 
 use router_canonical::codec::{self, ClientCodec, HeaderSource};
-use router_canonical::{ApiError, NanoUsd, Protocol, Request, Response};
+use router_canonical::{ApiError, Field, NanoUsd, Protocol, Request, Response};
 
 /// The output limit a request without `max_tokens` gets.
 pub const DEFAULT_MAX_TOKENS: u32 = request::DEFAULT_MAX_TOKENS;
@@ -64,7 +64,7 @@ impl ClientCodec for CompletionsClient {
     }
 
     fn error_body(&self, error: &ApiError) -> Vec<u8> {
-        error_body(error)
+        error_body(&error.named_in(field_name))
     }
 }
 
@@ -109,4 +109,20 @@ pub struct ResponseContext<'a> {
 /// `stop`, `length` or `content_filter`, and `usage`.
 pub fn encode_response(response: &Response, ctx: &ResponseContext<'_>) -> Vec<u8> {
     response::response(response, ctx)
+}
+
+/// Legacy Completions' name for a canonical request field, for errors
+/// raised where the protocol was not known (routing).
+pub fn field_name(field: Field) -> &'static str {
+    match field {
+        Field::MaxOutputTokens => "max_tokens",
+        Field::StopSequences => "stop",
+        Field::ImageInput => "prompt",
+        Field::Tools => "tools",
+        Field::ReasoningEffort | Field::Thinking => "reasoning_effort",
+        Field::ResponseFormat => "response_format",
+        Field::Stream => "stream",
+        Field::Temperature => "temperature",
+        Field::Penalties => "frequency_penalty",
+    }
 }

@@ -10,7 +10,8 @@ mod stream;
 pub use stream::StreamEncoder;
 
 use router_canonical::{
-    ApiError, ClientCodec, HeaderSource, Protocol, ReplyContext, Request, Response, StreamContext,
+    ApiError, ClientCodec, Field, HeaderSource, Protocol, ReplyContext, Request, Response,
+    StreamContext,
 };
 
 /// The Responses protocol as a gateway's clients speak it
@@ -61,6 +62,22 @@ impl ClientCodec for ResponsesClient {
     /// ends with an `error` event and `response.failed` instead (see
     /// [`StreamEncoder`]).
     fn error_body(&self, error: &ApiError) -> Vec<u8> {
-        envelope::error_body(error)
+        envelope::error_body(&error.named_in(field_name))
+    }
+}
+
+/// The Responses API's name for a canonical request field, for errors
+/// raised where the protocol was not known (routing).
+pub fn field_name(field: Field) -> &'static str {
+    match field {
+        Field::MaxOutputTokens => "max_output_tokens",
+        Field::StopSequences => "stop",
+        Field::ImageInput => "input",
+        Field::Tools => "tools",
+        Field::ReasoningEffort | Field::Thinking => "reasoning.effort",
+        Field::ResponseFormat => "text.format",
+        Field::Stream => "stream",
+        Field::Temperature => "temperature",
+        Field::Penalties => "frequency_penalty",
     }
 }
