@@ -192,16 +192,15 @@
 //! `UPDATE_GOLDEN=1 cargo test -p router-messages --test golden` and review
 //! the diff.
 
-pub mod envelope;
-pub mod error;
-mod from_wire;
-pub mod stream;
-mod to_wire;
+pub mod client;
+mod convert;
+pub mod supplier;
 pub mod wire;
 
-pub use envelope::error_body;
-pub use error::DecodeError;
-pub use stream::{StreamContext, StreamDecoder, StreamEncoder};
+pub use client::envelope::{self, error_body};
+pub use client::stream::{StreamContext, StreamEncoder};
+pub use supplier::error::{self, DecodeError};
+pub use supplier::stream::StreamDecoder;
 
 use router_canonical::{ApiError, Request, Response};
 
@@ -212,7 +211,7 @@ use router_canonical::{ApiError, Request, Response};
 /// model-maximum check of `max_tokens` (GP-51) is the server's: it needs
 /// the catalog. The result has `inbound: Some(Protocol::Messages)`.
 pub fn parse_request(body: &[u8]) -> Result<Request, ApiError> {
-    from_wire::request(body)
+    client::request::request(body)
 }
 
 /// The Messages headers that bear on a request.
@@ -234,7 +233,7 @@ pub struct RequestHeaders<'a> {
 /// `request.native.betas`; a non-empty list pins the request to a native
 /// route. Whether each identifier is allowed is the route's decision (D-04).
 pub fn apply_headers(request: &mut Request, headers: &RequestHeaders<'_>) -> Result<(), ApiError> {
-    from_wire::apply_headers(request, headers)
+    client::headers::apply_headers(request, headers)
 }
 
 /// Validate a `POST /v1/messages/count_tokens` body (D-37, D-38, D-40).
@@ -246,12 +245,12 @@ pub fn apply_headers(request: &mut Request, headers: &RequestHeaders<'_>) -> Res
 /// `system` and `tools` it takes `tool_choice`, `thinking`, `max_tokens` and
 /// the common routing fields; anything else is a 400 naming the field.
 pub fn parse_count_tokens(body: &[u8]) -> Result<Request, ApiError> {
-    from_wire::count_tokens(body)
+    client::request::count_tokens(body)
 }
 
 /// Check the headers of a count_tokens call (betas are accepted and ignored).
 pub fn validate_count_tokens_headers(headers: &RequestHeaders<'_>) -> Result<(), ApiError> {
-    from_wire::check_headers(headers).map(|_| ())
+    client::headers::check_headers(headers).map(|_| ())
 }
 
 /// The JSON body for a Messages supplier. `upstream_model` replaces the
@@ -272,14 +271,14 @@ pub fn encode_request(
     upstream_model: &str,
     default_max_tokens: u32,
 ) -> Result<Vec<u8>, ApiError> {
-    to_wire::request(request, upstream_model, default_max_tokens)
+    supplier::request::request(request, upstream_model, default_max_tokens)
 }
 
 /// Read a Messages supplier's non-streaming reply. A reply without usage,
 /// with implausible usage or with a block type the router cannot represent
 /// is invalid (CF-08) and never charged; unknown members are dropped (D-30).
 pub fn decode_response(body: &[u8]) -> Result<Response, DecodeError> {
-    from_wire::response(body)
+    supplier::response::response(body)
 }
 
 /// What the router's reply states that the supplier's did not.
@@ -294,5 +293,5 @@ pub struct ResponseContext<'a> {
 /// The client's `message` JSON object (D-29). It carries no cost: the
 /// Messages schema is fixed (GP-03).
 pub fn encode_response(response: &Response, ctx: &ResponseContext<'_>) -> Vec<u8> {
-    to_wire::response(response, ctx)
+    client::response::response(response, ctx)
 }
