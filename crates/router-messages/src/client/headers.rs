@@ -2,11 +2,47 @@
 //! `anthropic-dangerous-direct-browser-access`.
 
 use super::request::pin;
-use crate::RequestHeaders;
 use crate::convert::ANTHROPIC_VERSION;
 use router_canonical::request::NativeFields;
-use router_canonical::{ApiError, Protocol, Request};
+use router_canonical::{ApiError, HeaderSource, Protocol, Request};
 use serde_json::Map;
+
+/// The Messages headers that bear on a request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct RequestHeaders<'a> {
+    /// `anthropic-version`.
+    pub(crate) version: Option<&'a str>,
+    /// `anthropic-beta`.
+    pub(crate) beta: Option<&'a str>,
+    /// `anthropic-dangerous-direct-browser-access`.
+    pub(crate) direct_browser_access: Option<&'a str>,
+}
+
+impl<'a> RequestHeaders<'a> {
+    pub(crate) fn read(headers: &'a dyn HeaderSource) -> Self {
+        RequestHeaders {
+            version: headers.header("anthropic-version"),
+            beta: headers.header("anthropic-beta"),
+            direct_browser_access: headers.header("anthropic-dangerous-direct-browser-access"),
+        }
+    }
+}
+
+/// Messages bodies must be declared JSON (D-07, GP-52).
+pub(crate) fn require_json(headers: &dyn HeaderSource) -> Result<(), ApiError> {
+    let is_json = headers
+        .header("content-type")
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|mime| mime.trim().eq_ignore_ascii_case("application/json"));
+    if is_json {
+        Ok(())
+    } else {
+        Err(ApiError::invalid(
+            "content-type",
+            "`Content-Type` must be `application/json`.",
+        ))
+    }
+}
 
 /// Check the version and browser headers; the beta identifiers, split on
 /// commas, trimmed, empties dropped (GP-32).
@@ -44,6 +80,13 @@ pub(crate) fn check_headers(headers: &RequestHeaders<'_>) -> Result<Vec<String>,
         .collect())
 }
 
+/// Check the Messages headers and record the beta identifiers on the request.
+///
+/// `anthropic-version` must be `2023-06-01` (missing is a 400, GP-31);
+/// `anthropic-dangerous-direct-browser-access` must be `true` when present.
+/// `anthropic-beta` is split on commas, trimmed and stored in
+/// `request.native.betas`; a non-empty list pins the request to a native
+/// route. Whether each identifier is allowed is the route's decision (D-04).
 pub(crate) fn apply_headers(
     request: &mut Request,
     headers: &RequestHeaders<'_>,

@@ -7,10 +7,12 @@ use crate::wire::response::{
     MessageObject, OutputTokensDetails, WireStopReason, WireUsage, assistant_role, message_kind,
 };
 use crate::wire::to_json_bytes;
-use router_canonical::{OutputBlock, Response, StopReason, Usage};
+use router_canonical::{OutputBlock, ReplyContext, Response, StopReason, Usage};
 use serde_json::{Map, Value};
 
-pub(crate) fn response(resp: &Response, ctx: &crate::ResponseContext<'_>) -> Vec<u8> {
+/// The client's `message` object (D-29) under the reply's id and model. It
+/// has no creation time and no cost: the Messages schema is fixed (GP-03).
+pub(crate) fn response(resp: &Response, ctx: &ReplyContext<'_>) -> Vec<u8> {
     let mut refused = false;
     let content = resp
         .output

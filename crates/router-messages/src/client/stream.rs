@@ -12,20 +12,23 @@ use crate::wire::event::{Delta, Event, MessageDeltaBody};
 use crate::wire::request::{ContentBlock, RedactedThinkingBlock, ThinkingBlock, ToolUseBlock};
 use crate::wire::response::{MessageObject, WireStopReason, assistant_role, message_kind};
 use crate::wire::to_json_bytes;
+use router_canonical::codec::finish_of;
 use router_canonical::sse;
-use router_canonical::{ApiError, BlockDelta, BlockKind, StopReason, StreamEvent, Usage};
+use router_canonical::{
+    ApiError, BlockDelta, BlockKind, ClientStreamEncoder, StreamContext, StreamEnd, StreamEvent,
+    Usage,
+};
 use serde_json::{Map, Value};
 
-/// What the client's stream states that the supplier's did not.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StreamContext {
-    /// The router's message id (`msg_...`).
-    pub id: String,
-    /// The public model ID the client asked for (D-36).
-    pub model: String,
-}
-
-/// Writes canonical events as the client's Messages SSE events.
+/// Writes canonical events as a Messages client's SSE events; made by
+/// [`MessagesClient`](super::MessagesClient)'s `stream_encoder`, one per
+/// streamed reply.
+///
+/// Every event's `event:` name equals its payload's `type`. `message_start`
+/// (and one `ping`) is written at the first `Usage` after `Start`, or else
+/// at the first block or the ending, so it carries the input tokens known
+/// by then. The stream context's `created` and a [`StreamEnd`]'s cost have
+/// no place in a Messages stream and are not written.
 #[derive(Debug)]
 pub struct StreamEncoder {
     ctx: StreamContext,
@@ -40,7 +43,7 @@ pub struct StreamEncoder {
 }
 
 impl StreamEncoder {
-    pub fn new(ctx: StreamContext) -> Self {
+    pub(crate) fn new(ctx: StreamContext) -> Self {
         StreamEncoder {
             ctx,
             started: false,
@@ -52,10 +55,39 @@ impl StreamEncoder {
         }
     }
 
+    fn client_index(&self, index: usize) -> Option<usize> {
+        self.open
+            .iter()
+            .find(|(c, _)| *c == index)
+            .map(|(_, client)| *client)
+    }
+
+    /// `message_start` (with the usage known so far) and one `ping`, once.
+    fn start(&mut self, out: &mut Vec<u8>) {
+        if self.started {
+            return;
+        }
+        self.started = true;
+        let message = MessageObject {
+            id: self.ctx.id.clone(),
+            kind: message_kind(),
+            role: assistant_role(),
+            model: self.ctx.model.clone(),
+            content: Vec::new(),
+            stop_reason: None,
+            stop_sequence: None,
+            usage: Some(response::client_usage(&self.usage)),
+        };
+        write(&Event::MessageStart { message }, out);
+        write(&Event::Ping, out);
+    }
+}
+
+impl ClientStreamEncoder for StreamEncoder {
     /// Encode one canonical event. `Start` writes nothing; an early `Usage`
-    /// writes `message_start` with it, at once; `Finish` is
-    /// [`StreamEncoder::encode_finish`].
-    pub fn encode(&mut self, event: &StreamEvent, out: &mut Vec<u8>) {
+    /// writes `message_start` with it, at once; `Finish` writes the ending,
+    /// as [`ClientStreamEncoder::finish`] does.
+    fn event(&mut self, event: &StreamEvent, out: &mut Vec<u8>) {
         if self.finished {
             return;
         }
@@ -137,23 +169,23 @@ impl StreamEncoder {
                     write(&Event::ContentBlockStop { index: client }, out);
                 }
             }
-            StreamEvent::Finish {
-                stop_reason,
-                stop_sequence,
-                usage,
-            } => self.encode_finish(stop_reason, stop_sequence.as_deref(), usage, out),
+            StreamEvent::Finish { .. } => {
+                if let Some(end) = finish_of(event) {
+                    self.finish(&end, out);
+                }
+            }
         }
     }
 
     /// Close what is open, then `message_delta` with the stop reason and the
-    /// terminal usage, then `message_stop`.
-    pub fn encode_finish(
-        &mut self,
-        stop_reason: &StopReason,
-        stop_sequence: Option<&str>,
-        usage: &Usage,
-        out: &mut Vec<u8>,
-    ) {
+    /// terminal usage, then `message_stop`. The cost is not written.
+    fn finish(&mut self, end: &StreamEnd<'_>, out: &mut Vec<u8>) {
+        let StreamEnd {
+            stop_reason,
+            stop_sequence,
+            usage,
+            cost: _,
+        } = *end;
         if self.finished {
             return;
         }
@@ -180,42 +212,15 @@ impl StreamEncoder {
         self.finished = true;
     }
 
-    /// A terminal `error` event for a failure after the stream started
-    /// (D-33, P-17): a stable public error, nothing of the supplier's.
-    pub fn encode_error(&mut self, error: &ApiError, out: &mut Vec<u8>) {
+    /// A terminal `error` event (the Messages error envelope) for a failure
+    /// after the stream started; nothing is written after it.
+    fn error(&mut self, error: &ApiError, out: &mut Vec<u8>) {
         self.finished = true;
         sse::encode(
             Some("error"),
             &String::from_utf8_lossy(&to_json_bytes(&ErrorEnvelope::from(error))),
             out,
         );
-    }
-
-    fn client_index(&self, index: usize) -> Option<usize> {
-        self.open
-            .iter()
-            .find(|(c, _)| *c == index)
-            .map(|(_, client)| *client)
-    }
-
-    /// `message_start` (with the usage known so far) and one `ping`, once.
-    fn start(&mut self, out: &mut Vec<u8>) {
-        if self.started {
-            return;
-        }
-        self.started = true;
-        let message = MessageObject {
-            id: self.ctx.id.clone(),
-            kind: message_kind(),
-            role: assistant_role(),
-            model: self.ctx.model.clone(),
-            content: Vec::new(),
-            stop_reason: None,
-            stop_sequence: None,
-            usage: Some(response::client_usage(&self.usage)),
-        };
-        write(&Event::MessageStart { message }, out);
-        write(&Event::Ping, out);
     }
 }
 

@@ -1,27 +1,34 @@
-//! What can be wrong with a Messages supplier's reply or stream.
+//! What can be wrong with a Messages supplier's reply or stream, and how each
+//! case reads as a canonical [`SupplierError`].
 //!
-//! Every variant is an invalid supplier response: never charged, never
-//! retried (G-12), and never shown to a client verbatim (P-08). The server
-//! renders [`DecodeError::api_error`] instead.
+//! Every variant means the reply yields no canonical value. The supplier's
+//! own failure (an `error` event or an error object in place of a reply) is
+//! a [`SupplierError::Reported`]; a block or delta type the canonical model
+//! cannot represent is [`SupplierError::Unsupported`]; everything else is an
+//! [`SupplierError::InvalidReply`]. Supplier text is kept for the log, never
+//! meant for a client.
 
-use router_canonical::{ApiError, ErrorCode, Usage};
+use router_canonical::parse::InvalidJson;
+use router_canonical::{SupplierError, SupplierFailure, Usage};
 
+/// Why a Messages supplier's reply or stream frame could not be decoded.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum DecodeError {
-    /// Not JSON, or JSON of the wrong shape (`path` is `.` for the root).
-    #[error("invalid supplier JSON at `{path}`: {message}")]
-    InvalidJson { path: String, message: String },
+    /// Not JSON, or JSON of the wrong shape.
+    #[error(transparent)]
+    InvalidJson(#[from] InvalidJson),
     /// No `usage` in the reply (or no token counts in it), or a stream that
-    /// reported none: the request cannot be billed.
+    /// reported none, when the codec requires usage.
     #[error("the supplier reply carries no usage")]
     MissingUsage,
     /// Reasoning tokens above the output, or counts that overflow.
     #[error("the supplier reported implausible usage: {usage:?}")]
     InvalidUsage { usage: Usage },
-    /// A content block of a type the router cannot represent (CF-08).
+    /// A content block of a type the canonical model cannot represent.
     #[error("unknown content block type `{kind}` at `{path}`")]
     UnknownContent { path: String, kind: String },
-    /// A `content_block_delta` of a type the router cannot represent.
+    /// A `content_block_delta` of a type the canonical model cannot represent.
     #[error("unknown content block delta type `{kind}` for block {index}")]
     UnknownDelta { index: usize, kind: String },
     /// A delta that does not fit its block (a `text_delta` for a tool call).
@@ -45,40 +52,42 @@ pub enum DecodeError {
         kind: Option<String>,
         message: Option<String>,
     },
+    /// The supplier answered with an error object (`"type": "error"`) where
+    /// a `message` object was expected.
+    #[error("the supplier replied with an error object (type {kind:?})")]
+    ErrorReply {
+        kind: Option<String>,
+        message: Option<String>,
+    },
 }
 
-impl DecodeError {
-    pub(crate) fn json(err: serde_path_to_error::Error<serde_json::Error>) -> Self {
-        let path = err.path().to_string();
-        let message = err.into_inner().to_string();
-        match router_canonical::parse::split_nested(&message) {
-            Some((inner, message)) => DecodeError::InvalidJson {
-                path: router_canonical::parse::join_path(&path, inner),
-                message: message.to_owned(),
-            },
-            None => DecodeError::InvalidJson { path, message },
+impl From<DecodeError> for SupplierError {
+    /// The supplier's own failure is [`SupplierError::Reported`] (with no
+    /// HTTP status: it came inside a success reply or a stream); an unknown
+    /// block or delta type is [`SupplierError::Unsupported`]; the rest is
+    /// [`SupplierError::InvalidReply`]. The typed error stays the source.
+    fn from(err: DecodeError) -> Self {
+        match err {
+            DecodeError::SupplierError { kind, message }
+            | DecodeError::ErrorReply { kind, message } => {
+                SupplierError::Reported(SupplierFailure {
+                    status: None,
+                    kind,
+                    code: None,
+                    message,
+                })
+            }
+            DecodeError::UnknownContent { .. } | DecodeError::UnknownDelta { .. } => {
+                SupplierError::unsupported(err)
+            }
+            DecodeError::InvalidJson(_)
+            | DecodeError::MissingUsage
+            | DecodeError::InvalidUsage { .. }
+            | DecodeError::MismatchedDelta { .. }
+            | DecodeError::OutOfOrder { .. }
+            | DecodeError::UnknownBlock { .. }
+            | DecodeError::DuplicateBlock { .. }
+            | DecodeError::AfterStop => SupplierError::invalid(err),
         }
-    }
-
-    /// The public error for a client: `upstream_error` when the supplier
-    /// reported a failure, else `invalid_upstream_response`. The message
-    /// never contains supplier text.
-    pub fn api_error(&self) -> ApiError {
-        match self {
-            DecodeError::SupplierError { .. } => ApiError::new(
-                ErrorCode::UpstreamError,
-                "the upstream supplier failed while generating the response",
-            ),
-            _ => ApiError::new(
-                ErrorCode::InvalidUpstreamResponse,
-                "the upstream supplier returned an invalid response",
-            ),
-        }
-    }
-}
-
-impl From<&DecodeError> for ApiError {
-    fn from(err: &DecodeError) -> Self {
-        err.api_error()
     }
 }

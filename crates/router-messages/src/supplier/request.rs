@@ -22,16 +22,12 @@ use crate::wire::request::{
 };
 use router_canonical::{
     ApiError, CacheControl, ContentPart, ErrorCode, ImageSource, Message, PromptCacheMode,
-    Protocol, Request, ResponseFormat, Role, ThinkingMode, Tool, ToolChoice,
+    Protocol, Request, ResponseFormat, Role, SupplierTarget, ThinkingMode, Tool, ToolChoice,
 };
 use serde_json::{Map, Value};
 
-pub(crate) fn request(
-    req: &Request,
-    upstream_model: &str,
-    default_max_tokens: u32,
-) -> Result<Vec<u8>, ApiError> {
-    let wire = messages_request(req, upstream_model, default_max_tokens)?;
+pub(crate) fn request(req: &Request, target: &SupplierTarget<'_>) -> Result<Vec<u8>, ApiError> {
+    let wire = messages_request(req, target)?;
     serde_json::to_vec(&wire).map_err(|err| {
         ApiError::new(
             ErrorCode::InternalError,
@@ -40,10 +36,9 @@ pub(crate) fn request(
     })
 }
 
-pub(crate) fn messages_request(
+fn messages_request(
     req: &Request,
-    upstream_model: &str,
-    default_max_tokens: u32,
+    target: &SupplierTarget<'_>,
 ) -> Result<MessagesRequest, ApiError> {
     let native_request = req.inbound == Some(Protocol::Messages);
     if !native_request {
@@ -78,9 +73,18 @@ pub(crate) fn messages_request(
             )));
         }
     }
+    // Messages requires a limit: the client's, else the target's default.
+    let max_tokens = sampling
+        .max_output_tokens
+        .or(target.default_max_output_tokens)
+        .ok_or_else(|| {
+            ApiError::unsupported_conversion(
+                "a Messages supplier requires `max_tokens`: the request sets no output limit and the target gives no default",
+            )
+        })?;
     let mut wire = MessagesRequest {
-        model: Some(upstream_model.to_owned()),
-        max_tokens: Some(sampling.max_output_tokens.unwrap_or(default_max_tokens)),
+        model: Some(target.model.to_owned()),
+        max_tokens: Some(max_tokens),
         messages: Some(messages),
         system,
         stop_sequences: (!sampling.stop.is_empty()).then(|| Some(sampling.stop.clone())),

@@ -2,21 +2,26 @@
 //! canonical model.
 
 use super::error::DecodeError;
+use crate::wire::event::ErrorObject;
 use crate::wire::request::ContentBlock;
 use crate::wire::response::{MessageObject, WireStopReason, WireUsage};
+use router_canonical::parse::InvalidJson;
 use router_canonical::{OutputBlock, Response, StopReason, Usage};
+use serde::Deserialize;
 
-pub(crate) fn response(body: &[u8]) -> Result<Response, DecodeError> {
+/// Read a complete reply. Without `usage` it is invalid when
+/// `require_usage`, else its usage is zero.
+pub(crate) fn response(body: &[u8], require_usage: bool) -> Result<Response, DecodeError> {
     let mut de = serde_json::Deserializer::from_slice(body);
     let wire: MessageObject =
-        serde_path_to_error::deserialize(&mut de).map_err(DecodeError::json)?;
-    de.end().map_err(|err| DecodeError::InvalidJson {
+        serde_path_to_error::deserialize(&mut de).map_err(InvalidJson::from)?;
+    de.end().map_err(|err| InvalidJson {
         path: ".".to_owned(),
         message: err.to_string(),
     })?;
     let MessageObject {
         id,
-        kind: _,
+        kind,
         role: _,
         model,
         content,
@@ -24,7 +29,15 @@ pub(crate) fn response(body: &[u8]) -> Result<Response, DecodeError> {
         stop_sequence,
         usage: wire_usage,
     } = wire;
-    let usage = usage(&wire_usage.ok_or(DecodeError::MissingUsage)?)?;
+    if kind == "error" {
+        let ErrorObject { kind, message, .. } = error_object(body);
+        return Err(DecodeError::ErrorReply { kind, message });
+    }
+    let usage = match wire_usage {
+        Some(wire_usage) => usage(&wire_usage, require_usage)?,
+        None if require_usage => return Err(DecodeError::MissingUsage),
+        None => Usage::default(),
+    };
     let output = content
         .into_iter()
         .enumerate()
@@ -47,7 +60,8 @@ pub(crate) fn response(body: &[u8]) -> Result<Response, DecodeError> {
 
 /// One block of a supplier's output. Citations on text are annotations of
 /// features the router rejects and are dropped with other unknown members
-/// (D-30); a block type the router cannot represent is an invalid reply (CF-08).
+/// (D-30); a block type the canonical model cannot represent is
+/// [`DecodeError::UnknownContent`], an unsupported reply (CF-08).
 pub(crate) fn output_block(path: &str, block: ContentBlock) -> Result<OutputBlock, DecodeError> {
     Ok(match block {
         ContentBlock::Text(b) => OutputBlock::Text { text: b.text },
@@ -70,12 +84,28 @@ pub(crate) fn output_block(path: &str, block: ContentBlock) -> Result<OutputBloc
     })
 }
 
-/// Canonical usage from a complete Messages usage. Anthropic's
-/// `input_tokens` excludes cache reads and writes; the canonical count
-/// includes them. Implausible or overflowing numbers are an invalid reply.
-pub(crate) fn usage(wire: &WireUsage) -> Result<Usage, DecodeError> {
-    let (Some(input), Some(output)) = (wire.input_tokens, wire.output_tokens) else {
-        return Err(DecodeError::MissingUsage);
+/// The `error` member of an error body (`{"type": "error", "error": {...}}`),
+/// leniently: a body in another shape gives an empty object.
+pub(crate) fn error_object(body: &[u8]) -> ErrorObject {
+    #[derive(Deserialize)]
+    struct ErrorBody {
+        #[serde(default)]
+        error: ErrorObject,
+    }
+    serde_json::from_slice::<ErrorBody>(body)
+        .map(|body| body.error)
+        .unwrap_or_default()
+}
+
+/// Canonical usage from a Messages usage. Anthropic's `input_tokens`
+/// excludes cache reads and writes; the canonical count includes them.
+/// Implausible or overflowing numbers are an invalid reply. A missing input
+/// or output count is an invalid reply when `required`, else zero.
+pub(crate) fn usage(wire: &WireUsage, required: bool) -> Result<Usage, DecodeError> {
+    let (input, output) = match (wire.input_tokens, wire.output_tokens) {
+        (Some(input), Some(output)) => (input, output),
+        _ if required => return Err(DecodeError::MissingUsage),
+        (input, output) => (input.unwrap_or(0), output.unwrap_or(0)),
     };
     let cache_read = wire.cache_read_input_tokens.unwrap_or(0);
     let cache_creation = wire.cache_creation_input_tokens.unwrap_or(0);

@@ -8,18 +8,24 @@
 //! `message_start` and `message_delta`. `ping` and unknown event types are
 //! dropped (D-30); an `error` event fails the stream.
 
+use super::MessagesSupplier;
 use super::error::DecodeError;
 use super::response;
 use crate::wire::event::{Delta, Event, MessageDeltaBody};
 use crate::wire::request::ContentBlock;
 use crate::wire::response::{WireStopReason, WireUsage};
+use router_canonical::parse::InvalidJson;
 use router_canonical::sse::Frame;
-use router_canonical::{BlockDelta, BlockKind, StreamEvent};
+use router_canonical::{BlockDelta, BlockKind, StreamEvent, SupplierError, SupplierStreamDecoder};
 use serde_json::Value;
 
-/// Turns a Messages supplier's SSE frames into canonical stream events. One per stream.
+/// Turns a Messages supplier's SSE frames into canonical stream events, one
+/// decoder per stream. Made by [`MessagesSupplier`]'s `stream_decoder` (as a
+/// `Box<dyn SupplierStreamDecoder>`) or by [`StreamDecoder::new`]; the
+/// default decodes as a `MessagesSupplier::default()` does.
 #[derive(Debug, Default)]
 pub struct StreamDecoder {
+    require_usage: bool,
     started: bool,
     finished: bool,
     next_block: usize,
@@ -48,28 +54,39 @@ enum OpenKind {
     Tool,
 }
 
-impl StreamDecoder {
-    pub fn new() -> Self {
-        StreamDecoder::default()
+impl SupplierStreamDecoder for StreamDecoder {
+    /// Decode one SSE frame. The event type is read from the JSON `type`
+    /// (the `event:` line repeats it); `ping` and unknown events give none.
+    fn decode(&mut self, frame: &Frame) -> Result<Vec<StreamEvent>, SupplierError> {
+        self.decode_frame(frame).map_err(SupplierError::from)
     }
 
     /// Whether `message_stop` (and so `Finish`) has been seen. A stream that
-    /// ends before it is truncated: not a success, never charged.
-    pub fn is_finished(&self) -> bool {
+    /// ends before it is truncated: not a success.
+    fn is_finished(&self) -> bool {
         self.finished
     }
+}
 
-    /// Decode one SSE frame. The event type is read from the JSON `type`
-    /// (the `event:` line repeats it).
-    pub fn decode(&mut self, frame: &Frame) -> Result<Vec<StreamEvent>, DecodeError> {
+impl StreamDecoder {
+    /// A decoder with `codec`'s options.
+    pub fn new(codec: &MessagesSupplier) -> Self {
+        StreamDecoder {
+            require_usage: codec.require_usage,
+            ..StreamDecoder::default()
+        }
+    }
+
+    /// [`SupplierStreamDecoder::decode`], with the crate's typed error.
+    pub(crate) fn decode_frame(&mut self, frame: &Frame) -> Result<Vec<StreamEvent>, DecodeError> {
         let data = frame.data.trim();
         let mut events = Vec::new();
         if data.is_empty() {
             return Ok(events);
         }
         let mut de = serde_json::Deserializer::from_str(data);
-        let event: Event = serde_path_to_error::deserialize(&mut de).map_err(DecodeError::json)?;
-        de.end().map_err(|err| DecodeError::InvalidJson {
+        let event: Event = serde_path_to_error::deserialize(&mut de).map_err(InvalidJson::from)?;
+        de.end().map_err(|err| InvalidJson {
             path: ".".to_owned(),
             message: err.to_string(),
         })?;
@@ -104,7 +121,8 @@ impl StreamDecoder {
                 });
                 if let Some(usage) = &message.usage {
                     merge_usage(&mut self.usage, usage);
-                    if let Ok(usage) = response::usage(&self.usage) {
+                    // The early usage is reported only when both counts are there.
+                    if let Ok(usage) = response::usage(&self.usage, true) {
                         events.push(StreamEvent::Usage { usage });
                     }
                 }
@@ -147,7 +165,7 @@ impl StreamDecoder {
                         self.called_tools,
                     ),
                     stop_sequence: self.stop_sequence.take(),
-                    usage: response::usage(&self.usage)?,
+                    usage: response::usage(&self.usage, self.require_usage)?,
                 });
             }
             Event::Ping | Event::Unknown(_) | Event::Error { .. } => {}
