@@ -2,6 +2,7 @@
 //! (`POST /v1/messages` and `POST /v1/messages/count_tokens`) and rendering
 //! what it is answered.
 
+mod content;
 mod envelope;
 mod headers;
 mod request;

@@ -11,7 +11,11 @@
 //! reference; the rest are expectations. Run with `UPDATE_GOLDEN=1` to
 //! rewrite the expectations, then review the diff.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers: a panic is the failure report"
+)]
 
 use router_canonical::Request;
 use router_messages::{

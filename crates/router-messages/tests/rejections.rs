@@ -1,9 +1,9 @@
 //! Every 400 rule of `POST /v1/messages` and `/v1/messages/count_tokens`
 //! (D-03..D-28, D-38, D-40, CF-03, CF-05, CF-21, CF-22) with the `param` it
 //! must name, the boundaries that must be accepted, what pins a request to
-//! a native route (GP-53, D-26), and the header rules (D-03..D-05).
-
-#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
+//! a native route (GP-53, D-26), and the header rules (D-03..D-05, D-07).
+//!
+//! Long by design: one table of cases per rule set, each case a line or two.
 
 use router_canonical::{ErrorCode, ToolChoice};
 use router_messages::{ApiError, ClientCodec, HeaderSource, MessagesClient, Request};

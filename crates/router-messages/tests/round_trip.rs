@@ -15,8 +15,6 @@
 //! user only alongside its `metadata`. `native_only` is derived by
 //! [`expected_native_only`], an oracle written from GP-53, D-26 and CF-05.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
-
 use proptest::prelude::*;
 use router_canonical::request::NativeFields;
 use router_canonical::{

@@ -2,8 +2,14 @@
 //! usage conversion, unknown provider fields and events (D-30, CF-08),
 //! stream failures (D-33), the client reply shape (D-29, D-31, D-32), and
 //! what a conversion to Messages keeps or refuses (F-08, F-11, GP-74).
+//!
+//! Long by design: the case tables of reply and stream decoding, and the encoder corners.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers: a panic is the failure report"
+)]
 
 use router_canonical::request::NativeFields;
 use router_canonical::sse::{Decoder, Frame};

@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 /// `Unknown` (and dropped by the supplier stream decoder).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Event {
     MessageStart {
         message: MessageObject,
@@ -120,6 +121,7 @@ impl<'de> Deserialize<'de> for Event {
 /// The `delta` of a `content_block_delta`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Delta {
     TextDelta {
         text: String,

@@ -74,6 +74,7 @@ where
 /// to a Messages supplier.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum WireRole {
     User,
     Assistant,
@@ -129,6 +130,7 @@ impl<'de> Deserialize<'de> for Content {
 /// in `Unknown` (the client codec rejects it; the supplier codec reports
 /// it as unsupported).
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum ContentBlock {
     Text(TextBlock),
     Image(ImageBlock),
@@ -239,6 +241,7 @@ pub struct ImageBlock {
 /// An image `source`: base64 bytes, a URL, or an uploaded file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ImageSource {
     Base64 { media_type: String, data: String },
     Url { url: String },

@@ -39,6 +39,7 @@ pub(crate) fn assistant_role() -> String {
 
 /// `stop_reason`, open to values a supplier may add.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum WireStopReason {
     EndTurn,
     MaxTokens,
