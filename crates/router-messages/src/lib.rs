@@ -220,7 +220,8 @@ pub use supplier::{DecodeError, MessagesSupplier};
 pub use router_canonical::parse::InvalidJson;
 pub use router_canonical::sse;
 pub use router_canonical::{
-    ApiError, ClientCodec, ClientStreamEncoder, ErrorCode, HeaderSource, NanoUsd, Protocol,
-    ReplyContext, Request, Response, StopReason, StreamContext, StreamEnd, StreamEvent,
-    SupplierCodec, SupplierError, SupplierFailure, SupplierStreamDecoder, SupplierTarget, Usage,
+    ApiError, BlockDelta, BlockKind, ClientCodec, ClientStreamEncoder, ErrorCode, HeaderSource,
+    NanoUsd, OutputBlock, Protocol, ReplyContext, Request, Response, StopReason, StreamContext,
+    StreamEnd, StreamEvent, SupplierCodec, SupplierError, SupplierFailure, SupplierStreamDecoder,
+    SupplierTarget, Usage,
 };
