@@ -1,14 +1,14 @@
 //! Messages wire types: the JSON exactly as clients and suppliers write it.
 //!
-//! The same types serve both directions: a client's request and the body the
-//! router sends a Messages supplier are both [`request::MessagesRequest`]; a
-//! supplier's reply and the router's reply to its client are both
+//! The same types serve both parties: a client's request and the body sent
+//! to a Messages supplier are both [`request::MessagesRequest`]; a
+//! supplier's reply and the reply to a client are both
 //! [`response::MessageObject`], and stream events are [`event::Event`].
-//! Conversion to and from the canonical model is written by hand in
-//! `from_wire.rs` and `to_wire.rs`.
+//! Conversion to and from the canonical model is written by hand in the
+//! crate's client and supplier codecs (no `serde_json::Value` round trips).
 //!
 //! Open world: request and message objects keep unknown members in a
-//! `#[serde(flatten)]` map (the validator rejects them, D-28), unknown content
+//! `#[serde(flatten)]` map (the client codec rejects them), unknown content
 //! blocks are kept whole ([`request::ContentBlock::Unknown`]), a supplier's
 //! unknown `stop_reason` is kept as [`response::WireStopReason::Other`], and an
 //! unknown stream event is [`event::Event::Unknown`]. Outgoing optionals are

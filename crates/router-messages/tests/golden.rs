@@ -11,12 +11,16 @@
 //! reference; the rest are expectations. Run with `UPDATE_GOLDEN=1` to
 //! rewrite the expectations, then review the diff.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers: a panic is the failure report"
+)]
 
-use router_canonical::{Request, StreamEvent};
+use router_canonical::Request;
 use router_messages::{
-    RequestHeaders, ResponseContext, StreamContext, StreamDecoder, StreamEncoder, apply_headers,
-    decode_response, encode_request, encode_response, parse_request,
+    ClientCodec, ClientStreamEncoder, HeaderSource, MessagesClient, MessagesSupplier, ReplyContext,
+    StreamContext, SupplierCodec, SupplierTarget,
 };
 use router_wire_testkit::golden::{self, Golden, frame_values, frames};
 use serde_json::Value;
@@ -26,6 +30,22 @@ use std::path::Path;
 const UPSTREAM_MODEL: &str = "claude-supplier-model-20250101";
 const DEFAULT_MAX_TOKENS: u32 = 4096;
 const ROUTER_ID: &str = "msg_router_0001";
+/// The gateway's setting: a reply without usage is invalid.
+const SUPPLIER: MessagesSupplier = MessagesSupplier {
+    require_usage: true,
+};
+
+/// A case's `headers.json`, plus the JSON content type.
+struct Headers(Value);
+
+impl HeaderSource for Headers {
+    fn header(&self, name: &str) -> Option<&str> {
+        match name {
+            "content-type" => Some("application/json"),
+            _ => self.0.get(name).and_then(Value::as_str),
+        }
+    }
+}
 
 /// The canonical request of a case: parsed from `request.json` (and checked
 /// against `canonical.json`), or read from `canonical.json` for a conversion case.
@@ -35,21 +55,12 @@ fn canonical(case: &Path, golden: &mut Golden) -> Request {
             .expect("a case has request.json or an input canonical.json");
         return serde_json::from_slice(&input).unwrap();
     };
-    let mut request = parse_request(&body)
-        .unwrap_or_else(|err| panic!("{}: request rejected: {err:?}", case.display()));
     let headers: Value = fs::read(case.join("headers.json"))
         .map(|b| serde_json::from_slice(&b).unwrap())
         .unwrap_or_else(|_| serde_json::json!({"anthropic-version": "2023-06-01"}));
-    let header = |name: &str| headers.get(name).and_then(Value::as_str);
-    apply_headers(
-        &mut request,
-        &RequestHeaders {
-            version: header("anthropic-version"),
-            beta: header("anthropic-beta"),
-            direct_browser_access: header("anthropic-dangerous-direct-browser-access"),
-        },
-    )
-    .unwrap_or_else(|err| panic!("{}: headers rejected: {err:?}", case.display()));
+    let (request, ()) = MessagesClient
+        .parse_request(&Headers(headers), &body)
+        .unwrap_or_else(|err| panic!("{}: request or headers rejected: {err:?}", case.display()));
     golden.json(
         case,
         "canonical.json",
@@ -60,7 +71,12 @@ fn canonical(case: &Path, golden: &mut Golden) -> Request {
 
 fn run_case(case: &Path, golden: &mut Golden) {
     let canonical = canonical(case, golden);
-    let upstream = encode_request(&canonical, UPSTREAM_MODEL, DEFAULT_MAX_TOKENS)
+    let target = SupplierTarget {
+        model: UPSTREAM_MODEL,
+        default_max_output_tokens: Some(DEFAULT_MAX_TOKENS),
+    };
+    let upstream = SUPPLIER
+        .encode_request(&canonical, &target)
         .unwrap_or_else(|err| panic!("{}: encode_request failed: {err:?}", case.display()));
     golden.json(
         case,
@@ -69,26 +85,29 @@ fn run_case(case: &Path, golden: &mut Golden) {
     );
 
     if let Ok(body) = fs::read(case.join("supplier_response.json")) {
-        let response = decode_response(&body)
+        let response = SUPPLIER
+            .decode_response(&body)
             .unwrap_or_else(|err| panic!("{}: supplier reply rejected: {err}", case.display()));
         golden.json(
             case,
             "canonical_response.json",
             &serde_json::to_value(&response).unwrap(),
         );
-        let ctx = ResponseContext {
+        let ctx = ReplyContext {
             id: ROUTER_ID,
             model: &canonical.model,
+            created: 0,
+            cost: None,
         };
         golden.json(
             case,
             "response.json",
-            &serde_json::from_slice(&encode_response(&response, &ctx)).unwrap(),
+            &serde_json::from_slice(&MessagesClient.encode_response(&response, &ctx, &())).unwrap(),
         );
     }
 
     if let Ok(sse) = fs::read(case.join("supplier_stream.sse")) {
-        let mut decoder = StreamDecoder::new();
+        let mut decoder = SUPPLIER.stream_decoder();
         let mut events = Vec::new();
         for frame in frames(&sse) {
             events.extend(
@@ -103,20 +122,16 @@ fn run_case(case: &Path, golden: &mut Golden) {
             "canonical_events.json",
             &serde_json::to_value(&events).unwrap(),
         );
-        let mut encoder = StreamEncoder::new(StreamContext {
+        let stream = StreamContext {
             id: ROUTER_ID.to_owned(),
             model: canonical.model.clone(),
-        });
+            created: 0,
+        };
+        let mut encoder = MessagesClient.stream_encoder(stream, ());
         let mut out = Vec::new();
         for event in &events {
-            match event {
-                StreamEvent::Finish {
-                    stop_reason,
-                    stop_sequence,
-                    usage,
-                } => encoder.encode_finish(stop_reason, stop_sequence.as_deref(), usage, &mut out),
-                other => encoder.encode(other, &mut out),
-            }
+            // `Finish` writes the ending, as `finish` without a cost does.
+            encoder.event(event, &mut out);
         }
         // D-31: every event name equals its payload's type.
         for (event, data) in frame_values(&out) {

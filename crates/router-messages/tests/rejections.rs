@@ -1,16 +1,53 @@
 //! Every 400 rule of `POST /v1/messages` and `/v1/messages/count_tokens`
 //! (D-03..D-28, D-38, D-40, CF-03, CF-05, CF-21, CF-22) with the `param` it
 //! must name, the boundaries that must be accepted, what pins a request to
-//! a native route (GP-53, D-26), and the header rules (D-03..D-05).
-
-#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
+//! a native route (GP-53, D-26), and the header rules (D-03..D-05, D-07).
+//!
+//! Long by design: one table of cases per rule set, each case a line or two.
 
 use router_canonical::{ErrorCode, ToolChoice};
-use router_messages::{
-    RequestHeaders, apply_headers, parse_count_tokens, parse_request, validate_count_tokens_headers,
-};
+use router_messages::{ApiError, ClientCodec, HeaderSource, MessagesClient, Request};
 use router_wire_testkit::rejection;
 use serde_json::{Value, json};
+
+/// The headers of a call, by lower-case name.
+#[derive(Debug, Clone, Copy)]
+struct Headers<'a> {
+    content_type: Option<&'a str>,
+    version: Option<&'a str>,
+    beta: Option<&'a str>,
+    browser: Option<&'a str>,
+}
+
+impl HeaderSource for Headers<'_> {
+    fn header(&self, name: &str) -> Option<&str> {
+        match name {
+            "content-type" => self.content_type,
+            "anthropic-version" => self.version,
+            "anthropic-beta" => self.beta,
+            "anthropic-dangerous-direct-browser-access" => self.browser,
+            _ => None,
+        }
+    }
+}
+
+/// A JSON body with the supported version and no other header.
+const JSON: Headers<'static> = Headers {
+    content_type: Some("application/json"),
+    version: Some("2023-06-01"),
+    beta: None,
+    browser: None,
+};
+
+fn parse_request(body: &[u8]) -> Result<Request, ApiError> {
+    MessagesClient
+        .parse_request(&JSON, body)
+        .map(|(request, ())| request)
+}
+
+fn parse_count_tokens(body: &[u8]) -> Result<Request, ApiError> {
+    MessagesClient.parse_count_tokens_body(body)
+}
 
 fn base() -> Value {
     json!({"model": "m", "max_tokens": 2048, "messages": [{"role": "user", "content": "hi"}]})
@@ -1377,17 +1414,18 @@ fn headers<'a>(
     version: Option<&'a str>,
     beta: Option<&'a str>,
     browser: Option<&'a str>,
-) -> RequestHeaders<'a> {
-    RequestHeaders {
+) -> Headers<'a> {
+    Headers {
         version,
         beta,
-        direct_browser_access: browser,
+        browser,
+        ..JSON
     }
 }
 
 #[test]
 fn headers_are_checked_and_betas_recorded() {
-    let rejected: Vec<(&str, RequestHeaders<'_>, &str)> = vec![
+    let rejected: Vec<(&str, Headers<'_>, &str)> = vec![
         (
             "version missing",
             headers(None, None, None),
@@ -1415,47 +1453,95 @@ fn headers_are_checked_and_betas_recorded() {
         ),
     ];
     for (name, h, param) in rejected {
-        let mut request = parse_request(&body(&base())).unwrap();
-        let err = apply_headers(&mut request, &h).expect_err(name);
+        let err = MessagesClient
+            .parse_request(&h, &body(&base()))
+            .expect_err(name);
         assert_eq!(err.code, ErrorCode::InvalidParameter, "{name}");
         assert_eq!(err.param.as_deref(), Some(param), "{name}");
-        let err = validate_count_tokens_headers(&h).expect_err(name);
+        let err = MessagesClient
+            .parse_count_tokens(&h, &body(&base()))
+            .expect_err(name);
         assert_eq!(err.param.as_deref(), Some(param), "{name} (count_tokens)");
     }
 
-    let mut request = parse_request(&body(&base())).unwrap();
-    apply_headers(
-        &mut request,
-        &headers(Some("2023-06-01"), None, Some("true")),
-    )
-    .unwrap();
+    let (request, ()) = MessagesClient
+        .parse_request(
+            &headers(Some("2023-06-01"), None, Some("true")),
+            &body(&base()),
+        )
+        .unwrap();
     assert_eq!(request.native, None, "no betas, no native fields");
     assert_eq!(request.native_only, None);
 
-    let mut request = parse_request(&with("metadata", json!({"user_id": "u"}))).unwrap();
-    apply_headers(
-        &mut request,
-        &headers(
-            Some("2023-06-01"),
-            Some(" a-2025-01-01 ,, b-2025-02-02 ,"),
-            None,
-        ),
-    )
-    .unwrap();
+    let (request, ()) = MessagesClient
+        .parse_request(
+            &headers(
+                Some("2023-06-01"),
+                Some(" a-2025-01-01 ,, b-2025-02-02 ,"),
+                None,
+            ),
+            &with("metadata", json!({"user_id": "u"})),
+        )
+        .unwrap();
     let native = request.native.as_ref().unwrap();
     assert_eq!(native.betas, vec!["a-2025-01-01", "b-2025-02-02"]);
     assert_eq!(native.fields.len(), 1, "existing native fields are kept");
     assert_eq!(request.native_only.as_deref(), Some("anthropic-beta"));
 
-    let mut request = parse_request(&body(&base())).unwrap();
-    apply_headers(
-        &mut request,
-        &headers(Some("2023-06-01"), Some(" , "), None),
-    )
-    .unwrap();
+    let (request, ()) = MessagesClient
+        .parse_request(
+            &headers(Some("2023-06-01"), Some(" , "), None),
+            &body(&base()),
+        )
+        .unwrap();
     assert_eq!(request.native, None, "an empty beta list is no beta");
 
     // count_tokens accepts and ignores betas.
-    validate_count_tokens_headers(&headers(Some("2023-06-01"), Some("bogus-2099-01-01"), None))
+    let request = MessagesClient
+        .parse_count_tokens(
+            &headers(Some("2023-06-01"), Some("bogus-2099-01-01"), None),
+            &body(&base()),
+        )
         .unwrap();
+    assert_eq!(request.native, None);
+}
+
+/// A body must be declared JSON (D-07, GP-52), on both endpoints; the
+/// content type is checked before the body.
+#[test]
+fn the_content_type_must_be_json() {
+    for content_type in [None, Some("text/plain"), Some("application/jsonx")] {
+        let h = Headers {
+            content_type,
+            ..JSON
+        };
+        for err in [
+            MessagesClient
+                .parse_request(&h, b"{")
+                .map(|_| ())
+                .unwrap_err(),
+            MessagesClient
+                .parse_count_tokens(&h, b"{")
+                .map(|_| ())
+                .unwrap_err(),
+        ] {
+            assert_eq!(err.code, ErrorCode::InvalidParameter, "{content_type:?}");
+            assert_eq!(
+                err.param.as_deref(),
+                Some("content-type"),
+                "{content_type:?}"
+            );
+            assert_eq!(err.message, "`Content-Type` must be `application/json`.");
+        }
+    }
+    let h = Headers {
+        content_type: Some(" Application/JSON; charset=utf-8"),
+        ..JSON
+    };
+    assert!(MessagesClient.parse_request(&h, &body(&base())).is_ok());
+    assert!(
+        MessagesClient
+            .parse_count_tokens(&h, &body(&base()))
+            .is_ok()
+    );
 }

@@ -15,8 +15,6 @@
 //! user only alongside its `metadata`. `native_only` is derived by
 //! [`expected_native_only`], an oracle written from GP-53, D-26 and CF-05.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
-
 use proptest::prelude::*;
 use router_canonical::request::NativeFields;
 use router_canonical::{
@@ -24,12 +22,46 @@ use router_canonical::{
     Request, ResponseFormat, Role, RoutingOptions, Sampling, ThinkingConfig, ThinkingMode,
     ToolChoice,
 };
-use router_messages::{encode_request, parse_request};
+use router_messages::{
+    ApiError, ClientCodec, HeaderSource, MessagesClient, MessagesSupplier, SupplierCodec,
+    SupplierTarget,
+};
 use router_wire_testkit::strategy::{cache_control, ident, quarter, text, text_part, tool};
 use serde_json::{Map, Value, json};
 
 const UPSTREAM: &str = "supplier-model";
 const DEFAULT_MAX_TOKENS: u32 = 4096;
+
+/// A JSON body with the supported `anthropic-version`.
+struct Json;
+
+impl HeaderSource for Json {
+    fn header(&self, name: &str) -> Option<&str> {
+        match name {
+            "content-type" => Some("application/json"),
+            "anthropic-version" => Some("2023-06-01"),
+            _ => None,
+        }
+    }
+}
+
+fn parse_request(body: &[u8]) -> Result<Request, ApiError> {
+    MessagesClient
+        .parse_request(&Json, body)
+        .map(|(request, ())| request)
+}
+
+fn encode_request(
+    req: &Request,
+    model: &str,
+    default_max_tokens: u32,
+) -> Result<Vec<u8>, ApiError> {
+    let target = SupplierTarget {
+        model,
+        default_max_output_tokens: Some(default_max_tokens),
+    };
+    MessagesSupplier::default().encode_request(req, &target)
+}
 
 fn non_empty_text() -> impl Strategy<Value = String> {
     "\\PC{1,24}"
@@ -583,7 +615,9 @@ proptest! {
     #[test]
     fn parse_never_panics(body in prop::collection::vec(any::<u8>(), 0..256)) {
         let _ = parse_request(&body);
-        let _ = router_messages::parse_count_tokens(&body);
-        let _ = router_messages::decode_response(&body);
+        let _ = MessagesClient.parse_count_tokens_body(&body);
+        let _ = MessagesSupplier { require_usage: true }.decode_response(&body);
+        let _ = MessagesSupplier::default().decode_response(&body);
+        let _ = MessagesSupplier::default().decode_error(500, &body);
     }
 }

@@ -2,8 +2,14 @@
 //! usage conversion, unknown provider fields and events (D-30, CF-08),
 //! stream failures (D-33), the client reply shape (D-29, D-31, D-32), and
 //! what a conversion to Messages keeps or refuses (F-08, F-11, GP-74).
+//!
+//! Long by design: the case tables of reply and stream decoding, and the encoder corners.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers: a panic is the failure report"
+)]
 
 use router_canonical::request::NativeFields;
 use router_canonical::sse::{Decoder, Frame};
@@ -12,11 +18,71 @@ use router_canonical::{
     OutputBlock, PromptCacheMode, Protocol, Reasoning, Request, Response, ResponseFormat, Role,
     Sampling, StopReason, StreamEvent, ThinkingConfig, ThinkingMode, Tool, ToolChoice, Usage,
 };
+use router_messages::client::StreamEncoder;
 use router_messages::{
-    DecodeError, ResponseContext, StreamContext, StreamDecoder, StreamEncoder, decode_response,
-    encode_request, encode_response, error_body, parse_request,
+    ClientCodec, ClientStreamEncoder, DecodeError, HeaderSource, MessagesClient, MessagesSupplier,
+    ReplyContext as ResponseContext, StreamContext, StreamEnd, SupplierCodec, SupplierError,
+    SupplierStreamDecoder, SupplierTarget,
 };
 use serde_json::{Value, json};
+
+/// The gateway's setting: a reply without usage is invalid.
+const SUPPLIER: MessagesSupplier = MessagesSupplier {
+    require_usage: true,
+};
+
+/// A JSON body with the supported `anthropic-version`.
+struct Json;
+
+impl HeaderSource for Json {
+    fn header(&self, name: &str) -> Option<&str> {
+        match name {
+            "content-type" => Some("application/json"),
+            "anthropic-version" => Some("2023-06-01"),
+            _ => None,
+        }
+    }
+}
+
+fn parse_request(body: &[u8]) -> Result<Request, ApiError> {
+    MessagesClient
+        .parse_request(&Json, body)
+        .map(|(request, ())| request)
+}
+
+fn decode_response(body: &[u8]) -> Result<Response, SupplierError> {
+    SUPPLIER.decode_response(body)
+}
+
+/// The crate's typed error behind an invalid or unsupported reply.
+fn typed(err: &SupplierError) -> Option<&DecodeError> {
+    match err {
+        SupplierError::InvalidReply(source) | SupplierError::Unsupported(source) => {
+            source.downcast_ref::<DecodeError>()
+        }
+        _ => None,
+    }
+}
+
+fn encode_response(response: &Response, ctx: &ResponseContext<'_>) -> Vec<u8> {
+    MessagesClient.encode_response(response, ctx, &())
+}
+
+fn error_body(error: &ApiError) -> Vec<u8> {
+    MessagesClient.error_body(error)
+}
+
+fn encode_request(
+    req: &Request,
+    model: &str,
+    default_max_tokens: u32,
+) -> Result<Vec<u8>, ApiError> {
+    let target = SupplierTarget {
+        model,
+        default_max_output_tokens: Some(default_max_tokens),
+    };
+    SUPPLIER.encode_request(req, &target)
+}
 
 fn reply(content: Value, stop_reason: Value, usage: Value) -> Vec<u8> {
     serde_json::to_vec(&json!({
@@ -96,6 +162,8 @@ fn usage_counts_cache_in_the_canonical_input() {
     let ctx = ResponseContext {
         id: "msg_r",
         model: "pub/model",
+        created: 0,
+        cost: None,
     };
     let client: Value = serde_json::from_slice(&encode_response(&response, &ctx)).unwrap();
     assert_eq!(
@@ -142,6 +210,8 @@ fn unknown_provider_members_are_dropped_from_the_client_reply() {
     let ctx = ResponseContext {
         id: "msg_r",
         model: "pub/model",
+        created: 0,
+        cost: None,
     };
     let client = String::from_utf8(encode_response(&response, &ctx)).unwrap();
     for leaked in ["provider", "caller", "server_tool_use", "msg_1"] {
@@ -151,10 +221,10 @@ fn unknown_provider_members_are_dropped_from_the_client_reply() {
 
 #[test]
 fn invalid_replies_are_typed_errors() {
-    type Case = (&'static str, Vec<u8>, fn(&DecodeError) -> bool);
+    type Case = (&'static str, Vec<u8>, fn(&SupplierError) -> bool);
     let cases: Vec<Case> = vec![
         ("not JSON", b"<html>".to_vec(), |e| {
-            matches!(e, DecodeError::InvalidJson { .. })
+            matches!(typed(e), Some(DecodeError::InvalidJson(_)))
         }),
         (
             "trailing garbage",
@@ -163,12 +233,12 @@ fn invalid_replies_are_typed_errors() {
                 b"x".to_vec(),
             ]
             .concat(),
-            |e| matches!(e, DecodeError::InvalidJson { .. }),
+            |e| matches!(typed(e), Some(DecodeError::InvalidJson(_))),
         ),
         (
             "content not an array",
             br#"{"content": 1, "usage": {"input_tokens": 1, "output_tokens": 1}}"#.to_vec(),
-            |e| matches!(e, DecodeError::InvalidJson { path, .. } if path == "content"),
+            |e| matches!(typed(e), Some(DecodeError::InvalidJson(json)) if json.path == "content"),
         ),
         (
             "tool_use without input",
@@ -177,18 +247,18 @@ fn invalid_replies_are_typed_errors() {
                 json!("tool_use"),
                 usage(1, 1),
             ),
-            |e| matches!(e, DecodeError::InvalidJson { path, .. } if path == "content[0].input"),
+            |e| matches!(typed(e), Some(DecodeError::InvalidJson(json)) if json.path == "content[0].input"),
         ),
         (
             "no usage",
             serde_json::to_vec(&json!({"id": "x", "content": [], "stop_reason": "end_turn"}))
                 .unwrap(),
-            |e| matches!(e, DecodeError::MissingUsage),
+            |e| matches!(typed(e), Some(DecodeError::MissingUsage)),
         ),
         (
             "usage without output_tokens",
             reply(text("x"), json!("end_turn"), json!({"input_tokens": 1})),
-            |e| matches!(e, DecodeError::MissingUsage),
+            |e| matches!(typed(e), Some(DecodeError::MissingUsage)),
         ),
         (
             "thinking above output",
@@ -197,7 +267,7 @@ fn invalid_replies_are_typed_errors() {
                 json!("end_turn"),
                 json!({"input_tokens": 1, "output_tokens": 1, "output_tokens_details": {"thinking_tokens": 2}}),
             ),
-            |e| matches!(e, DecodeError::InvalidUsage { .. }),
+            |e| matches!(typed(e), Some(DecodeError::InvalidUsage { .. })),
         ),
         (
             "negative tokens",
@@ -206,7 +276,7 @@ fn invalid_replies_are_typed_errors() {
                 json!("end_turn"),
                 json!({"input_tokens": -1, "output_tokens": 1}),
             ),
-            |e| matches!(e, DecodeError::InvalidJson { .. }),
+            |e| matches!(typed(e), Some(DecodeError::InvalidJson(_))),
         ),
         (
             "overflowing input",
@@ -215,7 +285,7 @@ fn invalid_replies_are_typed_errors() {
                 json!("end_turn"),
                 json!({"input_tokens": u64::MAX, "cache_read_input_tokens": 1, "output_tokens": 1}),
             ),
-            |e| matches!(e, DecodeError::InvalidUsage { .. }),
+            |e| matches!(typed(e), Some(DecodeError::InvalidUsage { .. })),
         ),
         (
             "server_tool_use block (CF-08)",
@@ -224,7 +294,7 @@ fn invalid_replies_are_typed_errors() {
                 json!("end_turn"),
                 usage(1, 1),
             ),
-            |e| matches!(e, DecodeError::UnknownContent { path, kind } if path == "content[1]" && kind == "server_tool_use"),
+            |e| matches!(typed(e), Some(DecodeError::UnknownContent { path, kind }) if path == "content[1]" && kind == "server_tool_use"),
         ),
         (
             "image block in output",
@@ -233,7 +303,7 @@ fn invalid_replies_are_typed_errors() {
                 json!("end_turn"),
                 usage(1, 1),
             ),
-            |e| matches!(e, DecodeError::UnknownContent { kind, .. } if kind == "image"),
+            |e| matches!(typed(e), Some(DecodeError::UnknownContent { kind, .. }) if kind == "image"),
         ),
         (
             "future block type",
@@ -242,15 +312,21 @@ fn invalid_replies_are_typed_errors() {
                 json!("end_turn"),
                 usage(1, 1),
             ),
-            |e| matches!(e, DecodeError::UnknownContent { kind, .. } if kind == "hologram"),
+            |e| matches!(typed(e), Some(DecodeError::UnknownContent { kind, .. }) if kind == "hologram"),
         ),
     ];
     for (name, body, expected) in cases {
         let err = decode_response(&body).expect_err(name);
         assert!(expected(&err), "{name}: {err:?}");
-        let public = err.api_error();
-        assert_eq!(public.code, ErrorCode::InvalidUpstreamResponse, "{name}");
-        assert_eq!(public.status(), 502);
+        // Not a failure the supplier reported: an invalid reply, or one the
+        // canonical model cannot represent (an unknown block type).
+        let unknown = matches!(typed(&err), Some(DecodeError::UnknownContent { .. }));
+        assert!(err.reported().is_none(), "{name}");
+        assert_eq!(
+            matches!(err, SupplierError::Unsupported(_)),
+            unknown,
+            "{name}"
+        );
     }
 }
 
@@ -305,8 +381,13 @@ fn stop() -> Frame {
     frame("message_stop", json!({"type": "message_stop"}))
 }
 
-fn decode_all(frames: &[Frame]) -> (StreamDecoder, Result<Vec<StreamEvent>, DecodeError>) {
-    let mut decoder = StreamDecoder::new();
+fn decode_all(
+    frames: &[Frame],
+) -> (
+    Box<dyn SupplierStreamDecoder>,
+    Result<Vec<StreamEvent>, SupplierError>,
+) {
+    let mut decoder = SUPPLIER.stream_decoder();
     let mut events = Vec::new();
     for f in frames {
         match decoder.decode(f) {
@@ -482,7 +563,7 @@ fn supplier_indexes_are_renumbered_in_opening_order() {
 
 #[test]
 fn stream_failures_are_typed_errors() {
-    type Case = (&'static str, Vec<Frame>, fn(&DecodeError) -> bool);
+    type Case = (&'static str, Vec<Frame>, fn(&SupplierError) -> bool);
     let cases: Vec<Case> = vec![
         (
             "error event (D-33)",
@@ -493,7 +574,7 @@ fn stream_failures_are_typed_errors() {
                     json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded at supplier-x"}}),
                 ),
             ],
-            |e| matches!(e, DecodeError::SupplierError { kind: Some(k), .. } if k == "overloaded_error"),
+            |e| matches!(e, SupplierError::Reported(f) if f.kind.as_deref() == Some("overloaded_error")),
         ),
         (
             "error before start",
@@ -501,7 +582,7 @@ fn stream_failures_are_typed_errors() {
                 "error",
                 json!({"type": "error", "error": {"type": "api_error", "message": "m"}}),
             )],
-            |e| matches!(e, DecodeError::SupplierError { .. }),
+            |e| matches!(e, SupplierError::Reported(_)),
         ),
         (
             "not JSON",
@@ -509,17 +590,17 @@ fn stream_failures_are_typed_errors() {
                 event: Some("message_start".into()),
                 data: "{".into(),
             }],
-            |e| matches!(e, DecodeError::InvalidJson { .. }),
+            |e| matches!(typed(e), Some(DecodeError::InvalidJson(_))),
         ),
         (
             "block before message_start",
             vec![block_start(0, json!({"type": "text", "text": ""}))],
-            |e| matches!(e, DecodeError::OutOfOrder { kind } if kind == "content_block_start"),
+            |e| matches!(typed(e), Some(DecodeError::OutOfOrder { kind }) if kind == "content_block_start"),
         ),
         (
             "second message_start",
             vec![start(usage(1, 1)), start(usage(1, 1))],
-            |e| matches!(e, DecodeError::OutOfOrder { .. }),
+            |e| matches!(typed(e), Some(DecodeError::OutOfOrder { .. })),
         ),
         (
             "event after message_stop",
@@ -529,7 +610,7 @@ fn stream_failures_are_typed_errors() {
                 stop(),
                 block_start(0, json!({"type": "text", "text": ""})),
             ],
-            |e| matches!(e, DecodeError::AfterStop),
+            |e| matches!(typed(e), Some(DecodeError::AfterStop)),
         ),
         (
             "unknown block type (CF-08)",
@@ -540,7 +621,7 @@ fn stream_failures_are_typed_errors() {
                     json!({"type": "server_tool_use", "id": "s", "name": "web_search", "input": {}}),
                 ),
             ],
-            |e| matches!(e, DecodeError::UnknownContent { kind, .. } if kind == "server_tool_use"),
+            |e| matches!(typed(e), Some(DecodeError::UnknownContent { kind, .. }) if kind == "server_tool_use"),
         ),
         (
             "unknown delta type",
@@ -549,7 +630,7 @@ fn stream_failures_are_typed_errors() {
                 block_start(0, json!({"type": "text", "text": ""})),
                 delta(0, json!({"type": "hologram_delta", "x": 1})),
             ],
-            |e| matches!(e, DecodeError::UnknownDelta { kind, .. } if kind == "hologram_delta"),
+            |e| matches!(typed(e), Some(DecodeError::UnknownDelta { kind, .. }) if kind == "hologram_delta"),
         ),
         (
             "text delta for a tool block",
@@ -561,7 +642,7 @@ fn stream_failures_are_typed_errors() {
                 ),
                 delta(0, json!({"type": "text_delta", "text": "x"})),
             ],
-            |e| matches!(e, DecodeError::MismatchedDelta { .. }),
+            |e| matches!(typed(e), Some(DecodeError::MismatchedDelta { .. })),
         ),
         (
             "signature for a text block",
@@ -570,7 +651,7 @@ fn stream_failures_are_typed_errors() {
                 block_start(0, json!({"type": "text", "text": ""})),
                 delta(0, json!({"type": "signature_delta", "signature": "s"})),
             ],
-            |e| matches!(e, DecodeError::MismatchedDelta { .. }),
+            |e| matches!(typed(e), Some(DecodeError::MismatchedDelta { .. })),
         ),
         (
             "delta for a block never started",
@@ -578,7 +659,7 @@ fn stream_failures_are_typed_errors() {
                 start(usage(1, 1)),
                 delta(0, json!({"type": "text_delta", "text": "x"})),
             ],
-            |e| matches!(e, DecodeError::UnknownBlock { index: 0 }),
+            |e| matches!(typed(e), Some(DecodeError::UnknownBlock { index: 0 })),
         ),
         (
             "delta after its block stopped",
@@ -588,7 +669,7 @@ fn stream_failures_are_typed_errors() {
                 block_stop(0),
                 delta(0, json!({"type": "text_delta", "text": "x"})),
             ],
-            |e| matches!(e, DecodeError::UnknownBlock { index: 0 }),
+            |e| matches!(typed(e), Some(DecodeError::UnknownBlock { index: 0 })),
         ),
         (
             "block index reused",
@@ -598,7 +679,7 @@ fn stream_failures_are_typed_errors() {
                 block_stop(0),
                 block_start(0, json!({"type": "text", "text": ""})),
             ],
-            |e| matches!(e, DecodeError::DuplicateBlock { index: 0 }),
+            |e| matches!(typed(e), Some(DecodeError::DuplicateBlock { index: 0 })),
         ),
         (
             "no usage at all",
@@ -610,7 +691,7 @@ fn stream_failures_are_typed_errors() {
                 message_delta("end_turn", json!({})),
                 stop(),
             ],
-            |e| matches!(e, DecodeError::MissingUsage),
+            |e| matches!(typed(e), Some(DecodeError::MissingUsage)),
         ),
         (
             "implausible usage",
@@ -622,7 +703,7 @@ fn stream_failures_are_typed_errors() {
                 ),
                 stop(),
             ],
-            |e| matches!(e, DecodeError::InvalidUsage { .. }),
+            |e| matches!(typed(e), Some(DecodeError::InvalidUsage { .. })),
         ),
     ];
     for (name, frames, expected) in cases {
@@ -632,22 +713,30 @@ fn stream_failures_are_typed_errors() {
         assert!(
             !decoder.is_finished()
                 || matches!(
-                    err,
-                    DecodeError::AfterStop
-                        | DecodeError::MissingUsage
-                        | DecodeError::InvalidUsage { .. }
+                    typed(&err),
+                    Some(
+                        DecodeError::AfterStop
+                            | DecodeError::MissingUsage
+                            | DecodeError::InvalidUsage { .. }
+                    )
                 ),
             "{name}"
         );
-        // The public error never carries supplier text (P-08).
-        let public = err.api_error();
-        assert!(!public.message.contains("supplier-x"), "{name}");
-        let expected_code = if matches!(err, DecodeError::SupplierError { .. }) {
-            ErrorCode::UpstreamError
-        } else {
-            ErrorCode::InvalidUpstreamResponse
-        };
-        assert_eq!(public.code, expected_code, "{name}");
+        // What a client may be shown never carries supplier text (P-08).
+        assert!(!err.to_string().contains("supplier-x"), "{name}");
+        // The supplier's own failure is reported (the gateway answers
+        // `upstream_error`); the rest is not (`invalid_upstream_response`).
+        assert_eq!(
+            err.reported().is_some(),
+            typed(&err).is_none(),
+            "{name}: {err:?}"
+        );
+        if let Some(failure) = err.reported() {
+            assert_eq!(
+                failure.status, None,
+                "{name}: a stream failure has no status"
+            );
+        }
     }
 }
 
@@ -719,6 +808,8 @@ fn client_reply_has_exactly_the_d29_shape() {
     let ctx = ResponseContext {
         id: "msg_router",
         model: "pub/model",
+        created: 0,
+        cost: None,
     };
     let value: Value = serde_json::from_slice(&encode_response(&resp, &ctx)).unwrap();
     assert_eq!(
@@ -745,6 +836,8 @@ fn refusals_and_filters_read_as_refusal() {
     let ctx = ResponseContext {
         id: "msg_r",
         model: "m",
+        created: 0,
+        cost: None,
     };
     let refused = response(
         vec![OutputBlock::Refusal {
@@ -788,10 +881,14 @@ fn sse_events(bytes: &[u8]) -> Vec<(String, Value)> {
 }
 
 fn encoder() -> StreamEncoder {
-    StreamEncoder::new(StreamContext {
-        id: "msg_router".into(),
-        model: "pub/model".into(),
-    })
+    MessagesClient.stream_encoder(
+        StreamContext {
+            id: "msg_router".into(),
+            model: "pub/model".into(),
+            created: 0,
+        },
+        (),
+    )
 }
 
 /// Canonical events as the Chat decoder produces them: no early usage,
@@ -852,9 +949,9 @@ fn chat_origin_events_become_a_well_formed_messages_stream() {
     let mut enc = encoder();
     let mut out = Vec::new();
     for e in &events {
-        enc.encode(e, &mut out);
+        enc.event(e, &mut out);
     }
-    enc.encode(
+    enc.event(
         &StreamEvent::BlockStart {
             index: 3,
             block: BlockKind::Text,
@@ -928,14 +1025,14 @@ fn chat_origin_events_become_a_well_formed_messages_stream() {
 fn early_usage_reaches_message_start_and_refusal_sets_the_stop_reason() {
     let mut enc = encoder();
     let mut out = Vec::new();
-    enc.encode(
+    enc.event(
         &StreamEvent::Start {
             id: "x".into(),
             model: "y".into(),
         },
         &mut out,
     );
-    enc.encode(
+    enc.event(
         &StreamEvent::Usage {
             usage: Usage {
                 input_tokens: 50,
@@ -952,14 +1049,14 @@ fn early_usage_reaches_message_start_and_refusal_sets_the_stop_reason() {
         early.starts_with("event: message_start\n") && early.contains("event: ping\n"),
         "{early}"
     );
-    enc.encode(
+    enc.event(
         &StreamEvent::BlockStart {
             index: 0,
             block: BlockKind::Refusal,
         },
         &mut out,
     );
-    enc.encode(
+    enc.event(
         &StreamEvent::Delta {
             index: 0,
             delta: BlockDelta::Refusal("No.".into()),
@@ -967,14 +1064,17 @@ fn early_usage_reaches_message_start_and_refusal_sets_the_stop_reason() {
         &mut out,
     );
     // Finish without BlockStop: the encoder closes the block itself.
-    enc.encode_finish(
-        &StopReason::EndTurn,
-        None,
-        &Usage {
-            input_tokens: 50,
-            output_tokens: 2,
-            cache_creation_input_tokens: 20,
-            ..Usage::default()
+    enc.finish(
+        &StreamEnd {
+            stop_reason: &StopReason::EndTurn,
+            stop_sequence: None,
+            usage: &Usage {
+                input_tokens: 50,
+                output_tokens: 2,
+                cache_creation_input_tokens: 20,
+                ..Usage::default()
+            },
+            cost: None,
         },
         &mut out,
     );
@@ -1001,26 +1101,35 @@ fn early_usage_reaches_message_start_and_refusal_sets_the_stop_reason() {
 fn a_failure_mid_stream_ends_with_an_error_event() {
     let mut enc = encoder();
     let mut out = Vec::new();
-    enc.encode(
+    enc.event(
         &StreamEvent::BlockStart {
             index: 0,
             block: BlockKind::Text,
         },
         &mut out,
     );
-    enc.encode(
+    enc.event(
         &StreamEvent::Delta {
             index: 0,
             delta: BlockDelta::Text("par".into()),
         },
         &mut out,
     );
-    let err = DecodeError::SupplierError {
-        kind: Some("overloaded_error".into()),
-        message: Some("supplier-x is down".into()),
-    };
-    enc.encode_error(&err.api_error(), &mut out);
-    enc.encode_finish(&StopReason::EndTurn, None, &Usage::default(), &mut out);
+    // The public error a gateway renders for a supplier's failure.
+    let err = ApiError::new(
+        ErrorCode::UpstreamError,
+        "the upstream supplier failed while generating the response",
+    );
+    enc.error(&err, &mut out);
+    enc.finish(
+        &StreamEnd {
+            stop_reason: &StopReason::EndTurn,
+            stop_sequence: None,
+            usage: &Usage::default(),
+            cost: None,
+        },
+        &mut out,
+    );
     let events = sse_events(&out);
     let (name, data) = events.last().unwrap();
     assert_eq!(name, "error");

@@ -1,5 +1,5 @@
 //! The streaming reply: named SSE events whose `event:` name equals the
-//! `type` of their JSON payload (D-31).
+//! `type` of their JSON payload.
 
 use super::request::ContentBlock;
 use super::response::{MessageObject, WireStopReason, WireUsage};
@@ -7,10 +7,11 @@ use router_canonical::parse::{ObjectVisitor, tag, typed};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
-/// One stream event. An event type the router does not know is kept as
-/// `Unknown` (and dropped by the decoder, D-30).
+/// One stream event. An event type this crate does not know is kept as
+/// `Unknown` (and dropped by the supplier stream decoder).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Event {
     MessageStart {
         message: MessageObject,
@@ -120,6 +121,7 @@ impl<'de> Deserialize<'de> for Event {
 /// The `delta` of a `content_block_delta`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Delta {
     TextDelta {
         text: String,

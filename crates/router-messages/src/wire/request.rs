@@ -1,17 +1,18 @@
 //! The body of `POST /v1/messages` (and `count_tokens`): what a client sends,
-//! and what the router sends on to a Messages supplier.
+//! and what is sent on to a Messages supplier.
 //!
 //! Types here check JSON *shape* only (serde reports the path of a wrong
 //! type); value rules (ranges, conflicts, required fields, unknown members,
-//! unsupported blocks and tools) live in `from_wire.rs` so every rejection
+//! unsupported blocks and tools) are the client codec's, so every rejection
 //! names its parameter the same way. Content blocks are shared with the
 //! reply ([`super::response::MessageObject`]).
 
-use router_canonical::parse::{ObjectVisitor, nested_message, tag, typed};
-use serde::de::{self, SeqAccess, Visitor};
+use router_canonical::parse::{
+    ObjectVisitor, StringOrSeq, nested_message, string_or_seq, tag, typed,
+};
+use serde::de;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
-use std::fmt;
 
 /// A Messages request body.
 ///
@@ -30,7 +31,7 @@ pub struct MessagesRequest {
     pub system: Option<Content>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub messages: Option<Vec<InputMessage>>,
-    /// `Some(None)` is an explicit `null`, which Messages rejects (CF-22).
+    /// `Some(None)` is an explicit `null`, which Messages rejects.
     #[serde(
         deserialize_with = "explicit_null",
         skip_serializing_if = "Option::is_none"
@@ -54,8 +55,8 @@ pub struct MessagesRequest {
     pub metadata: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_config: Option<Value>,
-    /// Every other top-level member (rejected by the validator, CF-03, D-28,
-    /// except the common router fields).
+    /// Every other top-level member (rejected by the client codec, except
+    /// the common routing fields).
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -70,9 +71,10 @@ where
 }
 
 /// A message role. `system` is accepted in `messages` but pins the request
-/// to a native Messages route (CF-05).
+/// to a Messages supplier.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum WireRole {
     User,
     Assistant,
@@ -117,34 +119,18 @@ impl Serialize for Content {
 
 impl<'de> Deserialize<'de> for Content {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct ContentVisitor;
-        impl<'de> Visitor<'de> for ContentVisitor {
-            type Value = Content;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string or an array of content blocks")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Content::Text(v.to_owned()))
-            }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-                Ok(Content::Text(v))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let mut blocks = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1024));
-                while let Some(block) = seq.next_element::<ContentBlock>()? {
-                    blocks.push(block);
-                }
-                Ok(Content::Blocks(blocks))
-            }
-        }
-        d.deserialize_any(ContentVisitor)
+        string_or_seq(d, "a string or an array of content blocks").map(|content| match content {
+            StringOrSeq::String(text) => Content::Text(text),
+            StringOrSeq::Seq(blocks) => Content::Blocks(blocks),
+        })
     }
 }
 
 /// One content block. Known types are typed; any other `type` is kept whole
-/// in `Unknown` (the request validator rejects it, D-27; the reply decoder
-/// treats it as an invalid reply, CF-08).
+/// in `Unknown` (the client codec rejects it; the supplier codec reports
+/// it as unsupported).
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum ContentBlock {
     Text(TextBlock),
     Image(ImageBlock),
@@ -219,7 +205,7 @@ impl<'de> Deserialize<'de> for ContentBlock {
     }
 }
 
-/// Members every block may carry that the router does not know.
+/// Members every block may carry that this crate does not know.
 /// The `type` tag itself is removed before a block is stored.
 fn without_type(mut extra: Map<String, Value>) -> Map<String, Value> {
     extra.remove("type");
@@ -235,8 +221,8 @@ pub struct TextBlock {
     pub text: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_control: Option<CacheControl>,
-    /// Citations need documents or search results, which the router does
-    /// not accept: only `null` or `[]` pass the validator (D-27).
+    /// Citations need documents or search results, which the client codec
+    /// does not accept: only `null` or `[]` pass it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub citations: Option<Value>,
     #[serde(flatten, deserialize_with = "untagged")]
@@ -252,9 +238,10 @@ pub struct ImageBlock {
     pub extra: Map<String, Value>,
 }
 
-/// An image `source`: base64 bytes, a URL, or an uploaded file (GP-02).
+/// An image `source`: base64 bytes, a URL, or an uploaded file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ImageSource {
     Base64 { media_type: String, data: String },
     Url { url: String },
@@ -329,7 +316,7 @@ pub struct ToolResultBlock {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ThinkingBlock {
     pub thinking: String,
-    /// Required in a request's history; always written in a reply (D-29).
+    /// Required in a request's history; always written in a reply.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<String>,
     #[serde(flatten, deserialize_with = "untagged")]
@@ -358,7 +345,7 @@ pub struct CacheControl {
 #[serde(default, expecting = "a tool object")]
 pub struct ToolDefinition {
     /// Absent or `custom` for a client tool; anything else is a hosted or
-    /// server tool (rejected, D-17).
+    /// server tool (rejected by the client codec).
     #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -375,7 +362,7 @@ pub struct ToolDefinition {
     pub extra: Map<String, Value>,
 }
 
-/// `tool_choice`: always an object (a bare string is a 400, D-18).
+/// `tool_choice`: always an object (a bare string is refused).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(expecting = "a tool_choice object")]
 pub struct ToolChoice {

@@ -1,8 +1,8 @@
 //! The non-streaming reply: a `message` object and its `usage`.
 //!
 //! Read from Messages suppliers (lenient: unknown members ignored, an unknown
-//! `stop_reason` kept) and written to the router's clients in exactly the
-//! shape of D-29.
+//! `stop_reason` kept) and written to clients with every member the
+//! Messages schema defines.
 
 use super::request::ContentBlock;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -39,6 +39,7 @@ pub(crate) fn assistant_role() -> String {
 
 /// `stop_reason`, open to values a supplier may add.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum WireStopReason {
     EndTurn,
     MaxTokens,
@@ -93,7 +94,7 @@ impl<'de> Deserialize<'de> for WireStopReason {
 /// Anthropic's `input_tokens` excludes cache reads and writes (the canonical
 /// count includes them). Every member is optional because `message_delta`
 /// may carry only `output_tokens`; the decoder decides what is required.
-/// The router's replies always write all five members (D-29).
+/// Replies to clients always write all five members.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WireUsage {
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -1,6 +1,4 @@
-//! Canonical -> wire: the body sent to a Messages supplier, and the
-//! `message` object (and its usage and stop reason) sent back to a Messages
-//! client.
+//! Encoding a canonical request as the body sent to a Messages supplier.
 //!
 //! What Messages cannot carry is an `unsupported_conversion` error (an
 //! unresolved upload, another protocol's opaque part, a one-hour cache marker
@@ -16,32 +14,20 @@
 //! * the name of a JSON schema, and `strict: false` (Messages always
 //!   enforces the schema, which satisfies a non-strict request too).
 
-use crate::from_wire::{MAX_STOP_SEQUENCES, NATIVE_FIELDS};
+use crate::convert::{MAX_STOP_SEQUENCES, NATIVE_FIELDS, tool_input};
 use crate::wire::request::{
     self as wire, Content, ContentBlock, ImageBlock, InputMessage, MessagesRequest,
     RedactedThinkingBlock, TextBlock, ThinkingBlock, ToolDefinition, ToolResultBlock, ToolUseBlock,
     WireRole,
 };
-use crate::wire::response::{
-    MessageObject, OutputTokensDetails, WireStopReason, WireUsage, assistant_role, message_kind,
-};
-use crate::wire::to_json_bytes;
 use router_canonical::{
-    ApiError, CacheControl, ContentPart, ErrorCode, ImageSource, Message, OutputBlock,
-    PromptCacheMode, Protocol, Request, Response, ResponseFormat, Role, StopReason, ThinkingMode,
-    Tool, ToolChoice, Usage,
+    ApiError, CacheControl, ContentPart, ErrorCode, ImageSource, Message, PromptCacheMode,
+    Protocol, Request, ResponseFormat, Role, SupplierTarget, ThinkingMode, Tool, ToolChoice,
 };
 use serde_json::{Map, Value};
 
-// ---------------------------------------------------------------------------
-// Request to a Messages supplier
-
-pub(crate) fn request(
-    req: &Request,
-    upstream_model: &str,
-    default_max_tokens: u32,
-) -> Result<Vec<u8>, ApiError> {
-    let wire = messages_request(req, upstream_model, default_max_tokens)?;
+pub(crate) fn request(req: &Request, target: &SupplierTarget<'_>) -> Result<Vec<u8>, ApiError> {
+    let wire = messages_request(req, target)?;
     serde_json::to_vec(&wire).map_err(|err| {
         ApiError::new(
             ErrorCode::InternalError,
@@ -50,10 +36,9 @@ pub(crate) fn request(
     })
 }
 
-pub(crate) fn messages_request(
+fn messages_request(
     req: &Request,
-    upstream_model: &str,
-    default_max_tokens: u32,
+    target: &SupplierTarget<'_>,
 ) -> Result<MessagesRequest, ApiError> {
     let native_request = req.inbound == Some(Protocol::Messages);
     if !native_request {
@@ -88,9 +73,18 @@ pub(crate) fn messages_request(
             )));
         }
     }
+    // Messages requires a limit: the client's, else the target's default.
+    let max_tokens = sampling
+        .max_output_tokens
+        .or(target.default_max_output_tokens)
+        .ok_or_else(|| {
+            ApiError::unsupported_conversion(
+                "a Messages supplier requires `max_tokens`: the request sets no output limit and the target gives no default",
+            )
+        })?;
     let mut wire = MessagesRequest {
-        model: Some(upstream_model.to_owned()),
-        max_tokens: Some(sampling.max_output_tokens.unwrap_or(default_max_tokens)),
+        model: Some(target.model.to_owned()),
+        max_tokens: Some(max_tokens),
         messages: Some(messages),
         system,
         stop_sequences: (!sampling.stop.is_empty()).then(|| Some(sampling.stop.clone())),
@@ -403,19 +397,6 @@ fn block(part: &ContentPart, role: Role) -> Result<Option<ContentBlock>, ApiErro
     Ok(Some(block))
 }
 
-/// Tool arguments as the `input` object. Empty arguments (a call without
-/// parameters, as some Chat models write it) are `{}`; anything that is not
-/// a JSON object is `None`.
-pub(crate) fn tool_input(arguments: &str) -> Option<Value> {
-    if arguments.trim().is_empty() {
-        return Some(Value::Object(Map::new()));
-    }
-    match serde_json::from_str::<Value>(arguments) {
-        Ok(value @ Value::Object(_)) => Some(value),
-        _ => None,
-    }
-}
-
 fn image_source(source: &ImageSource) -> Result<wire::ImageSource, ApiError> {
     match source {
         ImageSource::Url { url } => {
@@ -633,101 +614,5 @@ fn add_cache_marker(wire: &mut MessagesRequest) {
         };
         *slot = marker;
         return;
-    }
-}
-
-// ---------------------------------------------------------------------------
-// Reply to a Messages client
-
-pub(crate) fn response(resp: &Response, ctx: &crate::ResponseContext<'_>) -> Vec<u8> {
-    let mut refused = false;
-    let content = resp
-        .output
-        .iter()
-        .map(|block| output_block(block, &mut refused))
-        .collect();
-    let stop_reason = if refused {
-        WireStopReason::Refusal
-    } else {
-        stop_reason(&resp.stop_reason)
-    };
-    let message = MessageObject {
-        id: ctx.id.to_owned(),
-        kind: message_kind(),
-        role: assistant_role(),
-        model: ctx.model.to_owned(),
-        content,
-        stop_reason: Some(stop_reason),
-        stop_sequence: resp.stop_sequence.clone(),
-        usage: Some(client_usage(&resp.usage)),
-    };
-    to_json_bytes(&message)
-}
-
-/// One output block for a client. A refusal is a text block (the stop
-/// reason says `refusal`); a thinking block always carries a `signature`
-/// (empty when its supplier gave none, D-29).
-fn output_block(block: &OutputBlock, refused: &mut bool) -> ContentBlock {
-    match block {
-        OutputBlock::Text { text } => ContentBlock::text(text.clone()),
-        OutputBlock::Refusal { text } => {
-            *refused = true;
-            ContentBlock::text(text.clone())
-        }
-        OutputBlock::Thinking { text, signature } => ContentBlock::Thinking(ThinkingBlock {
-            thinking: text.clone(),
-            signature: Some(signature.clone().unwrap_or_default()),
-            extra: Map::new(),
-        }),
-        OutputBlock::RedactedThinking { data } => {
-            ContentBlock::RedactedThinking(RedactedThinkingBlock {
-                data: data.clone(),
-                extra: Map::new(),
-            })
-        }
-        // Arguments that are not an object (a supplier cut short) become `{}`:
-        // a client's SDK expects an object here.
-        OutputBlock::ToolCall {
-            id,
-            name,
-            arguments,
-        } => ContentBlock::ToolUse(ToolUseBlock {
-            id: id.clone(),
-            name: name.clone(),
-            input: tool_input(arguments).unwrap_or_else(|| Value::Object(Map::new())),
-            cache_control: None,
-            extra: Map::new(),
-        }),
-    }
-}
-
-/// Messages usage: `input_tokens` excludes cache reads and writes.
-pub(crate) fn client_usage(usage: &Usage) -> WireUsage {
-    WireUsage {
-        input_tokens: Some(
-            usage
-                .input_tokens
-                .saturating_sub(usage.cache_read_input_tokens)
-                .saturating_sub(usage.cache_creation_input_tokens),
-        ),
-        cache_creation_input_tokens: Some(usage.cache_creation_input_tokens),
-        cache_read_input_tokens: Some(usage.cache_read_input_tokens),
-        output_tokens: Some(usage.output_tokens),
-        output_tokens_details: Some(OutputTokensDetails {
-            thinking_tokens: Some(usage.reasoning_tokens),
-        }),
-    }
-}
-
-/// Messages has no content filter stop; a filtered turn reads as a refusal.
-pub(crate) fn stop_reason(stop: &StopReason) -> WireStopReason {
-    match stop {
-        StopReason::EndTurn => WireStopReason::EndTurn,
-        StopReason::MaxTokens => WireStopReason::MaxTokens,
-        StopReason::StopSequence => WireStopReason::StopSequence,
-        StopReason::ToolUse => WireStopReason::ToolUse,
-        StopReason::ContentFilter | StopReason::Refusal => WireStopReason::Refusal,
-        StopReason::PauseTurn => WireStopReason::PauseTurn,
-        StopReason::Other(other) => WireStopReason::Other(other.clone()),
     }
 }

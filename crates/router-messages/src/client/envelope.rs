@@ -1,7 +1,7 @@
 //! The Messages error envelope: `{"type": "error", "error": {"type", "message"}}`.
 //!
-//! The router renders its canonical [`ApiError`] in this shape for Messages
-//! and count_tokens clients (P-02, D-34): the `type` follows from the HTTP
+//! A canonical [`ApiError`] is rendered in this shape for Messages and
+//! count_tokens clients (P-02, D-34): the `type` follows from the HTTP
 //! status (GP-06) and there is no `code` member. The same object is the
 //! payload of a stream's terminal `error` event (D-33).
 
@@ -11,6 +11,7 @@ use router_canonical::ApiError;
 use serde::{Deserialize, Serialize};
 use serde_json::Map;
 
+/// The body of a Messages error reply.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ErrorEnvelope {
     /// Always `error`.
@@ -33,7 +34,7 @@ impl From<&ApiError> for ErrorEnvelope {
 }
 
 /// The JSON body of an error response for a Messages client.
-pub fn error_body(error: &ApiError) -> Vec<u8> {
+pub(crate) fn error_body(error: &ApiError) -> Vec<u8> {
     to_json_bytes(&ErrorEnvelope::from(error))
 }
 

@@ -1,10 +1,10 @@
-//! Wire -> canonical: validate a client's Messages request (and count_tokens
-//! body and headers), read a supplier's reply.
+//! Validating a client's Messages request (and count_tokens body) into the
+//! canonical model.
 //!
 //! Every rejection of a client request is a 400 `invalid_parameter` whose
 //! `param` is the path of the offending field
-//! (`messages[2].content[0].source.media_type`) or header, made here before
-//! any routing or network work. Shape errors come from `serde_path_to_error`;
+//! (`messages[2].content[0].source.media_type`), made here before any
+//! routing or network work. Shape errors come from `serde_path_to_error`;
 //! value rules (ranges, conflicts, unknown members, unsupported blocks and
 //! tools) are checked by hand below.
 //!
@@ -13,45 +13,34 @@
 //! `tool_choice` and `thinking`: on a native route an unverified Anthropic
 //! field could switch on server features or change billing.
 
-use crate::RequestHeaders;
-use crate::error::DecodeError;
+use super::content::{block, check_cache_control, text_part};
+use crate::convert::MAX_STOP_SEQUENCES;
 use crate::wire::request::{
     self as wire, Content, ContentBlock, InputMessage, MessagesRequest, WireRole,
 };
-use crate::wire::response::{MessageObject, WireStopReason, WireUsage};
 use router_canonical::parse::{self, in_range, join_path};
 use router_canonical::request::NativeFields;
 use router_canonical::{
-    ApiError, CacheControl, ContentPart, ImageSource, Message, OutputBlock, PromptCacheMode,
-    Protocol, Reasoning, Request, Response, ResponseFormat, Role, RoutingOptions, Sampling,
-    StopReason, ThinkingConfig, ThinkingMode, Tool, ToolChoice, Usage,
+    ApiError, ContentPart, Message, PromptCacheMode, Protocol, Reasoning, Request, ResponseFormat,
+    Role, RoutingOptions, Sampling, ThinkingConfig, ThinkingMode, Tool, ToolChoice,
 };
 use serde_json::{Map, Value};
 
-/// The only `anthropic-version` the router speaks (D-03, GP-31).
-pub(crate) const ANTHROPIC_VERSION: &str = "2023-06-01";
-
-/// Top-level members kept verbatim for native Messages routes (D-23).
-pub(crate) const NATIVE_FIELDS: [&str; 3] = ["context_management", "metadata", "output_config"];
-
 /// The canonical `response_format` name of an `output_config.format`
 /// (Messages names no schema; OpenAI requires a name).
-pub(crate) const OUTPUT_FORMAT_NAME: &str = "output";
+const OUTPUT_FORMAT_NAME: &str = "output";
 
-/// Image MIME types accepted in base64 sources (D-24).
-const IMAGE_MEDIA_TYPES: [&str; 4] = ["image/jpeg", "image/png", "image/gif", "image/webp"];
-
-/// At most this many messages (CF-06), tools and stop sequences (D-16, D-13).
+/// At most this many messages (CF-06) and tools (D-16); the stop sequence
+/// limit is shared with the supplier encoder.
 const MAX_MESSAGES: usize = 100_000;
 const MAX_TOOLS: usize = 128;
-pub(crate) const MAX_STOP_SEQUENCES: usize = 4;
 /// The smallest thinking budget (D-19).
 const MIN_THINKING_BUDGET: u32 = 1024;
 
 /// Which endpoint a body arrived on: count_tokens takes looser shapes but no
 /// media or opaque history (CF-21, CF-04).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Endpoint {
+pub(super) enum Endpoint {
     Messages,
     CountTokens,
 }
@@ -77,7 +66,7 @@ pub(crate) fn count_tokens(body: &[u8]) -> Result<Request, ApiError> {
 }
 
 /// Reject the first member of `extra` (unknown members of a known object).
-fn no_unknown(path: &str, extra: &Map<String, Value>) -> Result<(), ApiError> {
+pub(super) fn no_unknown(path: &str, extra: &Map<String, Value>) -> Result<(), ApiError> {
     match extra.keys().next() {
         None => Ok(()),
         Some(key) => {
@@ -93,7 +82,7 @@ fn no_unknown(path: &str, extra: &Map<String, Value>) -> Result<(), ApiError> {
 }
 
 /// The first reason a request can only go to a native Messages route wins.
-fn pin(native_only: &mut Option<String>, reason: impl Into<String>) {
+pub(super) fn pin(native_only: &mut Option<String>, reason: impl Into<String>) {
     if native_only.is_none() {
         *native_only = Some(reason.into());
     }
@@ -405,268 +394,6 @@ fn message(
     })
 }
 
-fn not_allowed(path: &str, kind: &str, role: Role) -> ApiError {
-    ApiError::invalid(
-        format!("{path}.type"),
-        format!(
-            "`{kind}` blocks are not allowed in {} messages",
-            role.as_str()
-        ),
-    )
-}
-
-fn not_counted(path: &str, kind: &str) -> ApiError {
-    ApiError::invalid(
-        format!("{path}.type"),
-        format!("count_tokens cannot estimate `{kind}` blocks: it counts text only"),
-    )
-}
-
-/// One block of a message. User turns take text, image and tool_result;
-/// assistant turns text, thinking, redacted_thinking and tool_use (D-24,
-/// D-25); a system turn takes text.
-fn block(
-    path: &str,
-    role: Role,
-    block: ContentBlock,
-    endpoint: Endpoint,
-    native_only: &mut Option<String>,
-) -> Result<ContentPart, ApiError> {
-    let kind = block.kind().to_owned();
-    let allowed = match role {
-        Role::Assistant => matches!(
-            block,
-            ContentBlock::Text(_)
-                | ContentBlock::Thinking(_)
-                | ContentBlock::RedactedThinking(_)
-                | ContentBlock::ToolUse(_)
-        ),
-        Role::User => matches!(
-            block,
-            ContentBlock::Text(_) | ContentBlock::Image(_) | ContentBlock::ToolResult(_)
-        ),
-        _ => matches!(block, ContentBlock::Text(_)),
-    };
-    if !allowed && !matches!(block, ContentBlock::Unknown(_)) {
-        return Err(not_allowed(path, &kind, role));
-    }
-    match block {
-        ContentBlock::Text(b) => text_part(path, b),
-        ContentBlock::Image(b) => {
-            if endpoint == Endpoint::CountTokens {
-                return Err(not_counted(path, &kind));
-            }
-            image_part(path, b)
-        }
-        ContentBlock::ToolUse(b) => {
-            let wire::ToolUseBlock {
-                id,
-                name,
-                input,
-                cache_control,
-                extra,
-            } = b;
-            no_unknown(path, &extra)?;
-            if !input.is_object() {
-                return Err(ApiError::invalid(
-                    format!("{path}.input"),
-                    "`input` of a tool_use block must be an object",
-                ));
-            }
-            // The canonical tool call has no marker: a cache_control on a
-            // tool_use block is checked, then not carried (see the crate docs).
-            check_cache_control(path, cache_control)?;
-            Ok(ContentPart::ToolCall {
-                id,
-                name,
-                arguments: input.to_string(),
-            })
-        }
-        ContentBlock::ToolResult(b) => {
-            let wire::ToolResultBlock {
-                tool_use_id,
-                content,
-                is_error,
-                cache_control,
-                extra,
-            } = b;
-            no_unknown(path, &extra)?;
-            let content = match content {
-                None => Vec::new(),
-                Some(Content::Text(text)) => vec![ContentPart::Text {
-                    text,
-                    cache_control: None,
-                }],
-                Some(Content::Blocks(blocks)) => blocks
-                    .into_iter()
-                    .enumerate()
-                    .map(|(k, inner)| {
-                        let inner_path = format!("{path}.content[{k}]");
-                        match inner {
-                            ContentBlock::Text(t) => text_part(&inner_path, t),
-                            ContentBlock::Image(image) => {
-                                if endpoint == Endpoint::CountTokens {
-                                    return Err(not_counted(&inner_path, "image"));
-                                }
-                                // Chat has no image tool results (D-26).
-                                pin(native_only, inner_path.clone());
-                                image_part(&inner_path, image)
-                            }
-                            other => Err(ApiError::invalid(
-                                format!("{inner_path}.type"),
-                                format!(
-                                    "a tool_result takes text and image blocks only, not `{}`",
-                                    other.kind()
-                                ),
-                            )),
-                        }
-                    })
-                    .collect::<Result<Vec<_>, _>>()?,
-            };
-            Ok(ContentPart::ToolResult {
-                tool_call_id: tool_use_id,
-                content,
-                is_error: is_error.unwrap_or(false),
-                cache_control: check_cache_control(path, cache_control)?,
-            })
-        }
-        ContentBlock::Thinking(b) => {
-            if endpoint == Endpoint::CountTokens {
-                return Err(not_counted(path, &kind));
-            }
-            let wire::ThinkingBlock {
-                thinking,
-                signature,
-                extra,
-            } = b;
-            no_unknown(path, &extra)?;
-            let signature = signature.ok_or_else(|| {
-                ApiError::invalid(
-                    format!("{path}.signature"),
-                    "a thinking block in the history needs the `signature` it was returned with",
-                )
-            })?;
-            Ok(ContentPart::Thinking {
-                text: thinking,
-                signature: Some(signature),
-            })
-        }
-        ContentBlock::RedactedThinking(b) => {
-            if endpoint == Endpoint::CountTokens {
-                return Err(not_counted(path, &kind));
-            }
-            no_unknown(path, &b.extra)?;
-            Ok(ContentPart::RedactedThinking { data: b.data })
-        }
-        ContentBlock::Unknown(_) => Err(ApiError::invalid(
-            format!("{path}.type"),
-            match kind.as_str() {
-                "document" => {
-                    "document blocks are not supported: inference accepts text and image input only"
-                        .to_owned()
-                }
-                "server_tool_use" | "mcp_tool_use" | "mcp_tool_result" | "container_upload" => {
-                    format!(
-                        "`{kind}` blocks are not supported: server tools, MCP and containers are not available through the router"
-                    )
-                }
-                k if k.ends_with("_tool_result") => format!(
-                    "`{kind}` blocks are not supported: server tools are not available through the router"
-                ),
-                _ => format!("unknown content block type `{kind}`"),
-            },
-        )),
-    }
-}
-
-fn text_part(path: &str, b: wire::TextBlock) -> Result<ContentPart, ApiError> {
-    let wire::TextBlock {
-        text,
-        cache_control,
-        citations,
-        extra,
-    } = b;
-    no_unknown(path, &extra)?;
-    match citations {
-        None | Some(Value::Null) => {}
-        Some(Value::Array(items)) if items.is_empty() => {}
-        Some(_) => {
-            return Err(ApiError::invalid(
-                format!("{path}.citations"),
-                "citations are not supported: only `[]` or null is accepted",
-            ));
-        }
-    }
-    Ok(ContentPart::Text {
-        text,
-        cache_control: check_cache_control(path, cache_control)?,
-    })
-}
-
-fn image_part(path: &str, b: wire::ImageBlock) -> Result<ContentPart, ApiError> {
-    let wire::ImageBlock {
-        source,
-        cache_control,
-        extra,
-    } = b;
-    no_unknown(path, &extra)?;
-    let source = match source {
-        wire::ImageSource::Base64 { media_type, data } => {
-            if !IMAGE_MEDIA_TYPES.contains(&media_type.as_str()) {
-                return Err(ApiError::invalid(
-                    format!("{path}.source.media_type"),
-                    format!(
-                        "image media type `{media_type}` is not supported: use image/jpeg, image/png, image/gif or image/webp"
-                    ),
-                ));
-            }
-            ImageSource::Base64 { media_type, data }
-        }
-        wire::ImageSource::Url { url } => {
-            let lower = url.get(..8).unwrap_or("").to_ascii_lowercase();
-            if !(lower.starts_with("https://") || lower.starts_with("http://")) {
-                return Err(ApiError::invalid(
-                    format!("{path}.source.url"),
-                    "an image URL must be https: or http:",
-                ));
-            }
-            ImageSource::Url { url }
-        }
-        wire::ImageSource::File { file_id } => ImageSource::Upload { file_id },
-    };
-    Ok(ContentPart::Image {
-        source,
-        detail: None,
-        cache_control: check_cache_control(path, cache_control)?,
-    })
-}
-
-/// `{type: "ephemeral", ttl?: "5m" | "1h"}`.
-fn check_cache_control(
-    path: &str,
-    cache_control: Option<wire::CacheControl>,
-) -> Result<Option<CacheControl>, ApiError> {
-    let Some(wire::CacheControl { kind, ttl }) = cache_control else {
-        return Ok(None);
-    };
-    if kind != "ephemeral" {
-        return Err(ApiError::invalid(
-            format!("{path}.cache_control.type"),
-            format!("cache_control type `{kind}` is not supported: use `ephemeral`"),
-        ));
-    }
-    if let Some(ttl) = &ttl
-        && ttl != "5m"
-        && ttl != "1h"
-    {
-        return Err(ApiError::invalid(
-            format!("{path}.cache_control.ttl"),
-            format!("cache_control ttl `{ttl}` is not supported: use `5m` or `1h`"),
-        ));
-    }
-    Ok(Some(CacheControl { kind, ttl }))
-}
-
 /// A client tool with an object `input_schema` (D-16); typed hosted and
 /// server tools are rejected (D-17). count_tokens takes any tool object and
 /// counts its name, description and schema (CF-21).
@@ -924,178 +651,4 @@ fn check_output_config(
         }
     };
     Ok((effort, format))
-}
-
-// ---------------------------------------------------------------------------
-// Headers
-
-/// Check the version and browser headers; the beta identifiers, split on
-/// commas, trimmed, empties dropped (GP-32).
-pub(crate) fn check_headers(headers: &RequestHeaders<'_>) -> Result<Vec<String>, ApiError> {
-    match headers.version.map(str::trim) {
-        None => {
-            return Err(ApiError::invalid(
-                "anthropic-version",
-                format!("the `anthropic-version` header is required (use {ANTHROPIC_VERSION})"),
-            ));
-        }
-        Some(v) if v != ANTHROPIC_VERSION => {
-            return Err(ApiError::invalid(
-                "anthropic-version",
-                format!("`anthropic-version` `{v}` is not supported: use {ANTHROPIC_VERSION}"),
-            ));
-        }
-        Some(_) => {}
-    }
-    if let Some(v) = headers.direct_browser_access
-        && v.trim() != "true"
-    {
-        return Err(ApiError::invalid(
-            "anthropic-dangerous-direct-browser-access",
-            "`anthropic-dangerous-direct-browser-access` must be `true` when present",
-        ));
-    }
-    Ok(headers
-        .beta
-        .into_iter()
-        .flat_map(|b| b.split(','))
-        .map(str::trim)
-        .filter(|b| !b.is_empty())
-        .map(str::to_owned)
-        .collect())
-}
-
-pub(crate) fn apply_headers(
-    request: &mut Request,
-    headers: &RequestHeaders<'_>,
-) -> Result<(), ApiError> {
-    let betas = check_headers(headers)?;
-    if betas.is_empty() {
-        return Ok(());
-    }
-    let native = request.native.get_or_insert_with(|| NativeFields {
-        protocol: Some(Protocol::Messages),
-        fields: Map::new(),
-        betas: Vec::new(),
-    });
-    native.betas = betas;
-    // Whether each identifier is allowed is the chosen route's decision (D-04);
-    // no converted route can honour any of them.
-    pin(&mut request.native_only, "anthropic-beta");
-    Ok(())
-}
-
-// ---------------------------------------------------------------------------
-// Supplier reply
-
-pub(crate) fn response(body: &[u8]) -> Result<Response, DecodeError> {
-    let mut de = serde_json::Deserializer::from_slice(body);
-    let wire: MessageObject =
-        serde_path_to_error::deserialize(&mut de).map_err(DecodeError::json)?;
-    de.end().map_err(|err| DecodeError::InvalidJson {
-        path: ".".to_owned(),
-        message: err.to_string(),
-    })?;
-    let MessageObject {
-        id,
-        kind: _,
-        role: _,
-        model,
-        content,
-        stop_reason,
-        stop_sequence,
-        usage: wire_usage,
-    } = wire;
-    let usage = usage(&wire_usage.ok_or(DecodeError::MissingUsage)?)?;
-    let output = content
-        .into_iter()
-        .enumerate()
-        .map(|(j, b)| output_block(&format!("content[{j}]"), b))
-        .collect::<Result<Vec<_>, _>>()?;
-    let called_tools = output
-        .iter()
-        .any(|b| matches!(b, OutputBlock::ToolCall { .. }));
-    Ok(Response {
-        id,
-        model,
-        output,
-        stop_reason: stop_reason_of(stop_reason.as_ref(), called_tools),
-        stop_sequence,
-        usage,
-        // A message object has no creation time; the server stamps its own.
-        created: 0,
-    })
-}
-
-/// One block of a supplier's output. Citations on text are annotations of
-/// features the router rejects and are dropped with other unknown members
-/// (D-30); a block type the router cannot represent is an invalid reply (CF-08).
-pub(crate) fn output_block(path: &str, block: ContentBlock) -> Result<OutputBlock, DecodeError> {
-    Ok(match block {
-        ContentBlock::Text(b) => OutputBlock::Text { text: b.text },
-        ContentBlock::Thinking(b) => OutputBlock::Thinking {
-            text: b.thinking,
-            signature: b.signature,
-        },
-        ContentBlock::RedactedThinking(b) => OutputBlock::RedactedThinking { data: b.data },
-        ContentBlock::ToolUse(b) => OutputBlock::ToolCall {
-            id: b.id,
-            name: b.name,
-            arguments: b.input.to_string(),
-        },
-        other => {
-            return Err(DecodeError::UnknownContent {
-                path: path.to_owned(),
-                kind: other.kind().to_owned(),
-            });
-        }
-    })
-}
-
-/// Canonical usage from a complete Messages usage. Anthropic's
-/// `input_tokens` excludes cache reads and writes; the canonical count
-/// includes them. Implausible or overflowing numbers are an invalid reply.
-pub(crate) fn usage(wire: &WireUsage) -> Result<Usage, DecodeError> {
-    let (Some(input), Some(output)) = (wire.input_tokens, wire.output_tokens) else {
-        return Err(DecodeError::MissingUsage);
-    };
-    let cache_read = wire.cache_read_input_tokens.unwrap_or(0);
-    let cache_creation = wire.cache_creation_input_tokens.unwrap_or(0);
-    let mut usage = Usage {
-        input_tokens: 0,
-        output_tokens: output,
-        cache_read_input_tokens: cache_read,
-        cache_creation_input_tokens: cache_creation,
-        reasoning_tokens: wire
-            .output_tokens_details
-            .as_ref()
-            .and_then(|d| d.thinking_tokens)
-            .unwrap_or(0),
-    };
-    match input
-        .checked_add(cache_read)
-        .and_then(|n| n.checked_add(cache_creation))
-    {
-        Some(total) => usage.input_tokens = total,
-        None => return Err(DecodeError::InvalidUsage { usage }),
-    }
-    if usage.is_consistent() {
-        Ok(usage)
-    } else {
-        Err(DecodeError::InvalidUsage { usage })
-    }
-}
-
-pub(crate) fn stop_reason_of(stop: Option<&WireStopReason>, called_tools: bool) -> StopReason {
-    match stop {
-        Some(WireStopReason::EndTurn) => StopReason::EndTurn,
-        Some(WireStopReason::MaxTokens) => StopReason::MaxTokens,
-        Some(WireStopReason::StopSequence) => StopReason::StopSequence,
-        Some(WireStopReason::ToolUse) => StopReason::ToolUse,
-        Some(WireStopReason::PauseTurn) => StopReason::PauseTurn,
-        Some(WireStopReason::Refusal) => StopReason::Refusal,
-        Some(WireStopReason::Other(other)) => StopReason::Other(other.clone()),
-        None if called_tools => StopReason::ToolUse,
-        None => StopReason::EndTurn,
-    }
 }

@@ -1,6 +1,4 @@
-//! Messages streaming: supplier SSE events to canonical events
-//! ([`StreamDecoder`]), and canonical events to the client's SSE events
-//! ([`StreamEncoder`]).
+//! Decoding a Messages supplier's SSE events into canonical stream events.
 //!
 //! Messages streams have explicit blocks, so decoding is mostly renaming:
 //! `content_block_start`/`_delta`/`_stop` become `BlockStart`/`Delta`/
@@ -9,33 +7,25 @@
 //! `message_stop` becomes `Finish` with the usage merged from
 //! `message_start` and `message_delta`. `ping` and unknown event types are
 //! dropped (D-30); an `error` event fails the stream.
-//!
-//! The encoder writes every event with an `event:` name equal to its
-//! payload's `type` (D-31). `message_start` carries the input tokens a
-//! supplier reported early: it is written at the `Usage` that follows
-//! `Start` (a Messages supplier's own `message_start` gives both at once),
-//! or else at the first block (or the finish); then one `ping`.
 
-use crate::envelope::ErrorEnvelope;
-use crate::error::DecodeError;
-use crate::from_wire;
-use crate::to_wire;
+use super::MessagesSupplier;
+use super::error::DecodeError;
+use super::response;
 use crate::wire::event::{Delta, Event, MessageDeltaBody};
-use crate::wire::request::{ContentBlock, RedactedThinkingBlock, ThinkingBlock, ToolUseBlock};
-use crate::wire::response::{
-    MessageObject, WireStopReason, WireUsage, assistant_role, message_kind,
-};
-use crate::wire::to_json_bytes;
-use router_canonical::sse::{self, Frame};
-use router_canonical::{ApiError, BlockDelta, BlockKind, StopReason, StreamEvent, Usage};
-use serde_json::{Map, Value};
+use crate::wire::request::ContentBlock;
+use crate::wire::response::{WireStopReason, WireUsage};
+use router_canonical::parse::InvalidJson;
+use router_canonical::sse::Frame;
+use router_canonical::{BlockDelta, BlockKind, StreamEvent, SupplierError, SupplierStreamDecoder};
+use serde_json::Value;
 
-// ---------------------------------------------------------------------------
-// Decoding a supplier stream
-
-/// Turns a Messages supplier's SSE frames into canonical stream events. One per stream.
+/// Turns a Messages supplier's SSE frames into canonical stream events, one
+/// decoder per stream. Made by [`MessagesSupplier`]'s `stream_decoder` (as a
+/// `Box<dyn SupplierStreamDecoder>`) or by [`StreamDecoder::new`]; the
+/// default decodes as a `MessagesSupplier::default()` does.
 #[derive(Debug, Default)]
 pub struct StreamDecoder {
+    require_usage: bool,
     started: bool,
     finished: bool,
     next_block: usize,
@@ -64,28 +54,39 @@ enum OpenKind {
     Tool,
 }
 
-impl StreamDecoder {
-    pub fn new() -> Self {
-        StreamDecoder::default()
+impl SupplierStreamDecoder for StreamDecoder {
+    /// Decode one SSE frame. The event type is read from the JSON `type`
+    /// (the `event:` line repeats it); `ping` and unknown events give none.
+    fn decode(&mut self, frame: &Frame) -> Result<Vec<StreamEvent>, SupplierError> {
+        self.decode_frame(frame).map_err(SupplierError::from)
     }
 
     /// Whether `message_stop` (and so `Finish`) has been seen. A stream that
-    /// ends before it is truncated: not a success, never charged.
-    pub fn is_finished(&self) -> bool {
+    /// ends before it is truncated: not a success.
+    fn is_finished(&self) -> bool {
         self.finished
     }
+}
 
-    /// Decode one SSE frame. The event type is read from the JSON `type`
-    /// (the `event:` line repeats it).
-    pub fn decode(&mut self, frame: &Frame) -> Result<Vec<StreamEvent>, DecodeError> {
+impl StreamDecoder {
+    /// A decoder with `codec`'s options.
+    pub fn new(codec: &MessagesSupplier) -> Self {
+        StreamDecoder {
+            require_usage: codec.require_usage,
+            ..StreamDecoder::default()
+        }
+    }
+
+    /// [`SupplierStreamDecoder::decode`], with the crate's typed error.
+    pub(crate) fn decode_frame(&mut self, frame: &Frame) -> Result<Vec<StreamEvent>, DecodeError> {
         let data = frame.data.trim();
         let mut events = Vec::new();
         if data.is_empty() {
             return Ok(events);
         }
         let mut de = serde_json::Deserializer::from_str(data);
-        let event: Event = serde_path_to_error::deserialize(&mut de).map_err(DecodeError::json)?;
-        de.end().map_err(|err| DecodeError::InvalidJson {
+        let event: Event = serde_path_to_error::deserialize(&mut de).map_err(InvalidJson::from)?;
+        de.end().map_err(|err| InvalidJson {
             path: ".".to_owned(),
             message: err.to_string(),
         })?;
@@ -120,7 +121,8 @@ impl StreamDecoder {
                 });
                 if let Some(usage) = &message.usage {
                     merge_usage(&mut self.usage, usage);
-                    if let Ok(usage) = from_wire::usage(&self.usage) {
+                    // The early usage is reported only when both counts are there.
+                    if let Ok(usage) = response::usage(&self.usage, true) {
                         events.push(StreamEvent::Usage { usage });
                     }
                 }
@@ -158,12 +160,12 @@ impl StreamDecoder {
                     events.push(StreamEvent::BlockStop { index: block.index });
                 }
                 events.push(StreamEvent::Finish {
-                    stop_reason: from_wire::stop_reason_of(
+                    stop_reason: response::stop_reason_of(
                         self.stop_reason.as_ref(),
                         self.called_tools,
                     ),
                     stop_sequence: self.stop_sequence.take(),
-                    usage: from_wire::usage(&self.usage)?,
+                    usage: response::usage(&self.usage, self.require_usage)?,
                 });
             }
             Event::Ping | Event::Unknown(_) | Event::Error { .. } => {}
@@ -334,216 +336,4 @@ fn merge_usage(into: &mut WireUsage, from: &WireUsage) {
     {
         into.output_tokens_details = Some(details.clone());
     }
-}
-
-// ---------------------------------------------------------------------------
-// Encoding the client stream
-
-/// What the client's stream states that the supplier's did not.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StreamContext {
-    /// The router's message id (`msg_...`).
-    pub id: String,
-    /// The public model ID the client asked for (D-36).
-    pub model: String,
-}
-
-/// Writes canonical events as the client's Messages SSE events.
-#[derive(Debug)]
-pub struct StreamEncoder {
-    ctx: StreamContext,
-    started: bool,
-    finished: bool,
-    /// Usage reported before `message_start` was written.
-    usage: Usage,
-    /// Canonical block index -> client block index, for open blocks.
-    open: Vec<(usize, usize)>,
-    next_index: usize,
-    refused: bool,
-}
-
-impl StreamEncoder {
-    pub fn new(ctx: StreamContext) -> Self {
-        StreamEncoder {
-            ctx,
-            started: false,
-            finished: false,
-            usage: Usage::default(),
-            open: Vec::new(),
-            next_index: 0,
-            refused: false,
-        }
-    }
-
-    /// Encode one canonical event. `Start` writes nothing; an early `Usage`
-    /// writes `message_start` with it, at once; `Finish` is
-    /// [`StreamEncoder::encode_finish`].
-    pub fn encode(&mut self, event: &StreamEvent, out: &mut Vec<u8>) {
-        if self.finished {
-            return;
-        }
-        match event {
-            StreamEvent::Start { .. } => {}
-            StreamEvent::Usage { usage } => {
-                if !self.started {
-                    self.usage = *usage;
-                    self.start(out);
-                }
-            }
-            StreamEvent::BlockStart { index, block } => {
-                self.start(out);
-                let client = self.next_index;
-                self.next_index += 1;
-                self.open.push((*index, client));
-                let content_block = match block {
-                    BlockKind::Text => ContentBlock::text(""),
-                    BlockKind::Refusal => {
-                        self.refused = true;
-                        ContentBlock::text("")
-                    }
-                    BlockKind::Thinking => ContentBlock::Thinking(ThinkingBlock {
-                        thinking: String::new(),
-                        signature: Some(String::new()),
-                        extra: Map::new(),
-                    }),
-                    BlockKind::RedactedThinking { data } => {
-                        ContentBlock::RedactedThinking(RedactedThinkingBlock {
-                            data: data.clone(),
-                            extra: Map::new(),
-                        })
-                    }
-                    BlockKind::ToolCall { id, name } => ContentBlock::ToolUse(ToolUseBlock {
-                        id: id.clone(),
-                        name: name.clone(),
-                        input: Value::Object(Map::new()),
-                        cache_control: None,
-                        extra: Map::new(),
-                    }),
-                };
-                write(
-                    &Event::ContentBlockStart {
-                        index: client,
-                        content_block,
-                    },
-                    out,
-                );
-            }
-            StreamEvent::Delta { index, delta } => {
-                let Some(client) = self.client_index(*index) else {
-                    return;
-                };
-                let delta = match delta {
-                    BlockDelta::Text(text) | BlockDelta::Refusal(text) => {
-                        Delta::TextDelta { text: text.clone() }
-                    }
-                    BlockDelta::Thinking(thinking) => Delta::ThinkingDelta {
-                        thinking: thinking.clone(),
-                    },
-                    BlockDelta::Signature(signature) => Delta::SignatureDelta {
-                        signature: signature.clone(),
-                    },
-                    BlockDelta::ToolArguments(partial_json) => Delta::InputJsonDelta {
-                        partial_json: partial_json.clone(),
-                    },
-                };
-                write(
-                    &Event::ContentBlockDelta {
-                        index: client,
-                        delta,
-                    },
-                    out,
-                );
-            }
-            StreamEvent::BlockStop { index } => {
-                if let Some(position) = self.open.iter().position(|(c, _)| c == index) {
-                    let (_, client) = self.open.remove(position);
-                    write(&Event::ContentBlockStop { index: client }, out);
-                }
-            }
-            StreamEvent::Finish {
-                stop_reason,
-                stop_sequence,
-                usage,
-            } => self.encode_finish(stop_reason, stop_sequence.as_deref(), usage, out),
-        }
-    }
-
-    /// Close what is open, then `message_delta` with the stop reason and the
-    /// terminal usage, then `message_stop`.
-    pub fn encode_finish(
-        &mut self,
-        stop_reason: &StopReason,
-        stop_sequence: Option<&str>,
-        usage: &Usage,
-        out: &mut Vec<u8>,
-    ) {
-        if self.finished {
-            return;
-        }
-        self.start(out);
-        for (_, client) in std::mem::take(&mut self.open) {
-            write(&Event::ContentBlockStop { index: client }, out);
-        }
-        let stop_reason = if self.refused {
-            WireStopReason::Refusal
-        } else {
-            to_wire::stop_reason(stop_reason)
-        };
-        write(
-            &Event::MessageDelta {
-                delta: MessageDeltaBody {
-                    stop_reason: Some(stop_reason),
-                    stop_sequence: stop_sequence.map(str::to_owned),
-                },
-                usage: Some(to_wire::client_usage(usage)),
-            },
-            out,
-        );
-        write(&Event::MessageStop, out);
-        self.finished = true;
-    }
-
-    /// A terminal `error` event for a failure after the stream started
-    /// (D-33, P-17): a stable public error, nothing of the supplier's.
-    pub fn encode_error(&mut self, error: &ApiError, out: &mut Vec<u8>) {
-        self.finished = true;
-        sse::encode(
-            Some("error"),
-            &String::from_utf8_lossy(&to_json_bytes(&ErrorEnvelope::from(error))),
-            out,
-        );
-    }
-
-    fn client_index(&self, index: usize) -> Option<usize> {
-        self.open
-            .iter()
-            .find(|(c, _)| *c == index)
-            .map(|(_, client)| *client)
-    }
-
-    /// `message_start` (with the usage known so far) and one `ping`, once.
-    fn start(&mut self, out: &mut Vec<u8>) {
-        if self.started {
-            return;
-        }
-        self.started = true;
-        let message = MessageObject {
-            id: self.ctx.id.clone(),
-            kind: message_kind(),
-            role: assistant_role(),
-            model: self.ctx.model.clone(),
-            content: Vec::new(),
-            stop_reason: None,
-            stop_sequence: None,
-            usage: Some(to_wire::client_usage(&self.usage)),
-        };
-        write(&Event::MessageStart { message }, out);
-        write(&Event::Ping, out);
-    }
-}
-
-/// One event, named after its `type`. Serialized JSON has no raw newlines.
-fn write(event: &Event, out: &mut Vec<u8>) {
-    let json = to_json_bytes(event);
-    sse::encode(Some(event.kind()), &String::from_utf8_lossy(&json), out);
 }
