@@ -127,87 +127,10 @@
 //!
 //! # Across protocols
 //!
-//! The canonical model is the hub: any wire crate's parser feeds any other's
-//! encoder. Here a Chat Completions client is served by a Messages supplier,
-//! and the supplier's Messages stream is re-encoded as Chat chunks.
-//!
-//! ```
-//! use router_messages::sse::Decoder;
-//! use router_messages::{MessagesClient, MessagesSupplier, NanoUsd, StreamEvent, SupplierCodec, SupplierTarget};
-//! # struct Json;
-//! # impl router_messages::HeaderSource for Json {
-//! #     fn header(&self, name: &str) -> Option<&str> {
-//! #         match name {
-//! #             "content-type" => Some("application/json"),
-//! #             "anthropic-version" => Some("2023-06-01"),
-//! #             _ => None,
-//! #         }
-//! #     }
-//! # }
-//!
-//! // A Chat request (system prompt, one tool) becomes a Messages body...
-//! let request = router_chat::parse_request(br#"{
-//!     "model": "acme/claude-1",
-//!     "messages": [{"role": "system", "content": "Be brief."},
-//!                  {"role": "user", "content": "Weather in Paris?"}],
-//!     "tools": [{"type": "function", "function": {"name": "weather",
-//!                "parameters": {"type": "object"}}}],
-//!     "stop": ["END"]
-//! }"#)?;
-//! let supplier = MessagesSupplier::default();
-//! let target = SupplierTarget { model: "claude-1", default_max_output_tokens: Some(1024) };
-//! let body: serde_json::Value =
-//!     serde_json::from_slice(&supplier.encode_request(&request, &target)?)?;
-//! assert_eq!(body["system"], "Be brief.");
-//! assert_eq!(body["tools"][0]["input_schema"]["type"], "object");
-//! assert_eq!(body["stop_sequences"][0], "END");
-//! assert_eq!(body["max_tokens"], 1024); // Messages requires a limit; Chat had none.
-//!
-//! // ...and back: the body parses as a Messages request with the same meaning.
-//! use router_messages::ClientCodec;
-//! let (again, ()) = MessagesClient.parse_request(&Json, &serde_json::to_vec(&body)?)?;
-//! assert_eq!(again.messages, request.messages);
-//! assert_eq!(again.tools, request.tools);
-//!
-//! // The supplier's Messages stream, re-encoded as Chat chunks for the client.
-//! let supplier_sse = concat!(
-//!     "event: message_start\n",
-//!     "data: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_s\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-1\",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":9,\"output_tokens\":1}}}\n\n",
-//!     "event: content_block_start\n",
-//!     "data: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"weather\",\"input\":{}}}\n\n",
-//!     "event: content_block_delta\n",
-//!     "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"city\\\":\\\"Paris\\\"}\"}}\n\n",
-//!     "event: content_block_stop\n",
-//!     "data: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
-//!     "event: message_delta\n",
-//!     "data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":7}}\n\n",
-//!     "event: message_stop\n",
-//!     "data: {\"type\":\"message_stop\"}\n\n",
-//! );
-//! let mut frames = Vec::new();
-//! Decoder::default().feed(supplier_sse.as_bytes(), &mut frames)?;
-//! let mut decoder = supplier.stream_decoder();
-//! let mut chat = router_chat::StreamEncoder::new(router_chat::StreamContext {
-//!     id: "chatcmpl-1".into(), model: "acme/claude-1".into(), created: 1_700_000_000,
-//! });
-//! let mut out = Vec::new();
-//! for frame in &frames {
-//!     for event in decoder.decode(frame)? {
-//!         match event {
-//!             StreamEvent::Finish { stop_reason, usage, .. } => {
-//!                 chat.encode_finish(&stop_reason, &usage, NanoUsd(1_000), &mut out)
-//!             }
-//!             other => chat.encode(&other, &mut out),
-//!         }
-//!     }
-//! }
-//! let out = String::from_utf8(out)?;
-//! assert!(out.contains(r#""name":"weather""#));
-//! assert!(out.contains(r#""finish_reason":"tool_calls""#));
-//! assert!(out.contains(r#""prompt_tokens":9"#));
-//! assert!(out.ends_with("data: [DONE]\n\n"));
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
+//! The canonical model is the hub: any wire crate's client codec feeds any
+//! other's supplier codec. The workspace crate `router-bridge-example`
+//! serves a Chat Completions client from a Messages supplier, streams
+//! included.
 
 pub mod client;
 mod convert;

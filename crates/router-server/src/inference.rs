@@ -14,7 +14,9 @@ use bytes::Bytes;
 use http::request::Parts;
 use http::{Response, StatusCode};
 use hyper::body::Incoming;
-use router_canonical::{ApiError, ClientCodec, PromptCacheMode, ReplyContext, Request, StreamContext};
+use router_canonical::{
+    ApiError, ClientCodec, PromptCacheMode, ReplyContext, Request, StreamContext,
+};
 use router_core::Outcome;
 use router_core::gateway::Admission;
 use router_core::store::{ApiKeyRecord, Scope};
@@ -59,7 +61,8 @@ async fn run<C: ClientCodec>(
 ) -> Result<Response<Body>, ApiError> {
     let codec = &surface.codec;
     let inbound = receive(&app, request, surface.body_limit).await?;
-    let (mut canonical, extra) = codec.parse_request(&Headers(&inbound.parts.headers), &inbound.body)?;
+    let (mut canonical, extra) =
+        codec.parse_request(&Headers(&inbound.parts.headers), &inbound.body)?;
     apply_headers(&inbound.parts.headers, &mut canonical);
     let model = canonical.model.clone();
     let admission = Admission {

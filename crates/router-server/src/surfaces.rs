@@ -57,8 +57,13 @@ pub static COMPLETIONS: Surface<CompletionsClient> = Surface {
 
 impl<C: ClientCodec> Surface<C> {
     /// The error reply of this surface, in its codec's envelope.
-    pub fn error(&self, error: &router_canonical::ApiError, request_id: &str) -> crate::reply::Reply {
-        let mut response = crate::reply::error_with(&self.codec.error_body(error), error, request_id);
+    pub fn error(
+        &self,
+        error: &router_canonical::ApiError,
+        request_id: &str,
+    ) -> crate::reply::Reply {
+        let mut response =
+            crate::reply::error_with(&self.codec.error_body(error), error, request_id);
         if self.messages_request_id {
             crate::reply::set_messages_request_id(response.headers_mut(), request_id);
         }

@@ -23,13 +23,9 @@ static RESPONSES: ResponsesSupplier = ResponsesSupplier {
 /// The codec of a route's protocol. `Completions` is inbound only (it
 /// rides the Chat path), so no route speaks it and it has no codec.
 pub(crate) fn for_protocol(protocol: Protocol) -> Option<&'static dyn SupplierCodec> {
-    [
-        &CHAT as &'static dyn SupplierCodec,
-        &MESSAGES,
-        &RESPONSES,
-    ]
-    .into_iter()
-    .find(|codec| codec.protocol() == protocol)
+    [&CHAT as &'static dyn SupplierCodec, &MESSAGES, &RESPONSES]
+        .into_iter()
+        .find(|codec| codec.protocol() == protocol)
 }
 
 #[cfg(test)]

@@ -34,7 +34,9 @@ const CASES: &[(&str, &str, u64, u64)] = &[
 #[test]
 fn estimates_of_the_published_examples_are_as_documented() {
     for (case, body, claude, documented) in CASES {
-        let request = router_messages::MessagesClient.parse_count_tokens_body(body.as_bytes()).unwrap();
+        let request = router_messages::MessagesClient
+            .parse_count_tokens_body(body.as_bytes())
+            .unwrap();
         let estimate = estimate_input_tokens(&request);
         println!("{case}: Claude {claude}, estimate {estimate}");
         assert_eq!(estimate, *documented, "{case} (Claude counts {claude})");

@@ -1,0 +1,113 @@
+//! The bridge example, end to end on recorded Messages replies.
+
+use router_bridge_example::{Bridge, BridgeError};
+use serde_json::Value;
+
+const CHAT_REQUEST: &[u8] = br#"{
+    "model": "acme/claude-1",
+    "messages": [{"role": "system", "content": "Be brief."},
+                 {"role": "user", "content": "Weather in Paris?"}],
+    "tools": [{"type": "function", "function": {"name": "weather",
+               "parameters": {"type": "object"}}}],
+    "stop": ["END"]
+}"#;
+
+#[test]
+fn a_chat_request_becomes_a_messages_body() {
+    let bridge = Bridge::new("claude-1", 1024);
+    let call = bridge.parse(CHAT_REQUEST).unwrap();
+    let body: Value = serde_json::from_slice(&bridge.upstream_request(&call).unwrap()).unwrap();
+    assert_eq!(body["model"], "claude-1");
+    assert_eq!(body["system"], "Be brief.");
+    assert_eq!(body["tools"][0]["input_schema"]["type"], "object");
+    assert_eq!(body["stop_sequences"][0], "END");
+    assert_eq!(body["max_tokens"], 1024);
+    let (path, headers) = bridge.upstream_headers(&call, "sk-test");
+    assert_eq!(path, "/messages");
+    assert!(headers.contains(&("x-api-key", "sk-test".to_owned())));
+    assert!(headers.contains(&("anthropic-version", "2023-06-01".to_owned())));
+}
+
+#[test]
+fn a_messages_reply_becomes_a_chat_completion_without_cost() {
+    let bridge = Bridge::new("claude-1", 1024);
+    let call = bridge.parse(CHAT_REQUEST).unwrap();
+    let reply = br#"{"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-1",
+        "content": [{"type": "text", "text": "Sunny."}],
+        "stop_reason": "end_turn", "stop_sequence": null,
+        "usage": {"input_tokens": 12, "output_tokens": 3}}"#;
+    let chat: Value =
+        serde_json::from_slice(&bridge.reply(&call, "chatcmpl-1", 7, reply).unwrap()).unwrap();
+    assert_eq!(chat["choices"][0]["message"]["content"], "Sunny.");
+    assert_eq!(chat["model"], "acme/claude-1");
+    assert_eq!(chat["usage"]["total_tokens"], 15);
+    assert!(
+        chat["usage"].get("cost").is_none(),
+        "no gateway policy in the format"
+    );
+}
+
+#[test]
+fn a_messages_stream_becomes_chat_chunks_without_an_unasked_usage_chunk() {
+    let bridge = Bridge::new("claude-1", 1024);
+    let call = bridge.parse(CHAT_REQUEST).unwrap();
+    let sse = concat!(
+        "event: message_start\n",
+        "data: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_s\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-1\",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":9,\"output_tokens\":1}}}\n\n",
+        "event: content_block_start\n",
+        "data: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"weather\",\"input\":{}}}\n\n",
+        "event: content_block_delta\n",
+        "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"city\\\":\\\"Paris\\\"}\"}}\n\n",
+        "event: content_block_stop\n",
+        "data: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+        "event: message_delta\n",
+        "data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":7}}\n\n",
+        "event: message_stop\n",
+        "data: {\"type\":\"message_stop\"}\n\n",
+    );
+    let out = String::from_utf8(
+        bridge
+            .stream(call, "chatcmpl-1", 7, sse.as_bytes())
+            .unwrap(),
+    )
+    .unwrap();
+    assert!(out.contains(r#""name":"weather""#), "{out}");
+    assert!(out.contains(r#""finish_reason":"tool_calls""#), "{out}");
+    assert!(
+        !out.contains(r#""prompt_tokens""#),
+        "the caller did not ask for usage: {out}"
+    );
+    assert!(out.ends_with("data: [DONE]\n\n"), "{out}");
+}
+
+#[test]
+fn supplier_failures_keep_their_kind() {
+    let bridge = Bridge::new("claude-1", 1024);
+    let overloaded =
+        br#"{"type": "error", "error": {"type": "overloaded_error", "message": "busy"}}"#;
+    match bridge.upstream_error(529, overloaded) {
+        BridgeError::Supplier(error) => {
+            let failure = error.reported().expect("a reported failure");
+            assert_eq!(failure.status, Some(529));
+            assert_eq!(failure.kind.as_deref(), Some("overloaded_error"));
+        }
+        other => panic!("{other:?}"),
+    }
+    let call = bridge.parse(CHAT_REQUEST).unwrap();
+    match bridge.reply(&call, "chatcmpl-1", 7, b"not json") {
+        Err(BridgeError::Supplier(error)) => assert!(error.reported().is_none()),
+        _ => panic!("an unreadable reply is an invalid reply"),
+    }
+}
+
+#[test]
+fn a_bad_chat_request_is_refused_in_the_chat_envelope() {
+    let bridge = Bridge::new("claude-1", 1024);
+    let Err(BridgeError::Client(error)) = bridge.parse(br#"{"model": "m", "messages": "hi"}"#)
+    else {
+        panic!("accepted a bad request");
+    };
+    let body: Value = serde_json::from_slice(&bridge.error_body(&error)).unwrap();
+    assert_eq!(body["error"]["code"], "invalid_parameter");
+    assert_eq!(body["error"]["param"], "messages");
+}
