@@ -12,8 +12,10 @@ pub mod pricing;
 pub mod routing;
 pub mod store;
 pub mod supplier;
+pub mod thinking_seal;
 
 pub use catalog::{Catalog, CatalogError, Model, Pricing, Route, Supplier};
 pub use gateway::{Gateway, GatewayConfig, LiveStream, Outcome, StreamItem};
 pub use routing::Plan;
 pub use supplier::{AttemptError, EventStream, FailureKind, Retry, SupplierReply, Suppliers};
+pub use thinking_seal::SealKey;

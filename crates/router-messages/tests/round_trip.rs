@@ -338,6 +338,7 @@ fn native_request() -> impl Strategy<Value = Request> {
                         inbound: Some(Protocol::Messages),
                         native_only: None,
                         prompt_cache: PromptCacheMode::Passthrough,
+                        thinking_signed_by: None,
                     };
                     request.native_only = expected_native_only(&request);
                     request
@@ -539,6 +540,7 @@ fn converted_request() -> impl Strategy<Value = Request> {
                 },
                 inbound: Some(Protocol::Chat),
                 native_only: None,
+                thinking_signed_by: None,
                 prompt_cache,
             },
         )

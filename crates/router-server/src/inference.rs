@@ -17,6 +17,7 @@ use router_canonical::{ApiError, NanoUsd, PromptCacheMode, Protocol, Request};
 use router_core::Outcome;
 use router_core::gateway::Admission;
 use router_core::store::{ApiKeyRecord, Scope};
+use router_core::thinking_seal::SealError;
 use std::sync::Arc;
 use uuid::Uuid;
 
@@ -57,6 +58,11 @@ pub trait InferenceSurface {
     fn stream_encoder(id: String, model: String, extra: Self::Extra) -> Self::StreamEncoder;
     /// Headers a surface adds to every response (Messages: `request-id`).
     fn finish_headers(_headers: &mut http::HeaderMap, _request_id: &str) {}
+    /// The `param` naming a thinking block whose router signature was
+    /// refused, in the surface's own indexes (called on that error only).
+    fn signature_param(_body: &[u8], error: &SealError) -> String {
+        error.canonical_path()
+    }
 }
 
 pub async fn handle<S: InferenceSurface>(
@@ -87,8 +93,16 @@ async fn run<S: InferenceSurface>(
         api_key_id: inbound.key.key_id,
         inbound: S::PROTOCOL,
     };
+    let history = app
+        .gateway
+        .open_thinking(S::PROTOCOL, &canonical)
+        .map_err(|e| e.to_api_error(S::signature_param(&inbound.body, &e)))?;
     let id = format!("{}{}", S::ID_PREFIX, request_id.simple());
-    let mut response = match app.gateway.run(admission, canonical).await? {
+    let mut response = match app
+        .gateway
+        .run_opened(admission, canonical, history)
+        .await?
+    {
         Outcome::Complete { response, cost } => {
             let ctx = ReplyContext {
                 id: &id,

@@ -10,6 +10,7 @@ use http::header::HeaderValue;
 use http::{Response, StatusCode};
 use hyper::body::Incoming;
 use router_canonical::{ApiError, ErrorCode, Protocol, Request, Response as CanonicalResponse};
+use router_core::thinking_seal::SealError;
 use router_messages::{RequestHeaders, ResponseContext, StreamContext, StreamEncoder};
 use std::sync::Arc;
 use uuid::Uuid;
@@ -85,6 +86,22 @@ impl InferenceSurface for Messages {
 
     fn finish_headers(headers: &mut http::HeaderMap, request_id: &str) {
         reply::set_messages_request_id(headers, request_id);
+    }
+
+    /// The canonical form puts `system` before `messages`: count the wire
+    /// messages to index them as the client did.
+    fn signature_param(body: &[u8], error: &SealError) -> String {
+        #[derive(serde::Deserialize)]
+        struct Messages {
+            messages: Vec<serde::de::IgnoredAny>,
+        }
+        let in_canonical = error.message;
+        let message = match serde_json::from_slice::<Messages>(body) {
+            Ok(wire) => in_canonical
+                .saturating_sub(error.total_messages.saturating_sub(wire.messages.len())),
+            Err(_) => in_canonical,
+        };
+        format!("messages[{message}].content[{}].signature", error.part)
     }
 }
 

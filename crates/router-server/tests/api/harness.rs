@@ -1,6 +1,6 @@
 //! Starts a router, a mock supplier and a test database for one test.
 
-use router_core::{Catalog, Gateway, GatewayConfig};
+use router_core::{Catalog, Gateway, GatewayConfig, SealKey};
 use router_mock_supplier::MockSupplier;
 use router_server::App;
 use router_store::test_support::TestDatabase;
@@ -221,11 +221,13 @@ impl TestRouter {
             deadline,
             ..GatewayConfig::default()
         };
+        let seal_key = SealKey::load(db.database()).await.unwrap();
         let gateway = Gateway::new(
             Arc::new(catalog),
             db.database().clone(),
             HttpSuppliers::new().unwrap(),
             config,
+            seal_key,
         );
         let app = Arc::new(App {
             gateway,
