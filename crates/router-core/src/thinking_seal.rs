@@ -117,11 +117,12 @@ pub struct SealError {
 impl SealError {
     /// The public 400, with `param` naming the block as `path` gives it
     /// (e.g. `messages[2].content[0].signature`).
+    /// The path is in the message too: the Messages envelope has no `param`.
     pub fn to_api_error(&self, path: String) -> ApiError {
-        ApiError::invalid(
-            path,
-            "This thinking block's `signature` is not one the router issued for it: send thinking blocks back unchanged, with the signature they were returned with.",
-        )
+        let message = format!(
+            "`{path}` is not a signature the router issued for this thinking block: send thinking blocks back unchanged, with the signature they were returned with."
+        );
+        ApiError::invalid(path, message)
     }
 
     /// The block's path in canonical indexes; a surface whose wire indexes
