@@ -316,8 +316,10 @@ impl SealedHistory {
     }
 
     /// The history an attempt on a route of `protocol` sends. A sealed block
-    /// of the route's own dialect gets its replay data back as signature
-    /// (none when it was empty); any other sealed block is dropped. On a
+    /// of the route's own dialect with replay data gets that data back as its
+    /// signature; any other sealed block is dropped (without replay data
+    /// there is nothing the supplier could continue from: Chat never has
+    /// any, and a Responses reasoning item needs its `encrypted_content`). On a
     /// Responses route the other (Anthropic-signed) thinking is dropped as
     /// well, as the Responses encoder would, so that what it replays is
     /// exactly the restored Responses reasoning. A message left empty by the
@@ -335,11 +337,11 @@ impl SealedHistory {
             for (j, part) in content.into_iter().enumerate() {
                 match (sealed.get(&(i, j)), part) {
                     (Some(seal), ContentPart::Thinking { text, .. }) => {
-                        if Some(seal.dialect) == route_dialect {
+                        if Some(seal.dialect) == route_dialect && !seal.replay.is_empty() {
                             restored = true;
                             message.content.push(ContentPart::Thinking {
                                 text,
-                                signature: (!seal.replay.is_empty()).then(|| seal.replay.clone()),
+                                signature: Some(seal.replay.clone()),
                             });
                         }
                     }
@@ -619,9 +621,9 @@ mod tests {
                 cache_control: None,
             },
         ]);
-        let history = k.open(&request).unwrap();
+        let opened = k.open(&request).unwrap();
 
-        let responses = history.for_route(&request, Protocol::Responses);
+        let responses = opened.for_route(&request, Protocol::Responses);
         assert_eq!(responses.thinking_signed_by, Some(Protocol::Responses));
         assert_eq!(
             responses.messages[2].content,
@@ -634,7 +636,7 @@ mod tests {
             ]
         );
 
-        let messages = history.for_route(&request, Protocol::Messages);
+        let messages = opened.for_route(&request, Protocol::Messages);
         assert_eq!(messages.thinking_signed_by, None);
         assert_eq!(messages.messages[2].content.len(), 2);
         assert_eq!(
@@ -642,14 +644,21 @@ mod tests {
             thinking("a", "anthropic-sig")
         );
 
-        let chat = history.for_route(&request, Protocol::Chat);
-        assert_eq!(
-            chat.messages[2].content[0],
-            ContentPart::Thinking {
-                text: "c".into(),
-                signature: None
-            }
-        );
+        // Chat has no replay data: nothing to restore, the block is dropped.
+        let chat = opened.for_route(&request, Protocol::Chat);
+        assert_eq!(chat.thinking_signed_by, None);
+        assert_eq!(chat.messages[2].content.len(), 2);
+        assert_eq!(chat.messages[2].content[0], thinking("a", "anthropic-sig"));
+
+        // A Responses block without encrypted_content is not replayed.
+        let bare = k.seal(SealedDialect::Responses, "", "b");
+        let request = history(vec![thinking("b", &bare)]);
+        let out = k
+            .open(&request)
+            .unwrap()
+            .for_route(&request, Protocol::Responses);
+        assert_eq!(out.thinking_signed_by, None);
+        assert!(out.messages.iter().all(|m| m.role != Role::Assistant));
     }
 
     #[test]
