@@ -665,6 +665,10 @@ function expectReply(cell, seen, live) {
       check(typeof seen.signature === 'string', 'the thinking block has no signature');
       if (cell.route === 'messages') {
         check(seen.signature === F.signature, `signature ${seen.signature}, the supplier sent ${F.signature}`);
+      } else {
+        // No Anthropic signature exists on a converted route: the router issues its own.
+        check(seen.signature !== '', 'a thinking block with an empty signature');
+        check(seen.signature.startsWith('rtr1.'), `signature ${seen.signature} is not a router signature`);
       }
     }
   }
@@ -929,8 +933,27 @@ function expectUpstream(cell, calls, requests) {
 function expectUpstreamThinking(cell, calls) {
   const body = calls[0].body;
   if (cell.inbound === 'messages') {
+    // The budget reaches the supplier as sent, converted routes included (a Chat supplier gets
+    // the `thinking` object as is, GP-50; a Responses route refuses it, GP-74).
+    const expected = { type: 'enabled', budget_tokens: F.thinking_budget };
+    check(
+      JSON.stringify(body.thinking) === JSON.stringify(expected),
+      `upstream thinking ${JSON.stringify(body.thinking)}, expected ${JSON.stringify(expected)}`,
+    );
+    if (cell.route === 'chat') {
+      // The router's signature round-tripped (the second turn succeeded); a Chat supplier has
+      // no field for reasoning history, so none reaches it, and no router signature.
+      const second = calls[1].body;
+      const assistant = asList(second.messages).filter((m) => m.role === 'assistant');
+      check(assistant.length === 1, `the assistant turn did not reach the supplier: ${JSON.stringify(second).slice(0, 400)}`);
+      check(
+        !Object.keys(assistant[0]).some((key) => key.startsWith('reasoning') || key === 'thinking'),
+        `reasoning history sent to a Chat supplier: ${JSON.stringify(assistant[0])}`,
+      );
+      check(!JSON.stringify(second).includes('rtr1.'), 'a router signature reached the supplier');
+      return;
+    }
     if (cell.route !== 'messages') return;
-    check(body.thinking?.type === 'enabled', `upstream thinking ${JSON.stringify(body.thinking)}`);
     const blocks = asList(calls[1].body.messages)
       .filter((m) => m.role === 'assistant')
       .flatMap((m) => asList(m.content))

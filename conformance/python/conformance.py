@@ -20,8 +20,10 @@ malformed body or event sequence fails the cell. The content the SDK parsed is t
 With `--mock-url` (the mock supplier's control endpoint) each cell first scripts the supplier's
 reply for the route's upstream model, checks exactly what came back, and afterwards checks what
 the supplier received, in its own dialect (the system prompt, the tool definition, the tool
-result turn, the stop sequence, the image and its media type, the temperature, the effort, the
-reasoning state sent back on the next turn). Without it (a deployed router and real models) the
+result turn, the stop sequence, the image and its media type, the temperature, the effort or
+thinking budget, the reasoning state sent back on the next turn). A Messages client served by a
+converted route gets a router signature (`rtr1.`), which must round-trip. Without it (a deployed
+router and real models) the
 checks are on shape only: text is present, a forced tool call names the tool with JSON
 arguments, the stop sequence is not in the text, and so on.
 
@@ -707,6 +709,10 @@ def expect_reply(cell: Cell, seen: Seen, live: bool) -> None:
             check(isinstance(seen.signature, str), "the thinking block has no signature")
             if cell.route == "messages":
                 check(seen.signature == SIGNATURE, f"signature {seen.signature!r}, the supplier sent {SIGNATURE!r}")
+            else:
+                # No Anthropic signature exists on a converted route: the router issues its own.
+                check(seen.signature != "", "a thinking block with an empty signature")
+                check(seen.signature.startswith("rtr1."), f"signature {seen.signature!r} is not a router signature")
 
 
 def expect_reasoning_state(cell: Cell, seen: Seen) -> None:
@@ -780,9 +786,22 @@ def expect_upstream(cell: Cell, calls: list[dict[str, Any]], requests: int) -> N
 def expect_upstream_thinking(cell: Cell, calls: list[dict[str, Any]]) -> None:
     body = calls[0]["body"]
     if cell.inbound == "messages":
+        # The budget reaches the supplier as sent, converted routes included (a Chat supplier
+        # gets the `thinking` object as is, GP-50; a Responses route refuses it, GP-74).
+        expected = {"type": "enabled", "budget_tokens": THINKING_BUDGET}
+        check(body.get("thinking") == expected, f"upstream thinking {body.get('thinking')!r}, expected {expected!r}")
+        if cell.route == "chat":
+            # The router's signature round-tripped (the second turn succeeded); a Chat supplier
+            # has no field for reasoning history, so none reaches it, and no router signature.
+            second = calls[1]["body"]
+            assistant = [m for m in second.get("messages", []) if m.get("role") == "assistant"]
+            check(len(assistant) == 1, f"the assistant turn did not reach the supplier: {json.dumps(second)[:400]}")
+            check(
+                not any(key.startswith("reasoning") or key == "thinking" for key in assistant[0]),
+                f"reasoning history sent to a Chat supplier: {assistant[0]!r}",
+            )
+            check("rtr1." not in json.dumps(second), "a router signature reached the supplier")
         if cell.route == "messages":
-            thinking = body.get("thinking") or {}
-            check(thinking.get("type") == "enabled", f"upstream thinking {thinking!r}")
             # The second turn carries the thinking block back, signature intact.
             history = calls[1]["body"].get("messages", [])
             blocks = [

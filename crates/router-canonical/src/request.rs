@@ -54,6 +54,21 @@ pub struct Request {
     /// the server from the header or the key's mode.
     #[serde(default, skip_serializing_if = "PromptCacheMode::is_passthrough")]
     pub prompt_cache: PromptCacheMode,
+    /// The protocol whose suppliers issued the signatures of the thinking
+    /// parts in `messages`, when it is not the inbound protocol's (`None`:
+    /// they are the inbound protocol's). An encoder replays signed thinking
+    /// only to a supplier of that protocol. The router sets it when it
+    /// restores thinking it had signed itself (see router-core's
+    /// `thinking_seal`); parsers leave it `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking_signed_by: Option<Protocol>,
+}
+
+impl Request {
+    /// The protocol whose suppliers signed this request's thinking parts.
+    pub fn thinking_signer(&self) -> Option<Protocol> {
+        self.thinking_signed_by.or(self.inbound)
+    }
 }
 
 /// What the router does with prompt-cache markers (`x-ci-prompt-cache`).

@@ -273,6 +273,7 @@ fn request() -> impl Strategy<Value = Request> {
                 inbound: Some(Protocol::Chat),
                 native_only: None,
                 prompt_cache: Default::default(),
+                thinking_signed_by: None,
             },
         )
 }

@@ -14,6 +14,7 @@ use crate::store::{
     Voiding,
 };
 use crate::supplier::{AttemptError, EventStream, Retry, SupplierReply, Suppliers};
+use crate::thinking_seal::{self, SealError, SealKey, SealedDialect, SealedHistory, StreamSealer};
 use futures::StreamExt;
 use router_canonical::{
     ApiError, ErrorCode, Field, NanoUsd, Protocol, Request, Response, StopReason, StreamEvent,
@@ -64,6 +65,8 @@ struct Inner<S, P> {
     store: S,
     suppliers: P,
     config: GatewayConfig,
+    /// Signs thinking that no Anthropic supplier signed (`thinking_seal`).
+    seal_key: SealKey,
 }
 
 pub struct Gateway<S, P> {
@@ -79,13 +82,21 @@ impl<S, P> Clone for Gateway<S, P> {
 }
 
 impl<S: Store, P: Suppliers> Gateway<S, P> {
-    pub fn new(catalog: Arc<Catalog>, store: S, suppliers: P, config: GatewayConfig) -> Self {
+    /// `seal_key` is the deployment's thinking seal key ([`SealKey::load`]).
+    pub fn new(
+        catalog: Arc<Catalog>,
+        store: S,
+        suppliers: P,
+        config: GatewayConfig,
+        seal_key: SealKey,
+    ) -> Self {
         Gateway {
             inner: Arc::new(Inner {
                 catalog,
                 store,
                 suppliers,
                 config,
+                seal_key,
             }),
         }
     }
@@ -102,11 +113,39 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
         &self.inner.config
     }
 
+    /// Checks the router signatures of the thinking a Messages client sent
+    /// back (other surfaces never receive any). A refused one is named by
+    /// its canonical position, for the caller to put in its own terms.
+    pub fn open_thinking(
+        &self,
+        inbound: Protocol,
+        request: &Request,
+    ) -> Result<SealedHistory, SealError> {
+        match inbound {
+            Protocol::Messages => self.inner.seal_key.open(request),
+            _ => Ok(SealedHistory::default()),
+        }
+    }
+
     /// Route, reserve, attempt, and settle one request.
     pub async fn run(
         &self,
         admission: Admission,
         request: Request,
+    ) -> Result<Outcome<S, P>, ApiError> {
+        let history = self
+            .open_thinking(admission.inbound, &request)
+            .map_err(|e| e.to_api_error(e.canonical_path()))?;
+        self.run_opened(admission, request, history).await
+    }
+
+    /// [`Gateway::run`] for a request whose thinking was already opened by
+    /// [`Gateway::open_thinking`].
+    pub async fn run_opened(
+        &self,
+        admission: Admission,
+        request: Request,
+        history: SealedHistory,
     ) -> Result<Outcome<S, P>, ApiError> {
         let plan = routing::plan(&self.inner.catalog, &request, admission.inbound)?;
         check_output_limit(&plan.model, &request)?;
@@ -130,7 +169,12 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
             hold_expires_at: SystemTime::now() + self.inner.config.hold_lease,
         };
         let reservation = self.reserve(new).await?;
-        self.attempt_routes(plan, request, reservation).await
+        let thinking = ThinkingAttempts {
+            inbound: admission.inbound,
+            history,
+        };
+        self.attempt_routes(plan, request, thinking, reservation)
+            .await
     }
 
     /// Takes the hold in a task of its own: if the client leaves while the
@@ -164,6 +208,7 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
         &self,
         plan: Plan,
         request: Request,
+        thinking: ThinkingAttempts,
         mut reservation: Reservation<S, P>,
     ) -> Result<Outcome<S, P>, ApiError> {
         let inner = &self.inner;
@@ -176,11 +221,19 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
                     break 'routes;
                 }
                 attempt_no += 1;
+                // Each attempt sends the thinking history its route can take.
+                let restored;
+                let attempt_request = if thinking.history.is_empty() {
+                    &request
+                } else {
+                    restored = thinking.history.for_route(&request, route.protocol);
+                    &restored
+                };
                 let started_at = SystemTime::now();
                 let started = Instant::now();
                 let result = match tokio::time::timeout_at(
                     deadline,
-                    inner.suppliers.attempt(route, &request, deadline),
+                    inner.suppliers.attempt(route, attempt_request, deadline),
                 )
                 .await
                 {
@@ -198,12 +251,22 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
                     outcome: AttemptOutcome::Succeeded,
                 };
                 match result {
-                    Ok(SupplierReply::Complete(response)) => {
+                    Ok(SupplierReply::Complete(mut response)) => {
+                        if let Some(dialect) = thinking.sealed_dialect(route.protocol) {
+                            inner.seal_key.seal_response(dialect, &mut response);
+                        }
                         return self
                             .settle_complete(&plan.model, route, response, record, &mut reservation)
                             .await;
                     }
                     Ok(SupplierReply::Stream(events)) => {
+                        let events = match thinking.sealed_dialect(route.protocol) {
+                            Some(dialect) => thinking_seal::seal_stream(
+                                events,
+                                StreamSealer::new(inner.seal_key.clone(), dialect),
+                            ),
+                            None => events,
+                        };
                         let hold_lease = inner.config.hold_lease;
                         reservation.stream_attempt = Some(record);
                         return Ok(Outcome::Stream(LiveStream {
@@ -274,6 +337,24 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
     async fn record(&self, record: AttemptRecord) {
         if let Err(e) = self.inner.store.record_attempt(record).await {
             tracing::warn!(error = %e, "could not record attempt");
+        }
+    }
+}
+
+/// What the attempts of one request do with thinking signatures.
+struct ThinkingAttempts {
+    inbound: Protocol,
+    /// The router seals the client sent back, verified.
+    history: SealedHistory,
+}
+
+impl ThinkingAttempts {
+    /// The dialect whose thinking is sealed for the client: a Messages
+    /// client served by a Chat or Responses route gets router signatures.
+    fn sealed_dialect(&self, route: Protocol) -> Option<SealedDialect> {
+        match self.inbound {
+            Protocol::Messages => SealedDialect::of_route(route),
+            _ => None,
         }
     }
 }

@@ -12,6 +12,7 @@ pub mod pricing;
 pub mod routing;
 pub mod store;
 pub mod supplier;
+pub mod thinking_seal;
 
 pub use catalog::{Catalog, CatalogError, Model, Pricing, Route, Supplier};
 pub use gateway::{Gateway, GatewayConfig, LiveStream, Outcome, StreamItem};
@@ -19,3 +20,4 @@ pub use routing::Plan;
 pub use supplier::{
     AttemptCause, AttemptError, EventStream, FailureKind, Retry, SupplierReply, Suppliers,
 };
+pub use thinking_seal::SealKey;

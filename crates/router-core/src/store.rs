@@ -185,4 +185,12 @@ pub trait Store: Send + Sync + 'static {
 
     /// Release the whole hold without a charge, once.
     fn void(&self, voiding: Voiding) -> impl Future<Output = Result<(), SettleError>> + Send;
+
+    /// The secret that authenticates router thinking signatures: the stored
+    /// one, or `candidate` (fresh random bytes) stored now if there is none.
+    /// Instances starting at once all get the same one. Never logged.
+    fn thinking_seal_key(
+        &self,
+        candidate: Vec<u8>,
+    ) -> impl Future<Output = Result<Vec<u8>, StoreError>> + Send;
 }

@@ -13,8 +13,8 @@ use router_canonical::{
 use router_core::gateway::Admission;
 use router_core::store::*;
 use router_core::{
-    AttemptError, Catalog, Gateway, GatewayConfig, Outcome, Route, StreamItem, SupplierReply,
-    Suppliers,
+    AttemptError, Catalog, Gateway, GatewayConfig, Outcome, Route, SealKey, StreamItem,
+    SupplierReply, Suppliers,
 };
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -89,6 +89,9 @@ impl Store for MemoryStore {
         l.held -= amount;
         l.attempts.extend(v.attempt);
         Ok(())
+    }
+    async fn thinking_seal_key(&self, candidate: Vec<u8>) -> Result<Vec<u8>, StoreError> {
+        Ok(candidate)
     }
 }
 
@@ -251,7 +254,13 @@ fn harness(balance: i64) -> Harness {
         ..GatewayConfig::default()
     };
     Harness {
-        gateway: Gateway::new(catalog, store.clone(), suppliers.clone(), config),
+        gateway: Gateway::new(
+            catalog,
+            store.clone(),
+            suppliers.clone(),
+            config,
+            SealKey::generate().unwrap(),
+        ),
         store,
         suppliers,
     }
@@ -385,7 +394,13 @@ async fn inconsistent_usage_is_invalid_and_not_charged() {
         }
     }
     let catalog = Arc::new(Catalog::from_toml(CATALOG, |_| None).unwrap());
-    let gw = Gateway::new(catalog, h.store.clone(), One(bad), GatewayConfig::default());
+    let gw = Gateway::new(
+        catalog,
+        h.store.clone(),
+        One(bad),
+        GatewayConfig::default(),
+        SealKey::generate().unwrap(),
+    );
     let err = match gw.run(admission(), request("fixed")).await {
         Err(e) => e,
         Ok(_) => panic!("expected an error"),

@@ -370,6 +370,7 @@ fn native_request() -> impl Strategy<Value = Request> {
                         inbound: Some(Protocol::Messages),
                         native_only: None,
                         prompt_cache: PromptCacheMode::Passthrough,
+                        thinking_signed_by: None,
                     };
                     request.native_only = expected_native_only(&request);
                     request
@@ -571,6 +572,7 @@ fn converted_request() -> impl Strategy<Value = Request> {
                 },
                 inbound: Some(Protocol::Chat),
                 native_only: None,
+                thinking_signed_by: None,
                 prompt_cache,
             },
         )

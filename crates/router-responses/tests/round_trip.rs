@@ -307,6 +307,7 @@ fn request() -> impl Strategy<Value = Request> {
                 inbound: Some(Protocol::Responses),
                 native_only: None,
                 prompt_cache: Default::default(),
+                thinking_signed_by: None,
             },
         )
 }

@@ -71,8 +71,16 @@ async fn run<C: ClientCodec>(
         api_key_id: inbound.key.key_id,
         inbound: codec.protocol(),
     };
+    let history = app
+        .gateway
+        .open_thinking(admission.inbound, &canonical)
+        .map_err(|e| e.to_api_error((surface.signature_param)(&inbound.body, &e)))?;
     let id = format!("{}{}", surface.id_prefix, request_id.simple());
-    let mut response = match app.gateway.run(admission, canonical).await? {
+    let mut response = match app
+        .gateway
+        .run_opened(admission, canonical, history)
+        .await?
+    {
         Outcome::Complete { response, cost } => {
             let reply = ReplyContext {
                 id: &id,

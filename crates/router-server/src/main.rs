@@ -2,7 +2,7 @@
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use router_core::{Catalog, Gateway, GatewayConfig};
+use router_core::{Catalog, Gateway, GatewayConfig, SealKey};
 use router_server::{App, ServerConfig};
 use router_store::Database;
 use router_supply::HttpSuppliers;
@@ -102,7 +102,16 @@ async fn serve(config: ServerConfig) -> anyhow::Result<()> {
         hold_lease: config.hold_lease,
         ..GatewayConfig::default()
     };
-    let gateway = Gateway::new(Arc::new(catalog), db.clone(), suppliers, gateway_config);
+    let seal_key = SealKey::load(&db)
+        .await
+        .context("loading the thinking seal key")?;
+    let gateway = Gateway::new(
+        Arc::new(catalog),
+        db.clone(),
+        suppliers,
+        gateway_config,
+        seal_key,
+    );
     let app = Arc::new(App {
         gateway,
         admin_token: config.admin_token.clone(),

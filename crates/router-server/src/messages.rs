@@ -12,6 +12,7 @@ use http::header::HeaderValue;
 use http::{Response, StatusCode};
 use hyper::body::Incoming;
 use router_canonical::{ApiError, ErrorCode};
+use router_core::thinking_seal::SealError;
 use std::sync::Arc;
 use uuid::Uuid;
 
@@ -61,4 +62,22 @@ async fn count_tokens(
         HeaderValue::from_static("true"),
     );
     Ok(response)
+}
+
+/// The `param` naming a thinking block whose router signature was refused,
+/// in the client's own message indexes: the canonical request has the
+/// Messages `system` prompt as messages of its own in front.
+pub fn signature_param(body: &[u8], error: &SealError) -> String {
+    #[derive(serde::Deserialize)]
+    struct Messages {
+        messages: Vec<serde::de::IgnoredAny>,
+    }
+    let in_canonical = error.message;
+    let message = match serde_json::from_slice::<Messages>(body) {
+        Ok(wire) => {
+            in_canonical.saturating_sub(error.total_messages.saturating_sub(wire.messages.len()))
+        }
+        Err(_) => in_canonical,
+    };
+    format!("messages[{message}].content[{}].signature", error.part)
 }

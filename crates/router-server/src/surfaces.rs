@@ -7,6 +7,7 @@ use crate::body::{INFERENCE_BODY_LIMIT, MESSAGES_BODY_LIMIT};
 use router_canonical::ClientCodec;
 use router_chat::ChatClient;
 use router_completions::CompletionsClient;
+use router_core::thinking_seal::SealError;
 use router_messages::MessagesClient;
 use router_responses::ResponsesClient;
 
@@ -18,6 +19,13 @@ pub struct Surface<C> {
     pub id_prefix: &'static str,
     /// Messages responses carry `request-id` as well as `x-request-id` (D-34, CF-12).
     pub messages_request_id: bool,
+    /// The `param` naming a thinking block whose router signature was
+    /// refused, in the client's own indexes (called on that error only).
+    pub signature_param: fn(&[u8], &SealError) -> String,
+}
+
+fn canonical_signature_param(_body: &[u8], error: &SealError) -> String {
+    error.canonical_path()
 }
 
 /// `POST /v1/chat/completions`. The usage chunk (with the cost) ends every
@@ -29,6 +37,7 @@ pub static CHAT: Surface<ChatClient> = Surface {
     body_limit: INFERENCE_BODY_LIMIT,
     id_prefix: "chatcmpl-",
     messages_request_id: false,
+    signature_param: canonical_signature_param,
 };
 
 /// `POST /v1/responses` (stateless).
@@ -37,6 +46,7 @@ pub static RESPONSES: Surface<ResponsesClient> = Surface {
     body_limit: INFERENCE_BODY_LIMIT,
     id_prefix: "resp_",
     messages_request_id: false,
+    signature_param: canonical_signature_param,
 };
 
 /// `POST /v1/messages`.
@@ -45,6 +55,7 @@ pub static MESSAGES: Surface<MessagesClient> = Surface {
     body_limit: MESSAGES_BODY_LIMIT,
     id_prefix: "msg_",
     messages_request_id: true,
+    signature_param: crate::messages::signature_param,
 };
 
 /// `POST /v1/completions` (legacy): rides the Chat path (E-09, CF-11).
@@ -53,6 +64,7 @@ pub static COMPLETIONS: Surface<CompletionsClient> = Surface {
     body_limit: INFERENCE_BODY_LIMIT,
     id_prefix: "cmpl-",
     messages_request_id: false,
+    signature_param: canonical_signature_param,
 };
 
 impl<C: ClientCodec> Surface<C> {

@@ -10,6 +10,7 @@ use crate::group_commit::{BatchSlots, GroupCommit};
 use crate::history::{self, RequestView};
 use crate::key_cache::{self, KeyCache};
 use crate::migrations;
+use crate::thinking_seal_keys;
 use diesel::IntoSql;
 use diesel::sql_types::Integer;
 use diesel::{ConnectionError, ConnectionResult};
@@ -271,6 +272,11 @@ impl Store for Database {
     async fn void(&self, voiding: Voiding) -> Result<(), SettleError> {
         let mut conn = self.connection().await?;
         billing::void(&mut conn, &voiding).await
+    }
+
+    async fn thinking_seal_key(&self, candidate: Vec<u8>) -> Result<Vec<u8>, StoreError> {
+        let mut conn = self.connection().await?;
+        thinking_seal_keys::load_or_insert(&mut conn, &candidate).await
     }
 }
 

@@ -28,6 +28,7 @@ mod prepared;
 pub mod schema;
 #[cfg(feature = "test-support")]
 pub mod test_support;
+pub mod thinking_seal_keys;
 mod timestamps;
 
 pub use accounts::{AccountRow, AccountView};

@@ -98,6 +98,14 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    thinking_seal_keys (version) {
+        version -> Int2,
+        secret -> Bytea,
+        created_at -> Timestamptz,
+    }
+}
+
 diesel::joinable!(wallets -> accounts (account_id));
 diesel::joinable!(api_keys -> accounts (account_id));
 diesel::joinable!(requests -> accounts (account_id));

@@ -149,6 +149,7 @@ fn convert_request(wire: ChatRequest) -> Result<Request, ApiError> {
         inbound: Some(Protocol::Chat),
         native_only: None,
         prompt_cache: PromptCacheMode::Passthrough,
+        thinking_signed_by: None,
     })
 }
 

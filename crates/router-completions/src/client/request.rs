@@ -112,6 +112,7 @@ fn convert(wire: CompletionBody) -> Result<CompletionRequest, ApiError> {
         inbound: Some(Protocol::Completions),
         native_only: None,
         prompt_cache: PromptCacheMode::Passthrough,
+        thinking_signed_by: None,
     };
     Ok(CompletionRequest { request, echo })
 }

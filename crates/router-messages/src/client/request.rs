@@ -285,6 +285,7 @@ fn convert_request(wire: MessagesRequest, endpoint: Endpoint) -> Result<Request,
         inbound: Some(Protocol::Messages),
         native_only,
         prompt_cache: PromptCacheMode::Passthrough,
+        thinking_signed_by: None,
     })
 }
 

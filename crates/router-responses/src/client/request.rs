@@ -196,6 +196,7 @@ fn convert_request(wire: ResponsesRequest) -> Result<Request, ApiError> {
         inbound: Some(Protocol::Responses),
         native_only,
         prompt_cache: PromptCacheMode::Passthrough,
+        thinking_signed_by: None,
     })
 }
 

@@ -9,8 +9,9 @@
 //!   calls are `function_call` items, tool results `function_call_output`
 //!   items (a Messages user turn's tool results come out in place).
 //! * Thinking parts are replayed as `reasoning` items (the signature as
-//!   `encrypted_content`) only when the request came in over Responses:
-//!   their signature is then a Responses supplier's. Thinking from other
+//!   `encrypted_content`) only when their signature is a Responses
+//!   supplier's: the request came in over Responses, or
+//!   [`Request::thinking_signed_by`] says so. Thinking from other
 //!   protocols (an Anthropic signature, or none) cannot be replayed to a
 //!   Responses model and is left out, as the Chat encoder leaves all
 //!   reasoning history out: the model regenerates its reasoning, and the
@@ -60,6 +61,7 @@ pub(crate) fn responses_request(
 ) -> Result<ResponsesRequest, ApiError> {
     check_convertible(req)?;
     let native = req.inbound == Some(Protocol::Responses);
+    let replay_thinking = req.thinking_signer() == Some(Protocol::Responses);
     let mut messages = req.messages.as_slice();
     let mut instructions = None;
     // `input` may not be empty, so a lone system message stays an item.
@@ -72,7 +74,7 @@ pub(crate) fn responses_request(
     }
     let mut items = Vec::new();
     for message in messages {
-        push_items(message, native, &mut items)?;
+        push_items(message, native, replay_thinking, &mut items)?;
     }
     let sampling = &req.sampling;
     let reasoning = &req.reasoning;
@@ -182,7 +184,12 @@ fn message_role(role: Role) -> Option<MessageRole> {
 }
 
 /// One canonical message becomes input items, in part order.
-fn push_items(message: &Message, native: bool, out: &mut Vec<InputItem>) -> Result<(), ApiError> {
+fn push_items(
+    message: &Message,
+    native: bool,
+    replay_thinking: bool,
+    out: &mut Vec<InputItem>,
+) -> Result<(), ApiError> {
     let Some(role) = message_role(message.role) else {
         return tool_message_items(message, native, out);
     };
@@ -264,7 +271,7 @@ fn push_items(message: &Message, native: bool, out: &mut Vec<InputItem>) -> Resu
             }
             ContentPart::Thinking { text, signature } => {
                 // See the module docs: only a Responses signature can be replayed.
-                if native && assistant {
+                if replay_thinking && assistant {
                     flush(&mut run, out);
                     out.push(InputItem::Reasoning(reasoning_item(
                         None,

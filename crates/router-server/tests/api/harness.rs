@@ -1,6 +1,6 @@
 //! Starts a router, a mock supplier and a test database for one test.
 
-use router_core::{Catalog, Gateway, GatewayConfig};
+use router_core::{Catalog, Gateway, GatewayConfig, SealKey};
 use router_mock_supplier::MockSupplier;
 use router_server::App;
 use router_store::test_support::TestDatabase;
@@ -169,6 +169,59 @@ protocol = "responses"
 capabilities = ["tools", "stop", "streaming", "reasoning", "thinking", "vision", "response_format"]
 internal_cost = { input = 1, output = 1 }
 
+# Thinking across a fallback between dialects (router thinking signatures).
+[[models]]
+id = "m-think-responses-first"
+pricing = "fixed"
+rates = { input = 1_000_000_000, output = 2_000_000_000 }
+max_output_tokens = 4096
+
+[[routes]]
+id = "think-rf-responses"
+model = "m-think-responses-first"
+supplier = "acme-secret-supplier"
+upstream_model = "up-think-rf-responses"
+protocol = "responses"
+capabilities = ["streaming", "reasoning", "thinking"]
+priority = 10
+internal_cost = { input = 1, output = 1 }
+
+[[routes]]
+id = "think-rf-messages"
+model = "m-think-responses-first"
+supplier = "acme-secret-supplier"
+upstream_model = "up-think-rf-messages"
+protocol = "messages"
+capabilities = ["streaming", "reasoning", "thinking"]
+priority = 5
+internal_cost = { input = 1, output = 1 }
+
+[[models]]
+id = "m-think-messages-first"
+pricing = "fixed"
+rates = { input = 1_000_000_000, output = 2_000_000_000 }
+max_output_tokens = 4096
+
+[[routes]]
+id = "think-mf-messages"
+model = "m-think-messages-first"
+supplier = "acme-secret-supplier"
+upstream_model = "up-think-mf-messages"
+protocol = "messages"
+capabilities = ["streaming", "reasoning", "thinking"]
+priority = 10
+internal_cost = { input = 1, output = 1 }
+
+[[routes]]
+id = "think-mf-responses"
+model = "m-think-messages-first"
+supplier = "acme-secret-supplier"
+upstream_model = "up-think-mf-responses"
+protocol = "responses"
+capabilities = ["streaming", "reasoning", "thinking"]
+priority = 5
+internal_cost = { input = 1, output = 1 }
+
 [[routes]]
 id = "off-only"
 model = "m-off"
@@ -221,11 +274,13 @@ impl TestRouter {
             deadline,
             ..GatewayConfig::default()
         };
+        let seal_key = SealKey::load(db.database()).await.unwrap();
         let gateway = Gateway::new(
             Arc::new(catalog),
             db.database().clone(),
             HttpSuppliers::new().unwrap(),
             config,
+            seal_key,
         );
         let app = Arc::new(App {
             gateway,

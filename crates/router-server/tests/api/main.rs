@@ -16,3 +16,4 @@ mod messages;
 mod responses;
 mod retries;
 mod streaming;
+mod thinking_signatures;

@@ -114,6 +114,7 @@ async fn the_secret_is_stored_nowhere() {
         "holds",
         "ledger_entries",
         "attempts",
+        "thinking_seal_keys",
     ];
     let mut hash_found = 0;
     for table in tables {

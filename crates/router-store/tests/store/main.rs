@@ -14,3 +14,4 @@ mod migrations;
 mod round_trips;
 mod schema;
 mod seed;
+mod thinking_seal_keys;

@@ -53,6 +53,7 @@ async fn the_diesel_schema_matches_the_migrations() {
         sql_of!(holds),
         sql_of!(ledger_entries),
         sql_of!(attempts),
+        sql_of!(thinking_seal_keys),
     ];
     for (table, sql) in tables {
         let in_database: Vec<String> = diesel::sql_query(
