@@ -30,20 +30,35 @@ pub async fn read_limited(
         .get(http::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
+    let mut body = body;
     if declared.is_some_and(|n| n > limit as u64) {
+        drain(&mut body, 0, limit).await;
         return Err(too_large());
     }
     let mut buf = BytesMut::with_capacity(declared.map_or(8 * 1024, |n| n as usize));
-    let mut body = body;
     while let Some(frame) = body.frame().await {
         let frame =
             frame.map_err(|_| ApiError::invalid("body", "The request body could not be read."))?;
         if let Ok(data) = frame.into_data() {
             if buf.len() + data.len() > limit {
+                drain(&mut body, buf.len() + data.len(), limit).await;
                 return Err(too_large());
             }
             buf.extend_from_slice(&data);
         }
     }
     Ok(buf.freeze())
+}
+
+/// Read and discard the rest of a refused body, up to a few times the
+/// limit, so a client still sending it reads the 413 instead of a reset
+/// connection. A larger body is cut off: the connection closes.
+async fn drain(body: &mut Incoming, mut seen: usize, limit: usize) {
+    let cap = limit.saturating_mul(4);
+    while seen <= cap {
+        match body.frame().await {
+            Some(Ok(frame)) => seen += frame.data_ref().map_or(0, |d| d.len()),
+            _ => return,
+        }
+    }
 }

@@ -59,6 +59,7 @@ pub(crate) fn response(resp: &Response, ctx: &ReplyContext<'_>) -> Vec<u8> {
             logprobs: None,
         }],
         usage: Some(usage(&resp.usage, ctx.cost)),
+        error: None,
     };
     to_json_bytes(&completion)
 }

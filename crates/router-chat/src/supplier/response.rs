@@ -23,7 +23,20 @@ pub(crate) fn response(body: &[u8], require_usage: bool) -> Result<Response, Dec
         model,
         choices,
         usage: wire_usage,
+        error,
     } = wire;
+    if let Some(error) = error
+        && choices.is_empty()
+    {
+        return Err(DecodeError::SupplierError {
+            kind: error.kind,
+            code: error.code.map(|c| match c {
+                serde_json::Value::String(s) => s,
+                other => other.to_string(),
+            }),
+            message: error.message,
+        });
+    }
     let choice = choices
         .into_iter()
         .min_by_key(|c| c.index)

@@ -22,6 +22,10 @@ pub struct ChatCompletion {
     pub choices: Vec<Choice>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<ChatUsage>,
+    /// A failure some suppliers report in a success reply instead of an
+    /// error status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<crate::wire::chunk::StreamError>,
 }
 
 fn completion_object() -> String {

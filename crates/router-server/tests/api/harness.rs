@@ -490,3 +490,12 @@ pub fn sse_events(text: &str) -> Vec<(String, Value)> {
     }
     out
 }
+
+/// Read an SSE body into its `data:` payloads.
+pub async fn data_lines(resp: reqwest::Response) -> Vec<String> {
+    let text = resp.text().await.unwrap_or_default();
+    text.lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(str::to_owned)
+        .collect()
+}

@@ -16,4 +16,5 @@ mod messages;
 mod responses;
 mod retries;
 mod streaming;
+mod supplier_failures;
 mod thinking_signatures;

@@ -5,15 +5,6 @@ use futures::StreamExt;
 use router_mock_supplier::{MockReply, MockToolCall, MockUsage, Script};
 use serde_json::{Value, json};
 
-/// Read an SSE body into its `data:` payloads.
-async fn data_lines(resp: reqwest::Response) -> Vec<String> {
-    let text = resp.text().await.unwrap_or_default();
-    text.lines()
-        .filter_map(|l| l.strip_prefix("data: "))
-        .map(str::to_owned)
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn stream_relays_chunks_then_usage_with_cost_then_done() {
     let r = TestRouter::start().await;

@@ -1,0 +1,138 @@
+//! A failure the supplier reports is not an invalid reply (issue 14 item 5,
+//! GP-47, G-12): the codec's typed error keeps its kind all the way to the
+//! public code.
+
+use crate::harness::*;
+use router_mock_supplier::Script;
+use serde_json::{Value, json};
+
+async fn assert_nothing_charged(r: &TestRouter, c: &Customer, id: &str) {
+    let record = r.request_record(id).await;
+    assert_eq!(record["status"], "failed");
+    assert!(record["charged_nano_usd"].is_null());
+    let account = r.account(&c.account_id).await;
+    assert_eq!(account["held_nano_usd"], 0);
+    assert_eq!(account["balance_nano_usd"], 1_000_000_000_000i64);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_error_body_in_a_success_reply_is_upstream_error_after_the_fallback() {
+    let r = TestRouter::start().await;
+    let c = r.rich_customer().await;
+    let failure = json!({"error": {"message": "overloaded", "type": "server_error", "code": 529}});
+    for route in ["up-text-primary", "up-text-fallback"] {
+        r.mock.enqueue_for(
+            route,
+            Script::Status {
+                status: 200,
+                body: Some(failure.clone()),
+                retry_after: None,
+            },
+        );
+    }
+    let resp = r.chat(&c.key, &hello("m-text")).await;
+    let id = request_id(&resp);
+    let body = expect_error(resp, 502, "upstream_error").await;
+    assert!(
+        !body.to_string().contains("overloaded"),
+        "P-08: no supplier text reaches the client: {body}"
+    );
+    // Reported, so not retried on the same route, but the fallback is tried.
+    let models: Vec<String> = r
+        .mock
+        .calls()
+        .iter()
+        .map(|c| c.body["model"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(models, ["up-text-primary", "up-text-fallback"]);
+    let record = r.request_record(&id).await;
+    let kinds: Vec<&str> = record["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["failure_kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["reported", "reported"], "{record}");
+    assert_nothing_charged(&r, &c, &id).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unreadable_reply_stays_invalid_upstream_response() {
+    let r = TestRouter::start().await;
+    let c = r.rich_customer().await;
+    r.mock.enqueue(Script::InvalidJson);
+    let resp = r.chat(&c.key, &hello("m-text")).await;
+    let id = request_id(&resp);
+    expect_error(resp, 502, "invalid_upstream_response").await;
+    assert_eq!(
+        r.mock.call_count(),
+        1,
+        "G-12: a reply arrived, never retried"
+    );
+    assert_nothing_charged(&r, &c, &id).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_error_event_before_any_output_is_upstream_error() {
+    let r = TestRouter::start().await;
+    let c = r.rich_customer().await;
+    for route in ["up-text-primary", "up-text-fallback"] {
+        r.mock.enqueue_for(route, Script::stream_error(0));
+    }
+    let mut body = hello("m-text");
+    body["stream"] = json!(true);
+    let resp = r.chat(&c.key, &body).await;
+    let id = request_id(&resp);
+    expect_error(resp, 502, "upstream_error").await;
+    assert_eq!(r.mock.call_count(), 2, "the fallback route was tried");
+    assert_nothing_charged(&r, &c, &id).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_error_event_after_output_ends_the_stream_with_upstream_error() {
+    let r = TestRouter::start().await;
+    let c = r.rich_customer().await;
+    r.mock.enqueue(Script::stream_error(2));
+    let mut body = hello("m-text");
+    body["stream"] = json!(true);
+    let resp = r.chat(&c.key, &body).await;
+    assert_eq!(resp.status(), 200);
+    let id = request_id(&resp);
+    let lines = data_lines(resp).await;
+    let last: Value = serde_json::from_str(lines.last().unwrap()).unwrap();
+    assert_eq!(last["error"]["code"], "upstream_error", "{lines:?}");
+    assert_eq!(r.mock.call_count(), 1, "a started stream is never retried");
+    assert_nothing_charged(&r, &c, &id).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_malformed_frame_after_output_ends_the_stream_with_invalid_upstream_response() {
+    let r = TestRouter::start().await;
+    let c = r.rich_customer().await;
+    r.mock.enqueue(Script::MalformedStream { after_chunks: 2 });
+    let mut body = hello("m-text");
+    body["stream"] = json!(true);
+    let resp = r.chat(&c.key, &body).await;
+    assert_eq!(resp.status(), 200);
+    let lines = data_lines(resp).await;
+    let last: Value = serde_json::from_str(lines.last().unwrap()).unwrap();
+    assert_eq!(
+        last["error"]["code"], "invalid_upstream_response",
+        "{lines:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_messages_error_event_is_upstream_error_for_a_messages_client() {
+    let r = TestRouter::start().await;
+    let c = r.rich_customer().await;
+    r.mock.enqueue(Script::stream_error(0));
+    r.mock.enqueue(Script::stream_error(0));
+    let body = json!({
+        "model": "m-claude", "max_tokens": 32, "stream": true,
+        "messages": [{"role": "user", "content": "Hi"}]
+    });
+    let resp = r.messages(&c.key, &body).await;
+    let error = expect_messages_error(resp, 502, "api_error").await;
+    assert!(!error.to_string().contains("invalid"), "{error}");
+}
