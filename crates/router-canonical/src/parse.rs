@@ -17,7 +17,7 @@
 //! * [`check_image_url`] and [`IMAGE_MEDIA_TYPES`]: the image URL rule of
 //!   the OpenAI surfaces (GP-02).
 
-use crate::{ApiError, ErrorCode};
+use crate::{ApiError, ErrorCode, Sampling, ToolChoice};
 use serde::de::value::MapAccessDeserializer;
 use serde::de::{self, DeserializeOwned, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
@@ -123,6 +123,48 @@ pub fn in_range(
         )),
         other => Ok(other),
     }
+}
+
+/// The sampling parameters of the OpenAI protocols (Chat, Responses,
+/// legacy Completions), which share their ranges: `temperature` 0 to 2,
+/// `top_p` 0 to 1, the penalties -2 to 2.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct OpenAiSampling {
+    pub temperature: Option<f64>,
+    pub top_p: Option<f64>,
+    pub frequency_penalty: Option<f64>,
+    pub presence_penalty: Option<f64>,
+}
+
+impl OpenAiSampling {
+    /// The canonical sampling these make, or a 400 naming the first field
+    /// out of its range.
+    pub fn checked(self) -> Result<Sampling, ApiError> {
+        Ok(Sampling {
+            temperature: in_range("temperature", self.temperature, 0.0, 2.0)?,
+            top_p: in_range("top_p", self.top_p, 0.0, 1.0)?,
+            frequency_penalty: in_range("frequency_penalty", self.frequency_penalty, -2.0, 2.0)?,
+            presence_penalty: in_range("presence_penalty", self.presence_penalty, -2.0, 2.0)?,
+            ..Sampling::default()
+        })
+    }
+}
+
+/// An OpenAI `tool_choice` naming one tool: its `type` must be `function`;
+/// `missing` is the protocol's own error for an absent name.
+pub fn function_tool_choice(
+    kind: &str,
+    name: Option<String>,
+    missing: impl FnOnce() -> ApiError,
+) -> Result<ToolChoice, ApiError> {
+    if kind != "function" {
+        return Err(ApiError::invalid(
+            "tool_choice.type",
+            format!("tool_choice of type `{kind}` is not supported: use `function`"),
+        ));
+    }
+    let name = name.ok_or_else(missing)?;
+    Ok(ToolChoice::Tool { name })
 }
 
 /// Image MIME types accepted in base64 sources and `data:` URLs on the

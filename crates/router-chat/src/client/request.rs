@@ -11,7 +11,9 @@ use crate::native::NATIVE_ALLOWLIST;
 use crate::wire::request::{
     self as wire, ChatMessage, ChatRequest, ChatRole, MessageContent, ToolChoiceMode,
 };
-use router_canonical::parse::{self, IMAGE_MEDIA_TYPES, check_image_url, in_range};
+use router_canonical::parse::{
+    self, IMAGE_MEDIA_TYPES, OpenAiSampling, check_image_url, function_tool_choice,
+};
 use router_canonical::request::NativeFields;
 use router_canonical::{
     ApiError, CacheControl, ContentPart, ImageSource, Message, PromptCacheMode, Protocol,
@@ -102,11 +104,14 @@ fn convert_request(wire: ChatRequest) -> Result<Request, ApiError> {
         ));
     }
 
+    let ranges = OpenAiSampling {
+        temperature,
+        top_p,
+        frequency_penalty,
+        presence_penalty,
+    }
+    .checked()?;
     let sampling = Sampling {
-        temperature: in_range("temperature", temperature, 0.0, 2.0)?,
-        top_p: in_range("top_p", top_p, 0.0, 1.0)?,
-        frequency_penalty: in_range("frequency_penalty", frequency_penalty, -2.0, 2.0)?,
-        presence_penalty: in_range("presence_penalty", presence_penalty, -2.0, 2.0)?,
         seed,
         stop: match stop {
             None => Vec::new(),
@@ -114,6 +119,7 @@ fn convert_request(wire: ChatRequest) -> Result<Request, ApiError> {
             Some(wire::Stop::Many(all)) => all,
         },
         max_output_tokens: token_limit(max_tokens, max_completion_tokens)?,
+        ..ranges
     };
     let reasoning = Reasoning {
         effort: effort(reasoning_effort, reasoning.and_then(|r| r.effort))?,
@@ -430,23 +436,11 @@ fn convert_tool_choice(choice: wire::ToolChoice) -> Result<ToolChoice, ApiError>
         wire::ToolChoice::Mode(ToolChoiceMode::None) => Ok(ToolChoice::None),
         wire::ToolChoice::Mode(ToolChoiceMode::Required) => Ok(ToolChoice::Required),
         wire::ToolChoice::Named(named) => {
-            if named.kind != "function" {
-                return Err(ApiError::invalid(
-                    "tool_choice.type",
-                    format!(
-                        "tool_choice of type `{}` is not supported: use `function`",
-                        named.kind
-                    ),
-                ));
-            }
-            let function = named.function.ok_or_else(|| {
+            function_tool_choice(&named.kind, named.function.map(|f| f.name), || {
                 ApiError::invalid(
                     "tool_choice.function",
                     "a function tool_choice needs `function.name`",
                 )
-            })?;
-            Ok(ToolChoice::Tool {
-                name: function.name,
             })
         }
     }

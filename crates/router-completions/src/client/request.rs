@@ -8,7 +8,7 @@
 
 use crate::client::CompletionRequest;
 use crate::wire::request::{CompletionBody, Prompt, Stop};
-use router_canonical::parse::{self, in_range};
+use router_canonical::parse::{self, OpenAiSampling};
 use router_canonical::{
     ApiError, Message, PromptCacheMode, Protocol, Reasoning, Request, Role, RoutingOptions,
     Sampling,
@@ -84,14 +84,18 @@ fn convert(wire: CompletionBody) -> Result<CompletionRequest, ApiError> {
         ));
     }
 
+    let ranges = OpenAiSampling {
+        temperature,
+        top_p,
+        frequency_penalty,
+        presence_penalty,
+    }
+    .checked()?;
     let sampling = Sampling {
-        temperature: in_range("temperature", temperature, 0.0, 2.0)?,
-        top_p: in_range("top_p", top_p, 0.0, 1.0)?,
-        frequency_penalty: in_range("frequency_penalty", frequency_penalty, -2.0, 2.0)?,
-        presence_penalty: in_range("presence_penalty", presence_penalty, -2.0, 2.0)?,
         seed,
         stop: stop_sequences(stop)?,
         max_output_tokens: Some(max_tokens.unwrap_or(DEFAULT_MAX_TOKENS)),
+        ..ranges
     };
 
     let echo = echo.unwrap_or(false).then(|| prompt.clone());

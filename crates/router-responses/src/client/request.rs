@@ -39,7 +39,9 @@ use crate::wire::request::{
     self as wire, ContentPart as WirePart, Input, InputItem, MessageContent, MessageItem,
     MessageRole, ResponsesRequest, TextFormat, ToolChoiceMode,
 };
-use router_canonical::parse::{self, IMAGE_MEDIA_TYPES, check_image_url, in_range};
+use router_canonical::parse::{
+    self, IMAGE_MEDIA_TYPES, OpenAiSampling, check_image_url, function_tool_choice,
+};
 use router_canonical::request::NativeFields;
 use router_canonical::{
     ApiError, CacheControl, ContentPart, ImageSource, Message, PromptCacheMode, Protocol,
@@ -135,11 +137,15 @@ fn convert_request(wire: ResponsesRequest) -> Result<Request, ApiError> {
         ));
     }
 
+    let ranges = OpenAiSampling {
+        temperature,
+        top_p,
+        ..OpenAiSampling::default()
+    }
+    .checked()?;
     let sampling = Sampling {
-        temperature: in_range("temperature", temperature, 0.0, 2.0)?,
-        top_p: in_range("top_p", top_p, 0.0, 1.0)?,
         max_output_tokens,
-        ..Sampling::default()
+        ..ranges
     };
     let (nested_effort, summary) = match reasoning {
         Some(r) => (r.effort, r.summary.or(r.generate_summary)),
@@ -574,21 +580,9 @@ fn convert_tool_choice(choice: wire::ToolChoice) -> Result<ToolChoice, ApiError>
         wire::ToolChoice::Mode(ToolChoiceMode::Auto) => Ok(ToolChoice::Auto),
         wire::ToolChoice::Mode(ToolChoiceMode::None) => Ok(ToolChoice::None),
         wire::ToolChoice::Mode(ToolChoiceMode::Required) => Ok(ToolChoice::Required),
-        wire::ToolChoice::Named(named) => {
-            if named.kind != "function" {
-                return Err(ApiError::invalid(
-                    "tool_choice.type",
-                    format!(
-                        "tool_choice of type `{}` is not supported: use `function`",
-                        named.kind
-                    ),
-                ));
-            }
-            let name = named.name.ok_or_else(|| {
-                ApiError::invalid("tool_choice.name", "a function tool_choice needs a `name`")
-            })?;
-            Ok(ToolChoice::Tool { name })
-        }
+        wire::ToolChoice::Named(named) => function_tool_choice(&named.kind, named.name, || {
+            ApiError::invalid("tool_choice.name", "a function tool_choice needs a `name`")
+        }),
     }
 }
 
