@@ -52,6 +52,8 @@
 //! Each wire crate's own docs show a full translation: parse a client request,
 //! encode it for a supplier of another protocol, and decode the reply or its stream.
 
+#![warn(unreachable_pub)]
+
 pub mod capability;
 pub mod codec;
 pub mod error;

@@ -7,7 +7,7 @@
 //! written by hand; the rest are expectations. Run with `UPDATE_GOLDEN=1` to
 //! rewrite the expectations, then review the diff.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
+#![expect(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
 
 use router_canonical::{NanoUsd, Response, StreamEvent};
 use router_completions::{

@@ -7,8 +7,6 @@
 //! F-18..F-21, F-26 (model, stream, temperature, min_discount_percent, zdr),
 //! CF-01 (temperature 0-2), B-17/B-18 and CF-22 (stop, as on Chat).
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
-
 use router_canonical::{ContentPart, Percent, Protocol, Role};
 use router_completions::{CompletionRequest, DEFAULT_MAX_TOKENS, parse_request};
 use router_wire_testkit::rejection;

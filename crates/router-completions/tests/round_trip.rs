@@ -4,7 +4,7 @@
 //! (E-05, GP-55): the client's text is always `prompt + generated` when it
 //! asked for the echo, and `generated` alone when it did not.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
+#![expect(clippy::unwrap_used)] // test code: a panic is the failure report
 
 use proptest::prelude::*;
 use router_canonical::sse::Decoder;

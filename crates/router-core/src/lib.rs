@@ -6,6 +6,8 @@
 //! `router-store` and `router-supply` crates implement them and the server
 //! wires them together.
 
+#![warn(unreachable_pub)]
+
 pub mod catalog;
 pub mod gateway;
 pub mod pricing;

@@ -3,7 +3,7 @@
 //! (Integration tests of the real server use PostgreSQL; this checks the
 //! policy in isolation: G-01, G-03..G-17, GP-47.)
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // test harness code: a panic is a test failure
+#![expect(clippy::unwrap_used)] // test harness code: a panic is a test failure
 
 use futures::stream;
 use router_canonical::{

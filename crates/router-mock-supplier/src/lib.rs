@@ -67,6 +67,8 @@
 //! Control requests are not recorded. Calls are kept until reset, so a long
 //! benchmark should reset now and then.
 
+#![warn(unreachable_pub)]
+
 mod chat_endpoint;
 mod chat_reply;
 mod connection;

@@ -1,9 +1,8 @@
 //! Chat endpoint over real HTTP: JSON and streamed replies, statuses, queue
 //! order and call recording.
 
-#![allow(
+#![expect(
     clippy::unwrap_used,
-    clippy::expect_used,
     reason = "helpers outside #[test] fns: a failed step must fail the test"
 )]
 

@@ -1,9 +1,8 @@
 //! Scripting over HTTP: the `/_mock/*` control endpoints, in process and
 //! through the `mock-supplier` binary.
 
-#![allow(
+#![expect(
     clippy::unwrap_used,
-    clippy::expect_used,
     reason = "helpers outside #[test] fns: a failed step must fail the test"
 )]
 

@@ -1,8 +1,7 @@
 //! Fault scripts as a client sees them: resets, broken bodies, stalls.
 
-#![allow(
+#![expect(
     clippy::unwrap_used,
-    clippy::expect_used,
     reason = "helpers outside #[test] fns: a failed step must fail the test"
 )]
 

@@ -4,6 +4,8 @@
 //! This is the only crate that knows hyper. Protocol rules live in the wire
 //! crates, the lifecycle in `router-core`, storage in `router-store`.
 
+#![warn(unreachable_pub)]
+
 pub mod admin;
 pub mod app;
 pub mod auth;

@@ -14,6 +14,8 @@
 //! With the `test-support` feature, `test_support::TestDatabase` gives each
 //! test a fresh database cloned from a migrated template.
 
+#![warn(unreachable_pub)]
+
 pub mod accounts;
 pub mod api_keys;
 pub mod audit;

@@ -8,6 +8,8 @@
 //! are retryable; a failure the supplier reported may go to another route;
 //! a response that arrived but cannot be decoded stops the request (GP-47).
 
+#![warn(unreachable_pub)]
+
 mod attempt;
 mod codecs;
 mod retry_after;

@@ -37,6 +37,8 @@
 //! assert!(router_tokens::estimate_input_tokens(&long) > router_tokens::estimate_input_tokens(&short));
 //! ```
 
+#![warn(unreachable_pub)]
+
 use router_canonical::{ContentPart, Request};
 use tiktoken_rs::CoreBPE;
 

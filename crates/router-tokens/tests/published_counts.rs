@@ -3,8 +3,6 @@
 //! item 8). The error is documented in the crate docs; this test keeps the
 //! documented figures true.
 
-#![allow(clippy::unwrap_used)] // test code: a panic is the failure report
-
 use router_tokens::estimate_input_tokens;
 
 /// (case, request body, Claude's published `input_tokens`, our estimate).

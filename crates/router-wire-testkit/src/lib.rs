@@ -12,9 +12,13 @@
 //! What differs per protocol (the cases themselves, the conversions, the
 //! stream rules) stays in each crate's tests.
 
+#![warn(unreachable_pub)]
 // Test-only code: a panic is how a helper reports a failed test, so `unwrap`
 // and `expect` are allowed here as they are in the tests that call it.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(
+    clippy::unwrap_used,
+    reason = "test-only helpers: a panic reports the failure"
+)]
 
 pub mod golden;
 pub mod rejection;

@@ -1,9 +1,8 @@
 //! The Messages and Responses endpoints over real HTTP, and what all three
 //! protocols share: failure scripts, per-model queues and call recording.
 
-#![allow(
+#![expect(
     clippy::unwrap_used,
-    clippy::expect_used,
     reason = "test code: a failed step must fail the test"
 )]
 

@@ -2,7 +2,7 @@
 //! against a fresh PostgreSQL database and the mock supplier, over real HTTP.
 //! Run through `cargo xtask test` (it provides `DATABASE_URL`).
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is a test failure
+#![expect(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is a test failure
 
 mod admin;
 mod auth;

@@ -4,7 +4,7 @@
 
 // Helpers outside `#[test]` functions panic on failure like the tests do
 // (clippy's allow-unwrap-in-tests covers only the test functions).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used)]
 
 mod api_keys;
 mod billing;
