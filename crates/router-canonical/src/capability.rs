@@ -102,7 +102,7 @@ pub struct Requirements {
     /// Only a route speaking the inbound protocol can carry this request
     /// without loss (native-only fields, `system` role in Messages, ...).
     pub native_only: bool,
-    /// A temperature above 1: routes whose protocol caps it at 1 are ineligible (CF-01).
+    /// A temperature above 1: routes whose protocol caps it at 1 are ineligible.
     pub temperature_above_one: bool,
     /// Non-zero frequency or presence penalties: Messages has neither, so a
     /// Messages route would have to drop them.

@@ -1,13 +1,13 @@
 //! The public error every surface renders in its own envelope.
 //!
 //! Each wire crate owns its envelope; this type is what they render from.
-//! The HTTP status and the OpenAI-style `type` follow from the code
-//! (requirements P-09, GP-05), so no caller can pair them wrongly.
+//! The HTTP status and the OpenAI-style `type` follow from the code, so no
+//! caller can pair them wrongly.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// A stable, public error code (requirements P-09 to P-16).
+/// A stable, public error code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorCode {
@@ -86,7 +86,7 @@ impl ErrorCode {
         }
     }
 
-    /// The OpenAI-style `error.type`, chosen by status (GP-05).
+    /// The OpenAI-style `error.type`, chosen by status.
     pub fn openai_type(self) -> &'static str {
         match self.http_status() {
             401 => "authentication_error",
@@ -98,7 +98,7 @@ impl ErrorCode {
         }
     }
 
-    /// The Anthropic-style `error.type`, chosen by status (GP-06).
+    /// The Anthropic-style `error.type`, chosen by status.
     pub fn messages_type(self) -> &'static str {
         match self.http_status() {
             401 => "authentication_error",

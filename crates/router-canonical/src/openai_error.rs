@@ -1,7 +1,7 @@
 //! The OpenAI error envelope: `{"error": {"message", "type", "param", "code"}}`.
 //!
 //! Chat, Responses and Completions clients all get their errors in this one
-//! shape (P-01, GP-05, E-13); each of those wire crates re-exports the types
+//! shape; each of those wire crates re-exports the types
 //! and offers its own `error_body`, so the server renders one canonical
 //! [`ApiError`] into the caller's protocol without knowing which crates share
 //! a shape. Messages has an envelope of its own (in router-messages).

@@ -11,11 +11,11 @@
 //! * [`ObjectVisitor`], [`tag`], [`optional_tag`] and [`typed`]: open-world
 //!   dispatch on a buffered object's `type` that keeps the inner path of an
 //!   error (serde's internally tagged enums lose it).
-//! * [`nested_message`], [`split_nested`], [`join_path`] and
+//! * [`nested_message`], `split_nested`, [`join_path`] and
 //!   [`missing_field`]: the small path arithmetic behind both.
 //! * [`in_range`]: the numeric range rule every surface has.
 //! * [`check_image_url`] and [`IMAGE_MEDIA_TYPES`]: the image URL rule of
-//!   the OpenAI surfaces (GP-02).
+//!   the OpenAI surfaces.
 
 use crate::{ApiError, ErrorCode, Sampling, ToolChoice};
 use serde::de::value::MapAccessDeserializer;
@@ -31,7 +31,7 @@ use std::fmt;
 /// known variant is then deserialized from the buffer; the outer
 /// `serde_path_to_error` tracker cannot see inside that second pass. The inner
 /// deserializer therefore puts its path in the error message behind this
-/// marker, and [`split_nested`] lets the caller join it to the outer path
+/// marker, and `split_nested` lets the caller join it to the outer path
 /// (`messages[0].content[1]` + `image_url.url`).
 const NESTED_MARK: char = '\u{1f}';
 
@@ -41,7 +41,7 @@ pub fn nested_message(path: &str, message: &str) -> String {
 }
 
 /// Undo [`nested_message`]: `(inner path, message)`, or `None` for a plain message.
-pub fn split_nested(message: &str) -> Option<(&str, &str)> {
+pub(crate) fn split_nested(message: &str) -> Option<(&str, &str)> {
     let rest = message.strip_prefix(NESTED_MARK)?;
     rest.split_once(NESTED_MARK)
 }
@@ -168,11 +168,11 @@ pub fn function_tool_choice(
 }
 
 /// Image MIME types accepted in base64 sources and `data:` URLs on the
-/// OpenAI surfaces (GP-02).
+/// OpenAI surfaces.
 pub const IMAGE_MEDIA_TYPES: [&str; 4] = ["image/jpeg", "image/png", "image/gif", "image/webp"];
 
 /// An image URL on an OpenAI surface: `https:`, `http:`, or a base64 `data:`
-/// URL of one of [`IMAGE_MEDIA_TYPES`] (GP-02); else a 400 naming `param`.
+/// URL of one of [`IMAGE_MEDIA_TYPES`]; else a 400 naming `param`.
 pub fn check_image_url(param: &str, url: &str) -> Result<(), ApiError> {
     fn strip_prefix_ci<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
         let head = s.get(..prefix.len())?;
@@ -309,7 +309,7 @@ pub struct InvalidJson {
 }
 
 impl From<serde_path_to_error::Error<serde_json::Error>> for InvalidJson {
-    /// Keeps the inner path of a buffered object (see [`split_nested`]).
+    /// Keeps the inner path of a buffered object (see `split_nested`).
     fn from(err: serde_path_to_error::Error<serde_json::Error>) -> Self {
         let path = err.path().to_string();
         let message = err.into_inner().to_string();

@@ -41,16 +41,16 @@ pub struct Request {
     #[serde(default)]
     pub routing: crate::routing_options::RoutingOptions,
     /// The surface the request arrived on, set by the parser. Encoders use it
-    /// to tell a native pass-through from a conversion (F-11).
+    /// to tell a native pass-through from a conversion.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inbound: Option<Protocol>,
     /// Set by a parser when the request holds something only a route of the
-    /// inbound protocol carries without loss (GP-53, CF-05, D-26): the
+    /// inbound protocol carries without loss: the
     /// offending field path, used as the error's `param` when the model has
     /// no such route.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub native_only: Option<String>,
-    /// Prompt-cache marker policy (`x-ci-prompt-cache`, F-07..F-10), set by
+    /// Prompt-cache marker policy (`x-ci-prompt-cache`), set by
     /// the server from the header or the key's mode.
     #[serde(default, skip_serializing_if = "PromptCacheMode::is_passthrough")]
     pub prompt_cache: PromptCacheMode,
@@ -90,7 +90,7 @@ impl PromptCacheMode {
         *self == PromptCacheMode::Passthrough
     }
 
-    /// Parse the exact lowercase header token (GP-33).
+    /// Parse the exact lowercase header token.
     pub fn parse(value: &str) -> Option<PromptCacheMode> {
         match value {
             "passthrough" => Some(PromptCacheMode::Passthrough),
@@ -107,7 +107,7 @@ pub struct NativeFields {
     pub protocol: Option<Protocol>,
     pub fields: Map<String, Value>,
     /// Beta feature identifiers (Messages `anthropic-beta`), forwarded as a
-    /// header to a native route that allows each of them (D-04).
+    /// header to a native route that allows each of them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub betas: Vec<String>,
 }
@@ -132,7 +132,7 @@ pub struct Sampling {
     pub presence_penalty: Option<f64>,
 }
 
-/// Reasoning controls. Effort is a free string: no default, no clamping (B-15).
+/// Reasoning controls. Effort is a free string: no default, no clamping.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Reasoning {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -272,7 +272,7 @@ pub enum ContentPart {
         data: String,
     },
     /// A non-media part the router does not interpret, passed through to a
-    /// route of the protocol it came from (B-07).
+    /// route of the protocol it came from.
     Opaque {
         protocol: Protocol,
         value: Value,

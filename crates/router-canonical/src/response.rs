@@ -91,7 +91,7 @@ impl Usage {
 
     /// Usage is plausible: cached parts do not exceed the input, reasoning
     /// does not exceed the output. Implausible usage is an invalid supplier
-    /// response (G-12), never billed.
+    /// response, never billed.
     pub fn is_consistent(&self) -> bool {
         self.cache_read_input_tokens
             .checked_add(self.cache_creation_input_tokens)

@@ -1,5 +1,5 @@
 //! Common routing fields of every inference body: `min_discount_percent` and
-//! `zdr` (requirements F-21..F-27). Parsed once here so all four surfaces
+//! `zdr`. Parsed once here so all four surfaces
 //! validate them the same way.
 
 use crate::error::ApiError;
@@ -25,7 +25,7 @@ impl Percent {
         lhs >= rhs
     }
 
-    /// Parse a JSON number's shortest decimal form exactly (GP-61).
+    /// Parse a JSON number's shortest decimal form exactly.
     fn from_number(n: &serde_json::Number) -> Option<Percent> {
         let text = n.to_string();
         if text.contains(['e', 'E']) {

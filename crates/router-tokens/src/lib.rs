@@ -1,4 +1,4 @@
-//! Local input-token estimates for `count_tokens` (D-37..D-42, CF-04).
+//! Local input-token estimates for `count_tokens`.
 //!
 //! The estimate tokenizes every piece of text a supplier would see (system
 //! prompt, messages, tool calls and results, tool definitions) with the
