@@ -1,6 +1,7 @@
 //! `cargo xtask test`: the whole suite, as CI runs it, against the database from `db`.
 //!
-//! Steps: fmt check, clippy, tests (nextest when installed), doc tests, then the conformance
+//! Steps: fmt check, clippy, tests (nextest when installed), doc tests, `cargo package` of the
+//! published wire crates, then the conformance
 //! matrix (`cargo xtask conformance`: the official SDKs against a local router and mock
 //! supplier). Every step runs even after one fails, so a single run
 //! shows everything that is wrong (tests run with `--no-fail-fast` for the same reason); the
@@ -13,6 +14,16 @@ use std::time::{Duration, Instant};
 use anyhow::{Result, bail};
 
 use crate::{cargo, db, display, workspace_root};
+
+/// The crates published for other services: the canonical model and the
+/// four wire crates.
+const PUBLISHED_CRATES: [&str; 5] = [
+    "router-canonical",
+    "router-chat",
+    "router-messages",
+    "router-responses",
+    "router-completions",
+];
 
 struct Step {
     name: &'static str,
@@ -66,6 +77,16 @@ pub fn run(args: &[String]) -> Result<bool> {
     steps.push(Step {
         name: "doctests",
         command: cargo(["test", "--workspace", "--doc", "--no-fail-fast"]),
+    });
+    // The wire crates are a product for other Rust services: each must
+    // package and build on its own, as `cargo publish` would check.
+    let mut package = cargo(["package", "--allow-dirty", "--quiet"]);
+    for krate in PUBLISHED_CRATES {
+        package.args(["--package", krate]);
+    }
+    steps.push(Step {
+        name: "package",
+        command: package,
     });
     // This very binary, so the step needs no second build of the xtask.
     let mut conformance = match std::env::current_exe() {

@@ -11,6 +11,9 @@
 //! ([`parse`]) and the OpenAI error envelope ([`openai_error`]).
 //!
 //! This crate depends on serde only: no async runtime, no HTTP, no SQL.
+//! It enables `serde_json`'s `preserve_order` feature, on purpose: objects
+//! passed through without being read (tool schemas, native fields, opaque
+//! parts) keep the key order the client sent, and models read that order.
 //!
 //! ```
 //! use router_canonical::sse;
