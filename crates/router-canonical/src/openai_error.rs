@@ -88,6 +88,15 @@ fn code_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D
     })
 }
 
+/// The authentication header of the OpenAI protocols: `authorization:
+/// Bearer <key>`, when there is a key.
+pub fn bearer_auth(api_key: Option<&str>) -> Vec<(&'static str, String)> {
+    api_key
+        .map(|key| ("authorization", format!("Bearer {key}")))
+        .into_iter()
+        .collect()
+}
+
 /// Read an OpenAI-protocol error reply (`{"error": {...}}`) with HTTP
 /// `status`. A body in another shape still reports the failure, without
 /// detail.

@@ -29,7 +29,7 @@ pub struct ChatSupplier {
 impl ChatSupplier {
     /// Read a complete reply, with the crate's typed error
     /// ([`SupplierCodec::decode_response`] sorts it into a [`SupplierError`]).
-    pub fn read_response(&self, body: &[u8]) -> Result<Response, DecodeError> {
+    pub fn decode_reply(&self, body: &[u8]) -> Result<Response, DecodeError> {
         response::response(body, self.require_usage)
     }
 }
@@ -57,14 +57,11 @@ impl SupplierCodec for ChatSupplier {
 
     /// `authorization: Bearer <key>` when there is a key.
     fn headers(&self, _request: &Request, api_key: Option<&str>) -> Vec<(&'static str, String)> {
-        api_key
-            .map(|key| ("authorization", format!("Bearer {key}")))
-            .into_iter()
-            .collect()
+        router_canonical::openai_error::bearer_auth(api_key)
     }
 
     fn decode_response(&self, body: &[u8]) -> Result<Response, SupplierError> {
-        self.read_response(body).map_err(SupplierError::from)
+        self.decode_reply(body).map_err(SupplierError::from)
     }
 
     /// The OpenAI error shape, `{"error": {"message", "type", "code"}}`.

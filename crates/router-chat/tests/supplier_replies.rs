@@ -29,7 +29,7 @@ const CLIENT: ChatClient = ChatClient {
 };
 
 fn decode_response(body: &[u8]) -> Result<Response, DecodeError> {
-    SUPPLIER.read_response(body)
+    SUPPLIER.decode_reply(body)
 }
 
 fn encode_request(req: &Request, model: &str) -> Result<Vec<u8>, ApiError> {
@@ -242,7 +242,7 @@ fn decode_all(frames: &[Frame]) -> Result<Vec<StreamEvent>, DecodeError> {
     let mut decoder = StreamDecoder::new(&SUPPLIER);
     let mut events = Vec::new();
     for f in frames {
-        events.extend(decoder.read_frame(f)?);
+        events.extend(decoder.decode_frame(f)?);
     }
     Ok(events)
 }
@@ -263,11 +263,11 @@ fn bad_frames_are_errors() {
     assert!(matches!(err, DecodeError::InvalidJson(_)), "{err:?}");
 
     let mut decoder = StreamDecoder::new(&SUPPLIER);
-    decoder.read_frame(&usage_frame()).unwrap();
-    decoder.read_frame(&done()).unwrap();
+    decoder.decode_frame(&usage_frame()).unwrap();
+    decoder.decode_frame(&done()).unwrap();
     assert!(decoder.is_finished());
     assert_eq!(
-        decoder.read_frame(&delta(json!({"content": "late"}))),
+        decoder.decode_frame(&delta(json!({"content": "late"}))),
         Err(DecodeError::AfterDone)
     );
 }

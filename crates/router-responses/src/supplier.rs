@@ -71,10 +71,7 @@ impl SupplierCodec for ResponsesSupplier {
 
     /// `authorization: Bearer <key>` when there is a key.
     fn headers(&self, _request: &Request, api_key: Option<&str>) -> Vec<(&'static str, String)> {
-        api_key
-            .map(|key| ("authorization", format!("Bearer {key}")))
-            .into_iter()
-            .collect()
+        router_canonical::openai_error::bearer_auth(api_key)
     }
 
     fn decode_response(&self, body: &[u8]) -> Result<Response, SupplierError> {

@@ -62,7 +62,7 @@ struct ToolState {
 
 impl SupplierStreamDecoder for StreamDecoder {
     fn decode(&mut self, frame: &Frame) -> Result<Vec<StreamEvent>, SupplierError> {
-        self.read_frame(frame).map_err(SupplierError::from)
+        self.decode_frame(frame).map_err(SupplierError::from)
     }
 
     /// Whether `data: [DONE]` (and so `Finish`) has been seen.
@@ -85,7 +85,7 @@ impl StreamDecoder {
     /// `data: [DONE]` closes the open block and yields `Finish`; a stream
     /// without a usage chunk ends with zero usage, or is
     /// [`DecodeError::MissingUsage`] when the codec requires usage.
-    pub fn read_frame(&mut self, frame: &Frame) -> Result<Vec<StreamEvent>, DecodeError> {
+    pub fn decode_frame(&mut self, frame: &Frame) -> Result<Vec<StreamEvent>, DecodeError> {
         if self.finished {
             return Err(DecodeError::AfterDone);
         }
