@@ -1,6 +1,8 @@
 //! Every 400 rule of `POST /v1/responses` with the `param` it must name, and
 //! the boundaries that must pass (requirements C-01..C-16, F-18..F-28,
 //! CF-01/07/09, GP-49).
+//!
+//! Long by design: one table of cases per rule set, each case a line or two.
 
 use router_canonical::{Protocol, ResponseFormat, Role};
 use router_responses::{ApiError, ClientCodec, Request, ResponsesClient};

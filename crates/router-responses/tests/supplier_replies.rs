@@ -1,4 +1,6 @@
 //! Reading Responses suppliers (JSON and SSE) and the corners of the encoders.
+//!
+//! Long by design: the case tables of reply and stream decoding, and the encoder corners.
 
 #![expect(
     clippy::unwrap_used,
