@@ -407,3 +407,30 @@ fn the_client_codec_speaks_responses() {
     assert_eq!(body["error"]["param"], "store");
     assert_eq!(body["error"]["code"], "invalid_parameter");
 }
+
+#[test]
+fn a_messages_client_asking_for_effort_gets_reasoning_state_it_can_send_back() {
+    // Thinking a Messages client receives is sealed and sent back; a
+    // stateless Responses supplier replays it only from encrypted_content.
+    let mut request = Request {
+        model: "m".into(),
+        messages: vec![Message::text(Role::User, "Hi")],
+        inbound: Some(Protocol::Messages),
+        ..Request::default()
+    };
+    request.reasoning.effort = Some("high".into());
+    let target = SupplierTarget {
+        model: "up",
+        default_max_output_tokens: None,
+    };
+    let codec: &dyn SupplierCodec = &ResponsesSupplier::default();
+    let body: Value =
+        serde_json::from_slice(&codec.encode_request(&request, &target).unwrap()).unwrap();
+    assert_eq!(body["include"], json!(["reasoning.encrypted_content"]));
+    assert_eq!(body["reasoning"]["effort"], "high");
+    // A Chat client cannot send reasoning back: nothing is asked for.
+    request.inbound = Some(Protocol::Chat);
+    let body: Value =
+        serde_json::from_slice(&codec.encode_request(&request, &target).unwrap()).unwrap();
+    assert!(body.get("include").is_none(), "{body}");
+}

@@ -113,12 +113,27 @@ pub(crate) fn responses_request(
         conversation: None,
         background: None,
         prompt: None,
-        extra: native_fields
-            .into_iter()
-            .filter(|(key, _)| NATIVE_ALLOWLIST.contains(&key.as_str()))
-            .collect(),
+        extra: {
+            let mut extra: Map<String, Value> = native_fields
+                .into_iter()
+                .filter(|(key, _)| NATIVE_ALLOWLIST.contains(&key.as_str()))
+                .collect();
+            // A Messages client sends thinking back with its signature; a
+            // stateless Responses supplier can only take reasoning back as
+            // `encrypted_content`, which it sends only when asked.
+            if req.inbound == Some(Protocol::Messages) && reasoning.effort.is_some() {
+                extra.insert(
+                    "include".to_owned(),
+                    Value::Array(vec![Value::from(ENCRYPTED_REASONING)]),
+                );
+            }
+            extra
+        },
     })
 }
+
+/// The `include` value that asks for reasoning state to replay.
+const ENCRYPTED_REASONING: &str = "reasoning.encrypted_content";
 
 /// What a Responses supplier cannot be asked, refused rather than dropped.
 fn check_convertible(req: &Request) -> Result<(), ApiError> {
