@@ -88,7 +88,7 @@ fn code_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D
     })
 }
 
-/// The authentication header of the OpenAI protocols: `authorization:
+/// The authentication header of the OpenAI protocols, `authorization:
 /// Bearer <key>`, when there is a key.
 pub fn bearer_auth(api_key: Option<&str>) -> Vec<(&'static str, String)> {
     api_key
