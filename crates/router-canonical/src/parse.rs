@@ -17,7 +17,7 @@
 //! * [`check_image_url`] and [`IMAGE_MEDIA_TYPES`]: the image URL rule of
 //!   the OpenAI surfaces.
 
-use crate::{ApiError, ErrorCode, Sampling, ToolChoice};
+use crate::{ApiError, ErrorCode, ImageSource, Sampling, ToolChoice};
 use serde::de::value::MapAccessDeserializer;
 use serde::de::{self, DeserializeOwned, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
@@ -194,6 +194,20 @@ pub fn check_image_url(param: &str, url: &str) -> Result<(), ApiError> {
         param,
         "an image URL must be https:, http:, or a base64 data: URL of a JPEG, PNG, GIF or WebP image",
     ))
+}
+
+/// A base64 image source at `path`: its media type must be one of
+/// [`IMAGE_MEDIA_TYPES`] (else a 400 naming `{path}.source.media_type`).
+pub fn base64_image(path: &str, media_type: String, data: String) -> Result<ImageSource, ApiError> {
+    if !IMAGE_MEDIA_TYPES.contains(&media_type.as_str()) {
+        return Err(ApiError::invalid(
+            format!("{path}.source.media_type"),
+            format!(
+                "image media type `{media_type}` is not supported: use image/jpeg, image/png, image/gif or image/webp"
+            ),
+        ));
+    }
+    Ok(ImageSource::Base64 { media_type, data })
 }
 
 /// Buffers one JSON object (for open-world dispatch on its `type`); the

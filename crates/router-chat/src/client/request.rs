@@ -11,9 +11,7 @@ use crate::native::NATIVE_ALLOWLIST;
 use crate::wire::request::{
     self as wire, ChatMessage, ChatRequest, ChatRole, MessageContent, ToolChoiceMode,
 };
-use router_canonical::parse::{
-    self, IMAGE_MEDIA_TYPES, OpenAiSampling, check_image_url, function_tool_choice,
-};
+use router_canonical::parse::{self, OpenAiSampling, check_image_url, function_tool_choice};
 use router_canonical::request::NativeFields;
 use router_canonical::{
     ApiError, CacheControl, ContentPart, ImageSource, Message, PromptCacheMode, Protocol,
@@ -345,15 +343,7 @@ fn content_part(path: &str, part: wire::ContentPart) -> Result<ContentPart, ApiE
         wire::ContentPart::Image(p) => {
             let source = match p.source {
                 wire::ImageSource::Base64 { media_type, data } => {
-                    if !IMAGE_MEDIA_TYPES.contains(&media_type.as_str()) {
-                        return Err(ApiError::invalid(
-                            format!("{path}.source.media_type"),
-                            format!(
-                                "image media type `{media_type}` is not supported: use image/jpeg, image/png, image/gif or image/webp"
-                            ),
-                        ));
-                    }
-                    ImageSource::Base64 { media_type, data }
+                    parse::base64_image(path, media_type, data)?
                 }
                 wire::ImageSource::Url { url } => {
                     check_image_url(&format!("{path}.source.url"), &url)?;

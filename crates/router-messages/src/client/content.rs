@@ -7,9 +7,6 @@ use crate::wire::request::{self as wire, Content, ContentBlock};
 use router_canonical::{ApiError, CacheControl, ContentPart, ImageSource, Role};
 use serde_json::Value;
 
-/// Image MIME types accepted in base64 sources (D-24).
-const IMAGE_MEDIA_TYPES: [&str; 4] = ["image/jpeg", "image/png", "image/gif", "image/webp"];
-
 fn not_allowed(path: &str, kind: &str, role: Role) -> ApiError {
     ApiError::invalid(
         format!("{path}.type"),
@@ -217,15 +214,7 @@ fn image_part(path: &str, b: wire::ImageBlock) -> Result<ContentPart, ApiError> 
     no_unknown(path, &extra)?;
     let source = match source {
         wire::ImageSource::Base64 { media_type, data } => {
-            if !IMAGE_MEDIA_TYPES.contains(&media_type.as_str()) {
-                return Err(ApiError::invalid(
-                    format!("{path}.source.media_type"),
-                    format!(
-                        "image media type `{media_type}` is not supported: use image/jpeg, image/png, image/gif or image/webp"
-                    ),
-                ));
-            }
-            ImageSource::Base64 { media_type, data }
+            router_canonical::parse::base64_image(path, media_type, data)?
         }
         wire::ImageSource::Url { url } => {
             let lower = url.get(..8).unwrap_or("").to_ascii_lowercase();
