@@ -317,8 +317,8 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
         mut record: AttemptRecord,
         reservation: &mut Reservation<S, P>,
     ) -> Result<Outcome<S, P>, ApiError> {
-        let charge = match validated_charge(model, route, &response.usage) {
-            Ok(charge) => charge,
+        let reported = match validated_charge(model, route, &response.usage) {
+            Ok(reported) => reported,
             Err(error) => {
                 record.outcome = failed_outcome(&error);
                 self.record(record).await;
@@ -327,11 +327,8 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
                 return Err(public);
             }
         };
-        reservation.settle(charge, response.usage, record).await?;
-        Ok(Outcome::Complete {
-            response,
-            cost: charge,
-        })
+        let cost = reservation.settle(reported, response.usage, record).await?;
+        Ok(Outcome::Complete { response, cost })
     }
 
     async fn record(&self, record: AttemptRecord) {
@@ -415,25 +412,40 @@ impl<S: Store, P: Suppliers> Reservation<S, P> {
         }
     }
 
-    /// Charges `charge` and records `attempt`, the succeeded one, in one step.
+    /// Charges the `reported` cost, capped at the hold, and records
+    /// `attempt`, the succeeded one, in one step. Returns what was charged,
+    /// the client's `usage.cost` (B-21, G-18).
     async fn settle(
         &mut self,
-        charge: NanoUsd,
+        reported: NanoUsd,
         usage: Usage,
         mut attempt: AttemptRecord,
-    ) -> Result<(), ApiError> {
+    ) -> Result<NanoUsd, ApiError> {
         let Some(inner) = self.inner.take() else {
             return Err(internal(&"reservation already finished"));
         };
         attempt.outcome = AttemptOutcome::Succeeded;
         let settlement = Settlement {
             request_id: self.request_id,
-            charge,
+            reported,
             usage,
             attempt,
         };
         match inner.store.settle(settlement).await {
-            Ok(()) => Ok(()),
+            Ok(charged) => {
+                if charged < reported {
+                    // The hold is a ceiling (I4): the supplier reported more
+                    // than the reservation bounded; the operator absorbs it.
+                    tracing::warn!(
+                        request_id = %self.request_id,
+                        reported_nano = reported.0,
+                        charged_nano = charged.0,
+                        shortfall_nano = reported.0 - charged.0,
+                        "settlement capped at the hold"
+                    );
+                }
+                Ok(charged)
+            }
             Err(SettleError::NotReserved(id)) => {
                 Err(internal(&format!("request {id} was no longer reserved")))
             }
@@ -567,17 +579,17 @@ impl<S: Store, P: Suppliers> LiveStream<S, P> {
                 usage,
             })) => {
                 self.done = true;
-                let (cost, attempt) = match validated_charge(&self.model, &self.route, &usage) {
-                    Ok(cost) => match self.reservation.stream_attempt.take() {
-                        Some(attempt) => (cost, attempt),
+                let (reported, attempt) = match validated_charge(&self.model, &self.route, &usage) {
+                    Ok(reported) => match self.reservation.stream_attempt.take() {
+                        Some(attempt) => (reported, attempt),
                         None => {
                             return Some(StreamItem::Failed(internal(&"attempt already recorded")));
                         }
                     },
                     Err(error) => return Some(self.fail(error).await),
                 };
-                match self.reservation.settle(cost, usage, attempt).await {
-                    Ok(()) => Some(StreamItem::Finished {
+                match self.reservation.settle(reported, usage, attempt).await {
+                    Ok(cost) => Some(StreamItem::Finished {
                         stop_reason,
                         stop_sequence,
                         usage,

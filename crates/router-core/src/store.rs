@@ -116,7 +116,10 @@ pub enum AttemptOutcome {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settlement {
     pub request_id: Uuid,
-    pub charge: NanoUsd,
+    /// What the reported usage costs at the route's rates. The store debits
+    /// at most the hold (the hold is a ceiling, RELIABILITY.md I4) and
+    /// records the difference as the request's shortfall.
+    pub reported: NanoUsd,
     pub usage: Usage,
     /// Its outcome is `Succeeded`; its route is the one the request is billed to.
     pub attempt: AttemptRecord,
@@ -177,11 +180,12 @@ pub trait Store: Send + Sync + 'static {
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// Charge a valid final success, release the rest of the hold and record
-    /// the succeeded attempt, once.
+    /// the succeeded attempt, once. Returns what was charged: the reported
+    /// cost, capped at the hold (I4); never more than the reservation.
     fn settle(
         &self,
         settlement: Settlement,
-    ) -> impl Future<Output = Result<(), SettleError>> + Send;
+    ) -> impl Future<Output = Result<NanoUsd, SettleError>> + Send;
 
     /// Release the whole hold without a charge, once.
     fn void(&self, voiding: Voiding) -> impl Future<Output = Result<(), SettleError>> + Send;

@@ -7,8 +7,8 @@
 
 use futures::stream;
 use router_canonical::{
-    ApiError, ErrorCode, Message, OutputBlock, Protocol, Request, Response, Role, StopReason,
-    StreamEvent, Usage,
+    ApiError, ErrorCode, Message, NanoUsd, OutputBlock, Protocol, Request, Response, Role,
+    StopReason, StreamEvent, Usage,
 };
 use router_core::gateway::Admission;
 use router_core::store::*;
@@ -66,18 +66,20 @@ impl Store for MemoryStore {
         self.0.lock().unwrap().attempts.push(attempt);
         Ok(())
     }
-    async fn settle(&self, s: Settlement) -> Result<(), SettleError> {
+    async fn settle(&self, s: Settlement) -> Result<NanoUsd, SettleError> {
         let mut l = self.0.lock().unwrap();
         let (amount, status) = *l.holds.get(&s.request_id).unwrap();
         if status != "held" {
             return Err(SettleError::NotReserved(s.request_id));
         }
+        // The hold is a ceiling (I4), as in the PostgreSQL store.
+        let charge = s.reported.0.min(amount);
         l.holds.insert(s.request_id, (amount, "settled"));
         l.held -= amount;
-        l.balance -= s.charge.0;
-        l.charged += s.charge.0;
+        l.balance -= charge;
+        l.charged += charge;
         l.attempts.push(s.attempt);
-        Ok(())
+        Ok(NanoUsd(charge))
     }
     async fn void(&self, v: Voiding) -> Result<(), SettleError> {
         let mut l = self.0.lock().unwrap();
@@ -565,4 +567,49 @@ async fn a_client_leaving_while_the_hold_is_taken_leaves_no_hold() {
     assert_eq!(statuses, ["released"]);
     assert_eq!(ledger.charged, 0);
     assert!(h.suppliers.calls().is_empty());
+}
+
+/// The hold is a ceiling (RELIABILITY.md I4; B-21, G-18): a supplier that
+/// reports far more output than `max_tokens` is charged the hold, and the
+/// cost the client sees is that charge, for a complete reply and a stream.
+#[tokio::test(start_paused = true)]
+async fn usage_beyond_the_reservation_costs_the_client_exactly_the_hold() {
+    let h = harness(RICH);
+    let mut req = request("fixed");
+    req.sampling.max_output_tokens = Some(10);
+    h.suppliers.push("fixed-primary", Step::Ok(10, 1_000));
+    let (_, cost) = run(&h, req.clone()).await.unwrap();
+    let hold = {
+        let l = h.store.0.lock().unwrap();
+        let [(amount, "settled")] = l.holds.values().copied().collect::<Vec<_>>()[..] else {
+            panic!("one settled hold: {:?}", l.holds)
+        };
+        amount
+    };
+    // 10 in + 1000 out at 1 and 2 USD/MTok would be 2_010_000 nano.
+    assert!(hold < 2_010_000);
+    assert_eq!(cost, hold);
+    assert_eq!(h.store.0.lock().unwrap().charged, hold);
+
+    req.stream = true;
+    h.suppliers.push(
+        "fixed-primary",
+        Step::Stream(vec![
+            Ok(StreamEvent::Start {
+                id: "x".into(),
+                model: "m".into(),
+            }),
+            Ok(finish(10, 1_000)),
+        ]),
+    );
+    let Outcome::Stream(mut live) = h.gateway.run(admission(), req).await.unwrap() else {
+        panic!()
+    };
+    assert!(matches!(live.next().await, Some(StreamItem::Event(_))));
+    let Some(StreamItem::Finished { cost, usage, .. }) = live.next().await else {
+        panic!("the stream settles")
+    };
+    assert_eq!(cost.0, hold, "the final chunk carries the charge");
+    assert_eq!(usage.output_tokens, 1_000, "usage stays as reported");
+    assert_eq!(h.store.0.lock().unwrap().charged, 2 * hold);
 }

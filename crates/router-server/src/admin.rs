@@ -240,6 +240,8 @@ fn account_json(account: &router_store::AccountView) -> serde_json::Value {
         "balance_nano_usd": account.balance_nano,
         "held_nano_usd": account.held_nano,
         "available_nano_usd": account.balance_nano - account.held_nano,
+        "shortfall_count": account.shortfall_count,
+        "shortfall_nano_usd": account.shortfall_nano,
         "created_at": account.created_at,
     })
 }
@@ -257,6 +259,8 @@ fn request_json(view: &router_store::RequestView) -> serde_json::Value {
         "status": view.status,
         "reserved_nano_usd": view.reserved_nano,
         "charged_nano_usd": view.charged_nano,
+        "reported_nano_usd": view.reported_nano,
+        "shortfall_nano_usd": view.shortfall_nano,
         "usage": view.usage,
         "route_id": view.route_id,
         "error_reason": view.error_reason,

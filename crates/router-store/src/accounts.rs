@@ -33,6 +33,10 @@ pub struct AccountView {
     pub balance_nano: i64,
     /// Sum of live holds, integer nano-USD.
     pub held_nano: i64,
+    /// Settlements capped at their hold (the supplier reported more than the
+    /// reservation bounded), and the nano-USD they did not collect.
+    pub shortfall_count: i64,
+    pub shortfall_nano: i64,
     /// RFC 3339, UTC.
     pub created_at: String,
 }
@@ -143,19 +147,32 @@ pub async fn get_account(
             accounts::email_verified,
             wallets::balance_nano,
             wallets::held_nano,
+            wallets::shortfall_count,
+            wallets::shortfall_nano,
             accounts::created_at,
         ))
-        .first::<(Uuid, String, bool, i64, i64, DateTime<Utc>)>(conn)
+        .first::<(Uuid, String, bool, i64, i64, i64, i64, DateTime<Utc>)>(conn)
         .await
         .optional()
         .map_err(store_error)?;
     Ok(row.map(
-        |(id, email, email_verified, balance_nano, held_nano, created_at)| AccountView {
+        |(
             id,
             email,
             email_verified,
             balance_nano,
             held_nano,
+            shortfall_count,
+            shortfall_nano,
+            created_at,
+        )| AccountView {
+            id,
+            email,
+            email_verified,
+            balance_nano,
+            held_nano,
+            shortfall_count,
+            shortfall_nano,
             created_at: rfc3339(created_at),
         },
     ))

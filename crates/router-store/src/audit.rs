@@ -20,11 +20,18 @@ pub struct Reconciliation {
     /// Wallets whose `held_nano` differs from the sum of their live holds.
     #[diesel(sql_type = BigInt)]
     pub wallets_off_holds: i64,
+    /// Requests whose wallet debits exceed their hold (the hold is a
+    /// ceiling, RELIABILITY.md I4), or that were debited without a settled hold.
+    #[diesel(sql_type = BigInt)]
+    pub charges_above_hold: i64,
 }
 
 impl Reconciliation {
     pub fn is_consistent(&self) -> bool {
-        self.unbalanced_txns == 0 && self.wallets_off_ledger == 0 && self.wallets_off_holds == 0
+        self.unbalanced_txns == 0
+            && self.wallets_off_ledger == 0
+            && self.wallets_off_holds == 0
+            && self.charges_above_hold == 0
     }
 }
 
@@ -43,7 +50,15 @@ pub async fn reconcile(conn: &mut AsyncPgConnection) -> Result<Reconciliation, S
              WHERE w.held_nano <> coalesce((
                 SELECT sum(h.amount_nano) FROM holds h
                 WHERE h.status = 'held' AND h.account_id = w.account_id), 0)
-            ) AS wallets_off_holds",
+            ) AS wallets_off_holds,
+            (SELECT count(*) FROM (
+                SELECT l.request_id, -sum(l.amount_nano) AS debit FROM ledger_entries l
+                WHERE l.kind = 'charge' AND l.ledger_account = 'wallet'
+                GROUP BY l.request_id
+             ) AS c
+             LEFT JOIN holds h ON h.request_id = c.request_id
+             WHERE h.request_id IS NULL OR h.status <> 'settled' OR c.debit > h.amount_nano
+            ) AS charges_above_hold",
     )
     .get_result(conn)
     .await

@@ -28,6 +28,7 @@ use diesel::sql_types::{
     Array, BigInt, Bool, Integer, Nullable, Text, Timestamptz, Uuid as SqlUuid,
 };
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use router_canonical::NanoUsd;
 use router_core::store::{
     AttemptOutcome, NewRequest, ReserveError, SettleError, Settlement, StoreError, Voiding,
 };
@@ -215,41 +216,51 @@ impl QueryFragment<Pg> for ExtendHoldStatement<'_> {
 /// Charges a final success once: the hold becomes `settled`, the wallet
 /// pays the charge and drops the hold, the ledger records wallet -charge /
 /// revenue +charge under one `txn_id` (no entries for a zero charge), the
-/// request becomes `succeeded` with its usage and route, and the succeeded
-/// attempt is recorded. A batch of one of [`settle_batch`].
+/// request becomes `succeeded` with its usage, route, reported cost and
+/// charge, and the succeeded attempt is recorded. A batch of one of
+/// [`settle_batch`]. Returns the charge.
 ///
-/// The charge is taken in full even when it exceeds the hold: the
-/// reservation is a worst-case estimate made before the response existed,
-/// and a larger actual charge (e.g. a supplier that over-delivered) is still
-/// owed. The wallet's available balance may then dip below zero; later
-/// reservations fail until it is topped up.
+/// The hold is a ceiling (RELIABILITY.md I4): the charge is the reported
+/// cost capped at the hold, `least(reported, hold)`, computed by the
+/// statement itself from the hold row it settles, so no caller can debit
+/// more. A supplier that reports more usage than the reservation bounded
+/// (more output than `max_tokens`) leaves a shortfall, `reported - charge`:
+/// kept on the request (`reported_nano`) and counted on the wallet
+/// (`shortfall_count`, `shortfall_nano`) for the operator. The ledger's
+/// `ledger_entries_within_hold` trigger refuses any wallet charge above its
+/// hold, from this statement or any other writer.
 pub async fn settle(
     conn: &mut AsyncPgConnection,
     settlement: &Settlement,
-) -> Result<(), SettleError> {
+) -> Result<NanoUsd, SettleError> {
     match settle_batch(conn, std::slice::from_ref(settlement)).await?[..] {
-        [true] => Ok(()),
+        [Some(charge)] => Ok(charge),
         _ => Err(SettleError::NotReserved(settlement.request_id)),
     }
 }
 
 /// Settles many requests in ONE statement (group commit), each exactly as
 /// [`settle`] describes, with one update per wallet for the whole batch.
-/// Returns, per settlement, whether its hold was still `held` (a request
-/// already settled, voided or reaped is left alone and writes nothing).
-/// Atomic: on an error nothing of the batch is written.
+/// Returns, per settlement, the charge, or `None` when its hold was no
+/// longer `held` (a request already settled, voided or reaped is left alone
+/// and writes nothing). Atomic: on an error nothing of the batch is written.
 pub async fn settle_batch(
     conn: &mut AsyncPgConnection,
     settlements: &[Settlement],
-) -> Result<Vec<bool>, StoreError> {
+) -> Result<Vec<Option<NanoUsd>>, StoreError> {
     let mut statement = SettleBatchStatement::default();
     for settlement in settlements {
         statement.push(settlement)?;
     }
-    let settled: Vec<Uuid> = statement.load(conn).await.map_err(store_error)?;
+    let settled: Vec<(Uuid, i64)> = statement.load(conn).await.map_err(store_error)?;
     Ok(settlements
         .iter()
-        .map(|s| settled.contains(&s.request_id))
+        .map(|s| {
+            settled
+                .iter()
+                .find(|(id, _)| *id == s.request_id)
+                .map(|(_, charge)| NanoUsd(*charge))
+        })
         .collect())
 }
 
@@ -257,10 +268,10 @@ pub async fn settle_batch(
 /// a settlement joins a shared batch, so one bad settlement cannot fail the
 /// others.
 pub fn check_settlement(settlement: &Settlement) -> Result<(), StoreError> {
-    if settlement.charge.is_negative() {
+    if settlement.reported.is_negative() {
         return Err(StoreError::Query(format!(
             "negative charge {}",
-            settlement.charge.0
+            settlement.reported.0
         )));
     }
     let attempt = &settlement.attempt;
@@ -302,7 +313,7 @@ pub fn check_reservation(request: &NewRequest) -> Result<(), StoreError> {
 #[derive(Default)]
 struct SettleBatchStatement<'a> {
     request_ids: Vec<Uuid>,
-    charges: Vec<i64>,
+    reported: Vec<i64>,
     txn_ids: Vec<Uuid>,
     input_tokens: Vec<i64>,
     output_tokens: Vec<i64>,
@@ -324,7 +335,7 @@ impl<'a> SettleBatchStatement<'a> {
         let usage = &settlement.usage;
         let tokens = |n: u64, what| i64::try_from(n).map_err(|_| out_of_range(what));
         self.request_ids.push(settlement.request_id);
-        self.charges.push(settlement.charge.0);
+        self.reported.push(settlement.reported.0);
         self.txn_ids.push(Uuid::now_v7());
         self.input_tokens
             .push(tokens(usage.input_tokens, "input_tokens")?);
@@ -351,14 +362,15 @@ impl<'a> SettleBatchStatement<'a> {
 }
 
 impl Query for SettleBatchStatement<'_> {
-    type SqlType = SqlUuid;
+    /// The request and its charge, per settled request.
+    type SqlType = (SqlUuid, BigInt);
 }
 
 impl QueryFragment<Pg> for SettleBatchStatement<'_> {
     fn walk_ast<'b>(&'b self, out: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
         let mut p = Params::new(out);
         p.bind::<Array<SqlUuid>, _>("request_ids", &self.request_ids)?;
-        p.bind::<Array<BigInt>, _>("charges", &self.charges)?;
+        p.bind::<Array<BigInt>, _>("reported", &self.reported)?;
         p.bind::<Array<SqlUuid>, _>("txn_ids", &self.txn_ids)?;
         p.bind::<Array<BigInt>, _>("input_tokens", &self.input_tokens)?;
         p.bind::<Array<BigInt>, _>("output_tokens", &self.output_tokens)?;
@@ -374,11 +386,11 @@ impl QueryFragment<Pg> for SettleBatchStatement<'_> {
         p.finish(
             ", t AS (
                 SELECT t.*
-                FROM p, unnest(p.request_ids, p.charges, p.txn_ids, p.input_tokens,
+                FROM p, unnest(p.request_ids, p.reported, p.txn_ids, p.input_tokens,
                                p.output_tokens, p.cache_read_tokens, p.cache_write_tokens,
                                p.reasoning_tokens, p.route_ids, p.attempt_nos, p.supplier_ids,
                                p.upstream_protocols, p.started_ats, p.durations_ms)
-                    AS t (request_id, charge, txn_id, input_tokens, output_tokens,
+                    AS t (request_id, reported, txn_id, input_tokens, output_tokens,
                           cache_read_tokens, cache_write_tokens, reasoning_tokens, route_id,
                           attempt_no, supplier_id, upstream_protocol, started_at, duration_ms)
             ), hold AS (
@@ -388,12 +400,16 @@ impl QueryFragment<Pg> for SettleBatchStatement<'_> {
                 WHERE h.request_id = t.request_id AND h.status = 'held'
                 RETURNING h.request_id, h.account_id, h.amount_nano
             ), settled AS (
-                SELECT t.*, hold.account_id, hold.amount_nano
+                -- The hold is a ceiling (I4): never debit more than it.
+                SELECT t.*, least(t.reported, hold.amount_nano) AS charge, hold.account_id,
+                       hold.amount_nano
                 FROM t
                 JOIN hold ON hold.request_id = t.request_id
             ), per_account AS (
                 SELECT account_id, sum(charge)::bigint AS charge,
-                       sum(amount_nano)::bigint AS released
+                       sum(amount_nano)::bigint AS released,
+                       count(*) FILTER (WHERE reported > charge) AS shortfalls,
+                       sum(reported - charge)::bigint AS shortfall
                 FROM settled
                 GROUP BY account_id
             ), locked AS (
@@ -406,6 +422,8 @@ impl QueryFragment<Pg> for SettleBatchStatement<'_> {
                 UPDATE wallets w
                 SET balance_nano = w.balance_nano - per_account.charge,
                     held_nano = w.held_nano - per_account.released,
+                    shortfall_count = w.shortfall_count + per_account.shortfalls,
+                    shortfall_nano = w.shortfall_nano + per_account.shortfall,
                     updated_at = now()
                 FROM per_account, locked
                 WHERE w.account_id = per_account.account_id
@@ -431,6 +449,7 @@ impl QueryFragment<Pg> for SettleBatchStatement<'_> {
                 UPDATE requests r
                 SET status = 'succeeded',
                     charged_nano = s.charge,
+                    reported_nano = s.reported,
                     input_tokens = s.input_tokens,
                     output_tokens = s.output_tokens,
                     cache_read_tokens = s.cache_read_tokens,
@@ -441,7 +460,7 @@ impl QueryFragment<Pg> for SettleBatchStatement<'_> {
                 FROM settled s
                 WHERE r.id = s.request_id AND r.status = 'reserved'
             )
-            SELECT request_id FROM settled",
+            SELECT request_id, charge FROM settled",
         )
     }
 }

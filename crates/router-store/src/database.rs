@@ -46,7 +46,8 @@ pub struct Database {
     keys: Arc<KeyCache>,
     /// Reservations and settlements, gathered into batches (group commit).
     reservations: Arc<GroupCommit<NewRequest, Result<bool, StoreError>>>,
-    settlements: Arc<GroupCommit<Settlement, Result<bool, StoreError>>>,
+    /// A settlement's output is its charge, `None` when it was no longer held.
+    settlements: Arc<GroupCommit<Settlement, Result<Option<NanoUsd>, StoreError>>>,
     /// Kept for migrations, which run on a dedicated connection. May carry a
     /// password: never logged (see the `Debug` impl).
     url: Arc<str>,
@@ -258,12 +259,12 @@ impl Store for Database {
         history::record_attempt(&mut conn, &attempt).await
     }
 
-    async fn settle(&self, settlement: Settlement) -> Result<(), SettleError> {
+    async fn settle(&self, settlement: Settlement) -> Result<NanoUsd, SettleError> {
         billing::check_settlement(&settlement)?;
         let request_id = settlement.request_id;
         match self.settlements.submit(settlement).await {
-            Some(Ok(true)) => Ok(()),
-            Some(Ok(false)) => Err(SettleError::NotReserved(request_id)),
+            Some(Ok(Some(charge))) => Ok(charge),
+            Some(Ok(None)) => Err(SettleError::NotReserved(request_id)),
             Some(Err(error)) => Err(error.into()),
             None => Err(batching_stopped().into()),
         }
@@ -315,14 +316,15 @@ const MAX_BATCH: usize = 128;
 /// A group commit of `run_batch` over connections from `pool`, one batch at
 /// a time per slot of `slots`. A failed batch (or no connection) fails each
 /// of its operations with the same error.
-fn group_commit<Item, Run>(
+fn group_commit<Item, Out, Run>(
     pool: &Pool<AsyncPgConnection>,
     slots: &BatchSlots,
     run_batch: Run,
-) -> GroupCommit<Item, Result<bool, StoreError>>
+) -> GroupCommit<Item, Result<Out, StoreError>>
 where
     Item: Send + Sync + 'static,
-    Run: for<'c> AsyncBatch<'c, Item> + Copy + Send + Sync + 'static,
+    Out: Clone + Send + 'static,
+    Run: for<'c> AsyncBatch<'c, Item, Out> + Copy + Send + Sync + 'static,
 {
     let pool = pool.clone();
     GroupCommit::spawn(slots.clone(), MAX_BATCH, move |items: Vec<Item>| {
@@ -333,32 +335,33 @@ where
                 Err(error) => Err(pool_error(error)),
             };
             match outcome {
-                Ok(admitted) => admitted.into_iter().map(Ok).collect(),
+                Ok(outputs) => outputs.into_iter().map(Ok).collect(),
                 Err(error) => vec![Err(error); items.len()],
             }
         }
     })
 }
 
-/// A batch statement: `billing::reserve_batch` or `billing::settle_batch`.
-trait AsyncBatch<'c, Item: 'c> {
+/// A batch statement: `billing::reserve_batch` or `billing::settle_batch`,
+/// with one output per item.
+trait AsyncBatch<'c, Item: 'c, Out> {
     fn run(
         self,
         conn: &'c mut AsyncPgConnection,
         items: &'c [Item],
-    ) -> impl Future<Output = Result<Vec<bool>, StoreError>> + Send + 'c;
+    ) -> impl Future<Output = Result<Vec<Out>, StoreError>> + Send + 'c;
 }
 
-impl<'c, Item: 'c, F, Fut> AsyncBatch<'c, Item> for F
+impl<'c, Item: 'c, Out, F, Fut> AsyncBatch<'c, Item, Out> for F
 where
     F: FnOnce(&'c mut AsyncPgConnection, &'c [Item]) -> Fut,
-    Fut: Future<Output = Result<Vec<bool>, StoreError>> + Send + 'c,
+    Fut: Future<Output = Result<Vec<Out>, StoreError>> + Send + 'c,
 {
     fn run(
         self,
         conn: &'c mut AsyncPgConnection,
         items: &'c [Item],
-    ) -> impl Future<Output = Result<Vec<bool>, StoreError>> + Send + 'c {
+    ) -> impl Future<Output = Result<Vec<Out>, StoreError>> + Send + 'c {
         self(conn, items)
     }
 }

@@ -128,8 +128,17 @@ pub struct RequestView {
     /// `reserved`, `succeeded` or `failed`.
     pub status: String,
     pub reserved_nano: i64,
-    /// Set once the request succeeded.
+    /// What was debited; set once the request succeeded. Never above the
+    /// hold (RELIABILITY.md I4).
     pub charged_nano: Option<i64>,
+    /// What the supplier's reported usage cost at the route's rates; set once
+    /// the request succeeded. Above `charged_nano` when the settlement was
+    /// capped at the hold. (Requests settled before the cap existed were
+    /// charged what was reported, so it equals `charged_nano` for them.)
+    pub reported_nano: Option<i64>,
+    /// `reported_nano - charged_nano`, the cost the operator absorbed: 0
+    /// when the hold covered the reported cost; set once the request succeeded.
+    pub shortfall_nano: Option<i64>,
     /// Set once the request succeeded.
     pub usage: Option<UsageView>,
     pub route_id: Option<String>,
@@ -214,6 +223,7 @@ struct RequestRow {
     error_reason: Option<String>,
     created_at: DateTime<Utc>,
     finished_at: Option<DateTime<Utc>>,
+    reported_nano: Option<i64>,
 }
 
 type HoldRow = (
@@ -321,6 +331,10 @@ fn request_view(
         }
         _ => None,
     };
+    let reported_nano = request.reported_nano.or(request.charged_nano);
+    let shortfall_nano = reported_nano
+        .zip(request.charged_nano)
+        .map(|(reported, charged)| reported - charged);
     RequestView {
         id: request.id,
         account_id: request.account_id,
@@ -332,6 +346,8 @@ fn request_view(
         status: request.status,
         reserved_nano: request.reserved_nano,
         charged_nano: request.charged_nano,
+        reported_nano,
+        shortfall_nano,
         usage,
         route_id: request.route_id,
         error_reason: request.error_reason,

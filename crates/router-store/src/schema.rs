@@ -17,6 +17,8 @@ diesel::table! {
         balance_nano -> Int8,
         held_nano -> Int8,
         updated_at -> Timestamptz,
+        shortfall_count -> Int8,
+        shortfall_nano -> Int8,
     }
 }
 
@@ -54,6 +56,7 @@ diesel::table! {
         error_reason -> Nullable<Text>,
         created_at -> Timestamptz,
         finished_at -> Nullable<Timestamptz>,
+        reported_nano -> Nullable<Int8>,
     }
 }
 

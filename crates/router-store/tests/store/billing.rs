@@ -4,7 +4,7 @@ use crate::seed::{
     assert_books_agree, count, expiring_request, funded_account, new_request, settlement, voiding,
     wallet,
 };
-use router_canonical::Protocol;
+use router_canonical::{NanoUsd, Protocol};
 use router_core::store::{AttemptOutcome, AttemptRecord, ReserveError, SettleError, Store};
 use router_store::billing;
 use router_store::test_support::TestDatabase;
@@ -164,7 +164,9 @@ async fn racing_settles_and_voids_end_the_request_once() {
         let db = db.database().clone();
         tokio::spawn(async move {
             if i % 2 == 0 {
-                db.settle(settlement(id, 1_500)).await
+                db.settle(settlement(id, 1_500))
+                    .await
+                    .map(|charge| assert_eq!(charge.0, 1_500))
             } else {
                 db.void(voiding(id, "client_cancelled")).await
             }
@@ -217,19 +219,94 @@ async fn insufficient_credits_write_nothing() {
     assert_books_agree(&db).await;
 }
 
+/// The hold is a ceiling (RELIABILITY.md I4; B-21, G-06, G-18): a reported
+/// cost above the hold debits exactly the hold; the request keeps the
+/// reported cost and the shortfall, and the wallet counts it.
 #[tokio::test(flavor = "multi_thread")]
-async fn a_charge_above_the_hold_settles_in_full() {
+async fn a_charge_above_the_hold_debits_exactly_the_hold() {
     let db = TestDatabase::new().await;
     let funded = funded_account(&db, 10_000).await;
     let request = new_request(&funded, 1_000);
     let id = request.request_id;
     db.reserve(request).await.unwrap();
 
-    db.settle(settlement(id, 2_500)).await.unwrap();
+    let charged = db.settle(settlement(id, 2_500)).await.unwrap();
 
-    assert_eq!(wallet(&db, funded.account_id).await, (7_500, 0));
+    assert_eq!(charged, NanoUsd(1_000), "the settlement returns the hold");
+    assert_eq!(wallet(&db, funded.account_id).await, (9_000, 0));
     let view = db.get_request(id).await.unwrap().unwrap();
-    assert_eq!(view.charged_nano, Some(2_500));
+    assert_eq!(view.status, "succeeded");
+    assert_eq!(view.charged_nano, Some(1_000));
+    assert_eq!(view.reported_nano, Some(2_500));
+    assert_eq!(view.shortfall_nano, Some(1_500));
+    let debits: Vec<i64> = view
+        .ledger_entries
+        .iter()
+        .filter(|e| e.ledger_account == "wallet")
+        .map(|e| e.amount_nano)
+        .collect();
+    assert_eq!(debits, [-1_000], "one debit, equal to the hold");
+    let account = db.get_account(funded.account_id).await.unwrap().unwrap();
+    assert_eq!(
+        (account.shortfall_count, account.shortfall_nano),
+        (1, 1_500)
+    );
+
+    // A charge within the hold is taken in full and leaves no shortfall.
+    let within = new_request(&funded, 1_000);
+    let within_id = within.request_id;
+    db.reserve(within).await.unwrap();
+    assert_eq!(
+        db.settle(settlement(within_id, 1_000)).await.unwrap(),
+        NanoUsd(1_000)
+    );
+    let view = db.get_request(within_id).await.unwrap().unwrap();
+    assert_eq!(
+        (view.charged_nano, view.reported_nano, view.shortfall_nano),
+        (Some(1_000), Some(1_000), Some(0))
+    );
+    let account = db.get_account(funded.account_id).await.unwrap().unwrap();
+    assert_eq!(
+        (account.shortfall_count, account.shortfall_nano),
+        (1, 1_500)
+    );
+    assert_eq!(wallet(&db, funded.account_id).await, (8_000, 0));
+    assert_books_agree(&db).await;
+}
+
+/// In one batch, each settlement is capped at its own hold, and the
+/// wallet's counters sum the batch's shortfalls (I4).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_batch_caps_each_settlement_at_its_own_hold() {
+    let db = TestDatabase::new().await;
+    let funded = funded_account(&db, 10_000).await;
+    let requests = [
+        new_request(&funded, 1_000),
+        new_request(&funded, 2_000),
+        new_request(&funded, 3_000),
+    ];
+    for request in &requests {
+        db.reserve(request.clone()).await.unwrap();
+    }
+    let [a, b, c] = requests.map(|r| r.request_id);
+    let mut conn = db.connection().await.unwrap();
+    let batch = [
+        settlement(a, 1_700),
+        settlement(b, 500),
+        settlement(c, 3_001),
+    ];
+    let charged = billing::settle_batch(&mut conn, &batch).await.unwrap();
+    assert_eq!(
+        charged,
+        [
+            Some(NanoUsd(1_000)),
+            Some(NanoUsd(500)),
+            Some(NanoUsd(3_000))
+        ]
+    );
+    assert_eq!(wallet(&db, funded.account_id).await, (10_000 - 4_500, 0));
+    let account = db.get_account(funded.account_id).await.unwrap().unwrap();
+    assert_eq!((account.shortfall_count, account.shortfall_nano), (2, 701));
     assert_books_agree(&db).await;
 }
 
@@ -514,7 +591,7 @@ async fn a_batch_settles_each_live_hold_once_and_skips_the_rest() {
     let settled = billing::settle_batch(&mut conn, &batch).await.unwrap();
     assert_eq!(
         settled,
-        [false, true, true],
+        [None, Some(NanoUsd(1_500)), Some(NanoUsd(0))],
         "the first was already settled"
     );
     assert_eq!(wallet(&db, a.account_id).await, (10_000 - 400 - 1_500, 0));

@@ -163,10 +163,11 @@ async fn an_unbalanced_statement_is_rejected() {
     assert!(error.to_string().contains(&txn.to_string()), "{error}");
     assert_eq!(count(&db, &entries).await, 0);
 
-    // Both legs in one statement commit.
+    // Both legs in one statement commit. (A grant: a wallet charge must also
+    // name a request whose settled hold covers it, see `ceiling.rs`.)
     conn.batch_execute(&format!(
         "INSERT INTO ledger_entries (txn_id, account_id, ledger_account, amount_nano, kind)
-         VALUES ('{txn}', '{}', 'wallet', -5, 'charge'), ('{txn}', NULL, 'revenue', 5, 'charge')",
+         VALUES ('{txn}', '{}', 'wallet', 5, 'grant'), ('{txn}', NULL, 'grants', -5, 'grant')",
         funded.account_id
     ))
     .await

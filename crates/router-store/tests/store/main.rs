@@ -8,6 +8,7 @@
 
 mod api_keys;
 mod billing;
+mod ceiling;
 mod integrity;
 mod ledger;
 mod migrations;

@@ -56,10 +56,10 @@ pub fn expiring_request(funded: &Funded, reserve: i64, hold_expires_at: SystemTi
     }
 }
 
-pub fn settlement(request_id: Uuid, charge: i64) -> Settlement {
+pub fn settlement(request_id: Uuid, reported: i64) -> Settlement {
     Settlement {
         request_id,
-        charge: NanoUsd(charge),
+        reported: NanoUsd(reported),
         usage: Usage {
             input_tokens: 120,
             output_tokens: 45,
