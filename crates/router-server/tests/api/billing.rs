@@ -1,8 +1,10 @@
-//! Reservation and settlement on PostgreSQL through the API (G-06, G-07, G-22).
+//! Reservation and settlement on PostgreSQL through the API (G-06, G-07, G-22;
+//! the hold is a ceiling, RELIABILITY.md I4).
 
 use crate::harness::*;
-use router_mock_supplier::{MockReply, Script};
-use serde_json::Value;
+use router_canonical::NanoUsd;
+use router_mock_supplier::{MockReply, MockUsage, Script};
+use serde_json::{Value, json};
 use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread")]
@@ -121,4 +123,137 @@ async fn client_cancel_before_success_is_not_charged() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     panic!("the hold of a cancelled request was not released");
+}
+
+/// A reply whose usage claims far more output than `max_tokens` allowed.
+fn overreported() -> Script {
+    Script::Reply(MockReply {
+        usage: Some(MockUsage::tokens(12, 100_000)),
+        ..MockReply::text("much more than asked")
+    })
+}
+
+/// The history of a capped settlement: charged exactly the hold, the
+/// reported cost (12 in + 100,000 out at 1 and 2 USD/MTok) kept beside it.
+/// Returns the hold.
+fn assert_capped(record: &Value) -> i64 {
+    let hold = record["hold"]["amount_nano"].as_i64().unwrap();
+    let reported = 12 * 1_000 + 100_000 * 2_000;
+    assert!(hold < reported, "{record}");
+    assert_eq!(record["status"], "succeeded", "{record}");
+    assert_eq!(record["reserved_nano_usd"], hold, "{record}");
+    assert_eq!(record["charged_nano_usd"], hold, "{record}");
+    assert_eq!(record["reported_nano_usd"], reported, "{record}");
+    assert_eq!(record["shortfall_nano_usd"], reported - hold, "{record}");
+    assert_eq!(record["usage"]["output_tokens"], 100_000, "{record}");
+    let debits: Vec<i64> = record["ledger"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ledger_account"] == "wallet")
+        .map(|e| e["amount_nano"].as_i64().unwrap())
+        .collect();
+    assert_eq!(debits, [-hold], "one debit, equal to the hold: {record}");
+    hold
+}
+
+/// The hold is a ceiling (RELIABILITY.md I4; B-21, G-06, G-18): a supplier
+/// reporting far more output than `max_tokens` costs the wallet exactly the
+/// hold, `usage.cost` is that charge, and history shows the shortfall. A
+/// wallet holding exactly the hold ends at zero, never below.
+#[tokio::test(flavor = "multi_thread")]
+async fn usage_beyond_max_tokens_is_charged_exactly_the_hold() {
+    let r = TestRouter::start().await;
+    let c = r.rich_customer().await;
+    let mut body = hello("m-text");
+    body["max_tokens"] = json!(10);
+    r.mock.enqueue(overreported());
+    let resp = r.chat(&c.key, &body).await;
+    assert_eq!(resp.status(), 200);
+    let id = request_id(&resp);
+    let reply: Value = resp.json().await.unwrap();
+    assert_eq!(reply["usage"]["completion_tokens"], 100_000);
+    let record = r.request_record(&id).await;
+    let hold = assert_capped(&record);
+    assert_eq!(reply["usage"]["cost"], NanoUsd(hold).to_usd_json());
+    let account = r.account(&c.account_id).await;
+    assert_eq!(account["balance_nano_usd"], 1_000_000_000_000 - hold);
+    assert_eq!(account["held_nano_usd"], 0);
+    assert_eq!(account["shortfall_count"], 1);
+    assert_eq!(
+        account["shortfall_nano_usd"],
+        record["shortfall_nano_usd"].clone()
+    );
+
+    // Without the ceiling this wallet would end at hold - reported < 0.
+    let exact = r.customer(hold, &["inference"]).await;
+    r.mock.enqueue(overreported());
+    let resp = r.chat(&exact.key, &body).await;
+    assert_eq!(resp.status(), 200);
+    assert_capped(&r.request_record(&request_id(&resp)).await);
+    let account = r.account(&exact.account_id).await;
+    assert_eq!(
+        (&account["balance_nano_usd"], &account["held_nano_usd"]),
+        (&json!(0), &json!(0))
+    );
+    let reconciliation = r.db.database().reconcile().await.unwrap();
+    assert!(reconciliation.is_consistent(), "{reconciliation:?}");
+}
+
+/// The same for a live stream: the settle at its end is capped, and the
+/// final usage chunk's `cost` is the charge (I4; B-22, G-18).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stream_beyond_max_tokens_is_charged_exactly_the_hold() {
+    let r = TestRouter::start().await;
+    let c = r.rich_customer().await;
+    let mut body = hello("m-text");
+    body["max_tokens"] = json!(10);
+    body["stream"] = json!(true);
+    r.mock.enqueue(overreported());
+    let resp = r.chat(&c.key, &body).await;
+    assert_eq!(resp.status(), 200);
+    let id = request_id(&resp);
+    let lines = data_lines(resp).await;
+    assert_eq!(lines.last().map(String::as_str), Some("[DONE]"));
+    let usage_chunk: Value = serde_json::from_str(&lines[lines.len() - 2]).unwrap();
+    assert_eq!(usage_chunk["usage"]["completion_tokens"], 100_000);
+    let record = r.request_record(&id).await;
+    assert_eq!(record["stream"], true);
+    let hold = assert_capped(&record);
+    assert_eq!(usage_chunk["usage"]["cost"], NanoUsd(hold).to_usd_json());
+    let account = r.account(&c.account_id).await;
+    assert_eq!(account["balance_nano_usd"], 1_000_000_000_000 - hold);
+    assert_eq!(account["shortfall_count"], 1);
+    let reconciliation = r.db.database().reconcile().await.unwrap();
+    assert!(reconciliation.is_consistent(), "{reconciliation:?}");
+}
+
+/// Responses and Completions replies report the capped charge too (I4, GP-03).
+#[tokio::test(flavor = "multi_thread")]
+async fn responses_and_completions_report_the_capped_charge() {
+    let r = TestRouter::start().await;
+    let c = r.rich_customer().await;
+    let cases = [
+        (
+            "/v1/responses",
+            json!({"model": "m-text", "input": "hello", "max_output_tokens": 16}),
+        ),
+        (
+            "/v1/completions",
+            json!({"model": "m-text", "prompt": "hello", "max_tokens": 10}),
+        ),
+    ];
+    for (path, body) in cases {
+        r.mock.enqueue(overreported());
+        let resp = r.post(path, &c.key, &body).await;
+        assert_eq!(resp.status(), 200, "{path}");
+        let id = request_id(&resp);
+        let reply: Value = resp.json().await.unwrap();
+        let hold = assert_capped(&r.request_record(&id).await);
+        assert_eq!(
+            reply["usage"]["cost"],
+            NanoUsd(hold).to_usd_json(),
+            "{path}"
+        );
+    }
 }
