@@ -211,6 +211,22 @@ mod tests {
         }
     }
 
+    /// `docs/routes.md` lists every row, so it cannot drift from the table.
+    #[test]
+    fn the_docs_list_every_route() {
+        let docs = include_str!("../../../docs/routes.md");
+        for route in &ROUTES {
+            assert!(
+                docs.contains(&format!("| {} ", route.path))
+                    || docs.contains(&format!("{},", route.path))
+                    || docs.contains(&format!("{} |", route.path)),
+                "docs/routes.md does not list {} {}",
+                route.method,
+                route.path
+            );
+        }
+    }
+
     /// Handlers that need an API key's account sit only behind a key rule.
     #[test]
     fn inference_handlers_need_an_inference_key() {
