@@ -16,11 +16,19 @@ pub enum ErrorCode {
     UnsupportedParameter,
     ListPriceUnknown,
     InvalidApiKey,
+    /// No credential on a route that only a browser session opens.
+    AuthenticationRequired,
     InsufficientCredits,
     InsufficientScope,
+    /// An API key on a route that only a browser session opens.
+    SessionRequired,
     ModelNotAllowed,
     ModelNotFound,
     ExperimentNotFound,
+    UploadNotFound,
+    ChannelNotFound,
+    /// A video ID that is invalid, unknown or another team's.
+    TaskNotFound,
     NotFound,
     MethodNotAllowed,
     Conflict,
@@ -32,6 +40,8 @@ pub enum ErrorCode {
     RouteUnavailable,
     MinDiscountUnavailable,
     ZdrCapacityUnavailable,
+    /// The endpoint exists but its feature has not been released yet.
+    NotAvailable,
     InternalError,
 }
 
@@ -46,6 +56,12 @@ impl ErrorCode {
             ErrorCode::MinDiscountUnavailable => "min_discount_unavailable",
             ErrorCode::ZdrCapacityUnavailable => "zdr_capacity_unavailable",
             ErrorCode::InvalidApiKey => "invalid_api_key",
+            ErrorCode::AuthenticationRequired => "authentication_required",
+            ErrorCode::SessionRequired => "session_required",
+            ErrorCode::UploadNotFound => "upload_not_found",
+            ErrorCode::ChannelNotFound => "channel_not_found",
+            ErrorCode::TaskNotFound => "task_not_found",
+            ErrorCode::NotAvailable => "not_available",
             ErrorCode::InsufficientCredits => "insufficient_credits",
             ErrorCode::InsufficientScope => "insufficient_scope",
             ErrorCode::ModelNotAllowed => "model_not_allowed",
@@ -69,10 +85,17 @@ impl ErrorCode {
             | ErrorCode::UnsupportedConversion
             | ErrorCode::UnsupportedParameter
             | ErrorCode::ListPriceUnknown => 400,
-            ErrorCode::InvalidApiKey => 401,
+            ErrorCode::InvalidApiKey | ErrorCode::AuthenticationRequired => 401,
             ErrorCode::InsufficientCredits => 402,
-            ErrorCode::InsufficientScope | ErrorCode::ModelNotAllowed => 403,
-            ErrorCode::ModelNotFound | ErrorCode::ExperimentNotFound | ErrorCode::NotFound => 404,
+            ErrorCode::InsufficientScope
+            | ErrorCode::SessionRequired
+            | ErrorCode::ModelNotAllowed => 403,
+            ErrorCode::ModelNotFound
+            | ErrorCode::ExperimentNotFound
+            | ErrorCode::UploadNotFound
+            | ErrorCode::ChannelNotFound
+            | ErrorCode::TaskNotFound
+            | ErrorCode::NotFound => 404,
             ErrorCode::MethodNotAllowed => 405,
             ErrorCode::Conflict => 409,
             ErrorCode::PayloadTooLarge => 413,
@@ -81,7 +104,8 @@ impl ErrorCode {
             ErrorCode::UpstreamUnavailable
             | ErrorCode::RouteUnavailable
             | ErrorCode::MinDiscountUnavailable
-            | ErrorCode::ZdrCapacityUnavailable => 503,
+            | ErrorCode::ZdrCapacityUnavailable
+            | ErrorCode::NotAvailable => 503,
             ErrorCode::InternalError => 500,
         }
     }

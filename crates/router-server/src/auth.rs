@@ -38,11 +38,12 @@ pub fn presented_key(headers: &http::HeaderMap) -> Result<&str, ApiError> {
     Ok(key)
 }
 
-/// Authenticate and check one scope.
+/// Authenticate and check the scope, when the route names one (A-06, A-11;
+/// `None`: any valid key, A-12).
 pub async fn authenticate(
     app: &App,
     headers: &http::HeaderMap,
-    scope: Scope,
+    scope: Option<Scope>,
 ) -> Result<ApiKeyRecord, ApiError> {
     let key = presented_key(headers)?;
     let hash = router_store::hash_api_key(key);
@@ -58,7 +59,9 @@ pub async fn authenticate(
             )
         })?
         .ok_or_else(invalid_key)?;
-    if !record.has_scope(scope) {
+    if let Some(scope) = scope
+        && !record.has_scope(scope)
+    {
         return Err(ApiError::new(
             ErrorCode::InsufficientScope,
             format!("This API key lacks the `{}` scope.", scope.as_str()),

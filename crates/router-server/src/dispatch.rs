@@ -1,91 +1,148 @@
-//! Path and method dispatch (unknown path 404, wrong method 405 with `Allow`, GP-68).
+//! Dispatch by the route table (`routes.rs`): find the path (404 if none,
+//! GP-68), the method's row (405 with `Allow`), run the guard in the
+//! declared order, then the row's handler.
+//!
+//! The guard's order: credential (401) → scope, session rule or origin
+//! (403) → the key's policies (403, once they land in `auth`) → the path
+//! parameter (404) → the handler, which checks the body (400) or answers
+//! 503 `not_available` for a feature that has not landed.
 
 use crate::app::App;
 use crate::messages;
-use crate::reply::{self, Body, Envelope};
+use crate::ownership::{self, Resource};
+use crate::reply::{self, Body};
+use crate::routes::{AuthRule, Handler, InferenceEndpoint, ParamRule, ROUTES, Route};
+use crate::session;
 use crate::surfaces::{CHAT, COMPLETIONS, MESSAGES, RESPONSES};
-use crate::{admin, health, inference};
-use http::{Method, Response};
+use crate::{admin, auth, health, inference};
+use http::Response;
+use http::header::HeaderValue;
 use hyper::body::Incoming;
 use router_canonical::{ApiError, ErrorCode};
+use router_core::store::ApiKeyRecord;
 use std::sync::{Arc, OnceLock};
 use uuid::Uuid;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Endpoint {
-    ChatCompletions,
-    Responses,
-    Messages,
-    CountTokens,
-    Completions,
-    Healthz,
-    Readyz,
-    AdminAccounts,
-    AdminAccount,
-    AdminAccountCredits,
-    AdminApiKeys,
-    AdminApiKey,
-    AdminRequest,
+/// The rows of one path and the `Allow` header of its 405.
+struct PathRoutes {
+    routes: Vec<&'static Route>,
+    allow: HeaderValue,
 }
 
-impl Endpoint {
-    fn methods(self) -> &'static [Method] {
-        match self {
-            Endpoint::ChatCompletions
-            | Endpoint::Responses
-            | Endpoint::Messages
-            | Endpoint::CountTokens
-            | Endpoint::Completions
-            | Endpoint::AdminAccounts
-            | Endpoint::AdminAccountCredits
-            | Endpoint::AdminApiKeys => &[Method::POST],
-            Endpoint::Healthz
-            | Endpoint::Readyz
-            | Endpoint::AdminAccount
-            | Endpoint::AdminRequest => &[Method::GET],
-            Endpoint::AdminApiKey => &[Method::DELETE],
-        }
-    }
-
-    /// The error envelope of the endpoint's protocol.
-    fn envelope(self) -> Envelope {
-        match self {
-            Endpoint::Messages | Endpoint::CountTokens => Envelope::Messages,
-            _ => Envelope::OpenAi,
-        }
-    }
-}
-
-fn table() -> &'static matchit::Router<Endpoint> {
-    static TABLE: OnceLock<matchit::Router<Endpoint>> = OnceLock::new();
+fn table() -> &'static matchit::Router<PathRoutes> {
+    static TABLE: OnceLock<matchit::Router<PathRoutes>> = OnceLock::new();
     TABLE.get_or_init(|| {
+        let mut paths: Vec<(&'static str, Vec<&'static Route>)> = Vec::new();
+        for route in &ROUTES {
+            match paths.iter_mut().find(|(path, _)| *path == route.path) {
+                Some((_, routes)) => routes.push(route),
+                None => paths.push((route.path, vec![route])),
+            }
+        }
         let mut router = matchit::Router::new();
-        let entries = [
-            ("/v1/chat/completions", Endpoint::ChatCompletions),
-            ("/v1/responses", Endpoint::Responses),
-            ("/v1/messages", Endpoint::Messages),
-            ("/v1/messages/count_tokens", Endpoint::CountTokens),
-            ("/v1/completions", Endpoint::Completions),
-            ("/healthz", Endpoint::Healthz),
-            ("/readyz", Endpoint::Readyz),
-            ("/admin/accounts", Endpoint::AdminAccounts),
-            ("/admin/accounts/{id}", Endpoint::AdminAccount),
-            (
-                "/admin/accounts/{id}/credits",
-                Endpoint::AdminAccountCredits,
-            ),
-            ("/admin/api-keys", Endpoint::AdminApiKeys),
-            ("/admin/api-keys/{id}", Endpoint::AdminApiKey),
-            ("/admin/requests/{id}", Endpoint::AdminRequest),
-        ];
-        for (path, endpoint) in entries {
+        for (path, routes) in paths {
+            let allow = routes
+                .iter()
+                .map(|r| r.method.as_str())
+                .collect::<Vec<_>>()
+                .join(", ");
+            let allow = HeaderValue::from_str(&allow).unwrap_or(HeaderValue::from_static(""));
             // The table is static: an insert error is a programming error caught by tests.
-            if let Err(e) = router.insert(path, endpoint) {
+            if let Err(e) = router.insert(path, PathRoutes { routes, allow }) {
                 tracing::error!(path, error = %e, "invalid route table entry");
             }
         }
         router
     })
+}
+
+/// Who the guard let through.
+pub enum Caller {
+    /// A `Public` route.
+    Anonymous,
+    /// An API key with the route's scope.
+    Key(ApiKeyRecord),
+    /// The operator token.
+    Operator,
+}
+
+impl Caller {
+    /// The key of a route whose rule demands one; `routes.rs` tests that
+    /// every handler calling this sits behind a key rule.
+    fn key(self) -> Result<ApiKeyRecord, ApiError> {
+        match self {
+            Caller::Key(key) => Ok(key),
+            Caller::Anonymous | Caller::Operator => Err(ApiError::new(
+                ErrorCode::InternalError,
+                "This endpoint is misconfigured.",
+            )),
+        }
+    }
+}
+
+/// An API key or its `Authorization` header is present, well-formed or not.
+fn presents_key(headers: &http::HeaderMap) -> bool {
+    headers.contains_key(http::header::AUTHORIZATION) || headers.contains_key("x-api-key")
+}
+
+/// Apply the row's auth rule: 401 without a credential the rule accepts,
+/// 403 for a missing scope or the wrong kind of credential.
+pub async fn guard(
+    app: &App,
+    rule: AuthRule,
+    headers: &http::HeaderMap,
+) -> Result<Caller, ApiError> {
+    match rule {
+        AuthRule::Public => Ok(Caller::Anonymous),
+        AuthRule::Admin => admin::authorize(app, headers).map(|()| Caller::Operator),
+        AuthRule::ApiKey { scope } => auth::authenticate(app, headers, scope)
+            .await
+            .map(Caller::Key),
+        AuthRule::ApiKeyOrSession { scope } => {
+            // A key sent is the credential; otherwise a session may be.
+            if !presents_key(headers)
+                && let Some(session) = session::find(app, headers)
+            {
+                match session {}
+            }
+            auth::authenticate(app, headers, Some(scope))
+                .await
+                .map(Caller::Key)
+        }
+        AuthRule::Session => {
+            if let Some(session) = session::find(app, headers) {
+                match session {}
+            }
+            if presents_key(headers) {
+                Err(ApiError::new(
+                    ErrorCode::SessionRequired,
+                    "This endpoint accepts only a signed-in browser session, not an API key.",
+                ))
+            } else {
+                Err(ApiError::new(
+                    ErrorCode::AuthenticationRequired,
+                    "Sign in: this endpoint needs a browser session.",
+                ))
+            }
+        }
+    }
+}
+
+/// The row's path-parameter check (404 for a malformed ID).
+fn check_param(rule: ParamRule, param: Option<&str>) -> Result<(), ApiError> {
+    match rule {
+        ParamRule::None => Ok(()),
+        ParamRule::ChannelId => {
+            ownership::parse_id(Resource::Channel, param.unwrap_or_default()).map(|_| ())
+        }
+        ParamRule::Platform => match param {
+            Some("slack" | "discord" | "telegram") => Ok(()),
+            _ => Err(ApiError::new(
+                ErrorCode::NotFound,
+                "No such channel platform.",
+            )),
+        },
+    }
 }
 
 pub async fn dispatch(app: Arc<App>, request: http::Request<Incoming>) -> Response<Body> {
@@ -94,54 +151,91 @@ pub async fn dispatch(app: Arc<App>, request: http::Request<Incoming>) -> Respon
     let path = request.uri().path();
     let Ok(matched) = table().at(path) else {
         let error = ApiError::new(ErrorCode::NotFound, format!("No endpoint at `{path}`."));
-        return reply::error(Envelope::OpenAi, &error, &id_text);
+        return reply::error(reply::Envelope::OpenAi, &error, &id_text);
     };
-    let endpoint = *matched.value;
-    let param = matched.params.get("id").map(str::to_owned);
-    if !endpoint.methods().contains(request.method()) {
+    let entry = matched.value;
+    let Some(route) = entry
+        .routes
+        .iter()
+        .copied()
+        .find(|r| r.method == request.method())
+    else {
         let error = ApiError::new(
             ErrorCode::MethodNotAllowed,
             format!("`{}` is not allowed on `{path}`.", request.method()),
         );
-        let mut response = reply::error(endpoint.envelope(), &error, &id_text);
-        let allow = endpoint
-            .methods()
-            .iter()
-            .map(Method::as_str)
-            .collect::<Vec<_>>()
-            .join(", ");
-        if let Ok(value) = http::HeaderValue::from_str(&allow) {
-            response.headers_mut().insert(http::header::ALLOW, value);
-        }
+        let mut response = reply::error(entry.routes[0].envelope, &error, &id_text);
+        response
+            .headers_mut()
+            .insert(http::header::ALLOW, entry.allow.clone());
         return response;
+    };
+    // Every pattern has at most one parameter, its last segment.
+    let param = matched.params.iter().next().map(|(_, v)| v.to_owned());
+    let caller = match guard(&app, route.auth, request.headers()).await {
+        Ok(caller) => caller,
+        Err(e) => return reply::error(route.envelope, &e, &id_text),
+    };
+    if let Err(e) = check_param(route.param, param.as_deref()) {
+        return reply::error(route.envelope, &e, &id_text);
     }
+    let result = match route.handler {
+        Handler::Inference(endpoint) => {
+            return match caller.key() {
+                Ok(key) => run_inference(endpoint, app, request, key, request_id).await,
+                Err(e) => reply::error(route.envelope, &e, &id_text),
+            };
+        }
+        Handler::Healthz => Ok(health::healthz(&id_text)),
+        Handler::Readyz => Ok(health::readyz(&app, &id_text).await),
+        Handler::AdminCreateAccount => admin::create_account(&app, request, &id_text).await,
+        Handler::AdminGetAccount => admin::get_account(&app, param.as_deref(), &id_text).await,
+        Handler::AdminGrantCredits => {
+            admin::grant_credits(&app, request, param.as_deref(), &id_text).await
+        }
+        Handler::AdminCreateApiKey => admin::create_api_key(&app, request, &id_text).await,
+        Handler::AdminDeleteApiKey => admin::delete_api_key(&app, param.as_deref(), &id_text).await,
+        Handler::AdminGetRequest => admin::get_request(&app, param.as_deref(), &id_text).await,
+        Handler::NotAvailable => Err(not_available(route)),
+    };
+    result.unwrap_or_else(|e| reply::error(route.envelope, &e, &id_text))
+}
+
+async fn run_inference(
+    endpoint: InferenceEndpoint,
+    app: Arc<App>,
+    request: http::Request<Incoming>,
+    key: ApiKeyRecord,
+    request_id: Uuid,
+) -> Response<Body> {
     match endpoint {
-        Endpoint::ChatCompletions => inference::handle(&CHAT, app, request, request_id).await,
-        Endpoint::Responses => inference::handle(&RESPONSES, app, request, request_id).await,
-        Endpoint::Messages => inference::handle(&MESSAGES, app, request, request_id).await,
-        Endpoint::CountTokens => messages::handle_count_tokens(app, request, request_id).await,
-        Endpoint::Completions => inference::handle(&COMPLETIONS, app, request, request_id).await,
-        Endpoint::Healthz => health::healthz(&id_text),
-        Endpoint::Readyz => health::readyz(&app, &id_text).await,
-        admin_endpoint => {
-            let result = async {
-                admin::authorize(&app, request.headers())?;
-                let id = param.as_deref();
-                match admin_endpoint {
-                    Endpoint::AdminAccounts => admin::create_account(&app, request, &id_text).await,
-                    Endpoint::AdminAccount => admin::get_account(&app, id, &id_text).await,
-                    Endpoint::AdminAccountCredits => {
-                        admin::grant_credits(&app, request, id, &id_text).await
-                    }
-                    Endpoint::AdminApiKeys => admin::create_api_key(&app, request, &id_text).await,
-                    Endpoint::AdminApiKey => admin::delete_api_key(&app, id, &id_text).await,
-                    _ => admin::get_request(&app, id, &id_text).await,
-                }
-            }
-            .await;
-            result.unwrap_or_else(|e| reply::error(Envelope::OpenAi, &e, &id_text))
+        InferenceEndpoint::ChatCompletions => {
+            inference::handle(&CHAT, app, request, key, request_id).await
+        }
+        InferenceEndpoint::Responses => {
+            inference::handle(&RESPONSES, app, request, key, request_id).await
+        }
+        InferenceEndpoint::Messages => {
+            inference::handle(&MESSAGES, app, request, key, request_id).await
+        }
+        InferenceEndpoint::CountTokens => {
+            messages::handle_count_tokens(app, request, key, request_id).await
+        }
+        InferenceEndpoint::Completions => {
+            inference::handle(&COMPLETIONS, app, request, key, request_id).await
         }
     }
+}
+
+/// The answer of a route whose feature has not landed.
+fn not_available(route: &Route) -> ApiError {
+    ApiError::new(
+        ErrorCode::NotAvailable,
+        format!(
+            "`{} {}` is not available yet on this router.",
+            route.method, route.path
+        ),
+    )
 }
 
 #[cfg(test)]
@@ -149,14 +243,34 @@ mod tests {
     use super::*;
 
     #[test]
-    fn table_builds_and_matches() {
-        assert_eq!(
-            *table().at("/v1/chat/completions").unwrap().value,
-            Endpoint::ChatCompletions
-        );
+    fn every_row_is_routed_and_matches() {
+        for route in &ROUTES {
+            let path = route
+                .path
+                .replace("{*model_id}", "vendor/model-x")
+                .replace("{id}", "p")
+                .replace("{channel_id}", "p")
+                .replace("{video_id}", "p")
+                .replace("{platform}", "slack");
+            let matched = table().at(&path).expect(route.path);
+            assert!(
+                matched.value.routes.iter().any(|r| std::ptr::eq(*r, route)),
+                "{path} does not reach its row"
+            );
+        }
         let m = table().at("/admin/accounts/abc/credits").unwrap();
-        assert_eq!(*m.value, Endpoint::AdminAccountCredits);
-        assert_eq!(m.params.get("id"), Some("abc"));
+        assert_eq!(m.params.iter().next().map(|(_, v)| v), Some("abc"));
+        assert_eq!(
+            table().at("/api/channels/email").unwrap().value.routes[0].param,
+            ParamRule::None
+        );
         assert!(table().at("/v1/files").is_err());
+        assert!(table().at("/public/models/").is_err());
+    }
+
+    #[test]
+    fn allow_lists_the_methods_of_a_path() {
+        let m = table().at("/v1/channels/x").unwrap();
+        assert_eq!(m.value.allow, "GET, PATCH");
     }
 }

@@ -1,11 +1,11 @@
-//! The one inference flow every surface shares: authenticate, validate the
+//! The one inference flow every surface shares (once the route guard has
+//! authenticated the key): validate the
 //! common headers, read the body under the surface's limit, parse it with
 //! the surface's client codec, run the lifecycle, and answer as JSON or as
 //! the codec's SSE dialect. What differs per surface is a [`Surface`]: a
 //! client codec and its HTTP settings (`surfaces.rs`).
 
 use crate::app::App;
-use crate::auth;
 use crate::body::read_limited;
 use crate::client_stream;
 use crate::reply::{self, Body};
@@ -19,7 +19,7 @@ use router_canonical::{
 };
 use router_core::Outcome;
 use router_core::gateway::Admission;
-use router_core::store::{ApiKeyRecord, Scope};
+use router_core::store::ApiKeyRecord;
 use std::sync::Arc;
 use uuid::Uuid;
 
@@ -39,14 +39,17 @@ impl router_canonical::HeaderSource for Headers<'_> {
     }
 }
 
+/// Serve one inference call; `key` is the caller the route guard let
+/// through (scope `inference`, see `routes.rs`).
 pub async fn handle<C: ClientCodec>(
     surface: &'static Surface<C>,
     app: Arc<App>,
     request: http::Request<Incoming>,
+    key: ApiKeyRecord,
     request_id: Uuid,
 ) -> Response<Body> {
     let id_text = request_id.to_string();
-    match run(surface, app, request, request_id, &id_text).await {
+    match run(surface, app, request, key, request_id, &id_text).await {
         Ok(response) => response,
         Err(error) => surface.error(&error, &id_text),
     }
@@ -56,11 +59,12 @@ async fn run<C: ClientCodec>(
     surface: &'static Surface<C>,
     app: Arc<App>,
     request: http::Request<Incoming>,
+    key: ApiKeyRecord,
     request_id: Uuid,
     id_text: &str,
 ) -> Result<Response<Body>, ApiError> {
     let codec = &surface.codec;
-    let inbound = receive(&app, request, surface.body_limit).await?;
+    let inbound = receive(request, key, surface.body_limit).await?;
     let (mut canonical, extra) =
         codec.parse_request(&Headers(&inbound.parts.headers), &inbound.body)?;
     apply_headers(&inbound.parts.headers, &mut canonical);
@@ -106,15 +110,14 @@ async fn run<C: ClientCodec>(
     Ok(response)
 }
 
-/// Authenticate (scope `inference`), validate the `X-CI-*` headers, then
-/// read at most `limit` bytes of body.
+/// Validate the `X-CI-*` headers of an authorized call, then read at most
+/// `limit` bytes of body.
 pub async fn receive(
-    app: &App,
     request: http::Request<Incoming>,
+    key: ApiKeyRecord,
     limit: usize,
 ) -> Result<Inbound, ApiError> {
     let (parts, body) = request.into_parts();
-    let key = auth::authenticate(app, &parts.headers, Scope::Inference).await?;
     crate::inference_headers::validate(&parts.headers)?;
     let body = read_limited(&parts.headers, body, limit).await?;
     Ok(Inbound { parts, key, body })

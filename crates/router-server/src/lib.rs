@@ -17,8 +17,11 @@ pub mod health;
 pub mod inference;
 pub mod inference_headers;
 pub mod messages;
+pub mod ownership;
 pub mod reply;
+pub mod routes;
 pub mod server;
+pub mod session;
 pub mod surfaces;
 
 pub use app::App;

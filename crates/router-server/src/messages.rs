@@ -12,6 +12,7 @@ use http::header::HeaderValue;
 use http::{Response, StatusCode};
 use hyper::body::Incoming;
 use router_canonical::{ApiError, ErrorCode};
+use router_core::store::ApiKeyRecord;
 use router_core::thinking_seal::SealError;
 use std::sync::Arc;
 use uuid::Uuid;
@@ -19,10 +20,11 @@ use uuid::Uuid;
 pub async fn handle_count_tokens(
     app: Arc<App>,
     request: http::Request<Incoming>,
+    key: ApiKeyRecord,
     request_id: Uuid,
 ) -> Response<Body> {
     let id_text = request_id.to_string();
-    match count_tokens(app, request, &id_text).await {
+    match count_tokens(app, request, key, &id_text).await {
         Ok(response) => response,
         Err(error) => MESSAGES.error(&error, &id_text),
     }
@@ -33,9 +35,10 @@ pub async fn handle_count_tokens(
 async fn count_tokens(
     app: Arc<App>,
     request: http::Request<Incoming>,
+    key: ApiKeyRecord,
     id_text: &str,
 ) -> Result<Response<Body>, ApiError> {
-    let inbound = inference::receive(&app, request, MESSAGES_BODY_LIMIT).await?;
+    let inbound = inference::receive(request, key, MESSAGES_BODY_LIMIT).await?;
     let canonical = MESSAGES
         .codec
         .parse_count_tokens(&Headers(&inbound.parts.headers), &inbound.body)?;

@@ -20,6 +20,11 @@ pub enum Envelope {
     /// `{"type":"error","error":{"type","message"}}` with `request-id` and
     /// `x-request-id` (D-34, CF-12).
     Messages,
+    /// The OpenAI-style envelope plus `error.requestId`, equal to
+    /// `x-request-id` (P-03, O-31).
+    Video,
+    /// `{"detail": "..."}`, the public catalog's (P-04, L-40).
+    Public,
 }
 
 pub const REQUEST_ID: &str = "x-request-id";
@@ -61,6 +66,29 @@ pub fn error(envelope: Envelope, error: &ApiError, request_id: &str) -> Reply {
     match envelope {
         Envelope::OpenAi => crate::surfaces::CHAT.error(error, request_id),
         Envelope::Messages => crate::surfaces::MESSAGES.error(error, request_id),
+        Envelope::Video => {
+            let code = error.code;
+            let body = serde_json::json!({"error": {
+                "message": error.message,
+                "type": code.openai_type(),
+                "param": error.param,
+                "code": code.as_str(),
+                "requestId": request_id,
+            }});
+            error_with(
+                &serde_json::to_vec(&body).unwrap_or_default(),
+                error,
+                request_id,
+            )
+        }
+        Envelope::Public => {
+            let body = serde_json::json!({ "detail": error.message });
+            error_with(
+                &serde_json::to_vec(&body).unwrap_or_default(),
+                error,
+                request_id,
+            )
+        }
     }
 }
 

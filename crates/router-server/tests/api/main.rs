@@ -15,6 +15,7 @@ mod harness;
 mod messages;
 mod responses;
 mod retries;
+mod routes_matrix;
 mod streaming;
 mod supplier_failures;
 mod thinking_signatures;

@@ -1,0 +1,242 @@
+//! The route table: every path the router serves, one row per method, with
+//! its auth rule, error envelope, path-parameter check and handler.
+//!
+//! This table is the only place a route is declared. `dispatch` builds its
+//! path router from it, guards each request by the row's rule, and the API
+//! test `routes_matrix` derives every expected status from it, so a row
+//! added here is routed, guarded and tested at once. The paths are the
+//! service spec's (plus health and the operator API); `docs/routes.md`
+//! lists them for people.
+
+use crate::reply::Envelope;
+use http::Method;
+use router_core::store::Scope;
+
+/// Who may call a route. The guard checks it in this order: credential
+/// (401), then scope, session rule or origin (403); see `dispatch::guard`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthRule {
+    /// No credential; any credential sent is ignored (A-13, GP-71).
+    Public,
+    /// An API key, with `scope` when one is named (`None`: any valid key,
+    /// as `GET /v1/docs`, A-12). A browser session is never a credential
+    /// here.
+    ApiKey { scope: Option<Scope> },
+    /// An API key with `scope`, or a signed-in browser session; a session's
+    /// mutations need the same origin. Sessions have not landed,
+    /// so today only the key opens these (`session.rs`).
+    ApiKeyOrSession { scope: Scope },
+    /// A signed-in browser session only: an API key gets 403
+    /// `session_required`, no credential 401 (A-14, CF-18). Sessions have
+    /// not landed, so today nothing opens these.
+    Session,
+    /// The operator token (`ROUTER_ADMIN_TOKEN`).
+    Admin,
+}
+
+/// What the guard checks of the path parameter after authorization, before
+/// the handler runs: a malformed ID is a missing resource (404), like an
+/// unknown or foreign one (A-22, GP-72).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParamRule {
+    /// Nothing (no parameter, or the handler checks it).
+    None,
+    /// A channel UUID (M-05): otherwise 404 `channel_not_found`.
+    ChannelId,
+    /// `slack`, `discord` or `telegram` (M-33): otherwise 404.
+    Platform,
+}
+
+/// The code that answers once the guard has let a request through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Handler {
+    /// An inference endpoint: needs the caller's API key.
+    Inference(InferenceEndpoint),
+    Healthz,
+    Readyz,
+    AdminCreateAccount,
+    AdminGetAccount,
+    AdminGrantCredits,
+    AdminCreateApiKey,
+    AdminDeleteApiKey,
+    AdminGetRequest,
+    /// The feature has not landed: 503 `not_available` after the guard. Its
+    /// own issue puts a real handler in the row.
+    NotAvailable,
+}
+
+/// The inference endpoints (`inference.rs`, `messages.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InferenceEndpoint {
+    ChatCompletions,
+    Responses,
+    Messages,
+    CountTokens,
+    Completions,
+}
+
+/// One row of the table.
+#[derive(Debug)]
+pub struct Route {
+    pub method: Method,
+    /// A `matchit` pattern; the parameter, if any, is the last segment
+    /// (`{*model_id}` takes slashes).
+    pub path: &'static str,
+    pub auth: AuthRule,
+    pub envelope: Envelope,
+    pub param: ParamRule,
+    pub handler: Handler,
+}
+
+const fn row(
+    method: Method,
+    path: &'static str,
+    auth: AuthRule,
+    envelope: Envelope,
+    handler: Handler,
+) -> Route {
+    row_checked(method, path, auth, envelope, handler, ParamRule::None)
+}
+
+/// A row whose path parameter the guard checks.
+const fn row_checked(
+    method: Method,
+    path: &'static str,
+    auth: AuthRule,
+    envelope: Envelope,
+    handler: Handler,
+    param: ParamRule,
+) -> Route {
+    Route {
+        method,
+        path,
+        auth,
+        envelope,
+        param,
+        handler,
+    }
+}
+
+const fn key(scope: Scope) -> AuthRule {
+    AuthRule::ApiKey { scope: Some(scope) }
+}
+
+const fn key_or_session(scope: Scope) -> AuthRule {
+    AuthRule::ApiKeyOrSession { scope }
+}
+
+use AuthRule::{Admin, Public, Session};
+use Envelope::{Messages as MessagesEnv, OpenAi, Public as Detail, Video};
+use Handler::{Inference as Infer, *};
+use InferenceEndpoint::*;
+use Scope::{
+    AccountRead as READ, AccountWrite as WRITE, Inference as INFERENCE, UsageRead as USAGE,
+};
+const GET: Method = Method::GET;
+const POST: Method = Method::POST;
+const PATCH: Method = Method::PATCH;
+const DELETE: Method = Method::DELETE;
+/// Any valid API key, no scope (`GET /v1/docs`, A-12).
+const ANY_KEY: AuthRule = AuthRule::ApiKey { scope: None };
+use ParamRule::{ChannelId, Platform};
+
+/// Every route. Scopes as the spec's Authentication section states them;
+/// videos take `inference` (GP-73). One row per line, so kept out of rustfmt.
+#[rustfmt::skip]
+pub static ROUTES: [Route; 37] = [
+    // Inference (B..E).
+    row(POST,   "/v1/chat/completions",          key(INFERENCE),            OpenAi,      Infer(ChatCompletions)),
+    row(POST,   "/v1/responses",                 key(INFERENCE),            OpenAi,      Infer(Responses)),
+    row(POST,   "/v1/messages",                  key(INFERENCE),            MessagesEnv, Infer(Messages)),
+    row(POST,   "/v1/messages/count_tokens",     key(INFERENCE),            MessagesEnv, Infer(CountTokens)),
+    row(POST,   "/v1/completions",               key(INFERENCE),            OpenAi,      Infer(Completions)),
+    // Uploads (I).
+    row(POST,   "/v1/uploads",                   key_or_session(INFERENCE), OpenAi,      NotAvailable),
+    row(DELETE, "/v1/uploads/{id}",              key_or_session(INFERENCE), OpenAi,      NotAvailable),
+    // Data protection (J).
+    row(GET,    "/api/data-protection",          key_or_session(READ),      OpenAi,      NotAvailable),
+    row(PATCH,  "/api/data-protection",          Session,                   OpenAi,      NotAvailable),
+    // Documentation (K).
+    row(GET,    "/v1/docs",                      ANY_KEY,                   OpenAi,      NotAvailable),
+    // Catalog and pricing (L).
+    row(GET,    "/public/models",                Public,                    Detail,      NotAvailable),
+    row(GET,    "/public/models/{*model_id}",    Public,                    Detail,      NotAvailable),
+    row(GET,    "/catalog/models",               Public,                    Detail,      NotAvailable),
+    row(GET,    "/v1/models",                    key(INFERENCE),            OpenAi,      NotAvailable),
+    row(GET,    "/v1/models/supply",             key(INFERENCE),            OpenAi,      NotAvailable),
+    row(GET,    "/v1/models/compare",            key_or_session(USAGE),     OpenAi,      NotAvailable),
+    row(GET,    "/v1/pricing/changes",           key_or_session(USAGE),     OpenAi,      NotAvailable),
+    // Digest channels (M).
+    row(GET,    "/v1/channels",                  key_or_session(READ),      OpenAi,      NotAvailable),
+    row_checked(GET,    "/v1/channels/{channel_id}",             key_or_session(READ),  OpenAi, NotAvailable, ChannelId),
+    row_checked(PATCH,  "/v1/channels/{channel_id}",             key_or_session(WRITE), OpenAi, NotAvailable, ChannelId),
+    row_checked(POST,   "/v1/channels/{channel_id}/send-report", key_or_session(WRITE), OpenAi, NotAvailable, ChannelId),
+    row(GET,    "/api/channels/email",           Session,                   OpenAi,      NotAvailable),
+    row(POST,   "/api/channels/email",           Session,                   OpenAi,      NotAvailable),
+    row_checked(DELETE, "/api/channels/email/{id}",              Session,               OpenAi, NotAvailable, ChannelId),
+    row_checked(GET,    "/api/channels/{platform}",              Session,               OpenAi, NotAvailable, Platform),
+    // Image generation (N).
+    row(POST,   "/v1/images/generations",        key(INFERENCE),            OpenAi,      NotAvailable),
+    // Videos (O).
+    row(POST,   "/v1/videos",                    key(INFERENCE),            Video,       NotAvailable),
+    row(GET,    "/v1/videos/{video_id}",         key(INFERENCE),            Video,       NotAvailable),
+    row(GET,    "/v1/videos/{video_id}/content", key(INFERENCE),            Video,       NotAvailable),
+    // Health.
+    row(GET,    "/healthz",                      Public,                    OpenAi,      Healthz),
+    row(GET,    "/readyz",                       Public,                    OpenAi,      Readyz),
+    // The operator API (docs/admin-api.md).
+    row(POST,   "/admin/accounts",               Admin,                     OpenAi,      AdminCreateAccount),
+    row(GET,    "/admin/accounts/{id}",          Admin,                     OpenAi,      AdminGetAccount),
+    row(POST,   "/admin/accounts/{id}/credits",  Admin,                     OpenAi,      AdminGrantCredits),
+    row(POST,   "/admin/api-keys",               Admin,                     OpenAi,      AdminCreateApiKey),
+    row(DELETE, "/admin/api-keys/{id}",          Admin,                     OpenAi,      AdminDeleteApiKey),
+    row(GET,    "/admin/requests/{id}",          Admin,                     OpenAi,      AdminGetRequest),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn one_row_per_path_and_method() {
+        let mut seen = HashSet::new();
+        for route in &ROUTES {
+            assert!(
+                seen.insert((route.method.clone(), route.path)),
+                "{} {} declared twice",
+                route.method,
+                route.path
+            );
+        }
+    }
+
+    /// `docs/routes.md` lists every row, so it cannot drift from the table.
+    #[test]
+    fn the_docs_list_every_route() {
+        let docs = include_str!("../../../docs/routes.md");
+        for route in &ROUTES {
+            assert!(
+                docs.contains(&format!("| {} ", route.path))
+                    || docs.contains(&format!("{},", route.path))
+                    || docs.contains(&format!("{} |", route.path)),
+                "docs/routes.md does not list {} {}",
+                route.method,
+                route.path
+            );
+        }
+    }
+
+    /// Handlers that need an API key's account sit only behind a key rule.
+    #[test]
+    fn inference_handlers_need_an_inference_key() {
+        for route in &ROUTES {
+            if matches!(route.handler, Handler::Inference(_)) {
+                assert_eq!(route.auth, key(INFERENCE), "{}", route.path);
+            }
+            if route.path.starts_with("/admin/") {
+                assert_eq!(route.auth, Admin, "{}", route.path);
+            }
+        }
+    }
+}
