@@ -19,6 +19,8 @@ pub enum ErrorCode {
     InsufficientCredits,
     InsufficientScope,
     ModelNotAllowed,
+    IpNotAllowed,
+    PolicyChanged,
     ModelNotFound,
     ExperimentNotFound,
     NotFound,
@@ -49,6 +51,8 @@ impl ErrorCode {
             ErrorCode::InsufficientCredits => "insufficient_credits",
             ErrorCode::InsufficientScope => "insufficient_scope",
             ErrorCode::ModelNotAllowed => "model_not_allowed",
+            ErrorCode::IpNotAllowed => "ip_not_allowed",
+            ErrorCode::PolicyChanged => "policy_changed",
             ErrorCode::ModelNotFound => "model_not_found",
             ErrorCode::NotFound => "not_found",
             ErrorCode::MethodNotAllowed => "method_not_allowed",
@@ -71,7 +75,10 @@ impl ErrorCode {
             | ErrorCode::ListPriceUnknown => 400,
             ErrorCode::InvalidApiKey => 401,
             ErrorCode::InsufficientCredits => 402,
-            ErrorCode::InsufficientScope | ErrorCode::ModelNotAllowed => 403,
+            ErrorCode::InsufficientScope
+            | ErrorCode::ModelNotAllowed
+            | ErrorCode::IpNotAllowed
+            | ErrorCode::PolicyChanged => 403,
             ErrorCode::ModelNotFound | ErrorCode::ExperimentNotFound | ErrorCode::NotFound => 404,
             ErrorCode::MethodNotAllowed => 405,
             ErrorCode::Conflict => 409,

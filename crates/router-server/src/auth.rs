@@ -1,7 +1,10 @@
-//! API-key authentication: `Authorization: Bearer` or `x-api-key` (A-01..A-05).
+//! API-key authentication: `Authorization: Bearer` or `x-api-key`
+//! (A-01..A-05), the key's IP allowlist and model policy.
 
 use crate::app::App;
+use crate::client_addr::PeerAddr;
 use router_canonical::{ApiError, ErrorCode};
+use router_core::Catalog;
 use router_core::store::{ApiKeyRecord, Scope, Store};
 
 fn invalid_key() -> ApiError {
@@ -38,12 +41,14 @@ pub fn presented_key(headers: &http::HeaderMap) -> Result<&str, ApiError> {
     Ok(key)
 }
 
-/// Authenticate and check one scope.
+/// Authenticate, check the key's IP allowlist, then one scope (A-06,
+/// Every API-key endpoint passes here.
 pub async fn authenticate(
     app: &App,
-    headers: &http::HeaderMap,
+    parts: &http::request::Parts,
     scope: Scope,
 ) -> Result<ApiKeyRecord, ApiError> {
+    let headers = &parts.headers;
     let key = presented_key(headers)?;
     let hash = router_store::hash_api_key(key);
     let record = app
@@ -58,6 +63,19 @@ pub async fn authenticate(
             )
         })?
         .ok_or_else(invalid_key)?;
+    // The client address is worked out only for keys that have an allowlist.
+    if record.policy.ip_allowlist.is_some() {
+        let client = parts
+            .extensions
+            .get::<PeerAddr>()
+            .and_then(|peer| app.trusted_proxies.client(peer.0, headers));
+        if !record.policy.allows_ip(client) {
+            return Err(ApiError::new(
+                ErrorCode::IpNotAllowed,
+                "This API key may not be used from this IP address.",
+            ));
+        }
+    }
     if !record.has_scope(scope) {
         return Err(ApiError::new(
             ErrorCode::InsufficientScope,
@@ -65,6 +83,20 @@ pub async fn authenticate(
         ));
     }
     Ok(record)
+}
+
+/// The key's model policy (A-18, GP-46): a model that does not exist is
+/// left to routing (404 `model_not_found`); one that exists but is not
+/// allowed for the key is 403 `model_not_allowed`.
+pub fn check_model(catalog: &Catalog, key: &ApiKeyRecord, name: &str) -> Result<(), ApiError> {
+    match catalog.model(name) {
+        Some(model) if !key.policy.allows_model(model) => Err(ApiError::new(
+            ErrorCode::ModelNotAllowed,
+            format!("This API key may not use the model `{name}`."),
+        )
+        .with_param("model")),
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]

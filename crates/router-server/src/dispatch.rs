@@ -43,7 +43,7 @@ impl Endpoint {
             | Endpoint::Readyz
             | Endpoint::AdminAccount
             | Endpoint::AdminRequest => &[Method::GET],
-            Endpoint::AdminApiKey => &[Method::DELETE],
+            Endpoint::AdminApiKey => &[Method::GET, Method::PATCH, Method::DELETE],
         }
     }
 
@@ -134,6 +134,12 @@ pub async fn dispatch(app: Arc<App>, request: http::Request<Incoming>) -> Respon
                         admin::grant_credits(&app, request, id, &id_text).await
                     }
                     Endpoint::AdminApiKeys => admin::create_api_key(&app, request, &id_text).await,
+                    Endpoint::AdminApiKey if request.method() == Method::GET => {
+                        admin::get_api_key(&app, id, &id_text).await
+                    }
+                    Endpoint::AdminApiKey if request.method() == Method::PATCH => {
+                        admin::update_api_key(&app, request, id, &id_text).await
+                    }
                     Endpoint::AdminApiKey => admin::delete_api_key(&app, id, &id_text).await,
                     _ => admin::get_request(&app, id, &id_text).await,
                 }

@@ -63,12 +63,14 @@ async fn run<C: ClientCodec>(
     let inbound = receive(&app, request, surface.body_limit).await?;
     let (mut canonical, extra) =
         codec.parse_request(&Headers(&inbound.parts.headers), &inbound.body)?;
-    apply_headers(&inbound.parts.headers, &mut canonical);
+    auth::check_model(app.gateway.catalog(), &inbound.key, &canonical.model)?;
+    apply_headers(&inbound.parts.headers, &inbound.key, &mut canonical);
     let model = canonical.model.clone();
     let admission = Admission {
         request_id,
         account_id: inbound.key.account_id,
         api_key_id: inbound.key.key_id,
+        policy_version: inbound.key.policy.version,
         inbound: codec.protocol(),
     };
     let history = app
@@ -106,7 +108,7 @@ async fn run<C: ClientCodec>(
     Ok(response)
 }
 
-/// Authenticate (scope `inference`), validate the `X-CI-*` headers, then
+/// Authenticate (scope `inference`, the key's IP allowlist), validate the `X-CI-*` headers, then
 /// read at most `limit` bytes of body.
 pub async fn receive(
     app: &App,
@@ -114,22 +116,21 @@ pub async fn receive(
     limit: usize,
 ) -> Result<Inbound, ApiError> {
     let (parts, body) = request.into_parts();
-    let key = auth::authenticate(app, &parts.headers, Scope::Inference).await?;
+    let key = auth::authenticate(app, &parts, Scope::Inference).await?;
     crate::inference_headers::validate(&parts.headers)?;
     let body = read_limited(&parts.headers, body, limit).await?;
     Ok(Inbound { parts, key, body })
 }
 
 /// Apply the common headers to a parsed request: `x-ci-prompt-cache`
-/// overrides the key's mode, which defaults to passthrough (F-07).
-fn apply_headers(headers: &http::HeaderMap, request: &mut Request) {
-    if let Some(mode) = headers
+/// overrides the key's `prompt_cache_mode`, which defaults to passthrough
+/// (F-07).
+fn apply_headers(headers: &http::HeaderMap, key: &ApiKeyRecord, request: &mut Request) {
+    request.prompt_cache = headers
         .get("x-ci-prompt-cache")
         .and_then(|v| v.to_str().ok())
         .and_then(PromptCacheMode::parse)
-    {
-        request.prompt_cache = mode;
-    }
+        .unwrap_or_else(|| key.policy.default_prompt_cache());
 }
 
 pub fn unix_now() -> i64 {

@@ -3,6 +3,7 @@
 use router_core::{Catalog, Gateway, GatewayConfig, SealKey};
 use router_mock_supplier::MockSupplier;
 use router_server::App;
+use router_server::client_addr::TrustedProxies;
 use router_store::test_support::TestDatabase;
 use router_supply::HttpSuppliers;
 use serde_json::{Value, json};
@@ -285,6 +286,7 @@ impl TestRouter {
         let app = Arc::new(App {
             gateway,
             admin_token: Some(ADMIN_TOKEN.to_owned()),
+            trusted_proxies: TrustedProxies::default(),
         });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
