@@ -9,6 +9,7 @@
 mod api_keys;
 mod billing;
 mod integrity;
+mod key_policies;
 mod ledger;
 mod migrations;
 mod round_trips;
