@@ -23,6 +23,8 @@ pub enum ErrorCode {
     /// An API key on a route that only a browser session opens.
     SessionRequired,
     ModelNotAllowed,
+    IpNotAllowed,
+    PolicyChanged,
     ModelNotFound,
     ExperimentNotFound,
     UploadNotFound,
@@ -65,6 +67,8 @@ impl ErrorCode {
             ErrorCode::InsufficientCredits => "insufficient_credits",
             ErrorCode::InsufficientScope => "insufficient_scope",
             ErrorCode::ModelNotAllowed => "model_not_allowed",
+            ErrorCode::IpNotAllowed => "ip_not_allowed",
+            ErrorCode::PolicyChanged => "policy_changed",
             ErrorCode::ModelNotFound => "model_not_found",
             ErrorCode::NotFound => "not_found",
             ErrorCode::MethodNotAllowed => "method_not_allowed",
@@ -89,7 +93,9 @@ impl ErrorCode {
             ErrorCode::InsufficientCredits => 402,
             ErrorCode::InsufficientScope
             | ErrorCode::SessionRequired
-            | ErrorCode::ModelNotAllowed => 403,
+            | ErrorCode::ModelNotAllowed
+            | ErrorCode::IpNotAllowed
+            | ErrorCode::PolicyChanged => 403,
             ErrorCode::ModelNotFound
             | ErrorCode::ExperimentNotFound
             | ErrorCode::UploadNotFound

@@ -52,6 +52,8 @@ pub struct Admission {
     pub request_id: Uuid,
     pub account_id: Uuid,
     pub api_key_id: Uuid,
+    /// The key's policy version the request was admitted under.
+    pub policy_version: i64,
     pub inbound: Protocol,
 }
 
@@ -161,6 +163,7 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
             request_id: admission.request_id,
             account_id: admission.account_id,
             api_key_id: admission.api_key_id,
+            policy_version: admission.policy_version,
             model: plan.model.id.clone(),
             inbound_protocol: admission.inbound,
             recorded_protocol,
@@ -198,6 +201,10 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
             Ok(Err(ReserveError::InsufficientCredits)) => Err(ApiError::new(
                 ErrorCode::InsufficientCredits,
                 "Your available credits do not cover this request's maximum cost.",
+            )),
+            Ok(Err(ReserveError::PolicyChanged)) => Err(ApiError::new(
+                ErrorCode::PolicyChanged,
+                "The API key's policy changed while this request was admitted; nothing was charged.",
             )),
             Ok(Err(ReserveError::Store(e))) => Err(internal(&e)),
             Err(_) => Err(internal(&"the reservation task stopped")),

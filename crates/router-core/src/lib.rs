@@ -10,6 +10,7 @@
 
 pub mod catalog;
 pub mod gateway;
+pub mod key_policy;
 pub mod pricing;
 pub mod routing;
 pub mod store;
@@ -18,6 +19,7 @@ pub mod thinking_seal;
 
 pub use catalog::{Catalog, CatalogError, Model, Pricing, Route, Supplier};
 pub use gateway::{Gateway, GatewayConfig, LiveStream, Outcome, StreamItem};
+pub use key_policy::KeyPolicy;
 pub use routing::Plan;
 pub use supplier::{
     AttemptCause, AttemptError, EventStream, FailureKind, Retry, SupplierReply, Suppliers,

@@ -4,8 +4,10 @@
 //! step; the lifecycle guarantees each request is reserved once and then
 //! either settled once or voided once.
 
+use crate::key_policy::KeyPolicy;
 use router_canonical::{NanoUsd, Protocol, Usage};
 use std::future::Future;
+use std::sync::Arc;
 use std::time::SystemTime;
 use uuid::Uuid;
 
@@ -49,6 +51,9 @@ pub struct ApiKeyRecord {
     pub scopes: Vec<Scope>,
     /// When the key stops authenticating; a cached record is checked against it.
     pub expires_at: Option<SystemTime>,
+    /// Models, client addresses and prompt-cache default (shared: cloning a
+    /// cached record must stay cheap).
+    pub policy: Arc<KeyPolicy>,
 }
 
 impl ApiKeyRecord {
@@ -63,6 +68,9 @@ pub struct NewRequest {
     pub request_id: Uuid,
     pub account_id: Uuid,
     pub api_key_id: Uuid,
+    /// The key's policy version that admitted the request: the reservation
+    /// is refused ([`ReserveError::PolicyChanged`]) unless it is still current.
+    pub policy_version: i64,
     /// The public model ID the client asked for.
     pub model: String,
     pub inbound_protocol: Protocol,
@@ -80,6 +88,9 @@ pub struct NewRequest {
 pub enum ReserveError {
     #[error("the wallet's available balance is below the reservation")]
     InsufficientCredits,
+    /// The key's policy changed after the request was admitted under it.
+    #[error("the API key's policy changed while the request was admitted")]
+    PolicyChanged,
     #[error(transparent)]
     Store(#[from] StoreError),
 }

@@ -281,6 +281,7 @@ fn admission() -> Admission {
         request_id: Uuid::new_v4(),
         account_id: Uuid::new_v4(),
         api_key_id: Uuid::new_v4(),
+        policy_version: 0,
         inbound: Protocol::Chat,
     }
 }

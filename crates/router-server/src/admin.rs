@@ -6,8 +6,10 @@ use crate::body::{ADMIN_BODY_LIMIT, read_limited};
 use crate::reply::{self, Body};
 use http::{Response, StatusCode};
 use hyper::body::Incoming;
-use router_canonical::{ApiError, ErrorCode, NanoUsd};
+use router_canonical::{ApiError, ErrorCode, NanoUsd, PromptCacheMode};
+use router_core::KeyPolicy;
 use router_core::store::Scope;
+use router_store::api_keys::{ApiKeyChange, ApiKeyView};
 use serde::Deserialize;
 use serde_json::json;
 use subtle::ConstantTimeEq;
@@ -151,6 +153,46 @@ pub async fn grant_credits(
     ))
 }
 
+/// Deserializes a field that is present (possibly `null`) as `Some`, so an
+/// absent field (`None`, by `#[serde(default)]`) and `null` (clear it) differ.
+fn present<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(deserializer).map(Some)
+}
+
+/// Limits reserved for a later issue: refused while they are not enforced,
+/// rather than stored and silently ignored.
+struct ReservedLimits {
+    spend_limits: Option<serde_json::Value>,
+    monthly_budget_nano_usd: Option<serde_json::Value>,
+    requests_per_minute: Option<serde_json::Value>,
+    requests_per_day: Option<serde_json::Value>,
+    max_concurrent_requests: Option<serde_json::Value>,
+}
+
+impl ReservedLimits {
+    fn refuse(&self) -> Result<(), ApiError> {
+        let named = [
+            ("spend_limits", &self.spend_limits),
+            ("monthly_budget_nano_usd", &self.monthly_budget_nano_usd),
+            ("requests_per_minute", &self.requests_per_minute),
+            ("requests_per_day", &self.requests_per_day),
+            ("max_concurrent_requests", &self.max_concurrent_requests),
+        ];
+        match named.into_iter().find(|(_, value)| value.is_some()) {
+            Some((name, _)) => Err(ApiError::new(
+                ErrorCode::UnsupportedParameter,
+                format!("`{name}` is not supported yet: this router does not enforce it."),
+            )
+            .with_param(name)),
+            None => Ok(()),
+        }
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct NewApiKey {
@@ -159,6 +201,103 @@ struct NewApiKey {
     /// Unix seconds.
     #[serde(default)]
     expires_at: Option<u64>,
+    #[serde(default)]
+    allowed_models: Option<Vec<String>>,
+    #[serde(default)]
+    ip_allowlist: Option<Vec<String>>,
+    #[serde(default)]
+    prompt_cache_mode: Option<String>,
+    #[serde(default)]
+    spend_limits: Option<serde_json::Value>,
+    #[serde(default)]
+    monthly_budget_nano_usd: Option<serde_json::Value>,
+    #[serde(default)]
+    requests_per_minute: Option<serde_json::Value>,
+    #[serde(default)]
+    requests_per_day: Option<serde_json::Value>,
+    #[serde(default)]
+    max_concurrent_requests: Option<serde_json::Value>,
+}
+
+/// `PATCH /admin/api-keys/{id}`: each field present is changed; `null`
+/// clears it (scopes cannot be null).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ApiKeyPatch {
+    #[serde(default)]
+    scopes: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "present")]
+    expires_at: Option<Option<u64>>,
+    #[serde(default, deserialize_with = "present")]
+    allowed_models: Option<Option<Vec<String>>>,
+    #[serde(default, deserialize_with = "present")]
+    ip_allowlist: Option<Option<Vec<String>>>,
+    #[serde(default, deserialize_with = "present")]
+    prompt_cache_mode: Option<Option<String>>,
+    #[serde(default)]
+    spend_limits: Option<serde_json::Value>,
+    #[serde(default)]
+    monthly_budget_nano_usd: Option<serde_json::Value>,
+    #[serde(default)]
+    requests_per_minute: Option<serde_json::Value>,
+    #[serde(default)]
+    requests_per_day: Option<serde_json::Value>,
+    #[serde(default)]
+    max_concurrent_requests: Option<serde_json::Value>,
+}
+
+fn parse_scopes(names: &[String]) -> Result<Vec<Scope>, ApiError> {
+    names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            Scope::parse(name).ok_or_else(|| {
+                ApiError::invalid(format!("scopes[{i}]"), format!("Unknown scope `{name}`."))
+            })
+        })
+        .collect()
+}
+
+fn unix_time(seconds: u64) -> std::time::SystemTime {
+    std::time::UNIX_EPOCH + std::time::Duration::from_secs(seconds)
+}
+
+/// Every entry must name a model of the catalog, by ID or alias: a typo
+/// would otherwise lock the key out of the model it was meant to allow.
+fn parse_allowed_models(app: &App, names: Vec<String>) -> Result<Vec<String>, ApiError> {
+    for (i, name) in names.iter().enumerate() {
+        if app.gateway.catalog().model(name).is_none() {
+            return Err(ApiError::invalid(
+                format!("allowed_models[{i}]"),
+                format!("No model or alias `{name}` in the catalog."),
+            ));
+        }
+    }
+    Ok(names)
+}
+
+fn parse_ip_allowlist(entries: &[String]) -> Result<Vec<ipnet::IpNet>, ApiError> {
+    entries
+        .iter()
+        .enumerate()
+        .map(|(i, entry)| {
+            crate::client_addr::parse_network(entry).ok_or_else(|| {
+                ApiError::invalid(
+                    format!("ip_allowlist[{i}]"),
+                    format!("`{entry}` is not an IP address or CIDR network."),
+                )
+            })
+        })
+        .collect()
+}
+
+fn parse_prompt_cache_mode(text: &str) -> Result<PromptCacheMode, ApiError> {
+    PromptCacheMode::parse(text).ok_or_else(|| {
+        ApiError::invalid(
+            "prompt_cache_mode",
+            format!("`{text}` is not one of `on`, `off`, `passthrough`."),
+        )
+    })
 }
 
 pub async fn create_api_key(
@@ -167,19 +306,36 @@ pub async fn create_api_key(
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
     let new: NewApiKey = body_json(request).await?;
-    let mut scopes = Vec::new();
-    for (i, name) in new.scopes.iter().enumerate() {
-        let scope = Scope::parse(name).ok_or_else(|| {
-            ApiError::invalid(format!("scopes[{i}]"), format!("Unknown scope `{name}`."))
-        })?;
-        scopes.push(scope);
+    ReservedLimits {
+        spend_limits: new.spend_limits,
+        monthly_budget_nano_usd: new.monthly_budget_nano_usd,
+        requests_per_minute: new.requests_per_minute,
+        requests_per_day: new.requests_per_day,
+        max_concurrent_requests: new.max_concurrent_requests,
     }
-    let expires_at = new
-        .expires_at
-        .map(|s| std::time::UNIX_EPOCH + std::time::Duration::from_secs(s));
+    .refuse()?;
+    let scopes = parse_scopes(&new.scopes)?;
+    let expires_at = new.expires_at.map(unix_time);
+    let policy = KeyPolicy {
+        allowed_models: new
+            .allowed_models
+            .map(|names| parse_allowed_models(app, names))
+            .transpose()?,
+        ip_allowlist: new
+            .ip_allowlist
+            .as_deref()
+            .map(parse_ip_allowlist)
+            .transpose()?,
+        prompt_cache_mode: new
+            .prompt_cache_mode
+            .as_deref()
+            .map(parse_prompt_cache_mode)
+            .transpose()?,
+        version: 0,
+    };
     let key = app
         .database()
-        .create_api_key(new.account_id, &scopes, expires_at)
+        .create_api_key(new.account_id, &scopes, expires_at, &policy)
         .await
         .map_err(|e| match e {
             router_store::AdminError::AccountNotFound(_) => {
@@ -188,8 +344,118 @@ pub async fn create_api_key(
             other => store_error(other),
         })?;
     let names: Vec<&str> = scopes.iter().map(|s| s.as_str()).collect();
-    let view = json!({"id": key.id, "key": key.key, "prefix": key.prefix, "account_id": new.account_id, "scopes": names});
+    let view = json!({
+        "id": key.id,
+        "key": key.key,
+        "prefix": key.prefix,
+        "account_id": new.account_id,
+        "scopes": names,
+        "expires_at": new.expires_at,
+        "policy": policy_json(&policy),
+    });
     Ok(reply::json_value(StatusCode::CREATED, &view, request_id))
+}
+
+pub async fn get_api_key(
+    app: &App,
+    id: Option<&str>,
+    request_id: &str,
+) -> Result<Response<Body>, ApiError> {
+    let id = parse_id(id)?;
+    let view = app
+        .database()
+        .get_api_key(id)
+        .await
+        .map_err(store_error)?
+        .ok_or_else(|| ApiError::new(ErrorCode::NotFound, "No such API key."))?;
+    Ok(reply::json_value(
+        StatusCode::OK,
+        &api_key_json(&view),
+        request_id,
+    ))
+}
+
+/// Changes any subset of a key's scopes, expiry and policy; every
+/// instance's key cache forgets the key at once (NOTIFY) and the policy
+/// version goes up, so requests being admitted under the old policy are
+/// refused (`policy_changed`, A-20).
+pub async fn update_api_key(
+    app: &App,
+    request: http::Request<Incoming>,
+    id: Option<&str>,
+    request_id: &str,
+) -> Result<Response<Body>, ApiError> {
+    let id = parse_id(id)?;
+    let patch: ApiKeyPatch = body_json(request).await?;
+    ReservedLimits {
+        spend_limits: patch.spend_limits,
+        monthly_budget_nano_usd: patch.monthly_budget_nano_usd,
+        requests_per_minute: patch.requests_per_minute,
+        requests_per_day: patch.requests_per_day,
+        max_concurrent_requests: patch.max_concurrent_requests,
+    }
+    .refuse()?;
+    let change = ApiKeyChange {
+        scopes: patch.scopes.as_deref().map(parse_scopes).transpose()?,
+        expires_at: patch.expires_at.map(|at| at.map(unix_time)),
+        allowed_models: patch
+            .allowed_models
+            .map(|set| {
+                set.map(|names| parse_allowed_models(app, names))
+                    .transpose()
+            })
+            .transpose()?,
+        ip_allowlist: patch
+            .ip_allowlist
+            .map(|set| set.as_deref().map(parse_ip_allowlist).transpose())
+            .transpose()?,
+        prompt_cache_mode: patch
+            .prompt_cache_mode
+            .map(|set| set.as_deref().map(parse_prompt_cache_mode).transpose())
+            .transpose()?,
+    };
+    let view = app
+        .database()
+        .update_api_key(id, &change)
+        .await
+        .map_err(|e| match e {
+            router_store::AdminError::ApiKeyNotFound(_) => {
+                ApiError::new(ErrorCode::NotFound, "No such API key.")
+            }
+            other => store_error(other),
+        })?;
+    Ok(reply::json_value(
+        StatusCode::OK,
+        &api_key_json(&view),
+        request_id,
+    ))
+}
+
+/// The admin view of a key: scopes, expiry (unix seconds, as set) and its
+/// policy, every field present (`null` when unset).
+fn api_key_json(view: &ApiKeyView) -> serde_json::Value {
+    json!({
+        "id": view.id,
+        "account_id": view.account_id,
+        "prefix": view.prefix,
+        "scopes": view.scopes,
+        "created_at": view.created_at,
+        "expires_at": view.expires_at.map(|at| at.timestamp()),
+        "deleted_at": view.deleted_at,
+        "policy": policy_json(&view.policy),
+    })
+}
+
+fn policy_json(policy: &KeyPolicy) -> serde_json::Value {
+    json!({
+        "allowed_models": policy.allowed_models,
+        "ip_allowlist": policy
+            .ip_allowlist
+            .as_ref()
+            .map(|nets| nets.iter().map(ToString::to_string).collect::<Vec<_>>()),
+        "prompt_cache_mode": policy.prompt_cache_mode,
+        "version": policy.version,
+    })
 }
 
 pub async fn delete_api_key(

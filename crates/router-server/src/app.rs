@@ -1,5 +1,6 @@
 //! Shared state of one router process.
 
+use crate::client_addr::TrustedProxies;
 use router_core::Gateway;
 use router_store::Database;
 use router_supply::HttpSuppliers;
@@ -9,6 +10,8 @@ pub type RouterGateway = Gateway<Database, HttpSuppliers>;
 pub struct App {
     pub gateway: RouterGateway,
     pub admin_token: Option<String>,
+    /// Proxies whose `X-Forwarded-For`/`Forwarded` are believed (`ROUTER_TRUSTED_PROXIES`).
+    pub trusted_proxies: TrustedProxies,
 }
 
 impl App {

@@ -1,7 +1,10 @@
-//! API-key authentication: `Authorization: Bearer` or `x-api-key` (A-01..A-05).
+//! API-key authentication: `Authorization: Bearer` or `x-api-key`
+//! (A-01..A-05), the key's IP allowlist and model policy.
 
 use crate::app::App;
+use crate::client_addr::PeerAddr;
 use router_canonical::{ApiError, ErrorCode};
+use router_core::Catalog;
 use router_core::store::{ApiKeyRecord, Scope, Store};
 
 fn invalid_key() -> ApiError {
@@ -38,11 +41,13 @@ pub fn presented_key(headers: &http::HeaderMap) -> Result<&str, ApiError> {
     Ok(key)
 }
 
-/// Authenticate and check the scope, when the route names one (A-06, A-11;
-/// `None`: any valid key, A-12).
+/// Authenticate, check the scope when the route names one (A-06, A-11;
+/// `None`: any valid key, A-12), then the key's IP allowlist. Every
+/// API-key endpoint passes here, in that order.
 pub async fn authenticate(
     app: &App,
     headers: &http::HeaderMap,
+    extensions: &http::Extensions,
     scope: Option<Scope>,
 ) -> Result<ApiKeyRecord, ApiError> {
     let key = presented_key(headers)?;
@@ -67,7 +72,33 @@ pub async fn authenticate(
             format!("This API key lacks the `{}` scope.", scope.as_str()),
         ));
     }
+    // The client address is worked out only for keys that have an allowlist.
+    if record.policy.ip_allowlist.is_some() {
+        let client = extensions
+            .get::<PeerAddr>()
+            .and_then(|peer| app.trusted_proxies.client(peer.0, headers));
+        if !record.policy.allows_ip(client) {
+            return Err(ApiError::new(
+                ErrorCode::IpNotAllowed,
+                "This API key may not be used from this IP address.",
+            ));
+        }
+    }
     Ok(record)
+}
+
+/// The key's model policy (A-18, GP-46): a model that does not exist is
+/// left to routing (404 `model_not_found`); one that exists but is not
+/// allowed for the key is 403 `model_not_allowed`.
+pub fn check_model(catalog: &Catalog, key: &ApiKeyRecord, name: &str) -> Result<(), ApiError> {
+    match catalog.model(name) {
+        Some(model) if !key.policy.allows_model(model) => Err(ApiError::new(
+            ErrorCode::ModelNotAllowed,
+            format!("This API key may not use the model `{name}`."),
+        )
+        .with_param("model")),
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! Server configuration, from flags and the environment (see `main.rs`).
 
+use crate::client_addr::TrustedProxies;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -15,6 +16,8 @@ pub struct ServerConfig {
     pub hold_lease: Duration,
     pub reaper_interval: Duration,
     pub database_pool_size: usize,
+    /// `ROUTER_TRUSTED_PROXIES`: whose forwarding headers name the client.
+    pub trusted_proxies: TrustedProxies,
 }
 
 impl std::fmt::Debug for ServerConfig {
@@ -28,6 +31,7 @@ impl std::fmt::Debug for ServerConfig {
             )
             .field("deadline", &self.deadline)
             .field("hold_lease", &self.hold_lease)
+            .field("trusted_proxies", &self.trusted_proxies)
             .finish_non_exhaustive()
     }
 }

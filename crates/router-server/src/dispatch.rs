@@ -91,11 +91,12 @@ pub async fn guard(
     app: &App,
     rule: AuthRule,
     headers: &http::HeaderMap,
+    extensions: &http::Extensions,
 ) -> Result<Caller, ApiError> {
     match rule {
         AuthRule::Public => Ok(Caller::Anonymous),
         AuthRule::Admin => admin::authorize(app, headers).map(|()| Caller::Operator),
-        AuthRule::ApiKey { scope } => auth::authenticate(app, headers, scope)
+        AuthRule::ApiKey { scope } => auth::authenticate(app, headers, extensions, scope)
             .await
             .map(Caller::Key),
         AuthRule::ApiKeyOrSession { scope } => {
@@ -105,7 +106,7 @@ pub async fn guard(
             {
                 match session {}
             }
-            auth::authenticate(app, headers, Some(scope))
+            auth::authenticate(app, headers, extensions, Some(scope))
                 .await
                 .map(Caller::Key)
         }
@@ -172,7 +173,7 @@ pub async fn dispatch(app: Arc<App>, request: http::Request<Incoming>) -> Respon
     };
     // Every pattern has at most one parameter, its last segment.
     let param = matched.params.iter().next().map(|(_, v)| v.to_owned());
-    let caller = match guard(&app, route.auth, request.headers()).await {
+    let caller = match guard(&app, route.auth, request.headers(), request.extensions()).await {
         Ok(caller) => caller,
         Err(e) => return reply::error(route.envelope, &e, &id_text),
     };
@@ -194,6 +195,10 @@ pub async fn dispatch(app: Arc<App>, request: http::Request<Incoming>) -> Respon
             admin::grant_credits(&app, request, param.as_deref(), &id_text).await
         }
         Handler::AdminCreateApiKey => admin::create_api_key(&app, request, &id_text).await,
+        Handler::AdminGetApiKey => admin::get_api_key(&app, param.as_deref(), &id_text).await,
+        Handler::AdminUpdateApiKey => {
+            admin::update_api_key(&app, request, param.as_deref(), &id_text).await
+        }
         Handler::AdminDeleteApiKey => admin::delete_api_key(&app, param.as_deref(), &id_text).await,
         Handler::AdminGetRequest => admin::get_request(&app, param.as_deref(), &id_text).await,
         Handler::NotAvailable => Err(not_available(route)),

@@ -6,6 +6,7 @@
 //! client codec and its HTTP settings (`surfaces.rs`).
 
 use crate::app::App;
+use crate::auth;
 use crate::body::read_limited;
 use crate::client_stream;
 use crate::reply::{self, Body};
@@ -67,12 +68,14 @@ async fn run<C: ClientCodec>(
     let inbound = receive(request, key, surface.body_limit).await?;
     let (mut canonical, extra) =
         codec.parse_request(&Headers(&inbound.parts.headers), &inbound.body)?;
-    apply_headers(&inbound.parts.headers, &mut canonical);
+    auth::check_model(app.gateway.catalog(), &inbound.key, &canonical.model)?;
+    apply_headers(&inbound.parts.headers, &inbound.key, &mut canonical);
     let model = canonical.model.clone();
     let admission = Admission {
         request_id,
         account_id: inbound.key.account_id,
         api_key_id: inbound.key.key_id,
+        policy_version: inbound.key.policy.version,
         inbound: codec.protocol(),
     };
     let history = app
@@ -124,15 +127,14 @@ pub async fn receive(
 }
 
 /// Apply the common headers to a parsed request: `x-ci-prompt-cache`
-/// overrides the key's mode, which defaults to passthrough (F-07).
-fn apply_headers(headers: &http::HeaderMap, request: &mut Request) {
-    if let Some(mode) = headers
+/// overrides the key's `prompt_cache_mode`, which defaults to passthrough
+/// (F-07).
+fn apply_headers(headers: &http::HeaderMap, key: &ApiKeyRecord, request: &mut Request) {
+    request.prompt_cache = headers
         .get("x-ci-prompt-cache")
         .and_then(|v| v.to_str().ok())
         .and_then(PromptCacheMode::parse)
-    {
-        request.prompt_cache = mode;
-    }
+        .unwrap_or_else(|| key.policy.default_prompt_cache());
 }
 
 pub fn unix_now() -> i64 {

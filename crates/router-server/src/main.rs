@@ -3,6 +3,7 @@
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use router_core::{Catalog, Gateway, GatewayConfig, SealKey};
+use router_server::client_addr::TrustedProxies;
 use router_server::{App, ServerConfig};
 use router_store::Database;
 use router_supply::HttpSuppliers;
@@ -49,6 +50,10 @@ struct ServeArgs {
     reaper_interval_secs: u64,
     #[arg(long, env = "ROUTER_DB_POOL_SIZE", default_value_t = 32)]
     db_pool_size: usize,
+    /// Proxies (addresses or CIDRs, comma-separated) whose X-Forwarded-For
+    /// and Forwarded headers name the client; none by default.
+    #[arg(long, env = "ROUTER_TRUSTED_PROXIES", default_value = "")]
+    trusted_proxies: String,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -60,6 +65,8 @@ fn main() -> anyhow::Result<()> {
         .database_url
         .clone()
         .context("DATABASE_URL is not set (run `cargo xtask db` to get one)")?;
+    let trusted_proxies = TrustedProxies::parse(&cli.serve.trusted_proxies)
+        .map_err(|e| anyhow::anyhow!("ROUTER_TRUSTED_PROXIES: {e}"))?;
     let config = ServerConfig {
         listen: cli.serve.listen,
         database_url,
@@ -71,6 +78,7 @@ fn main() -> anyhow::Result<()> {
         hold_lease: Duration::from_secs(cli.serve.hold_lease_secs),
         reaper_interval: Duration::from_secs(cli.serve.reaper_interval_secs.max(1)),
         database_pool_size: cli.serve.db_pool_size,
+        trusted_proxies,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -115,6 +123,7 @@ async fn serve(config: ServerConfig) -> anyhow::Result<()> {
     let app = Arc::new(App {
         gateway,
         admin_token: config.admin_token.clone(),
+        trusted_proxies: config.trusted_proxies.clone(),
     });
     spawn_reaper(db, config.reaper_interval);
     // The tokenizer (~40 MB) is loaded by the first count_tokens call, on a

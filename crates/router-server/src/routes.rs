@@ -58,6 +58,8 @@ pub enum Handler {
     AdminGetAccount,
     AdminGrantCredits,
     AdminCreateApiKey,
+    AdminGetApiKey,
+    AdminUpdateApiKey,
     AdminDeleteApiKey,
     AdminGetRequest,
     /// The feature has not landed: 503 `not_available` after the guard. Its
@@ -143,7 +145,7 @@ use ParamRule::{ChannelId, Platform};
 /// Every route. Scopes as the spec's Authentication section states them;
 /// videos take `inference` (GP-73). One row per line, so kept out of rustfmt.
 #[rustfmt::skip]
-pub static ROUTES: [Route; 37] = [
+pub static ROUTES: [Route; 39] = [
     // Inference (B..E).
     row(POST,   "/v1/chat/completions",          key(INFERENCE),            OpenAi,      Infer(ChatCompletions)),
     row(POST,   "/v1/responses",                 key(INFERENCE),            OpenAi,      Infer(Responses)),
@@ -189,6 +191,8 @@ pub static ROUTES: [Route; 37] = [
     row(GET,    "/admin/accounts/{id}",          Admin,                     OpenAi,      AdminGetAccount),
     row(POST,   "/admin/accounts/{id}/credits",  Admin,                     OpenAi,      AdminGrantCredits),
     row(POST,   "/admin/api-keys",               Admin,                     OpenAi,      AdminCreateApiKey),
+    row(GET,    "/admin/api-keys/{id}",          Admin,                     OpenAi,      AdminGetApiKey),
+    row(PATCH,  "/admin/api-keys/{id}",          Admin,                     OpenAi,      AdminUpdateApiKey),
     row(DELETE, "/admin/api-keys/{id}",          Admin,                     OpenAi,      AdminDeleteApiKey),
     row(GET,    "/admin/requests/{id}",          Admin,                     OpenAi,      AdminGetRequest),
 ];

@@ -2,6 +2,7 @@
 //! socket, graceful drain on shutdown.
 
 use crate::app::App;
+use crate::client_addr::PeerAddr;
 use crate::dispatch::dispatch;
 use crate::reply::Body;
 use bytes::Bytes;
@@ -46,7 +47,7 @@ pub async fn serve(
     loop {
         tokio::select! {
             accepted = listener.accept() => {
-                let (stream, _peer) = match accepted {
+                let (stream, peer) = match accepted {
                     Ok(pair) => pair,
                     Err(e) if is_transient(&e) => {
                         tracing::warn!(error = %e, "accept failed; continuing");
@@ -57,8 +58,12 @@ pub async fn serve(
                 };
                 let _ = stream.set_nodelay(true);
                 let app = app.clone();
-                let service = service_fn(move |request| {
+                // The peer rides on each request (an extension) for key IP
+                // allowlists; see `client_addr`.
+                let peer = PeerAddr(peer.ip());
+                let service = service_fn(move |mut request: http::Request<hyper::body::Incoming>| {
                     let app = app.clone();
+                    request.extensions_mut().insert(peer);
                     async move { Ok::<_, Infallible>(dispatch(app, request).await) }
                 });
                 let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);

@@ -1,4 +1,5 @@
-//! API keys: issuing (the secret is shown once), hashing, lookup and deletion.
+//! API keys: issuing (the secret is shown once), hashing, lookup, policy
+//! changes and deletion.
 //!
 //! Only SHA-256 of a secret is stored. Secrets carry 192 bits of randomness,
 //! so an unsalted, indexed hash is safe to look up by and cannot be reversed
@@ -11,9 +12,13 @@ use chrono::{DateTime, Utc};
 use diesel::dsl::now;
 use diesel::{BoolExpressionMethods, ExpressionMethods, OptionalExtension, QueryDsl};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use ipnet::IpNet;
+use router_canonical::PromptCacheMode;
+use router_core::KeyPolicy;
 use router_core::store::{ApiKeyRecord, Scope, StoreError};
 use sha2::{Digest, Sha256};
 use std::fmt;
+use std::sync::Arc;
 use std::time::SystemTime;
 use uuid::Uuid;
 
@@ -27,7 +32,7 @@ pub const SECRET_PREFIX: &str = "sk-rt-";
 pub const DISPLAY_PREFIX_LEN: usize = 12;
 
 /// The PostgreSQL NOTIFY channel on which a trigger announces keys whose
-/// deletion, expiry or scopes changed; the payload is the hex SHA-256 of the
+/// deletion, expiry, scopes or policy changed; the payload is the hex SHA-256 of the
 /// key's secret (what key caches are keyed by), never the secret.
 pub const API_KEY_CHANGED_CHANNEL: &str = "router_api_key_changed";
 
@@ -69,12 +74,14 @@ fn generate_secret() -> String {
     format!("{SECRET_PREFIX}{}", hex::encode(&digest[..24]))
 }
 
-/// Issues a key for `account_id` with `scopes`, optionally expiring.
+/// Issues a key for `account_id` with `scopes` and `policy` (its version is
+/// ignored: a new key starts at 0), optionally expiring.
 pub async fn create_api_key(
     conn: &mut AsyncPgConnection,
     account_id: Uuid,
     scopes: &[Scope],
     expires_at: Option<SystemTime>,
+    policy: &KeyPolicy,
 ) -> Result<NewApiKey, AdminError> {
     let id = Uuid::now_v7();
     let key = generate_secret();
@@ -89,6 +96,9 @@ pub async fn create_api_key(
             api_keys::display_prefix.eq(&prefix),
             api_keys::scopes.eq(&scopes),
             api_keys::expires_at.eq(expires_at.map(to_db)),
+            api_keys::allowed_models.eq(&policy.allowed_models),
+            api_keys::ip_allowlist.eq(policy.ip_allowlist.as_deref().map(networks_text)),
+            api_keys::prompt_cache_mode.eq(policy.prompt_cache_mode.map(mode_text)),
         ))
         .execute(conn)
         .await
@@ -117,12 +127,210 @@ pub async fn delete_api_key(conn: &mut AsyncPgConnection, id: Uuid) -> Result<()
     }
 }
 
-/// id, account_id, scopes, expires_at.
-type KeyRow = (Uuid, Uuid, Vec<String>, Option<DateTime<Utc>>);
+/// A change to a key; each `Some` field is set, an inner `None` clears it.
+/// Every change bumps the key's policy version and, through the
+/// `api_keys_changed` trigger, invalidates every instance's key cache.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ApiKeyChange {
+    pub scopes: Option<Vec<Scope>>,
+    pub expires_at: Option<Option<SystemTime>>,
+    pub allowed_models: Option<Option<Vec<String>>>,
+    pub ip_allowlist: Option<Option<Vec<IpNet>>>,
+    pub prompt_cache_mode: Option<Option<PromptCacheMode>>,
+}
+
+#[derive(diesel::AsChangeset)]
+#[diesel(table_name = api_keys)]
+struct KeyChangeset {
+    scopes: Option<Vec<String>>,
+    expires_at: Option<Option<DateTime<Utc>>>,
+    allowed_models: Option<Option<Vec<String>>>,
+    ip_allowlist: Option<Option<Vec<String>>>,
+    prompt_cache_mode: Option<Option<&'static str>>,
+}
+
+/// Applies `change` to the active (not deleted) key `id` and returns the key
+/// as it now is. The policy version goes up by one in the same statement, so
+/// a request admitted under the old policy cannot reserve.
+pub async fn update_api_key(
+    conn: &mut AsyncPgConnection,
+    id: Uuid,
+    change: &ApiKeyChange,
+) -> Result<ApiKeyView, AdminError> {
+    let changeset = KeyChangeset {
+        scopes: change
+            .scopes
+            .as_ref()
+            .map(|scopes| scopes.iter().map(|s| s.as_str().to_owned()).collect()),
+        expires_at: change.expires_at.map(|at| at.map(to_db)),
+        allowed_models: change.allowed_models.clone(),
+        ip_allowlist: change
+            .ip_allowlist
+            .as_ref()
+            .map(|list| list.as_deref().map(networks_text)),
+        prompt_cache_mode: change.prompt_cache_mode.map(|mode| mode.map(mode_text)),
+    };
+    let row: Option<ViewRow> = diesel::update(api_keys::table)
+        .filter(api_keys::id.eq(id))
+        .filter(api_keys::deleted_at.is_null())
+        .set((
+            changeset,
+            api_keys::policy_version.eq(api_keys::policy_version + 1),
+        ))
+        .returning(VIEW_COLUMNS)
+        .get_result(conn)
+        .await
+        .optional()?;
+    row.map(ApiKeyView::from_row)
+        .ok_or(AdminError::ApiKeyNotFound(id))
+}
+
+/// An API key as the operator sees it (never its secret).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiKeyView {
+    pub id: Uuid,
+    pub account_id: Uuid,
+    pub prefix: String,
+    /// As stored, including any this build does not know.
+    pub scopes: Vec<String>,
+    pub created_at: DateTime<Utc>,
+    pub expires_at: Option<DateTime<Utc>>,
+    pub deleted_at: Option<DateTime<Utc>>,
+    pub policy: KeyPolicy,
+}
+
+const VIEW_COLUMNS: (
+    api_keys::id,
+    api_keys::account_id,
+    api_keys::display_prefix,
+    api_keys::scopes,
+    api_keys::created_at,
+    api_keys::expires_at,
+    api_keys::deleted_at,
+    PolicyColumns,
+) = (
+    api_keys::id,
+    api_keys::account_id,
+    api_keys::display_prefix,
+    api_keys::scopes,
+    api_keys::created_at,
+    api_keys::expires_at,
+    api_keys::deleted_at,
+    POLICY_COLUMNS,
+);
+
+type ViewRow = (
+    Uuid,
+    Uuid,
+    String,
+    Vec<String>,
+    DateTime<Utc>,
+    Option<DateTime<Utc>>,
+    Option<DateTime<Utc>>,
+    PolicyRow,
+);
+
+impl ApiKeyView {
+    fn from_row(row: ViewRow) -> Self {
+        let (id, account_id, prefix, scopes, created_at, expires_at, deleted_at, policy) = row;
+        ApiKeyView {
+            id,
+            account_id,
+            prefix,
+            scopes,
+            created_at,
+            expires_at,
+            deleted_at,
+            policy: policy_from_row(id, policy),
+        }
+    }
+}
+
+/// Key `id`, deleted or not.
+pub async fn get_api_key(
+    conn: &mut AsyncPgConnection,
+    id: Uuid,
+) -> Result<Option<ApiKeyView>, StoreError> {
+    let row: Option<ViewRow> = api_keys::table
+        .filter(api_keys::id.eq(id))
+        .select(VIEW_COLUMNS)
+        .first(conn)
+        .await
+        .optional()
+        .map_err(store_error)?;
+    Ok(row.map(ApiKeyView::from_row))
+}
+
+type PolicyColumns = (
+    api_keys::allowed_models,
+    api_keys::ip_allowlist,
+    api_keys::prompt_cache_mode,
+    api_keys::policy_version,
+);
+const POLICY_COLUMNS: PolicyColumns = (
+    api_keys::allowed_models,
+    api_keys::ip_allowlist,
+    api_keys::prompt_cache_mode,
+    api_keys::policy_version,
+);
+/// allowed_models, ip_allowlist, prompt_cache_mode, policy_version.
+type PolicyRow = (
+    Option<Vec<String>>,
+    Option<Vec<String>>,
+    Option<String>,
+    i64,
+);
+
+fn networks_text(networks: &[IpNet]) -> Vec<String> {
+    networks.iter().map(ToString::to_string).collect()
+}
+
+fn mode_text(mode: PromptCacheMode) -> &'static str {
+    match mode {
+        PromptCacheMode::On => "on",
+        PromptCacheMode::Off => "off",
+        PromptCacheMode::Passthrough => "passthrough",
+    }
+}
+
+/// A stored policy. What cannot be read narrows access, never widens it: an
+/// unreadable network is left out of the allowlist (an allowlist that loses
+/// every entry refuses every address), an unreadable mode is the default.
+fn policy_from_row(key_id: Uuid, row: PolicyRow) -> KeyPolicy {
+    let (allowed_models, ip_allowlist, prompt_cache_mode, version) = row;
+    let ip_allowlist = ip_allowlist.map(|list| {
+        list.iter()
+            .filter_map(|text| {
+                let parsed = text.parse::<IpNet>().ok();
+                if parsed.is_none() {
+                    tracing::warn!(%key_id, network = %text, "ignoring unreadable allowlist entry");
+                }
+                parsed
+            })
+            .collect()
+    });
+    let prompt_cache_mode = prompt_cache_mode.and_then(|text| {
+        let mode = PromptCacheMode::parse(&text);
+        if mode.is_none() {
+            tracing::warn!(%key_id, mode = %text, "ignoring unknown prompt cache mode");
+        }
+        mode
+    });
+    KeyPolicy {
+        allowed_models,
+        ip_allowlist,
+        prompt_cache_mode,
+        version,
+    }
+}
+
+/// id, account_id, scopes, expires_at, policy.
+type KeyRow = (Uuid, Uuid, Vec<String>, Option<DateTime<Utc>>, PolicyRow);
 
 /// The active (not deleted, not expired) key whose secret hashes to
-/// `key_hash`. Scopes this build does not know are dropped with a warning,
-/// so a newer instance's scope never widens an older one's access.
+/// `key_hash`, with its policy. Scopes this build does not know are dropped
+/// with a warning, so a newer instance's scope never widens an older one's
+/// access.
 pub async fn find_api_key(
     conn: &mut AsyncPgConnection,
     key_hash: &[u8; 32],
@@ -140,13 +348,14 @@ pub async fn find_api_key(
             api_keys::account_id,
             api_keys::scopes,
             api_keys::expires_at,
+            POLICY_COLUMNS,
         ))
         .first(conn)
         .await
         .optional()
         .map_err(store_error)?;
-    Ok(
-        row.map(|(key_id, account_id, scopes, expires_at)| ApiKeyRecord {
+    Ok(row.map(
+        |(key_id, account_id, scopes, expires_at, policy)| ApiKeyRecord {
             key_id,
             account_id,
             expires_at: expires_at.map(SystemTime::from),
@@ -160,8 +369,9 @@ pub async fn find_api_key(
                     scope
                 })
                 .collect(),
-        }),
-    )
+            policy: Arc::new(policy_from_row(key_id, policy)),
+        },
+    ))
 }
 
 #[cfg(test)]

@@ -48,7 +48,34 @@ pub async fn reserve(
 ) -> Result<(), ReserveError> {
     match reserve_batch(conn, std::slice::from_ref(request)).await?[..] {
         [true] => Ok(()),
-        _ => Err(ReserveError::InsufficientCredits),
+        _ => Err(refusal(conn, request.api_key_id, request.policy_version).await),
+    }
+}
+
+/// Why [`reserve_batch`] refused a request of key `api_key_id` admitted
+/// under `policy_version`: the key's policy changed since (A-20), or else
+/// the wallet was short. Asked only after a refusal, so admission itself
+/// pays no extra round trip. Versions only grow, so a stale version found
+/// here was stale when the batch ran; a change that landed between the
+/// batch and this query (a request refused for credit) reads as
+/// `PolicyChanged`, which charges nothing either.
+pub async fn refusal(
+    conn: &mut AsyncPgConnection,
+    api_key_id: Uuid,
+    policy_version: i64,
+) -> ReserveError {
+    use crate::schema::api_keys;
+    use diesel::{ExpressionMethods, OptionalExtension, QueryDsl};
+    let current: Result<Option<i64>, _> = api_keys::table
+        .filter(api_keys::id.eq(api_key_id))
+        .select(api_keys::policy_version)
+        .first(conn)
+        .await
+        .optional();
+    match current {
+        Ok(Some(current)) if current == policy_version => ReserveError::InsufficientCredits,
+        Ok(_) => ReserveError::PolicyChanged,
+        Err(error) => ReserveError::Store(store_error(error)),
     }
 }
 
@@ -66,6 +93,14 @@ pub async fn reserve(
 /// multi-wallet statement, so batches never deadlock. An account without a
 /// wallet row has no credit. The statement is atomic: on an error nothing of
 /// the batch is written.
+///
+/// A request is admitted only while its key's `policy_version` is still the
+/// one it was admitted under (A-20). The key row is read `FOR SHARE`: a
+/// policy change (an `UPDATE` of the row) either commits first, and then
+/// this statement re-reads the row, sees the new version and refuses the
+/// request, or waits until this statement's transaction has committed, so
+/// the change lands after the hold. Refused requests report `false` like a
+/// short wallet; [`refusal`] tells the two apart.
 pub async fn reserve_batch(
     conn: &mut AsyncPgConnection,
     requests: &[NewRequest],
@@ -77,6 +112,7 @@ pub async fn reserve_batch(
         request_ids: requests.iter().map(|r| r.request_id).collect(),
         account_ids: requests.iter().map(|r| r.account_id).collect(),
         api_key_ids: requests.iter().map(|r| r.api_key_id).collect(),
+        policy_versions: requests.iter().map(|r| r.policy_version).collect(),
         models: requests.iter().map(|r| r.model.as_str()).collect(),
         inbound_protocols: requests
             .iter()
@@ -101,6 +137,7 @@ struct ReserveBatchStatement<'a> {
     request_ids: Vec<Uuid>,
     account_ids: Vec<Uuid>,
     api_key_ids: Vec<Uuid>,
+    policy_versions: Vec<i64>,
     models: Vec<&'a str>,
     inbound_protocols: Vec<&'static str>,
     recorded_protocols: Vec<&'static str>,
@@ -119,6 +156,7 @@ impl QueryFragment<Pg> for ReserveBatchStatement<'_> {
         p.bind::<Array<SqlUuid>, _>("request_ids", &self.request_ids)?;
         p.bind::<Array<SqlUuid>, _>("account_ids", &self.account_ids)?;
         p.bind::<Array<SqlUuid>, _>("api_key_ids", &self.api_key_ids)?;
+        p.bind::<Array<BigInt>, _>("policy_versions", &self.policy_versions)?;
         p.bind::<Array<Text>, _>("models", &self.models)?;
         p.bind::<Array<Text>, _>("inbound_protocols", &self.inbound_protocols)?;
         p.bind::<Array<Text>, _>("recorded_protocols", &self.recorded_protocols)?;
@@ -128,11 +166,18 @@ impl QueryFragment<Pg> for ReserveBatchStatement<'_> {
         p.finish(
             ", t AS (
                 SELECT t.*
-                FROM p, unnest(p.request_ids, p.account_ids, p.api_key_ids, p.models,
+                FROM p, unnest(p.request_ids, p.account_ids, p.api_key_ids,
+                               p.policy_versions, p.models,
                                p.inbound_protocols, p.recorded_protocols, p.streams,
                                p.amounts, p.expires_ats)
-                    AS t (request_id, account_id, api_key_id, model, inbound_protocol,
-                          recorded_protocol, stream, amount, expires_at)
+                    AS t (request_id, account_id, api_key_id, policy_version, model,
+                          inbound_protocol, recorded_protocol, stream, amount, expires_at)
+            ), current_policy AS (
+                SELECT t.request_id
+                FROM t
+                JOIN api_keys k ON k.id = t.api_key_id
+                WHERE k.policy_version = t.policy_version
+                FOR SHARE OF k
             ), wallet AS (
                 SELECT w.account_id, w.balance_nano - w.held_nano AS available
                 FROM wallets w
@@ -144,7 +189,8 @@ impl QueryFragment<Pg> for ReserveBatchStatement<'_> {
                 FROM (SELECT t.*, sum(t.amount) OVER (PARTITION BY t.account_id
                                                        ORDER BY t.amount, t.request_id)
                                   AS running
-                      FROM t) ranked
+                      FROM t
+                      WHERE t.request_id IN (SELECT request_id FROM current_policy)) ranked
                 JOIN wallet ON wallet.account_id = ranked.account_id
                 WHERE ranked.running <= wallet.available
             ), per_account AS (

@@ -2,7 +2,7 @@
 //! functions. Each method checks one connection out for one operation.
 
 use crate::accounts::{self, AccountRow, AccountView};
-use crate::api_keys::{self, NewApiKey};
+use crate::api_keys::{self, ApiKeyChange, ApiKeyView, NewApiKey};
 use crate::audit::{self, Reconciliation};
 use crate::billing;
 use crate::error::{AdminError, pool_error, store_error};
@@ -20,6 +20,7 @@ use diesel_async::pooled_connection::{
 };
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl, SimpleAsyncConnection};
 use router_canonical::NanoUsd;
+use router_core::KeyPolicy;
 use router_core::store::{
     ApiKeyRecord, AttemptRecord, NewRequest, ReserveError, Scope, SettleError, Settlement, Store,
     StoreError, Voiding,
@@ -199,9 +200,28 @@ impl Database {
         account_id: Uuid,
         scopes: &[Scope],
         expires_at: Option<SystemTime>,
+        policy: &KeyPolicy,
     ) -> Result<NewApiKey, AdminError> {
         let mut conn = self.connection().await?;
-        api_keys::create_api_key(&mut conn, account_id, scopes, expires_at).await
+        api_keys::create_api_key(&mut conn, account_id, scopes, expires_at, policy).await
+    }
+
+    pub async fn get_api_key(&self, id: Uuid) -> Result<Option<ApiKeyView>, StoreError> {
+        let mut conn = self.connection().await?;
+        api_keys::get_api_key(&mut conn, id).await
+    }
+
+    /// Changes a key's scopes, expiry or policy (bumping its policy version).
+    pub async fn update_api_key(
+        &self,
+        id: Uuid,
+        change: &ApiKeyChange,
+    ) -> Result<ApiKeyView, AdminError> {
+        let mut conn = self.connection().await?;
+        let view = api_keys::update_api_key(&mut conn, id, change).await?;
+        // Other instances hear of it by NOTIFY; this one forgets it now.
+        self.keys.forget_key_id(id);
+        Ok(view)
     }
 
     pub async fn delete_api_key(&self, id: Uuid) -> Result<(), AdminError> {
@@ -241,9 +261,13 @@ impl Store for Database {
 
     async fn reserve(&self, request: NewRequest) -> Result<(), ReserveError> {
         billing::check_reservation(&request)?;
+        let (key_id, policy_version) = (request.api_key_id, request.policy_version);
         match self.reservations.submit(request).await {
             Some(Ok(true)) => Ok(()),
-            Some(Ok(false)) => Err(ReserveError::InsufficientCredits),
+            Some(Ok(false)) => {
+                let mut conn = self.connection().await?;
+                Err(billing::refusal(&mut conn, key_id, policy_version).await)
+            }
             Some(Err(error)) => Err(error.into()),
             None => Err(batching_stopped().into()),
         }

@@ -4,11 +4,11 @@
 //! Staleness is bounded by invalidation, not by time alone: the cache serves
 //! entries only while a dedicated connection LISTENs on
 //! [`API_KEY_CHANGED_CHANNEL`], where a trigger announces every key whose
-//! deletion, expiry or scopes changed, from whichever instance changed it.
+//! deletion, expiry, scopes or policy changed, from whichever instance changed it.
 //! When that connection is down the cache is emptied and bypassed until it is
 //! back, and a short TTL covers a notification that never arrives. A key's
-//! own expiry is checked on every hit. Deletions made through this process
-//! are also applied at once, before the admin call returns.
+//! own expiry is checked on every hit. Deletions and changes made through
+//! this process are also applied at once, before the admin call returns.
 
 use crate::api_keys::API_KEY_CHANGED_CHANNEL;
 use crate::error::store_error;
@@ -207,6 +207,7 @@ mod tests {
             account_id: Uuid::now_v7(),
             scopes: vec![Scope::Inference],
             expires_at,
+            policy: Default::default(),
         }
     }
 

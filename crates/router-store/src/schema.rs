@@ -32,6 +32,10 @@ diesel::table! {
         created_at -> Timestamptz,
         expires_at -> Nullable<Timestamptz>,
         deleted_at -> Nullable<Timestamptz>,
+        allowed_models -> Nullable<Array<Text>>,
+        ip_allowlist -> Nullable<Array<Text>>,
+        prompt_cache_mode -> Nullable<Text>,
+        policy_version -> Int8,
     }
 }
 

@@ -3,6 +3,7 @@
 use router_core::{Catalog, Gateway, GatewayConfig, SealKey};
 use router_mock_supplier::MockSupplier;
 use router_server::App;
+use router_server::client_addr::TrustedProxies;
 use router_store::test_support::TestDatabase;
 use router_supply::HttpSuppliers;
 use serde_json::{Value, json};
@@ -260,6 +261,16 @@ impl TestRouter {
     }
 
     pub async fn start_with(deadline: Duration) -> TestRouter {
+        TestRouter::start_configured(deadline, TrustedProxies::default(), "127.0.0.1:0").await
+    }
+
+    /// A router listening on `listen` (e.g. `[::1]:0` for IPv6 clients) that
+    /// believes forwarding headers from `trusted_proxies`.
+    pub async fn start_configured(
+        deadline: Duration,
+        trusted_proxies: TrustedProxies,
+        listen: &str,
+    ) -> TestRouter {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let mock = MockSupplier::start("127.0.0.1:0".parse().unwrap())
             .await
@@ -285,8 +296,9 @@ impl TestRouter {
         let app = Arc::new(App {
             gateway,
             admin_token: Some(ADMIN_TOKEN.to_owned()),
+            trusted_proxies,
         });
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let listener = tokio::net::TcpListener::bind(listen).await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(router_server::serve(listener, app, async move {

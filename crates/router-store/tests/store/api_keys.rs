@@ -15,7 +15,15 @@ async fn keys_are_found_by_the_hash_of_their_secret() {
     let db = TestDatabase::new().await;
     let account = db.create_account("keys@example.test", true).await.unwrap();
     let scopes = [Scope::Inference, Scope::UsageRead];
-    let issued = db.create_api_key(account.id, &scopes, None).await.unwrap();
+    let issued = db
+        .create_api_key(
+            account.id,
+            &scopes,
+            None,
+            &router_core::KeyPolicy::default(),
+        )
+        .await
+        .unwrap();
 
     assert!(issued.key.starts_with(SECRET_PREFIX));
     assert_eq!(issued.key.len(), SECRET_PREFIX.len() + 48);
@@ -38,7 +46,8 @@ async fn keys_are_found_by_the_hash_of_their_secret() {
 
     let missing = Uuid::now_v7();
     assert_eq!(
-        db.create_api_key(missing, &scopes, None).await,
+        db.create_api_key(missing, &scopes, None, &router_core::KeyPolicy::default())
+            .await,
         Err(AdminError::AccountNotFound(missing))
     );
 }
@@ -53,7 +62,15 @@ async fn deleted_and_expired_keys_are_not_found() {
     let scopes = [Scope::Inference];
     let now = SystemTime::now();
 
-    let deleted = db.create_api_key(account.id, &scopes, None).await.unwrap();
+    let deleted = db
+        .create_api_key(
+            account.id,
+            &scopes,
+            None,
+            &router_core::KeyPolicy::default(),
+        )
+        .await
+        .unwrap();
     assert!(
         db.find_api_key(hash_api_key(&deleted.key))
             .await
@@ -71,7 +88,12 @@ async fn deleted_and_expired_keys_are_not_found() {
     );
 
     let expired = db
-        .create_api_key(account.id, &scopes, Some(now - Duration::from_secs(1)))
+        .create_api_key(
+            account.id,
+            &scopes,
+            Some(now - Duration::from_secs(1)),
+            &router_core::KeyPolicy::default(),
+        )
         .await
         .unwrap();
     assert_eq!(
@@ -80,7 +102,12 @@ async fn deleted_and_expired_keys_are_not_found() {
     );
 
     let expiring = db
-        .create_api_key(account.id, &scopes, Some(now + Duration::from_secs(3600)))
+        .create_api_key(
+            account.id,
+            &scopes,
+            Some(now + Duration::from_secs(3600)),
+            &router_core::KeyPolicy::default(),
+        )
         .await
         .unwrap();
     assert!(
@@ -99,7 +126,12 @@ async fn the_secret_is_stored_nowhere() {
         .await
         .unwrap();
     let issued = db
-        .create_api_key(account.id, &Scope::ALL, None)
+        .create_api_key(
+            account.id,
+            &Scope::ALL,
+            None,
+            &router_core::KeyPolicy::default(),
+        )
         .await
         .unwrap();
     let random_part = &issued.key[SECRET_PREFIX.len()..];
@@ -150,7 +182,12 @@ async fn deleting_a_key_notifies_key_caches() {
         .await
         .unwrap();
     let issued = db
-        .create_api_key(account.id, &[Scope::Inference], None)
+        .create_api_key(
+            account.id,
+            &[Scope::Inference],
+            None,
+            &router_core::KeyPolicy::default(),
+        )
         .await
         .unwrap();
 

@@ -44,6 +44,7 @@ async fn each_lifecycle_step_is_one_cached_statement() {
             funded.account_id,
             &[router_core::store::Scope::Inference],
             None,
+            &router_core::KeyPolicy::default(),
         )
         .await
         .unwrap();

@@ -23,7 +23,12 @@ pub async fn funded_account(db: &Database, balance: i64) -> Funded {
         assert_eq!(new_balance, NanoUsd(balance));
     }
     let key = db
-        .create_api_key(account.id, &[Scope::Inference], None)
+        .create_api_key(
+            account.id,
+            &[Scope::Inference],
+            None,
+            &router_core::KeyPolicy::default(),
+        )
         .await
         .unwrap();
     Funded {
@@ -47,6 +52,7 @@ pub fn expiring_request(funded: &Funded, reserve: i64, hold_expires_at: SystemTi
         request_id: Uuid::now_v7(),
         account_id: funded.account_id,
         api_key_id: funded.api_key_id,
+        policy_version: 0,
         model: "acme/chat-large".to_owned(),
         inbound_protocol: Protocol::Completions,
         recorded_protocol: Protocol::Chat,

@@ -1,0 +1,114 @@
+//! What an API key's operator-set policy allows: which models, from which
+//! client addresses, and its default prompt-cache mode (A-18, A-19, F-07).
+//!
+//! The policy travels inside the key record ([`crate::store::ApiKeyRecord`]),
+//! so a cached key carries it and checking it costs no query. Every change
+//! bumps [`KeyPolicy::version`]; a reservation made under a version that is
+//! no longer current is refused (`policy_changed`, A-20).
+
+use crate::catalog::Model;
+use ipnet::IpNet;
+use router_canonical::PromptCacheMode;
+use std::net::IpAddr;
+
+/// An API key's policy. `None` in a field means "no restriction" (or, for
+/// the prompt-cache mode, "the default, passthrough").
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KeyPolicy {
+    /// Model IDs or aliases the key may use; `None` allows every model.
+    pub allowed_models: Option<Vec<String>>,
+    /// Client networks the key may be used from; `None` allows every address.
+    pub ip_allowlist: Option<Vec<IpNet>>,
+    /// The key's default for `x-ci-prompt-cache`.
+    pub prompt_cache_mode: Option<PromptCacheMode>,
+    /// Bumped by every change of the key's policy.
+    pub version: i64,
+}
+
+impl KeyPolicy {
+    /// Whether the key may use `model`: an entry names it by ID or by any of
+    /// its aliases, so a key allowed `alias` may also call the model by ID.
+    /// Catalog views (`/v1/models`, compare, pricing changes) filter with
+    /// this same predicate.
+    pub fn allows_model(&self, model: &Model) -> bool {
+        match &self.allowed_models {
+            None => true,
+            Some(allowed) => allowed
+                .iter()
+                .any(|name| *name == model.id || model.aliases.contains(name)),
+        }
+    }
+
+    /// Whether a request from `client` may use the key. An unknown client
+    /// address (a forwarding header that could not be read) passes only a
+    /// key without an allowlist.
+    pub fn allows_ip(&self, client: Option<IpAddr>) -> bool {
+        match &self.ip_allowlist {
+            None => true,
+            Some(networks) => client.is_some_and(|ip| {
+                let ip = ip.to_canonical();
+                networks.iter().any(|net| net.contains(&ip))
+            }),
+        }
+    }
+
+    /// The prompt-cache mode of a request that sent no `x-ci-prompt-cache`.
+    pub fn default_prompt_cache(&self) -> PromptCacheMode {
+        self.prompt_cache_mode.unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::Pricing;
+
+    fn model(id: &str, aliases: &[&str]) -> Model {
+        Model {
+            id: id.into(),
+            aliases: aliases.iter().map(|a| (*a).into()).collect(),
+            pricing: Pricing::Supply,
+            list_price: None,
+            max_output_tokens: 1,
+        }
+    }
+
+    #[test]
+    fn models_match_by_id_or_alias() {
+        let m = model("m-text", &["text-alias"]);
+        let other = model("m-other", &[]);
+        assert!(KeyPolicy::default().allows_model(&m));
+        for entry in ["m-text", "text-alias"] {
+            let policy = KeyPolicy {
+                allowed_models: Some(vec![entry.into()]),
+                ..KeyPolicy::default()
+            };
+            assert!(policy.allows_model(&m), "{entry}");
+            assert!(!policy.allows_model(&other), "{entry}");
+        }
+        let none = KeyPolicy {
+            allowed_models: Some(vec![]),
+            ..KeyPolicy::default()
+        };
+        assert!(!none.allows_model(&m));
+    }
+
+    #[test]
+    fn addresses_match_v4_and_v6_networks() {
+        let policy = KeyPolicy {
+            ip_allowlist: Some(vec![
+                "127.0.0.0/8".parse().unwrap(),
+                "2001:db8::/32".parse().unwrap(),
+            ]),
+            ..KeyPolicy::default()
+        };
+        let ip = |s: &str| Some(s.parse::<IpAddr>().unwrap());
+        assert!(policy.allows_ip(ip("127.0.0.1")));
+        assert!(policy.allows_ip(ip("::ffff:127.0.0.1")), "v4-mapped");
+        assert!(policy.allows_ip(ip("2001:db8::1")));
+        assert!(!policy.allows_ip(ip("10.0.0.1")));
+        assert!(!policy.allows_ip(ip("::1")));
+        assert!(!policy.allows_ip(None), "unknown address fails closed");
+        assert!(KeyPolicy::default().allows_ip(None));
+    }
+}

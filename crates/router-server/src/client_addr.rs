@@ -1,0 +1,257 @@
+//! The client address a key's IP allowlist is checked against (A-19,
+//! CF-27): the TCP peer, or, when the peer is a proxy listed in
+//! `ROUTER_TRUSTED_PROXIES`, the right-most address of the forwarding chain
+//! that is not itself a trusted proxy.
+//!
+//! `X-Forwarded-For` and `Forwarded` are read only from a trusted peer. When
+//! both are present they must name the same client: a proxy that appends to
+//! one of them passes the other through from the client untouched, so a
+//! disagreement means one was forged, and the address is then unknown. An
+//! unknown address (also: an unreadable, obfuscated or `unknown` entry in
+//! the chain) passes only keys without an allowlist.
+
+use ipnet::IpNet;
+use std::net::{IpAddr, SocketAddr};
+
+/// The TCP peer of a connection, put on each request by the accept loop
+/// (`server.rs`) as a request extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeerAddr(pub IpAddr);
+
+/// The proxies whose forwarding headers are believed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TrustedProxies(Vec<IpNet>);
+
+/// A `ROUTER_TRUSTED_PROXIES` entry that is not an address or a network.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not an IP address or CIDR network")]
+pub struct BadNetwork(pub String);
+
+/// An IP network in CIDR form, or a single address (a /32 or /128), with
+/// the host bits cleared.
+pub fn parse_network(text: &str) -> Option<IpNet> {
+    let text = text.trim();
+    let net = match text.parse::<IpNet>() {
+        Ok(net) => net,
+        Err(_) => IpNet::from(text.parse::<IpAddr>().ok()?.to_canonical()),
+    };
+    Some(net.trunc())
+}
+
+impl TrustedProxies {
+    /// Comma- or space-separated addresses and CIDR networks; empty trusts
+    /// no proxy (the default).
+    pub fn parse(text: &str) -> Result<TrustedProxies, BadNetwork> {
+        text.split(|c: char| c == ',' || c.is_whitespace())
+            .filter(|entry| !entry.is_empty())
+            .map(|entry| parse_network(entry).ok_or_else(|| BadNetwork(entry.to_owned())))
+            .collect::<Result<_, _>>()
+            .map(TrustedProxies)
+    }
+
+    fn trusts(&self, ip: IpAddr) -> bool {
+        self.0.iter().any(|net| net.contains(&ip))
+    }
+
+    /// The client address of a request that arrived from `peer`; `None`
+    /// when it cannot be known.
+    pub fn client(&self, peer: IpAddr, headers: &http::HeaderMap) -> Option<IpAddr> {
+        let peer = peer.to_canonical();
+        if !self.trusts(peer) {
+            return Some(peer);
+        }
+        let forwarded_for = chain(
+            headers,
+            http::header::HeaderName::from_static("x-forwarded-for"),
+        )
+        .map(|entries| self.walk(peer, entries.iter().map(|e| parse_xff_entry(e))));
+        let forwarded = chain(headers, http::header::FORWARDED)
+            .map(|elements| self.walk(peer, elements.iter().map(|e| parse_forwarded_for(e))));
+        match (forwarded_for, forwarded) {
+            (None, None) => Some(peer),
+            (Some(one), None) | (None, Some(one)) => one,
+            (Some(a), Some(b)) => (a == b).then_some(a).flatten(),
+        }
+    }
+
+    /// Right to left through the hops: the first address that is not a
+    /// trusted proxy is the client; when every hop is trusted, the
+    /// left-most is. An unreadable hop ends the walk as unknown.
+    fn walk(
+        &self,
+        peer: IpAddr,
+        hops: impl DoubleEndedIterator<Item = Option<IpAddr>>,
+    ) -> Option<IpAddr> {
+        let mut client = peer;
+        for hop in hops.rev() {
+            let ip = hop?.to_canonical();
+            client = ip;
+            if !self.trusts(ip) {
+                break;
+            }
+        }
+        Some(client)
+    }
+}
+
+/// The comma-separated entries of every instance of header `name`, or
+/// `None` when it is absent. A value that is not text makes the chain
+/// unreadable: one empty entry.
+fn chain(headers: &http::HeaderMap, name: http::header::HeaderName) -> Option<Vec<String>> {
+    let mut values = headers.get_all(name).iter().peekable();
+    values.peek()?;
+    let mut entries = Vec::new();
+    for value in values {
+        match value.to_str() {
+            Ok(text) => entries.extend(text.split(',').map(|e| e.trim().to_owned())),
+            Err(_) => entries.push(String::new()),
+        }
+    }
+    Some(entries)
+}
+
+/// `192.0.2.1`, `2001:db8::1`, `[2001:db8::1]`, `192.0.2.1:443`, `[2001:db8::1]:443`.
+fn parse_xff_entry(entry: &str) -> Option<IpAddr> {
+    let entry = entry.trim();
+    if let Ok(ip) = entry.parse::<IpAddr>() {
+        return Some(ip);
+    }
+    if let Ok(addr) = entry.parse::<SocketAddr>() {
+        return Some(addr.ip());
+    }
+    entry
+        .strip_prefix('[')
+        .and_then(|rest| rest.strip_suffix(']'))
+        .and_then(|inner| inner.parse().ok())
+}
+
+/// The `for=` node of one `Forwarded` element (RFC 7239); obfuscated and
+/// `unknown` nodes are unreadable.
+fn parse_forwarded_for(element: &str) -> Option<IpAddr> {
+    element.split(';').find_map(|pair| {
+        let (name, value) = pair.trim().split_once('=')?;
+        if !name.trim().eq_ignore_ascii_case("for") {
+            return None;
+        }
+        let value = value.trim();
+        let value = value
+            .strip_prefix('"')
+            .and_then(|v| v.strip_suffix('"'))
+            .unwrap_or(value);
+        parse_xff_entry(value)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> http::HeaderMap {
+        let mut h = http::HeaderMap::new();
+        for (k, v) in pairs {
+            h.append(*k, v.parse().unwrap());
+        }
+        h
+    }
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn parses_networks_and_names_a_bad_entry() {
+        let proxies = TrustedProxies::parse("10.0.0.0/8, 192.0.2.7 2001:db8::/32").unwrap();
+        assert!(proxies.trusts(ip("10.1.2.3")));
+        assert!(proxies.trusts(ip("192.0.2.7")));
+        assert!(!proxies.trusts(ip("192.0.2.8")));
+        assert!(proxies.trusts(ip("2001:db8::5")));
+        assert_eq!(
+            TrustedProxies::parse("").unwrap(),
+            TrustedProxies::default()
+        );
+        assert_eq!(
+            TrustedProxies::parse("10.0.0.0/8,nonsense").unwrap_err(),
+            BadNetwork("nonsense".into())
+        );
+        assert_eq!(
+            TrustedProxies::parse("10.0.0.0/33").unwrap_err().0,
+            "10.0.0.0/33"
+        );
+        assert_eq!(
+            parse_network("10.1.2.3/8").unwrap().to_string(),
+            "10.0.0.0/8"
+        );
+    }
+
+    #[test]
+    fn headers_are_ignored_from_an_untrusted_peer() {
+        let none = TrustedProxies::default();
+        let h = headers(&[("x-forwarded-for", "10.9.9.9")]);
+        assert_eq!(none.client(ip("127.0.0.1"), &h), Some(ip("127.0.0.1")));
+        assert_eq!(
+            none.client(ip("::ffff:127.0.0.1"), &h),
+            Some(ip("127.0.0.1"))
+        );
+    }
+
+    #[test]
+    fn the_right_most_untrusted_hop_is_the_client() {
+        let proxies = TrustedProxies::parse("127.0.0.1/32, 10.0.0.0/8").unwrap();
+        let peer = ip("127.0.0.1");
+        let client = |pairs: &[(&'static str, &str)]| proxies.client(peer, &headers(pairs));
+        assert_eq!(client(&[]), Some(peer), "no header: the peer");
+        assert_eq!(
+            client(&[("x-forwarded-for", "1.1.1.1, 203.0.113.9, 10.0.0.2")]),
+            Some(ip("203.0.113.9")),
+            "a spoofed left-most entry is not believed"
+        );
+        assert_eq!(
+            client(&[
+                ("x-forwarded-for", "1.1.1.1"),
+                ("x-forwarded-for", "203.0.113.9")
+            ]),
+            Some(ip("203.0.113.9")),
+            "repeated headers form one chain"
+        );
+        assert_eq!(
+            client(&[("x-forwarded-for", "10.0.0.3, 10.0.0.2")]),
+            Some(ip("10.0.0.3")),
+            "all trusted: the left-most"
+        );
+        assert_eq!(
+            client(&[("x-forwarded-for", "[2001:db8::1]:443")]),
+            Some(ip("2001:db8::1"))
+        );
+        assert_eq!(client(&[("x-forwarded-for", "garbage")]), None);
+        assert_eq!(
+            client(&[("x-forwarded-for", "garbage, 203.0.113.9")]),
+            Some(ip("203.0.113.9")),
+            "unreadable entries left of the client do not matter"
+        );
+        assert_eq!(
+            client(&[(
+                "forwarded",
+                "for=198.51.100.1, for=\"[2001:db8:cafe::17]:4711\";proto=https"
+            )]),
+            Some(ip("2001:db8:cafe::17"))
+        );
+        assert_eq!(client(&[("forwarded", "for=unknown")]), None);
+        assert_eq!(client(&[("forwarded", "for=_hidden")]), None);
+        assert_eq!(
+            client(&[
+                ("forwarded", "for=203.0.113.9"),
+                ("x-forwarded-for", "203.0.113.9")
+            ]),
+            Some(ip("203.0.113.9")),
+            "both, agreeing"
+        );
+        assert_eq!(
+            client(&[
+                ("forwarded", "for=10.1.1.1, for=192.0.2.1"),
+                ("x-forwarded-for", "203.0.113.9")
+            ]),
+            None,
+            "both, disagreeing: one was forged"
+        );
+    }
+}
