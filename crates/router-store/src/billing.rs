@@ -298,14 +298,14 @@ pub async fn settle_batch(
     for settlement in settlements {
         statement.push(settlement)?;
     }
-    let settled: Vec<(Uuid, i64)> = statement.load(conn).await.map_err(store_error)?;
+    let mut settled: Vec<(Uuid, i64)> = statement.load(conn).await.map_err(store_error)?;
+    // The statement settles the first of a request's settlements in the
+    // batch; a later duplicate finds the charge taken and was not settled.
     Ok(settlements
         .iter()
         .map(|s| {
-            settled
-                .iter()
-                .find(|(id, _)| *id == s.request_id)
-                .map(|(_, charge)| NanoUsd(*charge))
+            let position = settled.iter().position(|(id, _)| *id == s.request_id)?;
+            Some(NanoUsd(settled.swap_remove(position).1))
         })
         .collect())
 }
@@ -431,14 +431,19 @@ impl QueryFragment<Pg> for SettleBatchStatement<'_> {
         p.bind::<Array<BigInt>, _>("durations_ms", &self.durations_ms)?;
         p.finish(
             ", t AS (
-                SELECT t.*
+                -- One settlement per request: two racing settlements of the
+                -- same request in one batch must not both join its hold.
+                SELECT DISTINCT ON (t.request_id) t.*
                 FROM p, unnest(p.request_ids, p.reported, p.txn_ids, p.input_tokens,
                                p.output_tokens, p.cache_read_tokens, p.cache_write_tokens,
                                p.reasoning_tokens, p.route_ids, p.attempt_nos, p.supplier_ids,
                                p.upstream_protocols, p.started_ats, p.durations_ms)
+                    WITH ORDINALITY
                     AS t (request_id, reported, txn_id, input_tokens, output_tokens,
                           cache_read_tokens, cache_write_tokens, reasoning_tokens, route_id,
-                          attempt_no, supplier_id, upstream_protocol, started_at, duration_ms)
+                          attempt_no, supplier_id, upstream_protocol, started_at, duration_ms,
+                          ordinal)
+                ORDER BY t.request_id, t.ordinal
             ), hold AS (
                 UPDATE holds h
                 SET status = 'settled', released_at = now()

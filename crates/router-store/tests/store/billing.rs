@@ -661,3 +661,26 @@ async fn concurrent_reserves_and_settles_of_shared_wallets_keep_the_books() {
     assert_eq!(count(&db, "SELECT count(*) AS n FROM attempts").await, 180);
     assert_books_agree(&db).await;
 }
+
+/// Two racing settlements of one request that the group commit puts in the
+/// same batch: the first settles, the duplicate is not settled, and the
+/// batch's other settlements are unharmed (I4: one debit per hold).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_duplicate_settlement_in_one_batch_settles_once() {
+    let db = TestDatabase::new().await;
+    let funded = funded_account(&db, 10_000).await;
+    let a = new_request(&funded, 1_000);
+    let b = new_request(&funded, 2_000);
+    db.reserve(a.clone()).await.unwrap();
+    db.reserve(b.clone()).await.unwrap();
+    let mut conn = db.connection().await.unwrap();
+    let batch = [
+        settlement(a.request_id, 700),
+        settlement(a.request_id, 700),
+        settlement(b.request_id, 500),
+    ];
+    let charged = billing::settle_batch(&mut conn, &batch).await.unwrap();
+    assert_eq!(charged, [Some(NanoUsd(700)), None, Some(NanoUsd(500))]);
+    assert_eq!(wallet(&db, funded.account_id).await, (10_000 - 1_200, 0));
+    assert_books_agree(&db).await;
+}
