@@ -31,7 +31,8 @@ use serde_json::json;
 use signal_hook::consts::signal::{SIGHUP, SIGINT, SIGTERM};
 
 use crate::services::{
-    Children, for_each_flag, free_loopback_port, http, provision, random_hex, release_binaries,
+    Children, for_each_flag, free_loopback_port, http, provision, provision_with_policy,
+    random_hex, release_binaries,
 };
 use crate::{db, run_checked, target_dir, workspace_root};
 
@@ -39,7 +40,10 @@ use load::{Figures, Shape};
 use peers::Peer;
 use proc_stats::Usage;
 use proc_stats::{Cores, GroupCpu, Sampler};
-use report::{CpuPerRequest, CrossCore, OpenStreams, Outcome, ProtocolResult, Report, Subject};
+use report::{
+    CpuPerRequest, CrossCore, KeyCase, KeyPolicies, OpenStreams, Outcome, ProtocolResult, Report,
+    Subject,
+};
 
 /// The core the router (and each peer, in turn) runs on.
 pub(crate) const ROUTER_CORE: u32 = 0;
@@ -450,6 +454,47 @@ fn cross_core(bench: &Bench, direct: &Call) -> Outcome<CrossCore> {
     Ok(cross_core)
 }
 
+/// Chat through the router with the plain key and with a key that sets every
+/// policy the router enforces (allowed models, an IP allowlist, a prompt-cache
+/// mode), back to back: one at a time and at saturation.
+fn key_policies(bench: &Bench, router: &Router, admin_token: &str) -> Result<KeyPolicies> {
+    let policy = json!({
+        "allowed_models": [Protocol::Chat.model(false), Protocol::Chat.model(true)],
+        "ip_allowlist": ["127.0.0.0/8", "::1/128"],
+        "prompt_cache_mode": "passthrough",
+    });
+    let policed = Router {
+        addr: router.addr.clone(),
+        pid: router.pid,
+        api_key: provision_with_policy(
+            &router.addr,
+            admin_token,
+            &format!("bench-policies+{}", random_hex(4)?),
+            CREDITS_NANO_USD,
+            policy,
+        )?,
+    };
+    let measure = |label: &str, router: &Router| -> Result<KeyCase> {
+        let call = router.call(Protocol::Chat, Protocol::Chat.model(false), false);
+        let warm = Duration::from_secs(1);
+        let _ = load::run(&bench.oha, &bench.work, &call, Shape::Rate(500), warm);
+        bench.check_stop()?;
+        let sequential = bench.load(label, &call, Shape::Sequential, bench.options.duration);
+        bench.check_stop()?;
+        let saturation = bench.load(label, &call, Shape::Saturation, bench.options.duration);
+        Ok(KeyCase {
+            sequential,
+            saturation,
+        })
+    };
+    let plain = measure("router, chat, plain key", router)?;
+    let with_policies = measure("router, chat, key with policies", &policed)?;
+    Ok(KeyPolicies {
+        plain,
+        with_policies,
+    })
+}
+
 /// The router under test: where it listens and how to call it.
 struct Router {
     addr: String,
@@ -618,6 +663,10 @@ pub fn run(args: &[String]) -> Result<bool> {
             router: routed,
         });
     }
+
+    bench.check_stop()?;
+    report.key_policies =
+        Some(key_policies(&bench, &router, &admin_token).map_err(|e| format!("{e:#}")));
 
     for peer in bench.options.peers.clone() {
         bench.check_stop()?;

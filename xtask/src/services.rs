@@ -73,6 +73,24 @@ pub(crate) fn provision(
     email_user: &str,
     credits_nano_usd: i64,
 ) -> Result<String> {
+    provision_with_policy(
+        router_addr,
+        admin_token,
+        email_user,
+        credits_nano_usd,
+        json!({}),
+    )
+}
+
+/// [`provision`], with the key's policy fields (`allowed_models`, `ip_allowlist`, ...)
+/// taken from the object `policy`.
+pub(crate) fn provision_with_policy(
+    router_addr: &str,
+    admin_token: &str,
+    email_user: &str,
+    credits_nano_usd: i64,
+    policy: Value,
+) -> Result<String> {
     let admin = |path: &str, body: Value| admin_post(router_addr, admin_token, path, &body);
 
     let email = format!("{email_user}@example.com");
@@ -102,7 +120,10 @@ pub(crate) fn provision(
     admin(&format!("/admin/accounts/{id_in_path}/credits"), credits)?
         .map_err(|response| response.error())?;
 
-    let key = json!({ "account_id": id, "scopes": ["inference"] });
+    let mut key = json!({ "account_id": id, "scopes": ["inference"] });
+    if let (Some(key), Value::Object(policy)) = (key.as_object_mut(), policy) {
+        key.extend(policy);
+    }
     let key = admin("/admin/api-keys", key)?.map_err(|response| response.error())?;
     let key = key
         .get("key")

@@ -170,6 +170,20 @@ impl CrossCore {
     }
 }
 
+/// One key's Chat figures: one at a time and at saturation.
+#[derive(Clone, Debug)]
+pub(crate) struct KeyCase {
+    pub(crate) sequential: Outcome<Figures>,
+    pub(crate) saturation: Outcome<Figures>,
+}
+
+/// The plain key against a key with every enforced policy set, back to back.
+#[derive(Clone, Debug)]
+pub(crate) struct KeyPolicies {
+    pub(crate) plain: KeyCase,
+    pub(crate) with_policies: KeyCase,
+}
+
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Report {
     pub(crate) started: String,
@@ -187,6 +201,7 @@ pub(crate) struct Report {
     pub(crate) open_streams: Option<Outcome<OpenStreams>>,
     pub(crate) round_trips: Option<Outcome<RoundTrips>>,
     pub(crate) cross_core: Option<Outcome<CrossCore>>,
+    pub(crate) key_policies: Option<Outcome<KeyPolicies>>,
     pub(crate) profile: Option<Outcome<Profile>>,
     pub(crate) scale_out: Option<Outcome<Vec<ScaleOutCase>>>,
 }
@@ -331,6 +346,17 @@ impl Report {
                 "router_crossings": CrossCore::ROUTER_CROSSINGS,
                 "added_floor_ms": round3(c.floor()),
             }))),
+            "key_policies": self.key_policies.as_ref().map(|k| outcome_json(k, |k| {
+                let case = |c: &KeyCase| json!({
+                    "sequential": outcome_json(&c.sequential, |f| json!({
+                        "p50_ms": round3(f.p50), "p99_ms": round3(f.p99), "ok_rps": f.ok_rps.round(),
+                    })),
+                    "saturation": outcome_json(&c.saturation, |f| json!({
+                        "p50_ms": round3(f.p50), "ok_rps": f.ok_rps.round(),
+                    })),
+                });
+                json!({ "plain": case(&k.plain), "with_policies": case(&k.with_policies) })
+            })),
             "profile": self.profile.as_ref().map(|p| outcome_json(p, |p| json!({
                 "tool": p.tool,
                 "samples_file": p.samples_file,
@@ -511,6 +537,32 @@ impl Report {
                     CrossCore::ROUTER_CROSSINGS,
                     ms(c.floor())
                 );
+            });
+        }
+
+        if let Some(key_policies) = &self.key_policies {
+            let _ = writeln!(w, "\n## Key with policies (Chat)\n");
+            section(w, key_policies, |w, k| {
+                let _ = writeln!(
+                    w,
+                    "The same Chat request with the plain key and with a key that sets `allowed_models`, `ip_allowlist` and `prompt_cache_mode`, back to back.\n"
+                );
+                let _ = writeln!(
+                    w,
+                    "| key | one at a time p50 / p99 (ms) | saturation 2xx/s |\n| --- | --- | --- |"
+                );
+                for (name, case) in [("plain", &k.plain), ("with policies", &k.with_policies)] {
+                    let sequential = match &case.sequential {
+                        // Three decimals: the policy work is worth tens of microseconds.
+                        Ok(f) => format!("{:.3} / {:.3}", f.p50, f.p99),
+                        Err(reason) => na(reason),
+                    };
+                    let saturation = match &case.saturation {
+                        Ok(f) => format!("{:.0}", f.ok_rps),
+                        Err(reason) => na(reason),
+                    };
+                    let _ = writeln!(w, "| {name} | {sequential} | {saturation} |");
+                }
             });
         }
 
@@ -869,7 +921,7 @@ impl Target {
 
 #[cfg(test)]
 mod tests {
-    use super::{CrossCore, ProtocolResult, Report, Subject};
+    use super::{CrossCore, KeyCase, KeyPolicies, ProtocolResult, Report, Subject};
     use crate::bench::Protocol;
     use crate::bench::load::Figures;
 
@@ -929,6 +981,45 @@ mod tests {
         let markdown = report.to_markdown();
         assert!(markdown.contains("n/a (router down)"), "{markdown}");
         assert!(report.to_json()["protocols"][0]["router"]["one_at_a_time"]["n/a"].is_string());
+    }
+
+    #[test]
+    fn the_key_policies_section_sets_both_keys_side_by_side() {
+        let case = |p50, rps| KeyCase {
+            sequential: Ok(figures(p50, 1_000.0)),
+            saturation: Ok(figures(5.0, rps)),
+        };
+        let report = Report {
+            key_policies: Some(Ok(KeyPolicies {
+                plain: case(0.661, 12_900.0),
+                with_policies: KeyCase {
+                    saturation: Err("oha failed".to_owned()),
+                    ..case(0.672, 0.0)
+                },
+            })),
+            ..Report::default()
+        };
+        let markdown = report.to_markdown();
+        assert!(
+            markdown.contains("## Key with policies (Chat)"),
+            "{markdown}"
+        );
+        assert!(markdown.contains("| plain | 0.661 / "), "{markdown}");
+        assert!(markdown.contains("| 12900 |"), "{markdown}");
+        assert!(
+            markdown.contains("| with policies | 0.672 / "),
+            "{markdown}"
+        );
+        assert!(markdown.contains("n/a (oha failed)"), "{markdown}");
+        let json = report.to_json();
+        assert_eq!(
+            json["key_policies"]["plain"]["saturation"]["ok_rps"],
+            12_900.0
+        );
+        assert_eq!(
+            json["key_policies"]["with_policies"]["saturation"]["n/a"],
+            "oha failed"
+        );
     }
 
     #[test]
