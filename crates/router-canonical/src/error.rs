@@ -36,6 +36,10 @@ pub enum ErrorCode {
     Conflict,
     PayloadTooLarge,
     ApiKeySpendLimitExceeded,
+    ApiKeyMonthlyBudgetExceeded,
+    RateLimitExceeded,
+    DailyRequestLimitExceeded,
+    ConcurrencyLimitExceeded,
     UpstreamError,
     InvalidUpstreamResponse,
     UpstreamUnavailable,
@@ -75,6 +79,10 @@ impl ErrorCode {
             ErrorCode::Conflict => "conflict",
             ErrorCode::PayloadTooLarge => "payload_too_large",
             ErrorCode::ApiKeySpendLimitExceeded => "api_key_spend_limit_exceeded",
+            ErrorCode::ApiKeyMonthlyBudgetExceeded => "api_key_monthly_budget_exceeded",
+            ErrorCode::RateLimitExceeded => "rate_limit_exceeded",
+            ErrorCode::DailyRequestLimitExceeded => "daily_request_limit_exceeded",
+            ErrorCode::ConcurrencyLimitExceeded => "concurrency_limit_exceeded",
             ErrorCode::UpstreamError => "upstream_error",
             ErrorCode::InvalidUpstreamResponse => "invalid_upstream_response",
             ErrorCode::UpstreamUnavailable => "upstream_unavailable",
@@ -105,7 +113,11 @@ impl ErrorCode {
             ErrorCode::MethodNotAllowed => 405,
             ErrorCode::Conflict => 409,
             ErrorCode::PayloadTooLarge => 413,
-            ErrorCode::ApiKeySpendLimitExceeded => 429,
+            ErrorCode::ApiKeySpendLimitExceeded
+            | ErrorCode::ApiKeyMonthlyBudgetExceeded
+            | ErrorCode::RateLimitExceeded
+            | ErrorCode::DailyRequestLimitExceeded
+            | ErrorCode::ConcurrencyLimitExceeded => 429,
             ErrorCode::UpstreamError | ErrorCode::InvalidUpstreamResponse => 502,
             ErrorCode::UpstreamUnavailable
             | ErrorCode::RouteUnavailable
@@ -182,6 +194,10 @@ pub struct ApiError {
     /// protocol is unknown; [`ApiError::named_in`] turns it into `param`.
     #[serde(skip)]
     pub field: Option<Field>,
+    /// Seconds (≥ 1) after which the request may succeed, sent as the
+    /// reply's `Retry-After` header (a 429 whose reset time is known, GP-08).
+    #[serde(skip)]
+    pub retry_after: Option<u64>,
 }
 
 impl ApiError {
@@ -191,6 +207,7 @@ impl ApiError {
             message: message.into(),
             param: None,
             field: None,
+            retry_after: None,
         }
     }
 
@@ -200,6 +217,7 @@ impl ApiError {
             message: message.into(),
             param: Some(param.into()),
             field: None,
+            retry_after: None,
         }
     }
 
@@ -226,6 +244,12 @@ impl ApiError {
 
     pub fn with_param(mut self, param: impl Into<String>) -> Self {
         self.param = Some(param.into());
+        self
+    }
+
+    /// This error with a `Retry-After` of `seconds` (raised to at least 1).
+    pub fn with_retry_after(mut self, seconds: Option<u64>) -> Self {
+        self.retry_after = seconds.map(|s| s.max(1));
         self
     }
 

@@ -7,6 +7,7 @@
 //! is covered by the store's reaper (holds carry an expiry).
 
 use crate::catalog::{Catalog, Model, Route};
+use crate::key_policy::KeyLimit;
 use crate::pricing;
 use crate::routing::{self, Plan};
 use crate::store::{
@@ -54,6 +55,8 @@ pub struct Admission {
     pub api_key_id: Uuid,
     /// The key's policy version the request was admitted under.
     pub policy_version: i64,
+    /// Whether the key sets any limit (see [`NewRequest::key_limited`]).
+    pub key_limited: bool,
     pub inbound: Protocol,
 }
 
@@ -164,6 +167,7 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
             account_id: admission.account_id,
             api_key_id: admission.api_key_id,
             policy_version: admission.policy_version,
+            key_limited: admission.key_limited,
             model: plan.model.id.clone(),
             inbound_protocol: admission.inbound,
             recorded_protocol,
@@ -206,6 +210,9 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
                 ErrorCode::PolicyChanged,
                 "The API key's policy changed while this request was admitted; nothing was charged.",
             )),
+            Ok(Err(ReserveError::KeyLimit { limit, retry_after })) => {
+                Err(key_limit_error(limit).with_retry_after(retry_after))
+            }
             Ok(Err(ReserveError::Store(e))) => Err(internal(&e)),
             Err(_) => Err(internal(&"the reservation task stopped")),
         }
@@ -391,6 +398,33 @@ fn final_error(last: Option<&AttemptError>) -> ApiError {
             "No route completed the request before the routing deadline.",
         ),
     }
+}
+
+/// The 429 of a key limit (A-21, G-21, GP-08); nothing was charged.
+fn key_limit_error(limit: KeyLimit) -> ApiError {
+    let (code, message) = match limit {
+        KeyLimit::Spend => (
+            ErrorCode::ApiKeySpendLimitExceeded,
+            "This API key's spend limit does not cover this request's maximum cost.",
+        ),
+        KeyLimit::MonthlyBudget => (
+            ErrorCode::ApiKeyMonthlyBudgetExceeded,
+            "This API key's monthly budget does not cover this request's maximum cost.",
+        ),
+        KeyLimit::RequestsPerMinute => (
+            ErrorCode::RateLimitExceeded,
+            "This API key's requests-per-minute limit is reached.",
+        ),
+        KeyLimit::RequestsPerDay => (
+            ErrorCode::DailyRequestLimitExceeded,
+            "This API key's daily request limit is reached.",
+        ),
+        KeyLimit::Concurrency => (
+            ErrorCode::ConcurrencyLimitExceeded,
+            "This API key's concurrent request limit is reached.",
+        ),
+    };
+    ApiError::new(code, message)
 }
 
 fn internal(error: &dyn std::fmt::Display) -> ApiError {

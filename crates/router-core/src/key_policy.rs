@@ -21,8 +21,52 @@ pub struct KeyPolicy {
     pub ip_allowlist: Option<Vec<IpNet>>,
     /// The key's default for `x-ci-prompt-cache`.
     pub prompt_cache_mode: Option<PromptCacheMode>,
+    /// Spend and request limits; all `None` (the default) is unlimited.
+    pub limits: KeyLimits,
     /// Bumped by every change of the key's policy.
     pub version: i64,
+}
+
+/// A rolling spend window: at most `amount_nano_usd` charged (and held) over
+/// the last `window_seconds`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SpendWindow {
+    pub amount_nano_usd: i64,
+    pub window_seconds: i64,
+}
+
+/// An API key's hard limits (A-21, G-21). `None` is unlimited: there are no
+/// built-in numbers. Enforced by the store in the reservation itself.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KeyLimits {
+    pub spend_limits: Option<Vec<SpendWindow>>,
+    /// Per UTC calendar month.
+    pub monthly_budget_nano_usd: Option<i64>,
+    pub requests_per_minute: Option<i64>,
+    pub requests_per_day: Option<i64>,
+    pub max_concurrent_requests: Option<i64>,
+}
+
+impl KeyLimits {
+    /// Whether any limit is set: only then does a reservation lock the key
+    /// row exclusively and count its requests.
+    pub fn any(&self) -> bool {
+        self.spend_limits.is_some()
+            || self.monthly_budget_nano_usd.is_some()
+            || self.requests_per_minute.is_some()
+            || self.requests_per_day.is_some()
+            || self.max_concurrent_requests.is_some()
+    }
+}
+
+/// Which key limit refused a reservation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyLimit {
+    Spend,
+    MonthlyBudget,
+    RequestsPerMinute,
+    RequestsPerDay,
+    Concurrency,
 }
 
 impl KeyPolicy {

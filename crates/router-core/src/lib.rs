@@ -19,7 +19,7 @@ pub mod thinking_seal;
 
 pub use catalog::{Catalog, CatalogError, Model, Pricing, Route, Supplier};
 pub use gateway::{Gateway, GatewayConfig, LiveStream, Outcome, StreamItem};
-pub use key_policy::KeyPolicy;
+pub use key_policy::{KeyLimit, KeyLimits, KeyPolicy, SpendWindow};
 pub use routing::Plan;
 pub use supplier::{
     AttemptCause, AttemptError, EventStream, FailureKind, Retry, SupplierReply, Suppliers,

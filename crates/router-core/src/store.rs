@@ -4,7 +4,7 @@
 //! step; the lifecycle guarantees each request is reserved once and then
 //! either settled once or voided once.
 
-use crate::key_policy::KeyPolicy;
+use crate::key_policy::{KeyLimit, KeyPolicy};
 use router_canonical::{NanoUsd, Protocol, Usage};
 use std::future::Future;
 use std::sync::Arc;
@@ -71,6 +71,10 @@ pub struct NewRequest {
     /// The key's policy version that admitted the request: the reservation
     /// is refused ([`ReserveError::PolicyChanged`]) unless it is still current.
     pub policy_version: i64,
+    /// Whether the key (as admitted) sets any limit: such a reservation
+    /// takes the key's exclusive path, which reads the limits afresh from
+    /// the locked key row.
+    pub key_limited: bool,
     /// The public model ID the client asked for.
     pub model: String,
     pub inbound_protocol: Protocol,
@@ -91,6 +95,13 @@ pub enum ReserveError {
     /// The key's policy changed after the request was admitted under it.
     #[error("the API key's policy changed while the request was admitted")]
     PolicyChanged,
+    /// A key limit refused the request; `retry_after` is the number of
+    /// seconds (≥ 1) until it may fit, when that can be computed.
+    #[error("the API key's {limit:?} limit refused the request")]
+    KeyLimit {
+        limit: KeyLimit,
+        retry_after: Option<u64>,
+    },
     #[error(transparent)]
     Store(#[from] StoreError),
 }

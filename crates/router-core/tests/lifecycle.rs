@@ -282,6 +282,7 @@ fn admission() -> Admission {
         account_id: Uuid::new_v4(),
         api_key_id: Uuid::new_v4(),
         policy_version: 0,
+        key_limited: false,
         inbound: Protocol::Chat,
     }
 }

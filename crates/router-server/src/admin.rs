@@ -7,8 +7,8 @@ use crate::reply::{self, Body};
 use http::{Response, StatusCode};
 use hyper::body::Incoming;
 use router_canonical::{ApiError, ErrorCode, NanoUsd, PromptCacheMode};
-use router_core::KeyPolicy;
 use router_core::store::Scope;
+use router_core::{KeyLimits, KeyPolicy, SpendWindow};
 use router_store::api_keys::{ApiKeyChange, ApiKeyView};
 use serde::Deserialize;
 use serde_json::json;
@@ -163,34 +163,35 @@ where
     Option::<T>::deserialize(deserializer).map(Some)
 }
 
-/// Limits reserved for a later issue: refused while they are not enforced,
-/// rather than stored and silently ignored.
-struct ReservedLimits {
-    spend_limits: Option<serde_json::Value>,
-    monthly_budget_nano_usd: Option<serde_json::Value>,
-    requests_per_minute: Option<serde_json::Value>,
-    requests_per_day: Option<serde_json::Value>,
-    max_concurrent_requests: Option<serde_json::Value>,
+/// One rolling spend window as the admin API takes it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SpendLimitJson {
+    amount_nano_usd: u64,
+    window_seconds: u64,
 }
 
-impl ReservedLimits {
-    fn refuse(&self) -> Result<(), ApiError> {
-        let named = [
-            ("spend_limits", &self.spend_limits),
-            ("monthly_budget_nano_usd", &self.monthly_budget_nano_usd),
-            ("requests_per_minute", &self.requests_per_minute),
-            ("requests_per_day", &self.requests_per_day),
-            ("max_concurrent_requests", &self.max_concurrent_requests),
-        ];
-        match named.into_iter().find(|(_, value)| value.is_some()) {
-            Some((name, _)) => Err(ApiError::new(
-                ErrorCode::UnsupportedParameter,
-                format!("`{name}` is not supported yet: this router does not enforce it."),
-            )
-            .with_param(name)),
-            None => Ok(()),
+/// A non-negative limit that fits the store's bigint.
+fn limit_value(name: &str, value: u64) -> Result<i64, ApiError> {
+    i64::try_from(value).map_err(|_| ApiError::invalid(name, format!("`{name}` is too large.")))
+}
+
+/// Spend windows: each window at least one second; no windows is no limit.
+fn parse_spend_limits(windows: Vec<SpendLimitJson>) -> Result<Option<Vec<SpendWindow>>, ApiError> {
+    let mut parsed = Vec::with_capacity(windows.len());
+    for (i, window) in windows.into_iter().enumerate() {
+        if window.window_seconds == 0 {
+            return Err(ApiError::invalid(
+                format!("spend_limits[{i}].window_seconds"),
+                "A spend window lasts at least one second.",
+            ));
         }
+        parsed.push(SpendWindow {
+            amount_nano_usd: limit_value("spend_limits.amount_nano_usd", window.amount_nano_usd)?,
+            window_seconds: limit_value("spend_limits.window_seconds", window.window_seconds)?,
+        });
     }
+    Ok((!parsed.is_empty()).then_some(parsed))
 }
 
 #[derive(Deserialize)]
@@ -208,15 +209,15 @@ struct NewApiKey {
     #[serde(default)]
     prompt_cache_mode: Option<String>,
     #[serde(default)]
-    spend_limits: Option<serde_json::Value>,
+    spend_limits: Option<Vec<SpendLimitJson>>,
     #[serde(default)]
-    monthly_budget_nano_usd: Option<serde_json::Value>,
+    monthly_budget_nano_usd: Option<u64>,
     #[serde(default)]
-    requests_per_minute: Option<serde_json::Value>,
+    requests_per_minute: Option<u64>,
     #[serde(default)]
-    requests_per_day: Option<serde_json::Value>,
+    requests_per_day: Option<u64>,
     #[serde(default)]
-    max_concurrent_requests: Option<serde_json::Value>,
+    max_concurrent_requests: Option<u64>,
 }
 
 /// `PATCH /admin/api-keys/{id}`: each field present is changed; `null`
@@ -234,16 +235,16 @@ struct ApiKeyPatch {
     ip_allowlist: Option<Option<Vec<String>>>,
     #[serde(default, deserialize_with = "present")]
     prompt_cache_mode: Option<Option<String>>,
-    #[serde(default)]
-    spend_limits: Option<serde_json::Value>,
-    #[serde(default)]
-    monthly_budget_nano_usd: Option<serde_json::Value>,
-    #[serde(default)]
-    requests_per_minute: Option<serde_json::Value>,
-    #[serde(default)]
-    requests_per_day: Option<serde_json::Value>,
-    #[serde(default)]
-    max_concurrent_requests: Option<serde_json::Value>,
+    #[serde(default, deserialize_with = "present")]
+    spend_limits: Option<Option<Vec<SpendLimitJson>>>,
+    #[serde(default, deserialize_with = "present")]
+    monthly_budget_nano_usd: Option<Option<u64>>,
+    #[serde(default, deserialize_with = "present")]
+    requests_per_minute: Option<Option<u64>>,
+    #[serde(default, deserialize_with = "present")]
+    requests_per_day: Option<Option<u64>>,
+    #[serde(default, deserialize_with = "present")]
+    max_concurrent_requests: Option<Option<u64>>,
 }
 
 fn parse_scopes(names: &[String]) -> Result<Vec<Scope>, ApiError> {
@@ -306,14 +307,18 @@ pub async fn create_api_key(
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
     let new: NewApiKey = body_json(request).await?;
-    ReservedLimits {
-        spend_limits: new.spend_limits,
-        monthly_budget_nano_usd: new.monthly_budget_nano_usd,
-        requests_per_minute: new.requests_per_minute,
-        requests_per_day: new.requests_per_day,
-        max_concurrent_requests: new.max_concurrent_requests,
-    }
-    .refuse()?;
+    let limit = |name: &str, value: Option<u64>| value.map(|v| limit_value(name, v)).transpose();
+    let limits = KeyLimits {
+        spend_limits: new
+            .spend_limits
+            .map(parse_spend_limits)
+            .transpose()?
+            .flatten(),
+        monthly_budget_nano_usd: limit("monthly_budget_nano_usd", new.monthly_budget_nano_usd)?,
+        requests_per_minute: limit("requests_per_minute", new.requests_per_minute)?,
+        requests_per_day: limit("requests_per_day", new.requests_per_day)?,
+        max_concurrent_requests: limit("max_concurrent_requests", new.max_concurrent_requests)?,
+    };
     let scopes = parse_scopes(&new.scopes)?;
     let expires_at = new.expires_at.map(unix_time);
     let policy = KeyPolicy {
@@ -331,6 +336,7 @@ pub async fn create_api_key(
             .as_deref()
             .map(parse_prompt_cache_mode)
             .transpose()?,
+        limits,
         version: 0,
     };
     let key = app
@@ -368,11 +374,30 @@ pub async fn get_api_key(
         .await
         .map_err(store_error)?
         .ok_or_else(|| ApiError::new(ErrorCode::NotFound, "No such API key."))?;
-    Ok(reply::json_value(
-        StatusCode::OK,
-        &api_key_json(&view),
-        request_id,
-    ))
+    let windows: Vec<i64> = view
+        .policy
+        .limits
+        .spend_limits
+        .iter()
+        .flatten()
+        .map(|w| w.window_seconds)
+        .collect();
+    let spend = app
+        .database()
+        .key_spend(id, &windows)
+        .await
+        .map_err(store_error)?;
+    let mut body = api_key_json(&view);
+    body["spend"] = json!({
+        "month_to_date_nano_usd": spend.month_to_date_nano,
+        "held_nano_usd": spend.held_nano,
+        "windows": spend
+            .windows
+            .iter()
+            .map(|(seconds, spent)| json!({"window_seconds": seconds, "spent_nano_usd": spent}))
+            .collect::<Vec<_>>(),
+    });
+    Ok(reply::json_value(StatusCode::OK, &body, request_id))
 }
 
 /// Changes any subset of a key's scopes, expiry and policy; every
@@ -387,14 +412,11 @@ pub async fn update_api_key(
 ) -> Result<Response<Body>, ApiError> {
     let id = parse_id(id)?;
     let patch: ApiKeyPatch = body_json(request).await?;
-    ReservedLimits {
-        spend_limits: patch.spend_limits,
-        monthly_budget_nano_usd: patch.monthly_budget_nano_usd,
-        requests_per_minute: patch.requests_per_minute,
-        requests_per_day: patch.requests_per_day,
-        max_concurrent_requests: patch.max_concurrent_requests,
-    }
-    .refuse()?;
+    let limit = |name: &str, value: Option<Option<u64>>| {
+        value
+            .map(|set| set.map(|v| limit_value(name, v)).transpose())
+            .transpose()
+    };
     let change = ApiKeyChange {
         scopes: patch.scopes.as_deref().map(parse_scopes).transpose()?,
         expires_at: patch.expires_at.map(|at| at.map(unix_time)),
@@ -413,6 +435,14 @@ pub async fn update_api_key(
             .prompt_cache_mode
             .map(|set| set.as_deref().map(parse_prompt_cache_mode).transpose())
             .transpose()?,
+        spend_limits: patch
+            .spend_limits
+            .map(|set| set.map(parse_spend_limits).transpose().map(Option::flatten))
+            .transpose()?,
+        monthly_budget_nano_usd: limit("monthly_budget_nano_usd", patch.monthly_budget_nano_usd)?,
+        requests_per_minute: limit("requests_per_minute", patch.requests_per_minute)?,
+        requests_per_day: limit("requests_per_day", patch.requests_per_day)?,
+        max_concurrent_requests: limit("max_concurrent_requests", patch.max_concurrent_requests)?,
     };
     let view = app
         .database()
@@ -454,6 +484,16 @@ fn policy_json(policy: &KeyPolicy) -> serde_json::Value {
             .as_ref()
             .map(|nets| nets.iter().map(ToString::to_string).collect::<Vec<_>>()),
         "prompt_cache_mode": policy.prompt_cache_mode,
+        "spend_limits": policy.limits.spend_limits.as_ref().map(|windows| {
+            windows
+                .iter()
+                .map(|w| json!({"amount_nano_usd": w.amount_nano_usd, "window_seconds": w.window_seconds}))
+                .collect::<Vec<_>>()
+        }),
+        "monthly_budget_nano_usd": policy.limits.monthly_budget_nano_usd,
+        "requests_per_minute": policy.limits.requests_per_minute,
+        "requests_per_day": policy.limits.requests_per_day,
+        "max_concurrent_requests": policy.limits.max_concurrent_requests,
         "version": policy.version,
     })
 }

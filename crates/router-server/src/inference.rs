@@ -76,6 +76,7 @@ async fn run<C: ClientCodec>(
         account_id: inbound.key.account_id,
         api_key_id: inbound.key.key_id,
         policy_version: inbound.key.policy.version,
+        key_limited: inbound.key.policy.limits.any(),
         inbound: codec.protocol(),
     };
     let history = app

@@ -95,7 +95,13 @@ pub fn error(envelope: Envelope, error: &ApiError, request_id: &str) -> Reply {
 /// An error reply with an envelope already rendered.
 pub fn error_with(body: &[u8], error: &ApiError, request_id: &str) -> Reply {
     let status = StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    json(status, body.to_vec(), request_id)
+    let mut response = json(status, body.to_vec(), request_id);
+    if let Some(seconds) = error.retry_after {
+        response
+            .headers_mut()
+            .insert(http::header::RETRY_AFTER, HeaderValue::from(seconds.max(1)));
+    }
+    response
 }
 
 /// Messages responses carry `request-id` as well as `x-request-id` (CF-12).

@@ -14,8 +14,8 @@ use diesel::{BoolExpressionMethods, ExpressionMethods, OptionalExtension, QueryD
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use ipnet::IpNet;
 use router_canonical::PromptCacheMode;
-use router_core::KeyPolicy;
 use router_core::store::{ApiKeyRecord, Scope, StoreError};
+use router_core::{KeyLimits, KeyPolicy, SpendWindow};
 use sha2::{Digest, Sha256};
 use std::fmt;
 use std::sync::Arc;
@@ -99,6 +99,7 @@ pub async fn create_api_key(
             api_keys::allowed_models.eq(&policy.allowed_models),
             api_keys::ip_allowlist.eq(policy.ip_allowlist.as_deref().map(networks_text)),
             api_keys::prompt_cache_mode.eq(policy.prompt_cache_mode.map(mode_text)),
+            LimitColumns::of(&policy.limits),
         ))
         .execute(conn)
         .await
@@ -137,6 +138,71 @@ pub struct ApiKeyChange {
     pub allowed_models: Option<Option<Vec<String>>>,
     pub ip_allowlist: Option<Option<Vec<IpNet>>>,
     pub prompt_cache_mode: Option<Option<PromptCacheMode>>,
+    pub spend_limits: Option<Option<Vec<SpendWindow>>>,
+    pub monthly_budget_nano_usd: Option<Option<i64>>,
+    pub requests_per_minute: Option<Option<i64>>,
+    pub requests_per_day: Option<Option<i64>>,
+    pub max_concurrent_requests: Option<Option<i64>>,
+}
+
+/// A key's limits as stored: the spend windows as two arrays paired by
+/// position, `NULL` for "unlimited".
+#[derive(diesel::Insertable)]
+#[diesel(table_name = api_keys)]
+struct LimitColumns {
+    spend_limit_nano: Option<Vec<i64>>,
+    spend_limit_seconds: Option<Vec<i64>>,
+    monthly_budget_nano: Option<i64>,
+    requests_per_minute: Option<i64>,
+    requests_per_day: Option<i64>,
+    max_concurrent_requests: Option<i64>,
+}
+
+impl LimitColumns {
+    fn of(limits: &KeyLimits) -> Self {
+        let (nano, seconds) = spend_arrays(limits.spend_limits.as_deref());
+        LimitColumns {
+            spend_limit_nano: nano,
+            spend_limit_seconds: seconds,
+            monthly_budget_nano: limits.monthly_budget_nano_usd,
+            requests_per_minute: limits.requests_per_minute,
+            requests_per_day: limits.requests_per_day,
+            max_concurrent_requests: limits.max_concurrent_requests,
+        }
+    }
+}
+
+type SpendArrays = (Option<Vec<i64>>, Option<Vec<i64>>);
+
+fn spend_arrays(windows: Option<&[SpendWindow]>) -> SpendArrays {
+    match windows {
+        None => (None, None),
+        Some(windows) => (
+            Some(windows.iter().map(|w| w.amount_nano_usd).collect()),
+            Some(windows.iter().map(|w| w.window_seconds).collect()),
+        ),
+    }
+}
+
+/// The limits of a stored row. Unpaired arrays (which a CHECK forbids)
+/// would read as the windows they pair up to.
+pub(crate) fn limits_from_row(row: LimitRow) -> KeyLimits {
+    let (nano, seconds, monthly, per_minute, per_day, concurrent) = row;
+    KeyLimits {
+        spend_limits: nano.zip(seconds).map(|(nano, seconds)| {
+            nano.into_iter()
+                .zip(seconds)
+                .map(|(amount_nano_usd, window_seconds)| SpendWindow {
+                    amount_nano_usd,
+                    window_seconds,
+                })
+                .collect()
+        }),
+        monthly_budget_nano_usd: monthly,
+        requests_per_minute: per_minute,
+        requests_per_day: per_day,
+        max_concurrent_requests: concurrent,
+    }
 }
 
 #[derive(diesel::AsChangeset)]
@@ -147,6 +213,12 @@ struct KeyChangeset {
     allowed_models: Option<Option<Vec<String>>>,
     ip_allowlist: Option<Option<Vec<String>>>,
     prompt_cache_mode: Option<Option<&'static str>>,
+    spend_limit_nano: Option<Option<Vec<i64>>>,
+    spend_limit_seconds: Option<Option<Vec<i64>>>,
+    monthly_budget_nano: Option<Option<i64>>,
+    requests_per_minute: Option<Option<i64>>,
+    requests_per_day: Option<Option<i64>>,
+    max_concurrent_requests: Option<Option<i64>>,
 }
 
 /// Applies `change` to the active (not deleted) key `id` and returns the key
@@ -157,6 +229,10 @@ pub async fn update_api_key(
     id: Uuid,
     change: &ApiKeyChange,
 ) -> Result<ApiKeyView, AdminError> {
+    let spend = change
+        .spend_limits
+        .as_ref()
+        .map(|windows| spend_arrays(windows.as_deref()));
     let changeset = KeyChangeset {
         scopes: change
             .scopes
@@ -169,6 +245,12 @@ pub async fn update_api_key(
             .as_ref()
             .map(|list| list.as_deref().map(networks_text)),
         prompt_cache_mode: change.prompt_cache_mode.map(|mode| mode.map(mode_text)),
+        spend_limit_nano: spend.as_ref().map(|s| s.0.clone()),
+        spend_limit_seconds: spend.map(|s| s.1),
+        monthly_budget_nano: change.monthly_budget_nano_usd,
+        requests_per_minute: change.requests_per_minute,
+        requests_per_day: change.requests_per_day,
+        max_concurrent_requests: change.max_concurrent_requests,
     };
     let row: Option<ViewRow> = diesel::update(api_keys::table)
         .filter(api_keys::id.eq(id))
@@ -266,19 +348,47 @@ type PolicyColumns = (
     api_keys::ip_allowlist,
     api_keys::prompt_cache_mode,
     api_keys::policy_version,
+    LimitSelect,
 );
 const POLICY_COLUMNS: PolicyColumns = (
     api_keys::allowed_models,
     api_keys::ip_allowlist,
     api_keys::prompt_cache_mode,
     api_keys::policy_version,
+    LIMIT_COLUMNS,
 );
-/// allowed_models, ip_allowlist, prompt_cache_mode, policy_version.
+/// allowed_models, ip_allowlist, prompt_cache_mode, policy_version, limits.
 type PolicyRow = (
     Option<Vec<String>>,
     Option<Vec<String>>,
     Option<String>,
     i64,
+    LimitRow,
+);
+
+pub(crate) type LimitSelect = (
+    api_keys::spend_limit_nano,
+    api_keys::spend_limit_seconds,
+    api_keys::monthly_budget_nano,
+    api_keys::requests_per_minute,
+    api_keys::requests_per_day,
+    api_keys::max_concurrent_requests,
+);
+pub(crate) const LIMIT_COLUMNS: LimitSelect = (
+    api_keys::spend_limit_nano,
+    api_keys::spend_limit_seconds,
+    api_keys::monthly_budget_nano,
+    api_keys::requests_per_minute,
+    api_keys::requests_per_day,
+    api_keys::max_concurrent_requests,
+);
+pub(crate) type LimitRow = (
+    Option<Vec<i64>>,
+    Option<Vec<i64>>,
+    Option<i64>,
+    Option<i64>,
+    Option<i64>,
+    Option<i64>,
 );
 
 fn networks_text(networks: &[IpNet]) -> Vec<String> {
@@ -297,7 +407,7 @@ fn mode_text(mode: PromptCacheMode) -> &'static str {
 /// unreadable network is left out of the allowlist (an allowlist that loses
 /// every entry refuses every address), an unreadable mode is the default.
 fn policy_from_row(key_id: Uuid, row: PolicyRow) -> KeyPolicy {
-    let (allowed_models, ip_allowlist, prompt_cache_mode, version) = row;
+    let (allowed_models, ip_allowlist, prompt_cache_mode, version, limits) = row;
     let ip_allowlist = ip_allowlist.map(|list| {
         list.iter()
             .filter_map(|text| {
@@ -320,6 +430,7 @@ fn policy_from_row(key_id: Uuid, row: PolicyRow) -> KeyPolicy {
         allowed_models,
         ip_allowlist,
         prompt_cache_mode,
+        limits: limits_from_row(limits),
         version,
     }
 }

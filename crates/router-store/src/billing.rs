@@ -29,6 +29,7 @@ use diesel::sql_types::{
 };
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use router_canonical::NanoUsd;
+use router_core::KeyLimit;
 use router_core::store::{
     AttemptOutcome, NewRequest, ReserveError, SettleError, Settlement, StoreError, Voiding,
 };
@@ -705,3 +706,281 @@ static_query_id!(
     VoidStatement,
     ReapStatement,
 );
+
+/// Reserves one request of a key that sets limits (A-21, G-21): the key's
+/// limits and the wallet are checked in one transaction, so no concurrency
+/// can overspend a key or exceed its request limits, across any number of
+/// router instances.
+///
+/// 1. The key row is locked `FOR UPDATE`: the key's limited admissions take
+///    turns (like a wallet's, whose row they lock next, always in this
+///    key-then-wallet order, as the batch statement does). The limits and
+///    the policy version are read from the locked row, never from a cache.
+/// 2. Under READ COMMITTED the next statement takes a fresh snapshot, so it
+///    sees every hold and charge the key's previous admissions committed.
+///    It counts from the key's own request rows (no counters to drift):
+///    live requests (`status = 'reserved'`, their holds are `held`) are the
+///    concurrency and the held spend; requests admitted in the last minute
+///    or day are the request rates; charges of requests admitted in a
+///    window or in this UTC month, plus every live hold, plus this
+///    reservation, must fit each spend limit. A charge counts at its
+///    request's admission time. The hold is a ceiling, so a settlement can
+///    never push spend past what was admitted.
+/// 3. The hold is taken by [`reserve_batch`] (a batch of one), in the same
+///    transaction, which still checks the wallet and the policy version.
+///
+/// A refused request writes nothing: it has no request row, is not in the
+/// history and does not count against the request limits.
+pub async fn reserve_limited(
+    conn: &mut AsyncPgConnection,
+    request: &NewRequest,
+) -> Result<(), ReserveError> {
+    use diesel_async::AsyncConnection;
+    check_reservation(request)?;
+    let request = request.clone();
+    let outcome = conn
+        .transaction(async move |conn| admit_limited(conn, &request).await)
+        .await;
+    match outcome {
+        Ok(()) => Ok(()),
+        Err(LimitedError::Refused(refusal)) => Err(refusal),
+        Err(LimitedError::Db(error)) => Err(ReserveError::Store(store_error(error))),
+    }
+}
+
+enum LimitedError {
+    Db(diesel::result::Error),
+    Refused(ReserveError),
+}
+
+impl From<diesel::result::Error> for LimitedError {
+    fn from(error: diesel::result::Error) -> Self {
+        LimitedError::Db(error)
+    }
+}
+
+/// `retry_after`: whole seconds, rounded up and at least 1 by the query (GP-08).
+fn refused(limit: KeyLimit, retry_after: Option<i64>) -> LimitedError {
+    LimitedError::Refused(ReserveError::KeyLimit {
+        limit,
+        retry_after: retry_after.and_then(|s| u64::try_from(s.max(1)).ok()),
+    })
+}
+
+async fn admit_limited(
+    conn: &mut AsyncPgConnection,
+    request: &NewRequest,
+) -> Result<(), LimitedError> {
+    use crate::api_keys::{LIMIT_COLUMNS, LimitRow, limits_from_row};
+    use crate::schema::api_keys;
+    use diesel::{ExpressionMethods, OptionalExtension, QueryDsl};
+    let key_id = request.api_key_id;
+    let row: Option<(i64, LimitRow)> = api_keys::table
+        .filter(api_keys::id.eq(key_id))
+        .select((api_keys::policy_version, LIMIT_COLUMNS))
+        .for_update()
+        .first(conn)
+        .await
+        .optional()?;
+    let Some((version, limits)) = row else {
+        return Err(LimitedError::Refused(ReserveError::PolicyChanged));
+    };
+    if version != request.policy_version {
+        return Err(LimitedError::Refused(ReserveError::PolicyChanged));
+    }
+    let limits = limits_from_row(limits);
+    let amount = request.reserve.0;
+
+    let live: LiveRow = diesel::sql_query(
+        "SELECT count(*) AS requests, coalesce(sum(reserved_nano), 0)::bigint AS held
+         FROM requests WHERE api_key_id = $1 AND status = 'reserved'",
+    )
+    .bind::<SqlUuid, _>(key_id)
+    .get_result(conn)
+    .await?;
+    if let Some(max) = limits.max_concurrent_requests
+        && live.requests >= max
+    {
+        // A slot frees when a live request ends: no reset time is known,
+        // so clients are told to come back in a second.
+        return Err(refused(KeyLimit::Concurrency, Some(1)));
+    }
+    for (limit, seconds, what) in [
+        (
+            limits.requests_per_minute,
+            60_i64,
+            KeyLimit::RequestsPerMinute,
+        ),
+        (limits.requests_per_day, 86_400, KeyLimit::RequestsPerDay),
+    ] {
+        let Some(limit) = limit else { continue };
+        // Reads at most `limit` index entries: the newest ones.
+        let recent: RecentRow = diesel::sql_query(
+            "SELECT count(*) AS requests,
+                    greatest(1, ceil(extract(epoch FROM min(created_at) + $2 * interval '1 second' - now())))::bigint
+                        AS reset
+             FROM (SELECT created_at FROM requests
+                   WHERE api_key_id = $1 AND created_at > now() - $2 * interval '1 second'
+                   ORDER BY created_at DESC LIMIT $3) newest",
+        )
+        .bind::<SqlUuid, _>(key_id)
+        .bind::<BigInt, _>(seconds)
+        .bind::<BigInt, _>(limit)
+        .get_result(conn)
+        .await?;
+        if recent.requests >= limit {
+            return Err(refused(what, recent.reset));
+        }
+    }
+    let committed = live.held.saturating_add(amount);
+    for window in limits.spend_limits.iter().flatten() {
+        // The window's charges; and, if they are what is in the way, when
+        // enough of them leave the window for this reservation to fit.
+        let spent: SpentRow = diesel::sql_query(
+            "WITH c AS (
+                SELECT created_at, charged_nano FROM requests
+                WHERE api_key_id = $1 AND status = 'succeeded' AND charged_nano > 0
+                  AND created_at > now() - $2 * interval '1 second'
+            ), total AS (SELECT coalesce(sum(charged_nano), 0)::bigint AS charged FROM c)
+            SELECT total.charged,
+                   (SELECT greatest(1, ceil(extract(epoch FROM r.created_at + $2 * interval '1 second' - now())))::bigint
+                    FROM (SELECT created_at,
+                                 sum(charged_nano) OVER (ORDER BY created_at
+                                                         ROWS UNBOUNDED PRECEDING) AS dropped
+                          FROM c) r
+                    WHERE total.charged - r.dropped + $3 <= $4
+                    ORDER BY r.created_at LIMIT 1) AS reset
+            FROM total",
+        )
+        .bind::<SqlUuid, _>(key_id)
+        .bind::<BigInt, _>(window.window_seconds)
+        .bind::<BigInt, _>(committed)
+        .bind::<BigInt, _>(window.amount_nano_usd)
+        .get_result(conn)
+        .await?;
+        if spent.charged.saturating_add(committed) > window.amount_nano_usd {
+            return Err(refused(KeyLimit::Spend, spent.reset));
+        }
+    }
+    if let Some(budget) = limits.monthly_budget_nano_usd {
+        let month: MonthRow = diesel::sql_query(
+            "SELECT coalesce(sum(charged_nano), 0)::bigint AS charged,
+                    greatest(1, ceil(extract(epoch FROM (date_trunc('month', now() AT TIME ZONE 'UTC')
+                                        + interval '1 month') AT TIME ZONE 'UTC' - now())))::bigint
+                        AS reset
+             FROM requests
+             WHERE api_key_id = $1 AND status = 'succeeded'
+               AND created_at >= date_trunc('month', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'",
+        )
+        .bind::<SqlUuid, _>(key_id)
+        .get_result(conn)
+        .await?;
+        if month.charged.saturating_add(committed) > budget {
+            // The budget resets at the start of the next UTC month, unless
+            // this reservation alone exceeds it.
+            return Err(refused(
+                KeyLimit::MonthlyBudget,
+                (amount <= budget).then_some(month.reset),
+            ));
+        }
+    }
+    match reserve_batch(conn, std::slice::from_ref(request)).await {
+        Ok(admitted) if admitted == [true] => Ok(()),
+        // The version was checked under the lock: the wallet was short.
+        Ok(_) => Err(LimitedError::Refused(ReserveError::InsufficientCredits)),
+        Err(error) => Err(LimitedError::Refused(ReserveError::Store(error))),
+    }
+}
+
+#[derive(diesel::QueryableByName)]
+struct LiveRow {
+    #[diesel(sql_type = BigInt)]
+    requests: i64,
+    #[diesel(sql_type = BigInt)]
+    held: i64,
+}
+
+#[derive(diesel::QueryableByName)]
+struct RecentRow {
+    #[diesel(sql_type = BigInt)]
+    requests: i64,
+    #[diesel(sql_type = Nullable<BigInt>)]
+    reset: Option<i64>,
+}
+
+#[derive(diesel::QueryableByName)]
+struct SpentRow {
+    #[diesel(sql_type = BigInt)]
+    charged: i64,
+    #[diesel(sql_type = Nullable<BigInt>)]
+    reset: Option<i64>,
+}
+
+#[derive(diesel::QueryableByName)]
+struct MonthRow {
+    #[diesel(sql_type = BigInt)]
+    charged: i64,
+    #[diesel(sql_type = BigInt)]
+    reset: i64,
+}
+
+/// What a key has spent, as its limits count it (the admin view).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeySpend {
+    /// Charges of requests admitted this UTC calendar month.
+    pub month_to_date_nano: i64,
+    /// The key's live holds (counted by every spend check).
+    pub held_nano: i64,
+    /// Per window asked for: (window seconds, charges in the window + live holds).
+    pub windows: Vec<(i64, i64)>,
+}
+
+/// [`KeySpend`] of key `key_id` for the windows `window_seconds`.
+pub async fn key_spend(
+    conn: &mut AsyncPgConnection,
+    key_id: Uuid,
+    window_seconds: &[i64],
+) -> Result<KeySpend, StoreError> {
+    let live: LiveRow = diesel::sql_query(
+        "SELECT count(*) AS requests, coalesce(sum(reserved_nano), 0)::bigint AS held
+         FROM requests WHERE api_key_id = $1 AND status = 'reserved'",
+    )
+    .bind::<SqlUuid, _>(key_id)
+    .get_result(conn)
+    .await
+    .map_err(store_error)?;
+    let month: ChargedRow = diesel::sql_query(
+        "SELECT coalesce(sum(charged_nano), 0)::bigint AS charged FROM requests
+         WHERE api_key_id = $1 AND status = 'succeeded'
+           AND created_at >= date_trunc('month', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'",
+    )
+    .bind::<SqlUuid, _>(key_id)
+    .get_result(conn)
+    .await
+    .map_err(store_error)?;
+    let mut windows = Vec::with_capacity(window_seconds.len());
+    for &seconds in window_seconds {
+        let spent: ChargedRow = diesel::sql_query(
+            "SELECT coalesce(sum(charged_nano), 0)::bigint AS charged FROM requests
+             WHERE api_key_id = $1 AND status = 'succeeded'
+               AND created_at > now() - $2 * interval '1 second'",
+        )
+        .bind::<SqlUuid, _>(key_id)
+        .bind::<BigInt, _>(seconds)
+        .get_result(conn)
+        .await
+        .map_err(store_error)?;
+        windows.push((seconds, spent.charged.saturating_add(live.held)));
+    }
+    Ok(KeySpend {
+        month_to_date_nano: month.charged,
+        held_nano: live.held,
+        windows,
+    })
+}
+
+#[derive(diesel::QueryableByName)]
+struct ChargedRow {
+    #[diesel(sql_type = BigInt)]
+    charged: i64,
+}

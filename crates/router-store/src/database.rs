@@ -211,6 +211,16 @@ impl Database {
         api_keys::get_api_key(&mut conn, id).await
     }
 
+    /// What key `id` spent this month and in each of `window_seconds`.
+    pub async fn key_spend(
+        &self,
+        id: Uuid,
+        window_seconds: &[i64],
+    ) -> Result<billing::KeySpend, StoreError> {
+        let mut conn = self.connection().await?;
+        billing::key_spend(&mut conn, id, window_seconds).await
+    }
+
     /// Changes a key's scopes, expiry or policy (bumping its policy version).
     pub async fn update_api_key(
         &self,
@@ -261,6 +271,11 @@ impl Store for Database {
 
     async fn reserve(&self, request: NewRequest) -> Result<(), ReserveError> {
         billing::check_reservation(&request)?;
+        if request.key_limited {
+            // Not batched: the key's row is locked for the whole check.
+            let mut conn = self.connection().await?;
+            return billing::reserve_limited(&mut conn, &request).await;
+        }
         let (key_id, policy_version) = (request.api_key_id, request.policy_version);
         match self.reservations.submit(request).await {
             Some(Ok(true)) => Ok(()),

@@ -36,6 +36,12 @@ diesel::table! {
         ip_allowlist -> Nullable<Array<Text>>,
         prompt_cache_mode -> Nullable<Text>,
         policy_version -> Int8,
+        spend_limit_nano -> Nullable<Array<Int8>>,
+        spend_limit_seconds -> Nullable<Array<Int8>>,
+        monthly_budget_nano -> Nullable<Int8>,
+        requests_per_minute -> Nullable<Int8>,
+        requests_per_day -> Nullable<Int8>,
+        max_concurrent_requests -> Nullable<Int8>,
     }
 }
 

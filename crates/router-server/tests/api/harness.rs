@@ -250,6 +250,34 @@ impl Drop for TestRouter {
     }
 }
 
+/// A second router instance on a [`TestRouter`]'s database; stops when dropped.
+pub struct SecondRouter {
+    pub base: String,
+    pub client: reqwest::Client,
+    _shutdown: tokio::sync::oneshot::Sender<()>,
+}
+
+impl SecondRouter {
+    pub async fn chat(&self, key: &str, body: &Value) -> reqwest::Response {
+        self.client
+            .post(format!("{}/v1/chat/completions", self.base))
+            .bearer_auth(key)
+            .json(body)
+            .send()
+            .await
+            .unwrap()
+    }
+}
+
+/// A chat reply that waits `ms` before its head, so requests overlap.
+pub fn slow_reply(ms: u64) -> router_mock_supplier::Script {
+    router_mock_supplier::MockReply {
+        delay_ms: ms,
+        ..router_mock_supplier::MockReply::text("slow")
+    }
+    .into()
+}
+
 pub struct Customer {
     pub account_id: String,
     pub key: String,
@@ -310,6 +338,43 @@ impl TestRouter {
             db,
             client: reqwest::Client::new(),
             shutdown: Some(tx),
+        }
+    }
+
+    /// Another router instance (its own pool, key cache, batching and
+    /// supplier client) on this router's database and mock supplier, as a
+    /// second process would be.
+    pub async fn second_router(&self) -> SecondRouter {
+        let database = router_store::Database::connect(self.db.url(), 8)
+            .await
+            .unwrap();
+        database.listen_for_key_changes().await.unwrap();
+        let text = CATALOG.replace("{BASE}", &self.mock.base_url());
+        let catalog =
+            Catalog::from_toml(&text, |_| Some("supplier-secret-key".to_owned())).unwrap();
+        let seal_key = SealKey::load(&database).await.unwrap();
+        let gateway = Gateway::new(
+            Arc::new(catalog),
+            database,
+            HttpSuppliers::new().unwrap(),
+            GatewayConfig::default(),
+            seal_key,
+        );
+        let app = Arc::new(App {
+            gateway,
+            admin_token: Some(ADMIN_TOKEN.to_owned()),
+            trusted_proxies: TrustedProxies::default(),
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(router_server::serve(listener, app, async move {
+            let _ = rx.await;
+        }));
+        SecondRouter {
+            base,
+            client: reqwest::Client::new(),
+            _shutdown: tx,
         }
     }
 

@@ -264,7 +264,10 @@ async fn patch_takes_effect_at_once_and_null_clears() {
     assert_eq!(view["expires_at"], Value::Null);
     assert_eq!(
         view["policy"],
-        json!({"allowed_models": null, "ip_allowlist": null, "prompt_cache_mode": null, "version": 0})
+        json!({"allowed_models": null, "ip_allowlist": null, "prompt_cache_mode": null,
+               "spend_limits": null, "monthly_budget_nano_usd": null,
+               "requests_per_minute": null, "requests_per_day": null,
+               "max_concurrent_requests": null, "version": 0})
     );
 
     let patch = json!({"allowed_models": ["m-gpt-only"], "ip_allowlist": ["10.0.0.0/8"]});
@@ -342,27 +345,35 @@ async fn the_admin_interface_refuses_unknown_fields_reserved_limits_and_bad_valu
         ),
         (
             with("spend_limits", json!([{"window": "1h"}])),
-            "unsupported_parameter",
-            "spend_limits",
+            "invalid_parameter",
+            "spend_limits[0].window",
         ),
         (
-            with("monthly_budget_nano_usd", json!(1)),
-            "unsupported_parameter",
+            with(
+                "spend_limits",
+                json!([{"amount_nano_usd": 1, "window_seconds": 0}]),
+            ),
+            "invalid_parameter",
+            "spend_limits[0].window_seconds",
+        ),
+        (
+            with("monthly_budget_nano_usd", json!(-1)),
+            "invalid_parameter",
             "monthly_budget_nano_usd",
         ),
         (
-            with("requests_per_minute", json!(1)),
-            "unsupported_parameter",
+            with("requests_per_minute", json!("many")),
+            "invalid_parameter",
             "requests_per_minute",
         ),
         (
-            with("requests_per_day", json!(1)),
-            "unsupported_parameter",
+            with("requests_per_day", json!(1.5)),
+            "invalid_parameter",
             "requests_per_day",
         ),
         (
-            with("max_concurrent_requests", json!(1)),
-            "unsupported_parameter",
+            with("max_concurrent_requests", json!(-2)),
+            "invalid_parameter",
             "max_concurrent_requests",
         ),
     ];

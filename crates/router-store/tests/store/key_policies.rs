@@ -22,6 +22,7 @@ fn policy() -> KeyPolicy {
             "2001:db8::/32".parse().unwrap(),
         ]),
         prompt_cache_mode: Some(PromptCacheMode::On),
+        limits: router_core::KeyLimits::default(),
         version: 0,
     }
 }

@@ -53,6 +53,7 @@ pub fn expiring_request(funded: &Funded, reserve: i64, hold_expires_at: SystemTi
         account_id: funded.account_id,
         api_key_id: funded.api_key_id,
         policy_version: 0,
+        key_limited: false,
         model: "acme/chat-large".to_owned(),
         inbound_protocol: Protocol::Completions,
         recorded_protocol: Protocol::Chat,
