@@ -211,9 +211,10 @@ impl QueryFragment<Pg> for ReserveBatchStatement<'_> {
                 FROM admitted
                 RETURNING id
             ), hold AS (
-                INSERT INTO holds (request_id, account_id, amount_nano, status, expires_at)
-                SELECT admitted.request_id, admitted.account_id, admitted.amount, 'held',
-                       admitted.expires_at
+                INSERT INTO holds (request_id, account_id, api_key_id, amount_nano, status,
+                                   expires_at)
+                SELECT admitted.request_id, admitted.account_id, admitted.api_key_id,
+                       admitted.amount, 'held', admitted.expires_at
                 FROM admitted
                 JOIN request ON request.id = admitted.request_id
             )
@@ -792,8 +793,8 @@ async fn admit_limited(
     let amount = request.reserve.0;
 
     let live: LiveRow = diesel::sql_query(
-        "SELECT count(*) AS requests, coalesce(sum(reserved_nano), 0)::bigint AS held
-         FROM requests WHERE api_key_id = $1 AND status = 'reserved'",
+        "SELECT count(*) AS requests, coalesce(sum(amount_nano), 0)::bigint AS held
+         FROM holds WHERE api_key_id = $1 AND released_at IS NULL",
     )
     .bind::<SqlUuid, _>(key_id)
     .get_result(conn)
@@ -942,8 +943,8 @@ pub async fn key_spend(
     window_seconds: &[i64],
 ) -> Result<KeySpend, StoreError> {
     let live: LiveRow = diesel::sql_query(
-        "SELECT count(*) AS requests, coalesce(sum(reserved_nano), 0)::bigint AS held
-         FROM requests WHERE api_key_id = $1 AND status = 'reserved'",
+        "SELECT count(*) AS requests, coalesce(sum(amount_nano), 0)::bigint AS held
+         FROM holds WHERE api_key_id = $1 AND released_at IS NULL",
     )
     .bind::<SqlUuid, _>(key_id)
     .get_result(conn)

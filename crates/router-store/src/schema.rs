@@ -79,6 +79,7 @@ diesel::table! {
         expires_at -> Timestamptz,
         created_at -> Timestamptz,
         released_at -> Nullable<Timestamptz>,
+        api_key_id -> Nullable<Uuid>,
     }
 }
 

@@ -6,7 +6,7 @@
 -- transaction that first locks the key row FOR UPDATE (serialising that
 -- key's admissions), then counts from `requests`, then takes the hold. No
 -- counters are kept: what a key spent and how many requests it made are
--- read from its own request rows through the two indexes below.
+-- read from its own request and hold rows through the two indexes below.
 ALTER TABLE api_keys
     -- Rolling spend windows, paired by position: amount in nano-USD over
     -- the last `seconds`.
@@ -25,9 +25,13 @@ ALTER TABLE api_keys
 -- charges of a spend window or of the month (a request's charge counts at
 -- its admission time, when its hold was taken).
 CREATE INDEX requests_key_created ON requests (api_key_id, created_at);
--- A key's live requests (their holds are `held`): concurrency and the live
--- holds every spend check adds. Small: only requests in flight.
-CREATE INDEX requests_key_live ON requests (api_key_id) WHERE status = 'reserved';
+-- A key's live requests (concurrency, and the live holds every spend check
+-- adds) are its unreleased holds: small, only requests in flight. Indexed on holds, whose
+-- settlement already changes an indexed column (released_at), rather than
+-- on requests by status, which would make every settlement of a request a
+-- non-HOT update.
+ALTER TABLE holds ADD COLUMN api_key_id uuid;
+CREATE INDEX holds_key_live ON holds (api_key_id) WHERE released_at IS NULL;
 
 -- Caches must hear of limit changes too (the payload stays the key hash).
 DROP TRIGGER api_keys_changed ON api_keys;
