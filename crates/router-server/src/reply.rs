@@ -76,7 +76,7 @@ pub fn error(envelope: Envelope, error: &ApiError, request_id: &str) -> Reply {
                 "requestId": request_id,
             }});
             error_with(
-                &serde_json::to_vec(&body).unwrap_or_default(),
+                serde_json::to_vec(&body).unwrap_or_default(),
                 error,
                 request_id,
             )
@@ -84,7 +84,7 @@ pub fn error(envelope: Envelope, error: &ApiError, request_id: &str) -> Reply {
         Envelope::Public => {
             let body = serde_json::json!({ "detail": error.message });
             error_with(
-                &serde_json::to_vec(&body).unwrap_or_default(),
+                serde_json::to_vec(&body).unwrap_or_default(),
                 error,
                 request_id,
             )
@@ -93,9 +93,9 @@ pub fn error(envelope: Envelope, error: &ApiError, request_id: &str) -> Reply {
 }
 
 /// An error reply with an envelope already rendered.
-pub fn error_with(body: &[u8], error: &ApiError, request_id: &str) -> Reply {
+pub fn error_with(body: Vec<u8>, error: &ApiError, request_id: &str) -> Reply {
     let status = StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut response = json(status, body.to_vec(), request_id);
+    let mut response = json(status, body, request_id);
     if let Some(seconds) = error.retry_after {
         response
             .headers_mut()

@@ -792,13 +792,7 @@ async fn admit_limited(
     let limits = limits_from_row(limits);
     let amount = request.reserve.0;
 
-    let live: LiveRow = diesel::sql_query(
-        "SELECT count(*) AS requests, coalesce(sum(amount_nano), 0)::bigint AS held
-         FROM holds WHERE api_key_id = $1 AND released_at IS NULL",
-    )
-    .bind::<SqlUuid, _>(key_id)
-    .get_result(conn)
-    .await?;
+    let live = live_holds(conn, key_id).await?;
     if let Some(max) = limits.max_concurrent_requests
         && live.requests >= max
     {
@@ -893,6 +887,20 @@ async fn admit_limited(
     }
 }
 
+/// A key's live requests: its unreleased holds, and what they hold.
+async fn live_holds(
+    conn: &mut AsyncPgConnection,
+    key_id: Uuid,
+) -> Result<LiveRow, diesel::result::Error> {
+    diesel::sql_query(
+        "SELECT count(*) AS requests, coalesce(sum(amount_nano), 0)::bigint AS held
+         FROM holds WHERE api_key_id = $1 AND released_at IS NULL",
+    )
+    .bind::<SqlUuid, _>(key_id)
+    .get_result(conn)
+    .await
+}
+
 #[derive(diesel::QueryableByName)]
 struct LiveRow {
     #[diesel(sql_type = BigInt)]
@@ -942,14 +950,7 @@ pub async fn key_spend(
     key_id: Uuid,
     window_seconds: &[i64],
 ) -> Result<KeySpend, StoreError> {
-    let live: LiveRow = diesel::sql_query(
-        "SELECT count(*) AS requests, coalesce(sum(amount_nano), 0)::bigint AS held
-         FROM holds WHERE api_key_id = $1 AND released_at IS NULL",
-    )
-    .bind::<SqlUuid, _>(key_id)
-    .get_result(conn)
-    .await
-    .map_err(store_error)?;
+    let live = live_holds(conn, key_id).await.map_err(store_error)?;
     let month: ChargedRow = diesel::sql_query(
         "SELECT coalesce(sum(charged_nano), 0)::bigint AS charged FROM requests
          WHERE api_key_id = $1 AND status = 'succeeded'
