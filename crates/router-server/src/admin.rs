@@ -2,7 +2,7 @@
 //! (`ROUTER_ADMIN_TOKEN`), compared in constant time.
 
 use crate::app::App;
-use crate::body::{ADMIN_BODY_LIMIT, read_limited};
+use crate::body::{ADMIN_BODY_LIMIT, json_body};
 use crate::reply::{self, Body};
 use http::{Response, StatusCode};
 use hyper::body::Incoming;
@@ -36,21 +36,6 @@ pub fn authorize(app: &App, headers: &http::HeaderMap) -> Result<(), ApiError> {
     }
 }
 
-async fn body_json<T: for<'de> Deserialize<'de>>(
-    request: http::Request<Incoming>,
-) -> Result<T, ApiError> {
-    let (parts, body) = request.into_parts();
-    let bytes = read_limited(&parts.headers, body, ADMIN_BODY_LIMIT).await?;
-    let mut de = serde_json::Deserializer::from_slice(&bytes);
-    serde_path_to_error::deserialize(&mut de).map_err(|e| {
-        let path = e.path().to_string();
-        ApiError::invalid(
-            if path == "." { "body".to_owned() } else { path },
-            e.inner().to_string(),
-        )
-    })
-}
-
 fn parse_id(id: Option<&str>) -> Result<Uuid, ApiError> {
     id.and_then(|s| Uuid::parse_str(s).ok())
         .ok_or_else(|| ApiError::new(ErrorCode::NotFound, "No such resource."))
@@ -74,7 +59,7 @@ pub async fn create_account(
     request: http::Request<Incoming>,
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
-    let new: NewAccount = body_json(request).await?;
+    let new: NewAccount = json_body(request, ADMIN_BODY_LIMIT).await?;
     let account = app
         .database()
         .create_account(&new.email, new.email_verified)
@@ -129,7 +114,7 @@ pub async fn grant_credits(
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
     let id = parse_id(id)?;
-    let credits: Credits = body_json(request).await?;
+    let credits: Credits = json_body(request, ADMIN_BODY_LIMIT).await?;
     if credits.amount_nano_usd <= 0 {
         return Err(ApiError::invalid(
             "amount_nano_usd",
@@ -306,7 +291,7 @@ pub async fn create_api_key(
     request: http::Request<Incoming>,
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
-    let new: NewApiKey = body_json(request).await?;
+    let new: NewApiKey = json_body(request, ADMIN_BODY_LIMIT).await?;
     let limit = |name: &str, value: Option<u64>| value.map(|v| limit_value(name, v)).transpose();
     let limits = KeyLimits {
         spend_limits: new
@@ -411,7 +396,7 @@ pub async fn update_api_key(
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
     let id = parse_id(id)?;
-    let patch: ApiKeyPatch = body_json(request).await?;
+    let patch: ApiKeyPatch = json_body(request, ADMIN_BODY_LIMIT).await?;
     let limit = |name: &str, value: Option<Option<u64>>| {
         value
             .map(|set| set.map(|v| limit_value(name, v)).transpose())
@@ -513,9 +498,80 @@ pub async fn delete_api_key(
             }
             other => store_error(other),
         })?;
-    let mut response = reply::json(StatusCode::NO_CONTENT, Vec::new(), request_id);
-    response.headers_mut().remove(http::header::CONTENT_TYPE);
-    Ok(response)
+    Ok(reply::no_content(request_id))
+}
+
+/// The longest session the operator may open: a year.
+const MAX_SESSION_TTL_SECS: u64 = 365 * 24 * 3600;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewSessionBody {
+    ttl_seconds: Option<u64>,
+}
+
+/// `POST /admin/accounts/{id}/sessions`: a browser session for an account
+/// (support, or a dashboard behind the operator's own sign-in). The cookie
+/// value is shown once; only its hash is stored.
+pub async fn create_session(
+    app: &App,
+    request: http::Request<Incoming>,
+    id: Option<&str>,
+    request_id: &str,
+) -> Result<Response<Body>, ApiError> {
+    let account_id = parse_id(id)?;
+    let body: NewSessionBody = json_body(request, ADMIN_BODY_LIMIT).await?;
+    let ttl = match body.ttl_seconds {
+        None => app.session_ttl,
+        Some(secs @ 1..=MAX_SESSION_TTL_SECS) => std::time::Duration::from_secs(secs),
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "ttl_seconds",
+                format!("ttl_seconds must be between 1 and {MAX_SESSION_TTL_SECS}."),
+            ));
+        }
+    };
+    let session = app
+        .database()
+        .create_session(account_id, ttl)
+        .await
+        .map_err(|e| match e {
+            router_store::AdminError::AccountNotFound(_) => {
+                ApiError::new(ErrorCode::NotFound, "No such account.")
+            }
+            other => store_error(other),
+        })?;
+    Ok(reply::json_value(
+        StatusCode::CREATED,
+        &json!({
+            "id": session.id,
+            "account_id": session.account_id,
+            "cookie_name": crate::session::COOKIE_NAME,
+            "cookie_value": session.token,
+            "expires_at": session.expires_at,
+        }),
+        request_id,
+    ))
+}
+
+/// `DELETE /admin/sessions/{id}`: ends a session on every instance at once
+/// (each looks sessions up in the database).
+pub async fn delete_session(
+    app: &App,
+    id: Option<&str>,
+    request_id: &str,
+) -> Result<Response<Body>, ApiError> {
+    let id = parse_id(id)?;
+    let revoked = app
+        .database()
+        .revoke_session(id)
+        .await
+        .map_err(store_error)?;
+    if revoked {
+        Ok(reply::no_content(request_id))
+    } else {
+        Err(ApiError::new(ErrorCode::NotFound, "No such session."))
+    }
 }
 
 pub async fn get_request(

@@ -4,6 +4,8 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use router_core::{Catalog, Gateway, GatewayConfig, SealKey};
 use router_server::client_addr::TrustedProxies;
+use router_server::mail::Mailer;
+use router_server::public_url::PublicBaseUrl;
 use router_server::{App, ServerConfig};
 use router_store::Database;
 use router_supply::HttpSuppliers;
@@ -54,6 +56,22 @@ struct ServeArgs {
     /// and Forwarded headers name the client; none by default.
     #[arg(long, env = "ROUTER_TRUSTED_PROXIES", default_value = "")]
     trusted_proxies: String,
+    /// Where people and browsers reach this router; default http://{listen}.
+    #[arg(long, env = "ROUTER_PUBLIC_BASE_URL")]
+    public_base_url: Option<String>,
+    /// SMTP server for sign-in links (smtp://, smtps://); unset: no email.
+    #[arg(long, env = "ROUTER_SMTP_URL", hide_env_values = true)]
+    smtp_url: Option<String>,
+    /// The sender of the router's emails.
+    #[arg(
+        long,
+        env = "ROUTER_EMAIL_FROM",
+        default_value = "Router <router@localhost>"
+    )]
+    email_from: String,
+    /// How long a browser session lasts, in seconds.
+    #[arg(long, env = "ROUTER_SESSION_TTL_SECS", default_value_t = 7 * 24 * 3600)]
+    session_ttl_secs: u64,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -67,6 +85,26 @@ fn main() -> anyhow::Result<()> {
         .context("DATABASE_URL is not set (run `cargo xtask db` to get one)")?;
     let trusted_proxies = TrustedProxies::parse(&cli.serve.trusted_proxies)
         .map_err(|e| anyhow::anyhow!("ROUTER_TRUSTED_PROXIES: {e}"))?;
+    let public_base = match cli
+        .serve
+        .public_base_url
+        .as_deref()
+        .filter(|u| !u.is_empty())
+    {
+        Some(text) => PublicBaseUrl::parse(text)
+            .map_err(|e| anyhow::anyhow!("ROUTER_PUBLIC_BASE_URL: {e}"))?,
+        None => PublicBaseUrl::for_listen(cli.serve.listen),
+    };
+    anyhow::ensure!(
+        cli.serve.session_ttl_secs > 0,
+        "ROUTER_SESSION_TTL_SECS: must be at least 1 second"
+    );
+    let mailer = match cli.serve.smtp_url.as_deref().filter(|u| !u.is_empty()) {
+        Some(url) => Some(Arc::new(
+            Mailer::from_url(url, &cli.serve.email_from).map_err(|e| anyhow::anyhow!("{e}"))?,
+        )),
+        None => None,
+    };
     let config = ServerConfig {
         listen: cli.serve.listen,
         database_url,
@@ -79,6 +117,9 @@ fn main() -> anyhow::Result<()> {
         reaper_interval: Duration::from_secs(cli.serve.reaper_interval_secs.max(1)),
         database_pool_size: cli.serve.db_pool_size,
         trusted_proxies,
+        public_base,
+        mailer,
+        session_ttl: Duration::from_secs(cli.serve.session_ttl_secs),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -124,6 +165,9 @@ async fn serve(config: ServerConfig) -> anyhow::Result<()> {
         gateway,
         admin_token: config.admin_token.clone(),
         trusted_proxies: config.trusted_proxies.clone(),
+        public_base: config.public_base.clone(),
+        mailer: config.mailer.clone(),
+        session_ttl: config.session_ttl,
     });
     spawn_reaper(db, config.reaper_interval);
     // The tokenizer (~40 MB) is loaded by the first count_tokens call, on a

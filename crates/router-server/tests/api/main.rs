@@ -18,6 +18,7 @@ mod messages;
 mod responses;
 mod retries;
 mod routes_matrix;
+mod sessions;
 mod streaming;
 mod supplier_failures;
 mod thinking_signatures;
