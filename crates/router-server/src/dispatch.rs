@@ -223,6 +223,7 @@ pub async fn dispatch(app: Arc<App>, request: http::Request<Incoming>) -> Respon
         }
         Handler::AdminCreateApiKey => admin::create_api_key(&app, request, &id_text).await,
         Handler::AdminGetApiKey => admin::get_api_key(&app, param.as_deref(), &id_text).await,
+        Handler::AdminListApiKeys => admin::list_api_keys(&app, param.as_deref(), &id_text).await,
         Handler::AdminUpdateApiKey => {
             admin::update_api_key(&app, request, param.as_deref(), &id_text).await
         }

@@ -19,6 +19,7 @@ pub mod inference;
 pub mod inference_headers;
 pub mod mail;
 pub mod messages;
+pub mod operator;
 pub mod ownership;
 pub mod public_url;
 pub mod reply;

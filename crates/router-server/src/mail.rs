@@ -93,6 +93,14 @@ fn smtp_error_kind(error: &lettre::transport::smtp::Error) -> String {
     }
 }
 
+/// Checks the sender (`ROUTER_EMAIL_FROM`) even when no transport is
+/// configured, so a typo is found at start-up, not at the first email.
+pub fn check_sender(from: &str) -> Result<(), MailError> {
+    from.parse::<Mailbox>()
+        .map(|_| ())
+        .map_err(|e| MailError::From(e.to_string()))
+}
+
 /// Whether `address` looks like one mailbox (`local@domain`), as lettre
 /// parses it; the sign-in form refuses anything else with 400.
 pub fn is_email_address(address: &str) -> bool {

@@ -63,6 +63,7 @@ pub enum Handler {
     AdminGrantCredits,
     AdminCreateApiKey,
     AdminGetApiKey,
+    AdminListApiKeys,
     AdminUpdateApiKey,
     AdminDeleteApiKey,
     AdminGetRequest,
@@ -157,7 +158,7 @@ use ParamRule::{ChannelId, Platform};
 /// Every route. Scopes as the spec's Authentication section states them;
 /// videos take `inference` (GP-73). One row per line, so kept out of rustfmt.
 #[rustfmt::skip]
-pub static ROUTES: [Route; 46] = [
+pub static ROUTES: [Route; 47] = [
     // Inference (B..E).
     row(POST,   "/v1/chat/completions",          key(INFERENCE),            OpenAi,      Infer(ChatCompletions)),
     row(POST,   "/v1/responses",                 key(INFERENCE),            OpenAi,      Infer(Responses)),
@@ -210,6 +211,7 @@ pub static ROUTES: [Route; 46] = [
     row(POST,   "/admin/accounts/{id}/credits",  Admin,                     OpenAi,      AdminGrantCredits),
     row(POST,   "/admin/api-keys",               Admin,                     OpenAi,      AdminCreateApiKey),
     row(GET,    "/admin/api-keys/{id}",          Admin,                     OpenAi,      AdminGetApiKey),
+    row(GET,    "/admin/accounts/{id}/api-keys", Admin,                     OpenAi,      AdminListApiKeys),
     row(PATCH,  "/admin/api-keys/{id}",          Admin,                     OpenAi,      AdminUpdateApiKey),
     row(DELETE, "/admin/api-keys/{id}",          Admin,                     OpenAi,      AdminDeleteApiKey),
     row(GET,    "/admin/requests/{id}",          Admin,                     OpenAi,      AdminGetRequest),

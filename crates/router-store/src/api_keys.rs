@@ -335,6 +335,21 @@ pub async fn get_api_key(
     Ok(row.map(ApiKeyView::from_row))
 }
 
+/// The keys of an account, deleted ones included, oldest first.
+pub async fn list_api_keys(
+    conn: &mut AsyncPgConnection,
+    account_id: Uuid,
+) -> Result<Vec<ApiKeyView>, StoreError> {
+    let rows: Vec<ViewRow> = api_keys::table
+        .filter(api_keys::account_id.eq(account_id))
+        .order((api_keys::created_at, api_keys::id))
+        .select(VIEW_COLUMNS)
+        .load(conn)
+        .await
+        .map_err(store_error)?;
+    Ok(rows.into_iter().map(ApiKeyView::from_row).collect())
+}
+
 type PolicyColumns = (
     api_keys::allowed_models,
     api_keys::ip_allowlist,

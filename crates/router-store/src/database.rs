@@ -212,6 +212,12 @@ impl Database {
         api_keys::get_api_key(&mut conn, id).await
     }
 
+    /// The keys of an account, deleted ones included, oldest first.
+    pub async fn list_api_keys(&self, account_id: Uuid) -> Result<Vec<ApiKeyView>, StoreError> {
+        let mut conn = self.connection().await?;
+        api_keys::list_api_keys(&mut conn, account_id).await
+    }
+
     /// What key `id` spent this month and in each of `window_seconds`.
     pub async fn key_spend(
         &self,

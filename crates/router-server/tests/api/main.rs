@@ -8,6 +8,7 @@ mod admin;
 mod auth;
 mod billing;
 mod chat_completions;
+mod cli;
 mod completions;
 mod crash;
 mod cross_protocol;
