@@ -16,6 +16,7 @@ use crate::store::{
 };
 use crate::supplier::{AttemptError, EventStream, Retry, SupplierReply, Suppliers};
 use crate::thinking_seal::{self, SealError, SealKey, SealedDialect, SealedHistory, StreamSealer};
+use crate::trace::{self, RequestTrace};
 use futures::StreamExt;
 use router_canonical::{
     ApiError, ErrorCode, Field, NanoUsd, Protocol, Request, Response, StopReason, StreamEvent,
@@ -58,6 +59,8 @@ pub struct Admission {
     /// Whether the key sets any limit (see [`NewRequest::key_limited`]).
     pub key_limited: bool,
     pub inbound: Protocol,
+    /// Filled as the lifecycle goes, for the request's log line.
+    pub trace: Arc<RequestTrace>,
 }
 
 pub enum Outcome<S: Store, P: Suppliers> {
@@ -175,7 +178,7 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
             reserve,
             hold_expires_at: SystemTime::now() + self.inner.config.hold_lease,
         };
-        let reservation = self.reserve(new).await?;
+        let reservation = self.reserve(new, admission.trace.clone()).await?;
         let thinking = ThinkingAttempts {
             inbound: admission.inbound,
             history,
@@ -188,20 +191,35 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
     /// statement is in flight (this future dropped), the task still sees the
     /// outcome and voids a hold nobody will use. Voiding from a drop guard
     /// instead could race the reservation's commit and leave it to the reaper.
-    async fn reserve(&self, new: NewRequest) -> Result<Reservation<S, P>, ApiError> {
+    async fn reserve(
+        &self,
+        new: NewRequest,
+        request_trace: Arc<RequestTrace>,
+    ) -> Result<Reservation<S, P>, ApiError> {
         let request_id = new.request_id;
         let inner = self.inner.clone();
         let (reply, outcome) = tokio::sync::oneshot::channel();
+        let task_trace = request_trace.clone();
         tokio::spawn(async move {
             let result = inner.store.reserve(new).await;
             if let Err(Ok(())) = reply.send(result) {
-                Reservation::new(inner, request_id)
+                trace::reservation("reserved");
+                Reservation::new(inner, request_id, task_trace)
                     .void("client_cancelled")
                     .await;
             }
         });
-        match outcome.await {
-            Ok(Ok(())) => Ok(Reservation::new(self.inner.clone(), request_id)),
+        let outcome = outcome.await;
+        trace::reservation(match outcome {
+            Ok(Ok(())) => "reserved",
+            _ => "refused",
+        });
+        match outcome {
+            Ok(Ok(())) => Ok(Reservation::new(
+                self.inner.clone(),
+                request_id,
+                request_trace,
+            )),
             Ok(Err(ReserveError::InsufficientCredits)) => Err(ApiError::new(
                 ErrorCode::InsufficientCredits,
                 "Your available credits do not cover this request's maximum cost.",
@@ -229,12 +247,18 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
         let deadline = Instant::now() + inner.config.deadline;
         let mut attempt_no = 0u32;
         let mut last_error: Option<AttemptError> = None;
+        let mut previous_route: Option<&str> = None;
         'routes: for route in &plan.routes {
             for try_on_route in 0..inner.config.attempts_per_route {
                 if Instant::now() >= deadline {
                     break 'routes;
                 }
                 attempt_no += 1;
+                if let Some(previous) = previous_route {
+                    trace::retried(route, previous == route.id);
+                }
+                previous_route = Some(&route.id);
+                reservation.trace.attempt_started(route);
                 // Each attempt sends the thinking history its route can take.
                 let restored;
                 let attempt_request = if thinking.history.is_empty() {
@@ -264,6 +288,12 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
                     duration_ms: started.elapsed().as_millis() as u64,
                     outcome: AttemptOutcome::Succeeded,
                 };
+                let outcome = match &result {
+                    Ok(_) => "succeeded",
+                    Err(error) => error.kind.as_str(),
+                };
+                let first_byte = matches!(result, Ok(SupplierReply::Stream(_)));
+                trace::attempt_finished(route, outcome, started.elapsed(), first_byte);
                 match result {
                     Ok(SupplierReply::Complete(mut response)) => {
                         if let Some(dialect) = thinking.sealed_dialect(route.protocol) {
@@ -439,16 +469,18 @@ fn internal(error: &dyn std::fmt::Display) -> ApiError {
 struct Reservation<S: Store, P: Suppliers> {
     inner: Option<Arc<Inner<S, P>>>,
     request_id: Uuid,
+    trace: Arc<RequestTrace>,
     /// A stream's attempt, recorded when the stream ends: with the charge,
     /// or with the release if it fails or the client leaves.
     stream_attempt: Option<AttemptRecord>,
 }
 
 impl<S: Store, P: Suppliers> Reservation<S, P> {
-    fn new(inner: Arc<Inner<S, P>>, request_id: Uuid) -> Self {
+    fn new(inner: Arc<Inner<S, P>>, request_id: Uuid, trace: Arc<RequestTrace>) -> Self {
         Reservation {
             inner: Some(inner),
             request_id,
+            trace,
             stream_attempt: None,
         }
     }
@@ -474,6 +506,8 @@ impl<S: Store, P: Suppliers> Reservation<S, P> {
         };
         match inner.store.settle(settlement).await {
             Ok(charged) => {
+                self.trace.settled(charged.0);
+                trace::reservation("settled");
                 if charged < reported {
                     // The hold is a ceiling (I4): the supplier reported more
                     // than the reservation bounded; the operator absorbs it.
@@ -505,6 +539,7 @@ impl<S: Store, P: Suppliers> Reservation<S, P> {
                 reason: reason.to_owned(),
                 attempt: self.stream_attempt.take(),
             };
+            trace::reservation("voided");
             if let Err(e) = inner.store.void(voiding).await {
                 tracing::warn!(request_id = %self.request_id, error = %e, "could not void reservation");
             }
@@ -536,6 +571,7 @@ impl<S: Store, P: Suppliers> Drop for Reservation<S, P> {
             attempt
         });
         // The client left before a valid final success: release the hold (G-22).
+        trace::reservation("voided");
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             handle.spawn(async move {
                 let voiding = Voiding {

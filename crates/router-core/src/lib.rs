@@ -16,6 +16,7 @@ pub mod routing;
 pub mod store;
 pub mod supplier;
 pub mod thinking_seal;
+pub mod trace;
 
 pub use catalog::{Catalog, CatalogError, Model, Pricing, Route, Supplier};
 pub use gateway::{Gateway, GatewayConfig, LiveStream, Outcome, StreamItem};
@@ -25,3 +26,4 @@ pub use supplier::{
     AttemptCause, AttemptError, EventStream, FailureKind, Retry, SupplierReply, Suppliers,
 };
 pub use thinking_seal::SealKey;
+pub use trace::RequestTrace;

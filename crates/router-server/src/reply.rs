@@ -104,6 +104,9 @@ pub fn error(envelope: Envelope, error: &ApiError, request_id: &str) -> Reply {
 pub fn error_with(body: Vec<u8>, error: &ApiError, request_id: &str) -> Reply {
     let status = StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut response = json(status, body, request_id);
+    response
+        .extensions_mut()
+        .insert(crate::request_log::ReplyCode(error.code));
     if let Some(seconds) = error.retry_after {
         response
             .headers_mut()

@@ -58,6 +58,8 @@ pub enum Handler {
     Inference(InferenceEndpoint),
     Healthz,
     Readyz,
+    /// `GET /metrics` (`metrics.rs`).
+    Metrics,
     AdminCreateAccount,
     AdminGetAccount,
     AdminGrantCredits,
@@ -158,7 +160,7 @@ use ParamRule::{ChannelId, Platform};
 /// Every route. Scopes as the spec's Authentication section states them;
 /// videos take `inference` (GP-73). One row per line, so kept out of rustfmt.
 #[rustfmt::skip]
-pub static ROUTES: [Route; 47] = [
+pub static ROUTES: [Route; 48] = [
     // Inference (B..E).
     row(POST,   "/v1/chat/completions",          key(INFERENCE),            OpenAi,      Infer(ChatCompletions)),
     row(POST,   "/v1/responses",                 key(INFERENCE),            OpenAi,      Infer(Responses)),
@@ -205,6 +207,7 @@ pub static ROUTES: [Route; 47] = [
     // Health.
     row(GET,    "/healthz",                      Public,                    OpenAi,      Healthz),
     row(GET,    "/readyz",                       Public,                    OpenAi,      Readyz),
+    row(GET,    "/metrics",                      Admin,                     OpenAi,      Metrics),
     // The operator API (docs/admin-api.md).
     row(POST,   "/admin/accounts",               Admin,                     OpenAi,      AdminCreateAccount),
     row(GET,    "/admin/accounts/{id}",          Admin,                     OpenAi,      AdminGetAccount),
@@ -260,7 +263,7 @@ mod tests {
             if matches!(route.handler, Handler::Inference(_)) {
                 assert_eq!(route.auth, key(INFERENCE), "{}", route.path);
             }
-            if route.path.starts_with("/admin/") {
+            if route.path.starts_with("/admin/") || route.path == "/metrics" {
                 assert_eq!(route.auth, Admin, "{}", route.path);
             }
         }

@@ -156,6 +156,12 @@ impl Database {
             .len()
     }
 
+    /// The pool's connections: (open, in use by a query or transaction).
+    pub fn pool_connections(&self) -> (usize, usize) {
+        let status = self.pool.status();
+        (status.size, status.size.saturating_sub(status.available))
+    }
+
     /// Releases holds that expired before `now` and fails their requests
     /// with reason [`billing::REAPED`], batch by batch; returns how many.
     /// Safe to run from every instance at once.

@@ -325,6 +325,7 @@ impl TestRouter {
         mail: bool,
     ) -> TestRouter {
         let _ = rustls::crypto::ring::default_provider().install_default();
+        router_server::metrics::install();
         let mock = MockSupplier::start("127.0.0.1:0".parse().unwrap())
             .await
             .unwrap();

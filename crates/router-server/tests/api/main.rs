@@ -16,6 +16,7 @@ mod harness;
 mod key_limits;
 mod key_policies;
 mod messages;
+mod observability;
 mod responses;
 mod retries;
 mod routes_matrix;

@@ -17,6 +17,7 @@ pub(crate) async fn serve(config: ServerConfig) -> anyhow::Result<()> {
         .await
         .context("DATABASE_URL: cannot connect")?;
     tracing::info!(?config, "starting router");
+    router_server::metrics::install();
     db.migrate().await.context("applying migrations")?;
     db.listen_for_key_changes()
         .await
@@ -83,7 +84,10 @@ fn spawn_reaper(db: Database, interval: Duration) {
             ticker.tick().await;
             match db.reap_expired_holds(std::time::SystemTime::now()).await {
                 Ok(0) => {}
-                Ok(n) => tracing::info!(released = n, "reaped expired holds"),
+                Ok(n) => {
+                    metrics::counter!("router_reaper_released_total").increment(n);
+                    tracing::info!(released = n, "reaped expired holds");
+                }
                 Err(e) => tracing::warn!(error = %e, "reaper failed"),
             }
             let closed = db.close_idle_connections(DB_CONNECTION_MAX_IDLE);
