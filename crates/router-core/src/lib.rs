@@ -10,6 +10,7 @@
 
 pub mod catalog;
 pub mod gateway;
+pub mod images;
 pub mod key_policy;
 pub mod pricing;
 pub mod routing;
@@ -17,8 +18,9 @@ pub mod store;
 pub mod supplier;
 pub mod thinking_seal;
 
-pub use catalog::{Catalog, CatalogError, Model, Pricing, Route, Supplier};
+pub use catalog::{Catalog, CatalogError, Modality, Model, Pricing, Route, Supplier};
 pub use gateway::{Gateway, GatewayConfig, LiveStream, Outcome, StreamItem};
+pub use images::{GeneratedPng, ImageAdmission};
 pub use key_policy::{KeyLimit, KeyLimits, KeyPolicy, SpendWindow};
 pub use routing::Plan;
 pub use supplier::{
