@@ -14,7 +14,7 @@ use crate::reply::{self, Body};
 use crate::routes::{AuthRule, Handler, InferenceEndpoint, ParamRule, ROUTES, Route};
 use crate::session;
 use crate::surfaces::{CHAT, COMPLETIONS, MESSAGES, RESPONSES};
-use crate::{admin, auth, health, inference};
+use crate::{admin, auth, health, images, inference};
 use http::Response;
 use http::header::HeaderValue;
 use hyper::body::Incoming;
@@ -187,6 +187,16 @@ pub async fn dispatch(app: Arc<App>, request: http::Request<Incoming>) -> Respon
                 Err(e) => reply::error(route.envelope, &e, &id_text),
             };
         }
+        Handler::ImagesGenerations => {
+            return match caller.key() {
+                Ok(key) => images::handle(app, request, key, request_id).await,
+                Err(e) => reply::error(route.envelope, &e, &id_text),
+            };
+        }
+        Handler::RequestStatus => match caller.key() {
+            Ok(key) => images::request_status(&app, &key, param.as_deref(), &id_text).await,
+            Err(e) => Err(e),
+        },
         Handler::Healthz => Ok(health::healthz(&id_text)),
         Handler::Readyz => Ok(health::readyz(&app, &id_text).await),
         Handler::AdminCreateAccount => admin::create_account(&app, request, &id_text).await,

@@ -46,6 +46,16 @@ struct ServeArgs {
     /// Lifetime of a hold that is not extended, before the reaper releases it.
     #[arg(long, env = "ROUTER_HOLD_LEASE_SECS", default_value_t = 600)]
     hold_lease_secs: u64,
+    /// How long the single supplier attempt of an image generation may take
+    /// before the request ends with 408 and its hold is released.
+    #[arg(long, env = "ROUTER_IMAGE_DEADLINE_SECS", default_value_t = 120,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    image_deadline_secs: u64,
+    /// Let image URLs a supplier answers point at loopback (127.0.0.0/8,
+    /// ::1). For tests and the local demo only: never in production.
+    #[arg(long, env = "ROUTER_IMAGE_URL_ALLOW_LOOPBACK", default_value_t = false,
+          action = clap::ArgAction::Set)]
+    image_url_allow_loopback: bool,
     #[arg(long, env = "ROUTER_REAPER_INTERVAL_SECS", default_value_t = 30)]
     reaper_interval_secs: u64,
     #[arg(long, env = "ROUTER_DB_POOL_SIZE", default_value_t = 32)]
@@ -76,6 +86,8 @@ fn main() -> anyhow::Result<()> {
             .filter(|t| !t.is_empty()),
         deadline: Duration::from_secs(cli.serve.deadline_secs),
         hold_lease: Duration::from_secs(cli.serve.hold_lease_secs),
+        image_deadline: Duration::from_secs(cli.serve.image_deadline_secs),
+        image_url_allow_loopback: cli.serve.image_url_allow_loopback,
         reaper_interval: Duration::from_secs(cli.serve.reaper_interval_secs.max(1)),
         database_pool_size: cli.serve.db_pool_size,
         trusted_proxies,
@@ -104,10 +116,17 @@ async fn serve(config: ServerConfig) -> anyhow::Result<()> {
     db.listen_for_key_changes()
         .await
         .context("listening for API key changes")?;
-    let suppliers = HttpSuppliers::new()?;
+    if config.image_url_allow_loopback {
+        tracing::warn!("ROUTER_IMAGE_URL_ALLOW_LOOPBACK is on: image URLs may reach this host (tests and demos only)");
+    }
+    let suppliers =
+        HttpSuppliers::new()?.with_image_url_policy(router_supply::url_guard::UrlPolicy {
+            allow_loopback: config.image_url_allow_loopback,
+        });
     let gateway_config = GatewayConfig {
         deadline: config.deadline,
         hold_lease: config.hold_lease,
+        image_deadline: config.image_deadline,
         ..GatewayConfig::default()
     };
     let seal_key = SealKey::load(&db)
