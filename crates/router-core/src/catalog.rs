@@ -561,14 +561,29 @@ image_cost = 30_000_000
     fn image_pricing_and_routes_are_checked() {
         let bad = [
             IMAGES.replace("image_price = 40_000_000", ""),
-            IMAGES.replace("image_price = 40_000_000", "image_price = 1\nrates = { input = 1, output = 1 }"),
-            IMAGES.replace("image_price = 40_000_000", "image_price = 1\npricing = \"supply\""),
+            IMAGES.replace(
+                "image_price = 40_000_000",
+                "image_price = 1\nrates = { input = 1, output = 1 }",
+            ),
+            IMAGES.replace(
+                "image_price = 40_000_000",
+                "image_price = 1\npricing = \"supply\"",
+            ),
             IMAGES.replace("image_price = 40_000_000", "image_price = -1"),
             IMAGES.replace("image_cost = 30_000_000", ""),
             IMAGES.replace("protocol = \"images\"", "protocol = \"chat\""),
-            IMAGES.replace("modality = \"image\"", "pricing = \"fixed\"\nrates = { input = 1, output = 1 }"),
-            SAMPLE.replace("protocol = \"chat\"\ncapabilities", "protocol = \"images\"\ncapabilities"),
-            SAMPLE.replace("pricing = \"supply\"", "pricing = \"supply\"\nimage_price = 5"),
+            IMAGES.replace(
+                "modality = \"image\"",
+                "pricing = \"fixed\"\nrates = { input = 1, output = 1 }",
+            ),
+            SAMPLE.replace(
+                "protocol = \"chat\"\ncapabilities",
+                "protocol = \"images\"\ncapabilities",
+            ),
+            SAMPLE.replace(
+                "pricing = \"supply\"",
+                "pricing = \"supply\"\nimage_price = 5",
+            ),
         ];
         for text in bad {
             assert!(Catalog::from_toml(&text, |_| None).is_err(), "{text}");

@@ -134,7 +134,9 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
         let (reply, outcome) = tokio::sync::oneshot::channel::<TaskResult>();
         let gateway = self.clone();
         tokio::spawn(async move {
-            gateway.attempt_image(plan, request, reservation, reply).await;
+            gateway
+                .attempt_image(plan, request, reservation, reply)
+                .await;
         });
         match outcome.await {
             Ok(result) => result,
@@ -321,7 +323,10 @@ enabled = false
         assert_eq!(plan.price, NanoUsd(40_000_000));
         // GP-67: a text model is a 400 naming `model`; unknown is a 404.
         let error = super::plan(&catalog, &request("m-text")).unwrap_err();
-        assert_eq!((error.code, error.param.as_deref()), (ErrorCode::InvalidParameter, Some("model")));
+        assert_eq!(
+            (error.code, error.param.as_deref()),
+            (ErrorCode::InvalidParameter, Some("model"))
+        );
         let error = super::plan(&catalog, &request("nope")).unwrap_err();
         assert_eq!(error.code, ErrorCode::ModelNotFound);
     }
@@ -329,7 +334,10 @@ enabled = false
     #[test]
     fn failures_map_to_the_image_statuses() {
         let deadline = Duration::from_secs(120);
-        assert_eq!(public_error(&AttemptError::timeout(), deadline).status(), 408);
+        assert_eq!(
+            public_error(&AttemptError::timeout(), deadline).status(),
+            408
+        );
         assert_eq!(
             public_error(&AttemptError::status(500, None), deadline).code,
             ErrorCode::UpstreamError

@@ -81,7 +81,9 @@ fn check_members(object: &Map<String, Value>) -> Result<(), ApiError> {
             "stream" | "partial_images" => {
                 return Err(ApiError::invalid(
                     name.as_str(),
-                    format!("`{name}`: streaming partial images is not available; one complete PNG is returned."),
+                    format!(
+                        "`{name}`: streaming partial images is not available; one complete PNG is returned."
+                    ),
                 ));
             }
             fixed if FIXED.contains(&fixed) => {
@@ -89,7 +91,9 @@ fn check_members(object: &Map<String, Value>) -> Result<(), ApiError> {
                 if !value.is_null() && value != &only {
                     return Err(ApiError::invalid(
                         fixed,
-                        format!("`{fixed}` may only be {only} (one PNG of automatic size and quality)."),
+                        format!(
+                            "`{fixed}` may only be {only} (one PNG of automatic size and quality)."
+                        ),
                     ));
                 }
             }
@@ -108,10 +112,11 @@ fn required_text(object: &Map<String, Value>, name: &str) -> Result<String, ApiE
     match object.get(name) {
         Some(Value::String(text)) if !text.trim().is_empty() => Ok(text.clone()),
         Some(Value::String(_)) => Err(ApiError::invalid(name, format!("`{name}` is empty."))),
-        None | Some(Value::Null) => {
-            Err(ApiError::invalid(name, format!("`{name}` is required.")))
-        }
-        Some(_) => Err(ApiError::invalid(name, format!("`{name}` must be a string."))),
+        None | Some(Value::Null) => Err(ApiError::invalid(name, format!("`{name}` is required."))),
+        Some(_) => Err(ApiError::invalid(
+            name,
+            format!("`{name}` must be a string."),
+        )),
     }
 }
 
@@ -197,8 +202,14 @@ mod tests {
             assert_eq!(param_of(&body).as_deref(), Some(param), "{body}");
         }
         assert_eq!(param_of(r#"{"prompt":"p"}"#).as_deref(), Some("model"));
-        assert_eq!(param_of(r#"{"model":"m","prompt":" "}"#).as_deref(), Some("prompt"));
-        let long = format!(r#"{{"model":"m","prompt":"{}"}}"#, "a".repeat(MAX_PROMPT_CHARS + 1));
+        assert_eq!(
+            param_of(r#"{"model":"m","prompt":" "}"#).as_deref(),
+            Some("prompt")
+        );
+        let long = format!(
+            r#"{{"model":"m","prompt":"{}"}}"#,
+            "a".repeat(MAX_PROMPT_CHARS + 1)
+        );
         assert_eq!(param_of(&long).as_deref(), Some("prompt"));
         assert!(parse_request(b"[1]").is_err());
     }

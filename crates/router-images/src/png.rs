@@ -125,8 +125,21 @@ enum IdatRun {
 }
 
 fn header(data: &[u8]) -> Result<PngInfo, PngError> {
-    let [w0, w1, w2, w3, h0, h1, h2, h3, bit_depth, color_type, compression, filter, interlace] =
-        *data
+    let [
+        w0,
+        w1,
+        w2,
+        w3,
+        h0,
+        h1,
+        h2,
+        h3,
+        bit_depth,
+        color_type,
+        compression,
+        filter,
+        interlace,
+    ] = *data
     else {
         return Err(PngError::HeaderFirst);
     };
@@ -198,11 +211,7 @@ pub fn write_chunk(out: &mut Vec<u8>, kind: &[u8; 4], data: &[u8]) {
 /// stream), for tests, fixtures and the mock supplier.
 pub fn tiny_png() -> Vec<u8> {
     let mut out = SIGNATURE.to_vec();
-    write_chunk(
-        &mut out,
-        b"IHDR",
-        &[0, 0, 0, 1, 0, 0, 0, 1, 8, 2, 0, 0, 0],
-    );
+    write_chunk(&mut out, b"IHDR", &[0, 0, 0, 1, 0, 0, 0, 1, 8, 2, 0, 0, 0]);
     // zlib: header 78 01, one stored block of the scanline [filter 0, R, G, B],
     // then the Adler-32 of that scanline.
     let scanline = [0u8, 0xFF, 0, 0];
@@ -286,7 +295,10 @@ mod tests {
         assert!(validate(&good).is_ok());
         let cases = [
             (build(&[idat(), iend()]), PngError::HeaderFirst),
-            (build(&[(b"IHDR", ihdr(2, 2, 8, 6)), iend()]), PngError::ImageData),
+            (
+                build(&[(b"IHDR", ihdr(2, 2, 8, 6)), iend()]),
+                PngError::ImageData,
+            ),
             (
                 build(&[(b"IHDR", ihdr(65_535, 65_535, 8, 6)), idat(), iend()]),
                 PngError::Dimensions {
@@ -309,7 +321,13 @@ mod tests {
                 },
             ),
             (
-                build(&[(b"IHDR", ihdr(2, 2, 8, 6)), idat(), (b"tEXt", vec![b'a']), idat(), iend()]),
+                build(&[
+                    (b"IHDR", ihdr(2, 2, 8, 6)),
+                    idat(),
+                    (b"tEXt", vec![b'a']),
+                    idat(),
+                    iend(),
+                ]),
                 PngError::ImageData,
             ),
             (

@@ -120,7 +120,10 @@ mod tests {
         };
         let body = ImagesSupplier.encode_request(&request, "up-img").unwrap();
         let value: Value = serde_json::from_slice(&body).unwrap();
-        assert_eq!(value, json!({"model": "up-img", "prompt": "a cat", "n": 1, "user": "u"}));
+        assert_eq!(
+            value,
+            json!({"model": "up-img", "prompt": "a cat", "n": 1, "user": "u"})
+        );
         assert_eq!(ImagesSupplier.path(), "/images/generations");
     }
 

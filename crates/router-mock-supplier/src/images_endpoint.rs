@@ -58,7 +58,11 @@ impl WireProtocol for Images {
         false
     }
 
-    fn reply_body(_reply: &MockReply, _request: &ImagesRequest, _identity: &ReplyIdentity) -> Value {
+    fn reply_body(
+        _reply: &MockReply,
+        _request: &ImagesRequest,
+        _identity: &ReplyIdentity,
+    ) -> Value {
         b64_reply(&valid_png())
     }
 
@@ -201,7 +205,11 @@ mod tests {
         let png = valid_png();
         assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"));
         assert!(png.ends_with(&[0, 0, 0, 0, b'I', b'E', b'N', b'D', 0xAE, 0x42, 0x60, 0x82]));
-        for answer in [ImageAnswer::TruncatedPng, ImageAnswer::BadCrc, ImageAnswer::NotPng] {
+        for answer in [
+            ImageAnswer::TruncatedPng,
+            ImageAnswer::BadCrc,
+            ImageAnswer::NotPng,
+        ] {
             assert_ne!(image_bytes(answer), png);
         }
     }

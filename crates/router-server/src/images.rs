@@ -95,7 +95,9 @@ pub async fn request_status(
         )
     })?;
     let view = owned_or_not_found(Resource::Request, found, key.account_id)?;
-    let charged = view.charged_nano.map(|n| router_canonical::NanoUsd(n).to_usd_json());
+    let charged = view
+        .charged_nano
+        .map(|n| router_canonical::NanoUsd(n).to_usd_json());
     let body = serde_json::json!({
         "id": view.id,
         "object": "request",

@@ -117,7 +117,9 @@ async fn serve(config: ServerConfig) -> anyhow::Result<()> {
         .await
         .context("listening for API key changes")?;
     if config.image_url_allow_loopback {
-        tracing::warn!("ROUTER_IMAGE_URL_ALLOW_LOOPBACK is on: image URLs may reach this host (tests and demos only)");
+        tracing::warn!(
+            "ROUTER_IMAGE_URL_ALLOW_LOOPBACK is on: image URLs may reach this host (tests and demos only)"
+        );
     }
     let suppliers =
         HttpSuppliers::new()?.with_image_url_policy(router_supply::url_guard::UrlPolicy {

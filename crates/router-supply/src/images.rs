@@ -4,8 +4,8 @@
 //! here or above: the attempt is the only one (N-08).
 
 use crate::attempt::read_body;
-use crate::url_guard::{self, UrlPolicy};
 use crate::transport_error;
+use crate::url_guard::{self, UrlPolicy};
 use router_canonical::{GeneratedImage, ImageRequest, ImageSupplierCodec};
 use router_core::{AttemptError, Route};
 use router_images::ImagesSupplier;

@@ -106,12 +106,7 @@ fn v4_allowed(ip: Ipv4Addr, policy: UrlPolicy) -> bool {
 /// (`::a.b.c.d`) or NAT64 (`64:ff9b::a.b.c.d`) IPv6 address.
 fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
     let s = ip.segments();
-    let tail = Ipv4Addr::new(
-        (s[6] >> 8) as u8,
-        s[6] as u8,
-        (s[7] >> 8) as u8,
-        s[7] as u8,
-    );
+    let tail = Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
     match s {
         [0, 0, 0, 0, 0, 0xffff, _, _] => Some(tail),
         [0, 0, 0, 0, 0, 0, _, _] if !ip.is_loopback() && !ip.is_unspecified() => Some(tail),
@@ -165,7 +160,11 @@ async fn resolve(url: &reqwest::Url, policy: UrlPolicy) -> Result<Vec<SocketAddr
 }
 
 /// Download `text` under the rules above, within `timeout`.
-pub async fn download(text: &str, policy: UrlPolicy, timeout: Duration) -> Result<Vec<u8>, UrlError> {
+pub async fn download(
+    text: &str,
+    policy: UrlPolicy,
+    timeout: Duration,
+) -> Result<Vec<u8>, UrlError> {
     let mut url = check_url(text)?;
     for _ in 0..=MAX_REDIRECTS {
         let addrs = resolve(&url, policy).await?;
