@@ -198,15 +198,22 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
         let inner = self.inner.clone();
         let (reply, outcome) = tokio::sync::oneshot::channel();
         tokio::spawn(async move {
-            let result = inner.store.reserve(new).await;
-            if let Err(Ok(())) = reply.send(result) {
-                Reservation::new(inner, request_id)
-                    .void("client_cancelled")
-                    .await;
+            // The hold travels as its guard: if the client left before
+            // reading it (the receiver gone, or dropped with the guard
+            // unread inside), dropping the guard voids the hold. Sending a
+            // bare `Ok(())` leaked the hold to the reaper when the client
+            // left between the send and the read.
+            let result = inner
+                .store
+                .reserve(new)
+                .await
+                .map(|()| Reservation::new(inner, request_id));
+            if let Err(Ok(mut reservation)) = reply.send(result) {
+                reservation.void("client_cancelled").await;
             }
         });
         match outcome.await {
-            Ok(Ok(())) => Ok(Reservation::new(self.inner.clone(), request_id)),
+            Ok(Ok(reservation)) => Ok(reservation),
             Ok(Err(ReserveError::InsufficientCredits)) => Err(ApiError::new(
                 ErrorCode::InsufficientCredits,
                 "Your available credits do not cover this request's maximum cost.",

@@ -464,8 +464,18 @@ async fn n10_the_cancel_race_charges_or_releases_exactly_once_100_times() {
         }
         // A request cancelled early may still be taking its hold: wait until
         // every request of the account is final and no new one appears.
+        let mut polls = 0;
         let rows = loop {
             let rows = requests_of(&r, &c.account_id).await;
+            // A hold left behind would wait for the reaper (minutes): fail
+            // instead of hanging.
+            polls += 1;
+            let stuck: Vec<&str> = rows
+                .iter()
+                .filter(|row| row.status == "reserved")
+                .map(|row| row.id.as_str())
+                .collect();
+            assert!(polls < 3_000, "iteration {i}: still reserved: {stuck:?}");
             if rows.iter().all(|row| row.status != "reserved") {
                 tokio::time::sleep(Duration::from_millis(25)).await;
                 let again = requests_of(&r, &c.account_id).await;
