@@ -1117,6 +1117,9 @@ def run_image_cell(case: str, images: dict[str, Any], client: openai.OpenAI, moc
     """One `images` cell: images.generate through the SDK, strictly validated, then the receipt,
     the PNG and (with the mock) what the supplier received."""
     upstream = images["upstream_model"]
+    if mock is None:
+        # Against a deployed router there is no image model to name here.
+        return {"outcome": "skip", "detail": "the image cells run against the local mock only"}
     if mock is not None:
         try:
             mock.reset()

@@ -675,7 +675,10 @@ fn images_cells(
     refusals: &mut BTreeMap<(String, String), RefusalSpec>,
 ) -> Result<()> {
     for (case, outcome) in object(&images["expected"]).context("`expected`")? {
-        ensure!(cases.contains(case), "`expected` names unknown case `{case}`");
+        ensure!(
+            cases.contains(case),
+            "`expected` names unknown case `{case}`"
+        );
         let outcome = outcome.as_str().context("an outcome is a string")?;
         check_outcome(outcome)?;
         for (stream, outcome) in [(false, outcome), (true, "n/a")] {
@@ -690,8 +693,12 @@ fn images_cells(
     }
     if let Some(table) = images.get("refusals") {
         for (case, spec) in object(table)? {
-            let spec = RefusalSpec::from_json(spec).with_context(|| format!("`refusals.{case}`"))?;
-            ensure!(spec.param.is_some(), "`refusals.{case}` must name the `param`");
+            let spec =
+                RefusalSpec::from_json(spec).with_context(|| format!("`refusals.{case}`"))?;
+            ensure!(
+                spec.param.is_some(),
+                "`refusals.{case}` must name the `param`"
+            );
             refusals.insert((case.clone(), IMAGES.to_owned()), spec);
         }
     }
@@ -1056,9 +1063,33 @@ mod tests {
     #[test]
     fn the_committed_matrix_is_complete() {
         let matrix = Matrix::load(&workspace_root().join(MATRIX)).unwrap();
-        let cells = matrix.inbound.len() * matrix.cases.len() * matrix.routes.len() * 2;
-        assert_eq!(matrix.expected.len(), cells);
+        let grid = matrix
+            .expected
+            .keys()
+            .filter(|cell| cell.inbound != IMAGES)
+            .count();
+        let images: Vec<&CellId> = matrix
+            .expected
+            .keys()
+            .filter(|cell| cell.inbound == IMAGES)
+            .collect();
+        let grid_cases = matrix.cases.len() - images.len() / 2;
+        let cells = matrix.inbound.len() * grid_cases * matrix.routes.len() * 2;
+        assert_eq!(grid, cells);
         assert!(matrix.expected.values().any(|outcome| outcome == "pass"));
+        // Image generation: every images case, JSON and (n/a) stream, covered by Python.
+        assert!(!images.is_empty());
+        for cell in images {
+            assert_eq!(cell.route, IMAGES);
+            assert!(
+                matrix.coverage["python"].contains(&cell.case),
+                "{}",
+                cell.label()
+            );
+            if cell.stream {
+                assert_eq!(matrix.expected[cell], "n/a");
+            }
+        }
     }
 
     #[test]
@@ -1068,6 +1099,11 @@ mod tests {
         let matrix: Value =
             serde_json::from_str(&fs::read_to_string(workspace_root().join(MATRIX)).unwrap())
                 .unwrap();
+        let images = &matrix["images"];
+        for key in ["model", "upstream_model"] {
+            let name = images[key].as_str().unwrap();
+            assert!(catalog.contains(&format!("\"{name}\"")), "{name}");
+        }
         for (_, route) in matrix["routes"].as_object().unwrap() {
             for key in ["model", "upstream_model"] {
                 let name = route[key].as_str().unwrap();
