@@ -128,7 +128,15 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
             recorded_protocol: Protocol::Images,
             stream: false,
             reserve: plan.price,
-            hold_expires_at: SystemTime::now() + self.inner.config.hold_lease,
+            // Nothing extends an image's hold while the supplier works: it
+            // must outlive the image deadline, or the reaper could release
+            // it under a generation that then cannot settle.
+            hold_expires_at: SystemTime::now()
+                + self
+                    .inner
+                    .config
+                    .hold_lease
+                    .max(self.inner.config.image_deadline + Duration::from_secs(60)),
         };
         let reservation = self.reserve(new).await?;
         let (reply, outcome) = tokio::sync::oneshot::channel::<TaskResult>();
