@@ -109,9 +109,24 @@ fn unix_now() -> i64 {
         .map_or(0, |d| d.as_secs() as i64)
 }
 
-/// Serves `GET .../images/content/{name}.png`.
-pub(crate) fn serve_content(path: &str) -> Response<ResponseBody> {
+/// Serves `GET .../images/content/{name}.png`, and
+/// `GET .../images/content/redirect?to=URL`: a 302 to `URL` (for the
+/// router's redirect checks).
+pub(crate) fn serve_content(path: &str, query: Option<&str>) -> Response<ResponseBody> {
     let name = path.rsplit('/').next().unwrap_or_default();
+    if name == "redirect" {
+        let target = query
+            .and_then(|q| q.strip_prefix("to="))
+            .unwrap_or_default()
+            .to_owned();
+        let mut response = respond(StatusCode::FOUND, "text/plain", response_body::full(""));
+        if let Ok(location) = http::HeaderValue::from_str(&target) {
+            response
+                .headers_mut()
+                .insert(http::header::LOCATION, location);
+        }
+        return response;
+    }
     let answer = match name {
         "valid.png" => ImageAnswer::Png,
         "truncated.png" => ImageAnswer::TruncatedPng,

@@ -37,7 +37,9 @@
 //! | `/images/generations` | OpenAI Images   | never streamed; `{created, data: [{b64_json}]}` (a valid PNG), or what a [`Script::Image`] answers (broken PNGs, a URL) | `{"error": {message, type, param, code}}` |
 //!
 //! `GET .../images/content/{valid,truncated,bad_crc,not_png}.png` serves the
-//! images URL answers point at; it is not recorded.
+//! images URL answers point at, and `GET .../images/content/redirect?to=URL`
+//! answers 302 to `URL` (the target is taken verbatim, not decoded); neither
+//! is recorded.
 //!
 //! Every request to them is recorded (see [`RecordedCall`]; its `path` tells
 //! the protocol) and then gets the next script: the queue of its `model`

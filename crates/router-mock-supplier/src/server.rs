@@ -185,7 +185,7 @@ async fn route(
     } else if path.ends_with("/images/generations") {
         endpoint::serve::<Images>(request, playbook, connection).await
     } else if path.contains("/images/content/") && request.method() == http::Method::GET {
-        images_endpoint::serve_content(path)
+        images_endpoint::serve_content(path, request.uri().query())
     } else {
         let message = format!("the mock supplier has no endpoint at {path}");
         error_response(StatusCode::NOT_FOUND, &message)

@@ -348,6 +348,49 @@ async fn url_answers_to_private_addresses_are_refused_and_never_fetched() {
     assert_unchanged(&r, &c).await;
 }
 
+/// Redirects are followed and each target checked anew: to the mock's own
+/// PNG (loopback allowed here) it works; to 0.0.0.0 (which Linux would
+/// deliver to a local listener, the canary), the metadata address or a
+/// private range it is refused, even from an allowed first hop.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_redirect_is_checked_like_the_first_url() {
+    let r = TestRouter::start().await;
+    let c = r.rich_customer().await;
+    let canary = tokio::net::TcpListener::bind("0.0.0.0:0").await.unwrap();
+    let canary_port = canary.local_addr().unwrap().port();
+    let hits = Arc::new(AtomicUsize::new(0));
+    {
+        let hits = hits.clone();
+        tokio::spawn(async move {
+            while canary.accept().await.is_ok() {
+                hits.fetch_add(1, Ordering::SeqCst);
+            }
+        });
+    }
+    let base = r.mock.base_url();
+    let via = |to: &str| format!("{base}/images/content/redirect?to={to}");
+    let cases = [
+        (via(&format!("{base}/images/content/valid.png")), 200),
+        (via(&format!("http://0.0.0.0:{canary_port}/a.png")), 502),
+        (via("http://169.254.169.254/latest/meta-data/"), 502),
+        (via("http://10.0.0.1/a.png"), 502),
+        (via("file:///etc/passwd"), 502),
+    ];
+    for (url, status) in cases {
+        r.mock.enqueue(Script::Image(MockImage {
+            answer: ImageAnswer::Url,
+            url: Some(url.clone()),
+            ..MockImage::default()
+        }));
+        let resp = generate(&r, &c.key, &cat()).await;
+        assert_eq!(resp.status(), status, "{url}");
+    }
+    assert_eq!(hits.load(Ordering::SeqCst), 0, "the canary was reached");
+    let account = r.account(&c.account_id).await;
+    assert_eq!(account["balance_nano_usd"], RICH - PRICE);
+    assert_eq!(account["held_nano_usd"], 0);
+}
+
 /// GP-27, N-11: a generation that outlives the image deadline is 408 and
 /// its hold is released.
 #[tokio::test(flavor = "multi_thread")]
