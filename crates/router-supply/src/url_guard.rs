@@ -131,7 +131,37 @@ pub fn check_url(text: &str) -> Result<reqwest::Url, UrlError> {
 }
 
 /// The addresses to connect to for `url`, every one of them allowed.
-async fn resolve(url: &reqwest::Url, policy: UrlPolicy) -> Result<Vec<SocketAddr>, UrlError> {
+/// How a host name becomes addresses: the system resolver, or (in tests) a
+/// fixed map, so the rules are proven for names as well as literals.
+trait Lookup: Sync {
+    fn lookup<'a>(
+        &'a self,
+        host: &'a str,
+        port: u16,
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = std::io::Result<Vec<SocketAddr>>> + Send + 'a>,
+    >;
+}
+
+struct SystemLookup;
+
+impl Lookup for SystemLookup {
+    fn lookup<'a>(
+        &'a self,
+        host: &'a str,
+        port: u16,
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = std::io::Result<Vec<SocketAddr>>> + Send + 'a>,
+    > {
+        Box::pin(async move { Ok(tokio::net::lookup_host((host, port)).await?.collect()) })
+    }
+}
+
+async fn resolve(
+    url: &reqwest::Url,
+    policy: UrlPolicy,
+    lookup: &dyn Lookup,
+) -> Result<Vec<SocketAddr>, UrlError> {
     let port = url.port_or_known_default().ok_or(UrlError::NoHost)?;
     let host = url.host_str().ok_or(UrlError::NoHost)?;
     // The parser already turned every IPv4 spelling into dotted form and
@@ -143,10 +173,10 @@ async fn resolve(url: &reqwest::Url, policy: UrlPolicy) -> Result<Vec<SocketAddr
         .ok();
     let addrs: Vec<SocketAddr> = match literal {
         Some(ip) => vec![SocketAddr::new(ip, port)],
-        None => tokio::net::lookup_host((host, port))
+        None => lookup
+            .lookup(host, port)
             .await
-            .map_err(|_| UrlError::Resolve)?
-            .collect(),
+            .map_err(|_| UrlError::Resolve)?,
     };
     if addrs.is_empty() {
         return Err(UrlError::Resolve);
@@ -165,9 +195,18 @@ pub async fn download(
     policy: UrlPolicy,
     timeout: Duration,
 ) -> Result<Vec<u8>, UrlError> {
+    download_via(text, policy, timeout, &SystemLookup).await
+}
+
+async fn download_via(
+    text: &str,
+    policy: UrlPolicy,
+    timeout: Duration,
+    lookup: &dyn Lookup,
+) -> Result<Vec<u8>, UrlError> {
     let mut url = check_url(text)?;
     for _ in 0..=MAX_REDIRECTS {
-        let addrs = resolve(&url, policy).await?;
+        let addrs = resolve(&url, policy, lookup).await?;
         let host = url.host_str().ok_or(UrlError::NoHost)?.to_owned();
         // A client of its own per hop: pinned to the checked addresses, no
         // proxy, no automatic redirects.
@@ -276,6 +315,124 @@ mod tests {
                 "{url}: {result:?}"
             );
         }
+    }
+
+    /// A test resolver: each name maps to the next of its answers (the last
+    /// one repeats); every lookup is counted.
+    struct Answers {
+        answers: std::collections::HashMap<&'static str, Vec<Vec<IpAddr>>>,
+        calls: std::sync::Mutex<Vec<String>>,
+    }
+
+    impl Lookup for Answers {
+        fn lookup<'a>(
+            &'a self,
+            host: &'a str,
+            port: u16,
+        ) -> std::pin::Pin<
+            Box<dyn std::future::Future<Output = std::io::Result<Vec<SocketAddr>>> + Send + 'a>,
+        > {
+            let mut calls = self.calls.lock().unwrap();
+            let round = calls.iter().filter(|c| *c == host).count();
+            calls.push(host.to_owned());
+            let list = self.answers.get(host).cloned().unwrap_or_default();
+            let ips = list.get(round).or(list.last()).cloned().unwrap_or_default();
+            Box::pin(std::future::ready(Ok(ips
+                .into_iter()
+                .map(|ip| SocketAddr::new(ip, port))
+                .collect())))
+        }
+    }
+
+    /// Names resolving to each refused range are refused, as is a name with
+    /// one private answer among public ones.
+    #[tokio::test]
+    async fn names_are_judged_by_every_address_they_resolve_to() {
+        let private = [
+            "127.0.0.1",
+            "10.1.1.1",
+            "172.16.5.5",
+            "192.168.0.1",
+            "169.254.169.254",
+            "100.64.1.1",
+            "0.0.0.0",
+            "::1",
+            "fc00::1",
+            "::ffff:127.0.0.1",
+            "fe80::1",
+        ];
+        for ip in private {
+            let lookup = Answers {
+                answers: [("evil.test", vec![vec![ip.parse().unwrap()]])].into(),
+                calls: Default::default(),
+            };
+            let result = download_via(
+                "http://evil.test/a.png",
+                DENY,
+                Duration::from_secs(2),
+                &lookup,
+            )
+            .await;
+            assert_eq!(result, Err(UrlError::Forbidden), "{ip}");
+        }
+        let split = Answers {
+            answers: [(
+                "split.test",
+                vec![vec![
+                    "8.8.8.8".parse().unwrap(),
+                    "10.0.0.1".parse().unwrap(),
+                ]],
+            )]
+            .into(),
+            calls: Default::default(),
+        };
+        let result = download_via(
+            "http://split.test/a.png",
+            DENY,
+            Duration::from_secs(2),
+            &split,
+        )
+        .await;
+        assert_eq!(result, Err(UrlError::Forbidden));
+    }
+
+    /// Rebinding: the first answer (checked) is where the connection goes;
+    /// a second answer (private) is never asked for nor used.
+    #[tokio::test]
+    async fn the_connection_is_pinned_to_the_checked_address() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let server = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = server.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            while let Ok((mut socket, _)) = server.accept().await {
+                let mut buf = [0u8; 1024];
+                let _ = socket.read(&mut buf).await;
+                let _ = socket
+                    .write_all(
+                        b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\nconnection: close\r\n\r\npinned",
+                    )
+                    .await;
+            }
+        });
+        let allow = UrlPolicy {
+            allow_loopback: true,
+        };
+        let lookup = Answers {
+            answers: [(
+                "rebind.test",
+                vec![
+                    vec!["127.0.0.1".parse().unwrap()],
+                    vec!["10.0.0.1".parse().unwrap()],
+                ],
+            )]
+            .into(),
+            calls: Default::default(),
+        };
+        let url = format!("http://rebind.test:{port}/a.png");
+        let body = download_via(&url, allow, Duration::from_secs(5), &lookup).await;
+        assert_eq!(body, Ok(b"pinne".to_vec()));
+        assert_eq!(*lookup.calls.lock().unwrap(), ["rebind.test"]);
     }
 
     #[test]
