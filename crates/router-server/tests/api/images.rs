@@ -122,6 +122,16 @@ async fn n04_to_n07_sizes_edits_quality_counts_and_streaming_are_400_named() {
     assert_unchanged(&r, &c).await;
 }
 
+/// N-11: a body over 2 MiB is 413 before anything else.
+#[tokio::test(flavor = "multi_thread")]
+async fn n11_an_oversized_body_is_413() {
+    let r = TestRouter::start().await;
+    let c = r.rich_customer().await;
+    let body = json!({"model": "m-img", "prompt": "a".repeat(2 * 1024 * 1024)});
+    expect_error(generate(&r, &c.key, &body).await, 413, "payload_too_large").await;
+    assert_eq!(r.mock.call_count(), 0);
+}
+
 /// N-05: edits and variations are not endpoints here.
 #[tokio::test(flavor = "multi_thread")]
 async fn n05_edits_and_variations_are_404() {
