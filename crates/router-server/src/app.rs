@@ -1,9 +1,13 @@
 //! Shared state of one router process.
 
 use crate::client_addr::TrustedProxies;
+use crate::mail::Mailer;
+use crate::public_url::PublicBaseUrl;
 use router_core::Gateway;
 use router_store::Database;
 use router_supply::HttpSuppliers;
+use std::sync::Arc;
+use std::time::Duration;
 
 pub type RouterGateway = Gateway<Database, HttpSuppliers>;
 
@@ -12,6 +16,13 @@ pub struct App {
     pub admin_token: Option<String>,
     /// Proxies whose `X-Forwarded-For`/`Forwarded` are believed (`ROUTER_TRUSTED_PROXIES`).
     pub trusted_proxies: TrustedProxies,
+    /// Where browsers reach this router (`ROUTER_PUBLIC_BASE_URL`): sign-in
+    /// links, cookie `Secure`, the same-origin rule.
+    pub public_base: PublicBaseUrl,
+    /// The SMTP transport (`ROUTER_SMTP_URL`); `None`: email is unavailable.
+    pub mailer: Option<Arc<Mailer>>,
+    /// How long a browser session lasts (`ROUTER_SESSION_TTL_SECS`).
+    pub session_ttl: Duration,
 }
 
 impl App {
