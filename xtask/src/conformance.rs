@@ -323,7 +323,9 @@ fn start_local(work: &Path, children: &mut Children, stop: &AtomicBool) -> Resul
             .env("ROUTER_LISTEN", &router_addr)
             .env("ROUTER_CATALOG", &catalog)
             .env("ROUTER_ADMIN_TOKEN", &admin_token)
-            .env(SUPPLIER_KEY_ENV, "conformance");
+            .env(SUPPLIER_KEY_ENV, "conformance")
+            // The `image_url` cell: the local mock serves its images on loopback.
+            .env("ROUTER_IMAGE_URL_ALLOW_LOOPBACK", "true");
         command
     };
     let migrate_log = logs.join("router-migrate.log");
@@ -536,7 +538,13 @@ impl Matrix {
     fn from_json(value: &Value) -> Result<Matrix> {
         let inbound = strings(&value["inbound"]).context("`inbound`")?;
         let routes = keys(&value["routes"]).context("`routes`")?;
-        let cases = keys(&value["cases"]).context("`cases`")?;
+        // The inbound x route grid's cases; image generation adds its own.
+        let grid_cases = keys(&value["cases"]).context("`cases`")?;
+        let mut cases = grid_cases.clone();
+        let images = value.get("images");
+        if let Some(images) = images {
+            cases.extend(keys(&images["cases"]).context("`images.cases`")?);
+        }
         let mut coverage = BTreeMap::new();
         for (client, covered) in object(&value["clients"]).context("`clients`")? {
             let covered = strings(covered).with_context(|| format!("`clients.{client}`"))?;
@@ -561,7 +569,7 @@ impl Matrix {
         for inbound_name in &inbound {
             let rows = object(&table[inbound_name.as_str()])
                 .with_context(|| format!("`expected.{inbound_name}`"))?;
-            for case in &cases {
+            for case in &grid_cases {
                 let row = object(&rows[case.as_str()])
                     .with_context(|| format!("`expected.{inbound_name}.{case}`"))?;
                 for route in &routes {
@@ -588,6 +596,9 @@ impl Matrix {
             }
         }
         let mut refusals = BTreeMap::new();
+        if let Some(images) = images {
+            images_cells(images, &cases, &mut expected, &mut refusals).context("`images`")?;
+        }
         if let Some(table) = value.get("refusals") {
             for (case, by_inbound) in object(table).context("`refusals`")? {
                 ensure!(
@@ -653,6 +664,49 @@ impl Matrix {
         spec.mismatch(seen.param.as_deref(), seen.message.as_deref())
     }
 }
+
+/// The image generation cells (`images` in the matrix): one surface and one
+/// route, both `images`, never streamed. Each case's outcome is declared
+/// for JSON; the stream form is `n/a`.
+fn images_cells(
+    images: &Value,
+    cases: &[String],
+    expected: &mut BTreeMap<CellId, String>,
+    refusals: &mut BTreeMap<(String, String), RefusalSpec>,
+) -> Result<()> {
+    for (case, outcome) in object(&images["expected"]).context("`expected`")? {
+        ensure!(
+            cases.contains(case),
+            "`expected` names unknown case `{case}`"
+        );
+        let outcome = outcome.as_str().context("an outcome is a string")?;
+        check_outcome(outcome)?;
+        for (stream, outcome) in [(false, outcome), (true, "n/a")] {
+            let id = CellId {
+                inbound: IMAGES.to_owned(),
+                case: case.clone(),
+                route: IMAGES.to_owned(),
+                stream,
+            };
+            expected.insert(id, outcome.to_owned());
+        }
+    }
+    if let Some(table) = images.get("refusals") {
+        for (case, spec) in object(table)? {
+            let spec =
+                RefusalSpec::from_json(spec).with_context(|| format!("`refusals.{case}`"))?;
+            ensure!(
+                spec.param.is_some(),
+                "`refusals.{case}` must name the `param`"
+            );
+            refusals.insert((case.clone(), IMAGES.to_owned()), spec);
+        }
+    }
+    Ok(())
+}
+
+/// The inbound surface and route protocol of image generation.
+const IMAGES: &str = "images";
 
 fn object(value: &Value) -> Result<&Map<String, Value>> {
     value.as_object().context("expected an object")
@@ -892,6 +946,21 @@ impl Report {
                     }
                 }
             }
+            // Image generation: its own surface and route, JSON only.
+            for ((name, id), verdict) in &self.verdicts {
+                if *name != client.name() || id.inbound != IMAGES || id.stream {
+                    continue;
+                }
+                let text = match verdict {
+                    Verdict::Pass => "pass".to_owned(),
+                    Verdict::Refused(status) => format!("n/s {status}"),
+                    Verdict::NotApplicable => "n/a".to_owned(),
+                    Verdict::Skipped => "skip".to_owned(),
+                    Verdict::Unexpected => "FAIL".to_owned(),
+                    Verdict::NotRun => continue,
+                };
+                let _ = writeln!(out, "{:label$}{text}", format!("images {}", id.case));
+            }
         }
         let _ = writeln!(
             out,
@@ -994,9 +1063,33 @@ mod tests {
     #[test]
     fn the_committed_matrix_is_complete() {
         let matrix = Matrix::load(&workspace_root().join(MATRIX)).unwrap();
-        let cells = matrix.inbound.len() * matrix.cases.len() * matrix.routes.len() * 2;
-        assert_eq!(matrix.expected.len(), cells);
+        let grid = matrix
+            .expected
+            .keys()
+            .filter(|cell| cell.inbound != IMAGES)
+            .count();
+        let images: Vec<&CellId> = matrix
+            .expected
+            .keys()
+            .filter(|cell| cell.inbound == IMAGES)
+            .collect();
+        let grid_cases = matrix.cases.len() - images.len() / 2;
+        let cells = matrix.inbound.len() * grid_cases * matrix.routes.len() * 2;
+        assert_eq!(grid, cells);
         assert!(matrix.expected.values().any(|outcome| outcome == "pass"));
+        // Image generation: every images case, JSON and (n/a) stream, covered by Python.
+        assert!(!images.is_empty());
+        for cell in images {
+            assert_eq!(cell.route, IMAGES);
+            assert!(
+                matrix.coverage["python"].contains(&cell.case),
+                "{}",
+                cell.label()
+            );
+            if cell.stream {
+                assert_eq!(matrix.expected[cell], "n/a");
+            }
+        }
     }
 
     #[test]
@@ -1006,6 +1099,11 @@ mod tests {
         let matrix: Value =
             serde_json::from_str(&fs::read_to_string(workspace_root().join(MATRIX)).unwrap())
                 .unwrap();
+        let images = &matrix["images"];
+        for key in ["model", "upstream_model"] {
+            let name = images[key].as_str().unwrap();
+            assert!(catalog.contains(&format!("\"{name}\"")), "{name}");
+        }
         for (_, route) in matrix["routes"].as_object().unwrap() {
             for key in ["model", "upstream_model"] {
                 let name = route[key].as_str().unwrap();

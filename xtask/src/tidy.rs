@@ -105,6 +105,7 @@ mod tests {
             "router-messages",
             "router-responses",
             "router-completions",
+            "router-images",
             "router-tokens",
         ];
         for wire in wire_crates {
@@ -147,6 +148,7 @@ mod tests {
             "router-messages",
             "router-responses",
             "router-completions",
+            "router-images",
         ];
         for a in wire {
             for b in wire.iter().filter(|b| **b != a) {

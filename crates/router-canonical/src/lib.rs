@@ -60,6 +60,7 @@
 pub mod capability;
 pub mod codec;
 pub mod error;
+pub mod image;
 pub mod money;
 pub mod openai_error;
 pub mod parse;
@@ -76,6 +77,7 @@ pub use codec::{
     SupplierCodec, SupplierError, SupplierFailure, SupplierStreamDecoder, SupplierTarget,
 };
 pub use error::{ApiError, ErrorCode, Field};
+pub use image::{GeneratedImage, ImageRequest, ImageSupplierCodec};
 pub use money::{NanoUsd, PricePerMTok, Rates};
 pub use protocol::Protocol;
 pub use request::{

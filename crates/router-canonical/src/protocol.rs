@@ -5,6 +5,8 @@ use std::fmt;
 use std::str::FromStr;
 
 /// A wire protocol. `Completions` is inbound only: it rides the Chat path.
+/// `Images` (OpenAI Images generation) is not a chat dialect: its routes serve
+/// only image models, through the image codec ([`crate::image`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Protocol {
@@ -12,6 +14,7 @@ pub enum Protocol {
     Responses,
     Messages,
     Completions,
+    Images,
 }
 
 impl Protocol {
@@ -31,6 +34,7 @@ impl Protocol {
             Protocol::Responses => "responses",
             Protocol::Messages => "messages",
             Protocol::Completions => "completions",
+            Protocol::Images => "images",
         }
     }
 }
@@ -42,7 +46,7 @@ impl fmt::Display for Protocol {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown protocol `{0}` (expected chat, responses, messages or completions)")]
+#[error("unknown protocol `{0}` (expected chat, responses, messages, completions or images)")]
 pub struct UnknownProtocol(pub String);
 
 impl FromStr for Protocol {
@@ -53,6 +57,7 @@ impl FromStr for Protocol {
             "responses" => Ok(Protocol::Responses),
             "messages" => Ok(Protocol::Messages),
             "completions" => Ok(Protocol::Completions),
+            "images" => Ok(Protocol::Images),
             other => Err(UnknownProtocol(other.to_owned())),
         }
     }

@@ -1,9 +1,10 @@
 //! The catalog: models, suppliers and routes, loaded from one TOML file.
 //!
-//! Prices are integers: nano-USD per million tokens. Supplier API keys are
-//! never in the file: each supplier names the environment variable to read.
+//! Prices are integers: nano-USD per million tokens, or nano-USD per image
+//! for image models. Supplier API keys are never in the file: each supplier
+//! names the environment variable to read.
 
-use router_canonical::{Capability, CapabilitySet, PricePerMTok, Protocol, Rates};
+use router_canonical::{Capability, CapabilitySet, NanoUsd, PricePerMTok, Protocol, Rates};
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::fmt;
@@ -36,6 +37,20 @@ pub enum CatalogError {
     MissingRates { model: String },
     #[error("unknown capability `{name}` on route `{route}`")]
     UnknownCapability { route: String, name: String },
+    #[error("model `{model}` has no `pricing`")]
+    MissingPricing { model: String },
+    #[error(
+        "image model `{model}` needs `image_price` (nano-USD per image) and no token `pricing`, `rates` or `list_price`"
+    )]
+    ImagePricing { model: String },
+    #[error("`image_price` is only for image models (model `{model}`)")]
+    ImagePriceOnTextModel { model: String },
+    #[error(
+        "route `{route}`: image models take `protocol = \"images\"` routes with `image_cost`, and only image models do"
+    )]
+    ImageRoute { route: String },
+    #[error("route `{route}` has no `internal_cost`")]
+    MissingInternalCost { route: String },
 }
 
 #[derive(Debug, Deserialize)]
@@ -87,13 +102,31 @@ enum PricingKind {
     Supply,
 }
 
+/// What a model produces. Image models are priced per image and served by
+/// `images` routes only.
+#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Modality {
+    #[default]
+    Text,
+    Image,
+    Video,
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ModelFile {
     id: String,
     #[serde(default)]
     aliases: Vec<String>,
-    pricing: PricingKind,
+    #[serde(default)]
+    modality: Modality,
+    /// Image models: the customer's fixed price per image, nano-USD.
+    #[serde(default)]
+    image_price: Option<i64>,
+    /// Required for text models; image models are priced by `image_price`.
+    #[serde(default)]
+    pricing: Option<PricingKind>,
     #[serde(default)]
     rates: Option<RatesFile>,
     #[serde(default)]
@@ -118,7 +151,12 @@ struct RouteFile {
     capabilities: Vec<String>,
     #[serde(default)]
     priority: i32,
-    internal_cost: RatesFile,
+    /// Token routes: what the route costs the operator.
+    #[serde(default)]
+    internal_cost: Option<RatesFile>,
+    /// Images routes: what one image costs the operator, nano-USD.
+    #[serde(default)]
+    image_cost: Option<i64>,
     #[serde(default)]
     quote: Option<RatesFile>,
     #[serde(default = "default_true")]
@@ -161,6 +199,8 @@ pub enum Pricing {
     Fixed(Rates),
     /// Customers pay the quote of the route actually used.
     Supply,
+    /// An image model: customers pay this fixed price per image.
+    PerImage(NanoUsd),
 }
 
 #[derive(Debug, Clone)]
@@ -170,6 +210,17 @@ pub struct Model {
     pub pricing: Pricing,
     pub list_price: Option<Rates>,
     pub max_output_tokens: u32,
+    pub modality: Modality,
+}
+
+impl Model {
+    /// The customer's fixed price per image, for an image model.
+    pub fn image_price(&self) -> Option<NanoUsd> {
+        match self.pricing {
+            Pricing::PerImage(price) => Some(price),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -182,7 +233,10 @@ pub struct Route {
     pub capabilities: CapabilitySet,
     /// Higher is preferred.
     pub priority: i32,
+    /// Token routes' operator cost (zero on `images` routes).
     pub internal_cost: Rates,
+    /// What one image costs the operator on an `images` route.
+    pub image_cost: Option<NanoUsd>,
     pub quote: Option<Rates>,
     pub enabled: bool,
     pub zdr: bool,
@@ -202,10 +256,44 @@ impl Route {
 
     /// The scalar used to order routes of equal priority: cheaper first.
     pub fn internal_cost_rank(&self) -> i64 {
+        if let Some(cost) = self.image_cost {
+            return cost.0;
+        }
         self.internal_cost
             .input
             .0
             .saturating_add(self.internal_cost.output.0)
+    }
+}
+
+/// A model's pricing as the file states it, checked against its modality.
+fn model_pricing(m: &ModelFile) -> Result<Pricing, CatalogError> {
+    if m.modality == Modality::Image {
+        return match (m.image_price, m.pricing, &m.rates, &m.list_price) {
+            (Some(price), None | Some(PricingKind::Fixed), None, None) if price >= 0 => {
+                Ok(Pricing::PerImage(NanoUsd(price)))
+            }
+            _ => Err(CatalogError::ImagePricing {
+                model: m.id.clone(),
+            }),
+        };
+    }
+    if m.image_price.is_some() {
+        return Err(CatalogError::ImagePriceOnTextModel {
+            model: m.id.clone(),
+        });
+    }
+    match m.pricing {
+        Some(PricingKind::Fixed) => {
+            let rates = m.rates.as_ref().ok_or_else(|| CatalogError::MissingRates {
+                model: m.id.clone(),
+            })?;
+            Ok(Pricing::Fixed(rates.into()))
+        }
+        Some(PricingKind::Supply) => Ok(Pricing::Supply),
+        None => Err(CatalogError::MissingPricing {
+            model: m.id.clone(),
+        }),
     }
 }
 
@@ -250,15 +338,7 @@ impl Catalog {
         }
         let mut catalog = Catalog::default();
         for m in file.models {
-            let pricing = match m.pricing {
-                PricingKind::Fixed => {
-                    let rates = m.rates.as_ref().ok_or_else(|| CatalogError::MissingRates {
-                        model: m.id.clone(),
-                    })?;
-                    Pricing::Fixed(rates.into())
-                }
-                PricingKind::Supply => Pricing::Supply,
-            };
+            let pricing = model_pricing(&m)?;
             for name in std::iter::once(&m.id).chain(&m.aliases) {
                 if catalog.names.insert(name.clone(), m.id.clone()).is_some() {
                     return Err(CatalogError::Duplicate {
@@ -273,6 +353,7 @@ impl Catalog {
                 pricing,
                 list_price: m.list_price.as_ref().map(Rates::from),
                 max_output_tokens: m.max_output_tokens,
+                modality: m.modality,
             };
             catalog.models.insert(m.id, Arc::new(model));
         }
@@ -303,6 +384,18 @@ impl Catalog {
             if r.protocol == Protocol::Completions {
                 return Err(CatalogError::CompletionsRoute { route: r.id });
             }
+            let images_route = r.protocol == Protocol::Images;
+            if images_route != (model.modality == Modality::Image)
+                || images_route != r.image_cost.is_some()
+                || r.image_cost.is_some_and(|c| c < 0)
+            {
+                return Err(CatalogError::ImageRoute { route: r.id });
+            }
+            let internal_cost = match (&r.internal_cost, images_route) {
+                (Some(cost), _) => cost.into(),
+                (None, true) => Rates::default(),
+                (None, false) => return Err(CatalogError::MissingInternalCost { route: r.id }),
+            };
             if model.pricing == Pricing::Supply && r.quote.is_none() {
                 return Err(CatalogError::MissingQuote {
                     model: r.model,
@@ -325,7 +418,8 @@ impl Catalog {
                 protocol: r.protocol,
                 capabilities,
                 priority: r.priority,
-                internal_cost: (&r.internal_cost).into(),
+                internal_cost,
+                image_cost: r.image_cost.map(NanoUsd),
                 quote: r.quote.as_ref().map(Rates::from),
                 enabled: r.enabled,
                 zdr: r.zdr,
@@ -403,7 +497,7 @@ quote = { input = 30, output = 40 }
             .models()
             .flat_map(|m| demo.routes(&m.id).iter().map(|r| r.protocol))
             .collect();
-        assert_eq!(protocols.len(), 3, "the demo serves every route protocol");
+        assert_eq!(protocols.len(), 4, "the demo serves every route protocol");
     }
 
     #[test]
@@ -427,6 +521,73 @@ quote = { input = 30, output = 40 }
             Catalog::from_toml(&text, |_| None),
             Err(CatalogError::MissingQuote { .. })
         ));
+    }
+
+    const IMAGES: &str = r#"
+[[suppliers]]
+id = "s1"
+base_url = "http://127.0.0.1:9/v1"
+
+[[models]]
+id = "m-img"
+modality = "image"
+image_price = 40_000_000
+
+[[routes]]
+id = "r-img"
+model = "m-img"
+supplier = "s1"
+upstream_model = "up-img"
+protocol = "images"
+image_cost = 30_000_000
+"#;
+
+    #[test]
+    fn image_models_are_priced_per_image_on_images_routes() {
+        let cat = Catalog::from_toml(IMAGES, |_| None).unwrap();
+        let model = cat.model("m-img").unwrap();
+        assert_eq!(model.modality, Modality::Image);
+        assert_eq!(model.image_price(), Some(NanoUsd(40_000_000)));
+        let route = &cat.routes("m-img")[0];
+        assert_eq!(route.protocol, Protocol::Images);
+        assert_eq!(route.image_cost, Some(NanoUsd(30_000_000)));
+        assert_eq!(route.internal_cost_rank(), 30_000_000);
+        let text = Catalog::from_toml(SAMPLE, |_| None).unwrap();
+        assert_eq!(text.model("m-fixed").unwrap().modality, Modality::Text);
+        assert_eq!(text.model("m-fixed").unwrap().image_price(), None);
+    }
+
+    #[test]
+    fn image_pricing_and_routes_are_checked() {
+        let bad = [
+            IMAGES.replace("image_price = 40_000_000", ""),
+            IMAGES.replace(
+                "image_price = 40_000_000",
+                "image_price = 1\nrates = { input = 1, output = 1 }",
+            ),
+            IMAGES.replace(
+                "image_price = 40_000_000",
+                "image_price = 1\npricing = \"supply\"",
+            ),
+            IMAGES.replace("image_price = 40_000_000", "image_price = -1"),
+            IMAGES.replace("image_cost = 30_000_000", ""),
+            IMAGES.replace("protocol = \"images\"", "protocol = \"chat\""),
+            IMAGES.replace(
+                "modality = \"image\"",
+                "pricing = \"fixed\"\nrates = { input = 1, output = 1 }",
+            ),
+            SAMPLE.replace(
+                "protocol = \"chat\"\ncapabilities",
+                "protocol = \"images\"\ncapabilities",
+            ),
+            SAMPLE.replace(
+                "pricing = \"supply\"",
+                "pricing = \"supply\"\nimage_price = 5",
+            ),
+        ];
+        for text in bad {
+            assert!(Catalog::from_toml(&text, |_| None).is_err(), "{text}");
+        }
     }
 
     #[test]

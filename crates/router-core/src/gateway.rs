@@ -36,6 +36,10 @@ pub struct GatewayConfig {
     /// How long a hold lives without being extended before the reaper may
     /// release it. Live streams extend it at half this interval.
     pub hold_lease: Duration,
+    /// How long the single supplier attempt of an image generation may take
+    /// before the request ends with 408 and its hold is released
+    /// (`ROUTER_IMAGE_DEADLINE_SECS`, GP-27).
+    pub image_deadline: Duration,
 }
 
 impl Default for GatewayConfig {
@@ -44,6 +48,7 @@ impl Default for GatewayConfig {
             deadline: Duration::from_secs(180),
             attempts_per_route: 2,
             hold_lease: Duration::from_secs(600),
+            image_deadline: Duration::from_secs(120),
         }
     }
 }
@@ -68,17 +73,17 @@ pub enum Outcome<S: Store, P: Suppliers> {
     Stream(LiveStream<S, P>),
 }
 
-struct Inner<S, P> {
-    catalog: Arc<Catalog>,
-    store: S,
-    suppliers: P,
-    config: GatewayConfig,
+pub(crate) struct Inner<S, P> {
+    pub(crate) catalog: Arc<Catalog>,
+    pub(crate) store: S,
+    pub(crate) suppliers: P,
+    pub(crate) config: GatewayConfig,
     /// Signs thinking that no Anthropic supplier signed (`thinking_seal`).
     seal_key: SealKey,
 }
 
 pub struct Gateway<S, P> {
-    inner: Arc<Inner<S, P>>,
+    pub(crate) inner: Arc<Inner<S, P>>,
 }
 
 impl<S, P> Clone for Gateway<S, P> {
@@ -191,7 +196,7 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
     /// statement is in flight (this future dropped), the task still sees the
     /// outcome and voids a hold nobody will use. Voiding from a drop guard
     /// instead could race the reservation's commit and leave it to the reaper.
-    async fn reserve(
+    pub(crate) async fn reserve(
         &self,
         new: NewRequest,
         request_trace: Arc<RequestTrace>,
@@ -199,27 +204,27 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
         let request_id = new.request_id;
         let inner = self.inner.clone();
         let (reply, outcome) = tokio::sync::oneshot::channel();
-        let task_trace = request_trace.clone();
         tokio::spawn(async move {
-            let result = inner.store.reserve(new).await;
-            if let Err(Ok(())) = reply.send(result) {
-                trace::reservation("reserved");
-                Reservation::new(inner, request_id, task_trace)
-                    .void("client_cancelled")
-                    .await;
+            // The hold travels as its guard: if the client left before
+            // reading it (the receiver gone, or dropped with the guard
+            // unread inside), dropping the guard voids the hold. Sending a
+            // bare `Ok(())` leaked the hold to the reaper when the client
+            // left between the send and the read.
+            let result = inner
+                .store
+                .reserve(new)
+                .await
+                .map(|()| Reservation::new(inner, request_id, request_trace));
+            trace::reservation(match result {
+                Ok(_) => "reserved",
+                Err(_) => "refused",
+            });
+            if let Err(Ok(mut reservation)) = reply.send(result) {
+                reservation.void("client_cancelled").await;
             }
         });
-        let outcome = outcome.await;
-        trace::reservation(match outcome {
-            Ok(Ok(())) => "reserved",
-            _ => "refused",
-        });
-        match outcome {
-            Ok(Ok(())) => Ok(Reservation::new(
-                self.inner.clone(),
-                request_id,
-                request_trace,
-            )),
+        match outcome.await {
+            Ok(Ok(reservation)) => Ok(reservation),
             Ok(Err(ReserveError::InsufficientCredits)) => Err(ApiError::new(
                 ErrorCode::InsufficientCredits,
                 "Your available credits do not cover this request's maximum cost.",
@@ -375,7 +380,7 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
         Ok(Outcome::Complete { response, cost })
     }
 
-    async fn record(&self, record: AttemptRecord) {
+    pub(crate) async fn record(&self, record: AttemptRecord) {
         if let Err(e) = self.inner.store.record_attempt(record).await {
             tracing::warn!(error = %e, "could not record attempt");
         }
@@ -457,7 +462,7 @@ fn key_limit_error(limit: KeyLimit) -> ApiError {
     ApiError::new(code, message)
 }
 
-fn internal(error: &dyn std::fmt::Display) -> ApiError {
+pub(crate) fn internal(error: &dyn std::fmt::Display) -> ApiError {
     tracing::error!(error = %error, "storage failure");
     ApiError::new(
         ErrorCode::InternalError,
@@ -466,13 +471,13 @@ fn internal(error: &dyn std::fmt::Display) -> ApiError {
 }
 
 /// The hold of one request. Settles or voids exactly once; voids on drop.
-struct Reservation<S: Store, P: Suppliers> {
+pub(crate) struct Reservation<S: Store, P: Suppliers> {
     inner: Option<Arc<Inner<S, P>>>,
-    request_id: Uuid,
+    pub(crate) request_id: Uuid,
     trace: Arc<RequestTrace>,
     /// A stream's attempt, recorded when the stream ends: with the charge,
     /// or with the release if it fails or the client leaves.
-    stream_attempt: Option<AttemptRecord>,
+    pub(crate) stream_attempt: Option<AttemptRecord>,
 }
 
 impl<S: Store, P: Suppliers> Reservation<S, P> {
@@ -488,7 +493,7 @@ impl<S: Store, P: Suppliers> Reservation<S, P> {
     /// Charges the `reported` cost, capped at the hold, and records
     /// `attempt`, the succeeded one, in one step. Returns what was charged,
     /// the client's `usage.cost` (B-21, G-18).
-    async fn settle(
+    pub(crate) async fn settle(
         &mut self,
         reported: NanoUsd,
         usage: Usage,
@@ -532,7 +537,7 @@ impl<S: Store, P: Suppliers> Reservation<S, P> {
         }
     }
 
-    async fn void(&mut self, reason: &str) {
+    pub(crate) async fn void(&mut self, reason: &str) {
         if let Some(inner) = self.inner.take() {
             let voiding = Voiding {
                 request_id: self.request_id,

@@ -114,6 +114,7 @@ mod tests {
             pricing: Pricing::Supply,
             list_price: None,
             max_output_tokens: 1,
+            modality: crate::catalog::Modality::Text,
         }
     }
 

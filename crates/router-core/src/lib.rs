@@ -10,6 +10,7 @@
 
 pub mod catalog;
 pub mod gateway;
+pub mod images;
 pub mod key_policy;
 pub mod pricing;
 pub mod routing;
@@ -18,8 +19,9 @@ pub mod supplier;
 pub mod thinking_seal;
 pub mod trace;
 
-pub use catalog::{Catalog, CatalogError, Model, Pricing, Route, Supplier};
+pub use catalog::{Catalog, CatalogError, Modality, Model, Pricing, Route, Supplier};
 pub use gateway::{Gateway, GatewayConfig, LiveStream, Outcome, StreamItem};
+pub use images::{GeneratedPng, ImageAdmission};
 pub use key_policy::{KeyLimit, KeyLimits, KeyPolicy, SpendWindow};
 pub use routing::Plan;
 pub use supplier::{

@@ -16,6 +16,10 @@ pub struct Plan {
 /// Whether a route speaking `route_protocol` can carry a request that came
 /// in as `inbound` with these requirements, without losing meaning.
 fn protocol_compatible(inbound: Protocol, route_protocol: Protocol, req: &Requirements) -> bool {
+    // Images routes generate images; they never carry a conversation.
+    if route_protocol == Protocol::Images {
+        return false;
+    }
     if req.native_only && route_protocol != inbound.rides() {
         return false;
     }
@@ -48,6 +52,15 @@ pub fn plan(catalog: &Catalog, request: &Request, inbound: Protocol) -> Result<P
             .with_param("model")
         })?
         .clone();
+    if model.modality != crate::catalog::Modality::Text {
+        return Err(ApiError::invalid(
+            "model",
+            format!(
+                "The model `{}` generates media, not text; it is served by its own endpoint.",
+                request.model
+            ),
+        ));
+    }
     let requirements = request.requirements();
     let configured: Vec<&Arc<Route>> = catalog
         .routes(&model.id)

@@ -62,7 +62,7 @@ impl SealedDialect {
         match protocol {
             Protocol::Chat | Protocol::Completions => Some(SealedDialect::Chat),
             Protocol::Responses => Some(SealedDialect::Responses),
-            Protocol::Messages => None,
+            Protocol::Messages | Protocol::Images => None,
         }
     }
 

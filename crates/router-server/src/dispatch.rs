@@ -15,7 +15,7 @@ use crate::request_log::{ReplyCode, RequestLog};
 use crate::routes::{AuthRule, Handler, InferenceEndpoint, ParamRule, ROUTES, Route};
 use crate::session::{self, Session};
 use crate::surfaces::{CHAT, COMPLETIONS, MESSAGES, RESPONSES};
-use crate::{admin, auth, health, inference, sign_in};
+use crate::{admin, auth, health, images, inference, sign_in};
 use http::Response;
 use http::header::HeaderValue;
 use hyper::body::Incoming;
@@ -237,6 +237,16 @@ async fn route(
                 Err(e) => reply::error(route.envelope, &e, &id_text),
             };
         }
+        Handler::ImagesGenerations => {
+            return match caller.key() {
+                Ok(key) => images::handle(app, request, key, request_id, log).await,
+                Err(e) => reply::error(route.envelope, &e, &id_text),
+            };
+        }
+        Handler::RequestStatus => match caller.key() {
+            Ok(key) => images::request_status(&app, &key, param.as_deref(), &id_text).await,
+            Err(e) => Err(e),
+        },
         Handler::Healthz => Ok(health::healthz(&id_text)),
         Handler::Readyz => Ok(health::readyz(&app, &id_text).await),
         Handler::Metrics => metrics_reply(&app, &id_text),

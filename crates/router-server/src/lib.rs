@@ -15,6 +15,7 @@ pub mod client_stream;
 pub mod config;
 pub mod dispatch;
 pub mod health;
+pub mod images;
 pub mod inference;
 pub mod inference_headers;
 pub mod mail;

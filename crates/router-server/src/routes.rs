@@ -69,6 +69,11 @@ pub enum Handler {
     AdminUpdateApiKey,
     AdminDeleteApiKey,
     AdminGetRequest,
+    /// `POST /v1/images/generations` (`images.rs`): needs the caller's API key.
+    ImagesGenerations,
+    /// `GET /v1/requests/{id}`: a request's final status, for the account
+    /// that made it (N-10, GP-62; `images.rs`).
+    RequestStatus,
     AdminCreateSession,
     AdminDeleteSession,
     /// `sign_in.rs`: ask for a link, its page, redeem it, who am I, sign out.
@@ -160,7 +165,7 @@ use ParamRule::{ChannelId, Platform};
 /// Every route. Scopes as the spec's Authentication section states them;
 /// videos take `inference` (GP-73). One row per line, so kept out of rustfmt.
 #[rustfmt::skip]
-pub static ROUTES: [Route; 48] = [
+pub static ROUTES: [Route; 49] = [
     // Inference (B..E).
     row(POST,   "/v1/chat/completions",          key(INFERENCE),            OpenAi,      Infer(ChatCompletions)),
     row(POST,   "/v1/responses",                 key(INFERENCE),            OpenAi,      Infer(Responses)),
@@ -193,7 +198,9 @@ pub static ROUTES: [Route; 48] = [
     row_checked(DELETE, "/api/channels/email/{id}",              Session,               OpenAi, NotAvailable, ChannelId),
     row_checked(GET,    "/api/channels/{platform}",              Session,               OpenAi, NotAvailable, Platform),
     // Image generation (N).
-    row(POST,   "/v1/images/generations",        key(INFERENCE),            OpenAi,      NotAvailable),
+    row(POST,   "/v1/images/generations",        key(INFERENCE),            OpenAi,      ImagesGenerations),
+    // A request's final status, owner only (N-10, GP-62).
+    row(GET,    "/v1/requests/{id}",             key(INFERENCE),            OpenAi,      RequestStatus),
     // Videos (O).
     row(POST,   "/v1/videos",                    key(INFERENCE),            Video,       NotAvailable),
     row(GET,    "/v1/videos/{video_id}",         key(INFERENCE),            Video,       NotAvailable),
@@ -260,7 +267,10 @@ mod tests {
     #[test]
     fn inference_handlers_need_an_inference_key() {
         for route in &ROUTES {
-            if matches!(route.handler, Handler::Inference(_)) {
+            if matches!(
+                route.handler,
+                Handler::Inference(_) | Handler::ImagesGenerations | Handler::RequestStatus
+            ) {
                 assert_eq!(route.auth, key(INFERENCE), "{}", route.path);
             }
             if route.path.starts_with("/admin/") || route.path == "/metrics" {

@@ -9,11 +9,30 @@ use router_server::mail::Mailer;
 use router_server::public_url::PublicBaseUrl;
 use router_store::test_support::TestDatabase;
 use router_supply::HttpSuppliers;
+use router_supply::url_guard::UrlPolicy;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
 
 pub const ADMIN_TOKEN: &str = "test-operator-token";
+
+/// Image generation settings of a test router.
+#[derive(Debug, Clone, Copy)]
+pub struct ImageSettings {
+    pub deadline: Duration,
+    /// The mock supplier serves URL answers on loopback, so tests allow it
+    /// unless they test the refusal.
+    pub allow_loopback: bool,
+}
+
+impl Default for ImageSettings {
+    fn default() -> Self {
+        ImageSettings {
+            deadline: Duration::from_secs(120),
+            allow_loopback: true,
+        }
+    }
+}
 
 /// Fixed-price `m-text` (primary + fallback chat routes), supply-priced
 /// `m-supply` (two routes with different quotes), and `m-off` whose only
@@ -226,6 +245,21 @@ capabilities = ["streaming", "reasoning", "thinking"]
 priority = 5
 internal_cost = { input = 1, output = 1 }
 
+# Image generation (section N): 0.04 USD per image, one images route.
+[[models]]
+id = "m-img"
+aliases = ["img-alias"]
+modality = "image"
+image_price = 40_000_000
+
+[[routes]]
+id = "img-route"
+model = "m-img"
+supplier = "acme-secret-supplier"
+upstream_model = "up-img"
+protocol = "images"
+image_cost = 30_000_000
+
 [[routes]]
 id = "off-only"
 model = "m-off"
@@ -304,7 +338,26 @@ impl TestRouter {
         trusted_proxies: TrustedProxies,
         listen: &str,
     ) -> TestRouter {
-        TestRouter::start_full(deadline, trusted_proxies, listen, false).await
+        TestRouter::start_full(
+            deadline,
+            trusted_proxies,
+            listen,
+            false,
+            ImageSettings::default(),
+        )
+        .await
+    }
+
+    /// A router with these image settings (deadline, URL policy).
+    pub async fn start_images(images: ImageSettings) -> TestRouter {
+        TestRouter::start_full(
+            Duration::from_secs(180),
+            TrustedProxies::default(),
+            "127.0.0.1:0",
+            false,
+            images,
+        )
+        .await
     }
 
     /// A router that sends its email to an SMTP sink (`r.smtp`).
@@ -314,6 +367,7 @@ impl TestRouter {
             TrustedProxies::default(),
             "127.0.0.1:0",
             true,
+            ImageSettings::default(),
         )
         .await
     }
@@ -323,6 +377,7 @@ impl TestRouter {
         trusted_proxies: TrustedProxies,
         listen: &str,
         mail: bool,
+        images: ImageSettings,
     ) -> TestRouter {
         let _ = rustls::crypto::ring::default_provider().install_default();
         router_server::metrics::install();
@@ -337,13 +392,19 @@ impl TestRouter {
             Catalog::from_toml(&text, |_| Some("supplier-secret-key".to_owned())).unwrap();
         let config = GatewayConfig {
             deadline,
+            image_deadline: images.deadline,
             ..GatewayConfig::default()
         };
         let seal_key = SealKey::load(db.database()).await.unwrap();
+        let suppliers = HttpSuppliers::new()
+            .unwrap()
+            .with_image_url_policy(UrlPolicy {
+                allow_loopback: images.allow_loopback,
+            });
         let gateway = Gateway::new(
             Arc::new(catalog),
             db.database().clone(),
-            HttpSuppliers::new().unwrap(),
+            suppliers,
             config,
             seal_key,
         );

@@ -13,6 +13,7 @@ mod completions;
 mod crash;
 mod cross_protocol;
 mod harness;
+mod images;
 mod key_limits;
 mod key_policies;
 mod messages;

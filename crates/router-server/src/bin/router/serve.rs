@@ -52,10 +52,19 @@ pub(crate) async fn app(
     catalog: Catalog,
     db: Database,
 ) -> anyhow::Result<App> {
-    let suppliers = HttpSuppliers::new()?;
+    if config.image_url_allow_loopback {
+        tracing::warn!(
+            "ROUTER_IMAGE_URL_ALLOW_LOOPBACK is on: image URLs may reach this host (tests and demos only)"
+        );
+    }
+    let suppliers =
+        HttpSuppliers::new()?.with_image_url_policy(router_supply::url_guard::UrlPolicy {
+            allow_loopback: config.image_url_allow_loopback,
+        });
     let gateway_config = GatewayConfig {
         deadline: config.deadline,
         hold_lease: config.hold_lease,
+        image_deadline: config.image_deadline,
         ..GatewayConfig::default()
     };
     let seal_key = SealKey::load(&db)
