@@ -159,7 +159,6 @@ fn split_id(heading: &str) -> Option<(String, String)> {
 
 #[cfg(test)]
 mod tests {
-    #![expect(clippy::unwrap_used, reason = "test code: a panic is a failure")]
     use super::*;
 
     fn page(text: &'static str) -> Page {

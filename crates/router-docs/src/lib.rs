@@ -40,14 +40,11 @@ impl Library {
         &self.sections
     }
 
-    /// At most `limit` sections matching `query`, best first; ties keep
-    /// reading order. A query with no indexable term matches nothing.
-    pub fn search(&self, query: &str, limit: usize) -> Vec<&Section> {
-        self.index
-            .search(query, limit)
-            .into_iter()
-            .filter_map(|i| self.sections.get(i))
-            .collect()
+    /// At most `limit` sections matching `query`, best first, as positions
+    /// in [`Library::sections`]; ties keep reading order. A query with no
+    /// indexable term matches nothing.
+    pub fn search(&self, query: &str, limit: usize) -> Vec<usize> {
+        self.index.search(query, limit)
     }
 
     /// The Markdown of the page `slug`, as embedded.

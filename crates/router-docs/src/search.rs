@@ -117,7 +117,6 @@ pub fn terms(text: &str) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    #![expect(clippy::unwrap_used, reason = "test code: a panic is a failure")]
     use super::*;
     use crate::Library;
     use crate::corpus::Page;
@@ -152,8 +151,8 @@ mod tests {
     fn ids(library: &Library, query: &str, limit: usize) -> Vec<String> {
         library
             .search(query, limit)
-            .iter()
-            .map(|s| s.id.clone())
+            .into_iter()
+            .map(|i| library.sections()[i].id.clone())
             .collect()
     }
 

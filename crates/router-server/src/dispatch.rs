@@ -201,6 +201,8 @@ pub async fn dispatch(app: Arc<App>, request: http::Request<Incoming>) -> Respon
         }
         Handler::AdminDeleteApiKey => admin::delete_api_key(&app, param.as_deref(), &id_text).await,
         Handler::AdminGetRequest => admin::get_request(&app, param.as_deref(), &id_text).await,
+        Handler::DocsSearch => app.docs.search(request.uri().query(), &id_text),
+        Handler::DocsPage => app.docs.page(param.as_deref(), &id_text),
         Handler::NotAvailable => Err(not_available(route)),
     };
     result.unwrap_or_else(|e| reply::error(route.envelope, &e, &id_text))
@@ -256,7 +258,8 @@ mod tests {
                 .replace("{id}", "p")
                 .replace("{channel_id}", "p")
                 .replace("{video_id}", "p")
-                .replace("{platform}", "slack");
+                .replace("{platform}", "slack")
+                .replace("{page}", "errors");
             let matched = table().at(&path).expect(route.path);
             assert!(
                 matched.value.routes.iter().any(|r| std::ptr::eq(*r, route)),

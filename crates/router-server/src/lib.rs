@@ -14,6 +14,7 @@ pub mod client_addr;
 pub mod client_stream;
 pub mod config;
 pub mod dispatch;
+pub mod docs;
 pub mod health;
 pub mod inference;
 pub mod inference_headers;

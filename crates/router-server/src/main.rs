@@ -4,6 +4,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use router_core::{Catalog, Gateway, GatewayConfig, SealKey};
 use router_server::client_addr::TrustedProxies;
+use router_server::docs::Docs;
 use router_server::{App, ServerConfig};
 use router_store::Database;
 use router_supply::HttpSuppliers;
@@ -54,6 +55,10 @@ struct ServeArgs {
     /// and Forwarded headers name the client; none by default.
     #[arg(long, env = "ROUTER_TRUSTED_PROXIES", default_value = "")]
     trusted_proxies: String,
+    /// The origin clients reach the router at, for absolute URLs in answers
+    /// (default `http://{listen}`).
+    #[arg(long, env = "ROUTER_PUBLIC_BASE_URL")]
+    public_base_url: Option<String>,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -67,6 +72,11 @@ fn main() -> anyhow::Result<()> {
         .context("DATABASE_URL is not set (run `cargo xtask db` to get one)")?;
     let trusted_proxies = TrustedProxies::parse(&cli.serve.trusted_proxies)
         .map_err(|e| anyhow::anyhow!("ROUTER_TRUSTED_PROXIES: {e}"))?;
+    let public_base_url = match &cli.serve.public_base_url {
+        Some(text) => router_server::config::public_base_url(text)
+            .map_err(|e| anyhow::anyhow!("ROUTER_PUBLIC_BASE_URL: {e}"))?,
+        None => format!("http://{}", cli.serve.listen),
+    };
     let config = ServerConfig {
         listen: cli.serve.listen,
         database_url,
@@ -79,6 +89,7 @@ fn main() -> anyhow::Result<()> {
         reaper_interval: Duration::from_secs(cli.serve.reaper_interval_secs.max(1)),
         database_pool_size: cli.serve.db_pool_size,
         trusted_proxies,
+        public_base_url,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -120,10 +131,12 @@ async fn serve(config: ServerConfig) -> anyhow::Result<()> {
         gateway_config,
         seal_key,
     );
+    let docs = Docs::new(&config.public_base_url).context("indexing the user manual")?;
     let app = Arc::new(App {
         gateway,
         admin_token: config.admin_token.clone(),
         trusted_proxies: config.trusted_proxies.clone(),
+        docs,
     });
     spawn_reaper(db, config.reaper_interval);
     // The tokenizer (~40 MB) is loaded by the first count_tokens call, on a

@@ -62,6 +62,11 @@ pub enum Handler {
     AdminUpdateApiKey,
     AdminDeleteApiKey,
     AdminGetRequest,
+    /// `GET /v1/docs`: search the user manual (`docs.rs`).
+    DocsSearch,
+    /// `GET /docs/guide/{page}`: one page of the manual, where the search's
+    /// `url`s point.
+    DocsPage,
     /// The feature has not landed: 503 `not_available` after the guard. Its
     /// own issue puts a real handler in the row.
     NotAvailable,
@@ -145,7 +150,7 @@ use ParamRule::{ChannelId, Platform};
 /// Every route. Scopes as the spec's Authentication section states them;
 /// videos take `inference` (GP-73). One row per line, so kept out of rustfmt.
 #[rustfmt::skip]
-pub static ROUTES: [Route; 39] = [
+pub static ROUTES: [Route; 40] = [
     // Inference (B..E).
     row(POST,   "/v1/chat/completions",          key(INFERENCE),            OpenAi,      Infer(ChatCompletions)),
     row(POST,   "/v1/responses",                 key(INFERENCE),            OpenAi,      Infer(Responses)),
@@ -159,7 +164,8 @@ pub static ROUTES: [Route; 39] = [
     row(GET,    "/api/data-protection",          key_or_session(READ),      OpenAi,      NotAvailable),
     row(PATCH,  "/api/data-protection",          Session,                   OpenAi,      NotAvailable),
     // Documentation (K).
-    row(GET,    "/v1/docs",                      ANY_KEY,                   OpenAi,      NotAvailable),
+    row(GET,    "/v1/docs",                      ANY_KEY,                   OpenAi,      DocsSearch),
+    row(GET,    "/docs/guide/{page}",            Public,                    OpenAi,      DocsPage),
     // Catalog and pricing (L).
     row(GET,    "/public/models",                Public,                    Detail,      NotAvailable),
     row(GET,    "/public/models/{*model_id}",    Public,                    Detail,      NotAvailable),

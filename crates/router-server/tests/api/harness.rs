@@ -4,6 +4,7 @@ use router_core::{Catalog, Gateway, GatewayConfig, SealKey};
 use router_mock_supplier::MockSupplier;
 use router_server::App;
 use router_server::client_addr::TrustedProxies;
+use router_server::docs::Docs;
 use router_store::test_support::TestDatabase;
 use router_supply::HttpSuppliers;
 use serde_json::{Value, json};
@@ -321,13 +322,15 @@ impl TestRouter {
             config,
             seal_key,
         );
+        let listener = tokio::net::TcpListener::bind(listen).await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
         let app = Arc::new(App {
             gateway,
             admin_token: Some(ADMIN_TOKEN.to_owned()),
             trusted_proxies,
+            // As `ROUTER_PUBLIC_BASE_URL` defaults: the listen address.
+            docs: Docs::new(&base).unwrap(),
         });
-        let listener = tokio::net::TcpListener::bind(listen).await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(router_server::serve(listener, app, async move {
             let _ = rx.await;
@@ -360,13 +363,14 @@ impl TestRouter {
             GatewayConfig::default(),
             seal_key,
         );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
         let app = Arc::new(App {
             gateway,
             admin_token: Some(ADMIN_TOKEN.to_owned()),
             trusted_proxies: TrustedProxies::default(),
+            docs: Docs::new(&base).unwrap(),
         });
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(router_server::serve(listener, app, async move {
             let _ = rx.await;

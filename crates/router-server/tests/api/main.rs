@@ -11,6 +11,7 @@ mod chat_completions;
 mod completions;
 mod crash;
 mod cross_protocol;
+mod docs;
 mod harness;
 mod key_limits;
 mod key_policies;
