@@ -203,6 +203,11 @@ pub async fn dispatch(app: Arc<App>, request: http::Request<Incoming>) -> Respon
         Handler::AdminGetRequest => admin::get_request(&app, param.as_deref(), &id_text).await,
         Handler::DocsSearch => app.docs.search(request.uri().query(), &id_text),
         Handler::DocsPage => app.docs.page(param.as_deref(), &id_text),
+        Handler::OpenApi => Ok(reply::json(
+            http::StatusCode::OK,
+            crate::openapi::json().to_vec(),
+            &id_text,
+        )),
         Handler::NotAvailable => Err(not_available(route)),
     };
     result.unwrap_or_else(|e| reply::error(route.envelope, &e, &id_text))

@@ -25,23 +25,26 @@ pub struct Docs {
 }
 
 /// The `/v1/docs` envelope (K-02).
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct DocsList<'a> {
     /// Always `list`.
+    #[schema(pattern = "^list$")]
     pub object: &'static str,
     /// `q` as sent, or `null` without a (non-blank) `q`.
+    #[schema(required)]
     pub query: Option<&'a str>,
     pub data: Vec<DocsSection<'a>>,
 }
 
 /// One section of the manual (K-03, K-04).
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct DocsSection<'a> {
     /// Stable across edits of the manual.
     pub id: &'a str,
     pub title: &'a str,
     pub category: &'a str,
     /// Absolute URL of the section, under `ROUTER_PUBLIC_BASE_URL`.
+    #[schema(format = "uri")]
     pub url: &'a str,
     /// The section's Markdown; only in answers to a search.
     #[serde(skip_serializing_if = "Option::is_none")]

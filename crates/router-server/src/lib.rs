@@ -19,6 +19,7 @@ pub mod health;
 pub mod inference;
 pub mod inference_headers;
 pub mod messages;
+pub mod openapi;
 pub mod ownership;
 pub mod reply;
 pub mod routes;

@@ -67,6 +67,8 @@ pub enum Handler {
     /// `GET /docs/guide/{page}`: one page of the manual, where the search's
     /// `url`s point.
     DocsPage,
+    /// `GET /openapi.json`: the OpenAPI document (`openapi.rs`).
+    OpenApi,
     /// The feature has not landed: 503 `not_available` after the guard. Its
     /// own issue puts a real handler in the row.
     NotAvailable,
@@ -150,7 +152,7 @@ use ParamRule::{ChannelId, Platform};
 /// Every route. Scopes as the spec's Authentication section states them;
 /// videos take `inference` (GP-73). One row per line, so kept out of rustfmt.
 #[rustfmt::skip]
-pub static ROUTES: [Route; 40] = [
+pub static ROUTES: [Route; 41] = [
     // Inference (B..E).
     row(POST,   "/v1/chat/completions",          key(INFERENCE),            OpenAi,      Infer(ChatCompletions)),
     row(POST,   "/v1/responses",                 key(INFERENCE),            OpenAi,      Infer(Responses)),
@@ -189,6 +191,8 @@ pub static ROUTES: [Route; 40] = [
     row(POST,   "/v1/videos",                    key(INFERENCE),            Video,       NotAvailable),
     row(GET,    "/v1/videos/{video_id}",         key(INFERENCE),            Video,       NotAvailable),
     row(GET,    "/v1/videos/{video_id}/content", key(INFERENCE),            Video,       NotAvailable),
+    // The API description.
+    row(GET,    "/openapi.json",                 Public,                    OpenAi,      OpenApi),
     // Health.
     row(GET,    "/healthz",                      Public,                    OpenAi,      Healthz),
     row(GET,    "/readyz",                       Public,                    OpenAi,      Readyz),

@@ -12,6 +12,10 @@
 
 use crate::app::App;
 
+/// The cookie a browser session will ride on (`sessionCookie` in the
+/// OpenAPI document); nothing reads it until sessions land.
+pub const COOKIE: &str = "router_session";
+
 /// A signed-in browser session. None exist yet.
 #[derive(Debug)]
 pub enum Session {}

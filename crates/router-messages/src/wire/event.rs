@@ -197,6 +197,7 @@ pub struct MessageDeltaBody {
 
 /// The `error` of an `error` event or an error response body.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = MessagesErrorObject))]
 pub struct ErrorObject {
     #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,

@@ -1,0 +1,825 @@
+//! `GET /openapi.json`: the OpenAPI 3.1 document of every route, built once
+//! from the route table (`routes.rs`) and the types the handlers serialize.
+//!
+//! Each row gives the path, method, security (its auth rule), path
+//! parameter and the errors its guard can answer, in the row's envelope;
+//! [`handler`] adds what the handler takes and answers, with a `match` over
+//! every `Handler`, so a new handler does not compile until it is
+//! described. Routes whose feature has not landed (`NotAvailable`) are
+//! described by their row (credential, scope, parameter, errors) and marked
+//! `x-not-available: true`; their bodies are described when their types
+//! exist. The test in `tests` checks that every row is in the document.
+
+use crate::admin;
+use crate::docs::{DocsList, DocsSection};
+use crate::health::Health;
+use crate::reply::{DetailError, Envelope, VideoError};
+use crate::routes::{AuthRule, Handler, InferenceEndpoint, ParamRule, ROUTES, Route};
+use crate::session;
+use router_canonical::ErrorCode;
+use router_core::store::Scope;
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+use utoipa::ToSchema;
+use utoipa::openapi::extensions::ExtensionsBuilder;
+use utoipa::openapi::path::{
+    HttpMethod, OperationBuilder, ParameterBuilder, ParameterIn, PathItem,
+};
+use utoipa::openapi::request_body::RequestBodyBuilder;
+use utoipa::openapi::schema::{ObjectBuilder, SchemaFormat, Type};
+use utoipa::openapi::security::{
+    ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme,
+};
+use utoipa::openapi::{
+    ComponentsBuilder, ContentBuilder, InfoBuilder, OpenApi, OpenApiBuilder, Paths, Ref, RefOr,
+    Required, ResponseBuilder, Schema,
+};
+
+/// The interface version (R-01, GP-60).
+pub const VERSION: &str = "0.1.0";
+
+/// Security scheme names.
+const BEARER: &str = "bearerAuth";
+const X_API_KEY: &str = "apiKeyAuth";
+const SESSION: &str = "sessionCookie";
+const OPERATOR: &str = "operatorToken";
+
+/// The document as served, rendered once.
+pub fn json() -> &'static [u8] {
+    static JSON: OnceLock<Vec<u8>> = OnceLock::new();
+    JSON.get_or_init(|| serde_json::to_vec(&document()).unwrap_or_default())
+}
+
+/// The OpenAPI document of every row of `ROUTES`.
+pub fn document() -> OpenApi {
+    let mut schemas = Schemas::default();
+    let mut paths = Paths::new();
+    for route in &ROUTES {
+        let path = route.path.replace("{*", "{");
+        let method = http_method(route);
+        let operation = operation(route, &mut schemas);
+        match paths.paths.get_mut(&path) {
+            Some(item) => item.merge_operations(PathItem::new(method, operation)),
+            None => {
+                paths.paths.insert(path, PathItem::new(method, operation));
+            }
+        }
+    }
+    let mut components = ComponentsBuilder::new()
+        .security_scheme(
+            BEARER,
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some("An API key: `Authorization: Bearer <API_KEY>`."))
+                    .build(),
+            ),
+        )
+        .security_scheme(
+            X_API_KEY,
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
+                "x-api-key",
+                "An API key in `x-api-key`; when both headers are sent they must carry the same key.",
+            ))),
+        )
+        .security_scheme(
+            SESSION,
+            SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::with_description(
+                session::COOKIE,
+                "A signed-in browser session; mutations need the same origin. Sessions have not landed: no cookie opens a route yet.",
+            ))),
+        )
+        .security_scheme(
+            OPERATOR,
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some("The operator token (`ROUTER_ADMIN_TOKEN`) of the `/admin/` API."))
+                    .build(),
+            ),
+        );
+    for (name, schema) in schemas.0 {
+        components = components.schema(name, schema);
+    }
+    OpenApiBuilder::new()
+        .info(
+            InfoBuilder::new()
+                .title("Router")
+                .version(VERSION)
+                .description(Some(
+                    "An LLM inference gateway: OpenAI Chat Completions, Responses and Completions, Anthropic Messages, and the account, catalog, documentation and media surfaces around them. The user manual is at /docs/guide/getting-started and searchable with GET /v1/docs.",
+                ))
+                .build(),
+        )
+        .paths(paths)
+        .components(Some(components.build()))
+        .build()
+}
+
+/// The component schemas the operations reference, by name.
+#[derive(Default)]
+struct Schemas(BTreeMap<String, RefOr<Schema>>);
+
+impl Schemas {
+    /// A reference to `T`'s schema, registered with the schemas it uses.
+    fn of<T: ToSchema>(&mut self) -> RefOr<Schema> {
+        let mut used = Vec::new();
+        T::schemas(&mut used);
+        self.0.extend(used);
+        let name = T::name().into_owned();
+        self.0.insert(name.clone(), T::schema());
+        RefOr::Ref(Ref::from_schema_name(name))
+    }
+}
+
+fn http_method(route: &Route) -> HttpMethod {
+    match route.method.as_str() {
+        "POST" => HttpMethod::Post,
+        "PATCH" => HttpMethod::Patch,
+        "DELETE" => HttpMethod::Delete,
+        "PUT" => HttpMethod::Put,
+        _ => HttpMethod::Get,
+    }
+}
+
+/// What a handler adds to its row: summary, parameters, body, answers.
+struct Described {
+    summary: &'static str,
+    tag: &'static str,
+    query: Vec<(&'static str, bool, RefOr<Schema>, &'static str)>,
+    body: Option<(RefOr<Schema>, &'static str)>,
+    /// Status, description, content type and schema.
+    success: Vec<(
+        &'static str,
+        &'static str,
+        &'static str,
+        Option<RefOr<Schema>>,
+    )>,
+    /// Codes the handler itself may answer (the guard's are added per row).
+    errors: Vec<ErrorCode>,
+}
+
+impl Described {
+    fn new(summary: &'static str, tag: &'static str) -> Described {
+        Described {
+            summary,
+            tag,
+            query: Vec::new(),
+            body: None,
+            success: Vec::new(),
+            errors: Vec::new(),
+        }
+    }
+}
+
+fn string() -> RefOr<Schema> {
+    ObjectBuilder::new().schema_type(Type::String).into()
+}
+
+fn any_object(description: &str) -> RefOr<Schema> {
+    ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .description(Some(description))
+        .into()
+}
+
+/// The inference codes every surface may answer (B..G, P).
+const INFERENCE_ERRORS: &[ErrorCode] = &[
+    ErrorCode::InvalidParameter,
+    ErrorCode::UnsupportedConversion,
+    ErrorCode::UnsupportedParameter,
+    ErrorCode::ListPriceUnknown,
+    ErrorCode::InsufficientCredits,
+    ErrorCode::ModelNotAllowed,
+    ErrorCode::PolicyChanged,
+    ErrorCode::ModelNotFound,
+    ErrorCode::ExperimentNotFound,
+    ErrorCode::PayloadTooLarge,
+    ErrorCode::ApiKeySpendLimitExceeded,
+    ErrorCode::ApiKeyMonthlyBudgetExceeded,
+    ErrorCode::RateLimitExceeded,
+    ErrorCode::DailyRequestLimitExceeded,
+    ErrorCode::ConcurrencyLimitExceeded,
+    ErrorCode::UpstreamError,
+    ErrorCode::InvalidUpstreamResponse,
+    ErrorCode::UpstreamUnavailable,
+    ErrorCode::RouteUnavailable,
+    ErrorCode::MinDiscountUnavailable,
+    ErrorCode::ZdrCapacityUnavailable,
+    ErrorCode::InternalError,
+];
+
+fn inference(endpoint: InferenceEndpoint, schemas: &mut Schemas) -> Described {
+    let _ = schemas;
+    let (summary, body, reply) = match endpoint {
+        InferenceEndpoint::ChatCompletions => (
+            "Create a chat completion (OpenAI Chat Completions)",
+            "An OpenAI Chat Completions request: `model` and `messages` required; unknown fields accepted.",
+            "A `chat.completion` object whose `usage.cost` is the charge in USD, or with `stream: true` `chat.completion.chunk` server-sent events ending with `[DONE]`.",
+        ),
+        InferenceEndpoint::Responses => (
+            "Create a response (OpenAI Responses, stateless)",
+            "An OpenAI Responses request: `model` and `input` required, `store` false.",
+            "A `response` object with `usage.cost`, or with `stream: true` the `response.*` server-sent events.",
+        ),
+        InferenceEndpoint::Messages => (
+            "Create a message (Anthropic Messages)",
+            "An Anthropic Messages request: `model`, `max_tokens` and `messages` required; header `anthropic-version: 2023-06-01`.",
+            "A `message` object, or with `stream: true` named server-sent events (`message_start` ... `message_stop`).",
+        ),
+        InferenceEndpoint::CountTokens => (
+            "Count input tokens (local estimate)",
+            "`model` and `messages` required; `system` and `tools` optional.",
+            "`{\"input_tokens\": N}`, a free local estimate (header `x-ci-token-count-estimated: true`).",
+        ),
+        InferenceEndpoint::Completions => (
+            "Create a completion (legacy OpenAI Completions)",
+            "`model` and `prompt` (a string or an array of one string) required.",
+            "A `text_completion` object with `usage.cost`, or its server-sent events.",
+        ),
+    };
+    let mut described = Described::new(summary, "inference");
+    described.body = Some((any_object(body), body));
+    described
+        .success
+        .push(("200", reply, "application/json", Some(any_object(reply))));
+    if endpoint != InferenceEndpoint::CountTokens {
+        described
+            .success
+            .push(("200", reply, "text/event-stream", Some(string())));
+        described.errors = INFERENCE_ERRORS.to_vec();
+    } else {
+        described.errors = vec![
+            ErrorCode::InvalidParameter,
+            ErrorCode::ModelNotAllowed,
+            ErrorCode::ModelNotFound,
+            ErrorCode::PayloadTooLarge,
+        ];
+    }
+    described
+}
+
+fn handler(route: &Route, schemas: &mut Schemas) -> Described {
+    let admin_body = |d: &mut Described, schema: RefOr<Schema>| {
+        d.body = Some((schema, "JSON; unknown fields are refused (400)."));
+    };
+    let admin_reply = "See docs/admin-api.md for the fields.";
+    match route.handler {
+        Handler::Inference(endpoint) => inference(endpoint, schemas),
+        Handler::DocsSearch => {
+            let mut d = Described::new("Search the user manual", "documentation");
+            d.query = vec![
+                (
+                    "q",
+                    false,
+                    ObjectBuilder::new()
+                        .schema_type(Type::String)
+                        .max_length(Some(router_docs::MAX_QUERY_CHARS))
+                        .into(),
+                    "Search terms; empty or blank is the same as absent (all sections, no bodies).",
+                ),
+                (
+                    "limit",
+                    false,
+                    ObjectBuilder::new()
+                        .schema_type(Type::Integer)
+                        .minimum(Some(1))
+                        .maximum(Some(10))
+                        .default(Some(4.into()))
+                        .into(),
+                    "How many sections at most, with `q` (1 to 10, default 4); ignored without `q`.",
+                ),
+            ];
+            d.success.push((
+                "200",
+                "Without `q`: every section in reading order, without `body`. With `q`: at most `limit` matching sections with `body`, best first; none is `data: []`.",
+                "application/json",
+                Some(schemas.of::<DocsList<'static>>()),
+            ));
+            let _ = schemas.of::<DocsSection<'static>>();
+            d.errors = vec![ErrorCode::InvalidParameter];
+            d
+        }
+        Handler::DocsPage => {
+            let mut d = Described::new("A page of the user manual (Markdown)", "documentation");
+            d.success.push((
+                "200",
+                "The page's Markdown, as embedded in the router.",
+                "text/markdown",
+                Some(string()),
+            ));
+            d.errors = vec![ErrorCode::NotFound];
+            d
+        }
+        Handler::OpenApi => {
+            let mut d = Described::new("This OpenAPI document", "meta");
+            d.success.push((
+                "200",
+                "The OpenAPI 3.1 document of the router.",
+                "application/json",
+                Some(any_object("An OpenAPI 3.1 document.")),
+            ));
+            d
+        }
+        Handler::Healthz | Handler::Readyz => {
+            let ready = route.handler == Handler::Readyz;
+            let mut d = Described::new(
+                if ready {
+                    "Readiness: the router can reach PostgreSQL"
+                } else {
+                    "Liveness: the process answers"
+                },
+                "health",
+            );
+            let health = schemas.of::<Health>();
+            d.success
+                .push(("200", "Healthy.", "application/json", Some(health.clone())));
+            if ready {
+                d.success.push((
+                    "503",
+                    "The database does not answer.",
+                    "application/json",
+                    Some(health),
+                ));
+            }
+            d
+        }
+        Handler::AdminCreateAccount => {
+            let mut d = Described::new("Create an account", "admin");
+            admin_body(&mut d, schemas.of::<admin::NewAccount>());
+            d.success.push((
+                "201",
+                admin_reply,
+                "application/json",
+                Some(any_object("The account.")),
+            ));
+            d.errors = vec![ErrorCode::InvalidParameter, ErrorCode::Conflict];
+            d
+        }
+        Handler::AdminGetAccount => {
+            let mut d = Described::new("Read an account and its wallet", "admin");
+            d.success.push((
+                "200",
+                admin_reply,
+                "application/json",
+                Some(any_object("The account.")),
+            ));
+            d.errors = vec![ErrorCode::NotFound];
+            d
+        }
+        Handler::AdminGrantCredits => {
+            let mut d = Described::new("Grant credits to an account", "admin");
+            admin_body(&mut d, schemas.of::<admin::Credits>());
+            d.success.push((
+                "200",
+                admin_reply,
+                "application/json",
+                Some(any_object("The new balance.")),
+            ));
+            d.errors = vec![ErrorCode::InvalidParameter, ErrorCode::NotFound];
+            d
+        }
+        Handler::AdminCreateApiKey => {
+            let mut d = Described::new("Issue an API key", "admin");
+            admin_body(&mut d, schemas.of::<admin::NewApiKey>());
+            d.success.push((
+                "201",
+                "The key, shown once, with its policy.",
+                "application/json",
+                Some(any_object("The new key.")),
+            ));
+            d.errors = vec![ErrorCode::InvalidParameter, ErrorCode::NotFound];
+            d
+        }
+        Handler::AdminGetApiKey => {
+            let mut d = Described::new("Read an API key, its policy and spend", "admin");
+            d.success.push((
+                "200",
+                admin_reply,
+                "application/json",
+                Some(any_object("The key.")),
+            ));
+            d.errors = vec![ErrorCode::NotFound];
+            d
+        }
+        Handler::AdminUpdateApiKey => {
+            let mut d = Described::new("Change an API key's scopes or policy", "admin");
+            admin_body(&mut d, schemas.of::<admin::ApiKeyPatch>());
+            d.success.push((
+                "200",
+                admin_reply,
+                "application/json",
+                Some(any_object("The key.")),
+            ));
+            d.errors = vec![ErrorCode::InvalidParameter, ErrorCode::NotFound];
+            d
+        }
+        Handler::AdminDeleteApiKey => {
+            let mut d = Described::new("Delete an API key", "admin");
+            d.success.push(("204", "Deleted.", "", None));
+            d.errors = vec![ErrorCode::NotFound];
+            d
+        }
+        Handler::AdminGetRequest => {
+            let mut d = Described::new("A request's history: attempts, hold, ledger", "admin");
+            d.success.push((
+                "200",
+                admin_reply,
+                "application/json",
+                Some(any_object("The request.")),
+            ));
+            d.errors = vec![ErrorCode::NotFound];
+            d
+        }
+        Handler::NotAvailable => {
+            Described::new("Not available on this router yet", tag_of(route.path))
+        }
+    }
+}
+
+/// The tag of a route whose handler has not landed, from its path.
+fn tag_of(path: &str) -> &'static str {
+    const TAGS: &[(&str, &str)] = &[
+        ("/v1/uploads", "uploads"),
+        ("/api/data-protection", "data protection"),
+        ("/v1/channels", "channels"),
+        ("/api/channels", "channels"),
+        ("/v1/images", "images"),
+        ("/v1/videos", "videos"),
+        ("/v1/pricing", "catalog"),
+        ("/v1/models", "catalog"),
+        ("/public/", "catalog"),
+        ("/catalog/", "catalog"),
+    ];
+    TAGS.iter()
+        .find(|(prefix, _)| path.starts_with(prefix))
+        .map_or("other", |(_, tag)| tag)
+}
+
+/// The codes the row's guard and path check can answer.
+fn guard_errors(route: &Route) -> Vec<ErrorCode> {
+    let mut codes = match route.auth {
+        AuthRule::Public => vec![],
+        AuthRule::Admin => vec![ErrorCode::InvalidApiKey],
+        AuthRule::ApiKey { scope } => {
+            let mut codes = vec![ErrorCode::InvalidApiKey, ErrorCode::IpNotAllowed];
+            if scope.is_some() {
+                codes.push(ErrorCode::InsufficientScope);
+            }
+            codes
+        }
+        AuthRule::ApiKeyOrSession { .. } => vec![
+            ErrorCode::InvalidApiKey,
+            ErrorCode::IpNotAllowed,
+            ErrorCode::InsufficientScope,
+        ],
+        AuthRule::Session => vec![
+            ErrorCode::AuthenticationRequired,
+            ErrorCode::SessionRequired,
+        ],
+    };
+    match route.param {
+        ParamRule::None => {}
+        ParamRule::ChannelId => codes.push(ErrorCode::ChannelNotFound),
+        ParamRule::Platform => codes.push(ErrorCode::NotFound),
+    }
+    if route.handler == Handler::NotAvailable {
+        codes.push(ErrorCode::NotAvailable);
+    }
+    codes
+}
+
+fn security(route: &Route) -> Vec<SecurityRequirement> {
+    let names: &[&str] = match route.auth {
+        AuthRule::Public => &[],
+        AuthRule::Admin => &[OPERATOR],
+        AuthRule::ApiKey { .. } => &[BEARER, X_API_KEY],
+        AuthRule::ApiKeyOrSession { .. } => &[BEARER, X_API_KEY, SESSION],
+        AuthRule::Session => &[SESSION],
+    };
+    names
+        .iter()
+        .map(|name| SecurityRequirement::new(*name, Vec::<String>::new()))
+        .collect()
+}
+
+fn scope_of(route: &Route) -> Option<Scope> {
+    match route.auth {
+        AuthRule::ApiKey { scope } => scope,
+        AuthRule::ApiKeyOrSession { scope } => Some(scope),
+        _ => None,
+    }
+}
+
+fn error_schema(envelope: Envelope, schemas: &mut Schemas) -> RefOr<Schema> {
+    match envelope {
+        Envelope::OpenAi => schemas.of::<router_canonical::openai_error::ErrorEnvelope>(),
+        Envelope::Messages => schemas.of::<router_messages::client::ErrorEnvelope>(),
+        Envelope::Video => schemas.of::<VideoError<'static>>(),
+        Envelope::Public => schemas.of::<DetailError<'static>>(),
+    }
+}
+
+fn operation(route: &Route, schemas: &mut Schemas) -> utoipa::openapi::path::Operation {
+    let described = handler(route, schemas);
+    let mut op = OperationBuilder::new()
+        .summary(Some(described.summary))
+        .tag(described.tag)
+        .operation_id(Some(operation_id(route)));
+    if let Some(scope) = scope_of(route) {
+        op = op.description(Some(format!(
+            "Needs an API key with the `{}` scope.",
+            scope.as_str()
+        )));
+    } else if matches!(route.auth, AuthRule::ApiKey { scope: None }) {
+        op = op.description(Some("Any valid API key; no scope, no credit needed."));
+    }
+    for requirement in security(route) {
+        op = op.security(requirement);
+    }
+    if let Some(name) = path_parameter(route.path) {
+        op = op.parameter(
+            ParameterBuilder::new()
+                .name(name)
+                .parameter_in(ParameterIn::Path)
+                .required(Required::True)
+                .schema(Some(match route.param {
+                    ParamRule::ChannelId => ObjectBuilder::new()
+                        .schema_type(Type::String)
+                        .format(Some(SchemaFormat::Custom("uuid".into())))
+                        .into(),
+                    ParamRule::Platform => ObjectBuilder::new()
+                        .schema_type(Type::String)
+                        .enum_values(Some(["slack", "discord", "telegram"]))
+                        .into(),
+                    ParamRule::None => string(),
+                }))
+                .description(route.path.contains("{*").then_some("May contain slashes.")),
+        );
+    }
+    for (name, required, schema, description) in described.query {
+        op = op.parameter(
+            ParameterBuilder::new()
+                .name(name)
+                .parameter_in(ParameterIn::Query)
+                .required(if required {
+                    Required::True
+                } else {
+                    Required::False
+                })
+                .schema(Some(schema))
+                .description(Some(description)),
+        );
+    }
+    if let Some((schema, description)) = described.body {
+        op = op.request_body(Some(
+            RequestBodyBuilder::new()
+                .description(Some(description))
+                .required(Some(Required::True))
+                .content(
+                    "application/json",
+                    ContentBuilder::new().schema(Some(schema)).build(),
+                )
+                .build(),
+        ));
+    }
+    let mut responses: BTreeMap<String, ResponseBuilder> = BTreeMap::new();
+    for (status, description, content_type, schema) in described.success {
+        let entry = responses
+            .entry(status.to_owned())
+            .or_insert_with(|| ResponseBuilder::new().description(description));
+        if let Some(schema) = schema {
+            let taken = std::mem::take(entry);
+            *entry = taken.content(
+                content_type,
+                ContentBuilder::new().schema(Some(schema)).build(),
+            );
+        }
+    }
+    let mut codes = guard_errors(route);
+    codes.extend(described.errors);
+    let mut by_status: BTreeMap<u16, Vec<ErrorCode>> = BTreeMap::new();
+    for code in codes {
+        let list = by_status.entry(code.http_status()).or_default();
+        if !list.contains(&code) {
+            list.push(code);
+        }
+    }
+    let error = error_schema(route.envelope, schemas);
+    for (status, codes) in by_status {
+        let names: Vec<String> = codes.iter().map(|c| format!("`{}`", c.as_str())).collect();
+        let description = if route.envelope == Envelope::Messages {
+            format!(
+                "An error ({}); the Messages envelope has no `code`, its `error.type` follows from the status.",
+                names.join(", ")
+            )
+        } else {
+            format!("An error: {}.", names.join(", "))
+        };
+        responses.insert(
+            status.to_string(),
+            ResponseBuilder::new().description(description).content(
+                "application/json",
+                ContentBuilder::new().schema(Some(error.clone())).build(),
+            ),
+        );
+    }
+    for (status, response) in responses {
+        op = op.response(status, response.build());
+    }
+    if route.handler == Handler::NotAvailable {
+        op = op.extensions(Some(
+            ExtensionsBuilder::new()
+                .add("x-not-available", true)
+                .build(),
+        ));
+    }
+    op.build()
+}
+
+/// The name of the path's parameter, if it has one.
+fn path_parameter(path: &str) -> Option<&str> {
+    let start = path.find('{')?;
+    let end = path[start..].find('}')? + start;
+    Some(path[start + 1..end].trim_start_matches('*'))
+}
+
+/// `get_v1_docs`, `post_admin_accounts_id_credits`, ...
+fn operation_id(route: &Route) -> String {
+    let mut id = route.method.as_str().to_lowercase();
+    for part in route.path.split(|c: char| !c.is_ascii_alphanumeric()) {
+        if !part.is_empty() {
+            id.push('_');
+            id.push_str(part);
+        }
+    }
+    id
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operation_ids_are_unique_and_readable() {
+        let route = ROUTES.iter().find(|r| r.path == "/v1/docs").unwrap();
+        assert_eq!(operation_id(route), "get_v1_docs");
+        let mut ids: Vec<String> = ROUTES.iter().map(operation_id).collect();
+        ids.sort();
+        let n = ids.len();
+        ids.dedup();
+        assert_eq!(ids.len(), n);
+    }
+
+    #[test]
+    fn path_parameters_are_named_without_the_catch_all_star() {
+        assert_eq!(
+            path_parameter("/public/models/{*model_id}"),
+            Some("model_id")
+        );
+        assert_eq!(
+            path_parameter("/v1/channels/{channel_id}/send-report"),
+            Some("channel_id")
+        );
+        assert_eq!(path_parameter("/v1/docs"), None);
+    }
+
+    fn served() -> serde_json::Value {
+        serde_json::from_slice(json()).unwrap()
+    }
+
+    /// an OpenAPI 3.1 document of version 0.1.0.
+    #[test]
+    fn the_document_is_openapi_3_1_version_0_1_0() {
+        let doc = served();
+        assert_eq!(doc["openapi"], "3.1.0");
+        assert_eq!(doc["info"]["version"], "0.1.0");
+        assert!(doc["info"]["title"].is_string());
+        let schemes = &doc["components"]["securitySchemes"];
+        assert_eq!(schemes[BEARER]["scheme"], "bearer");
+        assert_eq!(schemes[X_API_KEY]["in"], "header");
+        assert_eq!(schemes[X_API_KEY]["name"], "x-api-key");
+        assert_eq!(schemes[SESSION]["in"], "cookie");
+    }
+
+    /// Every route the dispatcher knows is described, and nothing else: a
+    /// new row without a description fails here.
+    #[test]
+    fn every_route_is_described_with_its_security_and_errors() {
+        let doc = served();
+        let paths = doc["paths"].as_object().unwrap();
+        let mut operations = 0;
+        for route in &ROUTES {
+            let path = route.path.replace("{*", "{");
+            let method = route.method.as_str().to_lowercase();
+            let op = &paths
+                .get(&path)
+                .unwrap_or_else(|| panic!("{path} is not in the document"))[&method];
+            assert!(op.is_object(), "{method} {path} is not in the document");
+            operations += 1;
+            assert!(op["summary"].is_string(), "{path}");
+            let responses = op["responses"].as_object().unwrap();
+            assert!(!responses.is_empty(), "{path}");
+            let security = op.get("security").and_then(|s| s.as_array());
+            match route.auth {
+                AuthRule::Public => assert!(security.is_none(), "{path}"),
+                _ => assert!(security.is_some_and(|s| !s.is_empty()), "{path}"),
+            }
+            if route.auth != AuthRule::Public {
+                assert!(
+                    responses.contains_key("401"),
+                    "{method} {path} lacks its 401"
+                );
+            }
+            if route.handler == Handler::NotAvailable {
+                assert_eq!(op["x-not-available"], true, "{path}");
+                assert!(responses.contains_key("503"), "{path}");
+            } else {
+                assert!(op.get("x-not-available").is_none(), "{path}");
+                assert!(
+                    responses.keys().any(|s| s.starts_with('2')),
+                    "{method} {path} has no success"
+                );
+            }
+            let params = op["parameters"].as_array().cloned().unwrap_or_default();
+            if let Some(name) = path_parameter(route.path) {
+                assert!(
+                    params
+                        .iter()
+                        .any(|p| p["in"] == "path" && p["name"] == name && p["required"] == true),
+                    "{path}: path parameter {name}"
+                );
+            }
+        }
+        let described: usize = paths
+            .values()
+            .map(|item| item.as_object().unwrap().len())
+            .sum();
+        assert_eq!(
+            described, operations,
+            "the document describes only the table's routes"
+        );
+    }
+
+    /// Every `$ref` names a schema of the document.
+    #[test]
+    fn every_reference_resolves() {
+        fn walk(value: &serde_json::Value, refs: &mut Vec<String>) {
+            match value {
+                serde_json::Value::Object(map) => {
+                    if let Some(r) = map.get("$ref").and_then(|r| r.as_str()) {
+                        refs.push(r.to_owned());
+                    }
+                    map.values().for_each(|v| walk(v, refs));
+                }
+                serde_json::Value::Array(items) => items.iter().for_each(|v| walk(v, refs)),
+                _ => {}
+            }
+        }
+        let doc = served();
+        let mut refs = Vec::new();
+        walk(&doc, &mut refs);
+        assert!(!refs.is_empty());
+        for r in refs {
+            let name = r
+                .strip_prefix("#/components/schemas/")
+                .unwrap_or_else(|| panic!("{r}"));
+            assert!(
+                doc["components"]["schemas"][name].is_object(),
+                "{r} does not resolve"
+            );
+        }
+    }
+
+    /// The docs search is described from the types it serializes.
+    #[test]
+    fn the_docs_search_is_described_from_its_types() {
+        let doc = served();
+        let op = &doc["paths"]["/v1/docs"]["get"];
+        let names: Vec<&str> = op["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["q", "limit"]);
+        assert_eq!(
+            op["responses"]["200"]["content"]["application/json"]["schema"]["$ref"],
+            "#/components/schemas/DocsList"
+        );
+        let section = &doc["components"]["schemas"]["DocsSection"];
+        let required: Vec<&str> = section["required"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r.as_str().unwrap())
+            .collect();
+        assert_eq!(required, ["id", "title", "category", "url"]);
+        assert_eq!(
+            op["responses"]["400"]["content"]["application/json"]["schema"]["$ref"],
+            "#/components/schemas/OpenAiError"
+        );
+        let error = &doc["components"]["schemas"]["OpenAiErrorObject"]["required"];
+        assert_eq!(error.as_array().unwrap().len(), 4, "{error}");
+    }
+}
