@@ -275,3 +275,40 @@ async fn a_key_ip_policy_still_applies() {
     assert_eq!(status, 201, "{created}");
     ok(docs(&r, created["key"].as_str().unwrap(), "?q=models").await).await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_bad_public_base_url_stops_start_up_naming_it() {
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_router"))
+        .arg("serve")
+        .env("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none")
+        .env("ROUTER_PUBLIC_BASE_URL", "router.example.com/docs")
+        .env_remove("RUST_BACKTRACE")
+        .env_remove("RUST_LIB_BACKTRACE")
+        .output()
+        .await
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("ROUTER_PUBLIC_BASE_URL"), "{stderr}");
+    assert!(stderr.contains("router.example.com/docs"), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_openapi_document_is_served_without_a_credential() {
+    // R-01, GP-60, P-05.
+    let r = TestRouter::start().await;
+    let resp = r
+        .client
+        .get(format!("{}/openapi.json", r.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert!(resp.headers().contains_key("x-request-id"));
+    assert_eq!(resp.headers()["content-type"], "application/json");
+    let doc: Value = resp.json().await.unwrap();
+    assert_eq!(doc["openapi"], "3.1.0");
+    assert_eq!(doc["info"]["version"], "0.1.0");
+    assert!(doc["paths"]["/v1/docs"]["get"].is_object());
+}
