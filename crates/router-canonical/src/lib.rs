@@ -62,6 +62,8 @@ pub mod codec;
 pub mod error;
 pub mod money;
 pub mod openai_error;
+#[cfg(feature = "openapi")]
+pub mod openapi;
 pub mod parse;
 pub mod protocol;
 pub mod request;

@@ -52,6 +52,11 @@ pub fn json() -> &'static [u8] {
 
 /// The OpenAPI document of every row of `ROUTES`.
 pub fn document() -> OpenApi {
+    build().0
+}
+
+/// The document, and the component names two different schemas claimed.
+fn build() -> (OpenApi, Vec<String>) {
     let mut schemas = Schemas::default();
     let mut paths = Paths::new();
     for route in &ROUTES {
@@ -98,10 +103,10 @@ pub fn document() -> OpenApi {
                     .build(),
             ),
         );
-    for (name, schema) in schemas.0 {
+    for (name, schema) in schemas.by_name {
         components = components.schema(name, schema);
     }
-    OpenApiBuilder::new()
+    let document = OpenApiBuilder::new()
         .info(
             InfoBuilder::new()
                 .title("Router")
@@ -113,21 +118,33 @@ pub fn document() -> OpenApi {
         )
         .paths(paths)
         .components(Some(components.build()))
-        .build()
+        .build();
+    (document, schemas.clashes)
 }
 
 /// The component schemas the operations reference, by name.
 #[derive(Default)]
-struct Schemas(BTreeMap<String, RefOr<Schema>>);
+struct Schemas {
+    by_name: BTreeMap<String, RefOr<Schema>>,
+    /// Names given to two different schemas (a test keeps this empty: the
+    /// wire crates prefix their types' names for that).
+    clashes: Vec<String>,
+}
 
 impl Schemas {
     /// A reference to `T`'s schema, registered with the schemas it uses.
     fn of<T: ToSchema>(&mut self) -> RefOr<Schema> {
         let mut used = Vec::new();
         T::schemas(&mut used);
-        self.0.extend(used);
         let name = T::name().into_owned();
-        self.0.insert(name.clone(), T::schema());
+        used.push((name.clone(), T::schema()));
+        for (name, schema) in used {
+            if let Some(old) = self.by_name.insert(name.clone(), schema.clone())
+                && old != schema
+            {
+                self.clashes.push(name);
+            }
+        }
         RefOr::Ref(Ref::from_schema_name(name))
     }
 }
@@ -209,52 +226,70 @@ const INFERENCE_ERRORS: &[ErrorCode] = &[
     ErrorCode::InternalError,
 ];
 
+/// The request and reply types of each surface, as its wire crate declares
+/// them; a stream is the same surface's server-sent events.
 fn inference(endpoint: InferenceEndpoint, schemas: &mut Schemas) -> Described {
-    let _ = schemas;
-    let (summary, body, reply) = match endpoint {
+    let (summary, body, reply, stream): (_, _, _, Option<RefOr<Schema>>) = match endpoint {
         InferenceEndpoint::ChatCompletions => (
             "Create a chat completion (OpenAI Chat Completions)",
-            "An OpenAI Chat Completions request: `model` and `messages` required; unknown fields accepted.",
-            "A `chat.completion` object whose `usage.cost` is the charge in USD, or with `stream: true` `chat.completion.chunk` server-sent events ending with `[DONE]`.",
+            schemas.of::<router_chat::wire::request::ChatRequest>(),
+            schemas.of::<router_chat::wire::response::ChatCompletion>(),
+            Some(schemas.of::<router_chat::wire::chunk::ChatCompletionChunk>()),
         ),
         InferenceEndpoint::Responses => (
             "Create a response (OpenAI Responses, stateless)",
-            "An OpenAI Responses request: `model` and `input` required, `store` false.",
-            "A `response` object with `usage.cost`, or with `stream: true` the `response.*` server-sent events.",
+            schemas.of::<router_responses::wire::request::ResponsesRequest>(),
+            schemas.of::<router_responses::wire::response::ResponseObject>(),
+            Some(schemas.of::<router_responses::wire::event::ServerEvent>()),
         ),
         InferenceEndpoint::Messages => (
             "Create a message (Anthropic Messages)",
-            "An Anthropic Messages request: `model`, `max_tokens` and `messages` required; header `anthropic-version: 2023-06-01`.",
-            "A `message` object, or with `stream: true` named server-sent events (`message_start` ... `message_stop`).",
+            schemas.of::<router_messages::wire::request::MessagesRequest>(),
+            schemas.of::<router_messages::wire::response::MessageObject>(),
+            Some(schemas.of::<router_messages::wire::event::Event>()),
         ),
         InferenceEndpoint::CountTokens => (
-            "Count input tokens (local estimate)",
-            "`model` and `messages` required; `system` and `tools` optional.",
-            "`{\"input_tokens\": N}`, a free local estimate (header `x-ci-token-count-estimated: true`).",
+            "Count input tokens (a free local estimate)",
+            schemas.of::<router_messages::wire::request::MessagesRequest>(),
+            schemas.of::<crate::messages::InputTokens>(),
+            None,
         ),
         InferenceEndpoint::Completions => (
             "Create a completion (legacy OpenAI Completions)",
-            "`model` and `prompt` (a string or an array of one string) required.",
-            "A `text_completion` object with `usage.cost`, or its server-sent events.",
+            schemas.of::<router_completions::wire::request::CompletionBody>(),
+            schemas.of::<router_completions::wire::response::TextCompletion>(),
+            Some(schemas.of::<router_completions::wire::response::TextCompletion>()),
         ),
     };
     let mut described = Described::new(summary, "inference");
-    described.body = Some((any_object(body), body));
-    described
-        .success
-        .push(("200", reply, "application/json", Some(any_object(reply))));
-    if endpoint != InferenceEndpoint::CountTokens {
-        described
-            .success
-            .push(("200", reply, "text/event-stream", Some(string())));
-        described.errors = INFERENCE_ERRORS.to_vec();
-    } else {
-        described.errors = vec![
-            ErrorCode::InvalidParameter,
-            ErrorCode::ModelNotAllowed,
-            ErrorCode::ModelNotFound,
-            ErrorCode::PayloadTooLarge,
-        ];
+    described.body = Some((
+        body,
+        "The surface's request; fields this description does not list are accepted and passed on where the route's protocol has them.",
+    ));
+    described.success.push((
+        "200",
+        "The reply; with `stream: true`, server-sent events.",
+        "application/json",
+        Some(reply),
+    ));
+    match stream {
+        Some(event) => {
+            described.success.push((
+                "200",
+                "The reply; with `stream: true`, server-sent events.",
+                "text/event-stream",
+                Some(event),
+            ));
+            described.errors = INFERENCE_ERRORS.to_vec();
+        }
+        None => {
+            described.errors = vec![
+                ErrorCode::InvalidParameter,
+                ErrorCode::ModelNotAllowed,
+                ErrorCode::ModelNotFound,
+                ErrorCode::PayloadTooLarge,
+            ];
+        }
     }
     described
 }
@@ -789,6 +824,14 @@ mod tests {
                 "{r} does not resolve"
             );
         }
+    }
+
+    /// No two types share a component name (a later one would replace the
+    /// earlier in `components.schemas`).
+    #[test]
+    fn component_names_are_unique() {
+        let (_, clashes) = build();
+        assert!(clashes.is_empty(), "{clashes:?}");
     }
 
     /// The docs search is described from the types it serializes.
