@@ -24,7 +24,7 @@ pub struct Docs {
     listing: Bytes,
 }
 
-/// The `/v1/docs` envelope (K-02).
+/// The answer of `GET /v1/docs`.
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct DocsList<'a> {
     /// Always `list`.
@@ -36,7 +36,7 @@ pub struct DocsList<'a> {
     pub data: Vec<DocsSection<'a>>,
 }
 
-/// One section of the manual (K-03, K-04).
+/// One section of the user manual.
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct DocsSection<'a> {
     /// Stable across edits of the manual.

@@ -466,10 +466,136 @@ fn handler(route: &Route, schemas: &mut Schemas) -> Described {
             d.errors = vec![ErrorCode::NotFound];
             d
         }
-        Handler::NotAvailable => {
-            Described::new("Not available on this router yet", tag_of(route.path))
-        }
+        Handler::NotAvailable => Described::new(not_available_summary(route), tag_of(route.path)),
     }
+}
+
+/// What a route whose handler has not landed will do (the service spec's
+/// endpoint), for its summary.
+fn not_available_summary(route: &Route) -> &'static str {
+    const SUMMARIES: &[(&str, &str, &str)] = &[
+        (
+            "POST",
+            "/v1/uploads",
+            "Upload a temporary image (not available yet)",
+        ),
+        (
+            "DELETE",
+            "/v1/uploads/{id}",
+            "Delete a temporary upload (not available yet)",
+        ),
+        (
+            "GET",
+            "/api/data-protection",
+            "Read the account's zero-data-retention setting (not available yet)",
+        ),
+        (
+            "PATCH",
+            "/api/data-protection",
+            "Change the account's zero-data-retention setting (not available yet)",
+        ),
+        (
+            "GET",
+            "/public/models",
+            "List the public catalog (not available yet)",
+        ),
+        (
+            "GET",
+            "/public/models/{*model_id}",
+            "One model of the public catalog (not available yet)",
+        ),
+        (
+            "GET",
+            "/catalog/models",
+            "List logical models, capabilities and public tariffs (not available yet)",
+        ),
+        (
+            "GET",
+            "/v1/models",
+            "List the models this key may use (not available yet)",
+        ),
+        (
+            "GET",
+            "/v1/models/supply",
+            "Anonymous eligible supply of a model (not available yet)",
+        ),
+        (
+            "GET",
+            "/v1/models/compare",
+            "Compare what models would bill for a workload (not available yet)",
+        ),
+        (
+            "GET",
+            "/v1/pricing/changes",
+            "The catalog's price changes since a time (not available yet)",
+        ),
+        (
+            "GET",
+            "/v1/channels",
+            "List digest channels (not available yet)",
+        ),
+        (
+            "GET",
+            "/v1/channels/{channel_id}",
+            "Read a digest channel (not available yet)",
+        ),
+        (
+            "PATCH",
+            "/v1/channels/{channel_id}",
+            "Change a digest channel (not available yet)",
+        ),
+        (
+            "POST",
+            "/v1/channels/{channel_id}/send-report",
+            "Send a channel's digest now (not available yet)",
+        ),
+        (
+            "GET",
+            "/api/channels/email",
+            "The email channel's status (not available yet)",
+        ),
+        (
+            "POST",
+            "/api/channels/email",
+            "Connect the email channel (not available yet)",
+        ),
+        (
+            "DELETE",
+            "/api/channels/email/{id}",
+            "Disconnect the email channel (not available yet)",
+        ),
+        (
+            "GET",
+            "/api/channels/{platform}",
+            "A Slack, Discord or Telegram channel's status (not available yet)",
+        ),
+        (
+            "POST",
+            "/v1/images/generations",
+            "Generate one PNG image (not available yet)",
+        ),
+        (
+            "POST",
+            "/v1/videos",
+            "Create a video job (not available yet)",
+        ),
+        (
+            "GET",
+            "/v1/videos/{video_id}",
+            "Read a video job (not available yet)",
+        ),
+        (
+            "GET",
+            "/v1/videos/{video_id}/content",
+            "Download a video (not available yet)",
+        ),
+    ];
+    SUMMARIES
+        .iter()
+        .find(|(method, path, _)| *method == route.method.as_str() && *path == route.path)
+        .map_or("Not available on this router yet", |(_, _, summary)| {
+            summary
+        })
 }
 
 /// The tag of a route whose handler has not landed, from its path.
@@ -794,6 +920,20 @@ mod tests {
             described, operations,
             "the document describes only the table's routes"
         );
+    }
+
+    /// A route that has not landed says what it will do.
+    #[test]
+    fn routes_not_available_yet_have_their_own_summary() {
+        for route in ROUTES.iter().filter(|r| r.handler == Handler::NotAvailable) {
+            assert_ne!(
+                not_available_summary(route),
+                "Not available on this router yet",
+                "{} {}: add it to not_available_summary",
+                route.method,
+                route.path
+            );
+        }
     }
 
     /// Every `$ref` names a schema of the document.

@@ -97,8 +97,9 @@ pub fn error(envelope: Envelope, error: &ApiError, request_id: &str) -> Reply {
     }
 }
 
+// P-03, O-31.
 /// The video endpoints' error: the OpenAI shape plus `error.requestId`,
-/// equal to the `x-request-id` header (P-03, O-31).
+/// equal to the `x-request-id` header.
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct VideoError<'a> {
     pub error: VideoErrorObject<'a>,
@@ -116,7 +117,8 @@ pub struct VideoErrorObject<'a> {
     pub request_id: &'a str,
 }
 
-/// The public catalog's error (P-04, L-40).
+// P-04, L-40.
+/// The public catalog's error.
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct DetailError<'a> {
     pub detail: &'a str,
