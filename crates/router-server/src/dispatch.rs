@@ -205,7 +205,7 @@ pub async fn dispatch(app: Arc<App>, request: http::Request<Incoming>) -> Respon
         Handler::DocsPage => app.docs.page(param.as_deref(), &id_text),
         Handler::OpenApi => Ok(reply::json(
             http::StatusCode::OK,
-            crate::openapi::json().to_vec(),
+            bytes::Bytes::from_static(crate::openapi::json()),
             &id_text,
         )),
         Handler::NotAvailable => Err(not_available(route)),

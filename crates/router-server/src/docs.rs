@@ -104,20 +104,19 @@ impl Docs {
         let Some(q) = params.q.filter(|q| !q.trim().is_empty()) else {
             // Blank `q` is absent (GP-56); `limit` is then ignored, even
             // when invalid (CF-17).
-            return Ok(self.reply(self.listing.clone(), request_id));
+            return Ok(reply::json(
+                StatusCode::OK,
+                self.listing.clone(),
+                request_id,
+            ));
         };
         let limit = match params.limit.as_deref() {
             None => DEFAULT_LIMIT,
             Some(text) => parse_limit(text)?,
         };
         let found = self.library.search(&q, limit);
-        Ok(self.reply(Bytes::from(self.render(Some(&q), &found, true)), request_id))
-    }
-
-    fn reply(&self, body: Bytes, request_id: &str) -> Response<Body> {
-        let mut response = reply::json(StatusCode::OK, Vec::new(), request_id);
-        *response.body_mut() = reply::full(body);
-        response
+        let body = self.render(Some(&q), &found, true);
+        Ok(reply::json(StatusCode::OK, body, request_id))
     }
 
     /// Answer `GET /docs/guide/{page}`: the page's Markdown as embedded.

@@ -36,7 +36,7 @@ pub fn full(bytes: impl Into<Bytes>) -> Body {
     Full::new(bytes.into()).boxed()
 }
 
-pub fn json(status: StatusCode, body: Vec<u8>, request_id: &str) -> Response<Body> {
+pub fn json(status: StatusCode, body: impl Into<Bytes>, request_id: &str) -> Response<Body> {
     let mut response = Response::new(full(body));
     *response.status_mut() = status;
     let headers = response.headers_mut();
