@@ -2,9 +2,13 @@
 
 use crate::client_addr::TrustedProxies;
 use crate::docs::Docs;
+use crate::mail::Mailer;
+use crate::public_url::PublicBaseUrl;
 use router_core::Gateway;
 use router_store::Database;
 use router_supply::HttpSuppliers;
+use std::sync::Arc;
+use std::time::Duration;
 
 pub type RouterGateway = Gateway<Database, HttpSuppliers>;
 
@@ -15,6 +19,13 @@ pub struct App {
     pub trusted_proxies: TrustedProxies,
     /// The user manual and its search index (`GET /v1/docs`).
     pub docs: Docs,
+    /// Where browsers reach this router (`ROUTER_PUBLIC_BASE_URL`): sign-in
+    /// links, cookie `Secure`, the same-origin rule.
+    pub public_base: PublicBaseUrl,
+    /// The SMTP transport (`ROUTER_SMTP_URL`); `None`: email is unavailable.
+    pub mailer: Option<Arc<Mailer>>,
+    /// How long a browser session lasts (`ROUTER_SESSION_TTL_SECS`).
+    pub session_ttl: Duration,
 }
 
 impl App {

@@ -2,6 +2,7 @@
 //! (the manual's pages, where the search's `url`s point). The manual and
 //! its index are `router-docs`; this module maps HTTP onto them.
 
+use crate::public_url::PublicBaseUrl;
 use crate::reply::{self, Body};
 use bytes::Bytes;
 use http::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue};
@@ -52,14 +53,14 @@ pub struct DocsSection<'a> {
 }
 
 impl Docs {
-    /// The embedded manual with `url`s under `public_base_url` (an origin
-    /// without a trailing slash).
-    pub fn new(public_base_url: &str) -> Result<Docs, CorpusError> {
+    /// The embedded manual with `url`s under `public_base`
+    /// (`ROUTER_PUBLIC_BASE_URL`).
+    pub fn new(public_base: &PublicBaseUrl) -> Result<Docs, CorpusError> {
         let library = Library::embedded()?;
         let urls = library
             .sections()
             .iter()
-            .map(|s| format!("{public_base_url}{}", s.path()))
+            .map(|s| public_base.join(&s.path()))
             .collect();
         let mut docs = Docs {
             library,
@@ -239,7 +240,8 @@ mod tests {
 
     #[test]
     fn urls_are_absolute_under_the_base() {
-        let docs = Docs::new("https://router.example.com").unwrap();
+        let base = PublicBaseUrl::parse("https://router.example.com/").unwrap();
+        let docs = Docs::new(&base).unwrap();
         assert!(
             docs.urls
                 .iter()

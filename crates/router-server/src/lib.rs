@@ -18,13 +18,17 @@ pub mod docs;
 pub mod health;
 pub mod inference;
 pub mod inference_headers;
+pub mod mail;
 pub mod messages;
 pub mod openapi;
+pub mod operator;
 pub mod ownership;
+pub mod public_url;
 pub mod reply;
 pub mod routes;
 pub mod server;
 pub mod session;
+pub mod sign_in;
 pub mod surfaces;
 
 pub use app::App;

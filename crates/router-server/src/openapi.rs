@@ -10,12 +10,13 @@
 //! `x-not-available: true`; their bodies are described when their types
 //! exist. The test in `tests` checks that every row is in the document.
 
-use crate::admin;
 use crate::docs::{DocsList, DocsSection};
 use crate::health::Health;
+use crate::operator;
 use crate::reply::{DetailError, Envelope, VideoError};
 use crate::routes::{AuthRule, Handler, InferenceEndpoint, ParamRule, ROUTES, Route};
 use crate::session;
+use crate::sign_in;
 use router_canonical::ErrorCode;
 use router_core::store::Scope;
 use std::collections::BTreeMap;
@@ -90,8 +91,8 @@ fn build() -> (OpenApi, Vec<String>) {
         .security_scheme(
             SESSION,
             SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::with_description(
-                session::COOKIE,
-                "A signed-in browser session; mutations need the same origin. Sessions have not landed: no cookie opens a route yet.",
+                session::COOKIE_NAME,
+                "A signed-in browser session (magic-link sign-in, POST /api/auth/sign-in); its mutations must come from the router's own origin.",
             ))),
         )
         .security_scheme(
@@ -381,7 +382,7 @@ fn handler(route: &Route, schemas: &mut Schemas) -> Described {
         }
         Handler::AdminCreateAccount => {
             let mut d = Described::new("Create an account", "admin");
-            admin_body(&mut d, schemas.of::<admin::NewAccount>());
+            admin_body(&mut d, schemas.of::<operator::NewAccount>());
             d.success.push((
                 "201",
                 admin_reply,
@@ -404,7 +405,7 @@ fn handler(route: &Route, schemas: &mut Schemas) -> Described {
         }
         Handler::AdminGrantCredits => {
             let mut d = Described::new("Grant credits to an account", "admin");
-            admin_body(&mut d, schemas.of::<admin::Credits>());
+            admin_body(&mut d, schemas.of::<operator::Credits>());
             d.success.push((
                 "200",
                 admin_reply,
@@ -416,7 +417,7 @@ fn handler(route: &Route, schemas: &mut Schemas) -> Described {
         }
         Handler::AdminCreateApiKey => {
             let mut d = Described::new("Issue an API key", "admin");
-            admin_body(&mut d, schemas.of::<admin::NewApiKey>());
+            admin_body(&mut d, schemas.of::<operator::NewApiKey>());
             d.success.push((
                 "201",
                 "The key, shown once, with its policy.",
@@ -439,7 +440,7 @@ fn handler(route: &Route, schemas: &mut Schemas) -> Described {
         }
         Handler::AdminUpdateApiKey => {
             let mut d = Described::new("Change an API key's scopes or policy", "admin");
-            admin_body(&mut d, schemas.of::<admin::ApiKeyPatch>());
+            admin_body(&mut d, schemas.of::<operator::ApiKeyPatch>());
             d.success.push((
                 "200",
                 admin_reply,
@@ -453,6 +454,97 @@ fn handler(route: &Route, schemas: &mut Schemas) -> Described {
             let mut d = Described::new("Delete an API key", "admin");
             d.success.push(("204", "Deleted.", "", None));
             d.errors = vec![ErrorCode::NotFound];
+            d
+        }
+        Handler::AdminListApiKeys => {
+            let mut d = Described::new("List an account's API keys", "admin");
+            d.success.push((
+                "200",
+                admin_reply,
+                "application/json",
+                Some(any_object("The keys.")),
+            ));
+            d.errors = vec![ErrorCode::NotFound];
+            d
+        }
+        Handler::AdminCreateSession => {
+            let mut d = Described::new("Open a browser session for an account", "admin");
+            d.success.push((
+                "201",
+                "The session; its cookie value is shown once.",
+                "application/json",
+                Some(any_object("The session.")),
+            ));
+            d.errors = vec![ErrorCode::InvalidParameter, ErrorCode::NotFound];
+            d
+        }
+        Handler::AdminDeleteSession => {
+            let mut d = Described::new("End a browser session", "admin");
+            d.success.push(("204", "Ended.", "", None));
+            d.errors = vec![ErrorCode::NotFound];
+            d
+        }
+        Handler::SignInRequestLink => {
+            let mut d = Described::new("Email a sign-in link", "sessions");
+            d.body = Some((
+                schemas.of::<sign_in::LinkRequest>(),
+                "The address to sign in.",
+            ));
+            d.success.push((
+                "202",
+                "The same answer whether an account has that address or not.",
+                "application/json",
+                Some(any_object("`{\"object\": \"sign_in_link\", \"message\"}`")),
+            ));
+            d.errors = vec![ErrorCode::InvalidParameter, ErrorCode::EmailUnavailable];
+            d
+        }
+        Handler::SignInPage => {
+            let mut d =
+                Described::new("The sign-in page a link opens (spends nothing)", "sessions");
+            d.query = vec![("token", true, string(), "The token of the emailed link.")];
+            d.success.push((
+                "200",
+                "An HTML page with one button.",
+                "text/html",
+                Some(string()),
+            ));
+            d
+        }
+        Handler::SignInRedeem => {
+            let mut d = Described::new(
+                "Redeem a sign-in link and set the session cookie",
+                "sessions",
+            );
+            d.body = Some((
+                schemas.of::<sign_in::Redeem>(),
+                "JSON `{token}`, or the page's form post `token=...`.",
+            ));
+            d.success.push((
+                "200",
+                "Signed in: an HTML page, and `Set-Cookie` with the session.",
+                "text/html",
+                Some(string()),
+            ));
+            d.errors = vec![ErrorCode::InvalidParameter, ErrorCode::SignInLinkInvalid];
+            d
+        }
+        Handler::SessionShow => {
+            let mut d = Described::new("Who is signed in", "sessions");
+            d.success.push((
+                "200",
+                "The session.",
+                "application/json",
+                Some(any_object(
+                    "`{object: \"session\", id, account_id, email, expires_at}`",
+                )),
+            ));
+            d
+        }
+        Handler::SignOut => {
+            let mut d =
+                Described::new("Sign out: end the session and clear the cookie", "sessions");
+            d.success.push(("204", "Signed out.", "", None));
             d
         }
         Handler::AdminGetRequest => {
@@ -619,8 +711,10 @@ fn tag_of(path: &str) -> &'static str {
 
 /// The codes the row's guard and path check can answer.
 fn guard_errors(route: &Route) -> Vec<ErrorCode> {
+    let mutation = !matches!(route.method.as_str(), "GET" | "HEAD");
     let mut codes = match route.auth {
         AuthRule::Public => vec![],
+        AuthRule::PublicSameOrigin => vec![ErrorCode::CrossOriginForbidden],
         AuthRule::Admin => vec![ErrorCode::InvalidApiKey],
         AuthRule::ApiKey { scope } => {
             let mut codes = vec![ErrorCode::InvalidApiKey, ErrorCode::IpNotAllowed];
@@ -639,6 +733,15 @@ fn guard_errors(route: &Route) -> Vec<ErrorCode> {
             ErrorCode::SessionRequired,
         ],
     };
+    // A session's mutation must come from the router's own origin (GP-36).
+    if mutation
+        && matches!(
+            route.auth,
+            AuthRule::ApiKeyOrSession { .. } | AuthRule::Session
+        )
+    {
+        codes.push(ErrorCode::CrossOriginForbidden);
+    }
     match route.param {
         ParamRule::None => {}
         ParamRule::ChannelId => codes.push(ErrorCode::ChannelNotFound),
@@ -652,7 +755,7 @@ fn guard_errors(route: &Route) -> Vec<ErrorCode> {
 
 fn security(route: &Route) -> Vec<SecurityRequirement> {
     let names: &[&str] = match route.auth {
-        AuthRule::Public => &[],
+        AuthRule::Public | AuthRule::PublicSameOrigin => &[],
         AuthRule::Admin => &[OPERATOR],
         AuthRule::ApiKey { .. } => &[BEARER, X_API_KEY],
         AuthRule::ApiKeyOrSession { .. } => &[BEARER, X_API_KEY, SESSION],
@@ -882,11 +985,13 @@ mod tests {
             let responses = op["responses"].as_object().unwrap();
             assert!(!responses.is_empty(), "{path}");
             let security = op.get("security").and_then(|s| s.as_array());
-            match route.auth {
-                AuthRule::Public => assert!(security.is_none(), "{path}"),
-                _ => assert!(security.is_some_and(|s| !s.is_empty()), "{path}"),
+            let public = matches!(route.auth, AuthRule::Public | AuthRule::PublicSameOrigin);
+            if public {
+                assert!(security.is_none(), "{path}");
+            } else {
+                assert!(security.is_some_and(|s| !s.is_empty()), "{path}");
             }
-            if route.auth != AuthRule::Public {
+            if !public {
                 assert!(
                     responses.contains_key("401"),
                     "{method} {path} lacks its 401"

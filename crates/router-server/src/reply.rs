@@ -45,6 +45,14 @@ pub fn json(status: StatusCode, body: impl Into<Bytes>, request_id: &str) -> Res
     response
 }
 
+/// 204 with no body.
+pub fn no_content(request_id: &str) -> Response<Body> {
+    let mut response = Response::new(full(Bytes::new()));
+    *response.status_mut() = StatusCode::NO_CONTENT;
+    set_request_id(response.headers_mut(), request_id);
+    response
+}
+
 pub fn json_value(
     status: StatusCode,
     value: &serde_json::Value,

@@ -2,9 +2,12 @@
 
 use router_core::{Catalog, Gateway, GatewayConfig, SealKey};
 use router_mock_supplier::MockSupplier;
+use router_mock_supplier::smtp_sink::SmtpSink;
 use router_server::App;
 use router_server::client_addr::TrustedProxies;
 use router_server::docs::Docs;
+use router_server::mail::Mailer;
+use router_server::public_url::PublicBaseUrl;
 use router_store::test_support::TestDatabase;
 use router_supply::HttpSuppliers;
 use serde_json::{Value, json};
@@ -238,6 +241,8 @@ internal_cost = { input = 1, output = 1 }
 pub struct TestRouter {
     pub base: String,
     pub mock: MockSupplier,
+    /// The SMTP server the router mails to (`start_with_mail`).
+    pub smtp: Option<SmtpSink>,
     pub db: TestDatabase,
     pub client: reqwest::Client,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
@@ -300,6 +305,26 @@ impl TestRouter {
         trusted_proxies: TrustedProxies,
         listen: &str,
     ) -> TestRouter {
+        TestRouter::start_full(deadline, trusted_proxies, listen, false).await
+    }
+
+    /// A router that sends its email to an SMTP sink (`r.smtp`).
+    pub async fn start_with_mail() -> TestRouter {
+        TestRouter::start_full(
+            Duration::from_secs(180),
+            TrustedProxies::default(),
+            "127.0.0.1:0",
+            true,
+        )
+        .await
+    }
+
+    async fn start_full(
+        deadline: Duration,
+        trusted_proxies: TrustedProxies,
+        listen: &str,
+        mail: bool,
+    ) -> TestRouter {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let mock = MockSupplier::start("127.0.0.1:0".parse().unwrap())
             .await
@@ -322,14 +347,28 @@ impl TestRouter {
             config,
             seal_key,
         );
+        let smtp = match mail {
+            true => Some(
+                SmtpSink::start("127.0.0.1:0".parse().unwrap())
+                    .await
+                    .unwrap(),
+            ),
+            false => None,
+        };
+        let mailer = smtp.as_ref().map(|sink| {
+            Arc::new(Mailer::from_url(&sink.url(), "Router <router@localhost>").unwrap())
+        });
         let listener = tokio::net::TcpListener::bind(listen).await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
+        let addr = listener.local_addr().unwrap();
+        let base = format!("http://{addr}");
         let app = Arc::new(App {
             gateway,
             admin_token: Some(ADMIN_TOKEN.to_owned()),
             trusted_proxies,
-            // As `ROUTER_PUBLIC_BASE_URL` defaults: the listen address.
-            docs: Docs::new(&base).unwrap(),
+            docs: Docs::new(&PublicBaseUrl::for_listen(addr)).unwrap(),
+            public_base: PublicBaseUrl::for_listen(addr),
+            mailer,
+            session_ttl: router_server::session::DEFAULT_TTL,
         });
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(router_server::serve(listener, app, async move {
@@ -338,6 +377,7 @@ impl TestRouter {
         TestRouter {
             base,
             mock,
+            smtp,
             db,
             client: reqwest::Client::new(),
             shutdown: Some(tx),
@@ -364,12 +404,16 @@ impl TestRouter {
             seal_key,
         );
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
+        let addr = listener.local_addr().unwrap();
+        let base = format!("http://{addr}");
         let app = Arc::new(App {
             gateway,
             admin_token: Some(ADMIN_TOKEN.to_owned()),
             trusted_proxies: TrustedProxies::default(),
-            docs: Docs::new(&base).unwrap(),
+            docs: Docs::new(&PublicBaseUrl::for_listen(addr)).unwrap(),
+            public_base: PublicBaseUrl::for_listen(addr),
+            mailer: None,
+            session_ttl: router_server::session::DEFAULT_TTL,
         });
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(router_server::serve(listener, app, async move {
@@ -399,6 +443,23 @@ impl TestRouter {
         let status = resp.status().as_u16();
         let text = resp.text().await.unwrap();
         (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
+    /// A new browser session of `account_id`, as its `Cookie` header value.
+    pub async fn session_cookie(&self, account_id: &str) -> String {
+        let (status, body) = self
+            .admin(
+                reqwest::Method::POST,
+                &format!("/admin/accounts/{account_id}/sessions"),
+                Some(json!({})),
+            )
+            .await;
+        assert_eq!(status, 201, "{body}");
+        format!(
+            "{}={}",
+            body["cookie_name"].as_str().unwrap(),
+            body["cookie_value"].as_str().unwrap()
+        )
     }
 
     /// A new account with `credits` nano-USD and a key with `scopes`.

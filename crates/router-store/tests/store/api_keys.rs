@@ -147,6 +147,8 @@ async fn the_secret_is_stored_nowhere() {
         "ledger_entries",
         "attempts",
         "thinking_seal_keys",
+        "browser_sessions",
+        "magic_links",
     ];
     let mut hash_found = 0;
     for table in tables {
