@@ -28,7 +28,8 @@ use serde_json::{Map, Value};
 use signal_hook::consts::signal::{SIGHUP, SIGINT, SIGTERM};
 
 use crate::services::{
-    Children, answers, for_each_flag, free_loopback_port, http, provision, random_hex,
+    Children, answers, for_each_flag, free_loopback_port, http, provision, provision_with_policy,
+    random_hex,
 };
 use crate::{cargo, db, display, run_checked, target_dir, workspace_root};
 
@@ -42,6 +43,12 @@ const SUPPLIER_KEY_ENV: &str = "CONFORMANCE_SUPPLIER_API_KEY";
 const API_KEY_ENV: &str = "CONFORMANCE_API_KEY";
 const PYTHON_REQUIREMENTS: &str = "conformance/python/requirements.txt";
 const PYTHON_CLIENT: &str = "conformance/python/conformance.py";
+/// Documentation search and the OpenAPI document over raw HTTP (Python venv, after the matrix).
+const PYTHON_DOCS_CHECKS: &str = "conformance/python/docs_openapi.py";
+/// The docs checks read their extra keys from these (a no-scope key with no credit, and a
+/// key whose IP allowlist excludes loopback).
+const DOCS_KEY_ENV: &str = "CONFORMANCE_DOCS_KEY";
+const DOCS_IP_KEY_ENV: &str = "CONFORMANCE_DOCS_IP_KEY";
 const NODE_PACKAGE: &str = "conformance/node/package.json";
 const NODE_LOCK: &str = "conformance/node/package-lock.json";
 const NODE_CLIENT: &str = "conformance/node/conformance.cjs";
@@ -96,6 +103,8 @@ struct Target {
     api_key: String,
     /// The mock supplier's control URL when we started it.
     mock_url: Option<String>,
+    /// The docs checks' no-scope key and IP-restricted key, when we provisioned them.
+    docs_keys: Option<(String, String)>,
 }
 
 /// Returns whether every cell came out as declared.
@@ -124,6 +133,7 @@ pub fn run(args: &[String]) -> Result<bool> {
             base_url: url.trim_end_matches('/').to_owned(),
             api_key: key.clone(),
             mock_url: None,
+            docs_keys: None,
         },
         (Some(_), None) => bail!("--against needs --key KEY (or {API_KEY_ENV})"),
         (None, _) => start_local(&work, &mut children, &stop)?,
@@ -154,8 +164,16 @@ pub fn run(args: &[String]) -> Result<bool> {
         results.push((client, read_results(&file)?));
     }
 
+    // The docs and OpenAPI checks need the Python venv; a filtered run is about cells.
+    let checks = if options.clients.contains(&Client::Python) && options.only.is_none() {
+        run_docs_checks(&work, &target, &mut children, &stop)?
+    } else {
+        Checks::default()
+    };
+
     let report = Report::new(&matrix, &results, options.only.is_some());
     print!("{}", report.render(&matrix));
+    print!("{}", checks.render());
     if !report.unexpected.is_empty() {
         println!(
             "full details: {}",
@@ -169,11 +187,79 @@ pub fn run(args: &[String]) -> Result<bool> {
     // Last, alone on its line, in the form CI reads as a test runner's summary.
     println!(
         "conformance: {} passed, {} failed, {} skipped",
-        report.expected,
-        report.unexpected.len(),
-        report.skipped
+        report.expected + checks.passed.len(),
+        report.unexpected.len() + checks.failed.len(),
+        report.skipped + checks.skipped.len()
     );
-    Ok(report.unexpected.is_empty())
+    Ok(report.unexpected.is_empty() && checks.failed.is_empty())
+}
+
+/// The outcomes of `docs_openapi.py`, by check name (with the detail of a failure).
+#[derive(Default)]
+struct Checks {
+    passed: Vec<String>,
+    failed: Vec<(String, String)>,
+    skipped: Vec<String>,
+}
+
+impl Checks {
+    fn render(&self) -> String {
+        let mut out = format!(
+            "docs and OpenAPI (python, raw HTTP): {} passed, {} failed, {} skipped\n",
+            self.passed.len(),
+            self.failed.len(),
+            self.skipped.len()
+        );
+        for (name, detail) in &self.failed {
+            let detail: String = detail.chars().take(DETAIL_CHARS).collect();
+            let _ = writeln!(out, "  FAIL {name}: {detail}");
+        }
+        out
+    }
+}
+
+/// Runs `docs_openapi.py` with the venv's interpreter against `target`.
+fn run_docs_checks(
+    work: &Path,
+    target: &Target,
+    children: &mut Children,
+    stop: &AtomicBool,
+) -> Result<Checks> {
+    let file = work.join("results-docs.jsonl");
+    let mut command = Command::new(work.join("venv").join("bin").join("python"));
+    command
+        .arg(workspace_root().join(PYTHON_DOCS_CHECKS))
+        .args(["--base-url", &target.base_url])
+        .arg("--results")
+        .arg(&file)
+        .env(API_KEY_ENV, &target.api_key);
+    if let Some((docs_key, ip_key)) = &target.docs_keys {
+        command
+            .env(DOCS_KEY_ENV, docs_key)
+            .env(DOCS_IP_KEY_ENV, ip_key);
+    }
+    run_client(Client::Python, command, &file, children, stop)?;
+    let text = fs::read_to_string(&file).unwrap_or_default();
+    let mut checks = Checks::default();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let record: Value = serde_json::from_str(line)
+            .with_context(|| format!("{}: not JSON: {line}", file.display()))?;
+        let name = record["check"].as_str().unwrap_or("?").to_owned();
+        match record["outcome"].as_str() {
+            Some("pass") => checks.passed.push(name),
+            Some("skip") => checks.skipped.push(name),
+            _ => {
+                let detail = record["detail"].as_str().unwrap_or("").to_owned();
+                checks.failed.push((name, detail));
+            }
+        }
+    }
+    // A script that died before writing anything must not pass silently.
+    ensure!(
+        !(checks.passed.is_empty() && checks.failed.is_empty()),
+        "{PYTHON_DOCS_CHECKS} reported no check; see its output above"
+    );
+    Ok(checks)
 }
 
 fn parse(args: &[String]) -> Result<Options> {
@@ -345,10 +431,25 @@ fn start_local(work: &Path, children: &mut Children, stop: &AtomicBool) -> Resul
     // A fresh account each run: the cluster outlives runs, and emails are unique.
     let email_user = format!("conformance+{}", random_hex(4)?);
     let api_key = provision(&router_addr, &admin_token, &email_user, CREDITS_NANO_USD)?;
+    let docs_key = provision_with_policy(
+        &router_addr,
+        &admin_token,
+        &format!("{email_user}-docs"),
+        0,
+        serde_json::json!({"scopes": []}),
+    )?;
+    let docs_ip_key = provision_with_policy(
+        &router_addr,
+        &admin_token,
+        &format!("{email_user}-docs-ip"),
+        0,
+        serde_json::json!({"scopes": [], "ip_allowlist": ["192.0.2.0/24"]}),
+    )?;
     Ok(Target {
         base_url: format!("http://{router_addr}"),
         api_key,
         mock_url: Some(format!("http://{mock_addr}")),
+        docs_keys: Some((docs_key, docs_ip_key)),
     })
 }
 

@@ -128,6 +128,8 @@ mod tests {
                 "router-server",
             ],
         );
+        // The manual and its index know nothing of HTTP either (`docs.rs` serves them).
+        assert_free_of(&closure, "router-docs", &io);
         assert_free_of(
             &closure,
             "router-store",

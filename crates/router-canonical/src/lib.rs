@@ -63,6 +63,8 @@ pub mod error;
 pub mod image;
 pub mod money;
 pub mod openai_error;
+#[cfg(feature = "openapi")]
+pub mod openapi;
 pub mod parse;
 pub mod protocol;
 pub mod request;

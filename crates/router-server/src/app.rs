@@ -1,6 +1,7 @@
 //! Shared state of one router process.
 
 use crate::client_addr::TrustedProxies;
+use crate::docs::Docs;
 use crate::mail::Mailer;
 use crate::public_url::PublicBaseUrl;
 use router_core::Gateway;
@@ -16,6 +17,8 @@ pub struct App {
     pub admin_token: Option<String>,
     /// Proxies whose `X-Forwarded-For`/`Forwarded` are believed (`ROUTER_TRUSTED_PROXIES`).
     pub trusted_proxies: TrustedProxies,
+    /// The user manual and its search index (`GET /v1/docs`).
+    pub docs: Docs,
     /// Where browsers reach this router (`ROUTER_PUBLIC_BASE_URL`): sign-in
     /// links, cookie `Secure`, the same-origin rule.
     pub public_base: PublicBaseUrl,

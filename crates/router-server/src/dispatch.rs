@@ -263,6 +263,13 @@ async fn route(
         }
         Handler::AdminDeleteApiKey => admin::delete_api_key(&app, param.as_deref(), &id_text).await,
         Handler::AdminGetRequest => admin::get_request(&app, param.as_deref(), &id_text).await,
+        Handler::DocsSearch => app.docs.search(request.uri().query(), &id_text),
+        Handler::DocsPage => app.docs.page(param.as_deref(), &id_text),
+        Handler::OpenApi => Ok(reply::json(
+            http::StatusCode::OK,
+            bytes::Bytes::from_static(crate::openapi::json()),
+            &id_text,
+        )),
         Handler::AdminCreateSession => {
             admin::create_session(&app, request, param.as_deref(), &id_text).await
         }
@@ -350,7 +357,8 @@ mod tests {
                 .replace("{id}", "p")
                 .replace("{channel_id}", "p")
                 .replace("{video_id}", "p")
-                .replace("{platform}", "slack");
+                .replace("{platform}", "slack")
+                .replace("{page}", "errors");
             let matched = table().at(&path).expect(route.path);
             assert!(
                 matched.value.routes.iter().any(|r| std::ptr::eq(*r, route)),

@@ -31,9 +31,9 @@ pub(crate) fn store_error(e: impl std::fmt::Display) -> ApiError {
     ApiError::new(ErrorCode::InternalError, "Storage failure.")
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct NewAccount {
+pub struct NewAccount {
     email: String,
     #[serde(default)]
     email_verified: bool,
@@ -75,9 +75,9 @@ pub async fn show_account(app: &App, id: Uuid) -> Result<Value, ApiError> {
     Ok(account_json(&account))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct Credits {
+pub struct Credits {
     amount_nano_usd: i64,
 }
 
@@ -114,9 +114,9 @@ where
 }
 
 /// One rolling spend window as the admin API takes it.
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct SpendLimitJson {
+pub struct SpendLimitJson {
     amount_nano_usd: u64,
     window_seconds: u64,
 }
@@ -144,9 +144,9 @@ fn parse_spend_limits(windows: Vec<SpendLimitJson>) -> Result<Option<Vec<SpendWi
     Ok((!parsed.is_empty()).then_some(parsed))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct NewApiKey {
+pub struct NewApiKey {
     account_id: Uuid,
     scopes: Vec<String>,
     /// Unix seconds.
@@ -172,9 +172,9 @@ struct NewApiKey {
 
 /// `PATCH /admin/api-keys/{id}`: each field present is changed; `null`
 /// clears it (scopes cannot be null).
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct ApiKeyPatch {
+pub struct ApiKeyPatch {
     #[serde(default)]
     scopes: Option<Vec<String>>,
     #[serde(default, deserialize_with = "present")]

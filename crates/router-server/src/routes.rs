@@ -74,6 +74,13 @@ pub enum Handler {
     /// `GET /v1/requests/{id}`: a request's final status, for the account
     /// that made it (N-10, GP-62; `images.rs`).
     RequestStatus,
+    /// `GET /v1/docs`: search the user manual (`docs.rs`).
+    DocsSearch,
+    /// `GET /docs/guide/{page}`: one page of the manual, where the search's
+    /// `url`s point.
+    DocsPage,
+    /// `GET /openapi.json`: the OpenAPI document (`openapi.rs`).
+    OpenApi,
     AdminCreateSession,
     AdminDeleteSession,
     /// `sign_in.rs`: ask for a link, its page, redeem it, who am I, sign out.
@@ -165,7 +172,7 @@ use ParamRule::{ChannelId, Platform};
 /// Every route. Scopes as the spec's Authentication section states them;
 /// videos take `inference` (GP-73). One row per line, so kept out of rustfmt.
 #[rustfmt::skip]
-pub static ROUTES: [Route; 49] = [
+pub static ROUTES: [Route; 51] = [
     // Inference (B..E).
     row(POST,   "/v1/chat/completions",          key(INFERENCE),            OpenAi,      Infer(ChatCompletions)),
     row(POST,   "/v1/responses",                 key(INFERENCE),            OpenAi,      Infer(Responses)),
@@ -179,7 +186,8 @@ pub static ROUTES: [Route; 49] = [
     row(GET,    "/api/data-protection",          key_or_session(READ),      OpenAi,      NotAvailable),
     row(PATCH,  "/api/data-protection",          Session,                   OpenAi,      NotAvailable),
     // Documentation (K).
-    row(GET,    "/v1/docs",                      ANY_KEY,                   OpenAi,      NotAvailable),
+    row(GET,    "/v1/docs",                      ANY_KEY,                   OpenAi,      DocsSearch),
+    row(GET,    "/docs/guide/{page}",            Public,                    OpenAi,      DocsPage),
     // Catalog and pricing (L).
     row(GET,    "/public/models",                Public,                    Detail,      NotAvailable),
     row(GET,    "/public/models/{*model_id}",    Public,                    Detail,      NotAvailable),
@@ -205,6 +213,8 @@ pub static ROUTES: [Route; 49] = [
     row(POST,   "/v1/videos",                    key(INFERENCE),            Video,       NotAvailable),
     row(GET,    "/v1/videos/{video_id}",         key(INFERENCE),            Video,       NotAvailable),
     row(GET,    "/v1/videos/{video_id}/content", key(INFERENCE),            Video,       NotAvailable),
+    // The API description.
+    row(GET,    "/openapi.json",                 Public,                    OpenAi,      OpenApi),
     // Browser sign-in (SessionAuth; sign_in.rs).
     row(POST,   "/api/auth/magic-link",          Public,                    OpenAi,      SignInRequestLink),
     row(GET,    "/api/auth/sign-in",             Public,                    OpenAi,      SignInPage),

@@ -5,6 +5,7 @@ use router_mock_supplier::MockSupplier;
 use router_mock_supplier::smtp_sink::SmtpSink;
 use router_server::App;
 use router_server::client_addr::TrustedProxies;
+use router_server::docs::Docs;
 use router_server::mail::Mailer;
 use router_server::public_url::PublicBaseUrl;
 use router_store::test_support::TestDatabase;
@@ -426,6 +427,7 @@ impl TestRouter {
             gateway,
             admin_token: Some(ADMIN_TOKEN.to_owned()),
             trusted_proxies,
+            docs: Docs::new(&PublicBaseUrl::for_listen(addr)).unwrap(),
             public_base: PublicBaseUrl::for_listen(addr),
             mailer,
             session_ttl: router_server::session::DEFAULT_TTL,
@@ -470,6 +472,7 @@ impl TestRouter {
             gateway,
             admin_token: Some(ADMIN_TOKEN.to_owned()),
             trusted_proxies: TrustedProxies::default(),
+            docs: Docs::new(&PublicBaseUrl::for_listen(addr)).unwrap(),
             public_base: PublicBaseUrl::for_listen(addr),
             mailer: None,
             session_ttl: router_server::session::DEFAULT_TTL,

@@ -12,6 +12,7 @@ mod cli;
 mod completions;
 mod crash;
 mod cross_protocol;
+mod docs;
 mod harness;
 mod images;
 mod key_limits;

@@ -3,6 +3,7 @@
 
 use anyhow::Context;
 use router_core::{Catalog, Gateway, GatewayConfig, SealKey};
+use router_server::docs::Docs;
 use router_server::{App, ServerConfig};
 use router_store::Database;
 use router_supply::HttpSuppliers;
@@ -71,10 +72,12 @@ pub(crate) async fn app(
         .await
         .context("loading the thinking seal key")?;
     let gateway = Gateway::new(Arc::new(catalog), db, suppliers, gateway_config, seal_key);
+    let docs = Docs::new(&config.public_base).context("indexing the user manual")?;
     Ok(App {
         gateway,
         admin_token: config.admin_token.clone(),
         trusted_proxies: config.trusted_proxies.clone(),
+        docs,
         public_base: config.public_base.clone(),
         mailer: config.mailer.clone(),
         session_ttl: config.session_ttl,
