@@ -357,6 +357,17 @@ fn handler(route: &Route, schemas: &mut Schemas) -> Described {
             ));
             d
         }
+        Handler::AdminRunJob => {
+            let mut d = Described::new("Run one pass of a background job now", "admin");
+            d.success.push((
+                "200",
+                "`{name, processed}`: the job and how many items its pass processed.",
+                "application/json",
+                Some(any_object("The pass.")),
+            ));
+            d.errors = vec![ErrorCode::NotFound];
+            d
+        }
         Handler::Metrics => {
             let mut d = Described::new("Metrics in the Prometheus text format", "operations");
             d.success.push((

@@ -280,7 +280,7 @@ async fn start_up_refuses_each_bad_setting_naming_it() {
         env.push((extra.0, extra.1.to_owned()));
         env
     };
-    let cases: [(&str, &str); 16] = [
+    let cases: [(&str, &str); 17] = [
         ("DATABASE_URL", "not a url"),
         ("DATABASE_URL", "mysql://x@127.0.0.1/db"),
         ("ROUTER_LISTEN", "localhost"),
@@ -295,6 +295,7 @@ async fn start_up_refuses_each_bad_setting_naming_it() {
         ("ROUTER_EMAIL_FROM", "not an address"),
         ("ROUTER_SESSION_TTL_SECS", "1.5"),
         ("ROUTER_LOG_FORMAT", "xml"),
+        ("ROUTER_ADMIN_TEST_HOOKS", "yes"),
         ("ROUTER_IMAGE_DEADLINE_SECS", "0"),
         ("ROUTER_IMAGE_URL_ALLOW_LOOPBACK", "yes"),
     ];
