@@ -34,6 +34,8 @@ pub struct ServerConfig {
     pub session_ttl: Duration,
     /// `ROUTER_ADMIN_TEST_HOOKS`.
     pub test_hooks: bool,
+    /// `ROUTER_METRICS`: record metrics for `/metrics`.
+    pub metrics: bool,
 }
 
 impl std::fmt::Debug for ServerConfig {

@@ -528,6 +528,7 @@ fn handler(route: &Route, schemas: &mut Schemas) -> Described {
         }
         Handler::AdminCreateSession => {
             let mut d = Described::new("Open a browser session for an account", "admin");
+            admin_body(&mut d, schemas.of::<operator::NewSession>());
             d.success.push((
                 "201",
                 "The session; its cookie value is shown once.",

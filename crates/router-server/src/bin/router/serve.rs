@@ -18,7 +18,9 @@ pub(crate) async fn serve(config: ServerConfig) -> anyhow::Result<()> {
         .await
         .context("DATABASE_URL: cannot connect")?;
     tracing::info!(?config, "starting router");
-    router_server::metrics::install();
+    if config.metrics {
+        router_server::metrics::install();
+    }
     db.migrate().await.context("applying migrations")?;
     db.listen_for_key_changes()
         .await

@@ -68,6 +68,9 @@ pub(crate) struct ServeArgs {
     /// Test-only admin routes (backdating, `as_of`): `1` to enable; never in production.
     #[arg(long, env = "ROUTER_ADMIN_TEST_HOOKS", default_value = "0")]
     admin_test_hooks: String,
+    /// Record metrics for `GET /metrics`: `1` (default) or `0`.
+    #[arg(long, env = "ROUTER_METRICS", default_value = "1")]
+    metrics: String,
     /// Log lines as `json`, `text`, or `auto` (text on a terminal, else JSON).
     #[arg(long, env = "ROUTER_LOG_FORMAT", default_value = "auto")]
     log_format: String,
@@ -152,6 +155,7 @@ impl ServeArgs {
             mailer,
             session_ttl: seconds("ROUTER_SESSION_TTL_SECS", &self.session_ttl_secs)?,
             test_hooks: switch("ROUTER_ADMIN_TEST_HOOKS", &self.admin_test_hooks)?,
+            metrics: switch("ROUTER_METRICS", &self.metrics)?,
         })
     }
 }
