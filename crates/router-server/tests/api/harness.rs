@@ -709,3 +709,67 @@ pub async fn data_lines(resp: reqwest::Response) -> Vec<String> {
         .map(str::to_owned)
         .collect()
 }
+
+/// The real `router` binary, serving [`CATALOG`] (its supplier at
+/// `supplier_base`) on `db_url` with the operator token and `env` added;
+/// ready when returned. Its stderr is read as it is written (a full pipe
+/// would stall the router's logging, and so the router) and handed back
+/// when the process ends. Killed when dropped.
+pub struct RouterProcess {
+    pub child: tokio::process::Child,
+    pub base: String,
+    pub stderr: tokio::task::JoinHandle<String>,
+}
+
+pub async fn spawn_router_process(
+    db_url: &str,
+    supplier_base: &str,
+    env: &[(&str, &str)],
+) -> RouterProcess {
+    let dir = std::env::temp_dir().join(format!("router-process-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let catalog = dir.join("catalog.toml");
+    std::fs::write(&catalog, CATALOG.replace("{BASE}", supplier_base)).unwrap();
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_router"));
+    command
+        .arg("serve")
+        .env("DATABASE_URL", db_url)
+        .env("ROUTER_LISTEN", format!("127.0.0.1:{port}"))
+        .env("ROUTER_CATALOG", &catalog)
+        .env("ROUTER_ADMIN_TOKEN", ADMIN_TOKEN)
+        .env("ROUTER_DB_POOL_SIZE", "4")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let mut child = command.spawn().unwrap();
+    let mut pipe = child.stderr.take().unwrap();
+    let stderr = tokio::spawn(async move {
+        use tokio::io::AsyncReadExt;
+        let mut text = String::new();
+        let _ = pipe.read_to_string(&mut text).await;
+        text
+    });
+    let base = format!("http://127.0.0.1:{port}");
+    let client = reqwest::Client::new();
+    let start = std::time::Instant::now();
+    while start.elapsed() < Duration::from_secs(30) {
+        if let Ok(resp) = client.get(format!("{base}/readyz")).send().await
+            && resp.status() == 200
+        {
+            return RouterProcess {
+                child,
+                base,
+                stderr,
+            };
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("router did not become ready");
+}
