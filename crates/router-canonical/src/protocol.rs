@@ -5,6 +5,8 @@ use std::fmt;
 use std::str::FromStr;
 
 /// A wire protocol. `Completions` is inbound only: it rides the Chat path.
+/// `Images` and `Videos` are route protocols of media-generation models; no
+/// text inference request is ever routed to them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Protocol {
@@ -12,6 +14,8 @@ pub enum Protocol {
     Responses,
     Messages,
     Completions,
+    Images,
+    Videos,
 }
 
 impl Protocol {
@@ -31,7 +35,15 @@ impl Protocol {
             Protocol::Responses => "responses",
             Protocol::Messages => "messages",
             Protocol::Completions => "completions",
+            Protocol::Images => "images",
+            Protocol::Videos => "videos",
         }
+    }
+
+    /// Whether this is a media-generation protocol (images, videos) rather
+    /// than a text-inference one.
+    pub fn is_media(self) -> bool {
+        matches!(self, Protocol::Images | Protocol::Videos)
     }
 }
 
@@ -42,7 +54,7 @@ impl fmt::Display for Protocol {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown protocol `{0}` (expected chat, responses, messages or completions)")]
+#[error("unknown protocol `{0}` (expected chat, responses, messages, completions, images or videos)")]
 pub struct UnknownProtocol(pub String);
 
 impl FromStr for Protocol {
@@ -53,6 +65,8 @@ impl FromStr for Protocol {
             "responses" => Ok(Protocol::Responses),
             "messages" => Ok(Protocol::Messages),
             "completions" => Ok(Protocol::Completions),
+            "images" => Ok(Protocol::Images),
+            "videos" => Ok(Protocol::Videos),
             other => Err(UnknownProtocol(other.to_owned())),
         }
     }

@@ -17,7 +17,7 @@ pub mod store;
 pub mod supplier;
 pub mod thinking_seal;
 
-pub use catalog::{Catalog, CatalogError, Model, Pricing, Route, Supplier};
+pub use catalog::{Catalog, CatalogError, Modality, Model, Pricing, Problem, Route, Supplier};
 pub use gateway::{Gateway, GatewayConfig, LiveStream, Outcome, StreamItem};
 pub use key_policy::{KeyLimit, KeyLimits, KeyPolicy, SpendWindow};
 pub use routing::Plan;
