@@ -14,7 +14,7 @@ use crate::reply::{self, Body};
 use crate::routes::{AuthRule, Handler, InferenceEndpoint, ParamRule, ROUTES, Route};
 use crate::session;
 use crate::surfaces::{CHAT, COMPLETIONS, MESSAGES, RESPONSES};
-use crate::{admin, auth, health, inference};
+use crate::{admin, auth, catalog_api, catalog_release, health, inference, pricing_changes};
 use http::Response;
 use http::header::HeaderValue;
 use hyper::body::Incoming;
@@ -201,6 +201,45 @@ pub async fn dispatch(app: Arc<App>, request: http::Request<Incoming>) -> Respon
         }
         Handler::AdminDeleteApiKey => admin::delete_api_key(&app, param.as_deref(), &id_text).await,
         Handler::AdminGetRequest => admin::get_request(&app, param.as_deref(), &id_text).await,
+        Handler::AdminGetCatalog => Ok(reply::json_value(
+            http::StatusCode::OK,
+            &catalog_release::describe(&app),
+            &id_text,
+        )),
+        Handler::AdminReloadCatalog => catalog_release::reload(&app)
+            .await
+            .map(|body| reply::json_value(http::StatusCode::OK, &body, &id_text)),
+        Handler::ListModels => caller
+            .key()
+            .map(|key| catalog_api::list_models(&app.catalog.current(), &key, &id_text)),
+        Handler::ModelSupply => caller.key().and_then(|key| {
+            catalog_api::supply(&app.catalog.current(), &key, request.uri(), &id_text)
+        }),
+        Handler::CompareModels => caller.key().and_then(|key| {
+            catalog_api::compare(&app.catalog.current(), &key, request.uri(), &id_text)
+        }),
+        Handler::PricingChanges => match caller.key() {
+            Ok(key) => pricing_changes::handle(&app, &key, request.uri(), &id_text).await,
+            Err(e) => Err(e),
+        },
+        Handler::PublicModels => Ok(catalog_api::public_models(
+            &app.catalog.current(),
+            request.uri(),
+            request.headers(),
+            &id_text,
+        )),
+        Handler::PublicModel => catalog_api::public_model(
+            &app.catalog.current(),
+            param.as_deref(),
+            request.uri(),
+            request.headers(),
+            &id_text,
+        ),
+        Handler::CatalogModels => Ok(catalog_api::catalog_models(
+            &app.catalog.current(),
+            request.headers(),
+            &id_text,
+        )),
         Handler::NotAvailable => Err(not_available(route)),
     };
     result.unwrap_or_else(|e| reply::error(route.envelope, &e, &id_text))

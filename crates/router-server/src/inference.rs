@@ -68,7 +68,7 @@ async fn run<C: ClientCodec>(
     let inbound = receive(request, key, surface.body_limit).await?;
     let (mut canonical, extra) =
         codec.parse_request(&Headers(&inbound.parts.headers), &inbound.body)?;
-    auth::check_model(app.gateway.catalog(), &inbound.key, &canonical.model)?;
+    auth::check_model(&app.gateway.catalog(), &inbound.key, &canonical.model)?;
     apply_headers(&inbound.parts.headers, &inbound.key, &mut canonical);
     let model = canonical.model.clone();
     let admission = Admission {

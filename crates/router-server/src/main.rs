@@ -3,6 +3,8 @@
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use router_core::{Catalog, Gateway, GatewayConfig, SealKey};
+use router_server::catalog_release;
+use router_server::catalog_view::CatalogCell;
 use router_server::client_addr::TrustedProxies;
 use router_server::{App, ServerConfig};
 use router_store::Database;
@@ -98,9 +100,19 @@ fn main() -> anyhow::Result<()> {
 
 async fn serve(config: ServerConfig) -> anyhow::Result<()> {
     tracing::info!(?config, "starting router");
-    let catalog = Catalog::load(&config.catalog_path).context("loading the catalog")?;
+    let catalog_text = std::fs::read_to_string(&config.catalog_path)
+        .with_context(|| format!("cannot read catalog {}", config.catalog_path))?;
+    let catalog_env = catalog_release::process_env();
+    let catalog = Catalog::parse(&catalog_text, &config.catalog_path, |name| catalog_env(name))
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let catalog = Arc::new(catalog);
     let db = Database::connect(&config.database_url, config.database_pool_size).await?;
     db.migrate().await.context("applying migrations")?;
+    let (views, recorded) =
+        catalog_release::record(&db, catalog.clone(), &config.catalog_path, &catalog_text)
+            .await
+            .context("recording the catalog release")?;
+    tracing::info!(release = recorded.release, new = recorded.created, "catalog release");
     db.listen_for_key_changes()
         .await
         .context("listening for API key changes")?;
@@ -114,7 +126,7 @@ async fn serve(config: ServerConfig) -> anyhow::Result<()> {
         .await
         .context("loading the thinking seal key")?;
     let gateway = Gateway::new(
-        Arc::new(catalog),
+        catalog,
         db.clone(),
         suppliers,
         gateway_config,
@@ -124,7 +136,13 @@ async fn serve(config: ServerConfig) -> anyhow::Result<()> {
         gateway,
         admin_token: config.admin_token.clone(),
         trusted_proxies: config.trusted_proxies.clone(),
+        catalog: CatalogCell::new(views),
+        catalog_path: config.catalog_path.clone(),
+        catalog_env,
+        cursor_key: tokio::sync::OnceCell::new(),
     });
+    catalog_release::spawn_follower(app.clone());
+    catalog_release::spawn_sighup_reload(app.clone());
     spawn_reaper(db, config.reaper_interval);
     // The tokenizer (~40 MB) is loaded by the first count_tokens call, on a
     // blocking thread: most deployments never pay for it.

@@ -32,6 +32,7 @@ max_output_tokens = 1000
 id = "m-supply"
 pricing = "supply"
 max_output_tokens = 1000
+list_price = { input = 2_000_000_000, output = 2_000_000_000 }
 
 [[models]]
 id = "m-off"
@@ -223,6 +224,76 @@ capabilities = ["streaming", "reasoning", "thinking"]
 priority = 5
 internal_cost = { input = 1, output = 1 }
 
+# Catalog views: a vendor-prefixed ID (slash), a hidden model, an image
+# model and a video model.
+[[models]]
+id = "vendor/model-x"
+aliases = ["model-x-alias"]
+pricing = "fixed"
+vendor = "vendor"
+context_length = 128000
+rates = { input = 400_000, output = 0 }
+
+[[routes]]
+id = "model-x-chat"
+model = "vendor/model-x"
+supplier = "acme-secret-supplier"
+upstream_model = "up-model-x"
+protocol = "chat"
+capabilities = ["streaming"]
+internal_cost = { input = 1, output = 1 }
+
+[[models]]
+id = "m-hidden"
+pricing = "fixed"
+hidden = true
+rates = { input = 1, output = 1 }
+
+[[routes]]
+id = "hidden-chat"
+model = "m-hidden"
+supplier = "acme-secret-supplier"
+upstream_model = "up-hidden"
+protocol = "chat"
+capabilities = ["streaming"]
+internal_cost = { input = 1, output = 1 }
+
+[[models]]
+id = "m-img"
+pricing = "fixed"
+modality = "image"
+image_price = 40_000_000
+
+[[routes]]
+id = "img-gen"
+model = "m-img"
+supplier = "acme-secret-supplier"
+upstream_model = "up-img"
+protocol = "images"
+internal_cost = { input = 0, output = 0 }
+image_cost = 30_000_000
+
+[[models]]
+id = "m-video"
+pricing = "fixed"
+modality = "video"
+
+[models.video]
+resolutions = ["720p", "1080p"]
+durations = [5, 10]
+aspect_ratios = ["16:9", "9:16"]
+max_prompt_length = 2000
+references = { images = 2, videos = 1, audios = 1, audio_videos = 1, total = 3 }
+rates = { "720p" = { minimum = 100_000_000, per_second = 20_000_000 }, "1080p" = { minimum = 200_000_000, per_second = 0 } }
+
+[[routes]]
+id = "video-gen"
+model = "m-video"
+supplier = "acme-secret-supplier"
+upstream_model = "up-video"
+protocol = "videos"
+internal_cost = { input = 0, output = 0 }
+
 [[routes]]
 id = "off-only"
 model = "m-off"
@@ -240,6 +311,7 @@ pub struct TestRouter {
     pub db: TestDatabase,
     pub client: reqwest::Client,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    catalog_path: std::path::PathBuf,
 }
 
 impl Drop for TestRouter {
@@ -247,6 +319,7 @@ impl Drop for TestRouter {
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }
+        let _ = std::fs::remove_file(&self.catalog_path);
     }
 }
 
@@ -278,6 +351,47 @@ pub fn slow_reply(ms: u64) -> router_mock_supplier::Script {
     .into()
 }
 
+/// The router's shared state as `router serve` builds it: the catalog file
+/// at `catalog_path` recorded as a release, releases followed by LISTEN.
+pub async fn build_app(
+    database: router_store::Database,
+    catalog_path: &str,
+    deadline: Duration,
+    trusted_proxies: TrustedProxies,
+) -> Arc<App> {
+    let text = std::fs::read_to_string(catalog_path).unwrap();
+    let env: router_server::catalog_release::CatalogEnv =
+        Arc::new(|_| Some("supplier-secret-key".to_owned()));
+    let catalog = Arc::new(Catalog::parse(&text, catalog_path, |n| env(n)).unwrap());
+    let (views, _) =
+        router_server::catalog_release::record(&database, catalog.clone(), catalog_path, &text)
+            .await
+            .unwrap();
+    let config = GatewayConfig {
+        deadline,
+        ..GatewayConfig::default()
+    };
+    let seal_key = SealKey::load(&database).await.unwrap();
+    let gateway = Gateway::new(
+        catalog,
+        database,
+        HttpSuppliers::new().unwrap(),
+        config,
+        seal_key,
+    );
+    let app = Arc::new(App {
+        gateway,
+        admin_token: Some(ADMIN_TOKEN.to_owned()),
+        trusted_proxies,
+        catalog: router_server::catalog_view::CatalogCell::new(views),
+        catalog_path: catalog_path.to_owned(),
+        catalog_env: env,
+        cursor_key: tokio::sync::OnceCell::new(),
+    });
+    router_server::catalog_release::spawn_follower(app.clone());
+    app
+}
+
 pub struct Customer {
     pub account_id: String,
     pub key: String,
@@ -307,25 +421,15 @@ impl TestRouter {
         // As in production: key lookups are cached, invalidated by LISTEN.
         db.database().listen_for_key_changes().await.unwrap();
         let text = CATALOG.replace("{BASE}", &mock.base_url());
-        let catalog =
-            Catalog::from_toml(&text, |_| Some("supplier-secret-key".to_owned())).unwrap();
-        let config = GatewayConfig {
-            deadline,
-            ..GatewayConfig::default()
-        };
-        let seal_key = SealKey::load(db.database()).await.unwrap();
-        let gateway = Gateway::new(
-            Arc::new(catalog),
+        let catalog_path = std::env::temp_dir().join(format!("router-test-{}.toml", uuid::Uuid::new_v4()));
+        std::fs::write(&catalog_path, &text).unwrap();
+        let app = build_app(
             db.database().clone(),
-            HttpSuppliers::new().unwrap(),
-            config,
-            seal_key,
-        );
-        let app = Arc::new(App {
-            gateway,
-            admin_token: Some(ADMIN_TOKEN.to_owned()),
+            catalog_path.to_str().unwrap(),
+            deadline,
             trusted_proxies,
-        });
+        )
+        .await;
         let listener = tokio::net::TcpListener::bind(listen).await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
@@ -338,7 +442,21 @@ impl TestRouter {
             db,
             client: reqwest::Client::new(),
             shutdown: Some(tx),
+            catalog_path,
         }
+    }
+
+    /// Replace the catalog file this router reloads from (`{BASE}` is the
+    /// mock supplier's URL).
+    pub fn write_catalog(&self, text: &str) {
+        let text = text.replace("{BASE}", &self.mock.base_url());
+        std::fs::write(&self.catalog_path, text).unwrap();
+    }
+
+    /// `POST /admin/catalog/reload`.
+    pub async fn reload_catalog(&self) -> (u16, Value) {
+        self.admin(reqwest::Method::POST, "/admin/catalog/reload", None)
+            .await
     }
 
     /// Another router instance (its own pool, key cache, batching and
@@ -349,22 +467,13 @@ impl TestRouter {
             .await
             .unwrap();
         database.listen_for_key_changes().await.unwrap();
-        let text = CATALOG.replace("{BASE}", &self.mock.base_url());
-        let catalog =
-            Catalog::from_toml(&text, |_| Some("supplier-secret-key".to_owned())).unwrap();
-        let seal_key = SealKey::load(&database).await.unwrap();
-        let gateway = Gateway::new(
-            Arc::new(catalog),
+        let app = build_app(
             database,
-            HttpSuppliers::new().unwrap(),
-            GatewayConfig::default(),
-            seal_key,
-        );
-        let app = Arc::new(App {
-            gateway,
-            admin_token: Some(ADMIN_TOKEN.to_owned()),
-            trusted_proxies: TrustedProxies::default(),
-        });
+            self.catalog_path.to_str().unwrap(),
+            Duration::from_secs(180),
+            TrustedProxies::default(),
+        )
+        .await;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
