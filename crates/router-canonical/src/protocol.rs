@@ -54,7 +54,9 @@ impl fmt::Display for Protocol {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown protocol `{0}` (expected chat, responses, messages, completions, images or videos)")]
+#[error(
+    "unknown protocol `{0}` (expected chat, responses, messages, completions, images or videos)"
+)]
 pub struct UnknownProtocol(pub String);
 
 impl FromStr for Protocol {

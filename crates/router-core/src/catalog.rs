@@ -419,7 +419,8 @@ pub struct Catalog {
 
 /// The 1-based line of byte offset `at` in `text`.
 fn line_of(text: &str, at: usize) -> usize {
-    text.get(..at).map_or(1, |head| head.matches('\n').count() + 1)
+    text.get(..at)
+        .map_or(1, |head| head.matches('\n').count() + 1)
 }
 
 impl Catalog {
@@ -478,7 +479,11 @@ impl Catalog {
             let at = m.id.span().start;
             let model = model_from_file(m).map_err(|p| invalid(at, p))?;
             for name in std::iter::once(&model.id).chain(&model.aliases) {
-                if catalog.names.insert(name.clone(), model.id.clone()).is_some() {
+                if catalog
+                    .names
+                    .insert(name.clone(), model.id.clone())
+                    .is_some()
+                {
                     return Err(invalid(
                         at,
                         Problem::Duplicate {
@@ -498,8 +503,8 @@ impl Catalog {
             if !route_ids.insert(id.clone()) {
                 return Err(invalid(at, Problem::Duplicate { kind: "route", id }));
             }
-            let route = route_from_file(id, r, &catalog.models, &suppliers)
-                .map_err(|p| invalid(at, p))?;
+            let route =
+                route_from_file(id, r, &catalog.models, &suppliers).map_err(|p| invalid(at, p))?;
             catalog
                 .routes
                 .entry(route.model.clone())
@@ -777,9 +782,7 @@ quote = { input = 30, output = 40 }
     fn supply_priced_route_needs_a_quote() {
         let text = SAMPLE.replace("quote = { input = 30, output = 40 }", "");
         assert!(matches!(
-            Catalog::from_toml(&text, |_| None)
-                .unwrap_err()
-                .problem(),
+            Catalog::from_toml(&text, |_| None).unwrap_err().problem(),
             Some(Problem::MissingQuote { .. })
         ));
     }
@@ -791,9 +794,7 @@ quote = { input = 30, output = 40 }
             "supplier = \"nope\"\nupstream_model = \"up-2\"",
         );
         assert!(matches!(
-            Catalog::from_toml(&text, |_| None)
-                .unwrap_err()
-                .problem(),
+            Catalog::from_toml(&text, |_| None).unwrap_err().problem(),
             Some(Problem::UnknownReference { .. })
         ));
     }
@@ -867,7 +868,7 @@ internal_cost = { input = 0, output = 0 }
                 per_second: 10
             })
         );
-        assert!(video.rates.get("1080p").is_none(), "listed without a rate");
+        assert!(!video.rates.contains_key("1080p"), "listed without a rate");
         assert!(
             cat.routes("vendor/vid")[0]
                 .capabilities
@@ -892,10 +893,21 @@ internal_cost = { input = 0, output = 0 }
         let err = Catalog::parse(&text, "cat.toml", |_| None).unwrap_err();
         assert!(err.to_string().contains("colour"), "{err}");
         // A semantic error points at the entry's `id` line.
-        let err = Catalog::parse(&MEDIA.replace("image_price = 40_000_000\n", ""), "m.toml", |_| None)
-            .unwrap_err();
-        let line = MEDIA.lines().position(|l| l == "id = \"vendor/img\"").unwrap() + 1;
-        assert!(err.to_string().starts_with(&format!("m.toml:{line}: ")), "{err}");
+        let err = Catalog::parse(
+            &MEDIA.replace("image_price = 40_000_000\n", ""),
+            "m.toml",
+            |_| None,
+        )
+        .unwrap_err();
+        let line = MEDIA
+            .lines()
+            .position(|l| l == "id = \"vendor/img\"")
+            .unwrap()
+            + 1;
+        assert!(
+            err.to_string().starts_with(&format!("m.toml:{line}: ")),
+            "{err}"
+        );
         assert!(err.to_string().contains("image_price"), "{err}");
     }
 
@@ -911,7 +923,10 @@ internal_cost = { input = 0, output = 0 }
             // A video model needs its table.
             MEDIA.replace("[models.video]", "[models.other]"),
             // A text model cannot take an image price.
-            SAMPLE.replace("pricing = \"supply\"", "pricing = \"supply\"\nimage_price = 1"),
+            SAMPLE.replace(
+                "pricing = \"supply\"",
+                "pricing = \"supply\"\nimage_price = 1",
+            ),
             // Completions is not a route protocol.
             SAMPLE.replace("protocol = \"chat\"", "protocol = \"completions\""),
         ];

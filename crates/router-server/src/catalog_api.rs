@@ -143,7 +143,10 @@ fn allowed_model<'a>(
 fn parse_percent(text: &str) -> Option<Percent> {
     let (whole, frac) = text.split_once('.').unwrap_or((text, ""));
     let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
-    if whole.is_empty() || !digits(whole) || !digits(frac) || (text.contains('.') && frac.is_empty())
+    if whole.is_empty()
+        || !digits(whole)
+        || !digits(frac)
+        || (text.contains('.') && frac.is_empty())
     {
         return None;
     }
@@ -305,10 +308,7 @@ pub fn compare(
     let mut names: Vec<&str> = Vec::new();
     for name in models.split(',') {
         if name.is_empty() {
-            return Err(ApiError::invalid(
-                "models",
-                "`models` has an empty entry.",
-            ));
+            return Err(ApiError::invalid("models", "`models` has an empty entry."));
         }
         if !names.contains(&name) {
             names.push(name);
@@ -324,7 +324,10 @@ pub fn compare(
         match query.one(name).map_err(bad_param)? {
             None => Ok(default),
             Some(text) => parse_count(text, max).filter(|n| *n >= min).ok_or_else(|| {
-                ApiError::invalid(name, format!("`{name}` must be an integer from {min} to {max}."))
+                ApiError::invalid(
+                    name,
+                    format!("`{name}` must be an integer from {min} to {max}."),
+                )
             }),
         }
     };
@@ -375,11 +378,7 @@ pub fn compare(
     // Priced results ascending (stable: ties keep request order), then those
     // without a per-request price, then the not-found (GP-29).
     found.sort_by_key(|(total, _)| (total.is_none(), total.unwrap_or(0)));
-    let data: Vec<Value> = found
-        .into_iter()
-        .map(|(_, v)| v)
-        .chain(missing)
-        .collect();
+    let data: Vec<Value> = found.into_iter().map(|(_, v)| v).chain(missing).collect();
     let body = json!({
         "object": "list",
         "estimate": true,
@@ -401,7 +400,13 @@ mod tests {
     #[test]
     fn percent_and_counts_parse_strictly() {
         assert_eq!(parse_percent("0"), Some(Percent { units: 0, scale: 0 }));
-        assert_eq!(parse_percent("99.99"), Some(Percent { units: 9999, scale: 2 }));
+        assert_eq!(
+            parse_percent("99.99"),
+            Some(Percent {
+                units: 9999,
+                scale: 2
+            })
+        );
         assert_eq!(parse_percent("100"), None);
         assert_eq!(parse_percent("99.991"), None);
         assert_eq!(parse_percent("-1"), None);

@@ -7,9 +7,7 @@
 //! release arriving late never replaces a newer one.
 
 use crate::app::App;
-use crate::catalog_view::{
-    CatalogViews, ReleaseInfo, canonical_json, pricing_object, sha256_hex,
-};
+use crate::catalog_view::{CatalogViews, ReleaseInfo, canonical_json, pricing_object, sha256_hex};
 use router_canonical::{ApiError, ErrorCode};
 use router_core::Catalog;
 use router_core::store::StoreError;

@@ -106,10 +106,7 @@ fn protocols(routes: &[&Arc<Route>]) -> Vec<&'static str> {
 /// offers (vision also when the model accepts images publicly), and for a
 /// video model its camelCase capability fields (GP-19).
 fn capabilities(model: &Model, routes: &[&Arc<Route>]) -> Value {
-    let offered: CapabilitySet = routes
-        .iter()
-        .flat_map(|r| r.capabilities.iter())
-        .collect();
+    let offered: CapabilitySet = routes.iter().flat_map(|r| r.capabilities.iter()).collect();
     let mut caps = Map::new();
     for c in Capability::ALL {
         let on = offered.contains(c) || (c == Capability::Vision && model.image_input);
@@ -140,7 +137,11 @@ fn capabilities(model: &Model, routes: &[&Arc<Route>]) -> Value {
 /// One model entry (GP-18): the OpenAI model object plus what the spec
 /// names. Its routes are summarised, never identified.
 pub fn model_entry(catalog: &Catalog, model: &Model) -> Value {
-    let routes: Vec<&Arc<Route>> = catalog.routes(&model.id).iter().filter(|r| r.enabled).collect();
+    let routes: Vec<&Arc<Route>> = catalog
+        .routes(&model.id)
+        .iter()
+        .filter(|r| r.enabled)
+        .collect();
     json!({
         "id": model.id,
         "object": "model",
@@ -161,7 +162,11 @@ pub fn model_entry(catalog: &Catalog, model: &Model) -> Value {
 /// One `/catalog/models` entry: logical model, capabilities and public
 /// tariff, camelCase like the spec's video fields (GP-19).
 fn catalog_entry(catalog: &Catalog, model: &Model) -> Value {
-    let routes: Vec<&Arc<Route>> = catalog.routes(&model.id).iter().filter(|r| r.enabled).collect();
+    let routes: Vec<&Arc<Route>> = catalog
+        .routes(&model.id)
+        .iter()
+        .filter(|r| r.enabled)
+        .collect();
     let mut pricing = Map::new();
     pricing.insert("currency".into(), "USD".into());
     match model.modality {
@@ -349,7 +354,11 @@ impl CatalogViews {
     }
 
     pub fn public_list(&self, zdr: bool) -> &Cached {
-        if zdr { &self.public_zdr } else { &self.public_all }
+        if zdr {
+            &self.public_zdr
+        } else {
+            &self.public_all
+        }
     }
 
     /// A public model by canonical ID or alias (exact), or `None` when it is

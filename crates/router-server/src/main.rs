@@ -103,8 +103,10 @@ async fn serve(config: ServerConfig) -> anyhow::Result<()> {
     let catalog_text = std::fs::read_to_string(&config.catalog_path)
         .with_context(|| format!("cannot read catalog {}", config.catalog_path))?;
     let catalog_env = catalog_release::process_env();
-    let catalog = Catalog::parse(&catalog_text, &config.catalog_path, |name| catalog_env(name))
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let catalog = Catalog::parse(&catalog_text, &config.catalog_path, |name| {
+        catalog_env(name)
+    })
+    .map_err(|e| anyhow::anyhow!("{e}"))?;
     let catalog = Arc::new(catalog);
     let db = Database::connect(&config.database_url, config.database_pool_size).await?;
     db.migrate().await.context("applying migrations")?;
@@ -112,7 +114,11 @@ async fn serve(config: ServerConfig) -> anyhow::Result<()> {
         catalog_release::record(&db, catalog.clone(), &config.catalog_path, &catalog_text)
             .await
             .context("recording the catalog release")?;
-    tracing::info!(release = recorded.release, new = recorded.created, "catalog release");
+    tracing::info!(
+        release = recorded.release,
+        new = recorded.created,
+        "catalog release"
+    );
     db.listen_for_key_changes()
         .await
         .context("listening for API key changes")?;
@@ -125,13 +131,7 @@ async fn serve(config: ServerConfig) -> anyhow::Result<()> {
     let seal_key = SealKey::load(&db)
         .await
         .context("loading the thinking seal key")?;
-    let gateway = Gateway::new(
-        catalog,
-        db.clone(),
-        suppliers,
-        gateway_config,
-        seal_key,
-    );
+    let gateway = Gateway::new(catalog, db.clone(), suppliers, gateway_config, seal_key);
     let app = Arc::new(App {
         gateway,
         admin_token: config.admin_token.clone(),

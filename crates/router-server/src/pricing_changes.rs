@@ -190,7 +190,9 @@ pub async fn handle(
             .parse::<usize>()
             .ok()
             .filter(|n| (1..=MAX_LIMIT).contains(n) && text.bytes().all(|b| b.is_ascii_digit()))
-            .ok_or_else(|| ApiError::invalid("limit", "`limit` must be an integer from 1 to 100."))?,
+            .ok_or_else(|| {
+                ApiError::invalid("limit", "`limit` must be an integer from 1 to 100.")
+            })?,
     };
     let since_micros = since.timestamp_micros();
     let cursor = match query.one("cursor").map_err(bad_param)? {
@@ -233,7 +235,9 @@ pub async fn handle(
             (row, model)
         })
         .filter(|(row, model)| allowed(key, row, model))
-        .filter(|(row, _)| after.is_none_or(|a| (row.changed_at.timestamp_micros(), row.position) > a))
+        .filter(|(row, _)| {
+            after.is_none_or(|a| (row.changed_at.timestamp_micros(), row.position) > a)
+        })
         .peekable();
     let mut data = Vec::new();
     let mut last = None;
@@ -303,7 +307,11 @@ mod tests {
         assert!(text.len() <= MAX_CURSOR_CHARS);
         assert_eq!(Cursor::open(&text, &key()), Some(sample()));
         let other = hmac::Key::new(hmac::HMAC_SHA256, &[8u8; 32]);
-        assert_eq!(Cursor::open(&text, &other), None, "another deployment's key");
+        assert_eq!(
+            Cursor::open(&text, &other),
+            None,
+            "another deployment's key"
+        );
     }
 
     /// Issue 17: every byte flipped is refused.
@@ -316,7 +324,11 @@ mod tests {
                 let mut tampered = bytes.clone();
                 tampered[i] ^= flip;
                 let tampered = URL_SAFE_NO_PAD.encode(&tampered);
-                assert_eq!(Cursor::open(&tampered, &key()), None, "byte {i} ^ {flip:#x}");
+                assert_eq!(
+                    Cursor::open(&tampered, &key()),
+                    None,
+                    "byte {i} ^ {flip:#x}"
+                );
             }
         }
         assert_eq!(Cursor::open(&text[..text.len() - 1], &key()), None);

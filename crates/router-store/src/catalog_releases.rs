@@ -9,8 +9,8 @@
 
 use crate::error::store_error;
 use chrono::{DateTime, Utc};
-use diesel::sql_types::{Array, BigInt, Bytea, Nullable, Text, Timestamptz};
 use diesel::QueryableByName;
+use diesel::sql_types::{Array, BigInt, Bytea, Nullable, Text, Timestamptz};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use router_core::store::StoreError;
 

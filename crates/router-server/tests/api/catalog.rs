@@ -78,12 +78,26 @@ async fn models_list_is_the_openai_envelope_of_the_keys_models() {
     assert!(body["release"].is_i64(), "R-05: {body}");
     let version = body["pricing_version"].as_str().unwrap();
     assert_eq!(version.len(), 64);
-    assert!(version.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
+    assert!(
+        version
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    );
     let listed = ids(&body["data"]);
-    for id in ["m-text", "m-supply", "vendor/model-x", "m-img", "m-video", "m-off"] {
+    for id in [
+        "m-text",
+        "m-supply",
+        "vendor/model-x",
+        "m-img",
+        "m-video",
+        "m-off",
+    ] {
         assert!(listed.contains(&id.to_owned()), "{id} missing: {listed:?}");
     }
-    assert!(!listed.contains(&"m-hidden".to_owned()), "hidden models are absent");
+    assert!(
+        !listed.contains(&"m-hidden".to_owned()),
+        "hidden models are absent"
+    );
     let text_model = body["data"]
         .as_array()
         .unwrap()
@@ -104,7 +118,12 @@ async fn models_list_is_the_openai_envelope_of_the_keys_models() {
     let (again_status, again) = get_json(&r, "/v1/models", Some(&all)).await;
     assert_eq!(again_status, 200);
     assert_eq!(again["pricing_version"], body["pricing_version"]);
-    let (narrow, _) = key(&r, &["inference"], json!({"allowed_models": ["text-alias"]})).await;
+    let (narrow, _) = key(
+        &r,
+        &["inference"],
+        json!({"allowed_models": ["text-alias"]}),
+    )
+    .await;
     let (_, only) = get_json(&r, "/v1/models", Some(&narrow)).await;
     assert_eq!(ids(&only["data"]), ["m-text"], "L-03, A-18");
     assert_ne!(only["pricing_version"], body["pricing_version"]);
@@ -123,7 +142,12 @@ async fn models_list_needs_an_inference_key() {
     let r = TestRouter::start().await;
     expect_error(get(&r, "/v1/models", None).await, 401, "invalid_api_key").await;
     let (usage, _) = key(&r, &["usage:read"], json!({})).await;
-    expect_error(get(&r, "/v1/models", Some(&usage)).await, 403, "insufficient_scope").await;
+    expect_error(
+        get(&r, "/v1/models", Some(&usage)).await,
+        403,
+        "insufficient_scope",
+    )
+    .await;
     let (inference, _) = key(&r, &["inference"], json!({})).await;
     let resp = r
         .client
@@ -139,7 +163,12 @@ async fn models_list_needs_an_inference_key() {
 #[tokio::test]
 async fn supply_is_anonymous_and_filtered_like_routing() {
     let r = TestRouter::start().await;
-    let (k, _) = key(&r, &["inference"], json!({"allowed_models": ["m-supply", "m-text"]})).await;
+    let (k, _) = key(
+        &r,
+        &["inference"],
+        json!({"allowed_models": ["m-supply", "m-text"]}),
+    )
+    .await;
     let resp = get(&r, "/v1/models/supply?model=m-supply", Some(&k)).await;
     assert_eq!(resp.status(), 200);
     let text = resp.text().await.unwrap();
@@ -158,7 +187,12 @@ async fn supply_is_anonymous_and_filtered_like_routing() {
     assert_eq!(data[0]["zdr"], false);
     assert!(data[0]["capabilities"].is_array());
     // L-07: a floor excludes the route below it; zdr leaves nothing.
-    let (_, floor) = get_json(&r, "/v1/models/supply?model=m-supply&min_discount_percent=10", Some(&k)).await;
+    let (_, floor) = get_json(
+        &r,
+        "/v1/models/supply?model=m-supply&min_discount_percent=10",
+        Some(&k),
+    )
+    .await;
     assert_eq!(floor["data"].as_array().unwrap().len(), 1, "{floor}");
     let (status, zdr) = get_json(&r, "/v1/models/supply?model=m-supply&zdr=true", Some(&k)).await;
     assert_eq!((status, &zdr["data"]), (200, &json!([])));
@@ -172,9 +206,24 @@ async fn supply_is_anonymous_and_filtered_like_routing() {
         expect_error(get(&r, bad, Some(&k)).await, 400, "invalid_parameter").await;
     }
     // L-08, GP-46: unknown and hidden 404; not allowed 403.
-    expect_error(get(&r, "/v1/models/supply?model=nope", Some(&k)).await, 404, "model_not_found").await;
-    expect_error(get(&r, "/v1/models/supply?model=m-hidden", Some(&k)).await, 404, "model_not_found").await;
-    expect_error(get(&r, "/v1/models/supply?model=m-claude", Some(&k)).await, 403, "model_not_allowed").await;
+    expect_error(
+        get(&r, "/v1/models/supply?model=nope", Some(&k)).await,
+        404,
+        "model_not_found",
+    )
+    .await;
+    expect_error(
+        get(&r, "/v1/models/supply?model=m-hidden", Some(&k)).await,
+        404,
+        "model_not_found",
+    )
+    .await;
+    expect_error(
+        get(&r, "/v1/models/supply?model=m-claude", Some(&k)).await,
+        403,
+        "model_not_allowed",
+    )
+    .await;
     assert_eq!(r.mock.call_count(), 0);
 }
 
@@ -187,20 +236,42 @@ async fn compare_estimates_exactly_from_catalog_prices() {
     let k = c.key;
     let path = |q: &str| format!("/v1/models/compare?{q}");
     // L-13: 1 prompt token of vendor/model-x costs 0.4 nano-USD -> 0, for any count.
-    let (status, body) = get_json(&r, &path("models=vendor/model-x&prompt_tokens=1&requests=1000000"), Some(&k)).await;
+    let (status, body) = get_json(
+        &r,
+        &path("models=vendor/model-x&prompt_tokens=1&requests=1000000"),
+        Some(&k),
+    )
+    .await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["data"][0]["billed_nano_usd"], 0);
     assert_eq!(body["data"][0]["billed_usd"], json!(0));
     // 4 tokens: 1.6 nano-USD rounds to 2 per request, x10 = 20 (not 16).
-    let (_, body) = get_json(&r, &path("models=vendor/model-x&prompt_tokens=4&requests=10"), Some(&k)).await;
+    let (_, body) = get_json(
+        &r,
+        &path("models=vendor/model-x&prompt_tokens=4&requests=10"),
+        Some(&k),
+    )
+    .await;
     assert_eq!(body["data"][0]["billed_nano_usd"], 20);
     // L-15, L-17, L-14: expensive then cheap (alias), then unknown and hidden.
-    let resp = get(&r, &path("models=m-claude,model-x-alias,nope,m-hidden&prompt_tokens=1000&completion_tokens=1000"), Some(&k)).await;
+    let resp = get(
+        &r,
+        &path(
+            "models=m-claude,model-x-alias,nope,m-hidden&prompt_tokens=1000&completion_tokens=1000",
+        ),
+        Some(&k),
+    )
+    .await;
     assert_eq!(resp.headers()["cache-control"], "no-store", "L-19");
     let text = resp.text().await.unwrap();
     assert_anonymous(&text);
     let body: Value = serde_json::from_str(&text).unwrap();
-    let order: Vec<&str> = body["data"].as_array().unwrap().iter().map(|e| e["model"].as_str().unwrap()).collect();
+    let order: Vec<&str> = body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["model"].as_str().unwrap())
+        .collect();
     assert_eq!(order, ["model-x-alias", "m-claude", "nope", "m-hidden"]);
     assert_eq!(body["data"][0]["id"], "vendor/model-x");
     assert_eq!(body["data"][0]["found"], true);
@@ -215,7 +286,12 @@ async fn compare_estimates_exactly_from_catalog_prices() {
     assert_eq!(dup["data"].as_array().unwrap().len(), 1);
     let eleven: Vec<String> = (0..11).map(|i| format!("x{i}")).collect();
     let ten = eleven[..10].join(",");
-    assert_eq!(get(&r, &path(&format!("models={ten}")), Some(&k)).await.status(), 200);
+    assert_eq!(
+        get(&r, &path(&format!("models={ten}")), Some(&k))
+            .await
+            .status(),
+        200
+    );
     for bad in [
         path(""),
         path(&format!("models={}", eleven.join(","))),
@@ -229,10 +305,20 @@ async fn compare_estimates_exactly_from_catalog_prices() {
         expect_error(get(&r, &bad, Some(&k)).await, 400, "invalid_parameter").await;
     }
     // L-11: the maximum count is accepted; L-12: a total past i64 is 400 on `requests`.
-    let (status, _) = get_json(&r, &path("models=vendor/model-x&requests=9007199254740991"), Some(&k)).await;
+    let (status, _) = get_json(
+        &r,
+        &path("models=vendor/model-x&requests=9007199254740991"),
+        Some(&k),
+    )
+    .await;
     assert_eq!(status, 200);
     let body = expect_error(
-        get(&r, &path("models=m-text&prompt_tokens=10000000&requests=9007199254740991"), Some(&k)).await,
+        get(
+            &r,
+            &path("models=m-text&prompt_tokens=10000000&requests=9007199254740991"),
+            Some(&k),
+        )
+        .await,
         400,
         "invalid_parameter",
     )
@@ -249,7 +335,12 @@ async fn compare_estimates_exactly_from_catalog_prices() {
     assert_eq!((status, &body["data"][0]["found"]), (200, &json!(false)));
     // inference scope is not enough.
     let (inference, _) = key(&r, &["inference"], json!({})).await;
-    expect_error(get(&r, &path("models=m-text"), Some(&inference)).await, 403, "insufficient_scope").await;
+    expect_error(
+        get(&r, &path("models=m-text"), Some(&inference)).await,
+        403,
+        "insufficient_scope",
+    )
+    .await;
     assert_eq!(r.mock.call_count(), 0, "L-18: no supplier call");
 }
 
@@ -260,9 +351,18 @@ async fn compare_arithmetic_matches_an_independent_computation() {
     let r = TestRouter::start().await;
     let c = r.customer(0, &["usage:read"]).await;
     // m-claude: 1e9 input, 2e9 output per MTok; vendor/model-x: 4e5, 0.
-    let models = [("m-claude", 1_000_000_000u128, 2_000_000_000u128), ("vendor/model-x", 400_000, 0)];
+    let models = [
+        ("m-claude", 1_000_000_000u128, 2_000_000_000u128),
+        ("vendor/model-x", 400_000, 0),
+    ];
     for (model, input, output) in models {
-        for (p, q, n) in [(0u128, 0u128, 1u128), (1, 0, 7), (3, 5, 1_000_003), (9_999_999, 1, 3), (1_234_567, 7_654_321, 99)] {
+        for (p, q, n) in [
+            (0u128, 0u128, 1u128),
+            (1, 0, 7),
+            (3, 5, 1_000_003),
+            (9_999_999, 1, 3),
+            (1_234_567, 7_654_321, 99),
+        ] {
             let exact = p * input + q * output; // in nano-USD x 10^6
             let per_request = (exact + 500_000) / 1_000_000;
             let total = per_request * n;
@@ -277,7 +377,11 @@ async fn compare_arithmetic_matches_an_independent_computation() {
                 continue;
             }
             assert_eq!(status, 200, "{body}");
-            assert_eq!(body["data"][0]["billed_nano_usd"].as_u64().map(u128::from), Some(total), "{model} {p} {q} {n}");
+            assert_eq!(
+                body["data"][0]["billed_nano_usd"].as_u64().map(u128::from),
+                Some(total),
+                "{model} {p} {q} {n}"
+            );
         }
     }
 }
@@ -294,15 +398,24 @@ async fn public_catalog_is_open_exact_and_revalidated() {
         .await
         .unwrap();
     assert_eq!(resp.status(), 200, "a stray Authorization is ignored");
-    assert_eq!(resp.headers()["cache-control"], "public, max-age=0, must-revalidate");
+    assert_eq!(
+        resp.headers()["cache-control"],
+        "public, max-age=0, must-revalidate"
+    );
     let etag = resp.headers()["etag"].to_str().unwrap().to_owned();
     let text = resp.text().await.unwrap();
     assert_anonymous(&text);
     let body: Value = serde_json::from_str(&text).unwrap();
     let listed = ids(&body["models"]);
     assert!(listed.contains(&"vendor/model-x".to_owned()));
-    assert!(!listed.contains(&"m-hidden".to_owned()), "L-31: hidden absent");
-    assert!(!listed.contains(&"m-off".to_owned()), "L-31: no enabled supply");
+    assert!(
+        !listed.contains(&"m-hidden".to_owned()),
+        "L-31: hidden absent"
+    );
+    assert!(
+        !listed.contains(&"m-off".to_owned()),
+        "L-31: no enabled supply"
+    );
     // Pollers get 304 with the same validators.
     let again = r
         .client
@@ -313,24 +426,44 @@ async fn public_catalog_is_open_exact_and_revalidated() {
         .unwrap();
     assert_eq!(again.status(), 304);
     assert_eq!(again.headers()["etag"].to_str().unwrap(), etag);
-    assert_eq!(again.headers()["cache-control"], "public, max-age=0, must-revalidate");
+    assert_eq!(
+        again.headers()["cache-control"],
+        "public, max-age=0, must-revalidate"
+    );
     // L-32: only the literal `true` filters.
     let (_, zdr) = get_json(&r, "/public/models?zdr=true", None).await;
     assert_eq!(zdr, json!({"models": []}));
     for other in ["1", "TRUE", "yes"] {
         let (status, full) = get_json(&r, &format!("/public/models?zdr={other}"), None).await;
-        assert_eq!((status, ids(&full["models"])), (200, listed.clone()), "zdr={other}");
+        assert_eq!(
+            (status, ids(&full["models"])),
+            (200, listed.clone()),
+            "zdr={other}"
+        );
     }
     // L-34: slashes, %2F and aliases, canonical ID back.
     for path in ["vendor/model-x", "vendor%2Fmodel-x", "model-x-alias"] {
         let resp = get(&r, &format!("/public/models/{path}"), None).await;
         assert_eq!(resp.status(), 200, "{path}");
-        assert_eq!(resp.headers()["cache-control"], "public, max-age=0, must-revalidate", "L-37");
+        assert_eq!(
+            resp.headers()["cache-control"],
+            "public, max-age=0, must-revalidate",
+            "L-37"
+        );
         let one: Value = resp.json().await.unwrap();
         assert_eq!(one["id"], "vendor/model-x", "{path}");
     }
     // L-35, L-36, L-40: exact only; 404 {detail}.
-    for path in ["Vendor/Model-X", "%20vendor/model-x", "model-x", "vendor/model-x/", "m-hidden", "nope", "m-off", "vendor/model-x?zdr=true"] {
+    for path in [
+        "Vendor/Model-X",
+        "%20vendor/model-x",
+        "model-x",
+        "vendor/model-x/",
+        "m-hidden",
+        "nope",
+        "m-off",
+        "vendor/model-x?zdr=true",
+    ] {
         let (status, body) = get_json(&r, &format!("/public/models/{path}"), None).await;
         assert_eq!(status, 404, "{path}");
         assert!(body["detail"].is_string(), "{path}: {body}");
@@ -344,7 +477,10 @@ async fn catalog_models_show_video_capabilities_and_tariffs() {
     let r = TestRouter::start().await;
     let resp = get(&r, "/catalog/models", None).await;
     assert_eq!(resp.status(), 200);
-    assert_eq!(resp.headers()["cache-control"], "public, max-age=0, must-revalidate");
+    assert_eq!(
+        resp.headers()["cache-control"],
+        "public, max-age=0, must-revalidate"
+    );
     assert!(resp.headers().contains_key("etag"));
     let text = resp.text().await.unwrap();
     assert_anonymous(&text);
@@ -352,21 +488,35 @@ async fn catalog_models_show_video_capabilities_and_tariffs() {
     let models = body["models"].as_array().unwrap();
     let video = models.iter().find(|m| m["id"] == "m-video").unwrap();
     assert_eq!(video["modality"], "video");
-    assert!(video["protocols"].as_array().unwrap().contains(&json!("videos")));
+    assert!(
+        video["protocols"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("videos"))
+    );
     let caps = &video["capabilities"];
     assert_eq!(caps["resolutions"], json!(["720p", "1080p"]));
     assert_eq!(caps["durations"], json!([5, 10]));
     assert_eq!(caps["aspectRatios"], json!(["16:9", "9:16"]));
-    assert_eq!(caps["references"], json!({"images": 2, "videos": 1, "audios": 1}));
+    assert_eq!(
+        caps["references"],
+        json!({"images": 2, "videos": 1, "audios": 1})
+    );
     assert_eq!(caps["audioVideos"], 1);
     assert_eq!(caps["total"], 3);
     let rates = &video["publicPricing"]["rates"];
     // Every resolution offered has a rate in both lists (L-39).
     for resolution in caps["resolutions"].as_array().unwrap() {
         let rate = &rates[resolution.as_str().unwrap()];
-        assert!(rate["minimumAmount"].is_number() && rate["secondRate"].is_number(), "{rate}");
+        assert!(
+            rate["minimumAmount"].is_number() && rate["secondRate"].is_number(),
+            "{rate}"
+        );
     }
-    assert_eq!(rates["720p"], json!({"minimumAmount": 0.1, "secondRate": 0.02}));
+    assert_eq!(
+        rates["720p"],
+        json!({"minimumAmount": 0.1, "secondRate": 0.02})
+    );
     let image = models.iter().find(|m| m["id"] == "m-img").unwrap();
     assert_eq!(image["publicPricing"]["perImage"], json!(0.04));
     assert!(models.iter().all(|m| m["id"] != "m-hidden"));
@@ -380,9 +530,17 @@ async fn reload_records_releases_and_the_feed_shows_changes() {
     let (inference, _) = key(&r, &["inference"], json!({})).await;
     let (_, before) = get_json(&r, "/v1/models", Some(&inference)).await;
     let first = before["release"].as_i64().unwrap();
-    assert!(before["pricing_updated_at"].is_null(), "no price has changed yet");
+    assert!(
+        before["pricing_updated_at"].is_null(),
+        "no price has changed yet"
+    );
     // Initial observations: `updated` with null previous prices (L-28).
-    let (status, feed) = get_json(&r, "/v1/pricing/changes?since=2000-01-01T00:00:00Z", Some(&usage)).await;
+    let (status, feed) = get_json(
+        &r,
+        "/v1/pricing/changes?since=2000-01-01T00:00:00Z",
+        Some(&usage),
+    )
+    .await;
     assert_eq!(status, 200, "{feed}");
     assert_eq!(feed["source"], "configured_catalog");
     assert!(feed["pricing_checked_at"].is_null());
@@ -405,8 +563,10 @@ async fn reload_records_releases_and_the_feed_shows_changes() {
     assert_eq!(still["release"], first);
 
     // Reprice m-text, drop m-gpt-only: one release, two changes.
-    let text = CATALOG
-        .replace("rates = { input = 1_000_000_000, output = 2_000_000_000 }\nmax_output_tokens = 1000", "rates = { input = 3_000_000_000, output = 2_000_000_000 }\nmax_output_tokens = 1000");
+    let text = CATALOG.replace(
+        "rates = { input = 1_000_000_000, output = 2_000_000_000 }\nmax_output_tokens = 1000",
+        "rates = { input = 3_000_000_000, output = 2_000_000_000 }\nmax_output_tokens = 1000",
+    );
     let gpt_start = text.find("# GPT-like").unwrap();
     let gpt_end = text.find("# One model per route protocol").unwrap();
     let text = format!("{}{}", &text[..gpt_start], &text[gpt_end..]);
@@ -422,7 +582,12 @@ async fn reload_records_releases_and_the_feed_shows_changes() {
     assert_eq!(after["release"], first + 1);
     assert!(after["pricing_updated_at"].is_string());
     assert!(!ids(&after["data"]).contains(&"m-gpt-only".to_owned()));
-    let (_, feed) = get_json(&r, "/v1/pricing/changes?since=2000-01-01T00:00:00Z", Some(&usage)).await;
+    let (_, feed) = get_json(
+        &r,
+        "/v1/pricing/changes?since=2000-01-01T00:00:00Z",
+        Some(&usage),
+    )
+    .await;
     let data = feed["data"].as_array().unwrap();
     let m_text: Vec<&Value> = data.iter().filter(|e| e["model_id"] == "m-text").collect();
     assert_eq!(m_text.len(), 1, "L-27: the latest change only");
@@ -430,15 +595,41 @@ async fn reload_records_releases_and_the_feed_shows_changes() {
     assert_eq!(m_text[0]["current"]["input_usd_per_mtok"], json!(3));
     let removed = data.iter().find(|e| e["model_id"] == "m-gpt-only").unwrap();
     assert_eq!(removed["kind"], "removed");
-    assert!(removed["model"].is_null() && removed["current"].is_null(), "L-29");
+    assert!(
+        removed["model"].is_null() && removed["current"].is_null(),
+        "L-29"
+    );
     // The inference path serves the new catalog: the removed model is gone.
-    expect_error(r.chat(&inference, &hello("m-gpt-only")).await, 404, "model_not_found").await;
+    expect_error(
+        r.chat(&inference, &hello("m-gpt-only")).await,
+        404,
+        "model_not_found",
+    )
+    .await;
     // The changes are last: a `since` at their instant includes them (L-21).
     let at = m_text[0]["changed_at"].as_str().unwrap();
-    let (_, exact) = get_json(&r, &format!("/v1/pricing/changes?since={}", at.replace('+', "%2B")), Some(&usage)).await;
-    let exact_ids: HashSet<&str> = exact["data"].as_array().unwrap().iter().map(|e| e["model_id"].as_str().unwrap()).collect();
-    assert!(exact_ids.contains("m-text") && exact_ids.contains("m-gpt-only"), "{exact}");
-    let (_, future) = get_json(&r, "/v1/pricing/changes?since=2999-01-01T00:00:00%2B02:00", Some(&usage)).await;
+    let (_, exact) = get_json(
+        &r,
+        &format!("/v1/pricing/changes?since={}", at.replace('+', "%2B")),
+        Some(&usage),
+    )
+    .await;
+    let exact_ids: HashSet<&str> = exact["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["model_id"].as_str().unwrap())
+        .collect();
+    assert!(
+        exact_ids.contains("m-text") && exact_ids.contains("m-gpt-only"),
+        "{exact}"
+    );
+    let (_, future) = get_json(
+        &r,
+        "/v1/pricing/changes?since=2999-01-01T00:00:00%2B02:00",
+        Some(&usage),
+    )
+    .await;
     assert_eq!(future["data"], json!([]));
 }
 
@@ -449,12 +640,22 @@ async fn pricing_pages_are_frozen_and_bound_to_their_query() {
     let r = TestRouter::start().await;
     let (usage, usage_id) = key(&r, &["usage:read"], json!({})).await;
     let since = "since=2000-01-01T00:00:00Z";
-    let (status, full) = get_json(&r, &format!("/v1/pricing/changes?{since}&limit=100"), Some(&usage)).await;
+    let (status, full) = get_json(
+        &r,
+        &format!("/v1/pricing/changes?{since}&limit=100"),
+        Some(&usage),
+    )
+    .await;
     assert_eq!(status, 200);
     let full = full["data"].as_array().unwrap().clone();
     assert!(full.len() > 3);
     // Page 1 of size 2, then change the catalog, then the rest.
-    let (_, page) = get_json(&r, &format!("/v1/pricing/changes?{since}&limit=2"), Some(&usage)).await;
+    let (_, page) = get_json(
+        &r,
+        &format!("/v1/pricing/changes?{since}&limit=2"),
+        Some(&usage),
+    )
+    .await;
     let mut pages: Vec<Value> = page["data"].as_array().unwrap().clone();
     let mut cursor = page["next_cursor"].as_str().unwrap().to_owned();
     r.write_catalog(&CATALOG.replace("\"m-text\"", "\"m-text-renamed\""));
@@ -462,16 +663,32 @@ async fn pricing_pages_are_frozen_and_bound_to_their_query() {
     // L-24: another since, another key, garbage, oversized.
     let (other, _) = key(&r, &["usage:read"], json!({})).await;
     for (query, k) in [
-        (format!("since=2001-01-01T00:00:00Z&limit=2&cursor={cursor}"), usage.as_str()),
+        (
+            format!("since=2001-01-01T00:00:00Z&limit=2&cursor={cursor}"),
+            usage.as_str(),
+        ),
         (format!("{since}&limit=2&cursor={cursor}"), other.as_str()),
         (format!("{since}&limit=2&cursor=garbage"), usage.as_str()),
-        (format!("{since}&limit=2&cursor={}", "a".repeat(2049)), usage.as_str()),
+        (
+            format!("{since}&limit=2&cursor={}", "a".repeat(2049)),
+            usage.as_str(),
+        ),
     ] {
-        let body = expect_error(get(&r, &format!("/v1/pricing/changes?{query}"), Some(k)).await, 400, "invalid_parameter").await;
+        let body = expect_error(
+            get(&r, &format!("/v1/pricing/changes?{query}"), Some(k)).await,
+            400,
+            "invalid_parameter",
+        )
+        .await;
         assert_eq!(body["error"]["param"], "cursor", "{query}");
     }
     loop {
-        let (status, page) = get_json(&r, &format!("/v1/pricing/changes?{since}&limit=2&cursor={cursor}"), Some(&usage)).await;
+        let (status, page) = get_json(
+            &r,
+            &format!("/v1/pricing/changes?{since}&limit=2&cursor={cursor}"),
+            Some(&usage),
+        )
+        .await;
         assert_eq!(status, 200, "{page}");
         let rows = page["data"].as_array().unwrap();
         assert!(rows.len() <= 2);
@@ -484,16 +701,36 @@ async fn pricing_pages_are_frozen_and_bound_to_their_query() {
     assert_eq!(pages, full, "L-25, L-26: frozen, no overlap, no skip");
     // A new first page sees the new release.
     let (_, fresh) = get_json(&r, &format!("/v1/pricing/changes?{since}"), Some(&usage)).await;
-    assert!(fresh["data"].as_array().unwrap().iter().any(|e| e["model_id"] == "m-text-renamed"));
+    assert!(
+        fresh["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["model_id"] == "m-text-renamed")
+    );
     // L-24: after the key's policy changes, its cursor is refused.
-    let (_, page) = get_json(&r, &format!("/v1/pricing/changes?{since}&limit=1"), Some(&usage)).await;
+    let (_, page) = get_json(
+        &r,
+        &format!("/v1/pricing/changes?{since}&limit=1"),
+        Some(&usage),
+    )
+    .await;
     let cursor = page["next_cursor"].as_str().unwrap().to_owned();
     let (status, _) = r
-        .admin(Method::PATCH, &format!("/admin/api-keys/{usage_id}"), Some(json!({"allowed_models": ["m-claude"]})))
+        .admin(
+            Method::PATCH,
+            &format!("/admin/api-keys/{usage_id}"),
+            Some(json!({"allowed_models": ["m-claude"]})),
+        )
         .await;
     assert_eq!(status, 200);
     let body = expect_error(
-        get(&r, &format!("/v1/pricing/changes?{since}&limit=1&cursor={cursor}"), Some(&usage)).await,
+        get(
+            &r,
+            &format!("/v1/pricing/changes?{since}&limit=1&cursor={cursor}"),
+            Some(&usage),
+        )
+        .await,
         400,
         "invalid_parameter",
     )
@@ -501,14 +738,30 @@ async fn pricing_pages_are_frozen_and_bound_to_their_query() {
     assert_eq!(body["error"]["param"], "cursor");
     // L-27 with A-18: only the allowed model now.
     let (_, only) = get_json(&r, &format!("/v1/pricing/changes?{since}"), Some(&usage)).await;
-    let ids: Vec<&str> = only["data"].as_array().unwrap().iter().map(|e| e["model_id"].as_str().unwrap()).collect();
+    let ids: Vec<&str> = only["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["model_id"].as_str().unwrap())
+        .collect();
     assert_eq!(ids, ["m-claude"]);
     // L-21, L-22.
-    for bad in ["", "since=2025-01-01T00:00:00", "since=2025-01-01", "since=2025-01-01T00:00:00Z&limit=0", "since=2025-01-01T00:00:00Z&limit=101"] {
+    for bad in [
+        "",
+        "since=2025-01-01T00:00:00",
+        "since=2025-01-01",
+        "since=2025-01-01T00:00:00Z&limit=0",
+        "since=2025-01-01T00:00:00Z&limit=101",
+    ] {
         let resp = get(&r, &format!("/v1/pricing/changes?{bad}"), Some(&usage)).await;
         expect_error(resp, 400, "invalid_parameter").await;
     }
-    let resp = get(&r, "/v1/pricing/changes?since=2025-01-01T00:00:00%2B02:00", Some(&usage)).await;
+    let resp = get(
+        &r,
+        "/v1/pricing/changes?since=2025-01-01T00:00:00%2B02:00",
+        Some(&usage),
+    )
+    .await;
     assert_eq!(resp.headers()["cache-control"], "no-store", "L-30");
     assert_eq!(resp.status(), 200);
 }

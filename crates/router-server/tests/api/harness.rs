@@ -421,7 +421,8 @@ impl TestRouter {
         // As in production: key lookups are cached, invalidated by LISTEN.
         db.database().listen_for_key_changes().await.unwrap();
         let text = CATALOG.replace("{BASE}", &mock.base_url());
-        let catalog_path = std::env::temp_dir().join(format!("router-test-{}.toml", uuid::Uuid::new_v4()));
+        let catalog_path =
+            std::env::temp_dir().join(format!("router-test-{}.toml", uuid::Uuid::new_v4()));
         std::fs::write(&catalog_path, &text).unwrap();
         let app = build_app(
             db.database().clone(),
