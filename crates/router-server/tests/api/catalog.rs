@@ -800,3 +800,165 @@ async fn a_second_router_converges_on_a_reloaded_release() {
     let (_, first) = get_json(&r, "/v1/models", Some(&k)).await;
     assert_eq!(first["pricing_version"], seen["pricing_version"]);
 }
+
+/// GP-46: a hidden model answers inference like an unknown one.
+#[tokio::test]
+async fn hidden_models_are_not_found_for_inference() {
+    let r = TestRouter::start().await;
+    let c = r.rich_customer().await;
+    expect_error(r.chat(&c.key, &hello("m-hidden")).await, 404, "model_not_found").await;
+    assert_eq!(r.mock.call_count(), 0);
+}
+
+/// A small deterministic generator (no timing, no global state).
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self, below: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (self.0 >> 33) % below
+    }
+}
+
+/// A catalog of fixed-price models `(id, input price)`, one route each.
+fn generated_catalog(models: &[(String, i64)]) -> String {
+    let mut text = String::from(
+        "[[suppliers]]\nid = \"acme-secret-supplier\"\nbase_url = \"{BASE}\"\n",
+    );
+    for (id, price) in models {
+        text.push_str(&format!(
+            "\n[[models]]\nid = \"{id}\"\npricing = \"fixed\"\nrates = {{ input = {price}, output = 1 }}\n\
+             \n[[routes]]\nid = \"r-{id}\"\nmodel = \"{id}\"\nsupplier = \"acme-secret-supplier\"\n\
+             upstream_model = \"up\"\nprotocol = \"chat\"\ninternal_cost = {{ input = 1, output = 1 }}\n"
+        ));
+    }
+    text
+}
+
+async fn all_pages(r: &TestRouter, key: &str, limit: u64, between: impl AsyncFn()) -> Vec<Value> {
+    let since = "since=2000-01-01T00:00:00Z";
+    let mut out = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut first = true;
+    loop {
+        let query = match &cursor {
+            None => format!("{since}&limit={limit}"),
+            Some(c) => format!("{since}&limit={limit}&cursor={c}"),
+        };
+        let (status, page) = get_json(r, &format!("/v1/pricing/changes?{query}"), Some(key)).await;
+        assert_eq!(status, 200, "{page}");
+        out.extend(page["data"].as_array().unwrap().iter().cloned());
+        if first {
+            // A reload between pages changes nothing (L-25).
+            between().await;
+            first = false;
+        }
+        match page["next_cursor"].as_str() {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => return out,
+        }
+    }
+}
+
+/// Issue 17: for random catalogs, change histories and page sizes, the
+/// concatenated pages equal one full page, and a reload between pages
+/// changes nothing (L-25, L-26, GP-28).
+#[tokio::test]
+async fn pagination_property_over_random_histories() {
+    let r = TestRouter::start().await;
+    let (usage, _) = key(&r, &["usage:read"], json!({})).await;
+    let mut rng = Lcg(0x5eed_17);
+    let mut next_id = 0;
+    for case in 0..4 {
+        // A random history of 1..4 releases over a changing model set.
+        let mut models: Vec<(String, i64)> = Vec::new();
+        for _ in 0..=rng.next(4) {
+            models.retain(|_| rng.next(4) != 0);
+            for m in &mut models {
+                if rng.next(3) == 0 {
+                    m.1 += 1 + rng.next(1000) as i64;
+                }
+            }
+            for _ in 0..rng.next(5) {
+                next_id += 1;
+                models.push((format!("g{next_id}"), 1 + rng.next(1000) as i64));
+            }
+            r.write_catalog(&generated_catalog(&models));
+            let (status, body) = r.reload_catalog().await;
+            assert_eq!(status, 200, "{body}");
+        }
+        let (_, full) = get_json(&r, "/v1/pricing/changes?since=2000-01-01T00:00:00Z&limit=100", Some(&usage)).await;
+        let full = full["data"].as_array().unwrap().clone();
+        let ids: Vec<&str> = full.iter().map(|e| e["model_id"].as_str().unwrap()).collect();
+        let unique: HashSet<&str> = ids.iter().copied().collect();
+        assert_eq!(unique.len(), ids.len(), "one entry per model: {ids:?}");
+        let limit = 1 + rng.next(5);
+        let changed = models.clone();
+        let pages = all_pages(&r, &usage, limit, async || {
+            // Reprice everything and add a model: a new release mid-walk.
+            let mut next: Vec<(String, i64)> = changed.iter().map(|(id, p)| (id.clone(), p + 7)).collect();
+            next.push((format!("mid{case}"), 5));
+            r.write_catalog(&generated_catalog(&next));
+            assert_eq!(r.reload_catalog().await.0, 200);
+        })
+        .await;
+        assert_eq!(pages, full, "case {case}, limit {limit}");
+        // Leave the catalog as the history left it for the next case.
+        r.write_catalog(&generated_catalog(&models));
+        assert_eq!(r.reload_catalog().await.0, 200);
+    }
+}
+
+/// Issue 17: reloading 20 times under a loop of requests: no error, and no
+/// reply mixes two catalogs.
+#[tokio::test]
+async fn reload_under_load_never_mixes_catalogs() {
+    let r = std::sync::Arc::new(TestRouter::start().await);
+    let c = r.rich_customer().await;
+    // Catalog A prices m-text input at 1 USD/MTok; B at 3 and adds a marker model.
+    let a = CATALOG.to_owned();
+    let b = CATALOG
+        .replace(
+            "rates = { input = 1_000_000_000, output = 2_000_000_000 }\nmax_output_tokens = 1000",
+            "rates = { input = 3_000_000_000, output = 2_000_000_000 }\nmax_output_tokens = 1000",
+        )
+        .replace("id = \"m-off\"", "id = \"m-marker-b\"")
+        .replace("model = \"m-off\"", "model = \"m-marker-b\"");
+    assert_ne!(a, b);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut workers = Vec::new();
+    for _ in 0..3 {
+        let (r, key, stop) = (r.clone(), c.key.clone(), stop.clone());
+        workers.push(tokio::spawn(async move {
+            let mut seen = 0;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                let (status, body) = get_json(&r, "/v1/models", Some(&key)).await;
+                assert_eq!(status, 200, "{body}");
+                let data = body["data"].as_array().unwrap();
+                let marker = data.iter().any(|m| m["id"] == "m-marker-b");
+                let price = &data.iter().find(|m| m["id"] == "m-text").unwrap()["pricing"]["input_usd_per_mtok"];
+                assert_eq!(price, &json!(if marker { 3 } else { 1 }), "a mixed catalog: {body}");
+                let version = router_server::catalog_view::sha256_hex(
+                    router_server::catalog_view::canonical_json(&body["data"]).as_bytes(),
+                );
+                assert_eq!(body["pricing_version"], version);
+                let resp = r.chat(&key, &hello("m-text")).await;
+                assert_eq!(resp.status(), 200);
+                seen += 1;
+            }
+            seen
+        }));
+    }
+    for i in 0..20 {
+        r.write_catalog(if i % 2 == 0 { &b } else { &a });
+        let (status, body) = r.reload_catalog().await;
+        assert_eq!(status, 200, "{body}");
+    }
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    for worker in workers {
+        assert!(worker.await.unwrap() > 0);
+    }
+}
