@@ -69,6 +69,7 @@ pub(crate) struct Call {
     pub(crate) addr: String,
     pub(crate) path: String,
     pub(crate) headers: Vec<(String, String)>,
+    /// Empty for a GET.
     pub(crate) body: String,
 }
 
@@ -495,6 +496,42 @@ fn key_policies(bench: &Bench, router: &Router, admin_token: &str) -> Result<Key
     })
 }
 
+/// The catalog views at saturation (issue 17: they are precomputed per
+/// release, so they should serve at least at the inference path's rate).
+fn catalog_views(bench: &Bench, router: &Router) -> Result<Vec<(String, Outcome<Figures>)>> {
+    let get = |path: &str, key: bool| Call {
+        addr: router.addr.clone(),
+        path: path.to_owned(),
+        headers: if key {
+            vec![(
+                "authorization".to_owned(),
+                format!("Bearer {}", router.api_key),
+            )]
+        } else {
+            Vec::new()
+        },
+        body: String::new(),
+    };
+    let mut out = Vec::new();
+    for (label, call) in [
+        ("GET /v1/models", get("/v1/models", true)),
+        ("GET /public/models", get("/public/models", false)),
+        ("GET /catalog/models", get("/catalog/models", false)),
+    ] {
+        bench.check_stop()?;
+        let _ = load::run(
+            &bench.oha,
+            &bench.work,
+            &call,
+            Shape::Rate(500),
+            Duration::from_secs(1),
+        );
+        let figures = bench.load(label, &call, Shape::Saturation, bench.options.duration);
+        out.push((label.to_owned(), figures));
+    }
+    Ok(out)
+}
+
 /// The router under test: where it listens and how to call it.
 struct Router {
     addr: String,
@@ -667,6 +704,7 @@ pub fn run(args: &[String]) -> Result<bool> {
     bench.check_stop()?;
     report.key_policies =
         Some(key_policies(&bench, &router, &admin_token).map_err(|e| format!("{e:#}")));
+    report.catalog_views = Some(catalog_views(&bench, &router).map_err(|e| format!("{e:#}")));
 
     for peer in bench.options.peers.clone() {
         bench.check_stop()?;

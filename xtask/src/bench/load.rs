@@ -145,9 +145,15 @@ pub(crate) fn run_on(
         .arg("-o")
         .arg(&out)
         .args(["-z", &format!("{}s", duration.as_secs().max(1))])
-        .args(["-m", "POST", "-d", &call.body])
-        .args(["-H", "content-type: application/json"])
         .args(["-t", "30s"]);
+    // An empty body is a GET (the catalog views); everything else a JSON POST.
+    if call.body.is_empty() {
+        command.args(["-m", "GET"]);
+    } else {
+        command
+            .args(["-m", "POST", "-d", &call.body])
+            .args(["-H", "content-type: application/json"]);
+    }
     for (name, value) in &call.headers {
         command.args(["-H", &format!("{name}: {value}")]);
     }

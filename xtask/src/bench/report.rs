@@ -202,6 +202,8 @@ pub(crate) struct Report {
     pub(crate) round_trips: Option<Outcome<RoundTrips>>,
     pub(crate) cross_core: Option<Outcome<CrossCore>>,
     pub(crate) key_policies: Option<Outcome<KeyPolicies>>,
+    /// Catalog view label -> saturation figures.
+    pub(crate) catalog_views: Option<Outcome<Vec<(String, Outcome<Figures>)>>>,
     pub(crate) profile: Option<Outcome<Profile>>,
     pub(crate) scale_out: Option<Outcome<Vec<ScaleOutCase>>>,
 }
@@ -356,6 +358,14 @@ impl Report {
                     })),
                 });
                 json!({ "plain": case(&k.plain), "with_policies": case(&k.with_policies) })
+            })),
+            "catalog_views": self.catalog_views.as_ref().map(|c| outcome_json(c, |views| {
+                Value::Array(views.iter().map(|(label, figures)| json!({
+                    "view": label,
+                    "saturation": outcome_json(figures, |f| json!({
+                        "p50_ms": round3(f.p50), "ok_rps": f.ok_rps.round(),
+                    })),
+                })).collect())
             })),
             "profile": self.profile.as_ref().map(|p| outcome_json(p, |p| json!({
                 "tool": p.tool,
@@ -562,6 +572,27 @@ impl Report {
                         Err(reason) => na(reason),
                     };
                     let _ = writeln!(w, "| {name} | {sequential} | {saturation} |");
+                }
+            });
+        }
+
+        if let Some(views) = &self.catalog_views {
+            let _ = writeln!(w, "\n## Catalog views\n");
+            section(w, views, |w, views| {
+                let _ = writeln!(
+                    w,
+                    "Precomputed per release; compare with the Chat saturation above.\n"
+                );
+                let _ = writeln!(
+                    w,
+                    "| view | saturation p50 (ms) | saturation 2xx/s |\n| --- | --- | --- |"
+                );
+                for (label, figures) in views {
+                    let cells = match figures {
+                        Ok(f) => format!("{:.3} | {:.0}", f.p50, f.ok_rps),
+                        Err(reason) => format!("{} | {}", na(reason), na(reason)),
+                    };
+                    let _ = writeln!(w, "| {label} | {cells} |");
                 }
             });
         }

@@ -806,7 +806,12 @@ async fn a_second_router_converges_on_a_reloaded_release() {
 async fn hidden_models_are_not_found_for_inference() {
     let r = TestRouter::start().await;
     let c = r.rich_customer().await;
-    expect_error(r.chat(&c.key, &hello("m-hidden")).await, 404, "model_not_found").await;
+    expect_error(
+        r.chat(&c.key, &hello("m-hidden")).await,
+        404,
+        "model_not_found",
+    )
+    .await;
     assert_eq!(r.mock.call_count(), 0);
 }
 
@@ -825,9 +830,8 @@ impl Lcg {
 
 /// A catalog of fixed-price models `(id, input price)`, one route each.
 fn generated_catalog(models: &[(String, i64)]) -> String {
-    let mut text = String::from(
-        "[[suppliers]]\nid = \"acme-secret-supplier\"\nbase_url = \"{BASE}\"\n",
-    );
+    let mut text =
+        String::from("[[suppliers]]\nid = \"acme-secret-supplier\"\nbase_url = \"{BASE}\"\n");
     for (id, price) in models {
         text.push_str(&format!(
             "\n[[models]]\nid = \"{id}\"\npricing = \"fixed\"\nrates = {{ input = {price}, output = 1 }}\n\
@@ -890,16 +894,25 @@ async fn pagination_property_over_random_histories() {
             let (status, body) = r.reload_catalog().await;
             assert_eq!(status, 200, "{body}");
         }
-        let (_, full) = get_json(&r, "/v1/pricing/changes?since=2000-01-01T00:00:00Z&limit=100", Some(&usage)).await;
+        let (_, full) = get_json(
+            &r,
+            "/v1/pricing/changes?since=2000-01-01T00:00:00Z&limit=100",
+            Some(&usage),
+        )
+        .await;
         let full = full["data"].as_array().unwrap().clone();
-        let ids: Vec<&str> = full.iter().map(|e| e["model_id"].as_str().unwrap()).collect();
+        let ids: Vec<&str> = full
+            .iter()
+            .map(|e| e["model_id"].as_str().unwrap())
+            .collect();
         let unique: HashSet<&str> = ids.iter().copied().collect();
         assert_eq!(unique.len(), ids.len(), "one entry per model: {ids:?}");
         let limit = 1 + rng.next(5);
         let changed = models.clone();
         let pages = all_pages(&r, &usage, limit, async || {
             // Reprice everything and add a model: a new release mid-walk.
-            let mut next: Vec<(String, i64)> = changed.iter().map(|(id, p)| (id.clone(), p + 7)).collect();
+            let mut next: Vec<(String, i64)> =
+                changed.iter().map(|(id, p)| (id.clone(), p + 7)).collect();
             next.push((format!("mid{case}"), 5));
             r.write_catalog(&generated_catalog(&next));
             assert_eq!(r.reload_catalog().await.0, 200);
