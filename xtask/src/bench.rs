@@ -498,7 +498,7 @@ fn key_policies(bench: &Bench, router: &Router, admin_token: &str) -> Result<Key
 
 /// The catalog views at saturation (issue 17: they are precomputed per
 /// release, so they should serve at least at the inference path's rate).
-fn catalog_views(bench: &Bench, router: &Router) -> Result<Vec<(String, Outcome<Figures>)>> {
+fn catalog_views(bench: &Bench, router: &Router) -> Result<report::CatalogViews> {
     let get = |path: &str, key: bool| Call {
         addr: router.addr.clone(),
         path: path.to_owned(),

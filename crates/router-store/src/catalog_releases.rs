@@ -333,17 +333,35 @@ async fn relay(url: &str, tx: &tokio::sync::mpsc::Sender<i64>) -> Result<(), Sto
     if tx.send(latest).await.is_err() {
         return Ok(());
     }
-    let mut notifications = std::pin::pin!(conn.notifications_stream());
-    while let Some(notification) = notifications.next().await {
-        let notification = notification.map_err(store_error)?;
-        match notification.payload.parse::<i64>() {
-            Ok(release) => {
-                if tx.send(release).await.is_err() {
+    loop {
+        let next = {
+            let mut notifications = std::pin::pin!(conn.notifications_stream());
+            tokio::time::timeout(HEARTBEAT, notifications.next()).await
+        };
+        match next {
+            Ok(Some(Ok(notification))) => match notification.payload.parse::<i64>() {
+                Ok(release) => {
+                    if tx.send(release).await.is_err() {
+                        return Ok(());
+                    }
+                }
+                Err(_) => {
+                    tracing::warn!(payload = %notification.payload, "unreadable catalog release");
+                }
+            },
+            Ok(Some(Err(error))) => return Err(store_error(error)),
+            Ok(None) => return Err(StoreError::Unavailable("notification stream ended".into())),
+            // Quiet: make sure the connection is alive (a dead one would
+            // otherwise wait forever), and that no receiver has gone.
+            Err(_quiet) => {
+                if tx.is_closed() {
                     return Ok(());
                 }
+                latest_number(&mut conn).await?;
             }
-            Err(_) => tracing::warn!(payload = %notification.payload, "unreadable catalog release"),
         }
     }
-    Err(StoreError::Unavailable("notification stream ended".into()))
 }
+
+/// How long the release listener waits quietly before checking its connection.
+const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(30);

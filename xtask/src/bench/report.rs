@@ -170,6 +170,9 @@ impl CrossCore {
     }
 }
 
+/// Catalog view label -> its saturation figures.
+pub(crate) type CatalogViews = Vec<(String, Outcome<Figures>)>;
+
 /// One key's Chat figures: one at a time and at saturation.
 #[derive(Clone, Debug)]
 pub(crate) struct KeyCase {
@@ -202,8 +205,7 @@ pub(crate) struct Report {
     pub(crate) round_trips: Option<Outcome<RoundTrips>>,
     pub(crate) cross_core: Option<Outcome<CrossCore>>,
     pub(crate) key_policies: Option<Outcome<KeyPolicies>>,
-    /// Catalog view label -> saturation figures.
-    pub(crate) catalog_views: Option<Outcome<Vec<(String, Outcome<Figures>)>>>,
+    pub(crate) catalog_views: Option<Outcome<CatalogViews>>,
     pub(crate) profile: Option<Outcome<Profile>>,
     pub(crate) scale_out: Option<Outcome<Vec<ScaleOutCase>>>,
 }

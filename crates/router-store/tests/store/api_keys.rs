@@ -147,6 +147,10 @@ async fn the_secret_is_stored_nowhere() {
         "ledger_entries",
         "attempts",
         "thinking_seal_keys",
+        "catalog_releases",
+        "catalog_release_models",
+        "catalog_price_changes",
+        "catalog_cursor_keys",
     ];
     let mut hash_found = 0;
     for table in tables {
