@@ -11,12 +11,16 @@ use anyhow::{Context, Result, bail};
 use signal_hook::consts::signal::{SIGHUP, SIGINT, SIGTERM};
 
 use crate::services::{
-    Children, answers, client_addr, http, provision, random_hex, release_binaries,
+    Children, Provisioned, answers, client_addr, http, provision_account, random_hex,
+    release_binaries,
 };
 use crate::{db, workspace_root};
 
 const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 const SUPPLIER_LISTEN: &str = "127.0.0.1:9100";
+/// The mock supplier's SMTP sink: the router's emails (sign-in links) are
+/// printed in this terminal instead of being delivered.
+const SMTP_LISTEN: &str = "127.0.0.1:9125";
 const CATALOG: &str = "fixtures/demo-catalog.toml";
 /// The demo account is `demo@example.com` (or `demo+<hex>@...` when that one exists).
 const DEMO_EMAIL_USER: &str = "demo";
@@ -45,7 +49,7 @@ pub fn run(args: &[String]) -> Result<()> {
     anyhow::ensure!(catalog.is_file(), "{} is missing", catalog.display());
     let router_addr = client_addr(&options.listen);
     // Something already there (an earlier demo, say) would answer in our place.
-    for addr in [router_addr.as_str(), SUPPLIER_LISTEN] {
+    for addr in [router_addr.as_str(), SUPPLIER_LISTEN, SMTP_LISTEN] {
         anyhow::ensure!(
             !answers(addr),
             "something already listens on {addr}; stop it first (or pass --listen)"
@@ -69,7 +73,7 @@ pub fn run(args: &[String]) -> Result<()> {
     // Dropping `children` stops them, on every way out of this function.
     let mut children = Children::default();
     let mut mock = Command::new(&supplier);
-    mock.args(["--listen", SUPPLIER_LISTEN]);
+    mock.args(["--listen", SUPPLIER_LISTEN, "--smtp-listen", SMTP_LISTEN]);
     children.spawn("mock-supplier", mock)?;
     children.wait_until("mock-supplier", &stop, Duration::from_secs(30), || {
         answers(SUPPLIER_LISTEN)
@@ -82,6 +86,7 @@ pub fn run(args: &[String]) -> Result<()> {
         .env("ROUTER_LISTEN", &options.listen)
         .env("ROUTER_CATALOG", &catalog)
         .env("ROUTER_ADMIN_TOKEN", &admin_token)
+        .env("ROUTER_SMTP_URL", format!("smtp://{SMTP_LISTEN}"))
         // The demo catalog's supplier reads its key from this variable.
         .env("MOCK_SUPPLIER_API_KEY", "demo");
     children.spawn("router", gateway)?;
@@ -89,11 +94,12 @@ pub fn run(args: &[String]) -> Result<()> {
         matches!(http(&router_addr, "GET", "/readyz", None, None), Ok(response) if response.status == 200)
     })?;
 
-    let api_key = provision(
+    let Provisioned { email, api_key } = provision_account(
         &router_addr,
         &admin_token,
         DEMO_EMAIL_USER,
         DEMO_CREDITS_NANO_USD,
+        serde_json::json!({}),
     )?;
     println!(
         "\nThe gateway is ready on http://{router_addr} (ctrl-c stops it).\n\n\
@@ -101,7 +107,11 @@ pub fn run(args: &[String]) -> Result<()> {
          Admin token: {admin_token}\n\n\
          curl http://{router_addr}/v1/chat/completions -H \"Authorization: Bearer {api_key}\" \
          -H 'content-type: application/json' \
-         -d '{{\"model\":\"demo-chat\",\"messages\":[{{\"role\":\"user\",\"content\":\"Hello\"}}]}}'\n"
+         -d '{{\"model\":\"demo-chat\",\"messages\":[{{\"role\":\"user\",\"content\":\"Hello\"}}]}}'\n\n\
+         Sign in as {email} in a browser: ask for a link, then open the one printed below\n\
+         (the mock supplier stands in for a mail server):\n\
+         curl http://{router_addr}/api/auth/magic-link -H 'content-type: application/json' \
+         -d '{{\"email\":\"{email}\"}}'\n"
     );
 
     while !stop.load(Ordering::SeqCst) {

@@ -73,17 +73,23 @@ pub(crate) fn provision(
     email_user: &str,
     credits_nano_usd: i64,
 ) -> Result<String> {
-    provision_with_policy(
+    provision_account(
         router_addr,
         admin_token,
         email_user,
         credits_nano_usd,
         json!({}),
     )
+    .map(|account| account.api_key)
 }
 
-/// [`provision`], with the key's policy fields (`allowed_models`, `ip_allowlist`, ...)
-/// taken from the object `policy`.
+/// What [`provision_account`] made.
+pub(crate) struct Provisioned {
+    pub(crate) email: String,
+    pub(crate) api_key: String,
+}
+
+/// [`provision_account`]'s key.
 pub(crate) fn provision_with_policy(
     router_addr: &str,
     admin_token: &str,
@@ -91,6 +97,25 @@ pub(crate) fn provision_with_policy(
     credits_nano_usd: i64,
     policy: Value,
 ) -> Result<String> {
+    provision_account(
+        router_addr,
+        admin_token,
+        email_user,
+        credits_nano_usd,
+        policy,
+    )
+    .map(|account| account.api_key)
+}
+
+/// [`provision`], with the key's policy fields (`allowed_models`, `ip_allowlist`, ...)
+/// taken from the object `policy`; returns the account's email with the key.
+pub(crate) fn provision_account(
+    router_addr: &str,
+    admin_token: &str,
+    email_user: &str,
+    credits_nano_usd: i64,
+    policy: Value,
+) -> Result<Provisioned> {
     let admin = |path: &str, body: Value| admin_post(router_addr, admin_token, path, &body);
 
     let email = format!("{email_user}@example.com");
@@ -129,7 +154,15 @@ pub(crate) fn provision_with_policy(
         .get("key")
         .and_then(Value::as_str)
         .with_context(|| "POST /admin/api-keys answered without a key")?;
-    Ok(key.to_owned())
+    let email = account
+        .get("email")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    Ok(Provisioned {
+        email,
+        api_key: key.to_owned(),
+    })
 }
 
 /// A POST to the admin API: `Ok(Ok(json))` on a 2xx, `Ok(Err(response))` on another status.

@@ -22,6 +22,10 @@ pub enum ErrorCode {
     InsufficientScope,
     /// An API key on a route that only a browser session opens.
     SessionRequired,
+    /// A cookie-authenticated mutation from another origin (GP-36).
+    CrossOriginForbidden,
+    /// A sign-in link that is unknown, already used or expired.
+    SignInLinkInvalid,
     ModelNotAllowed,
     IpNotAllowed,
     PolicyChanged,
@@ -48,6 +52,8 @@ pub enum ErrorCode {
     ZdrCapacityUnavailable,
     /// The endpoint exists but its feature has not been released yet.
     NotAvailable,
+    /// Email cannot be sent: no SMTP transport is configured.
+    EmailUnavailable,
     InternalError,
 }
 
@@ -64,6 +70,9 @@ impl ErrorCode {
             ErrorCode::InvalidApiKey => "invalid_api_key",
             ErrorCode::AuthenticationRequired => "authentication_required",
             ErrorCode::SessionRequired => "session_required",
+            ErrorCode::CrossOriginForbidden => "cross_origin_forbidden",
+            ErrorCode::SignInLinkInvalid => "sign_in_link_invalid",
+            ErrorCode::EmailUnavailable => "email_unavailable",
             ErrorCode::UploadNotFound => "upload_not_found",
             ErrorCode::ChannelNotFound => "channel_not_found",
             ErrorCode::TaskNotFound => "task_not_found",
@@ -96,11 +105,13 @@ impl ErrorCode {
             ErrorCode::InvalidParameter
             | ErrorCode::UnsupportedConversion
             | ErrorCode::UnsupportedParameter
-            | ErrorCode::ListPriceUnknown => 400,
+            | ErrorCode::ListPriceUnknown
+            | ErrorCode::SignInLinkInvalid => 400,
             ErrorCode::InvalidApiKey | ErrorCode::AuthenticationRequired => 401,
             ErrorCode::InsufficientCredits => 402,
             ErrorCode::InsufficientScope
             | ErrorCode::SessionRequired
+            | ErrorCode::CrossOriginForbidden
             | ErrorCode::ModelNotAllowed
             | ErrorCode::IpNotAllowed
             | ErrorCode::PolicyChanged => 403,
@@ -123,7 +134,8 @@ impl ErrorCode {
             | ErrorCode::RouteUnavailable
             | ErrorCode::MinDiscountUnavailable
             | ErrorCode::ZdrCapacityUnavailable
-            | ErrorCode::NotAvailable => 503,
+            | ErrorCode::NotAvailable
+            | ErrorCode::EmailUnavailable => 503,
             ErrorCode::InternalError => 500,
         }
     }

@@ -17,7 +17,7 @@ pub enum CatalogError {
         path: String,
         source: std::io::Error,
     },
-    #[error("{path}:{line}: {problem}")]
+    #[error("{path}, line {line}: {problem}")]
     Invalid {
         path: String,
         /// 1-based line of the offending entry.
@@ -905,7 +905,8 @@ internal_cost = { input = 0, output = 0 }
             .unwrap()
             + 1;
         assert!(
-            err.to_string().starts_with(&format!("m.toml:{line}: ")),
+            err.to_string()
+                .starts_with(&format!("m.toml, line {line}: ")),
             "{err}"
         );
         assert!(err.to_string().contains("image_price"), "{err}");

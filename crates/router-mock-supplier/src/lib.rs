@@ -85,6 +85,7 @@ mod responses_endpoint;
 mod responses_reply;
 mod script;
 mod server;
+pub mod smtp_sink;
 mod sse;
 mod usage_estimate;
 

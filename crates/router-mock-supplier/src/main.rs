@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 
 use anyhow::Context;
 use clap::Parser;
+use router_mock_supplier::smtp_sink::SmtpSink;
 use router_mock_supplier::{MockReply, MockSupplier, Script};
 
 /// A fake LLM supplier speaking OpenAI Chat Completions
@@ -36,6 +37,10 @@ struct Args {
     /// Default reply, streaming: milliseconds between events.
     #[arg(long, default_value_t = 0)]
     chunk_delay_ms: u64,
+    /// Also accept email over SMTP here (for the router's ROUTER_SMTP_URL)
+    /// and print every message received, e.g. sign-in links.
+    #[arg(long, env = "MOCK_SMTP_LISTEN")]
+    smtp_listen: Option<SocketAddr>,
 }
 
 #[tokio::main]
@@ -53,9 +58,41 @@ async fn main() -> anyhow::Result<()> {
     let mut stdout = std::io::stdout();
     writeln!(stdout, "mock-supplier listening on {}", mock.base_url())?;
     stdout.flush()?;
+    let _smtp = match args.smtp_listen {
+        Some(addr) => {
+            let sink = std::sync::Arc::new(
+                SmtpSink::start(addr)
+                    .await
+                    .with_context(|| format!("binding {addr} for SMTP"))?,
+            );
+            writeln!(stdout, "mock-supplier accepting email on {}", sink.url())?;
+            stdout.flush()?;
+            Some(tokio::spawn(print_mail(sink)))
+        }
+        None => None,
+    };
     wait_for_termination().await?;
     mock.shutdown();
     Ok(())
+}
+
+/// Prints each message the SMTP sink receives, as it arrives.
+async fn print_mail(sink: std::sync::Arc<SmtpSink>) {
+    let mut printed = 0;
+    loop {
+        let mail = sink
+            .wait_for(printed + 1, std::time::Duration::from_secs(3600))
+            .await;
+        for message in &mail[printed..] {
+            println!(
+                "--- email to {} ({})\n{}",
+                message.to.join(", "),
+                message.header("subject").unwrap_or_default(),
+                message.body_text().trim_end()
+            );
+        }
+        printed = mail.len();
+    }
 }
 
 #[cfg(unix)]

@@ -1,15 +1,15 @@
 //! The operator admin API under `/admin/`, guarded by the operator token
-//! (`ROUTER_ADMIN_TOKEN`), compared in constant time.
+//! (`ROUTER_ADMIN_TOKEN`), compared in constant time. The operations
+//! themselves live in `operator.rs`, shared with the `router` CLI; these
+//! handlers read the body and path and write the reply.
 
 use crate::app::App;
-use crate::body::{ADMIN_BODY_LIMIT, read_limited};
+use crate::body::{ADMIN_BODY_LIMIT, json_body};
+use crate::operator::{self, store_error};
 use crate::reply::{self, Body};
 use http::{Response, StatusCode};
 use hyper::body::Incoming;
-use router_canonical::{ApiError, ErrorCode, NanoUsd, PromptCacheMode};
-use router_core::store::Scope;
-use router_core::{KeyLimits, KeyPolicy, SpendWindow};
-use router_store::api_keys::{ApiKeyChange, ApiKeyView};
+use router_canonical::{ApiError, ErrorCode};
 use serde::Deserialize;
 use serde_json::json;
 use subtle::ConstantTimeEq;
@@ -36,37 +36,9 @@ pub fn authorize(app: &App, headers: &http::HeaderMap) -> Result<(), ApiError> {
     }
 }
 
-async fn body_json<T: for<'de> Deserialize<'de>>(
-    request: http::Request<Incoming>,
-) -> Result<T, ApiError> {
-    let (parts, body) = request.into_parts();
-    let bytes = read_limited(&parts.headers, body, ADMIN_BODY_LIMIT).await?;
-    let mut de = serde_json::Deserializer::from_slice(&bytes);
-    serde_path_to_error::deserialize(&mut de).map_err(|e| {
-        let path = e.path().to_string();
-        ApiError::invalid(
-            if path == "." { "body".to_owned() } else { path },
-            e.inner().to_string(),
-        )
-    })
-}
-
 fn parse_id(id: Option<&str>) -> Result<Uuid, ApiError> {
     id.and_then(|s| Uuid::parse_str(s).ok())
         .ok_or_else(|| ApiError::new(ErrorCode::NotFound, "No such resource."))
-}
-
-fn store_error(e: impl std::fmt::Display) -> ApiError {
-    tracing::error!(error = %e, "admin storage failure");
-    ApiError::new(ErrorCode::InternalError, "Storage failure.")
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct NewAccount {
-    email: String,
-    #[serde(default)]
-    email_verified: bool,
 }
 
 pub async fn create_account(
@@ -74,26 +46,8 @@ pub async fn create_account(
     request: http::Request<Incoming>,
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
-    let new: NewAccount = body_json(request).await?;
-    let account = app
-        .database()
-        .create_account(&new.email, new.email_verified)
-        .await
-        .map_err(|e| match e {
-            router_store::AdminError::EmailTaken => ApiError::new(
-                ErrorCode::Conflict,
-                "An account with this email already exists.",
-            )
-            .with_param("email"),
-            other => store_error(other),
-        })?;
-    let view = json!({
-        "id": account.id,
-        "email": account.email,
-        "email_verified": account.email_verified,
-        "balance_nano_usd": 0,
-        "held_nano_usd": 0,
-    });
+    let body = json_body(request, ADMIN_BODY_LIMIT).await?;
+    let view = operator::create_account(app, body).await?;
     Ok(reply::json_value(StatusCode::CREATED, &view, request_id))
 }
 
@@ -102,24 +56,8 @@ pub async fn get_account(
     id: Option<&str>,
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
-    let id = parse_id(id)?;
-    let account = app
-        .database()
-        .get_account(id)
-        .await
-        .map_err(store_error)?
-        .ok_or_else(|| ApiError::new(ErrorCode::NotFound, "No such account."))?;
-    Ok(reply::json_value(
-        StatusCode::OK,
-        &account_json(&account),
-        request_id,
-    ))
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Credits {
-    amount_nano_usd: i64,
+    let view = operator::show_account(app, parse_id(id)?).await?;
+    Ok(reply::json_value(StatusCode::OK, &view, request_id))
 }
 
 pub async fn grant_credits(
@@ -129,176 +67,9 @@ pub async fn grant_credits(
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
     let id = parse_id(id)?;
-    let credits: Credits = body_json(request).await?;
-    if credits.amount_nano_usd <= 0 {
-        return Err(ApiError::invalid(
-            "amount_nano_usd",
-            "The amount must be a positive integer of nano-USD.",
-        ));
-    }
-    let balance = app
-        .database()
-        .grant_credits(id, NanoUsd(credits.amount_nano_usd))
-        .await
-        .map_err(|e| match e {
-            router_store::AdminError::AccountNotFound(_) => {
-                ApiError::new(ErrorCode::NotFound, "No such account.")
-            }
-            other => store_error(other),
-        })?;
-    Ok(reply::json_value(
-        StatusCode::OK,
-        &json!({"account_id": id, "balance_nano_usd": balance.0}),
-        request_id,
-    ))
-}
-
-/// Deserializes a field that is present (possibly `null`) as `Some`, so an
-/// absent field (`None`, by `#[serde(default)]`) and `null` (clear it) differ.
-fn present<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    Option::<T>::deserialize(deserializer).map(Some)
-}
-
-/// One rolling spend window as the admin API takes it.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SpendLimitJson {
-    amount_nano_usd: u64,
-    window_seconds: u64,
-}
-
-/// A non-negative limit that fits the store's bigint.
-fn limit_value(name: &str, value: u64) -> Result<i64, ApiError> {
-    i64::try_from(value).map_err(|_| ApiError::invalid(name, format!("`{name}` is too large.")))
-}
-
-/// Spend windows: each window at least one second; no windows is no limit.
-fn parse_spend_limits(windows: Vec<SpendLimitJson>) -> Result<Option<Vec<SpendWindow>>, ApiError> {
-    let mut parsed = Vec::with_capacity(windows.len());
-    for (i, window) in windows.into_iter().enumerate() {
-        if window.window_seconds == 0 {
-            return Err(ApiError::invalid(
-                format!("spend_limits[{i}].window_seconds"),
-                "A spend window lasts at least one second.",
-            ));
-        }
-        parsed.push(SpendWindow {
-            amount_nano_usd: limit_value("spend_limits.amount_nano_usd", window.amount_nano_usd)?,
-            window_seconds: limit_value("spend_limits.window_seconds", window.window_seconds)?,
-        });
-    }
-    Ok((!parsed.is_empty()).then_some(parsed))
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct NewApiKey {
-    account_id: Uuid,
-    scopes: Vec<String>,
-    /// Unix seconds.
-    #[serde(default)]
-    expires_at: Option<u64>,
-    #[serde(default)]
-    allowed_models: Option<Vec<String>>,
-    #[serde(default)]
-    ip_allowlist: Option<Vec<String>>,
-    #[serde(default)]
-    prompt_cache_mode: Option<String>,
-    #[serde(default)]
-    spend_limits: Option<Vec<SpendLimitJson>>,
-    #[serde(default)]
-    monthly_budget_nano_usd: Option<u64>,
-    #[serde(default)]
-    requests_per_minute: Option<u64>,
-    #[serde(default)]
-    requests_per_day: Option<u64>,
-    #[serde(default)]
-    max_concurrent_requests: Option<u64>,
-}
-
-/// `PATCH /admin/api-keys/{id}`: each field present is changed; `null`
-/// clears it (scopes cannot be null).
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ApiKeyPatch {
-    #[serde(default)]
-    scopes: Option<Vec<String>>,
-    #[serde(default, deserialize_with = "present")]
-    expires_at: Option<Option<u64>>,
-    #[serde(default, deserialize_with = "present")]
-    allowed_models: Option<Option<Vec<String>>>,
-    #[serde(default, deserialize_with = "present")]
-    ip_allowlist: Option<Option<Vec<String>>>,
-    #[serde(default, deserialize_with = "present")]
-    prompt_cache_mode: Option<Option<String>>,
-    #[serde(default, deserialize_with = "present")]
-    spend_limits: Option<Option<Vec<SpendLimitJson>>>,
-    #[serde(default, deserialize_with = "present")]
-    monthly_budget_nano_usd: Option<Option<u64>>,
-    #[serde(default, deserialize_with = "present")]
-    requests_per_minute: Option<Option<u64>>,
-    #[serde(default, deserialize_with = "present")]
-    requests_per_day: Option<Option<u64>>,
-    #[serde(default, deserialize_with = "present")]
-    max_concurrent_requests: Option<Option<u64>>,
-}
-
-fn parse_scopes(names: &[String]) -> Result<Vec<Scope>, ApiError> {
-    names
-        .iter()
-        .enumerate()
-        .map(|(i, name)| {
-            Scope::parse(name).ok_or_else(|| {
-                ApiError::invalid(format!("scopes[{i}]"), format!("Unknown scope `{name}`."))
-            })
-        })
-        .collect()
-}
-
-fn unix_time(seconds: u64) -> std::time::SystemTime {
-    std::time::UNIX_EPOCH + std::time::Duration::from_secs(seconds)
-}
-
-/// Every entry must name a model of the catalog, by ID or alias: a typo
-/// would otherwise lock the key out of the model it was meant to allow.
-fn parse_allowed_models(app: &App, names: Vec<String>) -> Result<Vec<String>, ApiError> {
-    for (i, name) in names.iter().enumerate() {
-        if app.gateway.catalog().model(name).is_none() {
-            return Err(ApiError::invalid(
-                format!("allowed_models[{i}]"),
-                format!("No model or alias `{name}` in the catalog."),
-            ));
-        }
-    }
-    Ok(names)
-}
-
-fn parse_ip_allowlist(entries: &[String]) -> Result<Vec<ipnet::IpNet>, ApiError> {
-    entries
-        .iter()
-        .enumerate()
-        .map(|(i, entry)| {
-            crate::client_addr::parse_network(entry).ok_or_else(|| {
-                ApiError::invalid(
-                    format!("ip_allowlist[{i}]"),
-                    format!("`{entry}` is not an IP address or CIDR network."),
-                )
-            })
-        })
-        .collect()
-}
-
-fn parse_prompt_cache_mode(text: &str) -> Result<PromptCacheMode, ApiError> {
-    PromptCacheMode::parse(text).ok_or_else(|| {
-        ApiError::invalid(
-            "prompt_cache_mode",
-            format!("`{text}` is not one of `on`, `off`, `passthrough`."),
-        )
-    })
+    let body = json_body(request, ADMIN_BODY_LIMIT).await?;
+    let view = operator::credit_account(app, id, body).await?;
+    Ok(reply::json_value(StatusCode::OK, &view, request_id))
 }
 
 pub async fn create_api_key(
@@ -306,59 +77,8 @@ pub async fn create_api_key(
     request: http::Request<Incoming>,
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
-    let new: NewApiKey = body_json(request).await?;
-    let limit = |name: &str, value: Option<u64>| value.map(|v| limit_value(name, v)).transpose();
-    let limits = KeyLimits {
-        spend_limits: new
-            .spend_limits
-            .map(parse_spend_limits)
-            .transpose()?
-            .flatten(),
-        monthly_budget_nano_usd: limit("monthly_budget_nano_usd", new.monthly_budget_nano_usd)?,
-        requests_per_minute: limit("requests_per_minute", new.requests_per_minute)?,
-        requests_per_day: limit("requests_per_day", new.requests_per_day)?,
-        max_concurrent_requests: limit("max_concurrent_requests", new.max_concurrent_requests)?,
-    };
-    let scopes = parse_scopes(&new.scopes)?;
-    let expires_at = new.expires_at.map(unix_time);
-    let policy = KeyPolicy {
-        allowed_models: new
-            .allowed_models
-            .map(|names| parse_allowed_models(app, names))
-            .transpose()?,
-        ip_allowlist: new
-            .ip_allowlist
-            .as_deref()
-            .map(parse_ip_allowlist)
-            .transpose()?,
-        prompt_cache_mode: new
-            .prompt_cache_mode
-            .as_deref()
-            .map(parse_prompt_cache_mode)
-            .transpose()?,
-        limits,
-        version: 0,
-    };
-    let key = app
-        .database()
-        .create_api_key(new.account_id, &scopes, expires_at, &policy)
-        .await
-        .map_err(|e| match e {
-            router_store::AdminError::AccountNotFound(_) => {
-                ApiError::invalid("account_id", "No such account.")
-            }
-            other => store_error(other),
-        })?;
-    let names: Vec<&str> = scopes.iter().map(|s| s.as_str()).collect();
-    let view = json!({
-        "id": key.id,
-        "key": key.key,
-        "prefix": key.prefix,
-        "account_id": new.account_id,
-        "scopes": names,
-        "expires_at": new.expires_at,
-        "policy": policy_json(&policy),
-    });
+    let body = json_body(request, ADMIN_BODY_LIMIT).await?;
+    let view = operator::create_api_key(app, body).await?;
     Ok(reply::json_value(StatusCode::CREATED, &view, request_id))
 }
 
@@ -367,43 +87,20 @@ pub async fn get_api_key(
     id: Option<&str>,
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
-    let id = parse_id(id)?;
-    let view = app
-        .database()
-        .get_api_key(id)
-        .await
-        .map_err(store_error)?
-        .ok_or_else(|| ApiError::new(ErrorCode::NotFound, "No such API key."))?;
-    let windows: Vec<i64> = view
-        .policy
-        .limits
-        .spend_limits
-        .iter()
-        .flatten()
-        .map(|w| w.window_seconds)
-        .collect();
-    let spend = app
-        .database()
-        .key_spend(id, &windows)
-        .await
-        .map_err(store_error)?;
-    let mut body = api_key_json(&view);
-    body["spend"] = json!({
-        "month_to_date_nano_usd": spend.month_to_date_nano,
-        "held_nano_usd": spend.held_nano,
-        "windows": spend
-            .windows
-            .iter()
-            .map(|(seconds, spent)| json!({"window_seconds": seconds, "spent_nano_usd": spent}))
-            .collect::<Vec<_>>(),
-    });
-    Ok(reply::json_value(StatusCode::OK, &body, request_id))
+    let view = operator::show_api_key(app, parse_id(id)?).await?;
+    Ok(reply::json_value(StatusCode::OK, &view, request_id))
 }
 
-/// Changes any subset of a key's scopes, expiry and policy; every
-/// instance's key cache forgets the key at once (NOTIFY) and the policy
-/// version goes up, so requests being admitted under the old policy are
-/// refused (`policy_changed`, A-20).
+/// `GET /admin/accounts/{id}/api-keys`.
+pub async fn list_api_keys(
+    app: &App,
+    id: Option<&str>,
+    request_id: &str,
+) -> Result<Response<Body>, ApiError> {
+    let view = operator::list_api_keys(app, parse_id(id)?).await?;
+    Ok(reply::json_value(StatusCode::OK, &view, request_id))
+}
+
 pub async fn update_api_key(
     app: &App,
     request: http::Request<Incoming>,
@@ -411,91 +108,9 @@ pub async fn update_api_key(
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
     let id = parse_id(id)?;
-    let patch: ApiKeyPatch = body_json(request).await?;
-    let limit = |name: &str, value: Option<Option<u64>>| {
-        value
-            .map(|set| set.map(|v| limit_value(name, v)).transpose())
-            .transpose()
-    };
-    let change = ApiKeyChange {
-        scopes: patch.scopes.as_deref().map(parse_scopes).transpose()?,
-        expires_at: patch.expires_at.map(|at| at.map(unix_time)),
-        allowed_models: patch
-            .allowed_models
-            .map(|set| {
-                set.map(|names| parse_allowed_models(app, names))
-                    .transpose()
-            })
-            .transpose()?,
-        ip_allowlist: patch
-            .ip_allowlist
-            .map(|set| set.as_deref().map(parse_ip_allowlist).transpose())
-            .transpose()?,
-        prompt_cache_mode: patch
-            .prompt_cache_mode
-            .map(|set| set.as_deref().map(parse_prompt_cache_mode).transpose())
-            .transpose()?,
-        spend_limits: patch
-            .spend_limits
-            .map(|set| set.map(parse_spend_limits).transpose().map(Option::flatten))
-            .transpose()?,
-        monthly_budget_nano_usd: limit("monthly_budget_nano_usd", patch.monthly_budget_nano_usd)?,
-        requests_per_minute: limit("requests_per_minute", patch.requests_per_minute)?,
-        requests_per_day: limit("requests_per_day", patch.requests_per_day)?,
-        max_concurrent_requests: limit("max_concurrent_requests", patch.max_concurrent_requests)?,
-    };
-    let view = app
-        .database()
-        .update_api_key(id, &change)
-        .await
-        .map_err(|e| match e {
-            router_store::AdminError::ApiKeyNotFound(_) => {
-                ApiError::new(ErrorCode::NotFound, "No such API key.")
-            }
-            other => store_error(other),
-        })?;
-    Ok(reply::json_value(
-        StatusCode::OK,
-        &api_key_json(&view),
-        request_id,
-    ))
-}
-
-/// The admin view of a key: scopes, expiry (unix seconds, as set) and its
-/// policy, every field present (`null` when unset).
-fn api_key_json(view: &ApiKeyView) -> serde_json::Value {
-    json!({
-        "id": view.id,
-        "account_id": view.account_id,
-        "prefix": view.prefix,
-        "scopes": view.scopes,
-        "created_at": view.created_at,
-        "expires_at": view.expires_at.map(|at| at.timestamp()),
-        "deleted_at": view.deleted_at,
-        "policy": policy_json(&view.policy),
-    })
-}
-
-fn policy_json(policy: &KeyPolicy) -> serde_json::Value {
-    json!({
-        "allowed_models": policy.allowed_models,
-        "ip_allowlist": policy
-            .ip_allowlist
-            .as_ref()
-            .map(|nets| nets.iter().map(ToString::to_string).collect::<Vec<_>>()),
-        "prompt_cache_mode": policy.prompt_cache_mode,
-        "spend_limits": policy.limits.spend_limits.as_ref().map(|windows| {
-            windows
-                .iter()
-                .map(|w| json!({"amount_nano_usd": w.amount_nano_usd, "window_seconds": w.window_seconds}))
-                .collect::<Vec<_>>()
-        }),
-        "monthly_budget_nano_usd": policy.limits.monthly_budget_nano_usd,
-        "requests_per_minute": policy.limits.requests_per_minute,
-        "requests_per_day": policy.limits.requests_per_day,
-        "max_concurrent_requests": policy.limits.max_concurrent_requests,
-        "version": policy.version,
-    })
+    let body = json_body(request, ADMIN_BODY_LIMIT).await?;
+    let view = operator::update_api_key(app, id, body).await?;
+    Ok(reply::json_value(StatusCode::OK, &view, request_id))
 }
 
 pub async fn delete_api_key(
@@ -503,19 +118,8 @@ pub async fn delete_api_key(
     id: Option<&str>,
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
-    let id = parse_id(id)?;
-    app.database()
-        .delete_api_key(id)
-        .await
-        .map_err(|e| match e {
-            router_store::AdminError::ApiKeyNotFound(_) => {
-                ApiError::new(ErrorCode::NotFound, "No such API key.")
-            }
-            other => store_error(other),
-        })?;
-    let mut response = reply::json(StatusCode::NO_CONTENT, Vec::new(), request_id);
-    response.headers_mut().remove(http::header::CONTENT_TYPE);
-    Ok(response)
+    operator::delete_api_key(app, parse_id(id)?).await?;
+    Ok(reply::no_content(request_id))
 }
 
 pub async fn get_request(
@@ -523,57 +127,79 @@ pub async fn get_request(
     id: Option<&str>,
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
-    let id = parse_id(id)?;
-    let view = app
+    let view = operator::show_request(app, parse_id(id)?).await?;
+    Ok(reply::json_value(StatusCode::OK, &view, request_id))
+}
+
+/// The longest session the operator may open: a year.
+const MAX_SESSION_TTL_SECS: u64 = 365 * 24 * 3600;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewSessionBody {
+    ttl_seconds: Option<u64>,
+}
+
+/// `POST /admin/accounts/{id}/sessions`: a browser session for an account
+/// (support, or a dashboard behind the operator's own sign-in). The cookie
+/// value is shown once; only its hash is stored.
+pub async fn create_session(
+    app: &App,
+    request: http::Request<Incoming>,
+    id: Option<&str>,
+    request_id: &str,
+) -> Result<Response<Body>, ApiError> {
+    let account_id = parse_id(id)?;
+    let body: NewSessionBody = json_body(request, ADMIN_BODY_LIMIT).await?;
+    let ttl = match body.ttl_seconds {
+        None => app.session_ttl,
+        Some(secs @ 1..=MAX_SESSION_TTL_SECS) => std::time::Duration::from_secs(secs),
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "ttl_seconds",
+                format!("ttl_seconds must be between 1 and {MAX_SESSION_TTL_SECS}."),
+            ));
+        }
+    };
+    let session = app
         .database()
-        .get_request(id)
+        .create_session(account_id, ttl)
         .await
-        .map_err(store_error)?
-        .ok_or_else(|| ApiError::new(ErrorCode::NotFound, "No such request."))?;
+        .map_err(|e| match e {
+            router_store::AdminError::AccountNotFound(_) => {
+                ApiError::new(ErrorCode::NotFound, "No such account.")
+            }
+            other => store_error(other),
+        })?;
     Ok(reply::json_value(
-        StatusCode::OK,
-        &request_json(&view),
+        StatusCode::CREATED,
+        &json!({
+            "id": session.id,
+            "account_id": session.account_id,
+            "cookie_name": crate::session::COOKIE_NAME,
+            "cookie_value": session.token,
+            "expires_at": session.expires_at,
+        }),
         request_id,
     ))
 }
 
-/// The admin view of an account; money in integer nano-USD.
-fn account_json(account: &router_store::AccountView) -> serde_json::Value {
-    json!({
-        "id": account.id,
-        "email": account.email,
-        "email_verified": account.email_verified,
-        "balance_nano_usd": account.balance_nano,
-        "held_nano_usd": account.held_nano,
-        "available_nano_usd": account.balance_nano - account.held_nano,
-        "shortfall_count": account.shortfall_count,
-        "shortfall_nano_usd": account.shortfall_nano,
-        "created_at": account.created_at,
-    })
-}
-
-/// The admin view of one request's history: status, charge, attempts, ledger.
-fn request_json(view: &router_store::RequestView) -> serde_json::Value {
-    json!({
-        "id": view.id,
-        "account_id": view.account_id,
-        "api_key_id": view.api_key_id,
-        "model": view.model,
-        "inbound_protocol": view.inbound_protocol,
-        "protocol": view.recorded_protocol,
-        "stream": view.stream,
-        "status": view.status,
-        "reserved_nano_usd": view.reserved_nano,
-        "charged_nano_usd": view.charged_nano,
-        "reported_nano_usd": view.reported_nano,
-        "shortfall_nano_usd": view.shortfall_nano,
-        "usage": view.usage,
-        "route_id": view.route_id,
-        "error_reason": view.error_reason,
-        "created_at": view.created_at,
-        "finished_at": view.finished_at,
-        "hold": view.hold,
-        "attempts": view.attempts,
-        "ledger": view.ledger_entries,
-    })
+/// `DELETE /admin/sessions/{id}`: ends a session on every instance at once
+/// (each looks sessions up in the database).
+pub async fn delete_session(
+    app: &App,
+    id: Option<&str>,
+    request_id: &str,
+) -> Result<Response<Body>, ApiError> {
+    let id = parse_id(id)?;
+    let revoked = app
+        .database()
+        .revoke_session(id)
+        .await
+        .map_err(store_error)?;
+    if revoked {
+        Ok(reply::no_content(request_id))
+    } else {
+        Err(ApiError::new(ErrorCode::NotFound, "No such session."))
+    }
 }

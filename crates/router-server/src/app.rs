@@ -2,9 +2,13 @@
 
 use crate::catalog_view::CatalogCell;
 use crate::client_addr::TrustedProxies;
+use crate::mail::Mailer;
+use crate::public_url::PublicBaseUrl;
 use router_core::Gateway;
 use router_store::Database;
 use router_supply::HttpSuppliers;
+use std::sync::Arc;
+use std::time::Duration;
 
 pub type RouterGateway = Gateway<Database, HttpSuppliers>;
 
@@ -21,6 +25,13 @@ pub struct App {
     pub catalog_env: crate::catalog_release::CatalogEnv,
     /// Signs pricing-change cursors; loaded from PostgreSQL on first use.
     pub cursor_key: tokio::sync::OnceCell<ring::hmac::Key>,
+    /// Where browsers reach this router (`ROUTER_PUBLIC_BASE_URL`): sign-in
+    /// links, cookie `Secure`, the same-origin rule.
+    pub public_base: PublicBaseUrl,
+    /// The SMTP transport (`ROUTER_SMTP_URL`); `None`: email is unavailable.
+    pub mailer: Option<Arc<Mailer>>,
+    /// How long a browser session lasts (`ROUTER_SESSION_TTL_SECS`).
+    pub session_ttl: Duration,
 }
 
 impl App {

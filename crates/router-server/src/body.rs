@@ -13,6 +13,24 @@ pub const MESSAGES_BODY_LIMIT: usize = 8 * 1024 * 1024;
 /// Admin API bodies are small.
 pub const ADMIN_BODY_LIMIT: usize = 64 * 1024;
 
+/// A small JSON body (the admin API, sign-in) as `T`, refusing unknown
+/// fields where `T` says so: 400 `invalid_parameter` naming the field.
+pub async fn json_body<T: for<'de> serde::Deserialize<'de>>(
+    request: http::Request<Incoming>,
+    limit: usize,
+) -> Result<T, ApiError> {
+    let (parts, body) = request.into_parts();
+    let bytes = read_limited(&parts.headers, body, limit).await?;
+    let mut de = serde_json::Deserializer::from_slice(&bytes);
+    serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        ApiError::invalid(
+            if path == "." { "body".to_owned() } else { path },
+            e.inner().to_string(),
+        )
+    })
+}
+
 /// Read the whole body, refusing more than `limit` bytes: first by the
 /// declared Content-Length, then by counting what actually arrives.
 pub async fn read_limited(

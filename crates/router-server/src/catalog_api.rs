@@ -16,6 +16,40 @@ use router_core::{Modality, Model};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
+/// Who reads a usage view (compare, pricing changes): a `usage:read` key,
+/// or a signed-in browser session (A-15, CF-25), which has no model policy.
+pub enum Viewer {
+    Key(ApiKeyRecord),
+    Session(crate::session::Session),
+}
+
+impl Viewer {
+    /// The key's model policy; a session may see every model.
+    pub fn allows_model(&self, model: &Model) -> bool {
+        match self {
+            Viewer::Key(key) => key.policy.allows_model(model),
+            Viewer::Session(_) => true,
+        }
+    }
+
+    /// The models a key's policy names; `None`: no restriction.
+    pub fn allowed_models(&self) -> Option<&[String]> {
+        match self {
+            Viewer::Key(key) => key.policy.allowed_models.as_deref(),
+            Viewer::Session(_) => None,
+        }
+    }
+
+    /// What a cursor binds: the credential's kind and ID, and the model
+    /// policy version (a session's is always 0).
+    pub fn binding(&self) -> (u8, uuid::Uuid, i64) {
+        match self {
+            Viewer::Key(key) => (1, key.key_id, key.policy.version),
+            Viewer::Session(session) => (2, session.id, 0),
+        }
+    }
+}
+
 /// L-31, L-37: pollers revalidate every time and get 304 when unchanged.
 const PUBLIC_CACHE: &str = "public, max-age=0, must-revalidate";
 /// L-19, L-30, CF-26.
@@ -296,7 +330,7 @@ pub fn per_request_cost(
 /// catalog prices; no supplier call, no reservation.
 pub fn compare(
     views: &CatalogViews,
-    key: &ApiKeyRecord,
+    viewer: &Viewer,
     uri: &http::Uri,
     request_id: &str,
 ) -> Result<Reply, ApiError> {
@@ -337,10 +371,7 @@ pub fn compare(
     let mut found = Vec::new();
     let mut missing = Vec::new();
     for name in names {
-        let model = views
-            .catalog
-            .model(name)
-            .filter(|m| key.policy.allows_model(m));
+        let model = views.catalog.model(name).filter(|m| viewer.allows_model(m));
         let Some(model) = model else {
             missing.push(json!({
                 "model": name, "id": null, "found": false,

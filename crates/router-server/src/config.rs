@@ -1,7 +1,10 @@
 //! Server configuration, from flags and the environment (see `main.rs`).
 
 use crate::client_addr::TrustedProxies;
+use crate::mail::Mailer;
+use crate::public_url::PublicBaseUrl;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Clone)]
@@ -18,6 +21,12 @@ pub struct ServerConfig {
     pub database_pool_size: usize,
     /// `ROUTER_TRUSTED_PROXIES`: whose forwarding headers name the client.
     pub trusted_proxies: TrustedProxies,
+    /// `ROUTER_PUBLIC_BASE_URL` (default `http://{listen}`).
+    pub public_base: PublicBaseUrl,
+    /// The transport of `ROUTER_SMTP_URL`; `None` when unset.
+    pub mailer: Option<Arc<Mailer>>,
+    /// `ROUTER_SESSION_TTL_SECS`.
+    pub session_ttl: Duration,
 }
 
 impl std::fmt::Debug for ServerConfig {
@@ -32,6 +41,9 @@ impl std::fmt::Debug for ServerConfig {
             .field("deadline", &self.deadline)
             .field("hold_lease", &self.hold_lease)
             .field("trusted_proxies", &self.trusted_proxies)
+            .field("public_base", &self.public_base.origin())
+            .field("email", &self.mailer.is_some())
+            .field("session_ttl", &self.session_ttl)
             .finish_non_exhaustive()
     }
 }

@@ -12,9 +12,11 @@ use crate::messages;
 use crate::ownership::{self, Resource};
 use crate::reply::{self, Body};
 use crate::routes::{AuthRule, Handler, InferenceEndpoint, ParamRule, ROUTES, Route};
-use crate::session;
+use crate::session::{self, Session};
 use crate::surfaces::{CHAT, COMPLETIONS, MESSAGES, RESPONSES};
-use crate::{admin, auth, catalog_api, catalog_release, health, inference, pricing_changes};
+use crate::{
+    admin, auth, catalog_api, catalog_release, health, inference, pricing_changes, sign_in,
+};
 use http::Response;
 use http::header::HeaderValue;
 use hyper::body::Incoming;
@@ -62,6 +64,8 @@ pub enum Caller {
     Anonymous,
     /// An API key with the route's scope.
     Key(ApiKeyRecord),
+    /// A signed-in browser session (whose mutation came from our origin).
+    Session(Session),
     /// The operator token.
     Operator,
 }
@@ -72,12 +76,30 @@ impl Caller {
     fn key(self) -> Result<ApiKeyRecord, ApiError> {
         match self {
             Caller::Key(key) => Ok(key),
-            Caller::Anonymous | Caller::Operator => Err(ApiError::new(
-                ErrorCode::InternalError,
-                "This endpoint is misconfigured.",
-            )),
+            Caller::Anonymous | Caller::Operator | Caller::Session(_) => Err(misconfigured()),
         }
     }
+
+    /// The key or session of an `ApiKeyOrSession` route.
+    fn viewer(self) -> Result<catalog_api::Viewer, ApiError> {
+        match self {
+            Caller::Key(key) => Ok(catalog_api::Viewer::Key(key)),
+            Caller::Session(session) => Ok(catalog_api::Viewer::Session(session)),
+            Caller::Anonymous | Caller::Operator => Err(misconfigured()),
+        }
+    }
+
+    /// The session of a `Session` route.
+    fn session(self) -> Result<Session, ApiError> {
+        match self {
+            Caller::Session(session) => Ok(session),
+            Caller::Anonymous | Caller::Operator | Caller::Key(_) => Err(misconfigured()),
+        }
+    }
+}
+
+fn misconfigured() -> ApiError {
+    ApiError::new(ErrorCode::InternalError, "This endpoint is misconfigured.")
 }
 
 /// An API key or its `Authorization` header is present, well-formed or not.
@@ -86,15 +108,20 @@ fn presents_key(headers: &http::HeaderMap) -> bool {
 }
 
 /// Apply the row's auth rule: 401 without a credential the rule accepts,
-/// 403 for a missing scope or the wrong kind of credential.
+/// 403 for a missing scope, the wrong kind of credential or a session's
+/// mutation from another origin.
 pub async fn guard(
     app: &App,
     rule: AuthRule,
+    method: &http::Method,
     headers: &http::HeaderMap,
     extensions: &http::Extensions,
 ) -> Result<Caller, ApiError> {
     match rule {
         AuthRule::Public => Ok(Caller::Anonymous),
+        AuthRule::PublicSameOrigin => {
+            session::check_origin(&app.public_base, method, headers).map(|()| Caller::Anonymous)
+        }
         AuthRule::Admin => admin::authorize(app, headers).map(|()| Caller::Operator),
         AuthRule::ApiKey { scope } => auth::authenticate(app, headers, extensions, scope)
             .await
@@ -102,28 +129,31 @@ pub async fn guard(
         AuthRule::ApiKeyOrSession { scope } => {
             // A key sent is the credential; otherwise a session may be.
             if !presents_key(headers)
-                && let Some(session) = session::find(app, headers)
+                && let Some(session) = session::find(app, headers).await?
             {
-                match session {}
+                session::check_origin(&app.public_base, method, headers)?;
+                return Ok(Caller::Session(session));
             }
             auth::authenticate(app, headers, extensions, Some(scope))
                 .await
                 .map(Caller::Key)
         }
         AuthRule::Session => {
-            if let Some(session) = session::find(app, headers) {
-                match session {}
-            }
             if presents_key(headers) {
-                Err(ApiError::new(
+                return Err(ApiError::new(
                     ErrorCode::SessionRequired,
                     "This endpoint accepts only a signed-in browser session, not an API key.",
-                ))
-            } else {
-                Err(ApiError::new(
+                ));
+            }
+            match session::find(app, headers).await? {
+                Some(session) => {
+                    session::check_origin(&app.public_base, method, headers)?;
+                    Ok(Caller::Session(session))
+                }
+                None => Err(ApiError::new(
                     ErrorCode::AuthenticationRequired,
                     "Sign in: this endpoint needs a browser session.",
-                ))
+                )),
             }
         }
     }
@@ -173,7 +203,15 @@ pub async fn dispatch(app: Arc<App>, request: http::Request<Incoming>) -> Respon
     };
     // Every pattern has at most one parameter, its last segment.
     let param = matched.params.iter().next().map(|(_, v)| v.to_owned());
-    let caller = match guard(&app, route.auth, request.headers(), request.extensions()).await {
+    let caller = match guard(
+        &app,
+        route.auth,
+        request.method(),
+        request.headers(),
+        request.extensions(),
+    )
+    .await
+    {
         Ok(caller) => caller,
         Err(e) => return reply::error(route.envelope, &e, &id_text),
     };
@@ -196,6 +234,7 @@ pub async fn dispatch(app: Arc<App>, request: http::Request<Incoming>) -> Respon
         }
         Handler::AdminCreateApiKey => admin::create_api_key(&app, request, &id_text).await,
         Handler::AdminGetApiKey => admin::get_api_key(&app, param.as_deref(), &id_text).await,
+        Handler::AdminListApiKeys => admin::list_api_keys(&app, param.as_deref(), &id_text).await,
         Handler::AdminUpdateApiKey => {
             admin::update_api_key(&app, request, param.as_deref(), &id_text).await
         }
@@ -215,11 +254,11 @@ pub async fn dispatch(app: Arc<App>, request: http::Request<Incoming>) -> Respon
         Handler::ModelSupply => caller.key().and_then(|key| {
             catalog_api::supply(&app.catalog.current(), &key, request.uri(), &id_text)
         }),
-        Handler::CompareModels => caller.key().and_then(|key| {
-            catalog_api::compare(&app.catalog.current(), &key, request.uri(), &id_text)
+        Handler::CompareModels => caller.viewer().and_then(|viewer| {
+            catalog_api::compare(&app.catalog.current(), &viewer, request.uri(), &id_text)
         }),
-        Handler::PricingChanges => match caller.key() {
-            Ok(key) => pricing_changes::handle(&app, &key, request.uri(), &id_text).await,
+        Handler::PricingChanges => match caller.viewer() {
+            Ok(viewer) => pricing_changes::handle(&app, &viewer, request.uri(), &id_text).await,
             Err(e) => Err(e),
         },
         Handler::PublicModels => Ok(catalog_api::public_models(
@@ -240,6 +279,20 @@ pub async fn dispatch(app: Arc<App>, request: http::Request<Incoming>) -> Respon
             request.headers(),
             &id_text,
         )),
+        Handler::AdminCreateSession => {
+            admin::create_session(&app, request, param.as_deref(), &id_text).await
+        }
+        Handler::AdminDeleteSession => {
+            admin::delete_session(&app, param.as_deref(), &id_text).await
+        }
+        Handler::SignInRequestLink => sign_in::request_link(app.clone(), request, &id_text).await,
+        Handler::SignInPage => Ok(sign_in::sign_in_page(&app, &request, &id_text)),
+        Handler::SignInRedeem => sign_in::redeem(&app, request, &id_text).await,
+        Handler::SessionShow => caller.session().map(|s| sign_in::show(&s, &id_text)),
+        Handler::SignOut => match caller.session() {
+            Ok(s) => sign_in::sign_out(&app, &s, &id_text).await,
+            Err(e) => Err(e),
+        },
         Handler::NotAvailable => Err(not_available(route)),
     };
     result.unwrap_or_else(|e| reply::error(route.envelope, &e, &id_text))

@@ -20,14 +20,18 @@ pub mod dispatch;
 pub mod health;
 pub mod inference;
 pub mod inference_headers;
+pub mod mail;
 pub mod messages;
+pub mod operator;
 pub mod ownership;
 pub mod pricing_changes;
+pub mod public_url;
 pub mod query;
 pub mod reply;
 pub mod routes;
 pub mod server;
 pub mod session;
+pub mod sign_in;
 pub mod surfaces;
 
 pub use app::App;

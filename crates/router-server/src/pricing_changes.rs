@@ -8,7 +8,7 @@
 //! instance's cursors and nobody can forge or edit one.
 
 use crate::app::App;
-use crate::catalog_api::NO_STORE;
+use crate::catalog_api::{NO_STORE, Viewer};
 use crate::query::{BadParam, Query};
 use crate::reply::{self, Reply};
 use base64::Engine;
@@ -17,7 +17,6 @@ use chrono::{DateTime, Utc};
 use http::header::{CACHE_CONTROL, HeaderValue};
 use ring::hmac;
 use router_canonical::{ApiError, ErrorCode};
-use router_core::store::ApiKeyRecord;
 use router_store::catalog_releases::{self, ChangeRow};
 use serde_json::{Value, json};
 
@@ -26,8 +25,6 @@ const MAX_LIMIT: usize = 100;
 /// L-23.
 const MAX_CURSOR_CHARS: usize = 2048;
 const CURSOR_VERSION: u8 = 1;
-/// The credential kinds a cursor can be bound to (CF-25).
-const CREDENTIAL_KEY: u8 = 1;
 
 /// What a cursor carries.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -150,8 +147,8 @@ fn unavailable() -> ApiError {
 
 /// Whether the key may see changes of `row`'s model: by ID, or by an alias
 /// the model had in the change's entry.
-fn allowed(key: &ApiKeyRecord, row: &ChangeRow, entry: &Value) -> bool {
-    let Some(allowed) = &key.policy.allowed_models else {
+fn allowed(viewer: &Viewer, row: &ChangeRow, entry: &Value) -> bool {
+    let Some(allowed) = viewer.allowed_models() else {
         return true;
     };
     allowed.iter().any(|name| {
@@ -169,7 +166,7 @@ fn parse_json(text: Option<&str>) -> Value {
 
 pub async fn handle(
     app: &App,
-    key: &ApiKeyRecord,
+    viewer: &Viewer,
     uri: &http::Uri,
     request_id: &str,
 ) -> Result<Reply, ApiError> {
@@ -201,10 +198,11 @@ pub async fn handle(
         Some(text) => {
             let cursor = Cursor::open(text, cursor_key(app).await?).ok_or_else(bad_cursor)?;
             // L-24: same since, same credential, same model-policy context.
+            let (kind, credential, policy_version) = viewer.binding();
             if cursor.since != since_micros
-                || cursor.credential_kind != CREDENTIAL_KEY
-                || cursor.credential != key.key_id
-                || cursor.policy_version != key.policy.version
+                || cursor.credential_kind != kind
+                || cursor.credential != credential
+                || cursor.policy_version != policy_version
             {
                 return Err(bad_cursor());
             }
@@ -234,7 +232,7 @@ pub async fn handle(
             let model = parse_json(row.model.as_deref());
             (row, model)
         })
-        .filter(|(row, model)| allowed(key, row, model))
+        .filter(|(row, model)| allowed(viewer, row, model))
         .filter(|(row, _)| {
             after.is_none_or(|a| (row.changed_at.timestamp_micros(), row.position) > a)
         })
@@ -257,13 +255,14 @@ pub async fn handle(
     }
     let next_cursor = match (visible.peek(), last) {
         (Some(_), Some(after)) => {
+            let (credential_kind, credential, policy_version) = viewer.binding();
             let cursor = Cursor {
                 release,
                 since: since_micros,
                 after,
-                credential_kind: CREDENTIAL_KEY,
-                credential: key.key_id,
-                policy_version: key.policy.version,
+                credential_kind,
+                credential,
+                policy_version,
             };
             Value::String(cursor.seal(cursor_key(app).await?))
         }
@@ -295,7 +294,7 @@ mod tests {
             release: 3,
             since: 1_700_000_000_000_000,
             after: (1_700_000_000_123_456, 42),
-            credential_kind: CREDENTIAL_KEY,
+            credential_kind: 1,
             credential: uuid::Uuid::from_u128(0x1234),
             policy_version: 5,
         }

@@ -44,6 +44,14 @@ pub fn json(status: StatusCode, body: Vec<u8>, request_id: &str) -> Response<Bod
     response
 }
 
+/// 204 with no body.
+pub fn no_content(request_id: &str) -> Response<Body> {
+    let mut response = Response::new(full(Bytes::new()));
+    *response.status_mut() = StatusCode::NO_CONTENT;
+    set_request_id(response.headers_mut(), request_id);
+    response
+}
+
 pub fn json_value(
     status: StatusCode,
     value: &serde_json::Value,

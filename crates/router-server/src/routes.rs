@@ -18,17 +18,21 @@ use router_core::store::Scope;
 pub enum AuthRule {
     /// No credential; any credential sent is ignored (A-13, GP-71).
     Public,
+    /// No credential, but a mutation that changes what a browser is signed
+    /// in as: it must come from the router's own origin (GP-36), like a
+    /// session's mutation, so another site cannot sign a browser in.
+    PublicSameOrigin,
     /// An API key, with `scope` when one is named (`None`: any valid key,
     /// as `GET /v1/docs`, A-12). A browser session is never a credential
     /// here.
     ApiKey { scope: Option<Scope> },
     /// An API key with `scope`, or a signed-in browser session; a session's
-    /// mutations need the same origin. Sessions have not landed,
-    /// so today only the key opens these (`session.rs`).
+    /// mutations need the same origin. A key sent is the
+    /// credential even when a session cookie rides along.
     ApiKeyOrSession { scope: Scope },
-    /// A signed-in browser session only: an API key gets 403
-    /// `session_required`, no credential 401 (A-14, CF-18). Sessions have
-    /// not landed, so today nothing opens these.
+    /// A signed-in browser session only, its mutations from the same origin:
+    /// an API key gets 403 `session_required`, no credential 401 (A-14,
+    /// A-16, CF-18).
     Session,
     /// The operator token (`ROUTER_ADMIN_TOKEN`).
     Admin,
@@ -59,6 +63,7 @@ pub enum Handler {
     AdminGrantCredits,
     AdminCreateApiKey,
     AdminGetApiKey,
+    AdminListApiKeys,
     AdminUpdateApiKey,
     AdminDeleteApiKey,
     AdminGetRequest,
@@ -78,6 +83,14 @@ pub enum Handler {
     PublicModel,
     /// `GET /catalog/models`.
     CatalogModels,
+    AdminCreateSession,
+    AdminDeleteSession,
+    /// `sign_in.rs`: ask for a link, its page, redeem it, who am I, sign out.
+    SignInRequestLink,
+    SignInPage,
+    SignInRedeem,
+    SessionShow,
+    SignOut,
     /// The feature has not landed: 503 `not_available` after the guard. Its
     /// own issue puts a real handler in the row.
     NotAvailable,
@@ -143,7 +156,7 @@ const fn key_or_session(scope: Scope) -> AuthRule {
     AuthRule::ApiKeyOrSession { scope }
 }
 
-use AuthRule::{Admin, Public, Session};
+use AuthRule::{Admin, Public, PublicSameOrigin, Session};
 use Envelope::{Messages as MessagesEnv, OpenAi, Public as Detail, Video};
 use Handler::{Inference as Infer, *};
 use InferenceEndpoint::*;
@@ -161,7 +174,7 @@ use ParamRule::{ChannelId, Platform};
 /// Every route. Scopes as the spec's Authentication section states them;
 /// videos take `inference` (GP-73). One row per line, so kept out of rustfmt.
 #[rustfmt::skip]
-pub static ROUTES: [Route; 41] = [
+pub static ROUTES: [Route; 49] = [
     // Inference (B..E).
     row(POST,   "/v1/chat/completions",          key(INFERENCE),            OpenAi,      Infer(ChatCompletions)),
     row(POST,   "/v1/responses",                 key(INFERENCE),            OpenAi,      Infer(Responses)),
@@ -199,6 +212,12 @@ pub static ROUTES: [Route; 41] = [
     row(POST,   "/v1/videos",                    key(INFERENCE),            Video,       NotAvailable),
     row(GET,    "/v1/videos/{video_id}",         key(INFERENCE),            Video,       NotAvailable),
     row(GET,    "/v1/videos/{video_id}/content", key(INFERENCE),            Video,       NotAvailable),
+    // Browser sign-in (SessionAuth; sign_in.rs).
+    row(POST,   "/api/auth/magic-link",          Public,                    OpenAi,      SignInRequestLink),
+    row(GET,    "/api/auth/sign-in",             Public,                    OpenAi,      SignInPage),
+    row(POST,   "/api/auth/sign-in",             PublicSameOrigin,          OpenAi,      SignInRedeem),
+    row(GET,    "/api/auth/session",             Session,                   OpenAi,      SessionShow),
+    row(POST,   "/api/auth/sign-out",            Session,                   OpenAi,      SignOut),
     // Health.
     row(GET,    "/healthz",                      Public,                    OpenAi,      Healthz),
     row(GET,    "/readyz",                       Public,                    OpenAi,      Readyz),
@@ -208,11 +227,14 @@ pub static ROUTES: [Route; 41] = [
     row(POST,   "/admin/accounts/{id}/credits",  Admin,                     OpenAi,      AdminGrantCredits),
     row(POST,   "/admin/api-keys",               Admin,                     OpenAi,      AdminCreateApiKey),
     row(GET,    "/admin/api-keys/{id}",          Admin,                     OpenAi,      AdminGetApiKey),
+    row(GET,    "/admin/accounts/{id}/api-keys", Admin,                     OpenAi,      AdminListApiKeys),
     row(PATCH,  "/admin/api-keys/{id}",          Admin,                     OpenAi,      AdminUpdateApiKey),
     row(DELETE, "/admin/api-keys/{id}",          Admin,                     OpenAi,      AdminDeleteApiKey),
     row(GET,    "/admin/requests/{id}",          Admin,                     OpenAi,      AdminGetRequest),
     row(GET,    "/admin/catalog",                Admin,                     OpenAi,      AdminGetCatalog),
     row(POST,   "/admin/catalog/reload",         Admin,                     OpenAi,      AdminReloadCatalog),
+    row(POST,   "/admin/accounts/{id}/sessions", Admin,                     OpenAi,      AdminCreateSession),
+    row(DELETE, "/admin/sessions/{id}",          Admin,                     OpenAi,      AdminDeleteSession),
 ];
 
 #[cfg(test)]

@@ -1,22 +1,172 @@
-//! Browser sessions (`SessionAuth`): the slot the route guard calls.
+//! Browser sessions (the spec's `SessionAuth`): the cookie, its lookup, and
+//! the same-origin rule for cookie-authenticated mutations.
 //!
-//! Sessions have not landed yet, so [`Session`] has no values and [`find`]
-//! never finds one: every `Session` route answers 401 or 403 today, and the
-//! compiler marks each place that must decide what a session may do
-//! (`match session {}`). When sessions land, `Session` becomes a struct
-//! (its account), `find` reads the cookie, and those places check the
-//! origin: a mutation (any method but GET) needs the service's own origin,
-//! else 403 `cross_origin_forbidden` (A-16, GP-36). A session is never a
-//! credential on an `ApiKey` route: the guard does not call `find`
-//! there.
+//! A session is found only where the route table allows one
+//! (`ApiKeyOrSession`, `Session`); on an `ApiKey` route the guard never
+//! looks, so a session is never a credential there. A session's
+//! mutation (any method but GET/HEAD) must come from the router's own
+//! origin, else 403 `cross_origin_forbidden` (A-16, GP-36): `Origin` (or,
+//! without it, `Referer`) must equal the public base URL's origin, and
+//! `Sec-Fetch-Site: cross-site` is refused whatever they say.
 
 use crate::app::App;
+use crate::public_url::PublicBaseUrl;
+use router_canonical::{ApiError, ErrorCode};
+use std::time::Duration;
+use uuid::Uuid;
 
-/// A signed-in browser session. None exist yet.
-#[derive(Debug)]
-pub enum Session {}
+/// The session cookie's name.
+pub const COOKIE_NAME: &str = "router_session";
 
-/// The request's session, if it carries a valid one. Always `None` today.
-pub fn find(_app: &App, _headers: &http::HeaderMap) -> Option<Session> {
-    None
+/// The default session lifetime (`ROUTER_SESSION_TTL_SECS`): 7 days.
+pub const DEFAULT_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// A signed-in browser session.
+#[derive(Debug, Clone)]
+pub struct Session {
+    pub id: Uuid,
+    pub account_id: Uuid,
+    /// The account's email.
+    pub email: String,
+    /// RFC 3339, UTC.
+    pub expires_at: String,
+}
+
+/// The value of this router's session cookie in a `Cookie` header, if sent.
+fn cookie_value(headers: &http::HeaderMap) -> Option<&str> {
+    headers
+        .get_all(http::header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == COOKIE_NAME)
+        .map(|(_, value)| value.trim())
+        .filter(|value| !value.is_empty())
+}
+
+/// The request's live session, if its cookie names one. An unknown,
+/// expired or revoked cookie is no session (the route then answers 401).
+pub async fn find(app: &App, headers: &http::HeaderMap) -> Result<Option<Session>, ApiError> {
+    let Some(token) = cookie_value(headers) else {
+        return Ok(None);
+    };
+    let record = app.database().find_session(token).await.map_err(|e| {
+        tracing::error!(error = %e, "session lookup failed");
+        ApiError::new(
+            ErrorCode::InternalError,
+            "Sign-in is temporarily unavailable.",
+        )
+    })?;
+    Ok(record.map(|r| Session {
+        id: r.id,
+        account_id: r.account_id,
+        email: r.email,
+        expires_at: r.expires_at,
+    }))
+}
+
+/// The same-origin rule for a cookie-authenticated request (GP-36): safe
+/// methods pass; a mutation needs `Origin` (or `Referer`) of this router's
+/// origin and no `Sec-Fetch-Site: cross-site`.
+pub fn check_origin(
+    public: &PublicBaseUrl,
+    method: &http::Method,
+    headers: &http::HeaderMap,
+) -> Result<(), ApiError> {
+    if matches!(*method, http::Method::GET | http::Method::HEAD) {
+        return Ok(());
+    }
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let cross_site = header("sec-fetch-site").is_some_and(|v| v.eq_ignore_ascii_case("cross-site"));
+    let claimed = header("origin").or_else(|| header("referer"));
+    match claimed {
+        Some(url) if !cross_site && public.is_same_origin(url) => Ok(()),
+        _ => Err(ApiError::new(
+            ErrorCode::CrossOriginForbidden,
+            format!(
+                "A signed-in browser may change things only from {}.",
+                public.origin()
+            ),
+        )),
+    }
+}
+
+/// The `Set-Cookie` value that stores a session in the browser: HttpOnly,
+/// SameSite=Lax, Secure unless the router is reached over plain http, and
+/// scoped to the whole site.
+pub fn set_cookie(public: &PublicBaseUrl, token: &str, max_age: Duration) -> String {
+    let secure = if public.is_https() { "; Secure" } else { "" };
+    format!(
+        "{COOKIE_NAME}={token}; Path=/; Max-Age={}; HttpOnly; SameSite=Lax{secure}",
+        max_age.as_secs()
+    )
+}
+
+/// The `Set-Cookie` value that removes the session cookie.
+pub fn clear_cookie(public: &PublicBaseUrl) -> String {
+    set_cookie(public, "", Duration::ZERO)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> http::HeaderMap {
+        let mut h = http::HeaderMap::new();
+        for (k, v) in pairs {
+            h.append(*k, v.parse().unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn finds_the_session_cookie_among_others() {
+        let h = headers(&[("cookie", "a=1; router_session=abc ; b=2")]);
+        assert_eq!(cookie_value(&h), Some("abc"));
+        let h = headers(&[("cookie", "a=1"), ("cookie", "router_session=xyz")]);
+        assert_eq!(cookie_value(&h), Some("xyz"));
+        assert_eq!(
+            cookie_value(&headers(&[("cookie", "router_session=")])),
+            None
+        );
+        assert_eq!(
+            cookie_value(&headers(&[("cookie", "xrouter_session=1")])),
+            None
+        );
+    }
+
+    #[test]
+    fn mutations_need_the_routers_origin() {
+        let public = PublicBaseUrl::parse("https://r.example.com").unwrap();
+        let post = http::Method::POST;
+        let ok = |h: &[(&'static str, &str)]| check_origin(&public, &post, &headers(h)).is_ok();
+        assert!(ok(&[("origin", "https://r.example.com")]));
+        assert!(ok(&[("referer", "https://r.example.com/settings")]));
+        assert!(ok(&[
+            ("origin", "https://r.example.com"),
+            ("sec-fetch-site", "same-origin")
+        ]));
+        assert!(!ok(&[]));
+        assert!(!ok(&[("origin", "https://evil.example.com")]));
+        assert!(!ok(&[("origin", "null")]));
+        assert!(!ok(&[
+            ("origin", "https://r.example.com"),
+            ("sec-fetch-site", "cross-site")
+        ]));
+        assert!(check_origin(&public, &http::Method::GET, &headers(&[])).is_ok());
+    }
+
+    #[test]
+    fn cookies_are_http_only_lax_and_secure_over_https() {
+        let https = PublicBaseUrl::parse("https://r.example.com").unwrap();
+        let c = set_cookie(&https, "t", Duration::from_secs(60));
+        assert_eq!(
+            c,
+            "router_session=t; Path=/; Max-Age=60; HttpOnly; SameSite=Lax; Secure"
+        );
+        let http = PublicBaseUrl::parse("http://127.0.0.1:8080").unwrap();
+        assert!(!set_cookie(&http, "t", Duration::from_secs(60)).contains("Secure"));
+        assert!(clear_cookie(&https).contains("Max-Age=0"));
+    }
 }

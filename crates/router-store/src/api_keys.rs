@@ -16,7 +16,6 @@ use ipnet::IpNet;
 use router_canonical::PromptCacheMode;
 use router_core::store::{ApiKeyRecord, Scope, StoreError};
 use router_core::{KeyLimits, KeyPolicy, SpendWindow};
-use sha2::{Digest, Sha256};
 use std::fmt;
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -39,7 +38,7 @@ pub const API_KEY_CHANGED_CHANNEL: &str = "router_api_key_changed";
 /// The SHA-256 of a presented secret, as stored in `api_keys.key_hash`.
 /// The server hashes what a client presents with this same function.
 pub fn hash_api_key(secret: &str) -> [u8; 32] {
-    Sha256::digest(secret.as_bytes()).into()
+    crate::secret::sha256(secret)
 }
 
 /// A freshly issued key. `key` is the secret: return it to the operator
@@ -62,16 +61,9 @@ impl fmt::Debug for NewApiKey {
     }
 }
 
-/// `sk-rt-` and 48 hex digits (192 bits). Two v4 UUIDs supply 244 random
-/// bits from the OS generator (uuid uses getrandom); hashing them spreads
-/// those bits evenly, so the six fixed version/variant bits of each UUID do
-/// not show up as a pattern in the secret.
+/// `sk-rt-` and 48 hex digits (192 bits).
 fn generate_secret() -> String {
-    let mut hasher = Sha256::new();
-    hasher.update(Uuid::new_v4().as_bytes());
-    hasher.update(Uuid::new_v4().as_bytes());
-    let digest = hasher.finalize();
-    format!("{SECRET_PREFIX}{}", hex::encode(&digest[..24]))
+    format!("{SECRET_PREFIX}{}", crate::secret::random_hex(24))
 }
 
 /// Issues a key for `account_id` with `scopes` and `policy` (its version is
@@ -341,6 +333,21 @@ pub async fn get_api_key(
         .optional()
         .map_err(store_error)?;
     Ok(row.map(ApiKeyView::from_row))
+}
+
+/// The keys of an account, deleted ones included, oldest first.
+pub async fn list_api_keys(
+    conn: &mut AsyncPgConnection,
+    account_id: Uuid,
+) -> Result<Vec<ApiKeyView>, StoreError> {
+    let rows: Vec<ViewRow> = api_keys::table
+        .filter(api_keys::account_id.eq(account_id))
+        .order((api_keys::created_at, api_keys::id))
+        .select(VIEW_COLUMNS)
+        .load(conn)
+        .await
+        .map_err(store_error)?;
+    Ok(rows.into_iter().map(ApiKeyView::from_row).collect())
 }
 
 type PolicyColumns = (

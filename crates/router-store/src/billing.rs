@@ -102,6 +102,12 @@ pub async fn refusal(
 /// request, or waits until this statement's transaction has committed, so
 /// the change lands after the hold. Refused requests report `false` like a
 /// short wallet; [`refusal`] tells the two apart.
+///
+/// Key rows are locked before any wallet (the wallets to lock are read from
+/// the requests whose key passed), the order [`reserve_limited`] takes them
+/// in too (key `FOR UPDATE`, then this statement): a batch that met a key
+/// while its limits were being set, and a limited admission of that key, can
+/// then only wait for each other, never deadlock.
 pub async fn reserve_batch(
     conn: &mut AsyncPgConnection,
     requests: &[NewRequest],
@@ -182,7 +188,9 @@ impl QueryFragment<Pg> for ReserveBatchStatement<'_> {
             ), wallet AS (
                 SELECT w.account_id, w.balance_nano - w.held_nano AS available
                 FROM wallets w
-                WHERE w.account_id IN (SELECT account_id FROM t)
+                WHERE w.account_id IN (SELECT account_id FROM t
+                                       WHERE request_id IN (SELECT request_id
+                                                            FROM current_policy))
                 ORDER BY w.account_id
                 FOR UPDATE
             ), admitted AS (

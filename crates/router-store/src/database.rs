@@ -10,6 +10,7 @@ use crate::group_commit::{BatchSlots, GroupCommit};
 use crate::history::{self, RequestView};
 use crate::key_cache::{self, KeyCache};
 use crate::migrations;
+use crate::sessions::{self, MagicLinkIssue, NewSession, SessionRecord};
 use crate::thinking_seal_keys;
 use diesel::IntoSql;
 use diesel::sql_types::Integer;
@@ -217,6 +218,12 @@ impl Database {
         api_keys::get_api_key(&mut conn, id).await
     }
 
+    /// The keys of an account, deleted ones included, oldest first.
+    pub async fn list_api_keys(&self, account_id: Uuid) -> Result<Vec<ApiKeyView>, StoreError> {
+        let mut conn = self.connection().await?;
+        api_keys::list_api_keys(&mut conn, account_id).await
+    }
+
     /// What key `id` spent this month and in each of `window_seconds`.
     pub async fn key_spend(
         &self,
@@ -251,6 +258,44 @@ impl Database {
     pub async fn get_request(&self, id: Uuid) -> Result<Option<RequestView>, StoreError> {
         let mut conn = self.connection().await?;
         history::get_request(&mut conn, id).await
+    }
+
+    /// Issues a sign-in link for the account with this email, if any.
+    pub async fn issue_magic_link(&self, email: &str) -> Result<MagicLinkIssue, StoreError> {
+        let mut conn = self.connection().await?;
+        sessions::issue_magic_link(&mut conn, email).await
+    }
+
+    /// Spends a sign-in link and opens a session; `None` for a bad link.
+    pub async fn redeem_magic_link(
+        &self,
+        token: &str,
+        ttl: Duration,
+    ) -> Result<Option<NewSession>, StoreError> {
+        let mut conn = self.connection().await?;
+        sessions::redeem_magic_link(&mut conn, token, ttl).await
+    }
+
+    /// Opens a session for an account (the operator's way in).
+    pub async fn create_session(
+        &self,
+        account_id: Uuid,
+        ttl: Duration,
+    ) -> Result<NewSession, AdminError> {
+        let mut conn = self.connection().await?;
+        sessions::create_session(&mut conn, account_id, ttl).await
+    }
+
+    /// The live session whose cookie value is `token`.
+    pub async fn find_session(&self, token: &str) -> Result<Option<SessionRecord>, StoreError> {
+        let mut conn = self.connection().await?;
+        sessions::find_session(&mut conn, token).await
+    }
+
+    /// Ends a session; `false` when no live session has this ID.
+    pub async fn revoke_session(&self, id: Uuid) -> Result<bool, StoreError> {
+        let mut conn = self.connection().await?;
+        sessions::revoke_session(&mut conn, id).await
     }
 
     /// Checks that the ledger balances and agrees with wallets and holds.

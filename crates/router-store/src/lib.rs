@@ -29,6 +29,8 @@ pub mod key_cache;
 pub mod migrations;
 mod prepared;
 pub mod schema;
+mod secret;
+pub mod sessions;
 #[cfg(feature = "test-support")]
 pub mod test_support;
 pub mod thinking_seal_keys;
@@ -40,3 +42,4 @@ pub use audit::Reconciliation;
 pub use database::{Database, PooledConnection};
 pub use error::AdminError;
 pub use history::{AttemptView, HoldView, LedgerEntryView, RequestView, UsageView};
+pub use sessions::{MagicLinkIssue, NewSession, SessionRecord};

@@ -120,7 +120,30 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    browser_sessions (id) {
+        id -> Uuid,
+        account_id -> Uuid,
+        token_hash -> Bytea,
+        created_at -> Timestamptz,
+        expires_at -> Timestamptz,
+        revoked_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    magic_links (token_hash) {
+        token_hash -> Bytea,
+        account_id -> Uuid,
+        created_at -> Timestamptz,
+        expires_at -> Timestamptz,
+        used_at -> Nullable<Timestamptz>,
+    }
+}
+
 diesel::joinable!(wallets -> accounts (account_id));
+diesel::joinable!(browser_sessions -> accounts (account_id));
+diesel::joinable!(magic_links -> accounts (account_id));
 diesel::joinable!(api_keys -> accounts (account_id));
 diesel::joinable!(requests -> accounts (account_id));
 diesel::joinable!(requests -> api_keys (api_key_id));
@@ -135,4 +158,6 @@ diesel::allow_tables_to_appear_in_same_query!(
     holds,
     ledger_entries,
     attempts,
+    browser_sessions,
+    magic_links,
 );

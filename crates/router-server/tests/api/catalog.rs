@@ -557,7 +557,7 @@ async fn reload_records_releases_and_the_feed_shows_changes() {
     let (status, body) = r.reload_catalog().await;
     assert_eq!(status, 400, "{body}");
     let message = body["error"]["message"].as_str().unwrap();
-    assert!(message.contains(".toml:"), "{message}");
+    assert!(message.contains(".toml, line 4: "), "{message}");
     assert!(message.contains("colour"), "{message}");
     let (_, still) = get_json(&r, "/v1/models", Some(&inference)).await;
     assert_eq!(still["release"], first);
@@ -974,4 +974,54 @@ async fn reload_under_load_never_mixes_catalogs() {
     for worker in workers {
         assert!(worker.await.unwrap() > 0);
     }
+}
+
+/// A-15, CF-25: a signed-in session opens compare and pricing changes, and
+/// a session's cursor is not valid with a key (nor the reverse).
+#[tokio::test]
+async fn sessions_read_compare_and_pricing_changes_with_their_own_cursors() {
+    let r = TestRouter::start().await;
+    let c = r.customer(0, &["usage:read"]).await;
+    let cookie = r.session_cookie(&c.account_id).await;
+    let with_session = |path: &str| {
+        r.client
+            .get(format!("{}{path}", r.base))
+            .header("cookie", cookie.clone())
+            .send()
+    };
+    let resp = with_session("/v1/models/compare?models=m-text,m-claude")
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.headers()["cache-control"], "no-store");
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["data"][0]["found"], true);
+    let since = "since=2000-01-01T00:00:00Z&limit=1";
+    let page: Value = with_session(&format!("/v1/pricing/changes?{since}"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let cursor = page["next_cursor"].as_str().unwrap().to_owned();
+    let next = with_session(&format!("/v1/pricing/changes?{since}&cursor={cursor}"))
+        .await
+        .unwrap();
+    assert_eq!(next.status(), 200);
+    // The same account's key cannot continue the session's walk.
+    let body = expect_error(
+        get(
+            &r,
+            &format!("/v1/pricing/changes?{since}&cursor={cursor}"),
+            Some(&c.key),
+        )
+        .await,
+        400,
+        "invalid_parameter",
+    )
+    .await;
+    assert_eq!(body["error"]["param"], "cursor");
+    // A session is not a credential for /v1/models.
+    let resp = with_session("/v1/models").await.unwrap();
+    assert_eq!(resp.status(), 401);
 }

@@ -2,8 +2,11 @@
 
 use router_core::{Catalog, Gateway, GatewayConfig, SealKey};
 use router_mock_supplier::MockSupplier;
+use router_mock_supplier::smtp_sink::SmtpSink;
 use router_server::App;
 use router_server::client_addr::TrustedProxies;
+use router_server::mail::Mailer;
+use router_server::public_url::PublicBaseUrl;
 use router_store::test_support::TestDatabase;
 use router_supply::HttpSuppliers;
 use serde_json::{Value, json};
@@ -308,6 +311,8 @@ internal_cost = { input = 1, output = 1 }
 pub struct TestRouter {
     pub base: String,
     pub mock: MockSupplier,
+    /// The SMTP server the router mails to (`start_with_mail`).
+    pub smtp: Option<SmtpSink>,
     pub db: TestDatabase,
     pub client: reqwest::Client,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
@@ -358,6 +363,8 @@ pub async fn build_app(
     catalog_path: &str,
     deadline: Duration,
     trusted_proxies: TrustedProxies,
+    addr: std::net::SocketAddr,
+    mailer: Option<Arc<Mailer>>,
 ) -> Arc<App> {
     let text = std::fs::read_to_string(catalog_path).unwrap();
     let env: router_server::catalog_release::CatalogEnv =
@@ -387,6 +394,9 @@ pub async fn build_app(
         catalog_path: catalog_path.to_owned(),
         catalog_env: env,
         cursor_key: tokio::sync::OnceCell::new(),
+        public_base: PublicBaseUrl::for_listen(addr),
+        mailer,
+        session_ttl: router_server::session::DEFAULT_TTL,
     });
     router_server::catalog_release::spawn_follower(app.clone());
     app
@@ -413,6 +423,26 @@ impl TestRouter {
         trusted_proxies: TrustedProxies,
         listen: &str,
     ) -> TestRouter {
+        TestRouter::start_full(deadline, trusted_proxies, listen, false).await
+    }
+
+    /// A router that sends its email to an SMTP sink (`r.smtp`).
+    pub async fn start_with_mail() -> TestRouter {
+        TestRouter::start_full(
+            Duration::from_secs(180),
+            TrustedProxies::default(),
+            "127.0.0.1:0",
+            true,
+        )
+        .await
+    }
+
+    async fn start_full(
+        deadline: Duration,
+        trusted_proxies: TrustedProxies,
+        listen: &str,
+        mail: bool,
+    ) -> TestRouter {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let mock = MockSupplier::start("127.0.0.1:0".parse().unwrap())
             .await
@@ -424,15 +454,29 @@ impl TestRouter {
         let catalog_path =
             std::env::temp_dir().join(format!("router-test-{}.toml", uuid::Uuid::new_v4()));
         std::fs::write(&catalog_path, &text).unwrap();
+        let smtp = match mail {
+            true => Some(
+                SmtpSink::start("127.0.0.1:0".parse().unwrap())
+                    .await
+                    .unwrap(),
+            ),
+            false => None,
+        };
+        let mailer = smtp.as_ref().map(|sink| {
+            Arc::new(Mailer::from_url(&sink.url(), "Router <router@localhost>").unwrap())
+        });
+        let listener = tokio::net::TcpListener::bind(listen).await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let base = format!("http://{addr}");
         let app = build_app(
             db.database().clone(),
             catalog_path.to_str().unwrap(),
             deadline,
             trusted_proxies,
+            addr,
+            mailer,
         )
         .await;
-        let listener = tokio::net::TcpListener::bind(listen).await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(router_server::serve(listener, app, async move {
             let _ = rx.await;
@@ -440,6 +484,7 @@ impl TestRouter {
         TestRouter {
             base,
             mock,
+            smtp,
             db,
             client: reqwest::Client::new(),
             shutdown: Some(tx),
@@ -468,15 +513,18 @@ impl TestRouter {
             .await
             .unwrap();
         database.listen_for_key_changes().await.unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let base = format!("http://{addr}");
         let app = build_app(
             database,
             self.catalog_path.to_str().unwrap(),
             Duration::from_secs(180),
             TrustedProxies::default(),
+            addr,
+            None,
         )
         .await;
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(router_server::serve(listener, app, async move {
             let _ = rx.await;
@@ -505,6 +553,23 @@ impl TestRouter {
         let status = resp.status().as_u16();
         let text = resp.text().await.unwrap();
         (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
+    /// A new browser session of `account_id`, as its `Cookie` header value.
+    pub async fn session_cookie(&self, account_id: &str) -> String {
+        let (status, body) = self
+            .admin(
+                reqwest::Method::POST,
+                &format!("/admin/accounts/{account_id}/sessions"),
+                Some(json!({})),
+            )
+            .await;
+        assert_eq!(status, 201, "{body}");
+        format!(
+            "{}={}",
+            body["cookie_name"].as_str().unwrap(),
+            body["cookie_value"].as_str().unwrap()
+        )
     }
 
     /// A new account with `credits` nano-USD and a key with `scopes`.

@@ -30,7 +30,28 @@ enum Credential {
     Mismatch,
     /// The operator token, as Bearer.
     Operator,
+    /// A live browser session's cookie with `Origin` of the router.
+    SessionSameOrigin,
+    /// The cookie with another site's `Origin` (A-16, GP-36).
+    SessionCrossOrigin,
+    /// The cookie and neither `Origin` nor `Referer`.
+    SessionNoOrigin,
 }
+
+impl Credential {
+    fn is_session(&self) -> bool {
+        matches!(
+            self,
+            Credential::SessionSameOrigin
+                | Credential::SessionCrossOrigin
+                | Credential::SessionNoOrigin
+        )
+    }
+}
+
+/// Stands for a fresh session cookie in a credential's headers: each cell
+/// gets its own session, since one cell (sign-out) ends the one it uses.
+const SESSION_COOKIE: &str = "{session}";
 
 /// What the route table says the answer is.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -53,16 +74,28 @@ fn expected(route: &Route, credential: &Credential) -> Expected {
         Credential::Scopes(_) => Expected::Error(ErrorCode::InsufficientScope),
         _ => Expected::Error(ErrorCode::InvalidApiKey),
     };
+    // A session passes on its own; its mutation needs the router's origin.
+    let session_rule = || match credential {
+        Credential::SessionSameOrigin => through(),
+        _ if route.method.as_str() == "GET" => through(),
+        _ => Expected::Error(ErrorCode::CrossOriginForbidden),
+    };
     match route.auth {
         AuthRule::Public => through(),
+        // Only the same-origin session credential sends our `Origin`.
+        AuthRule::PublicSameOrigin => match credential {
+            Credential::SessionSameOrigin => through(),
+            _ => Expected::Error(ErrorCode::CrossOriginForbidden),
+        },
         AuthRule::Admin => match credential {
             Credential::Operator => through(),
             _ => Expected::Error(ErrorCode::InvalidApiKey),
         },
+        // A session is never a credential here.
         AuthRule::ApiKey { scope } => key_rule(scope),
+        AuthRule::ApiKeyOrSession { .. } if credential.is_session() => session_rule(),
         AuthRule::ApiKeyOrSession { scope } => key_rule(Some(scope)),
-        // No sessions yet (`session.rs`): an API key is refused, nothing else
-        // is a credential here.
+        AuthRule::Session if credential.is_session() => session_rule(),
         AuthRule::Session => match credential {
             Credential::None => Expected::Error(ErrorCode::AuthenticationRequired),
             _ => Expected::Error(ErrorCode::SessionRequired),
@@ -71,11 +104,12 @@ fn expected(route: &Route, credential: &Credential) -> Expected {
 }
 
 /// The codes only a guard (or a not-landed route) answers with.
-const GUARD_CODES: [ErrorCode; 5] = [
+const GUARD_CODES: [ErrorCode; 6] = [
     ErrorCode::InvalidApiKey,
     ErrorCode::AuthenticationRequired,
     ErrorCode::InsufficientScope,
     ErrorCode::SessionRequired,
+    ErrorCode::CrossOriginForbidden,
     ErrorCode::NotAvailable,
 ];
 
@@ -97,6 +131,8 @@ fn concrete_path(route: &Route, bad: bool) -> String {
 }
 
 struct Keys {
+    /// The account of `all`, whose sessions the session cells use.
+    account_id: String,
     by_scope: Vec<(Scope, String)>,
     none: String,
     all: String,
@@ -130,6 +166,7 @@ async fn issue_keys(r: &TestRouter) -> Keys {
         .await;
     assert_eq!(status, 204);
     Keys {
+        account_id: all.account_id.clone(),
         by_scope,
         none,
         all: all.key,
@@ -138,7 +175,7 @@ async fn issue_keys(r: &TestRouter) -> Keys {
     }
 }
 
-fn credentials(keys: &Keys) -> Vec<(Credential, Vec<(&'static str, String)>)> {
+fn credentials(keys: &Keys, base: &str) -> Vec<(Credential, Vec<(&'static str, String)>)> {
     let bearer = |k: &str| vec![("authorization", format!("Bearer {k}"))];
     let mut out = vec![
         (Credential::None, vec![]),
@@ -164,6 +201,24 @@ fn credentials(keys: &Keys) -> Vec<(Credential, Vec<(&'static str, String)>)> {
             h
         }),
         (Credential::Operator, bearer(ADMIN_TOKEN)),
+        (
+            Credential::SessionSameOrigin,
+            vec![
+                ("cookie", SESSION_COOKIE.to_owned()),
+                ("origin", base.to_owned()),
+            ],
+        ),
+        (
+            Credential::SessionCrossOrigin,
+            vec![
+                ("cookie", SESSION_COOKIE.to_owned()),
+                ("origin", "https://evil.example".to_owned()),
+            ],
+        ),
+        (
+            Credential::SessionNoOrigin,
+            vec![("cookie", SESSION_COOKIE.to_owned())],
+        ),
     ];
     for (scope, key) in &keys.by_scope {
         out.push((Credential::Scopes(vec![*scope]), bearer(key)));
@@ -223,7 +278,7 @@ fn method(route: &Route) -> reqwest::Method {
 async fn every_route_by_every_credential_answers_as_its_row_says() {
     let r = TestRouter::start().await;
     let keys = issue_keys(&r).await;
-    let credentials = credentials(&keys);
+    let credentials = credentials(&keys, &r.base);
     let mut cells = 0;
     let mut mismatches = Vec::new();
     for route in &ROUTES {
@@ -233,6 +288,10 @@ async fn every_route_by_every_credential_answers_as_its_row_says() {
                 format!("{}{}", r.base, concrete_path(route, false)),
             );
             for (name, value) in headers {
+                let value = match value.as_str() {
+                    SESSION_COOKIE => r.session_cookie(&keys.account_id).await,
+                    _ => value.clone(),
+                };
                 request = request.header(*name, value);
             }
             let want = expected(route, credential);

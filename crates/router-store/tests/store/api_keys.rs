@@ -151,6 +151,8 @@ async fn the_secret_is_stored_nowhere() {
         "catalog_release_models",
         "catalog_price_changes",
         "catalog_cursor_keys",
+        "browser_sessions",
+        "magic_links",
     ];
     let mut hash_found = 0;
     for table in tables {

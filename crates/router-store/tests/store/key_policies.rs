@@ -190,3 +190,52 @@ async fn a_change_after_the_hold_leaves_the_hold() {
         .unwrap();
     assert_eq!(wallet(&db, funded.account_id).await, (10_000, 1_000));
 }
+
+/// Lock order: a batched reservation waiting for a key row (here: a limited
+/// admission of that key holds it `FOR UPDATE`, as while a key's limits are
+/// being set and cached records still say "no limits") holds no wallet
+/// lock yet, so the limited admission can go on to lock the wallet: the two
+/// wait for each other one way only and never deadlock.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_batch_waiting_for_a_key_holds_no_wallet_lock() {
+    let db = TestDatabase::new().await;
+    let funded = funded_account(&db, 10_000).await;
+    let mut limited = AsyncPgConnection::establish(db.url()).await.unwrap();
+    limited
+        .batch_execute(&format!(
+            "BEGIN; SELECT 1 FROM api_keys WHERE id = '{}' FOR UPDATE",
+            funded.api_key_id
+        ))
+        .await
+        .unwrap();
+    let request = new_request(&funded, 1_000);
+    let store = db.database().clone();
+    let batch = tokio::spawn(async move { store.reserve(request).await });
+    // Bounded wait until the batch is blocked on a lock.
+    let mut blocked = false;
+    for _ in 0..100 {
+        let waiting = count(
+            &db,
+            "SELECT count(*) AS n FROM pg_stat_activity
+             WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        )
+        .await;
+        if waiting > 0 {
+            blocked = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(blocked, "the batch waits for the key row");
+    // The wallet is free: NOWAIT fails at once if the batch had locked it.
+    limited
+        .batch_execute(&format!(
+            "SELECT 1 FROM wallets WHERE account_id = '{}' FOR UPDATE NOWAIT",
+            funded.account_id
+        ))
+        .await
+        .expect("the waiting batch holds the wallet lock");
+    limited.batch_execute("COMMIT").await.unwrap();
+    batch.await.unwrap().unwrap();
+    assert_eq!(wallet(&db, funded.account_id).await, (10_000, 1_000));
+}

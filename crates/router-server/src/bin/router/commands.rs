@@ -1,0 +1,454 @@
+//! The operator's commands: accounts, keys and requests straight against
+//! the database, through the same operations as the admin API
+//! (`router_server::operator`); and checks of a catalog file and of the
+//! whole configuration.
+
+use crate::output::{Output, field, parse_usd, usd};
+use crate::serve::{app, load_catalog};
+use crate::settings::ServeArgs;
+use anyhow::{Context, anyhow, bail};
+use clap::{Args, Subcommand};
+use router_canonical::ApiError;
+use router_core::Catalog;
+use router_server::{App, operator};
+use router_store::Database;
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum AccountsCommand {
+    /// Create an account with an empty wallet.
+    Create {
+        #[arg(long)]
+        email: String,
+        /// Mark the email as verified.
+        #[arg(long)]
+        verified: bool,
+    },
+    /// Show an account and its wallet.
+    Show { id: String },
+    /// Add credit to an account's wallet.
+    Credit {
+        id: String,
+        /// Exact USD, e.g. 12.50 (at most nine decimals).
+        #[arg(long, conflicts_with = "amount_nano_usd")]
+        usd: Option<String>,
+        /// Integer nano-USD.
+        #[arg(long)]
+        amount_nano_usd: Option<i64>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum KeysCommand {
+    /// Issue an API key; the secret is printed once.
+    Create(KeyCreate),
+    /// List an account's keys.
+    List {
+        #[arg(long)]
+        account: String,
+    },
+    /// Show a key, its policy and what it has spent.
+    Show { id: String },
+    /// Revoke (delete) a key at once.
+    Revoke { id: String },
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct KeyCreate {
+    #[arg(long)]
+    account: String,
+    /// inference, account:read, account:write, usage:read (repeatable).
+    #[arg(long = "scope")]
+    scopes: Vec<String>,
+    /// Unix seconds.
+    #[arg(long)]
+    expires_at: Option<u64>,
+    /// A model ID or alias the key may use (repeatable; none: every model).
+    #[arg(long = "allowed-model")]
+    allowed_models: Vec<String>,
+    /// An address or CIDR the key may be used from (repeatable).
+    #[arg(long = "ip")]
+    ip_allowlist: Vec<String>,
+    /// on, off or passthrough.
+    #[arg(long)]
+    prompt_cache_mode: Option<String>,
+    /// A rolling spend limit, AMOUNT_NANO_USD/WINDOW_SECONDS (repeatable).
+    #[arg(long = "spend-limit")]
+    spend_limits: Vec<String>,
+    #[arg(long)]
+    monthly_budget_nano_usd: Option<u64>,
+    #[arg(long)]
+    requests_per_minute: Option<u64>,
+    #[arg(long)]
+    requests_per_day: Option<u64>,
+    #[arg(long)]
+    max_concurrent_requests: Option<u64>,
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum RequestsCommand {
+    /// Show a request's history: charge, attempts, ledger.
+    Show { id: String },
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum CatalogCommand {
+    /// Validate a catalog file and print what it would serve.
+    Check { file: String },
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum ConfigCommand {
+    /// Check every setting, the catalog and the database connection.
+    Check,
+}
+
+/// The operation's refusal as one line: its code, field and message.
+fn refused(e: ApiError) -> anyhow::Error {
+    match e.param {
+        Some(param) => anyhow!("{} ({param}): {}", e.code, e.message),
+        None => anyhow!("{}: {}", e.code, e.message),
+    }
+}
+
+fn uuid(what: &str, text: &str) -> anyhow::Result<Uuid> {
+    Uuid::parse_str(text).map_err(|_| anyhow!("`{text}` is not a {what} ID"))
+}
+
+/// The state the operations run against: the configured database (a small
+/// pool) and catalog.
+async fn operator_app(args: &ServeArgs) -> anyhow::Result<App> {
+    let config = args.server_config()?;
+    let (catalog, _) = load_catalog(&config.catalog_path)?;
+    let db = Database::connect(&config.database_url, 2)
+        .await
+        .context("DATABASE_URL: cannot connect")?;
+    // Operator commands serve no catalog view and record no release.
+    let catalog = std::sync::Arc::new(catalog);
+    let views = router_server::catalog_view::CatalogViews::build(
+        catalog.clone(),
+        router_server::catalog_view::ReleaseInfo::default(),
+    );
+    app(&config, catalog, views, db).await
+}
+
+pub(crate) async fn accounts(
+    args: &ServeArgs,
+    command: AccountsCommand,
+    out: &Output,
+) -> anyhow::Result<()> {
+    let app = operator_app(args).await?;
+    match command {
+        AccountsCommand::Create { email, verified } => {
+            let body = json!({"email": email, "email_verified": verified});
+            let view = operator::create_account(&app, body)
+                .await
+                .map_err(refused)?;
+            out.show(&view, |v| {
+                format!("created account {} ({})", field(v, "id"), field(v, "email"))
+            });
+        }
+        AccountsCommand::Show { id } => {
+            let view = operator::show_account(&app, uuid("account", &id)?)
+                .await
+                .map_err(refused)?;
+            out.show(&view, account_text);
+        }
+        AccountsCommand::Credit {
+            id,
+            usd: usd_text,
+            amount_nano_usd,
+        } => {
+            let amount = match (usd_text, amount_nano_usd) {
+                (Some(text), None) => parse_usd(&text).ok_or_else(|| {
+                    anyhow!("--usd: `{text}` is not a positive USD amount (at most nine decimals)")
+                })?,
+                (None, Some(nano)) => nano,
+                _ => bail!("give the amount: --usd 12.50 or --amount-nano-usd 12500000000"),
+            };
+            let body = json!({"amount_nano_usd": amount});
+            let view = operator::credit_account(&app, uuid("account", &id)?, body)
+                .await
+                .map_err(refused)?;
+            out.show(&view, |v| {
+                format!(
+                    "account {}: balance {} USD",
+                    field(v, "account_id"),
+                    usd(v["balance_nano_usd"].as_i64().unwrap_or_default())
+                )
+            });
+        }
+    }
+    Ok(())
+}
+
+fn account_text(v: &Value) -> String {
+    let nano = |name: &str| usd(v[name].as_i64().unwrap_or_default());
+    format!(
+        "account    {}\nemail      {}{}\nbalance    {} USD\nheld       {} USD\navailable  {} USD\ncreated    {}\n",
+        field(v, "id"),
+        field(v, "email"),
+        if v["email_verified"] == true {
+            " (verified)"
+        } else {
+            ""
+        },
+        nano("balance_nano_usd"),
+        nano("held_nano_usd"),
+        nano("available_nano_usd"),
+        field(v, "created_at"),
+    )
+}
+
+pub(crate) async fn keys(
+    args: &ServeArgs,
+    command: KeysCommand,
+    out: &Output,
+) -> anyhow::Result<()> {
+    let app = operator_app(args).await?;
+    match command {
+        KeysCommand::Create(create) => {
+            let body = key_body(create)?;
+            let view = operator::create_api_key(&app, body)
+                .await
+                .map_err(refused)?;
+            out.show(&view, |v| {
+                format!(
+                    "created key {} for account {}\nsecret (shown once, store it now): {}",
+                    field(v, "id"),
+                    field(v, "account_id"),
+                    field(v, "key")
+                )
+            });
+        }
+        KeysCommand::List { account } => {
+            let view = operator::list_api_keys(&app, uuid("account", &account)?)
+                .await
+                .map_err(refused)?;
+            out.show(&view, |v| {
+                let mut text = String::new();
+                for key in v["data"].as_array().into_iter().flatten() {
+                    let state = if key["deleted_at"].is_null() {
+                        "active"
+                    } else {
+                        "revoked"
+                    };
+                    let scopes: Vec<String> = key["scopes"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|s| s.as_str().map(str::to_owned))
+                        .collect();
+                    text.push_str(&format!(
+                        "{}  {}…  {:7}  {}\n",
+                        field(key, "id"),
+                        field(key, "prefix"),
+                        state,
+                        scopes.join(",")
+                    ));
+                }
+                if text.is_empty() {
+                    "no keys".to_owned()
+                } else {
+                    text
+                }
+            });
+        }
+        KeysCommand::Show { id } => {
+            let view = operator::show_api_key(&app, uuid("key", &id)?)
+                .await
+                .map_err(refused)?;
+            out.show(&view, |v| {
+                format!(
+                    "key        {}\naccount    {}\nprefix     {}…\nscopes     {}\nexpires    {}\nrevoked    {}\npolicy     {}\nspend      {}\n",
+                    field(v, "id"),
+                    field(v, "account_id"),
+                    field(v, "prefix"),
+                    v["scopes"],
+                    field(v, "expires_at"),
+                    field(v, "deleted_at"),
+                    v["policy"],
+                    v["spend"],
+                )
+            });
+        }
+        KeysCommand::Revoke { id } => {
+            let id = uuid("key", &id)?;
+            operator::delete_api_key(&app, id).await.map_err(refused)?;
+            out.show(&json!({"id": id, "deleted": true}), |_| {
+                format!("revoked key {id}")
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The admin API's body for a new key, from the flags.
+fn key_body(create: KeyCreate) -> anyhow::Result<Value> {
+    let mut body = json!({"account_id": create.account, "scopes": create.scopes});
+    let mut set = |name: &str, value: Value| {
+        if !value.is_null() {
+            body[name] = value;
+        }
+    };
+    set("expires_at", json!(create.expires_at));
+    if !create.allowed_models.is_empty() {
+        set("allowed_models", json!(create.allowed_models));
+    }
+    if !create.ip_allowlist.is_empty() {
+        set("ip_allowlist", json!(create.ip_allowlist));
+    }
+    set("prompt_cache_mode", json!(create.prompt_cache_mode));
+    if !create.spend_limits.is_empty() {
+        let windows = create
+            .spend_limits
+            .iter()
+            .map(|text| {
+                let (amount, seconds) = text
+                    .split_once('/')
+                    .and_then(|(a, s)| Some((a.parse::<u64>().ok()?, s.parse::<u64>().ok()?)))
+                    .ok_or_else(|| {
+                        anyhow!("--spend-limit: `{text}` is not AMOUNT_NANO_USD/WINDOW_SECONDS")
+                    })?;
+                Ok(json!({"amount_nano_usd": amount, "window_seconds": seconds}))
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        set("spend_limits", json!(windows));
+    }
+    set(
+        "monthly_budget_nano_usd",
+        json!(create.monthly_budget_nano_usd),
+    );
+    set("requests_per_minute", json!(create.requests_per_minute));
+    set("requests_per_day", json!(create.requests_per_day));
+    set(
+        "max_concurrent_requests",
+        json!(create.max_concurrent_requests),
+    );
+    Ok(body)
+}
+
+pub(crate) async fn requests(
+    args: &ServeArgs,
+    command: RequestsCommand,
+    out: &Output,
+) -> anyhow::Result<()> {
+    let app = operator_app(args).await?;
+    let RequestsCommand::Show { id } = command;
+    let view = operator::show_request(&app, uuid("request", &id)?)
+        .await
+        .map_err(refused)?;
+    out.show(&view, |v| {
+        let nano = |name: &str| match v[name].as_i64() {
+            Some(n) => format!("{} USD", usd(n)),
+            None => "-".to_owned(),
+        };
+        format!(
+            "request    {}\nstatus     {}\nmodel      {} ({}, stream {})\nroute      {}\nreserved   {}\ncharged    {}\nusage      {}\nattempts   {}\nerror      {}\ncreated    {}\nfinished   {}\n",
+            field(v, "id"),
+            field(v, "status"),
+            field(v, "model"),
+            field(v, "protocol"),
+            field(v, "stream"),
+            field(v, "route_id"),
+            nano("reserved_nano_usd"),
+            nano("charged_nano_usd"),
+            v["usage"],
+            v["attempts"].as_array().map_or(0, Vec::len),
+            field(v, "error_reason"),
+            field(v, "created_at"),
+            field(v, "finished_at"),
+        )
+    });
+    Ok(())
+}
+
+/// `router catalog check FILE`: what the file would serve, or why not.
+pub(crate) fn catalog(command: CatalogCommand, out: &Output) -> anyhow::Result<()> {
+    let CatalogCommand::Check { file } = command;
+    // The error names the file and line itself.
+    let catalog = Catalog::load(&file).map_err(|e| anyhow!("{e}"))?;
+    let summary = catalog_summary(&catalog);
+    out.show(&summary, |v| {
+        let mut text = format!(
+            "{file}: valid, {} models, {} routes, {} suppliers\n",
+            v["models"].as_array().map_or(0, Vec::len),
+            v["routes"],
+            v["suppliers"]
+        );
+        for model in v["models"].as_array().into_iter().flatten() {
+            text.push_str(&format!(
+                "  {}  ({} routes)\n",
+                field(model, "id"),
+                model["routes"]
+            ));
+        }
+        text
+    });
+    Ok(())
+}
+
+fn catalog_summary(catalog: &Catalog) -> Value {
+    let mut models: Vec<_> = catalog.models().collect();
+    models.sort_by(|a, b| a.id.cmp(&b.id));
+    let mut suppliers = std::collections::BTreeSet::new();
+    let mut routes = 0;
+    let models: Vec<Value> = models
+        .iter()
+        .map(|model| {
+            let model_routes = catalog.routes(&model.id);
+            routes += model_routes.len();
+            suppliers.extend(model_routes.iter().map(|r| r.supplier.id.clone()));
+            json!({"id": model.id, "aliases": model.aliases, "routes": model_routes.len()})
+        })
+        .collect();
+    json!({
+        "valid": true,
+        "models": models,
+        "routes": routes,
+        "suppliers": suppliers.len(),
+    })
+}
+
+/// `router config check`: every setting parsed, the catalog loaded, the
+/// database reached; secrets are never printed.
+pub(crate) async fn config(
+    args: &ServeArgs,
+    command: ConfigCommand,
+    out: &Output,
+) -> anyhow::Result<()> {
+    let ConfigCommand::Check = command;
+    let config = args.server_config()?;
+    let (catalog, _) = load_catalog(&config.catalog_path)?;
+    // Connecting pings the database.
+    Database::connect(&config.database_url, 1)
+        .await
+        .context("DATABASE_URL: cannot connect")?;
+    let summary = json!({
+        "ok": true,
+        "listen": config.listen.to_string(),
+        "public_base_url": config.public_base.origin(),
+        "catalog": {"path": config.catalog_path, "summary": catalog_summary(&catalog)},
+        "database": "reachable",
+        "admin_api": config.admin_token.is_some(),
+        "email": config.mailer.is_some(),
+        "deadline_secs": config.deadline.as_secs(),
+        "hold_lease_secs": config.hold_lease.as_secs(),
+        "reaper_interval_secs": config.reaper_interval.as_secs(),
+        "db_pool_size": config.database_pool_size,
+        "session_ttl_secs": config.session_ttl.as_secs(),
+    });
+    out.show(&summary, |v| {
+        format!(
+            "configuration ok\nlisten        {}\npublic URL    {}\ncatalog       {} ({} routes)\ndatabase      reachable\nadmin API     {}\nemail         {}\n",
+            field(v, "listen"),
+            field(v, "public_base_url"),
+            config.catalog_path,
+            v["catalog"]["summary"]["routes"],
+            if config.admin_token.is_some() { "on" } else { "off (ROUTER_ADMIN_TOKEN unset)" },
+            if config.mailer.is_some() { "on" } else { "off (ROUTER_SMTP_URL unset)" },
+        )
+    });
+    Ok(())
+}

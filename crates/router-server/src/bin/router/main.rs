@@ -1,0 +1,113 @@
+//! The `router` binary: `router serve` (the default) runs the gateway;
+//! `router migrate` applies the migrations; `router accounts|keys|requests`
+//! are the operator's commands, straight against the database through the
+//! admin API's own operations; `router catalog check` and `router config
+//! check` validate before a deploy. Errors are one line and a non-zero exit.
+
+mod commands;
+mod output;
+mod serve;
+mod settings;
+
+use clap::{Parser, Subcommand};
+use commands::{AccountsCommand, CatalogCommand, ConfigCommand, KeysCommand, RequestsCommand};
+use output::{Output, one_line};
+use router_store::Database;
+use settings::{LogFormat, ServeArgs};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "router", about = "LLM inference gateway", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    serve: ServeArgs,
+    /// Print the admin API's JSON instead of human lines.
+    #[arg(long, global = true)]
+    json: bool,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the gateway (the default).
+    Serve,
+    /// Apply database migrations and exit.
+    Migrate,
+    /// Accounts and their wallets.
+    #[command(subcommand)]
+    Accounts(AccountsCommand),
+    /// API keys.
+    #[command(subcommand)]
+    Keys(KeysCommand),
+    /// Request history.
+    #[command(subcommand)]
+    Requests(RequestsCommand),
+    /// Catalog files.
+    #[command(subcommand)]
+    Catalog(CatalogCommand),
+    /// The whole configuration.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("router: {}", one_line(&format!("{error:#}")));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let out = Output { json: cli.json };
+    let command = cli.command.unwrap_or(Command::Serve);
+    let serving = matches!(command, Command::Serve | Command::Migrate);
+    // The gateway logs at info; an operator command only warns, so that its
+    // output is what it printed.
+    init_logging(
+        cli.serve.log_format()?,
+        if serving { "info" } else { "warn" },
+    );
+    if let Command::Catalog(command) = command {
+        return commands::catalog(command, &out);
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        match command {
+            Command::Serve => serve::serve(cli.serve.server_config()?).await,
+            Command::Migrate => {
+                let url = cli.serve.database_url()?;
+                let db = Database::connect(&url, 2).await?;
+                db.migrate().await?;
+                tracing::info!("migrations applied");
+                Ok(())
+            }
+            Command::Accounts(command) => commands::accounts(&cli.serve, command, &out).await,
+            Command::Keys(command) => commands::keys(&cli.serve, command, &out).await,
+            Command::Requests(command) => commands::requests(&cli.serve, command, &out).await,
+            Command::Config(command) => commands::config(&cli.serve, command, &out).await,
+            Command::Catalog(_) => Ok(()),
+        }
+    })
+}
+
+/// JSON lines or human text on stderr; `ROUTER_LOG` filters (default
+/// `default_level`).
+fn init_logging(format: LogFormat, default_level: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("ROUTER_LOG")
+        .unwrap_or_else(|_| default_level.into());
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Json => builder.json().init(),
+        LogFormat::Text => builder.init(),
+    }
+}

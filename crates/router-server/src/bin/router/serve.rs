@@ -1,0 +1,138 @@
+//! `router serve`: load the catalog, connect and migrate the database, and
+//! serve until SIGTERM or ctrl-c, then drain.
+
+use anyhow::Context;
+use router_core::{Catalog, Gateway, GatewayConfig, SealKey};
+use router_server::catalog_release;
+use router_server::catalog_view::{CatalogCell, CatalogViews};
+use router_server::{App, ServerConfig};
+use router_store::Database;
+use router_supply::HttpSuppliers;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub(crate) async fn serve(config: ServerConfig) -> anyhow::Result<()> {
+    // What can be refused is checked before the first log line, so that a
+    // bad setting stops start-up with one line (printed by `main`).
+    let (catalog, catalog_text) = load_catalog(&config.catalog_path)?;
+    let db = Database::connect(&config.database_url, config.database_pool_size)
+        .await
+        .context("DATABASE_URL: cannot connect")?;
+    tracing::info!(?config, "starting router");
+    db.migrate().await.context("applying migrations")?;
+    db.listen_for_key_changes()
+        .await
+        .context("listening for API key changes")?;
+    let catalog = Arc::new(catalog);
+    let (views, recorded) =
+        catalog_release::record(&db, catalog.clone(), &config.catalog_path, &catalog_text)
+            .await
+            .context("recording the catalog release")?;
+    tracing::info!(
+        release = recorded.release,
+        new = recorded.created,
+        "catalog release"
+    );
+    let app = Arc::new(app(&config, catalog, views, db.clone()).await?);
+    catalog_release::spawn_follower(app.clone());
+    catalog_release::spawn_sighup_reload(app.clone());
+    spawn_reaper(db, config.reaper_interval);
+    // The tokenizer (~40 MB) is loaded by the first count_tokens call, on a
+    // blocking thread: most deployments never pay for it.
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("ROUTER_LISTEN: cannot bind {}", config.listen))?;
+    tracing::info!(listen = %listener.local_addr()?, "router listening");
+    // On a worker thread, not on this one (`block_on`): a connection's task
+    // is then spawned where it will run, instead of waking a worker thread
+    // for every accepted connection.
+    tokio::spawn(router_server::serve(listener, app, shutdown_signal()))
+        .await
+        .context("the accept loop panicked")??;
+    tracing::info!("router stopped");
+    Ok(())
+}
+
+/// The catalog file and its text, its failure named by the variable that
+/// points at it (and by the file, line and field).
+pub(crate) fn load_catalog(path: &str) -> anyhow::Result<(Catalog, String)> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| anyhow::anyhow!("ROUTER_CATALOG: cannot read catalog {path}: {e}"))?;
+    let env = catalog_release::process_env();
+    let catalog = Catalog::parse(&text, path, |name| env(name))
+        .map_err(|e| anyhow::anyhow!("ROUTER_CATALOG: {e}"))?;
+    Ok((catalog, text))
+}
+
+/// The shared state of a router process (also what the operator commands
+/// run their operations against).
+pub(crate) async fn app(
+    config: &ServerConfig,
+    catalog: Arc<Catalog>,
+    views: CatalogViews,
+    db: Database,
+) -> anyhow::Result<App> {
+    let suppliers = HttpSuppliers::new()?;
+    let gateway_config = GatewayConfig {
+        deadline: config.deadline,
+        hold_lease: config.hold_lease,
+        ..GatewayConfig::default()
+    };
+    let seal_key = SealKey::load(&db)
+        .await
+        .context("loading the thinking seal key")?;
+    let gateway = Gateway::new(catalog, db, suppliers, gateway_config, seal_key);
+    Ok(App {
+        gateway,
+        admin_token: config.admin_token.clone(),
+        trusted_proxies: config.trusted_proxies.clone(),
+        public_base: config.public_base.clone(),
+        mailer: config.mailer.clone(),
+        session_ttl: config.session_ttl,
+        catalog: CatalogCell::new(views),
+        catalog_path: config.catalog_path.clone(),
+        catalog_env: catalog_release::process_env(),
+        cursor_key: tokio::sync::OnceCell::new(),
+    })
+}
+
+/// How long a pooled database connection may stay unused before it is closed.
+const DB_CONNECTION_MAX_IDLE: Duration = Duration::from_secs(60);
+
+/// Release holds of requests that died with their process (crash, kill -9),
+/// and close database connections a past burst left idle.
+fn spawn_reaper(db: Database, interval: Duration) {
+    tokio::spawn(async move {
+        let mut ticker = tokio::time::interval(interval);
+        loop {
+            ticker.tick().await;
+            match db.reap_expired_holds(std::time::SystemTime::now()).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(released = n, "reaped expired holds"),
+                Err(e) => tracing::warn!(error = %e, "reaper failed"),
+            }
+            let closed = db.close_idle_connections(DB_CONNECTION_MAX_IDLE);
+            if closed > 0 {
+                tracing::debug!(closed, "closed idle database connections");
+            }
+        }
+    });
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! { () = ctrl_c => {}, () = term => {} }
+}

@@ -1,0 +1,174 @@
+//! The serve settings: every `ROUTER_*` variable (and `DATABASE_URL`), each
+//! mirrored by a flag, read as text and checked here so that a bad value
+//! stops start-up with one line naming the variable (clap's own messages
+//! name only the flag). `docs/operations.md` lists them all.
+
+use anyhow::{Context, anyhow, bail};
+use router_server::ServerConfig;
+use router_server::client_addr::TrustedProxies;
+use router_server::mail::Mailer;
+use router_server::public_url::PublicBaseUrl;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(clap::Args, Debug, Clone)]
+pub(crate) struct ServeArgs {
+    /// Listen address (HTTP/1.1 and h2c).
+    #[arg(long, env = "ROUTER_LISTEN", default_value = "127.0.0.1:8080")]
+    listen: String,
+    /// PostgreSQL URL.
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+    database_url: Option<String>,
+    /// The catalog file.
+    #[arg(
+        long,
+        env = "ROUTER_CATALOG",
+        default_value = "fixtures/demo-catalog.toml"
+    )]
+    catalog: String,
+    /// Routing deadline in seconds, shared by all attempts of a request.
+    #[arg(long, env = "ROUTER_DEADLINE_SECS", default_value = "180")]
+    deadline_secs: String,
+    /// Lifetime of a hold that is not extended, before the reaper releases it.
+    #[arg(long, env = "ROUTER_HOLD_LEASE_SECS", default_value = "600")]
+    hold_lease_secs: String,
+    #[arg(long, env = "ROUTER_REAPER_INTERVAL_SECS", default_value = "30")]
+    reaper_interval_secs: String,
+    #[arg(long, env = "ROUTER_DB_POOL_SIZE", default_value = "32")]
+    db_pool_size: String,
+    /// Proxies (addresses or CIDRs, comma-separated) whose X-Forwarded-For
+    /// and Forwarded headers name the client; none by default.
+    #[arg(long, env = "ROUTER_TRUSTED_PROXIES", default_value = "")]
+    trusted_proxies: String,
+    /// Where people and browsers reach this router; default http://{listen}.
+    #[arg(long, env = "ROUTER_PUBLIC_BASE_URL")]
+    public_base_url: Option<String>,
+    /// SMTP server for sign-in links (smtp://, smtps://); unset: no email.
+    #[arg(long, env = "ROUTER_SMTP_URL", hide_env_values = true)]
+    smtp_url: Option<String>,
+    /// The sender of the router's emails.
+    #[arg(
+        long,
+        env = "ROUTER_EMAIL_FROM",
+        default_value = "Router <router@localhost>"
+    )]
+    email_from: String,
+    /// How long a browser session lasts, in seconds.
+    #[arg(long, env = "ROUTER_SESSION_TTL_SECS", default_value = "604800")]
+    session_ttl_secs: String,
+    /// Log lines as `json`, `text`, or `auto` (text on a terminal, else JSON).
+    #[arg(long, env = "ROUTER_LOG_FORMAT", default_value = "auto")]
+    log_format: String,
+}
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LogFormat {
+    Json,
+    Text,
+}
+
+impl ServeArgs {
+    /// `ROUTER_LOG_FORMAT`, with `auto` decided by whether stderr is a terminal.
+    pub(crate) fn log_format(&self) -> anyhow::Result<LogFormat> {
+        use std::io::IsTerminal;
+        match self.log_format.as_str() {
+            "json" => Ok(LogFormat::Json),
+            "text" => Ok(LogFormat::Text),
+            "auto" if std::io::stderr().is_terminal() => Ok(LogFormat::Text),
+            "auto" => Ok(LogFormat::Json),
+            other => bail!("ROUTER_LOG_FORMAT: `{other}` is not json, text or auto"),
+        }
+    }
+
+    /// `DATABASE_URL`, required and a `postgres://` URL.
+    pub(crate) fn database_url(&self) -> anyhow::Result<String> {
+        let url = self
+            .database_url
+            .as_deref()
+            .filter(|u| !u.is_empty())
+            .context("DATABASE_URL is not set (run `cargo xtask db` to get one)")?;
+        let parsed = url::Url::parse(url).map_err(|e| anyhow!("DATABASE_URL: not a URL ({e})"))?;
+        if !matches!(parsed.scheme(), "postgres" | "postgresql") || parsed.host().is_none() {
+            bail!("DATABASE_URL: expected postgres://user@host:port/database");
+        }
+        Ok(url.to_owned())
+    }
+
+    /// Every setting checked; the database and the catalog file are not
+    /// touched here.
+    pub(crate) fn server_config(&self) -> anyhow::Result<ServerConfig> {
+        let listen: SocketAddr = self.listen.parse().map_err(|_| {
+            anyhow!(
+                "ROUTER_LISTEN: `{}` is not an address:port (e.g. 127.0.0.1:8080)",
+                self.listen
+            )
+        })?;
+        let public_base = match self.public_base_url.as_deref().filter(|u| !u.is_empty()) {
+            Some(text) => {
+                PublicBaseUrl::parse(text).map_err(|e| anyhow!("ROUTER_PUBLIC_BASE_URL: {e}"))?
+            }
+            None => PublicBaseUrl::for_listen(listen),
+        };
+        router_server::mail::check_sender(&self.email_from).map_err(|e| anyhow!("{e}"))?;
+        let mailer = match self.smtp_url.as_deref().filter(|u| !u.is_empty()) {
+            Some(url) => Some(Arc::new(
+                Mailer::from_url(url, &self.email_from).map_err(|e| anyhow!("{e}"))?,
+            )),
+            None => None,
+        };
+        let trusted_proxies = TrustedProxies::parse(&self.trusted_proxies)
+            .map_err(|e| anyhow!("ROUTER_TRUSTED_PROXIES: {e}"))?;
+        Ok(ServerConfig {
+            listen,
+            database_url: self.database_url()?,
+            catalog_path: self.catalog.clone(),
+            admin_token: std::env::var("ROUTER_ADMIN_TOKEN")
+                .ok()
+                .filter(|t| !t.is_empty()),
+            deadline: seconds("ROUTER_DEADLINE_SECS", &self.deadline_secs)?,
+            hold_lease: seconds("ROUTER_HOLD_LEASE_SECS", &self.hold_lease_secs)?,
+            reaper_interval: seconds("ROUTER_REAPER_INTERVAL_SECS", &self.reaper_interval_secs)?,
+            database_pool_size: count("ROUTER_DB_POOL_SIZE", &self.db_pool_size)?,
+            trusted_proxies,
+            public_base,
+            mailer,
+            session_ttl: seconds("ROUTER_SESSION_TTL_SECS", &self.session_ttl_secs)?,
+        })
+    }
+}
+
+/// A whole number of seconds, at least 1.
+fn seconds(name: &str, text: &str) -> anyhow::Result<Duration> {
+    match text.trim().parse::<u64>() {
+        Ok(secs) if secs >= 1 => Ok(Duration::from_secs(secs)),
+        _ => bail!("{name}: `{text}` is not a whole number of seconds (at least 1)"),
+    }
+}
+
+/// A positive count.
+fn count(name: &str, text: &str) -> anyhow::Result<usize> {
+    match text.trim().parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => bail!("{name}: `{text}` is not a positive whole number"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_are_checked_and_named() {
+        assert_eq!(seconds("X", "5").unwrap(), Duration::from_secs(5));
+        for bad in ["0", "-1", "1.5", "ten", ""] {
+            let e = seconds("ROUTER_DEADLINE_SECS", bad)
+                .unwrap_err()
+                .to_string();
+            assert!(e.starts_with("ROUTER_DEADLINE_SECS: "), "{e}");
+        }
+        assert!(count("ROUTER_DB_POOL_SIZE", "0").is_err());
+        assert_eq!(count("X", "4").unwrap(), 4);
+    }
+}

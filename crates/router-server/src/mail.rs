@@ -1,0 +1,108 @@
+//! Outgoing email through the SMTP server of `ROUTER_SMTP_URL`: sign-in
+//! links today, usage digests when channels land.
+//!
+//! The URL is lettre's: `smtp://host:port` (plain, for a local relay or a
+//! test sink), `smtp://host:587?tls=required` (STARTTLS) or
+//! `smtps://user:password@host:465` (implicit TLS). It may carry a
+//! password, so it is never logged.
+
+use lettre::message::Mailbox;
+use lettre::message::header::ContentType;
+use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
+use std::fmt;
+
+/// Why an email was not sent, or the transport could not be configured.
+#[derive(Debug, thiserror::Error)]
+pub enum MailError {
+    #[error("ROUTER_SMTP_URL is not a valid SMTP URL: {0}")]
+    Url(String),
+    #[error("ROUTER_EMAIL_FROM is not a valid address: {0}")]
+    From(String),
+    #[error("not a valid recipient address: {0}")]
+    Recipient(String),
+    #[error("the message could not be built: {0}")]
+    Build(String),
+    #[error("the SMTP server did not accept the message: {0}")]
+    Send(String),
+}
+
+/// One SMTP transport (pooled connections) and the sender's address.
+pub struct Mailer {
+    transport: AsyncSmtpTransport<Tokio1Executor>,
+    from: Mailbox,
+}
+
+impl fmt::Debug for Mailer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The transport holds the URL's credentials.
+        f.debug_struct("Mailer")
+            .field("from", &self.from.to_string())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Mailer {
+    pub fn from_url(url: &str, from: &str) -> Result<Mailer, MailError> {
+        let transport = AsyncSmtpTransport::<Tokio1Executor>::from_url(url)
+            // lettre's error text may quote the URL; name only the kind.
+            .map_err(|e| MailError::Url(smtp_error_kind(&e)))?
+            .build();
+        let from = from
+            .parse::<Mailbox>()
+            .map_err(|e| MailError::From(e.to_string()))?;
+        Ok(Mailer { transport, from })
+    }
+
+    /// Sends a plain-text email to one recipient.
+    pub async fn send(&self, to: &str, subject: &str, text: String) -> Result<(), MailError> {
+        let to = to
+            .parse::<Mailbox>()
+            .map_err(|e| MailError::Recipient(e.to_string()))?;
+        let message = Message::builder()
+            .from(self.from.clone())
+            .to(to)
+            .subject(subject)
+            .header(ContentType::TEXT_PLAIN)
+            .body(text)
+            .map_err(|e| MailError::Build(e.to_string()))?;
+        self.transport
+            .send(message)
+            .await
+            .map(|_| ())
+            .map_err(|e| MailError::Send(smtp_error_kind(&e)))
+    }
+}
+
+/// A transport error without anything that could carry a credential.
+fn smtp_error_kind(error: &lettre::transport::smtp::Error) -> String {
+    if error.is_client() {
+        "invalid configuration".to_owned()
+    } else if error.is_permanent() || error.is_transient() {
+        format!(
+            "the server answered {}",
+            error
+                .status()
+                .map_or("an error".to_owned(), |c| c.to_string())
+        )
+    } else if error.is_timeout() {
+        "timed out".to_owned()
+    } else if error.is_tls() {
+        "TLS failed".to_owned()
+    } else {
+        "connection failed".to_owned()
+    }
+}
+
+/// Checks the sender (`ROUTER_EMAIL_FROM`) even when no transport is
+/// configured, so a typo is found at start-up, not at the first email.
+pub fn check_sender(from: &str) -> Result<(), MailError> {
+    from.parse::<Mailbox>()
+        .map(|_| ())
+        .map_err(|e| MailError::From(e.to_string()))
+}
+
+/// Whether `address` looks like one mailbox (`local@domain`), as lettre
+/// parses it; the sign-in form refuses anything else with 400.
+pub fn is_email_address(address: &str) -> bool {
+    address.len() <= 254 && address.parse::<lettre::Address>().is_ok()
+}

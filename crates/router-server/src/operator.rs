@@ -1,0 +1,509 @@
+//! What the operator can do to accounts, keys and requests, shared by the
+//! admin API (`admin.rs`, over HTTP) and the `router` CLI (straight to the
+//! database): one validation, one answer shape. Inputs are JSON values
+//! checked strictly (an unknown field is refused, never dropped); answers
+//! are the JSON the admin API returns.
+
+use crate::app::App;
+use router_canonical::{ApiError, ErrorCode, NanoUsd, PromptCacheMode};
+use router_core::store::Scope;
+use router_core::{KeyLimits, KeyPolicy, SpendWindow};
+use router_store::api_keys::{ApiKeyChange, ApiKeyView};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+/// `value` as `T`; a field that does not fit is 400 `invalid_parameter`
+/// naming its path.
+pub fn from_json<T: DeserializeOwned>(value: Value) -> Result<T, ApiError> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        ApiError::invalid(
+            if path == "." { "body".to_owned() } else { path },
+            e.inner().to_string(),
+        )
+    })
+}
+
+pub(crate) fn store_error(e: impl std::fmt::Display) -> ApiError {
+    tracing::error!(error = %e, "admin storage failure");
+    ApiError::new(ErrorCode::InternalError, "Storage failure.")
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewAccount {
+    email: String,
+    #[serde(default)]
+    email_verified: bool,
+}
+
+/// Creates an account with an empty wallet: `{"email", "email_verified"?}`.
+pub async fn create_account(app: &App, body: Value) -> Result<Value, ApiError> {
+    let new: NewAccount = from_json(body)?;
+    let account = app
+        .database()
+        .create_account(&new.email, new.email_verified)
+        .await
+        .map_err(|e| match e {
+            router_store::AdminError::EmailTaken => ApiError::new(
+                ErrorCode::Conflict,
+                "An account with this email already exists.",
+            )
+            .with_param("email"),
+            other => store_error(other),
+        })?;
+    let view = json!({
+        "id": account.id,
+        "email": account.email,
+        "email_verified": account.email_verified,
+        "balance_nano_usd": 0,
+        "held_nano_usd": 0,
+    });
+    Ok(view)
+}
+
+/// An account with its wallet.
+pub async fn show_account(app: &App, id: Uuid) -> Result<Value, ApiError> {
+    let account = app
+        .database()
+        .get_account(id)
+        .await
+        .map_err(store_error)?
+        .ok_or_else(|| ApiError::new(ErrorCode::NotFound, "No such account."))?;
+    Ok(account_json(&account))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Credits {
+    amount_nano_usd: i64,
+}
+
+/// Adds credit to a wallet: `{"amount_nano_usd"}` (positive).
+pub async fn credit_account(app: &App, id: Uuid, body: Value) -> Result<Value, ApiError> {
+    let credits: Credits = from_json(body)?;
+    if credits.amount_nano_usd <= 0 {
+        return Err(ApiError::invalid(
+            "amount_nano_usd",
+            "The amount must be a positive integer of nano-USD.",
+        ));
+    }
+    let balance = app
+        .database()
+        .grant_credits(id, NanoUsd(credits.amount_nano_usd))
+        .await
+        .map_err(|e| match e {
+            router_store::AdminError::AccountNotFound(_) => {
+                ApiError::new(ErrorCode::NotFound, "No such account.")
+            }
+            other => store_error(other),
+        })?;
+    Ok(json!({"account_id": id, "balance_nano_usd": balance.0}))
+}
+
+/// Deserializes a field that is present (possibly `null`) as `Some`, so an
+/// absent field (`None`, by `#[serde(default)]`) and `null` (clear it) differ.
+fn present<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(deserializer).map(Some)
+}
+
+/// One rolling spend window as the admin API takes it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SpendLimitJson {
+    amount_nano_usd: u64,
+    window_seconds: u64,
+}
+
+/// A non-negative limit that fits the store's bigint.
+fn limit_value(name: &str, value: u64) -> Result<i64, ApiError> {
+    i64::try_from(value).map_err(|_| ApiError::invalid(name, format!("`{name}` is too large.")))
+}
+
+/// Spend windows: each window at least one second; no windows is no limit.
+fn parse_spend_limits(windows: Vec<SpendLimitJson>) -> Result<Option<Vec<SpendWindow>>, ApiError> {
+    let mut parsed = Vec::with_capacity(windows.len());
+    for (i, window) in windows.into_iter().enumerate() {
+        if window.window_seconds == 0 {
+            return Err(ApiError::invalid(
+                format!("spend_limits[{i}].window_seconds"),
+                "A spend window lasts at least one second.",
+            ));
+        }
+        parsed.push(SpendWindow {
+            amount_nano_usd: limit_value("spend_limits.amount_nano_usd", window.amount_nano_usd)?,
+            window_seconds: limit_value("spend_limits.window_seconds", window.window_seconds)?,
+        });
+    }
+    Ok((!parsed.is_empty()).then_some(parsed))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewApiKey {
+    account_id: Uuid,
+    scopes: Vec<String>,
+    /// Unix seconds.
+    #[serde(default)]
+    expires_at: Option<u64>,
+    #[serde(default)]
+    allowed_models: Option<Vec<String>>,
+    #[serde(default)]
+    ip_allowlist: Option<Vec<String>>,
+    #[serde(default)]
+    prompt_cache_mode: Option<String>,
+    #[serde(default)]
+    spend_limits: Option<Vec<SpendLimitJson>>,
+    #[serde(default)]
+    monthly_budget_nano_usd: Option<u64>,
+    #[serde(default)]
+    requests_per_minute: Option<u64>,
+    #[serde(default)]
+    requests_per_day: Option<u64>,
+    #[serde(default)]
+    max_concurrent_requests: Option<u64>,
+}
+
+/// `PATCH /admin/api-keys/{id}`: each field present is changed; `null`
+/// clears it (scopes cannot be null).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ApiKeyPatch {
+    #[serde(default)]
+    scopes: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "present")]
+    expires_at: Option<Option<u64>>,
+    #[serde(default, deserialize_with = "present")]
+    allowed_models: Option<Option<Vec<String>>>,
+    #[serde(default, deserialize_with = "present")]
+    ip_allowlist: Option<Option<Vec<String>>>,
+    #[serde(default, deserialize_with = "present")]
+    prompt_cache_mode: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    spend_limits: Option<Option<Vec<SpendLimitJson>>>,
+    #[serde(default, deserialize_with = "present")]
+    monthly_budget_nano_usd: Option<Option<u64>>,
+    #[serde(default, deserialize_with = "present")]
+    requests_per_minute: Option<Option<u64>>,
+    #[serde(default, deserialize_with = "present")]
+    requests_per_day: Option<Option<u64>>,
+    #[serde(default, deserialize_with = "present")]
+    max_concurrent_requests: Option<Option<u64>>,
+}
+
+fn parse_scopes(names: &[String]) -> Result<Vec<Scope>, ApiError> {
+    names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            Scope::parse(name).ok_or_else(|| {
+                ApiError::invalid(format!("scopes[{i}]"), format!("Unknown scope `{name}`."))
+            })
+        })
+        .collect()
+}
+
+fn unix_time(seconds: u64) -> std::time::SystemTime {
+    std::time::UNIX_EPOCH + std::time::Duration::from_secs(seconds)
+}
+
+/// Every entry must name a model of the catalog, by ID or alias: a typo
+/// would otherwise lock the key out of the model it was meant to allow.
+fn parse_allowed_models(app: &App, names: Vec<String>) -> Result<Vec<String>, ApiError> {
+    for (i, name) in names.iter().enumerate() {
+        if app.gateway.catalog().model(name).is_none() {
+            return Err(ApiError::invalid(
+                format!("allowed_models[{i}]"),
+                format!("No model or alias `{name}` in the catalog."),
+            ));
+        }
+    }
+    Ok(names)
+}
+
+fn parse_ip_allowlist(entries: &[String]) -> Result<Vec<ipnet::IpNet>, ApiError> {
+    entries
+        .iter()
+        .enumerate()
+        .map(|(i, entry)| {
+            crate::client_addr::parse_network(entry).ok_or_else(|| {
+                ApiError::invalid(
+                    format!("ip_allowlist[{i}]"),
+                    format!("`{entry}` is not an IP address or CIDR network."),
+                )
+            })
+        })
+        .collect()
+}
+
+fn parse_prompt_cache_mode(text: &str) -> Result<PromptCacheMode, ApiError> {
+    PromptCacheMode::parse(text).ok_or_else(|| {
+        ApiError::invalid(
+            "prompt_cache_mode",
+            format!("`{text}` is not one of `on`, `off`, `passthrough`."),
+        )
+    })
+}
+
+/// Issues a key (the secret is in the answer, once).
+pub async fn create_api_key(app: &App, body: Value) -> Result<Value, ApiError> {
+    let new: NewApiKey = from_json(body)?;
+    let limit = |name: &str, value: Option<u64>| value.map(|v| limit_value(name, v)).transpose();
+    let limits = KeyLimits {
+        spend_limits: new
+            .spend_limits
+            .map(parse_spend_limits)
+            .transpose()?
+            .flatten(),
+        monthly_budget_nano_usd: limit("monthly_budget_nano_usd", new.monthly_budget_nano_usd)?,
+        requests_per_minute: limit("requests_per_minute", new.requests_per_minute)?,
+        requests_per_day: limit("requests_per_day", new.requests_per_day)?,
+        max_concurrent_requests: limit("max_concurrent_requests", new.max_concurrent_requests)?,
+    };
+    let scopes = parse_scopes(&new.scopes)?;
+    let expires_at = new.expires_at.map(unix_time);
+    let policy = KeyPolicy {
+        allowed_models: new
+            .allowed_models
+            .map(|names| parse_allowed_models(app, names))
+            .transpose()?,
+        ip_allowlist: new
+            .ip_allowlist
+            .as_deref()
+            .map(parse_ip_allowlist)
+            .transpose()?,
+        prompt_cache_mode: new
+            .prompt_cache_mode
+            .as_deref()
+            .map(parse_prompt_cache_mode)
+            .transpose()?,
+        limits,
+        version: 0,
+    };
+    let key = app
+        .database()
+        .create_api_key(new.account_id, &scopes, expires_at, &policy)
+        .await
+        .map_err(|e| match e {
+            router_store::AdminError::AccountNotFound(_) => {
+                ApiError::invalid("account_id", "No such account.")
+            }
+            other => store_error(other),
+        })?;
+    let names: Vec<&str> = scopes.iter().map(|s| s.as_str()).collect();
+    let view = json!({
+        "id": key.id,
+        "key": key.key,
+        "prefix": key.prefix,
+        "account_id": new.account_id,
+        "scopes": names,
+        "expires_at": new.expires_at,
+        "policy": policy_json(&policy),
+    });
+    Ok(view)
+}
+
+/// A key with its policy and what it has spent.
+pub async fn show_api_key(app: &App, id: Uuid) -> Result<Value, ApiError> {
+    let view = app
+        .database()
+        .get_api_key(id)
+        .await
+        .map_err(store_error)?
+        .ok_or_else(|| ApiError::new(ErrorCode::NotFound, "No such API key."))?;
+    let windows: Vec<i64> = view
+        .policy
+        .limits
+        .spend_limits
+        .iter()
+        .flatten()
+        .map(|w| w.window_seconds)
+        .collect();
+    let spend = app
+        .database()
+        .key_spend(id, &windows)
+        .await
+        .map_err(store_error)?;
+    let mut body = api_key_json(&view);
+    body["spend"] = json!({
+        "month_to_date_nano_usd": spend.month_to_date_nano,
+        "held_nano_usd": spend.held_nano,
+        "windows": spend
+            .windows
+            .iter()
+            .map(|(seconds, spent)| json!({"window_seconds": seconds, "spent_nano_usd": spent}))
+            .collect::<Vec<_>>(),
+    });
+    Ok(body)
+}
+
+/// The keys of an account (deleted ones too, with `deleted_at`).
+pub async fn list_api_keys(app: &App, account_id: Uuid) -> Result<Value, ApiError> {
+    let keys = app
+        .database()
+        .list_api_keys(account_id)
+        .await
+        .map_err(store_error)?;
+    let data: Vec<Value> = keys.iter().map(api_key_json).collect();
+    Ok(json!({"object": "list", "data": data}))
+}
+
+/// Changes any subset of a key's scopes, expiry and policy; every
+/// instance's key cache forgets the key at once (NOTIFY) and the policy
+/// version goes up, so requests being admitted under the old policy are
+/// refused (`policy_changed`, A-20).
+pub async fn update_api_key(app: &App, id: Uuid, body: Value) -> Result<Value, ApiError> {
+    let patch: ApiKeyPatch = from_json(body)?;
+    let limit = |name: &str, value: Option<Option<u64>>| {
+        value
+            .map(|set| set.map(|v| limit_value(name, v)).transpose())
+            .transpose()
+    };
+    let change = ApiKeyChange {
+        scopes: patch.scopes.as_deref().map(parse_scopes).transpose()?,
+        expires_at: patch.expires_at.map(|at| at.map(unix_time)),
+        allowed_models: patch
+            .allowed_models
+            .map(|set| {
+                set.map(|names| parse_allowed_models(app, names))
+                    .transpose()
+            })
+            .transpose()?,
+        ip_allowlist: patch
+            .ip_allowlist
+            .map(|set| set.as_deref().map(parse_ip_allowlist).transpose())
+            .transpose()?,
+        prompt_cache_mode: patch
+            .prompt_cache_mode
+            .map(|set| set.as_deref().map(parse_prompt_cache_mode).transpose())
+            .transpose()?,
+        spend_limits: patch
+            .spend_limits
+            .map(|set| set.map(parse_spend_limits).transpose().map(Option::flatten))
+            .transpose()?,
+        monthly_budget_nano_usd: limit("monthly_budget_nano_usd", patch.monthly_budget_nano_usd)?,
+        requests_per_minute: limit("requests_per_minute", patch.requests_per_minute)?,
+        requests_per_day: limit("requests_per_day", patch.requests_per_day)?,
+        max_concurrent_requests: limit("max_concurrent_requests", patch.max_concurrent_requests)?,
+    };
+    let view = app
+        .database()
+        .update_api_key(id, &change)
+        .await
+        .map_err(|e| match e {
+            router_store::AdminError::ApiKeyNotFound(_) => {
+                ApiError::new(ErrorCode::NotFound, "No such API key.")
+            }
+            other => store_error(other),
+        })?;
+    Ok(api_key_json(&view))
+}
+
+/// Deletes (revokes) a key at once on every instance.
+pub async fn delete_api_key(app: &App, id: Uuid) -> Result<(), ApiError> {
+    app.database()
+        .delete_api_key(id)
+        .await
+        .map_err(|e| match e {
+            router_store::AdminError::ApiKeyNotFound(_) => {
+                ApiError::new(ErrorCode::NotFound, "No such API key.")
+            }
+            other => store_error(other),
+        })?;
+    Ok(())
+}
+
+/// One request's history.
+pub async fn show_request(app: &App, id: Uuid) -> Result<Value, ApiError> {
+    let view = app
+        .database()
+        .get_request(id)
+        .await
+        .map_err(store_error)?
+        .ok_or_else(|| ApiError::new(ErrorCode::NotFound, "No such request."))?;
+    Ok(request_json(&view))
+}
+
+/// The admin view of a key: scopes, expiry (unix seconds, as set) and its
+/// policy, every field present (`null` when unset).
+fn api_key_json(view: &ApiKeyView) -> Value {
+    json!({
+        "id": view.id,
+        "account_id": view.account_id,
+        "prefix": view.prefix,
+        "scopes": view.scopes,
+        "created_at": view.created_at,
+        "expires_at": view.expires_at.map(|at| at.timestamp()),
+        "deleted_at": view.deleted_at,
+        "policy": policy_json(&view.policy),
+    })
+}
+
+fn policy_json(policy: &KeyPolicy) -> Value {
+    json!({
+        "allowed_models": policy.allowed_models,
+        "ip_allowlist": policy
+            .ip_allowlist
+            .as_ref()
+            .map(|nets| nets.iter().map(ToString::to_string).collect::<Vec<_>>()),
+        "prompt_cache_mode": policy.prompt_cache_mode,
+        "spend_limits": policy.limits.spend_limits.as_ref().map(|windows| {
+            windows
+                .iter()
+                .map(|w| json!({"amount_nano_usd": w.amount_nano_usd, "window_seconds": w.window_seconds}))
+                .collect::<Vec<_>>()
+        }),
+        "monthly_budget_nano_usd": policy.limits.monthly_budget_nano_usd,
+        "requests_per_minute": policy.limits.requests_per_minute,
+        "requests_per_day": policy.limits.requests_per_day,
+        "max_concurrent_requests": policy.limits.max_concurrent_requests,
+        "version": policy.version,
+    })
+}
+
+/// The admin view of an account; money in integer nano-USD.
+fn account_json(account: &router_store::AccountView) -> Value {
+    json!({
+        "id": account.id,
+        "email": account.email,
+        "email_verified": account.email_verified,
+        "balance_nano_usd": account.balance_nano,
+        "held_nano_usd": account.held_nano,
+        "available_nano_usd": account.balance_nano - account.held_nano,
+        "shortfall_count": account.shortfall_count,
+        "shortfall_nano_usd": account.shortfall_nano,
+        "created_at": account.created_at,
+    })
+}
+
+/// The admin view of one request's history: status, charge, attempts, ledger.
+fn request_json(view: &router_store::RequestView) -> Value {
+    json!({
+        "id": view.id,
+        "account_id": view.account_id,
+        "api_key_id": view.api_key_id,
+        "model": view.model,
+        "inbound_protocol": view.inbound_protocol,
+        "protocol": view.recorded_protocol,
+        "stream": view.stream,
+        "status": view.status,
+        "reserved_nano_usd": view.reserved_nano,
+        "charged_nano_usd": view.charged_nano,
+        "reported_nano_usd": view.reported_nano,
+        "shortfall_nano_usd": view.shortfall_nano,
+        "usage": view.usage,
+        "route_id": view.route_id,
+        "error_reason": view.error_reason,
+        "created_at": view.created_at,
+        "finished_at": view.finished_at,
+        "hold": view.hold,
+        "attempts": view.attempts,
+        "ledger": view.ledger_entries,
+    })
+}

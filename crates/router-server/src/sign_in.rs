@@ -1,0 +1,248 @@
+//! Signing a person in and out of a browser session: a magic link by
+//! email, redeemed once, and sign-out.
+//!
+//! 1. `POST /api/auth/magic-link {email}` always answers the same 202,
+//!    whether an account has that address or not; for one that does, a
+//!    single-use link valid for 15 minutes is emailed (at most one a minute).
+//!    The email is sent after the answer, so its timing tells nothing either.
+//! 2. The link opens `GET /api/auth/sign-in?token=…`, a page with one
+//!    button; it does not spend the link, because mail scanners fetch every
+//!    link they see. The button posts the token to `POST /api/auth/sign-in`,
+//!    which must come from this router's origin (no signing a browser into
+//!    someone else's account from another site), spends the link and sets
+//!    the session cookie.
+//! 3. `POST /api/auth/sign-out` ends the session and clears the cookie.
+
+use crate::app::App;
+use crate::body::{ADMIN_BODY_LIMIT, json_body, read_limited};
+use crate::mail::is_email_address;
+use crate::reply::{self, Body};
+use crate::session::{self, Session};
+use http::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue, SET_COOKIE};
+use http::{Response, StatusCode};
+use hyper::body::Incoming;
+use router_canonical::{ApiError, ErrorCode};
+use router_store::MagicLinkIssue;
+use router_store::sessions::MAGIC_LINK_TTL;
+use serde::Deserialize;
+use serde_json::json;
+use std::sync::Arc;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LinkRequest {
+    email: String,
+}
+
+fn storage_error(e: impl std::fmt::Display) -> ApiError {
+    tracing::error!(error = %e, "sign-in storage failure");
+    ApiError::new(
+        ErrorCode::InternalError,
+        "Sign-in is temporarily unavailable.",
+    )
+}
+
+/// `POST /api/auth/magic-link`.
+pub async fn request_link(
+    app: Arc<App>,
+    request: http::Request<Incoming>,
+    request_id: &str,
+) -> Result<Response<Body>, ApiError> {
+    let Some(mailer) = app.mailer.clone() else {
+        return Err(ApiError::new(
+            ErrorCode::EmailUnavailable,
+            "Email sign-in is not configured on this router (ROUTER_SMTP_URL).",
+        ));
+    };
+    let LinkRequest { email } = json_body(request, ADMIN_BODY_LIMIT).await?;
+    let email = email.trim();
+    if !is_email_address(email) {
+        return Err(ApiError::invalid("email", "Enter one email address."));
+    }
+    let issue = app
+        .database()
+        .issue_magic_link(email)
+        .await
+        .map_err(storage_error)?;
+    if let MagicLinkIssue::Issued { token, email } = issue {
+        let link = app
+            .public_base
+            .join(&format!("/api/auth/sign-in?token={token}"));
+        let minutes = MAGIC_LINK_TTL.as_secs() / 60;
+        let text = format!(
+            "Open this link to sign in to Router:\n\n{link}\n\n\
+             It works once, within {minutes} minutes. If you did not ask to sign in, ignore this email.\n"
+        );
+        tokio::spawn(async move {
+            if let Err(e) = mailer.send(&email, "Your Router sign-in link", text).await {
+                tracing::warn!(error = %e, "the sign-in email was not sent");
+            }
+        });
+    }
+    Ok(reply::json_value(
+        StatusCode::ACCEPTED,
+        &json!({
+            "object": "sign_in_link",
+            "message": "If an account uses this address, a sign-in link is on its way. It works once, within 15 minutes.",
+        }),
+        request_id,
+    ))
+}
+
+/// `GET /api/auth/sign-in?token=…`: the page behind the emailed link.
+pub fn sign_in_page(
+    app: &App,
+    request: &http::Request<Incoming>,
+    request_id: &str,
+) -> Response<Body> {
+    let token = query_token(request.uri().query().unwrap_or_default());
+    let action = app.public_base.join("/api/auth/sign-in");
+    let body = match token.filter(|t| is_token(t)) {
+        Some(token) => format!(
+            "<!doctype html><html><head><meta charset=\"utf-8\"><title>Sign in to Router</title></head>\
+             <body><form method=\"post\" action=\"{action}\">\
+             <input type=\"hidden\" name=\"token\" value=\"{token}\">\
+             <button type=\"submit\">Sign in to Router</button></form></body></html>"
+        ),
+        None => "<!doctype html><html><head><meta charset=\"utf-8\"><title>Sign in to Router</title></head>\
+                 <body><p>This sign-in link is incomplete. Ask for a new one.</p></body></html>"
+            .to_owned(),
+    };
+    html(StatusCode::OK, body, request_id)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Redeem {
+    token: String,
+}
+
+/// `POST /api/auth/sign-in`: spends the link and sets the session cookie.
+/// Takes the page's form post or JSON `{token}`.
+pub async fn redeem(
+    app: &App,
+    request: http::Request<Incoming>,
+    request_id: &str,
+) -> Result<Response<Body>, ApiError> {
+    session::check_origin(&app.public_base, request.method(), request.headers())?;
+    let is_form = request
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"));
+    let token = if is_form {
+        let (parts, body) = request.into_parts();
+        let bytes = read_limited(&parts.headers, body, ADMIN_BODY_LIMIT).await?;
+        query_token(&String::from_utf8_lossy(&bytes))
+            .ok_or_else(|| ApiError::invalid("token", "The form carries no sign-in token."))?
+    } else {
+        json_body::<Redeem>(request, ADMIN_BODY_LIMIT).await?.token
+    };
+    let invalid = || {
+        ApiError::new(
+            ErrorCode::SignInLinkInvalid,
+            "This sign-in link is unknown, already used or expired. Ask for a new one.",
+        )
+    };
+    if !is_token(&token) {
+        return Err(invalid());
+    }
+    let session = app
+        .database()
+        .redeem_magic_link(&token, app.session_ttl)
+        .await
+        .map_err(storage_error)?
+        .ok_or_else(invalid)?;
+    let body = format!(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>Signed in</title></head>\
+         <body><p>You are signed in to Router until {}.</p></body></html>",
+        session.expires_at
+    );
+    let mut response = html(StatusCode::OK, body, request_id);
+    set_cookie(
+        &mut response,
+        &session::set_cookie(&app.public_base, &session.token, app.session_ttl),
+    );
+    Ok(response)
+}
+
+/// `GET /api/auth/session`: who is signed in.
+pub fn show(session: &Session, request_id: &str) -> Response<Body> {
+    reply::json_value(
+        StatusCode::OK,
+        &json!({
+            "object": "session",
+            "id": session.id,
+            "account_id": session.account_id,
+            "email": session.email,
+            "expires_at": session.expires_at,
+        }),
+        request_id,
+    )
+}
+
+/// `POST /api/auth/sign-out`: ends the session (the guard checked its
+/// origin) and clears the cookie.
+pub async fn sign_out(
+    app: &App,
+    session: &Session,
+    request_id: &str,
+) -> Result<Response<Body>, ApiError> {
+    app.database()
+        .revoke_session(session.id)
+        .await
+        .map_err(storage_error)?;
+    let mut response = reply::no_content(request_id);
+    set_cookie(&mut response, &session::clear_cookie(&app.public_base));
+    Ok(response)
+}
+
+fn set_cookie(response: &mut Response<Body>, cookie: &str) {
+    if let Ok(value) = HeaderValue::from_str(cookie) {
+        response.headers_mut().insert(SET_COOKIE, value);
+    }
+}
+
+fn html(status: StatusCode, body: String, request_id: &str) -> Response<Body> {
+    let mut response = Response::new(reply::full(body));
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    reply::set_request_id(headers, request_id);
+    response
+}
+
+/// The `token` of a query string or form body.
+fn query_token(query: &str) -> Option<String> {
+    url::form_urlencoded::parse(query.as_bytes())
+        .find(|(name, _)| name == "token")
+        .map(|(_, value)| value.into_owned())
+}
+
+/// Tokens are 64 lowercase hex digits; anything else is refused before the
+/// database is asked (and never echoed into a page unescaped).
+fn is_token(token: &str) -> bool {
+    token.len() == 64
+        && token
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_read_from_queries_and_checked() {
+        let t = "ab".repeat(32);
+        assert_eq!(query_token(&format!("x=1&token={t}")), Some(t.clone()));
+        assert!(is_token(&t));
+        assert!(!is_token("<script>"));
+        assert!(!is_token(&"AB".repeat(32)));
+        assert_eq!(query_token("x=1"), None);
+    }
+}

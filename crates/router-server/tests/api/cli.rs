@@ -1,0 +1,316 @@
+//! The `router` binary as an operator uses it: the account, key and request
+//! commands against a real database (the same operations as the admin
+//! API), catalog and config checks, and start-up refusing each bad setting
+//! with one line naming it (issue 19).
+
+use crate::harness::*;
+use router_store::test_support::TestDatabase;
+use serde_json::{Value, json};
+use std::path::PathBuf;
+
+struct Run {
+    ok: bool,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.stdout))
+    }
+
+    /// A failure reported as one line on stderr that names `what`.
+    fn refused_naming(&self, what: &str) {
+        assert!(!self.ok, "succeeded: {}", self.stdout);
+        let stderr = self.stderr.trim();
+        assert_eq!(stderr.lines().count(), 1, "not one line: {stderr}");
+        assert!(stderr.starts_with("router: "), "{stderr}");
+        assert!(stderr.contains(what), "does not name {what}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}
+
+/// A catalog file (the API tests' catalog, its supplier on a closed port).
+fn catalog_file() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("router-cli-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("catalog.toml");
+    std::fs::write(&path, CATALOG.replace("{BASE}", "http://127.0.0.1:9/v1")).unwrap();
+    path
+}
+
+async fn router(env: &[(&str, &str)], args: &[&str]) -> Run {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_router"));
+    command
+        .args(args)
+        .env_remove("RUST_BACKTRACE")
+        .env_remove("RUST_LIB_BACKTRACE")
+        .env_remove("ROUTER_LOG");
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let out = command.output().await.unwrap();
+    Run {
+        ok: out.status.success(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn accounts_keys_and_requests_through_the_cli() {
+    let db = TestDatabase::new().await;
+    let catalog = catalog_file();
+    let catalog = catalog.to_str().unwrap();
+    let env = [("DATABASE_URL", db.url()), ("ROUTER_CATALOG", catalog)];
+    let cli = |args: &'static [&'static str]| router(&env, args);
+
+    let created = router(
+        &env,
+        &["accounts", "create", "--email", "ops@example.com", "--json"],
+    )
+    .await;
+    assert!(created.ok, "{}", created.stderr);
+    let account = created.json();
+    let id = account["id"].as_str().unwrap().to_owned();
+    assert_eq!(account["email"], "ops@example.com");
+
+    // The same conflict the admin API reports.
+    let again = cli(&["accounts", "create", "--email", "ops@example.com"]).await;
+    again.refused_naming("conflict");
+
+    let credited = router(&env, &["accounts", "credit", &id, "--usd", "12.5"]).await;
+    assert!(credited.ok, "{}", credited.stderr);
+    assert!(
+        credited.stdout.contains("balance 12.500000000 USD"),
+        "{}",
+        credited.stdout
+    );
+    let shown = router(&env, &["accounts", "show", &id, "--json"]).await;
+    assert_eq!(shown.json()["balance_nano_usd"], 12_500_000_000_i64);
+    let human = router(&env, &["accounts", "show", &id]).await;
+    assert!(
+        human.stdout.contains("available  12.500000000 USD"),
+        "{}",
+        human.stdout
+    );
+    router(&env, &["accounts", "credit", &id, "--usd", "1.0000000001"])
+        .await
+        .refused_naming("--usd");
+
+    let key = router(
+        &env,
+        &[
+            "keys",
+            "create",
+            "--account",
+            &id,
+            "--scope",
+            "inference",
+            "--allowed-model",
+            "m-text",
+            "--ip",
+            "10.0.0.0/8",
+            "--spend-limit",
+            "5000/3600",
+            "--requests-per-minute",
+            "60",
+            "--json",
+        ],
+    )
+    .await;
+    assert!(key.ok, "{}", key.stderr);
+    let key = key.json();
+    assert!(key["key"].as_str().unwrap().starts_with("sk-rt-"));
+    assert_eq!(key["policy"]["allowed_models"], json!(["m-text"]));
+    assert_eq!(
+        key["policy"]["spend_limits"],
+        json!([{"amount_nano_usd": 5000, "window_seconds": 3600}])
+    );
+    assert_eq!(key["policy"]["requests_per_minute"], 60);
+    let key_id = key["id"].as_str().unwrap().to_owned();
+
+    // The admin API's validation: an unknown model, a bad scope.
+    router(
+        &env,
+        &[
+            "keys",
+            "create",
+            "--account",
+            &id,
+            "--scope",
+            "inference",
+            "--allowed-model",
+            "nope",
+        ],
+    )
+    .await
+    .refused_naming("allowed_models[0]");
+    router(
+        &env,
+        &["keys", "create", "--account", &id, "--scope", "root"],
+    )
+    .await
+    .refused_naming("scopes[0]");
+
+    let listed = router(&env, &["keys", "list", "--account", &id]).await;
+    assert!(listed.stdout.contains(&key_id), "{}", listed.stdout);
+    assert!(listed.stdout.contains("active"), "{}", listed.stdout);
+    // The secret is never shown again.
+    assert!(!listed.stdout.contains(key["key"].as_str().unwrap()));
+    let revoked = router(&env, &["keys", "revoke", &key_id]).await;
+    assert!(revoked.ok, "{}", revoked.stderr);
+    let listed = router(&env, &["keys", "list", "--account", &id, "--json"]).await;
+    assert!(!listed.json()["data"][0]["deleted_at"].is_null());
+    router(&env, &["keys", "revoke", &key_id])
+        .await
+        .refused_naming("not_found");
+
+    let unknown = uuid::Uuid::new_v4().to_string();
+    router(&env, &["requests", "show", &unknown])
+        .await
+        .refused_naming("not_found");
+    router(&env, &["requests", "show", "abc"])
+        .await
+        .refused_naming("`abc` is not a request ID");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_request_made_through_the_router_is_shown_by_the_cli() {
+    let r = TestRouter::start().await;
+    let c = r.rich_customer().await;
+    let resp = r.chat(&c.key, &hello("m-text")).await;
+    assert_eq!(resp.status(), 200);
+    let request_id = request_id(&resp);
+    let catalog = catalog_file();
+    let env = [
+        ("DATABASE_URL", r.db.url()),
+        ("ROUTER_CATALOG", catalog.to_str().unwrap()),
+    ];
+    let shown = router(&env, &["requests", "show", &request_id, "--json"]).await;
+    assert!(shown.ok, "{}", shown.stderr);
+    let view = shown.json();
+    assert_eq!(view["status"], "succeeded");
+    assert_eq!(view, r.request_record(&request_id).await);
+    let human = router(&env, &["requests", "show", &request_id]).await;
+    assert!(
+        human.stdout.contains("status     succeeded"),
+        "{}",
+        human.stdout
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn catalog_check_prints_what_a_file_serves_or_why_not() {
+    let good = catalog_file();
+    let run = router(&[], &["catalog", "check", good.to_str().unwrap(), "--json"]).await;
+    assert!(run.ok, "{}", run.stderr);
+    let summary = run.json();
+    assert_eq!(summary["valid"], true);
+    assert!(summary["routes"].as_u64().unwrap() > 0);
+    assert!(
+        summary["models"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["id"] == "m-text")
+    );
+    let human = router(&[], &["catalog", "check", good.to_str().unwrap()]).await;
+    assert!(human.stdout.contains(": valid, "), "{}", human.stdout);
+
+    let bad = good.with_file_name("bad.toml");
+    std::fs::write(&bad, "[[models]]\nid = \"x\"\npricing = \n").unwrap();
+    let run = router(&[], &["catalog", "check", bad.to_str().unwrap()]).await;
+    run.refused_naming("line 3");
+    let missing = good.with_file_name("missing.toml");
+    router(&[], &["catalog", "check", missing.to_str().unwrap()])
+        .await
+        .refused_naming("missing.toml");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn config_check_reaches_everything_and_prints_no_secret() {
+    let db = TestDatabase::new().await;
+    let catalog = catalog_file();
+    let env = [
+        ("DATABASE_URL", db.url()),
+        ("ROUTER_CATALOG", catalog.to_str().unwrap()),
+        ("ROUTER_ADMIN_TOKEN", "operator-secret-token"),
+        (
+            "ROUTER_SMTP_URL",
+            "smtp://mailuser:mail-secret-pw@127.0.0.1:2525",
+        ),
+    ];
+    let run = router(&env, &["config", "check", "--json"]).await;
+    assert!(run.ok, "{}", run.stderr);
+    let summary = run.json();
+    assert_eq!(summary["ok"], true);
+    assert_eq!(summary["database"], "reachable");
+    assert_eq!(summary["admin_api"], true);
+    assert_eq!(summary["email"], true);
+    for secret in ["operator-secret-token", "mail-secret-pw", "mailuser"] {
+        assert!(!run.stdout.contains(secret) && !run.stderr.contains(secret));
+    }
+    let unreachable = [
+        ("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none"),
+        ("ROUTER_CATALOG", catalog.to_str().unwrap()),
+    ];
+    router(&unreachable, &["config", "check"])
+        .await
+        .refused_naming("DATABASE_URL");
+}
+
+/// Each bad setting stops `router serve` before it listens, with one line
+/// naming the variable (issue 19, item 6).
+#[tokio::test(flavor = "multi_thread")]
+async fn start_up_refuses_each_bad_setting_naming_it() {
+    let catalog = catalog_file();
+    let catalog = catalog.to_str().unwrap().to_owned();
+    let base = |extra: (&'static str, &'static str)| {
+        let mut env = vec![
+            (
+                "DATABASE_URL",
+                "postgres://nobody@127.0.0.1:1/none".to_owned(),
+            ),
+            ("ROUTER_CATALOG", catalog.clone()),
+            ("ROUTER_LISTEN", "127.0.0.1:0".to_owned()),
+        ];
+        env.retain(|(name, _)| *name != extra.0);
+        env.push((extra.0, extra.1.to_owned()));
+        env
+    };
+    let cases: [(&str, &str); 14] = [
+        ("DATABASE_URL", "not a url"),
+        ("DATABASE_URL", "mysql://x@127.0.0.1/db"),
+        ("ROUTER_LISTEN", "localhost"),
+        ("ROUTER_CATALOG", "/nonexistent/catalog.toml"),
+        ("ROUTER_DEADLINE_SECS", "soon"),
+        ("ROUTER_HOLD_LEASE_SECS", "0"),
+        ("ROUTER_REAPER_INTERVAL_SECS", "-1"),
+        ("ROUTER_DB_POOL_SIZE", "0"),
+        ("ROUTER_TRUSTED_PROXIES", "10.0.0.300"),
+        ("ROUTER_PUBLIC_BASE_URL", "router.example.com"),
+        ("ROUTER_SMTP_URL", "http://mail.example.com"),
+        ("ROUTER_EMAIL_FROM", "not an address"),
+        ("ROUTER_SESSION_TTL_SECS", "1.5"),
+        ("ROUTER_LOG_FORMAT", "xml"),
+    ];
+    for (name, value) in cases {
+        let env = base((name, value));
+        let env: Vec<(&str, &str)> = env.iter().map(|(n, v)| (*n, v.as_str())).collect();
+        let run = router(&env, &["serve"]).await;
+        // The email sender is named by its own variable.
+        let named = match name {
+            "ROUTER_EMAIL_FROM" => "ROUTER_EMAIL_FROM",
+            other => other,
+        };
+        run.refused_naming(named);
+    }
+    // The database is checked last: a valid setup that cannot reach it says so.
+    let env = base(("ROUTER_LOG_FORMAT", "json"));
+    let env: Vec<(&str, &str)> = env.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    router(&env, &["serve"])
+        .await
+        .refused_naming("DATABASE_URL");
+}
