@@ -36,6 +36,7 @@ the runner compares them with the expectations declared in conformance/matrix.js
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
 import sys
@@ -1095,6 +1096,77 @@ def run_cell(cell: Cell, surface: Any, mock: Mock | None) -> dict[str, Any]:
     return {"outcome": "pass"}
 
 
+# ---------------------------------------------------------------------------------------------
+# Image generation: its own surface and route (`images` in the matrix), JSON only.
+# ---------------------------------------------------------------------------------------------
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+PNG_IEND = b"\x00\x00\x00\x00IEND\xaeB`\x82"
+
+
+def image_kwargs(case: str, model: str) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {"model": model, "prompt": IMAGE_PROMPT}
+    if case == "image_size":
+        kwargs["size"] = "1024x1024"
+    elif case == "image_count":
+        kwargs["n"] = 2
+    return kwargs
+
+
+def run_image_cell(case: str, images: dict[str, Any], client: openai.OpenAI, mock: Mock | None) -> dict[str, Any]:
+    """One `images` cell: images.generate through the SDK, strictly validated, then the receipt,
+    the PNG and (with the mock) what the supplier received."""
+    upstream = images["upstream_model"]
+    if mock is None:
+        # Against a deployed router there is no image model to name here.
+        return {"outcome": "skip", "detail": "the image cells run against the local mock only"}
+    if mock is not None:
+        try:
+            mock.reset()
+            answer = "url" if case == "image_url" else "png"
+            mock._call("POST", "/_mock/scripts", {"model": upstream, "script": {"kind": "image", "answer": answer}})
+        except OSError as error:
+            return {"outcome": "fail", "detail": f"could not script the mock supplier: {error}"}
+    try:
+        raw = client.images.with_raw_response.generate(**image_kwargs(case, images["model"]))
+        response = raw.parse()
+        check(isinstance(response, openai.types.ImagesResponse), f"parsed as {type(response).__name__}")
+        check(response.data is not None and len(response.data) == 1, f"data {response.data!r}")
+        image = response.data[0]
+        check(image.url is None, f"a url reached the client: {image.url!r}")
+        png = base64.b64decode(image.b64_json or "", validate=True)
+        check(png.startswith(PNG_SIGNATURE), "the image does not start with the PNG signature")
+        check(png.endswith(PNG_IEND), "the image does not end with an IEND chunk")
+        receipt = (response.model_extra or {}).get("receipt")
+        check(isinstance(receipt, dict), f"receipt {receipt!r}")
+        check(receipt.get("request_id") == raw.headers.get("x-request-id"), f"receipt {receipt!r}")
+        check(receipt.get("status") == "settled", f"receipt {receipt!r}")
+        check(isinstance(receipt.get("charged_usd"), (int, float)) and receipt["charged_usd"] >= 0, f"receipt {receipt!r}")
+    except CheckFailed as error:
+        return {"outcome": "fail", "detail": str(error)}
+    except openai.APIStatusError as error:
+        outcome = refusal(error) or "fail"
+        detail = error_message(error)
+        if mock is not None and mock.calls(upstream):
+            return {"outcome": "fail", "detail": f"refused with {outcome} after calling the supplier: {detail}"}
+        return {"outcome": outcome, "detail": detail, "param": error_param(error), "message": detail}
+    except Exception as error:  # noqa: BLE001 - any SDK or validation error fails the cell
+        detail = f"{type(error).__name__}: {error}"
+        if error.__cause__ is not None:
+            detail += f"; {validation_summary(error.__cause__)}"
+        return {"outcome": "fail", "detail": detail}
+    if mock is not None:
+        calls = mock.calls(upstream)
+        if len(calls) != 1:
+            return {"outcome": "fail", "detail": f"upstream: {len(calls)} calls, expected 1"}
+        call = calls[0]
+        if not call["path"].endswith("/images/generations"):
+            return {"outcome": "fail", "detail": f"upstream path {call['path']}"}
+        if call["body"] != {"model": upstream, "prompt": IMAGE_PROMPT, "n": 1}:
+            return {"outcome": "fail", "detail": f"upstream body {call['body']!r}"}
+    return {"outcome": "pass"}
+
+
 def validation_summary(error: BaseException) -> str:
     """Pydantic's errors, and for a union (a stream event) only those of the closest member."""
     errors = getattr(error, "errors", None)
@@ -1182,7 +1254,7 @@ def main() -> int:
     with open(args.results, "w", encoding="utf-8") as results:
         for inbound in matrix["inbound"]:
             surface = surfaces[inbound]()
-            for case in cases:
+            for case in [c for c in cases if c in matrix["cases"]]:
                 for route, spec in matrix["routes"].items():
                     for stream in (False, True):
                         cell = Cell(inbound, route, stream, case, models.get(route, ""), spec["upstream_model"])
@@ -1207,6 +1279,28 @@ def main() -> int:
                         results.flush()
                         if result["outcome"] == "fail":
                             print(f"conformance[{CLIENT}] {cell_id}: {result.get('detail')}", file=sys.stderr)
+        images = matrix.get("images")
+        for case in [c for c in cases if images and c in images["cases"]]:
+            for stream in (False, True):
+                cell_id = f"images/{case}/images/{'stream' if stream else 'json'}"
+                if args.only and args.only not in cell_id:
+                    continue
+                started = time.monotonic()
+                # Image generation has no stream form.
+                result = run_image_cell(case, images, openai_client, mock) if not stream else {"outcome": "n/a"}
+                record = {
+                    "client": CLIENT,
+                    "inbound": "images",
+                    "route": "images",
+                    "stream": stream,
+                    "case": case,
+                    "seconds": round(time.monotonic() - started, 3),
+                    **result,
+                }
+                results.write(json.dumps(record) + "\n")
+                results.flush()
+                if result["outcome"] == "fail":
+                    print(f"conformance[{CLIENT}] {cell_id}: {result.get('detail')}", file=sys.stderr)
     return 0
 
 

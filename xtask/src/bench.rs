@@ -41,8 +41,8 @@ use peers::Peer;
 use proc_stats::Usage;
 use proc_stats::{Cores, GroupCpu, Sampler};
 use report::{
-    CpuPerRequest, CrossCore, KeyCase, KeyPolicies, OpenStreams, Outcome, ProtocolResult, Report,
-    Subject,
+    CpuPerRequest, CrossCore, DocsSearch, KeyCase, KeyPolicies, OpenStreams, Outcome,
+    ProtocolResult, Report, Subject,
 };
 
 /// The core the router (and each peer, in turn) runs on.
@@ -61,15 +61,20 @@ const OPEN_STREAMS: usize = 1000;
 const ROUTER_READY: Duration = Duration::from_secs(60);
 const PROMPT: &str = "Say hello to the benchmark.";
 
-const USAGE: &str = "usage: cargo xtask bench [--quick] [--duration SECS] [--protocols chat,messages,responses,completions] [--peers litellm,portkey] [--profile] [--scale-out] [--no-build]";
+const USAGE: &str = "usage: cargo xtask bench [--quick] [--duration SECS] [--protocols chat,messages,responses,completions] [--peers litellm,portkey] [--profile] [--scale-out] [--docs-only] [--no-build]";
+/// The documentation search measured (`GET /v1/docs?q=...`): a few terms, as an agent asks.
+const DOCS_QUERY: &str = "q=streaming+usage+cost&limit=4";
+/// The rate of the docs search case (the issue's figure: p50 and p99 at 1,000 rps).
+const DOCS_RATE: u32 = 1000;
 
 /// One HTTP request to send, again and again.
 #[derive(Clone, Debug)]
 pub(crate) struct Call {
     pub(crate) addr: String,
+    /// With its query string, if any.
     pub(crate) path: String,
     pub(crate) headers: Vec<(String, String)>,
-    /// Empty for a GET.
+    /// JSON to POST; empty for a GET.
     pub(crate) body: String,
 }
 
@@ -243,6 +248,8 @@ struct Options {
     peers: Vec<Peer>,
     profile: bool,
     scale_out: bool,
+    /// Only the documentation search case (with start-up and the smoke test).
+    docs_only: bool,
     build: bool,
 }
 
@@ -261,6 +268,7 @@ fn parse(args: &[String]) -> Result<Options> {
         peers: Vec::new(),
         profile: false,
         scale_out: false,
+        docs_only: false,
         build: true,
     };
     let mut duration = None;
@@ -270,6 +278,7 @@ fn parse(args: &[String]) -> Result<Options> {
             "--no-build" => options.build = false,
             "--profile" => options.profile = true,
             "--scale-out" => options.scale_out = true,
+            "--docs-only" => options.docs_only = true,
             "--duration" => {
                 let secs: u64 = value()?.parse().context("--duration takes seconds")?;
                 anyhow::ensure!((1..=600).contains(&secs), "--duration is 1..=600 seconds");
@@ -496,6 +505,9 @@ fn key_policies(bench: &Bench, router: &Router, admin_token: &str) -> Result<Key
     })
 }
 
+/// `GET /v1/docs?q=...` at 1,000 rps, beside the same router's `/healthz` (the HTTP floor:
+/// no key, no work) and `/v1/docs` without `q` (the key check and a pre-rendered answer), so
+/// the search's own cost is the difference.
 /// The catalog views at saturation (issue 17: they are precomputed per
 /// release, so they should serve at least at the inference path's rate).
 fn catalog_views(bench: &Bench, router: &Router) -> Result<report::CatalogViews> {
@@ -519,17 +531,42 @@ fn catalog_views(bench: &Bench, router: &Router) -> Result<report::CatalogViews>
         ("GET /catalog/models", get("/catalog/models", false)),
     ] {
         bench.check_stop()?;
-        let _ = load::run(
-            &bench.oha,
-            &bench.work,
-            &call,
-            Shape::Rate(500),
-            Duration::from_secs(1),
-        );
+        let warm = Duration::from_secs(1);
+        let _ = load::run(&bench.oha, &bench.work, &call, Shape::Rate(500), warm);
         let figures = bench.load(label, &call, Shape::Saturation, bench.options.duration);
         out.push((label.to_owned(), figures));
     }
     Ok(out)
+}
+
+fn docs_search(bench: &Bench, router: &Router) -> Result<DocsSearch> {
+    let get = |path: &str, key: bool| Call {
+        addr: router.addr.clone(),
+        path: path.to_owned(),
+        headers: if key {
+            vec![(
+                "authorization".to_owned(),
+                format!("Bearer {}", router.api_key),
+            )]
+        } else {
+            Vec::new()
+        },
+        body: String::new(),
+    };
+    let search = get(&format!("/v1/docs?{DOCS_QUERY}"), true);
+    let warm = Duration::from_secs(1);
+    let _ = load::run(&bench.oha, &bench.work, &search, Shape::Rate(500), warm);
+    let measure = |label: &str, call: &Call| -> Result<Outcome<Figures>> {
+        bench.check_stop()?;
+        Ok(bench.load(label, call, Shape::Rate(DOCS_RATE), bench.options.duration))
+    };
+    Ok(DocsSearch {
+        query: DOCS_QUERY.to_owned(),
+        rate: DOCS_RATE,
+        floor: measure("router, /healthz", &get("/healthz", false))?,
+        listing: measure("router, /v1/docs", &get("/v1/docs", true))?,
+        search: measure("router, /v1/docs?q", &search)?,
+    })
 }
 
 /// The router under test: where it listens and how to call it.
@@ -655,9 +692,22 @@ pub fn run(args: &[String]) -> Result<bool> {
             }
         ),
         method: provenance::method(&bench.options),
+        notes: vec![cluster_note],
         ..Report::default()
     };
 
+    if bench.options.docs_only {
+        report.docs_search = Some(docs_search(&bench, &router).map_err(|e| format!("{e:#}")));
+        return finish(
+            report,
+            &work,
+            started,
+            children,
+            pg_pin,
+            contention,
+            &bench.options,
+        );
+    }
     if let Some(pid) = router.pid {
         report.idle_start =
             Some(proc_stats::idle(pid, Duration::from_secs(3)).map_err(|e| format!("{e:#}")));
@@ -704,6 +754,9 @@ pub fn run(args: &[String]) -> Result<bool> {
     bench.check_stop()?;
     report.key_policies =
         Some(key_policies(&bench, &router, &admin_token).map_err(|e| format!("{e:#}")));
+
+    bench.check_stop()?;
+    report.docs_search = Some(docs_search(&bench, &router).map_err(|e| format!("{e:#}")));
     report.catalog_views = Some(catalog_views(&bench, &router).map_err(|e| format!("{e:#}")));
 
     for peer in bench.options.peers.clone() {
@@ -744,8 +797,30 @@ pub fn run(args: &[String]) -> Result<bool> {
             Some(proc_stats::idle(pid, Duration::from_secs(3)).map_err(|e| format!("{e:#}")));
     }
 
-    report.notes = provenance::notes(&contention.finish(), &bench.options);
-    report.notes.push(cluster_note);
+    finish(
+        report,
+        &work,
+        started,
+        children,
+        pg_pin,
+        contention,
+        &bench.options,
+    )
+}
+
+/// Notes, elapsed time and the two report files; stops the children and unpins PostgreSQL.
+fn finish(
+    mut report: Report,
+    work: &Path,
+    started: Instant,
+    children: Children,
+    pg_pin: postgres::PgPin,
+    contention: proc_stats::Contention,
+    options: &Options,
+) -> Result<bool> {
+    report
+        .notes
+        .extend(provenance::notes(&contention.finish(), options));
     report.elapsed_secs = started.elapsed().as_secs();
     let markdown = report.to_markdown();
     fs::write(work.join("report.md"), &markdown)?;

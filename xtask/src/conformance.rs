@@ -28,7 +28,8 @@ use serde_json::{Map, Value};
 use signal_hook::consts::signal::{SIGHUP, SIGINT, SIGTERM};
 
 use crate::services::{
-    Children, answers, for_each_flag, free_loopback_port, http, provision, random_hex,
+    Children, answers, for_each_flag, free_loopback_port, http, provision, provision_with_policy,
+    random_hex,
 };
 use crate::{cargo, db, display, run_checked, target_dir, workspace_root};
 
@@ -42,6 +43,12 @@ const SUPPLIER_KEY_ENV: &str = "CONFORMANCE_SUPPLIER_API_KEY";
 const API_KEY_ENV: &str = "CONFORMANCE_API_KEY";
 const PYTHON_REQUIREMENTS: &str = "conformance/python/requirements.txt";
 const PYTHON_CLIENT: &str = "conformance/python/conformance.py";
+/// Documentation search and the OpenAPI document over raw HTTP (Python venv, after the matrix).
+const PYTHON_DOCS_CHECKS: &str = "conformance/python/docs_openapi.py";
+/// The docs checks read their extra keys from these (a no-scope key with no credit, and a
+/// key whose IP allowlist excludes loopback).
+const DOCS_KEY_ENV: &str = "CONFORMANCE_DOCS_KEY";
+const DOCS_IP_KEY_ENV: &str = "CONFORMANCE_DOCS_IP_KEY";
 const NODE_PACKAGE: &str = "conformance/node/package.json";
 const NODE_LOCK: &str = "conformance/node/package-lock.json";
 const NODE_CLIENT: &str = "conformance/node/conformance.cjs";
@@ -96,6 +103,8 @@ struct Target {
     api_key: String,
     /// The mock supplier's control URL when we started it.
     mock_url: Option<String>,
+    /// The docs checks' no-scope key and IP-restricted key, when we provisioned them.
+    docs_keys: Option<(String, String)>,
 }
 
 /// Returns whether every cell came out as declared.
@@ -124,6 +133,7 @@ pub fn run(args: &[String]) -> Result<bool> {
             base_url: url.trim_end_matches('/').to_owned(),
             api_key: key.clone(),
             mock_url: None,
+            docs_keys: None,
         },
         (Some(_), None) => bail!("--against needs --key KEY (or {API_KEY_ENV})"),
         (None, _) => start_local(&work, &mut children, &stop)?,
@@ -154,8 +164,16 @@ pub fn run(args: &[String]) -> Result<bool> {
         results.push((client, read_results(&file)?));
     }
 
+    // The docs and OpenAPI checks need the Python venv; a filtered run is about cells.
+    let checks = if options.clients.contains(&Client::Python) && options.only.is_none() {
+        run_docs_checks(&work, &target, &mut children, &stop)?
+    } else {
+        Checks::default()
+    };
+
     let report = Report::new(&matrix, &results, options.only.is_some());
     print!("{}", report.render(&matrix));
+    print!("{}", checks.render());
     if !report.unexpected.is_empty() {
         println!(
             "full details: {}",
@@ -169,11 +187,79 @@ pub fn run(args: &[String]) -> Result<bool> {
     // Last, alone on its line, in the form CI reads as a test runner's summary.
     println!(
         "conformance: {} passed, {} failed, {} skipped",
-        report.expected,
-        report.unexpected.len(),
-        report.skipped
+        report.expected + checks.passed.len(),
+        report.unexpected.len() + checks.failed.len(),
+        report.skipped + checks.skipped.len()
     );
-    Ok(report.unexpected.is_empty())
+    Ok(report.unexpected.is_empty() && checks.failed.is_empty())
+}
+
+/// The outcomes of `docs_openapi.py`, by check name (with the detail of a failure).
+#[derive(Default)]
+struct Checks {
+    passed: Vec<String>,
+    failed: Vec<(String, String)>,
+    skipped: Vec<String>,
+}
+
+impl Checks {
+    fn render(&self) -> String {
+        let mut out = format!(
+            "docs and OpenAPI (python, raw HTTP): {} passed, {} failed, {} skipped\n",
+            self.passed.len(),
+            self.failed.len(),
+            self.skipped.len()
+        );
+        for (name, detail) in &self.failed {
+            let detail: String = detail.chars().take(DETAIL_CHARS).collect();
+            let _ = writeln!(out, "  FAIL {name}: {detail}");
+        }
+        out
+    }
+}
+
+/// Runs `docs_openapi.py` with the venv's interpreter against `target`.
+fn run_docs_checks(
+    work: &Path,
+    target: &Target,
+    children: &mut Children,
+    stop: &AtomicBool,
+) -> Result<Checks> {
+    let file = work.join("results-docs.jsonl");
+    let mut command = Command::new(work.join("venv").join("bin").join("python"));
+    command
+        .arg(workspace_root().join(PYTHON_DOCS_CHECKS))
+        .args(["--base-url", &target.base_url])
+        .arg("--results")
+        .arg(&file)
+        .env(API_KEY_ENV, &target.api_key);
+    if let Some((docs_key, ip_key)) = &target.docs_keys {
+        command
+            .env(DOCS_KEY_ENV, docs_key)
+            .env(DOCS_IP_KEY_ENV, ip_key);
+    }
+    run_client(Client::Python, command, &file, children, stop)?;
+    let text = fs::read_to_string(&file).unwrap_or_default();
+    let mut checks = Checks::default();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let record: Value = serde_json::from_str(line)
+            .with_context(|| format!("{}: not JSON: {line}", file.display()))?;
+        let name = record["check"].as_str().unwrap_or("?").to_owned();
+        match record["outcome"].as_str() {
+            Some("pass") => checks.passed.push(name),
+            Some("skip") => checks.skipped.push(name),
+            _ => {
+                let detail = record["detail"].as_str().unwrap_or("").to_owned();
+                checks.failed.push((name, detail));
+            }
+        }
+    }
+    // A script that died before writing anything must not pass silently.
+    ensure!(
+        !(checks.passed.is_empty() && checks.failed.is_empty()),
+        "{PYTHON_DOCS_CHECKS} reported no check; see its output above"
+    );
+    Ok(checks)
 }
 
 fn parse(args: &[String]) -> Result<Options> {
@@ -323,7 +409,9 @@ fn start_local(work: &Path, children: &mut Children, stop: &AtomicBool) -> Resul
             .env("ROUTER_LISTEN", &router_addr)
             .env("ROUTER_CATALOG", &catalog)
             .env("ROUTER_ADMIN_TOKEN", &admin_token)
-            .env(SUPPLIER_KEY_ENV, "conformance");
+            .env(SUPPLIER_KEY_ENV, "conformance")
+            // The `image_url` cell: the local mock serves its images on loopback.
+            .env("ROUTER_IMAGE_URL_ALLOW_LOOPBACK", "true");
         command
     };
     let migrate_log = logs.join("router-migrate.log");
@@ -343,10 +431,25 @@ fn start_local(work: &Path, children: &mut Children, stop: &AtomicBool) -> Resul
     // A fresh account each run: the cluster outlives runs, and emails are unique.
     let email_user = format!("conformance+{}", random_hex(4)?);
     let api_key = provision(&router_addr, &admin_token, &email_user, CREDITS_NANO_USD)?;
+    let docs_key = provision_with_policy(
+        &router_addr,
+        &admin_token,
+        &format!("{email_user}-docs"),
+        0,
+        serde_json::json!({"scopes": []}),
+    )?;
+    let docs_ip_key = provision_with_policy(
+        &router_addr,
+        &admin_token,
+        &format!("{email_user}-docs-ip"),
+        0,
+        serde_json::json!({"scopes": [], "ip_allowlist": ["192.0.2.0/24"]}),
+    )?;
     Ok(Target {
         base_url: format!("http://{router_addr}"),
         api_key,
         mock_url: Some(format!("http://{mock_addr}")),
+        docs_keys: Some((docs_key, docs_ip_key)),
     })
 }
 
@@ -536,7 +639,13 @@ impl Matrix {
     fn from_json(value: &Value) -> Result<Matrix> {
         let inbound = strings(&value["inbound"]).context("`inbound`")?;
         let routes = keys(&value["routes"]).context("`routes`")?;
-        let cases = keys(&value["cases"]).context("`cases`")?;
+        // The inbound x route grid's cases; image generation adds its own.
+        let grid_cases = keys(&value["cases"]).context("`cases`")?;
+        let mut cases = grid_cases.clone();
+        let images = value.get("images");
+        if let Some(images) = images {
+            cases.extend(keys(&images["cases"]).context("`images.cases`")?);
+        }
         let mut coverage = BTreeMap::new();
         for (client, covered) in object(&value["clients"]).context("`clients`")? {
             let covered = strings(covered).with_context(|| format!("`clients.{client}`"))?;
@@ -561,7 +670,7 @@ impl Matrix {
         for inbound_name in &inbound {
             let rows = object(&table[inbound_name.as_str()])
                 .with_context(|| format!("`expected.{inbound_name}`"))?;
-            for case in &cases {
+            for case in &grid_cases {
                 let row = object(&rows[case.as_str()])
                     .with_context(|| format!("`expected.{inbound_name}.{case}`"))?;
                 for route in &routes {
@@ -588,6 +697,9 @@ impl Matrix {
             }
         }
         let mut refusals = BTreeMap::new();
+        if let Some(images) = images {
+            images_cells(images, &cases, &mut expected, &mut refusals).context("`images`")?;
+        }
         if let Some(table) = value.get("refusals") {
             for (case, by_inbound) in object(table).context("`refusals`")? {
                 ensure!(
@@ -653,6 +765,49 @@ impl Matrix {
         spec.mismatch(seen.param.as_deref(), seen.message.as_deref())
     }
 }
+
+/// The image generation cells (`images` in the matrix): one surface and one
+/// route, both `images`, never streamed. Each case's outcome is declared
+/// for JSON; the stream form is `n/a`.
+fn images_cells(
+    images: &Value,
+    cases: &[String],
+    expected: &mut BTreeMap<CellId, String>,
+    refusals: &mut BTreeMap<(String, String), RefusalSpec>,
+) -> Result<()> {
+    for (case, outcome) in object(&images["expected"]).context("`expected`")? {
+        ensure!(
+            cases.contains(case),
+            "`expected` names unknown case `{case}`"
+        );
+        let outcome = outcome.as_str().context("an outcome is a string")?;
+        check_outcome(outcome)?;
+        for (stream, outcome) in [(false, outcome), (true, "n/a")] {
+            let id = CellId {
+                inbound: IMAGES.to_owned(),
+                case: case.clone(),
+                route: IMAGES.to_owned(),
+                stream,
+            };
+            expected.insert(id, outcome.to_owned());
+        }
+    }
+    if let Some(table) = images.get("refusals") {
+        for (case, spec) in object(table)? {
+            let spec =
+                RefusalSpec::from_json(spec).with_context(|| format!("`refusals.{case}`"))?;
+            ensure!(
+                spec.param.is_some(),
+                "`refusals.{case}` must name the `param`"
+            );
+            refusals.insert((case.clone(), IMAGES.to_owned()), spec);
+        }
+    }
+    Ok(())
+}
+
+/// The inbound surface and route protocol of image generation.
+const IMAGES: &str = "images";
 
 fn object(value: &Value) -> Result<&Map<String, Value>> {
     value.as_object().context("expected an object")
@@ -892,6 +1047,21 @@ impl Report {
                     }
                 }
             }
+            // Image generation: its own surface and route, JSON only.
+            for ((name, id), verdict) in &self.verdicts {
+                if *name != client.name() || id.inbound != IMAGES || id.stream {
+                    continue;
+                }
+                let text = match verdict {
+                    Verdict::Pass => "pass".to_owned(),
+                    Verdict::Refused(status) => format!("n/s {status}"),
+                    Verdict::NotApplicable => "n/a".to_owned(),
+                    Verdict::Skipped => "skip".to_owned(),
+                    Verdict::Unexpected => "FAIL".to_owned(),
+                    Verdict::NotRun => continue,
+                };
+                let _ = writeln!(out, "{:label$}{text}", format!("images {}", id.case));
+            }
         }
         let _ = writeln!(
             out,
@@ -994,9 +1164,33 @@ mod tests {
     #[test]
     fn the_committed_matrix_is_complete() {
         let matrix = Matrix::load(&workspace_root().join(MATRIX)).unwrap();
-        let cells = matrix.inbound.len() * matrix.cases.len() * matrix.routes.len() * 2;
-        assert_eq!(matrix.expected.len(), cells);
+        let grid = matrix
+            .expected
+            .keys()
+            .filter(|cell| cell.inbound != IMAGES)
+            .count();
+        let images: Vec<&CellId> = matrix
+            .expected
+            .keys()
+            .filter(|cell| cell.inbound == IMAGES)
+            .collect();
+        let grid_cases = matrix.cases.len() - images.len() / 2;
+        let cells = matrix.inbound.len() * grid_cases * matrix.routes.len() * 2;
+        assert_eq!(grid, cells);
         assert!(matrix.expected.values().any(|outcome| outcome == "pass"));
+        // Image generation: every images case, JSON and (n/a) stream, covered by Python.
+        assert!(!images.is_empty());
+        for cell in images {
+            assert_eq!(cell.route, IMAGES);
+            assert!(
+                matrix.coverage["python"].contains(&cell.case),
+                "{}",
+                cell.label()
+            );
+            if cell.stream {
+                assert_eq!(matrix.expected[cell], "n/a");
+            }
+        }
     }
 
     #[test]
@@ -1006,6 +1200,11 @@ mod tests {
         let matrix: Value =
             serde_json::from_str(&fs::read_to_string(workspace_root().join(MATRIX)).unwrap())
                 .unwrap();
+        let images = &matrix["images"];
+        for key in ["model", "upstream_model"] {
+            let name = images[key].as_str().unwrap();
+            assert!(catalog.contains(&format!("\"{name}\"")), "{name}");
+        }
         for (_, route) in matrix["routes"].as_object().unwrap() {
             for key in ["model", "upstream_model"] {
                 let name = route[key].as_str().unwrap();

@@ -88,7 +88,10 @@ pub fn run(args: &[String]) -> Result<()> {
         .env("ROUTER_ADMIN_TOKEN", &admin_token)
         .env("ROUTER_SMTP_URL", format!("smtp://{SMTP_LISTEN}"))
         // The demo catalog's supplier reads its key from this variable.
-        .env("MOCK_SUPPLIER_API_KEY", "demo");
+        .env("MOCK_SUPPLIER_API_KEY", "demo")
+        // The mock supplier serves image URLs on 127.0.0.1; a real
+        // deployment never allows loopback (docs/operations.md).
+        .env("ROUTER_IMAGE_URL_ALLOW_LOOPBACK", "true");
     children.spawn("router", gateway)?;
     children.wait_until("router", &stop, READY_TIMEOUT, || {
         matches!(http(&router_addr, "GET", "/readyz", None, None), Ok(response) if response.status == 200)
@@ -101,6 +104,7 @@ pub fn run(args: &[String]) -> Result<()> {
         DEMO_CREDITS_NANO_USD,
         serde_json::json!({}),
     )?;
+    let image = first_image(&router_addr, &api_key)?;
     println!(
         "\nThe gateway is ready on http://{router_addr} (ctrl-c stops it).\n\n\
          API key:     {api_key}\n\
@@ -108,6 +112,10 @@ pub fn run(args: &[String]) -> Result<()> {
          curl http://{router_addr}/v1/chat/completions -H \"Authorization: Bearer {api_key}\" \
          -H 'content-type: application/json' \
          -d '{{\"model\":\"demo-chat\",\"messages\":[{{\"role\":\"user\",\"content\":\"Hello\"}}]}}'\n\n\
+         {image}\n\
+         curl http://{router_addr}/v1/images/generations -H \"Authorization: Bearer {api_key}\" \
+         -H 'content-type: application/json' -d '{{\"model\":\"demo-image\",\"prompt\":\"a cat\"}}' \
+         | python3 -c 'import sys,json,base64; open(\"cat.png\",\"wb\").write(base64.b64decode(json.load(sys.stdin)[\"data\"][0][\"b64_json\"]))'\n\n\
          Sign in as {email} in a browser: ask for a link, then open the one printed below\n\
          (the mock supplier stands in for a mail server):\n\
          curl http://{router_addr}/api/auth/magic-link -H 'content-type: application/json' \
@@ -122,6 +130,35 @@ pub fn run(args: &[String]) -> Result<()> {
     }
     eprintln!("xtask demo: stopping");
     Ok(())
+}
+
+/// Generate one image with `demo-image`, save it, and say what came back:
+/// a newcomer sees a PNG and its receipt.
+fn first_image(router_addr: &str, api_key: &str) -> Result<String> {
+    use base64::Engine;
+    let response = http(
+        router_addr,
+        "POST",
+        "/v1/images/generations",
+        Some(api_key),
+        Some(r#"{"model":"demo-image","prompt":"a cat"}"#),
+    )?;
+    if response.status != 200 {
+        return Err(response.error().context("the demo image generation failed"));
+    }
+    let body: serde_json::Value = serde_json::from_str(&response.body)?;
+    let png = base64::engine::general_purpose::STANDARD
+        .decode(body["data"][0]["b64_json"].as_str().unwrap_or_default())
+        .context("the demo image is not base64")?;
+    anyhow::ensure!(png.starts_with(b"\x89PNG"), "the demo image is not a PNG");
+    let path = workspace_root().join("target/demo-image.png");
+    std::fs::write(&path, &png)?;
+    Ok(format!(
+        "Image generation: a {}-byte PNG saved to {}, receipt {}",
+        png.len(),
+        path.display(),
+        body["receipt"]
+    ))
 }
 
 fn parse(args: &[String]) -> Result<Options> {

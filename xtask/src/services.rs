@@ -141,9 +141,12 @@ pub(crate) fn provision_account(
         other => other.to_string(),
     };
 
-    let credits = json!({ "amount_nano_usd": credits_nano_usd });
-    admin(&format!("/admin/accounts/{id_in_path}/credits"), credits)?
-        .map_err(|response| response.error())?;
+    // An account with no credit is a valid customer too (GET /v1/docs needs none).
+    if credits_nano_usd > 0 {
+        let credits = json!({ "amount_nano_usd": credits_nano_usd });
+        admin(&format!("/admin/accounts/{id_in_path}/credits"), credits)?
+            .map_err(|response| response.error())?;
+    }
 
     let mut key = json!({ "account_id": id, "scopes": ["inference"] });
     if let (Some(key), Value::Object(policy)) = (key.as_object_mut(), policy) {

@@ -16,13 +16,14 @@ use anyhow::{Result, bail};
 use crate::{cargo, db, display, workspace_root};
 
 /// The crates published for other services: the canonical model and the
-/// four wire crates.
-const PUBLISHED_CRATES: [&str; 5] = [
+/// five wire crates.
+const PUBLISHED_CRATES: [&str; 6] = [
     "router-canonical",
     "router-chat",
     "router-messages",
     "router-responses",
     "router-completions",
+    "router-images",
 ];
 
 /// Where `cargo package` verifies, apart from the workspace's own builds.

@@ -105,6 +105,7 @@ mod tests {
             "router-messages",
             "router-responses",
             "router-completions",
+            "router-images",
             "router-tokens",
         ];
         for wire in wire_crates {
@@ -127,6 +128,8 @@ mod tests {
                 "router-server",
             ],
         );
+        // The manual and its index know nothing of HTTP either (`docs.rs` serves them).
+        assert_free_of(&closure, "router-docs", &io);
         assert_free_of(
             &closure,
             "router-store",
@@ -147,6 +150,7 @@ mod tests {
             "router-messages",
             "router-responses",
             "router-completions",
+            "router-images",
         ];
         for a in wire {
             for b in wire.iter().filter(|b| **b != a) {

@@ -39,6 +39,9 @@ pub enum ErrorCode {
     MethodNotAllowed,
     Conflict,
     PayloadTooLarge,
+    /// The single supplier attempt of an image generation outlived its
+    /// deadline (408, GP-27).
+    GenerationTimeout,
     ApiKeySpendLimitExceeded,
     ApiKeyMonthlyBudgetExceeded,
     RateLimitExceeded,
@@ -87,6 +90,7 @@ impl ErrorCode {
             ErrorCode::MethodNotAllowed => "method_not_allowed",
             ErrorCode::Conflict => "conflict",
             ErrorCode::PayloadTooLarge => "payload_too_large",
+            ErrorCode::GenerationTimeout => "generation_timeout",
             ErrorCode::ApiKeySpendLimitExceeded => "api_key_spend_limit_exceeded",
             ErrorCode::ApiKeyMonthlyBudgetExceeded => "api_key_monthly_budget_exceeded",
             ErrorCode::RateLimitExceeded => "rate_limit_exceeded",
@@ -123,6 +127,7 @@ impl ErrorCode {
             | ErrorCode::NotFound => 404,
             ErrorCode::MethodNotAllowed => 405,
             ErrorCode::Conflict => 409,
+            ErrorCode::GenerationTimeout => 408,
             ErrorCode::PayloadTooLarge => 413,
             ErrorCode::ApiKeySpendLimitExceeded
             | ErrorCode::ApiKeyMonthlyBudgetExceeded

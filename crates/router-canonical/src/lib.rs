@@ -60,8 +60,11 @@
 pub mod capability;
 pub mod codec;
 pub mod error;
+pub mod image;
 pub mod money;
 pub mod openai_error;
+#[cfg(feature = "openapi")]
+pub mod openapi;
 pub mod parse;
 pub mod protocol;
 pub mod request;
@@ -76,6 +79,7 @@ pub use codec::{
     SupplierCodec, SupplierError, SupplierFailure, SupplierStreamDecoder, SupplierTarget,
 };
 pub use error::{ApiError, ErrorCode, Field};
+pub use image::{GeneratedImage, ImageRequest, ImageSupplierCodec};
 pub use money::{NanoUsd, PricePerMTok, Rates};
 pub use protocol::Protocol;
 pub use request::{

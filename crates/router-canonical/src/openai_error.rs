@@ -16,17 +16,24 @@ use serde::{Deserialize, Serialize};
 pub const INTERNAL_ERROR_BODY: &[u8] = br#"{"error":{"message":"the router could not serialize its response","type":"api_error","param":null,"code":"internal_error"}}"#;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = OpenAiError))]
 pub struct ErrorEnvelope {
     pub error: ErrorObject,
 }
 
 /// All four keys are always present; `param` is `null` when no field is at fault.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = OpenAiErrorObject))]
 pub struct ErrorObject {
     pub message: String,
+    /// Follows from the HTTP status (`invalid_request_error`, `authentication_error`, ...).
     #[serde(rename = "type")]
     pub kind: String,
+    /// The offending body field, query parameter or header, or `null`.
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub param: Option<String>,
+    /// A stable machine-readable code such as `invalid_parameter`.
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub code: Option<String>,
 }
 

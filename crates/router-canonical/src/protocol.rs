@@ -5,8 +5,9 @@ use std::fmt;
 use std::str::FromStr;
 
 /// A wire protocol. `Completions` is inbound only: it rides the Chat path.
-/// `Images` and `Videos` are route protocols of media-generation models; no
-/// text inference request is ever routed to them.
+/// `Images` (OpenAI Images generation) and `Videos` are not chat dialects:
+/// their routes serve only image and video models; no text inference
+/// request is ever routed to them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Protocol {

@@ -1,7 +1,8 @@
 //! The catalog: models, suppliers and routes, loaded from one TOML file.
 //!
-//! Prices are integers: nano-USD per million tokens. Supplier API keys are
-//! never in the file: each supplier names the environment variable to read.
+//! Prices are integers: nano-USD per million tokens, or nano-USD per image
+//! for image models. Supplier API keys are never in the file: each supplier
+//! names the environment variable to read.
 
 use router_canonical::{Capability, CapabilitySet, NanoUsd, PricePerMTok, Protocol, Rates};
 use serde::Deserialize;
@@ -80,14 +81,26 @@ pub enum Problem {
         protocol: Protocol,
         modality: Modality,
     },
-    #[error("route `{route}`: field `image_cost` is required on an `images` route")]
-    MissingImageCost { route: String },
     #[error("model `{model}`: field `{field}`: {reason}")]
     InvalidValue {
         model: String,
         field: &'static str,
         reason: String,
     },
+    #[error("model `{model}` has no `pricing`")]
+    MissingPricing { model: String },
+    #[error(
+        "image model `{model}` needs `image_price` (nano-USD per image) and no token `pricing`, `rates` or `list_price`"
+    )]
+    ImagePricing { model: String },
+    #[error("`image_price` is only for image models (model `{model}`)")]
+    ImagePriceOnTextModel { model: String },
+    #[error(
+        "route `{route}`: image models take `protocol = \"images\"` routes with `image_cost`, and only image models do"
+    )]
+    ImageRoute { route: String },
+    #[error("route `{route}` has no `internal_cost`")]
+    MissingInternalCost { route: String },
 }
 
 /// What a model produces.
@@ -171,7 +184,14 @@ struct ModelFile {
     id: toml::Spanned<String>,
     #[serde(default)]
     aliases: Vec<String>,
-    pricing: PricingKind,
+    #[serde(default)]
+    modality: Modality,
+    /// Image models: the customer's fixed price per image, nano-USD.
+    #[serde(default)]
+    image_price: Option<i64>,
+    /// Required for text models; image models are priced by `image_price`.
+    #[serde(default)]
+    pricing: Option<PricingKind>,
     #[serde(default)]
     rates: Option<RatesFile>,
     #[serde(default)]
@@ -181,15 +201,11 @@ struct ModelFile {
     #[serde(default)]
     context_length: Option<u32>,
     #[serde(default)]
-    modality: Modality,
-    #[serde(default)]
     hidden: bool,
     #[serde(default)]
     vendor: Option<String>,
     #[serde(default)]
     image_input: bool,
-    #[serde(default)]
-    image_price: Option<i64>,
     #[serde(default)]
     video: Option<VideoFile>,
     /// Unix seconds shown as the model's `created`.
@@ -271,7 +287,12 @@ struct RouteFile {
     capabilities: Vec<String>,
     #[serde(default)]
     priority: i32,
-    internal_cost: RatesFile,
+    /// Token routes: what the route costs the operator.
+    #[serde(default)]
+    internal_cost: Option<RatesFile>,
+    /// Images routes: what one image costs the operator, nano-USD.
+    #[serde(default)]
+    image_cost: Option<i64>,
     #[serde(default)]
     quote: Option<RatesFile>,
     #[serde(default = "default_true")]
@@ -283,9 +304,6 @@ struct RouteFile {
     /// may send through this route (D-04, GP-32).
     #[serde(default)]
     betas: Vec<String>,
-    /// What one generated image costs the operator on an `images` route, nano-USD.
-    #[serde(default)]
-    image_cost: Option<i64>,
 }
 
 fn default_true() -> bool {
@@ -317,6 +335,8 @@ pub enum Pricing {
     Fixed(Rates),
     /// Customers pay the quote of the route actually used.
     Supply,
+    /// An image model: customers pay this fixed price per image.
+    PerImage(NanoUsd),
 }
 
 #[derive(Debug, Clone)]
@@ -337,8 +357,6 @@ pub struct Model {
     pub vendor: Option<String>,
     /// Accepts image input publicly, even when no vision route is healthy.
     pub image_input: bool,
-    /// The customer's fixed price per generated image (image models).
-    pub image_price: Option<NanoUsd>,
     /// Capabilities and tariff of a video model.
     pub video: Option<VideoSpec>,
     /// Unix seconds shown as `created` (0 when the file gives none).
@@ -346,6 +364,14 @@ pub struct Model {
 }
 
 impl Model {
+    /// The customer's fixed price per image, for an image model.
+    pub fn image_price(&self) -> Option<NanoUsd> {
+        match self.pricing {
+            Pricing::PerImage(price) => Some(price),
+            _ => None,
+        }
+    }
+
     /// A text model with these prices and nothing else set (tests, fixtures).
     pub fn text(id: &str, aliases: &[&str], pricing: Pricing) -> Model {
         Model {
@@ -359,7 +385,6 @@ impl Model {
             hidden: false,
             vendor: None,
             image_input: false,
-            image_price: None,
             video: None,
             created: 0,
         }
@@ -376,7 +401,10 @@ pub struct Route {
     pub capabilities: CapabilitySet,
     /// Higher is preferred.
     pub priority: i32,
+    /// Token routes' operator cost (zero on `images` routes).
     pub internal_cost: Rates,
+    /// What one image costs the operator on an `images` route.
+    pub image_cost: Option<NanoUsd>,
     pub quote: Option<Rates>,
     pub enabled: bool,
     pub zdr: bool,
@@ -386,8 +414,6 @@ pub struct Route {
     /// The model's output-token maximum, for protocols that require an
     /// explicit limit (Messages `max_tokens`).
     pub max_output_tokens: u32,
-    /// The operator's cost of one image on an `images` route.
-    pub image_cost: Option<NanoUsd>,
 }
 
 impl Route {
@@ -398,10 +424,48 @@ impl Route {
 
     /// The scalar used to order routes of equal priority: cheaper first.
     pub fn internal_cost_rank(&self) -> i64 {
+        if let Some(cost) = self.image_cost {
+            return cost.0;
+        }
         self.internal_cost
             .input
             .0
             .saturating_add(self.internal_cost.output.0)
+    }
+}
+
+/// A model's pricing as the file states it, checked against its modality.
+/// A model's pricing: token rates (text; video may omit them: it is priced
+/// per second), or an image model's fixed price per image.
+fn model_pricing(id: &str, m: &ModelFile) -> Result<Pricing, Problem> {
+    if m.modality == Modality::Image {
+        return match (m.image_price, m.pricing, &m.rates, &m.list_price) {
+            (Some(price), None | Some(PricingKind::Fixed), None, None) if price >= 0 => {
+                Ok(Pricing::PerImage(NanoUsd(price)))
+            }
+            _ => Err(Problem::ImagePricing {
+                model: id.to_owned(),
+            }),
+        };
+    }
+    if m.image_price.is_some() {
+        return Err(Problem::ImagePriceOnTextModel {
+            model: id.to_owned(),
+        });
+    }
+    match (m.pricing, &m.rates) {
+        (Some(PricingKind::Fixed), Some(rates)) => Ok(Pricing::Fixed(rates.into())),
+        (Some(PricingKind::Supply), _) => Ok(Pricing::Supply),
+        // Video models are priced per second, not per token.
+        (Some(PricingKind::Fixed) | None, None) if m.modality == Modality::Video => {
+            Ok(Pricing::Fixed(Rates::default()))
+        }
+        (Some(PricingKind::Fixed), None) => Err(Problem::MissingRates {
+            model: id.to_owned(),
+        }),
+        (None, _) => Err(Problem::MissingPricing {
+            model: id.to_owned(),
+        }),
     }
 }
 
@@ -536,45 +600,14 @@ impl Catalog {
 }
 
 fn model_from_file(m: ModelFile) -> Result<Model, Problem> {
-    let id = m.id.into_inner();
+    let id = m.id.get_ref().clone();
     let missing = |field: &'static str| Problem::MissingModalityField {
         model: id.clone(),
         field,
-        article: if m.modality == Modality::Image {
-            "n"
-        } else {
-            ""
-        },
+        article: "",
         modality: m.modality,
     };
-    let pricing = match (m.pricing, &m.rates) {
-        (PricingKind::Fixed, Some(rates)) => Pricing::Fixed(rates.into()),
-        // Media models are priced per image or per second, not per token.
-        (PricingKind::Fixed, None) if m.modality != Modality::Text => {
-            Pricing::Fixed(Rates::default())
-        }
-        (PricingKind::Fixed, None) => return Err(Problem::MissingRates { model: id }),
-        (PricingKind::Supply, _) => Pricing::Supply,
-    };
-    let image_price = match (m.modality, m.image_price) {
-        (Modality::Image, Some(p)) if p >= 0 => Some(NanoUsd(p)),
-        (Modality::Image, Some(_)) => {
-            return Err(Problem::InvalidValue {
-                model: id,
-                field: "image_price",
-                reason: "must not be negative".into(),
-            });
-        }
-        (Modality::Image, None) => return Err(missing("image_price")),
-        (_, None) => None,
-        (_, Some(_)) => {
-            return Err(Problem::MisplacedField {
-                model: id,
-                field: "image_price",
-                modality: Modality::Image,
-            });
-        }
-    };
+    let pricing = model_pricing(&id, &m)?;
     let video = match (m.modality, m.video) {
         (Modality::Video, Some(v)) => Some(video_from_file(&id, v)?),
         (Modality::Video, None) => return Err(missing("video")),
@@ -598,7 +631,6 @@ fn model_from_file(m: ModelFile) -> Result<Model, Problem> {
         hidden: m.hidden,
         vendor: m.vendor,
         image_input: m.image_input,
-        image_price,
         video,
         created: m.created,
     })
@@ -678,9 +710,15 @@ fn route_from_file(
             modality: model.modality,
         });
     }
-    if r.protocol == Protocol::Images && r.image_cost.is_none() {
-        return Err(Problem::MissingImageCost { route: id });
+    let images_route = r.protocol == Protocol::Images;
+    if images_route != r.image_cost.is_some() || r.image_cost.is_some_and(|c| c < 0) {
+        return Err(Problem::ImageRoute { route: id });
     }
+    let internal_cost = match (&r.internal_cost, images_route) {
+        (Some(cost), _) => cost.into(),
+        (None, true) => Rates::default(),
+        (None, false) => return Err(Problem::MissingInternalCost { route: id }),
+    };
     if model.pricing == Pricing::Supply && r.quote.is_none() {
         return Err(Problem::MissingQuote {
             model: r.model,
@@ -703,7 +741,7 @@ fn route_from_file(
         protocol: r.protocol,
         capabilities,
         priority: r.priority,
-        internal_cost: (&r.internal_cost).into(),
+        internal_cost,
         quote: r.quote.as_ref().map(Rates::from),
         enabled: r.enabled,
         zdr: r.zdr,
@@ -761,7 +799,7 @@ quote = { input = 30, output = 40 }
             .models()
             .flat_map(|m| demo.routes(&m.id).iter().map(|r| r.protocol))
             .collect();
-        assert_eq!(protocols.len(), 3, "the demo serves every route protocol");
+        assert_eq!(protocols.len(), 4, "the demo serves every route protocol");
     }
 
     #[test]
@@ -785,6 +823,73 @@ quote = { input = 30, output = 40 }
             Catalog::from_toml(&text, |_| None).unwrap_err().problem(),
             Some(Problem::MissingQuote { .. })
         ));
+    }
+
+    const IMAGES: &str = r#"
+[[suppliers]]
+id = "s1"
+base_url = "http://127.0.0.1:9/v1"
+
+[[models]]
+id = "m-img"
+modality = "image"
+image_price = 40_000_000
+
+[[routes]]
+id = "r-img"
+model = "m-img"
+supplier = "s1"
+upstream_model = "up-img"
+protocol = "images"
+image_cost = 30_000_000
+"#;
+
+    #[test]
+    fn image_models_are_priced_per_image_on_images_routes() {
+        let cat = Catalog::from_toml(IMAGES, |_| None).unwrap();
+        let model = cat.model("m-img").unwrap();
+        assert_eq!(model.modality, Modality::Image);
+        assert_eq!(model.image_price(), Some(NanoUsd(40_000_000)));
+        let route = &cat.routes("m-img")[0];
+        assert_eq!(route.protocol, Protocol::Images);
+        assert_eq!(route.image_cost, Some(NanoUsd(30_000_000)));
+        assert_eq!(route.internal_cost_rank(), 30_000_000);
+        let text = Catalog::from_toml(SAMPLE, |_| None).unwrap();
+        assert_eq!(text.model("m-fixed").unwrap().modality, Modality::Text);
+        assert_eq!(text.model("m-fixed").unwrap().image_price(), None);
+    }
+
+    #[test]
+    fn image_pricing_and_routes_are_checked() {
+        let bad = [
+            IMAGES.replace("image_price = 40_000_000", ""),
+            IMAGES.replace(
+                "image_price = 40_000_000",
+                "image_price = 1\nrates = { input = 1, output = 1 }",
+            ),
+            IMAGES.replace(
+                "image_price = 40_000_000",
+                "image_price = 1\npricing = \"supply\"",
+            ),
+            IMAGES.replace("image_price = 40_000_000", "image_price = -1"),
+            IMAGES.replace("image_cost = 30_000_000", ""),
+            IMAGES.replace("protocol = \"images\"", "protocol = \"chat\""),
+            IMAGES.replace(
+                "modality = \"image\"",
+                "pricing = \"fixed\"\nrates = { input = 1, output = 1 }",
+            ),
+            SAMPLE.replace(
+                "protocol = \"chat\"\ncapabilities",
+                "protocol = \"images\"\ncapabilities",
+            ),
+            SAMPLE.replace(
+                "pricing = \"supply\"",
+                "pricing = \"supply\"\nimage_price = 5",
+            ),
+        ];
+        for text in bad {
+            assert!(Catalog::from_toml(&text, |_| None).is_err(), "{text}");
+        }
     }
 
     #[test]
@@ -849,7 +954,7 @@ internal_cost = { input = 0, output = 0 }
         let cat = Catalog::from_toml(MEDIA, |_| None).unwrap();
         let img = cat.model("vendor/img").unwrap();
         assert_eq!(img.modality, Modality::Image);
-        assert_eq!(img.image_price, Some(NanoUsd(40_000_000)));
+        assert_eq!(img.image_price(), Some(NanoUsd(40_000_000)));
         assert_eq!(img.vendor.as_deref(), Some("acme"));
         assert_eq!(
             cat.routes("vendor/img")[0].image_cost,

@@ -16,6 +16,7 @@ use crate::store::{
 };
 use crate::supplier::{AttemptError, EventStream, Retry, SupplierReply, Suppliers};
 use crate::thinking_seal::{self, SealError, SealKey, SealedDialect, SealedHistory, StreamSealer};
+use crate::trace::{self, RequestTrace};
 use futures::StreamExt;
 use router_canonical::{
     ApiError, ErrorCode, Field, NanoUsd, Protocol, Request, Response, StopReason, StreamEvent,
@@ -35,6 +36,10 @@ pub struct GatewayConfig {
     /// How long a hold lives without being extended before the reaper may
     /// release it. Live streams extend it at half this interval.
     pub hold_lease: Duration,
+    /// How long the single supplier attempt of an image generation may take
+    /// before the request ends with 408 and its hold is released
+    /// (`ROUTER_IMAGE_DEADLINE_SECS`, GP-27).
+    pub image_deadline: Duration,
 }
 
 impl Default for GatewayConfig {
@@ -43,6 +48,7 @@ impl Default for GatewayConfig {
             deadline: Duration::from_secs(180),
             attempts_per_route: 2,
             hold_lease: Duration::from_secs(600),
+            image_deadline: Duration::from_secs(120),
         }
     }
 }
@@ -58,6 +64,8 @@ pub struct Admission {
     /// Whether the key sets any limit (see [`NewRequest::key_limited`]).
     pub key_limited: bool,
     pub inbound: Protocol,
+    /// Filled as the lifecycle goes, for the request's log line.
+    pub trace: Arc<RequestTrace>,
 }
 
 pub enum Outcome<S: Store, P: Suppliers> {
@@ -65,19 +73,19 @@ pub enum Outcome<S: Store, P: Suppliers> {
     Stream(LiveStream<S, P>),
 }
 
-struct Inner<S, P> {
+pub(crate) struct Inner<S, P> {
     /// The catalog in force; a reload swaps the `Arc`, and a request keeps
     /// the one it planned with.
-    catalog: std::sync::RwLock<Arc<Catalog>>,
-    store: S,
-    suppliers: P,
-    config: GatewayConfig,
+    pub(crate) catalog: std::sync::RwLock<Arc<Catalog>>,
+    pub(crate) store: S,
+    pub(crate) suppliers: P,
+    pub(crate) config: GatewayConfig,
     /// Signs thinking that no Anthropic supplier signed (`thinking_seal`).
     seal_key: SealKey,
 }
 
 pub struct Gateway<S, P> {
-    inner: Arc<Inner<S, P>>,
+    pub(crate) inner: Arc<Inner<S, P>>,
 }
 
 impl<S, P> Clone for Gateway<S, P> {
@@ -189,7 +197,7 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
             reserve,
             hold_expires_at: SystemTime::now() + self.inner.config.hold_lease,
         };
-        let reservation = self.reserve(new).await?;
+        let reservation = self.reserve(new, admission.trace.clone()).await?;
         let thinking = ThinkingAttempts {
             inbound: admission.inbound,
             history,
@@ -202,20 +210,35 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
     /// statement is in flight (this future dropped), the task still sees the
     /// outcome and voids a hold nobody will use. Voiding from a drop guard
     /// instead could race the reservation's commit and leave it to the reaper.
-    async fn reserve(&self, new: NewRequest) -> Result<Reservation<S, P>, ApiError> {
+    pub(crate) async fn reserve(
+        &self,
+        new: NewRequest,
+        request_trace: Arc<RequestTrace>,
+    ) -> Result<Reservation<S, P>, ApiError> {
         let request_id = new.request_id;
         let inner = self.inner.clone();
         let (reply, outcome) = tokio::sync::oneshot::channel();
         tokio::spawn(async move {
-            let result = inner.store.reserve(new).await;
-            if let Err(Ok(())) = reply.send(result) {
-                Reservation::new(inner, request_id)
-                    .void("client_cancelled")
-                    .await;
+            // The hold travels as its guard: if the client left before
+            // reading it (the receiver gone, or dropped with the guard
+            // unread inside), dropping the guard voids the hold. Sending a
+            // bare `Ok(())` leaked the hold to the reaper when the client
+            // left between the send and the read.
+            let result = inner
+                .store
+                .reserve(new)
+                .await
+                .map(|()| Reservation::new(inner, request_id, request_trace));
+            trace::reservation(match result {
+                Ok(_) => "reserved",
+                Err(_) => "refused",
+            });
+            if let Err(Ok(mut reservation)) = reply.send(result) {
+                reservation.void("client_cancelled").await;
             }
         });
         match outcome.await {
-            Ok(Ok(())) => Ok(Reservation::new(self.inner.clone(), request_id)),
+            Ok(Ok(reservation)) => Ok(reservation),
             Ok(Err(ReserveError::InsufficientCredits)) => Err(ApiError::new(
                 ErrorCode::InsufficientCredits,
                 "Your available credits do not cover this request's maximum cost.",
@@ -243,12 +266,18 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
         let deadline = Instant::now() + inner.config.deadline;
         let mut attempt_no = 0u32;
         let mut last_error: Option<AttemptError> = None;
+        let mut previous_route: Option<&str> = None;
         'routes: for route in &plan.routes {
             for try_on_route in 0..inner.config.attempts_per_route {
                 if Instant::now() >= deadline {
                     break 'routes;
                 }
                 attempt_no += 1;
+                if let Some(previous) = previous_route {
+                    trace::retried(route, previous == route.id);
+                }
+                previous_route = Some(&route.id);
+                reservation.trace.attempt_started(route);
                 // Each attempt sends the thinking history its route can take.
                 let restored;
                 let attempt_request = if thinking.history.is_empty() {
@@ -278,6 +307,12 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
                     duration_ms: started.elapsed().as_millis() as u64,
                     outcome: AttemptOutcome::Succeeded,
                 };
+                let outcome = match &result {
+                    Ok(_) => "succeeded",
+                    Err(error) => error.kind.as_str(),
+                };
+                let first_byte = matches!(result, Ok(SupplierReply::Stream(_)));
+                trace::attempt_finished(route, outcome, started.elapsed(), first_byte);
                 match result {
                     Ok(SupplierReply::Complete(mut response)) => {
                         if let Some(dialect) = thinking.sealed_dialect(route.protocol) {
@@ -359,7 +394,7 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
         Ok(Outcome::Complete { response, cost })
     }
 
-    async fn record(&self, record: AttemptRecord) {
+    pub(crate) async fn record(&self, record: AttemptRecord) {
         if let Err(e) = self.inner.store.record_attempt(record).await {
             tracing::warn!(error = %e, "could not record attempt");
         }
@@ -441,7 +476,7 @@ fn key_limit_error(limit: KeyLimit) -> ApiError {
     ApiError::new(code, message)
 }
 
-fn internal(error: &dyn std::fmt::Display) -> ApiError {
+pub(crate) fn internal(error: &dyn std::fmt::Display) -> ApiError {
     tracing::error!(error = %error, "storage failure");
     ApiError::new(
         ErrorCode::InternalError,
@@ -450,19 +485,21 @@ fn internal(error: &dyn std::fmt::Display) -> ApiError {
 }
 
 /// The hold of one request. Settles or voids exactly once; voids on drop.
-struct Reservation<S: Store, P: Suppliers> {
+pub(crate) struct Reservation<S: Store, P: Suppliers> {
     inner: Option<Arc<Inner<S, P>>>,
-    request_id: Uuid,
+    pub(crate) request_id: Uuid,
+    trace: Arc<RequestTrace>,
     /// A stream's attempt, recorded when the stream ends: with the charge,
     /// or with the release if it fails or the client leaves.
-    stream_attempt: Option<AttemptRecord>,
+    pub(crate) stream_attempt: Option<AttemptRecord>,
 }
 
 impl<S: Store, P: Suppliers> Reservation<S, P> {
-    fn new(inner: Arc<Inner<S, P>>, request_id: Uuid) -> Self {
+    fn new(inner: Arc<Inner<S, P>>, request_id: Uuid, trace: Arc<RequestTrace>) -> Self {
         Reservation {
             inner: Some(inner),
             request_id,
+            trace,
             stream_attempt: None,
         }
     }
@@ -470,7 +507,7 @@ impl<S: Store, P: Suppliers> Reservation<S, P> {
     /// Charges the `reported` cost, capped at the hold, and records
     /// `attempt`, the succeeded one, in one step. Returns what was charged,
     /// the client's `usage.cost` (B-21, G-18).
-    async fn settle(
+    pub(crate) async fn settle(
         &mut self,
         reported: NanoUsd,
         usage: Usage,
@@ -488,6 +525,8 @@ impl<S: Store, P: Suppliers> Reservation<S, P> {
         };
         match inner.store.settle(settlement).await {
             Ok(charged) => {
+                self.trace.settled(charged.0);
+                trace::reservation("settled");
                 if charged < reported {
                     // The hold is a ceiling (I4): the supplier reported more
                     // than the reservation bounded; the operator absorbs it.
@@ -512,13 +551,14 @@ impl<S: Store, P: Suppliers> Reservation<S, P> {
         }
     }
 
-    async fn void(&mut self, reason: &str) {
+    pub(crate) async fn void(&mut self, reason: &str) {
         if let Some(inner) = self.inner.take() {
             let voiding = Voiding {
                 request_id: self.request_id,
                 reason: reason.to_owned(),
                 attempt: self.stream_attempt.take(),
             };
+            trace::reservation("voided");
             if let Err(e) = inner.store.void(voiding).await {
                 tracing::warn!(request_id = %self.request_id, error = %e, "could not void reservation");
             }
@@ -550,6 +590,7 @@ impl<S: Store, P: Suppliers> Drop for Reservation<S, P> {
             attempt
         });
         // The client left before a valid final success: release the hold (G-22).
+        trace::reservation("voided");
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             handle.spawn(async move {
                 let voiding = Voiding {

@@ -10,18 +10,22 @@
 
 pub mod catalog;
 pub mod gateway;
+pub mod images;
 pub mod key_policy;
 pub mod pricing;
 pub mod routing;
 pub mod store;
 pub mod supplier;
 pub mod thinking_seal;
+pub mod trace;
 
 pub use catalog::{Catalog, CatalogError, Modality, Model, Pricing, Problem, Route, Supplier};
 pub use gateway::{Gateway, GatewayConfig, LiveStream, Outcome, StreamItem};
+pub use images::{GeneratedPng, ImageAdmission};
 pub use key_policy::{KeyLimit, KeyLimits, KeyPolicy, SpendWindow};
 pub use routing::Plan;
 pub use supplier::{
     AttemptCause, AttemptError, EventStream, FailureKind, Retry, SupplierReply, Suppliers,
 };
 pub use thinking_seal::SealKey;
+pub use trace::RequestTrace;

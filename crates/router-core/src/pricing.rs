@@ -28,6 +28,8 @@ pub fn customer_rates<'a>(model: &'a Model, route: &'a Route) -> Option<&'a Rate
     match &model.pricing {
         Pricing::Fixed(rates) => Some(rates),
         Pricing::Supply => route.quote.as_ref(),
+        // Priced per image, never per token (image generation, `images.rs`).
+        Pricing::PerImage(_) => None,
     }
 }
 

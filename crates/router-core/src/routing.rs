@@ -52,6 +52,15 @@ pub fn plan(catalog: &Catalog, request: &Request, inbound: Protocol) -> Result<P
             .with_param("model")
         })?
         .clone();
+    if model.modality != crate::catalog::Modality::Text {
+        return Err(ApiError::invalid(
+            "model",
+            format!(
+                "The model `{}` generates media, not text; it is served by its own endpoint.",
+                request.model
+            ),
+        ));
+    }
     let requirements = request.requirements();
     let configured: Vec<&Arc<Route>> = catalog
         .routes(&model.id)

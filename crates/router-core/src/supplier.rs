@@ -7,7 +7,8 @@
 use crate::catalog::Route;
 use futures::Stream;
 use router_canonical::{
-    ApiError, ErrorCode, Request, Response, StreamEvent, SupplierError, SupplierFailure,
+    ApiError, ErrorCode, ImageRequest, Request, Response, StreamEvent, SupplierError,
+    SupplierFailure,
 };
 use std::fmt;
 use std::future::Future;
@@ -265,6 +266,22 @@ pub trait Suppliers: Send + Sync + 'static {
         request: &Request,
         deadline: Instant,
     ) -> impl Future<Output = Result<SupplierReply, AttemptError>> + Send;
+
+    /// One image generation on an `images` route: the supplier's image (its
+    /// bytes, or downloaded from the URL it answered) checked to be one
+    /// complete PNG. Anything else is an [`AttemptError`]: a PNG that fails
+    /// the check is an invalid response. The caller bounds the time.
+    /// Suppliers without image dialects keep the default, which refuses.
+    fn generate_image(
+        &self,
+        route: &Route,
+        request: &ImageRequest,
+    ) -> impl Future<Output = Result<Vec<u8>, AttemptError>> + Send {
+        let _ = (route, request);
+        std::future::ready(Err(AttemptError::conversion(
+            ApiError::unsupported_conversion("this supplier client generates no images"),
+        )))
+    }
 }
 
 #[cfg(test)]

@@ -284,6 +284,7 @@ fn admission() -> Admission {
         policy_version: 0,
         key_limited: false,
         inbound: Protocol::Chat,
+        trace: router_core::RequestTrace::new(),
     }
 }
 
@@ -568,6 +569,30 @@ async fn a_client_leaving_while_the_hold_is_taken_leaves_no_hold() {
     let statuses: Vec<&str> = ledger.holds.values().map(|(_, status)| *status).collect();
     assert_eq!(statuses, ["released"]);
     assert_eq!(ledger.charged, 0);
+    assert!(h.suppliers.calls().is_empty());
+}
+
+/// The reservation's answer has arrived but the handler is dropped before
+/// it reads it (the client left in between): the hold is still released,
+/// not left to the reaper.
+#[tokio::test(start_paused = true)]
+async fn a_client_leaving_after_the_hold_is_sent_but_before_it_is_read_leaves_no_hold() {
+    let h = harness(1_000_000);
+    let mut handler = Box::pin(h.gateway.run(admission(), request("fixed")));
+    // First poll: the reservation task is spawned; its answer is awaited.
+    assert!(futures::poll!(handler.as_mut()).is_pending());
+    // Let the task commit the hold and send its answer, unread.
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    assert!(h.store.0.lock().unwrap().held > 0, "the hold was taken");
+    drop(handler);
+    tokio::time::sleep(Duration::from_millis(10)).await;
+
+    let ledger = h.store.0.lock().unwrap();
+    assert_eq!(ledger.held, 0);
+    let statuses: Vec<&str> = ledger.holds.values().map(|(_, status)| *status).collect();
+    assert_eq!(statuses, ["released"]);
     assert!(h.suppliers.calls().is_empty());
 }
 

@@ -19,7 +19,7 @@ use crate::playbook::Playbook;
 use crate::recorded_call::RecordedCall;
 use crate::reply_identity::ReplyIdentity;
 use crate::response_body::{self, BodySender, ResponseBody};
-use crate::script::{MockReply, Script};
+use crate::script::{MockImage, MockReply, Script};
 
 const JSON: &str = "application/json";
 const EVENT_STREAM: &str = "text/event-stream";
@@ -43,6 +43,19 @@ pub(crate) trait WireProtocol {
     /// Reads the fields the mock cares about; anything missing or mistyped
     /// takes its default.
     fn read_request(body: &Value) -> Self::Request;
+
+    /// [`WireProtocol::read_request`] for a request at `path` on `host`
+    /// (its `Host` header); only endpoints that answer with their own URLs
+    /// need them.
+    fn read_request_at(body: &Value, _path: &str, _host: Option<&str>) -> Self::Request {
+        Self::read_request(body)
+    }
+
+    /// The body of a [`Script::Image`] answer; `None` (the default) on
+    /// endpoints that generate no images.
+    fn image_reply(_image: &MockImage, _request: &Self::Request) -> Option<Value> {
+        None
+    }
 
     /// The request's model, or empty.
     fn model(request: &Self::Request) -> &str;
@@ -90,6 +103,11 @@ pub(crate) async fn serve<P: WireProtocol>(
     connection: &ConnectionControl,
 ) -> Response<ResponseBody> {
     let path = request.uri().path().to_owned();
+    let host = request
+        .headers()
+        .get(http::header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
     let headers = request
         .headers()
         .iter()
@@ -108,7 +126,7 @@ pub(crate) async fn serve<P: WireProtocol>(
         }
     };
     let body = parse_body(&bytes);
-    let parsed = P::read_request(&body);
+    let parsed = P::read_request_at(&body, &path, host.as_deref());
     let script = playbook.record_and_choose(RecordedCall {
         path,
         headers,
@@ -167,6 +185,16 @@ async fn play<P: WireProtocol>(
             after_chunks,
             message,
         } => stream_error::<P>(after_chunks, &message, request),
+        Script::Image(image) => match P::image_reply(&image, request) {
+            Some(body) => {
+                sleep_ms(image.delay_ms).await;
+                json_response(StatusCode::OK, &body)
+            }
+            None => json_response(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &P::mock_error_body("an image script reached an endpoint that generates no images"),
+            ),
+        },
     }
 }
 

@@ -34,6 +34,12 @@
 //! | `/chat/completions` | Chat Completions  | `data:` chunks, then `data: [DONE]`                                | `{"error": {message, type, param, code}}`  |
 //! | `/messages`         | Anthropic Messages| `event:` = `data.type`, `message_start` ... `message_stop`        | `{"type": "error", "error": {type, message}}` |
 //! | `/responses`        | OpenAI Responses  | `event:` = `data.type`, `sequence_number`, `response.created` ... `response.completed` | `{"error": {message, type, param, code}}` |
+//! | `/images/generations` | OpenAI Images   | never streamed; `{created, data: [{b64_json}]}` (a valid PNG), or what a [`Script::Image`] answers (broken PNGs, a URL) | `{"error": {message, type, param, code}}` |
+//!
+//! `GET .../images/content/{valid,truncated,bad_crc,not_png}.png` serves the
+//! images URL answers point at, and `GET .../images/content/redirect?to=URL`
+//! answers 302 to `URL` (the target is taken verbatim, not decoded); neither
+//! is recorded.
 //!
 //! Every request to them is recorded (see [`RecordedCall`]; its `path` tells
 //! the protocol) and then gets the next script: the queue of its `model`
@@ -74,6 +80,7 @@ mod chat_reply;
 mod connection;
 mod control;
 mod endpoint;
+mod images_endpoint;
 mod messages_endpoint;
 mod messages_reply;
 mod openai_error;
@@ -91,7 +98,7 @@ mod usage_estimate;
 
 pub use recorded_call::RecordedCall;
 pub use script::{
-    DEFAULT_STREAM_ERROR_MESSAGE, DEFAULT_THINKING_SIGNATURE, MockReply, MockToolCall, MockUsage,
-    Script,
+    DEFAULT_STREAM_ERROR_MESSAGE, DEFAULT_THINKING_SIGNATURE, ImageAnswer, MockImage, MockReply,
+    MockToolCall, MockUsage, Script,
 };
 pub use server::MockSupplier;

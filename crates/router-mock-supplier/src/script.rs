@@ -96,9 +96,55 @@ pub enum Script {
         #[serde(default = "default_stream_error_message")]
         message: String,
     },
+    /// Image generation only (`/images/generations`): answer with the
+    /// scripted image (a valid PNG, a broken one, or a URL). On the chat
+    /// protocols it is a mock error (500). A plain [`Script::Reply`] on the
+    /// images endpoint answers a valid PNG after its `delay_ms`.
+    Image(MockImage),
+}
+
+/// What the images endpoint answers (`{"kind": "image", "answer": ...}`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MockImage {
+    pub answer: ImageAnswer,
+    /// Wait this long before answering.
+    pub delay_ms: u64,
+    /// For [`ImageAnswer::Url`]: the URL to answer instead of the mock's own
+    /// `{base}/images/content/valid.png`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+}
+
+/// The image in a [`MockImage`] answer. Every byte form is sent as
+/// `b64_json`; `url` answers `{"url": ...}` pointing at the mock's own
+/// `GET {base}/images/content/{name}.png` (names `valid`, `truncated`,
+/// `bad_crc`, `not_png`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ImageAnswer {
+    /// A complete, valid 2x2 PNG.
+    #[default]
+    Png,
+    /// The valid PNG cut before its `IEND` chunk.
+    TruncatedPng,
+    /// The valid PNG with one IDAT byte changed (its CRC no longer matches).
+    BadCrc,
+    /// Bytes that are not a PNG (a GIF header).
+    NotPng,
+    /// A URL to the valid PNG, to be downloaded.
+    Url,
 }
 
 impl Script {
+    /// An image answer with no delay.
+    pub fn image(answer: ImageAnswer) -> Script {
+        Script::Image(MockImage {
+            answer,
+            ..MockImage::default()
+        })
+    }
+
     /// A plain text reply with no delays.
     pub fn reply(text: impl Into<String>) -> Script {
         Script::Reply(MockReply::text(text))

@@ -19,6 +19,7 @@ use crate::chat_endpoint::Chat;
 use crate::connection::{ConnectionControl, ConnectionIo};
 use crate::control;
 use crate::endpoint::{self, error_response};
+use crate::images_endpoint::{self, Images};
 use crate::messages_endpoint::Messages;
 use crate::playbook::Playbook;
 use crate::recorded_call::RecordedCall;
@@ -181,6 +182,10 @@ async fn route(
         endpoint::serve::<Messages>(request, playbook, connection).await
     } else if path.ends_with("/responses") {
         endpoint::serve::<Responses>(request, playbook, connection).await
+    } else if path.ends_with("/images/generations") {
+        endpoint::serve::<Images>(request, playbook, connection).await
+    } else if path.contains("/images/content/") && request.method() == http::Method::GET {
+        images_endpoint::serve_content(path, request.uri().query())
     } else {
         let message = format!("the mock supplier has no endpoint at {path}");
         error_response(StatusCode::NOT_FOUND, &message)

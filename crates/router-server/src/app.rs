@@ -2,6 +2,7 @@
 
 use crate::catalog_view::CatalogCell;
 use crate::client_addr::TrustedProxies;
+use crate::docs::Docs;
 use crate::mail::Mailer;
 use crate::public_url::PublicBaseUrl;
 use router_core::Gateway;
@@ -25,6 +26,8 @@ pub struct App {
     pub catalog_env: crate::catalog_release::CatalogEnv,
     /// Signs pricing-change cursors; loaded from PostgreSQL on first use.
     pub cursor_key: tokio::sync::OnceCell<ring::hmac::Key>,
+    /// The user manual and its search index (`GET /v1/docs`).
+    pub docs: Docs,
     /// Where browsers reach this router (`ROUTER_PUBLIC_BASE_URL`): sign-in
     /// links, cookie `Secure`, the same-origin rule.
     pub public_base: PublicBaseUrl,
@@ -32,6 +35,11 @@ pub struct App {
     pub mailer: Option<Arc<Mailer>>,
     /// How long a browser session lasts (`ROUTER_SESSION_TTL_SECS`).
     pub session_ttl: Duration,
+    /// How often the hold reaper job runs (`ROUTER_REAPER_INTERVAL_SECS`).
+    pub reaper_interval: Duration,
+    /// `ROUTER_ADMIN_TEST_HOOKS=1`: the routes that bend time for tests
+    /// exist (`jobs::require_test_hooks`); never in production.
+    pub test_hooks: bool,
 }
 
 impl App {

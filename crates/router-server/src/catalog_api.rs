@@ -321,7 +321,7 @@ pub fn per_request_cost(
             // after dividing by 10^6 unless prices are absurd; then no price.
             rates.charge(&usage).ok()
         }
-        Modality::Image => model.image_price,
+        Modality::Image => model.image_price(),
         Modality::Video => None,
     }
 }

@@ -24,7 +24,11 @@ pub fn priced_routes<'a>(catalog: &'a Catalog, model: &'a Model) -> Vec<&'a Arc<
     catalog
         .routes(&model.id)
         .iter()
-        .filter(|r| r.enabled && router_core::pricing::customer_rates(model, r).is_some())
+        .filter(|r| {
+            r.enabled
+                && (model.image_price().is_some()
+                    || router_core::pricing::customer_rates(model, r).is_some())
+        })
         .collect()
 }
 
@@ -40,6 +44,8 @@ pub fn catalog_rates(catalog: &Catalog, model: &Model) -> Option<Rates> {
             .filter(|r| r.enabled)
             .filter_map(|r| r.quote)
             .min_by_key(|q| (q.input.0.saturating_add(q.output.0), q.input.0)),
+        // Priced per image, not per token.
+        Pricing::PerImage(_) => None,
     }
 }
 
@@ -48,6 +54,7 @@ pub fn pricing_object(catalog: &Catalog, model: &Model) -> Value {
     let kind = match model.pricing {
         Pricing::Fixed(_) => "fixed",
         Pricing::Supply => "supply",
+        Pricing::PerImage(_) => "per_image",
     };
     let mut pricing = Map::new();
     pricing.insert("kind".into(), kind.into());
@@ -63,7 +70,7 @@ pub fn pricing_object(catalog: &Catalog, model: &Model) -> Value {
         "cache_write_usd_per_mtok".into(),
         field(|r| Some(r.cache_write.unwrap_or(r.input).0)),
     );
-    if let Some(price) = model.image_price {
+    if let Some(price) = model.image_price() {
         pricing.insert("image_usd".into(), usd(price.0));
     }
     if let Some(video) = &model.video {
@@ -178,6 +185,7 @@ fn catalog_entry(catalog: &Catalog, model: &Model) -> Value {
                 match model.pricing {
                     Pricing::Fixed(_) => "fixed",
                     Pricing::Supply => "supply",
+                    Pricing::PerImage(_) => "per_image",
                 }
                 .into(),
             );
@@ -195,7 +203,7 @@ fn catalog_entry(catalog: &Catalog, model: &Model) -> Value {
         Modality::Image => {
             pricing.insert(
                 "perImage".into(),
-                model.image_price.map_or(Value::Null, |p| usd(p.0)),
+                model.image_price().map_or(Value::Null, |p| usd(p.0)),
             );
         }
         Modality::Video => {

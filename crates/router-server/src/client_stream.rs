@@ -4,7 +4,9 @@
 //! client goes away, the relay task ends and dropping the live stream voids
 //! its reservation.
 
+use crate::metrics::OpenStream;
 use crate::reply::{self, Body};
+use crate::request_log::RequestLog;
 use bytes::Bytes;
 use futures::FutureExt;
 use http::Response;
@@ -21,7 +23,9 @@ pub fn relay(
     mut live: RouterStream,
     mut encoder: impl ClientStreamEncoder,
     request_id: &str,
+    log: RequestLog,
 ) -> Response<Body> {
+    let open = OpenStream::start();
     let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(64);
     // The supplier's first event is already buffered (the attempt waited for
     // it): encoded here, it is in the body before the response head is
@@ -31,6 +35,7 @@ pub fn relay(
     if let Some(first) = live.next().now_or_never() {
         match first {
             Some(item) => {
+                note_failure(&log, &item);
                 let frame = encode(&mut encoder, &item);
                 if !frame.is_empty() {
                     // The channel is new and empty: this cannot be full.
@@ -42,13 +47,21 @@ pub fn relay(
     }
     if !ended {
         tokio::spawn(async move {
+            // Until the relay ends: the stream is open, and the request's
+            // log line waits for its end.
+            let _open = open;
+            let log = log;
             loop {
                 let item = tokio::select! {
                     biased;
                     item = live.next() => item,
-                    () = tx.closed() => return,
+                    () = tx.closed() => {
+                        log.client_closed();
+                        return;
+                    }
                 };
                 let Some(item) = item else { return };
+                note_failure(&log, &item);
                 let frame = encode(&mut encoder, &item);
                 // Hand the encoded frame over without copying it.
                 if !frame.is_empty() && tx.send(Bytes::from(frame)).await.is_err() {
@@ -63,6 +76,13 @@ pub fn relay(
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     reply::set_request_id(headers, request_id);
     response
+}
+
+/// A stream that fails after its head carries its code in the log line.
+fn note_failure(log: &RequestLog, item: &StreamItem) {
+    if let StreamItem::Failed(error) = item {
+        log.stream_failed(error.code);
+    }
 }
 
 /// One stream item in the client's dialect (empty when it has no frame).

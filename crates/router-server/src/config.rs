@@ -17,6 +17,11 @@ pub struct ServerConfig {
     /// The routing deadline shared by all attempts (180 s in production).
     pub deadline: Duration,
     pub hold_lease: Duration,
+    /// `ROUTER_IMAGE_DEADLINE_SECS`: the single image attempt's limit (408).
+    pub image_deadline: Duration,
+    /// `ROUTER_IMAGE_URL_ALLOW_LOOPBACK`: image URLs may point at loopback
+    /// (tests and the local demo only; off by default).
+    pub image_url_allow_loopback: bool,
     pub reaper_interval: Duration,
     pub database_pool_size: usize,
     /// `ROUTER_TRUSTED_PROXIES`: whose forwarding headers name the client.
@@ -27,6 +32,10 @@ pub struct ServerConfig {
     pub mailer: Option<Arc<Mailer>>,
     /// `ROUTER_SESSION_TTL_SECS`.
     pub session_ttl: Duration,
+    /// `ROUTER_ADMIN_TEST_HOOKS`.
+    pub test_hooks: bool,
+    /// `ROUTER_METRICS`: record metrics for `/metrics`.
+    pub metrics: bool,
 }
 
 impl std::fmt::Debug for ServerConfig {
@@ -40,6 +49,8 @@ impl std::fmt::Debug for ServerConfig {
             )
             .field("deadline", &self.deadline)
             .field("hold_lease", &self.hold_lease)
+            .field("image_deadline", &self.image_deadline)
+            .field("image_url_allow_loopback", &self.image_url_allow_loopback)
             .field("trusted_proxies", &self.trusted_proxies)
             .field("public_base", &self.public_base.origin())
             .field("email", &self.mailer.is_some())

@@ -11,11 +11,12 @@ use crate::app::App;
 use crate::messages;
 use crate::ownership::{self, Resource};
 use crate::reply::{self, Body};
+use crate::request_log::{ReplyCode, RequestLog};
 use crate::routes::{AuthRule, Handler, InferenceEndpoint, ParamRule, ROUTES, Route};
 use crate::session::{self, Session};
 use crate::surfaces::{CHAT, COMPLETIONS, MESSAGES, RESPONSES};
 use crate::{
-    admin, auth, catalog_api, catalog_release, health, inference, pricing_changes, sign_in,
+    admin, auth, catalog_api, catalog_release, health, images, inference, pricing_changes, sign_in,
 };
 use http::Response;
 use http::header::HeaderValue;
@@ -178,6 +179,22 @@ fn check_param(rule: ParamRule, param: Option<&str>) -> Result<(), ApiError> {
 
 pub async fn dispatch(app: Arc<App>, request: http::Request<Incoming>) -> Response<Body> {
     let request_id = Uuid::now_v7();
+    let log = RequestLog::new(request_id, request.method().clone());
+    let response = route(app, request, request_id, &log).await;
+    let code = response.extensions().get::<ReplyCode>().map(|c| c.0);
+    log.head(response.status().as_u16(), code);
+    // The line is written when `log` is dropped: here, or when a stream's
+    // relay, which holds a copy, ends.
+    response
+}
+
+/// Route, guard and handle one request.
+async fn route(
+    app: Arc<App>,
+    request: http::Request<Incoming>,
+    request_id: Uuid,
+    log: &RequestLog,
+) -> Response<Body> {
     let id_text = request_id.to_string();
     let path = request.uri().path();
     let Ok(matched) = table().at(path) else {
@@ -201,6 +218,7 @@ pub async fn dispatch(app: Arc<App>, request: http::Request<Incoming>) -> Respon
             .insert(http::header::ALLOW, entry.allow.clone());
         return response;
     };
+    log.route(route.path);
     // Every pattern has at most one parameter, its last segment.
     let param = matched.params.iter().next().map(|(_, v)| v.to_owned());
     let caller = match guard(
@@ -215,18 +233,34 @@ pub async fn dispatch(app: Arc<App>, request: http::Request<Incoming>) -> Respon
         Ok(caller) => caller,
         Err(e) => return reply::error(route.envelope, &e, &id_text),
     };
+    match &caller {
+        Caller::Key(key) => log.caller(key.account_id, Some(key.key_id)),
+        Caller::Session(session) => log.caller(session.account_id, None),
+        Caller::Anonymous | Caller::Operator => {}
+    }
     if let Err(e) = check_param(route.param, param.as_deref()) {
         return reply::error(route.envelope, &e, &id_text);
     }
     let result = match route.handler {
         Handler::Inference(endpoint) => {
             return match caller.key() {
-                Ok(key) => run_inference(endpoint, app, request, key, request_id).await,
+                Ok(key) => run_inference(endpoint, app, request, key, request_id, log).await,
                 Err(e) => reply::error(route.envelope, &e, &id_text),
             };
         }
+        Handler::ImagesGenerations => {
+            return match caller.key() {
+                Ok(key) => images::handle(app, request, key, request_id, log).await,
+                Err(e) => reply::error(route.envelope, &e, &id_text),
+            };
+        }
+        Handler::RequestStatus => match caller.key() {
+            Ok(key) => images::request_status(&app, &key, param.as_deref(), &id_text).await,
+            Err(e) => Err(e),
+        },
         Handler::Healthz => Ok(health::healthz(&id_text)),
         Handler::Readyz => Ok(health::readyz(&app, &id_text).await),
+        Handler::Metrics => metrics_reply(&app, &id_text),
         Handler::AdminCreateAccount => admin::create_account(&app, request, &id_text).await,
         Handler::AdminGetAccount => admin::get_account(&app, param.as_deref(), &id_text).await,
         Handler::AdminGrantCredits => {
@@ -279,9 +313,19 @@ pub async fn dispatch(app: Arc<App>, request: http::Request<Incoming>) -> Respon
             request.headers(),
             &id_text,
         )),
+        Handler::DocsSearch => app.docs.search(request.uri().query(), &id_text),
+        Handler::DocsPage => app.docs.page(param.as_deref(), &id_text),
+        Handler::OpenApi => Ok(reply::json(
+            http::StatusCode::OK,
+            bytes::Bytes::from_static(crate::openapi::json()),
+            &id_text,
+        )),
         Handler::AdminCreateSession => {
             admin::create_session(&app, request, param.as_deref(), &id_text).await
         }
+        Handler::AdminRunJob => crate::jobs::run_now(&app, param.as_deref())
+            .await
+            .map(|view| reply::json_value(http::StatusCode::OK, &view, &id_text)),
         Handler::AdminDeleteSession => {
             admin::delete_session(&app, param.as_deref(), &id_text).await
         }
@@ -304,24 +348,42 @@ async fn run_inference(
     request: http::Request<Incoming>,
     key: ApiKeyRecord,
     request_id: Uuid,
+    log: &RequestLog,
 ) -> Response<Body> {
     match endpoint {
         InferenceEndpoint::ChatCompletions => {
-            inference::handle(&CHAT, app, request, key, request_id).await
+            inference::handle(&CHAT, app, request, key, request_id, log).await
         }
         InferenceEndpoint::Responses => {
-            inference::handle(&RESPONSES, app, request, key, request_id).await
+            inference::handle(&RESPONSES, app, request, key, request_id, log).await
         }
         InferenceEndpoint::Messages => {
-            inference::handle(&MESSAGES, app, request, key, request_id).await
+            inference::handle(&MESSAGES, app, request, key, request_id, log).await
         }
         InferenceEndpoint::CountTokens => {
             messages::handle_count_tokens(app, request, key, request_id).await
         }
         InferenceEndpoint::Completions => {
-            inference::handle(&COMPLETIONS, app, request, key, request_id).await
+            inference::handle(&COMPLETIONS, app, request, key, request_id, log).await
         }
     }
+}
+
+/// The Prometheus text exposition.
+fn metrics_reply(app: &App, request_id: &str) -> Result<Response<Body>, ApiError> {
+    let text = crate::metrics::render(app).ok_or_else(|| {
+        ApiError::new(
+            ErrorCode::NotAvailable,
+            "Metrics are not recorded in this process.",
+        )
+    })?;
+    let mut response = Response::new(reply::full(text));
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+    );
+    reply::set_request_id(response.headers_mut(), request_id);
+    Ok(response)
 }
 
 /// The answer of a route whose feature has not landed.
@@ -348,7 +410,8 @@ mod tests {
                 .replace("{id}", "p")
                 .replace("{channel_id}", "p")
                 .replace("{video_id}", "p")
-                .replace("{platform}", "slack");
+                .replace("{platform}", "slack")
+                .replace("{page}", "errors");
             let matched = table().at(&path).expect(route.path);
             assert!(
                 matched.value.routes.iter().any(|r| std::ptr::eq(*r, route)),

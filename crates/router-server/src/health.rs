@@ -3,20 +3,32 @@
 use crate::app::App;
 use crate::reply::{self, Body};
 use http::{Response, StatusCode};
-use serde_json::json;
+use serde::Serialize;
+
+/// The answer of both checks.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct Health {
+    /// `ok` (`/healthz`), `ready`, or `database unavailable` (`/readyz`, 503).
+    pub status: &'static str,
+}
+
+fn health(status: StatusCode, text: &'static str, request_id: &str) -> Response<Body> {
+    let body = serde_json::to_vec(&Health { status: text }).unwrap_or_default();
+    reply::json(status, body, request_id)
+}
 
 pub fn healthz(request_id: &str) -> Response<Body> {
-    reply::json_value(StatusCode::OK, &json!({"status": "ok"}), request_id)
+    health(StatusCode::OK, "ok", request_id)
 }
 
 pub async fn readyz(app: &App, request_id: &str) -> Response<Body> {
     match app.database().ping().await {
-        Ok(()) => reply::json_value(StatusCode::OK, &json!({"status": "ready"}), request_id),
+        Ok(()) => health(StatusCode::OK, "ready", request_id),
         Err(e) => {
             tracing::warn!(error = %e, "not ready");
-            reply::json_value(
+            health(
                 StatusCode::SERVICE_UNAVAILABLE,
-                &json!({"status": "database unavailable"}),
+                "database unavailable",
                 request_id,
             )
         }

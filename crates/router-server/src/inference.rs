@@ -10,6 +10,7 @@ use crate::auth;
 use crate::body::read_limited;
 use crate::client_stream;
 use crate::reply::{self, Body};
+use crate::request_log::RequestLog;
 use crate::surfaces::Surface;
 use bytes::Bytes;
 use http::request::Parts;
@@ -48,9 +49,10 @@ pub async fn handle<C: ClientCodec>(
     request: http::Request<Incoming>,
     key: ApiKeyRecord,
     request_id: Uuid,
+    log: &RequestLog,
 ) -> Response<Body> {
     let id_text = request_id.to_string();
-    match run(surface, app, request, key, request_id, &id_text).await {
+    match run(surface, app, request, key, request_id, &id_text, log).await {
         Ok(response) => response,
         Err(error) => surface.error(&error, &id_text),
     }
@@ -63,11 +65,15 @@ async fn run<C: ClientCodec>(
     key: ApiKeyRecord,
     request_id: Uuid,
     id_text: &str,
+    log: &RequestLog,
 ) -> Result<Response<Body>, ApiError> {
     let codec = &surface.codec;
     let inbound = receive(request, key, surface.body_limit).await?;
     let (mut canonical, extra) =
         codec.parse_request(&Headers(&inbound.parts.headers), &inbound.body)?;
+    if let Some(model) = app.gateway.catalog().model(&canonical.model) {
+        log.model(&model.id);
+    }
     auth::check_model(&app.gateway.catalog(), &inbound.key, &canonical.model)?;
     apply_headers(&inbound.parts.headers, &inbound.key, &mut canonical);
     let model = canonical.model.clone();
@@ -78,6 +84,7 @@ async fn run<C: ClientCodec>(
         policy_version: inbound.key.policy.version,
         key_limited: inbound.key.policy.limits.any(),
         inbound: codec.protocol(),
+        trace: log.trace(),
     };
     let history = app
         .gateway
@@ -105,7 +112,12 @@ async fn run<C: ClientCodec>(
                 model,
                 created: unix_now(),
             };
-            client_stream::relay(live, codec.stream_encoder(stream, extra), id_text)
+            client_stream::relay(
+                live,
+                codec.stream_encoder(stream, extra),
+                id_text,
+                log.clone(),
+            )
         }
     };
     if surface.messages_request_id {

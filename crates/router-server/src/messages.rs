@@ -58,14 +58,21 @@ async fn count_tokens(
         tokio::task::spawn_blocking(move || router_tokens::estimate_input_tokens(&canonical))
             .await
             .map_err(|_| ApiError::new(ErrorCode::InternalError, "Token counting failed."))?;
-    let body = serde_json::json!({ "input_tokens": input_tokens });
-    let mut response = reply::json_value(StatusCode::OK, &body, id_text);
+    let body = serde_json::to_vec(&InputTokens { input_tokens }).unwrap_or_default();
+    let mut response = reply::json(StatusCode::OK, body, id_text);
     reply::set_messages_request_id(response.headers_mut(), id_text);
     response.headers_mut().insert(
         "x-ci-token-count-estimated",
         HeaderValue::from_static("true"),
     );
     Ok(response)
+}
+
+/// The answer of `POST /v1/messages/count_tokens`.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct InputTokens {
+    /// A local estimate of the request's input tokens.
+    pub input_tokens: u64,
 }
 
 /// The `param` naming a thinking block whose router signature was refused,

@@ -6,6 +6,7 @@ use http::{Response, StatusCode};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
 use router_canonical::ApiError;
+use serde::Serialize;
 use std::convert::Infallible;
 
 pub type Body = BoxBody<Bytes, Infallible>;
@@ -35,7 +36,7 @@ pub fn full(bytes: impl Into<Bytes>) -> Body {
     Full::new(bytes.into()).boxed()
 }
 
-pub fn json(status: StatusCode, body: Vec<u8>, request_id: &str) -> Response<Body> {
+pub fn json(status: StatusCode, body: impl Into<Bytes>, request_id: &str) -> Response<Body> {
     let mut response = Response::new(full(body));
     *response.status_mut() = status;
     let headers = response.headers_mut();
@@ -76,13 +77,15 @@ pub fn error(envelope: Envelope, error: &ApiError, request_id: &str) -> Reply {
         Envelope::Messages => crate::surfaces::MESSAGES.error(error, request_id),
         Envelope::Video => {
             let code = error.code;
-            let body = serde_json::json!({"error": {
-                "message": error.message,
-                "type": code.openai_type(),
-                "param": error.param,
-                "code": code.as_str(),
-                "requestId": request_id,
-            }});
+            let body = VideoError {
+                error: VideoErrorObject {
+                    message: &error.message,
+                    kind: code.openai_type(),
+                    param: error.param.as_deref(),
+                    code: code.as_str(),
+                    request_id,
+                },
+            };
             error_with(
                 serde_json::to_vec(&body).unwrap_or_default(),
                 error,
@@ -90,7 +93,9 @@ pub fn error(envelope: Envelope, error: &ApiError, request_id: &str) -> Reply {
             )
         }
         Envelope::Public => {
-            let body = serde_json::json!({ "detail": error.message });
+            let body = DetailError {
+                detail: &error.message,
+            };
             error_with(
                 serde_json::to_vec(&body).unwrap_or_default(),
                 error,
@@ -100,10 +105,40 @@ pub fn error(envelope: Envelope, error: &ApiError, request_id: &str) -> Reply {
     }
 }
 
+// P-03, O-31.
+/// The video endpoints' error: the OpenAI shape plus `error.requestId`,
+/// equal to the `x-request-id` header.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct VideoError<'a> {
+    pub error: VideoErrorObject<'a>,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct VideoErrorObject<'a> {
+    pub message: &'a str,
+    #[serde(rename = "type")]
+    pub kind: &'a str,
+    #[schema(required)]
+    pub param: Option<&'a str>,
+    pub code: &'a str,
+    #[serde(rename = "requestId")]
+    pub request_id: &'a str,
+}
+
+// P-04, L-40.
+/// The public catalog's error.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct DetailError<'a> {
+    pub detail: &'a str,
+}
+
 /// An error reply with an envelope already rendered.
 pub fn error_with(body: Vec<u8>, error: &ApiError, request_id: &str) -> Reply {
     let status = StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut response = json(status, body, request_id);
+    response
+        .extensions_mut()
+        .insert(crate::request_log::ReplyCode(error.code));
     if let Some(seconds) = error.retry_after {
         response
             .headers_mut()

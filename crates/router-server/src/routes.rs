@@ -58,6 +58,8 @@ pub enum Handler {
     Inference(InferenceEndpoint),
     Healthz,
     Readyz,
+    /// `GET /metrics` (`metrics.rs`).
+    Metrics,
     AdminCreateAccount,
     AdminGetAccount,
     AdminGrantCredits,
@@ -83,7 +85,21 @@ pub enum Handler {
     PublicModel,
     /// `GET /catalog/models`.
     CatalogModels,
+    /// `POST /v1/images/generations` (`images.rs`): needs the caller's API key.
+    ImagesGenerations,
+    /// `GET /v1/requests/{id}`: a request's final status, for the account
+    /// that made it (N-10, GP-62; `images.rs`).
+    RequestStatus,
+    /// `GET /v1/docs`: search the user manual (`docs.rs`).
+    DocsSearch,
+    /// `GET /docs/guide/{page}`: one page of the manual, where the search's
+    /// `url`s point.
+    DocsPage,
+    /// `GET /openapi.json`: the OpenAPI document (`openapi.rs`).
+    OpenApi,
     AdminCreateSession,
+    /// `POST /admin/jobs/{name}/run` (`jobs.rs`).
+    AdminRunJob,
     AdminDeleteSession,
     /// `sign_in.rs`: ask for a link, its page, redeem it, who am I, sign out.
     SignInRequestLink,
@@ -174,7 +190,7 @@ use ParamRule::{ChannelId, Platform};
 /// Every route. Scopes as the spec's Authentication section states them;
 /// videos take `inference` (GP-73). One row per line, so kept out of rustfmt.
 #[rustfmt::skip]
-pub static ROUTES: [Route; 49] = [
+pub static ROUTES: [Route; 54] = [
     // Inference (B..E).
     row(POST,   "/v1/chat/completions",          key(INFERENCE),            OpenAi,      Infer(ChatCompletions)),
     row(POST,   "/v1/responses",                 key(INFERENCE),            OpenAi,      Infer(Responses)),
@@ -188,7 +204,8 @@ pub static ROUTES: [Route; 49] = [
     row(GET,    "/api/data-protection",          key_or_session(READ),      OpenAi,      NotAvailable),
     row(PATCH,  "/api/data-protection",          Session,                   OpenAi,      NotAvailable),
     // Documentation (K).
-    row(GET,    "/v1/docs",                      ANY_KEY,                   OpenAi,      NotAvailable),
+    row(GET,    "/v1/docs",                      ANY_KEY,                   OpenAi,      DocsSearch),
+    row(GET,    "/docs/guide/{page}",            Public,                    OpenAi,      DocsPage),
     // Catalog and pricing (L).
     row(GET,    "/public/models",                Public,                    Detail,      PublicModels),
     row(GET,    "/public/models/{*model_id}",    Public,                    Detail,      PublicModel),
@@ -207,11 +224,15 @@ pub static ROUTES: [Route; 49] = [
     row_checked(DELETE, "/api/channels/email/{id}",              Session,               OpenAi, NotAvailable, ChannelId),
     row_checked(GET,    "/api/channels/{platform}",              Session,               OpenAi, NotAvailable, Platform),
     // Image generation (N).
-    row(POST,   "/v1/images/generations",        key(INFERENCE),            OpenAi,      NotAvailable),
+    row(POST,   "/v1/images/generations",        key(INFERENCE),            OpenAi,      ImagesGenerations),
+    // A request's final status, owner only (N-10, GP-62).
+    row(GET,    "/v1/requests/{id}",             key(INFERENCE),            OpenAi,      RequestStatus),
     // Videos (O).
     row(POST,   "/v1/videos",                    key(INFERENCE),            Video,       NotAvailable),
     row(GET,    "/v1/videos/{video_id}",         key(INFERENCE),            Video,       NotAvailable),
     row(GET,    "/v1/videos/{video_id}/content", key(INFERENCE),            Video,       NotAvailable),
+    // The API description.
+    row(GET,    "/openapi.json",                 Public,                    OpenAi,      OpenApi),
     // Browser sign-in (SessionAuth; sign_in.rs).
     row(POST,   "/api/auth/magic-link",          Public,                    OpenAi,      SignInRequestLink),
     row(GET,    "/api/auth/sign-in",             Public,                    OpenAi,      SignInPage),
@@ -221,6 +242,7 @@ pub static ROUTES: [Route; 49] = [
     // Health.
     row(GET,    "/healthz",                      Public,                    OpenAi,      Healthz),
     row(GET,    "/readyz",                       Public,                    OpenAi,      Readyz),
+    row(GET,    "/metrics",                      Admin,                     OpenAi,      Metrics),
     // The operator API (docs/admin-api.md).
     row(POST,   "/admin/accounts",               Admin,                     OpenAi,      AdminCreateAccount),
     row(GET,    "/admin/accounts/{id}",          Admin,                     OpenAi,      AdminGetAccount),
@@ -235,6 +257,7 @@ pub static ROUTES: [Route; 49] = [
     row(POST,   "/admin/catalog/reload",         Admin,                     OpenAi,      AdminReloadCatalog),
     row(POST,   "/admin/accounts/{id}/sessions", Admin,                     OpenAi,      AdminCreateSession),
     row(DELETE, "/admin/sessions/{id}",          Admin,                     OpenAi,      AdminDeleteSession),
+    row(POST,   "/admin/jobs/{name}/run",        Admin,                     OpenAi,      AdminRunJob),
 ];
 
 #[cfg(test)]
@@ -275,10 +298,13 @@ mod tests {
     #[test]
     fn inference_handlers_need_an_inference_key() {
         for route in &ROUTES {
-            if matches!(route.handler, Handler::Inference(_)) {
+            if matches!(
+                route.handler,
+                Handler::Inference(_) | Handler::ImagesGenerations | Handler::RequestStatus
+            ) {
                 assert_eq!(route.auth, key(INFERENCE), "{}", route.path);
             }
-            if route.path.starts_with("/admin/") {
+            if route.path.starts_with("/admin/") || route.path == "/metrics" {
                 assert_eq!(route.auth, Admin, "{}", route.path);
             }
         }

@@ -28,9 +28,9 @@ use serde::Deserialize;
 use serde_json::json;
 use std::sync::Arc;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct LinkRequest {
+pub struct LinkRequest {
     email: String,
 }
 
@@ -111,9 +111,9 @@ pub fn sign_in_page(
     html(StatusCode::OK, body, request_id)
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct Redeem {
+pub struct Redeem {
     token: String,
 }
 

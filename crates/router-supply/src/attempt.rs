@@ -126,7 +126,7 @@ async fn read_capped(mut response: reqwest::Response, cap: usize) -> reqwest::Re
 }
 
 /// Read a whole JSON body, capped. A failed read may be retried (G-11).
-async fn read_body(mut response: reqwest::Response) -> Result<Vec<u8>, AttemptError> {
+pub(crate) async fn read_body(mut response: reqwest::Response) -> Result<Vec<u8>, AttemptError> {
     let mut body = Vec::with_capacity(
         response
             .content_length()

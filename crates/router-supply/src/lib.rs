@@ -12,9 +12,11 @@
 
 mod attempt;
 mod codecs;
+mod images;
 mod retry_after;
+pub mod url_guard;
 
-use router_canonical::{ApiError, Request};
+use router_canonical::{ApiError, ImageRequest, Request};
 use router_core::{AttemptError, Route, SupplierReply, Suppliers};
 use std::sync::Arc;
 use std::time::Duration;
@@ -36,6 +38,9 @@ pub enum SupplyError {
 pub struct HttpSuppliers {
     client: reqwest::Client,
     urls: Arc<attempt::UrlCache>,
+    /// Where an image answer's `url` may point (public addresses only,
+    /// unless loopback is allowed for tests and the demo).
+    image_urls: url_guard::UrlPolicy,
 }
 
 impl HttpSuppliers {
@@ -49,7 +54,14 @@ impl HttpSuppliers {
         Ok(HttpSuppliers {
             client,
             urls: Arc::default(),
+            image_urls: url_guard::UrlPolicy::default(),
         })
+    }
+
+    /// These clients with `policy` for downloading image URLs.
+    pub fn with_image_url_policy(mut self, policy: url_guard::UrlPolicy) -> Self {
+        self.image_urls = policy;
+        self
     }
 }
 
@@ -69,6 +81,14 @@ impl Suppliers for HttpSuppliers {
                 format!("routes cannot speak `{}`", route.protocol),
             ))),
         }
+    }
+
+    async fn generate_image(
+        &self,
+        route: &Route,
+        request: &ImageRequest,
+    ) -> Result<Vec<u8>, AttemptError> {
+        images::generate(&self.client, self.image_urls, route, request).await
     }
 }
 

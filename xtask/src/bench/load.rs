@@ -146,7 +146,7 @@ pub(crate) fn run_on(
         .arg(&out)
         .args(["-z", &format!("{}s", duration.as_secs().max(1))])
         .args(["-t", "30s"]);
-    // An empty body is a GET (the catalog views); everything else a JSON POST.
+    // An empty body is a GET (the docs search); every other call POSTs JSON.
     if call.body.is_empty() {
         command.args(["-m", "GET"]);
     } else {

@@ -187,6 +187,27 @@ pub(crate) struct KeyPolicies {
     pub(crate) with_policies: KeyCase,
 }
 
+/// `GET /v1/docs?q=...` at a fixed rate, beside the router's HTTP floor (`/healthz`) and
+/// the listing without `q` (key check, pre-rendered answer).
+#[derive(Clone, Debug)]
+pub(crate) struct DocsSearch {
+    pub(crate) query: String,
+    pub(crate) rate: u32,
+    pub(crate) floor: Outcome<Figures>,
+    pub(crate) listing: Outcome<Figures>,
+    pub(crate) search: Outcome<Figures>,
+}
+
+impl DocsSearch {
+    /// What the key check and the search add over the HTTP floor, p50 and p99 (ms).
+    fn added(&self) -> Option<(f64, f64)> {
+        match (&self.floor, &self.search) {
+            (Ok(floor), Ok(search)) => Some((search.p50 - floor.p50, search.p99 - floor.p99)),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Report {
     pub(crate) started: String,
@@ -205,6 +226,7 @@ pub(crate) struct Report {
     pub(crate) round_trips: Option<Outcome<RoundTrips>>,
     pub(crate) cross_core: Option<Outcome<CrossCore>>,
     pub(crate) key_policies: Option<Outcome<KeyPolicies>>,
+    pub(crate) docs_search: Option<Outcome<DocsSearch>>,
     pub(crate) catalog_views: Option<Outcome<CatalogViews>>,
     pub(crate) profile: Option<Outcome<Profile>>,
     pub(crate) scale_out: Option<Outcome<Vec<ScaleOutCase>>>,
@@ -368,6 +390,20 @@ impl Report {
                         "p50_ms": round3(f.p50), "ok_rps": f.ok_rps.round(),
                     })),
                 })).collect())
+            })),
+            "docs_search": self.docs_search.as_ref().map(|d| outcome_json(d, |d| {
+                let figures = |o: &Outcome<Figures>| outcome_json(o, |f| json!({
+                    "p50_ms": round3(f.p50), "p99_ms": round3(f.p99), "ok_rps": f.ok_rps.round(), "failed": f.failed,
+                }));
+                json!({
+                    "query": d.query,
+                    "rate_rps": d.rate,
+                    "healthz": figures(&d.floor),
+                    "listing": figures(&d.listing),
+                    "search": figures(&d.search),
+                    "added_p50_ms": d.added().map(|a| round3(a.0)),
+                    "added_p99_ms": d.added().map(|a| round3(a.1)),
+                })
             })),
             "profile": self.profile.as_ref().map(|p| outcome_json(p, |p| json!({
                 "tool": p.tool,
@@ -599,6 +635,42 @@ impl Report {
             });
         }
 
+        if let Some(docs) = &self.docs_search {
+            let _ = writeln!(w, "\n## Documentation search\n");
+            section(w, docs, |w, d| {
+                let _ = writeln!(
+                    w,
+                    "`GET /v1/docs?{}` at {} rps, beside the same router's `/healthz` (the HTTP floor: no key, no work) and `/v1/docs` without `q` (key check, pre-rendered list). Target: the search adds under 1 ms.\n",
+                    d.query, d.rate
+                );
+                let _ = writeln!(
+                    w,
+                    "| call | p50 / p99 (ms) | 2xx/s | failed |\n| --- | --- | --- | --- |"
+                );
+                for (name, outcome) in [
+                    ("`/healthz`", &d.floor),
+                    ("`/v1/docs`", &d.listing),
+                    ("`/v1/docs?q=`", &d.search),
+                ] {
+                    let row = match outcome {
+                        Ok(f) => format!(
+                            "{:.3} / {:.3} | {:.0} | {}",
+                            f.p50, f.p99, f.ok_rps, f.failed
+                        ),
+                        Err(reason) => format!("{} | | ", na(reason)),
+                    };
+                    let _ = writeln!(w, "| {name} | {row} |");
+                }
+                if let Some((p50, p99)) = d.added() {
+                    let met = if p99 < 1.0 { "met" } else { "not met" };
+                    let _ = writeln!(
+                        w,
+                        "\nAdded by the key check and the search over `/healthz`: p50 {p50:.3} ms, p99 {p99:.3} ms ({met})."
+                    );
+                }
+            });
+        }
+
         if let Some(profile) = &self.profile {
             let _ = writeln!(w, "\n## Profile (router under saturation, Chat)\n");
             section(w, profile, |w, p| {
@@ -775,59 +847,63 @@ impl Report {
                 (Ok(d), Ok(r)) => Some(f(r) - f(d)),
                 _ => None,
             };
-        let (figure, met) = per_protocol(&|p| {
-            delta(&p.direct.sequential, &p.router.sequential, |f| f.p50).map(|v| (v, v <= 0.3))
-        });
-        targets.push(Target::new(
-            "added p50 <= 0.3 ms, one at a time",
-            figure,
-            met,
-        ));
-        let (figure, met) = per_protocol(&|p| {
-            let (d, r) = (p.direct.rate(1000)?, p.router.rate(1000)?);
-            delta(d, r, |f| f.p50).map(|v| (v, v <= 0.3))
-        });
-        targets.push(Target::new("added p50 <= 0.3 ms at 1,000 rps", figure, met));
-        let (figure, met) = per_protocol(&|p| {
-            let (d, r) = (p.direct.rate(1000)?, p.router.rate(1000)?);
-            delta(d, r, |f| f.p99).map(|v| (v, v <= 1.0))
-        });
-        targets.push(Target::new("added p99 <= 1 ms at 1,000 rps", figure, met));
-        {
-            let mut figures = Vec::new();
-            let mut met = Some(true);
-            for p in &self.protocols {
-                match &p.router.saturation {
-                    Ok(f) => {
-                        figures.push(format!("{} {}", p.protocol.name(), rps(f.ok_rps)));
-                        if f.ok_rps < 5000.0 {
-                            met = Some(false);
+        // Without protocol runs (`--docs-only`) there is nothing to compare.
+        if !self.protocols.is_empty() {
+            let (figure, met) = per_protocol(&|p| {
+                delta(&p.direct.sequential, &p.router.sequential, |f| f.p50).map(|v| (v, v <= 0.3))
+            });
+            targets.push(Target::new(
+                "added p50 <= 0.3 ms, one at a time",
+                figure,
+                met,
+            ));
+            let (figure, met) = per_protocol(&|p| {
+                let (d, r) = (p.direct.rate(1000)?, p.router.rate(1000)?);
+                delta(d, r, |f| f.p50).map(|v| (v, v <= 0.3))
+            });
+            targets.push(Target::new("added p50 <= 0.3 ms at 1,000 rps", figure, met));
+            let (figure, met) = per_protocol(&|p| {
+                let (d, r) = (p.direct.rate(1000)?, p.router.rate(1000)?);
+                delta(d, r, |f| f.p99).map(|v| (v, v <= 1.0))
+            });
+            targets.push(Target::new("added p99 <= 1 ms at 1,000 rps", figure, met));
+            {
+                let mut figures = Vec::new();
+                let mut met = Some(true);
+                for p in &self.protocols {
+                    match &p.router.saturation {
+                        Ok(f) => {
+                            figures.push(format!("{} {}", p.protocol.name(), rps(f.ok_rps)));
+                            if f.ok_rps < 5000.0 {
+                                met = Some(false);
+                            }
+                        }
+                        Err(_) => {
+                            figures.push(format!("{} n/a", p.protocol.name()));
+                            met = met.and(None);
                         }
                     }
-                    Err(_) => {
-                        figures.push(format!("{} n/a", p.protocol.name()));
-                        met = met.and(None);
-                    }
                 }
+                targets.push(Target::new(
+                    "saturation >= 5,000 rps (2xx)",
+                    figures.join(", "),
+                    met,
+                ));
             }
+            let (figure, met) =
+                per_protocol(&|p| match (&p.direct.streaming, &p.router.streaming) {
+                    (Ok(d), Ok(r)) => {
+                        let v = r.ttfb_p50 - d.ttfb_p50;
+                        Some((v, v <= 0.5))
+                    }
+                    _ => None,
+                });
             targets.push(Target::new(
-                "saturation >= 5,000 rps (2xx)",
-                figures.join(", "),
+                "streaming TTFB added <= 0.5 ms p50",
+                figure,
                 met,
             ));
         }
-        let (figure, met) = per_protocol(&|p| match (&p.direct.streaming, &p.router.streaming) {
-            (Ok(d), Ok(r)) => {
-                let v = r.ttfb_p50 - d.ttfb_p50;
-                Some((v, v <= 0.5))
-            }
-            _ => None,
-        });
-        targets.push(Target::new(
-            "streaming TTFB added <= 0.5 ms p50",
-            figure,
-            met,
-        ));
 
         // MB as the issue says (10^6 bytes); the tables show MiB.
         let mb = |mib: f64| mib * 1.048_576;
@@ -892,6 +968,18 @@ impl Report {
                 }
             }
         }
+        if let Some(docs) = &self.docs_search {
+            let what = "docs search adds < 1 ms at 1,000 rps (p50, p99 over /healthz)";
+            targets.push(match docs.as_ref().map(DocsSearch::added) {
+                Ok(Some((p50, p99))) => Target::new(
+                    what,
+                    format!("{} / {}", added(p50), added(p99)),
+                    Some(p50 < 1.0 && p99 < 1.0),
+                ),
+                Ok(None) => Target::new(what, "n/a".to_owned(), None),
+                Err(e) => Target::new(what, na(e), None),
+            });
+        }
         targets
     }
 }
@@ -954,7 +1042,7 @@ impl Target {
 
 #[cfg(test)]
 mod tests {
-    use super::{CrossCore, KeyCase, KeyPolicies, ProtocolResult, Report, Subject};
+    use super::{CrossCore, DocsSearch, KeyCase, KeyPolicies, ProtocolResult, Report, Subject};
     use crate::bench::Protocol;
     use crate::bench::load::Figures;
 
@@ -1088,5 +1176,45 @@ mod tests {
             ..Report::default()
         };
         assert!(unmeasured.to_markdown().contains("n/a (oha failed)"));
+    }
+
+    #[test]
+    fn the_docs_search_section_shows_what_the_search_adds() {
+        let report = Report {
+            docs_search: Some(Ok(DocsSearch {
+                query: "q=a".to_owned(),
+                rate: 1000,
+                floor: Ok(figures(0.100, 1_000.0)),
+                listing: Ok(figures(0.150, 1_000.0)),
+                search: Err("oha failed".to_owned()),
+            })),
+            ..Report::default()
+        };
+        let markdown = report.to_markdown();
+        assert!(markdown.contains("## Documentation search"), "{markdown}");
+        assert!(markdown.contains("| `/v1/docs` | 0.150 / "), "{markdown}");
+        assert!(markdown.contains("n/a (oha failed)"), "{markdown}");
+        assert!(report.to_json()["docs_search"]["added_p50_ms"].is_null());
+        let measured = Report {
+            docs_search: Some(Ok(DocsSearch {
+                search: Ok(figures(0.400, 1_000.0)),
+                ..DocsSearch {
+                    query: "q=a".to_owned(),
+                    rate: 1000,
+                    floor: Ok(figures(0.100, 1_000.0)),
+                    listing: Ok(figures(0.150, 1_000.0)),
+                    search: Err(String::new()),
+                }
+            })),
+            ..Report::default()
+        };
+        assert_eq!(measured.to_json()["docs_search"]["added_p50_ms"], 0.3);
+        let target = measured
+            .targets()
+            .into_iter()
+            .find(|t| t.what.starts_with("docs search"))
+            .unwrap();
+        assert_eq!(target.met, Some(true), "{}", target.figure);
+        assert!(measured.to_markdown().contains("p50 0.300 ms"));
     }
 }

@@ -6,6 +6,7 @@ use serde_json::Value;
 
 /// One `chat.completion.chunk`, or a supplier's in-stream `{"error": {...}}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatCompletionChunk))]
 pub struct ChatCompletionChunk {
     #[serde(default)]
     pub id: String,
@@ -30,6 +31,7 @@ pub(crate) fn chunk_object() -> String {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatChunkChoice))]
 pub struct ChunkChoice {
     #[serde(default)]
     pub index: u32,
@@ -41,6 +43,7 @@ pub struct ChunkChoice {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatDelta))]
 pub struct Delta {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub role: Option<String>,
@@ -60,6 +63,7 @@ pub struct Delta {
 /// A fragment of a tool call: the first carries `id`, `type` and
 /// `function.name`; later ones carry pieces of `function.arguments`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatToolCallDelta))]
 pub struct ToolCallDelta {
     /// Ordinal of the tool call within the message. Some suppliers omit it
     /// (read as 0; a new `id` then starts a new call).
@@ -74,6 +78,7 @@ pub struct ToolCallDelta {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatFunctionDelta))]
 pub struct FunctionDelta {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
@@ -83,6 +88,7 @@ pub struct FunctionDelta {
 
 /// A supplier's in-stream error object (fields vary by supplier).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatStreamError))]
 pub struct StreamError {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,

@@ -19,11 +19,18 @@ use std::fmt;
 /// `model` and `messages` are `Option` so that their absence is reported by
 /// the validator with `param` set, like every other rule.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "openapi",
+    derive(utoipa::ToSchema),
+    schema(as = ChatRequest, description = "A Chat Completions request. Fields not listed are accepted and passed on to Chat routes where vetted.")
+)]
 #[serde(default, expecting = "a JSON object")]
 pub struct ChatRequest {
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub model: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub messages: Option<Vec<ChatMessage>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<ToolDefinition>>,
@@ -77,6 +84,7 @@ pub struct ChatRequest {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatRole))]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ChatRole {
@@ -89,6 +97,7 @@ pub enum ChatRole {
 
 /// One message of `messages`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatMessage))]
 pub struct ChatMessage {
     pub role: ChatRole,
     /// `None` for both an absent and a `null` content.
@@ -133,6 +142,15 @@ impl Serialize for MessageContent {
     }
 }
 
+#[cfg(feature = "openapi")]
+router_canonical::impl_to_schema!(MessageContent as "ChatMessageContent", uses [ContentPart], {
+    use router_canonical::openapi::{array_of, one_of, reference, string};
+    one_of(
+        [string(), array_of(reference::<ContentPart>())],
+        "A string, or an array of content parts.",
+    )
+});
+
 impl<'de> Deserialize<'de> for MessageContent {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         Ok(
@@ -171,6 +189,7 @@ impl ContentPart {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatTextPart))]
 pub struct TextPart {
     pub text: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -179,6 +198,7 @@ pub struct TextPart {
 
 /// `{type: "image_url", image_url: {url, detail?}}` (or a bare URL string).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatImageUrlPart))]
 pub struct ImageUrlPart {
     pub image_url: ImageUrl,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -187,6 +207,7 @@ pub struct ImageUrlPart {
 
 /// `{type: "input_image", image_url? | file_id?, detail?}` (Responses style).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatInputImagePart))]
 pub struct InputImagePart {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image_url: Option<ImageUrl>,
@@ -200,6 +221,7 @@ pub struct InputImagePart {
 
 /// `{type: "image", source: {...}}` (Anthropic style, accepted on Chat).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatImagePart))]
 pub struct ImagePart {
     pub source: ImageSource,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -207,6 +229,7 @@ pub struct ImagePart {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatImageSource))]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ImageSource {
@@ -217,6 +240,7 @@ pub enum ImageSource {
 
 /// `image_url`: `{url, detail?}`, or a bare URL string on input.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatImageUrl))]
 pub struct ImageUrl {
     pub url: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -254,6 +278,7 @@ impl<'de> Deserialize<'de> for ImageUrl {
 
 /// A prompt-cache marker on a part or tool (`{type: "ephemeral", ttl?}`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatCacheControl))]
 pub struct CacheControl {
     #[serde(rename = "type")]
     pub kind: String,
@@ -281,6 +306,25 @@ impl Serialize for ContentPart {
     }
 }
 
+#[cfg(feature = "openapi")]
+router_canonical::impl_to_schema!(
+    ContentPart as "ChatContentPart",
+    uses [TextPart, ImageUrlPart, InputImagePart, ImagePart],
+    {
+        use router_canonical::openapi::{any_of, object, tagged};
+        any_of(
+            [
+                tagged::<TextPart>("text"),
+                tagged::<ImageUrlPart>("image_url"),
+                tagged::<InputImagePart>("input_image"),
+                tagged::<ImagePart>("image"),
+                object("Another part, passed through to Chat suppliers unchanged (media parts are refused)."),
+            ],
+            "A content part, keyed by `type`.",
+        )
+    }
+);
+
 impl<'de> Deserialize<'de> for ContentPart {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let map = d.deserialize_map(ObjectVisitor("a content part object"))?;
@@ -296,6 +340,7 @@ impl<'de> Deserialize<'de> for ContentPart {
 
 /// A tool call in an assistant message (request history or supplier reply).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatToolCall))]
 pub struct ToolCall {
     pub id: String,
     /// Always `function` for the tools this crate supports; a missing `type`
@@ -310,6 +355,7 @@ pub(crate) fn function_kind() -> String {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatFunctionCall))]
 pub struct FunctionCall {
     pub name: String,
     /// JSON text as the model produced it; never reparsed.
@@ -319,6 +365,7 @@ pub struct FunctionCall {
 /// An entry of `tools`. Only `type: "function"` is supported; hosted tool
 /// types are kept in the shape they came in so the validator can name them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatToolDefinition))]
 pub struct ToolDefinition {
     #[serde(rename = "type")]
     pub kind: String,
@@ -331,6 +378,7 @@ pub struct ToolDefinition {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatFunctionDefinition))]
 pub struct FunctionDefinition {
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -343,6 +391,7 @@ pub struct FunctionDefinition {
 
 /// `tool_choice`: a mode string or `{type: "function", function: {name}}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatToolChoice))]
 #[serde(untagged)]
 pub enum ToolChoice {
     Mode(ToolChoiceMode),
@@ -350,6 +399,7 @@ pub enum ToolChoice {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatToolChoiceMode))]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ToolChoiceMode {
@@ -359,6 +409,7 @@ pub enum ToolChoiceMode {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatNamedToolChoice))]
 pub struct NamedToolChoice {
     #[serde(rename = "type")]
     pub kind: String,
@@ -367,6 +418,7 @@ pub struct NamedToolChoice {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatFunctionName))]
 pub struct FunctionName {
     pub name: String,
 }
@@ -393,6 +445,7 @@ impl<'de> Deserialize<'de> for ToolChoice {
 
 /// `response_format`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatResponseFormat))]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ResponseFormat {
@@ -429,6 +482,7 @@ impl<'de> Deserialize<'de> for ResponseFormat {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatJsonSchemaFormat))]
 pub struct JsonSchemaFormat {
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -442,6 +496,7 @@ pub struct JsonSchemaFormat {
 
 /// `thinking` (Anthropic-style, accepted by several Chat suppliers).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatThinking))]
 pub struct Thinking {
     #[serde(rename = "type")]
     pub kind: ThinkingType,
@@ -452,6 +507,7 @@ pub struct Thinking {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatThinkingType))]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ThinkingType {
@@ -462,6 +518,7 @@ pub enum ThinkingType {
 
 /// `reasoning: {effort}`; other members are ignored.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatReasoningParam))]
 pub struct ReasoningParam {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub effort: Option<String>,
@@ -471,6 +528,7 @@ pub struct ReasoningParam {
 
 /// `stop`: one string or an array of strings (`null` is the `None` around it).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatStop))]
 #[serde(untagged)]
 pub enum Stop {
     One(String),
@@ -489,6 +547,7 @@ impl<'de> Deserialize<'de> for Stop {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatStreamOptions))]
 pub struct StreamOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub include_usage: Option<bool>,

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 /// A `chat.completion` object.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatCompletion))]
 pub struct ChatCompletion {
     #[serde(default)]
     pub id: String,
@@ -33,6 +34,7 @@ fn completion_object() -> String {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatChoice))]
 pub struct Choice {
     #[serde(default)]
     pub index: u32,
@@ -47,6 +49,7 @@ pub struct Choice {
 
 /// The assistant message of a choice.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatResponseMessage))]
 pub struct ResponseMessage {
     #[serde(default = "assistant_role")]
     pub role: String,
@@ -113,6 +116,14 @@ impl Serialize for FinishReason {
     }
 }
 
+#[cfg(feature = "openapi")]
+router_canonical::impl_to_schema!(FinishReason as "ChatFinishReason", uses [], {
+    router_canonical::openapi::open_string(
+        &["stop", "length", "tool_calls", "content_filter", "function_call"],
+        "Why generation stopped; a supplier may add values.",
+    )
+});
+
 impl<'de> Deserialize<'de> for FinishReason {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
@@ -122,6 +133,7 @@ impl<'de> Deserialize<'de> for FinishReason {
 
 /// `usage` of a completion or of the last stream chunk.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatUsage))]
 pub struct ChatUsage {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
@@ -138,12 +150,14 @@ pub struct ChatUsage {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatPromptTokensDetails))]
 pub struct PromptTokensDetails {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached_tokens: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatCompletionTokensDetails))]
 pub struct CompletionTokensDetails {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_tokens: Option<u64>,

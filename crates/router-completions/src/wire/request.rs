@@ -16,11 +16,18 @@ use serde_json::{Map, Value};
 /// `suffix` are kept as raw values: only `null` (and `""` for `suffix`) is
 /// accepted, and the validator says why anything else is not.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "openapi",
+    derive(utoipa::ToSchema),
+    schema(as = CompletionBody, description = "A legacy Completions request.")
+)]
 #[serde(default, expecting = "a JSON object")]
 pub struct CompletionBody {
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub model: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub prompt: Option<Prompt>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
@@ -86,6 +93,15 @@ impl Serialize for Prompt {
     }
 }
 
+#[cfg(feature = "openapi")]
+router_canonical::impl_to_schema!(Prompt as "CompletionPrompt", uses [], {
+    use router_canonical::openapi::{array_of, one_of, string};
+    one_of(
+        [string(), array_of(string())],
+        "A string, or an array of exactly one string (token IDs and batches are refused).",
+    )
+});
+
 impl<'de> Deserialize<'de> for Prompt {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         Ok(
@@ -119,6 +135,7 @@ fn classify(items: Vec<Value>) -> Prompt {
 
 /// `stop`: one string or an array of strings (`null` is the `None` around it).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = CompletionStop))]
 #[serde(untagged)]
 pub enum Stop {
     One(String),
@@ -139,6 +156,7 @@ impl<'de> Deserialize<'de> for Stop {
 /// `stream_options`: `include_usage` is accepted; the usage chunk is always
 /// sent, because it carries the cost (GP-04).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = CompletionStreamOptions))]
 pub struct StreamOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub include_usage: Option<bool>,

@@ -13,6 +13,7 @@ pub const TEXT_COMPLETION: &str = "text_completion";
 
 /// A `text_completion` object.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = CompletionTextCompletion))]
 pub struct TextCompletion {
     pub id: String,
     pub object: String,
@@ -25,6 +26,7 @@ pub struct TextCompletion {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = CompletionChoice))]
 pub struct Choice {
     pub text: String,
     pub index: u32,
@@ -40,6 +42,7 @@ pub struct Choice {
 /// every canonical stop reason onto one of them, so strict clients (the
 /// Python SDK types it as a closed literal) can always read it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = CompletionFinishReason))]
 #[serde(rename_all = "snake_case")]
 pub enum FinishReason {
     Stop,
@@ -49,6 +52,7 @@ pub enum FinishReason {
 
 /// `usage`, with the router's settled charge in `cost` (USD, GP-03).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = CompletionUsage))]
 pub struct CompletionUsage {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,

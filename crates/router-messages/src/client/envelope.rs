@@ -13,6 +13,7 @@ use serde_json::Map;
 
 /// The body of a Messages error reply.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = MessagesError))]
 pub struct ErrorEnvelope {
     /// Always `error`.
     #[serde(rename = "type")]

@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 /// One stream event. An event type this crate does not know is kept as
 /// `Unknown` (and dropped by the supplier stream decoder).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = MessagesEvent))]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Event {
@@ -120,6 +121,7 @@ impl<'de> Deserialize<'de> for Event {
 
 /// The `delta` of a `content_block_delta`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = MessagesDelta))]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Delta {
@@ -188,6 +190,7 @@ impl<'de> Deserialize<'de> for Delta {
 
 /// The `delta` of a `message_delta`: both members always written (nullable).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = MessagesMessageDeltaBody))]
 pub struct MessageDeltaBody {
     #[serde(default)]
     pub stop_reason: Option<WireStopReason>,
@@ -197,6 +200,7 @@ pub struct MessageDeltaBody {
 
 /// The `error` of an `error` event or an error response body.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = MessagesErrorObject))]
 pub struct ErrorObject {
     #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,

@@ -21,15 +21,23 @@ use serde_json::{Map, Value};
 /// `metadata` and `output_config` are kept as JSON: they are validated by
 /// hand and forwarded verbatim to native routes.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "openapi",
+    derive(utoipa::ToSchema),
+    schema(as = MessagesRequest, description = "A Messages request (`max_tokens` is required on /v1/messages, not on count_tokens).")
+)]
 #[serde(default, expecting = "a JSON object")]
 pub struct MessagesRequest {
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub model: Option<String>,
+    /// Required on `/v1/messages`, not on count_tokens.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub system: Option<Content>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub messages: Option<Vec<InputMessage>>,
     /// `Some(None)` is an explicit `null`, which Messages rejects.
     #[serde(
@@ -73,6 +81,7 @@ where
 /// A message role. `system` is accepted in `messages` but pins the request
 /// to a Messages supplier.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = MessagesWireRole))]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum WireRole {
@@ -83,6 +92,7 @@ pub enum WireRole {
 
 /// One entry of `messages`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = MessagesInputMessage))]
 pub struct InputMessage {
     pub role: WireRole,
     pub content: Content,
@@ -116,6 +126,15 @@ impl Serialize for Content {
         }
     }
 }
+
+#[cfg(feature = "openapi")]
+router_canonical::impl_to_schema!(Content as "MessagesContent", uses [ContentBlock], {
+    use router_canonical::openapi::{array_of, one_of, reference, string};
+    one_of(
+        [string(), array_of(reference::<ContentBlock>())],
+        "A string, or an array of content blocks.",
+    )
+});
 
 impl<'de> Deserialize<'de> for Content {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -190,6 +209,34 @@ impl Serialize for ContentBlock {
     }
 }
 
+#[cfg(feature = "openapi")]
+router_canonical::impl_to_schema!(
+    ContentBlock as "MessagesContentBlock",
+    uses [
+        TextBlock,
+        ImageBlock,
+        ToolUseBlock,
+        ToolResultBlock,
+        ThinkingBlock,
+        RedactedThinkingBlock,
+    ],
+    {
+        use router_canonical::openapi::{any_of, object, tagged};
+        any_of(
+            [
+                tagged::<TextBlock>("text"),
+                tagged::<ImageBlock>("image"),
+                tagged::<ToolUseBlock>("tool_use"),
+                tagged::<ToolResultBlock>("tool_result"),
+                tagged::<ThinkingBlock>("thinking"),
+                tagged::<RedactedThinkingBlock>("redacted_thinking"),
+                object("Another block type; refused by name (documents, server tools, ...)."),
+            ],
+            "A content block, keyed by `type`.",
+        )
+    }
+);
+
 impl<'de> Deserialize<'de> for ContentBlock {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let map = d.deserialize_map(ObjectVisitor("a content block object"))?;
@@ -217,6 +264,7 @@ fn untagged<'de, D: Deserializer<'de>>(d: D) -> Result<Map<String, Value>, D::Er
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = MessagesTextBlock))]
 pub struct TextBlock {
     pub text: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -230,6 +278,7 @@ pub struct TextBlock {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = MessagesImageBlock))]
 pub struct ImageBlock {
     pub source: ImageSource,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -240,6 +289,7 @@ pub struct ImageBlock {
 
 /// An image `source`: base64 bytes, a URL, or an uploaded file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = MessagesImageSource))]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ImageSource {
@@ -289,6 +339,7 @@ impl<'de> Deserialize<'de> for ImageSource {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = MessagesToolUseBlock))]
 pub struct ToolUseBlock {
     pub id: String,
     pub name: String,
@@ -301,6 +352,7 @@ pub struct ToolUseBlock {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = MessagesToolResultBlock))]
 pub struct ToolResultBlock {
     pub tool_use_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -314,6 +366,7 @@ pub struct ToolResultBlock {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = MessagesThinkingBlock))]
 pub struct ThinkingBlock {
     pub thinking: String,
     /// Required in a request's history; always written in a reply.
@@ -324,6 +377,7 @@ pub struct ThinkingBlock {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = MessagesRedactedThinkingBlock))]
 pub struct RedactedThinkingBlock {
     pub data: String,
     #[serde(flatten, deserialize_with = "untagged")]
@@ -332,6 +386,7 @@ pub struct RedactedThinkingBlock {
 
 /// A prompt-cache breakpoint: `{type: "ephemeral", ttl?: "5m" | "1h"}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = MessagesCacheControl))]
 pub struct CacheControl {
     #[serde(rename = "type")]
     pub kind: String,
@@ -342,6 +397,7 @@ pub struct CacheControl {
 /// An entry of `tools`. Every member is optional here so that the validator
 /// can name what is wrong (a hosted tool's `type`, a missing `input_schema`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = MessagesToolDefinition))]
 #[serde(default, expecting = "a tool object")]
 pub struct ToolDefinition {
     /// Absent or `custom` for a client tool; anything else is a hosted or
@@ -364,6 +420,7 @@ pub struct ToolDefinition {
 
 /// `tool_choice`: always an object (a bare string is refused).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = MessagesToolChoice))]
 #[serde(expecting = "a tool_choice object")]
 pub struct ToolChoice {
     #[serde(rename = "type")]
@@ -378,6 +435,7 @@ pub struct ToolChoice {
 
 /// `thinking`: `disabled`, `adaptive`, or `enabled` with `budget_tokens`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = MessagesThinking))]
 #[serde(expecting = "a thinking object")]
 pub struct Thinking {
     #[serde(rename = "type")]

@@ -9,6 +9,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// A `message` object.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = MessagesMessageObject))]
 pub struct MessageObject {
     #[serde(default)]
     pub id: String,
@@ -82,6 +83,14 @@ impl Serialize for WireStopReason {
     }
 }
 
+#[cfg(feature = "openapi")]
+router_canonical::impl_to_schema!(WireStopReason as "MessagesStopReason", uses [], {
+    router_canonical::openapi::open_string(
+        &["end_turn", "max_tokens", "stop_sequence", "tool_use", "pause_turn", "refusal"],
+        "Why generation stopped; a supplier may add values.",
+    )
+});
+
 impl<'de> Deserialize<'de> for WireStopReason {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
@@ -96,6 +105,7 @@ impl<'de> Deserialize<'de> for WireStopReason {
 /// may carry only `output_tokens`; the decoder decides what is required.
 /// Replies to clients always write all five members.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = MessagesWireUsage))]
 pub struct WireUsage {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_tokens: Option<u64>,
@@ -110,6 +120,7 @@ pub struct WireUsage {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = MessagesOutputTokensDetails))]
 pub struct OutputTokensDetails {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinking_tokens: Option<u64>,

@@ -14,6 +14,7 @@ use serde_json::Value;
 
 /// One event of the router's client stream.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesServerEvent))]
 #[serde(tag = "type")]
 #[non_exhaustive]
 pub enum ServerEvent {
@@ -201,6 +202,7 @@ impl ServerEvent {
 /// that type has. Members of the wrong JSON type are still an error (with
 /// their path); absent ones are `None`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesEventFields))]
 #[serde(default)]
 pub struct EventFields {
     #[serde(rename = "type")]

@@ -21,11 +21,18 @@ use std::fmt;
 /// validator with `param` set, like every other rule. A `null` member reads
 /// as absent.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "openapi",
+    derive(utoipa::ToSchema),
+    schema(as = ResponsesRequest, description = "A Responses request (stateless: `store` must be false).")
+)]
 #[serde(default, expecting = "a JSON object")]
 pub struct ResponsesRequest {
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub model: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub input: Option<Input>,
     /// A system message placed before `input`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -93,6 +100,15 @@ impl Serialize for Input {
     }
 }
 
+#[cfg(feature = "openapi")]
+router_canonical::impl_to_schema!(Input as "ResponsesInput", uses [InputItem], {
+    use router_canonical::openapi::{array_of, one_of, reference, string};
+    one_of(
+        [string(), array_of(reference::<InputItem>())],
+        "A string (one user message), or an array of input items.",
+    )
+});
+
 impl<'de> Deserialize<'de> for Input {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         Ok(
@@ -155,6 +171,26 @@ impl Serialize for InputItem {
     }
 }
 
+#[cfg(feature = "openapi")]
+router_canonical::impl_to_schema!(
+    InputItem as "ResponsesInputItem",
+    uses [MessageItem, FunctionCallItem, FunctionCallOutputItem, ReasoningItem],
+    {
+        use router_canonical::openapi::{any_of, object, reference, tagged};
+        any_of(
+            [
+                tagged::<MessageItem>("message"),
+                reference::<MessageItem>(),
+                tagged::<FunctionCallItem>("function_call"),
+                tagged::<FunctionCallOutputItem>("function_call_output"),
+                tagged::<ReasoningItem>("reasoning"),
+                object("Another item type; the router refuses it by name."),
+            ],
+            "An input item, keyed by `type` (a message may omit it).",
+        )
+    }
+);
+
 impl<'de> Deserialize<'de> for InputItem {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let map = d.deserialize_map(ObjectVisitor("an input item object"))?;
@@ -174,6 +210,7 @@ impl<'de> Deserialize<'de> for InputItem {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesMessageRole))]
 #[serde(rename_all = "snake_case")]
 pub enum MessageRole {
     User,
@@ -184,6 +221,7 @@ pub enum MessageRole {
 
 /// A message item (`EasyInputMessage`, input message or replayed output message).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesMessageItem))]
 pub struct MessageItem {
     pub role: MessageRole,
     pub content: MessageContent,
@@ -210,6 +248,15 @@ impl Serialize for MessageContent {
         }
     }
 }
+
+#[cfg(feature = "openapi")]
+router_canonical::impl_to_schema!(MessageContent as "ResponsesMessageContent", uses [ContentPart], {
+    use router_canonical::openapi::{array_of, one_of, reference, string};
+    one_of(
+        [string(), array_of(reference::<ContentPart>())],
+        "A string, or an array of content parts.",
+    )
+});
 
 impl<'de> Deserialize<'de> for MessageContent {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -280,6 +327,27 @@ impl Serialize for ContentPart {
     }
 }
 
+#[cfg(feature = "openapi")]
+router_canonical::impl_to_schema!(
+    ContentPart as "ResponsesContentPart",
+    uses [TextPart, RefusalPart, InputImagePart, ImageUrlPart, ImagePart],
+    {
+        use router_canonical::openapi::{any_of, object, tagged};
+        any_of(
+            [
+                tagged::<TextPart>("input_text"),
+                tagged::<TextPart>("output_text"),
+                tagged::<RefusalPart>("refusal"),
+                tagged::<InputImagePart>("input_image"),
+                tagged::<ImageUrlPart>("image_url"),
+                tagged::<ImagePart>("image"),
+                object("Another part type; the router refuses media it cannot carry."),
+            ],
+            "A content part, keyed by `type`.",
+        )
+    }
+);
+
 impl<'de> Deserialize<'de> for ContentPart {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let map = d.deserialize_map(ObjectVisitor("a content part object"))?;
@@ -298,6 +366,7 @@ impl<'de> Deserialize<'de> for ContentPart {
 /// `input_text` / `output_text`. A replayed `output_text`'s `annotations`
 /// and `logprobs` are read and ignored.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesTextPart))]
 pub struct TextPart {
     pub text: String,
     /// A prompt-cache marker, kept for Messages conversions.
@@ -306,12 +375,14 @@ pub struct TextPart {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesRefusalPart))]
 pub struct RefusalPart {
     pub refusal: String,
 }
 
 /// `{type: "input_image", image_url | file_id, detail?}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesInputImagePart))]
 pub struct InputImagePart {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image_url: Option<String>,
@@ -325,6 +396,7 @@ pub struct InputImagePart {
 
 /// `{type: "image_url", image_url: {url, detail?} | url}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesImageUrlPart))]
 pub struct ImageUrlPart {
     pub image_url: ImageUrl,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -333,6 +405,7 @@ pub struct ImageUrlPart {
 
 /// `image_url`: `{url, detail?}`, or a bare URL string.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesImageUrl))]
 pub struct ImageUrl {
     pub url: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -371,6 +444,7 @@ impl<'de> Deserialize<'de> for ImageUrl {
 
 /// `{type: "image", source: {...}}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesImagePart))]
 pub struct ImagePart {
     pub source: ImageSource,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -378,6 +452,7 @@ pub struct ImagePart {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesImageSource))]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ImageSource {
@@ -388,6 +463,7 @@ pub enum ImageSource {
 
 /// A prompt-cache marker (`{type: "ephemeral", ttl?}`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesCacheControl))]
 pub struct CacheControl {
     #[serde(rename = "type")]
     pub kind: String,
@@ -397,6 +473,7 @@ pub struct CacheControl {
 
 /// `{type: "function_call", call_id, name, arguments}`: a call the model made.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesFunctionCallItem))]
 pub struct FunctionCallItem {
     pub call_id: String,
     pub name: String,
@@ -412,6 +489,7 @@ pub struct FunctionCallItem {
 
 /// `{type: "function_call_output", call_id, output}`: the client's result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesFunctionCallOutputItem))]
 pub struct FunctionCallOutputItem {
     pub call_id: String,
     pub output: MessageContent,
@@ -424,6 +502,7 @@ pub struct FunctionCallOutputItem {
 /// `{type: "reasoning", summary, encrypted_content?, content?}`, both as an
 /// input item and as an output item.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesReasoningItem))]
 pub struct ReasoningItem {
     /// `rs_...`. Output items always carry it; a stateless request does not
     /// need it and the router does not send it.
@@ -443,6 +522,7 @@ pub struct ReasoningItem {
 
 /// A `summary_text` or `reasoning_text` part.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesReasoningText))]
 pub struct ReasoningText {
     #[serde(rename = "type", default = "summary_text")]
     pub kind: String,
@@ -456,6 +536,7 @@ pub(crate) fn summary_text() -> String {
 /// An entry of `tools`. Only `type: "function"` is supported; hosted tool
 /// types are read loosely so the validator can name them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesToolDefinition))]
 pub struct ToolDefinition {
     #[serde(rename = "type")]
     pub kind: String,
@@ -475,6 +556,7 @@ pub struct ToolDefinition {
 
 /// `tool_choice`: a mode string or `{type: "function", name}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesToolChoice))]
 #[serde(untagged)]
 pub enum ToolChoice {
     Mode(ToolChoiceMode),
@@ -482,6 +564,7 @@ pub enum ToolChoice {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesToolChoiceMode))]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ToolChoiceMode {
@@ -492,6 +575,7 @@ pub enum ToolChoiceMode {
 
 /// An object `tool_choice`; only `type: "function"` is supported.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesNamedToolChoice))]
 pub struct NamedToolChoice {
     #[serde(rename = "type")]
     pub kind: String,
@@ -522,6 +606,7 @@ impl<'de> Deserialize<'de> for ToolChoice {
 
 /// `reasoning: {effort?, summary?}`; other members are ignored.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesReasoningParam))]
 pub struct ReasoningParam {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub effort: Option<String>,
@@ -534,6 +619,7 @@ pub struct ReasoningParam {
 
 /// `text: {format?, verbosity?}`; other members are ignored.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesTextParam))]
 pub struct TextParam {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub format: Option<TextFormat>,
@@ -544,6 +630,7 @@ pub struct TextParam {
 /// `text.format`. Unlike Chat's `response_format`, the schema members sit
 /// beside `type` (no nested `json_schema`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesTextFormat))]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum TextFormat {
@@ -553,6 +640,7 @@ pub enum TextFormat {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesJsonSchemaFormat))]
 pub struct JsonSchemaFormat {
     pub name: String,
     pub schema: Value,

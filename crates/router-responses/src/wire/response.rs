@@ -14,6 +14,7 @@ use serde_json::{Map, Number, Value};
 /// `metadata`) are kept as plain JSON: the router never reads a supplier's,
 /// and writes fixed values of its own (it does not echo the request).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesResponseObject))]
 pub struct ResponseObject {
     #[serde(default)]
     pub id: String,
@@ -21,6 +22,7 @@ pub struct ResponseObject {
     pub object: String,
     /// Unix seconds; an integer from the router, any number from a supplier.
     #[serde(default = "zero")]
+    #[cfg_attr(feature = "openapi", schema(value_type = f64))]
     pub created_at: Number,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
@@ -86,6 +88,7 @@ fn yes() -> bool {
 
 /// `error` of a failed response.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesResponseError))]
 pub struct ResponseError {
     /// One of the reference's codes when the router writes it (`server_error`,
     /// `rate_limit_exceeded`); anything from a supplier.
@@ -97,6 +100,7 @@ pub struct ResponseError {
 
 /// `incomplete_details`: why generation stopped early.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesIncompleteDetails))]
 pub struct IncompleteDetails {
     /// `max_output_tokens` or `content_filter` (a supplier may add more).
     #[serde(default)]
@@ -143,6 +147,24 @@ impl Serialize for OutputItem {
     }
 }
 
+#[cfg(feature = "openapi")]
+router_canonical::impl_to_schema!(
+    OutputItem as "ResponsesOutputItem",
+    uses [OutputMessage, FunctionCallOutput, ReasoningItem],
+    {
+        use router_canonical::openapi::{any_of, object, tagged};
+        any_of(
+            [
+                tagged::<OutputMessage>("message"),
+                tagged::<FunctionCallOutput>("function_call"),
+                tagged::<ReasoningItem>("reasoning"),
+                object("Another output item type."),
+            ],
+            "An output item, keyed by `type`.",
+        )
+    }
+);
+
 impl<'de> Deserialize<'de> for OutputItem {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let map = d.deserialize_map(ObjectVisitor("an output item object"))?;
@@ -157,6 +179,7 @@ impl<'de> Deserialize<'de> for OutputItem {
 
 /// An assistant message in `output`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesOutputMessage))]
 pub struct OutputMessage {
     #[serde(default)]
     pub id: String,
@@ -178,6 +201,7 @@ fn assistant() -> String {
 
 /// A function call in `output`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesFunctionCallOutput))]
 pub struct FunctionCallOutput {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
@@ -226,6 +250,23 @@ impl Serialize for OutputContent {
     }
 }
 
+#[cfg(feature = "openapi")]
+router_canonical::impl_to_schema!(
+    OutputContent as "ResponsesOutputContent",
+    uses [OutputText, OutputRefusal],
+    {
+        use router_canonical::openapi::{any_of, object, tagged};
+        any_of(
+            [
+                tagged::<OutputText>("output_text"),
+                tagged::<OutputRefusal>("refusal"),
+                object("Another content type."),
+            ],
+            "A content part of an output message, keyed by `type`.",
+        )
+    }
+);
+
 impl<'de> Deserialize<'de> for OutputContent {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let map = d.deserialize_map(ObjectVisitor("an output content object"))?;
@@ -240,6 +281,7 @@ impl<'de> Deserialize<'de> for OutputContent {
 /// `output_text`. The router writes `annotations: []` and `logprobs: []`;
 /// a supplier's are read and ignored.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesOutputText))]
 pub struct OutputText {
     pub text: String,
     #[serde(default)]
@@ -249,12 +291,14 @@ pub struct OutputText {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesOutputRefusal))]
 pub struct OutputRefusal {
     pub refusal: String,
 }
 
 /// `usage` of a response.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesResponseUsage))]
 pub struct ResponseUsage {
     pub input_tokens: u64,
     #[serde(default)]
@@ -271,6 +315,7 @@ pub struct ResponseUsage {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesInputTokensDetails))]
 pub struct InputTokensDetails {
     #[serde(default, deserialize_with = "null_as_zero")]
     pub cached_tokens: u64,
@@ -280,6 +325,7 @@ pub struct InputTokensDetails {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesOutputTokensDetails))]
 pub struct OutputTokensDetails {
     #[serde(default, deserialize_with = "null_as_zero")]
     pub reasoning_tokens: u64,

@@ -5,15 +5,35 @@ use router_mock_supplier::MockSupplier;
 use router_mock_supplier::smtp_sink::SmtpSink;
 use router_server::App;
 use router_server::client_addr::TrustedProxies;
+use router_server::docs::Docs;
 use router_server::mail::Mailer;
 use router_server::public_url::PublicBaseUrl;
 use router_store::test_support::TestDatabase;
 use router_supply::HttpSuppliers;
+use router_supply::url_guard::UrlPolicy;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
 
 pub const ADMIN_TOKEN: &str = "test-operator-token";
+
+/// Image generation settings of a test router.
+#[derive(Debug, Clone, Copy)]
+pub struct ImageSettings {
+    pub deadline: Duration,
+    /// The mock supplier serves URL answers on loopback, so tests allow it
+    /// unless they test the refusal.
+    pub allow_loopback: bool,
+}
+
+impl Default for ImageSettings {
+    fn default() -> Self {
+        ImageSettings {
+            deadline: Duration::from_secs(120),
+            allow_loopback: true,
+        }
+    }
+}
 
 /// Fixed-price `m-text` (primary + fallback chat routes), supply-priced
 /// `m-supply` (two routes with different quotes), and `m-off` whose only
@@ -261,19 +281,19 @@ protocol = "chat"
 capabilities = ["streaming"]
 internal_cost = { input = 1, output = 1 }
 
+# Image generation (section N): 0.04 USD per image, one images route.
 [[models]]
 id = "m-img"
-pricing = "fixed"
+aliases = ["img-alias"]
 modality = "image"
 image_price = 40_000_000
 
 [[routes]]
-id = "img-gen"
+id = "img-route"
 model = "m-img"
 supplier = "acme-secret-supplier"
 upstream_model = "up-img"
 protocol = "images"
-internal_cost = { input = 0, output = 0 }
 image_cost = 30_000_000
 
 [[models]]
@@ -365,6 +385,7 @@ pub async fn build_app(
     trusted_proxies: TrustedProxies,
     addr: std::net::SocketAddr,
     mailer: Option<Arc<Mailer>>,
+    images: ImageSettings,
 ) -> Arc<App> {
     let text = std::fs::read_to_string(catalog_path).unwrap();
     let env: router_server::catalog_release::CatalogEnv =
@@ -376,16 +397,16 @@ pub async fn build_app(
             .unwrap();
     let config = GatewayConfig {
         deadline,
+        image_deadline: images.deadline,
         ..GatewayConfig::default()
     };
     let seal_key = SealKey::load(&database).await.unwrap();
-    let gateway = Gateway::new(
-        catalog,
-        database,
-        HttpSuppliers::new().unwrap(),
-        config,
-        seal_key,
-    );
+    let suppliers = HttpSuppliers::new()
+        .unwrap()
+        .with_image_url_policy(UrlPolicy {
+            allow_loopback: images.allow_loopback,
+        });
+    let gateway = Gateway::new(catalog, database, suppliers, config, seal_key);
     let app = Arc::new(App {
         gateway,
         admin_token: Some(ADMIN_TOKEN.to_owned()),
@@ -394,9 +415,13 @@ pub async fn build_app(
         catalog_path: catalog_path.to_owned(),
         catalog_env: env,
         cursor_key: tokio::sync::OnceCell::new(),
+        docs: Docs::new(&PublicBaseUrl::for_listen(addr)).unwrap(),
         public_base: PublicBaseUrl::for_listen(addr),
         mailer,
         session_ttl: router_server::session::DEFAULT_TTL,
+        reaper_interval: Duration::from_secs(30),
+        // Tests are who the time-bending routes are for.
+        test_hooks: true,
     });
     router_server::catalog_release::spawn_follower(app.clone());
     app
@@ -423,7 +448,26 @@ impl TestRouter {
         trusted_proxies: TrustedProxies,
         listen: &str,
     ) -> TestRouter {
-        TestRouter::start_full(deadline, trusted_proxies, listen, false).await
+        TestRouter::start_full(
+            deadline,
+            trusted_proxies,
+            listen,
+            false,
+            ImageSettings::default(),
+        )
+        .await
+    }
+
+    /// A router with these image settings (deadline, URL policy).
+    pub async fn start_images(images: ImageSettings) -> TestRouter {
+        TestRouter::start_full(
+            Duration::from_secs(180),
+            TrustedProxies::default(),
+            "127.0.0.1:0",
+            false,
+            images,
+        )
+        .await
     }
 
     /// A router that sends its email to an SMTP sink (`r.smtp`).
@@ -433,6 +477,7 @@ impl TestRouter {
             TrustedProxies::default(),
             "127.0.0.1:0",
             true,
+            ImageSettings::default(),
         )
         .await
     }
@@ -442,8 +487,10 @@ impl TestRouter {
         trusted_proxies: TrustedProxies,
         listen: &str,
         mail: bool,
+        images: ImageSettings,
     ) -> TestRouter {
         let _ = rustls::crypto::ring::default_provider().install_default();
+        router_server::metrics::install();
         let mock = MockSupplier::start("127.0.0.1:0".parse().unwrap())
             .await
             .unwrap();
@@ -475,6 +522,7 @@ impl TestRouter {
             trusted_proxies,
             addr,
             mailer,
+            images,
         )
         .await;
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
@@ -523,6 +571,7 @@ impl TestRouter {
             TrustedProxies::default(),
             addr,
             None,
+            ImageSettings::default(),
         )
         .await;
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();

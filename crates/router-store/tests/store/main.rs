@@ -11,6 +11,7 @@ mod billing;
 mod catalog_releases;
 mod ceiling;
 mod integrity;
+mod jobs;
 mod key_policies;
 mod ledger;
 mod migrations;

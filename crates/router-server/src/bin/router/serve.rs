@@ -5,6 +5,7 @@ use anyhow::Context;
 use router_core::{Catalog, Gateway, GatewayConfig, SealKey};
 use router_server::catalog_release;
 use router_server::catalog_view::{CatalogCell, CatalogViews};
+use router_server::docs::Docs;
 use router_server::{App, ServerConfig};
 use router_store::Database;
 use router_supply::HttpSuppliers;
@@ -19,6 +20,9 @@ pub(crate) async fn serve(config: ServerConfig) -> anyhow::Result<()> {
         .await
         .context("DATABASE_URL: cannot connect")?;
     tracing::info!(?config, "starting router");
+    if config.metrics {
+        router_server::metrics::install();
+    }
     db.migrate().await.context("applying migrations")?;
     db.listen_for_key_changes()
         .await
@@ -36,7 +40,8 @@ pub(crate) async fn serve(config: ServerConfig) -> anyhow::Result<()> {
     let app = Arc::new(app(&config, catalog, views, db.clone()).await?);
     catalog_release::spawn_follower(app.clone());
     catalog_release::spawn_sighup_reload(app.clone());
-    spawn_reaper(db, config.reaper_interval);
+    router_server::jobs::spawn_all(app.clone(), format!("router-{}", uuid::Uuid::now_v7()));
+    spawn_pool_trimmer(db);
     // The tokenizer (~40 MB) is loaded by the first count_tokens call, on a
     // blocking thread: most deployments never pay for it.
     let listener = tokio::net::TcpListener::bind(config.listen)
@@ -72,20 +77,31 @@ pub(crate) async fn app(
     views: CatalogViews,
     db: Database,
 ) -> anyhow::Result<App> {
-    let suppliers = HttpSuppliers::new()?;
+    if config.image_url_allow_loopback {
+        tracing::warn!(
+            "ROUTER_IMAGE_URL_ALLOW_LOOPBACK is on: image URLs may reach this host (tests and demos only)"
+        );
+    }
+    let suppliers =
+        HttpSuppliers::new()?.with_image_url_policy(router_supply::url_guard::UrlPolicy {
+            allow_loopback: config.image_url_allow_loopback,
+        });
     let gateway_config = GatewayConfig {
         deadline: config.deadline,
         hold_lease: config.hold_lease,
+        image_deadline: config.image_deadline,
         ..GatewayConfig::default()
     };
     let seal_key = SealKey::load(&db)
         .await
         .context("loading the thinking seal key")?;
     let gateway = Gateway::new(catalog, db, suppliers, gateway_config, seal_key);
+    let docs = Docs::new(&config.public_base).context("indexing the user manual")?;
     Ok(App {
         gateway,
         admin_token: config.admin_token.clone(),
         trusted_proxies: config.trusted_proxies.clone(),
+        docs,
         public_base: config.public_base.clone(),
         mailer: config.mailer.clone(),
         session_ttl: config.session_ttl,
@@ -93,24 +109,21 @@ pub(crate) async fn app(
         catalog_path: config.catalog_path.clone(),
         catalog_env: catalog_release::process_env(),
         cursor_key: tokio::sync::OnceCell::new(),
+        reaper_interval: config.reaper_interval,
+        test_hooks: config.test_hooks,
     })
 }
 
 /// How long a pooled database connection may stay unused before it is closed.
 const DB_CONNECTION_MAX_IDLE: Duration = Duration::from_secs(60);
 
-/// Release holds of requests that died with their process (crash, kill -9),
-/// and close database connections a past burst left idle.
-fn spawn_reaper(db: Database, interval: Duration) {
+/// Close database connections a past burst left idle (per process; the
+/// hold reaper is a job, `router_server::jobs`).
+fn spawn_pool_trimmer(db: Database) {
     tokio::spawn(async move {
-        let mut ticker = tokio::time::interval(interval);
+        let mut ticker = tokio::time::interval(DB_CONNECTION_MAX_IDLE / 2);
         loop {
             ticker.tick().await;
-            match db.reap_expired_holds(std::time::SystemTime::now()).await {
-                Ok(0) => {}
-                Ok(n) => tracing::info!(released = n, "reaped expired holds"),
-                Err(e) => tracing::warn!(error = %e, "reaper failed"),
-            }
             let closed = db.close_idle_connections(DB_CONNECTION_MAX_IDLE);
             if closed > 0 {
                 tracing::debug!(closed, "closed idle database connections");

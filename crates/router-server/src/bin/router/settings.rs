@@ -33,6 +33,14 @@ pub(crate) struct ServeArgs {
     /// Lifetime of a hold that is not extended, before the reaper releases it.
     #[arg(long, env = "ROUTER_HOLD_LEASE_SECS", default_value = "600")]
     hold_lease_secs: String,
+    /// How long the single supplier attempt of an image generation may take
+    /// before the request ends with 408 and its hold is released.
+    #[arg(long, env = "ROUTER_IMAGE_DEADLINE_SECS", default_value = "120")]
+    image_deadline_secs: String,
+    /// `true` lets image URLs a supplier answers point at loopback
+    /// (127.0.0.0/8, ::1): tests and the local demo only, never production.
+    #[arg(long, env = "ROUTER_IMAGE_URL_ALLOW_LOOPBACK", default_value = "false")]
+    image_url_allow_loopback: String,
     #[arg(long, env = "ROUTER_REAPER_INTERVAL_SECS", default_value = "30")]
     reaper_interval_secs: String,
     #[arg(long, env = "ROUTER_DB_POOL_SIZE", default_value = "32")]
@@ -57,6 +65,12 @@ pub(crate) struct ServeArgs {
     /// How long a browser session lasts, in seconds.
     #[arg(long, env = "ROUTER_SESSION_TTL_SECS", default_value = "604800")]
     session_ttl_secs: String,
+    /// Test-only admin routes (backdating, `as_of`): `1` to enable; never in production.
+    #[arg(long, env = "ROUTER_ADMIN_TEST_HOOKS", default_value = "0")]
+    admin_test_hooks: String,
+    /// Record metrics for `GET /metrics`: `1` (default) or `0`.
+    #[arg(long, env = "ROUTER_METRICS", default_value = "1")]
+    metrics: String,
     /// Log lines as `json`, `text`, or `auto` (text on a terminal, else JSON).
     #[arg(long, env = "ROUTER_LOG_FORMAT", default_value = "auto")]
     log_format: String,
@@ -129,12 +143,19 @@ impl ServeArgs {
                 .filter(|t| !t.is_empty()),
             deadline: seconds("ROUTER_DEADLINE_SECS", &self.deadline_secs)?,
             hold_lease: seconds("ROUTER_HOLD_LEASE_SECS", &self.hold_lease_secs)?,
+            image_deadline: image_deadline(&self.image_deadline_secs)?,
+            image_url_allow_loopback: switch(
+                "ROUTER_IMAGE_URL_ALLOW_LOOPBACK",
+                &self.image_url_allow_loopback,
+            )?,
             reaper_interval: seconds("ROUTER_REAPER_INTERVAL_SECS", &self.reaper_interval_secs)?,
             database_pool_size: count("ROUTER_DB_POOL_SIZE", &self.db_pool_size)?,
             trusted_proxies,
             public_base,
             mailer,
             session_ttl: seconds("ROUTER_SESSION_TTL_SECS", &self.session_ttl_secs)?,
+            test_hooks: switch("ROUTER_ADMIN_TEST_HOOKS", &self.admin_test_hooks)?,
+            metrics: switch("ROUTER_METRICS", &self.metrics)?,
         })
     }
 }
@@ -144,6 +165,25 @@ fn seconds(name: &str, text: &str) -> anyhow::Result<Duration> {
     match text.trim().parse::<u64>() {
         Ok(secs) if secs >= 1 => Ok(Duration::from_secs(secs)),
         _ => bail!("{name}: `{text}` is not a whole number of seconds (at least 1)"),
+    }
+}
+
+/// `ROUTER_IMAGE_DEADLINE_SECS`: whole seconds, 1 to 3600.
+fn image_deadline(text: &str) -> anyhow::Result<Duration> {
+    const NAME: &str = "ROUTER_IMAGE_DEADLINE_SECS";
+    let deadline = seconds(NAME, text)?;
+    if deadline > Duration::from_secs(3600) {
+        bail!("{NAME}: `{text}` is more than 3600 seconds");
+    }
+    Ok(deadline)
+}
+
+/// `true`/`1` or `false`/`0` (empty: false).
+fn switch(name: &str, text: &str) -> anyhow::Result<bool> {
+    match text.trim() {
+        "true" | "1" => Ok(true),
+        "false" | "0" | "" => Ok(false),
+        _ => bail!("{name}: `{text}` is not true or false (1 or 0)"),
     }
 }
 
@@ -169,6 +209,18 @@ mod tests {
             assert!(e.starts_with("ROUTER_DEADLINE_SECS: "), "{e}");
         }
         assert!(count("ROUTER_DB_POOL_SIZE", "0").is_err());
+        assert_eq!(image_deadline("120").unwrap(), Duration::from_secs(120));
+        for bad in ["0", "3601", "soon"] {
+            let e = image_deadline(bad).unwrap_err().to_string();
+            assert!(e.starts_with("ROUTER_IMAGE_DEADLINE_SECS: "), "{e}");
+        }
+        assert!(switch("X", "true").unwrap());
+        assert!(!switch("X", "false").unwrap());
+        let e = switch("ROUTER_IMAGE_URL_ALLOW_LOOPBACK", "yes").unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("ROUTER_IMAGE_URL_ALLOW_LOOPBACK: ")
+        );
         assert_eq!(count("X", "4").unwrap(), 4);
     }
 }

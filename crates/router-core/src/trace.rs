@@ -1,0 +1,101 @@
+//! What one request's lifecycle did, for its log line and the metrics.
+//!
+//! The server gives each admitted request a [`RequestTrace`]; the gateway
+//! fills it as it goes (the route of each attempt, how many, the charge),
+//! and the server reads it when it writes the request's one log line, after
+//! a stream has ended too. Counters and histograms of the lifecycle go to
+//! the `metrics` facade: nothing is recorded until the binary installs a
+//! recorder (tests and library users pay nothing).
+
+use crate::catalog::Route;
+use std::sync::atomic::{AtomicI64, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// One request's progress through the lifecycle.
+#[derive(Debug, Default)]
+pub struct RequestTrace {
+    attempts: AtomicU32,
+    route: Mutex<Option<Arc<Route>>>,
+    /// Nano-USD charged; negative until the request is settled.
+    charged: AtomicI64,
+}
+
+impl RequestTrace {
+    pub fn new() -> Arc<RequestTrace> {
+        Arc::new(RequestTrace {
+            charged: AtomicI64::new(-1),
+            ..RequestTrace::default()
+        })
+    }
+
+    /// How many supplier attempts were made.
+    pub fn attempts(&self) -> u32 {
+        self.attempts.load(Ordering::Relaxed)
+    }
+
+    /// The route of the last attempt (the one that served a success).
+    pub fn route_id(&self) -> Option<String> {
+        self.route
+            .lock()
+            .ok()
+            .and_then(|route| route.as_ref().map(|r| r.id.clone()))
+    }
+
+    /// What was charged, once settled.
+    pub fn charged_nano(&self) -> Option<i64> {
+        let charged = self.charged.load(Ordering::Relaxed);
+        (charged >= 0).then_some(charged)
+    }
+
+    pub(crate) fn attempt_started(&self, route: &Arc<Route>) {
+        self.attempts.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut current) = self.route.lock() {
+            *current = Some(route.clone());
+        }
+    }
+
+    pub(crate) fn settled(&self, charged_nano: i64) {
+        self.charged.store(charged_nano, Ordering::Relaxed);
+    }
+}
+
+/// One supplier attempt ended: `outcome` is `succeeded` or the failure
+/// kind; `first_byte` says whether `elapsed` is the time to a stream's first
+/// event (else to a complete reply, or to the failure).
+pub(crate) fn attempt_finished(
+    route: &Route,
+    outcome: &'static str,
+    elapsed: Duration,
+    first_byte: bool,
+) {
+    metrics::counter!(
+        "router_attempts_total",
+        "route" => route.id.clone(),
+        "outcome" => outcome
+    )
+    .increment(1);
+    let histogram = if first_byte {
+        "router_upstream_first_byte_seconds"
+    } else {
+        "router_upstream_latency_seconds"
+    };
+    metrics::histogram!(histogram, "route" => route.id.clone()).record(elapsed.as_secs_f64());
+}
+
+/// A failed attempt is followed by another: a retry on the same route or a
+/// fallback to the next.
+pub(crate) fn retried(route: &Route, same_route: bool) {
+    metrics::counter!(
+        "router_retries_total",
+        "route" => route.id.clone(),
+        "kind" => if same_route { "same_route" } else { "fallback" }
+    )
+    .increment(1);
+}
+
+/// The reservation's fate: `reserved`, `settled`, `voided`, or `refused`
+/// with the public code.
+pub(crate) fn reservation(event: &'static str) {
+    metrics::counter!("router_reservations_total", "event" => event).increment(1);
+}

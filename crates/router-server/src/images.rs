@@ -1,0 +1,118 @@
+//! `POST /v1/images/generations` (section N): one validated PNG for the
+//! model's fixed per-image price, with a receipt.
+//!
+//! The route guard has checked the key and its scope (`inference`) and IP
+//! policy. Here: the common `X-CI-*` headers and the body (2 MiB, 413
+//! beyond), the request (`router_images::client`, 400 naming the field),
+//! the model (404 unknown, 403 outside the key's policy, 400 not an image
+//! model), then the lifecycle in `router_core::images`: reserve the price
+//! (402), one attempt, PNG check, settle.
+
+use crate::app::App;
+use crate::auth;
+use crate::body::INFERENCE_BODY_LIMIT;
+use crate::inference::receive;
+use crate::reply::{self, Body, Envelope};
+use crate::request_log::RequestLog;
+use http::{Response, StatusCode};
+use hyper::body::Incoming;
+use router_canonical::ApiError;
+use router_core::ImageAdmission;
+use router_core::images;
+use router_core::store::ApiKeyRecord;
+use router_images::client::{Receipt, encode_response, parse_request};
+use std::sync::Arc;
+use uuid::Uuid;
+
+pub async fn handle(
+    app: Arc<App>,
+    request: http::Request<Incoming>,
+    key: ApiKeyRecord,
+    request_id: Uuid,
+    log: &RequestLog,
+) -> Response<Body> {
+    let id_text = request_id.to_string();
+    match run(app, request, key, request_id, &id_text, log).await {
+        Ok(response) => response,
+        Err(error) => reply::error(Envelope::OpenAi, &error, &id_text),
+    }
+}
+
+async fn run(
+    app: Arc<App>,
+    request: http::Request<Incoming>,
+    key: ApiKeyRecord,
+    request_id: Uuid,
+    id_text: &str,
+    log: &RequestLog,
+) -> Result<Response<Body>, ApiError> {
+    let inbound = receive(request, key, INFERENCE_BODY_LIMIT).await?;
+    let image_request = parse_request(&inbound.body)?;
+    let catalog = app.gateway.catalog();
+    // Unknown first (404), then the key's model policy (403, A-18), then
+    // whether the model generates images at all (400, GP-67).
+    if let Some(model) = catalog.model(&image_request.model) {
+        log.model(&model.id);
+        auth::check_model(&catalog, &inbound.key, &image_request.model)?;
+    }
+    let plan = images::plan(&catalog, &image_request)?;
+    let admission = ImageAdmission {
+        request_id,
+        account_id: inbound.key.account_id,
+        api_key_id: inbound.key.key_id,
+        policy_version: inbound.key.policy.version,
+        key_limited: inbound.key.policy.limits.any(),
+        trace: log.trace(),
+    };
+    let generated = app
+        .gateway
+        .generate_image(admission, plan, image_request)
+        .await?;
+    let body = encode_response(
+        generated.created,
+        &generated.png,
+        &Receipt {
+            request_id: id_text,
+            charged: generated.charged,
+        },
+    );
+    Ok(reply::json(StatusCode::OK, body, id_text))
+}
+
+/// `GET /v1/requests/{id}`: the final status of one of the caller's
+/// requests (N-10, GP-62): `status` is `reserved` while it runs, then
+/// `succeeded` (with the charge) or `failed` (released, nothing charged).
+/// Another account's request, a malformed and an unknown ID all get the
+/// same 404.
+pub async fn request_status(
+    app: &App,
+    key: &ApiKeyRecord,
+    id: Option<&str>,
+    request_id: &str,
+) -> Result<Response<Body>, ApiError> {
+    use crate::ownership::{Resource, owned_or_not_found, parse_id};
+    let id = parse_id(Resource::Request, id.unwrap_or_default())?;
+    let found = app.database().get_request(id).await.map_err(|e| {
+        tracing::error!(error = %e, "request status storage failure");
+        ApiError::new(
+            router_canonical::ErrorCode::InternalError,
+            "Storage failure.",
+        )
+    })?;
+    let view = owned_or_not_found(Resource::Request, found, key.account_id)?;
+    let charged = view
+        .charged_nano
+        .map(|n| router_canonical::NanoUsd(n).to_usd_json());
+    let body = serde_json::json!({
+        "id": view.id,
+        "object": "request",
+        "model": view.model,
+        "protocol": view.recorded_protocol,
+        "status": view.status,
+        "charged_usd": charged,
+        "error": view.error_reason,
+        "created_at": view.created_at,
+        "finished_at": view.finished_at,
+    });
+    Ok(reply::json_value(StatusCode::OK, &body, request_id))
+}

@@ -1,0 +1,179 @@
+//! One structured line per request (target `router::request`), and the
+//! per-request metrics, written when the request has really ended: at the
+//! response head for a whole reply, when the relay finishes for a stream.
+//!
+//! The line carries the request id, the route pattern, account and key IDs
+//! (never the key), the model (only a catalog model: what a client typed is
+//! not logged or used as a metric label), the route and number of supplier
+//! attempts, status, error code, latency and the nano-USD charged. Request
+//! and reply bodies are never part of it.
+//!
+//! A [`RequestLog`] is a shared handle: dispatch holds one, a stream relay
+//! another; the line is written when the last is dropped.
+
+use http::Method;
+use router_canonical::ErrorCode;
+use router_core::RequestTrace;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+use uuid::Uuid;
+
+/// The error code a reply was rendered from, riding on the response so the
+/// log sees it without parsing the body (`reply::error_with` sets it).
+#[derive(Debug, Clone, Copy)]
+pub struct ReplyCode(pub ErrorCode);
+
+#[derive(Clone)]
+pub struct RequestLog(Arc<Entry>);
+
+struct Entry {
+    request_id: Uuid,
+    method: Method,
+    started: Instant,
+    trace: Arc<RequestTrace>,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    /// The route pattern (`/v1/channels/{channel_id}`), not the raw path:
+    /// bounded for metric labels, and free of IDs; `-` when none matched.
+    route: &'static str,
+    account_id: Option<Uuid>,
+    key_id: Option<Uuid>,
+    model: Option<String>,
+    status: u16,
+    /// The public error code, or `client_closed` for a stream the client
+    /// left.
+    code: Option<&'static str>,
+}
+
+impl RequestLog {
+    pub fn new(request_id: Uuid, method: Method) -> RequestLog {
+        RequestLog(Arc::new(Entry {
+            request_id,
+            method,
+            started: Instant::now(),
+            trace: RequestTrace::new(),
+            state: Mutex::new(State {
+                route: "-",
+                ..State::default()
+            }),
+        }))
+    }
+
+    /// The route the path matched.
+    pub fn route(&self, pattern: &'static str) {
+        self.update(|s| s.route = pattern);
+    }
+
+    /// What the gateway fills for this request.
+    pub fn trace(&self) -> Arc<RequestTrace> {
+        self.0.trace.clone()
+    }
+
+    fn update(&self, change: impl FnOnce(&mut State)) {
+        if let Ok(mut state) = self.0.state.lock() {
+            change(&mut state);
+        }
+    }
+
+    /// The caller the guard let through.
+    pub fn caller(&self, account_id: Uuid, key_id: Option<Uuid>) {
+        self.update(|s| {
+            s.account_id = Some(account_id);
+            s.key_id = key_id;
+        });
+    }
+
+    /// The catalog model the request is for (its canonical ID).
+    pub fn model(&self, model_id: &str) {
+        self.update(|s| s.model = Some(model_id.to_owned()));
+    }
+
+    /// The response head: its status and, for an error, its code.
+    pub fn head(&self, status: u16, code: Option<ErrorCode>) {
+        self.update(|s| {
+            s.status = status;
+            // A stream may already have ended with its own code.
+            if let Some(code) = code {
+                s.code = Some(code.as_str());
+            }
+        });
+    }
+
+    /// A stream that failed after its head was sent.
+    pub fn stream_failed(&self, code: ErrorCode) {
+        self.update(|s| s.code = Some(code.as_str()));
+    }
+
+    /// A stream whose client went away before its end.
+    pub fn client_closed(&self) {
+        self.update(|s| s.code = Some("client_closed"));
+    }
+}
+
+impl Drop for Entry {
+    fn drop(&mut self) {
+        let latency = self.started.elapsed();
+        let state = match self.state.get_mut() {
+            Ok(state) => std::mem::take(state),
+            Err(poisoned) => std::mem::take(poisoned.into_inner()),
+        };
+        let code = state.code;
+        let route_id = self.trace.route_id();
+        tracing::info!(
+            target: "router::request",
+            request_id = %self.request_id,
+            method = %self.method,
+            route = state.route,
+            account_id = state.account_id.map(tracing::field::display),
+            key_id = state.key_id.map(tracing::field::display),
+            model = state.model.as_deref(),
+            route_id = route_id.as_deref(),
+            attempts = self.trace.attempts(),
+            status = state.status,
+            code,
+            latency_ms = u64::try_from(latency.as_millis()).unwrap_or(u64::MAX),
+            charged_nano_usd = self.trace.charged_nano(),
+            "request"
+        );
+        metrics::counter!(
+            "router_requests_total",
+            "surface" => state.route,
+            "model" => state.model.unwrap_or_else(|| "-".to_owned()),
+            "status" => status_label(state.status),
+            "code" => code.unwrap_or("-")
+        )
+        .increment(1);
+        metrics::histogram!("router_request_duration_seconds", "surface" => state.route)
+            .record(latency.as_secs_f64());
+    }
+}
+
+/// Status codes as static labels (no allocation per request).
+fn status_label(status: u16) -> &'static str {
+    match status {
+        200 => "200",
+        201 => "201",
+        202 => "202",
+        204 => "204",
+        400 => "400",
+        401 => "401",
+        402 => "402",
+        403 => "403",
+        404 => "404",
+        405 => "405",
+        408 => "408",
+        409 => "409",
+        413 => "413",
+        429 => "429",
+        500 => "500",
+        502 => "502",
+        503 => "503",
+        504 => "504",
+        s if s < 300 => "2xx",
+        s if s < 500 => "4xx",
+        _ => "5xx",
+    }
+}

@@ -1,0 +1,72 @@
+//! One image generation against an `images` route: encode with the image
+//! codec, send, read the answer, download a `url` answer under the URL
+//! rules (`url_guard`), and check the bytes are one complete PNG. No retry
+//! here or above: the attempt is the only one (N-08).
+
+use crate::attempt::read_body;
+use crate::transport_error;
+use crate::url_guard::{self, UrlPolicy};
+use router_canonical::{GeneratedImage, ImageRequest, ImageSupplierCodec};
+use router_core::{AttemptError, Route};
+use router_images::ImagesSupplier;
+use std::time::Duration;
+
+/// The image codec of the `images` route protocol.
+static IMAGES: ImagesSupplier = ImagesSupplier;
+
+/// How long a URL download may take at most; the caller's image deadline
+/// bounds the whole attempt anyway.
+const DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The most of an error reply the router reads to classify it.
+const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
+
+pub(crate) async fn generate(
+    client: &reqwest::Client,
+    policy: UrlPolicy,
+    route: &Route,
+    request: &ImageRequest,
+) -> Result<Vec<u8>, AttemptError> {
+    let codec: &dyn ImageSupplierCodec = &IMAGES;
+    let url = reqwest::Url::parse(&format!("{}{}", route.supplier.base_url, codec.path()))
+        .map_err(|e| AttemptError::transport(format!("supplier URL: {e}")))?;
+    let body = codec
+        .encode_request(request, &route.upstream_model)
+        .map_err(AttemptError::conversion)?;
+    let mut builder = client
+        .post(url)
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .body(body);
+    for (name, value) in codec.headers(route.supplier.api_key.as_deref()) {
+        builder = builder.header(name, value);
+    }
+    let response = builder.send().await.map_err(|e| transport_error(&e))?;
+    let status = response.status();
+    if !status.is_success() {
+        let mut body = Vec::new();
+        let mut response = response;
+        while let Ok(Some(chunk)) = response.chunk().await {
+            body.extend_from_slice(&chunk);
+            if body.len() >= MAX_ERROR_BODY_BYTES {
+                break;
+            }
+        }
+        return Err(AttemptError::supplier(
+            codec.decode_error(status.as_u16(), &body),
+            None,
+        ));
+    }
+    let body = read_body(response).await?;
+    let png = match codec
+        .decode_response(&body)
+        .map_err(|e| AttemptError::supplier(e, None))?
+    {
+        GeneratedImage::Bytes(bytes) => bytes,
+        GeneratedImage::Url(url) => url_guard::download(&url, policy, DOWNLOAD_TIMEOUT)
+            .await
+            .map_err(|e| AttemptError::invalid_response(format!("image URL: {e}")))?,
+    };
+    router_images::png::validate(&png)
+        .map_err(|e| AttemptError::invalid_response(format!("supplier image: {e}")))?;
+    Ok(png)
+}
