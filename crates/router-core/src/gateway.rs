@@ -74,7 +74,9 @@ pub enum Outcome<S: Store, P: Suppliers> {
 }
 
 pub(crate) struct Inner<S, P> {
-    pub(crate) catalog: Arc<Catalog>,
+    /// The catalog in force; a reload swaps the `Arc`, and a request keeps
+    /// the one it planned with.
+    pub(crate) catalog: std::sync::RwLock<Arc<Catalog>>,
     pub(crate) store: S,
     pub(crate) suppliers: P,
     pub(crate) config: GatewayConfig,
@@ -105,7 +107,7 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
     ) -> Self {
         Gateway {
             inner: Arc::new(Inner {
-                catalog,
+                catalog: std::sync::RwLock::new(catalog),
                 store,
                 suppliers,
                 config,
@@ -114,8 +116,20 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
         }
     }
 
-    pub fn catalog(&self) -> &Catalog {
-        &self.inner.catalog
+    /// The catalog in force now.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        match self.inner.catalog.read() {
+            Ok(guard) => guard.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Serve `catalog` from now on; requests already planned keep theirs.
+    pub fn set_catalog(&self, catalog: Arc<Catalog>) {
+        match self.inner.catalog.write() {
+            Ok(mut guard) => *guard = catalog,
+            Err(poisoned) => *poisoned.into_inner() = catalog,
+        }
     }
 
     pub fn store(&self) -> &S {
@@ -160,7 +174,7 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
         request: Request,
         history: SealedHistory,
     ) -> Result<Outcome<S, P>, ApiError> {
-        let plan = routing::plan(&self.inner.catalog, &request, admission.inbound)?;
+        let plan = routing::plan(&self.catalog(), &request, admission.inbound)?;
         check_output_limit(&plan.model, &request)?;
         let reserve = pricing::reservation(&plan.model, &plan.routes, &request).map_err(|_| {
             ApiError::for_field(

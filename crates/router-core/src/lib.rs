@@ -19,7 +19,7 @@ pub mod supplier;
 pub mod thinking_seal;
 pub mod trace;
 
-pub use catalog::{Catalog, CatalogError, Modality, Model, Pricing, Route, Supplier};
+pub use catalog::{Catalog, CatalogError, Modality, Model, Pricing, Problem, Route, Supplier};
 pub use gateway::{Gateway, GatewayConfig, LiveStream, Outcome, StreamItem};
 pub use images::{GeneratedPng, ImageAdmission};
 pub use key_policy::{KeyLimit, KeyLimits, KeyPolicy, SpendWindow};

@@ -53,9 +53,9 @@ async fn run(
     // whether the model generates images at all (400, GP-67).
     if let Some(model) = catalog.model(&image_request.model) {
         log.model(&model.id);
-        auth::check_model(catalog, &inbound.key, &image_request.model)?;
+        auth::check_model(&catalog, &inbound.key, &image_request.model)?;
     }
-    let plan = images::plan(catalog, &image_request)?;
+    let plan = images::plan(&catalog, &image_request)?;
     let admission = ImageAdmission {
         request_id,
         account_id: inbound.key.account_id,

@@ -74,7 +74,7 @@ async fn run<C: ClientCodec>(
     if let Some(model) = app.gateway.catalog().model(&canonical.model) {
         log.model(&model.id);
     }
-    auth::check_model(app.gateway.catalog(), &inbound.key, &canonical.model)?;
+    auth::check_model(&app.gateway.catalog(), &inbound.key, &canonical.model)?;
     apply_headers(&inbound.parts.headers, &inbound.key, &mut canonical);
     let model = canonical.model.clone();
     let admission = Admission {
