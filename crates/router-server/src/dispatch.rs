@@ -15,7 +15,7 @@ use crate::request_log::{ReplyCode, RequestLog};
 use crate::routes::{AuthRule, Handler, InferenceEndpoint, ParamRule, ROUTES, Route};
 use crate::session::{self, Session};
 use crate::surfaces::{CHAT, COMPLETIONS, MESSAGES, RESPONSES};
-use crate::{admin, auth, health, images, inference, sign_in};
+use crate::{admin, auth, channels, health, images, inference, sign_in};
 use http::Response;
 use http::header::HeaderValue;
 use hyper::body::Incoming;
@@ -284,6 +284,30 @@ async fn route(
             Ok(s) => sign_in::sign_out(&app, &s, &id_text).await,
             Err(e) => Err(e),
         },
+        Handler::ChannelsList => channels::list(&app, &caller, &id_text).await,
+        Handler::ChannelShow => channels::show(&app, &caller, param.as_deref(), &id_text).await,
+        Handler::ChannelUpdate => {
+            channels::update(&app, &caller, request, param.as_deref(), &id_text).await
+        }
+        Handler::ChannelSendReport => {
+            channels::send_report(&app, &caller, param.as_deref(), &id_text).await
+        }
+        Handler::EmailChannelStatus => channels::email_status(&app, &caller, &id_text).await,
+        Handler::EmailChannelConnect => {
+            channels::email_connect(&app, &caller, request, &id_text).await
+        }
+        Handler::EmailChannelDisconnect => {
+            channels::email_disconnect(&app, &caller, param.as_deref(), &id_text).await
+        }
+        Handler::PlatformChannelStatus => {
+            channels::platform_status(&app, &caller, param.as_deref(), &id_text).await
+        }
+        Handler::AdminProvisionChannel => {
+            admin::provision_channel(&app, request, param.as_deref(), &id_text).await
+        }
+        Handler::AdminDeprovisionChannel => {
+            admin::deprovision_channel(&app, param.as_deref(), &id_text).await
+        }
         Handler::NotAvailable => Err(not_available(route)),
     };
     result.unwrap_or_else(|e| reply::error(route.envelope, &e, &id_text))

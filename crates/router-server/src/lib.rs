@@ -10,6 +10,7 @@ pub mod admin;
 pub mod app;
 pub mod auth;
 pub mod body;
+pub mod channels;
 pub mod client_addr;
 pub mod client_stream;
 pub mod config;

@@ -20,6 +20,7 @@ pub mod accounts;
 pub mod api_keys;
 pub mod audit;
 pub mod billing;
+pub mod channels;
 mod database;
 mod error;
 mod group_commit;

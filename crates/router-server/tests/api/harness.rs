@@ -272,7 +272,24 @@ enabled = false
 internal_cost = { input = 1, output = 1 }
 "#;
 
+/// The bot token of test routers' Telegram transport.
+pub const TELEGRAM_TOKEN: &str = "123456:test-telegram-token";
+
+/// Channel transports for tests: a Telegram token (the base URL is each
+/// channel's `api_base`, a loopback receiver) and a short delivery timeout
+/// so a hanging receiver ends a test quickly.
+fn test_transports() -> router_server::channels::deliver::Transports {
+    router_server::channels::deliver::Transports::new(
+        Some(TELEGRAM_TOKEN.to_owned()),
+        None,
+        Duration::from_secs(2),
+    )
+    .unwrap()
+}
+
 pub struct TestRouter {
+    /// The router's state, to run background passes directly.
+    pub app: Arc<App>,
     pub base: String,
     pub mock: MockSupplier,
     /// The SMTP server the router mails to (`start_with_mail`).
@@ -430,13 +447,15 @@ impl TestRouter {
             docs: Docs::new(&PublicBaseUrl::for_listen(addr)).unwrap(),
             public_base: PublicBaseUrl::for_listen(addr),
             mailer,
+            channels: test_transports(),
             session_ttl: router_server::session::DEFAULT_TTL,
         });
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        tokio::spawn(router_server::serve(listener, app, async move {
+        tokio::spawn(router_server::serve(listener, app.clone(), async move {
             let _ = rx.await;
         }));
         TestRouter {
+            app,
             base,
             mock,
             smtp,
@@ -475,6 +494,7 @@ impl TestRouter {
             docs: Docs::new(&PublicBaseUrl::for_listen(addr)).unwrap(),
             public_base: PublicBaseUrl::for_listen(addr),
             mailer: None,
+            channels: test_transports(),
             session_ttl: router_server::session::DEFAULT_TTL,
         });
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();

@@ -80,6 +80,7 @@ pub(crate) async fn app(
         docs,
         public_base: config.public_base.clone(),
         mailer: config.mailer.clone(),
+        channels: config.channels.clone(),
         session_ttl: config.session_ttl,
     })
 }
