@@ -142,7 +142,11 @@ impl ownership::Owned for Owned {
 }
 
 /// `GET /v1/channels` (M-01..M-03).
-pub async fn list(app: &App, caller: &Caller, request_id: &str) -> Result<Response<Body>, ApiError> {
+pub async fn list(
+    app: &App,
+    caller: &Caller,
+    request_id: &str,
+) -> Result<Response<Body>, ApiError> {
     let account = account_of(caller)?;
     let mut conn = connection(app).await?;
     let rows = store::list_connected(&mut conn, account)
@@ -551,7 +555,10 @@ impl std::fmt::Debug for Provision {
 fn http_url(field: &str, text: &str) -> Result<(), ApiError> {
     match url::Url::parse(text) {
         Ok(u) if matches!(u.scheme(), "https" | "http") && u.host_str().is_some() => Ok(()),
-        _ => Err(ApiError::invalid(field, format!("`{field}` must be an http(s) URL."))),
+        _ => Err(ApiError::invalid(
+            field,
+            format!("`{field}` must be an http(s) URL."),
+        )),
     }
 }
 

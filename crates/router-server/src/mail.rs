@@ -6,8 +6,8 @@
 //! `smtps://user:password@host:465` (implicit TLS). It may carry a
 //! password, so it is never logged.
 
-use lettre::message::{Mailbox, MultiPart};
 use lettre::message::header::ContentType;
+use lettre::message::{Mailbox, MultiPart};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use std::fmt;
 

@@ -621,7 +621,12 @@ fn handler(route: &Route, schemas: &mut Schemas) -> Described {
         }
         Handler::ChannelShow => {
             let mut d = Described::new("Read a digest channel", "channels");
-            d.success.push(("200", CHANNEL, "application/json", Some(any_object(CHANNEL))));
+            d.success.push((
+                "200",
+                CHANNEL,
+                "application/json",
+                Some(any_object(CHANNEL)),
+            ));
             d
         }
         Handler::ChannelUpdate => {
@@ -630,7 +635,12 @@ fn handler(route: &Route, schemas: &mut Schemas) -> Described {
                 any_object("`{frequency?, events?}`: at least one; nothing else."),
                 "JSON; other fields (a destination, the report hour) are refused (400).",
             ));
-            d.success.push(("200", CHANNEL, "application/json", Some(any_object(CHANNEL))));
+            d.success.push((
+                "200",
+                CHANNEL,
+                "application/json",
+                Some(any_object(CHANNEL)),
+            ));
             d.errors = vec![ErrorCode::InvalidParameter];
             d
         }
@@ -669,7 +679,12 @@ fn handler(route: &Route, schemas: &mut Schemas) -> Described {
                 any_object("`{consent: true, frequency}`"),
                 "JSON; a destination is refused (400): it is always the verified email.",
             ));
-            d.success.push(("201", "Connected.", "application/json", Some(any_object(CHANNEL))));
+            d.success.push((
+                "201",
+                "Connected.",
+                "application/json",
+                Some(any_object(CHANNEL)),
+            ));
             d.success.push((
                 "200",
                 "Already connected with this frequency, or reconnected (same id).",
@@ -707,7 +722,12 @@ fn handler(route: &Route, schemas: &mut Schemas) -> Described {
         Handler::AdminProvisionChannel => {
             let mut d = Described::new("Provision a Slack, Discord or Telegram channel", "admin");
             admin_body(&mut d, schemas.of::<crate::channels::Provision>());
-            d.success.push(("201", admin_reply, "application/json", Some(any_object(CHANNEL))));
+            d.success.push((
+                "201",
+                admin_reply,
+                "application/json",
+                Some(any_object(CHANNEL)),
+            ));
             d.success.push((
                 "200",
                 "Already connected with this frequency, or reconnected.",

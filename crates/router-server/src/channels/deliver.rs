@@ -95,7 +95,14 @@ pub async fn send(
     message: &Rendered,
 ) -> Sent {
     match (channel.platform.as_str(), message) {
-        ("email", Rendered::Email { subject, text, html }) => {
+        (
+            "email",
+            Rendered::Email {
+                subject,
+                text,
+                html,
+            },
+        ) => {
             let Some(mailer) = mailer else {
                 return Sent::Unconfigured;
             };
@@ -181,7 +188,9 @@ async fn post(
         Sent::Retryable(format!("the platform answered {status}"))
     } else if (200..300).contains(&status) {
         // A success status with an unexpected body: it may have posted.
-        Sent::Unknown(format!("the platform answered {status} without its acknowledgement"))
+        Sent::Unknown(format!(
+            "the platform answered {status} without its acknowledgement"
+        ))
     } else {
         Sent::Refused(format!("the platform answered {status}"))
     }

@@ -30,7 +30,10 @@ pub const IDS: [&str; 9] = [
 /// dropped in first-occurrence order; anything else refuses the update.
 pub fn parse_selection(value: &Value) -> Result<Vec<String>, ApiError> {
     let Value::Array(items) = value else {
-        return Err(ApiError::invalid("events", "`events` must be an array of event ids."));
+        return Err(ApiError::invalid(
+            "events",
+            "`events` must be an array of event ids.",
+        ));
     };
     let mut selected: Vec<String> = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
@@ -63,7 +66,11 @@ pub fn describe(event: &str, payload: &Value) -> (String, String) {
         ),
         "api_key_expiring" => (
             "An API key expires soon".to_owned(),
-            format!("Key {}… expires at {}.", text("key_prefix"), text("expires_at")),
+            format!(
+                "Key {}… expires at {}.",
+                text("key_prefix"),
+                text("expires_at")
+            ),
         ),
         other => (format!("Router event: {other}"), payload.to_string()),
     }
@@ -80,13 +87,21 @@ mod tests {
         ids.sort_unstable();
         ids.dedup();
         assert_eq!(ids.len(), 9);
-        assert!(IDS.iter().all(|id| id.chars().all(|c| c.is_ascii_lowercase() || c == '_')));
+        assert!(
+            IDS.iter()
+                .all(|id| id.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
+        );
     }
 
     #[test]
     fn selections_dedupe_and_refuse_unknowns() {
         assert_eq!(
-            parse_selection(&json!(["api_key_created", "low_balance", "api_key_created"])).unwrap(),
+            parse_selection(&json!([
+                "api_key_created",
+                "low_balance",
+                "api_key_created"
+            ]))
+            .unwrap(),
             vec!["api_key_created", "low_balance"]
         );
         assert_eq!(parse_selection(&json!([])).unwrap(), Vec::<String>::new());

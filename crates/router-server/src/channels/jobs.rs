@@ -89,12 +89,15 @@ async fn deliver_one(app: &App, delivery: &Delivery) -> Result<Outcome, StoreErr
     let Some(channel) = channel.filter(|c| c.is_connected()) else {
         return Ok(Outcome::Failed("channel disconnected".to_owned()));
     };
-    let message = match (delivery.kind.as_str(), delivery.period_start, delivery.period_end) {
+    let message = match (
+        delivery.kind.as_str(),
+        delivery.period_start,
+        delivery.period_end,
+    ) {
         ("digest" | "manual", Some(start), Some(end)) => {
             let period = Period { start, end };
             let report =
-                super::build_report(app, channel.account_id, frequency_of(&period), period)
-                    .await?;
+                super::build_report(app, channel.account_id, frequency_of(&period), period).await?;
             if report.is_empty() {
                 return Ok(Outcome::Skipped);
             }

@@ -82,7 +82,8 @@ pub struct Period {
 
 impl Period {
     pub fn start_text(&self) -> String {
-        self.start.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        self.start
+            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
     }
     pub fn end_text(&self) -> String {
         self.end.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
@@ -379,7 +380,9 @@ mod tests {
     use super::*;
 
     fn at(text: &str) -> DateTime<Utc> {
-        DateTime::parse_from_rfc3339(text).unwrap().with_timezone(&Utc)
+        DateTime::parse_from_rfc3339(text)
+            .unwrap()
+            .with_timezone(&Utc)
     }
 
     #[test]
@@ -387,13 +390,29 @@ mod tests {
         // 2026-11-26 is a Thursday.
         let now = at("2026-11-26T10:00:00Z");
         let p = Frequency::Daily.previous_period(now);
-        assert_eq!((p.start_text(), p.end_text()), ("2026-11-25T00:00:00Z".into(), "2026-11-26T00:00:00Z".into()));
-        assert_eq!(Frequency::Off.previous_period(now), p, "GP-13: off reports the previous day");
+        assert_eq!(
+            (p.start_text(), p.end_text()),
+            ("2026-11-25T00:00:00Z".into(), "2026-11-26T00:00:00Z".into())
+        );
+        assert_eq!(
+            Frequency::Off.previous_period(now),
+            p,
+            "GP-13: off reports the previous day"
+        );
         let w = Frequency::Weekly.previous_period(now);
-        assert_eq!((w.start_text(), w.end_text()), ("2026-11-16T00:00:00Z".into(), "2026-11-23T00:00:00Z".into()));
+        assert_eq!(
+            (w.start_text(), w.end_text()),
+            ("2026-11-16T00:00:00Z".into(), "2026-11-23T00:00:00Z".into())
+        );
         let m = Frequency::Monthly.previous_period(at("2026-01-03T00:00:00Z"));
-        assert_eq!((m.start_text(), m.end_text()), ("2025-12-01T00:00:00Z".into(), "2026-01-01T00:00:00Z".into()));
-        assert_eq!(Frequency::Monthly.period_before(&m).start_text(), "2025-11-01T00:00:00Z");
+        assert_eq!(
+            (m.start_text(), m.end_text()),
+            ("2025-12-01T00:00:00Z".into(), "2026-01-01T00:00:00Z".into())
+        );
+        assert_eq!(
+            Frequency::Monthly.period_before(&m).start_text(),
+            "2025-11-01T00:00:00Z"
+        );
         // At exactly midnight the day just ended is complete.
         let d = Frequency::Daily.previous_period(at("2026-11-26T00:00:00Z"));
         assert_eq!(d.end_text(), "2026-11-26T00:00:00Z");
@@ -424,7 +443,9 @@ mod tests {
         for platform in ["email", "slack", "discord", "telegram"] {
             assert!(render(&small, platform).is_ok(), "{platform}");
         }
-        let many: Vec<UsageLine> = (0..400).map(|i| line(&format!("vendor/model-{i:04}"), i)).collect();
+        let many: Vec<UsageLine> = (0..400)
+            .map(|i| line(&format!("vendor/model-{i:04}"), i))
+            .collect();
         let big = Report::new(period, &many, &[]);
         for platform in ["slack", "discord", "telegram"] {
             assert_eq!(render(&big, platform).err(), Some(TooLarge), "{platform}");

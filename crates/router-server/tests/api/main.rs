@@ -7,6 +7,7 @@
 mod admin;
 mod auth;
 mod billing;
+mod channels;
 mod chat_completions;
 mod cli;
 mod completions;

@@ -5,8 +5,8 @@
 
 use anyhow::{Context, anyhow, bail};
 use router_server::ServerConfig;
-use router_server::client_addr::TrustedProxies;
 use router_server::channels::deliver::Transports;
+use router_server::client_addr::TrustedProxies;
 use router_server::mail::Mailer;
 use router_server::public_url::PublicBaseUrl;
 use std::net::SocketAddr;
