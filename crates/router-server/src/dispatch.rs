@@ -273,6 +273,12 @@ async fn route(
         Handler::AdminCreateSession => {
             admin::create_session(&app, request, param.as_deref(), &id_text).await
         }
+        Handler::AdminRunJob => {
+            channels::jobs::run_job(&app, request, param.as_deref(), &id_text).await
+        }
+        Handler::AdminBackdateRequests => {
+            channels::jobs::backdate_requests(&app, request, &id_text).await
+        }
         Handler::AdminDeleteSession => {
             admin::delete_session(&app, param.as_deref(), &id_text).await
         }

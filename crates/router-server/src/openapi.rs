@@ -360,6 +360,38 @@ fn handler(route: &Route, schemas: &mut Schemas) -> Described {
             ));
             d
         }
+        Handler::AdminBackdateRequests => {
+            let mut d = Described::new("Move finished requests in time (test hooks only)", "admin");
+            d.body = Some((
+                any_object("`{request_ids: [uuid], finished_at: RFC 3339}`"),
+                "JSON; only with ROUTER_ADMIN_TEST_HOOKS=1, else 404.",
+            ));
+            d.success.push((
+                "200",
+                "`{moved}`: how many finished requests moved.",
+                "application/json",
+                Some(any_object("The count.")),
+            ));
+            d.errors = vec![ErrorCode::InvalidParameter, ErrorCode::NotFound];
+            d
+        }
+        Handler::AdminRunJob => {
+            let mut d = Described::new("Run one pass of a background job now", "admin");
+            d.body = Some((
+                any_object(
+                    "Optional `{as_of: RFC 3339}` for `digest-scheduler`, only with ROUTER_ADMIN_TEST_HOOKS=1.",
+                ),
+                "Empty, or JSON.",
+            ));
+            d.success.push((
+                "200",
+                "`{name, processed}`: the job and how many items its pass processed.",
+                "application/json",
+                Some(any_object("The pass.")),
+            ));
+            d.errors = vec![ErrorCode::NotFound];
+            d
+        }
         Handler::Metrics => {
             let mut d = Described::new("Metrics in the Prometheus text format", "operations");
             d.success.push((
@@ -520,6 +552,7 @@ fn handler(route: &Route, schemas: &mut Schemas) -> Described {
         }
         Handler::AdminCreateSession => {
             let mut d = Described::new("Open a browser session for an account", "admin");
+            admin_body(&mut d, schemas.of::<operator::NewSession>());
             d.success.push((
                 "201",
                 "The session; its cookie value is shown once.",

@@ -82,6 +82,8 @@ pub enum Handler {
     /// `GET /openapi.json`: the OpenAPI document (`openapi.rs`).
     OpenApi,
     AdminCreateSession,
+    /// `POST /admin/jobs/{name}/run` (`jobs.rs`).
+    AdminRunJob,
     AdminDeleteSession,
     /// `sign_in.rs`: ask for a link, its page, redeem it, who am I, sign out.
     SignInRequestLink,
@@ -101,6 +103,9 @@ pub enum Handler {
     /// The operator provisions Slack, Discord and Telegram channels (GP-17).
     AdminProvisionChannel,
     AdminDeprovisionChannel,
+    /// `POST /admin/requests/backdate`: moves finished requests in time,
+    /// only with `ROUTER_ADMIN_TEST_HOOKS=1` (404 otherwise).
+    AdminBackdateRequests,
     /// The feature has not landed: 503 `not_available` after the guard. Its
     /// own issue puts a real handler in the row.
     NotAvailable,
@@ -184,7 +189,7 @@ use ParamRule::{ChannelId, Platform};
 /// Every route. Scopes as the spec's Authentication section states them;
 /// videos take `inference` (GP-73). One row per line, so kept out of rustfmt.
 #[rustfmt::skip]
-pub static ROUTES: [Route; 53] = [
+pub static ROUTES: [Route; 55] = [
     // Inference (B..E).
     row(POST,   "/v1/chat/completions",          key(INFERENCE),            OpenAi,      Infer(ChatCompletions)),
     row(POST,   "/v1/responses",                 key(INFERENCE),            OpenAi,      Infer(Responses)),
@@ -249,8 +254,10 @@ pub static ROUTES: [Route; 53] = [
     row(GET,    "/admin/requests/{id}",          Admin,                     OpenAi,      AdminGetRequest),
     row(POST,   "/admin/accounts/{id}/sessions", Admin,                     OpenAi,      AdminCreateSession),
     row(DELETE, "/admin/sessions/{id}",          Admin,                     OpenAi,      AdminDeleteSession),
+    row(POST,   "/admin/jobs/{name}/run",        Admin,                     OpenAi,      AdminRunJob),
     row(POST,   "/admin/accounts/{id}/channels", Admin,                     OpenAi,      AdminProvisionChannel),
     row(DELETE, "/admin/channels/{id}",          Admin,                     OpenAi,      AdminDeprovisionChannel),
+    row(POST,   "/admin/requests/backdate",      Admin,                     OpenAi,      AdminBackdateRequests),
 ];
 
 #[cfg(test)]

@@ -626,3 +626,21 @@ pub async fn enqueue_keys_expiring(
     .await
     .map_err(store_error)
 }
+
+/// Moves finished requests' `finished_at` (a test hook: the ledger is
+/// untouched, only which period a charge belongs to changes); returns how
+/// many moved.
+pub async fn backdate_requests(
+    conn: &mut AsyncPgConnection,
+    ids: &[Uuid],
+    finished_at: DateTime<Utc>,
+) -> Result<usize, StoreError> {
+    diesel::sql_query(
+        "UPDATE requests SET finished_at = $2 WHERE id = ANY ($1) AND finished_at IS NOT NULL",
+    )
+    .bind::<Array<diesel::sql_types::Uuid>, _>(ids)
+    .bind::<Timestamptz, _>(finished_at)
+    .execute(conn)
+    .await
+    .map_err(store_error)
+}

@@ -136,3 +136,79 @@ async fn deliver_one(app: &App, delivery: &Delivery) -> Result<Outcome, StoreErr
         },
     )
 }
+
+/// `POST /admin/jobs/{name}/run`: one pass now. With test hooks on, the
+/// `digest-scheduler` takes `{"as_of": RFC 3339}` to run as if it were then;
+/// without them a body with `as_of` is 404 like the hook itself.
+pub async fn run_job(
+    app: &App,
+    request: http::Request<hyper::body::Incoming>,
+    name: Option<&str>,
+    request_id: &str,
+) -> Result<http::Response<crate::reply::Body>, router_canonical::ApiError> {
+    let (parts, body) = request.into_parts();
+    let bytes =
+        crate::body::read_limited(&parts.headers, body, crate::body::ADMIN_BODY_LIMIT).await?;
+    let view = if bytes.iter().all(u8::is_ascii_whitespace) {
+        crate::jobs::run_now(app, name).await?
+    } else {
+        #[derive(serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct AsOf {
+            as_of: DateTime<Utc>,
+        }
+        crate::jobs::require_test_hooks(app)?;
+        let mut de = serde_json::Deserializer::from_slice(&bytes);
+        let as_of: AsOf = serde_path_to_error::deserialize(&mut de)
+            .map_err(|e| router_canonical::ApiError::invalid("as_of", e.inner().to_string()))?;
+        if name != Some("digest-scheduler") {
+            return Err(router_canonical::ApiError::invalid(
+                "as_of",
+                "Only the digest-scheduler takes `as_of`.",
+            ));
+        }
+        let processed = digest_pass(app, as_of.as_of).await.map_err(|e| {
+            tracing::error!(error = %e, "digest-scheduler pass failed");
+            router_canonical::ApiError::new(
+                router_canonical::ErrorCode::InternalError,
+                "The `digest-scheduler` pass failed.",
+            )
+        })?;
+        serde_json::json!({"name": "digest-scheduler", "processed": processed})
+    };
+    Ok(crate::reply::json_value(
+        http::StatusCode::OK,
+        &view,
+        request_id,
+    ))
+}
+
+/// `POST /admin/requests/backdate` `{request_ids, finished_at}` (test hooks
+/// only): moves finished requests into another period.
+pub async fn backdate_requests(
+    app: &App,
+    request: http::Request<hyper::body::Incoming>,
+    request_id: &str,
+) -> Result<http::Response<crate::reply::Body>, router_canonical::ApiError> {
+    crate::jobs::require_test_hooks(app)?;
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Backdate {
+        request_ids: Vec<uuid::Uuid>,
+        finished_at: DateTime<Utc>,
+    }
+    let body: Backdate = crate::body::json_body(request, crate::body::ADMIN_BODY_LIMIT).await?;
+    let mut conn = app
+        .database()
+        .connection()
+        .await
+        .map_err(crate::operator::store_error)?;
+    let moved = store::backdate_requests(&mut conn, &body.request_ids, body.finished_at)
+        .await
+        .map_err(crate::operator::store_error)?;
+    Ok(crate::reply::json_value(
+        http::StatusCode::OK,
+        &serde_json::json!({"moved": moved}),
+        request_id,
+    ))
+}

@@ -449,6 +449,9 @@ impl TestRouter {
             mailer,
             channels: test_transports(),
             session_ttl: router_server::session::DEFAULT_TTL,
+            reaper_interval: Duration::from_secs(30),
+            // Tests are who the time-bending routes are for.
+            test_hooks: true,
         });
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(router_server::serve(listener, app.clone(), async move {
@@ -496,6 +499,9 @@ impl TestRouter {
             mailer: None,
             channels: test_transports(),
             session_ttl: router_server::session::DEFAULT_TTL,
+            reaper_interval: Duration::from_secs(30),
+            // Tests are who the time-bending routes are for.
+            test_hooks: true,
         });
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(router_server::serve(listener, app, async move {
