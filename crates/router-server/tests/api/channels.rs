@@ -1012,3 +1012,312 @@ async fn delivery_failures_map_to_their_codes_and_unknown_outcomes_are_not_resen
         1
     );
 }
+
+/// `POST {base}/admin/jobs/{name}/run` with `body` (or none).
+async fn run_job(
+    client: &reqwest::Client,
+    base: &str,
+    name: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let mut req = client
+        .post(format!("{base}/admin/jobs/{name}/run"))
+        .bearer_auth(ADMIN_TOKEN);
+    if let Some(body) = body {
+        req = req.json(&body);
+    }
+    json_of(req.send().await.unwrap()).await
+}
+
+async fn request_ids(r: &TestRouter, account: &str) -> Vec<String> {
+    #[derive(QueryableByName)]
+    struct Id {
+        #[diesel(sql_type = Text)]
+        id: String,
+    }
+    let mut conn = r.db.database().connection().await.unwrap();
+    diesel::sql_query(format!(
+        "SELECT id::text AS id FROM requests WHERE account_id = '{account}' ORDER BY id"
+    ))
+    .load::<Id>(&mut conn)
+    .await
+    .unwrap()
+    .into_iter()
+    .map(|row| row.id)
+    .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_instances_deliver_each_digest_once_and_a_manual_report_consumes_nothing() {
+    // Issue 20 item 6, M-20, M-22: the scheduler and the outbox on two
+    // instances at once; POST /admin/requests/backdate and `as_of`.
+    let r = TestRouter::start().await;
+    let two = r.second_router().await;
+    let hooks = WebhookSink::start("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let h = holder(&r).await;
+    for _ in 0..3 {
+        assert_eq!(
+            r.chat(&h.inference_key, &hello("m-text")).await.status(),
+            200
+        );
+    }
+    let ids = request_ids(&r, &h.account_id).await;
+    assert_eq!(ids.len(), 3);
+    let today = chrono::Utc::now().date_naive();
+    let at = |date: chrono::NaiveDate, hour: u32| format!("{date}T{hour:02}:00:00Z");
+    let yesterday = today - chrono::Duration::days(1);
+    let tomorrow = today + chrono::Duration::days(1);
+    // One request yesterday (the manual report's period), two today (the
+    // period of tomorrow's digest).
+    let (status, moved) = r
+        .admin(
+            reqwest::Method::POST,
+            "/admin/requests/backdate",
+            Some(json!({"request_ids": [ids[0]], "finished_at": at(yesterday, 12)})),
+        )
+        .await;
+    assert_eq!((status, moved["moved"].as_u64()), (200, Some(1)), "{moved}");
+    let (status, _) = r
+        .admin(
+            reqwest::Method::POST,
+            "/admin/requests/backdate",
+            Some(json!({"request_ids": [ids[1], ids[2]], "finished_at": at(today, 1)})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let (status, slack) = provision(
+        &r,
+        &h.account_id,
+        json!({"platform": "slack", "frequency": "daily", "webhook_url": format!("{}/slack/digest", hooks.base_url())}),
+    )
+    .await;
+    assert_eq!(status, 201);
+    let id = slack["id"].as_str().unwrap().to_owned();
+
+    // A manual report of yesterday (M-20: it neither moves nor consumes
+    // the next scheduled digest).
+    let (status, manual) = json_of(send_report(&r, &h.write_key, &id).await).await;
+    assert_eq!((status, &manual["sent"]), (200, &json!(true)), "{manual}");
+    assert_eq!(hooks.wait_for(1, WAIT).await.len(), 1);
+
+    // Before the report hour of tomorrow nothing is due.
+    let early = json!({"as_of": at(tomorrow, 5)});
+    let (status, pass) = run_job(&r.client, &r.base, "digest-scheduler", Some(early)).await;
+    assert_eq!(
+        (status, pass["processed"].as_u64()),
+        (200, Some(0)),
+        "{pass}"
+    );
+
+    // Both instances run the scheduler, then the outbox, at once.
+    let due = json!({"as_of": at(tomorrow, 7)});
+    let (a, b) = tokio::join!(
+        run_job(&r.client, &r.base, "digest-scheduler", Some(due.clone())),
+        run_job(
+            &two.client,
+            &two.base,
+            "digest-scheduler",
+            Some(due.clone())
+        ),
+    );
+    assert_eq!((a.0, b.0), (200, 200));
+    assert_eq!(
+        a.1["processed"].as_u64().unwrap() + b.1["processed"].as_u64().unwrap(),
+        1,
+        "one digest queued: {a:?} {b:?}"
+    );
+    let (a, b) = tokio::join!(
+        run_job(&r.client, &r.base, "outbox", None),
+        run_job(&two.client, &two.base, "outbox", None),
+    );
+    assert_eq!(
+        a.1["processed"].as_u64().unwrap() + b.1["processed"].as_u64().unwrap(),
+        1,
+        "{a:?} {b:?}"
+    );
+    // Again: nothing more is queued or sent.
+    let (_, again) = run_job(&two.client, &two.base, "digest-scheduler", Some(due)).await;
+    assert_eq!(again["processed"], 0);
+    let (_, again) = run_job(&r.client, &r.base, "outbox", None).await;
+    assert_eq!(again["processed"], 0);
+    let received = hooks.received();
+    assert_eq!(received.len(), 2, "the manual report and one digest");
+    // The digest covers today, to the nano-USD of the ledger.
+    let spend = count(
+        &r,
+        &format!(
+            "SELECT (-sum(l.amount_nano))::bigint AS n FROM ledger_entries l
+             WHERE l.kind = 'charge' AND l.ledger_account = 'wallet'
+               AND l.request_id IN ('{}', '{}')",
+            ids[1], ids[2]
+        ),
+    )
+    .await;
+    let digest = received[1].body.to_string();
+    assert!(digest.contains(&usd(spend)), "{digest}");
+    assert!(digest.contains("2 requests"), "{digest}");
+    assert!(digest.contains(&format!("{today}")), "{digest}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn test_hooks_do_not_exist_without_the_switch() {
+    let r = TestRouter::start().await;
+    let off = r.second_router_with(false).await;
+    let resp = off
+        .client
+        .post(format!("{}/admin/requests/backdate", off.base))
+        .bearer_auth(ADMIN_TOKEN)
+        .json(&json!({"request_ids": [], "finished_at": "2026-01-01T00:00:00Z"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 404);
+    let (status, _) = run_job(
+        &off.client,
+        &off.base,
+        "digest-scheduler",
+        Some(json!({"as_of": "2026-01-01T00:00:00Z"})),
+    )
+    .await;
+    assert_eq!(status, 404);
+    let (status, pass) = run_job(&off.client, &off.base, "digest-scheduler", None).await;
+    assert_eq!(
+        (status, pass["name"].as_str()),
+        (200, Some("digest-scheduler"))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn outbox_retries_what_certainly_did_not_arrive() {
+    // Issue 20 item 6: retries with backoff for failures that certainly
+    // did not deliver; a refusal fails for good.
+    let r = TestRouter::start().await;
+    let hooks = WebhookSink::start("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let h = holder(&r).await;
+    let (_, slack) = provision(
+        &r,
+        &h.account_id,
+        json!({"platform": "slack", "frequency": "daily", "webhook_url": format!("{}/slack/events", hooks.base_url())}),
+    )
+    .await;
+    let id = slack["id"].as_str().unwrap().to_owned();
+    let resp = patch(
+        &r,
+        &h.write_key,
+        &id,
+        json!({"events": ["api_key_created"]}),
+    )
+    .await;
+    assert_eq!(resp.status(), 200);
+    key(&r, &h.account_id, &["inference"]).await;
+    hooks.push(Answer::Status(429, "rate_limited".into()));
+    let (_, pass) = run_job(&r.client, &r.base, "outbox", None).await;
+    assert_eq!(pass["processed"], 1);
+    assert_eq!(
+        text(&r, &format!("SELECT status || ':' || attempts AS s FROM channel_deliveries WHERE channel_id = '{id}'")).await,
+        "pending:1"
+    );
+    // Not yet due: the backoff holds it.
+    let (_, pass) = run_job(&r.client, &r.base, "outbox", None).await;
+    assert_eq!(pass["processed"], 0);
+    sql(
+        &r,
+        &format!("UPDATE channel_deliveries SET next_attempt_at = now() WHERE channel_id = '{id}'"),
+    )
+    .await;
+    let (_, pass) = run_job(&r.client, &r.base, "outbox", None).await;
+    assert_eq!(pass["processed"], 1);
+    assert_eq!(
+        text(&r, &format!("SELECT status || ':' || attempts AS s FROM channel_deliveries WHERE channel_id = '{id}'")).await,
+        "delivered:2"
+    );
+    let received = hooks.received();
+    assert_eq!(received.len(), 2);
+    assert!(
+        received[1]
+            .body
+            .to_string()
+            .contains("A new API key was created")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn key_events_reach_the_channels_that_selected_them_once() {
+    // Issue 20 item 3: api_key_created (with the key) and api_key_expiring
+    // (seven days ahead), once per occurrence, only where selected.
+    let r = TestRouter::start_with_mail().await;
+    let hooks = WebhookSink::start("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let h = holder(&r).await;
+    let (_, email) = connect_email(&r, &h, json!({"consent": true, "frequency": "off"})).await;
+    let (_, telegram) = provision(
+        &r,
+        &h.account_id,
+        json!({"platform": "telegram", "frequency": "off", "chat_id": "77", "api_base": hooks.base_url()}),
+    )
+    .await;
+    let (_, discord) = provision(
+        &r,
+        &h.account_id,
+        json!({"platform": "discord", "frequency": "off", "webhook_url": format!("{}/discord/none", hooks.base_url())}),
+    )
+    .await;
+    for channel in [&email, &telegram] {
+        let resp = patch(
+            &r,
+            &h.write_key,
+            channel["id"].as_str().unwrap(),
+            json!({"events": ["api_key_created", "api_key_expiring"]}),
+        )
+        .await;
+        assert_eq!(resp.status(), 200);
+    }
+    assert!(discord["id"].is_string());
+    let in_three_days = chrono::Utc::now().timestamp() + 3 * 24 * 3600;
+    let (status, created) = r
+        .admin(
+            reqwest::Method::POST,
+            "/admin/api-keys",
+            Some(json!({"account_id": h.account_id, "scopes": ["inference"], "expires_at": in_three_days})),
+        )
+        .await;
+    assert_eq!(status, 201);
+    let prefix = created["prefix"]
+        .as_str()
+        .or(created["display_prefix"].as_str())
+        .unwrap_or_default()
+        .to_owned();
+    let (_, pass) = run_job(&r.client, &r.base, "outbox", None).await;
+    assert_eq!(pass["processed"], 2, "email and telegram: {pass}");
+    for _ in 0..2 {
+        let (_, pass) = run_job(&r.client, &r.base, "digest-scheduler", None).await;
+        assert!(pass["processed"].as_u64().is_some());
+        run_job(&r.client, &r.base, "outbox", None).await;
+    }
+    let mail = r.smtp.as_ref().unwrap().wait_for(2, WAIT).await;
+    assert_eq!(mail.len(), 2);
+    let subjects: Vec<&str> = mail.iter().map(|m| m.header("subject").unwrap()).collect();
+    assert!(
+        subjects.contains(&"A new API key was created"),
+        "{subjects:?}"
+    );
+    assert!(
+        subjects.contains(&"An API key expires soon"),
+        "{subjects:?}"
+    );
+    let received = hooks.received();
+    assert_eq!(received.len(), 2, "telegram twice, discord never");
+    assert!(received.iter().all(|m| m.path.ends_with("/sendMessage")));
+    if !prefix.is_empty() {
+        assert!(
+            received
+                .iter()
+                .any(|m| m.body["text"].as_str().unwrap().contains(&prefix))
+        );
+    }
+}

@@ -472,6 +472,12 @@ impl TestRouter {
     /// supplier client) on this router's database and mock supplier, as a
     /// second process would be.
     pub async fn second_router(&self) -> SecondRouter {
+        self.second_router_with(true).await
+    }
+
+    /// A second instance, with or without the test hooks
+    /// (`ROUTER_ADMIN_TEST_HOOKS`).
+    pub async fn second_router_with(&self, test_hooks: bool) -> SecondRouter {
         let database = router_store::Database::connect(self.db.url(), 8)
             .await
             .unwrap();
@@ -501,7 +507,7 @@ impl TestRouter {
             session_ttl: router_server::session::DEFAULT_TTL,
             reaper_interval: Duration::from_secs(30),
             // Tests are who the time-bending routes are for.
-            test_hooks: true,
+            test_hooks,
         });
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(router_server::serve(listener, app, async move {
