@@ -644,3 +644,89 @@ pub async fn backdate_requests(
     .await
     .map_err(store_error)
 }
+
+/// Queues a key's event (`spend_limit_reached`, `monthly_budget_reached`)
+/// once per key and period (`period` is a `to_char` pattern of the UTC
+/// now, e.g. `YYYY-MM`) for the key's account's channels that selected it.
+pub async fn enqueue_key_event(
+    conn: &mut AsyncPgConnection,
+    key_id: Uuid,
+    event: &str,
+    period: &str,
+) -> Result<usize, StoreError> {
+    diesel::sql_query(
+        "INSERT INTO channel_deliveries (id, channel_id, kind, dedup_key, event, payload, status)
+         SELECT gen_random_uuid(), c.id, 'event',
+                'event:' || $2 || ':' || k.id || ':' || to_char(now() AT TIME ZONE 'UTC', $3),
+                $2,
+                json_build_object('key_prefix', k.display_prefix,
+                                  'period', to_char(now() AT TIME ZONE 'UTC', $3))::text,
+                'pending'
+         FROM api_keys k
+         JOIN channels c ON c.account_id = k.account_id AND c.status = 'connected'
+                        AND $2 = ANY (c.events)
+         WHERE k.id = $1
+         ON CONFLICT (channel_id, dedup_key) DO NOTHING",
+    )
+    .bind::<diesel::sql_types::Uuid, _>(key_id)
+    .bind::<Text, _>(event)
+    .bind::<Text, _>(period)
+    .execute(conn)
+    .await
+    .map_err(store_error)
+}
+
+/// Queues `low_balance` for every connected channel that selected it whose
+/// account's available credit (balance minus holds) is under
+/// `threshold_nano`: once per account and refill, the occurrence being the
+/// number of grants the wallet has had (a new grant, then a new fall under
+/// the threshold, is a new occurrence).
+pub async fn enqueue_low_balance(
+    conn: &mut AsyncPgConnection,
+    threshold_nano: i64,
+) -> Result<usize, StoreError> {
+    diesel::sql_query(
+        "INSERT INTO channel_deliveries (id, channel_id, kind, dedup_key, event, payload, status)
+         SELECT gen_random_uuid(), c.id, 'event',
+                'event:low_balance:' || (SELECT count(*) FROM ledger_entries g
+                                         WHERE g.account_id = c.account_id AND g.kind = 'grant'),
+                'low_balance',
+                json_build_object('available_nano_usd', w.balance_nano - w.held_nano,
+                                  'threshold_nano_usd', $1::bigint)::text,
+                'pending'
+         FROM channels c
+         JOIN wallets w ON w.account_id = c.account_id
+         WHERE c.status = 'connected' AND 'low_balance' = ANY (c.events)
+           AND w.balance_nano - w.held_nano < $1
+         ON CONFLICT (channel_id, dedup_key) DO NOTHING",
+    )
+    .bind::<BigInt, _>(threshold_nano)
+    .execute(conn)
+    .await
+    .map_err(store_error)
+}
+
+/// Queues one occurrence of an event that concerns every account (e.g.
+/// `model_price_changed` from a catalog release) for every connected
+/// channel that selected it. The catalog's release should call this in the
+/// transaction that publishes the release.
+pub async fn enqueue_broadcast(
+    conn: &mut AsyncPgConnection,
+    event: &str,
+    occurrence: &str,
+    payload: &str,
+) -> Result<usize, StoreError> {
+    diesel::sql_query(
+        "INSERT INTO channel_deliveries (id, channel_id, kind, dedup_key, event, payload, status)
+         SELECT gen_random_uuid(), c.id, 'event', $2, $1, $3, 'pending'
+         FROM channels c
+         WHERE c.status = 'connected' AND $1 = ANY (c.events)
+         ON CONFLICT (channel_id, dedup_key) DO NOTHING",
+    )
+    .bind::<Text, _>(event)
+    .bind::<Text, _>(format!("event:{event}:{occurrence}"))
+    .bind::<Text, _>(payload)
+    .execute(conn)
+    .await
+    .map_err(store_error)
+}

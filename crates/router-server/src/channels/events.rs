@@ -1,14 +1,24 @@
 //! The nine product events a channel can select (GP-14): one registry,
 //! exposed verbatim as `available_events`, and what each notification says.
 //!
-//! Triggers wired today: `api_key_created` (the operator issues a key),
-//! `api_key_expiring` (the `digest-scheduler` pass, seven days before a
-//! key's expiry). The others have no trigger yet because their feature
-//! does not exist or is another issue's: payments and auto top-up (no
-//! payment feature), `low_balance`, `spend_limit_reached` and
-//! `monthly_budget_reached` (their call sites are the settlement and the
-//! key-limit refusal, see `queue`), `model_price_changed` (catalog
-//! releases). Selecting them is allowed; nothing fakes an occurrence.
+//! Triggers:
+//! - `api_key_created`: queued in the transaction that issues the key
+//!   (`Database::create_api_key`).
+//! - `api_key_expiring`: the `digest-scheduler` pass, once per key and
+//!   expiry, within seven days of it.
+//! - `spend_limit_reached` (once per key and UTC day) and
+//!   `monthly_budget_reached` (once per key and UTC month): queued when the
+//!   key's admission refuses a request for that limit
+//!   (`router_store::billing::reserve_limited`).
+//! - `low_balance`: each `outbox` pass, when available credit (balance
+//!   minus holds) is under $1.00 ([`super::jobs::LOW_BALANCE_NANO`]), once
+//!   per account and refill.
+//! - `model_price_changed`: no trigger yet: catalog releases are another
+//!   issue's; their publication should call
+//!   `router_store::channels::enqueue_broadcast` in its transaction.
+//! - `payment_succeeded`, `payment_failed`, `auto_top_up`: the router has
+//!   no payments, so they never occur. Selecting them is allowed; nothing
+//!   fakes an occurrence.
 
 use router_canonical::ApiError;
 use serde_json::Value;
@@ -70,6 +80,29 @@ pub fn describe(event: &str, payload: &Value) -> (String, String) {
                 "Key {}… expires at {}.",
                 text("key_prefix"),
                 text("expires_at")
+            ),
+        ),
+        "spend_limit_reached" => (
+            "An API key reached its spend limit".to_owned(),
+            format!(
+                "Key {}… was refused a request: its rolling spend limit is reached.",
+                text("key_prefix")
+            ),
+        ),
+        "monthly_budget_reached" => (
+            "An API key reached its monthly budget".to_owned(),
+            format!(
+                "Key {}… was refused a request: its budget for {} is spent.",
+                text("key_prefix"),
+                text("period")
+            ),
+        ),
+        "low_balance" => (
+            "Your balance is low".to_owned(),
+            format!(
+                "Available credit is {} (under {}).",
+                super::report::usd(payload["available_nano_usd"].as_i64().unwrap_or_default()),
+                super::report::usd(payload["threshold_nano_usd"].as_i64().unwrap_or_default())
             ),
         ),
         other => (format!("Router event: {other}"), payload.to_string()),

@@ -48,8 +48,18 @@ pub async fn digest_pass(app: &App, as_of: DateTime<Utc>) -> Result<u64, StoreEr
     Ok(queued + expiring as u64)
 }
 
+/// Available credit under this (nano-USD, $1.00) is a `low_balance` event.
+pub const LOW_BALANCE_NANO: i64 = 1_000_000_000;
+
 /// Delivers what is due; returns how many rows it finished or rescheduled.
+/// Each pass first queues `low_balance` for accounts whose available credit
+/// fell under [`LOW_BALANCE_NANO`] (checked here, every outbox pass, rather
+/// than in the settlement statement, which stays two statements a request).
 pub async fn outbox_pass(app: &App) -> Result<u64, StoreError> {
+    {
+        let mut conn = app.database().connection().await?;
+        store::enqueue_low_balance(&mut conn, LOW_BALANCE_NANO).await?;
+    }
     let mut processed = 0u64;
     for _ in 0..MAX_BATCHES {
         let claimed = {

@@ -1321,3 +1321,107 @@ async fn key_events_reach_the_channels_that_selected_them_once() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn limit_refusals_and_a_low_balance_notify_once_per_occurrence() {
+    // Issue 20 item 3: spend_limit_reached, monthly_budget_reached (from the
+    // key limits' 429s, A-21) and low_balance.
+    let r = TestRouter::start().await;
+    let hooks = WebhookSink::start("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let h = holder(&r).await;
+    let events =
+        json!({"events": ["spend_limit_reached", "monthly_budget_reached", "low_balance"]});
+    let (_, slack) = provision(
+        &r,
+        &h.account_id,
+        json!({"platform": "slack", "frequency": "off", "webhook_url": format!("{}/slack/rich", hooks.base_url())}),
+    )
+    .await;
+    let resp = patch(
+        &r,
+        &h.write_key,
+        slack["id"].as_str().unwrap(),
+        events.clone(),
+    )
+    .await;
+    assert_eq!(resp.status(), 200);
+    let limited = |body: Value| {
+        let r = &r;
+        let account = h.account_id.clone();
+        async move {
+            let mut body = body;
+            body["account_id"] = json!(account);
+            body["scopes"] = json!(["inference"]);
+            let (status, key) = r
+                .admin(reqwest::Method::POST, "/admin/api-keys", Some(body))
+                .await;
+            assert_eq!(status, 201, "{key}");
+            key["key"].as_str().unwrap().to_owned()
+        }
+    };
+    let spend =
+        limited(json!({"spend_limits": [{"amount_nano_usd": 1, "window_seconds": 3600}]})).await;
+    let budget = limited(json!({"monthly_budget_nano_usd": 1})).await;
+    for _ in 0..2 {
+        expect_error(
+            r.chat(&spend, &hello("m-text")).await,
+            429,
+            "api_key_spend_limit_exceeded",
+        )
+        .await;
+        expect_error(
+            r.chat(&budget, &hello("m-text")).await,
+            429,
+            "api_key_monthly_budget_exceeded",
+        )
+        .await;
+    }
+    let (_, pass) = run_job(&r.client, &r.base, "outbox", None).await;
+    assert_eq!(pass["processed"], 2, "one per key and period: {pass}");
+    let texts: Vec<String> = hooks
+        .received()
+        .iter()
+        .map(|m| m.body.to_string())
+        .collect();
+    assert!(texts.iter().any(|t| t.contains("spend limit")), "{texts:?}");
+    assert!(
+        texts.iter().any(|t| t.contains("monthly budget")),
+        "{texts:?}"
+    );
+
+    // An account under $1.00 of available credit.
+    let poor = r.customer(400_000_000, &["inference"]).await;
+    let (_, channel) = provision(
+        &r,
+        &poor.account_id,
+        json!({"platform": "slack", "frequency": "off", "webhook_url": format!("{}/slack/poor", hooks.base_url())}),
+    )
+    .await;
+    let write = key(&r, &poor.account_id, &["account:write"]).await;
+    let resp = patch(&r, &write, channel["id"].as_str().unwrap(), events).await;
+    assert_eq!(resp.status(), 200);
+    for _ in 0..2 {
+        run_job(&r.client, &r.base, "outbox", None).await;
+    }
+    let poor_msgs: Vec<_> = hooks
+        .received()
+        .into_iter()
+        .filter(|m| m.path == "/slack/poor")
+        .collect();
+    assert_eq!(poor_msgs.len(), 1);
+    assert!(
+        poor_msgs[0].body.to_string().contains("$0.40"),
+        "{:?}",
+        poor_msgs[0].body
+    );
+    assert_eq!(
+        hooks
+            .received()
+            .iter()
+            .filter(|m| m.path == "/slack/rich")
+            .count(),
+        2
+    );
+}
