@@ -195,3 +195,23 @@ async fn post(
         Sent::Refused(format!("the platform answered {status}"))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_platform_is_configured_only_with_its_transport() {
+        let none = Transports::new(None, None, Duration::from_secs(1)).unwrap();
+        assert!(!none.configured("telegram", None), "no bot token");
+        assert!(!none.configured("email", None), "no SMTP server");
+        assert!(none.configured("slack", None) && none.configured("discord", None));
+        let token = Transports::new(Some("1:secret".into()), None, Duration::from_secs(1)).unwrap();
+        assert!(token.configured("telegram", None));
+        assert_eq!(token.telegram_base, TELEGRAM_API_BASE);
+        assert!(
+            !format!("{token:?}").contains("secret"),
+            "Debug hides the token"
+        );
+    }
+}
