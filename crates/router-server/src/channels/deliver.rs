@@ -202,6 +202,8 @@ mod tests {
 
     #[test]
     fn a_platform_is_configured_only_with_its_transport() {
+        // reqwest is built without a TLS provider; the binary installs one.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let none = Transports::new(None, None, Duration::from_secs(1)).unwrap();
         assert!(!none.configured("telegram", None), "no bot token");
         assert!(!none.configured("email", None), "no SMTP server");
