@@ -59,19 +59,7 @@ pub struct ImagePlan {
 /// enabled `images` route of highest priority, then lowest operator cost.
 /// The key's model policy is the caller's (it knows the key).
 pub fn plan(catalog: &crate::Catalog, request: &ImageRequest) -> Result<ImagePlan, ApiError> {
-    let model = catalog
-        .model(&request.model)
-        .ok_or_else(|| {
-            ApiError::new(
-                ErrorCode::ModelNotFound,
-                format!(
-                    "The model `{}` does not exist or is not available.",
-                    request.model
-                ),
-            )
-            .with_param("model")
-        })?
-        .clone();
+    let model = crate::routing::find_model(catalog, &request.model)?;
     let price = match (model.modality, model.image_price()) {
         (Modality::Image, Some(price)) => price,
         _ => {

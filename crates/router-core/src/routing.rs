@@ -38,20 +38,20 @@ fn protocol_compatible(inbound: Protocol, route_protocol: Protocol, req: &Requir
     true
 }
 
+/// The catalog model `name` (an ID or alias), or the public 404 every
+/// endpoint answers for an unknown or hidden one.
+pub fn find_model(catalog: &Catalog, name: &str) -> Result<Arc<Model>, ApiError> {
+    catalog.model(name).cloned().ok_or_else(|| {
+        ApiError::new(
+            ErrorCode::ModelNotFound,
+            format!("The model `{name}` does not exist or is not available."),
+        )
+        .with_param("model")
+    })
+}
+
 pub fn plan(catalog: &Catalog, request: &Request, inbound: Protocol) -> Result<Plan, ApiError> {
-    let model = catalog
-        .model(&request.model)
-        .ok_or_else(|| {
-            ApiError::new(
-                ErrorCode::ModelNotFound,
-                format!(
-                    "The model `{}` does not exist or is not available.",
-                    request.model
-                ),
-            )
-            .with_param("model")
-        })?
-        .clone();
+    let model = find_model(catalog, &request.model)?;
     if model.modality != crate::catalog::Modality::Text {
         return Err(ApiError::invalid(
             "model",
