@@ -1425,3 +1425,46 @@ async fn limit_refusals_and_a_low_balance_notify_once_per_occurrence() {
         2
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn email_reports_refused_or_deferred_by_the_smtp_server() {
+    // M-21 over SMTP: a 5xx refusal → 503 email_delivery_failed; a 4xx
+    // deferral → 503 report_pending, then the outbox delivers it.
+    let r = TestRouter::start_with_mail().await;
+    let smtp = r.smtp.as_ref().unwrap();
+    let refused = holder(&r).await;
+    usage_yesterday(&r, &refused, 1).await;
+    let (_, email) =
+        connect_email(&r, &refused, json!({"consent": true, "frequency": "daily"})).await;
+    smtp.refuse_next();
+    let resp = send_report(&r, &refused.write_key, email["id"].as_str().unwrap()).await;
+    expect_error(resp, 503, "email_delivery_failed").await;
+
+    let deferred = holder(&r).await;
+    usage_yesterday(&r, &deferred, 2).await;
+    let (_, email) = connect_email(
+        &r,
+        &deferred,
+        json!({"consent": true, "frequency": "daily"}),
+    )
+    .await;
+    let id = email["id"].as_str().unwrap().to_owned();
+    smtp.defer_next();
+    expect_error(
+        send_report(&r, &deferred.write_key, &id).await,
+        503,
+        "report_pending",
+    )
+    .await;
+    assert!(smtp.received().is_empty());
+    sql(
+        &r,
+        &format!("UPDATE channel_deliveries SET next_attempt_at = now() WHERE channel_id = '{id}'"),
+    )
+    .await;
+    let (_, pass) = run_job(&r.client, &r.base, "outbox", None).await;
+    assert_eq!(pass["processed"], 1);
+    let mail = smtp.wait_for(1, WAIT).await;
+    assert_eq!(mail.len(), 1);
+    assert!(mail[0].data.replace("=\r\n", "").contains("2 requests"));
+}
