@@ -57,6 +57,22 @@ pub enum ErrorCode {
     NotAvailable,
     /// Email cannot be sent: no SMTP transport is configured.
     EmailUnavailable,
+    /// An email channel needs the account's email to be verified (M-30).
+    EmailVerificationRequired,
+    /// A channel on this platform is connected with another frequency (M-28).
+    ChannelAlreadyConnected,
+    /// A manual report too soon (M-16, M-17): with `Retry-After`.
+    RateLimited,
+    /// The channel's transport is not configured (M-21).
+    ChannelUnavailable,
+    /// The complete report cannot fit the platform's message limit (M-21).
+    ReportUnavailable,
+    /// The report's delivery failed for now and awaits a retry (M-21).
+    ReportPending,
+    /// The email provider refused the report (M-21).
+    EmailDeliveryFailed,
+    /// The platform refused the report, or may have received it (M-21, M-22).
+    ReportDeliveryFailed,
     InternalError,
 }
 
@@ -76,6 +92,14 @@ impl ErrorCode {
             ErrorCode::CrossOriginForbidden => "cross_origin_forbidden",
             ErrorCode::SignInLinkInvalid => "sign_in_link_invalid",
             ErrorCode::EmailUnavailable => "email_unavailable",
+            ErrorCode::EmailVerificationRequired => "email_verification_required",
+            ErrorCode::ChannelAlreadyConnected => "channel_already_connected",
+            ErrorCode::RateLimited => "rate_limited",
+            ErrorCode::ChannelUnavailable => "channel_unavailable",
+            ErrorCode::ReportUnavailable => "report_unavailable",
+            ErrorCode::ReportPending => "report_pending",
+            ErrorCode::EmailDeliveryFailed => "email_delivery_failed",
+            ErrorCode::ReportDeliveryFailed => "report_delivery_failed",
             ErrorCode::UploadNotFound => "upload_not_found",
             ErrorCode::ChannelNotFound => "channel_not_found",
             ErrorCode::TaskNotFound => "task_not_found",
@@ -118,7 +142,8 @@ impl ErrorCode {
             | ErrorCode::CrossOriginForbidden
             | ErrorCode::ModelNotAllowed
             | ErrorCode::IpNotAllowed
-            | ErrorCode::PolicyChanged => 403,
+            | ErrorCode::PolicyChanged
+            | ErrorCode::EmailVerificationRequired => 403,
             ErrorCode::ModelNotFound
             | ErrorCode::ExperimentNotFound
             | ErrorCode::UploadNotFound
@@ -126,21 +151,27 @@ impl ErrorCode {
             | ErrorCode::TaskNotFound
             | ErrorCode::NotFound => 404,
             ErrorCode::MethodNotAllowed => 405,
-            ErrorCode::Conflict => 409,
+            ErrorCode::Conflict | ErrorCode::ChannelAlreadyConnected => 409,
             ErrorCode::GenerationTimeout => 408,
             ErrorCode::PayloadTooLarge => 413,
             ErrorCode::ApiKeySpendLimitExceeded
             | ErrorCode::ApiKeyMonthlyBudgetExceeded
             | ErrorCode::RateLimitExceeded
             | ErrorCode::DailyRequestLimitExceeded
-            | ErrorCode::ConcurrencyLimitExceeded => 429,
+            | ErrorCode::ConcurrencyLimitExceeded
+            | ErrorCode::RateLimited => 429,
             ErrorCode::UpstreamError | ErrorCode::InvalidUpstreamResponse => 502,
             ErrorCode::UpstreamUnavailable
             | ErrorCode::RouteUnavailable
             | ErrorCode::MinDiscountUnavailable
             | ErrorCode::ZdrCapacityUnavailable
             | ErrorCode::NotAvailable
-            | ErrorCode::EmailUnavailable => 503,
+            | ErrorCode::EmailUnavailable
+            | ErrorCode::ChannelUnavailable
+            | ErrorCode::ReportUnavailable
+            | ErrorCode::ReportPending
+            | ErrorCode::EmailDeliveryFailed
+            | ErrorCode::ReportDeliveryFailed => 503,
             ErrorCode::InternalError => 500,
         }
     }

@@ -95,6 +95,7 @@ mod server;
 pub mod smtp_sink;
 mod sse;
 mod usage_estimate;
+pub mod webhook_sink;
 
 pub use recorded_call::RecordedCall;
 pub use script::{

@@ -6,6 +6,7 @@
 //! EHLO/HELO, MAIL, RCPT, DATA (with dot-unstuffing), RSET, NOOP, QUIT. No
 //! TLS, no authentication: listen on loopback only.
 
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -80,6 +81,9 @@ pub struct SmtpSink {
     addr: SocketAddr,
     mail: Arc<Mutex<Vec<ReceivedMail>>>,
     arrived: Arc<Notify>,
+    /// Replies the next `RCPT` commands get instead of `250` (tests of
+    /// refused and deferred mail).
+    refusals: Arc<Mutex<VecDeque<&'static str>>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -95,12 +99,13 @@ impl SmtpSink {
         let addr = listener.local_addr()?;
         let mail = Arc::new(Mutex::new(Vec::new()));
         let arrived = Arc::new(Notify::new());
-        let (m, a) = (mail.clone(), arrived.clone());
+        let refusals = Arc::new(Mutex::new(VecDeque::new()));
+        let (m, a, r) = (mail.clone(), arrived.clone(), refusals.clone());
         let task = tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
-                let (m, a) = (m.clone(), a.clone());
+                let (m, a, r) = (m.clone(), a.clone(), r.clone());
                 tokio::spawn(async move {
-                    let _ = session(stream, m, a).await;
+                    let _ = session(stream, m, a, r).await;
                 });
             }
         });
@@ -108,8 +113,23 @@ impl SmtpSink {
             addr,
             mail,
             arrived,
+            refusals,
             task,
         })
+    }
+
+    /// The next recipient is refused for good (`550`).
+    pub fn refuse_next(&self) {
+        if let Ok(mut r) = self.refusals.lock() {
+            r.push_back("550 mailbox unavailable\r\n");
+        }
+    }
+
+    /// The next recipient is deferred (`451`, try again later).
+    pub fn defer_next(&self) {
+        if let Ok(mut r) = self.refusals.lock() {
+            r.push_back("451 try again later\r\n");
+        }
     }
 
     pub fn addr(&self) -> SocketAddr {
@@ -150,6 +170,7 @@ async fn session(
     stream: TcpStream,
     mail: Arc<Mutex<Vec<ReceivedMail>>>,
     arrived: Arc<Notify>,
+    refusals: Arc<Mutex<VecDeque<&'static str>>>,
 ) -> std::io::Result<()> {
     let (read, mut write) = stream.into_split();
     let mut lines = BufReader::new(read);
@@ -175,10 +196,13 @@ async fn session(
                 to.clear();
                 b"250 OK\r\n"
             }
-            "RCPT" => {
-                to.push(address(command));
-                b"250 OK\r\n"
-            }
+            "RCPT" => match refusals.lock().ok().and_then(|mut r| r.pop_front()) {
+                Some(refusal) => refusal.as_bytes(),
+                None => {
+                    to.push(address(command));
+                    b"250 OK\r\n"
+                }
+            },
             "DATA" => {
                 write.write_all(b"354 end with <CRLF>.<CRLF>\r\n").await?;
                 let mut data = String::new();

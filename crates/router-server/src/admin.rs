@@ -151,3 +151,25 @@ pub async fn delete_session(
     operator::revoke_session(app, parse_id(id)?).await?;
     Ok(reply::no_content(request_id))
 }
+
+/// `POST /admin/accounts/{id}/channels`: a Slack, Discord or Telegram
+/// channel for an account (GP-17; `channels::provision`).
+pub async fn provision_channel(
+    app: &App,
+    request: http::Request<Incoming>,
+    id: Option<&str>,
+    request_id: &str,
+) -> Result<Response<Body>, ApiError> {
+    let account_id = parse_id(id)?;
+    let body: serde_json::Value = json_body(request, ADMIN_BODY_LIMIT).await?;
+    crate::channels::provision(app, account_id, body, request_id).await
+}
+
+/// `DELETE /admin/channels/{id}`: disconnects a channel of any platform.
+pub async fn deprovision_channel(
+    app: &App,
+    id: Option<&str>,
+    request_id: &str,
+) -> Result<Response<Body>, ApiError> {
+    crate::channels::deprovision(app, parse_id(id)?, request_id).await
+}

@@ -33,6 +33,8 @@ pub struct App {
     pub public_base: PublicBaseUrl,
     /// The SMTP transport (`ROUTER_SMTP_URL`); `None`: email is unavailable.
     pub mailer: Option<Arc<Mailer>>,
+    /// The Slack, Discord and Telegram transports of digest channels.
+    pub channels: crate::channels::deliver::Transports,
     /// How long a browser session lasts (`ROUTER_SESSION_TTL_SECS`).
     pub session_ttl: Duration,
     /// How often the hold reaper job runs (`ROUTER_REAPER_INTERVAL_SECS`).

@@ -30,6 +30,9 @@ pub struct ServerConfig {
     pub public_base: PublicBaseUrl,
     /// The transport of `ROUTER_SMTP_URL`; `None` when unset.
     pub mailer: Option<Arc<Mailer>>,
+    /// `ROUTER_TELEGRAM_BOT_TOKEN`, `ROUTER_TELEGRAM_API_BASE`,
+    /// `ROUTER_CHANNEL_TIMEOUT_SECS`: the chat transports of channels.
+    pub channels: crate::channels::deliver::Transports,
     /// `ROUTER_SESSION_TTL_SECS`.
     pub session_ttl: Duration,
     /// `ROUTER_ADMIN_TEST_HOOKS`.
@@ -54,6 +57,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("trusted_proxies", &self.trusted_proxies)
             .field("public_base", &self.public_base.origin())
             .field("email", &self.mailer.is_some())
+            .field("channels", &self.channels)
             .field("session_ttl", &self.session_ttl)
             .finish_non_exhaustive()
     }

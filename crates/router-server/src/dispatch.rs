@@ -16,7 +16,8 @@ use crate::routes::{AuthRule, Handler, InferenceEndpoint, ParamRule, ROUTES, Rou
 use crate::session::{self, Session};
 use crate::surfaces::{CHAT, COMPLETIONS, MESSAGES, RESPONSES};
 use crate::{
-    admin, auth, catalog_api, catalog_release, health, images, inference, pricing_changes, sign_in,
+    admin, auth, catalog_api, catalog_release, channels, health, images, inference,
+    pricing_changes, sign_in,
 };
 use http::Response;
 use http::header::HeaderValue;
@@ -323,9 +324,12 @@ async fn route(
         Handler::AdminCreateSession => {
             admin::create_session(&app, request, param.as_deref(), &id_text).await
         }
-        Handler::AdminRunJob => crate::jobs::run_now(&app, param.as_deref())
-            .await
-            .map(|view| reply::json_value(http::StatusCode::OK, &view, &id_text)),
+        Handler::AdminRunJob => {
+            channels::jobs::run_job(&app, request, param.as_deref(), &id_text).await
+        }
+        Handler::AdminBackdateRequests => {
+            channels::jobs::backdate_requests(&app, request, &id_text).await
+        }
         Handler::AdminDeleteSession => {
             admin::delete_session(&app, param.as_deref(), &id_text).await
         }
@@ -337,6 +341,30 @@ async fn route(
             Ok(s) => sign_in::sign_out(&app, &s, &id_text).await,
             Err(e) => Err(e),
         },
+        Handler::ChannelsList => channels::list(&app, &caller, &id_text).await,
+        Handler::ChannelShow => channels::show(&app, &caller, param.as_deref(), &id_text).await,
+        Handler::ChannelUpdate => {
+            channels::update(&app, &caller, request, param.as_deref(), &id_text).await
+        }
+        Handler::ChannelSendReport => {
+            channels::send_report(&app, &caller, param.as_deref(), &id_text).await
+        }
+        Handler::EmailChannelStatus => channels::email_status(&app, &caller, &id_text).await,
+        Handler::EmailChannelConnect => {
+            channels::email_connect(&app, &caller, request, &id_text).await
+        }
+        Handler::EmailChannelDisconnect => {
+            channels::email_disconnect(&app, &caller, param.as_deref(), &id_text).await
+        }
+        Handler::PlatformChannelStatus => {
+            channels::platform_status(&app, &caller, param.as_deref(), &id_text).await
+        }
+        Handler::AdminProvisionChannel => {
+            admin::provision_channel(&app, request, param.as_deref(), &id_text).await
+        }
+        Handler::AdminDeprovisionChannel => {
+            admin::deprovision_channel(&app, param.as_deref(), &id_text).await
+        }
         Handler::NotAvailable => Err(not_available(route)),
     };
     result.unwrap_or_else(|e| reply::error(route.envelope, &e, &id_text))

@@ -45,11 +45,33 @@ pub struct JobSpec {
 }
 
 /// Every job.
-pub static REGISTRY: &[JobSpec] = &[JobSpec {
-    name: "hold-reaper",
-    every: |app| app.reaper_interval,
-    run: |app| Box::pin(reap_expired_holds(app)),
-}];
+pub static REGISTRY: &[JobSpec] = &[
+    JobSpec {
+        name: "hold-reaper",
+        every: |app| app.reaper_interval,
+        run: |app| Box::pin(reap_expired_holds(app)),
+    },
+    // Channels (`channels/jobs.rs`): queue due digests and key-expiry
+    // events, then relay the outbox.
+    JobSpec {
+        name: "digest-scheduler",
+        every: |_| Duration::from_secs(300),
+        run: |app| Box::pin(digest_scheduler(app)),
+    },
+    JobSpec {
+        name: "outbox",
+        every: |_| Duration::from_secs(30),
+        run: |app| Box::pin(outbox(app)),
+    },
+];
+
+async fn digest_scheduler(app: &App) -> Result<u64, JobError> {
+    Ok(crate::channels::jobs::digest_pass(app, chrono::Utc::now()).await?)
+}
+
+async fn outbox(app: &App) -> Result<u64, JobError> {
+    Ok(crate::channels::jobs::outbox_pass(app).await?)
+}
 
 /// Releases holds of requests that died with their process (crash, kill
 /// -9), on any instance: the holds carry an expiry that live requests

@@ -13,6 +13,7 @@ pub mod body;
 pub mod catalog_api;
 pub mod catalog_release;
 pub mod catalog_view;
+pub mod channels;
 pub mod client_addr;
 pub mod client_stream;
 pub mod config;

@@ -6,8 +6,8 @@
 //! `smtps://user:password@host:465` (implicit TLS). It may carry a
 //! password, so it is never logged.
 
-use lettre::message::Mailbox;
 use lettre::message::header::ContentType;
+use lettre::message::{Mailbox, MultiPart};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use std::fmt;
 
@@ -24,6 +24,24 @@ pub enum MailError {
     Build(String),
     #[error("the SMTP server did not accept the message: {0}")]
     Send(String),
+    /// Whether the message may have reached the server is what a digest's
+    /// retry decision needs (M-22); see [`SendFailure`].
+    #[error("the SMTP server did not accept the message: {1}")]
+    Delivery(SendFailure, String),
+}
+
+/// How a send failed, as far as a retry is concerned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendFailure {
+    /// The server answered 4xx: certainly not delivered, try again later.
+    Transient,
+    /// The server answered 5xx (or the address is refused): not delivered,
+    /// and trying again will not help.
+    Permanent,
+    /// No connection: certainly not delivered, try again later.
+    Unreached,
+    /// It timed out or broke mid-way: it may have been delivered.
+    Unknown,
 }
 
 /// One SMTP transport (pooled connections) and the sender's address.
@@ -70,6 +88,44 @@ impl Mailer {
             .await
             .map(|_| ())
             .map_err(|e| MailError::Send(smtp_error_kind(&e)))
+    }
+}
+
+impl Mailer {
+    /// Sends one email with a plain-text and an HTML alternative (a
+    /// digest). The error says whether the message may have been delivered.
+    pub async fn send_alternative(
+        &self,
+        to: &str,
+        subject: &str,
+        text: String,
+        html: String,
+    ) -> Result<(), MailError> {
+        let to = to
+            .parse::<Mailbox>()
+            .map_err(|e| MailError::Recipient(e.to_string()))?;
+        let message = Message::builder()
+            .from(self.from.clone())
+            .to(to)
+            .subject(subject)
+            .multipart(MultiPart::alternative_plain_html(text, html))
+            .map_err(|e| MailError::Build(e.to_string()))?;
+        self.transport.send(message).await.map(|_| ()).map_err(|e| {
+            let failure = if e.is_permanent() {
+                SendFailure::Permanent
+            } else if e.is_transient() {
+                SendFailure::Transient
+            } else if e.is_timeout() {
+                SendFailure::Unknown
+            } else if e.is_client() || e.is_tls() {
+                SendFailure::Unreached
+            } else {
+                // lettre reports a refused or lost connection alike; a
+                // lost one may come after DATA, so it is not resent.
+                SendFailure::Unknown
+            };
+            MailError::Delivery(failure, smtp_error_kind(&e))
+        })
     }
 }
 

@@ -36,6 +36,9 @@ use utoipa::openapi::{
     Required, ResponseBuilder, Schema,
 };
 
+/// The channel record (GP-15).
+const CHANNEL: &str = "The channel: `{id, object, platform, frequency, events, destination (masked), report_hour_utc, status, created_at, updated_at}`.";
+
 /// The interface version (R-01, GP-60).
 pub const VERSION: &str = "0.1.0";
 
@@ -357,8 +360,29 @@ fn handler(route: &Route, schemas: &mut Schemas) -> Described {
             ));
             d
         }
+        Handler::AdminBackdateRequests => {
+            let mut d = Described::new("Move finished requests in time (test hooks only)", "admin");
+            d.body = Some((
+                any_object("`{request_ids: [uuid], finished_at: RFC 3339}`"),
+                "JSON; only with ROUTER_ADMIN_TEST_HOOKS=1, else 404.",
+            ));
+            d.success.push((
+                "200",
+                "`{moved}`: how many finished requests moved.",
+                "application/json",
+                Some(any_object("The count.")),
+            ));
+            d.errors = vec![ErrorCode::InvalidParameter, ErrorCode::NotFound];
+            d
+        }
         Handler::AdminRunJob => {
             let mut d = Described::new("Run one pass of a background job now", "admin");
+            d.body = Some((
+                any_object(
+                    "Optional `{as_of: RFC 3339}` for `digest-scheduler`, only with ROUTER_ADMIN_TEST_HOOKS=1.",
+                ),
+                "Empty, or JSON.",
+            ));
             d.success.push((
                 "200",
                 "`{name, processed}`: the job and how many items its pass processed.",
@@ -627,6 +651,149 @@ fn handler(route: &Route, schemas: &mut Schemas) -> Described {
         | Handler::CatalogModels
         | Handler::AdminGetCatalog
         | Handler::AdminReloadCatalog => catalog_described(route.handler),
+        Handler::ChannelsList => {
+            let mut d = Described::new("List the account's digest channels", "channels");
+            d.success.push((
+                "200",
+                "`{object: \"list\", data: [channel], available_events: [9 ids]}`; `Cache-Control: no-store`.",
+                "application/json",
+                Some(any_object("The connected channels and the selectable events.")),
+            ));
+            d
+        }
+        Handler::ChannelShow => {
+            let mut d = Described::new("Read a digest channel", "channels");
+            d.success.push((
+                "200",
+                CHANNEL,
+                "application/json",
+                Some(any_object(CHANNEL)),
+            ));
+            d
+        }
+        Handler::ChannelUpdate => {
+            let mut d = Described::new("Change a channel's frequency or events", "channels");
+            d.body = Some((
+                any_object("`{frequency?, events?}`: at least one; nothing else."),
+                "JSON; other fields (a destination, the report hour) are refused (400).",
+            ));
+            d.success.push((
+                "200",
+                CHANNEL,
+                "application/json",
+                Some(any_object(CHANNEL)),
+            ));
+            d.errors = vec![ErrorCode::InvalidParameter];
+            d
+        }
+        Handler::ChannelSendReport => {
+            let mut d = Described::new("Send the previous period's report now", "channels");
+            d.success.push((
+                "200",
+                "`{sent, message|null, period_start, period_end}`; `sent: false` means no activity.",
+                "application/json",
+                Some(any_object("The report's outcome.")),
+            ));
+            d.errors = vec![
+                ErrorCode::RateLimited,
+                ErrorCode::EmailUnavailable,
+                ErrorCode::ChannelUnavailable,
+                ErrorCode::ReportUnavailable,
+                ErrorCode::ReportPending,
+                ErrorCode::EmailDeliveryFailed,
+                ErrorCode::ReportDeliveryFailed,
+            ];
+            d
+        }
+        Handler::EmailChannelStatus => {
+            let mut d = Described::new("The email channel's status", "channels");
+            d.success.push((
+                "200",
+                "`{configured, email, email_verified, channel|null}`; `Cache-Control: no-store`.",
+                "application/json",
+                Some(any_object("Email availability and the connected channel.")),
+            ));
+            d
+        }
+        Handler::EmailChannelConnect => {
+            let mut d = Described::new("Connect the email channel (with consent)", "channels");
+            d.body = Some((
+                any_object("`{consent: true, frequency}`"),
+                "JSON; a destination is refused (400): it is always the verified email.",
+            ));
+            d.success.push((
+                "201",
+                "Connected.",
+                "application/json",
+                Some(any_object(CHANNEL)),
+            ));
+            d.success.push((
+                "200",
+                "Already connected with this frequency, or reconnected (same id).",
+                "application/json",
+                Some(any_object(CHANNEL)),
+            ));
+            d.errors = vec![
+                ErrorCode::InvalidParameter,
+                ErrorCode::EmailVerificationRequired,
+                ErrorCode::ChannelAlreadyConnected,
+                ErrorCode::EmailUnavailable,
+            ];
+            d
+        }
+        Handler::EmailChannelDisconnect => {
+            let mut d = Described::new("Disconnect the email channel", "channels");
+            d.success.push((
+                "200",
+                "`{id, status: \"disconnected\"}`",
+                "application/json",
+                Some(any_object("The disconnected channel.")),
+            ));
+            d
+        }
+        Handler::PlatformChannelStatus => {
+            let mut d = Described::new("A Slack, Discord or Telegram channel's status", "channels");
+            d.success.push((
+                "200",
+                "`{platform, configured, connected, channel|null}`",
+                "application/json",
+                Some(any_object("The platform's status.")),
+            ));
+            d
+        }
+        Handler::AdminProvisionChannel => {
+            let mut d = Described::new("Provision a Slack, Discord or Telegram channel", "admin");
+            admin_body(&mut d, schemas.of::<crate::channels::Provision>());
+            d.success.push((
+                "201",
+                admin_reply,
+                "application/json",
+                Some(any_object(CHANNEL)),
+            ));
+            d.success.push((
+                "200",
+                "Already connected with this frequency, or reconnected.",
+                "application/json",
+                Some(any_object(CHANNEL)),
+            ));
+            d.errors = vec![
+                ErrorCode::InvalidParameter,
+                ErrorCode::NotFound,
+                ErrorCode::ChannelAlreadyConnected,
+            ];
+            d
+        }
+        Handler::AdminDeprovisionChannel => {
+            let mut d = Described::new("Disconnect a channel", "admin");
+            d.success.push((
+                "200",
+                admin_reply,
+                "application/json",
+                Some(any_object("`{id, status: \"disconnected\"}`")),
+            ));
+            d.errors = vec![ErrorCode::NotFound];
+            d
+        }
         Handler::NotAvailable => Described::new(not_available_summary(route), tag_of(route.path)),
     }
 }
@@ -764,46 +931,6 @@ fn not_available_summary(route: &Route) -> &'static str {
             "GET",
             "/v1/pricing/changes",
             "The catalog's price changes since a time (not available yet)",
-        ),
-        (
-            "GET",
-            "/v1/channels",
-            "List digest channels (not available yet)",
-        ),
-        (
-            "GET",
-            "/v1/channels/{channel_id}",
-            "Read a digest channel (not available yet)",
-        ),
-        (
-            "PATCH",
-            "/v1/channels/{channel_id}",
-            "Change a digest channel (not available yet)",
-        ),
-        (
-            "POST",
-            "/v1/channels/{channel_id}/send-report",
-            "Send a channel's digest now (not available yet)",
-        ),
-        (
-            "GET",
-            "/api/channels/email",
-            "The email channel's status (not available yet)",
-        ),
-        (
-            "POST",
-            "/api/channels/email",
-            "Connect the email channel (not available yet)",
-        ),
-        (
-            "DELETE",
-            "/api/channels/email/{id}",
-            "Disconnect the email channel (not available yet)",
-        ),
-        (
-            "GET",
-            "/api/channels/{platform}",
-            "A Slack, Discord or Telegram channel's status (not available yet)",
         ),
         (
             "POST",

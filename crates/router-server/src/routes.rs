@@ -107,6 +107,21 @@ pub enum Handler {
     SignInRedeem,
     SessionShow,
     SignOut,
+    /// Digest channels (`channels.rs`, section M).
+    ChannelsList,
+    ChannelShow,
+    ChannelUpdate,
+    ChannelSendReport,
+    EmailChannelStatus,
+    EmailChannelConnect,
+    EmailChannelDisconnect,
+    PlatformChannelStatus,
+    /// The operator provisions Slack, Discord and Telegram channels (GP-17).
+    AdminProvisionChannel,
+    AdminDeprovisionChannel,
+    /// `POST /admin/requests/backdate`: moves finished requests in time,
+    /// only with `ROUTER_ADMIN_TEST_HOOKS=1` (404 otherwise).
+    AdminBackdateRequests,
     /// The feature has not landed: 503 `not_available` after the guard. Its
     /// own issue puts a real handler in the row.
     NotAvailable,
@@ -190,7 +205,7 @@ use ParamRule::{ChannelId, Platform};
 /// Every route. Scopes as the spec's Authentication section states them;
 /// videos take `inference` (GP-73). One row per line, so kept out of rustfmt.
 #[rustfmt::skip]
-pub static ROUTES: [Route; 54] = [
+pub static ROUTES: [Route; 57] = [
     // Inference (B..E).
     row(POST,   "/v1/chat/completions",          key(INFERENCE),            OpenAi,      Infer(ChatCompletions)),
     row(POST,   "/v1/responses",                 key(INFERENCE),            OpenAi,      Infer(Responses)),
@@ -215,14 +230,14 @@ pub static ROUTES: [Route; 54] = [
     row(GET,    "/v1/models/compare",            key_or_session(USAGE),     OpenAi,      CompareModels),
     row(GET,    "/v1/pricing/changes",           key_or_session(USAGE),     OpenAi,      PricingChanges),
     // Digest channels (M).
-    row(GET,    "/v1/channels",                  key_or_session(READ),      OpenAi,      NotAvailable),
-    row_checked(GET,    "/v1/channels/{channel_id}",             key_or_session(READ),  OpenAi, NotAvailable, ChannelId),
-    row_checked(PATCH,  "/v1/channels/{channel_id}",             key_or_session(WRITE), OpenAi, NotAvailable, ChannelId),
-    row_checked(POST,   "/v1/channels/{channel_id}/send-report", key_or_session(WRITE), OpenAi, NotAvailable, ChannelId),
-    row(GET,    "/api/channels/email",           Session,                   OpenAi,      NotAvailable),
-    row(POST,   "/api/channels/email",           Session,                   OpenAi,      NotAvailable),
-    row_checked(DELETE, "/api/channels/email/{id}",              Session,               OpenAi, NotAvailable, ChannelId),
-    row_checked(GET,    "/api/channels/{platform}",              Session,               OpenAi, NotAvailable, Platform),
+    row(GET,    "/v1/channels",                  key_or_session(READ),      OpenAi,      ChannelsList),
+    row_checked(GET,    "/v1/channels/{channel_id}",             key_or_session(READ),  OpenAi, ChannelShow, ChannelId),
+    row_checked(PATCH,  "/v1/channels/{channel_id}",             key_or_session(WRITE), OpenAi, ChannelUpdate, ChannelId),
+    row_checked(POST,   "/v1/channels/{channel_id}/send-report", key_or_session(WRITE), OpenAi, ChannelSendReport, ChannelId),
+    row(GET,    "/api/channels/email",           Session,                   OpenAi,      EmailChannelStatus),
+    row(POST,   "/api/channels/email",           Session,                   OpenAi,      EmailChannelConnect),
+    row_checked(DELETE, "/api/channels/email/{id}",              Session,               OpenAi, EmailChannelDisconnect, ChannelId),
+    row_checked(GET,    "/api/channels/{platform}",              Session,               OpenAi, PlatformChannelStatus, Platform),
     // Image generation (N).
     row(POST,   "/v1/images/generations",        key(INFERENCE),            OpenAi,      ImagesGenerations),
     // A request's final status, owner only (N-10, GP-62).
@@ -258,6 +273,9 @@ pub static ROUTES: [Route; 54] = [
     row(POST,   "/admin/accounts/{id}/sessions", Admin,                     OpenAi,      AdminCreateSession),
     row(DELETE, "/admin/sessions/{id}",          Admin,                     OpenAi,      AdminDeleteSession),
     row(POST,   "/admin/jobs/{name}/run",        Admin,                     OpenAi,      AdminRunJob),
+    row(POST,   "/admin/accounts/{id}/channels", Admin,                     OpenAi,      AdminProvisionChannel),
+    row(DELETE, "/admin/channels/{id}",          Admin,                     OpenAi,      AdminDeprovisionChannel),
+    row(POST,   "/admin/requests/backdate",      Admin,                     OpenAi,      AdminBackdateRequests),
 ];
 
 #[cfg(test)]

@@ -739,21 +739,60 @@ static_query_id!(
 ///    transaction, which still checks the wallet and the policy version.
 ///
 /// A refused request writes nothing: it has no request row, is not in the
-/// history and does not count against the request limits.
+/// history and does not count against the request limits. (A spend-limit
+/// or budget refusal queues its channel event, once per key and period,
+/// when a channel of the account selected it.)
 pub async fn reserve_limited(
     conn: &mut AsyncPgConnection,
     request: &NewRequest,
 ) -> Result<(), ReserveError> {
     use diesel_async::AsyncConnection;
     check_reservation(request)?;
+    let key_id = request.api_key_id;
     let request = request.clone();
     let outcome = conn
         .transaction(async move |conn| admit_limited(conn, &request).await)
         .await;
     match outcome {
         Ok(()) => Ok(()),
-        Err(LimitedError::Refused(refusal)) => Err(refusal),
+        Err(LimitedError::Refused(refusal)) => {
+            notify_limit_reached(conn, request_key(&refusal), key_id).await;
+            Err(refusal)
+        }
         Err(LimitedError::Db(error)) => Err(ReserveError::Store(store_error(error))),
+    }
+}
+
+/// The channel event of a spend or budget refusal, if it is one.
+fn request_key(refusal: &ReserveError) -> Option<(&'static str, &'static str)> {
+    match refusal {
+        // Once per key and UTC day for a rolling window, once per key and
+        // UTC month for the monthly budget.
+        ReserveError::KeyLimit {
+            limit: KeyLimit::Spend,
+            ..
+        } => Some(("spend_limit_reached", "YYYY-MM-DD")),
+        ReserveError::KeyLimit {
+            limit: KeyLimit::MonthlyBudget,
+            ..
+        } => Some(("monthly_budget_reached", "YYYY-MM")),
+        _ => None,
+    }
+}
+
+/// Queues the refusal's event for the account's channels that selected it
+/// (the only thing a refusal writes, and only then). A failure here is
+/// logged and does not change the refusal.
+async fn notify_limit_reached(
+    conn: &mut AsyncPgConnection,
+    event: Option<(&'static str, &'static str)>,
+    key_id: uuid::Uuid,
+) {
+    let Some((event, period)) = event else {
+        return;
+    };
+    if let Err(error) = crate::channels::enqueue_key_event(conn, key_id, event, period).await {
+        tracing::warn!(%error, event, "could not queue a key-limit notification");
     }
 }
 

@@ -217,7 +217,23 @@ impl Database {
         policy: &KeyPolicy,
     ) -> Result<NewApiKey, AdminError> {
         let mut conn = self.connection().await?;
-        api_keys::create_api_key(&mut conn, account_id, scopes, expires_at, policy).await
+        // The key and its `api_key_created` notifications (channels that
+        // selected the event) commit together.
+        conn.transaction(async move |conn| {
+            let key =
+                api_keys::create_api_key(conn, account_id, scopes, expires_at, policy).await?;
+            let payload = format!(r#"{{"key_prefix":"{}"}}"#, key.prefix);
+            crate::channels::enqueue_event(
+                conn,
+                account_id,
+                "api_key_created",
+                &key.id.to_string(),
+                &payload,
+            )
+            .await?;
+            Ok(key)
+        })
+        .await
     }
 
     pub async fn get_api_key(&self, id: Uuid) -> Result<Option<ApiKeyView>, StoreError> {

@@ -21,6 +21,7 @@ pub mod api_keys;
 pub mod audit;
 pub mod billing;
 pub mod catalog_releases;
+pub mod channels;
 mod database;
 mod error;
 mod group_commit;

@@ -328,7 +328,24 @@ enabled = false
 internal_cost = { input = 1, output = 1 }
 "#;
 
+/// The bot token of test routers' Telegram transport.
+pub const TELEGRAM_TOKEN: &str = "123456:test-telegram-token";
+
+/// Channel transports for tests: a Telegram token (the base URL is each
+/// channel's `api_base`, a loopback receiver) and a short delivery timeout
+/// so a hanging receiver ends a test quickly.
+fn test_transports() -> router_server::channels::deliver::Transports {
+    router_server::channels::deliver::Transports::new(
+        Some(TELEGRAM_TOKEN.to_owned()),
+        None,
+        Duration::from_secs(2),
+    )
+    .unwrap()
+}
+
 pub struct TestRouter {
+    /// The router's state, to run background passes directly.
+    pub app: Arc<App>,
     pub base: String,
     pub mock: MockSupplier,
     /// The SMTP server the router mails to (`start_with_mail`).
@@ -386,6 +403,7 @@ pub async fn build_app(
     addr: std::net::SocketAddr,
     mailer: Option<Arc<Mailer>>,
     images: ImageSettings,
+    test_hooks: bool,
 ) -> Arc<App> {
     let text = std::fs::read_to_string(catalog_path).unwrap();
     let env: router_server::catalog_release::CatalogEnv =
@@ -418,10 +436,12 @@ pub async fn build_app(
         docs: Docs::new(&PublicBaseUrl::for_listen(addr)).unwrap(),
         public_base: PublicBaseUrl::for_listen(addr),
         mailer,
+        channels: test_transports(),
         session_ttl: router_server::session::DEFAULT_TTL,
         reaper_interval: Duration::from_secs(30),
-        // Tests are who the time-bending routes are for.
-        test_hooks: true,
+        // Tests are who the time-bending routes are for (a second router
+        // may go without, to prove they 404 then).
+        test_hooks,
     });
     router_server::catalog_release::spawn_follower(app.clone());
     app
@@ -523,13 +543,15 @@ impl TestRouter {
             addr,
             mailer,
             images,
+            true,
         )
         .await;
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        tokio::spawn(router_server::serve(listener, app, async move {
+        tokio::spawn(router_server::serve(listener, app.clone(), async move {
             let _ = rx.await;
         }));
         TestRouter {
+            app,
             base,
             mock,
             smtp,
@@ -557,6 +579,12 @@ impl TestRouter {
     /// supplier client) on this router's database and mock supplier, as a
     /// second process would be.
     pub async fn second_router(&self) -> SecondRouter {
+        self.second_router_with(true).await
+    }
+
+    /// A second instance, with or without the test hooks
+    /// (`ROUTER_ADMIN_TEST_HOOKS`).
+    pub async fn second_router_with(&self, test_hooks: bool) -> SecondRouter {
         let database = router_store::Database::connect(self.db.url(), 8)
             .await
             .unwrap();
@@ -572,6 +600,7 @@ impl TestRouter {
             addr,
             None,
             ImageSettings::default(),
+            test_hooks,
         )
         .await;
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();

@@ -8,6 +8,7 @@ mod admin;
 mod auth;
 mod billing;
 mod catalog;
+mod channels;
 mod chat_completions;
 mod cli;
 mod completions;

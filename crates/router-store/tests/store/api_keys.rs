@@ -154,6 +154,9 @@ async fn the_secret_is_stored_nowhere() {
         "browser_sessions",
         "magic_links",
         "job_leases",
+        "channels",
+        "channel_report_attempts",
+        "channel_deliveries",
     ];
     let mut hash_found = 0;
     for table in tables {

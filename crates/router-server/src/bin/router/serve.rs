@@ -104,6 +104,7 @@ pub(crate) async fn app(
         docs,
         public_base: config.public_base.clone(),
         mailer: config.mailer.clone(),
+        channels: config.channels.clone(),
         session_ttl: config.session_ttl,
         catalog: CatalogCell::new(views),
         catalog_path: config.catalog_path.clone(),

@@ -5,6 +5,7 @@
 
 use anyhow::{Context, anyhow, bail};
 use router_server::ServerConfig;
+use router_server::channels::deliver::Transports;
 use router_server::client_addr::TrustedProxies;
 use router_server::mail::Mailer;
 use router_server::public_url::PublicBaseUrl;
@@ -62,6 +63,20 @@ pub(crate) struct ServeArgs {
         default_value = "Router <router@localhost>"
     )]
     email_from: String,
+    /// The Telegram bot's token for Telegram channels; unset: Telegram
+    /// channels are unavailable.
+    #[arg(long, env = "ROUTER_TELEGRAM_BOT_TOKEN", hide_env_values = true)]
+    telegram_bot_token: Option<String>,
+    /// The Telegram Bot API base URL.
+    #[arg(
+        long,
+        env = "ROUTER_TELEGRAM_API_BASE",
+        default_value = "https://api.telegram.org"
+    )]
+    telegram_api_base: String,
+    /// How long one channel delivery (webhook or Bot API call) may take.
+    #[arg(long, env = "ROUTER_CHANNEL_TIMEOUT_SECS", default_value = "10")]
+    channel_timeout_secs: String,
     /// How long a browser session lasts, in seconds.
     #[arg(long, env = "ROUTER_SESSION_TTL_SECS", default_value = "604800")]
     session_ttl_secs: String,
@@ -125,15 +140,38 @@ impl ServeArgs {
             }
             None => PublicBaseUrl::for_listen(listen),
         };
-        router_server::mail::check_sender(&self.email_from).map_err(|e| anyhow!("{e}"))?;
+        // `ROUTER_MAIL_FROM` (the channels issue's name) is an alias, read
+        // only when `ROUTER_EMAIL_FROM` is not set.
+        let email_from = match (
+            std::env::var_os("ROUTER_EMAIL_FROM"),
+            std::env::var("ROUTER_MAIL_FROM"),
+        ) {
+            (None, Ok(alias)) if !alias.is_empty() => alias,
+            _ => self.email_from.clone(),
+        };
+        router_server::mail::check_sender(&email_from).map_err(|e| anyhow!("{e}"))?;
         let mailer = match self.smtp_url.as_deref().filter(|u| !u.is_empty()) {
             Some(url) => Some(Arc::new(
-                Mailer::from_url(url, &self.email_from).map_err(|e| anyhow!("{e}"))?,
+                Mailer::from_url(url, &email_from).map_err(|e| anyhow!("{e}"))?,
             )),
             None => None,
         };
         let trusted_proxies = TrustedProxies::parse(&self.trusted_proxies)
             .map_err(|e| anyhow!("ROUTER_TRUSTED_PROXIES: {e}"))?;
+        match url::Url::parse(&self.telegram_api_base) {
+            Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {}
+            _ => bail!(
+                "ROUTER_TELEGRAM_API_BASE: `{}` is not an http(s) URL",
+                self.telegram_api_base
+            ),
+        }
+        let channel_timeout = seconds("ROUTER_CHANNEL_TIMEOUT_SECS", &self.channel_timeout_secs)?;
+        let channels = Transports::new(
+            self.telegram_bot_token.clone(),
+            Some(self.telegram_api_base.clone()),
+            channel_timeout,
+        )
+        .context("building the channel transports")?;
         Ok(ServerConfig {
             listen,
             database_url: self.database_url()?,
@@ -153,6 +191,7 @@ impl ServeArgs {
             trusted_proxies,
             public_base,
             mailer,
+            channels,
             session_ttl: seconds("ROUTER_SESSION_TTL_SECS", &self.session_ttl_secs)?,
             test_hooks: switch("ROUTER_ADMIN_TEST_HOOKS", &self.admin_test_hooks)?,
             metrics: switch("ROUTER_METRICS", &self.metrics)?,
