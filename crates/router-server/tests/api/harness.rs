@@ -393,18 +393,43 @@ pub fn slow_reply(ms: u64) -> router_mock_supplier::Script {
     .into()
 }
 
+/// What differs between the test routers' shared state.
+pub struct AppSettings {
+    pub deadline: Duration,
+    pub trusted_proxies: TrustedProxies,
+    pub mailer: Option<Arc<Mailer>>,
+    pub images: ImageSettings,
+    /// `ROUTER_ADMIN_TEST_HOOKS`.
+    pub test_hooks: bool,
+}
+
+impl Default for AppSettings {
+    fn default() -> Self {
+        AppSettings {
+            deadline: Duration::from_secs(180),
+            trusted_proxies: TrustedProxies::default(),
+            mailer: None,
+            images: ImageSettings::default(),
+            test_hooks: true,
+        }
+    }
+}
+
 /// The router's shared state as `router serve` builds it: the catalog file
 /// at `catalog_path` recorded as a release, releases followed by LISTEN.
 pub async fn build_app(
     database: router_store::Database,
     catalog_path: &str,
-    deadline: Duration,
-    trusted_proxies: TrustedProxies,
     addr: std::net::SocketAddr,
-    mailer: Option<Arc<Mailer>>,
-    images: ImageSettings,
-    test_hooks: bool,
+    settings: AppSettings,
 ) -> Arc<App> {
+    let AppSettings {
+        deadline,
+        trusted_proxies,
+        mailer,
+        images,
+        test_hooks,
+    } = settings;
     let text = std::fs::read_to_string(catalog_path).unwrap();
     let env: router_server::catalog_release::CatalogEnv =
         Arc::new(|_| Some("supplier-secret-key".to_owned()));
@@ -538,12 +563,14 @@ impl TestRouter {
         let app = build_app(
             db.database().clone(),
             catalog_path.to_str().unwrap(),
-            deadline,
-            trusted_proxies,
             addr,
-            mailer,
-            images,
-            true,
+            AppSettings {
+                deadline,
+                trusted_proxies,
+                mailer,
+                images,
+                test_hooks: true,
+            },
         )
         .await;
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
@@ -595,12 +622,11 @@ impl TestRouter {
         let app = build_app(
             database,
             self.catalog_path.to_str().unwrap(),
-            Duration::from_secs(180),
-            TrustedProxies::default(),
             addr,
-            None,
-            ImageSettings::default(),
-            test_hooks,
+            AppSettings {
+                test_hooks,
+                ..AppSettings::default()
+            },
         )
         .await;
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
