@@ -84,6 +84,8 @@ async fn run<C: ClientCodec>(
         policy_version: inbound.key.policy.version,
         key_limited: inbound.key.policy.limits.any(),
         inbound: codec.protocol(),
+        // The request's `zdr`; the account's switch (issue 18) adds to it.
+        zdr: canonical.routing.zdr,
         trace: log.trace(),
     };
     let history = app

@@ -345,6 +345,21 @@ impl TestRouter {
             listen,
             false,
             ImageSettings::default(),
+            "",
+        )
+        .await
+    }
+
+    /// A router whose catalog is [`CATALOG`] followed by `extra` (more
+    /// models and routes, for one test file).
+    pub async fn start_with_catalog(extra: &str) -> TestRouter {
+        TestRouter::start_full(
+            Duration::from_secs(180),
+            TrustedProxies::default(),
+            "127.0.0.1:0",
+            false,
+            ImageSettings::default(),
+            extra,
         )
         .await
     }
@@ -357,6 +372,7 @@ impl TestRouter {
             "127.0.0.1:0",
             false,
             images,
+            "",
         )
         .await
     }
@@ -369,6 +385,7 @@ impl TestRouter {
             "127.0.0.1:0",
             true,
             ImageSettings::default(),
+            "",
         )
         .await
     }
@@ -379,6 +396,7 @@ impl TestRouter {
         listen: &str,
         mail: bool,
         images: ImageSettings,
+        extra_catalog: &str,
     ) -> TestRouter {
         let _ = rustls::crypto::ring::default_provider().install_default();
         router_server::metrics::install();
@@ -388,7 +406,7 @@ impl TestRouter {
         let db = TestDatabase::new().await;
         // As in production: key lookups are cached, invalidated by LISTEN.
         db.database().listen_for_key_changes().await.unwrap();
-        let text = CATALOG.replace("{BASE}", &mock.base_url());
+        let text = format!("{CATALOG}\n{extra_catalog}").replace("{BASE}", &mock.base_url());
         let catalog =
             Catalog::from_toml(&text, |_| Some("supplier-secret-key".to_owned())).unwrap();
         let config = GatewayConfig {

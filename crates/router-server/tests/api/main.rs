@@ -22,6 +22,7 @@ mod observability;
 mod responses;
 mod retries;
 mod routes_matrix;
+mod routing_policies;
 mod sessions;
 mod streaming;
 mod supplier_failures;
