@@ -17,7 +17,7 @@ use http::request::Parts;
 use http::{Response, StatusCode};
 use hyper::body::Incoming;
 use router_canonical::{
-    ApiError, ClientCodec, PromptCacheMode, ReplyContext, Request, StreamContext,
+    ApiError, ClientCodec, ErrorCode, PromptCacheMode, ReplyContext, Request, StreamContext,
 };
 use router_core::Outcome;
 use router_core::gateway::Admission;
@@ -76,6 +76,14 @@ async fn run<C: ClientCodec>(
     }
     auth::check_model(app.gateway.catalog(), &inbound.key, &canonical.model)?;
     apply_headers(&inbound.parts.headers, &inbound.key, &mut canonical);
+    let assignment = experiment(&app, &inbound, &mut canonical, request_id).await?;
+    if assignment.is_some() {
+        // A variant's model is served under its own name and policies.
+        auth::check_model(app.gateway.catalog(), &inbound.key, &canonical.model)?;
+        if let Some(model) = app.gateway.catalog().model(&canonical.model) {
+            log.model(&model.id);
+        }
+    }
     let model = canonical.model.clone();
     let admission = Admission {
         request_id,
@@ -93,11 +101,11 @@ async fn run<C: ClientCodec>(
         .open_thinking(admission.inbound, &canonical)
         .map_err(|e| e.to_api_error((surface.signature_param)(&inbound.body, &e)))?;
     let id = format!("{}{}", surface.id_prefix, request_id.simple());
-    let mut response = match app
-        .gateway
-        .run_opened(admission, canonical, history)
-        .await?
-    {
+    let outcome = app.gateway.run_opened(admission, canonical, history).await;
+    if let Some((experiment_id, variant)) = assignment {
+        record_assignment(&app, request_id, experiment_id, variant);
+    }
+    let mut response = match outcome? {
         Outcome::Complete { response, cost } => {
             let reply = ReplyContext {
                 id: &id,
@@ -126,6 +134,73 @@ async fn run<C: ClientCodec>(
         reply::set_messages_request_id(response.headers_mut(), id_text);
     }
     Ok(response)
+}
+
+/// `X-CI-Experiment` (F-01..F-06): the caller's account's experiment of
+/// that slug, or 404 `experiment_not_found`, the same for an unknown and
+/// another account's slug (GP-10). A running or promoted experiment
+/// rewrites the request with its variant and returns (experiment, variant)
+/// for the history; any other status leaves the request untouched (F-03).
+async fn experiment(
+    app: &App,
+    inbound: &Inbound,
+    request: &mut Request,
+    request_id: Uuid,
+) -> Result<Option<(Uuid, String)>, ApiError> {
+    let headers = &inbound.parts.headers;
+    let Some(slug) = headers.get("x-ci-experiment").and_then(|v| v.to_str().ok()) else {
+        return Ok(None);
+    };
+    let experiment = app
+        .database()
+        .find_experiment(inbound.key.account_id, slug)
+        .await
+        .map_err(|e| {
+            tracing::error!(error = %e, "experiment lookup failed");
+            ApiError::new(
+                ErrorCode::InternalError,
+                "An internal error occurred; the request was not charged.",
+            )
+        })?
+        .ok_or_else(|| {
+            ApiError::new(ErrorCode::ExperimentNotFound, "No such experiment.")
+                .with_param("x-ci-experiment")
+        })?;
+    if !experiment.is_live() {
+        return Ok(None);
+    }
+    // Image requests bypass text techniques (H-06, H-10, GP-45).
+    if request.has_images() && experiment.rewrites() {
+        return Err(ApiError::new(
+            ErrorCode::IncompatibleImageInput,
+            "This experiment rewrites the prompt, which image input does not allow.",
+        )
+        .with_param("x-ci-experiment"));
+    }
+    let end_user = headers.get("x-ci-end-user").and_then(|v| v.to_str().ok());
+    // Without an end user the draw is per request (GP-44): the request ID's
+    // random bits, mixed.
+    let draw = router_core::experiments::mix(request_id.as_u64_pair().1);
+    let Some(variant) = experiment.assign(end_user, draw) else {
+        return Ok(None);
+    };
+    variant.apply(request);
+    Ok(Some((experiment.id, variant.name.clone())))
+}
+
+/// Writes the assignment on the request's history row off the reply's
+/// path; a request refused before its reservation has no row to mark.
+fn record_assignment(app: &Arc<App>, request_id: Uuid, experiment_id: Uuid, variant: String) {
+    let app = app.clone();
+    tokio::spawn(async move {
+        if let Err(e) = app
+            .database()
+            .record_experiment_assignment(request_id, experiment_id, &variant)
+            .await
+        {
+            tracing::warn!(%request_id, error = %e, "could not record the experiment assignment");
+        }
+    });
 }
 
 /// Validate the `X-CI-*` headers of an authorized call, then read at most

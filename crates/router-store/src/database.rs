@@ -6,6 +6,7 @@ use crate::api_keys::{self, ApiKeyChange, ApiKeyView, NewApiKey};
 use crate::audit::{self, Reconciliation};
 use crate::billing;
 use crate::error::{AdminError, pool_error, store_error};
+use crate::experiments;
 use crate::group_commit::{BatchSlots, GroupCommit};
 use crate::history::{self, RequestView};
 use crate::key_cache::{self, KeyCache};
@@ -296,6 +297,67 @@ impl Database {
     pub async fn revoke_session(&self, id: Uuid) -> Result<bool, StoreError> {
         let mut conn = self.connection().await?;
         sessions::revoke_session(&mut conn, id).await
+    }
+
+    /// A new draft experiment of `account_id` (409 on a taken slug).
+    pub async fn create_experiment(
+        &self,
+        account_id: Uuid,
+        slug: &str,
+        variants: &[router_core::Variant],
+    ) -> Result<router_core::Experiment, AdminError> {
+        let mut conn = self.connection().await?;
+        experiments::create(&mut conn, account_id, slug, variants).await
+    }
+
+    /// The account's experiment `slug` (another account's is `None`).
+    pub async fn find_experiment(
+        &self,
+        account_id: Uuid,
+        slug: &str,
+    ) -> Result<Option<router_core::Experiment>, StoreError> {
+        let mut conn = self.connection().await?;
+        experiments::find(&mut conn, account_id, slug).await
+    }
+
+    pub async fn list_experiments(
+        &self,
+        account_id: Uuid,
+    ) -> Result<Vec<router_core::Experiment>, StoreError> {
+        let mut conn = self.connection().await?;
+        experiments::list(&mut conn, account_id).await
+    }
+
+    /// Moves an experiment along its lifecycle, if allowed from where it is.
+    pub async fn set_experiment_status(
+        &self,
+        account_id: Uuid,
+        slug: &str,
+        to: router_core::ExperimentStatus,
+        winner: Option<&str>,
+    ) -> Result<experiments::StatusChange, StoreError> {
+        let mut conn = self.connection().await?;
+        experiments::set_status(&mut conn, account_id, slug, to, winner).await
+    }
+
+    /// Requests per variant of an experiment.
+    pub async fn experiment_assignments(
+        &self,
+        experiment_id: Uuid,
+    ) -> Result<Vec<(String, i64)>, StoreError> {
+        let mut conn = self.connection().await?;
+        experiments::assignment_counts(&mut conn, experiment_id).await
+    }
+
+    /// Marks a request's history row with its experiment and variant.
+    pub async fn record_experiment_assignment(
+        &self,
+        request_id: Uuid,
+        experiment_id: Uuid,
+        variant: &str,
+    ) -> Result<(), StoreError> {
+        let mut conn = self.connection().await?;
+        experiments::record_assignment(&mut conn, request_id, experiment_id, variant).await
     }
 
     /// Checks that the ledger balances and agrees with wallets and holds.

@@ -22,6 +22,7 @@ pub mod audit;
 pub mod billing;
 mod database;
 mod error;
+pub mod experiments;
 mod group_commit;
 pub mod history;
 pub mod key_cache;

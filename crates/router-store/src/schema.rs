@@ -67,6 +67,8 @@ diesel::table! {
         created_at -> Timestamptz,
         finished_at -> Nullable<Timestamptz>,
         reported_nano -> Nullable<Int8>,
+        experiment_id -> Nullable<Uuid>,
+        experiment_variant -> Nullable<Text>,
     }
 }
 

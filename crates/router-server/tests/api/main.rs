@@ -13,6 +13,7 @@ mod completions;
 mod crash;
 mod cross_protocol;
 mod docs;
+mod experiments;
 mod harness;
 mod images;
 mod key_limits;
