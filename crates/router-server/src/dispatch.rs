@@ -289,6 +289,9 @@ async fn route(
             admin::update_experiment(&app, request, param.as_deref(), second.as_deref(), &id_text)
                 .await
         }
+        Handler::AdminRunJob => crate::jobs::run_now(&app, param.as_deref())
+            .await
+            .map(|view| reply::json_value(http::StatusCode::OK, &view, &id_text)),
         Handler::AdminDeleteSession => {
             admin::delete_session(&app, param.as_deref(), &id_text).await
         }

@@ -82,6 +82,8 @@ pub enum Handler {
     /// `GET /openapi.json`: the OpenAPI document (`openapi.rs`).
     OpenApi,
     AdminCreateSession,
+    /// `POST /admin/jobs/{name}/run` (`jobs.rs`).
+    AdminRunJob,
     AdminDeleteSession,
     /// An account's A/B experiments (`operator.rs`, docs/admin-api.md).
     AdminCreateExperiment,
@@ -178,7 +180,7 @@ use ParamRule::{ChannelId, Platform};
 /// Every route. Scopes as the spec's Authentication section states them;
 /// videos take `inference` (GP-73). One row per line, so kept out of rustfmt.
 #[rustfmt::skip]
-pub static ROUTES: [Route; 55] = [
+pub static ROUTES: [Route; 56] = [
     // Inference (B..E).
     row(POST,   "/v1/chat/completions",          key(INFERENCE),            OpenAi,      Infer(ChatCompletions)),
     row(POST,   "/v1/responses",                 key(INFERENCE),            OpenAi,      Infer(Responses)),
@@ -247,6 +249,7 @@ pub static ROUTES: [Route; 55] = [
     row(GET,    "/admin/accounts/{id}/experiments",        Admin,       OpenAi,      AdminListExperiments),
     row(GET,    "/admin/accounts/{id}/experiments/{slug}", Admin,       OpenAi,      AdminGetExperiment),
     row(PATCH,  "/admin/accounts/{id}/experiments/{slug}", Admin,       OpenAi,      AdminUpdateExperiment),
+    row(POST,   "/admin/jobs/{name}/run",        Admin,                     OpenAi,      AdminRunJob),
 ];
 
 #[cfg(test)]

@@ -143,6 +143,18 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    job_leases (name) {
+        name -> Text,
+        leased_until -> Timestamptz,
+        leased_by -> Text,
+        last_started_at -> Timestamptz,
+        last_finished_at -> Nullable<Timestamptz>,
+        last_processed -> Nullable<Int8>,
+        last_error -> Nullable<Text>,
+    }
+}
+
 diesel::joinable!(wallets -> accounts (account_id));
 diesel::joinable!(browser_sessions -> accounts (account_id));
 diesel::joinable!(magic_links -> accounts (account_id));

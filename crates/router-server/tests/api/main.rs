@@ -16,6 +16,7 @@ mod docs;
 mod experiments;
 mod harness;
 mod images;
+mod jobs;
 mod key_limits;
 mod key_policies;
 mod messages;

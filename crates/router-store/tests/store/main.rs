@@ -10,6 +10,7 @@ mod api_keys;
 mod billing;
 mod ceiling;
 mod integrity;
+mod jobs;
 mod key_policies;
 mod ledger;
 mod migrations;
