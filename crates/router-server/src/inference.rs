@@ -85,6 +85,8 @@ async fn run<C: ClientCodec>(
         }
     }
     let model = canonical.model.clone();
+    // The request's `zdr`; the account's switch (issue 18) adds to it.
+    let zdr = canonical.routing.zdr;
     let admission = Admission {
         request_id,
         account_id: inbound.key.account_id,
@@ -92,8 +94,7 @@ async fn run<C: ClientCodec>(
         policy_version: inbound.key.policy.version,
         key_limited: inbound.key.policy.limits.any(),
         inbound: codec.protocol(),
-        // The request's `zdr`; the account's switch (issue 18) adds to it.
-        zdr: canonical.routing.zdr,
+        zdr,
         trace: log.trace(),
     };
     let history = app
@@ -101,6 +102,32 @@ async fn run<C: ClientCodec>(
         .open_thinking(admission.inbound, &canonical)
         .map_err(|e| e.to_api_error((surface.signature_param)(&inbound.body, &e)))?;
     let id = format!("{}{}", surface.id_prefix, request_id.simple());
+    let cache = ResponseCache::for_request(&inbound.key, &canonical, zdr);
+    if let Some(cache) = &cache
+        && let Some(cached) = cache.lookup(&app).await
+    {
+        cache
+            .record_hit(&app, request_id, &model, admission.inbound, &cached.usage)
+            .await;
+        if let Some((experiment_id, variant)) = assignment {
+            record_assignment(&app, request_id, experiment_id, variant);
+        }
+        let reply = ReplyContext {
+            id: &id,
+            model: &model,
+            created: unix_now(),
+            cost: Some(router_canonical::NanoUsd::ZERO),
+        };
+        let body = codec.encode_response(&cached, &reply, &extra);
+        let mut response = reply::json(StatusCode::OK, body, id_text);
+        response
+            .headers_mut()
+            .insert(CACHE_HEADER, http::HeaderValue::from_static("hit"));
+        if surface.messages_request_id {
+            reply::set_messages_request_id(response.headers_mut(), id_text);
+        }
+        return Ok(response);
+    }
     let outcome = app.gateway.run_opened(admission, canonical, history).await;
     if let Some((experiment_id, variant)) = assignment {
         record_assignment(&app, request_id, experiment_id, variant);
@@ -114,7 +141,14 @@ async fn run<C: ClientCodec>(
                 cost: Some(cost),
             };
             let body = codec.encode_response(&response, &reply, &extra);
-            reply::json(StatusCode::OK, body, id_text)
+            let mut reply = reply::json(StatusCode::OK, body, id_text);
+            if let Some(cache) = cache {
+                cache.store(&app, &response).await;
+                reply
+                    .headers_mut()
+                    .insert(CACHE_HEADER, http::HeaderValue::from_static("miss"));
+            }
+            reply
         }
         Outcome::Stream(live) => {
             let stream = StreamContext {
@@ -134,6 +168,91 @@ async fn run<C: ClientCodec>(
         reply::set_messages_request_id(response.headers_mut(), id_text);
     }
     Ok(response)
+}
+
+/// Says whether the exact-response cache answered (`hit`) or was asked
+/// and did not (`miss`); absent when the cache does not apply.
+const CACHE_HEADER: &str = "x-ci-cache";
+
+/// The exact-response cache of one request (issue 16): only for a key that
+/// opted in, a non-streaming request without image input (G-20, H-10), and
+/// never under zero data retention (J-09). The fingerprint covers the whole
+/// canonical request: model, body (experiment variant applied) and routing
+/// options; the account is the other half of the key.
+struct ResponseCache {
+    account_id: Uuid,
+    api_key_id: Uuid,
+    ttl_seconds: i32,
+    fingerprint: [u8; 32],
+}
+
+impl ResponseCache {
+    fn for_request(key: &ApiKeyRecord, request: &Request, zdr: bool) -> Option<ResponseCache> {
+        let ttl_seconds = key.policy.response_cache_ttl_seconds?;
+        if zdr || request.stream || request.has_images() {
+            return None;
+        }
+        let canonical = serde_json::to_vec(request).ok()?;
+        Some(ResponseCache {
+            account_id: key.account_id,
+            api_key_id: key.key_id,
+            ttl_seconds,
+            fingerprint: router_store::response_cache::fingerprint(&canonical),
+        })
+    }
+
+    /// The cached reply; a failed read is a miss, never an error.
+    async fn lookup(&self, app: &App) -> Option<router_canonical::Response> {
+        let stored = app
+            .database()
+            .cached_response(self.account_id, &self.fingerprint, self.ttl_seconds)
+            .await
+            .map_err(|e| tracing::warn!(error = %e, "response cache read failed"))
+            .ok()??;
+        serde_json::from_str(&stored)
+            .map_err(|e| tracing::warn!(error = %e, "unreadable response cache entry"))
+            .ok()
+    }
+
+    async fn record_hit(
+        &self,
+        app: &App,
+        request_id: Uuid,
+        model: &str,
+        inbound: router_canonical::Protocol,
+        usage: &router_canonical::Usage,
+    ) {
+        let hit = router_store::response_cache::CacheHit {
+            request_id,
+            account_id: self.account_id,
+            api_key_id: self.api_key_id,
+            model: app
+                .gateway
+                .catalog()
+                .model(model)
+                .map_or_else(|| model.to_owned(), |m| m.id.clone()),
+            inbound_protocol: inbound,
+            usage: *usage,
+        };
+        if let Err(e) = app.database().record_cache_hit(&hit).await {
+            tracing::warn!(%request_id, error = %e, "could not record a cache hit");
+        }
+    }
+
+    /// Stores a fresh answer before replying, so the client's next
+    /// identical request finds it (only keys that opted in pay the write).
+    async fn store(self, app: &App, response: &router_canonical::Response) {
+        let Ok(json) = serde_json::to_string(response) else {
+            return;
+        };
+        if let Err(e) = app
+            .database()
+            .cache_response(self.account_id, &self.fingerprint, &json)
+            .await
+        {
+            tracing::warn!(error = %e, "could not store a cached response");
+        }
+    }
 }
 
 /// `X-CI-Experiment` (F-01..F-06): the caller's account's experiment of

@@ -45,11 +45,24 @@ pub struct JobSpec {
 }
 
 /// Every job.
-pub static REGISTRY: &[JobSpec] = &[JobSpec {
-    name: "hold-reaper",
-    every: |app| app.reaper_interval,
-    run: |app| Box::pin(reap_expired_holds(app)),
-}];
+pub static REGISTRY: &[JobSpec] = &[
+    JobSpec {
+        name: "hold-reaper",
+        every: |app| app.reaper_interval,
+        run: |app| Box::pin(reap_expired_holds(app)),
+    },
+    JobSpec {
+        name: "response-cache-purge",
+        every: |_| Duration::from_secs(600),
+        run: |app| Box::pin(purge_response_cache(app)),
+    },
+];
+
+/// Deletes exact-response cache entries older than any key's TTL (reads
+/// check the TTL themselves; this only bounds what is kept).
+async fn purge_response_cache(app: &App) -> Result<u64, JobError> {
+    Ok(app.database().purge_response_cache().await?)
+}
 
 /// Releases holds of requests that died with their process (crash, kill
 /// -9), on any instance: the holds carry an expiry that live requests

@@ -158,6 +158,9 @@ pub struct NewApiKey {
     ip_allowlist: Option<Vec<String>>,
     #[serde(default)]
     prompt_cache_mode: Option<String>,
+    /// Opt in to the exact-response cache: 1 to 86400 seconds.
+    #[serde(default)]
+    response_cache_ttl_seconds: Option<u64>,
     #[serde(default)]
     spend_limits: Option<Vec<SpendLimitJson>>,
     #[serde(default)]
@@ -185,6 +188,8 @@ pub struct ApiKeyPatch {
     ip_allowlist: Option<Option<Vec<String>>>,
     #[serde(default, deserialize_with = "present")]
     prompt_cache_mode: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    response_cache_ttl_seconds: Option<Option<u64>>,
     #[serde(default, deserialize_with = "present")]
     spend_limits: Option<Option<Vec<SpendLimitJson>>>,
     #[serde(default, deserialize_with = "present")]
@@ -242,6 +247,20 @@ fn parse_ip_allowlist(entries: &[String]) -> Result<Vec<ipnet::IpNet>, ApiError>
         .collect()
 }
 
+/// The exact-response cache's TTL: 1 second to a day.
+fn parse_response_cache_ttl(seconds: u64) -> Result<i32, ApiError> {
+    let max = router_store::response_cache::MAX_TTL_SECONDS;
+    i32::try_from(seconds)
+        .ok()
+        .filter(|s| (1..=max).contains(s))
+        .ok_or_else(|| {
+            ApiError::invalid(
+                "response_cache_ttl_seconds",
+                format!("`response_cache_ttl_seconds` is from 1 to {max}."),
+            )
+        })
+}
+
 fn parse_prompt_cache_mode(text: &str) -> Result<PromptCacheMode, ApiError> {
     PromptCacheMode::parse(text).ok_or_else(|| {
         ApiError::invalid(
@@ -282,6 +301,10 @@ pub async fn create_api_key(app: &App, body: Value) -> Result<Value, ApiError> {
             .prompt_cache_mode
             .as_deref()
             .map(parse_prompt_cache_mode)
+            .transpose()?,
+        response_cache_ttl_seconds: new
+            .response_cache_ttl_seconds
+            .map(parse_response_cache_ttl)
             .transpose()?,
         limits,
         version: 0,
@@ -383,6 +406,10 @@ pub async fn update_api_key(app: &App, id: Uuid, body: Value) -> Result<Value, A
             .prompt_cache_mode
             .map(|set| set.as_deref().map(parse_prompt_cache_mode).transpose())
             .transpose()?,
+        response_cache_ttl_seconds: patch
+            .response_cache_ttl_seconds
+            .map(|set| set.map(parse_response_cache_ttl).transpose())
+            .transpose()?,
         spend_limits: patch
             .spend_limits
             .map(|set| set.map(parse_spend_limits).transpose().map(Option::flatten))
@@ -453,6 +480,7 @@ fn policy_json(policy: &KeyPolicy) -> Value {
             .as_ref()
             .map(|nets| nets.iter().map(ToString::to_string).collect::<Vec<_>>()),
         "prompt_cache_mode": policy.prompt_cache_mode,
+        "response_cache_ttl_seconds": policy.response_cache_ttl_seconds,
         "spend_limits": policy.limits.spend_limits.as_ref().map(|windows| {
             windows
                 .iter()
@@ -504,6 +532,7 @@ fn request_json(view: &router_store::RequestView) -> Value {
         "finished_at": view.finished_at,
         "experiment_id": view.experiment_id,
         "experiment_variant": view.experiment_variant,
+        "cache_hit": view.cache_hit,
         "hold": view.hold,
         "attempts": view.attempts,
         "ledger": view.ledger_entries,

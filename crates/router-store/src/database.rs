@@ -12,6 +12,7 @@ use crate::history::{self, RequestView};
 use crate::jobs;
 use crate::key_cache::{self, KeyCache};
 use crate::migrations;
+use crate::response_cache::{self, CacheHit};
 use crate::sessions::{self, MagicLinkIssue, NewSession, SessionRecord};
 use crate::thinking_seal_keys;
 use diesel::IntoSql;
@@ -359,6 +360,48 @@ impl Database {
     ) -> Result<(), StoreError> {
         let mut conn = self.connection().await?;
         experiments::record_assignment(&mut conn, request_id, experiment_id, variant).await
+    }
+
+    /// The account's cached answer to `fingerprint`, if stored within
+    /// `ttl_seconds` (the canonical response JSON).
+    pub async fn cached_response(
+        &self,
+        account_id: Uuid,
+        fingerprint: &[u8; 32],
+        ttl_seconds: i32,
+    ) -> Result<Option<String>, StoreError> {
+        let mut conn = self.connection().await?;
+        response_cache::lookup(&mut conn, account_id, fingerprint, ttl_seconds).await
+    }
+
+    /// Stores the account's answer to `fingerprint`.
+    pub async fn cache_response(
+        &self,
+        account_id: Uuid,
+        fingerprint: &[u8; 32],
+        response: &str,
+    ) -> Result<(), StoreError> {
+        let mut conn = self.connection().await?;
+        response_cache::store(&mut conn, account_id, fingerprint, response).await
+    }
+
+    /// Records a request answered from the cache in the history.
+    pub async fn record_cache_hit(&self, hit: &CacheHit) -> Result<(), StoreError> {
+        let mut conn = self.connection().await?;
+        response_cache::record_hit(&mut conn, hit).await
+    }
+
+    /// Deletes the account's exact-response cache (enabling account zero
+    /// data retention calls this, J-09) and tells every instance.
+    pub async fn clear_response_cache(&self, account_id: Uuid) -> Result<u64, StoreError> {
+        let mut conn = self.connection().await?;
+        response_cache::clear(&mut conn, account_id).await
+    }
+
+    /// Removes cache entries older than any key's TTL.
+    pub async fn purge_response_cache(&self) -> Result<u64, StoreError> {
+        let mut conn = self.connection().await?;
+        response_cache::purge(&mut conn).await
     }
 
     /// Takes a background job's lease (see [`jobs::try_lease`]).

@@ -149,6 +149,8 @@ pub struct RequestView {
     /// The experiment and variant the request was assigned (F-01).
     pub experiment_id: Option<Uuid>,
     pub experiment_variant: Option<String>,
+    /// Answered from the exact-response cache: charged 0, no hold.
+    pub cache_hit: bool,
     pub hold: Option<HoldView>,
     /// In attempt order.
     pub attempts: Vec<AttemptView>,
@@ -229,6 +231,7 @@ struct RequestRow {
     reported_nano: Option<i64>,
     experiment_id: Option<Uuid>,
     experiment_variant: Option<String>,
+    cache_hit: bool,
 }
 
 type HoldRow = (
@@ -360,6 +363,7 @@ fn request_view(
         finished_at: request.finished_at.map(rfc3339),
         experiment_id: request.experiment_id,
         experiment_variant: request.experiment_variant,
+        cache_hit: request.cache_hit,
         hold: hold.map(
             |(amount_nano, status, expires_at, created_at, released_at)| HoldView {
                 amount_nano,

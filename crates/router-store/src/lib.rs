@@ -29,6 +29,7 @@ pub mod jobs;
 pub mod key_cache;
 pub mod migrations;
 mod prepared;
+pub mod response_cache;
 pub mod schema;
 mod secret;
 pub mod sessions;

@@ -150,6 +150,7 @@ async fn the_secret_is_stored_nowhere() {
         "browser_sessions",
         "magic_links",
         "experiments",
+        "response_cache",
         "job_leases",
     ];
     let mut hash_found = 0;
