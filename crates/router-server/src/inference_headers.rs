@@ -55,15 +55,13 @@ pub fn validate(headers: &http::HeaderMap) -> Result<(), ApiError> {
             ));
         }
     }
-    if let Some(slug) = header(headers, "x-ci-experiment")? {
-        if slug.is_empty() {
-            return Err(ApiError::invalid(
-                "x-ci-experiment",
-                "`X-CI-Experiment` must not be empty",
-            ));
-        }
-        // Which experiment it names is looked up once the key's account is
-        // known (`inference::experiment`).
+    // Which experiment a slug names is looked up once the key's account is
+    // known (`inference::experiment`).
+    if header(headers, "x-ci-experiment")?.is_some_and(str::is_empty) {
+        return Err(ApiError::invalid(
+            "x-ci-experiment",
+            "`X-CI-Experiment` must not be empty",
+        ));
     }
     Ok(())
 }
