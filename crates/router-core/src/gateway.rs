@@ -69,6 +69,10 @@ pub struct Admission {
     /// The server sets it from the request's `zdr` or the account's
     /// data-protection switch; `false` never relaxes a request's own `zdr`.
     pub zdr: bool,
+    /// Prompt-cache affinity (F-16): the route that last served this
+    /// request's cacheable prefix. Tried first when the plan has it;
+    /// it never brings back a route the plan filtered out.
+    pub preferred_route: Option<String>,
     /// Filled as the lifecycle goes, for the request's log line.
     pub trace: Arc<RequestTrace>,
 }
@@ -167,7 +171,13 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
     ) -> Result<Outcome<S, P>, ApiError> {
         // ZDR adds to the request's own option, never relaxes it (F-27).
         request.routing.zdr |= admission.zdr;
-        let plan = routing::plan(&self.inner.catalog, &request, admission.inbound)?;
+        let mut plan = routing::plan(&self.inner.catalog, &request, admission.inbound)?;
+        if let Some(preferred) = &admission.preferred_route
+            && let Some(at) = plan.routes.iter().position(|r| &r.id == preferred)
+        {
+            let route = plan.routes.remove(at);
+            plan.routes.insert(0, route);
+        }
         check_output_limit(&plan.model, &request)?;
         let reserve = pricing::reservation(&plan.model, &plan.routes, &request).map_err(|_| {
             ApiError::for_field(

@@ -279,6 +279,7 @@ fn request(model: &str) -> Request {
 fn admission() -> Admission {
     Admission {
         zdr: false,
+        preferred_route: None,
         request_id: Uuid::new_v4(),
         account_id: Uuid::new_v4(),
         api_key_id: Uuid::new_v4(),

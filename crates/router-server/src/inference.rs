@@ -5,6 +5,7 @@
 //! the codec's SSE dialect. What differs per surface is a [`Surface`]: a
 //! client codec and its HTTP settings (`surfaces.rs`).
 
+use crate::affinity::{self, Affinity};
 use crate::app::App;
 use crate::auth;
 use crate::body::read_limited;
@@ -87,6 +88,8 @@ async fn run<C: ClientCodec>(
     let model = canonical.model.clone();
     // The request's `zdr`; the account's switch (issue 18) adds to it.
     let zdr = canonical.routing.zdr;
+    let affinity = Affinity::lookup(&app, &inbound.parts.headers, &inbound.key, &canonical).await;
+    let trace = log.trace();
     let admission = Admission {
         request_id,
         account_id: inbound.key.account_id,
@@ -95,7 +98,8 @@ async fn run<C: ClientCodec>(
         key_limited: inbound.key.policy.limits.any(),
         inbound: codec.protocol(),
         zdr,
-        trace: log.trace(),
+        preferred_route: affinity.as_ref().and_then(Affinity::preferred_route),
+        trace: trace.clone(),
     };
     let history = app
         .gateway
@@ -132,7 +136,17 @@ async fn run<C: ClientCodec>(
     if let Some((experiment_id, variant)) = assignment {
         record_assignment(&app, request_id, experiment_id, variant);
     }
-    let mut response = match outcome? {
+    let outcome = outcome?;
+    // The route is known once a reply or a stream has started.
+    let affinity_state = match (&affinity, trace.route_id()) {
+        (Some(affinity), Some(served)) => {
+            let state = affinity.state(trace.first_route_id().as_deref(), Some(&served));
+            affinity.record(&app, &served).await;
+            Some(state)
+        }
+        _ => None,
+    };
+    let mut response = match outcome {
         Outcome::Complete { response, cost } => {
             let reply = ReplyContext {
                 id: &id,
@@ -166,6 +180,15 @@ async fn run<C: ClientCodec>(
     };
     if surface.messages_request_id {
         reply::set_messages_request_id(response.headers_mut(), id_text);
+    }
+    // Completions validates and applies the prompt-cache headers but has no
+    // affinity header (CF-10).
+    if let Some(state) = affinity_state
+        && codec.protocol() != router_canonical::Protocol::Completions
+    {
+        response
+            .headers_mut()
+            .insert(affinity::HEADER, http::HeaderValue::from_static(state));
     }
     Ok(response)
 }

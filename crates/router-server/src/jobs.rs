@@ -56,7 +56,17 @@ pub static REGISTRY: &[JobSpec] = &[
         every: |_| Duration::from_secs(600),
         run: |app| Box::pin(purge_response_cache(app)),
     },
+    JobSpec {
+        name: "affinity-purge",
+        every: |_| Duration::from_secs(3600),
+        run: |app| Box::pin(purge_affinity(app)),
+    },
 ];
+
+/// Deletes prompt-cache route preferences that expired a day ago or more.
+async fn purge_affinity(app: &App) -> Result<u64, JobError> {
+    Ok(app.database().purge_affinity().await?)
+}
 
 /// Deletes exact-response cache entries older than any key's TTL (reads
 /// check the TTL themselves; this only bounds what is kept).

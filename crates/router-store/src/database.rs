@@ -2,6 +2,7 @@
 //! functions. Each method checks one connection out for one operation.
 
 use crate::accounts::{self, AccountRow, AccountView};
+use crate::affinity::{self, AffinityHint};
 use crate::api_keys::{self, ApiKeyChange, ApiKeyView, NewApiKey};
 use crate::audit::{self, Reconciliation};
 use crate::billing;
@@ -396,6 +397,32 @@ impl Database {
     pub async fn clear_response_cache(&self, account_id: Uuid) -> Result<u64, StoreError> {
         let mut conn = self.connection().await?;
         response_cache::clear(&mut conn, account_id).await
+    }
+
+    /// The stored prompt-cache route preference of a prefix.
+    pub async fn affinity_hint(
+        &self,
+        fingerprint: &[u8; 32],
+    ) -> Result<Option<AffinityHint>, StoreError> {
+        let mut conn = self.connection().await?;
+        affinity::lookup(&mut conn, fingerprint).await
+    }
+
+    /// Prefers `route_id` for the prefix for `ttl_seconds`.
+    pub async fn record_affinity(
+        &self,
+        fingerprint: &[u8; 32],
+        route_id: &str,
+        ttl_seconds: i32,
+    ) -> Result<(), StoreError> {
+        let mut conn = self.connection().await?;
+        affinity::record(&mut conn, fingerprint, route_id, ttl_seconds).await
+    }
+
+    /// Deletes long-expired route preferences.
+    pub async fn purge_affinity(&self) -> Result<u64, StoreError> {
+        let mut conn = self.connection().await?;
+        affinity::purge(&mut conn).await
     }
 
     /// Removes cache entries older than any key's TTL.

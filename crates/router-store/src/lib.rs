@@ -17,6 +17,7 @@
 #![warn(unreachable_pub)]
 
 pub mod accounts;
+pub mod affinity;
 pub mod api_keys;
 pub mod audit;
 pub mod billing;

@@ -4,6 +4,7 @@ use router_core::{Catalog, Gateway, GatewayConfig, SealKey};
 use router_mock_supplier::MockSupplier;
 use router_mock_supplier::smtp_sink::SmtpSink;
 use router_server::App;
+pub use router_server::app::PromptCacheSettings;
 use router_server::client_addr::TrustedProxies;
 use router_server::docs::Docs;
 use router_server::mail::Mailer;
@@ -346,6 +347,7 @@ impl TestRouter {
             false,
             ImageSettings::default(),
             "",
+            PromptCacheSettings::default(),
         )
         .await
     }
@@ -360,6 +362,21 @@ impl TestRouter {
             false,
             ImageSettings::default(),
             extra,
+            PromptCacheSettings::default(),
+        )
+        .await
+    }
+
+    /// A router with these prompt-cache affinity settings and catalog extras.
+    pub async fn start_prompt_cache(settings: PromptCacheSettings, extra: &str) -> TestRouter {
+        TestRouter::start_full(
+            Duration::from_secs(180),
+            TrustedProxies::default(),
+            "127.0.0.1:0",
+            false,
+            ImageSettings::default(),
+            extra,
+            settings,
         )
         .await
     }
@@ -373,6 +390,7 @@ impl TestRouter {
             false,
             images,
             "",
+            PromptCacheSettings::default(),
         )
         .await
     }
@@ -386,6 +404,7 @@ impl TestRouter {
             true,
             ImageSettings::default(),
             "",
+            PromptCacheSettings::default(),
         )
         .await
     }
@@ -397,6 +416,7 @@ impl TestRouter {
         mail: bool,
         images: ImageSettings,
         extra_catalog: &str,
+        prompt_cache: PromptCacheSettings,
     ) -> TestRouter {
         let _ = rustls::crypto::ring::default_provider().install_default();
         router_server::metrics::install();
@@ -450,6 +470,7 @@ impl TestRouter {
             mailer,
             session_ttl: router_server::session::DEFAULT_TTL,
             reaper_interval: Duration::from_secs(30),
+            prompt_cache,
             // Tests are who the time-bending routes are for.
             test_hooks: true,
         });
@@ -498,6 +519,7 @@ impl TestRouter {
             mailer: None,
             session_ttl: router_server::session::DEFAULT_TTL,
             reaper_interval: Duration::from_secs(30),
+            prompt_cache: PromptCacheSettings::default(),
             // Tests are who the time-bending routes are for.
             test_hooks: true,
         });

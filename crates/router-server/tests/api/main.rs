@@ -21,6 +21,7 @@ mod key_limits;
 mod key_policies;
 mod messages;
 mod observability;
+mod prompt_cache;
 mod response_cache;
 mod responses;
 mod retries;

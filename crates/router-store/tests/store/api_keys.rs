@@ -151,6 +151,7 @@ async fn the_secret_is_stored_nowhere() {
         "magic_links",
         "experiments",
         "response_cache",
+        "prompt_cache_affinity",
         "job_leases",
     ];
     let mut hash_found = 0;

@@ -85,6 +85,7 @@ pub(crate) async fn app(
         mailer: config.mailer.clone(),
         session_ttl: config.session_ttl,
         reaper_interval: config.reaper_interval,
+        prompt_cache: config.prompt_cache,
         test_hooks: config.test_hooks,
     })
 }
