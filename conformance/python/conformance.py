@@ -1234,6 +1234,16 @@ def main() -> int:
     anthropic_sdk_default = anthropic.Anthropic(
         api_key=args.api_key, base_url=base, max_retries=0, timeout=60, _strict_response_validation=True
     )
+    # L-01 (issue 17): the official SDK parses GET /v1/models with strict
+    # validation. Its failure stops the client, so every cell fails the run.
+    try:
+        models_page = openai_client.models.list()
+        check(len(models_page.data) > 0, "GET /v1/models listed no model")
+        for model in models_page.data:
+            check(model.object == "model" and isinstance(model.created, int), f"{model!r}")
+    except Exception as error:  # noqa: BLE001 - any failure is the finding
+        print(f"conformance[{CLIENT}] GET /v1/models via models.list(): {error!r}", file=sys.stderr)
+        return 1
     surfaces: dict[str, Callable[[], Any]] = {
         "chat": lambda: ChatSurface(openai_client, live),
         "responses": lambda: ResponsesSurface(openai_client, live),

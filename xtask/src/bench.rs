@@ -508,6 +508,37 @@ fn key_policies(bench: &Bench, router: &Router, admin_token: &str) -> Result<Key
 /// `GET /v1/docs?q=...` at 1,000 rps, beside the same router's `/healthz` (the HTTP floor:
 /// no key, no work) and `/v1/docs` without `q` (the key check and a pre-rendered answer), so
 /// the search's own cost is the difference.
+/// The catalog views at saturation (issue 17: they are precomputed per
+/// release, so they should serve at least at the inference path's rate).
+fn catalog_views(bench: &Bench, router: &Router) -> Result<report::CatalogViews> {
+    let get = |path: &str, key: bool| Call {
+        addr: router.addr.clone(),
+        path: path.to_owned(),
+        headers: if key {
+            vec![(
+                "authorization".to_owned(),
+                format!("Bearer {}", router.api_key),
+            )]
+        } else {
+            Vec::new()
+        },
+        body: String::new(),
+    };
+    let mut out = Vec::new();
+    for (label, call) in [
+        ("GET /v1/models", get("/v1/models", true)),
+        ("GET /public/models", get("/public/models", false)),
+        ("GET /catalog/models", get("/catalog/models", false)),
+    ] {
+        bench.check_stop()?;
+        let warm = Duration::from_secs(1);
+        let _ = load::run(&bench.oha, &bench.work, &call, Shape::Rate(500), warm);
+        let figures = bench.load(label, &call, Shape::Saturation, bench.options.duration);
+        out.push((label.to_owned(), figures));
+    }
+    Ok(out)
+}
+
 fn docs_search(bench: &Bench, router: &Router) -> Result<DocsSearch> {
     let get = |path: &str, key: bool| Call {
         addr: router.addr.clone(),
@@ -726,6 +757,7 @@ pub fn run(args: &[String]) -> Result<bool> {
 
     bench.check_stop()?;
     report.docs_search = Some(docs_search(&bench, &router).map_err(|e| format!("{e:#}")));
+    report.catalog_views = Some(catalog_views(&bench, &router).map_err(|e| format!("{e:#}")));
 
     for peer in bench.options.peers.clone() {
         bench.check_stop()?;

@@ -15,10 +15,12 @@ pub enum Capability {
     Thinking,
     ResponseFormat,
     Streaming,
+    /// The route honours prompt-cache markers (automatic `cache_control`).
+    PromptCache,
 }
 
 impl Capability {
-    pub const ALL: [Capability; 7] = [
+    pub const ALL: [Capability; 8] = [
         Capability::Tools,
         Capability::Vision,
         Capability::Stop,
@@ -26,6 +28,7 @@ impl Capability {
         Capability::Thinking,
         Capability::ResponseFormat,
         Capability::Streaming,
+        Capability::PromptCache,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -37,6 +40,7 @@ impl Capability {
             Capability::Thinking => "thinking",
             Capability::ResponseFormat => "response_format",
             Capability::Streaming => "streaming",
+            Capability::PromptCache => "prompt_cache",
         }
     }
 }

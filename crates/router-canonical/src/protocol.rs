@@ -5,8 +5,9 @@ use std::fmt;
 use std::str::FromStr;
 
 /// A wire protocol. `Completions` is inbound only: it rides the Chat path.
-/// `Images` (OpenAI Images generation) is not a chat dialect: its routes serve
-/// only image models, through the image codec ([`crate::image`]).
+/// `Images` (OpenAI Images generation) and `Videos` are not chat dialects:
+/// their routes serve only image and video models; no text inference
+/// request is ever routed to them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Protocol {
@@ -15,6 +16,7 @@ pub enum Protocol {
     Messages,
     Completions,
     Images,
+    Videos,
 }
 
 impl Protocol {
@@ -35,7 +37,14 @@ impl Protocol {
             Protocol::Messages => "messages",
             Protocol::Completions => "completions",
             Protocol::Images => "images",
+            Protocol::Videos => "videos",
         }
+    }
+
+    /// Whether this is a media-generation protocol (images, videos) rather
+    /// than a text-inference one.
+    pub fn is_media(self) -> bool {
+        matches!(self, Protocol::Images | Protocol::Videos)
     }
 }
 
@@ -46,7 +55,9 @@ impl fmt::Display for Protocol {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown protocol `{0}` (expected chat, responses, messages, completions or images)")]
+#[error(
+    "unknown protocol `{0}` (expected chat, responses, messages, completions, images or videos)"
+)]
 pub struct UnknownProtocol(pub String);
 
 impl FromStr for Protocol {
@@ -58,6 +69,7 @@ impl FromStr for Protocol {
             "messages" => Ok(Protocol::Messages),
             "completions" => Ok(Protocol::Completions),
             "images" => Ok(Protocol::Images),
+            "videos" => Ok(Protocol::Videos),
             other => Err(UnknownProtocol(other.to_owned())),
         }
     }

@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
+/// A catalog that cannot be served: the file, the line and what is wrong.
 #[derive(Debug, thiserror::Error)]
 pub enum CatalogError {
     #[error("cannot read catalog {path}: {source}")]
@@ -17,8 +18,32 @@ pub enum CatalogError {
         path: String,
         source: std::io::Error,
     },
-    #[error("invalid catalog TOML: {0}")]
-    Toml(#[from] toml::de::Error),
+    #[error("{path}, line {line}: {problem}")]
+    Invalid {
+        path: String,
+        /// 1-based line of the offending entry.
+        line: usize,
+        problem: Problem,
+    },
+}
+
+impl CatalogError {
+    /// What is wrong, when the file was read.
+    pub fn problem(&self) -> Option<&Problem> {
+        match self {
+            CatalogError::Read { .. } => None,
+            CatalogError::Invalid { problem, .. } => Some(problem),
+        }
+    }
+}
+
+/// What makes a catalog invalid. Each names the entry and field.
+#[derive(Debug, thiserror::Error)]
+pub enum Problem {
+    /// TOML syntax, a wrong type, a missing or unknown field; the message
+    /// names the field.
+    #[error("{0}")]
+    Toml(String),
     #[error("duplicate {kind} id `{id}`")]
     Duplicate { kind: &'static str, id: String },
     #[error("route `{route}` names unknown {kind} `{id}`")]
@@ -28,7 +53,7 @@ pub enum CatalogError {
         id: String,
     },
     #[error(
-        "route `{route}` uses protocol `completions`; routes speak chat, responses or messages"
+        "route `{route}` uses protocol `completions`; routes speak chat, responses, messages, images or videos"
     )]
     CompletionsRoute { route: String },
     #[error("model `{model}` is supply-priced but route `{route}` has no quote")]
@@ -37,6 +62,31 @@ pub enum CatalogError {
     MissingRates { model: String },
     #[error("unknown capability `{name}` on route `{route}`")]
     UnknownCapability { route: String, name: String },
+    #[error("model `{model}`: field `{field}` is required for a{article} {modality} model")]
+    MissingModalityField {
+        model: String,
+        field: &'static str,
+        article: &'static str,
+        modality: Modality,
+    },
+    #[error("model `{model}`: field `{field}` applies only to {modality} models")]
+    MisplacedField {
+        model: String,
+        field: &'static str,
+        modality: Modality,
+    },
+    #[error("route `{route}`: protocol `{protocol}` does not serve a {modality} model")]
+    ProtocolModality {
+        route: String,
+        protocol: Protocol,
+        modality: Modality,
+    },
+    #[error("model `{model}`: field `{field}`: {reason}")]
+    InvalidValue {
+        model: String,
+        field: &'static str,
+        reason: String,
+    },
     #[error("model `{model}` has no `pricing`")]
     MissingPricing { model: String },
     #[error(
@@ -51,6 +101,32 @@ pub enum CatalogError {
     ImageRoute { route: String },
     #[error("route `{route}` has no `internal_cost`")]
     MissingInternalCost { route: String },
+}
+
+/// What a model produces.
+#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Modality {
+    #[default]
+    Text,
+    Image,
+    Video,
+}
+
+impl Modality {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Modality::Text => "text",
+            Modality::Image => "image",
+            Modality::Video => "video",
+        }
+    }
+}
+
+impl fmt::Display for Modality {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -102,21 +178,10 @@ enum PricingKind {
     Supply,
 }
 
-/// What a model produces. Image models are priced per image and served by
-/// `images` routes only.
-#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum Modality {
-    #[default]
-    Text,
-    Image,
-    Video,
-}
-
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ModelFile {
-    id: String,
+    id: toml::Spanned<String>,
     #[serde(default)]
     aliases: Vec<String>,
     #[serde(default)]
@@ -133,6 +198,77 @@ struct ModelFile {
     list_price: Option<RatesFile>,
     #[serde(default = "default_max_output_tokens")]
     max_output_tokens: u32,
+    #[serde(default)]
+    context_length: Option<u32>,
+    #[serde(default)]
+    hidden: bool,
+    #[serde(default)]
+    vendor: Option<String>,
+    #[serde(default)]
+    image_input: bool,
+    #[serde(default)]
+    video: Option<VideoFile>,
+    /// Unix seconds shown as the model's `created`.
+    #[serde(default)]
+    created: i64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct VideoFile {
+    resolutions: Vec<String>,
+    durations: Vec<u32>,
+    #[serde(default)]
+    aspect_ratios: Vec<String>,
+    max_prompt_length: u32,
+    #[serde(default)]
+    references: ReferenceCaps,
+    #[serde(default)]
+    modes: Vec<String>,
+    #[serde(default)]
+    rates: std::collections::BTreeMap<String, VideoRate>,
+}
+
+/// How many reference media a video request may carry, per kind.
+#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct ReferenceCaps {
+    #[serde(default)]
+    pub images: u32,
+    #[serde(default)]
+    pub videos: u32,
+    #[serde(default)]
+    pub audios: u32,
+    /// Audio plus video references combined.
+    #[serde(default)]
+    pub audio_videos: u32,
+    /// All reference assets together.
+    #[serde(default)]
+    pub total: u32,
+}
+
+/// The public rate of one video resolution, in nano-USD: a request costs
+/// `max(minimum, seconds * per_second)`.
+#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct VideoRate {
+    pub minimum: i64,
+    pub per_second: i64,
+}
+
+/// A video model's capabilities and public tariff.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VideoSpec {
+    pub resolutions: Vec<String>,
+    pub durations: Vec<u32>,
+    pub aspect_ratios: Vec<String>,
+    /// In Unicode code points.
+    pub max_prompt_length: u32,
+    pub references: ReferenceCaps,
+    pub modes: Vec<String>,
+    /// Per resolution; a resolution without a rate is listed but refused at
+    /// creation.
+    pub rates: std::collections::BTreeMap<String, VideoRate>,
 }
 
 fn default_max_output_tokens() -> u32 {
@@ -142,7 +278,7 @@ fn default_max_output_tokens() -> u32 {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RouteFile {
-    id: String,
+    id: toml::Spanned<String>,
     model: String,
     supplier: String,
     upstream_model: String,
@@ -207,10 +343,24 @@ pub enum Pricing {
 pub struct Model {
     pub id: String,
     pub aliases: Vec<String>,
+    /// Token pricing. Image and video models without `rates` charge no
+    /// tokens (`Fixed` at zero); they are priced per image or per second.
     pub pricing: Pricing,
     pub list_price: Option<Rates>,
     pub max_output_tokens: u32,
+    /// The context window in tokens, when the operator states it.
+    pub context_length: Option<u32>,
     pub modality: Modality,
+    /// Configured but absent from every public view; inference on it is 404.
+    pub hidden: bool,
+    /// Who makes the model (shown as `owned_by`); never a supplier.
+    pub vendor: Option<String>,
+    /// Accepts image input publicly, even when no vision route is healthy.
+    pub image_input: bool,
+    /// Capabilities and tariff of a video model.
+    pub video: Option<VideoSpec>,
+    /// Unix seconds shown as `created` (0 when the file gives none).
+    pub created: i64,
 }
 
 impl Model {
@@ -219,6 +369,24 @@ impl Model {
         match self.pricing {
             Pricing::PerImage(price) => Some(price),
             _ => None,
+        }
+    }
+
+    /// A text model with these prices and nothing else set (tests, fixtures).
+    pub fn text(id: &str, aliases: &[&str], pricing: Pricing) -> Model {
+        Model {
+            id: id.to_owned(),
+            aliases: aliases.iter().map(|a| (*a).to_owned()).collect(),
+            pricing,
+            list_price: None,
+            max_output_tokens: default_max_output_tokens(),
+            context_length: None,
+            modality: Modality::Text,
+            hidden: false,
+            vendor: None,
+            image_input: false,
+            video: None,
+            created: 0,
         }
     }
 }
@@ -267,32 +435,36 @@ impl Route {
 }
 
 /// A model's pricing as the file states it, checked against its modality.
-fn model_pricing(m: &ModelFile) -> Result<Pricing, CatalogError> {
+/// A model's pricing: token rates (text; video may omit them: it is priced
+/// per second), or an image model's fixed price per image.
+fn model_pricing(id: &str, m: &ModelFile) -> Result<Pricing, Problem> {
     if m.modality == Modality::Image {
         return match (m.image_price, m.pricing, &m.rates, &m.list_price) {
             (Some(price), None | Some(PricingKind::Fixed), None, None) if price >= 0 => {
                 Ok(Pricing::PerImage(NanoUsd(price)))
             }
-            _ => Err(CatalogError::ImagePricing {
-                model: m.id.clone(),
+            _ => Err(Problem::ImagePricing {
+                model: id.to_owned(),
             }),
         };
     }
     if m.image_price.is_some() {
-        return Err(CatalogError::ImagePriceOnTextModel {
-            model: m.id.clone(),
+        return Err(Problem::ImagePriceOnTextModel {
+            model: id.to_owned(),
         });
     }
-    match m.pricing {
-        Some(PricingKind::Fixed) => {
-            let rates = m.rates.as_ref().ok_or_else(|| CatalogError::MissingRates {
-                model: m.id.clone(),
-            })?;
-            Ok(Pricing::Fixed(rates.into()))
+    match (m.pricing, &m.rates) {
+        (Some(PricingKind::Fixed), Some(rates)) => Ok(Pricing::Fixed(rates.into())),
+        (Some(PricingKind::Supply), _) => Ok(Pricing::Supply),
+        // Video models are priced per second, not per token.
+        (Some(PricingKind::Fixed) | None, None) if m.modality == Modality::Video => {
+            Ok(Pricing::Fixed(Rates::default()))
         }
-        Some(PricingKind::Supply) => Ok(Pricing::Supply),
-        None => Err(CatalogError::MissingPricing {
-            model: m.id.clone(),
+        (Some(PricingKind::Fixed), None) => Err(Problem::MissingRates {
+            model: id.to_owned(),
+        }),
+        (None, _) => Err(Problem::MissingPricing {
+            model: id.to_owned(),
         }),
     }
 }
@@ -301,10 +473,18 @@ fn model_pricing(m: &ModelFile) -> Result<Pricing, CatalogError> {
 #[derive(Debug, Default)]
 pub struct Catalog {
     models: HashMap<String, Arc<Model>>,
+    /// Canonical IDs in file order (the order of every listing).
+    order: Vec<String>,
     /// Alias or canonical ID -> canonical ID.
     names: HashMap<String, String>,
     /// Routes per canonical model ID, in file order.
     routes: HashMap<String, Vec<Arc<Route>>>,
+}
+
+/// The 1-based line of byte offset `at` in `text`.
+fn line_of(text: &str, at: usize) -> usize {
+    text.get(..at)
+        .map_or(1, |head| head.matches('\n').count() + 1)
 }
 
 impl Catalog {
@@ -313,15 +493,33 @@ impl Catalog {
             path: path.to_owned(),
             source,
         })?;
-        Catalog::from_toml(&text, |name| std::env::var(name).ok())
+        Catalog::parse(&text, path, |name| std::env::var(name).ok())
     }
 
-    /// Parse a catalog; `env` resolves supplier API-key variables.
+    /// Parse a catalog; `env` resolves supplier API-key variables. Errors
+    /// name the file as `<catalog>`.
     pub fn from_toml(
         text: &str,
         env: impl Fn(&str) -> Option<String>,
     ) -> Result<Catalog, CatalogError> {
-        let file: CatalogFile = toml::from_str(text)?;
+        Catalog::parse(text, "<catalog>", env)
+    }
+
+    /// Parse a catalog read from `path` (named in errors).
+    pub fn parse(
+        text: &str,
+        path: &str,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Catalog, CatalogError> {
+        let invalid = |at: usize, problem: Problem| CatalogError::Invalid {
+            path: path.to_owned(),
+            line: line_of(text, at),
+            problem,
+        };
+        let file: CatalogFile = toml::from_str(text).map_err(|e| {
+            let at = e.span().map_or(0, |span| span.start);
+            invalid(at, Problem::Toml(e.message().trim().to_owned()))
+        })?;
         let mut suppliers = HashMap::new();
         for s in file.suppliers {
             let supplier = Supplier {
@@ -330,105 +528,50 @@ impl Catalog {
                 base_url: s.base_url.trim_end_matches('/').to_owned(),
             };
             if suppliers.insert(s.id.clone(), Arc::new(supplier)).is_some() {
-                return Err(CatalogError::Duplicate {
-                    kind: "supplier",
-                    id: s.id,
-                });
+                let at = text.find(&format!("\"{}\"", s.id)).unwrap_or(0);
+                return Err(invalid(
+                    at,
+                    Problem::Duplicate {
+                        kind: "supplier",
+                        id: s.id,
+                    },
+                ));
             }
         }
         let mut catalog = Catalog::default();
         for m in file.models {
-            let pricing = model_pricing(&m)?;
-            for name in std::iter::once(&m.id).chain(&m.aliases) {
-                if catalog.names.insert(name.clone(), m.id.clone()).is_some() {
-                    return Err(CatalogError::Duplicate {
-                        kind: "model or alias",
-                        id: name.clone(),
-                    });
+            let at = m.id.span().start;
+            let model = model_from_file(m).map_err(|p| invalid(at, p))?;
+            for name in std::iter::once(&model.id).chain(&model.aliases) {
+                if catalog
+                    .names
+                    .insert(name.clone(), model.id.clone())
+                    .is_some()
+                {
+                    return Err(invalid(
+                        at,
+                        Problem::Duplicate {
+                            kind: "model or alias",
+                            id: name.clone(),
+                        },
+                    ));
                 }
             }
-            let model = Model {
-                id: m.id.clone(),
-                aliases: m.aliases,
-                pricing,
-                list_price: m.list_price.as_ref().map(Rates::from),
-                max_output_tokens: m.max_output_tokens,
-                modality: m.modality,
-            };
-            catalog.models.insert(m.id, Arc::new(model));
+            catalog.order.push(model.id.clone());
+            catalog.models.insert(model.id.clone(), Arc::new(model));
         }
         let mut route_ids = std::collections::HashSet::new();
         for r in file.routes {
-            if !route_ids.insert(r.id.clone()) {
-                return Err(CatalogError::Duplicate {
-                    kind: "route",
-                    id: r.id,
-                });
+            let at = r.id.span().start;
+            let id = r.id.get_ref().clone();
+            if !route_ids.insert(id.clone()) {
+                return Err(invalid(at, Problem::Duplicate { kind: "route", id }));
             }
-            let model =
-                catalog
-                    .models
-                    .get(&r.model)
-                    .ok_or_else(|| CatalogError::UnknownReference {
-                        route: r.id.clone(),
-                        kind: "model",
-                        id: r.model.clone(),
-                    })?;
-            let supplier = suppliers.get(&r.supplier).cloned().ok_or_else(|| {
-                CatalogError::UnknownReference {
-                    route: r.id.clone(),
-                    kind: "supplier",
-                    id: r.supplier.clone(),
-                }
-            })?;
-            if r.protocol == Protocol::Completions {
-                return Err(CatalogError::CompletionsRoute { route: r.id });
-            }
-            let images_route = r.protocol == Protocol::Images;
-            if images_route != (model.modality == Modality::Image)
-                || images_route != r.image_cost.is_some()
-                || r.image_cost.is_some_and(|c| c < 0)
-            {
-                return Err(CatalogError::ImageRoute { route: r.id });
-            }
-            let internal_cost = match (&r.internal_cost, images_route) {
-                (Some(cost), _) => cost.into(),
-                (None, true) => Rates::default(),
-                (None, false) => return Err(CatalogError::MissingInternalCost { route: r.id }),
-            };
-            if model.pricing == Pricing::Supply && r.quote.is_none() {
-                return Err(CatalogError::MissingQuote {
-                    model: r.model,
-                    route: r.id,
-                });
-            }
-            let mut capabilities = CapabilitySet::default();
-            for name in &r.capabilities {
-                let c: Capability = name.parse().map_err(|_| CatalogError::UnknownCapability {
-                    route: r.id.clone(),
-                    name: name.clone(),
-                })?;
-                capabilities.insert(c);
-            }
-            let route = Route {
-                id: r.id,
-                model: r.model.clone(),
-                supplier,
-                upstream_model: r.upstream_model,
-                protocol: r.protocol,
-                capabilities,
-                priority: r.priority,
-                internal_cost,
-                image_cost: r.image_cost.map(NanoUsd),
-                quote: r.quote.as_ref().map(Rates::from),
-                enabled: r.enabled,
-                zdr: r.zdr,
-                betas: r.betas,
-                max_output_tokens: model.max_output_tokens,
-            };
+            let route =
+                route_from_file(id, r, &catalog.models, &suppliers).map_err(|p| invalid(at, p))?;
             catalog
                 .routes
-                .entry(r.model)
+                .entry(route.model.clone())
                 .or_default()
                 .push(Arc::new(route));
         }
@@ -436,7 +579,13 @@ impl Catalog {
     }
 
     /// Resolve a public model ID or alias (exact match, no case folding).
+    /// A hidden model is not found (GP-46).
     pub fn model(&self, name: &str) -> Option<&Arc<Model>> {
+        self.configured_model(name).filter(|m| !m.hidden)
+    }
+
+    /// Resolve an ID or alias among every configured model, hidden included.
+    pub fn configured_model(&self, name: &str) -> Option<&Arc<Model>> {
         self.names.get(name).and_then(|id| self.models.get(id))
     }
 
@@ -444,9 +593,162 @@ impl Catalog {
         self.routes.get(model_id).map_or(&[], Vec::as_slice)
     }
 
+    /// Every configured model (hidden ones included), in file order.
     pub fn models(&self) -> impl Iterator<Item = &Arc<Model>> {
-        self.models.values()
+        self.order.iter().filter_map(|id| self.models.get(id))
     }
+}
+
+fn model_from_file(m: ModelFile) -> Result<Model, Problem> {
+    let id = m.id.get_ref().clone();
+    let missing = |field: &'static str| Problem::MissingModalityField {
+        model: id.clone(),
+        field,
+        article: "",
+        modality: m.modality,
+    };
+    let pricing = model_pricing(&id, &m)?;
+    let video = match (m.modality, m.video) {
+        (Modality::Video, Some(v)) => Some(video_from_file(&id, v)?),
+        (Modality::Video, None) => return Err(missing("video")),
+        (_, None) => None,
+        (_, Some(_)) => {
+            return Err(Problem::MisplacedField {
+                model: id,
+                field: "video",
+                modality: Modality::Video,
+            });
+        }
+    };
+    Ok(Model {
+        id,
+        aliases: m.aliases,
+        pricing,
+        list_price: m.list_price.as_ref().map(Rates::from),
+        max_output_tokens: m.max_output_tokens,
+        context_length: m.context_length,
+        modality: m.modality,
+        hidden: m.hidden,
+        vendor: m.vendor,
+        image_input: m.image_input,
+        video,
+        created: m.created,
+    })
+}
+
+fn video_from_file(model: &str, v: VideoFile) -> Result<VideoSpec, Problem> {
+    let invalid = |field: &'static str, reason: String| Problem::InvalidValue {
+        model: model.to_owned(),
+        field,
+        reason,
+    };
+    if v.resolutions.is_empty() {
+        return Err(invalid("video.resolutions", "must not be empty".into()));
+    }
+    if v.durations.is_empty() {
+        return Err(invalid("video.durations", "must not be empty".into()));
+    }
+    for (resolution, rate) in &v.rates {
+        if !v.resolutions.contains(resolution) {
+            return Err(invalid(
+                "video.rates",
+                format!("`{resolution}` is not one of `video.resolutions`"),
+            ));
+        }
+        if rate.minimum < 0 || rate.per_second < 0 {
+            return Err(invalid(
+                "video.rates",
+                format!("the rate of `{resolution}` must not be negative"),
+            ));
+        }
+    }
+    Ok(VideoSpec {
+        resolutions: v.resolutions,
+        durations: v.durations,
+        aspect_ratios: v.aspect_ratios,
+        max_prompt_length: v.max_prompt_length,
+        references: v.references,
+        modes: v.modes,
+        rates: v.rates,
+    })
+}
+
+fn route_from_file(
+    id: String,
+    r: RouteFile,
+    models: &HashMap<String, Arc<Model>>,
+    suppliers: &HashMap<String, Arc<Supplier>>,
+) -> Result<Route, Problem> {
+    let model = models
+        .get(&r.model)
+        .ok_or_else(|| Problem::UnknownReference {
+            route: id.clone(),
+            kind: "model",
+            id: r.model.clone(),
+        })?;
+    let supplier =
+        suppliers
+            .get(&r.supplier)
+            .cloned()
+            .ok_or_else(|| Problem::UnknownReference {
+                route: id.clone(),
+                kind: "supplier",
+                id: r.supplier.clone(),
+            })?;
+    if r.protocol == Protocol::Completions {
+        return Err(Problem::CompletionsRoute { route: id });
+    }
+    let serves = match model.modality {
+        Modality::Text => !r.protocol.is_media(),
+        Modality::Image => r.protocol == Protocol::Images,
+        Modality::Video => r.protocol == Protocol::Videos,
+    };
+    if !serves {
+        return Err(Problem::ProtocolModality {
+            route: id,
+            protocol: r.protocol,
+            modality: model.modality,
+        });
+    }
+    let images_route = r.protocol == Protocol::Images;
+    if images_route != r.image_cost.is_some() || r.image_cost.is_some_and(|c| c < 0) {
+        return Err(Problem::ImageRoute { route: id });
+    }
+    let internal_cost = match (&r.internal_cost, images_route) {
+        (Some(cost), _) => cost.into(),
+        (None, true) => Rates::default(),
+        (None, false) => return Err(Problem::MissingInternalCost { route: id }),
+    };
+    if model.pricing == Pricing::Supply && r.quote.is_none() {
+        return Err(Problem::MissingQuote {
+            model: r.model,
+            route: id,
+        });
+    }
+    let mut capabilities = CapabilitySet::default();
+    for name in &r.capabilities {
+        let c: Capability = name.parse().map_err(|_| Problem::UnknownCapability {
+            route: id.clone(),
+            name: name.clone(),
+        })?;
+        capabilities.insert(c);
+    }
+    Ok(Route {
+        id,
+        model: r.model,
+        supplier,
+        upstream_model: r.upstream_model,
+        protocol: r.protocol,
+        capabilities,
+        priority: r.priority,
+        internal_cost,
+        quote: r.quote.as_ref().map(Rates::from),
+        enabled: r.enabled,
+        zdr: r.zdr,
+        betas: r.betas,
+        max_output_tokens: model.max_output_tokens,
+        image_cost: r.image_cost.map(NanoUsd),
+    })
 }
 
 #[cfg(test)]
@@ -518,8 +820,8 @@ quote = { input = 30, output = 40 }
     fn supply_priced_route_needs_a_quote() {
         let text = SAMPLE.replace("quote = { input = 30, output = 40 }", "");
         assert!(matches!(
-            Catalog::from_toml(&text, |_| None),
-            Err(CatalogError::MissingQuote { .. })
+            Catalog::from_toml(&text, |_| None).unwrap_err().problem(),
+            Some(Problem::MissingQuote { .. })
         ));
     }
 
@@ -597,8 +899,145 @@ image_cost = 30_000_000
             "supplier = \"nope\"\nupstream_model = \"up-2\"",
         );
         assert!(matches!(
-            Catalog::from_toml(&text, |_| None),
-            Err(CatalogError::UnknownReference { .. })
+            Catalog::from_toml(&text, |_| None).unwrap_err().problem(),
+            Some(Problem::UnknownReference { .. })
         ));
+    }
+
+    const MEDIA: &str = r#"
+[[suppliers]]
+id = "s1"
+base_url = "http://127.0.0.1:9/v1"
+
+[[models]]
+id = "vendor/img"
+pricing = "fixed"
+modality = "image"
+image_price = 40_000_000
+vendor = "acme"
+
+[[models]]
+id = "vendor/vid"
+pricing = "fixed"
+modality = "video"
+hidden = true
+
+[models.video]
+resolutions = ["720p", "1080p"]
+durations = [5, 10]
+aspect_ratios = ["16:9"]
+max_prompt_length = 2000
+references = { images = 2, videos = 1, audios = 1, audio_videos = 1, total = 3 }
+rates = { "720p" = { minimum = 100, per_second = 10 } }
+
+[[routes]]
+id = "img-r"
+model = "vendor/img"
+supplier = "s1"
+upstream_model = "up-img"
+protocol = "images"
+internal_cost = { input = 0, output = 0 }
+image_cost = 30_000_000
+
+[[routes]]
+id = "vid-r"
+model = "vendor/vid"
+supplier = "s1"
+upstream_model = "up-vid"
+protocol = "videos"
+capabilities = ["prompt_cache"]
+internal_cost = { input = 0, output = 0 }
+"#;
+
+    #[test]
+    fn media_models_load_with_their_tables() {
+        let cat = Catalog::from_toml(MEDIA, |_| None).unwrap();
+        let img = cat.model("vendor/img").unwrap();
+        assert_eq!(img.modality, Modality::Image);
+        assert_eq!(img.image_price(), Some(NanoUsd(40_000_000)));
+        assert_eq!(img.vendor.as_deref(), Some("acme"));
+        assert_eq!(
+            cat.routes("vendor/img")[0].image_cost,
+            Some(NanoUsd(30_000_000))
+        );
+        // Hidden: configured, but not resolvable by the public (GP-46).
+        assert!(cat.model("vendor/vid").is_none());
+        let vid = cat.configured_model("vendor/vid").unwrap();
+        let video = vid.video.as_ref().unwrap();
+        assert_eq!(video.resolutions, ["720p", "1080p"]);
+        assert_eq!(video.references.total, 3);
+        assert_eq!(
+            video.rates.get("720p"),
+            Some(&VideoRate {
+                minimum: 100,
+                per_second: 10
+            })
+        );
+        assert!(!video.rates.contains_key("1080p"), "listed without a rate");
+        assert!(
+            cat.routes("vendor/vid")[0]
+                .capabilities
+                .contains(Capability::PromptCache)
+        );
+        let order: Vec<&str> = cat.models().map(|m| m.id.as_str()).collect();
+        assert_eq!(order, ["vendor/img", "vendor/vid"], "file order");
+    }
+
+    #[test]
+    fn errors_name_the_file_line_and_field() {
+        // A wrong type: the line of the value and the field's name.
+        let text = SAMPLE.replace("priority = 1\n", "priority = \"high\"\n");
+        let err = Catalog::parse(&text, "cat.toml", |_| None).unwrap_err();
+        let line = SAMPLE.lines().position(|l| l == "priority = 1").unwrap() + 1;
+        let CatalogError::Invalid { path, line: at, .. } = &err else {
+            panic!("{err}")
+        };
+        assert_eq!((path.as_str(), *at), ("cat.toml", line), "{err}");
+        // An unknown field is named.
+        let text = SAMPLE.replace("pricing = \"supply\"", "pricing = \"supply\"\ncolour = 1");
+        let err = Catalog::parse(&text, "cat.toml", |_| None).unwrap_err();
+        assert!(err.to_string().contains("colour"), "{err}");
+        // A semantic error points at the entry's `id` line.
+        let err = Catalog::parse(
+            &MEDIA.replace("image_price = 40_000_000\n", ""),
+            "m.toml",
+            |_| None,
+        )
+        .unwrap_err();
+        let line = MEDIA
+            .lines()
+            .position(|l| l == "id = \"vendor/img\"")
+            .unwrap()
+            + 1;
+        assert!(
+            err.to_string()
+                .starts_with(&format!("m.toml, line {line}: ")),
+            "{err}"
+        );
+        assert!(err.to_string().contains("image_price"), "{err}");
+    }
+
+    #[test]
+    fn media_fields_are_checked() {
+        let bad = [
+            // A rate for a resolution that is not offered.
+            MEDIA.replace("\"720p\" = {", "\"4k\" = {"),
+            // A text route on an image model.
+            MEDIA.replace("protocol = \"images\"", "protocol = \"chat\""),
+            // An images route needs its operator cost.
+            MEDIA.replace("image_cost = 30_000_000", ""),
+            // A video model needs its table.
+            MEDIA.replace("[models.video]", "[models.other]"),
+            // A text model cannot take an image price.
+            SAMPLE.replace(
+                "pricing = \"supply\"",
+                "pricing = \"supply\"\nimage_price = 1",
+            ),
+            // Completions is not a route protocol.
+            SAMPLE.replace("protocol = \"chat\"", "protocol = \"completions\""),
+        ];
+        for text in bad {
+            assert!(Catalog::from_toml(&text, |_| None).is_err(), "{text}");
+        }
     }
 }

@@ -83,7 +83,9 @@ pub enum Outcome<S: Store, P: Suppliers> {
 }
 
 pub(crate) struct Inner<S, P> {
-    pub(crate) catalog: Arc<Catalog>,
+    /// The catalog in force; a reload swaps the `Arc`, and a request keeps
+    /// the one it planned with.
+    pub(crate) catalog: std::sync::RwLock<Arc<Catalog>>,
     pub(crate) store: S,
     pub(crate) suppliers: P,
     pub(crate) config: GatewayConfig,
@@ -114,7 +116,7 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
     ) -> Self {
         Gateway {
             inner: Arc::new(Inner {
-                catalog,
+                catalog: std::sync::RwLock::new(catalog),
                 store,
                 suppliers,
                 config,
@@ -123,8 +125,20 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
         }
     }
 
-    pub fn catalog(&self) -> &Catalog {
-        &self.inner.catalog
+    /// The catalog in force now.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        match self.inner.catalog.read() {
+            Ok(guard) => guard.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Serve `catalog` from now on; requests already planned keep theirs.
+    pub fn set_catalog(&self, catalog: Arc<Catalog>) {
+        match self.inner.catalog.write() {
+            Ok(mut guard) => *guard = catalog,
+            Err(poisoned) => *poisoned.into_inner() = catalog,
+        }
     }
 
     pub fn store(&self) -> &S {
@@ -171,7 +185,7 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
     ) -> Result<Outcome<S, P>, ApiError> {
         // ZDR adds to the request's own option, never relaxes it (F-27).
         request.routing.zdr |= admission.zdr;
-        let mut plan = routing::plan(&self.inner.catalog, &request, admission.inbound)?;
+        let mut plan = routing::plan(&self.catalog(), &request, admission.inbound)?;
         if let Some(preferred) = &admission.preferred_route
             && let Some(at) = plan.routes.iter().position(|r| &r.id == preferred)
         {

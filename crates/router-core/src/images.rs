@@ -68,19 +68,7 @@ pub fn plan(
     request: &ImageRequest,
     zdr: bool,
 ) -> Result<ImagePlan, ApiError> {
-    let model = catalog
-        .model(&request.model)
-        .ok_or_else(|| {
-            ApiError::new(
-                ErrorCode::ModelNotFound,
-                format!(
-                    "The model `{}` does not exist or is not available.",
-                    request.model
-                ),
-            )
-            .with_param("model")
-        })?
-        .clone();
+    let model = crate::routing::find_model(catalog, &request.model)?;
     let price = match (model.modality, model.image_price()) {
         (Modality::Image, Some(price)) => price,
         _ => {

@@ -112,14 +112,7 @@ mod tests {
     use crate::catalog::Pricing;
 
     fn model(id: &str, aliases: &[&str]) -> Model {
-        Model {
-            id: id.into(),
-            aliases: aliases.iter().map(|a| (*a).into()).collect(),
-            pricing: Pricing::Supply,
-            list_price: None,
-            max_output_tokens: 1,
-            modality: crate::catalog::Modality::Text,
-        }
+        Model::text(id, aliases, Pricing::Supply)
     }
 
     #[test]

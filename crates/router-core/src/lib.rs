@@ -20,7 +20,7 @@ pub mod supplier;
 pub mod thinking_seal;
 pub mod trace;
 
-pub use catalog::{Catalog, CatalogError, Modality, Model, Pricing, Route, Supplier};
+pub use catalog::{Catalog, CatalogError, Modality, Model, Pricing, Problem, Route, Supplier};
 pub use experiments::{Experiment, ExperimentStatus, SystemMode, Variant};
 pub use gateway::{Gateway, GatewayConfig, LiveStream, Outcome, StreamItem};
 pub use images::{GeneratedPng, ImageAdmission};

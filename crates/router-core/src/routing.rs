@@ -16,8 +16,8 @@ pub struct Plan {
 /// Whether a route speaking `route_protocol` can carry a request that came
 /// in as `inbound` with these requirements, without losing meaning.
 fn protocol_compatible(inbound: Protocol, route_protocol: Protocol, req: &Requirements) -> bool {
-    // Images routes generate images; they never carry a conversation.
-    if route_protocol == Protocol::Images {
+    // Image and video routes generate media; they never carry text inference.
+    if route_protocol.is_media() {
         return false;
     }
     if req.native_only && route_protocol != inbound.rides() {
@@ -38,20 +38,20 @@ fn protocol_compatible(inbound: Protocol, route_protocol: Protocol, req: &Requir
     true
 }
 
+/// The catalog model `name` (an ID or alias), or the public 404 every
+/// endpoint answers for an unknown or hidden one.
+pub fn find_model(catalog: &Catalog, name: &str) -> Result<Arc<Model>, ApiError> {
+    catalog.model(name).cloned().ok_or_else(|| {
+        ApiError::new(
+            ErrorCode::ModelNotFound,
+            format!("The model `{name}` does not exist or is not available."),
+        )
+        .with_param("model")
+    })
+}
+
 pub fn plan(catalog: &Catalog, request: &Request, inbound: Protocol) -> Result<Plan, ApiError> {
-    let model = catalog
-        .model(&request.model)
-        .ok_or_else(|| {
-            ApiError::new(
-                ErrorCode::ModelNotFound,
-                format!(
-                    "The model `{}` does not exist or is not available.",
-                    request.model
-                ),
-            )
-            .with_param("model")
-        })?
-        .clone();
+    let model = find_model(catalog, &request.model)?;
     if model.modality != crate::catalog::Modality::Text {
         return Err(ApiError::invalid(
             "model",
@@ -246,6 +246,12 @@ fn no_configured_route(
         None if temperature => refuse(
             Field::Temperature,
             "This model cannot take a temperature above 1.",
+        ),
+        // No request demands prompt caching of a route today: the cache
+        // headers steer affinity, never eligibility.
+        Some(Capability::PromptCache) => ApiError::new(
+            ErrorCode::UnsupportedConversion,
+            "This model has no route that honours prompt caching.",
         ),
         None if penalties => refuse(
             Field::Penalties,

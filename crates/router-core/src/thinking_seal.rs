@@ -62,7 +62,8 @@ impl SealedDialect {
         match protocol {
             Protocol::Chat | Protocol::Completions => Some(SealedDialect::Chat),
             Protocol::Responses => Some(SealedDialect::Responses),
-            Protocol::Messages | Protocol::Images => None,
+            // Media routes never carry thinking.
+            Protocol::Messages | Protocol::Images | Protocol::Videos => None,
         }
     }
 

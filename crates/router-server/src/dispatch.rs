@@ -15,7 +15,9 @@ use crate::request_log::{ReplyCode, RequestLog};
 use crate::routes::{AuthRule, Handler, InferenceEndpoint, ParamRule, ROUTES, Route};
 use crate::session::{self, Session};
 use crate::surfaces::{CHAT, COMPLETIONS, MESSAGES, RESPONSES};
-use crate::{admin, auth, health, images, inference, sign_in};
+use crate::{
+    admin, auth, catalog_api, catalog_release, health, images, inference, pricing_changes, sign_in,
+};
 use http::Response;
 use http::header::HeaderValue;
 use hyper::body::Incoming;
@@ -76,6 +78,15 @@ impl Caller {
         match self {
             Caller::Key(key) => Ok(key),
             Caller::Anonymous | Caller::Operator | Caller::Session(_) => Err(misconfigured()),
+        }
+    }
+
+    /// The key or session of an `ApiKeyOrSession` route.
+    fn viewer(self) -> Result<catalog_api::Viewer, ApiError> {
+        match self {
+            Caller::Key(key) => Ok(catalog_api::Viewer::Key(key)),
+            Caller::Session(session) => Ok(catalog_api::Viewer::Session(session)),
+            Caller::Anonymous | Caller::Operator => Err(misconfigured()),
         }
     }
 
@@ -266,6 +277,45 @@ async fn route(
         }
         Handler::AdminDeleteApiKey => admin::delete_api_key(&app, param.as_deref(), &id_text).await,
         Handler::AdminGetRequest => admin::get_request(&app, param.as_deref(), &id_text).await,
+        Handler::AdminGetCatalog => Ok(reply::json_value(
+            http::StatusCode::OK,
+            &catalog_release::describe(&app),
+            &id_text,
+        )),
+        Handler::AdminReloadCatalog => catalog_release::reload(&app)
+            .await
+            .map(|body| reply::json_value(http::StatusCode::OK, &body, &id_text)),
+        Handler::ListModels => caller
+            .key()
+            .map(|key| catalog_api::list_models(&app.catalog.current(), &key, &id_text)),
+        Handler::ModelSupply => caller.key().and_then(|key| {
+            catalog_api::supply(&app.catalog.current(), &key, request.uri(), &id_text)
+        }),
+        Handler::CompareModels => caller.viewer().and_then(|viewer| {
+            catalog_api::compare(&app.catalog.current(), &viewer, request.uri(), &id_text)
+        }),
+        Handler::PricingChanges => match caller.viewer() {
+            Ok(viewer) => pricing_changes::handle(&app, &viewer, request.uri(), &id_text).await,
+            Err(e) => Err(e),
+        },
+        Handler::PublicModels => Ok(catalog_api::public_models(
+            &app.catalog.current(),
+            request.uri(),
+            request.headers(),
+            &id_text,
+        )),
+        Handler::PublicModel => catalog_api::public_model(
+            &app.catalog.current(),
+            param.as_deref(),
+            request.uri(),
+            request.headers(),
+            &id_text,
+        ),
+        Handler::CatalogModels => Ok(catalog_api::catalog_models(
+            &app.catalog.current(),
+            request.headers(),
+            &id_text,
+        )),
         Handler::DocsSearch => app.docs.search(request.uri().query(), &id_text),
         Handler::DocsPage => app.docs.page(param.as_deref(), &id_text),
         Handler::OpenApi => Ok(reply::json(

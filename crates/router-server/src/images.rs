@@ -53,12 +53,12 @@ async fn run(
     // whether the model generates images at all (400, GP-67).
     if let Some(model) = catalog.model(&image_request.model) {
         log.model(&model.id);
-        auth::check_model(catalog, &inbound.key, &image_request.model)?;
+        auth::check_model(&catalog, &inbound.key, &image_request.model)?;
     }
     // Account zero data retention (J-14): `ApiKeyRecord.account_zdr` of
     // issue 18 goes here; an image body has no `zdr` of its own.
     let zdr = false;
-    let plan = images::plan(catalog, &image_request, zdr)?;
+    let plan = images::plan(&catalog, &image_request, zdr)?;
     let admission = ImageAdmission {
         zdr,
         request_id,

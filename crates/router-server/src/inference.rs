@@ -75,12 +75,12 @@ async fn run<C: ClientCodec>(
     if let Some(model) = app.gateway.catalog().model(&canonical.model) {
         log.model(&model.id);
     }
-    auth::check_model(app.gateway.catalog(), &inbound.key, &canonical.model)?;
+    auth::check_model(&app.gateway.catalog(), &inbound.key, &canonical.model)?;
     apply_headers(&inbound.parts.headers, &inbound.key, &mut canonical);
     let assignment = experiment(&app, &inbound, &mut canonical, request_id).await?;
     if assignment.is_some() {
         // A variant's model is served under its own name and policies.
-        auth::check_model(app.gateway.catalog(), &inbound.key, &canonical.model)?;
+        auth::check_model(&app.gateway.catalog(), &inbound.key, &canonical.model)?;
         if let Some(model) = app.gateway.catalog().model(&canonical.model) {
             log.model(&model.id);
         }

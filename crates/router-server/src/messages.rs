@@ -52,7 +52,7 @@ async fn count_tokens(
         )
         .with_param("model"));
     }
-    crate::auth::check_model(app.gateway.catalog(), &inbound.key, &canonical.model)?;
+    crate::auth::check_model(&app.gateway.catalog(), &inbound.key, &canonical.model)?;
     // Tokenizing up to 8 MiB is CPU work: keep it off the I/O threads.
     let input_tokens =
         tokio::task::spawn_blocking(move || router_tokens::estimate_input_tokens(&canonical))

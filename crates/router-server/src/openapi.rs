@@ -673,8 +673,92 @@ fn handler(route: &Route, schemas: &mut Schemas) -> Described {
             d.errors = vec![ErrorCode::NotFound];
             d
         }
+        Handler::ListModels
+        | Handler::ModelSupply
+        | Handler::CompareModels
+        | Handler::PricingChanges
+        | Handler::PublicModels
+        | Handler::PublicModel
+        | Handler::CatalogModels
+        | Handler::AdminGetCatalog
+        | Handler::AdminReloadCatalog => catalog_described(route.handler),
         Handler::NotAvailable => Described::new(not_available_summary(route), tag_of(route.path)),
     }
+}
+
+/// The catalog endpoints (docs/catalog.md describes their bodies).
+fn catalog_described(handler: Handler) -> Described {
+    let (summary, tag, body, errors): (&'static str, &'static str, &'static str, Vec<ErrorCode>) =
+        match handler {
+            Handler::ListModels => (
+                "The models this key may use (OpenAI list envelope)",
+                "catalog",
+                "`{object:\"list\", data, pricing_version, pricing_checked_at:null, pricing_observed_at, pricing_updated_at, release}`.",
+                vec![],
+            ),
+            Handler::ModelSupply => (
+                "Anonymous eligible supply of one model",
+                "catalog",
+                "`{object:\"list\", model, data:[{supply, input_usd_per_mtok, output_usd_per_mtok, input_discount_percent, output_discount_percent, zdr, capabilities}]}`.",
+                vec![
+                    ErrorCode::InvalidParameter,
+                    ErrorCode::ListPriceUnknown,
+                    ErrorCode::ModelNotFound,
+                    ErrorCode::ModelNotAllowed,
+                ],
+            ),
+            Handler::CompareModels => (
+                "Estimate the cost of requests on up to 10 models",
+                "catalog",
+                "`{object:\"list\", data:[{model, id, found, billed_usd, billed_nano_usd, suppliers}]}`; not cached.",
+                vec![ErrorCode::InvalidParameter],
+            ),
+            Handler::PricingChanges => (
+                "The latest price change per model since an instant",
+                "catalog",
+                "`{data:[{model_id, kind, changed_at, model, previous, current}], next_cursor, source:\"configured_catalog\", pricing_checked_at:null}`; not cached.",
+                vec![ErrorCode::InvalidParameter],
+            ),
+            Handler::PublicModels => (
+                "The public model list",
+                "catalog",
+                "`{models:[...]}`; `Cache-Control: public, max-age=0, must-revalidate` with an `ETag`.",
+                vec![],
+            ),
+            Handler::PublicModel => (
+                "One public model by ID or alias",
+                "catalog",
+                "The model entry, with its canonical `id`.",
+                vec![ErrorCode::NotFound],
+            ),
+            Handler::CatalogModels => (
+                "Logical models, capabilities and public tariffs",
+                "catalog",
+                "`{models:[{id, modality, protocols, capabilities, publicPricing, ...}]}`.",
+                vec![],
+            ),
+            Handler::AdminReloadCatalog => (
+                "Reload the catalog file as a new release",
+                "admin",
+                "`{release, changed, pricing_version, observed_at}`.",
+                vec![ErrorCode::InvalidParameter],
+            ),
+            _ => (
+                "The catalog release in force",
+                "admin",
+                "`{release, observed_at, path, pricing_version, models}`.",
+                vec![],
+            ),
+        };
+    let mut d = Described::new(summary, tag);
+    d.success.push((
+        "200",
+        body,
+        "application/json",
+        Some(any_object("See docs/catalog.md.")),
+    ));
+    d.errors = errors;
+    d
 }
 
 /// What a route whose handler has not landed will do (the service spec's

@@ -69,6 +69,22 @@ pub enum Handler {
     AdminUpdateApiKey,
     AdminDeleteApiKey,
     AdminGetRequest,
+    AdminGetCatalog,
+    AdminReloadCatalog,
+    /// `GET /v1/models`.
+    ListModels,
+    /// `GET /v1/models/supply`.
+    ModelSupply,
+    /// `GET /v1/models/compare`.
+    CompareModels,
+    /// `GET /v1/pricing/changes`.
+    PricingChanges,
+    /// `GET /public/models`.
+    PublicModels,
+    /// `GET /public/models/{*model_id}`.
+    PublicModel,
+    /// `GET /catalog/models`.
+    CatalogModels,
     /// `POST /v1/images/generations` (`images.rs`): needs the caller's API key.
     ImagesGenerations,
     /// `GET /v1/requests/{id}`: a request's final status, for the account
@@ -180,7 +196,7 @@ use ParamRule::{ChannelId, Platform};
 /// Every route. Scopes as the spec's Authentication section states them;
 /// videos take `inference` (GP-73). One row per line, so kept out of rustfmt.
 #[rustfmt::skip]
-pub static ROUTES: [Route; 56] = [
+pub static ROUTES: [Route; 58] = [
     // Inference (B..E).
     row(POST,   "/v1/chat/completions",          key(INFERENCE),            OpenAi,      Infer(ChatCompletions)),
     row(POST,   "/v1/responses",                 key(INFERENCE),            OpenAi,      Infer(Responses)),
@@ -197,13 +213,13 @@ pub static ROUTES: [Route; 56] = [
     row(GET,    "/v1/docs",                      ANY_KEY,                   OpenAi,      DocsSearch),
     row(GET,    "/docs/guide/{page}",            Public,                    OpenAi,      DocsPage),
     // Catalog and pricing (L).
-    row(GET,    "/public/models",                Public,                    Detail,      NotAvailable),
-    row(GET,    "/public/models/{*model_id}",    Public,                    Detail,      NotAvailable),
-    row(GET,    "/catalog/models",               Public,                    Detail,      NotAvailable),
-    row(GET,    "/v1/models",                    key(INFERENCE),            OpenAi,      NotAvailable),
-    row(GET,    "/v1/models/supply",             key(INFERENCE),            OpenAi,      NotAvailable),
-    row(GET,    "/v1/models/compare",            key_or_session(USAGE),     OpenAi,      NotAvailable),
-    row(GET,    "/v1/pricing/changes",           key_or_session(USAGE),     OpenAi,      NotAvailable),
+    row(GET,    "/public/models",                Public,                    Detail,      PublicModels),
+    row(GET,    "/public/models/{*model_id}",    Public,                    Detail,      PublicModel),
+    row(GET,    "/catalog/models",               Public,                    Detail,      CatalogModels),
+    row(GET,    "/v1/models",                    key(INFERENCE),            OpenAi,      ListModels),
+    row(GET,    "/v1/models/supply",             key(INFERENCE),            OpenAi,      ModelSupply),
+    row(GET,    "/v1/models/compare",            key_or_session(USAGE),     OpenAi,      CompareModels),
+    row(GET,    "/v1/pricing/changes",           key_or_session(USAGE),     OpenAi,      PricingChanges),
     // Digest channels (M).
     row(GET,    "/v1/channels",                  key_or_session(READ),      OpenAi,      NotAvailable),
     row_checked(GET,    "/v1/channels/{channel_id}",             key_or_session(READ),  OpenAi, NotAvailable, ChannelId),
@@ -243,6 +259,8 @@ pub static ROUTES: [Route; 56] = [
     row(PATCH,  "/admin/api-keys/{id}",          Admin,                     OpenAi,      AdminUpdateApiKey),
     row(DELETE, "/admin/api-keys/{id}",          Admin,                     OpenAi,      AdminDeleteApiKey),
     row(GET,    "/admin/requests/{id}",          Admin,                     OpenAi,      AdminGetRequest),
+    row(GET,    "/admin/catalog",                Admin,                     OpenAi,      AdminGetCatalog),
+    row(POST,   "/admin/catalog/reload",         Admin,                     OpenAi,      AdminReloadCatalog),
     row(POST,   "/admin/accounts/{id}/sessions", Admin,                     OpenAi,      AdminCreateSession),
     row(DELETE, "/admin/sessions/{id}",          Admin,                     OpenAi,      AdminDeleteSession),
     row(POST,   "/admin/accounts/{id}/experiments",        Admin,       OpenAi,      AdminCreateExperiment),

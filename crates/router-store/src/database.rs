@@ -127,6 +127,12 @@ impl Database {
         key_cache::start_listener(self.url.clone(), self.keys.clone()).await
     }
 
+    /// Catalog release numbers as they are announced (see
+    /// [`crate::catalog_releases::follow`]).
+    pub fn follow_catalog_releases(&self) -> tokio::sync::mpsc::Receiver<i64> {
+        crate::catalog_releases::follow(self.url.clone())
+    }
+
     /// Whether key lookups are being served from the cache right now.
     pub fn key_cache_is_on(&self) -> bool {
         self.keys.is_listening()

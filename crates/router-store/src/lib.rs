@@ -21,6 +21,7 @@ pub mod affinity;
 pub mod api_keys;
 pub mod audit;
 pub mod billing;
+pub mod catalog_releases;
 mod database;
 mod error;
 pub mod experiments;

@@ -170,6 +170,9 @@ impl CrossCore {
     }
 }
 
+/// Catalog view label -> its saturation figures.
+pub(crate) type CatalogViews = Vec<(String, Outcome<Figures>)>;
+
 /// One key's Chat figures: one at a time and at saturation.
 #[derive(Clone, Debug)]
 pub(crate) struct KeyCase {
@@ -224,6 +227,7 @@ pub(crate) struct Report {
     pub(crate) cross_core: Option<Outcome<CrossCore>>,
     pub(crate) key_policies: Option<Outcome<KeyPolicies>>,
     pub(crate) docs_search: Option<Outcome<DocsSearch>>,
+    pub(crate) catalog_views: Option<Outcome<CatalogViews>>,
     pub(crate) profile: Option<Outcome<Profile>>,
     pub(crate) scale_out: Option<Outcome<Vec<ScaleOutCase>>>,
 }
@@ -378,6 +382,14 @@ impl Report {
                     })),
                 });
                 json!({ "plain": case(&k.plain), "with_policies": case(&k.with_policies) })
+            })),
+            "catalog_views": self.catalog_views.as_ref().map(|c| outcome_json(c, |views| {
+                Value::Array(views.iter().map(|(label, figures)| json!({
+                    "view": label,
+                    "saturation": outcome_json(figures, |f| json!({
+                        "p50_ms": round3(f.p50), "ok_rps": f.ok_rps.round(),
+                    })),
+                })).collect())
             })),
             "docs_search": self.docs_search.as_ref().map(|d| outcome_json(d, |d| {
                 let figures = |o: &Outcome<Figures>| outcome_json(o, |f| json!({
@@ -598,6 +610,27 @@ impl Report {
                         Err(reason) => na(reason),
                     };
                     let _ = writeln!(w, "| {name} | {sequential} | {saturation} |");
+                }
+            });
+        }
+
+        if let Some(views) = &self.catalog_views {
+            let _ = writeln!(w, "\n## Catalog views\n");
+            section(w, views, |w, views| {
+                let _ = writeln!(
+                    w,
+                    "Precomputed per release; compare with the Chat saturation above.\n"
+                );
+                let _ = writeln!(
+                    w,
+                    "| view | saturation p50 (ms) | saturation 2xx/s |\n| --- | --- | --- |"
+                );
+                for (label, figures) in views {
+                    let cells = match figures {
+                        Ok(f) => format!("{:.3} | {:.0}", f.p50, f.ok_rps),
+                        Err(reason) => format!("{} | {}", na(reason), na(reason)),
+                    };
+                    let _ = writeln!(w, "| {label} | {cells} |");
                 }
             });
         }

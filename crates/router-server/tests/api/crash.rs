@@ -5,45 +5,18 @@ use crate::harness::*;
 use router_mock_supplier::{MockSupplier, Script};
 use router_store::test_support::TestDatabase;
 use serde_json::{Value, json};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-struct RouterProcess {
-    child: tokio::process::Child,
-    base: String,
-}
-
-async fn spawn_router(db_url: &str, catalog_path: &std::path::Path) -> RouterProcess {
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
-    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_router"))
-        .arg("serve")
-        .env("DATABASE_URL", db_url)
-        .env("ROUTER_LISTEN", format!("127.0.0.1:{port}"))
-        .env("ROUTER_CATALOG", catalog_path)
-        .env("ROUTER_ADMIN_TOKEN", ADMIN_TOKEN)
-        .env("ROUTER_HOLD_LEASE_SECS", "2")
-        .env("ROUTER_REAPER_INTERVAL_SECS", "1")
-        .env("ROUTER_DB_POOL_SIZE", "4")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let base = format!("http://127.0.0.1:{port}");
-    let client = reqwest::Client::new();
-    let start = Instant::now();
-    while start.elapsed() < Duration::from_secs(30) {
-        if let Ok(resp) = client.get(format!("{base}/readyz")).send().await
-            && resp.status() == 200
-        {
-            return RouterProcess { child, base };
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("router did not become ready");
+async fn spawn_router(db_url: &str, mock: &MockSupplier) -> RouterProcess {
+    spawn_router_process(
+        db_url,
+        &mock.base_url(),
+        &[
+            ("ROUTER_HOLD_LEASE_SECS", "2"),
+            ("ROUTER_REAPER_INTERVAL_SECS", "1"),
+        ],
+    )
+    .await
 }
 
 async fn admin(
@@ -70,13 +43,9 @@ async fn a_killed_router_leaves_no_stuck_hold() {
         .unwrap();
     mock.set_default(Script::Stall);
     let db = TestDatabase::new().await;
-    let dir = std::env::temp_dir().join(format!("router-crash-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let catalog_path = dir.join("catalog.toml");
-    std::fs::write(&catalog_path, CATALOG.replace("{BASE}", &mock.base_url())).unwrap();
     let client = reqwest::Client::new();
 
-    let mut first = spawn_router(db.url(), &catalog_path).await;
+    let mut first = spawn_router(db.url(), &mock).await;
     let account = admin(
         &client,
         &first.base,
@@ -136,7 +105,7 @@ async fn a_killed_router_leaves_no_stuck_hold() {
     assert!(pending.await.unwrap().is_err());
 
     // Another instance's reaper releases the orphaned hold after its lease.
-    let second = spawn_router(db.url(), &catalog_path).await;
+    let second = spawn_router(db.url(), &mock).await;
     let start = Instant::now();
     loop {
         let account = admin(&client, &second.base, reqwest::Method::GET, &path, None).await;
@@ -156,5 +125,4 @@ async fn a_killed_router_leaves_no_stuck_hold() {
     let reconciliation = db.database().reconcile().await.unwrap();
     assert!(reconciliation.is_consistent(), "{reconciliation:?}");
     mock.shutdown();
-    let _ = std::fs::remove_dir_all(dir);
 }

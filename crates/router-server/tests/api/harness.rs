@@ -56,6 +56,7 @@ max_output_tokens = 1000
 id = "m-supply"
 pricing = "supply"
 max_output_tokens = 1000
+list_price = { input = 2_000_000_000, output = 2_000_000_000 }
 
 [[models]]
 id = "m-off"
@@ -247,6 +248,40 @@ capabilities = ["streaming", "reasoning", "thinking"]
 priority = 5
 internal_cost = { input = 1, output = 1 }
 
+# Catalog views: a vendor-prefixed ID (slash), a hidden model, an image
+# model and a video model.
+[[models]]
+id = "vendor/model-x"
+aliases = ["model-x-alias"]
+pricing = "fixed"
+vendor = "vendor"
+context_length = 128000
+rates = { input = 400_000, output = 0 }
+
+[[routes]]
+id = "model-x-chat"
+model = "vendor/model-x"
+supplier = "acme-secret-supplier"
+upstream_model = "up-model-x"
+protocol = "chat"
+capabilities = ["streaming"]
+internal_cost = { input = 1, output = 1 }
+
+[[models]]
+id = "m-hidden"
+pricing = "fixed"
+hidden = true
+rates = { input = 1, output = 1 }
+
+[[routes]]
+id = "hidden-chat"
+model = "m-hidden"
+supplier = "acme-secret-supplier"
+upstream_model = "up-hidden"
+protocol = "chat"
+capabilities = ["streaming"]
+internal_cost = { input = 1, output = 1 }
+
 # Image generation (section N): 0.04 USD per image, one images route.
 [[models]]
 id = "m-img"
@@ -261,6 +296,27 @@ supplier = "acme-secret-supplier"
 upstream_model = "up-img"
 protocol = "images"
 image_cost = 30_000_000
+
+[[models]]
+id = "m-video"
+pricing = "fixed"
+modality = "video"
+
+[models.video]
+resolutions = ["720p", "1080p"]
+durations = [5, 10]
+aspect_ratios = ["16:9", "9:16"]
+max_prompt_length = 2000
+references = { images = 2, videos = 1, audios = 1, audio_videos = 1, total = 3 }
+rates = { "720p" = { minimum = 100_000_000, per_second = 20_000_000 }, "1080p" = { minimum = 200_000_000, per_second = 0 } }
+
+[[routes]]
+id = "video-gen"
+model = "m-video"
+supplier = "acme-secret-supplier"
+upstream_model = "up-video"
+protocol = "videos"
+internal_cost = { input = 0, output = 0 }
 
 [[routes]]
 id = "off-only"
@@ -281,6 +337,7 @@ pub struct TestRouter {
     pub db: TestDatabase,
     pub client: reqwest::Client,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    catalog_path: std::path::PathBuf,
 }
 
 impl Drop for TestRouter {
@@ -288,6 +345,7 @@ impl Drop for TestRouter {
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }
+        let _ = std::fs::remove_file(&self.catalog_path);
     }
 }
 
@@ -317,6 +375,59 @@ pub fn slow_reply(ms: u64) -> router_mock_supplier::Script {
         ..router_mock_supplier::MockReply::text("slow")
     }
     .into()
+}
+
+/// The router's shared state as `router serve` builds it: the catalog file
+/// at `catalog_path` recorded as a release, releases followed by LISTEN.
+pub async fn build_app(
+    database: router_store::Database,
+    catalog_path: &str,
+    deadline: Duration,
+    trusted_proxies: TrustedProxies,
+    addr: std::net::SocketAddr,
+    mailer: Option<Arc<Mailer>>,
+    images: ImageSettings,
+    prompt_cache: PromptCacheSettings,
+) -> Arc<App> {
+    let text = std::fs::read_to_string(catalog_path).unwrap();
+    let env: router_server::catalog_release::CatalogEnv =
+        Arc::new(|_| Some("supplier-secret-key".to_owned()));
+    let catalog = Arc::new(Catalog::parse(&text, catalog_path, |n| env(n)).unwrap());
+    let (views, _) =
+        router_server::catalog_release::record(&database, catalog.clone(), catalog_path, &text)
+            .await
+            .unwrap();
+    let config = GatewayConfig {
+        deadline,
+        image_deadline: images.deadline,
+        ..GatewayConfig::default()
+    };
+    let seal_key = SealKey::load(&database).await.unwrap();
+    let suppliers = HttpSuppliers::new()
+        .unwrap()
+        .with_image_url_policy(UrlPolicy {
+            allow_loopback: images.allow_loopback,
+        });
+    let gateway = Gateway::new(catalog, database, suppliers, config, seal_key);
+    let app = Arc::new(App {
+        gateway,
+        admin_token: Some(ADMIN_TOKEN.to_owned()),
+        trusted_proxies,
+        catalog: router_server::catalog_view::CatalogCell::new(views),
+        catalog_path: catalog_path.to_owned(),
+        catalog_env: env,
+        cursor_key: tokio::sync::OnceCell::new(),
+        docs: Docs::new(&PublicBaseUrl::for_listen(addr)).unwrap(),
+        public_base: PublicBaseUrl::for_listen(addr),
+        mailer,
+        session_ttl: router_server::session::DEFAULT_TTL,
+        reaper_interval: Duration::from_secs(30),
+        prompt_cache,
+        // Tests are who the time-bending routes are for.
+        test_hooks: true,
+    });
+    router_server::catalog_release::spawn_follower(app.clone());
+    app
 }
 
 pub struct Customer {
@@ -352,35 +463,6 @@ impl TestRouter {
         .await
     }
 
-    /// A router whose catalog is [`CATALOG`] followed by `extra` (more
-    /// models and routes, for one test file).
-    pub async fn start_with_catalog(extra: &str) -> TestRouter {
-        TestRouter::start_full(
-            Duration::from_secs(180),
-            TrustedProxies::default(),
-            "127.0.0.1:0",
-            false,
-            ImageSettings::default(),
-            extra,
-            PromptCacheSettings::default(),
-        )
-        .await
-    }
-
-    /// A router with these prompt-cache affinity settings and catalog extras.
-    pub async fn start_prompt_cache(settings: PromptCacheSettings, extra: &str) -> TestRouter {
-        TestRouter::start_full(
-            Duration::from_secs(180),
-            TrustedProxies::default(),
-            "127.0.0.1:0",
-            false,
-            ImageSettings::default(),
-            extra,
-            settings,
-        )
-        .await
-    }
-
     /// A router with these image settings (deadline, URL policy).
     pub async fn start_images(images: ImageSettings) -> TestRouter {
         TestRouter::start_full(
@@ -409,6 +491,26 @@ impl TestRouter {
         .await
     }
 
+    /// A router whose catalog is [`CATALOG`] followed by `extra` (more
+    /// models and routes, for one test file).
+    pub async fn start_with_catalog(extra: &str) -> TestRouter {
+        TestRouter::start_prompt_cache(PromptCacheSettings::default(), extra).await
+    }
+
+    /// A router with these prompt-cache affinity settings and catalog extras.
+    pub async fn start_prompt_cache(settings: PromptCacheSettings, extra: &str) -> TestRouter {
+        TestRouter::start_full(
+            Duration::from_secs(180),
+            TrustedProxies::default(),
+            "127.0.0.1:0",
+            false,
+            ImageSettings::default(),
+            extra,
+            settings,
+        )
+        .await
+    }
+
     async fn start_full(
         deadline: Duration,
         trusted_proxies: TrustedProxies,
@@ -427,26 +529,9 @@ impl TestRouter {
         // As in production: key lookups are cached, invalidated by LISTEN.
         db.database().listen_for_key_changes().await.unwrap();
         let text = format!("{CATALOG}\n{extra_catalog}").replace("{BASE}", &mock.base_url());
-        let catalog =
-            Catalog::from_toml(&text, |_| Some("supplier-secret-key".to_owned())).unwrap();
-        let config = GatewayConfig {
-            deadline,
-            image_deadline: images.deadline,
-            ..GatewayConfig::default()
-        };
-        let seal_key = SealKey::load(db.database()).await.unwrap();
-        let suppliers = HttpSuppliers::new()
-            .unwrap()
-            .with_image_url_policy(UrlPolicy {
-                allow_loopback: images.allow_loopback,
-            });
-        let gateway = Gateway::new(
-            Arc::new(catalog),
-            db.database().clone(),
-            suppliers,
-            config,
-            seal_key,
-        );
+        let catalog_path =
+            std::env::temp_dir().join(format!("router-test-{}.toml", uuid::Uuid::new_v4()));
+        std::fs::write(&catalog_path, &text).unwrap();
         let smtp = match mail {
             true => Some(
                 SmtpSink::start("127.0.0.1:0".parse().unwrap())
@@ -461,19 +546,17 @@ impl TestRouter {
         let listener = tokio::net::TcpListener::bind(listen).await.unwrap();
         let addr = listener.local_addr().unwrap();
         let base = format!("http://{addr}");
-        let app = Arc::new(App {
-            gateway,
-            admin_token: Some(ADMIN_TOKEN.to_owned()),
+        let app = build_app(
+            db.database().clone(),
+            catalog_path.to_str().unwrap(),
+            deadline,
             trusted_proxies,
-            docs: Docs::new(&PublicBaseUrl::for_listen(addr)).unwrap(),
-            public_base: PublicBaseUrl::for_listen(addr),
+            addr,
             mailer,
-            session_ttl: router_server::session::DEFAULT_TTL,
-            reaper_interval: Duration::from_secs(30),
+            images,
             prompt_cache,
-            // Tests are who the time-bending routes are for.
-            test_hooks: true,
-        });
+        )
+        .await;
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(router_server::serve(listener, app, async move {
             let _ = rx.await;
@@ -485,7 +568,21 @@ impl TestRouter {
             db,
             client: reqwest::Client::new(),
             shutdown: Some(tx),
+            catalog_path,
         }
+    }
+
+    /// Replace the catalog file this router reloads from (`{BASE}` is the
+    /// mock supplier's URL).
+    pub fn write_catalog(&self, text: &str) {
+        let text = text.replace("{BASE}", &self.mock.base_url());
+        std::fs::write(&self.catalog_path, text).unwrap();
+    }
+
+    /// `POST /admin/catalog/reload`.
+    pub async fn reload_catalog(&self) -> (u16, Value) {
+        self.admin(reqwest::Method::POST, "/admin/catalog/reload", None)
+            .await
     }
 
     /// Another router instance (its own pool, key cache, batching and
@@ -496,33 +593,20 @@ impl TestRouter {
             .await
             .unwrap();
         database.listen_for_key_changes().await.unwrap();
-        let text = CATALOG.replace("{BASE}", &self.mock.base_url());
-        let catalog =
-            Catalog::from_toml(&text, |_| Some("supplier-secret-key".to_owned())).unwrap();
-        let seal_key = SealKey::load(&database).await.unwrap();
-        let gateway = Gateway::new(
-            Arc::new(catalog),
-            database,
-            HttpSuppliers::new().unwrap(),
-            GatewayConfig::default(),
-            seal_key,
-        );
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let base = format!("http://{addr}");
-        let app = Arc::new(App {
-            gateway,
-            admin_token: Some(ADMIN_TOKEN.to_owned()),
-            trusted_proxies: TrustedProxies::default(),
-            docs: Docs::new(&PublicBaseUrl::for_listen(addr)).unwrap(),
-            public_base: PublicBaseUrl::for_listen(addr),
-            mailer: None,
-            session_ttl: router_server::session::DEFAULT_TTL,
-            reaper_interval: Duration::from_secs(30),
-            prompt_cache: PromptCacheSettings::default(),
-            // Tests are who the time-bending routes are for.
-            test_hooks: true,
-        });
+        let app = build_app(
+            database,
+            self.catalog_path.to_str().unwrap(),
+            Duration::from_secs(180),
+            TrustedProxies::default(),
+            addr,
+            None,
+            ImageSettings::default(),
+            PromptCacheSettings::default(),
+        )
+        .await;
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(router_server::serve(listener, app, async move {
             let _ = rx.await;
@@ -748,4 +832,68 @@ pub async fn data_lines(resp: reqwest::Response) -> Vec<String> {
         .filter_map(|l| l.strip_prefix("data: "))
         .map(str::to_owned)
         .collect()
+}
+
+/// The real `router` binary, serving [`CATALOG`] (its supplier at
+/// `supplier_base`) on `db_url` with the operator token and `env` added;
+/// ready when returned. Its stderr is read as it is written (a full pipe
+/// would stall the router's logging, and so the router) and handed back
+/// when the process ends. Killed when dropped.
+pub struct RouterProcess {
+    pub child: tokio::process::Child,
+    pub base: String,
+    pub stderr: tokio::task::JoinHandle<String>,
+}
+
+pub async fn spawn_router_process(
+    db_url: &str,
+    supplier_base: &str,
+    env: &[(&str, &str)],
+) -> RouterProcess {
+    let dir = std::env::temp_dir().join(format!("router-process-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let catalog = dir.join("catalog.toml");
+    std::fs::write(&catalog, CATALOG.replace("{BASE}", supplier_base)).unwrap();
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_router"));
+    command
+        .arg("serve")
+        .env("DATABASE_URL", db_url)
+        .env("ROUTER_LISTEN", format!("127.0.0.1:{port}"))
+        .env("ROUTER_CATALOG", &catalog)
+        .env("ROUTER_ADMIN_TOKEN", ADMIN_TOKEN)
+        .env("ROUTER_DB_POOL_SIZE", "4")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let mut child = command.spawn().unwrap();
+    let mut pipe = child.stderr.take().unwrap();
+    let stderr = tokio::spawn(async move {
+        use tokio::io::AsyncReadExt;
+        let mut text = String::new();
+        let _ = pipe.read_to_string(&mut text).await;
+        text
+    });
+    let base = format!("http://127.0.0.1:{port}");
+    let client = reqwest::Client::new();
+    let start = std::time::Instant::now();
+    while start.elapsed() < Duration::from_secs(30) {
+        if let Ok(resp) = client.get(format!("{base}/readyz")).send().await
+            && resp.status() == 200
+        {
+            return RouterProcess {
+                child,
+                base,
+                stderr,
+            };
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("router did not become ready");
 }

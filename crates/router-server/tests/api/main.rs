@@ -7,6 +7,7 @@
 mod admin;
 mod auth;
 mod billing;
+mod catalog;
 mod chat_completions;
 mod cli;
 mod completions;

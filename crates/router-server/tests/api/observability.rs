@@ -6,8 +6,7 @@ use crate::harness::*;
 use router_mock_supplier::{MockReply, MockSupplier, Script};
 use router_store::test_support::TestDatabase;
 use serde_json::{Value, json};
-use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The value of the sample `name{labels...}` whose labels include `labels`
 /// (0 when absent).
@@ -153,64 +152,6 @@ async fn metrics_count_what_was_driven_through_the_router() {
     assert_eq!(resp.status(), 401);
 }
 
-/// The router binary with the API tests' catalog, logging at `level`.
-/// A router process whose stderr is read as it is written (a full pipe
-/// would stall its logging, and so the router).
-struct Logged {
-    child: tokio::process::Child,
-    base: String,
-    stderr: tokio::task::JoinHandle<String>,
-}
-
-async fn spawn_router(db_url: &str, mock: &MockSupplier, level: &str) -> Logged {
-    let dir = std::env::temp_dir().join(format!("router-logs-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let catalog = dir.join("catalog.toml");
-    std::fs::write(&catalog, CATALOG.replace("{BASE}", &mock.base_url())).unwrap();
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_router"))
-        .arg("serve")
-        .env("DATABASE_URL", db_url)
-        .env("ROUTER_LISTEN", format!("127.0.0.1:{port}"))
-        .env("ROUTER_CATALOG", &catalog)
-        .env("ROUTER_ADMIN_TOKEN", ADMIN_TOKEN)
-        .env("ROUTER_TEST_SUPPLIER_KEY", SUPPLIER_SECRET)
-        .env("ROUTER_LOG", level)
-        .env("ROUTER_LOG_FORMAT", "json")
-        .env("ROUTER_DB_POOL_SIZE", "4")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut pipe = child.stderr.take().unwrap();
-    let stderr = tokio::spawn(async move {
-        use tokio::io::AsyncReadExt;
-        let mut text = String::new();
-        let _ = pipe.read_to_string(&mut text).await;
-        text
-    });
-    let base = format!("http://127.0.0.1:{port}");
-    let client = reqwest::Client::new();
-    let start = Instant::now();
-    while start.elapsed() < Duration::from_secs(30) {
-        if let Ok(resp) = client.get(format!("{base}/readyz")).send().await
-            && resp.status() == 200
-        {
-            return Logged {
-                child,
-                base,
-                stderr,
-            };
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("router did not become ready");
-}
-
 const SUPPLIER_SECRET: &str = "sk-supplier-SECRET-8c1f";
 const CLIENT_CONTENT: &str = "PRIVATE-PROMPT-4b7e";
 const SUPPLIER_CONTENT: &str = "PRIVATE-REPLY-91d2";
@@ -225,11 +166,20 @@ async fn logged_round(level: &str) -> (String, Vec<String>) {
         .unwrap();
     mock.set_default(Script::Reply(MockReply::text(SUPPLIER_CONTENT)));
     let db = TestDatabase::new().await;
-    let Logged {
+    let RouterProcess {
         mut child,
         base,
         stderr,
-    } = spawn_router(db.url(), &mock, level).await;
+    } = spawn_router_process(
+        db.url(),
+        &mock.base_url(),
+        &[
+            ("ROUTER_TEST_SUPPLIER_KEY", SUPPLIER_SECRET),
+            ("ROUTER_LOG", level),
+            ("ROUTER_LOG_FORMAT", "json"),
+        ],
+    )
+    .await;
     let client = reqwest::Client::new();
     let admin = |method: reqwest::Method, path: &str, body: Value| {
         client

@@ -8,6 +8,7 @@
 
 mod api_keys;
 mod billing;
+mod catalog_releases;
 mod ceiling;
 mod integrity;
 mod jobs;

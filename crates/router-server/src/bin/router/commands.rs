@@ -133,11 +133,17 @@ fn uuid(what: &str, text: &str) -> anyhow::Result<Uuid> {
 /// pool) and catalog.
 async fn operator_app(args: &ServeArgs) -> anyhow::Result<App> {
     let config = args.server_config()?;
-    let catalog = load_catalog(&config.catalog_path)?;
+    let (catalog, _) = load_catalog(&config.catalog_path)?;
     let db = Database::connect(&config.database_url, 2)
         .await
         .context("DATABASE_URL: cannot connect")?;
-    app(&config, catalog, db).await
+    // Operator commands serve no catalog view and record no release.
+    let catalog = std::sync::Arc::new(catalog);
+    let views = router_server::catalog_view::CatalogViews::build(
+        catalog.clone(),
+        router_server::catalog_view::ReleaseInfo::default(),
+    );
+    app(&config, catalog, views, db).await
 }
 
 pub(crate) async fn accounts(
@@ -411,7 +417,8 @@ pub(crate) async fn requests(
 /// `router catalog check FILE`: what the file would serve, or why not.
 pub(crate) fn catalog(command: CatalogCommand, out: &Output) -> anyhow::Result<()> {
     let CatalogCommand::Check { file } = command;
-    let catalog = Catalog::load(&file).map_err(|e| anyhow!("{file}: {e}"))?;
+    // The error names the file and line itself.
+    let catalog = Catalog::load(&file).map_err(|e| anyhow!("{e}"))?;
     let summary = catalog_summary(&catalog);
     out.show(&summary, |v| {
         let mut text = format!(
@@ -463,7 +470,7 @@ pub(crate) async fn config(
 ) -> anyhow::Result<()> {
     let ConfigCommand::Check = command;
     let config = args.server_config()?;
-    let catalog = load_catalog(&config.catalog_path)?;
+    let (catalog, _) = load_catalog(&config.catalog_path)?;
     // Connecting pings the database.
     Database::connect(&config.database_url, 1)
         .await

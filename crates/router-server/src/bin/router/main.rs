@@ -113,7 +113,10 @@ fn init_logging(format: LogFormat, default_level: &str) {
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
     match format {
-        LogFormat::Json => builder.json().init(),
+        LogFormat::Json => {
+            router_server::request_log::write_json_lines();
+            builder.json().init();
+        }
         LogFormat::Text => builder.init(),
     }
 }

@@ -3,6 +3,8 @@
 
 use anyhow::Context;
 use router_core::{Catalog, Gateway, GatewayConfig, SealKey};
+use router_server::catalog_release;
+use router_server::catalog_view::{CatalogCell, CatalogViews};
 use router_server::docs::Docs;
 use router_server::{App, ServerConfig};
 use router_store::Database;
@@ -13,7 +15,7 @@ use std::time::Duration;
 pub(crate) async fn serve(config: ServerConfig) -> anyhow::Result<()> {
     // What can be refused is checked before the first log line, so that a
     // bad setting stops start-up with one line (printed by `main`).
-    let catalog = load_catalog(&config.catalog_path)?;
+    let (catalog, catalog_text) = load_catalog(&config.catalog_path)?;
     let db = Database::connect(&config.database_url, config.database_pool_size)
         .await
         .context("DATABASE_URL: cannot connect")?;
@@ -25,7 +27,19 @@ pub(crate) async fn serve(config: ServerConfig) -> anyhow::Result<()> {
     db.listen_for_key_changes()
         .await
         .context("listening for API key changes")?;
-    let app = Arc::new(app(&config, catalog, db.clone()).await?);
+    let catalog = Arc::new(catalog);
+    let (views, recorded) =
+        catalog_release::record(&db, catalog.clone(), &config.catalog_path, &catalog_text)
+            .await
+            .context("recording the catalog release")?;
+    tracing::info!(
+        release = recorded.release,
+        new = recorded.created,
+        "catalog release"
+    );
+    let app = Arc::new(app(&config, catalog, views, db.clone()).await?);
+    catalog_release::spawn_follower(app.clone());
+    catalog_release::spawn_sighup_reload(app.clone());
     router_server::jobs::spawn_all(app.clone(), format!("router-{}", uuid::Uuid::now_v7()));
     spawn_pool_trimmer(db);
     // The tokenizer (~40 MB) is loaded by the first count_tokens call, on a
@@ -44,16 +58,23 @@ pub(crate) async fn serve(config: ServerConfig) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The catalog file, its failure named by the variable that points at it.
-pub(crate) fn load_catalog(path: &str) -> anyhow::Result<Catalog> {
-    Catalog::load(path).map_err(|e| anyhow::anyhow!("ROUTER_CATALOG: {e}"))
+/// The catalog file and its text, its failure named by the variable that
+/// points at it (and by the file, line and field).
+pub(crate) fn load_catalog(path: &str) -> anyhow::Result<(Catalog, String)> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| anyhow::anyhow!("ROUTER_CATALOG: cannot read catalog {path}: {e}"))?;
+    let env = catalog_release::process_env();
+    let catalog = Catalog::parse(&text, path, |name| env(name))
+        .map_err(|e| anyhow::anyhow!("ROUTER_CATALOG: {e}"))?;
+    Ok((catalog, text))
 }
 
 /// The shared state of a router process (also what the operator commands
 /// run their operations against).
 pub(crate) async fn app(
     config: &ServerConfig,
-    catalog: Catalog,
+    catalog: Arc<Catalog>,
+    views: CatalogViews,
     db: Database,
 ) -> anyhow::Result<App> {
     if config.image_url_allow_loopback {
@@ -74,7 +95,7 @@ pub(crate) async fn app(
     let seal_key = SealKey::load(&db)
         .await
         .context("loading the thinking seal key")?;
-    let gateway = Gateway::new(Arc::new(catalog), db, suppliers, gateway_config, seal_key);
+    let gateway = Gateway::new(catalog, db, suppliers, gateway_config, seal_key);
     let docs = Docs::new(&config.public_base).context("indexing the user manual")?;
     Ok(App {
         gateway,
@@ -84,6 +105,10 @@ pub(crate) async fn app(
         public_base: config.public_base.clone(),
         mailer: config.mailer.clone(),
         session_ttl: config.session_ttl,
+        catalog: CatalogCell::new(views),
+        catalog_path: config.catalog_path.clone(),
+        catalog_env: catalog_release::process_env(),
+        cursor_key: tokio::sync::OnceCell::new(),
         reaper_interval: config.reaper_interval,
         prompt_cache: config.prompt_cache,
         test_hooks: config.test_hooks,
