@@ -19,8 +19,8 @@ use crate::thinking_seal::{self, SealError, SealKey, SealedDialect, SealedHistor
 use crate::trace::{self, RequestTrace};
 use futures::StreamExt;
 use router_canonical::{
-    ApiError, ErrorCode, Field, NanoUsd, Protocol, Request, Response, StopReason, StreamEvent,
-    Usage,
+    ApiError, ErrorCode, Field, NanoUsd, PromptCacheMode, Protocol, Request, Response, StopReason,
+    StreamEvent, Usage,
 };
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -297,12 +297,22 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
                 reservation.trace.attempt_started(route);
                 // Each attempt sends the thinking history its route can take.
                 let restored;
-                let attempt_request = if thinking.history.is_empty() {
+                let mut attempt_request = if thinking.history.is_empty() {
                     &request
                 } else {
                     restored = thinking.history.for_route(&request, route.protocol);
                     &restored
                 };
+                // Automatic cache markers only where they mean something (F-08).
+                let unmarked;
+                if attempt_request.prompt_cache == PromptCacheMode::On
+                    && !automatic_markers(&plan.model, route)
+                {
+                    let mut plain = attempt_request.clone();
+                    plain.prompt_cache = PromptCacheMode::Passthrough;
+                    unmarked = plain;
+                    attempt_request = &unmarked;
+                }
                 let started_at = SystemTime::now();
                 let started = Instant::now();
                 let result = match tokio::time::timeout_at(
@@ -416,6 +426,17 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
             tracing::warn!(error = %e, "could not record attempt");
         }
     }
+}
+
+/// `x-ci-prompt-cache: on` adds markers only on a native Messages route of
+/// a vendor-Claude model whose route has the `prompt_cache` capability
+/// (F-08); elsewhere the request goes as with `passthrough`.
+fn automatic_markers(model: &Model, route: &Route) -> bool {
+    route.protocol == Protocol::Messages
+        && model.vendor.as_deref() == Some("anthropic")
+        && route
+            .capabilities
+            .contains(router_canonical::Capability::PromptCache)
 }
 
 /// What the attempts of one request do with thinking signatures.

@@ -108,6 +108,7 @@ quote = { input = 3_000_000_000, output = 3_000_000_000 }
 # Claude-like: a native Messages route first, a Chat route as fallback.
 [[models]]
 id = "m-claude"
+vendor = "anthropic"
 pricing = "fixed"
 rates = { input = 1_000_000_000, output = 2_000_000_000, cache_read = 100_000_000, cache_write = 1_250_000_000 }
 max_output_tokens = 8192
@@ -118,7 +119,7 @@ model = "m-claude"
 supplier = "acme-secret-supplier"
 upstream_model = "up-claude-native"
 protocol = "messages"
-capabilities = ["tools", "stop", "streaming", "reasoning", "thinking", "vision", "response_format"]
+capabilities = ["tools", "stop", "streaming", "reasoning", "thinking", "vision", "response_format", "prompt_cache"]
 priority = 10
 internal_cost = { input = 900_000_000, output = 900_000_000 }
 betas = ["context-1m-2025-08-07", "interleaved-thinking-2025-05-14"]
