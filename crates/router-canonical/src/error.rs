@@ -15,6 +15,8 @@ pub enum ErrorCode {
     UnsupportedConversion,
     UnsupportedParameter,
     ListPriceUnknown,
+    /// A prompt-rewriting experiment with image input (H-06, GP-45).
+    IncompatibleImageInput,
     InvalidApiKey,
     /// No credential on a route that only a browser session opens.
     AuthenticationRequired,
@@ -83,6 +85,7 @@ impl ErrorCode {
             ErrorCode::UnsupportedConversion => "unsupported_conversion",
             ErrorCode::UnsupportedParameter => "unsupported_parameter",
             ErrorCode::ListPriceUnknown => "list_price_unknown",
+            ErrorCode::IncompatibleImageInput => "incompatible_image_input",
             ErrorCode::ExperimentNotFound => "experiment_not_found",
             ErrorCode::MinDiscountUnavailable => "min_discount_unavailable",
             ErrorCode::ZdrCapacityUnavailable => "zdr_capacity_unavailable",
@@ -134,6 +137,7 @@ impl ErrorCode {
             | ErrorCode::UnsupportedConversion
             | ErrorCode::UnsupportedParameter
             | ErrorCode::ListPriceUnknown
+            | ErrorCode::IncompatibleImageInput
             | ErrorCode::SignInLinkInvalid => 400,
             ErrorCode::InvalidApiKey | ErrorCode::AuthenticationRequired => 401,
             ErrorCode::InsufficientCredits => 402,

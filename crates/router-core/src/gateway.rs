@@ -19,8 +19,8 @@ use crate::thinking_seal::{self, SealError, SealKey, SealedDialect, SealedHistor
 use crate::trace::{self, RequestTrace};
 use futures::StreamExt;
 use router_canonical::{
-    ApiError, ErrorCode, Field, NanoUsd, Protocol, Request, Response, StopReason, StreamEvent,
-    Usage,
+    ApiError, ErrorCode, Field, NanoUsd, PromptCacheMode, Protocol, Request, Response, StopReason,
+    StreamEvent, Usage,
 };
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -64,6 +64,15 @@ pub struct Admission {
     /// Whether the key sets any limit (see [`NewRequest::key_limited`]).
     pub key_limited: bool,
     pub inbound: Protocol,
+    /// Only routes marked `zdr` (verified zero data retention) may serve
+    /// the request, else 503 `zdr_capacity_unavailable` (F-26, F-27, J-06).
+    /// The server sets it from the request's `zdr` or the account's
+    /// data-protection switch; `false` never relaxes a request's own `zdr`.
+    pub zdr: bool,
+    /// Prompt-cache affinity (F-16): the route that last served this
+    /// request's cacheable prefix. Tried first when the plan has it;
+    /// it never brings back a route the plan filtered out.
+    pub preferred_route: Option<String>,
     /// Filled as the lifecycle goes, for the request's log line.
     pub trace: Arc<RequestTrace>,
 }
@@ -171,10 +180,18 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
     pub async fn run_opened(
         &self,
         admission: Admission,
-        request: Request,
+        mut request: Request,
         history: SealedHistory,
     ) -> Result<Outcome<S, P>, ApiError> {
-        let plan = routing::plan(&self.catalog(), &request, admission.inbound)?;
+        // ZDR adds to the request's own option, never relaxes it (F-27).
+        request.routing.zdr |= admission.zdr;
+        let mut plan = routing::plan(&self.catalog(), &request, admission.inbound)?;
+        if let Some(preferred) = &admission.preferred_route
+            && let Some(at) = plan.routes.iter().position(|r| &r.id == preferred)
+        {
+            let route = plan.routes.remove(at);
+            plan.routes.insert(0, route);
+        }
         check_output_limit(&plan.model, &request)?;
         let reserve = pricing::reservation(&plan.model, &plan.routes, &request).map_err(|_| {
             ApiError::for_field(
@@ -280,12 +297,22 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
                 reservation.trace.attempt_started(route);
                 // Each attempt sends the thinking history its route can take.
                 let restored;
-                let attempt_request = if thinking.history.is_empty() {
+                let mut attempt_request = if thinking.history.is_empty() {
                     &request
                 } else {
                     restored = thinking.history.for_route(&request, route.protocol);
                     &restored
                 };
+                // Automatic cache markers only where they mean something (F-08).
+                let unmarked;
+                if attempt_request.prompt_cache == PromptCacheMode::On
+                    && !automatic_markers(&plan.model, route)
+                {
+                    let mut plain = attempt_request.clone();
+                    plain.prompt_cache = PromptCacheMode::Passthrough;
+                    unmarked = plain;
+                    attempt_request = &unmarked;
+                }
                 let started_at = SystemTime::now();
                 let started = Instant::now();
                 let result = match tokio::time::timeout_at(
@@ -399,6 +426,17 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
             tracing::warn!(error = %e, "could not record attempt");
         }
     }
+}
+
+/// `x-ci-prompt-cache: on` adds markers only on a native Messages route of
+/// a vendor-Claude model whose route has the `prompt_cache` capability
+/// (F-08); elsewhere the request goes as with `passthrough`.
+fn automatic_markers(model: &Model, route: &Route) -> bool {
+    route.protocol == Protocol::Messages
+        && model.vendor.as_deref() == Some("anthropic")
+        && route
+            .capabilities
+            .contains(router_canonical::Capability::PromptCache)
 }
 
 /// What the attempts of one request do with thinking signatures.

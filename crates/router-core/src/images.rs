@@ -31,6 +31,9 @@ pub struct ImageAdmission {
     pub api_key_id: Uuid,
     pub policy_version: i64,
     pub key_limited: bool,
+    /// Account zero data retention: only `zdr` routes (J-14, GP-38). The
+    /// image body has no `zdr` field; [`plan`] is what applies it.
+    pub zdr: bool,
     /// Filled as the lifecycle goes, for the request's log line.
     pub trace: Arc<crate::trace::RequestTrace>,
 }
@@ -57,8 +60,14 @@ pub struct ImagePlan {
 /// Resolve the image model (404 unknown; 400 `invalid_parameter` naming
 /// `model` for a model that generates no images, GP-67) and its route: the
 /// enabled `images` route of highest priority, then lowest operator cost.
-/// The key's model policy is the caller's (it knows the key).
-pub fn plan(catalog: &crate::Catalog, request: &ImageRequest) -> Result<ImagePlan, ApiError> {
+/// The key's model policy is the caller's (it knows the key). With `zdr`
+/// (the account's data-protection switch, J-14) only routes marked `zdr`
+/// qualify; none is 503 `zdr_capacity_unavailable`.
+pub fn plan(
+    catalog: &crate::Catalog,
+    request: &ImageRequest,
+    zdr: bool,
+) -> Result<ImagePlan, ApiError> {
     let model = crate::routing::find_model(catalog, &request.model)?;
     let price = match (model.modality, model.image_price()) {
         (Modality::Image, Some(price)) => price,
@@ -69,14 +78,18 @@ pub fn plan(catalog: &crate::Catalog, request: &ImageRequest) -> Result<ImagePla
             ));
         }
     };
-    // Account zero data retention (GP-38, J-14) goes HERE once the account
-    // switch exists (issue 18): with it on, keep only `r.zdr` routes, and
-    // none left is 503 `zdr_capacity_unavailable`. Not built: there is no
-    // account ZDR state to read yet.
-    let route = catalog
+    let image_routes = catalog
         .routes(&model.id)
         .iter()
-        .filter(|r| r.enabled && r.protocol == Protocol::Images)
+        .filter(|r| r.protocol == Protocol::Images);
+    if zdr && !image_routes.clone().any(|r| r.zdr) {
+        return Err(ApiError::new(
+            ErrorCode::ZdrCapacityUnavailable,
+            "No verified zero-data-retention route is available for this model.",
+        ));
+    }
+    let route = image_routes
+        .filter(|r| r.enabled && (r.zdr || !zdr))
         .min_by(|a, b| {
             b.priority
                 .cmp(&a.priority)
@@ -284,6 +297,7 @@ supplier = "s"
 upstream_model = "up-cheap"
 protocol = "images"
 image_cost = 10
+zdr = true
 
 [[routes]]
 id = "img-preferred"
@@ -316,17 +330,33 @@ enabled = false
     #[test]
     fn the_plan_is_one_route_at_the_fixed_price() {
         let catalog = Catalog::from_toml(CATALOG, |_| None).unwrap();
-        let plan = plan(&catalog, &request("m-img")).unwrap();
+        let plan = plan(&catalog, &request("m-img"), false).unwrap();
         assert_eq!(plan.route.id, "img-preferred");
         assert_eq!(plan.price, NanoUsd(40_000_000));
         // GP-67: a text model is a 400 naming `model`; unknown is a 404.
-        let error = super::plan(&catalog, &request("m-text")).unwrap_err();
+        let error = super::plan(&catalog, &request("m-text"), false).unwrap_err();
         assert_eq!(
             (error.code, error.param.as_deref()),
             (ErrorCode::InvalidParameter, Some("model"))
         );
-        let error = super::plan(&catalog, &request("nope")).unwrap_err();
+        let error = super::plan(&catalog, &request("nope"), false).unwrap_err();
         assert_eq!(error.code, ErrorCode::ModelNotFound);
+    }
+
+    #[test]
+    fn account_zdr_keeps_to_zdr_routes() {
+        // J-14, GP-38: only the verified ZDR route, or 503 when there is none.
+        let catalog = Catalog::from_toml(CATALOG, |_| None).unwrap();
+        assert_eq!(
+            plan(&catalog, &request("m-img"), true).unwrap().route.id,
+            "img-cheap"
+        );
+        let no_zdr = CATALOG.replace("zdr = true\n", "");
+        let catalog = Catalog::from_toml(&no_zdr, |_| None).unwrap();
+        assert_eq!(
+            plan(&catalog, &request("m-img"), true).unwrap_err().code,
+            ErrorCode::ZdrCapacityUnavailable
+        );
     }
 
     #[test]

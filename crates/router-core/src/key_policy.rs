@@ -21,6 +21,10 @@ pub struct KeyPolicy {
     pub ip_allowlist: Option<Vec<IpNet>>,
     /// The key's default for `x-ci-prompt-cache`.
     pub prompt_cache_mode: Option<PromptCacheMode>,
+    /// The exact-response cache (off when `None`): an identical request of
+    /// the account answered within this many seconds is answered again
+    /// from the cache, free (issue 16).
+    pub response_cache_ttl_seconds: Option<i32>,
     /// Spend and request limits; all `None` (the default) is unlimited.
     pub limits: KeyLimits,
     /// Bumped by every change of the key's policy.

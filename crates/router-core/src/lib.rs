@@ -9,6 +9,7 @@
 #![warn(unreachable_pub)]
 
 pub mod catalog;
+pub mod experiments;
 pub mod gateway;
 pub mod images;
 pub mod key_policy;
@@ -20,6 +21,7 @@ pub mod thinking_seal;
 pub mod trace;
 
 pub use catalog::{Catalog, CatalogError, Modality, Model, Pricing, Problem, Route, Supplier};
+pub use experiments::{Experiment, ExperimentStatus, SystemMode, Variant};
 pub use gateway::{Gateway, GatewayConfig, LiveStream, Outcome, StreamItem};
 pub use images::{GeneratedPng, ImageAdmission};
 pub use key_policy::{KeyLimit, KeyLimits, KeyPolicy, SpendWindow};

@@ -17,6 +17,8 @@ use std::time::Duration;
 pub struct RequestTrace {
     attempts: AtomicU32,
     route: Mutex<Option<Arc<Route>>>,
+    /// The route of the first attempt: a success elsewhere was a fallback.
+    first_route: Mutex<Option<String>>,
     /// Nano-USD charged; negative until the request is settled.
     charged: AtomicI64,
 }
@@ -42,6 +44,11 @@ impl RequestTrace {
             .and_then(|route| route.as_ref().map(|r| r.id.clone()))
     }
 
+    /// The route of the first attempt.
+    pub fn first_route_id(&self) -> Option<String> {
+        self.first_route.lock().ok().and_then(|first| first.clone())
+    }
+
     /// What was charged, once settled.
     pub fn charged_nano(&self) -> Option<i64> {
         let charged = self.charged.load(Ordering::Relaxed);
@@ -49,7 +56,11 @@ impl RequestTrace {
     }
 
     pub(crate) fn attempt_started(&self, route: &Arc<Route>) {
-        self.attempts.fetch_add(1, Ordering::Relaxed);
+        if self.attempts.fetch_add(1, Ordering::Relaxed) == 0
+            && let Ok(mut first) = self.first_route.lock()
+        {
+            *first = Some(route.id.clone());
+        }
         if let Ok(mut current) = self.route.lock() {
             *current = Some(route.clone());
         }

@@ -278,6 +278,8 @@ fn request(model: &str) -> Request {
 
 fn admission() -> Admission {
     Admission {
+        zdr: false,
+        preferred_route: None,
         request_id: Uuid::new_v4(),
         account_id: Uuid::new_v4(),
         api_key_id: Uuid::new_v4(),
@@ -479,6 +481,25 @@ async fn unknown_model_is_404() {
         run(&h, request("nope")).await.unwrap_err().code,
         ErrorCode::ModelNotFound
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn admission_zdr_is_not_relaxed_by_the_request() {
+    // F-27, J-06: the account's ZDR (carried by the admission) applies
+    // although the request says `zdr:false`; no route here is ZDR.
+    let h = harness(RICH);
+    let mut req = request("fixed");
+    req.routing.zdr = false;
+    let admission = Admission {
+        zdr: true,
+        ..admission()
+    };
+    let Err(err) = h.gateway.run(admission, req).await else {
+        panic!("a ZDR admission was served by a non-ZDR route");
+    };
+    assert_eq!(err.code, ErrorCode::ZdrCapacityUnavailable);
+    assert!(h.suppliers.calls().is_empty());
+    assert_eq!(h.store.0.lock().unwrap().balance, RICH);
 }
 
 fn finish(i: u64, o: u64) -> StreamEvent {

@@ -173,3 +173,56 @@ pub async fn deprovision_channel(
 ) -> Result<Response<Body>, ApiError> {
     crate::channels::deprovision(app, parse_id(id)?, request_id).await
 }
+
+/// `POST /admin/accounts/{id}/experiments`: a draft experiment.
+pub async fn create_experiment(
+    app: &App,
+    request: http::Request<Incoming>,
+    id: Option<&str>,
+    request_id: &str,
+) -> Result<Response<Body>, ApiError> {
+    let account_id = parse_id(id)?;
+    let body = json_body(request, ADMIN_BODY_LIMIT).await?;
+    let view = operator::create_experiment(app, account_id, body).await?;
+    Ok(reply::json_value(StatusCode::CREATED, &view, request_id))
+}
+
+/// `GET /admin/accounts/{id}/experiments`.
+pub async fn list_experiments(
+    app: &App,
+    id: Option<&str>,
+    request_id: &str,
+) -> Result<Response<Body>, ApiError> {
+    let view = operator::list_experiments(app, parse_id(id)?).await?;
+    Ok(reply::json_value(StatusCode::OK, &view, request_id))
+}
+
+/// `GET /admin/accounts/{id}/experiments/{slug}`.
+pub async fn get_experiment(
+    app: &App,
+    id: Option<&str>,
+    slug: Option<&str>,
+    request_id: &str,
+) -> Result<Response<Body>, ApiError> {
+    let account_id = parse_id(id)?;
+    let slug = slug.ok_or_else(|| ApiError::new(ErrorCode::NotFound, "No such experiment."))?;
+    let view = operator::show_experiment(app, account_id, slug).await?;
+    Ok(reply::json_value(StatusCode::OK, &view, request_id))
+}
+
+/// `PATCH /admin/accounts/{id}/experiments/{slug}`: a status change.
+pub async fn update_experiment(
+    app: &App,
+    request: http::Request<Incoming>,
+    id: Option<&str>,
+    slug: Option<&str>,
+    request_id: &str,
+) -> Result<Response<Body>, ApiError> {
+    let account_id = parse_id(id)?;
+    let slug = slug
+        .ok_or_else(|| ApiError::new(ErrorCode::NotFound, "No such experiment."))?
+        .to_owned();
+    let body = json_body(request, ADMIN_BODY_LIMIT).await?;
+    let view = operator::update_experiment(app, account_id, &slug, body).await?;
+    Ok(reply::json_value(StatusCode::OK, &view, request_id))
+}

@@ -39,9 +39,32 @@ pub struct App {
     pub session_ttl: Duration,
     /// How often the hold reaper job runs (`ROUTER_REAPER_INTERVAL_SECS`).
     pub reaper_interval: Duration,
+    /// Prompt-cache routing affinity (`ROUTER_PROMPT_CACHE_*`).
+    pub prompt_cache: PromptCacheSettings,
     /// `ROUTER_ADMIN_TEST_HOOKS=1`: the routes that bend time for tests
     /// exist (`jobs::require_test_hooks`); never in production.
     pub test_hooks: bool,
+}
+
+/// Prompt-cache routing affinity (F-14, F-16).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PromptCacheSettings {
+    /// Without a `cache_control` marker, a prefix takes part in affinity
+    /// from this many (estimated) tokens
+    /// (`ROUTER_PROMPT_CACHE_MIN_PREFIX_TOKENS`).
+    pub min_prefix_tokens: u64,
+    /// How long the route that served a prefix stays preferred
+    /// (`ROUTER_PROMPT_CACHE_AFFINITY_TTL_SECS`).
+    pub affinity_ttl: Duration,
+}
+
+impl Default for PromptCacheSettings {
+    fn default() -> Self {
+        PromptCacheSettings {
+            min_prefix_tokens: 1024,
+            affinity_ttl: Duration::from_secs(300),
+        }
+    }
 }
 
 impl App {

@@ -37,6 +37,8 @@ pub struct ServerConfig {
     pub session_ttl: Duration,
     /// `ROUTER_ADMIN_TEST_HOOKS`.
     pub test_hooks: bool,
+    /// `ROUTER_PROMPT_CACHE_MIN_PREFIX_TOKENS`, `ROUTER_PROMPT_CACHE_AFFINITY_TTL_SECS`.
+    pub prompt_cache: crate::app::PromptCacheSettings,
     /// `ROUTER_METRICS`: record metrics for `/metrics`.
     pub metrics: bool,
 }

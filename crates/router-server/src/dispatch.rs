@@ -220,8 +220,11 @@ async fn route(
         return response;
     };
     log.route(route.path);
-    // Every pattern has at most one parameter, its last segment.
-    let param = matched.params.iter().next().map(|(_, v)| v.to_owned());
+    // A pattern's first parameter is the one the guard checks; only the
+    // experiment rows have a second (`{slug}` after the account's `{id}`).
+    let mut params = matched.params.iter().map(|(_, v)| v.to_owned());
+    let param = params.next();
+    let second = params.next();
     let caller = match guard(
         &app,
         route.auth,
@@ -329,6 +332,19 @@ async fn route(
         }
         Handler::AdminBackdateRequests => {
             channels::jobs::backdate_requests(&app, request, &id_text).await
+        }
+        Handler::AdminCreateExperiment => {
+            admin::create_experiment(&app, request, param.as_deref(), &id_text).await
+        }
+        Handler::AdminListExperiments => {
+            admin::list_experiments(&app, param.as_deref(), &id_text).await
+        }
+        Handler::AdminGetExperiment => {
+            admin::get_experiment(&app, param.as_deref(), second.as_deref(), &id_text).await
+        }
+        Handler::AdminUpdateExperiment => {
+            admin::update_experiment(&app, request, param.as_deref(), second.as_deref(), &id_text)
+                .await
         }
         Handler::AdminDeleteSession => {
             admin::delete_session(&app, param.as_deref(), &id_text).await

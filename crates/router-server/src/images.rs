@@ -55,8 +55,12 @@ async fn run(
         log.model(&model.id);
         auth::check_model(&catalog, &inbound.key, &image_request.model)?;
     }
-    let plan = images::plan(&catalog, &image_request)?;
+    // Account zero data retention (J-14): `ApiKeyRecord.account_zdr` of
+    // issue 18 goes here; an image body has no `zdr` of its own.
+    let zdr = false;
+    let plan = images::plan(&catalog, &image_request, zdr)?;
     let admission = ImageAdmission {
+        zdr,
         request_id,
         account_id: inbound.key.account_id,
         api_key_id: inbound.key.key_id,

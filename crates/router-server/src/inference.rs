@@ -5,6 +5,7 @@
 //! the codec's SSE dialect. What differs per surface is a [`Surface`]: a
 //! client codec and its HTTP settings (`surfaces.rs`).
 
+use crate::affinity::{self, Affinity};
 use crate::app::App;
 use crate::auth;
 use crate::body::read_limited;
@@ -17,7 +18,7 @@ use http::request::Parts;
 use http::{Response, StatusCode};
 use hyper::body::Incoming;
 use router_canonical::{
-    ApiError, ClientCodec, PromptCacheMode, ReplyContext, Request, StreamContext,
+    ApiError, ClientCodec, ErrorCode, PromptCacheMode, ReplyContext, Request, StreamContext,
 };
 use router_core::Outcome;
 use router_core::gateway::Admission;
@@ -76,7 +77,19 @@ async fn run<C: ClientCodec>(
     }
     auth::check_model(&app.gateway.catalog(), &inbound.key, &canonical.model)?;
     apply_headers(&inbound.parts.headers, &inbound.key, &mut canonical);
+    let assignment = experiment(&app, &inbound, &mut canonical, request_id).await?;
+    if assignment.is_some() {
+        // A variant's model is served under its own name and policies.
+        auth::check_model(&app.gateway.catalog(), &inbound.key, &canonical.model)?;
+        if let Some(model) = app.gateway.catalog().model(&canonical.model) {
+            log.model(&model.id);
+        }
+    }
     let model = canonical.model.clone();
+    // The request's `zdr`; the account's switch (issue 18) adds to it.
+    let zdr = canonical.routing.zdr;
+    let affinity = Affinity::lookup(&app, &inbound.parts.headers, &inbound.key, &canonical).await;
+    let trace = log.trace();
     let admission = Admission {
         request_id,
         account_id: inbound.key.account_id,
@@ -84,18 +97,56 @@ async fn run<C: ClientCodec>(
         policy_version: inbound.key.policy.version,
         key_limited: inbound.key.policy.limits.any(),
         inbound: codec.protocol(),
-        trace: log.trace(),
+        zdr,
+        preferred_route: affinity.as_ref().and_then(Affinity::preferred_route),
+        trace: trace.clone(),
     };
     let history = app
         .gateway
         .open_thinking(admission.inbound, &canonical)
         .map_err(|e| e.to_api_error((surface.signature_param)(&inbound.body, &e)))?;
     let id = format!("{}{}", surface.id_prefix, request_id.simple());
-    let mut response = match app
-        .gateway
-        .run_opened(admission, canonical, history)
-        .await?
+    let cache = ResponseCache::for_request(&inbound.key, &canonical, zdr);
+    if let Some(cache) = &cache
+        && let Some(cached) = cache.lookup(&app).await
     {
+        cache
+            .record_hit(&app, request_id, &model, admission.inbound, &cached.usage)
+            .await;
+        if let Some((experiment_id, variant)) = assignment {
+            record_assignment(&app, request_id, experiment_id, variant);
+        }
+        let reply = ReplyContext {
+            id: &id,
+            model: &model,
+            created: unix_now(),
+            cost: Some(router_canonical::NanoUsd::ZERO),
+        };
+        let body = codec.encode_response(&cached, &reply, &extra);
+        let mut response = reply::json(StatusCode::OK, body, id_text);
+        response
+            .headers_mut()
+            .insert(CACHE_HEADER, http::HeaderValue::from_static("hit"));
+        if surface.messages_request_id {
+            reply::set_messages_request_id(response.headers_mut(), id_text);
+        }
+        return Ok(response);
+    }
+    let outcome = app.gateway.run_opened(admission, canonical, history).await;
+    if let Some((experiment_id, variant)) = assignment {
+        record_assignment(&app, request_id, experiment_id, variant);
+    }
+    let outcome = outcome?;
+    // The route is known once a reply or a stream has started.
+    let affinity_state = match (&affinity, trace.route_id()) {
+        (Some(affinity), Some(served)) => {
+            let state = affinity.state(trace.first_route_id().as_deref(), Some(&served));
+            affinity.record(&app, &served).await;
+            Some(state)
+        }
+        _ => None,
+    };
+    let mut response = match outcome {
         Outcome::Complete { response, cost } => {
             let reply = ReplyContext {
                 id: &id,
@@ -104,7 +155,14 @@ async fn run<C: ClientCodec>(
                 cost: Some(cost),
             };
             let body = codec.encode_response(&response, &reply, &extra);
-            reply::json(StatusCode::OK, body, id_text)
+            let mut reply = reply::json(StatusCode::OK, body, id_text);
+            if let Some(cache) = cache {
+                cache.store(&app, &response).await;
+                reply
+                    .headers_mut()
+                    .insert(CACHE_HEADER, http::HeaderValue::from_static("miss"));
+            }
+            reply
         }
         Outcome::Stream(live) => {
             let stream = StreamContext {
@@ -123,7 +181,168 @@ async fn run<C: ClientCodec>(
     if surface.messages_request_id {
         reply::set_messages_request_id(response.headers_mut(), id_text);
     }
+    // Completions validates and applies the prompt-cache headers but has no
+    // affinity header (CF-10).
+    if let Some(state) = affinity_state
+        && codec.protocol() != router_canonical::Protocol::Completions
+    {
+        response
+            .headers_mut()
+            .insert(affinity::HEADER, http::HeaderValue::from_static(state));
+    }
     Ok(response)
+}
+
+/// Says whether the exact-response cache answered (`hit`) or was asked
+/// and did not (`miss`); absent when the cache does not apply.
+const CACHE_HEADER: &str = "x-ci-cache";
+
+/// The exact-response cache of one request (issue 16): only for a key that
+/// opted in, a non-streaming request without image input (G-20, H-10), and
+/// never under zero data retention (J-09). The fingerprint covers the whole
+/// canonical request: model, body (experiment variant applied) and routing
+/// options; the account is the other half of the key.
+struct ResponseCache {
+    account_id: Uuid,
+    api_key_id: Uuid,
+    ttl_seconds: i32,
+    fingerprint: [u8; 32],
+}
+
+impl ResponseCache {
+    fn for_request(key: &ApiKeyRecord, request: &Request, zdr: bool) -> Option<ResponseCache> {
+        let ttl_seconds = key.policy.response_cache_ttl_seconds?;
+        if zdr || request.stream || request.has_images() {
+            return None;
+        }
+        let canonical = serde_json::to_vec(request).ok()?;
+        Some(ResponseCache {
+            account_id: key.account_id,
+            api_key_id: key.key_id,
+            ttl_seconds,
+            fingerprint: router_store::response_cache::fingerprint(&canonical),
+        })
+    }
+
+    /// The cached reply; a failed read is a miss, never an error.
+    async fn lookup(&self, app: &App) -> Option<router_canonical::Response> {
+        let stored = app
+            .database()
+            .cached_response(self.account_id, &self.fingerprint, self.ttl_seconds)
+            .await
+            .map_err(|e| tracing::warn!(error = %e, "response cache read failed"))
+            .ok()??;
+        serde_json::from_str(&stored)
+            .map_err(|e| tracing::warn!(error = %e, "unreadable response cache entry"))
+            .ok()
+    }
+
+    async fn record_hit(
+        &self,
+        app: &App,
+        request_id: Uuid,
+        model: &str,
+        inbound: router_canonical::Protocol,
+        usage: &router_canonical::Usage,
+    ) {
+        let hit = router_store::response_cache::CacheHit {
+            request_id,
+            account_id: self.account_id,
+            api_key_id: self.api_key_id,
+            model: app
+                .gateway
+                .catalog()
+                .model(model)
+                .map_or_else(|| model.to_owned(), |m| m.id.clone()),
+            inbound_protocol: inbound,
+            usage: *usage,
+        };
+        if let Err(e) = app.database().record_cache_hit(&hit).await {
+            tracing::warn!(%request_id, error = %e, "could not record a cache hit");
+        }
+    }
+
+    /// Stores a fresh answer before replying, so the client's next
+    /// identical request finds it (only keys that opted in pay the write).
+    async fn store(self, app: &App, response: &router_canonical::Response) {
+        let Ok(json) = serde_json::to_string(response) else {
+            return;
+        };
+        if let Err(e) = app
+            .database()
+            .cache_response(self.account_id, &self.fingerprint, &json)
+            .await
+        {
+            tracing::warn!(error = %e, "could not store a cached response");
+        }
+    }
+}
+
+/// `X-CI-Experiment` (F-01..F-06): the caller's account's experiment of
+/// that slug, or 404 `experiment_not_found`, the same for an unknown and
+/// another account's slug (GP-10). A running or promoted experiment
+/// rewrites the request with its variant and returns (experiment, variant)
+/// for the history; any other status leaves the request untouched (F-03).
+async fn experiment(
+    app: &App,
+    inbound: &Inbound,
+    request: &mut Request,
+    request_id: Uuid,
+) -> Result<Option<(Uuid, String)>, ApiError> {
+    let headers = &inbound.parts.headers;
+    let Some(slug) = headers.get("x-ci-experiment").and_then(|v| v.to_str().ok()) else {
+        return Ok(None);
+    };
+    let experiment = app
+        .database()
+        .find_experiment(inbound.key.account_id, slug)
+        .await
+        .map_err(|e| {
+            tracing::error!(error = %e, "experiment lookup failed");
+            ApiError::new(
+                ErrorCode::InternalError,
+                "An internal error occurred; the request was not charged.",
+            )
+        })?
+        .ok_or_else(|| {
+            ApiError::new(ErrorCode::ExperimentNotFound, "No such experiment.")
+                .with_param("x-ci-experiment")
+        })?;
+    if !experiment.is_live() {
+        return Ok(None);
+    }
+    // Image requests bypass text techniques (H-06, H-10, GP-45).
+    if request.has_images() && experiment.rewrites() {
+        return Err(ApiError::new(
+            ErrorCode::IncompatibleImageInput,
+            "This experiment rewrites the prompt, which image input does not allow.",
+        )
+        .with_param("x-ci-experiment"));
+    }
+    let end_user = headers.get("x-ci-end-user").and_then(|v| v.to_str().ok());
+    // Without an end user the draw is per request (GP-44): the request ID's
+    // random bits, mixed.
+    let draw = router_core::experiments::mix(request_id.as_u64_pair().1);
+    let Some(variant) = experiment.assign(end_user, draw) else {
+        return Ok(None);
+    };
+    variant.apply(request);
+    Ok(Some((experiment.id, variant.name.clone())))
+}
+
+/// Writes the assignment on the request's history row off the reply's
+/// path; a request refused before its reservation has no row to mark.
+fn record_assignment(app: &Arc<App>, request_id: Uuid, experiment_id: Uuid, variant: String) {
+    let app = app.clone();
+    tokio::spawn(async move {
+        if let Err(e) = app
+            .database()
+            .record_experiment_assignment(request_id, experiment_id, &variant)
+            .await
+        {
+            tracing::warn!(%request_id, error = %e, "could not record the experiment assignment");
+        }
+    });
 }
 
 /// Validate the `X-CI-*` headers of an authorized call, then read at most

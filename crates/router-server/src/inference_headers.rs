@@ -1,7 +1,7 @@
 //! The common inference headers (F-04..F-15, F-29, GP-33): validated on
 //! every inference surface before any routing or billing.
 
-use router_canonical::{ApiError, ErrorCode};
+use router_canonical::ApiError;
 
 fn header<'a>(headers: &'a http::HeaderMap, name: &str) -> Result<Option<&'a str>, ApiError> {
     match headers.get(name) {
@@ -55,19 +55,13 @@ pub fn validate(headers: &http::HeaderMap) -> Result<(), ApiError> {
             ));
         }
     }
-    if let Some(slug) = header(headers, "x-ci-experiment")? {
-        if slug.is_empty() {
-            return Err(ApiError::invalid(
-                "x-ci-experiment",
-                "`X-CI-Experiment` must not be empty",
-            ));
-        }
-        // No experiment can be created in this build yet, so every slug is
-        // unknown to the caller's account (F-04).
-        return Err(
-            ApiError::new(ErrorCode::ExperimentNotFound, "No such experiment.")
-                .with_param("x-ci-experiment"),
-        );
+    // Which experiment a slug names is looked up once the key's account is
+    // known (`inference::experiment`).
+    if header(headers, "x-ci-experiment")?.is_some_and(str::is_empty) {
+        return Err(ApiError::invalid(
+            "x-ci-experiment",
+            "`X-CI-Experiment` must not be empty",
+        ));
     }
     Ok(())
 }
@@ -75,6 +69,7 @@ pub fn validate(headers: &http::HeaderMap) -> Result<(), ApiError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use router_canonical::ErrorCode;
 
     fn check(name: &'static str, value: &str) -> Result<(), ApiError> {
         let mut h = http::HeaderMap::new();
@@ -97,9 +92,10 @@ mod tests {
         assert!(check("x-ci-prompt-cache-session", "a\tb").is_err());
         assert!(check("x-ci-end-user", &"u".repeat(200)).is_ok());
         assert!(check("x-ci-end-user", &"u".repeat(201)).is_err());
+        assert!(check("x-ci-experiment", "exp").is_ok());
         assert_eq!(
-            check("x-ci-experiment", "exp").unwrap_err().code,
-            ErrorCode::ExperimentNotFound
+            check("x-ci-experiment", "").unwrap_err().code,
+            ErrorCode::InvalidParameter
         );
     }
 }

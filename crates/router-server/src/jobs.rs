@@ -63,6 +63,16 @@ pub static REGISTRY: &[JobSpec] = &[
         every: |_| Duration::from_secs(30),
         run: |app| Box::pin(outbox(app)),
     },
+    JobSpec {
+        name: "response-cache-purge",
+        every: |_| Duration::from_secs(600),
+        run: |app| Box::pin(purge_response_cache(app)),
+    },
+    JobSpec {
+        name: "affinity-purge",
+        every: |_| Duration::from_secs(3600),
+        run: |app| Box::pin(purge_affinity(app)),
+    },
 ];
 
 async fn digest_scheduler(app: &App) -> Result<u64, JobError> {
@@ -71,6 +81,17 @@ async fn digest_scheduler(app: &App) -> Result<u64, JobError> {
 
 async fn outbox(app: &App) -> Result<u64, JobError> {
     Ok(crate::channels::jobs::outbox_pass(app).await?)
+}
+
+/// Deletes prompt-cache route preferences that expired a day ago or more.
+async fn purge_affinity(app: &App) -> Result<u64, JobError> {
+    Ok(app.database().purge_affinity().await?)
+}
+
+/// Deletes exact-response cache entries older than any key's TTL (reads
+/// check the TTL themselves; this only bounds what is kept).
+async fn purge_response_cache(app: &App) -> Result<u64, JobError> {
+    Ok(app.database().purge_response_cache().await?)
 }
 
 /// Releases holds of requests that died with their process (crash, kill

@@ -210,6 +210,7 @@ const INFERENCE_ERRORS: &[ErrorCode] = &[
     ErrorCode::UnsupportedConversion,
     ErrorCode::UnsupportedParameter,
     ErrorCode::ListPriceUnknown,
+    ErrorCode::IncompatibleImageInput,
     ErrorCode::InsufficientCredits,
     ErrorCode::ModelNotAllowed,
     ErrorCode::PolicyChanged,
@@ -560,6 +561,60 @@ fn handler(route: &Route, schemas: &mut Schemas) -> Described {
                 Some(any_object("The session.")),
             ));
             d.errors = vec![ErrorCode::InvalidParameter, ErrorCode::NotFound];
+            d
+        }
+        Handler::AdminCreateExperiment => {
+            let mut d = Described::new("Create an A/B experiment (a draft)", "admin");
+            admin_body(&mut d, schemas.of::<operator::NewExperiment>());
+            d.success.push((
+                "201",
+                admin_reply,
+                "application/json",
+                Some(any_object("The experiment, status draft.")),
+            ));
+            d.errors = vec![
+                ErrorCode::InvalidParameter,
+                ErrorCode::NotFound,
+                ErrorCode::Conflict,
+            ];
+            d
+        }
+        Handler::AdminListExperiments => {
+            let mut d = Described::new("List an account's experiments", "admin");
+            d.success.push((
+                "200",
+                admin_reply,
+                "application/json",
+                Some(any_object("The experiments with assignment counts.")),
+            ));
+            d.errors = vec![ErrorCode::NotFound];
+            d
+        }
+        Handler::AdminGetExperiment => {
+            let mut d = Described::new("Read an experiment and its assignment counts", "admin");
+            d.success.push((
+                "200",
+                admin_reply,
+                "application/json",
+                Some(any_object("The experiment.")),
+            ));
+            d.errors = vec![ErrorCode::NotFound];
+            d
+        }
+        Handler::AdminUpdateExperiment => {
+            let mut d = Described::new("Run, pause, complete or promote an experiment", "admin");
+            admin_body(&mut d, schemas.of::<operator::ExperimentPatch>());
+            d.success.push((
+                "200",
+                admin_reply,
+                "application/json",
+                Some(any_object("The experiment.")),
+            ));
+            d.errors = vec![
+                ErrorCode::InvalidParameter,
+                ErrorCode::NotFound,
+                ErrorCode::Conflict,
+            ];
             d
         }
         Handler::AdminDeleteSession => {
@@ -1072,7 +1127,7 @@ fn operation(route: &Route, schemas: &mut Schemas) -> utoipa::openapi::path::Ope
     for requirement in security(route) {
         op = op.security(requirement);
     }
-    if let Some(name) = path_parameter(route.path) {
+    for name in path_parameters(route.path) {
         op = op.parameter(
             ParameterBuilder::new()
                 .name(name)
@@ -1172,11 +1227,12 @@ fn operation(route: &Route, schemas: &mut Schemas) -> utoipa::openapi::path::Ope
     op.build()
 }
 
-/// The name of the path's parameter, if it has one.
-fn path_parameter(path: &str) -> Option<&str> {
-    let start = path.find('{')?;
-    let end = path[start..].find('}')? + start;
-    Some(path[start + 1..end].trim_start_matches('*'))
+/// The names of the path's parameters, in order.
+fn path_parameters(path: &str) -> Vec<&str> {
+    path.split('/')
+        .filter_map(|segment| segment.strip_prefix('{')?.strip_suffix('}'))
+        .map(|name| name.trim_start_matches('*'))
+        .collect()
 }
 
 /// `get_v1_docs`, `post_admin_accounts_id_credits`, ...
@@ -1208,15 +1264,16 @@ mod tests {
 
     #[test]
     fn path_parameters_are_named_without_the_catch_all_star() {
+        assert_eq!(path_parameters("/public/models/{*model_id}"), ["model_id"]);
         assert_eq!(
-            path_parameter("/public/models/{*model_id}"),
-            Some("model_id")
+            path_parameters("/v1/channels/{channel_id}/send-report"),
+            ["channel_id"]
         );
         assert_eq!(
-            path_parameter("/v1/channels/{channel_id}/send-report"),
-            Some("channel_id")
+            path_parameters("/admin/accounts/{id}/experiments/{slug}"),
+            ["id", "slug"]
         );
-        assert_eq!(path_parameter("/v1/docs"), None);
+        assert!(path_parameters("/v1/docs").is_empty());
     }
 
     fn served() -> serde_json::Value {
@@ -1279,7 +1336,7 @@ mod tests {
                 );
             }
             let params = op["parameters"].as_array().cloned().unwrap_or_default();
-            if let Some(name) = path_parameter(route.path) {
+            for name in path_parameters(route.path) {
                 assert!(
                     params
                         .iter()

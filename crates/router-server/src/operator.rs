@@ -158,6 +158,9 @@ pub struct NewApiKey {
     ip_allowlist: Option<Vec<String>>,
     #[serde(default)]
     prompt_cache_mode: Option<String>,
+    /// Opt in to the exact-response cache: 1 to 86400 seconds.
+    #[serde(default)]
+    response_cache_ttl_seconds: Option<u64>,
     #[serde(default)]
     spend_limits: Option<Vec<SpendLimitJson>>,
     #[serde(default)]
@@ -185,6 +188,8 @@ pub struct ApiKeyPatch {
     ip_allowlist: Option<Option<Vec<String>>>,
     #[serde(default, deserialize_with = "present")]
     prompt_cache_mode: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    response_cache_ttl_seconds: Option<Option<u64>>,
     #[serde(default, deserialize_with = "present")]
     spend_limits: Option<Option<Vec<SpendLimitJson>>>,
     #[serde(default, deserialize_with = "present")]
@@ -242,6 +247,20 @@ fn parse_ip_allowlist(entries: &[String]) -> Result<Vec<ipnet::IpNet>, ApiError>
         .collect()
 }
 
+/// The exact-response cache's TTL: 1 second to a day.
+fn parse_response_cache_ttl(seconds: u64) -> Result<i32, ApiError> {
+    let max = router_store::response_cache::MAX_TTL_SECONDS;
+    i32::try_from(seconds)
+        .ok()
+        .filter(|s| (1..=max).contains(s))
+        .ok_or_else(|| {
+            ApiError::invalid(
+                "response_cache_ttl_seconds",
+                format!("`response_cache_ttl_seconds` is from 1 to {max}."),
+            )
+        })
+}
+
 fn parse_prompt_cache_mode(text: &str) -> Result<PromptCacheMode, ApiError> {
     PromptCacheMode::parse(text).ok_or_else(|| {
         ApiError::invalid(
@@ -282,6 +301,10 @@ pub async fn create_api_key(app: &App, body: Value) -> Result<Value, ApiError> {
             .prompt_cache_mode
             .as_deref()
             .map(parse_prompt_cache_mode)
+            .transpose()?,
+        response_cache_ttl_seconds: new
+            .response_cache_ttl_seconds
+            .map(parse_response_cache_ttl)
             .transpose()?,
         limits,
         version: 0,
@@ -383,6 +406,10 @@ pub async fn update_api_key(app: &App, id: Uuid, body: Value) -> Result<Value, A
             .prompt_cache_mode
             .map(|set| set.as_deref().map(parse_prompt_cache_mode).transpose())
             .transpose()?,
+        response_cache_ttl_seconds: patch
+            .response_cache_ttl_seconds
+            .map(|set| set.map(parse_response_cache_ttl).transpose())
+            .transpose()?,
         spend_limits: patch
             .spend_limits
             .map(|set| set.map(parse_spend_limits).transpose().map(Option::flatten))
@@ -453,6 +480,7 @@ fn policy_json(policy: &KeyPolicy) -> Value {
             .as_ref()
             .map(|nets| nets.iter().map(ToString::to_string).collect::<Vec<_>>()),
         "prompt_cache_mode": policy.prompt_cache_mode,
+        "response_cache_ttl_seconds": policy.response_cache_ttl_seconds,
         "spend_limits": policy.limits.spend_limits.as_ref().map(|windows| {
             windows
                 .iter()
@@ -502,6 +530,9 @@ fn request_json(view: &router_store::RequestView) -> Value {
         "error_reason": view.error_reason,
         "created_at": view.created_at,
         "finished_at": view.finished_at,
+        "experiment_id": view.experiment_id,
+        "experiment_variant": view.experiment_variant,
+        "cache_hit": view.cache_hit,
         "hold": view.hold,
         "attempts": view.attempts,
         "ledger": view.ledger_entries,
@@ -566,4 +597,297 @@ pub async fn revoke_session(app: &App, id: Uuid) -> Result<(), ApiError> {
     } else {
         Err(ApiError::new(ErrorCode::NotFound, "No such session."))
     }
+}
+
+/// One variant as the admin API takes it (`router_core::Variant`).
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VariantJson {
+    name: String,
+    /// Relative share of the traffic, at least 1.
+    weight: u32,
+    /// A system instruction the variant adds (or puts instead, `replace`).
+    #[serde(default)]
+    system: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    system_mode: Option<router_core::SystemMode>,
+    /// Another model of the catalog, by ID or alias.
+    #[serde(default)]
+    model: Option<String>,
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewExperiment {
+    slug: String,
+    variants: Vec<VariantJson>,
+}
+
+/// `PATCH /admin/accounts/{id}/experiments/{slug}`.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExperimentPatch {
+    status: String,
+    #[serde(default)]
+    winner: Option<String>,
+}
+
+const MAX_VARIANTS: usize = 20;
+const MAX_SYSTEM_CHARS: usize = 100_000;
+
+/// A slug travels in a header (`X-CI-Experiment`): 1 to 64 letters,
+/// digits, `.`, `_` or `-`.
+fn valid_slug(slug: &str) -> bool {
+    (1..=64).contains(&slug.len())
+        && slug
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+fn parse_variants(
+    app: &App,
+    variants: Vec<VariantJson>,
+) -> Result<Vec<router_core::Variant>, ApiError> {
+    if variants.is_empty() || variants.len() > MAX_VARIANTS {
+        return Err(ApiError::invalid(
+            "variants",
+            format!("An experiment has 1 to {MAX_VARIANTS} variants."),
+        ));
+    }
+    let mut parsed: Vec<router_core::Variant> = Vec::with_capacity(variants.len());
+    for (i, v) in variants.into_iter().enumerate() {
+        let at = |field: &str| format!("variants[{i}].{field}");
+        if v.name.is_empty() || v.name.len() > 64 {
+            return Err(ApiError::invalid(
+                at("name"),
+                "A name has 1 to 64 characters.",
+            ));
+        }
+        if parsed.iter().any(|p| p.name == v.name) {
+            return Err(ApiError::invalid(
+                at("name"),
+                format!("Two variants are named `{}`.", v.name),
+            ));
+        }
+        if v.weight == 0 || v.weight > 10_000 {
+            return Err(ApiError::invalid(
+                at("weight"),
+                "A weight is an integer from 1 to 10000.",
+            ));
+        }
+        if v.system
+            .as_ref()
+            .is_some_and(|s| s.chars().count() > MAX_SYSTEM_CHARS)
+        {
+            return Err(ApiError::invalid(
+                at("system"),
+                format!("A system instruction has at most {MAX_SYSTEM_CHARS} characters."),
+            ));
+        }
+        if v.system_mode.is_some() && v.system.is_none() {
+            return Err(ApiError::invalid(
+                at("system_mode"),
+                "`system_mode` needs a `system` instruction.",
+            ));
+        }
+        if let Some(model) = &v.model {
+            let text_model = app
+                .gateway
+                .catalog()
+                .model(model)
+                .is_some_and(|m| m.modality == router_core::Modality::Text);
+            if !text_model {
+                return Err(ApiError::invalid(
+                    at("model"),
+                    format!("No text model or alias `{model}` in the catalog."),
+                ));
+            }
+        }
+        parsed.push(router_core::Variant {
+            name: v.name,
+            weight: v.weight,
+            system: v.system,
+            system_mode: v.system_mode.unwrap_or_default(),
+            model: v.model,
+        });
+    }
+    Ok(parsed)
+}
+
+fn no_such_experiment() -> ApiError {
+    ApiError::new(ErrorCode::NotFound, "No such experiment.")
+}
+
+/// Creates a draft experiment: `{slug, variants}`; a slug the account
+/// already uses is 409.
+pub async fn create_experiment(
+    app: &App,
+    account_id: Uuid,
+    body: Value,
+) -> Result<Value, ApiError> {
+    let new: NewExperiment = from_json(body)?;
+    if !valid_slug(&new.slug) {
+        return Err(ApiError::invalid(
+            "slug",
+            "A slug has 1 to 64 letters, digits, `.`, `_` or `-`.",
+        ));
+    }
+    let variants = parse_variants(app, new.variants)?;
+    let experiment = app
+        .database()
+        .create_experiment(account_id, &new.slug, &variants)
+        .await
+        .map_err(|e| match e {
+            router_store::AdminError::Conflict => ApiError::new(
+                ErrorCode::Conflict,
+                "This account already has an experiment with this slug.",
+            )
+            .with_param("slug"),
+            router_store::AdminError::AccountNotFound(_) => {
+                ApiError::new(ErrorCode::NotFound, "No such account.")
+            }
+            other => store_error(other),
+        })?;
+    Ok(experiment_json(&experiment, &[]))
+}
+
+/// One experiment with its assignment counts per variant.
+pub async fn show_experiment(app: &App, account_id: Uuid, slug: &str) -> Result<Value, ApiError> {
+    let experiment = app
+        .database()
+        .find_experiment(account_id, slug)
+        .await
+        .map_err(store_error)?
+        .ok_or_else(no_such_experiment)?;
+    let counts = app
+        .database()
+        .experiment_assignments(experiment.id)
+        .await
+        .map_err(store_error)?;
+    Ok(experiment_json(&experiment, &counts))
+}
+
+/// The account's experiments, each with its assignment counts.
+pub async fn list_experiments(app: &App, account_id: Uuid) -> Result<Value, ApiError> {
+    let experiments = app
+        .database()
+        .list_experiments(account_id)
+        .await
+        .map_err(store_error)?;
+    let mut data = Vec::with_capacity(experiments.len());
+    for experiment in &experiments {
+        let counts = app
+            .database()
+            .experiment_assignments(experiment.id)
+            .await
+            .map_err(store_error)?;
+        data.push(experiment_json(experiment, &counts));
+    }
+    Ok(json!({"object": "list", "data": data}))
+}
+
+/// Moves an experiment along draft → running ↔ paused → completed or
+/// promoted (with `winner`); any other move is 409.
+pub async fn update_experiment(
+    app: &App,
+    account_id: Uuid,
+    slug: &str,
+    body: Value,
+) -> Result<Value, ApiError> {
+    use router_core::ExperimentStatus;
+    use router_store::experiments::StatusChange;
+    let patch: ExperimentPatch = from_json(body)?;
+    let to = ExperimentStatus::parse(&patch.status)
+        .filter(|s| *s != ExperimentStatus::Draft)
+        .ok_or_else(|| {
+            ApiError::invalid(
+                "status",
+                "`status` is one of running, paused, completed, promoted.",
+            )
+        })?;
+    match (to, &patch.winner) {
+        (ExperimentStatus::Promoted, None) => {
+            return Err(ApiError::invalid(
+                "winner",
+                "Promoting needs the `winner` variant's name.",
+            ));
+        }
+        (ExperimentStatus::Promoted, Some(_)) => {}
+        (_, Some(_)) => {
+            return Err(ApiError::invalid(
+                "winner",
+                "`winner` is given only when promoting.",
+            ));
+        }
+        (_, None) => {}
+    }
+    if let Some(winner) = &patch.winner {
+        let current = app
+            .database()
+            .find_experiment(account_id, slug)
+            .await
+            .map_err(store_error)?
+            .ok_or_else(no_such_experiment)?;
+        if !current.variants.iter().any(|v| &v.name == winner) {
+            return Err(ApiError::invalid(
+                "winner",
+                format!("No variant is named `{winner}`."),
+            ));
+        }
+    }
+    let change = app
+        .database()
+        .set_experiment_status(account_id, slug, to, patch.winner.as_deref())
+        .await
+        .map_err(store_error)?;
+    match change {
+        StatusChange::Changed(experiment) => {
+            let counts = app
+                .database()
+                .experiment_assignments(experiment.id)
+                .await
+                .map_err(store_error)?;
+            Ok(experiment_json(&experiment, &counts))
+        }
+        StatusChange::NotFound => Err(no_such_experiment()),
+        StatusChange::Refused(from) => Err(ApiError::new(
+            ErrorCode::Conflict,
+            format!(
+                "An experiment that is {} cannot become {}.",
+                from.as_str(),
+                to.as_str()
+            ),
+        )
+        .with_param("status")),
+    }
+}
+
+fn experiment_json(experiment: &router_core::Experiment, counts: &[(String, i64)]) -> Value {
+    let variants: Vec<Value> = experiment
+        .variants
+        .iter()
+        .map(|v| {
+            let assigned = counts
+                .iter()
+                .find(|(name, _)| *name == v.name)
+                .map_or(0, |(_, n)| *n);
+            json!({
+                "name": v.name,
+                "weight": v.weight,
+                "system": v.system,
+                "system_mode": v.system.as_ref().map(|_| v.system_mode),
+                "model": v.model,
+                "assignments": assigned,
+            })
+        })
+        .collect();
+    json!({
+        "id": experiment.id,
+        "account_id": experiment.account_id,
+        "slug": experiment.slug,
+        "status": experiment.status,
+        "winner": experiment.winner,
+        "variants": variants,
+    })
 }

@@ -101,6 +101,11 @@ pub enum Handler {
     /// `POST /admin/jobs/{name}/run` (`jobs.rs`).
     AdminRunJob,
     AdminDeleteSession,
+    /// An account's A/B experiments (`operator.rs`, docs/admin-api.md).
+    AdminCreateExperiment,
+    AdminListExperiments,
+    AdminGetExperiment,
+    AdminUpdateExperiment,
     /// `sign_in.rs`: ask for a link, its page, redeem it, who am I, sign out.
     SignInRequestLink,
     SignInPage,
@@ -142,7 +147,8 @@ pub enum InferenceEndpoint {
 pub struct Route {
     pub method: Method,
     /// A `matchit` pattern; the parameter, if any, is the last segment
-    /// (`{*model_id}` takes slashes).
+    /// (`{*model_id}` takes slashes), except the experiment rows, whose
+    /// `{slug}` follows the account's `{id}`.
     pub path: &'static str,
     pub auth: AuthRule,
     pub envelope: Envelope,
@@ -205,7 +211,7 @@ use ParamRule::{ChannelId, Platform};
 /// Every route. Scopes as the spec's Authentication section states them;
 /// videos take `inference` (GP-73). One row per line, so kept out of rustfmt.
 #[rustfmt::skip]
-pub static ROUTES: [Route; 57] = [
+pub static ROUTES: [Route; 61] = [
     // Inference (B..E).
     row(POST,   "/v1/chat/completions",          key(INFERENCE),            OpenAi,      Infer(ChatCompletions)),
     row(POST,   "/v1/responses",                 key(INFERENCE),            OpenAi,      Infer(Responses)),
@@ -272,6 +278,10 @@ pub static ROUTES: [Route; 57] = [
     row(POST,   "/admin/catalog/reload",         Admin,                     OpenAi,      AdminReloadCatalog),
     row(POST,   "/admin/accounts/{id}/sessions", Admin,                     OpenAi,      AdminCreateSession),
     row(DELETE, "/admin/sessions/{id}",          Admin,                     OpenAi,      AdminDeleteSession),
+    row(POST,   "/admin/accounts/{id}/experiments",        Admin,       OpenAi,      AdminCreateExperiment),
+    row(GET,    "/admin/accounts/{id}/experiments",        Admin,       OpenAi,      AdminListExperiments),
+    row(GET,    "/admin/accounts/{id}/experiments/{slug}", Admin,       OpenAi,      AdminGetExperiment),
+    row(PATCH,  "/admin/accounts/{id}/experiments/{slug}", Admin,       OpenAi,      AdminUpdateExperiment),
     row(POST,   "/admin/jobs/{name}/run",        Admin,                     OpenAi,      AdminRunJob),
     row(POST,   "/admin/accounts/{id}/channels", Admin,                     OpenAi,      AdminProvisionChannel),
     row(DELETE, "/admin/channels/{id}",          Admin,                     OpenAi,      AdminDeprovisionChannel),

@@ -91,6 +91,7 @@ pub async fn create_api_key(
             api_keys::allowed_models.eq(&policy.allowed_models),
             api_keys::ip_allowlist.eq(policy.ip_allowlist.as_deref().map(networks_text)),
             api_keys::prompt_cache_mode.eq(policy.prompt_cache_mode.map(mode_text)),
+            api_keys::response_cache_ttl_seconds.eq(policy.response_cache_ttl_seconds),
             LimitColumns::of(&policy.limits),
         ))
         .execute(conn)
@@ -130,6 +131,7 @@ pub struct ApiKeyChange {
     pub allowed_models: Option<Option<Vec<String>>>,
     pub ip_allowlist: Option<Option<Vec<IpNet>>>,
     pub prompt_cache_mode: Option<Option<PromptCacheMode>>,
+    pub response_cache_ttl_seconds: Option<Option<i32>>,
     pub spend_limits: Option<Option<Vec<SpendWindow>>>,
     pub monthly_budget_nano_usd: Option<Option<i64>>,
     pub requests_per_minute: Option<Option<i64>>,
@@ -205,6 +207,7 @@ struct KeyChangeset {
     allowed_models: Option<Option<Vec<String>>>,
     ip_allowlist: Option<Option<Vec<String>>>,
     prompt_cache_mode: Option<Option<&'static str>>,
+    response_cache_ttl_seconds: Option<Option<i32>>,
     spend_limit_nano: Option<Option<Vec<i64>>>,
     spend_limit_seconds: Option<Option<Vec<i64>>>,
     monthly_budget_nano: Option<Option<i64>>,
@@ -237,6 +240,7 @@ pub async fn update_api_key(
             .as_ref()
             .map(|list| list.as_deref().map(networks_text)),
         prompt_cache_mode: change.prompt_cache_mode.map(|mode| mode.map(mode_text)),
+        response_cache_ttl_seconds: change.response_cache_ttl_seconds,
         spend_limit_nano: spend.as_ref().map(|s| s.0.clone()),
         spend_limit_seconds: spend.map(|s| s.1),
         monthly_budget_nano: change.monthly_budget_nano_usd,
@@ -356,6 +360,7 @@ type PolicyColumns = (
     api_keys::prompt_cache_mode,
     api_keys::policy_version,
     LimitSelect,
+    api_keys::response_cache_ttl_seconds,
 );
 const POLICY_COLUMNS: PolicyColumns = (
     api_keys::allowed_models,
@@ -363,14 +368,17 @@ const POLICY_COLUMNS: PolicyColumns = (
     api_keys::prompt_cache_mode,
     api_keys::policy_version,
     LIMIT_COLUMNS,
+    api_keys::response_cache_ttl_seconds,
 );
-/// allowed_models, ip_allowlist, prompt_cache_mode, policy_version, limits.
+/// allowed_models, ip_allowlist, prompt_cache_mode, policy_version, limits,
+/// response_cache_ttl_seconds.
 type PolicyRow = (
     Option<Vec<String>>,
     Option<Vec<String>>,
     Option<String>,
     i64,
     LimitRow,
+    Option<i32>,
 );
 
 pub(crate) type LimitSelect = (
@@ -414,7 +422,8 @@ fn mode_text(mode: PromptCacheMode) -> &'static str {
 /// unreadable network is left out of the allowlist (an allowlist that loses
 /// every entry refuses every address), an unreadable mode is the default.
 fn policy_from_row(key_id: Uuid, row: PolicyRow) -> KeyPolicy {
-    let (allowed_models, ip_allowlist, prompt_cache_mode, version, limits) = row;
+    let (allowed_models, ip_allowlist, prompt_cache_mode, version, limits, response_cache_ttl) =
+        row;
     let ip_allowlist = ip_allowlist.map(|list| {
         list.iter()
             .filter_map(|text| {
@@ -437,6 +446,7 @@ fn policy_from_row(key_id: Uuid, row: PolicyRow) -> KeyPolicy {
         allowed_models,
         ip_allowlist,
         prompt_cache_mode,
+        response_cache_ttl_seconds: response_cache_ttl,
         limits: limits_from_row(limits),
         version,
     }

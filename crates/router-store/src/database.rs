@@ -2,15 +2,18 @@
 //! functions. Each method checks one connection out for one operation.
 
 use crate::accounts::{self, AccountRow, AccountView};
+use crate::affinity::{self, AffinityHint};
 use crate::api_keys::{self, ApiKeyChange, ApiKeyView, NewApiKey};
 use crate::audit::{self, Reconciliation};
 use crate::billing;
 use crate::error::{AdminError, pool_error, store_error};
+use crate::experiments;
 use crate::group_commit::{BatchSlots, GroupCommit};
 use crate::history::{self, RequestView};
 use crate::jobs;
 use crate::key_cache::{self, KeyCache};
 use crate::migrations;
+use crate::response_cache::{self, CacheHit};
 use crate::sessions::{self, MagicLinkIssue, NewSession, SessionRecord};
 use crate::thinking_seal_keys;
 use diesel::IntoSql;
@@ -319,6 +322,135 @@ impl Database {
     pub async fn revoke_session(&self, id: Uuid) -> Result<bool, StoreError> {
         let mut conn = self.connection().await?;
         sessions::revoke_session(&mut conn, id).await
+    }
+
+    /// A new draft experiment of `account_id` (409 on a taken slug).
+    pub async fn create_experiment(
+        &self,
+        account_id: Uuid,
+        slug: &str,
+        variants: &[router_core::Variant],
+    ) -> Result<router_core::Experiment, AdminError> {
+        let mut conn = self.connection().await?;
+        experiments::create(&mut conn, account_id, slug, variants).await
+    }
+
+    /// The account's experiment `slug` (another account's is `None`).
+    pub async fn find_experiment(
+        &self,
+        account_id: Uuid,
+        slug: &str,
+    ) -> Result<Option<router_core::Experiment>, StoreError> {
+        let mut conn = self.connection().await?;
+        experiments::find(&mut conn, account_id, slug).await
+    }
+
+    pub async fn list_experiments(
+        &self,
+        account_id: Uuid,
+    ) -> Result<Vec<router_core::Experiment>, StoreError> {
+        let mut conn = self.connection().await?;
+        experiments::list(&mut conn, account_id).await
+    }
+
+    /// Moves an experiment along its lifecycle, if allowed from where it is.
+    pub async fn set_experiment_status(
+        &self,
+        account_id: Uuid,
+        slug: &str,
+        to: router_core::ExperimentStatus,
+        winner: Option<&str>,
+    ) -> Result<experiments::StatusChange, StoreError> {
+        let mut conn = self.connection().await?;
+        experiments::set_status(&mut conn, account_id, slug, to, winner).await
+    }
+
+    /// Requests per variant of an experiment.
+    pub async fn experiment_assignments(
+        &self,
+        experiment_id: Uuid,
+    ) -> Result<Vec<(String, i64)>, StoreError> {
+        let mut conn = self.connection().await?;
+        experiments::assignment_counts(&mut conn, experiment_id).await
+    }
+
+    /// Marks a request's history row with its experiment and variant.
+    pub async fn record_experiment_assignment(
+        &self,
+        request_id: Uuid,
+        experiment_id: Uuid,
+        variant: &str,
+    ) -> Result<(), StoreError> {
+        let mut conn = self.connection().await?;
+        experiments::record_assignment(&mut conn, request_id, experiment_id, variant).await
+    }
+
+    /// The account's cached answer to `fingerprint`, if stored within
+    /// `ttl_seconds` (the canonical response JSON).
+    pub async fn cached_response(
+        &self,
+        account_id: Uuid,
+        fingerprint: &[u8; 32],
+        ttl_seconds: i32,
+    ) -> Result<Option<String>, StoreError> {
+        let mut conn = self.connection().await?;
+        response_cache::lookup(&mut conn, account_id, fingerprint, ttl_seconds).await
+    }
+
+    /// Stores the account's answer to `fingerprint`.
+    pub async fn cache_response(
+        &self,
+        account_id: Uuid,
+        fingerprint: &[u8; 32],
+        response: &str,
+    ) -> Result<(), StoreError> {
+        let mut conn = self.connection().await?;
+        response_cache::store(&mut conn, account_id, fingerprint, response).await
+    }
+
+    /// Records a request answered from the cache in the history.
+    pub async fn record_cache_hit(&self, hit: &CacheHit) -> Result<(), StoreError> {
+        let mut conn = self.connection().await?;
+        response_cache::record_hit(&mut conn, hit).await
+    }
+
+    /// Deletes the account's exact-response cache (enabling account zero
+    /// data retention calls this, J-09) and tells every instance.
+    pub async fn clear_response_cache(&self, account_id: Uuid) -> Result<u64, StoreError> {
+        let mut conn = self.connection().await?;
+        response_cache::clear(&mut conn, account_id).await
+    }
+
+    /// The stored prompt-cache route preference of a prefix.
+    pub async fn affinity_hint(
+        &self,
+        fingerprint: &[u8; 32],
+    ) -> Result<Option<AffinityHint>, StoreError> {
+        let mut conn = self.connection().await?;
+        affinity::lookup(&mut conn, fingerprint).await
+    }
+
+    /// Prefers `route_id` for the prefix for `ttl_seconds`.
+    pub async fn record_affinity(
+        &self,
+        fingerprint: &[u8; 32],
+        route_id: &str,
+        ttl_seconds: i32,
+    ) -> Result<(), StoreError> {
+        let mut conn = self.connection().await?;
+        affinity::record(&mut conn, fingerprint, route_id, ttl_seconds).await
+    }
+
+    /// Deletes long-expired route preferences.
+    pub async fn purge_affinity(&self) -> Result<u64, StoreError> {
+        let mut conn = self.connection().await?;
+        affinity::purge(&mut conn).await
+    }
+
+    /// Removes cache entries older than any key's TTL.
+    pub async fn purge_response_cache(&self) -> Result<u64, StoreError> {
+        let mut conn = self.connection().await?;
+        response_cache::purge(&mut conn).await
     }
 
     /// Takes a background job's lease (see [`jobs::try_lease`]).

@@ -38,6 +38,9 @@ pub enum AdminError {
     ApiKeyNotFound(Uuid),
     #[error("an account with this email already exists")]
     EmailTaken,
+    /// The account already has a resource with this name (an experiment slug).
+    #[error("the name is already taken in this account")]
+    Conflict,
     /// Grants move money into a wallet; a non-positive grant is a mistake.
     #[error("amount must be positive, got {0} nano-USD")]
     NonPositiveAmount(i64),

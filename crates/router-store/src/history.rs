@@ -146,6 +146,11 @@ pub struct RequestView {
     pub error_reason: Option<String>,
     pub created_at: String,
     pub finished_at: Option<String>,
+    /// The experiment and variant the request was assigned (F-01).
+    pub experiment_id: Option<Uuid>,
+    pub experiment_variant: Option<String>,
+    /// Answered from the exact-response cache: charged 0, no hold.
+    pub cache_hit: bool,
     pub hold: Option<HoldView>,
     /// In attempt order.
     pub attempts: Vec<AttemptView>,
@@ -224,6 +229,9 @@ struct RequestRow {
     created_at: DateTime<Utc>,
     finished_at: Option<DateTime<Utc>>,
     reported_nano: Option<i64>,
+    experiment_id: Option<Uuid>,
+    experiment_variant: Option<String>,
+    cache_hit: bool,
 }
 
 type HoldRow = (
@@ -353,6 +361,9 @@ fn request_view(
         error_reason: request.error_reason,
         created_at: rfc3339(request.created_at),
         finished_at: request.finished_at.map(rfc3339),
+        experiment_id: request.experiment_id,
+        experiment_variant: request.experiment_variant,
+        cache_hit: request.cache_hit,
         hold: hold.map(
             |(amount_nano, status, expires_at, created_at, released_at)| HoldView {
                 amount_nano,

@@ -17,6 +17,7 @@
 #![warn(unreachable_pub)]
 
 pub mod accounts;
+pub mod affinity;
 pub mod api_keys;
 pub mod audit;
 pub mod billing;
@@ -24,12 +25,14 @@ pub mod catalog_releases;
 pub mod channels;
 mod database;
 mod error;
+pub mod experiments;
 mod group_commit;
 pub mod history;
 pub mod jobs;
 pub mod key_cache;
 pub mod migrations;
 mod prepared;
+pub mod response_cache;
 pub mod schema;
 mod secret;
 pub mod sessions;

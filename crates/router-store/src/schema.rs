@@ -42,6 +42,7 @@ diesel::table! {
         requests_per_minute -> Nullable<Int8>,
         requests_per_day -> Nullable<Int8>,
         max_concurrent_requests -> Nullable<Int8>,
+        response_cache_ttl_seconds -> Nullable<Int4>,
     }
 }
 
@@ -67,6 +68,9 @@ diesel::table! {
         created_at -> Timestamptz,
         finished_at -> Nullable<Timestamptz>,
         reported_nano -> Nullable<Int8>,
+        experiment_id -> Nullable<Uuid>,
+        experiment_variant -> Nullable<Text>,
+        cache_hit -> Bool,
     }
 }
 

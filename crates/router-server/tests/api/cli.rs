@@ -300,7 +300,7 @@ async fn start_up_refuses_each_bad_setting_naming_it() {
         env.push((extra.0, extra.1.to_owned()));
         env
     };
-    let cases: [(&str, &str); 20] = [
+    let cases: [(&str, &str); 22] = [
         ("DATABASE_URL", "not a url"),
         ("DATABASE_URL", "mysql://x@127.0.0.1/db"),
         ("ROUTER_LISTEN", "localhost"),
@@ -321,6 +321,8 @@ async fn start_up_refuses_each_bad_setting_naming_it() {
         ("ROUTER_IMAGE_URL_ALLOW_LOOPBACK", "yes"),
         ("ROUTER_TELEGRAM_API_BASE", "api.telegram.org"),
         ("ROUTER_CHANNEL_TIMEOUT_SECS", "0"),
+        ("ROUTER_PROMPT_CACHE_MIN_PREFIX_TOKENS", "0"),
+        ("ROUTER_PROMPT_CACHE_AFFINITY_TTL_SECS", "86401"),
     ];
     for (name, value) in cases {
         let env = base((name, value));

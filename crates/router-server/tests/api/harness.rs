@@ -4,6 +4,7 @@ use router_core::{Catalog, Gateway, GatewayConfig, SealKey};
 use router_mock_supplier::MockSupplier;
 use router_mock_supplier::smtp_sink::SmtpSink;
 use router_server::App;
+pub use router_server::app::PromptCacheSettings;
 use router_server::client_addr::TrustedProxies;
 use router_server::docs::Docs;
 use router_server::mail::Mailer;
@@ -107,6 +108,7 @@ quote = { input = 3_000_000_000, output = 3_000_000_000 }
 # Claude-like: a native Messages route first, a Chat route as fallback.
 [[models]]
 id = "m-claude"
+vendor = "anthropic"
 pricing = "fixed"
 rates = { input = 1_000_000_000, output = 2_000_000_000, cache_read = 100_000_000, cache_write = 1_250_000_000 }
 max_output_tokens = 8192
@@ -117,7 +119,7 @@ model = "m-claude"
 supplier = "acme-secret-supplier"
 upstream_model = "up-claude-native"
 protocol = "messages"
-capabilities = ["tools", "stop", "streaming", "reasoning", "thinking", "vision", "response_format"]
+capabilities = ["tools", "stop", "streaming", "reasoning", "thinking", "vision", "response_format", "prompt_cache"]
 priority = 10
 internal_cost = { input = 900_000_000, output = 900_000_000 }
 betas = ["context-1m-2025-08-07", "interleaved-thinking-2025-05-14"]
@@ -399,6 +401,7 @@ pub struct AppSettings {
     pub trusted_proxies: TrustedProxies,
     pub mailer: Option<Arc<Mailer>>,
     pub images: ImageSettings,
+    pub prompt_cache: PromptCacheSettings,
     /// `ROUTER_ADMIN_TEST_HOOKS`.
     pub test_hooks: bool,
 }
@@ -410,6 +413,7 @@ impl Default for AppSettings {
             trusted_proxies: TrustedProxies::default(),
             mailer: None,
             images: ImageSettings::default(),
+            prompt_cache: PromptCacheSettings::default(),
             test_hooks: true,
         }
     }
@@ -417,6 +421,10 @@ impl Default for AppSettings {
 
 /// The router's shared state as `router serve` builds it: the catalog file
 /// at `catalog_path` recorded as a release, releases followed by LISTEN.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "each is one setting of `router serve`, as tests vary them"
+)]
 pub async fn build_app(
     database: router_store::Database,
     catalog_path: &str,
@@ -428,6 +436,7 @@ pub async fn build_app(
         trusted_proxies,
         mailer,
         images,
+        prompt_cache,
         test_hooks,
     } = settings;
     let text = std::fs::read_to_string(catalog_path).unwrap();
@@ -462,6 +471,7 @@ pub async fn build_app(
         public_base: PublicBaseUrl::for_listen(addr),
         mailer,
         channels: test_transports(),
+        prompt_cache,
         session_ttl: router_server::session::DEFAULT_TTL,
         reaper_interval: Duration::from_secs(30),
         // Tests are who the time-bending routes are for (a second router
@@ -499,6 +509,8 @@ impl TestRouter {
             listen,
             false,
             ImageSettings::default(),
+            "",
+            PromptCacheSettings::default(),
         )
         .await
     }
@@ -511,6 +523,8 @@ impl TestRouter {
             "127.0.0.1:0",
             false,
             images,
+            "",
+            PromptCacheSettings::default(),
         )
         .await
     }
@@ -523,6 +537,28 @@ impl TestRouter {
             "127.0.0.1:0",
             true,
             ImageSettings::default(),
+            "",
+            PromptCacheSettings::default(),
+        )
+        .await
+    }
+
+    /// A router whose catalog is [`CATALOG`] followed by `extra` (more
+    /// models and routes, for one test file).
+    pub async fn start_with_catalog(extra: &str) -> TestRouter {
+        TestRouter::start_prompt_cache(PromptCacheSettings::default(), extra).await
+    }
+
+    /// A router with these prompt-cache affinity settings and catalog extras.
+    pub async fn start_prompt_cache(settings: PromptCacheSettings, extra: &str) -> TestRouter {
+        TestRouter::start_full(
+            Duration::from_secs(180),
+            TrustedProxies::default(),
+            "127.0.0.1:0",
+            false,
+            ImageSettings::default(),
+            extra,
+            settings,
         )
         .await
     }
@@ -533,6 +569,8 @@ impl TestRouter {
         listen: &str,
         mail: bool,
         images: ImageSettings,
+        extra_catalog: &str,
+        prompt_cache: PromptCacheSettings,
     ) -> TestRouter {
         let _ = rustls::crypto::ring::default_provider().install_default();
         router_server::metrics::install();
@@ -542,7 +580,7 @@ impl TestRouter {
         let db = TestDatabase::new().await;
         // As in production: key lookups are cached, invalidated by LISTEN.
         db.database().listen_for_key_changes().await.unwrap();
-        let text = CATALOG.replace("{BASE}", &mock.base_url());
+        let text = format!("{CATALOG}\n{extra_catalog}").replace("{BASE}", &mock.base_url());
         let catalog_path =
             std::env::temp_dir().join(format!("router-test-{}.toml", uuid::Uuid::new_v4()));
         std::fs::write(&catalog_path, &text).unwrap();
@@ -569,6 +607,7 @@ impl TestRouter {
                 trusted_proxies,
                 mailer,
                 images,
+                prompt_cache,
                 test_hooks: true,
             },
         )

@@ -265,6 +265,7 @@ async fn patch_takes_effect_at_once_and_null_clears() {
     assert_eq!(
         view["policy"],
         json!({"allowed_models": null, "ip_allowlist": null, "prompt_cache_mode": null,
+               "response_cache_ttl_seconds": null,
                "spend_limits": null, "monthly_budget_nano_usd": null,
                "requests_per_minute": null, "requests_per_day": null,
                "max_concurrent_requests": null, "version": 0})

@@ -528,6 +528,15 @@ async fn prompt_cache_header_controls_automatic_markers() {
     r.mock.reset();
     assert_eq!(send("m-gpt-only", Some("on")).await.unwrap().status(), 200);
     assert!(!has_marker(&r.mock.calls()[0].body), "non-Claude unchanged");
+    // A native Messages route of a model that is not vendor Claude, or
+    // whose route lacks `prompt_cache`: no automatic marker either.
+    r.mock.reset();
+    assert_eq!(
+        send("m-via-messages", Some("on")).await.unwrap().status(),
+        200
+    );
+    assert_eq!(r.mock.calls()[0].path, "/v1/messages");
+    assert!(!has_marker(&r.mock.calls()[0].body), "not vendor Claude");
     let resp = send("m-claude", Some("maybe")).await.unwrap();
     expect_messages_error(resp, 400, "invalid_request_error").await;
 

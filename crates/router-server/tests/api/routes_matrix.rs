@@ -128,6 +128,7 @@ fn concrete_path(route: &Route, bad: bool) -> String {
         .replace("{channel_id}", &id)
         .replace("{video_id}", &id)
         .replace("{id}", &id)
+        .replace("{slug}", "some-slug")
 }
 
 struct Keys {

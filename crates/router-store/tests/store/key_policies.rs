@@ -22,6 +22,7 @@ fn policy() -> KeyPolicy {
             "2001:db8::/32".parse().unwrap(),
         ]),
         prompt_cache_mode: Some(PromptCacheMode::On),
+        response_cache_ttl_seconds: Some(300),
         limits: router_core::KeyLimits::default(),
         version: 0,
     }
@@ -49,12 +50,14 @@ async fn a_policy_is_stored_with_the_key_and_changed_by_patch() {
     let change = ApiKeyChange {
         allowed_models: Some(None),
         prompt_cache_mode: Some(Some(PromptCacheMode::Off)),
+        response_cache_ttl_seconds: Some(None),
         ..ApiKeyChange::default()
     };
     let view = db.update_api_key(issued.id, &change).await.unwrap();
     let expected = KeyPolicy {
         allowed_models: None,
         prompt_cache_mode: Some(PromptCacheMode::Off),
+        response_cache_ttl_seconds: None,
         version: 1,
         ..policy()
     };

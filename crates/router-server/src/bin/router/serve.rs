@@ -111,6 +111,7 @@ pub(crate) async fn app(
         catalog_env: catalog_release::process_env(),
         cursor_key: tokio::sync::OnceCell::new(),
         reaper_interval: config.reaper_interval,
+        prompt_cache: config.prompt_cache,
         test_hooks: config.test_hooks,
     })
 }

@@ -80,6 +80,21 @@ pub(crate) struct ServeArgs {
     /// How long a browser session lasts, in seconds.
     #[arg(long, env = "ROUTER_SESSION_TTL_SECS", default_value = "604800")]
     session_ttl_secs: String,
+    /// A prompt without cache markers takes part in prompt-cache routing
+    /// affinity from this many estimated tokens of prefix.
+    #[arg(
+        long,
+        env = "ROUTER_PROMPT_CACHE_MIN_PREFIX_TOKENS",
+        default_value = "1024"
+    )]
+    prompt_cache_min_prefix_tokens: String,
+    /// How long the route that served a prompt prefix stays preferred.
+    #[arg(
+        long,
+        env = "ROUTER_PROMPT_CACHE_AFFINITY_TTL_SECS",
+        default_value = "300"
+    )]
+    prompt_cache_affinity_ttl_secs: String,
     /// Test-only admin routes (backdating, `as_of`): `1` to enable; never in production.
     #[arg(long, env = "ROUTER_ADMIN_TEST_HOOKS", default_value = "0")]
     admin_test_hooks: String,
@@ -194,6 +209,13 @@ impl ServeArgs {
             channels,
             session_ttl: seconds("ROUTER_SESSION_TTL_SECS", &self.session_ttl_secs)?,
             test_hooks: switch("ROUTER_ADMIN_TEST_HOOKS", &self.admin_test_hooks)?,
+            prompt_cache: router_server::app::PromptCacheSettings {
+                min_prefix_tokens: count(
+                    "ROUTER_PROMPT_CACHE_MIN_PREFIX_TOKENS",
+                    &self.prompt_cache_min_prefix_tokens,
+                )? as u64,
+                affinity_ttl: affinity_ttl(&self.prompt_cache_affinity_ttl_secs)?,
+            },
             metrics: switch("ROUTER_METRICS", &self.metrics)?,
         })
     }
@@ -215,6 +237,16 @@ fn image_deadline(text: &str) -> anyhow::Result<Duration> {
         bail!("{NAME}: `{text}` is more than 3600 seconds");
     }
     Ok(deadline)
+}
+
+/// `ROUTER_PROMPT_CACHE_AFFINITY_TTL_SECS`: whole seconds, 1 to 86400.
+fn affinity_ttl(text: &str) -> anyhow::Result<Duration> {
+    const NAME: &str = "ROUTER_PROMPT_CACHE_AFFINITY_TTL_SECS";
+    let ttl = seconds(NAME, text)?;
+    if ttl > Duration::from_secs(86_400) {
+        bail!("{NAME}: `{text}` is more than 86400 seconds");
+    }
+    Ok(ttl)
 }
 
 /// `true`/`1` or `false`/`0` (empty: false).

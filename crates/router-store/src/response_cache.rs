@@ -1,0 +1,156 @@
+//! The exact-response cache (issue 16; G-20, H-10, J-09): an account's
+//! answers to non-streaming text requests, keyed by the SHA-256 of the
+//! canonical request, kept in PostgreSQL so every instance sees them and
+//! account zero data retention removes them in one statement.
+//!
+//! A hit is answered without a reservation or a charge; it is recorded in
+//! the request history as a succeeded request charged 0 with
+//! `cache_hit = true` (no hold, no ledger entry).
+
+use crate::error::store_error;
+use diesel::QueryableByName;
+use diesel::sql_types::{BigInt, Bytea, Integer, Text, Uuid as SqlUuid};
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use router_canonical::{Protocol, Usage};
+use router_core::store::StoreError;
+use sha2::{Digest, Sha256};
+use uuid::Uuid;
+
+/// The channel on which clearing an account's entries is announced, with
+/// the account ID as payload, for in-process fronts of the cache.
+pub const RESPONSE_CACHE_CLEARED_CHANNEL: &str = "response_cache_cleared";
+
+/// The longest TTL a key may set; the purge job removes older entries.
+pub const MAX_TTL_SECONDS: i32 = 86_400;
+
+/// The cache key of a request: SHA-256 of its canonical form (the model,
+/// the canonical body and its routing options, serialized by the caller).
+pub fn fingerprint(canonical: &[u8]) -> [u8; 32] {
+    Sha256::digest(canonical).into()
+}
+
+#[derive(QueryableByName)]
+struct CachedRow {
+    #[diesel(sql_type = Text)]
+    response: String,
+}
+
+/// The account's answer to `fingerprint` stored within the last
+/// `ttl_seconds`, as stored (the canonical response JSON).
+pub async fn lookup(
+    conn: &mut AsyncPgConnection,
+    account_id: Uuid,
+    fingerprint: &[u8; 32],
+    ttl_seconds: i32,
+) -> Result<Option<String>, StoreError> {
+    let rows: Vec<CachedRow> = diesel::sql_query(
+        "SELECT response FROM response_cache
+         WHERE account_id = $1 AND fingerprint = $2
+           AND created_at > now() - make_interval(secs => $3)",
+    )
+    .bind::<SqlUuid, _>(account_id)
+    .bind::<Bytea, _>(&fingerprint[..])
+    .bind::<Integer, _>(ttl_seconds)
+    .load(conn)
+    .await
+    .map_err(store_error)?;
+    Ok(rows.into_iter().next().map(|row| row.response))
+}
+
+/// Stores (or refreshes) the account's answer to `fingerprint`.
+pub async fn store(
+    conn: &mut AsyncPgConnection,
+    account_id: Uuid,
+    fingerprint: &[u8; 32],
+    response: &str,
+) -> Result<(), StoreError> {
+    diesel::sql_query(
+        "INSERT INTO response_cache (account_id, fingerprint, response)
+         VALUES ($1, $2, $3)
+         ON CONFLICT (account_id, fingerprint)
+         DO UPDATE SET response = excluded.response, created_at = now()",
+    )
+    .bind::<SqlUuid, _>(account_id)
+    .bind::<Bytea, _>(&fingerprint[..])
+    .bind::<Text, _>(response)
+    .execute(conn)
+    .await
+    .map_err(store_error)?;
+    Ok(())
+}
+
+/// A request answered from the cache, for its history row.
+#[derive(Debug, Clone)]
+pub struct CacheHit {
+    pub request_id: Uuid,
+    pub account_id: Uuid,
+    pub api_key_id: Uuid,
+    pub model: String,
+    pub inbound_protocol: Protocol,
+    pub usage: Usage,
+}
+
+fn tokens(n: u64) -> Result<i64, StoreError> {
+    i64::try_from(n).map_err(|_| StoreError::Query("token count out of range".into()))
+}
+
+/// Records a hit: succeeded, reserved and charged 0, `cache_hit`.
+pub async fn record_hit(conn: &mut AsyncPgConnection, hit: &CacheHit) -> Result<(), StoreError> {
+    diesel::sql_query(
+        "INSERT INTO requests (id, account_id, api_key_id, model, inbound_protocol,
+                               recorded_protocol, stream, status, reserved_nano,
+                               charged_nano, reported_nano, input_tokens, output_tokens,
+                               cache_read_tokens, cache_write_tokens, reasoning_tokens,
+                               cache_hit, finished_at)
+         VALUES ($1, $2, $3, $4, $5, $6, false, 'succeeded', 0, 0, 0, $7, $8, $9, $10, $11,
+                 true, now())",
+    )
+    .bind::<SqlUuid, _>(hit.request_id)
+    .bind::<SqlUuid, _>(hit.account_id)
+    .bind::<SqlUuid, _>(hit.api_key_id)
+    .bind::<Text, _>(&hit.model)
+    .bind::<Text, _>(hit.inbound_protocol.as_str())
+    .bind::<Text, _>(hit.inbound_protocol.rides().as_str())
+    .bind::<BigInt, _>(tokens(hit.usage.input_tokens)?)
+    .bind::<BigInt, _>(tokens(hit.usage.output_tokens)?)
+    .bind::<BigInt, _>(tokens(hit.usage.cache_read_input_tokens)?)
+    .bind::<BigInt, _>(tokens(hit.usage.cache_creation_input_tokens)?)
+    .bind::<BigInt, _>(tokens(hit.usage.reasoning_tokens)?)
+    .execute(conn)
+    .await
+    .map_err(store_error)?;
+    Ok(())
+}
+
+/// Deletes every entry of the account (account zero data retention, J-09)
+/// and announces it on [`RESPONSE_CACHE_CLEARED_CHANNEL`] in the same
+/// transaction, so no instance's front keeps serving them. Returns how
+/// many entries went.
+pub async fn clear(conn: &mut AsyncPgConnection, account_id: Uuid) -> Result<u64, StoreError> {
+    conn.transaction::<u64, diesel::result::Error, _>(async move |conn| {
+        let deleted = diesel::sql_query("DELETE FROM response_cache WHERE account_id = $1")
+            .bind::<SqlUuid, _>(account_id)
+            .execute(conn)
+            .await?;
+        diesel::sql_query("SELECT pg_notify($1, $2)")
+            .bind::<Text, _>(RESPONSE_CACHE_CLEARED_CHANNEL)
+            .bind::<Text, _>(account_id.to_string())
+            .execute(conn)
+            .await?;
+        Ok(deleted as u64)
+    })
+    .await
+    .map_err(store_error)
+}
+
+/// Deletes entries older than the longest TTL (the purge job).
+pub async fn purge(conn: &mut AsyncPgConnection) -> Result<u64, StoreError> {
+    let deleted = diesel::sql_query(
+        "DELETE FROM response_cache WHERE created_at < now() - make_interval(secs => $1)",
+    )
+    .bind::<Integer, _>(MAX_TTL_SECONDS)
+    .execute(conn)
+    .await
+    .map_err(store_error)?;
+    Ok(deleted as u64)
+}
