@@ -421,10 +421,6 @@ impl Default for AppSettings {
 
 /// The router's shared state as `router serve` builds it: the catalog file
 /// at `catalog_path` recorded as a release, releases followed by LISTEN.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "each is one setting of `router serve`, as tests vary them"
-)]
 pub async fn build_app(
     database: router_store::Database,
     catalog_path: &str,
