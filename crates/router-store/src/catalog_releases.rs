@@ -39,6 +39,12 @@ pub struct Recorded {
     pub created: bool,
 }
 
+#[derive(QueryableByName)]
+struct ChangedModel {
+    #[diesel(sql_type = Text)]
+    model_id: String,
+}
+
 #[derive(Debug, Clone, QueryableByName)]
 pub struct StoredRelease {
     #[diesel(sql_type = BigInt)]
@@ -168,6 +174,29 @@ pub async fn record(
         .bind::<BigInt, _>(release - 1)
         .execute(conn)
         .await?;
+        // A release that changes prices for a catalog already published
+        // tells every channel that selected `model_price_changed`, once per
+        // release, in this transaction (a first release is the baseline).
+        if changed > 0 && latest.is_some() {
+            let models: Vec<String> = diesel::sql_query(
+                "SELECT model_id FROM catalog_price_changes WHERE release = $1 ORDER BY model_id",
+            )
+            .bind::<BigInt, _>(release)
+            .load::<ChangedModel>(conn)
+            .await?
+            .into_iter()
+            .map(|m| m.model_id)
+            .collect();
+            let payload = serde_json::json!({"release": release, "models": models}).to_string();
+            crate::channels::enqueue_broadcast(
+                conn,
+                "model_price_changed",
+                &release.to_string(),
+                &payload,
+            )
+            .await
+            .map_err(|e| diesel::result::Error::QueryBuilderError(e.to_string().into()))?;
+        }
         diesel::sql_query("SELECT pg_notify($1, $2)")
             .bind::<Text, _>(CATALOG_RELEASE_CHANNEL)
             .bind::<Text, _>(release.to_string())

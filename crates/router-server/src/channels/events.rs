@@ -13,9 +13,10 @@
 //! - `low_balance`: each `outbox` pass, when available credit (balance
 //!   minus holds) is under $1.00 ([`super::jobs::LOW_BALANCE_NANO`]), once
 //!   per account and refill.
-//! - `model_price_changed`: no trigger yet: catalog releases are another
-//!   issue's; their publication should call
-//!   `router_store::channels::enqueue_broadcast` in its transaction.
+//! - `model_price_changed`: queued for every channel that selected it, in
+//!   the transaction that records a catalog release whose prices differ
+//!   from the previous release's (`router_store::catalog_releases::record`),
+//!   once per release; the first release is the baseline.
 //! - `payment_succeeded`, `payment_failed`, `auto_top_up`: the router has
 //!   no payments, so they never occur. Selecting them is allowed; nothing
 //!   fakes an occurrence.
@@ -105,6 +106,22 @@ pub fn describe(event: &str, payload: &Value) -> (String, String) {
                 super::report::usd(payload["threshold_nano_usd"].as_i64().unwrap_or_default())
             ),
         ),
+        "model_price_changed" => {
+            let models: Vec<&str> = payload["models"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            (
+                "Model prices changed".to_owned(),
+                format!(
+                    "Catalog release {} changed the prices of: {}. See GET /v1/pricing/changes.",
+                    payload["release"],
+                    models.join(", ")
+                ),
+            )
+        }
         other => (format!("Router event: {other}"), payload.to_string()),
     }
 }

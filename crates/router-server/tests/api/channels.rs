@@ -1468,3 +1468,47 @@ async fn email_reports_refused_or_deferred_by_the_smtp_server() {
     assert_eq!(mail.len(), 1);
     assert!(mail[0].data.replace("=\r\n", "").contains("2 requests"));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_catalog_release_that_reprices_notifies_once() {
+    // Issue 20 item 3: model_price_changed from a catalog release, once per
+    // release, only where selected; a reload of the same file is no change.
+    let r = TestRouter::start_with_mail().await;
+    let h = holder(&r).await;
+    let (_, email) = connect_email(&r, &h, json!({"consent": true, "frequency": "off"})).await;
+    let resp = patch(
+        &r,
+        &h.write_key,
+        email["id"].as_str().unwrap(),
+        json!({"events": ["model_price_changed"]}),
+    )
+    .await;
+    assert_eq!(resp.status(), 200);
+
+    let (status, _) = r.reload_catalog().await;
+    assert_eq!(status, 200);
+    let (_, pass) = run_job(&r.client, &r.base, "outbox", None).await;
+    assert_eq!(
+        pass["processed"], 0,
+        "an unchanged release notifies nobody: {pass}"
+    );
+
+    r.write_catalog(&CATALOG.replace(
+        "rates = { input = 1_000_000_000, output = 2_000_000_000 }",
+        "rates = { input = 1_100_000_000, output = 2_000_000_000 }",
+    ));
+    let (status, body) = r.reload_catalog().await;
+    assert_eq!(status, 200, "{body}");
+    let (_, pass) = run_job(&r.client, &r.base, "outbox", None).await;
+    assert_eq!(pass["processed"], 1, "{pass}");
+    let (_, pass) = run_job(&r.client, &r.base, "outbox", None).await;
+    assert_eq!(pass["processed"], 0, "once per release: {pass}");
+    let mail = r.smtp.as_ref().unwrap().wait_for(1, WAIT).await;
+    assert_eq!(mail.len(), 1);
+    assert_eq!(mail[0].header("subject"), Some("Model prices changed"));
+    assert!(
+        mail[0].body_text().contains("m-text"),
+        "{}",
+        mail[0].body_text()
+    );
+}
