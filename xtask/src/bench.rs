@@ -27,12 +27,12 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use serde_json::json;
+use serde_json::{Value, json};
 use signal_hook::consts::signal::{SIGHUP, SIGINT, SIGTERM};
 
 use crate::services::{
-    Children, for_each_flag, free_loopback_port, http, provision, provision_with_policy,
-    random_hex, release_binaries,
+    Children, for_each_flag, free_loopback_port, http, provision, provision_account,
+    provision_with_policy, random_hex, release_binaries,
 };
 use crate::{db, run_checked, target_dir, workspace_root};
 
@@ -42,7 +42,7 @@ use proc_stats::Usage;
 use proc_stats::{Cores, GroupCpu, Sampler};
 use report::{
     CpuPerRequest, CrossCore, DocsSearch, KeyCase, KeyPolicies, OpenStreams, Outcome,
-    ProtocolResult, Report, Subject,
+    ProtocolResult, Report, RoutingPolicies, Subject,
 };
 
 /// The core the router (and each peer, in turn) runs on.
@@ -505,6 +505,82 @@ fn key_policies(bench: &Bench, router: &Router, admin_token: &str) -> Result<Key
     })
 }
 
+/// Chat with the plain key, with `X-CI-Experiment` of a running experiment,
+/// and with a prompt whose prefix takes part in prompt-cache affinity, all
+/// on one fresh account, back to back (issue 16).
+fn routing_policies(bench: &Bench, router: &Router, admin_token: &str) -> Result<RoutingPolicies> {
+    let account = provision_account(
+        &router.addr,
+        admin_token,
+        &format!("bench-routing+{}", random_hex(4)?),
+        CREDITS_NANO_USD,
+        json!({}),
+    )?;
+    let own = Router {
+        addr: router.addr.clone(),
+        pid: router.pid,
+        api_key: account.api_key.clone(),
+    };
+    let admin = |method: &str, path: &str, body: Value| -> Result<()> {
+        let body = body.to_string();
+        let response = http(&router.addr, method, path, Some(admin_token), Some(&body))?;
+        anyhow::ensure!(
+            (200..300).contains(&response.status),
+            "{method} {path}: {} {}",
+            response.status,
+            response.body
+        );
+        Ok(())
+    };
+    let experiments = format!("/admin/accounts/{}/experiments", account.account_id);
+    admin(
+        "POST",
+        &experiments,
+        json!({"slug": "bench", "variants": [
+            {"name": "brief", "weight": 1, "system": "Answer briefly.", "system_mode": "prepend"}
+        ]}),
+    )?;
+    admin(
+        "PATCH",
+        &format!("{experiments}/bench"),
+        json!({"status": "running"}),
+    )?;
+    let model = Protocol::Chat.model(false);
+    let plain = own.call(Protocol::Chat, model, false);
+    let mut experiment = plain.clone();
+    experiment
+        .headers
+        .push(("x-ci-experiment".to_owned(), "bench".to_owned()));
+    // A system prompt well over the 1,024-token participation threshold.
+    let mut affinity = plain.clone();
+    affinity.body = json!({
+        "model": model,
+        "messages": [
+            {"role": "system", "content": "You are a careful assistant. ".repeat(700)},
+            {"role": "user", "content": PROMPT},
+        ],
+        "max_tokens": 64,
+    })
+    .to_string();
+    let measure = |label: &str, call: &Call| -> Result<KeyCase> {
+        let warm = Duration::from_secs(1);
+        let _ = load::run(&bench.oha, &bench.work, call, Shape::Rate(500), warm);
+        bench.check_stop()?;
+        let sequential = bench.load(label, call, Shape::Sequential, bench.options.duration);
+        bench.check_stop()?;
+        let saturation = bench.load(label, call, Shape::Saturation, bench.options.duration);
+        Ok(KeyCase {
+            sequential,
+            saturation,
+        })
+    };
+    Ok(RoutingPolicies {
+        plain: measure("router, chat, plain", &plain)?,
+        experiment: measure("router, chat, experiment header", &experiment)?,
+        affinity: measure("router, chat, affinity on", &affinity)?,
+    })
+}
+
 /// `GET /v1/docs?q=...` at 1,000 rps, beside the same router's `/healthz` (the HTTP floor:
 /// no key, no work) and `/v1/docs` without `q` (the key check and a pre-rendered answer), so
 /// the search's own cost is the difference.
@@ -754,6 +830,10 @@ pub fn run(args: &[String]) -> Result<bool> {
     bench.check_stop()?;
     report.key_policies =
         Some(key_policies(&bench, &router, &admin_token).map_err(|e| format!("{e:#}")));
+
+    bench.check_stop()?;
+    report.routing_policies =
+        Some(routing_policies(&bench, &router, &admin_token).map_err(|e| format!("{e:#}")));
 
     bench.check_stop()?;
     report.docs_search = Some(docs_search(&bench, &router).map_err(|e| format!("{e:#}")));

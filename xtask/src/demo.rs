@@ -97,7 +97,7 @@ pub fn run(args: &[String]) -> Result<()> {
         matches!(http(&router_addr, "GET", "/readyz", None, None), Ok(response) if response.status == 200)
     })?;
 
-    let Provisioned { email, api_key } = provision_account(
+    let Provisioned { email, api_key, .. } = provision_account(
         &router_addr,
         &admin_token,
         DEMO_EMAIL_USER,

@@ -85,6 +85,7 @@ pub(crate) fn provision(
 
 /// What [`provision_account`] made.
 pub(crate) struct Provisioned {
+    pub(crate) account_id: String,
     pub(crate) email: String,
     pub(crate) api_key: String,
 }
@@ -163,6 +164,7 @@ pub(crate) fn provision_account(
         .unwrap_or_default()
         .to_owned();
     Ok(Provisioned {
+        account_id: id_in_path,
         email,
         api_key: key.to_owned(),
     })

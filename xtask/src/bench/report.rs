@@ -187,6 +187,15 @@ pub(crate) struct KeyPolicies {
     pub(crate) with_policies: KeyCase,
 }
 
+/// Chat with the plain key, with an experiment header, and with a prompt
+/// whose prefix takes part in prompt-cache affinity (issue 16).
+#[derive(Clone, Debug)]
+pub(crate) struct RoutingPolicies {
+    pub(crate) plain: KeyCase,
+    pub(crate) experiment: KeyCase,
+    pub(crate) affinity: KeyCase,
+}
+
 /// `GET /v1/docs?q=...` at a fixed rate, beside the router's HTTP floor (`/healthz`) and
 /// the listing without `q` (key check, pre-rendered answer).
 #[derive(Clone, Debug)]
@@ -226,6 +235,7 @@ pub(crate) struct Report {
     pub(crate) round_trips: Option<Outcome<RoundTrips>>,
     pub(crate) cross_core: Option<Outcome<CrossCore>>,
     pub(crate) key_policies: Option<Outcome<KeyPolicies>>,
+    pub(crate) routing_policies: Option<Outcome<RoutingPolicies>>,
     pub(crate) docs_search: Option<Outcome<DocsSearch>>,
     pub(crate) catalog_views: Option<Outcome<CatalogViews>>,
     pub(crate) profile: Option<Outcome<Profile>>,
@@ -382,6 +392,21 @@ impl Report {
                     })),
                 });
                 json!({ "plain": case(&k.plain), "with_policies": case(&k.with_policies) })
+            })),
+            "routing_policies": self.routing_policies.as_ref().map(|k| outcome_json(k, |k| {
+                let case = |c: &KeyCase| json!({
+                    "sequential": outcome_json(&c.sequential, |f| json!({
+                        "p50_ms": round3(f.p50), "p99_ms": round3(f.p99), "ok_rps": f.ok_rps.round(),
+                    })),
+                    "saturation": outcome_json(&c.saturation, |f| json!({
+                        "p50_ms": round3(f.p50), "ok_rps": f.ok_rps.round(),
+                    })),
+                });
+                json!({
+                    "plain": case(&k.plain),
+                    "experiment": case(&k.experiment),
+                    "affinity": case(&k.affinity),
+                })
             })),
             "catalog_views": self.catalog_views.as_ref().map(|c| outcome_json(c, |views| {
                 Value::Array(views.iter().map(|(label, figures)| json!({
@@ -602,6 +627,35 @@ impl Report {
                 for (name, case) in [("plain", &k.plain), ("with policies", &k.with_policies)] {
                     let sequential = match &case.sequential {
                         // Three decimals: the policy work is worth tens of microseconds.
+                        Ok(f) => format!("{:.3} / {:.3}", f.p50, f.p99),
+                        Err(reason) => na(reason),
+                    };
+                    let saturation = match &case.saturation {
+                        Ok(f) => format!("{:.0}", f.ok_rps),
+                        Err(reason) => na(reason),
+                    };
+                    let _ = writeln!(w, "| {name} | {sequential} | {saturation} |");
+                }
+            });
+        }
+
+        if let Some(routing) = &self.routing_policies {
+            let _ = writeln!(w, "\n## Routing policies (Chat)\n");
+            section(w, routing, |w, k| {
+                let _ = writeln!(
+                    w,
+                    "The same account's Chat requests: plain; with `X-CI-Experiment` naming a running experiment (one variant that prepends a system prompt); with a system prompt long enough that its prefix takes part in prompt-cache affinity (one affinity read and write per request). Back to back.\n"
+                );
+                let _ = writeln!(
+                    w,
+                    "| request | one at a time p50 / p99 (ms) | saturation 2xx/s |\n| --- | --- | --- |"
+                );
+                for (name, case) in [
+                    ("plain", &k.plain),
+                    ("experiment header", &k.experiment),
+                    ("affinity on", &k.affinity),
+                ] {
+                    let sequential = match &case.sequential {
                         Ok(f) => format!("{:.3} / {:.3}", f.p50, f.p99),
                         Err(reason) => na(reason),
                     };
