@@ -53,6 +53,22 @@ pub enum ErrorCode {
     RouteUnavailable,
     MinDiscountUnavailable,
     ZdrCapacityUnavailable,
+    /// A data-protection body other than `{"zero_data_retention": bool}`.
+    InvalidDataProtection,
+    /// The account's zero data retention forbids it (new uploads).
+    DataProtectionRestriction,
+    /// An upload body that is not one multipart part named `file`.
+    InvalidUpload,
+    /// An empty or oversized upload, or an oversized multipart envelope.
+    UploadTooLarge,
+    /// An upload of a type other than PNG, JPEG, WebP or GIF (415).
+    UnsupportedFileType,
+    /// An upload whose declared type and content disagree (415).
+    InvalidContentType,
+    UploadRateLimit,
+    UploadQuotaExceeded,
+    /// No object store is configured, or it failed.
+    UploadsUnavailable,
     /// The endpoint exists but its feature has not been released yet.
     NotAvailable,
     /// Email cannot be sent: no SMTP transport is configured.
@@ -80,6 +96,15 @@ impl ErrorCode {
             ErrorCode::ChannelNotFound => "channel_not_found",
             ErrorCode::TaskNotFound => "task_not_found",
             ErrorCode::NotAvailable => "not_available",
+            ErrorCode::InvalidDataProtection => "invalid_data_protection",
+            ErrorCode::DataProtectionRestriction => "data_protection_restriction",
+            ErrorCode::InvalidUpload => "invalid_upload",
+            ErrorCode::UploadTooLarge => "upload_too_large",
+            ErrorCode::UnsupportedFileType => "unsupported_file_type",
+            ErrorCode::InvalidContentType => "invalid_content_type",
+            ErrorCode::UploadRateLimit => "upload_rate_limit",
+            ErrorCode::UploadQuotaExceeded => "upload_quota_exceeded",
+            ErrorCode::UploadsUnavailable => "uploads_unavailable",
             ErrorCode::InsufficientCredits => "insufficient_credits",
             ErrorCode::InsufficientScope => "insufficient_scope",
             ErrorCode::ModelNotAllowed => "model_not_allowed",
@@ -110,7 +135,9 @@ impl ErrorCode {
             | ErrorCode::UnsupportedConversion
             | ErrorCode::UnsupportedParameter
             | ErrorCode::ListPriceUnknown
-            | ErrorCode::SignInLinkInvalid => 400,
+            | ErrorCode::SignInLinkInvalid
+            | ErrorCode::InvalidDataProtection
+            | ErrorCode::InvalidUpload => 400,
             ErrorCode::InvalidApiKey | ErrorCode::AuthenticationRequired => 401,
             ErrorCode::InsufficientCredits => 402,
             ErrorCode::InsufficientScope
@@ -118,7 +145,8 @@ impl ErrorCode {
             | ErrorCode::CrossOriginForbidden
             | ErrorCode::ModelNotAllowed
             | ErrorCode::IpNotAllowed
-            | ErrorCode::PolicyChanged => 403,
+            | ErrorCode::PolicyChanged
+            | ErrorCode::DataProtectionRestriction => 403,
             ErrorCode::ModelNotFound
             | ErrorCode::ExperimentNotFound
             | ErrorCode::UploadNotFound
@@ -128,19 +156,23 @@ impl ErrorCode {
             ErrorCode::MethodNotAllowed => 405,
             ErrorCode::Conflict => 409,
             ErrorCode::GenerationTimeout => 408,
-            ErrorCode::PayloadTooLarge => 413,
+            ErrorCode::PayloadTooLarge | ErrorCode::UploadTooLarge => 413,
+            ErrorCode::UnsupportedFileType | ErrorCode::InvalidContentType => 415,
             ErrorCode::ApiKeySpendLimitExceeded
             | ErrorCode::ApiKeyMonthlyBudgetExceeded
             | ErrorCode::RateLimitExceeded
             | ErrorCode::DailyRequestLimitExceeded
-            | ErrorCode::ConcurrencyLimitExceeded => 429,
+            | ErrorCode::ConcurrencyLimitExceeded
+            | ErrorCode::UploadRateLimit
+            | ErrorCode::UploadQuotaExceeded => 429,
             ErrorCode::UpstreamError | ErrorCode::InvalidUpstreamResponse => 502,
             ErrorCode::UpstreamUnavailable
             | ErrorCode::RouteUnavailable
             | ErrorCode::MinDiscountUnavailable
             | ErrorCode::ZdrCapacityUnavailable
             | ErrorCode::NotAvailable
-            | ErrorCode::EmailUnavailable => 503,
+            | ErrorCode::EmailUnavailable
+            | ErrorCode::UploadsUnavailable => 503,
             ErrorCode::InternalError => 500,
         }
     }

@@ -64,6 +64,11 @@ pub struct Admission {
     /// Whether the key sets any limit (see [`NewRequest::key_limited`]).
     pub key_limited: bool,
     pub inbound: Protocol,
+    /// Only routes marked `zdr` (verified zero data retention) may serve
+    /// the request, else 503 `zdr_capacity_unavailable` (F-26, F-27, J-06).
+    /// The server sets it from the request's `zdr` or the account's
+    /// data-protection switch; `false` never relaxes a request's own `zdr`.
+    pub zdr: bool,
     /// Filled as the lifecycle goes, for the request's log line.
     pub trace: Arc<RequestTrace>,
 }
@@ -157,9 +162,11 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
     pub async fn run_opened(
         &self,
         admission: Admission,
-        request: Request,
+        mut request: Request,
         history: SealedHistory,
     ) -> Result<Outcome<S, P>, ApiError> {
+        // ZDR adds to the request's own option, never relaxes it (F-27).
+        request.routing.zdr |= admission.zdr;
         let plan = routing::plan(&self.inner.catalog, &request, admission.inbound)?;
         check_output_limit(&plan.model, &request)?;
         let reserve = pricing::reservation(&plan.model, &plan.routes, &request).map_err(|_| {

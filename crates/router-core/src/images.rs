@@ -57,8 +57,14 @@ pub struct ImagePlan {
 /// Resolve the image model (404 unknown; 400 `invalid_parameter` naming
 /// `model` for a model that generates no images, GP-67) and its route: the
 /// enabled `images` route of highest priority, then lowest operator cost.
-/// The key's model policy is the caller's (it knows the key).
-pub fn plan(catalog: &crate::Catalog, request: &ImageRequest) -> Result<ImagePlan, ApiError> {
+/// The key's model policy is the caller's (it knows the key). With the
+/// account's zero data retention on (`account_zdr`), only a `zdr` route may
+/// serve it: none is 503 `zdr_capacity_unavailable` (GP-38, J-14).
+pub fn plan(
+    catalog: &crate::Catalog,
+    request: &ImageRequest,
+    account_zdr: bool,
+) -> Result<ImagePlan, ApiError> {
     let model = catalog
         .model(&request.model)
         .ok_or_else(|| {
@@ -81,14 +87,18 @@ pub fn plan(catalog: &crate::Catalog, request: &ImageRequest) -> Result<ImagePla
             ));
         }
     };
-    // Account zero data retention (GP-38, J-14) goes HERE once the account
-    // switch exists (issue 18): with it on, keep only `r.zdr` routes, and
-    // none left is 503 `zdr_capacity_unavailable`. Not built: there is no
-    // account ZDR state to read yet.
-    let route = catalog
+    let images = catalog
         .routes(&model.id)
         .iter()
-        .filter(|r| r.enabled && r.protocol == Protocol::Images)
+        .filter(|r| r.protocol == Protocol::Images);
+    if account_zdr && !images.clone().any(|r| r.enabled && r.zdr) {
+        return Err(ApiError::new(
+            ErrorCode::ZdrCapacityUnavailable,
+            "Zero data retention is on for this account, and no verified zero-data-retention route serves this model.",
+        ));
+    }
+    let route = images
+        .filter(|r| r.enabled && (r.zdr || !account_zdr))
         .min_by(|a, b| {
             b.priority
                 .cmp(&a.priority)
@@ -296,6 +306,7 @@ supplier = "s"
 upstream_model = "up-cheap"
 protocol = "images"
 image_cost = 10
+zdr = true
 
 [[routes]]
 id = "img-preferred"
@@ -328,17 +339,31 @@ enabled = false
     #[test]
     fn the_plan_is_one_route_at_the_fixed_price() {
         let catalog = Catalog::from_toml(CATALOG, |_| None).unwrap();
-        let plan = plan(&catalog, &request("m-img")).unwrap();
+        let plan = plan(&catalog, &request("m-img"), false).unwrap();
         assert_eq!(plan.route.id, "img-preferred");
         assert_eq!(plan.price, NanoUsd(40_000_000));
         // GP-67: a text model is a 400 naming `model`; unknown is a 404.
-        let error = super::plan(&catalog, &request("m-text")).unwrap_err();
+        let error = super::plan(&catalog, &request("m-text"), false).unwrap_err();
         assert_eq!(
             (error.code, error.param.as_deref()),
             (ErrorCode::InvalidParameter, Some("model"))
         );
-        let error = super::plan(&catalog, &request("nope")).unwrap_err();
+        let error = super::plan(&catalog, &request("nope"), false).unwrap_err();
         assert_eq!(error.code, ErrorCode::ModelNotFound);
+    }
+
+    #[test]
+    fn account_zdr_keeps_only_zdr_image_routes() {
+        // GP-38, J-14: the account's switch on, only the verified route.
+        let catalog = Catalog::from_toml(CATALOG, |_| None).unwrap();
+        let plan = plan(&catalog, &request("m-img"), true).unwrap();
+        assert_eq!(plan.route.id, "img-cheap");
+        let without_zdr = CATALOG.replace("zdr = true\n", "");
+        let catalog = Catalog::from_toml(&without_zdr, |_| None).unwrap();
+        let error = plan(&catalog, &request("m-img"), true).unwrap_err();
+        assert_eq!(error.code, ErrorCode::ZdrCapacityUnavailable);
+        assert_eq!(error.status(), 503);
+        assert!(plan(&catalog, &request("m-img"), false).is_ok());
     }
 
     #[test]

@@ -15,7 +15,7 @@ use crate::request_log::{ReplyCode, RequestLog};
 use crate::routes::{AuthRule, Handler, InferenceEndpoint, ParamRule, ROUTES, Route};
 use crate::session::{self, Session};
 use crate::surfaces::{CHAT, COMPLETIONS, MESSAGES, RESPONSES};
-use crate::{admin, auth, health, images, inference, sign_in};
+use crate::{admin, auth, data_protection, health, images, inference, sign_in};
 use http::Response;
 use http::header::HeaderValue;
 use hyper::body::Incoming;
@@ -76,6 +76,15 @@ impl Caller {
         match self {
             Caller::Key(key) => Ok(key),
             Caller::Anonymous | Caller::Operator | Caller::Session(_) => Err(misconfigured()),
+        }
+    }
+
+    /// The account of a key or a session.
+    fn account_id(&self) -> Result<Uuid, ApiError> {
+        match self {
+            Caller::Key(key) => Ok(key.account_id),
+            Caller::Session(session) => Ok(session.account_id),
+            Caller::Anonymous | Caller::Operator => Err(misconfigured()),
         }
     }
 
@@ -282,6 +291,14 @@ async fn route(
         Handler::SessionShow => caller.session().map(|s| sign_in::show(&s, &id_text)),
         Handler::SignOut => match caller.session() {
             Ok(s) => sign_in::sign_out(&app, &s, &id_text).await,
+            Err(e) => Err(e),
+        },
+        Handler::DataProtectionShow => match caller.account_id() {
+            Ok(account_id) => data_protection::show(&app, account_id, &id_text).await,
+            Err(e) => Err(e),
+        },
+        Handler::DataProtectionChange => match caller.session() {
+            Ok(s) => data_protection::change(&app, &s, request, &id_text).await,
             Err(e) => Err(e),
         },
         Handler::NotAvailable => Err(not_available(route)),

@@ -55,7 +55,7 @@ async fn run(
         log.model(&model.id);
         auth::check_model(catalog, &inbound.key, &image_request.model)?;
     }
-    let plan = images::plan(catalog, &image_request)?;
+    let plan = images::plan(catalog, &image_request, inbound.key.account_zdr)?;
     let admission = ImageAdmission {
         request_id,
         account_id: inbound.key.account_id,

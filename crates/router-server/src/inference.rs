@@ -84,6 +84,9 @@ async fn run<C: ClientCodec>(
         policy_version: inbound.key.policy.version,
         key_limited: inbound.key.policy.limits.any(),
         inbound: codec.protocol(),
+        // The account's data-protection switch needs verified ZDR supply
+        // (J-06); the request's own `zdr` is read by routing as well.
+        zdr: inbound.key.account_zdr,
         trace: log.trace(),
     };
     let history = app

@@ -13,6 +13,7 @@ pub mod body;
 pub mod client_addr;
 pub mod client_stream;
 pub mod config;
+pub mod data_protection;
 pub mod dispatch;
 pub mod docs;
 pub mod health;

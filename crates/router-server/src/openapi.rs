@@ -606,6 +606,32 @@ fn handler(route: &Route, schemas: &mut Schemas) -> Described {
             d.errors = vec![ErrorCode::NotFound];
             d
         }
+        Handler::DataProtectionShow | Handler::DataProtectionChange => {
+            let change = route.handler == Handler::DataProtectionChange;
+            let mut d = Described::new(
+                if change {
+                    "Turn the account's zero data retention on or off"
+                } else {
+                    "The account's zero-data-retention switch"
+                },
+                "data protection",
+            );
+            let record = schemas.of::<crate::data_protection::DataProtection>();
+            if change {
+                d.body = Some((
+                    record.clone(),
+                    "Exactly `{\"zero_data_retention\": true|false}`; anything else is 400 `invalid_data_protection`.",
+                ));
+                d.errors = vec![ErrorCode::InvalidDataProtection, ErrorCode::PayloadTooLarge];
+            }
+            d.success.push((
+                "200",
+                "The record, with `Cache-Control: no-store`.",
+                "application/json",
+                Some(record),
+            ));
+            d
+        }
         Handler::NotAvailable => Described::new(not_available_summary(route), tag_of(route.path)),
     }
 }

@@ -89,6 +89,10 @@ pub enum Handler {
     SignInRedeem,
     SessionShow,
     SignOut,
+    /// `GET /api/data-protection` (`data_protection.rs`): a key or a session.
+    DataProtectionShow,
+    /// `PATCH /api/data-protection`: a same-origin session only.
+    DataProtectionChange,
     /// The feature has not landed: 503 `not_available` after the guard. Its
     /// own issue puts a real handler in the row.
     NotAvailable,
@@ -183,8 +187,8 @@ pub static ROUTES: [Route; 51] = [
     row(POST,   "/v1/uploads",                   key_or_session(INFERENCE), OpenAi,      NotAvailable),
     row(DELETE, "/v1/uploads/{id}",              key_or_session(INFERENCE), OpenAi,      NotAvailable),
     // Data protection (J).
-    row(GET,    "/api/data-protection",          key_or_session(READ),      OpenAi,      NotAvailable),
-    row(PATCH,  "/api/data-protection",          Session,                   OpenAi,      NotAvailable),
+    row(GET,    "/api/data-protection",          key_or_session(READ),      OpenAi,      DataProtectionShow),
+    row(PATCH,  "/api/data-protection",          Session,                   OpenAi,      DataProtectionChange),
     // Documentation (K).
     row(GET,    "/v1/docs",                      ANY_KEY,                   OpenAi,      DocsSearch),
     row(GET,    "/docs/guide/{page}",            Public,                    OpenAi,      DocsPage),

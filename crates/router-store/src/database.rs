@@ -5,6 +5,7 @@ use crate::accounts::{self, AccountRow, AccountView};
 use crate::api_keys::{self, ApiKeyChange, ApiKeyView, NewApiKey};
 use crate::audit::{self, Reconciliation};
 use crate::billing;
+use crate::data_protection;
 use crate::error::{AdminError, pool_error, store_error};
 use crate::group_commit::{BatchSlots, GroupCommit};
 use crate::history::{self, RequestView};
@@ -296,6 +297,30 @@ impl Database {
     pub async fn revoke_session(&self, id: Uuid) -> Result<bool, StoreError> {
         let mut conn = self.connection().await?;
         sessions::revoke_session(&mut conn, id).await
+    }
+
+    /// The account's zero-data-retention switch; `None` for an unknown account.
+    pub async fn zero_data_retention(&self, account_id: Uuid) -> Result<Option<bool>, StoreError> {
+        let mut conn = self.connection().await?;
+        data_protection::zero_data_retention(&mut conn, account_id).await
+    }
+
+    /// Sets the account's switch for browser session `session_id` (see
+    /// [`data_protection::set_zero_data_retention`]). Other instances' key
+    /// caches hear of it by NOTIFY at commit; this one forgets the
+    /// account's keys now.
+    pub async fn set_zero_data_retention(
+        &self,
+        account_id: Uuid,
+        session_id: Uuid,
+        enabled: bool,
+    ) -> Result<Option<data_protection::SwitchChange>, StoreError> {
+        let mut conn = self.connection().await?;
+        let change =
+            data_protection::set_zero_data_retention(&mut conn, account_id, session_id, enabled)
+                .await?;
+        self.keys.forget_account(account_id);
+        Ok(change)
     }
 
     /// Checks that the ledger balances and agrees with wallets and holds.

@@ -20,6 +20,7 @@ pub mod accounts;
 pub mod api_keys;
 pub mod audit;
 pub mod billing;
+pub mod data_protection;
 mod database;
 mod error;
 mod group_commit;
@@ -34,6 +35,7 @@ pub mod sessions;
 pub mod test_support;
 pub mod thinking_seal_keys;
 mod timestamps;
+pub mod uploads;
 
 pub use accounts::{AccountRow, AccountView};
 pub use api_keys::{NewApiKey, hash_api_key};

@@ -12,6 +12,7 @@ mod cli;
 mod completions;
 mod crash;
 mod cross_protocol;
+mod data_protection;
 mod docs;
 mod harness;
 mod images;

@@ -149,6 +149,8 @@ async fn the_secret_is_stored_nowhere() {
         "thinking_seal_keys",
         "browser_sessions",
         "magic_links",
+        "data_protection_changes",
+        "uploads",
     ];
     let mut hash_found = 0;
     for table in tables {

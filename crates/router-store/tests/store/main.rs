@@ -9,6 +9,7 @@
 mod api_keys;
 mod billing;
 mod ceiling;
+mod data_protection;
 mod integrity;
 mod key_policies;
 mod ledger;
