@@ -5,13 +5,11 @@
 
 use crate::app::App;
 use crate::body::{ADMIN_BODY_LIMIT, json_body};
-use crate::operator::{self, store_error};
+use crate::operator;
 use crate::reply::{self, Body};
 use http::{Response, StatusCode};
 use hyper::body::Incoming;
 use router_canonical::{ApiError, ErrorCode};
-use serde::Deserialize;
-use serde_json::json;
 use subtle::ConstantTimeEq;
 use uuid::Uuid;
 
@@ -131,18 +129,7 @@ pub async fn get_request(
     Ok(reply::json_value(StatusCode::OK, &view, request_id))
 }
 
-/// The longest session the operator may open: a year.
-const MAX_SESSION_TTL_SECS: u64 = 365 * 24 * 3600;
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct NewSessionBody {
-    ttl_seconds: Option<u64>,
-}
-
-/// `POST /admin/accounts/{id}/sessions`: a browser session for an account
-/// (support, or a dashboard behind the operator's own sign-in). The cookie
-/// value is shown once; only its hash is stored.
+/// `POST /admin/accounts/{id}/sessions`.
 pub async fn create_session(
     app: &App,
     request: http::Request<Incoming>,
@@ -150,56 +137,17 @@ pub async fn create_session(
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
     let account_id = parse_id(id)?;
-    let body: NewSessionBody = json_body(request, ADMIN_BODY_LIMIT).await?;
-    let ttl = match body.ttl_seconds {
-        None => app.session_ttl,
-        Some(secs @ 1..=MAX_SESSION_TTL_SECS) => std::time::Duration::from_secs(secs),
-        Some(_) => {
-            return Err(ApiError::invalid(
-                "ttl_seconds",
-                format!("ttl_seconds must be between 1 and {MAX_SESSION_TTL_SECS}."),
-            ));
-        }
-    };
-    let session = app
-        .database()
-        .create_session(account_id, ttl)
-        .await
-        .map_err(|e| match e {
-            router_store::AdminError::AccountNotFound(_) => {
-                ApiError::new(ErrorCode::NotFound, "No such account.")
-            }
-            other => store_error(other),
-        })?;
-    Ok(reply::json_value(
-        StatusCode::CREATED,
-        &json!({
-            "id": session.id,
-            "account_id": session.account_id,
-            "cookie_name": crate::session::COOKIE_NAME,
-            "cookie_value": session.token,
-            "expires_at": session.expires_at,
-        }),
-        request_id,
-    ))
+    let body = json_body(request, ADMIN_BODY_LIMIT).await?;
+    let view = operator::create_session(app, account_id, body).await?;
+    Ok(reply::json_value(StatusCode::CREATED, &view, request_id))
 }
 
-/// `DELETE /admin/sessions/{id}`: ends a session on every instance at once
-/// (each looks sessions up in the database).
+/// `DELETE /admin/sessions/{id}`.
 pub async fn delete_session(
     app: &App,
     id: Option<&str>,
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
-    let id = parse_id(id)?;
-    let revoked = app
-        .database()
-        .revoke_session(id)
-        .await
-        .map_err(store_error)?;
-    if revoked {
-        Ok(reply::no_content(request_id))
-    } else {
-        Err(ApiError::new(ErrorCode::NotFound, "No such session."))
-    }
+    operator::revoke_session(app, parse_id(id)?).await?;
+    Ok(reply::no_content(request_id))
 }

@@ -26,6 +26,11 @@ pub struct App {
     pub mailer: Option<Arc<Mailer>>,
     /// How long a browser session lasts (`ROUTER_SESSION_TTL_SECS`).
     pub session_ttl: Duration,
+    /// How often the hold reaper job runs (`ROUTER_REAPER_INTERVAL_SECS`).
+    pub reaper_interval: Duration,
+    /// `ROUTER_ADMIN_TEST_HOOKS=1`: the routes that bend time for tests
+    /// exist (`jobs::require_test_hooks`); never in production.
+    pub test_hooks: bool,
 }
 
 impl App {

@@ -32,6 +32,10 @@ pub struct ServerConfig {
     pub mailer: Option<Arc<Mailer>>,
     /// `ROUTER_SESSION_TTL_SECS`.
     pub session_ttl: Duration,
+    /// `ROUTER_ADMIN_TEST_HOOKS`.
+    pub test_hooks: bool,
+    /// `ROUTER_METRICS`: record metrics for `/metrics`.
+    pub metrics: bool,
 }
 
 impl std::fmt::Debug for ServerConfig {

@@ -282,6 +282,9 @@ async fn route(
         Handler::AdminCreateSession => {
             admin::create_session(&app, request, param.as_deref(), &id_text).await
         }
+        Handler::AdminRunJob => crate::jobs::run_now(&app, param.as_deref())
+            .await
+            .map(|view| reply::json_value(http::StatusCode::OK, &view, &id_text)),
         Handler::AdminDeleteSession => {
             admin::delete_session(&app, param.as_deref(), &id_text).await
         }

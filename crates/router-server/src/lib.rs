@@ -20,6 +20,7 @@ pub mod health;
 pub mod images;
 pub mod inference;
 pub mod inference_headers;
+pub mod jobs;
 pub mod mail;
 pub mod messages;
 pub mod metrics;

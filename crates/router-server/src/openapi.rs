@@ -357,6 +357,17 @@ fn handler(route: &Route, schemas: &mut Schemas) -> Described {
             ));
             d
         }
+        Handler::AdminRunJob => {
+            let mut d = Described::new("Run one pass of a background job now", "admin");
+            d.success.push((
+                "200",
+                "`{name, processed}`: the job and how many items its pass processed.",
+                "application/json",
+                Some(any_object("The pass.")),
+            ));
+            d.errors = vec![ErrorCode::NotFound];
+            d
+        }
         Handler::Metrics => {
             let mut d = Described::new("Metrics in the Prometheus text format", "operations");
             d.success.push((
@@ -517,6 +528,7 @@ fn handler(route: &Route, schemas: &mut Schemas) -> Described {
         }
         Handler::AdminCreateSession => {
             let mut d = Described::new("Open a browser session for an account", "admin");
+            admin_body(&mut d, schemas.of::<operator::NewSession>());
             d.success.push((
                 "201",
                 "The session; its cookie value is shown once.",

@@ -507,3 +507,63 @@ fn request_json(view: &router_store::RequestView) -> Value {
         "ledger": view.ledger_entries,
     })
 }
+
+/// The longest session the operator may open: a year.
+const MAX_SESSION_TTL_SECS: u64 = 365 * 24 * 3600;
+
+/// `POST /admin/accounts/{id}/sessions`: `{"ttl_seconds"?}`.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewSession {
+    /// 1 to 31,536,000; default `ROUTER_SESSION_TTL_SECS`.
+    pub ttl_seconds: Option<u64>,
+}
+
+/// Opens a browser session for an account (support, or a dashboard behind
+/// the operator's own sign-in). The cookie value is in the answer, once;
+/// only its hash is stored.
+pub async fn create_session(app: &App, account_id: Uuid, body: Value) -> Result<Value, ApiError> {
+    let body: NewSession = from_json(body)?;
+    let ttl = match body.ttl_seconds {
+        None => app.session_ttl,
+        Some(secs @ 1..=MAX_SESSION_TTL_SECS) => std::time::Duration::from_secs(secs),
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "ttl_seconds",
+                format!("ttl_seconds must be between 1 and {MAX_SESSION_TTL_SECS}."),
+            ));
+        }
+    };
+    let session = app
+        .database()
+        .create_session(account_id, ttl)
+        .await
+        .map_err(|e| match e {
+            router_store::AdminError::AccountNotFound(_) => {
+                ApiError::new(ErrorCode::NotFound, "No such account.")
+            }
+            other => store_error(other),
+        })?;
+    Ok(json!({
+        "id": session.id,
+        "account_id": session.account_id,
+        "cookie_name": crate::session::COOKIE_NAME,
+        "cookie_value": session.token,
+        "expires_at": session.expires_at,
+    }))
+}
+
+/// Ends a session at once on every instance (each looks sessions up in the
+/// database).
+pub async fn revoke_session(app: &App, id: Uuid) -> Result<(), ApiError> {
+    let revoked = app
+        .database()
+        .revoke_session(id)
+        .await
+        .map_err(store_error)?;
+    if revoked {
+        Ok(())
+    } else {
+        Err(ApiError::new(ErrorCode::NotFound, "No such session."))
+    }
+}

@@ -82,6 +82,8 @@ pub enum Handler {
     /// `GET /openapi.json`: the OpenAPI document (`openapi.rs`).
     OpenApi,
     AdminCreateSession,
+    /// `POST /admin/jobs/{name}/run` (`jobs.rs`).
+    AdminRunJob,
     AdminDeleteSession,
     /// `sign_in.rs`: ask for a link, its page, redeem it, who am I, sign out.
     SignInRequestLink,
@@ -176,7 +178,7 @@ use ParamRule::{ChannelId, Platform};
 /// Every route. Scopes as the spec's Authentication section states them;
 /// videos take `inference` (GP-73). One row per line, so kept out of rustfmt.
 #[rustfmt::skip]
-pub static ROUTES: [Route; 51] = [
+pub static ROUTES: [Route; 52] = [
     // Inference (B..E).
     row(POST,   "/v1/chat/completions",          key(INFERENCE),            OpenAi,      Infer(ChatCompletions)),
     row(POST,   "/v1/responses",                 key(INFERENCE),            OpenAi,      Infer(Responses)),
@@ -241,6 +243,7 @@ pub static ROUTES: [Route; 51] = [
     row(GET,    "/admin/requests/{id}",          Admin,                     OpenAi,      AdminGetRequest),
     row(POST,   "/admin/accounts/{id}/sessions", Admin,                     OpenAi,      AdminCreateSession),
     row(DELETE, "/admin/sessions/{id}",          Admin,                     OpenAi,      AdminDeleteSession),
+    row(POST,   "/admin/jobs/{name}/run",        Admin,                     OpenAi,      AdminRunJob),
 ];
 
 #[cfg(test)]

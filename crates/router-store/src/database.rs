@@ -9,6 +9,7 @@ use crate::data_protection;
 use crate::error::{AdminError, pool_error, store_error};
 use crate::group_commit::{BatchSlots, GroupCommit};
 use crate::history::{self, RequestView};
+use crate::jobs;
 use crate::key_cache::{self, KeyCache};
 use crate::migrations;
 use crate::sessions::{self, MagicLinkIssue, NewSession, SessionRecord};
@@ -321,6 +322,29 @@ impl Database {
                 .await?;
         self.keys.forget_account(account_id);
         Ok(change)
+    }
+
+    /// Takes a background job's lease (see [`jobs::try_lease`]).
+    pub async fn try_lease_job(
+        &self,
+        name: &str,
+        holder: &str,
+        lease: Duration,
+    ) -> Result<bool, StoreError> {
+        let mut conn = self.connection().await?;
+        jobs::try_lease(&mut conn, name, holder, lease).await
+    }
+
+    /// Ends a job's pass and schedules the next (see [`jobs::finish`]).
+    pub async fn finish_job(
+        &self,
+        name: &str,
+        holder: &str,
+        next_after: Duration,
+        outcome: Result<u64, &str>,
+    ) -> Result<(), StoreError> {
+        let mut conn = self.connection().await?;
+        jobs::finish(&mut conn, name, holder, next_after, outcome).await
     }
 
     /// Checks that the ledger balances and agrees with wallets and holds.

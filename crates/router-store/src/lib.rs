@@ -25,6 +25,7 @@ mod database;
 mod error;
 mod group_commit;
 pub mod history;
+pub mod jobs;
 pub mod key_cache;
 pub mod migrations;
 mod prepared;

@@ -170,6 +170,18 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    job_leases (name) {
+        name -> Text,
+        leased_until -> Timestamptz,
+        leased_by -> Text,
+        last_started_at -> Timestamptz,
+        last_finished_at -> Nullable<Timestamptz>,
+        last_processed -> Nullable<Int8>,
+        last_error -> Nullable<Text>,
+    }
+}
+
 diesel::joinable!(wallets -> accounts (account_id));
 diesel::joinable!(data_protection_changes -> accounts (account_id));
 diesel::joinable!(uploads -> accounts (account_id));

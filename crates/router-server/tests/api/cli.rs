@@ -167,6 +167,26 @@ async fn accounts_keys_and_requests_through_the_cli() {
         .await
         .refused_naming("not_found");
 
+    // A browser session, opened and ended from the command line.
+    let session = router(
+        &env,
+        &["sessions", "create", &id, "--ttl-seconds", "120", "--json"],
+    )
+    .await;
+    assert!(session.ok, "{}", session.stderr);
+    let session = session.json();
+    assert_eq!(session["cookie_name"], "router_session");
+    assert_eq!(session["cookie_value"].as_str().unwrap().len(), 64);
+    let session_id = session["id"].as_str().unwrap().to_owned();
+    router(&env, &["sessions", "create", &id, "--ttl-seconds", "0"])
+        .await
+        .refused_naming("ttl_seconds");
+    let revoked = router(&env, &["sessions", "revoke", &session_id]).await;
+    assert!(revoked.ok, "{}", revoked.stderr);
+    router(&env, &["sessions", "revoke", &session_id])
+        .await
+        .refused_naming("not_found");
+
     let unknown = uuid::Uuid::new_v4().to_string();
     router(&env, &["requests", "show", &unknown])
         .await
@@ -280,7 +300,7 @@ async fn start_up_refuses_each_bad_setting_naming_it() {
         env.push((extra.0, extra.1.to_owned()));
         env
     };
-    let cases: [(&str, &str); 16] = [
+    let cases: [(&str, &str); 18] = [
         ("DATABASE_URL", "not a url"),
         ("DATABASE_URL", "mysql://x@127.0.0.1/db"),
         ("ROUTER_LISTEN", "localhost"),
@@ -295,6 +315,8 @@ async fn start_up_refuses_each_bad_setting_naming_it() {
         ("ROUTER_EMAIL_FROM", "not an address"),
         ("ROUTER_SESSION_TTL_SECS", "1.5"),
         ("ROUTER_LOG_FORMAT", "xml"),
+        ("ROUTER_ADMIN_TEST_HOOKS", "yes"),
+        ("ROUTER_METRICS", "maybe"),
         ("ROUTER_IMAGE_DEADLINE_SECS", "0"),
         ("ROUTER_IMAGE_URL_ALLOW_LOOPBACK", "yes"),
     ];

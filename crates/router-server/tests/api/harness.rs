@@ -431,6 +431,9 @@ impl TestRouter {
             public_base: PublicBaseUrl::for_listen(addr),
             mailer,
             session_ttl: router_server::session::DEFAULT_TTL,
+            reaper_interval: Duration::from_secs(30),
+            // Tests are who the time-bending routes are for.
+            test_hooks: true,
         });
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(router_server::serve(listener, app, async move {
@@ -476,6 +479,9 @@ impl TestRouter {
             public_base: PublicBaseUrl::for_listen(addr),
             mailer: None,
             session_ttl: router_server::session::DEFAULT_TTL,
+            reaper_interval: Duration::from_secs(30),
+            // Tests are who the time-bending routes are for.
+            test_hooks: true,
         });
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(router_server::serve(listener, app, async move {

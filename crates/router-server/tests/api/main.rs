@@ -16,6 +16,7 @@ mod data_protection;
 mod docs;
 mod harness;
 mod images;
+mod jobs;
 mod key_limits;
 mod key_policies;
 mod messages;

@@ -149,6 +149,7 @@ async fn the_secret_is_stored_nowhere() {
         "thinking_seal_keys",
         "browser_sessions",
         "magic_links",
+        "job_leases",
         "data_protection_changes",
         "uploads",
     ];

@@ -11,6 +11,7 @@ mod billing;
 mod ceiling;
 mod data_protection;
 mod integrity;
+mod jobs;
 mod key_policies;
 mod ledger;
 mod migrations;

@@ -44,7 +44,7 @@ async fn instances_booting_together_apply_each_migration_once() {
             "SELECT count(*) AS n FROM information_schema.tables WHERE table_schema = 'public'"
         )
         .await,
-        13, // twelve tables and diesel's migration bookkeeping
+        14, // thirteen tables and diesel's migration bookkeeping
     );
 }
 

@@ -87,6 +87,19 @@ pub(crate) struct KeyCreate {
 }
 
 #[derive(Subcommand, Debug)]
+pub(crate) enum SessionsCommand {
+    /// Open a browser session for an account; the cookie is printed once.
+    Create {
+        account: String,
+        /// Lifetime in seconds (default ROUTER_SESSION_TTL_SECS).
+        #[arg(long)]
+        ttl_seconds: Option<u64>,
+    },
+    /// End a session at once.
+    Revoke { id: String },
+}
+
+#[derive(Subcommand, Debug)]
 pub(crate) enum RequestsCommand {
     /// Show a request's history: charge, attempts, ledger.
     Show { id: String },
@@ -321,6 +334,43 @@ fn key_body(create: KeyCreate) -> anyhow::Result<Value> {
         json!(create.max_concurrent_requests),
     );
     Ok(body)
+}
+
+pub(crate) async fn sessions(
+    args: &ServeArgs,
+    command: SessionsCommand,
+    out: &Output,
+) -> anyhow::Result<()> {
+    let app = operator_app(args).await?;
+    match command {
+        SessionsCommand::Create {
+            account,
+            ttl_seconds,
+        } => {
+            let body = json!({"ttl_seconds": ttl_seconds});
+            let view = operator::create_session(&app, uuid("account", &account)?, body)
+                .await
+                .map_err(refused)?;
+            out.show(&view, |v| {
+                format!(
+                    "session {} for account {} until {}\ncookie (shown once): {}={}",
+                    field(v, "id"),
+                    field(v, "account_id"),
+                    field(v, "expires_at"),
+                    field(v, "cookie_name"),
+                    field(v, "cookie_value")
+                )
+            });
+        }
+        SessionsCommand::Revoke { id } => {
+            let id = uuid("session", &id)?;
+            operator::revoke_session(&app, id).await.map_err(refused)?;
+            out.show(&json!({"id": id, "revoked": true}), |_| {
+                format!("revoked session {id}")
+            });
+        }
+    }
+    Ok(())
 }
 
 pub(crate) async fn requests(

@@ -10,7 +10,9 @@ mod serve;
 mod settings;
 
 use clap::{Parser, Subcommand};
-use commands::{AccountsCommand, CatalogCommand, ConfigCommand, KeysCommand, RequestsCommand};
+use commands::{
+    AccountsCommand, CatalogCommand, ConfigCommand, KeysCommand, RequestsCommand, SessionsCommand,
+};
 use output::{Output, one_line};
 use router_store::Database;
 use settings::{LogFormat, ServeArgs};
@@ -40,6 +42,9 @@ enum Command {
     /// API keys.
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// Browser sessions.
+    #[command(subcommand)]
+    Sessions(SessionsCommand),
     /// Request history.
     #[command(subcommand)]
     Requests(RequestsCommand),
@@ -91,6 +96,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Command::Accounts(command) => commands::accounts(&cli.serve, command, &out).await,
             Command::Keys(command) => commands::keys(&cli.serve, command, &out).await,
+            Command::Sessions(command) => commands::sessions(&cli.serve, command, &out).await,
             Command::Requests(command) => commands::requests(&cli.serve, command, &out).await,
             Command::Config(command) => commands::config(&cli.serve, command, &out).await,
             Command::Catalog(_) => Ok(()),

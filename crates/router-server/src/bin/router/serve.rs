@@ -18,13 +18,16 @@ pub(crate) async fn serve(config: ServerConfig) -> anyhow::Result<()> {
         .await
         .context("DATABASE_URL: cannot connect")?;
     tracing::info!(?config, "starting router");
-    router_server::metrics::install();
+    if config.metrics {
+        router_server::metrics::install();
+    }
     db.migrate().await.context("applying migrations")?;
     db.listen_for_key_changes()
         .await
         .context("listening for API key changes")?;
     let app = Arc::new(app(&config, catalog, db.clone()).await?);
-    spawn_reaper(db, config.reaper_interval);
+    router_server::jobs::spawn_all(app.clone(), format!("router-{}", uuid::Uuid::now_v7()));
+    spawn_pool_trimmer(db);
     // The tokenizer (~40 MB) is loaded by the first count_tokens call, on a
     // blocking thread: most deployments never pay for it.
     let listener = tokio::net::TcpListener::bind(config.listen)
@@ -81,27 +84,21 @@ pub(crate) async fn app(
         public_base: config.public_base.clone(),
         mailer: config.mailer.clone(),
         session_ttl: config.session_ttl,
+        reaper_interval: config.reaper_interval,
+        test_hooks: config.test_hooks,
     })
 }
 
 /// How long a pooled database connection may stay unused before it is closed.
 const DB_CONNECTION_MAX_IDLE: Duration = Duration::from_secs(60);
 
-/// Release holds of requests that died with their process (crash, kill -9),
-/// and close database connections a past burst left idle.
-fn spawn_reaper(db: Database, interval: Duration) {
+/// Close database connections a past burst left idle (per process; the
+/// hold reaper is a job, `router_server::jobs`).
+fn spawn_pool_trimmer(db: Database) {
     tokio::spawn(async move {
-        let mut ticker = tokio::time::interval(interval);
+        let mut ticker = tokio::time::interval(DB_CONNECTION_MAX_IDLE / 2);
         loop {
             ticker.tick().await;
-            match db.reap_expired_holds(std::time::SystemTime::now()).await {
-                Ok(0) => {}
-                Ok(n) => {
-                    metrics::counter!("router_reaper_released_total").increment(n);
-                    tracing::info!(released = n, "reaped expired holds");
-                }
-                Err(e) => tracing::warn!(error = %e, "reaper failed"),
-            }
             let closed = db.close_idle_connections(DB_CONNECTION_MAX_IDLE);
             if closed > 0 {
                 tracing::debug!(closed, "closed idle database connections");

@@ -65,6 +65,12 @@ pub(crate) struct ServeArgs {
     /// How long a browser session lasts, in seconds.
     #[arg(long, env = "ROUTER_SESSION_TTL_SECS", default_value = "604800")]
     session_ttl_secs: String,
+    /// Test-only admin routes (backdating, `as_of`): `1` to enable; never in production.
+    #[arg(long, env = "ROUTER_ADMIN_TEST_HOOKS", default_value = "0")]
+    admin_test_hooks: String,
+    /// Record metrics for `GET /metrics`: `1` (default) or `0`.
+    #[arg(long, env = "ROUTER_METRICS", default_value = "1")]
+    metrics: String,
     /// Log lines as `json`, `text`, or `auto` (text on a terminal, else JSON).
     #[arg(long, env = "ROUTER_LOG_FORMAT", default_value = "auto")]
     log_format: String,
@@ -148,6 +154,8 @@ impl ServeArgs {
             public_base,
             mailer,
             session_ttl: seconds("ROUTER_SESSION_TTL_SECS", &self.session_ttl_secs)?,
+            test_hooks: switch("ROUTER_ADMIN_TEST_HOOKS", &self.admin_test_hooks)?,
+            metrics: switch("ROUTER_METRICS", &self.metrics)?,
         })
     }
 }
@@ -170,12 +178,12 @@ fn image_deadline(text: &str) -> anyhow::Result<Duration> {
     Ok(deadline)
 }
 
-/// `true` or `false`.
+/// `true`/`1` or `false`/`0` (empty: false).
 fn switch(name: &str, text: &str) -> anyhow::Result<bool> {
     match text.trim() {
-        "true" => Ok(true),
-        "false" => Ok(false),
-        _ => bail!("{name}: `{text}` is not true or false"),
+        "true" | "1" => Ok(true),
+        "false" | "0" | "" => Ok(false),
+        _ => bail!("{name}: `{text}` is not true or false (1 or 0)"),
     }
 }
 

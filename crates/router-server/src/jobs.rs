@@ -1,0 +1,141 @@
+//! Background jobs: every pass of work that is not a request (the hold
+//! reaper today; expiry, purge, schedulers and outboxes as they land).
+//!
+//! Each instance runs every job of [`REGISTRY`] on the job's interval, but a
+//! scheduled pass starts only under the job's lease row in PostgreSQL
+//! (`router_store::jobs`), so with several instances one runs it, and the
+//! next pass waits for the interval whichever instance takes it. The work
+//! inside a pass claims its items with `FOR UPDATE SKIP LOCKED`, so passes
+//! that overlap anyway (a manual run, a lease that ran out under a slow
+//! pass) never process an item twice. `POST /admin/jobs/{name}/run` runs one
+//! pass now, for operators and tests.
+//!
+//! Adding a job: one [`JobSpec`] line in [`REGISTRY`] and an
+//! `async fn(&App) -> Result<u64, JobError>` returning how many items it
+//! processed.
+
+use crate::app::App;
+use futures::future::BoxFuture;
+use router_canonical::{ApiError, ErrorCode};
+use router_core::store::StoreError;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Why a pass failed (logged, recorded on the lease row, answered 500 to a
+/// manual run).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct JobError(pub String);
+
+impl From<StoreError> for JobError {
+    fn from(error: StoreError) -> Self {
+        JobError(error.to_string())
+    }
+}
+
+/// One pass of a job: how many items it processed.
+pub type JobPass = for<'a> fn(&'a App) -> BoxFuture<'a, Result<u64, JobError>>;
+
+pub struct JobSpec {
+    /// Stable, in `/admin/jobs/{name}/run`.
+    pub name: &'static str,
+    /// How long after a pass the next may start.
+    pub every: fn(&App) -> Duration,
+    pub run: JobPass,
+}
+
+/// Every job.
+pub static REGISTRY: &[JobSpec] = &[JobSpec {
+    name: "hold-reaper",
+    every: |app| app.reaper_interval,
+    run: |app| Box::pin(reap_expired_holds(app)),
+}];
+
+/// Releases holds of requests that died with their process (crash, kill
+/// -9), on any instance: the holds carry an expiry that live requests
+/// extend.
+async fn reap_expired_holds(app: &App) -> Result<u64, JobError> {
+    let released = app
+        .database()
+        .reap_expired_holds(std::time::SystemTime::now())
+        .await?;
+    if released > 0 {
+        metrics::counter!("router_reaper_released_total").increment(released);
+        tracing::info!(released, "reaped expired holds");
+    }
+    Ok(released)
+}
+
+pub fn find(name: &str) -> Option<&'static JobSpec> {
+    REGISTRY.iter().find(|job| job.name == name)
+}
+
+/// A lease outlives a pass by this much at least, so a slow pass is not
+/// taken over mid-way.
+const MIN_LEASE: Duration = Duration::from_secs(60);
+
+/// Runs every job in the background on this instance until the process
+/// ends; `holder` names this instance on the lease rows.
+pub fn spawn_all(app: Arc<App>, holder: String) {
+    for job in REGISTRY {
+        let app = app.clone();
+        let holder = holder.clone();
+        tokio::spawn(async move {
+            let every = (job.every)(&app).max(Duration::from_secs(1));
+            let mut ticker = tokio::time::interval(every);
+            ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                ticker.tick().await;
+                scheduled_pass(&app, job, &holder, every).await;
+            }
+        });
+    }
+}
+
+async fn scheduled_pass(app: &App, job: &JobSpec, holder: &str, every: Duration) {
+    let db = app.database();
+    match db
+        .try_lease_job(job.name, holder, every.max(MIN_LEASE))
+        .await
+    {
+        Ok(true) => {}
+        Ok(false) => return,
+        Err(e) => {
+            tracing::warn!(job = job.name, error = %e, "could not take the job's lease");
+            return;
+        }
+    }
+    let outcome = (job.run)(app).await;
+    if let Err(e) = &outcome {
+        tracing::warn!(job = job.name, error = %e, "job pass failed");
+    }
+    let recorded = outcome.as_ref().map(|n| *n).map_err(|e| e.0.as_str());
+    if let Err(e) = db.finish_job(job.name, holder, every, recorded).await {
+        tracing::warn!(job = job.name, error = %e, "could not record the job's pass");
+    }
+}
+
+/// `POST /admin/jobs/{name}/run`: one pass now, whatever the schedule.
+pub async fn run_now(app: &App, name: Option<&str>) -> Result<serde_json::Value, ApiError> {
+    let job = name
+        .and_then(find)
+        .ok_or_else(|| ApiError::new(ErrorCode::NotFound, "No such job."))?;
+    let processed = (job.run)(app).await.map_err(|e| {
+        tracing::error!(job = job.name, error = %e, "manual job pass failed");
+        ApiError::new(
+            ErrorCode::InternalError,
+            format!("The `{}` pass failed.", job.name),
+        )
+    })?;
+    Ok(serde_json::json!({"name": job.name, "processed": processed}))
+}
+
+/// What bends time for tests exists only with `ROUTER_ADMIN_TEST_HOOKS=1`:
+/// otherwise the route answers as if it did not exist.
+pub fn require_test_hooks(app: &App) -> Result<(), ApiError> {
+    if app.test_hooks {
+        Ok(())
+    } else {
+        Err(ApiError::new(ErrorCode::NotFound, "No endpoint here."))
+    }
+}
