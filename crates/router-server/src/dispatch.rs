@@ -15,7 +15,7 @@ use crate::request_log::{ReplyCode, RequestLog};
 use crate::routes::{AuthRule, Handler, InferenceEndpoint, ParamRule, ROUTES, Route};
 use crate::session::{self, Session};
 use crate::surfaces::{CHAT, COMPLETIONS, MESSAGES, RESPONSES};
-use crate::{admin, auth, data_protection, health, images, inference, sign_in};
+use crate::{admin, auth, data_protection, health, images, inference, sign_in, uploads};
 use http::Response;
 use http::header::HeaderValue;
 use hyper::body::Incoming;
@@ -294,6 +294,14 @@ async fn route(
         Handler::SessionShow => caller.session().map(|s| sign_in::show(&s, &id_text)),
         Handler::SignOut => match caller.session() {
             Ok(s) => sign_in::sign_out(&app, &s, &id_text).await,
+            Err(e) => Err(e),
+        },
+        Handler::UploadCreate => match caller.account_id() {
+            Ok(account_id) => uploads::create(&app, account_id, request, &id_text).await,
+            Err(e) => Err(e),
+        },
+        Handler::UploadDelete => match caller.account_id() {
+            Ok(account_id) => uploads::delete(&app, account_id, param.as_deref(), &id_text).await,
             Err(e) => Err(e),
         },
         Handler::DataProtectionShow => match caller.account_id() {

@@ -45,11 +45,23 @@ pub struct JobSpec {
 }
 
 /// Every job.
-pub static REGISTRY: &[JobSpec] = &[JobSpec {
-    name: "hold-reaper",
-    every: |app| app.reaper_interval,
-    run: |app| Box::pin(reap_expired_holds(app)),
-}];
+pub static REGISTRY: &[JobSpec] = &[
+    JobSpec {
+        name: "hold-reaper",
+        every: |app| app.reaper_interval,
+        run: |app| Box::pin(reap_expired_holds(app)),
+    },
+    JobSpec {
+        name: "upload-expiry",
+        every: |app| app.uploads.every,
+        run: |app| Box::pin(crate::uploads::expiry_pass(app)),
+    },
+    JobSpec {
+        name: "upload-purge",
+        every: |app| app.uploads.every,
+        run: |app| Box::pin(crate::uploads::purge_pass(app)),
+    },
+];
 
 /// Releases holds of requests that died with their process (crash, kill
 /// -9), on any instance: the holds carry an expiry that live requests

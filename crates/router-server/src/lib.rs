@@ -35,6 +35,7 @@ pub mod server;
 pub mod session;
 pub mod sign_in;
 pub mod surfaces;
+pub mod uploads;
 
 pub use app::App;
 pub use config::ServerConfig;

@@ -618,6 +618,43 @@ fn handler(route: &Route, schemas: &mut Schemas) -> Described {
             d.errors = vec![ErrorCode::NotFound];
             d
         }
+        Handler::UploadCreate => {
+            let mut d = Described::new("Upload a temporary image", "uploads");
+            d.body = Some((
+                any_object(
+                    "multipart/form-data with exactly one part named `file`: a PNG, JPEG, WebP or GIF of 1 byte to 10 MiB whose declared type matches its content (docs/guide/uploads.md).",
+                ),
+                "multipart/form-data, at most 10 MiB + 64 KiB.",
+            ));
+            d.success.push((
+                "201",
+                "The upload record; `expires_at` is one hour after admission.",
+                "application/json",
+                Some(schemas.of::<crate::uploads::UploadRecord>()),
+            ));
+            d.errors = vec![
+                ErrorCode::InvalidUpload,
+                ErrorCode::DataProtectionRestriction,
+                ErrorCode::UploadTooLarge,
+                ErrorCode::UnsupportedFileType,
+                ErrorCode::InvalidContentType,
+                ErrorCode::UploadRateLimit,
+                ErrorCode::UploadQuotaExceeded,
+                ErrorCode::UploadsUnavailable,
+            ];
+            d
+        }
+        Handler::UploadDelete => {
+            let mut d = Described::new("Delete an upload", "uploads");
+            d.success.push((
+                "204",
+                "Deleted; the bytes are removed shortly after.",
+                "",
+                None,
+            ));
+            d.errors = vec![ErrorCode::UploadNotFound];
+            d
+        }
         Handler::DataProtectionShow | Handler::DataProtectionChange => {
             let change = route.handler == Handler::DataProtectionChange;
             let mut d = Described::new(

@@ -91,6 +91,10 @@ pub enum Handler {
     SignInRedeem,
     SessionShow,
     SignOut,
+    /// `POST /v1/uploads` (`uploads.rs`): a key or a same-origin session.
+    UploadCreate,
+    /// `DELETE /v1/uploads/{id}`.
+    UploadDelete,
     /// `GET /api/data-protection` (`data_protection.rs`): a key or a session.
     DataProtectionShow,
     /// `PATCH /api/data-protection`: a same-origin session only.
@@ -186,8 +190,8 @@ pub static ROUTES: [Route; 52] = [
     row(POST,   "/v1/messages/count_tokens",     key(INFERENCE),            MessagesEnv, Infer(CountTokens)),
     row(POST,   "/v1/completions",               key(INFERENCE),            OpenAi,      Infer(Completions)),
     // Uploads (I).
-    row(POST,   "/v1/uploads",                   key_or_session(INFERENCE), OpenAi,      NotAvailable),
-    row(DELETE, "/v1/uploads/{id}",              key_or_session(INFERENCE), OpenAi,      NotAvailable),
+    row(POST,   "/v1/uploads",                   key_or_session(INFERENCE), OpenAi,      UploadCreate),
+    row(DELETE, "/v1/uploads/{id}",              key_or_session(INFERENCE), OpenAi,      UploadDelete),
     // Data protection (J).
     row(GET,    "/api/data-protection",          key_or_session(READ),      OpenAi,      DataProtectionShow),
     row(PATCH,  "/api/data-protection",          Session,                   OpenAi,      DataProtectionChange),

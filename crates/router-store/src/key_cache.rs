@@ -103,7 +103,9 @@ impl KeyCache {
     /// Drops the entries of every key of `account_id` (an account-level
     /// change, such as its data-protection switch, that its records carry).
     pub fn forget_account(&self, account_id: Uuid) {
-        self.invalidate(|entries| entries.retain(|_, cached| cached.record.account_id != account_id));
+        self.invalidate(|entries| {
+            entries.retain(|_, cached| cached.record.account_id != account_id)
+        });
     }
 
     fn clear(&self) {

@@ -114,17 +114,11 @@ struct Counters {
     held_bytes: i64,
 }
 
-/// The account's switch, rate and quota counters in one statement;
-/// `FOR UPDATE` of the account row when `lock`.
-async fn counters(
-    conn: &mut AsyncPgConnection,
-    account_id: Uuid,
-    lock: bool,
-) -> Result<Counters, AdmitError> {
-    let lock = if lock { "FOR UPDATE" } else { "" };
-    let sql = format!(
+/// The account's switch, rate and quota counters in one statement.
+async fn counters(conn: &mut AsyncPgConnection, account_id: Uuid) -> Result<Counters, AdmitError> {
+    let sql = concat!(
         "WITH account AS (
-            SELECT zero_data_retention FROM accounts WHERE id = $1 {lock}
+            SELECT zero_data_retention FROM accounts WHERE id = $1
          ), mine AS (
             SELECT created_at, status, bytes FROM uploads WHERE account_id = $1
          )
@@ -172,19 +166,24 @@ fn check_switch_and_rate(counters: &Counters) -> Result<(), AdmitError> {
 /// (403) and the rate (429). Not a reservation: [`admit`] checks again,
 /// atomically, once the body checked out.
 pub async fn precheck(conn: &mut AsyncPgConnection, account_id: Uuid) -> Result<(), AdmitError> {
-    check_switch_and_rate(&counters(conn, account_id, false).await?)
+    check_switch_and_rate(&counters(conn, account_id).await?)
 }
 
 /// Admits an upload whose body checked out: under the account row's lock,
 /// the switch, the rate, then the quota with this upload counted; then the
 /// row, `writing`. From here it counts toward the rate whatever happens.
-pub async fn admit(
-    conn: &mut AsyncPgConnection,
-    new: &NewUpload,
-) -> Result<UploadRow, AdmitError> {
+pub async fn admit(conn: &mut AsyncPgConnection, new: &NewUpload) -> Result<UploadRow, AdmitError> {
     let ttl_secs = i64::try_from(new.ttl.as_secs()).unwrap_or(i64::MAX).max(1);
     conn.transaction(async |conn| {
-        let counters = counters(conn, new.account_id, true).await?;
+        // The lock first, in a statement of its own: under Read Committed
+        // the counting statement after it then sees every upload a
+        // concurrent admission committed before releasing the lock (one
+        // statement would count from the snapshot it started with).
+        diesel::sql_query("SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE")
+            .bind::<SqlUuid, _>(new.account_id)
+            .execute(conn)
+            .await?;
+        let counters = counters(conn, new.account_id).await?;
         check_switch_and_rate(&counters)?;
         if counters.objects + 1 > MAX_OBJECTS || counters.held_bytes + new.bytes > MAX_BYTES {
             return Err(AdmitError::Quota);

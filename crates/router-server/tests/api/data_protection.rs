@@ -68,7 +68,12 @@ async fn reading_takes_account_read_or_a_session_and_is_never_cached() {
     assert_eq!(body, json!({"zero_data_retention": false}));
 
     let inference = r.customer(0, &["inference"]).await;
-    expect_error(get_with_key(&r, &inference.key).await, 403, "insufficient_scope").await;
+    expect_error(
+        get_with_key(&r, &inference.key).await,
+        403,
+        "insufficient_scope",
+    )
+    .await;
 
     let cookie = r.session_cookie(&reader.account_id).await;
     let resp = get_with_session(&r, &cookie).await;
@@ -198,8 +203,12 @@ async fn enabling_needs_verified_zdr_supply_for_inference_and_images_but_not_cou
     body["zdr"] = json!(false);
     expect_error(r.chat(&c.key, &body).await, 503, "zdr_capacity_unavailable").await;
     expect_error(
-        r.post("/v1/responses", &c.key, &json!({"model": "m-text", "input": "hi"}))
-            .await,
+        r.post(
+            "/v1/responses",
+            &c.key,
+            &json!({"model": "m-text", "input": "hi"}),
+        )
+        .await,
         503,
         "zdr_capacity_unavailable",
     )
@@ -222,7 +231,11 @@ async fn enabling_needs_verified_zdr_supply_for_inference_and_images_but_not_cou
     )
     .await;
     let resp = r
-        .messages_at("/v1/messages/count_tokens", &c.key, &messages_hello("m-claude"))
+        .messages_at(
+            "/v1/messages/count_tokens",
+            &c.key,
+            &messages_hello("m-claude"),
+        )
         .await;
     assert_eq!(resp.status(), 200);
     assert_eq!(r.mock.call_count(), calls, "no supplier call under ZDR");
@@ -247,7 +260,11 @@ async fn a_flip_reaches_another_instance_s_key_cache() {
     // never a timed assertion (the cache's own TTL is 30 s, far above this).
     let mut status = 0;
     for _ in 0..50 {
-        status = second.chat(&c.key, &hello("m-text")).await.status().as_u16();
+        status = second
+            .chat(&c.key, &hello("m-text"))
+            .await
+            .status()
+            .as_u16();
         if status == 503 {
             break;
         }
@@ -255,5 +272,10 @@ async fn a_flip_reaches_another_instance_s_key_cache() {
     }
     assert_eq!(status, 503);
     // And on this instance, at once.
-    expect_error(r.chat(&c.key, &hello("m-text")).await, 503, "zdr_capacity_unavailable").await;
+    expect_error(
+        r.chat(&c.key, &hello("m-text")).await,
+        503,
+        "zdr_capacity_unavailable",
+    )
+    .await;
 }

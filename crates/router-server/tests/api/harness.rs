@@ -8,6 +8,7 @@ use router_server::client_addr::TrustedProxies;
 use router_server::docs::Docs;
 use router_server::mail::Mailer;
 use router_server::public_url::PublicBaseUrl;
+use router_server::uploads::{ObjectStorage, UploadSettings};
 use router_store::test_support::TestDatabase;
 use router_supply::HttpSuppliers;
 use router_supply::url_guard::UrlPolicy;
@@ -279,7 +280,20 @@ pub struct TestRouter {
     pub smtp: Option<SmtpSink>,
     pub db: TestDatabase,
     pub client: reqwest::Client,
+    /// Its upload settings (a fresh folder store unless the test chose).
+    pub uploads: UploadSettings,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+/// A file store in a fresh folder of its own.
+pub fn test_uploads() -> UploadSettings {
+    let dir = std::env::temp_dir()
+        .join("router-test-uploads")
+        .join(uuid::Uuid::new_v4().simple().to_string());
+    UploadSettings {
+        storage: Some(ObjectStorage::from_url(&format!("file://{}", dir.display())).unwrap()),
+        ..UploadSettings::default()
+    }
 }
 
 impl Drop for TestRouter {
@@ -373,12 +387,44 @@ impl TestRouter {
         .await
     }
 
+    /// A router with these upload settings (object store, TTLs).
+    pub async fn start_uploads(uploads: UploadSettings) -> TestRouter {
+        TestRouter::start_full_with(
+            Duration::from_secs(180),
+            TrustedProxies::default(),
+            "127.0.0.1:0",
+            false,
+            ImageSettings::default(),
+            uploads,
+        )
+        .await
+    }
+
     async fn start_full(
         deadline: Duration,
         trusted_proxies: TrustedProxies,
         listen: &str,
         mail: bool,
         images: ImageSettings,
+    ) -> TestRouter {
+        TestRouter::start_full_with(
+            deadline,
+            trusted_proxies,
+            listen,
+            mail,
+            images,
+            test_uploads(),
+        )
+        .await
+    }
+
+    async fn start_full_with(
+        deadline: Duration,
+        trusted_proxies: TrustedProxies,
+        listen: &str,
+        mail: bool,
+        images: ImageSettings,
+        uploads: UploadSettings,
     ) -> TestRouter {
         let _ = rustls::crypto::ring::default_provider().install_default();
         router_server::metrics::install();
@@ -434,6 +480,7 @@ impl TestRouter {
             reaper_interval: Duration::from_secs(30),
             // Tests are who the time-bending routes are for.
             test_hooks: true,
+            uploads: uploads.clone(),
         });
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(router_server::serve(listener, app, async move {
@@ -443,6 +490,7 @@ impl TestRouter {
             base,
             mock,
             smtp,
+            uploads,
             db,
             client: reqwest::Client::new(),
             shutdown: Some(tx),
@@ -482,6 +530,7 @@ impl TestRouter {
             reaper_interval: Duration::from_secs(30),
             // Tests are who the time-bending routes are for.
             test_hooks: true,
+            uploads: self.uploads.clone(),
         });
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(router_server::serve(listener, app, async move {

@@ -28,3 +28,4 @@ mod sessions;
 mod streaming;
 mod supplier_failures;
 mod thinking_signatures;
+mod uploads;

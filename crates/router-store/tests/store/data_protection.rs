@@ -29,7 +29,11 @@ async fn a_flip_is_on_the_key_record_and_notifies_every_key_of_the_account() {
         .create_api_key(other.id, &[Scope::Inference], None, &policy)
         .await
         .unwrap();
-    let record = db.find_api_key(hash_api_key(&a.key)).await.unwrap().unwrap();
+    let record = db
+        .find_api_key(hash_api_key(&a.key))
+        .await
+        .unwrap()
+        .unwrap();
     assert!(!record.account_zdr);
     let session = db
         .create_session(account.id, Duration::from_secs(600))
@@ -66,7 +70,11 @@ async fn a_flip_is_on_the_key_record_and_notifies_every_key_of_the_account() {
     assert_eq!(heard, expected);
     assert!(!heard.contains(&hex::encode(hash_api_key(&foreign.key))));
 
-    let record = db.find_api_key(hash_api_key(&b.key)).await.unwrap().unwrap();
+    let record = db
+        .find_api_key(hash_api_key(&b.key))
+        .await
+        .unwrap()
+        .unwrap();
     assert!(record.account_zdr);
     let record = db
         .find_api_key(hash_api_key(&foreign.key))

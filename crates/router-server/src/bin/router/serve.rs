@@ -86,6 +86,7 @@ pub(crate) async fn app(
         session_ttl: config.session_ttl,
         reaper_interval: config.reaper_interval,
         test_hooks: config.test_hooks,
+        uploads: config.uploads.clone(),
     })
 }
 
