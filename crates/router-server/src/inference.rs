@@ -76,6 +76,8 @@ async fn run<C: ClientCodec>(
     }
     auth::check_model(app.gateway.catalog(), &inbound.key, &canonical.model)?;
     apply_headers(&inbound.parts.headers, &inbound.key, &mut canonical);
+    // Upload references become their bytes before routing (H-02, GP-42).
+    crate::uploads::resolve_references(&app, &inbound.key, &mut canonical).await?;
     let model = canonical.model.clone();
     let admission = Admission {
         request_id,

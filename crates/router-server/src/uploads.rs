@@ -744,3 +744,99 @@ mod tests {
         assert_eq!(detected_type(b"<svg xmlns"), None);
     }
 }
+
+/// Replaces every upload reference (`file_id`) of an inference request by
+/// the upload's bytes, so the supplier gets them in its own dialect (base64
+/// data), never our id. Runs before routing, so a bad reference costs no
+/// supplier call. With the account's zero data retention on, a request
+/// that references an upload is 503 `zdr_capacity_unavailable` first
+/// (GP-42, H-13); an unknown, foreign, expired, deleted or scheduled
+/// reference is one 400 `invalid_parameter` naming the part (H-03).
+pub async fn resolve_references(
+    app: &App,
+    key: &router_core::store::ApiKeyRecord,
+    request: &mut router_canonical::Request,
+) -> Result<(), ApiError> {
+    use router_canonical::{ContentPart, ImageSource};
+    use std::collections::HashMap;
+
+    fn collect<'a>(part: &'a ContentPart, ids: &mut Vec<&'a str>) {
+        match part {
+            ContentPart::Image {
+                source: ImageSource::Upload { file_id },
+                ..
+            } => ids.push(file_id),
+            ContentPart::ToolResult { content, .. } => {
+                content.iter().for_each(|p| collect(p, ids));
+            }
+            _ => {}
+        }
+    }
+    fn replace(
+        part: &mut ContentPart,
+        path: &str,
+        resolved: &HashMap<String, Option<(String, String)>>,
+    ) -> Result<(), ApiError> {
+        match part {
+            ContentPart::Image { source, .. } => {
+                if let ImageSource::Upload { file_id } = source {
+                    let Some(Some((media_type, data))) = resolved.get(file_id.as_str()) else {
+                        return Err(ApiError::invalid(
+                            path,
+                            "The referenced upload does not exist or is no longer available.",
+                        ));
+                    };
+                    *source = ImageSource::Base64 {
+                        media_type: media_type.clone(),
+                        data: data.clone(),
+                    };
+                }
+                Ok(())
+            }
+            ContentPart::ToolResult { content, .. } => {
+                for (k, p) in content.iter_mut().enumerate() {
+                    replace(p, &format!("{path}.content[{k}]"), resolved)?;
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    let mut ids = Vec::new();
+    for message in &request.messages {
+        message.content.iter().for_each(|p| collect(p, &mut ids));
+    }
+    if ids.is_empty() {
+        return Ok(());
+    }
+    if key.account_zdr {
+        return Err(ApiError::new(
+            ErrorCode::ZdrCapacityUnavailable,
+            "Zero data retention is on for this account: uploaded images cannot be read.",
+        ));
+    }
+    let mut resolved: HashMap<String, Option<(String, String)>> = HashMap::new();
+    let ids: Vec<String> = ids.into_iter().map(str::to_owned).collect();
+    for id in ids {
+        if resolved.contains_key(&id) {
+            continue;
+        }
+        let found = match resolve(app, key.account_id, &id).await {
+            Ok(upload) => {
+                use base64::Engine as _;
+                let data = base64::engine::general_purpose::STANDARD.encode(&upload.bytes);
+                Some((upload.mime_type, data))
+            }
+            Err(ResolveError::NotFound) => None,
+            Err(ResolveError::Unavailable) => return Err(unavailable()),
+        };
+        resolved.insert(id, found);
+    }
+    for (i, message) in request.messages.iter_mut().enumerate() {
+        for (j, part) in message.content.iter_mut().enumerate() {
+            replace(part, &format!("messages[{i}].content[{j}]"), &resolved)?;
+        }
+    }
+    Ok(())
+}

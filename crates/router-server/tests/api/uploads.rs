@@ -883,3 +883,145 @@ async fn a_same_origin_session_may_upload_and_another_origin_may_not() {
         .unwrap();
     assert_eq!(resp.status(), 204);
 }
+
+fn chat_with(model: &str, image: Value) -> Value {
+    json!({"model": model, "messages": [{"role": "user", "content": [
+        {"type": "text", "text": "What is in this image?"}, image]}]})
+}
+
+fn responses_with(model: &str, image: Value) -> Value {
+    json!({"model": model, "input": [{"role": "user", "content": [
+        {"type": "input_text", "text": "What is in this image?"}, image]}]})
+}
+
+fn messages_with(model: &str, image: Value) -> Value {
+    json!({"model": model, "max_tokens": 16, "messages": [{"role": "user", "content": [
+        {"type": "text", "text": "What is in this image?"}, image]}]})
+}
+
+/// The three surfaces' requests referencing upload `id`.
+fn references(model: &str, id: &str) -> [(&'static str, Value); 3] {
+    [
+        (
+            "/v1/chat/completions",
+            chat_with(model, json!({"type": "input_image", "file_id": id})),
+        ),
+        (
+            "/v1/responses",
+            responses_with(model, json!({"type": "input_image", "file_id": id})),
+        ),
+        (
+            "/v1/messages",
+            messages_with(
+                model,
+                json!({"type": "image", "source": {"type": "file", "file_id": id}}),
+            ),
+        ),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_upload_reference_reaches_every_supplier_dialect_as_its_bytes() {
+    // H-02, GP-02: each surface × each route dialect; the supplier gets the
+    // image's base64, never our id.
+    use base64::Engine as _;
+    let r = TestRouter::start().await;
+    let c = r.rich_customer().await;
+    let image = png(200);
+    let resp = upload(&r, &c.key, "image/png", &image).await;
+    assert_eq!(resp.status(), 201);
+    let id = resp.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let data = base64::engine::general_purpose::STANDARD.encode(&image);
+    for model in ["m-via-chat", "m-via-messages", "m-via-responses"] {
+        for (path, body) in references(model, &id) {
+            let before = r.mock.call_count();
+            let resp = if path == "/v1/messages" {
+                r.messages(&c.key, &body).await
+            } else {
+                r.post(path, &c.key, &body).await
+            };
+            assert_eq!(
+                resp.status(),
+                200,
+                "{path} via {model}: {}",
+                resp.text().await.unwrap()
+            );
+            let calls = r.mock.calls();
+            assert_eq!(calls.len(), before + 1);
+            let sent = calls.last().unwrap().body.to_string();
+            assert!(sent.contains(&data), "{path} via {model}: {sent}");
+            assert!(sent.contains("image/png"), "{path} via {model}: {sent}");
+            assert!(!sent.contains(&id), "{path} via {model} leaked the id");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_references_are_one_400_before_any_supplier_call() {
+    // H-03, H-14, I-27, GP-42: unknown, foreign, deleted and expired all
+    // answer the same 400 naming the part; with ZDR on, 503 first (H-13).
+    let r = TestRouter::start_uploads(UploadSettings {
+        ttl: Duration::from_secs(2),
+        ..test_uploads()
+    })
+    .await;
+    let c = r.rich_customer().await;
+    let other = r.rich_customer().await;
+    let foreign = upload_png(&r, &other.key).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let deleted = upload_png(&r, &c.key).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(delete(&r, &c.key, &deleted).await.status(), 204);
+    let expired = upload_png(&r, &c.key).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    wait_past(&r, "expires_at", &expired).await;
+    let unknown = format!("upl_{}", uuid::Uuid::new_v4().simple());
+    let mut messages = Vec::new();
+    for id in [
+        &foreign,
+        &deleted,
+        &expired,
+        &unknown,
+        &"file-abc".to_owned(),
+    ] {
+        let body = chat_with("m-via-chat", json!({"type": "input_image", "file_id": id}));
+        let error = expect_error(r.chat(&c.key, &body).await, 400, "invalid_parameter").await;
+        assert_eq!(error["error"]["param"], "messages[0].content[1]");
+        messages.push(error["error"]["message"].clone());
+        let body = messages_with(
+            "m-via-messages",
+            json!({"type": "image", "source": {"type": "file", "file_id": id}}),
+        );
+        expect_messages_error(
+            r.messages(&c.key, &body).await,
+            400,
+            "invalid_request_error",
+        )
+        .await;
+    }
+    messages.dedup();
+    assert_eq!(messages.len(), 1, "{messages:?}");
+    assert_eq!(r.mock.call_count(), 0);
+
+    let live = upload_png(&r, &c.key).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let cookie = r.session_cookie(&c.account_id).await;
+    crate::data_protection::set_zdr(&r, &cookie, true).await;
+    let body = chat_with(
+        "m-via-chat",
+        json!({"type": "input_image", "file_id": live}),
+    );
+    expect_error(r.chat(&c.key, &body).await, 503, "zdr_capacity_unavailable").await;
+    assert_eq!(r.mock.call_count(), 0);
+}
