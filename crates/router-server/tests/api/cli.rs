@@ -300,7 +300,7 @@ async fn start_up_refuses_each_bad_setting_naming_it() {
         env.push((extra.0, extra.1.to_owned()));
         env
     };
-    let cases: [(&str, &str); 18] = [
+    let cases: [(&str, &str); 22] = [
         ("DATABASE_URL", "not a url"),
         ("DATABASE_URL", "mysql://x@127.0.0.1/db"),
         ("ROUTER_LISTEN", "localhost"),
@@ -319,6 +319,10 @@ async fn start_up_refuses_each_bad_setting_naming_it() {
         ("ROUTER_METRICS", "maybe"),
         ("ROUTER_IMAGE_DEADLINE_SECS", "0"),
         ("ROUTER_IMAGE_URL_ALLOW_LOOPBACK", "yes"),
+        ("ROUTER_OBJECT_STORE", "ftp://files.example.com/uploads"),
+        ("ROUTER_OBJECT_STORE", "file://relative"),
+        ("ROUTER_UPLOAD_TTL_SECS", "an hour"),
+        ("ROUTER_UPLOAD_TOMBSTONE_SECS", "0"),
     ];
     for (name, value) in cases {
         let env = base((name, value));
