@@ -95,7 +95,10 @@ pub fn run(args: &[String]) -> Result<()> {
         // The embedded object store: uploads in a folder under target/.
         .env(
             "ROUTER_OBJECT_STORE",
-            format!("file://{}", crate::target_dir().join("demo-uploads").display()),
+            format!(
+                "file://{}",
+                crate::target_dir().join("demo-uploads").display()
+            ),
         );
     children.spawn("router", gateway)?;
     children.wait_until("router", &stop, READY_TIMEOUT, || {

@@ -356,8 +356,8 @@ enabled = false
     fn account_zdr_keeps_only_zdr_image_routes() {
         // GP-38, J-14: the account's switch on, only the verified route.
         let catalog = Catalog::from_toml(CATALOG, |_| None).unwrap();
-        let plan = plan(&catalog, &request("m-img"), true).unwrap();
-        assert_eq!(plan.route.id, "img-cheap");
+        let chosen = plan(&catalog, &request("m-img"), true).unwrap();
+        assert_eq!(chosen.route.id, "img-cheap");
         let without_zdr = CATALOG.replace("zdr = true\n", "");
         let catalog = Catalog::from_toml(&without_zdr, |_| None).unwrap();
         let error = plan(&catalog, &request("m-img"), true).unwrap_err();

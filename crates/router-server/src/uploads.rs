@@ -712,39 +712,6 @@ pub async fn purge_pass(app: &App) -> Result<u64, JobError> {
     Ok(processed)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn public_ids_round_trip_and_anything_else_is_none() {
-        let id = Uuid::now_v7();
-        assert_eq!(parse_public_id(&public_id(id)), Some(id));
-        for bad in [
-            "",
-            "upl_",
-            "upl_xyz",
-            &id.to_string(),
-            &format!("upl_{}", id),
-            &format!("file_{}", id.simple()),
-            "upl_..%2f",
-        ] {
-            assert_eq!(parse_public_id(bad), None, "{bad}");
-        }
-    }
-
-    #[test]
-    fn signatures_of_the_four_types() {
-        assert_eq!(detected_type(b"\x89PNG\r\n\x1a\n...."), Some("image/png"));
-        assert_eq!(detected_type(&[0xFF, 0xD8, 0xFF, 0xE0]), Some("image/jpeg"));
-        assert_eq!(detected_type(b"GIF89a......"), Some("image/gif"));
-        assert_eq!(detected_type(b"RIFF\x10\0\0\0WEBPVP8 "), Some("image/webp"));
-        assert_eq!(detected_type(b"%PDF-1.7\n"), None);
-        assert_eq!(detected_type(b"BM\x3a\0\0\0"), None);
-        assert_eq!(detected_type(b"<svg xmlns"), None);
-    }
-}
-
 /// Replaces every upload reference (`file_id`) of an inference request by
 /// the upload's bytes, so the supplier gets them in its own dialect (base64
 /// data), never our id. Runs before routing, so a bad reference costs no
@@ -839,4 +806,37 @@ pub async fn resolve_references(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn public_ids_round_trip_and_anything_else_is_none() {
+        let id = Uuid::now_v7();
+        assert_eq!(parse_public_id(&public_id(id)), Some(id));
+        for bad in [
+            "",
+            "upl_",
+            "upl_xyz",
+            &id.to_string(),
+            &format!("upl_{}", id),
+            &format!("file_{}", id.simple()),
+            "upl_..%2f",
+        ] {
+            assert_eq!(parse_public_id(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn signatures_of_the_four_types() {
+        assert_eq!(detected_type(b"\x89PNG\r\n\x1a\n...."), Some("image/png"));
+        assert_eq!(detected_type(&[0xFF, 0xD8, 0xFF, 0xE0]), Some("image/jpeg"));
+        assert_eq!(detected_type(b"GIF89a......"), Some("image/gif"));
+        assert_eq!(detected_type(b"RIFF\x10\0\0\0WEBPVP8 "), Some("image/webp"));
+        assert_eq!(detected_type(b"%PDF-1.7\n"), None);
+        assert_eq!(detected_type(b"BM\x3a\0\0\0"), None);
+        assert_eq!(detected_type(b"<svg xmlns"), None);
+    }
 }

@@ -116,8 +116,7 @@ struct Counters {
 
 /// The account's switch, rate and quota counters in one statement.
 async fn counters(conn: &mut AsyncPgConnection, account_id: Uuid) -> Result<Counters, AdmitError> {
-    let sql = concat!(
-        "WITH account AS (
+    let sql = "WITH account AS (
             SELECT zero_data_retention FROM accounts WHERE id = $1
          ), mine AS (
             SELECT created_at, status, bytes FROM uploads WHERE account_id = $1
@@ -135,8 +134,7 @@ async fn counters(conn: &mut AsyncPgConnection, account_id: Uuid) -> Result<Coun
             count(*) FILTER (WHERE status IN ('writing', 'retained', 'deleting')) AS objects,
             coalesce(sum(bytes) FILTER (WHERE status IN ('writing', 'retained', 'deleting')), 0)::bigint
                 AS held_bytes
-         FROM mine"
-    );
+         FROM mine";
     let counters: Counters = diesel::sql_query(sql)
         .bind::<SqlUuid, _>(account_id)
         .get_result(conn)
