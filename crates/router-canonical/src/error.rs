@@ -53,6 +53,9 @@ pub enum ErrorCode {
     RouteUnavailable,
     MinDiscountUnavailable,
     ZdrCapacityUnavailable,
+    /// A request with image input found no vision supply able to serve it;
+    /// it is never served by text-only supply instead.
+    ImageCapacityUnavailable,
     /// A data-protection body other than `{"zero_data_retention": bool}`.
     InvalidDataProtection,
     /// The account's zero data retention forbids it (new uploads).
@@ -86,6 +89,7 @@ impl ErrorCode {
             ErrorCode::ExperimentNotFound => "experiment_not_found",
             ErrorCode::MinDiscountUnavailable => "min_discount_unavailable",
             ErrorCode::ZdrCapacityUnavailable => "zdr_capacity_unavailable",
+            ErrorCode::ImageCapacityUnavailable => "image_capacity_unavailable",
             ErrorCode::InvalidApiKey => "invalid_api_key",
             ErrorCode::AuthenticationRequired => "authentication_required",
             ErrorCode::SessionRequired => "session_required",
@@ -170,6 +174,7 @@ impl ErrorCode {
             | ErrorCode::RouteUnavailable
             | ErrorCode::MinDiscountUnavailable
             | ErrorCode::ZdrCapacityUnavailable
+            | ErrorCode::ImageCapacityUnavailable
             | ErrorCode::NotAvailable
             | ErrorCode::EmailUnavailable
             | ErrorCode::UploadsUnavailable => 503,

@@ -224,6 +224,8 @@ const INFERENCE_ERRORS: &[ErrorCode] = &[
     ErrorCode::RouteUnavailable,
     ErrorCode::MinDiscountUnavailable,
     ErrorCode::ZdrCapacityUnavailable,
+    ErrorCode::ImageCapacityUnavailable,
+    ErrorCode::UploadsUnavailable,
     ErrorCode::InternalError,
 ];
 
