@@ -56,6 +56,9 @@ pub enum ErrorCode {
     /// A request with image input found no vision supply able to serve it;
     /// it is never served by text-only supply instead.
     ImageCapacityUnavailable,
+    /// A request with image input whose conservative input estimate is
+    /// above the bound (400).
+    ImageInputLimit,
     /// A data-protection body other than `{"zero_data_retention": bool}`.
     InvalidDataProtection,
     /// The account's zero data retention forbids it (new uploads).
@@ -90,6 +93,7 @@ impl ErrorCode {
             ErrorCode::MinDiscountUnavailable => "min_discount_unavailable",
             ErrorCode::ZdrCapacityUnavailable => "zdr_capacity_unavailable",
             ErrorCode::ImageCapacityUnavailable => "image_capacity_unavailable",
+            ErrorCode::ImageInputLimit => "image_input_limit",
             ErrorCode::InvalidApiKey => "invalid_api_key",
             ErrorCode::AuthenticationRequired => "authentication_required",
             ErrorCode::SessionRequired => "session_required",
@@ -141,7 +145,8 @@ impl ErrorCode {
             | ErrorCode::ListPriceUnknown
             | ErrorCode::SignInLinkInvalid
             | ErrorCode::InvalidDataProtection
-            | ErrorCode::InvalidUpload => 400,
+            | ErrorCode::InvalidUpload
+            | ErrorCode::ImageInputLimit => 400,
             ErrorCode::InvalidApiKey | ErrorCode::AuthenticationRequired => 401,
             ErrorCode::InsufficientCredits => 402,
             ErrorCode::InsufficientScope

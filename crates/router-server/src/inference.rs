@@ -78,6 +78,8 @@ async fn run<C: ClientCodec>(
     apply_headers(&inbound.parts.headers, &inbound.key, &mut canonical);
     // Upload references become their bytes before routing (H-02, GP-42).
     crate::uploads::resolve_references(&app, &inbound.key, &mut canonical).await?;
+    // The conservative bound on image input (H-07), before any supplier call.
+    crate::image_input::check(&canonical)?;
     let model = canonical.model.clone();
     let admission = Admission {
         request_id,

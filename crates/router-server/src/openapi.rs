@@ -225,6 +225,7 @@ const INFERENCE_ERRORS: &[ErrorCode] = &[
     ErrorCode::MinDiscountUnavailable,
     ErrorCode::ZdrCapacityUnavailable,
     ErrorCode::ImageCapacityUnavailable,
+    ErrorCode::ImageInputLimit,
     ErrorCode::UploadsUnavailable,
     ErrorCode::InternalError,
 ];

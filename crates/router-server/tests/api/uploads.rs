@@ -1025,3 +1025,31 @@ async fn bad_references_are_one_400_before_any_supplier_call() {
     expect_error(r.chat(&c.key, &body).await, 503, "zdr_capacity_unavailable").await;
     assert_eq!(r.mock.call_count(), 0);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_conservative_image_input_bound_refuses_before_any_supplier_call() {
+    // H-07, Q-12, GP-69: text at a token per 4 bytes plus the image's worst
+    // case (a URL: the largest any image costs); above 272,000 is 400.
+    let r = TestRouter::start().await;
+    let c = r.rich_customer().await;
+    let with_text = |chars: usize| {
+        json!({"model": "m-via-chat", "messages": [{"role": "user", "content": [
+            {"type": "text", "text": "a".repeat(chars)},
+            {"type": "image_url", "image_url": {"url": "https://example.com/cat.png"}}]}]})
+    };
+    // 4 × (272,000 − 1,600) − 8 bytes of framing: exactly at the bound.
+    let at_bound = 4 * (272_000 - 1_600) - 8;
+    expect_error(
+        r.chat(&c.key, &with_text(at_bound + 1)).await,
+        400,
+        "image_input_limit",
+    )
+    .await;
+    assert_eq!(r.mock.call_count(), 0);
+    let resp = r.chat(&c.key, &with_text(at_bound)).await;
+    assert_eq!(resp.status(), 200);
+    assert_eq!(r.mock.call_count(), 1);
+    // The same text without an image is not bound by it.
+    let text_only = json!({"model": "m-via-chat", "messages": [{"role": "user", "content": "a".repeat(at_bound + 100)}]});
+    assert_eq!(r.chat(&c.key, &text_only).await.status(), 200);
+}
