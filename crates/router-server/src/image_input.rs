@@ -16,25 +16,32 @@ pub const IMAGE_INPUT_BOUND: u64 = 272_000;
 /// fitting 1568 on the long edge: about 1,600), rounded up.
 pub const MAX_IMAGE_TOKENS: u64 = 1_600;
 
-/// The worst case of the suppliers' image formulas for `width`×`height`.
+/// The worst case of the suppliers' image formulas for `width`×`height`,
+/// in integers, every scaling rounded up (so never below the real cost).
 pub fn image_tokens(width: u64, height: u64) -> u64 {
     if width == 0 || height == 0 {
         return MAX_IMAGE_TOKENS;
     }
-    // OpenAI high detail: fit in 2048×2048, then the short side to 768.
-    let fit = |w: f64, h: f64, limit: f64| {
-        let scale = (limit / w.max(h)).min(1.0);
-        (w * scale, h * scale)
+    // Scales (w, h) so that `side(w, h)` is at most `limit`.
+    let fit = |w: u64, h: u64, side: u64, limit: u64| {
+        if side > limit {
+            (
+                w.saturating_mul(limit).div_ceil(side),
+                h.saturating_mul(limit).div_ceil(side),
+            )
+        } else {
+            (w, h)
+        }
     };
-    let (w, h) = fit(width as f64, height as f64, 2048.0);
-    let short = (768.0 / w.min(h)).min(1.0);
-    let (w, h) = (w * short, h * short);
-    let tiles = (w / 512.0).ceil() * (h / 512.0).ceil();
-    let openai = 85.0 + 170.0 * tiles;
+    // OpenAI high detail: fit in 2048×2048, then the short side to 768,
+    // then 170 per 512-pixel tile plus 85.
+    let (w, h) = fit(width, height, width.max(height), 2048);
+    let (w, h) = fit(w, h, w.min(h), 768);
+    let openai = 85 + 170 * w.div_ceil(512) * h.div_ceil(512);
     // Anthropic: fit the long edge in 1568, then pixels / 750.
-    let (w, h) = fit(width as f64, height as f64, 1568.0);
-    let anthropic = (w * h / 750.0).ceil();
-    (openai.max(anthropic) as u64).min(MAX_IMAGE_TOKENS)
+    let (w, h) = fit(width, height, width.max(height), 1568);
+    let anthropic = w.saturating_mul(h).div_ceil(750);
+    openai.max(anthropic).min(MAX_IMAGE_TOKENS)
 }
 
 fn part_tokens(part: &ContentPart) -> u64 {
