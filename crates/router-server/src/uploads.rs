@@ -13,7 +13,7 @@
 //! Memory stays bounded whatever the upload's size: the file part is
 //! streamed to a spool file on local disk while the rest of the body is
 //! checked (multipart needs the whole body before the shape is known), and
-//! then copied to the object store in parts (1 MiB to a filesystem, 5 MiB,
+//! then copied to the object store in parts (256 KiB to a filesystem, 5 MiB,
 //! S3's smallest part, to S3). Objects get a random key, never the client's
 //! file name.
 
@@ -102,7 +102,8 @@ impl ObjectStorage {
                 let store = object_store::local::LocalFileSystem::new_with_prefix(&path)?;
                 Ok(ObjectStorage {
                     store: Arc::new(store),
-                    part_size: 1024 * 1024,
+                    // A folder takes parts of any size: keep the buffer small.
+                    part_size: 256 * 1024,
                     describe: text.to_owned(),
                 })
             }
