@@ -48,6 +48,9 @@ const PYTHON_DOCS_CHECKS: &str = "conformance/python/docs_openapi.py";
 /// The docs checks read their extra keys from these (a no-scope key with no credit, and a
 /// key whose IP allowlist excludes loopback).
 const DOCS_KEY_ENV: &str = "CONFORMANCE_DOCS_KEY";
+/// Uploads against an S3-compatible store: `moto` in server mode, from the venv.
+const PYTHON_S3_CHECKS: &str = "conformance/python/uploads_s3.py";
+const S3_BUCKET: &str = "router-conformance";
 const DOCS_IP_KEY_ENV: &str = "CONFORMANCE_DOCS_IP_KEY";
 const NODE_PACKAGE: &str = "conformance/node/package.json";
 const NODE_LOCK: &str = "conformance/node/package-lock.json";
@@ -105,6 +108,9 @@ struct Target {
     mock_url: Option<String>,
     /// The docs checks' no-scope key and IP-restricted key, when we provisioned them.
     docs_keys: Option<(String, String)>,
+    /// The S3 endpoint (moto) the router stores uploads in, and the operator token, when
+    /// we started them.
+    s3: Option<(String, String)>,
 }
 
 /// Returns whether every cell came out as declared.
@@ -134,9 +140,17 @@ pub fn run(args: &[String]) -> Result<bool> {
             api_key: key.clone(),
             mock_url: None,
             docs_keys: None,
+            s3: None,
         },
         (Some(_), None) => bail!("--against needs --key KEY (or {API_KEY_ENV})"),
-        (None, _) => start_local(&work, &mut children, &stop)?,
+        (None, _) => {
+            // moto comes with the Python venv; without it the router keeps no uploads.
+            let python = options
+                .clients
+                .contains(&Client::Python)
+                .then(|| work.join("venv").join("bin").join("python"));
+            start_local(&work, &mut children, &stop, python.as_deref())?
+        }
     };
 
     let mut results = Vec::new();
@@ -166,7 +180,14 @@ pub fn run(args: &[String]) -> Result<bool> {
 
     // The docs and OpenAPI checks need the Python venv; a filtered run is about cells.
     let checks = if options.clients.contains(&Client::Python) && options.only.is_none() {
-        run_docs_checks(&work, &target, &mut children, &stop)?
+        let mut checks = run_docs_checks(&work, &target, &mut children, &stop)?;
+        if let Some((endpoint, admin_token)) = &target.s3 {
+            let s3 = run_s3_checks(&work, &target, endpoint, admin_token, &mut children, &stop)?;
+            checks.passed.extend(s3.passed);
+            checks.failed.extend(s3.failed);
+            checks.skipped.extend(s3.skipped);
+        }
+        checks
     } else {
         Checks::default()
     };
@@ -239,7 +260,46 @@ fn run_docs_checks(
             .env(DOCS_IP_KEY_ENV, ip_key);
     }
     run_client(Client::Python, command, &file, children, stop)?;
-    let text = fs::read_to_string(&file).unwrap_or_default();
+    read_checks(&file, PYTHON_DOCS_CHECKS)
+}
+
+/// Runs `uploads_s3.py` with the venv's interpreter against `target` and its S3 endpoint.
+fn run_s3_checks(
+    work: &Path,
+    target: &Target,
+    endpoint: &str,
+    admin_token: &str,
+    children: &mut Children,
+    stop: &AtomicBool,
+) -> Result<Checks> {
+    let file = work.join("results-s3.jsonl");
+    let mut command = Command::new(work.join("venv").join("bin").join("python"));
+    command
+        .arg(workspace_root().join(PYTHON_S3_CHECKS))
+        .args(["--base-url", &target.base_url])
+        .arg("--results")
+        .arg(&file)
+        .env(API_KEY_ENV, &target.api_key)
+        .env("CONFORMANCE_ADMIN_TOKEN", admin_token)
+        .env("CONFORMANCE_S3_ENDPOINT", endpoint)
+        .env("CONFORMANCE_S3_BUCKET", S3_BUCKET);
+    for (name, value) in S3_CREDENTIALS {
+        command.env(name, value);
+    }
+    run_client(Client::Python, command, &file, children, stop)?;
+    read_checks(&file, PYTHON_S3_CHECKS)
+}
+
+/// Loopback-only credentials for moto (it accepts any).
+const S3_CREDENTIALS: [(&str, &str); 3] = [
+    ("AWS_ACCESS_KEY_ID", "conformance"),
+    ("AWS_SECRET_ACCESS_KEY", "conformance"),
+    ("AWS_REGION", "us-east-1"),
+];
+
+/// The check lines a script wrote to `file`.
+fn read_checks(file: &Path, script: &str) -> Result<Checks> {
+    let text = fs::read_to_string(file).unwrap_or_default();
     let mut checks = Checks::default();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         let record: Value = serde_json::from_str(line)
@@ -257,7 +317,7 @@ fn run_docs_checks(
     // A script that died before writing anything must not pass silently.
     ensure!(
         !(checks.passed.is_empty() && checks.failed.is_empty()),
-        "{PYTHON_DOCS_CHECKS} reported no check; see its output above"
+        "{script} reported no check; see its output above"
     );
     Ok(checks)
 }
@@ -373,7 +433,12 @@ fn read_or_empty(path: &Path) -> String {
 // The local router and mock supplier
 // ----------------------------------------------------------------------------------------
 
-fn start_local(work: &Path, children: &mut Children, stop: &AtomicBool) -> Result<Target> {
+fn start_local(
+    work: &Path,
+    children: &mut Children,
+    stop: &AtomicBool,
+    python: Option<&Path>,
+) -> Result<Target> {
     let database_url = db::ensure_postgres()?;
     run_checked(&mut cargo([
         "build",
@@ -400,6 +465,20 @@ fn start_local(work: &Path, children: &mut Children, stop: &AtomicBool) -> Resul
     children.spawn_logged("mock-supplier", mock, &logs.join("mock-supplier.log"))?;
     children.wait_until("mock-supplier", stop, READY_TIMEOUT, || answers(&mock_addr))?;
 
+    // An S3-compatible store on loopback for uploads: moto in server mode.
+    let s3_endpoint = match python {
+        Some(python) => {
+            let moto_addr = format!("127.0.0.1:{}", free_loopback_port()?);
+            let port = moto_addr.rsplit(':').next().unwrap_or_default().to_owned();
+            let mut moto = Command::new(python);
+            moto.args(["-m", "moto.server", "-H", "127.0.0.1", "-p", &port]);
+            children.spawn_logged("moto", moto, &logs.join("moto.log"))?;
+            children.wait_until("moto", stop, READY_TIMEOUT, || answers(&moto_addr))?;
+            Some(format!("http://{moto_addr}"))
+        }
+        None => None,
+    };
+
     let admin_token = random_hex(16)?;
     let router_command = |subcommand: &str| {
         let mut command = Command::new(&router);
@@ -412,6 +491,13 @@ fn start_local(work: &Path, children: &mut Children, stop: &AtomicBool) -> Resul
             .env(SUPPLIER_KEY_ENV, "conformance")
             // The `image_url` cell: the local mock serves its images on loopback.
             .env("ROUTER_IMAGE_URL_ALLOW_LOOPBACK", "true");
+        if let Some(endpoint) = &s3_endpoint {
+            command
+                .env("ROUTER_OBJECT_STORE", format!("s3://{S3_BUCKET}/uploads"))
+                .env("AWS_ENDPOINT", endpoint)
+                .env("AWS_ALLOW_HTTP", "true")
+                .envs(S3_CREDENTIALS);
+        }
         command
     };
     let migrate_log = logs.join("router-migrate.log");
@@ -450,6 +536,7 @@ fn start_local(work: &Path, children: &mut Children, stop: &AtomicBool) -> Resul
         api_key,
         mock_url: Some(format!("http://{mock_addr}")),
         docs_keys: Some((docs_key, docs_ip_key)),
+        s3: s3_endpoint.map(|endpoint| (endpoint, admin_token)),
     })
 }
 

@@ -91,7 +91,15 @@ pub fn run(args: &[String]) -> Result<()> {
         .env("MOCK_SUPPLIER_API_KEY", "demo")
         // The mock supplier serves image URLs on 127.0.0.1; a real
         // deployment never allows loopback (docs/operations.md).
-        .env("ROUTER_IMAGE_URL_ALLOW_LOOPBACK", "true");
+        .env("ROUTER_IMAGE_URL_ALLOW_LOOPBACK", "true")
+        // The embedded object store: uploads in a folder under target/.
+        .env(
+            "ROUTER_OBJECT_STORE",
+            format!(
+                "file://{}",
+                crate::target_dir().join("demo-uploads").display()
+            ),
+        );
     children.spawn("router", gateway)?;
     children.wait_until("router", &stop, READY_TIMEOUT, || {
         matches!(http(&router_addr, "GET", "/readyz", None, None), Ok(response) if response.status == 200)

@@ -55,6 +55,28 @@ pub enum ErrorCode {
     RouteUnavailable,
     MinDiscountUnavailable,
     ZdrCapacityUnavailable,
+    /// A request with image input found no vision supply able to serve it;
+    /// it is never served by text-only supply instead.
+    ImageCapacityUnavailable,
+    /// A request with image input whose conservative input estimate is
+    /// above the bound (400).
+    ImageInputLimit,
+    /// A data-protection body other than `{"zero_data_retention": bool}`.
+    InvalidDataProtection,
+    /// The account's zero data retention forbids it (new uploads).
+    DataProtectionRestriction,
+    /// An upload body that is not one multipart part named `file`.
+    InvalidUpload,
+    /// An empty or oversized upload, or an oversized multipart envelope.
+    UploadTooLarge,
+    /// An upload of a type other than PNG, JPEG, WebP or GIF (415).
+    UnsupportedFileType,
+    /// An upload whose declared type and content disagree (415).
+    InvalidContentType,
+    UploadRateLimit,
+    UploadQuotaExceeded,
+    /// No object store is configured, or it failed.
+    UploadsUnavailable,
     /// The endpoint exists but its feature has not been released yet.
     NotAvailable,
     /// Email cannot be sent: no SMTP transport is configured.
@@ -89,6 +111,8 @@ impl ErrorCode {
             ErrorCode::ExperimentNotFound => "experiment_not_found",
             ErrorCode::MinDiscountUnavailable => "min_discount_unavailable",
             ErrorCode::ZdrCapacityUnavailable => "zdr_capacity_unavailable",
+            ErrorCode::ImageCapacityUnavailable => "image_capacity_unavailable",
+            ErrorCode::ImageInputLimit => "image_input_limit",
             ErrorCode::InvalidApiKey => "invalid_api_key",
             ErrorCode::AuthenticationRequired => "authentication_required",
             ErrorCode::SessionRequired => "session_required",
@@ -107,6 +131,15 @@ impl ErrorCode {
             ErrorCode::ChannelNotFound => "channel_not_found",
             ErrorCode::TaskNotFound => "task_not_found",
             ErrorCode::NotAvailable => "not_available",
+            ErrorCode::InvalidDataProtection => "invalid_data_protection",
+            ErrorCode::DataProtectionRestriction => "data_protection_restriction",
+            ErrorCode::InvalidUpload => "invalid_upload",
+            ErrorCode::UploadTooLarge => "upload_too_large",
+            ErrorCode::UnsupportedFileType => "unsupported_file_type",
+            ErrorCode::InvalidContentType => "invalid_content_type",
+            ErrorCode::UploadRateLimit => "upload_rate_limit",
+            ErrorCode::UploadQuotaExceeded => "upload_quota_exceeded",
+            ErrorCode::UploadsUnavailable => "uploads_unavailable",
             ErrorCode::InsufficientCredits => "insufficient_credits",
             ErrorCode::InsufficientScope => "insufficient_scope",
             ErrorCode::ModelNotAllowed => "model_not_allowed",
@@ -138,7 +171,10 @@ impl ErrorCode {
             | ErrorCode::UnsupportedParameter
             | ErrorCode::ListPriceUnknown
             | ErrorCode::IncompatibleImageInput
-            | ErrorCode::SignInLinkInvalid => 400,
+            | ErrorCode::SignInLinkInvalid
+            | ErrorCode::InvalidDataProtection
+            | ErrorCode::InvalidUpload
+            | ErrorCode::ImageInputLimit => 400,
             ErrorCode::InvalidApiKey | ErrorCode::AuthenticationRequired => 401,
             ErrorCode::InsufficientCredits => 402,
             ErrorCode::InsufficientScope
@@ -147,7 +183,8 @@ impl ErrorCode {
             | ErrorCode::ModelNotAllowed
             | ErrorCode::IpNotAllowed
             | ErrorCode::PolicyChanged
-            | ErrorCode::EmailVerificationRequired => 403,
+            | ErrorCode::EmailVerificationRequired
+            | ErrorCode::DataProtectionRestriction => 403,
             ErrorCode::ModelNotFound
             | ErrorCode::ExperimentNotFound
             | ErrorCode::UploadNotFound
@@ -157,25 +194,30 @@ impl ErrorCode {
             ErrorCode::MethodNotAllowed => 405,
             ErrorCode::Conflict | ErrorCode::ChannelAlreadyConnected => 409,
             ErrorCode::GenerationTimeout => 408,
-            ErrorCode::PayloadTooLarge => 413,
+            ErrorCode::PayloadTooLarge | ErrorCode::UploadTooLarge => 413,
+            ErrorCode::UnsupportedFileType | ErrorCode::InvalidContentType => 415,
             ErrorCode::ApiKeySpendLimitExceeded
             | ErrorCode::ApiKeyMonthlyBudgetExceeded
             | ErrorCode::RateLimitExceeded
             | ErrorCode::DailyRequestLimitExceeded
             | ErrorCode::ConcurrencyLimitExceeded
-            | ErrorCode::RateLimited => 429,
+            | ErrorCode::RateLimited
+            | ErrorCode::UploadRateLimit
+            | ErrorCode::UploadQuotaExceeded => 429,
             ErrorCode::UpstreamError | ErrorCode::InvalidUpstreamResponse => 502,
             ErrorCode::UpstreamUnavailable
             | ErrorCode::RouteUnavailable
             | ErrorCode::MinDiscountUnavailable
             | ErrorCode::ZdrCapacityUnavailable
+            | ErrorCode::ImageCapacityUnavailable
             | ErrorCode::NotAvailable
             | ErrorCode::EmailUnavailable
             | ErrorCode::ChannelUnavailable
             | ErrorCode::ReportUnavailable
             | ErrorCode::ReportPending
             | ErrorCode::EmailDeliveryFailed
-            | ErrorCode::ReportDeliveryFailed => 503,
+            | ErrorCode::ReportDeliveryFailed
+            | ErrorCode::UploadsUnavailable => 503,
             ErrorCode::InternalError => 500,
         }
     }

@@ -19,8 +19,8 @@ use crate::thinking_seal::{self, SealError, SealKey, SealedDialect, SealedHistor
 use crate::trace::{self, RequestTrace};
 use futures::StreamExt;
 use router_canonical::{
-    ApiError, ErrorCode, Field, NanoUsd, PromptCacheMode, Protocol, Request, Response, StopReason,
-    StreamEvent, Usage,
+    ApiError, Capability, ErrorCode, Field, NanoUsd, PromptCacheMode, Protocol, Request, Response,
+    StopReason, StreamEvent, Usage,
 };
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -394,7 +394,17 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
                 }
             }
         }
-        let error = final_error(last_error.as_ref());
+        let mut error = final_error(last_error.as_ref());
+        // Only vision routes were planned for image input: when none could
+        // serve it, say so rather than fall back to text-only supply (H-05).
+        if error.code == ErrorCode::UpstreamUnavailable
+            && plan.requirements.needs(Capability::Vision)
+        {
+            error = ApiError::new(
+                ErrorCode::ImageCapacityUnavailable,
+                "No vision route could serve this image request.",
+            );
+        }
         reservation.void(error.code.as_str()).await;
         Err(error)
     }

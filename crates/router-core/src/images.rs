@@ -82,7 +82,7 @@ pub fn plan(
         .routes(&model.id)
         .iter()
         .filter(|r| r.protocol == Protocol::Images);
-    if zdr && !image_routes.clone().any(|r| r.zdr) {
+    if zdr && !image_routes.clone().any(|r| r.enabled && r.zdr) {
         return Err(ApiError::new(
             ErrorCode::ZdrCapacityUnavailable,
             "No verified zero-data-retention route is available for this model.",
@@ -344,19 +344,17 @@ enabled = false
     }
 
     #[test]
-    fn account_zdr_keeps_to_zdr_routes() {
-        // J-14, GP-38: only the verified ZDR route, or 503 when there is none.
+    fn account_zdr_keeps_only_zdr_image_routes() {
+        // GP-38, J-14: the account's switch on, only the verified route.
         let catalog = Catalog::from_toml(CATALOG, |_| None).unwrap();
-        assert_eq!(
-            plan(&catalog, &request("m-img"), true).unwrap().route.id,
-            "img-cheap"
-        );
-        let no_zdr = CATALOG.replace("zdr = true\n", "");
-        let catalog = Catalog::from_toml(&no_zdr, |_| None).unwrap();
-        assert_eq!(
-            plan(&catalog, &request("m-img"), true).unwrap_err().code,
-            ErrorCode::ZdrCapacityUnavailable
-        );
+        let chosen = plan(&catalog, &request("m-img"), true).unwrap();
+        assert_eq!(chosen.route.id, "img-cheap");
+        let without_zdr = CATALOG.replace("zdr = true\n", "");
+        let catalog = Catalog::from_toml(&without_zdr, |_| None).unwrap();
+        let error = plan(&catalog, &request("m-img"), true).unwrap_err();
+        assert_eq!(error.code, ErrorCode::ZdrCapacityUnavailable);
+        assert_eq!(error.status(), 503);
+        assert!(plan(&catalog, &request("m-img"), false).is_ok());
     }
 
     #[test]

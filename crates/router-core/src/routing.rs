@@ -84,6 +84,13 @@ pub fn plan(catalog: &Catalog, request: &Request, inbound: Protocol) -> Result<P
         .cloned()
         .collect();
     if routes.is_empty() {
+        // Image input never falls back to text-only supply (H-05, H-08).
+        if requirements.needs(Capability::Vision) {
+            return Err(ApiError::new(
+                ErrorCode::ImageCapacityUnavailable,
+                "No vision route is currently available for this model.",
+            ));
+        }
         return Err(ApiError::new(
             ErrorCode::RouteUnavailable,
             "No route is currently available for this model.",

@@ -54,6 +54,10 @@ pub struct ApiKeyRecord {
     /// Models, client addresses and prompt-cache default (shared: cloning a
     /// cached record must stay cheap).
     pub policy: Arc<KeyPolicy>,
+    /// The account's zero-data-retention switch (J-06), read with the key:
+    /// on, inference needs verified ZDR supply and uploads are refused. A
+    /// flip reaches every instance's key cache at once.
+    pub account_zdr: bool,
 }
 
 impl ApiKeyRecord {

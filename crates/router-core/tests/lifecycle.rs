@@ -286,6 +286,7 @@ fn admission() -> Admission {
         policy_version: 0,
         key_limited: false,
         inbound: Protocol::Chat,
+        zdr: false,
         trace: router_core::RequestTrace::new(),
     }
 }
@@ -660,4 +661,107 @@ async fn usage_beyond_the_reservation_costs_the_client_exactly_the_hold() {
     assert_eq!(cost.0, hold, "the final chunk carries the charge");
     assert_eq!(usage.output_tokens, 1_000, "usage stays as reported");
     assert_eq!(h.store.0.lock().unwrap().charged, 2 * hold);
+}
+
+/// A vision model whose preferred route takes images and whose fallback is
+/// text-only (H-05, H-08).
+const VISION_CATALOG: &str = r#"
+[[suppliers]]
+id = "s"
+base_url = "http://127.0.0.1:1/v1"
+
+[[models]]
+id = "seeing"
+pricing = "fixed"
+rates = { input = 1_000_000_000, output = 2_000_000_000 }
+max_output_tokens = 100
+
+[[routes]]
+id = "vision-route"
+model = "seeing"
+supplier = "s"
+upstream_model = "v"
+protocol = "chat"
+capabilities = ["vision"]
+priority = 10
+internal_cost = { input = 1, output = 1 }
+
+[[routes]]
+id = "text-route"
+model = "seeing"
+supplier = "s"
+upstream_model = "t"
+protocol = "chat"
+priority = 5
+internal_cost = { input = 1, output = 1 }
+"#;
+
+fn vision_harness(catalog: &str) -> Harness {
+    let catalog = Arc::new(Catalog::from_toml(catalog, |_| None).unwrap());
+    let store = MemoryStore::default();
+    store.0.lock().unwrap().balance = RICH;
+    let suppliers = ScriptedSuppliers::default();
+    Harness {
+        gateway: Gateway::new(
+            catalog,
+            store.clone(),
+            suppliers.clone(),
+            GatewayConfig::default(),
+            SealKey::generate().unwrap(),
+        ),
+        store,
+        suppliers,
+    }
+}
+
+fn image_request(model: &str) -> Request {
+    Request {
+        model: model.into(),
+        messages: vec![Message {
+            role: Role::User,
+            content: vec![router_canonical::ContentPart::Image {
+                source: router_canonical::ImageSource::Url {
+                    url: "https://example.com/cat.png".into(),
+                },
+                detail: None,
+                cache_control: None,
+            }],
+            content_was_string: false,
+            name: None,
+        }],
+        ..Default::default()
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn image_input_never_falls_back_to_text_only_supply() {
+    // H-05: the vision route fails twice, the text route is healthy: 503
+    // image_capacity_unavailable, the text route never called, nothing charged.
+    let h = vision_harness(VISION_CATALOG);
+    for status in [500, 503] {
+        h.suppliers.push(
+            "vision-route",
+            Step::Fail(AttemptError::status(status, None)),
+        );
+    }
+    let error = run(&h, image_request("seeing")).await.unwrap_err();
+    assert_eq!(error.code, ErrorCode::ImageCapacityUnavailable);
+    assert_eq!(error.status(), 503);
+    assert_eq!(h.suppliers.calls(), ["vision-route", "vision-route"]);
+    assert_eq!(h.store.0.lock().unwrap().charged, 0);
+    // A text request still uses both.
+    run(&h, request("seeing")).await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn no_enabled_vision_route_is_image_capacity_unavailable() {
+    // H-08: the vision route disabled; the text route is not eligible.
+    let catalog = VISION_CATALOG.replace(
+        "capabilities = [\"vision\"]\n",
+        "capabilities = [\"vision\"]\nenabled = false\n",
+    );
+    let h = vision_harness(&catalog);
+    let error = run(&h, image_request("seeing")).await.unwrap_err();
+    assert_eq!(error.code, ErrorCode::ImageCapacityUnavailable);
+    assert!(h.suppliers.calls().is_empty());
 }

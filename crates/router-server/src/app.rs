@@ -44,6 +44,10 @@ pub struct App {
     /// `ROUTER_ADMIN_TEST_HOOKS=1`: the routes that bend time for tests
     /// exist (`jobs::require_test_hooks`); never in production.
     pub test_hooks: bool,
+    /// Object storage, retention and spool of temporary uploads
+    /// (`ROUTER_OBJECT_STORE`, `ROUTER_UPLOAD_TTL_SECS`,
+    /// `ROUTER_UPLOAD_TOMBSTONE_SECS`).
+    pub uploads: crate::uploads::UploadSettings,
 }
 
 /// Prompt-cache routing affinity (F-14, F-16).

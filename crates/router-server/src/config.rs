@@ -41,6 +41,8 @@ pub struct ServerConfig {
     pub prompt_cache: crate::app::PromptCacheSettings,
     /// `ROUTER_METRICS`: record metrics for `/metrics`.
     pub metrics: bool,
+    /// `ROUTER_OBJECT_STORE`, `ROUTER_UPLOAD_TTL_SECS`, `ROUTER_UPLOAD_TOMBSTONE_SECS`.
+    pub uploads: crate::uploads::UploadSettings,
 }
 
 impl std::fmt::Debug for ServerConfig {

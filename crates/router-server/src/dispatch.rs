@@ -16,8 +16,8 @@ use crate::routes::{AuthRule, Handler, InferenceEndpoint, ParamRule, ROUTES, Rou
 use crate::session::{self, Session};
 use crate::surfaces::{CHAT, COMPLETIONS, MESSAGES, RESPONSES};
 use crate::{
-    admin, auth, catalog_api, catalog_release, channels, health, images, inference,
-    pricing_changes, sign_in,
+    admin, auth, catalog_api, catalog_release, channels, data_protection, health, images,
+    inference, pricing_changes, sign_in, uploads,
 };
 use http::Response;
 use http::header::HeaderValue;
@@ -87,6 +87,15 @@ impl Caller {
         match self {
             Caller::Key(key) => Ok(catalog_api::Viewer::Key(key)),
             Caller::Session(session) => Ok(catalog_api::Viewer::Session(session)),
+            Caller::Anonymous | Caller::Operator => Err(misconfigured()),
+        }
+    }
+
+    /// The account of a key or a session.
+    fn account_id(&self) -> Result<Uuid, ApiError> {
+        match self {
+            Caller::Key(key) => Ok(key.account_id),
+            Caller::Session(session) => Ok(session.account_id),
             Caller::Anonymous | Caller::Operator => Err(misconfigured()),
         }
     }
@@ -381,6 +390,22 @@ async fn route(
         Handler::AdminDeprovisionChannel => {
             admin::deprovision_channel(&app, param.as_deref(), &id_text).await
         }
+        Handler::UploadCreate => match caller.account_id() {
+            Ok(account_id) => uploads::create(&app, account_id, request, &id_text).await,
+            Err(e) => Err(e),
+        },
+        Handler::UploadDelete => match caller.account_id() {
+            Ok(account_id) => uploads::delete(&app, account_id, param.as_deref(), &id_text).await,
+            Err(e) => Err(e),
+        },
+        Handler::DataProtectionShow => match caller.account_id() {
+            Ok(account_id) => data_protection::show(&app, account_id, &id_text).await,
+            Err(e) => Err(e),
+        },
+        Handler::DataProtectionChange => match caller.session() {
+            Ok(s) => data_protection::change(&app, &s, request, &id_text).await,
+            Err(e) => Err(e),
+        },
         Handler::NotAvailable => Err(not_available(route)),
     };
     result.unwrap_or_else(|e| reply::error(route.envelope, &e, &id_text))

@@ -55,9 +55,9 @@ async fn run(
         log.model(&model.id);
         auth::check_model(&catalog, &inbound.key, &image_request.model)?;
     }
-    // Account zero data retention (J-14): `ApiKeyRecord.account_zdr` of
-    // issue 18 goes here; an image body has no `zdr` of its own.
-    let zdr = false;
+    // The account's zero data retention (J-14, GP-38); an image body has
+    // no `zdr` of its own.
+    let zdr = inbound.key.account_zdr;
     let plan = images::plan(&catalog, &image_request, zdr)?;
     let admission = ImageAdmission {
         zdr,

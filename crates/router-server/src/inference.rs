@@ -77,6 +77,10 @@ async fn run<C: ClientCodec>(
     }
     auth::check_model(&app.gateway.catalog(), &inbound.key, &canonical.model)?;
     apply_headers(&inbound.parts.headers, &inbound.key, &mut canonical);
+    // Upload references become their bytes before routing (H-02, GP-42).
+    crate::uploads::resolve_references(&app, &inbound.key, &mut canonical).await?;
+    // The conservative bound on image input (H-07), before any supplier call.
+    crate::image_input::check(&canonical)?;
     let assignment = experiment(&app, &inbound, &mut canonical, request_id).await?;
     if assignment.is_some() {
         // A variant's model is served under its own name and policies.
@@ -86,8 +90,9 @@ async fn run<C: ClientCodec>(
         }
     }
     let model = canonical.model.clone();
-    // The request's `zdr`; the account's switch (issue 18) adds to it.
-    let zdr = canonical.routing.zdr;
+    // The request's `zdr`, and the account's data-protection switch, which
+    // `zdr: false` cannot override (F-26, F-27, J-06).
+    let zdr = canonical.routing.zdr || inbound.key.account_zdr;
     let affinity = Affinity::lookup(&app, &inbound.parts.headers, &inbound.key, &canonical).await;
     let trace = log.trace();
     let admission = Admission {

@@ -73,6 +73,16 @@ pub static REGISTRY: &[JobSpec] = &[
         every: |_| Duration::from_secs(3600),
         run: |app| Box::pin(purge_affinity(app)),
     },
+    JobSpec {
+        name: "upload-expiry",
+        every: |app| app.uploads.every,
+        run: |app| Box::pin(crate::uploads::expiry_pass(app)),
+    },
+    JobSpec {
+        name: "upload-purge",
+        every: |app| app.uploads.every,
+        run: |app| Box::pin(crate::uploads::purge_pass(app)),
+    },
 ];
 
 async fn digest_scheduler(app: &App) -> Result<u64, JobError> {

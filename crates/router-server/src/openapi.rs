@@ -228,6 +228,9 @@ const INFERENCE_ERRORS: &[ErrorCode] = &[
     ErrorCode::RouteUnavailable,
     ErrorCode::MinDiscountUnavailable,
     ErrorCode::ZdrCapacityUnavailable,
+    ErrorCode::ImageCapacityUnavailable,
+    ErrorCode::ImageInputLimit,
+    ErrorCode::UploadsUnavailable,
     ErrorCode::InternalError,
 ];
 
@@ -847,6 +850,69 @@ fn handler(route: &Route, schemas: &mut Schemas) -> Described {
                 Some(any_object("`{id, status: \"disconnected\"}`")),
             ));
             d.errors = vec![ErrorCode::NotFound];
+            d
+        }
+        Handler::UploadCreate => {
+            let mut d = Described::new("Upload a temporary image", "uploads");
+            d.body = Some((
+                any_object(
+                    "multipart/form-data with exactly one part named `file`: a PNG, JPEG, WebP or GIF of 1 byte to 10 MiB whose declared type matches its content (docs/guide/uploads.md).",
+                ),
+                "multipart/form-data, at most 10 MiB + 64 KiB.",
+            ));
+            d.success.push((
+                "201",
+                "The upload record; `expires_at` is one hour after admission.",
+                "application/json",
+                Some(schemas.of::<crate::uploads::UploadRecord>()),
+            ));
+            d.errors = vec![
+                ErrorCode::InvalidUpload,
+                ErrorCode::DataProtectionRestriction,
+                ErrorCode::UploadTooLarge,
+                ErrorCode::UnsupportedFileType,
+                ErrorCode::InvalidContentType,
+                ErrorCode::UploadRateLimit,
+                ErrorCode::UploadQuotaExceeded,
+                ErrorCode::UploadsUnavailable,
+            ];
+            d
+        }
+        Handler::UploadDelete => {
+            let mut d = Described::new("Delete an upload", "uploads");
+            d.success.push((
+                "204",
+                "Deleted; the bytes are removed shortly after.",
+                "",
+                None,
+            ));
+            d.errors = vec![ErrorCode::UploadNotFound];
+            d
+        }
+        Handler::DataProtectionShow | Handler::DataProtectionChange => {
+            let change = route.handler == Handler::DataProtectionChange;
+            let mut d = Described::new(
+                if change {
+                    "Turn the account's zero data retention on or off"
+                } else {
+                    "The account's zero-data-retention switch"
+                },
+                "data protection",
+            );
+            let record = schemas.of::<crate::data_protection::DataProtection>();
+            if change {
+                d.body = Some((
+                    record.clone(),
+                    "Exactly `{\"zero_data_retention\": true|false}`; anything else is 400 `invalid_data_protection`.",
+                ));
+                d.errors = vec![ErrorCode::InvalidDataProtection, ErrorCode::PayloadTooLarge];
+            }
+            d.success.push((
+                "200",
+                "The record, with `Cache-Control: no-store`.",
+                "application/json",
+                Some(record),
+            ));
             d
         }
         Handler::NotAvailable => Described::new(not_available_summary(route), tag_of(route.path)),

@@ -127,6 +127,14 @@ pub enum Handler {
     /// `POST /admin/requests/backdate`: moves finished requests in time,
     /// only with `ROUTER_ADMIN_TEST_HOOKS=1` (404 otherwise).
     AdminBackdateRequests,
+    /// `POST /v1/uploads` (`uploads.rs`): a key or a same-origin session.
+    UploadCreate,
+    /// `DELETE /v1/uploads/{id}`.
+    UploadDelete,
+    /// `GET /api/data-protection` (`data_protection.rs`): a key or a session.
+    DataProtectionShow,
+    /// `PATCH /api/data-protection`: a same-origin session only.
+    DataProtectionChange,
     /// The feature has not landed: 503 `not_available` after the guard. Its
     /// own issue puts a real handler in the row.
     NotAvailable,
@@ -219,11 +227,11 @@ pub static ROUTES: [Route; 61] = [
     row(POST,   "/v1/messages/count_tokens",     key(INFERENCE),            MessagesEnv, Infer(CountTokens)),
     row(POST,   "/v1/completions",               key(INFERENCE),            OpenAi,      Infer(Completions)),
     // Uploads (I).
-    row(POST,   "/v1/uploads",                   key_or_session(INFERENCE), OpenAi,      NotAvailable),
-    row(DELETE, "/v1/uploads/{id}",              key_or_session(INFERENCE), OpenAi,      NotAvailable),
+    row(POST,   "/v1/uploads",                   key_or_session(INFERENCE), OpenAi,      UploadCreate),
+    row(DELETE, "/v1/uploads/{id}",              key_or_session(INFERENCE), OpenAi,      UploadDelete),
     // Data protection (J).
-    row(GET,    "/api/data-protection",          key_or_session(READ),      OpenAi,      NotAvailable),
-    row(PATCH,  "/api/data-protection",          Session,                   OpenAi,      NotAvailable),
+    row(GET,    "/api/data-protection",          key_or_session(READ),      OpenAi,      DataProtectionShow),
+    row(PATCH,  "/api/data-protection",          Session,                   OpenAi,      DataProtectionChange),
     // Documentation (K).
     row(GET,    "/v1/docs",                      ANY_KEY,                   OpenAi,      DocsSearch),
     row(GET,    "/docs/guide/{page}",            Public,                    OpenAi,      DocsPage),

@@ -6,7 +6,7 @@
 //! by guessing.
 
 use crate::error::{AdminError, is_foreign_key_violation, store_error};
-use crate::schema::api_keys;
+use crate::schema::{accounts, api_keys};
 use crate::timestamps::to_db;
 use chrono::{DateTime, Utc};
 use diesel::dsl::now;
@@ -463,7 +463,8 @@ pub async fn find_api_key(
     conn: &mut AsyncPgConnection,
     key_hash: &[u8; 32],
 ) -> Result<Option<ApiKeyRecord>, StoreError> {
-    let row: Option<KeyRow> = api_keys::table
+    let row: Option<(KeyRow, bool)> = api_keys::table
+        .inner_join(accounts::table)
         .filter(api_keys::key_hash.eq(&key_hash[..]))
         .filter(api_keys::deleted_at.is_null())
         .filter(
@@ -472,18 +473,21 @@ pub async fn find_api_key(
                 .or(api_keys::expires_at.gt(now)),
         )
         .select((
-            api_keys::id,
-            api_keys::account_id,
-            api_keys::scopes,
-            api_keys::expires_at,
-            POLICY_COLUMNS,
+            (
+                api_keys::id,
+                api_keys::account_id,
+                api_keys::scopes,
+                api_keys::expires_at,
+                POLICY_COLUMNS,
+            ),
+            accounts::zero_data_retention,
         ))
         .first(conn)
         .await
         .optional()
         .map_err(store_error)?;
     Ok(row.map(
-        |(key_id, account_id, scopes, expires_at, policy)| ApiKeyRecord {
+        |((key_id, account_id, scopes, expires_at, policy), account_zdr)| ApiKeyRecord {
             key_id,
             account_id,
             expires_at: expires_at.map(SystemTime::from),
@@ -498,6 +502,7 @@ pub async fn find_api_key(
                 })
                 .collect(),
             policy: Arc::new(policy_from_row(key_id, policy)),
+            account_zdr,
         },
     ))
 }

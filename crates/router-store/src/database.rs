@@ -6,6 +6,7 @@ use crate::affinity::{self, AffinityHint};
 use crate::api_keys::{self, ApiKeyChange, ApiKeyView, NewApiKey};
 use crate::audit::{self, Reconciliation};
 use crate::billing;
+use crate::data_protection;
 use crate::error::{AdminError, pool_error, store_error};
 use crate::experiments;
 use crate::group_commit::{BatchSlots, GroupCommit};
@@ -451,6 +452,30 @@ impl Database {
     pub async fn purge_response_cache(&self) -> Result<u64, StoreError> {
         let mut conn = self.connection().await?;
         response_cache::purge(&mut conn).await
+    }
+
+    /// The account's zero-data-retention switch; `None` for an unknown account.
+    pub async fn zero_data_retention(&self, account_id: Uuid) -> Result<Option<bool>, StoreError> {
+        let mut conn = self.connection().await?;
+        data_protection::zero_data_retention(&mut conn, account_id).await
+    }
+
+    /// Sets the account's switch for browser session `session_id` (see
+    /// [`data_protection::set_zero_data_retention`]). Other instances' key
+    /// caches hear of it by NOTIFY at commit; this one forgets the
+    /// account's keys now.
+    pub async fn set_zero_data_retention(
+        &self,
+        account_id: Uuid,
+        session_id: Uuid,
+        enabled: bool,
+    ) -> Result<Option<data_protection::SwitchChange>, StoreError> {
+        let mut conn = self.connection().await?;
+        let change =
+            data_protection::set_zero_data_retention(&mut conn, account_id, session_id, enabled)
+                .await?;
+        self.keys.forget_account(account_id);
+        Ok(change)
     }
 
     /// Takes a background job's lease (see [`jobs::try_lease`]).

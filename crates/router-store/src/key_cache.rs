@@ -100,6 +100,14 @@ impl KeyCache {
         self.invalidate(|entries| entries.retain(|_, cached| cached.record.key_id != key_id));
     }
 
+    /// Drops the entries of every key of `account_id` (an account-level
+    /// change, such as its data-protection switch, that its records carry).
+    pub fn forget_account(&self, account_id: Uuid) {
+        self.invalidate(|entries| {
+            entries.retain(|_, cached| cached.record.account_id != account_id)
+        });
+    }
+
     fn clear(&self) {
         self.invalidate(HashMap::clear);
     }
@@ -208,6 +216,7 @@ mod tests {
             scopes: vec![Scope::Inference],
             expires_at,
             policy: Default::default(),
+            account_zdr: false,
         }
     }
 
@@ -215,6 +224,24 @@ mod tests {
         let cache = KeyCache::default();
         cache.set_listening(true);
         cache
+    }
+
+    #[test]
+    fn forgetting_an_account_drops_all_its_keys_only() {
+        let cache = listening_cache();
+        let (a, b, other) = (record(None), record(None), record(None));
+        let b = ApiKeyRecord {
+            account_id: a.account_id,
+            ..b
+        };
+        let generation = cache.generation();
+        cache.insert([1; 32], a.clone(), generation);
+        cache.insert([2; 32], b, generation);
+        cache.insert([3; 32], other, generation);
+        cache.forget_account(a.account_id);
+        assert!(cache.get(&[1; 32]).is_none());
+        assert!(cache.get(&[2; 32]).is_none());
+        assert!(cache.get(&[3; 32]).is_some());
     }
 
     #[test]

@@ -23,6 +23,7 @@ pub mod audit;
 pub mod billing;
 pub mod catalog_releases;
 pub mod channels;
+pub mod data_protection;
 mod database;
 mod error;
 pub mod experiments;
@@ -40,6 +41,7 @@ pub mod sessions;
 pub mod test_support;
 pub mod thinking_seal_keys;
 mod timestamps;
+pub mod uploads;
 
 pub use accounts::{AccountRow, AccountView};
 pub use api_keys::{NewApiKey, hash_api_key};

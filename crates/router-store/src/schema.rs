@@ -8,6 +8,7 @@ diesel::table! {
         email -> Text,
         email_verified -> Bool,
         created_at -> Timestamptz,
+        zero_data_retention -> Bool,
     }
 }
 
@@ -146,6 +147,34 @@ diesel::table! {
 }
 
 diesel::table! {
+    data_protection_changes (id) {
+        id -> Uuid,
+        account_id -> Uuid,
+        zero_data_retention -> Bool,
+        session_id -> Uuid,
+        changed_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    uploads (id) {
+        id -> Uuid,
+        account_id -> Uuid,
+        object_key -> Text,
+        filename -> Nullable<Text>,
+        bytes -> Int8,
+        mime_type -> Text,
+        width -> Int4,
+        height -> Int4,
+        status -> Text,
+        created_at -> Timestamptz,
+        expires_at -> Timestamptz,
+        deleted_at -> Nullable<Timestamptz>,
+        removed_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
     job_leases (name) {
         name -> Text,
         leased_until -> Timestamptz,
@@ -158,6 +187,8 @@ diesel::table! {
 }
 
 diesel::joinable!(wallets -> accounts (account_id));
+diesel::joinable!(data_protection_changes -> accounts (account_id));
+diesel::joinable!(uploads -> accounts (account_id));
 diesel::joinable!(browser_sessions -> accounts (account_id));
 diesel::joinable!(magic_links -> accounts (account_id));
 diesel::joinable!(api_keys -> accounts (account_id));
@@ -176,4 +207,6 @@ diesel::allow_tables_to_appear_in_same_query!(
     attempts,
     browser_sessions,
     magic_links,
+    data_protection_changes,
+    uploads,
 );

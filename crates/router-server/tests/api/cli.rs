@@ -300,7 +300,7 @@ async fn start_up_refuses_each_bad_setting_naming_it() {
         env.push((extra.0, extra.1.to_owned()));
         env
     };
-    let cases: [(&str, &str); 22] = [
+    let cases: [(&str, &str); 26] = [
         ("DATABASE_URL", "not a url"),
         ("DATABASE_URL", "mysql://x@127.0.0.1/db"),
         ("ROUTER_LISTEN", "localhost"),
@@ -323,6 +323,10 @@ async fn start_up_refuses_each_bad_setting_naming_it() {
         ("ROUTER_CHANNEL_TIMEOUT_SECS", "0"),
         ("ROUTER_PROMPT_CACHE_MIN_PREFIX_TOKENS", "0"),
         ("ROUTER_PROMPT_CACHE_AFFINITY_TTL_SECS", "86401"),
+        ("ROUTER_OBJECT_STORE", "ftp://files.example.com/uploads"),
+        ("ROUTER_OBJECT_STORE", "file://relative"),
+        ("ROUTER_UPLOAD_TTL_SECS", "an hour"),
+        ("ROUTER_UPLOAD_TOMBSTONE_SECS", "0"),
     ];
     for (name, value) in cases {
         let env = base((name, value));

@@ -9,6 +9,7 @@ use router_server::client_addr::TrustedProxies;
 use router_server::docs::Docs;
 use router_server::mail::Mailer;
 use router_server::public_url::PublicBaseUrl;
+use router_server::uploads::{ObjectStorage, UploadSettings};
 use router_store::test_support::TestDatabase;
 use router_supply::HttpSuppliers;
 use router_supply::url_guard::UrlPolicy;
@@ -354,8 +355,21 @@ pub struct TestRouter {
     pub smtp: Option<SmtpSink>,
     pub db: TestDatabase,
     pub client: reqwest::Client,
+    /// Its upload settings (a fresh folder store unless the test chose).
+    pub uploads: UploadSettings,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     catalog_path: std::path::PathBuf,
+}
+
+/// A file store in a fresh folder of its own.
+pub fn test_uploads() -> UploadSettings {
+    let dir = std::env::temp_dir()
+        .join("router-test-uploads")
+        .join(uuid::Uuid::new_v4().simple().to_string());
+    UploadSettings {
+        storage: Some(ObjectStorage::from_url(&format!("file://{}", dir.display())).unwrap()),
+        ..UploadSettings::default()
+    }
 }
 
 impl Drop for TestRouter {
@@ -402,6 +416,7 @@ pub struct AppSettings {
     pub mailer: Option<Arc<Mailer>>,
     pub images: ImageSettings,
     pub prompt_cache: PromptCacheSettings,
+    pub uploads: UploadSettings,
     /// `ROUTER_ADMIN_TEST_HOOKS`.
     pub test_hooks: bool,
 }
@@ -414,6 +429,7 @@ impl Default for AppSettings {
             mailer: None,
             images: ImageSettings::default(),
             prompt_cache: PromptCacheSettings::default(),
+            uploads: test_uploads(),
             test_hooks: true,
         }
     }
@@ -433,6 +449,7 @@ pub async fn build_app(
         mailer,
         images,
         prompt_cache,
+        uploads,
         test_hooks,
     } = settings;
     let text = std::fs::read_to_string(catalog_path).unwrap();
@@ -468,6 +485,7 @@ pub async fn build_app(
         mailer,
         channels: test_transports(),
         prompt_cache,
+        uploads,
         session_ttl: router_server::session::DEFAULT_TTL,
         reaper_interval: Duration::from_secs(30),
         // Tests are who the time-bending routes are for (a second router
@@ -476,6 +494,26 @@ pub async fn build_app(
     });
     router_server::catalog_release::spawn_follower(app.clone());
     app
+}
+
+/// How a test router starts: its listen address, whether it mails to an
+/// SMTP sink, catalog models beyond [`CATALOG`], and its settings.
+struct Start<'a> {
+    listen: &'a str,
+    mail: bool,
+    extra_catalog: &'a str,
+    settings: AppSettings,
+}
+
+impl Default for Start<'_> {
+    fn default() -> Self {
+        Start {
+            listen: "127.0.0.1:0",
+            mail: false,
+            extra_catalog: "",
+            settings: AppSettings::default(),
+        }
+    }
 }
 
 pub struct Customer {
@@ -499,43 +537,36 @@ impl TestRouter {
         trusted_proxies: TrustedProxies,
         listen: &str,
     ) -> TestRouter {
-        TestRouter::start_full(
-            deadline,
-            trusted_proxies,
+        TestRouter::start_full(Start {
             listen,
-            false,
-            ImageSettings::default(),
-            "",
-            PromptCacheSettings::default(),
-        )
+            settings: AppSettings {
+                deadline,
+                trusted_proxies,
+                ..AppSettings::default()
+            },
+            ..Start::default()
+        })
         .await
     }
 
     /// A router with these image settings (deadline, URL policy).
     pub async fn start_images(images: ImageSettings) -> TestRouter {
-        TestRouter::start_full(
-            Duration::from_secs(180),
-            TrustedProxies::default(),
-            "127.0.0.1:0",
-            false,
-            images,
-            "",
-            PromptCacheSettings::default(),
-        )
+        TestRouter::start_full(Start {
+            settings: AppSettings {
+                images,
+                ..AppSettings::default()
+            },
+            ..Start::default()
+        })
         .await
     }
 
     /// A router that sends its email to an SMTP sink (`r.smtp`).
     pub async fn start_with_mail() -> TestRouter {
-        TestRouter::start_full(
-            Duration::from_secs(180),
-            TrustedProxies::default(),
-            "127.0.0.1:0",
-            true,
-            ImageSettings::default(),
-            "",
-            PromptCacheSettings::default(),
-        )
+        TestRouter::start_full(Start {
+            mail: true,
+            ..Start::default()
+        })
         .await
     }
 
@@ -547,27 +578,37 @@ impl TestRouter {
 
     /// A router with these prompt-cache affinity settings and catalog extras.
     pub async fn start_prompt_cache(settings: PromptCacheSettings, extra: &str) -> TestRouter {
-        TestRouter::start_full(
-            Duration::from_secs(180),
-            TrustedProxies::default(),
-            "127.0.0.1:0",
-            false,
-            ImageSettings::default(),
-            extra,
-            settings,
-        )
+        TestRouter::start_full(Start {
+            extra_catalog: extra,
+            settings: AppSettings {
+                prompt_cache: settings,
+                ..AppSettings::default()
+            },
+            ..Start::default()
+        })
         .await
     }
 
-    async fn start_full(
-        deadline: Duration,
-        trusted_proxies: TrustedProxies,
-        listen: &str,
-        mail: bool,
-        images: ImageSettings,
-        extra_catalog: &str,
-        prompt_cache: PromptCacheSettings,
-    ) -> TestRouter {
+    /// A router with these upload settings (object store, TTLs).
+    pub async fn start_uploads(uploads: UploadSettings) -> TestRouter {
+        TestRouter::start_full(Start {
+            settings: AppSettings {
+                uploads,
+                ..AppSettings::default()
+            },
+            ..Start::default()
+        })
+        .await
+    }
+
+    async fn start_full(start: Start<'_>) -> TestRouter {
+        let Start {
+            listen,
+            mail,
+            extra_catalog,
+            settings,
+        } = start;
+        let uploads = settings.uploads.clone();
         let _ = rustls::crypto::ring::default_provider().install_default();
         router_server::metrics::install();
         let mock = MockSupplier::start("127.0.0.1:0".parse().unwrap())
@@ -598,14 +639,7 @@ impl TestRouter {
             db.database().clone(),
             catalog_path.to_str().unwrap(),
             addr,
-            AppSettings {
-                deadline,
-                trusted_proxies,
-                mailer,
-                images,
-                prompt_cache,
-                test_hooks: true,
-            },
+            AppSettings { mailer, ..settings },
         )
         .await;
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
@@ -617,6 +651,7 @@ impl TestRouter {
             base,
             mock,
             smtp,
+            uploads,
             db,
             client: reqwest::Client::new(),
             shutdown: Some(tx),
@@ -660,6 +695,7 @@ impl TestRouter {
             addr,
             AppSettings {
                 test_hooks,
+                uploads: self.uploads.clone(),
                 ..AppSettings::default()
             },
         )

@@ -10,6 +10,7 @@ mod api_keys;
 mod billing;
 mod catalog_releases;
 mod ceiling;
+mod data_protection;
 mod integrity;
 mod jobs;
 mod key_policies;

@@ -54,6 +54,8 @@ async fn the_diesel_schema_matches_the_migrations() {
         sql_of!(ledger_entries),
         sql_of!(attempts),
         sql_of!(thinking_seal_keys),
+        sql_of!(data_protection_changes),
+        sql_of!(uploads),
     ];
     for (table, sql) in tables {
         let in_database: Vec<String> = diesel::sql_query(

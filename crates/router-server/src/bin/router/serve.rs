@@ -113,6 +113,7 @@ pub(crate) async fn app(
         reaper_interval: config.reaper_interval,
         prompt_cache: config.prompt_cache,
         test_hooks: config.test_hooks,
+        uploads: config.uploads.clone(),
     })
 }
 

@@ -9,6 +9,7 @@ use router_server::channels::deliver::Transports;
 use router_server::client_addr::TrustedProxies;
 use router_server::mail::Mailer;
 use router_server::public_url::PublicBaseUrl;
+use router_server::uploads::{ObjectStorage, UploadSettings};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -101,6 +102,16 @@ pub(crate) struct ServeArgs {
     /// Record metrics for `GET /metrics`: `1` (default) or `0`.
     #[arg(long, env = "ROUTER_METRICS", default_value = "1")]
     metrics: String,
+    /// Where uploads are stored: file:///absolute/path or s3://bucket/prefix
+    /// (with the AWS_* variables); unset: uploads answer 503.
+    #[arg(long, env = "ROUTER_OBJECT_STORE")]
+    object_store: Option<String>,
+    /// How long an upload is readable, in seconds.
+    #[arg(long, env = "ROUTER_UPLOAD_TTL_SECS", default_value = "3600")]
+    upload_ttl_secs: String,
+    /// How long a removed upload's tombstone keeps counting, in seconds.
+    #[arg(long, env = "ROUTER_UPLOAD_TOMBSTONE_SECS", default_value = "86400")]
+    upload_tombstone_secs: String,
     /// Log lines as `json`, `text`, or `auto` (text on a terminal, else JSON).
     #[arg(long, env = "ROUTER_LOG_FORMAT", default_value = "auto")]
     log_format: String,
@@ -217,6 +228,23 @@ impl ServeArgs {
                 affinity_ttl: affinity_ttl(&self.prompt_cache_affinity_ttl_secs)?,
             },
             metrics: switch("ROUTER_METRICS", &self.metrics)?,
+            uploads: self.uploads()?,
+        })
+    }
+
+    /// The upload settings; a store that cannot be used stops start-up.
+    fn uploads(&self) -> anyhow::Result<UploadSettings> {
+        let storage = match self.object_store.as_deref().filter(|s| !s.is_empty()) {
+            Some(url) => Some(
+                ObjectStorage::from_url(url).map_err(|e| anyhow!("ROUTER_OBJECT_STORE: {e}"))?,
+            ),
+            None => None,
+        };
+        Ok(UploadSettings {
+            storage,
+            ttl: seconds("ROUTER_UPLOAD_TTL_SECS", &self.upload_ttl_secs)?,
+            tombstone: seconds("ROUTER_UPLOAD_TOMBSTONE_SECS", &self.upload_tombstone_secs)?,
+            ..UploadSettings::default()
         })
     }
 }

@@ -1,0 +1,135 @@
+//! `GET` and `PATCH /api/data-protection`: the account's zero-data-retention
+//! switch (section J).
+//!
+//! Reading takes an `account:read` key or a session; changing it takes a
+//! same-origin session only (the guard answers a key with 403
+//! `session_required`). Turning it on, in one transaction (`router-store`'s
+//! `data_protection`): new uploads are refused (403), every upload is
+//! scheduled for deletion, the exact-response cache is cleared, and every
+//! instance's key cache learns of it, so inference, image generation and
+//! video creation need verified ZDR supply at once (503
+//! `zdr_capacity_unavailable`; count_tokens is local and still answers).
+//! Turning it off restores nothing (GP-37).
+
+use crate::app::App;
+use crate::body::{ADMIN_BODY_LIMIT, read_limited};
+use crate::reply::{self, Body};
+use crate::session::Session;
+use http::header::{CACHE_CONTROL, HeaderValue};
+use http::{Response, StatusCode};
+use hyper::body::Incoming;
+use router_canonical::{ApiError, ErrorCode};
+use serde::Serialize;
+use uuid::Uuid;
+
+/// The data-protection record (J-01, J-05).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct DataProtection {
+    pub zero_data_retention: bool,
+}
+
+fn storage_error(e: impl std::fmt::Display) -> ApiError {
+    tracing::error!(error = %e, "data protection storage failure");
+    ApiError::new(ErrorCode::InternalError, "Storage failure.")
+}
+
+fn record(zero_data_retention: bool, request_id: &str) -> Response<Body> {
+    let body = serde_json::to_vec(&DataProtection {
+        zero_data_retention,
+    })
+    .unwrap_or_default();
+    let mut response = reply::json(StatusCode::OK, body, request_id);
+    // The switch is a person's privacy setting: never kept by a cache (J-01).
+    response
+        .headers_mut()
+        .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+/// `GET /api/data-protection` for the caller's account.
+pub async fn show(
+    app: &App,
+    account_id: Uuid,
+    request_id: &str,
+) -> Result<Response<Body>, ApiError> {
+    let on = app
+        .database()
+        .zero_data_retention(account_id)
+        .await
+        .map_err(storage_error)?
+        .ok_or_else(|| storage_error("the caller's account is missing"))?;
+    Ok(record(on, request_id))
+}
+
+/// `PATCH /api/data-protection` by a same-origin session.
+pub async fn change(
+    app: &App,
+    session: &Session,
+    request: http::Request<Incoming>,
+    request_id: &str,
+) -> Result<Response<Body>, ApiError> {
+    let (parts, body) = request.into_parts();
+    let bytes = read_limited(&parts.headers, body, ADMIN_BODY_LIMIT).await?;
+    let enabled = parse_body(&bytes)?;
+    let change = app
+        .database()
+        .set_zero_data_retention(session.account_id, session.id, enabled)
+        .await
+        .map_err(storage_error)?
+        .ok_or_else(|| storage_error("the session's account is missing"))?;
+    if change.changed {
+        tracing::info!(
+            account_id = %session.account_id,
+            session_id = %session.id,
+            zero_data_retention = enabled,
+            uploads_scheduled = change.uploads_scheduled,
+            "data protection changed"
+        );
+    }
+    Ok(record(change.zero_data_retention, request_id))
+}
+
+/// Exactly `{"zero_data_retention": <bool>}`; anything else, invalid JSON
+/// included, is 400 `invalid_data_protection` (J-04, GP-37).
+fn parse_body(bytes: &[u8]) -> Result<bool, ApiError> {
+    let invalid = || {
+        ApiError::new(
+            ErrorCode::InvalidDataProtection,
+            "The body must be exactly {\"zero_data_retention\": true|false}.",
+        )
+        .with_param("zero_data_retention")
+    };
+    let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|_| invalid())?;
+    let object = value.as_object().ok_or_else(invalid)?;
+    match (object.len(), object.get("zero_data_retention")) {
+        (1, Some(serde_json::Value::Bool(on))) => Ok(*on),
+        _ => Err(invalid()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_one_boolean_field_is_accepted() {
+        assert_eq!(parse_body(br#"{"zero_data_retention":true}"#), Ok(true));
+        assert_eq!(parse_body(br#"{"zero_data_retention":false}"#), Ok(false));
+        for bad in [
+            &br#"{"zero_data_retention":true,"x":1}"#[..],
+            br#"{"zero_data_retention":"yes"}"#,
+            br#"{"zero_data_retention":null}"#,
+            br#"{"zero_data_retention":1}"#,
+            b"{}",
+            b"null",
+            b"[]",
+            b"true",
+            b"{",
+            b"",
+        ] {
+            let error = parse_body(bad).unwrap_err();
+            assert_eq!(error.code, ErrorCode::InvalidDataProtection, "{bad:?}");
+            assert_eq!(error.status(), 400);
+        }
+    }
+}

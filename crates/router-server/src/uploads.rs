@@ -1,0 +1,843 @@
+//! Temporary image uploads (section I): `POST /v1/uploads`,
+//! `DELETE /v1/uploads/{id}`, the object store behind them, and the expiry
+//! and purge jobs.
+//!
+//! `POST` checks in the order of GP-39: the account's zero data retention
+//! (403), the rate (429), the envelope (413, 10 MiB + 64 KiB), the
+//! multipart shape (400: exactly one part, named `file`), the file size
+//! (413: 1 byte to 10 MiB), the type (415: PNG, JPEG, WebP or GIF, declared
+//! and detected alike), the quota (429, atomic with admission) and only
+//! then the store (503 when it is missing or fails; the upload was admitted
+//! and counts toward the rate).
+//!
+//! Memory stays bounded whatever the upload's size: the file part is
+//! streamed to a spool file on local disk while the rest of the body is
+//! checked (multipart needs the whole body before the shape is known), and
+//! then copied to the object store in parts (256 KiB to a filesystem, 5 MiB,
+//! S3's smallest part, to S3). Objects get a random key, never the client's
+//! file name.
+
+use crate::app::App;
+use crate::jobs::JobError;
+use crate::ownership::Resource;
+use crate::reply::{self, Body};
+use bytes::Bytes;
+use http::{Response, StatusCode};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use object_store::path::Path as ObjectPath;
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use router_canonical::{ApiError, ErrorCode};
+use router_store::uploads::{self as store, AdmitError, NewUpload, UploadRow};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use uuid::Uuid;
+
+/// Largest file.
+pub const MAX_FILE_BYTES: u64 = 10 * 1024 * 1024;
+/// Largest multipart body.
+pub const MAX_ENVELOPE_BYTES: u64 = MAX_FILE_BYTES + 64 * 1024;
+/// How long an upload is readable.
+pub const DEFAULT_TTL: Duration = Duration::from_secs(3600);
+/// How long a tombstone is kept after its object is removed (Q-11, CF-23).
+pub const DEFAULT_TOMBSTONE: Duration = Duration::from_secs(24 * 3600);
+/// An image larger than this on a side, or in pixels, is refused before
+/// anything decodes it (a decompression bomb): 415 `unsupported_file_type`.
+pub const MAX_SIDE: usize = 16_384;
+pub const MAX_PIXELS: u64 = 50_000_000;
+/// Uploads an expiry or purge pass handles at most.
+const PASS_BATCH: i64 = 500;
+
+/// The object store behind uploads.
+#[derive(Clone)]
+pub struct ObjectStorage {
+    store: Arc<dyn ObjectStore>,
+    /// Bytes per part of a multipart write (memory held per upload).
+    part_size: usize,
+    /// What it was configured as, for logs (no credentials: those come
+    /// from the environment).
+    describe: String,
+}
+
+impl std::fmt::Debug for ObjectStorage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ObjectStorage")
+            .field("store", &self.describe)
+            .field("part_size", &self.part_size)
+            .finish()
+    }
+}
+
+/// `ROUTER_OBJECT_STORE` could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum StorageConfigError {
+    #[error("`{0}` is not file:///absolute/path or s3://bucket/prefix")]
+    Scheme(String),
+    #[error("the folder `{path}` cannot be used: {source}")]
+    Folder {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Store(#[from] object_store::Error),
+}
+
+impl ObjectStorage {
+    /// `file:///absolute/path` (created if missing) or `s3://bucket/prefix`
+    /// with the usual `AWS_*` variables (`AWS_ENDPOINT` and
+    /// `AWS_ALLOW_HTTP=true` for an S3-compatible store on plain HTTP).
+    pub fn from_url(text: &str) -> Result<ObjectStorage, StorageConfigError> {
+        let url = url::Url::parse(text).map_err(|_| StorageConfigError::Scheme(text.to_owned()))?;
+        match url.scheme() {
+            "file" => {
+                let path = url
+                    .to_file_path()
+                    .map_err(|()| StorageConfigError::Scheme(text.to_owned()))?;
+                std::fs::create_dir_all(&path).map_err(|source| StorageConfigError::Folder {
+                    path: path.display().to_string(),
+                    source,
+                })?;
+                let store = object_store::local::LocalFileSystem::new_with_prefix(&path)?;
+                Ok(ObjectStorage {
+                    store: Arc::new(store),
+                    // A folder takes parts of any size: keep the buffer small.
+                    part_size: 256 * 1024,
+                    describe: text.to_owned(),
+                })
+            }
+            "s3" => {
+                let bucket = url
+                    .host_str()
+                    .filter(|b| !b.is_empty())
+                    .ok_or_else(|| StorageConfigError::Scheme(text.to_owned()))?;
+                let s3 = object_store::aws::AmazonS3Builder::from_env()
+                    .with_bucket_name(bucket)
+                    .build()?;
+                let prefix = url.path().trim_matches('/');
+                let store: Arc<dyn ObjectStore> = if prefix.is_empty() {
+                    Arc::new(s3)
+                } else {
+                    Arc::new(object_store::prefix::PrefixStore::new(s3, prefix))
+                };
+                Ok(ObjectStorage {
+                    store,
+                    part_size: 5 * 1024 * 1024,
+                    describe: text.to_owned(),
+                })
+            }
+            _ => Err(StorageConfigError::Scheme(text.to_owned())),
+        }
+    }
+
+    /// What it was configured as (`file:///…` or `s3://…`).
+    pub fn location(&self) -> &str {
+        &self.describe
+    }
+
+    /// Copies the spool file to `key`: one request when it fits a part,
+    /// else a multipart write of `part_size` parts, one in flight at a time.
+    async fn put_file(
+        &self,
+        key: &str,
+        spool: &std::path::Path,
+        bytes: u64,
+    ) -> Result<(), object_store::Error> {
+        let path = ObjectPath::from(key);
+        let mut file = tokio::fs::File::open(spool)
+            .await
+            .map_err(|e| io_error(key, e))?;
+        if bytes <= self.part_size as u64 {
+            let mut data = Vec::with_capacity(bytes as usize);
+            file.read_to_end(&mut data)
+                .await
+                .map_err(|e| io_error(key, e))?;
+            self.store.put(&path, PutPayload::from(data)).await?;
+            return Ok(());
+        }
+        let mut upload = self.store.put_multipart(&path).await?;
+        let written = async {
+            loop {
+                let mut part = Vec::with_capacity(self.part_size);
+                let read = (&mut file)
+                    .take(self.part_size as u64)
+                    .read_to_end(&mut part)
+                    .await
+                    .map_err(|e| io_error(key, e))?;
+                if read == 0 {
+                    break;
+                }
+                upload.put_part(PutPayload::from(part)).await?;
+            }
+            upload.complete().await.map(|_| ())
+        }
+        .await;
+        if written.is_err() {
+            // Leave no partial object behind (the row is marked failed).
+            let _ = upload.abort().await;
+        }
+        written
+    }
+
+    async fn get(&self, key: &str) -> Result<Bytes, object_store::Error> {
+        self.store.get(&ObjectPath::from(key)).await?.bytes().await
+    }
+
+    /// Removes `key`; an object already gone counts as removed.
+    async fn remove(&self, key: &str) -> bool {
+        match self.store.delete(&ObjectPath::from(key)).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => true,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not remove an upload's object");
+                false
+            }
+        }
+    }
+}
+
+fn io_error(key: &str, source: std::io::Error) -> object_store::Error {
+    object_store::Error::Generic {
+        store: "spool",
+        source: format!("{key}: {source}").into(),
+    }
+}
+
+/// Upload settings of a router process.
+#[derive(Debug, Clone)]
+pub struct UploadSettings {
+    /// `ROUTER_OBJECT_STORE`; `None`: uploads answer 503 (once admitted).
+    pub storage: Option<ObjectStorage>,
+    /// `ROUTER_UPLOAD_TTL_SECS`.
+    pub ttl: Duration,
+    /// `ROUTER_UPLOAD_TOMBSTONE_SECS`.
+    pub tombstone: Duration,
+    /// Where file parts are spooled while the body is checked.
+    pub spool_dir: PathBuf,
+    /// How often the expiry and purge jobs run.
+    pub every: Duration,
+}
+
+impl Default for UploadSettings {
+    fn default() -> Self {
+        UploadSettings {
+            storage: None,
+            ttl: DEFAULT_TTL,
+            tombstone: DEFAULT_TOMBSTONE,
+            spool_dir: std::env::temp_dir(),
+            every: Duration::from_secs(60),
+        }
+    }
+}
+
+/// The public ID of an upload.
+pub fn public_id(id: Uuid) -> String {
+    format!("upl_{}", id.simple())
+}
+
+/// The upload behind a public ID (`upl_` and 32 hex digits); anything else
+/// is `None`.
+pub fn parse_public_id(text: &str) -> Option<Uuid> {
+    let hex = text.strip_prefix("upl_")?;
+    if hex.len() != 32 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    Uuid::try_parse(hex).ok()
+}
+
+/// The upload record (GP-01).
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct UploadRecord {
+    /// `upl_…`; reference it as `file_id` in an image part.
+    pub id: String,
+    /// Always `upload`.
+    pub object: &'static str,
+    pub filename: Option<String>,
+    pub bytes: i64,
+    pub mime_type: String,
+    /// Unix seconds.
+    pub created_at: i64,
+    /// Unix seconds; recorded at admission and never recomputed (CF-24).
+    pub expires_at: i64,
+}
+
+impl UploadRecord {
+    fn of(row: &UploadRow) -> UploadRecord {
+        UploadRecord {
+            id: public_id(row.id),
+            object: "upload",
+            filename: row.filename.clone(),
+            bytes: row.bytes,
+            mime_type: row.mime_type.clone(),
+            created_at: row.created_at.timestamp(),
+            expires_at: row.expires_at.timestamp(),
+        }
+    }
+}
+
+fn error(code: ErrorCode, message: impl Into<String>) -> ApiError {
+    ApiError::new(code, message)
+}
+
+fn invalid_upload(message: &str) -> ApiError {
+    error(ErrorCode::InvalidUpload, message).with_param("file")
+}
+
+fn too_large() -> ApiError {
+    error(
+        ErrorCode::UploadTooLarge,
+        format!(
+            "The file must be 1 to {MAX_FILE_BYTES} bytes, in a body of at most {MAX_ENVELOPE_BYTES} bytes."
+        ),
+    )
+    .with_param("file")
+}
+
+fn storage_error(e: impl std::fmt::Display) -> ApiError {
+    tracing::error!(error = %e, "upload bookkeeping failure");
+    error(ErrorCode::InternalError, "Storage failure.")
+}
+
+fn unavailable() -> ApiError {
+    error(
+        ErrorCode::UploadsUnavailable,
+        "Uploads are temporarily unavailable.",
+    )
+}
+
+fn admit_error(e: AdmitError) -> ApiError {
+    match e {
+        AdmitError::DataProtection => error(
+            ErrorCode::DataProtectionRestriction,
+            "Zero data retention is on for this account: uploads are not accepted.",
+        ),
+        AdmitError::Rate { retry_after_secs } => {
+            let mut e = error(
+                ErrorCode::UploadRateLimit,
+                "Upload rate exceeded: 20 a minute and 120 a day per account.",
+            );
+            e.retry_after = Some(retry_after_secs);
+            e
+        }
+        AdmitError::Quota => error(
+            ErrorCode::UploadQuotaExceeded,
+            "Upload quota exceeded: 32 files and 64 MiB per account, until uploads expire or are removed.",
+        ),
+        AdmitError::Store(e) => storage_error(e),
+    }
+}
+
+/// A spool file, removed when dropped.
+struct Spool {
+    path: PathBuf,
+}
+
+impl Drop for Spool {
+    fn drop(&mut self) {
+        // Small and local: a blocking unlink is fine here.
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// The one file part, spooled.
+struct FilePart {
+    spool: Spool,
+    /// Bytes the part had (counted past the limit, not stored past it).
+    bytes: u64,
+    declared: Option<String>,
+    filename: Option<String>,
+    /// The first bytes (the signature) and the last (the trailer).
+    head: Vec<u8>,
+    tail: Vec<u8>,
+}
+
+const HEAD: usize = 16;
+const TAIL: usize = 12;
+
+/// Reads the whole body: the envelope limit first (413), then the shape
+/// (400), keeping the file part on disk.
+async fn read_multipart(
+    settings: &UploadSettings,
+    parts: &http::request::Parts,
+    body: Incoming,
+) -> Result<FilePart, ApiError> {
+    let declared_length = parts
+        .headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared_length.is_some_and(|n| n > MAX_ENVELOPE_BYTES) {
+        return Err(too_large());
+    }
+    let content_type = parts
+        .headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let boundary = multer::parse_boundary(content_type)
+        .map_err(|_| invalid_upload("The body must be multipart/form-data with a boundary."))?;
+    let constraints = multer::Constraints::new()
+        .size_limit(multer::SizeLimit::new().whole_stream(MAX_ENVELOPE_BYTES));
+    let mut multipart =
+        multer::Multipart::with_constraints(body.into_data_stream(), boundary, constraints);
+    let mut file: Option<FilePart> = None;
+    let mut shape_error: Option<&'static str> = None;
+    loop {
+        let field = match multipart.next_field().await {
+            Ok(Some(field)) => field,
+            Ok(None) => break,
+            Err(e) => return Err(multipart_error(e)),
+        };
+        let is_file = field.name() == Some("file");
+        if !is_file || file.is_some() {
+            shape_error.get_or_insert(if is_file {
+                "Send exactly one part named `file`."
+            } else {
+                "The only part accepted is `file`."
+            });
+            // Read on: an envelope over the limit is 413 before the shape.
+            let mut field = field;
+            while field.chunk().await.map_err(multipart_error)?.is_some() {}
+            continue;
+        }
+        file = Some(spool_part(settings, field).await?);
+    }
+    if let Some(message) = shape_error {
+        return Err(invalid_upload(message));
+    }
+    file.ok_or_else(|| invalid_upload("Send exactly one part named `file`."))
+}
+
+fn multipart_error(e: multer::Error) -> ApiError {
+    match e {
+        multer::Error::StreamSizeExceeded { .. } | multer::Error::FieldSizeExceeded { .. } => {
+            too_large()
+        }
+        _ => invalid_upload("The multipart body is malformed or truncated."),
+    }
+}
+
+async fn spool_part(
+    settings: &UploadSettings,
+    mut field: multer::Field<'static>,
+) -> Result<FilePart, ApiError> {
+    let declared = field
+        .content_type()
+        .map(|m| m.essence_str().to_ascii_lowercase());
+    let filename = field
+        .file_name()
+        .map(|name| name.chars().filter(|c| !c.is_control()).take(255).collect());
+    let spool = Spool {
+        path: settings
+            .spool_dir
+            .join(format!("router-upload-{}", Uuid::new_v4().simple())),
+    };
+    let mut out = tokio::fs::File::create(&spool.path)
+        .await
+        .map_err(|e| spool_error(&e))?;
+    let (mut bytes, mut head, mut tail) = (0_u64, Vec::with_capacity(HEAD), Vec::new());
+    while let Some(chunk) = field.chunk().await.map_err(multipart_error)? {
+        bytes += chunk.len() as u64;
+        // Past the limit the part is still read (its shape may be wrong,
+        // which answers first) but no longer kept.
+        if bytes > MAX_FILE_BYTES {
+            continue;
+        }
+        if head.len() < HEAD {
+            let take = (HEAD - head.len()).min(chunk.len());
+            head.extend_from_slice(&chunk[..take]);
+        }
+        tail.extend_from_slice(&chunk[chunk.len().saturating_sub(TAIL)..]);
+        if tail.len() > TAIL {
+            tail.drain(..tail.len() - TAIL);
+        }
+        out.write_all(&chunk).await.map_err(|e| spool_error(&e))?;
+    }
+    out.flush().await.map_err(|e| spool_error(&e))?;
+    Ok(FilePart {
+        spool,
+        bytes,
+        declared,
+        filename,
+        head,
+        tail,
+    })
+}
+
+fn spool_error(e: &std::io::Error) -> ApiError {
+    tracing::error!(error = %e, "upload spool failure");
+    unavailable()
+}
+
+/// The four accepted types and their signatures.
+const TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/webp", "image/gif"];
+
+fn detected_type(head: &[u8]) -> Option<&'static str> {
+    if head.starts_with(b"\x89PNG\r\n\x1a\n") {
+        Some("image/png")
+    } else if head.starts_with(&[0xFF, 0xD8, 0xFF]) {
+        Some("image/jpeg")
+    } else if head.starts_with(b"GIF87a") || head.starts_with(b"GIF89a") {
+        Some("image/gif")
+    } else if head.len() >= 12 && &head[..4] == b"RIFF" && &head[8..12] == b"WEBP" {
+        Some("image/webp")
+    } else {
+        None
+    }
+}
+
+/// The format's own end: nothing may follow it (a polyglot with a second
+/// file appended is refused).
+fn ends_cleanly(mime: &str, part: &FilePart) -> bool {
+    let tail = part.tail.as_slice();
+    match mime {
+        "image/png" => tail == b"\0\0\0\0IEND\xAE\x42\x60\x82",
+        "image/jpeg" => tail.ends_with(&[0xFF, 0xD9]),
+        "image/gif" => tail.ends_with(&[0x3B]),
+        "image/webp" => {
+            let riff = u32::from_le_bytes([part.head[4], part.head[5], part.head[6], part.head[7]]);
+            u64::from(riff) + 8 == part.bytes
+        }
+        _ => false,
+    }
+}
+
+/// The size (413) and type (415) checks; the format and dimensions come
+/// from the header alone, before anything decodes the image.
+async fn check_file(part: &FilePart) -> Result<(&'static str, i32, i32), ApiError> {
+    if part.bytes == 0 || part.bytes > MAX_FILE_BYTES {
+        return Err(too_large());
+    }
+    let unsupported = |message: &str| {
+        error(ErrorCode::UnsupportedFileType, message.to_owned()).with_param("file")
+    };
+    let declared = part.declared.as_deref().unwrap_or_default();
+    let Some(declared) = TYPES.iter().copied().find(|t| *t == declared) else {
+        return Err(unsupported(
+            "Only PNG, JPEG, WebP and GIF images are accepted (declare image/png, image/jpeg, image/webp or image/gif).",
+        ));
+    };
+    let Some(detected) = detected_type(&part.head) else {
+        return Err(unsupported(
+            "The file is not a PNG, JPEG, WebP or GIF image.",
+        ));
+    };
+    if detected != declared {
+        return Err(error(
+            ErrorCode::InvalidContentType,
+            format!("The file is declared `{declared}` but its content is `{detected}`."),
+        )
+        .with_param("file"));
+    }
+    if !ends_cleanly(detected, part) {
+        return Err(unsupported(
+            "The file is not one complete image (data follows its end, or it is cut short).",
+        ));
+    }
+    let path = part.spool.path.clone();
+    let size = tokio::task::spawn_blocking(move || imagesize::size(path))
+        .await
+        .map_err(|_| unavailable())?
+        .map_err(|_| unsupported("The image's header cannot be read."))?;
+    let pixels = (size.width as u64).saturating_mul(size.height as u64);
+    if size.width == 0
+        || size.height == 0
+        || size.width > MAX_SIDE
+        || size.height > MAX_SIDE
+        || pixels > MAX_PIXELS
+    {
+        return Err(unsupported(&format!(
+            "Images may be at most {MAX_SIDE} pixels on a side and {MAX_PIXELS} pixels in all."
+        )));
+    }
+    let side = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
+    Ok((detected, side(size.width), side(size.height)))
+}
+
+/// `POST /v1/uploads`.
+pub async fn create(
+    app: &App,
+    account_id: Uuid,
+    request: http::Request<Incoming>,
+    request_id: &str,
+) -> Result<Response<Body>, ApiError> {
+    let settings = &app.uploads;
+    {
+        let mut conn = app.database().connection().await.map_err(storage_error)?;
+        store::precheck(&mut conn, account_id)
+            .await
+            .map_err(admit_error)?;
+    }
+    let (parts, body) = request.into_parts();
+    let part = read_multipart(settings, &parts, body).await?;
+    let (mime, width, height) = check_file(&part).await?;
+    let new = NewUpload {
+        account_id,
+        object_key: store::new_object_key(),
+        filename: part.filename.clone(),
+        bytes: i64::try_from(part.bytes).unwrap_or(i64::MAX),
+        mime_type: mime.to_owned(),
+        width,
+        height,
+        ttl: settings.ttl,
+    };
+    let mut conn = app.database().connection().await.map_err(storage_error)?;
+    let row = store::admit(&mut conn, &new).await.map_err(admit_error)?;
+    // Admitted: from here the upload counts toward the rate whatever happens.
+    let Some(storage) = &settings.storage else {
+        store::mark_failed(&mut conn, row.id)
+            .await
+            .map_err(storage_error)?;
+        tracing::warn!("an upload was refused: ROUTER_OBJECT_STORE is not set");
+        return Err(unavailable());
+    };
+    if let Err(e) = storage
+        .put_file(&row.object_key, &part.spool.path, part.bytes)
+        .await
+    {
+        tracing::error!(error = %e, "an upload could not be stored");
+        store::mark_failed(&mut conn, row.id)
+            .await
+            .map_err(storage_error)?;
+        return Err(unavailable());
+    }
+    if !store::mark_stored(&mut conn, row.id)
+        .await
+        .map_err(storage_error)?
+    {
+        // The account's zero data retention went on while it was written:
+        // the upload was scheduled for deletion with all the others.
+        storage.remove(&row.object_key).await;
+        return Err(admit_error(AdmitError::DataProtection));
+    }
+    let body = serde_json::to_vec(&UploadRecord::of(&row)).unwrap_or_default();
+    Ok(reply::json(StatusCode::CREATED, body, request_id))
+}
+
+/// `DELETE /v1/uploads/{id}`: allowed under zero data retention (CF-16);
+/// anything but the caller's readable upload is one 404 (GP-12).
+pub async fn delete(
+    app: &App,
+    account_id: Uuid,
+    id: Option<&str>,
+    request_id: &str,
+) -> Result<Response<Body>, ApiError> {
+    let id = id
+        .and_then(parse_public_id)
+        .ok_or_else(|| Resource::Upload.not_found())?;
+    let mut conn = app.database().connection().await.map_err(storage_error)?;
+    if store::schedule_deletion(&mut conn, account_id, id)
+        .await
+        .map_err(storage_error)?
+    {
+        Ok(reply::no_content(request_id))
+    } else {
+        Err(Resource::Upload.not_found())
+    }
+}
+
+/// An upload referenced by an inference request, resolved to its bytes.
+#[derive(Debug, Clone)]
+pub struct ResolvedUpload {
+    pub mime_type: String,
+    pub bytes: Bytes,
+    pub width: i32,
+    pub height: i32,
+}
+
+/// Why a reference does not resolve.
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveError {
+    /// Unknown, foreign, expired, deleted or scheduled: one answer (GP-42).
+    #[error("no such upload")]
+    NotFound,
+    #[error("uploads are unavailable")]
+    Unavailable,
+}
+
+/// The caller's readable upload `file_id`, with its bytes.
+pub async fn resolve(
+    app: &App,
+    account_id: Uuid,
+    file_id: &str,
+) -> Result<ResolvedUpload, ResolveError> {
+    let id = parse_public_id(file_id).ok_or(ResolveError::NotFound)?;
+    let mut conn = app
+        .database()
+        .connection()
+        .await
+        .map_err(|_| ResolveError::Unavailable)?;
+    let row = store::find_readable(&mut conn, account_id, id)
+        .await
+        .map_err(|_| ResolveError::Unavailable)?
+        .ok_or(ResolveError::NotFound)?;
+    let storage = app
+        .uploads
+        .storage
+        .as_ref()
+        .ok_or(ResolveError::Unavailable)?;
+    let bytes = storage.get(&row.object_key).await.map_err(|e| {
+        tracing::error!(error = %e, "an upload could not be read");
+        ResolveError::Unavailable
+    })?;
+    Ok(ResolvedUpload {
+        mime_type: row.mime_type,
+        bytes,
+        width: row.width,
+        height: row.height,
+    })
+}
+
+/// The `upload-expiry` job: uploads past their expiry are scheduled for
+/// removal (they already read as 404; this frees their quota once purged).
+pub async fn expiry_pass(app: &App) -> Result<u64, JobError> {
+    let mut conn = app.database().connection().await?;
+    Ok(store::expire(&mut conn, PASS_BATCH).await?)
+}
+
+/// The `upload-purge` job: removes the objects of uploads scheduled for
+/// removal (their tombstones start), then drops tombstones past their
+/// keep. Without an object store there is nothing to remove objects from:
+/// the queue waits.
+pub async fn purge_pass(app: &App) -> Result<u64, JobError> {
+    let mut conn = app.database().connection().await?;
+    let mut processed = 0;
+    if let Some(storage) = &app.uploads.storage {
+        processed += store::purge(&mut conn, PASS_BATCH, |key| {
+            let storage = storage.clone();
+            async move { storage.remove(&key).await }
+        })
+        .await?;
+    }
+    processed += store::drop_tombstones(&mut conn, app.uploads.tombstone, PASS_BATCH).await?;
+    Ok(processed)
+}
+
+/// Replaces every upload reference (`file_id`) of an inference request by
+/// the upload's bytes, so the supplier gets them in its own dialect (base64
+/// data), never our id. Runs before routing, so a bad reference costs no
+/// supplier call. With the account's zero data retention on, a request
+/// that references an upload is 503 `zdr_capacity_unavailable` first
+/// (GP-42, H-13); an unknown, foreign, expired, deleted or scheduled
+/// reference is one 400 `invalid_parameter` naming the part (H-03).
+pub async fn resolve_references(
+    app: &App,
+    key: &router_core::store::ApiKeyRecord,
+    request: &mut router_canonical::Request,
+) -> Result<(), ApiError> {
+    use router_canonical::{ContentPart, ImageSource};
+    use std::collections::HashMap;
+
+    fn collect<'a>(part: &'a ContentPart, ids: &mut Vec<&'a str>) {
+        match part {
+            ContentPart::Image {
+                source: ImageSource::Upload { file_id },
+                ..
+            } => ids.push(file_id),
+            ContentPart::ToolResult { content, .. } => {
+                content.iter().for_each(|p| collect(p, ids));
+            }
+            _ => {}
+        }
+    }
+    fn replace(
+        part: &mut ContentPart,
+        path: &str,
+        resolved: &HashMap<String, Option<(String, String)>>,
+    ) -> Result<(), ApiError> {
+        match part {
+            ContentPart::Image { source, .. } => {
+                if let ImageSource::Upload { file_id } = source {
+                    let Some(Some((media_type, data))) = resolved.get(file_id.as_str()) else {
+                        return Err(ApiError::invalid(
+                            path,
+                            "The referenced upload does not exist or is no longer available.",
+                        ));
+                    };
+                    *source = ImageSource::Base64 {
+                        media_type: media_type.clone(),
+                        data: data.clone(),
+                    };
+                }
+                Ok(())
+            }
+            ContentPart::ToolResult { content, .. } => {
+                for (k, p) in content.iter_mut().enumerate() {
+                    replace(p, &format!("{path}.content[{k}]"), resolved)?;
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    let mut ids = Vec::new();
+    for message in &request.messages {
+        message.content.iter().for_each(|p| collect(p, &mut ids));
+    }
+    if ids.is_empty() {
+        return Ok(());
+    }
+    if key.account_zdr {
+        return Err(ApiError::new(
+            ErrorCode::ZdrCapacityUnavailable,
+            "Zero data retention is on for this account: uploaded images cannot be read.",
+        ));
+    }
+    let mut resolved: HashMap<String, Option<(String, String)>> = HashMap::new();
+    let ids: Vec<String> = ids.into_iter().map(str::to_owned).collect();
+    for id in ids {
+        if resolved.contains_key(&id) {
+            continue;
+        }
+        let found = match resolve(app, key.account_id, &id).await {
+            Ok(upload) => {
+                use base64::Engine as _;
+                let data = base64::engine::general_purpose::STANDARD.encode(&upload.bytes);
+                Some((upload.mime_type, data))
+            }
+            Err(ResolveError::NotFound) => None,
+            Err(ResolveError::Unavailable) => return Err(unavailable()),
+        };
+        resolved.insert(id, found);
+    }
+    for (i, message) in request.messages.iter_mut().enumerate() {
+        for (j, part) in message.content.iter_mut().enumerate() {
+            replace(part, &format!("messages[{i}].content[{j}]"), &resolved)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn public_ids_round_trip_and_anything_else_is_none() {
+        let id = Uuid::now_v7();
+        assert_eq!(parse_public_id(&public_id(id)), Some(id));
+        for bad in [
+            "",
+            "upl_",
+            "upl_xyz",
+            &id.to_string(),
+            &format!("upl_{}", id),
+            &format!("file_{}", id.simple()),
+            "upl_..%2f",
+        ] {
+            assert_eq!(parse_public_id(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn signatures_of_the_four_types() {
+        assert_eq!(detected_type(b"\x89PNG\r\n\x1a\n...."), Some("image/png"));
+        assert_eq!(detected_type(&[0xFF, 0xD8, 0xFF, 0xE0]), Some("image/jpeg"));
+        assert_eq!(detected_type(b"GIF89a......"), Some("image/gif"));
+        assert_eq!(detected_type(b"RIFF\x10\0\0\0WEBPVP8 "), Some("image/webp"));
+        assert_eq!(detected_type(b"%PDF-1.7\n"), None);
+        assert_eq!(detected_type(b"BM\x3a\0\0\0"), None);
+        assert_eq!(detected_type(b"<svg xmlns"), None);
+    }
+}
