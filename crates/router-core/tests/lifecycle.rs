@@ -286,7 +286,6 @@ fn admission() -> Admission {
         policy_version: 0,
         key_limited: false,
         inbound: Protocol::Chat,
-        zdr: false,
         trace: router_core::RequestTrace::new(),
     }
 }

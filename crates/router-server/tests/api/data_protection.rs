@@ -305,11 +305,17 @@ async fn enabling_clears_the_accounts_response_cache() {
         c.account_id
     );
     let mut conn = r.db.database().connection().await.unwrap();
-    let before = diesel::sql_query(&entries).execute(&mut conn).await.unwrap();
+    let before = diesel::sql_query(&entries)
+        .execute(&mut conn)
+        .await
+        .unwrap();
     assert_eq!(before, 1);
 
     let cookie = r.session_cookie(&c.account_id).await;
     set_zdr(&r, &cookie, true).await;
-    let after = diesel::sql_query(&entries).execute(&mut conn).await.unwrap();
+    let after = diesel::sql_query(&entries)
+        .execute(&mut conn)
+        .await
+        .unwrap();
     assert_eq!(after, 0);
 }
