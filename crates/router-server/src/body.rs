@@ -71,7 +71,7 @@ pub async fn read_limited(
 /// Read and discard the rest of a refused body, up to a few times the
 /// limit, so a client still sending it reads the 413 instead of a reset
 /// connection. A larger body is cut off: the connection closes.
-async fn drain(body: &mut Incoming, mut seen: usize, limit: usize) {
+pub async fn drain(body: &mut Incoming, mut seen: usize, limit: usize) {
     let cap = limit.saturating_mul(4);
     while seen <= cap {
         match body.frame().await {

@@ -367,6 +367,10 @@ async fn read_multipart(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     if declared_length.is_some_and(|n| n > MAX_ENVELOPE_BYTES) {
+        // Read what the client is still sending (bounded), so it reads the
+        // 413 instead of a broken pipe.
+        let mut body = body;
+        crate::body::drain(&mut body, 0, MAX_ENVELOPE_BYTES as usize).await;
         return Err(too_large());
     }
     let content_type = parts

@@ -59,8 +59,10 @@ async fn parallel_requests_never_overspend_a_spend_window() {
         json!({"spend_limits": [{"amount_nano_usd": K * hold + hold - 1, "window_seconds": 3600}]}),
     )
     .await;
-    // Slow replies: no request settles (and frees room) during the burst.
-    r.mock.set_default(slow_reply(3_000));
+    // Slow replies: no request settles (and frees room: a settlement charges
+    // less than its hold) during the burst, even on a loaded machine where
+    // admitting 200 requests takes seconds.
+    r.mock.set_default(slow_reply(15_000));
     let calls = r.mock.call_count();
     let replies = join_all((0..200).map(|_| chat_at(&r.client, &r.base, &key))).await;
     let mut ok = 0;
