@@ -72,10 +72,9 @@ async fn run<C: ClientCodec>(
     let inbound = receive(request, key, surface.body_limit).await?;
     let (mut canonical, extra) =
         codec.parse_request(&Headers(&inbound.parts.headers), &inbound.body)?;
-    if let Some(model) = app.gateway.catalog().model(&canonical.model) {
-        log.model(&model.id);
-    }
-    auth::check_model(&app.gateway.catalog(), &inbound.key, &canonical.model)?;
+    // One catalog for the whole admission (each `catalog()` takes a lock).
+    let catalog = app.gateway.catalog();
+    check_model(&catalog, &inbound.key, &canonical.model, log)?;
     apply_headers(&inbound.parts.headers, &inbound.key, &mut canonical);
     // Upload references become their bytes before routing (H-02, GP-42).
     crate::uploads::resolve_references(&app, &inbound.key, &mut canonical).await?;
@@ -84,10 +83,7 @@ async fn run<C: ClientCodec>(
     let assignment = experiment(&app, &inbound, &mut canonical, request_id).await?;
     if assignment.is_some() {
         // A variant's model is served under its own name and policies.
-        auth::check_model(&app.gateway.catalog(), &inbound.key, &canonical.model)?;
-        if let Some(model) = app.gateway.catalog().model(&canonical.model) {
-            log.model(&model.id);
-        }
+        check_model(&catalog, &inbound.key, &canonical.model, log)?;
     }
     let model = canonical.model.clone();
     // The request's `zdr`, and the account's data-protection switch, which
@@ -348,6 +344,20 @@ fn record_assignment(app: &Arc<App>, request_id: Uuid, experiment_id: Uuid, vari
             tracing::warn!(%request_id, error = %e, "could not record the experiment assignment");
         }
     });
+}
+
+/// The key's model policy for `name` (A-18, GP-46), noting the catalog
+/// model (never what the client typed) for the request's log line.
+fn check_model(
+    catalog: &router_core::Catalog,
+    key: &ApiKeyRecord,
+    name: &str,
+    log: &RequestLog,
+) -> Result<(), ApiError> {
+    if let Some(model) = catalog.model(name) {
+        log.model(&model.id);
+    }
+    auth::check_model(catalog, key, name)
 }
 
 /// Validate the `X-CI-*` headers of an authorized call, then read at most

@@ -180,6 +180,33 @@ pub(crate) struct KeyCase {
     pub(crate) saturation: Outcome<Figures>,
 }
 
+impl KeyCase {
+    fn json(&self) -> Value {
+        json!({
+            "sequential": outcome_json(&self.sequential, |f| json!({
+                "p50_ms": round3(f.p50), "p99_ms": round3(f.p99), "ok_rps": f.ok_rps.round(),
+            })),
+            "saturation": outcome_json(&self.saturation, |f| json!({
+                "p50_ms": round3(f.p50), "ok_rps": f.ok_rps.round(),
+            })),
+        })
+    }
+
+    /// The table cells `one at a time p50 / p99 | saturation 2xx/s`; three
+    /// decimals, as the per-request work compared is worth microseconds.
+    fn cells(&self) -> String {
+        let sequential = match &self.sequential {
+            Ok(f) => format!("{:.3} / {:.3}", f.p50, f.p99),
+            Err(reason) => na(reason),
+        };
+        let saturation = match &self.saturation {
+            Ok(f) => format!("{:.0}", f.ok_rps),
+            Err(reason) => na(reason),
+        };
+        format!("{sequential} | {saturation}")
+    }
+}
+
 /// The plain key against a key with every enforced policy set, back to back.
 #[derive(Clone, Debug)]
 pub(crate) struct KeyPolicies {
@@ -383,29 +410,13 @@ impl Report {
                 "added_floor_ms": round3(c.floor()),
             }))),
             "key_policies": self.key_policies.as_ref().map(|k| outcome_json(k, |k| {
-                let case = |c: &KeyCase| json!({
-                    "sequential": outcome_json(&c.sequential, |f| json!({
-                        "p50_ms": round3(f.p50), "p99_ms": round3(f.p99), "ok_rps": f.ok_rps.round(),
-                    })),
-                    "saturation": outcome_json(&c.saturation, |f| json!({
-                        "p50_ms": round3(f.p50), "ok_rps": f.ok_rps.round(),
-                    })),
-                });
-                json!({ "plain": case(&k.plain), "with_policies": case(&k.with_policies) })
+                json!({ "plain": k.plain.json(), "with_policies": k.with_policies.json() })
             })),
             "routing_policies": self.routing_policies.as_ref().map(|k| outcome_json(k, |k| {
-                let case = |c: &KeyCase| json!({
-                    "sequential": outcome_json(&c.sequential, |f| json!({
-                        "p50_ms": round3(f.p50), "p99_ms": round3(f.p99), "ok_rps": f.ok_rps.round(),
-                    })),
-                    "saturation": outcome_json(&c.saturation, |f| json!({
-                        "p50_ms": round3(f.p50), "ok_rps": f.ok_rps.round(),
-                    })),
-                });
                 json!({
-                    "plain": case(&k.plain),
-                    "experiment": case(&k.experiment),
-                    "affinity": case(&k.affinity),
+                    "plain": k.plain.json(),
+                    "experiment": k.experiment.json(),
+                    "affinity": k.affinity.json(),
                 })
             })),
             "catalog_views": self.catalog_views.as_ref().map(|c| outcome_json(c, |views| {
@@ -625,16 +636,7 @@ impl Report {
                     "| key | one at a time p50 / p99 (ms) | saturation 2xx/s |\n| --- | --- | --- |"
                 );
                 for (name, case) in [("plain", &k.plain), ("with policies", &k.with_policies)] {
-                    let sequential = match &case.sequential {
-                        // Three decimals: the policy work is worth tens of microseconds.
-                        Ok(f) => format!("{:.3} / {:.3}", f.p50, f.p99),
-                        Err(reason) => na(reason),
-                    };
-                    let saturation = match &case.saturation {
-                        Ok(f) => format!("{:.0}", f.ok_rps),
-                        Err(reason) => na(reason),
-                    };
-                    let _ = writeln!(w, "| {name} | {sequential} | {saturation} |");
+                    let _ = writeln!(w, "| {name} | {} |", case.cells());
                 }
             });
         }
@@ -655,15 +657,7 @@ impl Report {
                     ("experiment header", &k.experiment),
                     ("affinity on", &k.affinity),
                 ] {
-                    let sequential = match &case.sequential {
-                        Ok(f) => format!("{:.3} / {:.3}", f.p50, f.p99),
-                        Err(reason) => na(reason),
-                    };
-                    let saturation = match &case.saturation {
-                        Ok(f) => format!("{:.0}", f.ok_rps),
-                        Err(reason) => na(reason),
-                    };
-                    let _ = writeln!(w, "| {name} | {sequential} | {saturation} |");
+                    let _ = writeln!(w, "| {name} | {} |", case.cells());
                 }
             });
         }
