@@ -13,26 +13,23 @@
 //! Memory stays bounded whatever the upload's size: the file part is
 //! streamed to a spool file on local disk while the rest of the body is
 //! checked (multipart needs the whole body before the shape is known), and
-//! then copied to the object store in parts (256 KiB to a filesystem, 5 MiB,
-//! S3's smallest part, to S3). Objects get a random key, never the client's
-//! file name.
+//! then copied to the object store in parts (`object_storage.rs`). Objects
+//! get a random key, never the client's file name.
 
 use crate::app::App;
 use crate::jobs::JobError;
+pub use crate::object_storage::ObjectStorage;
 use crate::ownership::Resource;
 use crate::reply::{self, Body};
 use bytes::Bytes;
 use http::{Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use object_store::path::Path as ObjectPath;
-use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use router_canonical::{ApiError, ErrorCode};
 use router_store::uploads::{self as store, AdmitError, NewUpload, UploadRow};
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use uuid::Uuid;
 
 /// Largest file.
@@ -49,159 +46,6 @@ pub const MAX_SIDE: usize = 16_384;
 pub const MAX_PIXELS: u64 = 50_000_000;
 /// Uploads an expiry or purge pass handles at most.
 const PASS_BATCH: i64 = 500;
-
-/// The object store behind uploads.
-#[derive(Clone)]
-pub struct ObjectStorage {
-    store: Arc<dyn ObjectStore>,
-    /// Bytes per part of a multipart write (memory held per upload).
-    part_size: usize,
-    /// What it was configured as, for logs (no credentials: those come
-    /// from the environment).
-    describe: String,
-}
-
-impl std::fmt::Debug for ObjectStorage {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ObjectStorage")
-            .field("store", &self.describe)
-            .field("part_size", &self.part_size)
-            .finish()
-    }
-}
-
-/// `ROUTER_OBJECT_STORE` could not be used.
-#[derive(Debug, thiserror::Error)]
-pub enum StorageConfigError {
-    #[error("`{0}` is not file:///absolute/path or s3://bucket/prefix")]
-    Scheme(String),
-    #[error("the folder `{path}` cannot be used: {source}")]
-    Folder {
-        path: String,
-        source: std::io::Error,
-    },
-    #[error(transparent)]
-    Store(#[from] object_store::Error),
-}
-
-impl ObjectStorage {
-    /// `file:///absolute/path` (created if missing) or `s3://bucket/prefix`
-    /// with the usual `AWS_*` variables (`AWS_ENDPOINT` and
-    /// `AWS_ALLOW_HTTP=true` for an S3-compatible store on plain HTTP).
-    pub fn from_url(text: &str) -> Result<ObjectStorage, StorageConfigError> {
-        let url = url::Url::parse(text).map_err(|_| StorageConfigError::Scheme(text.to_owned()))?;
-        match url.scheme() {
-            "file" => {
-                let path = url
-                    .to_file_path()
-                    .map_err(|()| StorageConfigError::Scheme(text.to_owned()))?;
-                std::fs::create_dir_all(&path).map_err(|source| StorageConfigError::Folder {
-                    path: path.display().to_string(),
-                    source,
-                })?;
-                let store = object_store::local::LocalFileSystem::new_with_prefix(&path)?;
-                Ok(ObjectStorage {
-                    store: Arc::new(store),
-                    // A folder takes parts of any size: keep the buffer small.
-                    part_size: 256 * 1024,
-                    describe: text.to_owned(),
-                })
-            }
-            "s3" => {
-                let bucket = url
-                    .host_str()
-                    .filter(|b| !b.is_empty())
-                    .ok_or_else(|| StorageConfigError::Scheme(text.to_owned()))?;
-                let s3 = object_store::aws::AmazonS3Builder::from_env()
-                    .with_bucket_name(bucket)
-                    .build()?;
-                let prefix = url.path().trim_matches('/');
-                let store: Arc<dyn ObjectStore> = if prefix.is_empty() {
-                    Arc::new(s3)
-                } else {
-                    Arc::new(object_store::prefix::PrefixStore::new(s3, prefix))
-                };
-                Ok(ObjectStorage {
-                    store,
-                    part_size: 5 * 1024 * 1024,
-                    describe: text.to_owned(),
-                })
-            }
-            _ => Err(StorageConfigError::Scheme(text.to_owned())),
-        }
-    }
-
-    /// What it was configured as (`file:///…` or `s3://…`).
-    pub fn location(&self) -> &str {
-        &self.describe
-    }
-
-    /// Copies the spool file to `key`: one request when it fits a part,
-    /// else a multipart write of `part_size` parts, one in flight at a time.
-    async fn put_file(
-        &self,
-        key: &str,
-        spool: &std::path::Path,
-        bytes: u64,
-    ) -> Result<(), object_store::Error> {
-        let path = ObjectPath::from(key);
-        let mut file = tokio::fs::File::open(spool)
-            .await
-            .map_err(|e| io_error(key, e))?;
-        if bytes <= self.part_size as u64 {
-            let mut data = Vec::with_capacity(bytes as usize);
-            file.read_to_end(&mut data)
-                .await
-                .map_err(|e| io_error(key, e))?;
-            self.store.put(&path, PutPayload::from(data)).await?;
-            return Ok(());
-        }
-        let mut upload = self.store.put_multipart(&path).await?;
-        let written = async {
-            loop {
-                let mut part = Vec::with_capacity(self.part_size);
-                let read = (&mut file)
-                    .take(self.part_size as u64)
-                    .read_to_end(&mut part)
-                    .await
-                    .map_err(|e| io_error(key, e))?;
-                if read == 0 {
-                    break;
-                }
-                upload.put_part(PutPayload::from(part)).await?;
-            }
-            upload.complete().await.map(|_| ())
-        }
-        .await;
-        if written.is_err() {
-            // Leave no partial object behind (the row is marked failed).
-            let _ = upload.abort().await;
-        }
-        written
-    }
-
-    async fn get(&self, key: &str) -> Result<Bytes, object_store::Error> {
-        self.store.get(&ObjectPath::from(key)).await?.bytes().await
-    }
-
-    /// Removes `key`; an object already gone counts as removed.
-    async fn remove(&self, key: &str) -> bool {
-        match self.store.delete(&ObjectPath::from(key)).await {
-            Ok(()) | Err(object_store::Error::NotFound { .. }) => true,
-            Err(e) => {
-                tracing::warn!(error = %e, "could not remove an upload's object");
-                false
-            }
-        }
-    }
-}
-
-fn io_error(key: &str, source: std::io::Error) -> object_store::Error {
-    object_store::Error::Generic {
-        store: "spool",
-        source: format!("{key}: {source}").into(),
-    }
-}
 
 /// Upload settings of a router process.
 #[derive(Debug, Clone)]

@@ -1,0 +1,181 @@
+//! The object store behind uploads and video content: a folder
+//! (`file:///…`) or any S3-compatible store (`s3://bucket/prefix`), through
+//! the `object_store` crate.
+//!
+//! Writes go in parts (256 KiB to a folder, 5 MiB, S3's smallest part, to
+//! S3), one in flight at a time, so a write holds one part in memory
+//! whatever the object's size; a failed multipart write is aborted, leaving
+//! no partial object.
+
+use bytes::Bytes;
+use object_store::path::Path as ObjectPath;
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use std::sync::Arc;
+use tokio::io::AsyncReadExt;
+
+/// The object store behind uploads and video content.
+#[derive(Clone)]
+pub struct ObjectStorage {
+    store: Arc<dyn ObjectStore>,
+    /// Bytes per part of a multipart write (memory held per upload).
+    part_size: usize,
+    /// What it was configured as, for logs (no credentials: those come
+    /// from the environment).
+    describe: String,
+}
+
+impl std::fmt::Debug for ObjectStorage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ObjectStorage")
+            .field("store", &self.describe)
+            .field("part_size", &self.part_size)
+            .finish()
+    }
+}
+
+/// `ROUTER_OBJECT_STORE` could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum StorageConfigError {
+    #[error("`{0}` is not file:///absolute/path or s3://bucket/prefix")]
+    Scheme(String),
+    #[error("the folder `{path}` cannot be used: {source}")]
+    Folder {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Store(#[from] object_store::Error),
+}
+
+impl ObjectStorage {
+    /// `file:///absolute/path` (created if missing) or `s3://bucket/prefix`
+    /// with the usual `AWS_*` variables (`AWS_ENDPOINT` and
+    /// `AWS_ALLOW_HTTP=true` for an S3-compatible store on plain HTTP).
+    pub fn from_url(text: &str) -> Result<ObjectStorage, StorageConfigError> {
+        let url = url::Url::parse(text).map_err(|_| StorageConfigError::Scheme(text.to_owned()))?;
+        match url.scheme() {
+            "file" => {
+                let path = url
+                    .to_file_path()
+                    .map_err(|()| StorageConfigError::Scheme(text.to_owned()))?;
+                std::fs::create_dir_all(&path).map_err(|source| StorageConfigError::Folder {
+                    path: path.display().to_string(),
+                    source,
+                })?;
+                let store = object_store::local::LocalFileSystem::new_with_prefix(&path)?;
+                Ok(ObjectStorage {
+                    store: Arc::new(store),
+                    // A folder takes parts of any size: keep the buffer small.
+                    part_size: 256 * 1024,
+                    describe: text.to_owned(),
+                })
+            }
+            "s3" => {
+                let bucket = url
+                    .host_str()
+                    .filter(|b| !b.is_empty())
+                    .ok_or_else(|| StorageConfigError::Scheme(text.to_owned()))?;
+                let s3 = object_store::aws::AmazonS3Builder::from_env()
+                    .with_bucket_name(bucket)
+                    .build()?;
+                let prefix = url.path().trim_matches('/');
+                let store: Arc<dyn ObjectStore> = if prefix.is_empty() {
+                    Arc::new(s3)
+                } else {
+                    Arc::new(object_store::prefix::PrefixStore::new(s3, prefix))
+                };
+                Ok(ObjectStorage {
+                    store,
+                    part_size: 5 * 1024 * 1024,
+                    describe: text.to_owned(),
+                })
+            }
+            _ => Err(StorageConfigError::Scheme(text.to_owned())),
+        }
+    }
+
+    /// A store built elsewhere (tests wrap one to inject failures):
+    /// `part_size` bytes per part of a multipart write.
+    pub fn from_store(
+        store: Arc<dyn ObjectStore>,
+        part_size: usize,
+        describe: &str,
+    ) -> ObjectStorage {
+        ObjectStorage {
+            store,
+            part_size,
+            describe: describe.to_owned(),
+        }
+    }
+
+    /// What it was configured as (`file:///…` or `s3://…`).
+    pub fn location(&self) -> &str {
+        &self.describe
+    }
+
+    /// Copies the spool file to `key`: one request when it fits a part,
+    /// else a multipart write of `part_size` parts, one in flight at a time.
+    pub async fn put_file(
+        &self,
+        key: &str,
+        spool: &std::path::Path,
+        bytes: u64,
+    ) -> Result<(), object_store::Error> {
+        let path = ObjectPath::from(key);
+        let mut file = tokio::fs::File::open(spool)
+            .await
+            .map_err(|e| io_error(key, e))?;
+        if bytes <= self.part_size as u64 {
+            let mut data = Vec::with_capacity(bytes as usize);
+            file.read_to_end(&mut data)
+                .await
+                .map_err(|e| io_error(key, e))?;
+            self.store.put(&path, PutPayload::from(data)).await?;
+            return Ok(());
+        }
+        let mut upload = self.store.put_multipart(&path).await?;
+        let written = async {
+            loop {
+                let mut part = Vec::with_capacity(self.part_size);
+                let read = (&mut file)
+                    .take(self.part_size as u64)
+                    .read_to_end(&mut part)
+                    .await
+                    .map_err(|e| io_error(key, e))?;
+                if read == 0 {
+                    break;
+                }
+                upload.put_part(PutPayload::from(part)).await?;
+            }
+            upload.complete().await.map(|_| ())
+        }
+        .await;
+        if written.is_err() {
+            // Leave no partial object behind (the row is marked failed).
+            let _ = upload.abort().await;
+        }
+        written
+    }
+
+    pub async fn get(&self, key: &str) -> Result<Bytes, object_store::Error> {
+        self.store.get(&ObjectPath::from(key)).await?.bytes().await
+    }
+
+    /// Removes `key`; an object already gone counts as removed.
+    pub async fn remove(&self, key: &str) -> bool {
+        match self.store.delete(&ObjectPath::from(key)).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => true,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not remove an object");
+                false
+            }
+        }
+    }
+}
+
+fn io_error(key: &str, source: std::io::Error) -> object_store::Error {
+    object_store::Error::Generic {
+        store: "spool",
+        source: format!("{key}: {source}").into(),
+    }
+}
