@@ -999,7 +999,10 @@ impl RouterLaunch<'_> {
             .env("ROUTER_LISTEN", listen)
             .env("ROUTER_CATALOG", self.catalog)
             .env("ROUTER_ADMIN_TOKEN", self.admin_token)
-            .env("ROUTER_OBJECT_STORE", format!("file://{}", self.object_store.display()))
+            .env(
+                "ROUTER_OBJECT_STORE",
+                format!("file://{}", self.object_store.display()),
+            )
             .env(SUPPLIER_KEY_ENV, "bench");
         command
     }

@@ -712,7 +712,11 @@ impl Report {
                     u.rss_before_mib,
                     u.rss_peak_mib,
                     u.rss_growth_mib(),
-                    if u.meets_targets() { "met" } else { "**missed**" },
+                    if u.meets_targets() {
+                        "met"
+                    } else {
+                        "**missed**"
+                    },
                 );
             });
         }

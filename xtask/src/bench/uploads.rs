@@ -74,7 +74,10 @@ pub(crate) fn padded_gif(total: usize) -> Vec<u8> {
     let mut out = HEADER.to_vec();
     // The comment extension: 0x21 0xFE, sub-blocks of at most 255 bytes, 0.
     let mut pad = total - HEADER.len() - IMAGE.len() - 3;
-    assert!(pad != 1, "a GIF of {total} bytes cannot be padded with sub-blocks");
+    assert!(
+        pad != 1,
+        "a GIF of {total} bytes cannot be padded with sub-blocks"
+    );
     out.extend_from_slice(b"\x21\xfe");
     while pad > 0 {
         // A sub-block costs one length byte more than it holds; never leave
