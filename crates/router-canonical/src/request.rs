@@ -293,6 +293,12 @@ pub enum ImageSource {
     /// A temporary upload of this account (`file_id`).
     Upload {
         file_id: String,
+        /// Where the reference sits in the client's own body
+        /// (`input[1].content[0].file_id`), so that one the server cannot
+        /// resolve is named in the client's terms (GP-42). Never sent to a
+        /// supplier.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        param: String,
     },
 }
 

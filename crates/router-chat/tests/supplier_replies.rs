@@ -616,6 +616,7 @@ fn what_chat_cannot_carry_is_an_unsupported_conversion() {
         content: vec![ContentPart::Image {
             source: ImageSource::Upload {
                 file_id: "file_1".into(),
+                param: String::new(),
             },
             detail: None,
             cache_control: None,

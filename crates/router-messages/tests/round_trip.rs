@@ -450,7 +450,7 @@ fn converted_request() -> impl Strategy<Value = Request> {
             cache_control: None,
         }),
         1 => ident().prop_map(|file_id| ContentPart::Image {
-            source: ImageSource::Upload { file_id },
+            source: ImageSource::Upload { file_id, param: String::new() },
             detail: None,
             cache_control: None,
         }),

@@ -1223,6 +1223,7 @@ fn converted_requests_refuse_what_messages_cannot_carry() {
     unsupported(&chat_request(vec![user(vec![ContentPart::Image {
         source: ImageSource::Upload {
             file_id: "upl_1".into(),
+            param: String::new(),
         },
         detail: None,
         cache_control: None,

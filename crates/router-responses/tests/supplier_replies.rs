@@ -889,6 +889,7 @@ fn what_responses_cannot_say_is_refused() {
     r.messages[0].content = vec![ContentPart::Image {
         source: ImageSource::Upload {
             file_id: "upload_1".into(),
+            param: String::new(),
         },
         detail: None,
         cache_control: None,

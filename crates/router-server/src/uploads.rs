@@ -644,7 +644,7 @@ pub async fn resolve_references(
     fn collect<'a>(part: &'a ContentPart, ids: &mut Vec<&'a str>) {
         match part {
             ContentPart::Image {
-                source: ImageSource::Upload { file_id },
+                source: ImageSource::Upload { file_id, .. },
                 ..
             } => ids.push(file_id),
             ContentPart::ToolResult { content, .. } => {
@@ -660,10 +660,12 @@ pub async fn resolve_references(
     ) -> Result<(), ApiError> {
         match part {
             ContentPart::Image { source, .. } => {
-                if let ImageSource::Upload { file_id } = source {
+                if let ImageSource::Upload { file_id, param } = source {
                     let Some(Some((media_type, data))) = resolved.get(file_id.as_str()) else {
+                        // The client's own path when its parser gave one.
+                        let named: &str = if param.is_empty() { path } else { param };
                         return Err(ApiError::invalid(
-                            path,
+                            named,
                             "The referenced upload does not exist or is no longer available.",
                         ));
                     };

@@ -320,7 +320,10 @@ fn content_part(path: &str, part: wire::ContentPart) -> Result<ContentPart, ApiE
                     check_image_url(&format!("{path}.image_url"), &url.url)?;
                     ImageSource::Url { url: url.url }
                 }
-                (None, Some(file_id)) => ImageSource::Upload { file_id },
+                (None, Some(file_id)) => ImageSource::Upload {
+                    file_id,
+                    param: format!("{path}.file_id"),
+                },
                 (Some(_), Some(_)) => {
                     return Err(ApiError::invalid(
                         path,
@@ -349,7 +352,10 @@ fn content_part(path: &str, part: wire::ContentPart) -> Result<ContentPart, ApiE
                     check_image_url(&format!("{path}.source.url"), &url)?;
                     ImageSource::Url { url }
                 }
-                wire::ImageSource::File { file_id } => ImageSource::Upload { file_id },
+                wire::ImageSource::File { file_id } => ImageSource::Upload {
+                    file_id,
+                    param: format!("{path}.source.file_id"),
+                },
             };
             ContentPart::Image {
                 source,

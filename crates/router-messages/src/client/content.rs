@@ -226,7 +226,10 @@ fn image_part(path: &str, b: wire::ImageBlock) -> Result<ContentPart, ApiError> 
             }
             ImageSource::Url { url }
         }
-        wire::ImageSource::File { file_id } => ImageSource::Upload { file_id },
+        wire::ImageSource::File { file_id } => ImageSource::Upload {
+            file_id,
+            param: format!("{path}.source.file_id"),
+        },
     };
     Ok(ContentPart::Image {
         source,

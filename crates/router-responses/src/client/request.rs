@@ -478,7 +478,10 @@ fn image_part(path: &str, part: WirePart) -> Result<ContentPart, ApiError> {
                     check_image_url(&format!("{path}.source.url"), &url)?;
                     ImageSource::Url { url }
                 }
-                wire::ImageSource::File { file_id } => ImageSource::Upload { file_id },
+                wire::ImageSource::File { file_id } => ImageSource::Upload {
+                    file_id,
+                    param: format!("{path}.source.file_id"),
+                },
             };
             return Ok(ContentPart::Image {
                 source,
@@ -499,7 +502,10 @@ fn image_part(path: &str, part: WirePart) -> Result<ContentPart, ApiError> {
             check_image_url(&format!("{path}.image_url"), &url)?;
             ImageSource::Url { url }
         }
-        (None, Some(file_id)) => ImageSource::Upload { file_id },
+        (None, Some(file_id)) => ImageSource::Upload {
+            file_id,
+            param: format!("{path}.file_id"),
+        },
         (Some(_), Some(_)) => {
             return Err(ApiError::invalid(
                 path,

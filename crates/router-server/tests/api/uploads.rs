@@ -995,7 +995,20 @@ async fn bad_references_are_one_400_before_any_supplier_call() {
     ] {
         let body = chat_with("m-via-chat", json!({"type": "input_image", "file_id": id}));
         let error = expect_error(r.chat(&c.key, &body).await, 400, "invalid_parameter").await;
-        assert_eq!(error["error"]["param"], "messages[0].content[1]");
+        assert_eq!(error["error"]["param"], "messages[0].content[1].file_id");
+        messages.push(error["error"]["message"].clone());
+        // The path in the surface's own terms (Responses: `input`).
+        let body = json!({"model": "m-via-chat", "input": [
+            {"role": "user", "content": [
+                {"type": "input_text", "text": "What is this?"},
+                {"type": "input_image", "file_id": id}]}]});
+        let error = expect_error(
+            r.post("/v1/responses", &c.key, &body).await,
+            400,
+            "invalid_parameter",
+        )
+        .await;
+        assert_eq!(error["error"]["param"], "input[0].content[1].file_id");
         messages.push(error["error"]["message"].clone());
         let body = messages_with(
             "m-via-messages",
