@@ -783,6 +783,7 @@ pub fn run(args: &[String]) -> Result<bool> {
         uploads::run(
             &router.addr,
             pid,
+            ROUTER_CORE,
             &admin_token,
             launch.object_store,
             CREDITS_NANO_USD,

@@ -21,6 +21,9 @@ pub struct ObjectStorage {
     /// What it was configured as, for logs (no credentials: those come
     /// from the environment).
     describe: String,
+    /// The folder of a `file://` store: a file spooled inside it is moved
+    /// into place by a rename instead of being copied.
+    local_root: Option<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for ObjectStorage {
@@ -67,6 +70,7 @@ impl ObjectStorage {
                     // A folder takes parts of any size: keep the buffer small.
                     part_size: 256 * 1024,
                     describe: text.to_owned(),
+                    local_root: Some(path),
                 })
             }
             "s3" => {
@@ -87,6 +91,7 @@ impl ObjectStorage {
                     store,
                     part_size: 5 * 1024 * 1024,
                     describe: text.to_owned(),
+                    local_root: None,
                 })
             }
             _ => Err(StorageConfigError::Scheme(text.to_owned())),
@@ -104,7 +109,14 @@ impl ObjectStorage {
             store,
             part_size,
             describe: describe.to_owned(),
+            local_root: None,
         }
+    }
+
+    /// Where to spool a file that will be stored: inside a folder store
+    /// (so that storing it is a rename), else `None` (any local folder).
+    pub fn spool_dir(&self) -> Option<std::path::PathBuf> {
+        self.local_root.as_ref().map(|root| root.join(".spool"))
     }
 
     /// What it was configured as (`file:///…` or `s3://…`).
@@ -121,6 +133,21 @@ impl ObjectStorage {
         bytes: u64,
     ) -> Result<(), object_store::Error> {
         let path = ObjectPath::from(key);
+        if let Some(root) = &self.local_root {
+            // Same folder tree, so normally the same file system: the spool
+            // file becomes the object, atomically, without a copy.
+            let target = root.join(key);
+            if let Some(parent) = target.parent() {
+                tokio::fs::create_dir_all(parent)
+                    .await
+                    .map_err(|e| io_error(key, e))?;
+            }
+            match tokio::fs::rename(spool, &target).await {
+                Ok(()) => return Ok(()),
+                Err(e) if e.kind() == std::io::ErrorKind::CrossesDevices => {}
+                Err(e) => return Err(io_error(key, e)),
+            }
+        }
         let mut file = std::fs::File::open(spool).map_err(|e| io_error(key, e))?;
         if bytes <= self.part_size as u64 {
             let (_, data) = read_part(file, bytes as usize)

@@ -340,14 +340,33 @@ async fn spool_part(
     let filename = field
         .file_name()
         .map(|name| name.chars().filter(|c| !c.is_control()).take(255).collect());
-    let spool = Spool {
-        path: settings
-            .spool_dir
-            .join(format!("router-upload-{}", Uuid::new_v4().simple())),
+    let name = format!("router-upload-{}", Uuid::new_v4().simple());
+    // Inside a folder store when there is one (storing is then a rename);
+    // if that folder cannot take it, the store will say so: spool locally.
+    let in_store = match settings.storage.as_ref().and_then(ObjectStorage::spool_dir) {
+        Some(dir) => {
+            let path = dir.join(&name);
+            let created = match tokio::fs::File::create(&path).await {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    let _ = tokio::fs::create_dir_all(&dir).await;
+                    tokio::fs::File::create(&path).await
+                }
+                other => other,
+            };
+            created.ok().map(|file| (path, file))
+        }
+        None => None,
     };
-    let mut out = tokio::fs::File::create(&spool.path)
-        .await
-        .map_err(|e| spool_error(&e))?;
+    let (spool, mut out) = match in_store {
+        Some((path, file)) => (Spool { path }, file),
+        None => {
+            let path = settings.spool_dir.join(&name);
+            let file = tokio::fs::File::create(&path)
+                .await
+                .map_err(|e| spool_error(&e))?;
+            (Spool { path }, file)
+        }
+    };
     let (mut bytes, mut head, mut tail) = (0_u64, Vec::with_capacity(HEAD), Vec::new());
     while let Some(chunk) = field.chunk().await.map_err(multipart_error)? {
         bytes += chunk.len() as u64;
