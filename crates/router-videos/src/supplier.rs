@@ -167,8 +167,8 @@ impl VideoSupplierCodec for OpenAiVideosSupplier {
         let progress = if state == UpstreamState::Completed {
             100
         } else {
-            // Clamped into 0..=100 first, so the conversion is exact.
-            reply.progress.unwrap_or(0.0).clamp(0.0, 100.0).floor() as u8
+            // Clamped into 0..=100 first; `as` then truncates toward zero.
+            reply.progress.unwrap_or(0.0).clamp(0.0, 100.0) as u8
         };
         Ok(UpstreamVideo {
             task_id: reply.id,
