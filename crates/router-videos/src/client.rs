@@ -710,6 +710,30 @@ mod tests {
         assert!(message.contains("http"), "{message}");
     }
 
+    /// GP-26, O-16/O-17: key order, whitespace and `5` vs `5.0` do not
+    /// change the fingerprint; any parameter does.
+    #[test]
+    fn the_fingerprint_ignores_form_not_content() {
+        let fingerprint = |text: &str| parse_create(text.as_bytes()).unwrap().fingerprint();
+        let a = fingerprint(
+            r#"{"model":"m","prompt":"p","mode":"references","resolution":"720p","duration":5,"client_task_id":"k","references":{"image_urls":["https://a.example/1","https://a.example/2"]}}"#,
+        );
+        let b = fingerprint(
+            r#"{ "client_task_id" : "k", "references": {"image_urls": ["https://a.example/1", "https://a.example/2"]},
+                "duration": 5.0, "resolution": "720p",
+                "mode": "references", "prompt": "p", "model": "m", "aspect_ratio": null }"#,
+        );
+        assert_eq!(a, b);
+        let other_duration = fingerprint(
+            r#"{"model":"m","prompt":"p","mode":"references","resolution":"720p","duration":10,"client_task_id":"k","references":{"image_urls":["https://a.example/1","https://a.example/2"]}}"#,
+        );
+        assert_ne!(a, other_duration);
+        let reordered_urls = fingerprint(
+            r#"{"model":"m","prompt":"p","mode":"references","resolution":"720p","duration":5,"client_task_id":"k","references":{"image_urls":["https://a.example/2","https://a.example/1"]}}"#,
+        );
+        assert_ne!(a, reordered_urls, "the order of references is content");
+    }
+
     fn view(status: VideoStatus) -> VideoView {
         VideoView {
             id: "vid_1".into(),
