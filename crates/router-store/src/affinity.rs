@@ -5,10 +5,13 @@
 
 use crate::error::store_error;
 use diesel::QueryableByName;
-use diesel::sql_types::{Bool, Bytea, Integer, Text};
+use crate::front::Front;
+use diesel::sql_types::{Bool, Bytea, Double, Integer, Text};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use router_core::store::StoreError;
 use sha2::{Digest, Sha256};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// The SHA-256 of `parts`, each length-prefixed so no two lists of parts
 /// hash alike by shifting bytes between neighbours.
@@ -27,6 +30,8 @@ pub struct AffinityHint {
     pub route_id: String,
     /// Whether the preference still holds (by the database's clock).
     pub fresh: bool,
+    /// How long it still holds (zero when it no longer does).
+    pub remaining: Duration,
 }
 
 #[derive(QueryableByName)]
@@ -35,6 +40,8 @@ struct HintRow {
     route_id: String,
     #[diesel(sql_type = Bool)]
     fresh: bool,
+    #[diesel(sql_type = Double)]
+    remaining_seconds: f64,
 }
 
 pub async fn lookup(
@@ -42,7 +49,8 @@ pub async fn lookup(
     fingerprint: &[u8; 32],
 ) -> Result<Option<AffinityHint>, StoreError> {
     let rows: Vec<HintRow> = diesel::sql_query(
-        "SELECT route_id, expires_at > now() AS fresh
+        "SELECT route_id, expires_at > now() AS fresh,
+                greatest(extract(epoch FROM expires_at - now()), 0)::float8 AS remaining_seconds
          FROM prompt_cache_affinity WHERE fingerprint = $1",
     )
     .bind::<Bytea, _>(&fingerprint[..])
@@ -52,6 +60,7 @@ pub async fn lookup(
     Ok(rows.into_iter().next().map(|row| AffinityHint {
         route_id: row.route_id,
         fresh: row.fresh,
+        remaining: Duration::try_from_secs_f64(row.remaining_seconds).unwrap_or(Duration::ZERO),
     }))
 }
 
@@ -87,4 +96,69 @@ pub async fn purge(conn: &mut AsyncPgConnection) -> Result<u64, StoreError> {
     .await
     .map_err(store_error)?;
     Ok(deleted as u64)
+}
+
+/// The longest an instance trusts its front for a prefix before reading
+/// the shared row again: another instance's newer choice for the same
+/// prefix wins here within this long. A short lifetime, not a NOTIFY per
+/// choice: every served request records its route, so announcing each
+/// write would cost every instance a notification per request.
+pub const FRONT_TTL: Duration = Duration::from_secs(1);
+const FRONT_MAX_ENTRIES: usize = 100_000;
+
+/// The in-process front of the affinity map. An entry is a fresh
+/// preference this instance read or wrote, kept until the sooner of the
+/// row's expiry and [`FRONT_TTL`]. While it holds a route this instance
+/// wrote itself, recording the same route again skips the write, so the
+/// row's expiry trails the last use by at most [`FRONT_TTL`].
+///
+/// A front cannot serve a wrong route: a preference only reorders the
+/// routes the plan already allowed (capabilities, discount floor, zero
+/// data retention, the current catalog), wherever it was read.
+#[derive(Debug)]
+pub struct AffinityFront(Front<[u8; 32], FrontHint>);
+
+#[derive(Debug, Clone)]
+pub struct FrontHint {
+    route_id: Arc<str>,
+    /// Written by this instance (not only read).
+    written: bool,
+}
+
+impl Default for AffinityFront {
+    fn default() -> AffinityFront {
+        // Bounded by time, not by a channel: on from the start.
+        AffinityFront(Front::new(FRONT_MAX_ENTRIES, FRONT_MAX_ENTRIES, true))
+    }
+}
+
+impl AffinityFront {
+    /// A fresh preference for the prefix, when the front holds one.
+    pub fn get(&self, fingerprint: &[u8; 32]) -> Option<AffinityHint> {
+        let (hint, until) = self.0.get(fingerprint)?;
+        Some(AffinityHint {
+            route_id: hint.route_id.to_string(),
+            fresh: true,
+            remaining: until.saturating_duration_since(Instant::now()),
+        })
+    }
+
+    /// Whether `route_id` is what this instance itself last wrote for the
+    /// prefix, within [`FRONT_TTL`].
+    pub fn wrote(&self, fingerprint: &[u8; 32], route_id: &str) -> bool {
+        self.0
+            .get(fingerprint)
+            .is_some_and(|(hint, _)| hint.written && *hint.route_id == *route_id)
+    }
+
+    /// Keeps a preference read or written at `at`, holding for `remaining`.
+    pub fn insert(&self, fingerprint: [u8; 32], route_id: &str, at: Instant, remaining: Duration, written: bool) {
+        let until = at + remaining.min(FRONT_TTL);
+        let hint = FrontHint {
+            route_id: route_id.into(),
+            written,
+        };
+        let generation = self.0.generation();
+        self.0.insert(fingerprint, hint, until, 1, generation);
+    }
 }
