@@ -162,3 +162,32 @@ impl AffinityFront {
         self.0.insert(fingerprint, hint, until, 1, generation);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_front_entry_lives_no_longer_than_the_row_nor_the_front_ttl() {
+        let front = AffinityFront::default();
+        let now = Instant::now();
+        front.insert([1; 32], "r1", now, Duration::from_secs(300), false);
+        let hint = front.get(&[1; 32]).unwrap();
+        assert_eq!(hint.route_id, "r1");
+        assert!(hint.fresh && hint.remaining <= FRONT_TTL);
+        // A row that expired by the time it was read is never served.
+        front.insert([2; 32], "r2", now - Duration::from_secs(5), Duration::from_secs(3), false);
+        assert_eq!(front.get(&[2; 32]), None);
+    }
+
+    #[test]
+    fn only_a_route_this_instance_wrote_skips_the_next_write() {
+        let front = AffinityFront::default();
+        front.insert([1; 32], "read", Instant::now(), Duration::from_secs(300), false);
+        assert!(!front.wrote(&[1; 32], "read"), "read from the row: refresh it");
+        front.insert([1; 32], "mine", Instant::now(), Duration::from_secs(300), true);
+        assert!(front.wrote(&[1; 32], "mine"));
+        assert!(!front.wrote(&[1; 32], "other"));
+        assert!(!front.wrote(&[2; 32], "mine"));
+    }
+}

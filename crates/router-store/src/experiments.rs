@@ -286,3 +286,25 @@ impl crate::listener::Subscriber for ExperimentFront {
         self.0.set_listening(listening);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::listener::Subscriber;
+
+    #[test]
+    fn a_change_notification_drops_the_accounts_entries_unknown_slugs_too() {
+        let front = ExperimentFront::default();
+        let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
+        front.insert(a, "x", None, front.generation());
+        assert!(front.get(a, "x").is_none(), "off until the listener is up");
+        front.set_listening(true);
+        front.insert(a, "x", None, front.generation());
+        front.insert(b, "x", None, front.generation());
+        assert_eq!(front.get(a, "x"), Some(None), "an unknown slug is remembered");
+        front.notified(&a.to_string());
+        assert_eq!(front.get(a, "x"), None);
+        assert_eq!(front.get(b, "x"), Some(None));
+        assert_eq!(front.get(b, "y"), None);
+    }
+}

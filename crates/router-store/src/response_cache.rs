@@ -260,3 +260,49 @@ impl crate::listener::Subscriber for ResponseFront {
         self.0.set_listening(listening);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::listener::Subscriber;
+
+    fn listening() -> ResponseFront {
+        let front = ResponseFront::default();
+        front.set_listening(true);
+        front
+    }
+
+    #[test]
+    fn an_answer_is_served_only_within_the_asking_keys_ttl() {
+        let front = listening();
+        let account = Uuid::now_v7();
+        let stored = Instant::now() - Duration::from_secs(10);
+        front.insert(account, [1; 32], "answer".into(), stored, front.generation());
+        assert_eq!(front.get(account, &[1; 32], 60).as_deref(), Some("answer"));
+        assert_eq!(front.get(account, &[1; 32], 10), None, "older than 10 s");
+        assert_eq!(front.get(account, &[1; 32], -1), None);
+        assert_eq!(front.get(Uuid::now_v7(), &[1; 32], 60), None, "never across accounts");
+    }
+
+    #[test]
+    fn a_clearing_notification_drops_that_accounts_answers_only() {
+        let front = listening();
+        let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
+        for account in [a, b] {
+            front.insert(account, [1; 32], "x".into(), Instant::now(), front.generation());
+        }
+        front.notified(&a.to_string());
+        assert_eq!(front.get(a, &[1; 32], 60), None);
+        assert!(front.get(b, &[1; 32], 60).is_some());
+        front.notified("not an id");
+        assert_eq!(front.get(b, &[1; 32], 60), None, "unreadable: everything goes");
+    }
+
+    #[test]
+    fn off_until_the_listener_is_up() {
+        let front = ResponseFront::default();
+        let account = Uuid::now_v7();
+        front.insert(account, [1; 32], "x".into(), Instant::now(), front.generation());
+        assert_eq!(front.get(account, &[1; 32], 60), None);
+    }
+}
