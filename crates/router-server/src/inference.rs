@@ -341,7 +341,11 @@ fn record_assignment(app: &Arc<App>, request_id: Uuid, experiment_id: Uuid, vari
             experiment_id,
             variant,
         };
-        if let Err(e) = app.database().record_experiment_assignment(assignment).await {
+        if let Err(e) = app
+            .database()
+            .record_experiment_assignment(assignment)
+            .await
+        {
             tracing::warn!(%request_id, error = %e, "could not record the experiment assignment");
         }
     });

@@ -4,8 +4,8 @@
 //! scope, the model and the prefix, so no prompt text is stored.
 
 use crate::error::store_error;
-use diesel::QueryableByName;
 use crate::front::Front;
+use diesel::QueryableByName;
 use diesel::sql_types::{Bool, Bytea, Double, Integer, Text};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use router_core::store::StoreError;
@@ -152,7 +152,14 @@ impl AffinityFront {
     }
 
     /// Keeps a preference read or written at `at`, holding for `remaining`.
-    pub fn insert(&self, fingerprint: [u8; 32], route_id: &str, at: Instant, remaining: Duration, written: bool) {
+    pub fn insert(
+        &self,
+        fingerprint: [u8; 32],
+        route_id: &str,
+        at: Instant,
+        remaining: Duration,
+        written: bool,
+    ) {
         let until = at + remaining.min(FRONT_TTL);
         let hint = FrontHint {
             route_id: route_id.into(),
@@ -176,16 +183,37 @@ mod tests {
         assert_eq!(hint.route_id, "r1");
         assert!(hint.fresh && hint.remaining <= FRONT_TTL);
         // A row that expired by the time it was read is never served.
-        front.insert([2; 32], "r2", now - Duration::from_secs(5), Duration::from_secs(3), false);
+        front.insert(
+            [2; 32],
+            "r2",
+            now - Duration::from_secs(5),
+            Duration::from_secs(3),
+            false,
+        );
         assert_eq!(front.get(&[2; 32]), None);
     }
 
     #[test]
     fn only_a_route_this_instance_wrote_skips_the_next_write() {
         let front = AffinityFront::default();
-        front.insert([1; 32], "read", Instant::now(), Duration::from_secs(300), false);
-        assert!(!front.wrote(&[1; 32], "read"), "read from the row: refresh it");
-        front.insert([1; 32], "mine", Instant::now(), Duration::from_secs(300), true);
+        front.insert(
+            [1; 32],
+            "read",
+            Instant::now(),
+            Duration::from_secs(300),
+            false,
+        );
+        assert!(
+            !front.wrote(&[1; 32], "read"),
+            "read from the row: refresh it"
+        );
+        front.insert(
+            [1; 32],
+            "mine",
+            Instant::now(),
+            Duration::from_secs(300),
+            true,
+        );
         assert!(front.wrote(&[1; 32], "mine"));
         assert!(!front.wrote(&[1; 32], "other"));
         assert!(!front.wrote(&[2; 32], "mine"));

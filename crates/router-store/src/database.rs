@@ -467,8 +467,13 @@ impl Database {
         };
         let response: Arc<str> = cached.response.into();
         if let Some(stored) = asked.checked_sub(cached.age) {
-            self.responses
-                .insert(account_id, *fingerprint, response.clone(), stored, generation);
+            self.responses.insert(
+                account_id,
+                *fingerprint,
+                response.clone(),
+                stored,
+                generation,
+            );
         }
         Ok(Some(response))
     }
@@ -486,8 +491,13 @@ impl Database {
         let stored = Instant::now();
         let mut conn = self.connection().await?;
         response_cache::store(&mut conn, account_id, fingerprint, response).await?;
-        self.responses
-            .insert(account_id, *fingerprint, response.into(), stored, generation);
+        self.responses.insert(
+            account_id,
+            *fingerprint,
+            response.into(),
+            stored,
+            generation,
+        );
         Ok(())
     }
 

@@ -255,7 +255,13 @@ impl ExperimentFront {
     }
 
     /// Keeps what a lookup made at `generation` found.
-    pub fn insert(&self, account_id: Uuid, slug: &str, found: Option<Arc<Experiment>>, generation: u64) {
+    pub fn insert(
+        &self,
+        account_id: Uuid,
+        slug: &str,
+        found: Option<Arc<Experiment>>,
+        generation: u64,
+    ) {
         let until = Instant::now() + FRONT_TTL;
         self.0
             .insert((account_id, slug.to_owned()), found, until, 1, generation);
@@ -301,7 +307,11 @@ mod tests {
         front.set_listening(true);
         front.insert(a, "x", None, front.generation());
         front.insert(b, "x", None, front.generation());
-        assert_eq!(front.get(a, "x"), Some(None), "an unknown slug is remembered");
+        assert_eq!(
+            front.get(a, "x"),
+            Some(None),
+            "an unknown slug is remembered"
+        );
         front.notified(&a.to_string());
         assert_eq!(front.get(a, "x"), None);
         assert_eq!(front.get(b, "x"), Some(None));

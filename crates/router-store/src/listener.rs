@@ -51,7 +51,9 @@ pub async fn start(url: Arc<str>, subscribers: Vec<Arc<dyn Subscriber>>) -> Resu
                 tokio::time::sleep(RECONNECT_DELAY).await;
                 match listen(&url, &subscribers).await {
                     Ok(conn) => break conn,
-                    Err(error) => tracing::debug!(error = %error, "change listener reconnect failed"),
+                    Err(error) => {
+                        tracing::debug!(error = %error, "change listener reconnect failed")
+                    }
                 }
             };
             set_listening(&subscribers, true);

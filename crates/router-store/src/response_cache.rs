@@ -8,8 +8,8 @@
 //! `cache_hit = true` (no hold, no ledger entry).
 
 use crate::error::store_error;
-use diesel::QueryableByName;
 use crate::front::Front;
+use diesel::QueryableByName;
 use diesel::sql_types::{BigInt, Bytea, Double, Integer, Text, Uuid as SqlUuid};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use router_canonical::{Protocol, Usage};
@@ -203,7 +203,12 @@ impl Default for ResponseFront {
 impl ResponseFront {
     /// The account's answer to `fingerprint`, if held and stored within
     /// `ttl_seconds`.
-    pub fn get(&self, account_id: Uuid, fingerprint: &[u8; 32], ttl_seconds: i32) -> Option<Arc<str>> {
+    pub fn get(
+        &self,
+        account_id: Uuid,
+        fingerprint: &[u8; 32],
+        ttl_seconds: i32,
+    ) -> Option<Arc<str>> {
         let (entry, _) = self.0.get(&(account_id, *fingerprint))?;
         let ttl = Duration::from_secs(u64::try_from(ttl_seconds).ok()?);
         (entry.stored.elapsed() < ttl).then_some(entry.response)
@@ -277,11 +282,21 @@ mod tests {
         let front = listening();
         let account = Uuid::now_v7();
         let stored = Instant::now() - Duration::from_secs(10);
-        front.insert(account, [1; 32], "answer".into(), stored, front.generation());
+        front.insert(
+            account,
+            [1; 32],
+            "answer".into(),
+            stored,
+            front.generation(),
+        );
         assert_eq!(front.get(account, &[1; 32], 60).as_deref(), Some("answer"));
         assert_eq!(front.get(account, &[1; 32], 10), None, "older than 10 s");
         assert_eq!(front.get(account, &[1; 32], -1), None);
-        assert_eq!(front.get(Uuid::now_v7(), &[1; 32], 60), None, "never across accounts");
+        assert_eq!(
+            front.get(Uuid::now_v7(), &[1; 32], 60),
+            None,
+            "never across accounts"
+        );
     }
 
     #[test]
@@ -289,20 +304,36 @@ mod tests {
         let front = listening();
         let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
         for account in [a, b] {
-            front.insert(account, [1; 32], "x".into(), Instant::now(), front.generation());
+            front.insert(
+                account,
+                [1; 32],
+                "x".into(),
+                Instant::now(),
+                front.generation(),
+            );
         }
         front.notified(&a.to_string());
         assert_eq!(front.get(a, &[1; 32], 60), None);
         assert!(front.get(b, &[1; 32], 60).is_some());
         front.notified("not an id");
-        assert_eq!(front.get(b, &[1; 32], 60), None, "unreadable: everything goes");
+        assert_eq!(
+            front.get(b, &[1; 32], 60),
+            None,
+            "unreadable: everything goes"
+        );
     }
 
     #[test]
     fn off_until_the_listener_is_up() {
         let front = ResponseFront::default();
         let account = Uuid::now_v7();
-        front.insert(account, [1; 32], "x".into(), Instant::now(), front.generation());
+        front.insert(
+            account,
+            [1; 32],
+            "x".into(),
+            Instant::now(),
+            front.generation(),
+        );
         assert_eq!(front.get(account, &[1; 32], 60), None);
     }
 }

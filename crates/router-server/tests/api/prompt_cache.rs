@@ -312,10 +312,15 @@ async fn another_instance_s_newer_choice_wins_within_the_front_s_lifetime() {
     let c = r.rich_customer().await;
     let body = long_body(Surface::Chat, "m-text", json!({}));
     assert_eq!(
-        state(&r, Surface::Chat, &c.key, &body, &[]).await.as_deref(),
+        state(&r, Surface::Chat, &c.key, &body, &[])
+            .await
+            .as_deref(),
         Some("new")
     );
-    assert_eq!(r.mock.calls().last().unwrap().model(), Some("up-text-primary"));
+    assert_eq!(
+        r.mock.calls().last().unwrap().model(),
+        Some("up-text-primary")
+    );
     r.mock.enqueue_for("up-text-primary", Script::status(500));
     r.mock.enqueue_for("up-text-primary", Script::status(500));
     let resp = b.chat(&c.key, &body).await;

@@ -349,18 +349,30 @@ async fn zdr_through_another_instance_empties_this_instance_s_front() {
     delete_rows_silently(&r, &c.account_id).await;
     let resp = r.chat(&key, &body).await;
     assert_eq!(resp.status(), 200);
-    assert_eq!(cache_header(&resp).as_deref(), Some("hit"), "served by A's front");
+    assert_eq!(
+        cache_header(&resp).as_deref(),
+        Some("hit"),
+        "served by A's front"
+    );
     assert_eq!(r.mock.call_count(), 1);
 
     let cookie = r.session_cookie(&c.account_id).await;
     set_zdr_on(&b, &cookie, true).await;
     let (status, _) = chat_until(&r, &key, &body, |status, _| status == 503).await;
     assert_eq!(status, 503, "A refuses under ZDR");
-    assert_eq!(r.mock.call_count(), 1, "never answered from the front under ZDR");
+    assert_eq!(
+        r.mock.call_count(),
+        1,
+        "never answered from the front under ZDR"
+    );
     set_zdr_on(&b, &cookie, false).await;
     let (status, cache) = chat_until(&r, &key, &body, |status, _| status == 200).await;
     assert_eq!(status, 200);
-    assert_eq!(cache.as_deref(), Some("miss"), "A's front forgot the answer");
+    assert_eq!(
+        cache.as_deref(),
+        Some("miss"),
+        "A's front forgot the answer"
+    );
     assert_eq!(r.mock.call_count(), 2);
 }
 
@@ -374,9 +386,15 @@ async fn a_lost_listener_empties_the_front() {
     let c = r.rich_customer().await;
     let key = caching_key(&r, &c.account_id, 300).await;
     let body = hello("m-text");
-    assert_eq!(cache_header(&r.chat(&key, &body).await).as_deref(), Some("miss"));
+    assert_eq!(
+        cache_header(&r.chat(&key, &body).await).as_deref(),
+        Some("miss")
+    );
     delete_rows_silently(&r, &c.account_id).await;
-    assert_eq!(cache_header(&r.chat(&key, &body).await).as_deref(), Some("hit"));
+    assert_eq!(
+        cache_header(&r.chat(&key, &body).await).as_deref(),
+        Some("hit")
+    );
 
     let mut conn = r.db.database().connection().await.unwrap();
     let before = listener_pids(&mut conn).await;
@@ -399,7 +417,11 @@ async fn a_lost_listener_empties_the_front() {
     assert!(back, "the listener reconnected");
     let resp = r.chat(&key, &body).await;
     assert_eq!(resp.status(), 200);
-    assert_eq!(cache_header(&resp).as_deref(), Some("miss"), "the front started over");
+    assert_eq!(
+        cache_header(&resp).as_deref(),
+        Some("miss"),
+        "the front started over"
+    );
     assert_eq!(r.mock.call_count(), 2);
 }
 
