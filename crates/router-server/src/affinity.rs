@@ -77,9 +77,12 @@ impl Affinity {
     /// The route that served the prefix is preferred from now on.
     pub async fn record(&self, app: &App, served: &str) {
         let ttl = i32::try_from(app.prompt_cache.affinity_ttl.as_secs()).unwrap_or(i32::MAX);
+        // The preference held (`hit`): extend it, never overwrite a newer
+        // choice another instance made meanwhile. Otherwise a new choice.
+        let preferred = self.preferred_route().as_deref() == Some(served);
         if let Err(e) = app
             .database()
-            .record_affinity(&self.fingerprint, served, ttl)
+            .record_affinity(&self.fingerprint, served, ttl, preferred)
             .await
         {
             tracing::warn!(error = %e, "could not record prompt-cache affinity");

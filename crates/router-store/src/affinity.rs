@@ -86,6 +86,32 @@ pub async fn record(
     Ok(())
 }
 
+/// `route_id` served the prefix again as its fresh preference: extends the
+/// preference for `ttl_seconds`, unless another instance has meanwhile
+/// made a newer choice for the prefix (whose row then stands). Returns
+/// whether this route is the stored preference now.
+pub async fn refresh(
+    conn: &mut AsyncPgConnection,
+    fingerprint: &[u8; 32],
+    route_id: &str,
+    ttl_seconds: i32,
+) -> Result<bool, StoreError> {
+    let written = diesel::sql_query(
+        "INSERT INTO prompt_cache_affinity (fingerprint, route_id, expires_at)
+         VALUES ($1, $2, now() + make_interval(secs => $3))
+         ON CONFLICT (fingerprint)
+         DO UPDATE SET expires_at = excluded.expires_at
+         WHERE prompt_cache_affinity.route_id = excluded.route_id",
+    )
+    .bind::<Bytea, _>(&fingerprint[..])
+    .bind::<Text, _>(route_id)
+    .bind::<Integer, _>(ttl_seconds)
+    .execute(conn)
+    .await
+    .map_err(store_error)?;
+    Ok(written == 1)
+}
+
 /// Deletes preferences that expired more than a day ago (a stale hint
 /// still reports `stale` for a while; after that it is simply unknown).
 pub async fn purge(conn: &mut AsyncPgConnection) -> Result<u64, StoreError> {
@@ -110,7 +136,10 @@ const FRONT_MAX_ENTRIES: usize = 100_000;
 /// preference this instance read or wrote, kept until the sooner of the
 /// row's expiry and [`FRONT_TTL`]. While it holds a route this instance
 /// wrote itself, recording the same route again skips the write, so the
-/// row's expiry trails the last use by at most [`FRONT_TTL`].
+/// row's expiry trails the last use by at most [`FRONT_TTL`]. A preference
+/// served again is only extended if the row still names it ([`refresh`]):
+/// a request that read this front just before another instance's newer
+/// choice does not overwrite that choice.
 ///
 /// A front cannot serve a wrong route: a preference only reorders the
 /// routes the plan already allowed (capabilities, discount floor, zero
@@ -149,6 +178,11 @@ impl AffinityFront {
         self.0
             .get(fingerprint)
             .is_some_and(|(hint, _)| hint.written && *hint.route_id == *route_id)
+    }
+
+    /// Drops what the front holds for the prefix.
+    pub fn forget(&self, fingerprint: &[u8; 32]) {
+        self.0.forget(|held| held == fingerprint);
     }
 
     /// Keeps a preference read or written at `at`, holding for `remaining`.

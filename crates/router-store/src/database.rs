@@ -539,23 +539,37 @@ impl Database {
         Ok(hint)
     }
 
-    /// Prefers `route_id` for the prefix for `ttl_seconds`. Skipped when
-    /// this instance wrote the same route within [`affinity::FRONT_TTL`].
+    /// Prefers `route_id`, which served the prefix, for `ttl_seconds`.
+    /// `preferred` says it was the prefix's fresh preference already: then
+    /// the preference is only extended, and not at all when this instance
+    /// wrote it within [`affinity::FRONT_TTL`]; if another instance chose
+    /// a route for the prefix meanwhile, that newer choice stands.
     pub async fn record_affinity(
         &self,
         fingerprint: &[u8; 32],
         route_id: &str,
         ttl_seconds: i32,
+        preferred: bool,
     ) -> Result<(), StoreError> {
-        if self.affinity.wrote(fingerprint, route_id) {
+        if preferred && self.affinity.wrote(fingerprint, route_id) {
             return Ok(());
         }
         let asked = Instant::now();
         let mut conn = self.connection().await?;
-        affinity::record(&mut conn, fingerprint, route_id, ttl_seconds).await?;
-        let ttl = Duration::from_secs(ttl_seconds.unsigned_abs().into());
-        self.affinity
-            .insert(*fingerprint, route_id, asked, ttl, true);
+        let stored = if preferred {
+            affinity::refresh(&mut conn, fingerprint, route_id, ttl_seconds).await?
+        } else {
+            affinity::record(&mut conn, fingerprint, route_id, ttl_seconds).await?;
+            true
+        };
+        if stored {
+            let ttl = Duration::from_secs(ttl_seconds.unsigned_abs().into());
+            self.affinity
+                .insert(*fingerprint, route_id, asked, ttl, true);
+        } else {
+            // Another instance's newer choice: read it next time.
+            self.affinity.forget(fingerprint);
+        }
         Ok(())
     }
 
