@@ -1,7 +1,8 @@
 //! Prompt-cache routing affinity (issue 16; F-14, F-16): the route that
 //! last served a cacheable prefix in a scope, and until when it is
 //! preferred. Rows are keyed by a SHA-256 the server computes over the
-//! scope, the model and the prefix, so no prompt text is stored.
+//! scope, the model and the prefix (`crate::digest`), so no prompt text is
+//! stored.
 
 use crate::error::store_error;
 use crate::front::Front;
@@ -9,20 +10,8 @@ use diesel::QueryableByName;
 use diesel::sql_types::{Bool, Bytea, Double, Integer, Text};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use router_core::store::StoreError;
-use sha2::{Digest, Sha256};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// The SHA-256 of `parts`, each length-prefixed so no two lists of parts
-/// hash alike by shifting bytes between neighbours.
-pub fn fingerprint(parts: &[&[u8]]) -> [u8; 32] {
-    let mut hash = Sha256::new();
-    for part in parts {
-        hash.update((part.len() as u64).to_be_bytes());
-        hash.update(part);
-    }
-    hash.finalize().into()
-}
 
 /// A stored preference.
 #[derive(Debug, Clone, PartialEq, Eq)]
