@@ -68,7 +68,7 @@ impl Digest {
     }
 }
 
-impl<'a> Serializer for &'a mut Digest {
+impl Serializer for &mut Digest {
     type Ok = ();
     type Error = DigestError;
     type SerializeSeq = Self;
