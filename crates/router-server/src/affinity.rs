@@ -18,6 +18,7 @@ use crate::app::{App, PromptCacheSettings};
 use router_canonical::{ContentPart, PromptCacheMode, Request, Role};
 use router_core::store::ApiKeyRecord;
 use router_store::affinity::AffinityHint;
+use router_store::digest::Digest;
 
 /// The response header (chat, responses and messages only, CF-10).
 pub const HEADER: &str = "x-ci-prompt-cache-affinity";
@@ -77,9 +78,12 @@ impl Affinity {
     /// The route that served the prefix is preferred from now on.
     pub async fn record(&self, app: &App, served: &str) {
         let ttl = i32::try_from(app.prompt_cache.affinity_ttl.as_secs()).unwrap_or(i32::MAX);
+        // The preference held (`hit`): extend it, never overwrite a newer
+        // choice another instance made meanwhile. Otherwise a new choice.
+        let preferred = self.preferred_route().as_deref() == Some(served);
         if let Err(e) = app
             .database()
-            .record_affinity(&self.fingerprint, served, ttl)
+            .record_affinity(&self.fingerprint, served, ttl, preferred)
             .await
         {
             tracing::warn!(error = %e, "could not record prompt-cache affinity");
@@ -129,16 +133,6 @@ fn fingerprint(
         }
         None => &messages[..messages.len().saturating_sub(1)],
     };
-    let tools = serde_json::to_vec(&request.tools).ok()?;
-    let prefix_json = serde_json::to_vec(prefix).ok()?;
-    let unmarked = last_marked.is_none() && !tools_marked;
-    // About four bytes of JSON per token: an estimate, not a count.
-    let estimated_tokens = (tools.len() + prefix_json.len()) as u64 / 4;
-    if prefix.is_empty() && !tools_marked
-        || unmarked && estimated_tokens < settings.min_prefix_tokens
-    {
-        return None;
-    }
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let scope = match header("x-ci-prompt-cache-scope").unwrap_or("session") {
         "org" => format!("org\0{}", key.account_id),
@@ -155,10 +149,18 @@ fn fingerprint(
             header("x-ci-prompt-cache-session").unwrap_or("")
         ),
     };
-    Some(router_store::affinity::fingerprint(&[
-        scope.as_bytes(),
-        request.model.as_bytes(),
-        &tools,
-        &prefix_json,
-    ]))
+    // Hashed as it is walked, not rendered as JSON first (see `Digest`).
+    let mut digest = Digest::default();
+    digest.bytes(scope.as_bytes());
+    digest.bytes(request.model.as_bytes());
+    let fed = digest.value(&request.tools).ok()? + digest.value(prefix).ok()?;
+    let unmarked = last_marked.is_none() && !tools_marked;
+    // About four bytes per token: an estimate, not a count.
+    let estimated_tokens = fed / 4;
+    if prefix.is_empty() && !tools_marked
+        || unmarked && estimated_tokens < settings.min_prefix_tokens
+    {
+        return None;
+    }
+    Some(digest.finish())
 }

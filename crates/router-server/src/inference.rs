@@ -296,7 +296,7 @@ async fn experiment(
     };
     let experiment = app
         .database()
-        .find_experiment(inbound.key.account_id, slug)
+        .find_experiment_cached(inbound.key.account_id, slug)
         .await
         .map_err(|e| {
             tracing::error!(error = %e, "experiment lookup failed");
@@ -336,9 +336,14 @@ async fn experiment(
 fn record_assignment(app: &Arc<App>, request_id: Uuid, experiment_id: Uuid, variant: String) {
     let app = app.clone();
     tokio::spawn(async move {
+        let assignment = router_store::experiments::Assignment {
+            request_id,
+            experiment_id,
+            variant,
+        };
         if let Err(e) = app
             .database()
-            .record_experiment_assignment(request_id, experiment_id, &variant)
+            .record_experiment_assignment(assignment)
             .await
         {
             tracing::warn!(%request_id, error = %e, "could not record the experiment assignment");

@@ -2,19 +2,20 @@
 //! functions. Each method checks one connection out for one operation.
 
 use crate::accounts::{self, AccountRow, AccountView};
-use crate::affinity::{self, AffinityHint};
+use crate::affinity::{self, AffinityFront, AffinityHint};
 use crate::api_keys::{self, ApiKeyChange, ApiKeyView, NewApiKey};
 use crate::audit::{self, Reconciliation};
 use crate::billing;
 use crate::data_protection;
 use crate::error::{AdminError, pool_error, store_error};
-use crate::experiments;
+use crate::experiments::{self, Assignment, ExperimentFront};
 use crate::group_commit::{BatchSlots, GroupCommit};
 use crate::history::{self, RequestView};
 use crate::jobs;
-use crate::key_cache::{self, KeyCache};
+use crate::key_cache::KeyCache;
+use crate::listener;
 use crate::migrations;
-use crate::response_cache::{self, CacheHit};
+use crate::response_cache::{self, CacheHit, ResponseFront};
 use crate::sessions::{self, MagicLinkIssue, NewSession, SessionRecord};
 use crate::thinking_seal_keys;
 use diesel::IntoSql;
@@ -34,7 +35,7 @@ use router_core::store::{
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 use uuid::Uuid;
 
 /// How long a caller waits for a free pooled connection, and for a new one
@@ -49,8 +50,16 @@ pub type PooledConnection = Object<AsyncPgConnection>;
 #[derive(Clone)]
 pub struct Database {
     pool: Pool<AsyncPgConnection>,
-    /// Off until [`Database::listen_for_key_changes`] turns it on.
+    /// Off until [`Database::listen_for_changes`] turns it on.
     keys: Arc<KeyCache>,
+    /// The response cache's front; off until the listener turns it on.
+    responses: Arc<ResponseFront>,
+    /// The experiments' front; off until the listener turns it on.
+    experiments: Arc<ExperimentFront>,
+    /// The affinity map's front, bounded by time (see [`affinity::FRONT_TTL`]).
+    affinity: Arc<AffinityFront>,
+    /// Experiment assignments, written to the history in batches.
+    assignments: Arc<GroupCommit<Assignment, Result<(), StoreError>>>,
     /// Reservations and settlements, gathered into batches (group commit).
     reservations: Arc<GroupCommit<NewRequest, Result<bool, StoreError>>>,
     /// A settlement's output is its charge, `None` when it was no longer held.
@@ -107,8 +116,17 @@ impl Database {
         let database = Database {
             reservations: Arc::new(group_commit(&pool, &wallet_writes, billing::reserve_batch)),
             settlements: Arc::new(group_commit(&pool, &wallet_writes, billing::settle_batch)),
+            // Request rows, not wallets: a slot of their own.
+            assignments: Arc::new(group_commit(
+                &pool,
+                &BatchSlots::new(1),
+                experiments::record_assignments,
+            )),
             pool,
             keys: Arc::default(),
+            responses: Arc::default(),
+            experiments: Arc::default(),
+            affinity: Arc::default(),
             url: url.into(),
         };
         database.ping().await?;
@@ -121,11 +139,17 @@ impl Database {
         migrations::run_pending_migrations(&self.url).await
     }
 
-    /// Turns the API-key cache on: a dedicated connection LISTENs for key
-    /// changes from every instance (see [`crate::key_cache`]). Without it,
-    /// every lookup goes to the database.
-    pub async fn listen_for_key_changes(&self) -> Result<(), StoreError> {
-        key_cache::start_listener(self.url.clone(), self.keys.clone()).await
+    /// Turns the in-process caches kept honest by NOTIFY on: a dedicated
+    /// connection LISTENs for API-key changes, response-cache clearings and
+    /// experiment changes from every instance (see [`crate::listener`]).
+    /// Without it, every such lookup goes to the database.
+    pub async fn listen_for_changes(&self) -> Result<(), StoreError> {
+        let subscribers: Vec<Arc<dyn listener::Subscriber>> = vec![
+            self.keys.clone(),
+            self.responses.clone(),
+            self.experiments.clone(),
+        ];
+        listener::start(self.url.clone(), subscribers).await
     }
 
     /// Catalog release numbers as they are announced (see
@@ -137,6 +161,11 @@ impl Database {
     /// Whether key lookups are being served from the cache right now.
     pub fn key_cache_is_on(&self) -> bool {
         self.keys.is_listening()
+    }
+
+    /// Whether cached answers are being served from the front right now.
+    pub fn response_front_is_on(&self) -> bool {
+        self.responses.is_listening()
     }
 
     /// One round trip to the database, for `/readyz`.
@@ -333,7 +362,10 @@ impl Database {
         variants: &[router_core::Variant],
     ) -> Result<router_core::Experiment, AdminError> {
         let mut conn = self.connection().await?;
-        experiments::create(&mut conn, account_id, slug, variants).await
+        let created = experiments::create(&mut conn, account_id, slug, variants).await;
+        // Other instances hear of it by NOTIFY; this one forgets now.
+        self.experiments.forget_account(account_id);
+        created
     }
 
     /// The account's experiment `slug` (another account's is `None`).
@@ -344,6 +376,26 @@ impl Database {
     ) -> Result<Option<router_core::Experiment>, StoreError> {
         let mut conn = self.connection().await?;
         experiments::find(&mut conn, account_id, slug).await
+    }
+
+    /// [`Database::find_experiment`] for the inference path, through the
+    /// in-process front (see [`ExperimentFront`]).
+    pub async fn find_experiment_cached(
+        &self,
+        account_id: Uuid,
+        slug: &str,
+    ) -> Result<Option<Arc<router_core::Experiment>>, StoreError> {
+        if let Some(found) = self.experiments.get(account_id, slug) {
+            return Ok(found);
+        }
+        let generation = self.experiments.generation();
+        let mut conn = self.connection().await?;
+        let found = experiments::find(&mut conn, account_id, slug)
+            .await?
+            .map(Arc::new);
+        self.experiments
+            .insert(account_id, slug, found.clone(), generation);
+        Ok(found)
     }
 
     pub async fn list_experiments(
@@ -363,7 +415,10 @@ impl Database {
         winner: Option<&str>,
     ) -> Result<experiments::StatusChange, StoreError> {
         let mut conn = self.connection().await?;
-        experiments::set_status(&mut conn, account_id, slug, to, winner).await
+        let change = experiments::set_status(&mut conn, account_id, slug, to, winner).await;
+        // Other instances hear of it by NOTIFY; this one forgets now.
+        self.experiments.forget_account(account_id);
+        change
     }
 
     /// Requests per variant of an experiment.
@@ -375,38 +430,75 @@ impl Database {
         experiments::assignment_counts(&mut conn, experiment_id).await
     }
 
-    /// Marks a request's history row with its experiment and variant.
+    /// Marks a request's history row with its experiment and variant,
+    /// batched with the other requests' meanwhile (one statement a batch).
     pub async fn record_experiment_assignment(
         &self,
-        request_id: Uuid,
-        experiment_id: Uuid,
-        variant: &str,
+        assignment: Assignment,
     ) -> Result<(), StoreError> {
-        let mut conn = self.connection().await?;
-        experiments::record_assignment(&mut conn, request_id, experiment_id, variant).await
+        match self.assignments.submit(assignment).await {
+            Some(outcome) => outcome,
+            None => Err(StoreError::Unavailable(
+                "the assignment batch queue has stopped".into(),
+            )),
+        }
     }
 
     /// The account's cached answer to `fingerprint`, if stored within
-    /// `ttl_seconds` (the canonical response JSON).
+    /// `ttl_seconds` (the canonical response JSON): from the in-process
+    /// front when it holds it (see [`ResponseFront`]), else from the table.
     pub async fn cached_response(
         &self,
         account_id: Uuid,
         fingerprint: &[u8; 32],
         ttl_seconds: i32,
-    ) -> Result<Option<String>, StoreError> {
+    ) -> Result<Option<Arc<str>>, StoreError> {
+        if let Some(response) = self.responses.get(account_id, fingerprint, ttl_seconds) {
+            return Ok(Some(response));
+        }
+        let generation = self.responses.generation();
+        // Before the query: the row is at least `age` older than this.
+        let asked = Instant::now();
         let mut conn = self.connection().await?;
-        response_cache::lookup(&mut conn, account_id, fingerprint, ttl_seconds).await
+        let Some(cached) =
+            response_cache::lookup(&mut conn, account_id, fingerprint, ttl_seconds).await?
+        else {
+            return Ok(None);
+        };
+        let response: Arc<str> = cached.response.into();
+        if let Some(stored) = asked.checked_sub(cached.age) {
+            self.responses.insert(
+                account_id,
+                *fingerprint,
+                response.clone(),
+                stored,
+                generation,
+            );
+        }
+        Ok(Some(response))
     }
 
-    /// Stores the account's answer to `fingerprint`.
+    /// Stores the account's answer to `fingerprint`, in the table and in
+    /// this instance's front.
     pub async fn cache_response(
         &self,
         account_id: Uuid,
         fingerprint: &[u8; 32],
         response: &str,
     ) -> Result<(), StoreError> {
+        let generation = self.responses.generation();
+        // Before the statement: no later than the row's `created_at`.
+        let stored = Instant::now();
         let mut conn = self.connection().await?;
-        response_cache::store(&mut conn, account_id, fingerprint, response).await
+        response_cache::store(&mut conn, account_id, fingerprint, response).await?;
+        self.responses.insert(
+            account_id,
+            *fingerprint,
+            response.into(),
+            stored,
+            generation,
+        );
+        Ok(())
     }
 
     /// Records a request answered from the cache in the history.
@@ -419,27 +511,66 @@ impl Database {
     /// data retention calls this, J-09) and tells every instance.
     pub async fn clear_response_cache(&self, account_id: Uuid) -> Result<u64, StoreError> {
         let mut conn = self.connection().await?;
-        response_cache::clear(&mut conn, account_id).await
+        let cleared = response_cache::clear(&mut conn, account_id).await;
+        // Other instances hear of it by NOTIFY; this one forgets now.
+        self.responses.forget_account(account_id);
+        cleared
     }
 
-    /// The stored prompt-cache route preference of a prefix.
+    /// The stored prompt-cache route preference of a prefix: a fresh one
+    /// from the in-process front when it holds one (see [`AffinityFront`]),
+    /// else the row.
     pub async fn affinity_hint(
         &self,
         fingerprint: &[u8; 32],
     ) -> Result<Option<AffinityHint>, StoreError> {
+        if let Some(hint) = self.affinity.get(fingerprint) {
+            return Ok(Some(hint));
+        }
+        // Before the query: the preference ends no sooner than this plus
+        // what the database says remains.
+        let asked = Instant::now();
         let mut conn = self.connection().await?;
-        affinity::lookup(&mut conn, fingerprint).await
+        let hint = affinity::lookup(&mut conn, fingerprint).await?;
+        if let Some(hint) = hint.as_ref().filter(|hint| hint.fresh) {
+            self.affinity
+                .insert(*fingerprint, &hint.route_id, asked, hint.remaining, false);
+        }
+        Ok(hint)
     }
 
-    /// Prefers `route_id` for the prefix for `ttl_seconds`.
+    /// Prefers `route_id`, which served the prefix, for `ttl_seconds`.
+    /// `preferred` says it was the prefix's fresh preference already: then
+    /// the preference is only extended, and not at all when this instance
+    /// wrote it within [`affinity::FRONT_TTL`]; if another instance chose
+    /// a route for the prefix meanwhile, that newer choice stands.
     pub async fn record_affinity(
         &self,
         fingerprint: &[u8; 32],
         route_id: &str,
         ttl_seconds: i32,
+        preferred: bool,
     ) -> Result<(), StoreError> {
+        if preferred && self.affinity.wrote(fingerprint, route_id) {
+            return Ok(());
+        }
+        let asked = Instant::now();
         let mut conn = self.connection().await?;
-        affinity::record(&mut conn, fingerprint, route_id, ttl_seconds).await
+        let stored = if preferred {
+            affinity::refresh(&mut conn, fingerprint, route_id, ttl_seconds).await?
+        } else {
+            affinity::record(&mut conn, fingerprint, route_id, ttl_seconds).await?;
+            true
+        };
+        if stored {
+            let ttl = Duration::from_secs(ttl_seconds.unsigned_abs().into());
+            self.affinity
+                .insert(*fingerprint, route_id, asked, ttl, true);
+        } else {
+            // Another instance's newer choice: read it next time.
+            self.affinity.forget(fingerprint);
+        }
+        Ok(())
     }
 
     /// Deletes long-expired route preferences.
@@ -475,6 +606,10 @@ impl Database {
             data_protection::set_zero_data_retention(&mut conn, account_id, session_id, enabled)
                 .await?;
         self.keys.forget_account(account_id);
+        if enabled {
+            // The account's answers went with the switch (J-09).
+            self.responses.forget_account(account_id);
+        }
         Ok(change)
     }
 

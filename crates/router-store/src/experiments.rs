@@ -3,12 +3,22 @@
 //! by the server before they are stored.
 
 use crate::error::{AdminError, is_foreign_key_violation, is_unique_violation, store_error};
-use diesel::QueryableByName;
+use crate::front::Front;
+use crate::prepared::{Params, static_query_id};
+use diesel::pg::Pg;
+use diesel::query_builder::{AstPass, QueryFragment};
 use diesel::sql_types::{Array, BigInt, Nullable, Text, Uuid as SqlUuid};
+use diesel::{QueryResult, QueryableByName};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use router_core::experiments::{Experiment, ExperimentStatus, Variant};
 use router_core::store::StoreError;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 use uuid::Uuid;
+
+/// The channel on which a trigger announces every change to an account's
+/// experiments (payload: the account ID), for the in-process front.
+pub const EXPERIMENT_CHANGED_CHANNEL: &str = "router_experiment_changed";
 
 #[derive(QueryableByName)]
 struct ExperimentRow {
@@ -182,23 +192,148 @@ pub async fn assignment_counts(
     Ok(rows.into_iter().map(|r| (r.variant, r.requests)).collect())
 }
 
-/// Records on a request's history row the experiment and variant it was
-/// assigned. A request refused before it was reserved has no row: nothing
-/// to record.
-pub async fn record_assignment(
+/// A request's assignment, for its history row.
+#[derive(Debug, Clone)]
+pub struct Assignment {
+    pub request_id: Uuid,
+    pub experiment_id: Uuid,
+    pub variant: String,
+}
+
+/// Records on requests' history rows the experiment and variant each was
+/// assigned, in one statement for a whole batch (the assignment counts are
+/// read from these rows), prepared once per connection. A request refused
+/// before it was reserved has no row: nothing to record.
+pub async fn record_assignments(
     conn: &mut AsyncPgConnection,
-    request_id: Uuid,
-    experiment_id: Uuid,
-    variant: &str,
-) -> Result<(), StoreError> {
-    diesel::sql_query(
-        "UPDATE requests SET experiment_id = $2, experiment_variant = $3 WHERE id = $1",
-    )
-    .bind::<SqlUuid, _>(request_id)
-    .bind::<SqlUuid, _>(experiment_id)
-    .bind::<Text, _>(variant)
-    .execute(conn)
-    .await
-    .map_err(store_error)?;
-    Ok(())
+    assignments: &[Assignment],
+) -> Result<Vec<()>, StoreError> {
+    let statement = RecordAssignmentsStatement {
+        request_ids: assignments.iter().map(|a| a.request_id).collect(),
+        experiment_ids: assignments.iter().map(|a| a.experiment_id).collect(),
+        variants: assignments.iter().map(|a| a.variant.as_str()).collect(),
+    };
+    statement.execute(conn).await.map_err(store_error)?;
+    Ok(vec![(); assignments.len()])
+}
+
+struct RecordAssignmentsStatement<'a> {
+    request_ids: Vec<Uuid>,
+    experiment_ids: Vec<Uuid>,
+    variants: Vec<&'a str>,
+}
+
+impl QueryFragment<Pg> for RecordAssignmentsStatement<'_> {
+    fn walk_ast<'b>(&'b self, out: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
+        let mut p = Params::new(out);
+        p.bind::<Array<SqlUuid>, _>("request_ids", &self.request_ids)?;
+        p.bind::<Array<SqlUuid>, _>("experiment_ids", &self.experiment_ids)?;
+        p.bind::<Array<Text>, _>("variants", &self.variants)?;
+        p.finish(
+            "UPDATE requests
+             SET experiment_id = a.experiment_id, experiment_variant = a.variant
+             FROM p, unnest(p.request_ids, p.experiment_ids, p.variants)
+                 AS a(request_id, experiment_id, variant)
+             WHERE requests.id = a.request_id",
+        )
+    }
+}
+
+static_query_id!(RecordAssignmentsStatement);
+
+/// The longest an entry of the front is trusted, even while listening: a
+/// notification that never arrives is covered by this.
+const FRONT_TTL: Duration = Duration::from_secs(30);
+const FRONT_MAX_ENTRIES: usize = 100_000;
+
+/// The in-process front of the experiments the inference path reads
+/// (`X-CI-Experiment`): an account's slug and what it names, an unknown
+/// slug included (`None`). A trigger announces every insert, update and
+/// delete of an account's experiments on [`EXPERIMENT_CHANGED_CHANNEL`],
+/// which drops the account's entries on every instance; while that
+/// channel is not heard the front is empty and bypassed.
+#[derive(Debug)]
+pub struct ExperimentFront(Front<(Uuid, String), Option<Arc<Experiment>>>);
+
+impl Default for ExperimentFront {
+    fn default() -> ExperimentFront {
+        ExperimentFront(Front::new(FRONT_MAX_ENTRIES, FRONT_MAX_ENTRIES, false))
+    }
+}
+
+impl ExperimentFront {
+    /// `Some(found)` when the front knows the account's slug.
+    pub fn get(&self, account_id: Uuid, slug: &str) -> Option<Option<Arc<Experiment>>> {
+        self.0
+            .get(&(account_id, slug.to_owned()))
+            .map(|(found, _)| found)
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.0.generation()
+    }
+
+    /// Keeps what a lookup made at `generation` found.
+    pub fn insert(
+        &self,
+        account_id: Uuid,
+        slug: &str,
+        found: Option<Arc<Experiment>>,
+        generation: u64,
+    ) {
+        let until = Instant::now() + FRONT_TTL;
+        self.0
+            .insert((account_id, slug.to_owned()), found, until, 1, generation);
+    }
+
+    /// Drops every entry of the account.
+    pub fn forget_account(&self, account_id: Uuid) {
+        self.0.forget(|(account, _)| *account == account_id);
+    }
+}
+
+impl crate::listener::Subscriber for ExperimentFront {
+    fn channel(&self) -> &'static str {
+        EXPERIMENT_CHANGED_CHANNEL
+    }
+
+    fn notified(&self, payload: &str) {
+        match payload.parse::<Uuid>() {
+            Ok(account_id) => self.forget_account(account_id),
+            Err(_) => {
+                tracing::warn!(payload = %payload, "unreadable experiment change; clearing the experiment front");
+                self.0.clear();
+            }
+        }
+    }
+
+    fn set_listening(&self, listening: bool) {
+        self.0.set_listening(listening);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::listener::Subscriber;
+
+    #[test]
+    fn a_change_notification_drops_the_accounts_entries_unknown_slugs_too() {
+        let front = ExperimentFront::default();
+        let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
+        front.insert(a, "x", None, front.generation());
+        assert!(front.get(a, "x").is_none(), "off until the listener is up");
+        front.set_listening(true);
+        front.insert(a, "x", None, front.generation());
+        front.insert(b, "x", None, front.generation());
+        assert_eq!(
+            front.get(a, "x"),
+            Some(None),
+            "an unknown slug is remembered"
+        );
+        front.notified(&a.to_string());
+        assert_eq!(front.get(a, "x"), None);
+        assert_eq!(front.get(b, "x"), Some(None));
+        assert_eq!(front.get(b, "y"), None);
+    }
 }

@@ -3,7 +3,7 @@
 //!
 //! Staleness is bounded by invalidation, not by time alone: the cache serves
 //! entries only while a dedicated connection LISTENs on
-//! [`API_KEY_CHANGED_CHANNEL`], where a trigger announces every key whose
+//! [`API_KEY_CHANGED_CHANNEL`] ([`crate::listener`]), where a trigger announces every key whose
 //! deletion, expiry, scopes or policy changed, from whichever instance changed it.
 //! When that connection is down the cache is emptied and bypassed until it is
 //! back, and a short TTL covers a notification that never arrives. A key's
@@ -11,25 +11,15 @@
 //! this process are also applied at once, before the admin call returns.
 
 use crate::api_keys::API_KEY_CHANGED_CHANNEL;
-use crate::error::store_error;
-use diesel::IntoSql;
-use diesel::sql_types::Integer;
-use diesel_async::{AsyncConnection, AsyncPgConnection};
-use futures::StreamExt;
-use router_core::store::{ApiKeyRecord, StoreError};
+use router_core::store::ApiKeyRecord;
 use std::collections::HashMap;
+use std::sync::RwLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 use uuid::Uuid;
 
 /// Longest an entry is trusted without a fresh lookup, even while listening.
 const TTL: Duration = Duration::from_secs(30);
-/// How often the listening connection proves it is alive when no
-/// notification arrives; a dead one is noticed within about this long.
-const HEARTBEAT: Duration = Duration::from_secs(5);
-/// Wait between attempts to re-establish a lost listening connection.
-const RECONNECT_DELAY: Duration = Duration::from_secs(1);
 /// Entries kept at most; a full cache starts over rather than grow.
 const MAX_ENTRIES: usize = 100_000;
 
@@ -130,72 +120,23 @@ impl KeyCache {
     }
 }
 
-/// Opens the LISTEN connection, turns the cache on, and keeps it listening
-/// in a background task (reconnecting, with the cache off, when the
-/// connection is lost). Fails when the first connection cannot be made.
-pub async fn start_listener(url: Arc<str>, cache: Arc<KeyCache>) -> Result<(), StoreError> {
-    let conn = listen(&url).await?;
-    cache.set_listening(true);
-    tokio::spawn(async move {
-        let mut conn = conn;
-        loop {
-            let error = relay_invalidations(&mut conn, &cache).await;
-            cache.set_listening(false);
-            tracing::warn!(error = %error, "API key change listener lost; key cache off until it is back");
-            conn = loop {
-                tokio::time::sleep(RECONNECT_DELAY).await;
-                match listen(&url).await {
-                    Ok(conn) => break conn,
-                    Err(error) => tracing::debug!(error = %error, "key listener reconnect failed"),
-                }
-            };
-            cache.set_listening(true);
-            tracing::info!("API key change listener back; key cache on");
-        }
-    });
-    Ok(())
-}
+impl crate::listener::Subscriber for KeyCache {
+    fn channel(&self) -> &'static str {
+        API_KEY_CHANGED_CHANNEL
+    }
 
-async fn listen(url: &str) -> Result<AsyncPgConnection, StoreError> {
-    use diesel_async::RunQueryDsl;
-    let mut conn = AsyncPgConnection::establish(url)
-        .await
-        .map_err(|error| StoreError::Unavailable(error.to_string()))?;
-    diesel::sql_query(format!("LISTEN {API_KEY_CHANGED_CHANNEL}"))
-        .execute(&mut conn)
-        .await
-        .map_err(store_error)?;
-    Ok(conn)
-}
-
-/// Applies notifications until the connection fails; returns why it did.
-async fn relay_invalidations(conn: &mut AsyncPgConnection, cache: &KeyCache) -> StoreError {
-    // Scoped here: its `load` would shadow the atomics' in the rest of the module.
-    use diesel_async::RunQueryDsl;
-    loop {
-        let next = {
-            let mut notifications = std::pin::pin!(conn.notifications_stream());
-            tokio::time::timeout(HEARTBEAT, notifications.next()).await
-        };
-        match next {
-            Ok(Some(Ok(notification))) => match decode_hash(&notification.payload) {
-                Some(key_hash) => cache.forget(&key_hash),
-                None => {
-                    tracing::warn!(payload = %notification.payload, "unreadable key change; clearing the key cache");
-                    cache.clear();
-                }
-            },
-            Ok(Some(Err(error))) => return store_error(error),
-            Ok(None) => return StoreError::Unavailable("notification stream ended".into()),
-            Err(_quiet) => {
-                if let Err(error) = diesel::select(1_i32.into_sql::<Integer>())
-                    .get_result::<i32>(conn)
-                    .await
-                {
-                    return store_error(error);
-                }
+    fn notified(&self, payload: &str) {
+        match decode_hash(payload) {
+            Some(key_hash) => self.forget(&key_hash),
+            None => {
+                tracing::warn!(payload = %payload, "unreadable key change; clearing the key cache");
+                self.clear();
             }
         }
+    }
+
+    fn set_listening(&self, listening: bool) {
+        KeyCache::set_listening(self, listening);
     }
 }
 

@@ -8,12 +8,15 @@
 //! `cache_hit = true` (no hold, no ledger entry).
 
 use crate::error::store_error;
+use crate::front::Front;
 use diesel::QueryableByName;
-use diesel::sql_types::{BigInt, Bytea, Integer, Text, Uuid as SqlUuid};
+use diesel::sql_types::{BigInt, Bytea, Double, Integer, Text, Uuid as SqlUuid};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use router_canonical::{Protocol, Usage};
 use router_core::store::StoreError;
 use sha2::{Digest, Sha256};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 use uuid::Uuid;
 
 /// The channel on which clearing an account's entries is announced, with
@@ -33,18 +36,30 @@ pub fn fingerprint(canonical: &[u8]) -> [u8; 32] {
 struct CachedRow {
     #[diesel(sql_type = Text)]
     response: String,
+    #[diesel(sql_type = Double)]
+    age_seconds: f64,
+}
+
+/// A stored answer and how old it is (by the database's clock).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cached {
+    /// The canonical response JSON.
+    pub response: String,
+    pub age: Duration,
 }
 
 /// The account's answer to `fingerprint` stored within the last
-/// `ttl_seconds`, as stored (the canonical response JSON).
+/// `ttl_seconds`, as stored (the canonical response JSON), with its age.
 pub async fn lookup(
     conn: &mut AsyncPgConnection,
     account_id: Uuid,
     fingerprint: &[u8; 32],
     ttl_seconds: i32,
-) -> Result<Option<String>, StoreError> {
+) -> Result<Option<Cached>, StoreError> {
     let rows: Vec<CachedRow> = diesel::sql_query(
-        "SELECT response FROM response_cache
+        "SELECT response,
+                greatest(extract(epoch FROM now() - created_at), 0)::float8 AS age_seconds
+         FROM response_cache
          WHERE account_id = $1 AND fingerprint = $2
            AND created_at > now() - make_interval(secs => $3)",
     )
@@ -54,7 +69,10 @@ pub async fn lookup(
     .load(conn)
     .await
     .map_err(store_error)?;
-    Ok(rows.into_iter().next().map(|row| row.response))
+    Ok(rows.into_iter().next().map(|row| Cached {
+        response: row.response,
+        age: Duration::try_from_secs_f64(row.age_seconds).unwrap_or(Duration::MAX),
+    }))
 }
 
 /// Stores (or refreshes) the account's answer to `fingerprint`.
@@ -153,4 +171,169 @@ pub async fn purge(conn: &mut AsyncPgConnection) -> Result<u64, StoreError> {
     .await
     .map_err(store_error)?;
     Ok(deleted as u64)
+}
+
+/// Entries the in-process front keeps at most, and the bytes of response
+/// JSON they hold at most (an answer over an eighth of it is not kept).
+const FRONT_MAX_ENTRIES: usize = 10_000;
+const FRONT_MAX_BYTES: usize = 64 << 20;
+
+/// The in-process front of the cache: answers this instance read or
+/// stored, served without a round trip while the change listener is up
+/// ([`crate::listener`]). Clearing an account (J-09) reaches every
+/// instance's front by NOTIFY on [`RESPONSE_CACHE_CLEARED_CHANNEL`]; an
+/// entry is served only within the asking key's TTL of the row's
+/// `created_at`, so it never outlives the row's own answer.
+#[derive(Debug)]
+pub struct ResponseFront(Front<(Uuid, [u8; 32]), FrontEntry>);
+
+#[derive(Debug, Clone)]
+pub struct FrontEntry {
+    response: Arc<str>,
+    /// No later than the row's `created_at`.
+    stored: Instant,
+}
+
+impl Default for ResponseFront {
+    fn default() -> ResponseFront {
+        ResponseFront(Front::new(FRONT_MAX_ENTRIES, FRONT_MAX_BYTES, false))
+    }
+}
+
+impl ResponseFront {
+    /// The account's answer to `fingerprint`, if held and stored within
+    /// `ttl_seconds`.
+    pub fn get(
+        &self,
+        account_id: Uuid,
+        fingerprint: &[u8; 32],
+        ttl_seconds: i32,
+    ) -> Option<Arc<str>> {
+        let (entry, _) = self.0.get(&(account_id, *fingerprint))?;
+        let ttl = Duration::from_secs(u64::try_from(ttl_seconds).ok()?);
+        (entry.stored.elapsed() < ttl).then_some(entry.response)
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.0.generation()
+    }
+
+    /// Keeps an answer stored at `stored` (read at `generation`).
+    pub fn insert(
+        &self,
+        account_id: Uuid,
+        fingerprint: [u8; 32],
+        response: Arc<str>,
+        stored: Instant,
+        generation: u64,
+    ) {
+        let weight = response.len();
+        // No key's TTL reaches past the longest one.
+        let until = stored + Duration::from_secs(MAX_TTL_SECONDS.unsigned_abs().into());
+        let entry = FrontEntry { response, stored };
+        self.0
+            .insert((account_id, fingerprint), entry, until, weight, generation);
+    }
+
+    /// Drops every answer of the account.
+    pub fn forget_account(&self, account_id: Uuid) {
+        self.0.forget(|(account, _)| *account == account_id);
+    }
+
+    /// Whether answers are being served from the front.
+    pub fn is_listening(&self) -> bool {
+        self.0.is_listening()
+    }
+}
+
+impl crate::listener::Subscriber for ResponseFront {
+    fn channel(&self) -> &'static str {
+        RESPONSE_CACHE_CLEARED_CHANNEL
+    }
+
+    fn notified(&self, payload: &str) {
+        match payload.parse::<Uuid>() {
+            Ok(account_id) => self.forget_account(account_id),
+            Err(_) => {
+                tracing::warn!(payload = %payload, "unreadable cache clearing; clearing the response front");
+                self.0.clear();
+            }
+        }
+    }
+
+    fn set_listening(&self, listening: bool) {
+        self.0.set_listening(listening);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::listener::Subscriber;
+
+    fn listening() -> ResponseFront {
+        let front = ResponseFront::default();
+        front.set_listening(true);
+        front
+    }
+
+    #[test]
+    fn an_answer_is_served_only_within_the_asking_keys_ttl() {
+        let front = listening();
+        let account = Uuid::now_v7();
+        let stored = Instant::now() - Duration::from_secs(10);
+        front.insert(
+            account,
+            [1; 32],
+            "answer".into(),
+            stored,
+            front.generation(),
+        );
+        assert_eq!(front.get(account, &[1; 32], 60).as_deref(), Some("answer"));
+        assert_eq!(front.get(account, &[1; 32], 10), None, "older than 10 s");
+        assert_eq!(front.get(account, &[1; 32], -1), None);
+        assert_eq!(
+            front.get(Uuid::now_v7(), &[1; 32], 60),
+            None,
+            "never across accounts"
+        );
+    }
+
+    #[test]
+    fn a_clearing_notification_drops_that_accounts_answers_only() {
+        let front = listening();
+        let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
+        for account in [a, b] {
+            front.insert(
+                account,
+                [1; 32],
+                "x".into(),
+                Instant::now(),
+                front.generation(),
+            );
+        }
+        front.notified(&a.to_string());
+        assert_eq!(front.get(a, &[1; 32], 60), None);
+        assert!(front.get(b, &[1; 32], 60).is_some());
+        front.notified("not an id");
+        assert_eq!(
+            front.get(b, &[1; 32], 60),
+            None,
+            "unreadable: everything goes"
+        );
+    }
+
+    #[test]
+    fn off_until_the_listener_is_up() {
+        let front = ResponseFront::default();
+        let account = Uuid::now_v7();
+        front.insert(
+            account,
+            [1; 32],
+            "x".into(),
+            Instant::now(),
+            front.generation(),
+        );
+        assert_eq!(front.get(account, &[1; 32], 60), None);
+    }
 }

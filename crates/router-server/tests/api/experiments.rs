@@ -459,3 +459,54 @@ async fn a_rewriting_experiment_refuses_image_input() {
     assert_eq!(r.mock.call_count(), 0);
     assert_eq!(r.account(&c.account_id).await["held_nano_usd"], 0);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_change_through_one_instance_reaches_another_s_experiment_front() {
+    // Issue 16 item 3: the inference path reads experiments from an
+    // in-process front; every admin change is announced by a trigger, so a
+    // second instance stops applying a paused experiment (F-03) and starts
+    // applying a new one whose slug it had cached as unknown (F-04).
+    let r = TestRouter::start().await;
+    let second = r.second_router().await;
+    let c = r.rich_customer().await;
+    let a = &c.account_id;
+    let send = |slug: &'static str| {
+        let (second, key) = (&second, c.key.clone());
+        async move {
+            second
+                .client
+                .post(format!("{}/v1/chat/completions", second.base))
+                .bearer_auth(key)
+                .header("x-ci-experiment", slug)
+                .json(&hello("m-text"))
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+    let one_system = json!([{"name": "a", "weight": 1, "system": "VARIANT-A-SYSTEM"}]);
+    running(&r, a, "tone", one_system.clone()).await;
+    assert_eq!(send("tone").await.status(), 200);
+    assert_eq!(variant_seen(&last_body(&r)), Some("a"));
+    // Unknown on the second instance, and remembered as such.
+    assert_eq!(send("later").await.status(), 404);
+    assert_eq!(send("later").await.status(), 404);
+
+    let (status, _) = set_status(&r, a, "tone", json!({"status": "paused"})).await;
+    assert_eq!(status, 200);
+    running(&r, a, "later", one_system).await;
+    // The notification travels asynchronously: bounded tries, no timing.
+    let mut seen = Some("a");
+    for _ in 0..100 {
+        assert_eq!(send("tone").await.status(), 200);
+        seen = variant_seen(&last_body(&r));
+        if seen.is_none() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(seen, None, "paused: forwarded untouched");
+    let resp = send("later").await;
+    assert_eq!(resp.status(), 200, "the new experiment is found");
+    assert_eq!(variant_seen(&last_body(&r)), Some("a"));
+}

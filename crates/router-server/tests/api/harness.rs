@@ -616,7 +616,7 @@ impl TestRouter {
             .unwrap();
         let db = TestDatabase::new().await;
         // As in production: key lookups are cached, invalidated by LISTEN.
-        db.database().listen_for_key_changes().await.unwrap();
+        db.database().listen_for_changes().await.unwrap();
         let text = format!("{CATALOG}\n{extra_catalog}").replace("{BASE}", &mock.base_url());
         let catalog_path =
             std::env::temp_dir().join(format!("router-test-{}.toml", uuid::Uuid::new_v4()));
@@ -685,7 +685,7 @@ impl TestRouter {
         let database = router_store::Database::connect(self.db.url(), 8)
             .await
             .unwrap();
-        database.listen_for_key_changes().await.unwrap();
+        database.listen_for_changes().await.unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let base = format!("http://{addr}");

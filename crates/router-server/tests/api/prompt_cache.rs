@@ -299,3 +299,45 @@ async fn a_failed_affinity_read_is_miss_not_an_error() {
         Some("miss")
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn another_instance_s_newer_choice_wins_within_the_front_s_lifetime() {
+    // F-14, F-16 with the in-process front (issue 16 item 2): instance A
+    // prefers the primary for a prefix; instance B then serves the same
+    // prefix from the fallback (G-23) and records it. A's front holds its
+    // own choice for at most `router_store::affinity::FRONT_TTL`, then
+    // reads the shared row: A's next requests go to the fallback first.
+    let r = TestRouter::start().await;
+    let b = r.second_router().await;
+    let c = r.rich_customer().await;
+    let body = long_body(Surface::Chat, "m-text", json!({}));
+    assert_eq!(
+        state(&r, Surface::Chat, &c.key, &body, &[])
+            .await
+            .as_deref(),
+        Some("new")
+    );
+    assert_eq!(
+        r.mock.calls().last().unwrap().model(),
+        Some("up-text-primary")
+    );
+    r.mock.enqueue_for("up-text-primary", Script::status(500));
+    r.mock.enqueue_for("up-text-primary", Script::status(500));
+    let resp = b.chat(&c.key, &body).await;
+    assert_eq!(resp.status(), 200);
+    assert_eq!(affinity(&resp).as_deref(), Some("miss"));
+    // Bounded tries (a wait, not a timing assertion).
+    let mut first = None;
+    for _ in 0..40 {
+        let calls = r.mock.call_count();
+        let resp = Surface::Chat.send(&r, &c.key, &body, &[]).await;
+        assert_eq!(resp.status(), 200);
+        assert_eq!(affinity(&resp).as_deref(), Some("hit"));
+        first = r.mock.calls()[calls].model().map(str::to_owned);
+        if first.as_deref() == Some("up-text-fallback") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(first.as_deref(), Some("up-text-fallback"));
+}

@@ -282,3 +282,166 @@ async fn the_ttl_is_set_and_cleared_by_the_operator() {
     let resp = r.chat(secret, &hello("m-text")).await;
     assert_eq!(cache_header(&resp), None);
 }
+
+/// Deletes the account's rows behind the routers' backs (no NOTIFY), so
+/// only an instance's in-process front can still answer.
+async fn delete_rows_silently(r: &TestRouter, account_id: &str) {
+    use diesel_async::RunQueryDsl;
+    let mut conn = r.db.database().connection().await.unwrap();
+    let account = uuid::Uuid::parse_str(account_id).unwrap();
+    let deleted = diesel::sql_query("DELETE FROM response_cache WHERE account_id = $1")
+        .bind::<diesel::sql_types::Uuid, _>(account)
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(deleted, 1);
+}
+
+/// `PATCH /api/data-protection` on the second instance, with a session.
+async fn set_zdr_on(second: &SecondRouter, cookie: &str, on: bool) {
+    let resp = second
+        .client
+        .patch(format!("{}/api/data-protection", second.base))
+        .header("cookie", cookie)
+        .header("origin", &second.base)
+        .json(&json!({"zero_data_retention": on}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+}
+
+/// Sends until `done` says the reply is the awaited one: notifications
+/// travel asynchronously, so a bounded number of tries, never a timed
+/// assertion. Returns the last reply's status and cache header.
+async fn chat_until(
+    r: &TestRouter,
+    key: &str,
+    body: &Value,
+    done: impl Fn(u16, Option<&str>) -> bool,
+) -> (u16, Option<String>) {
+    let mut last = (0, None);
+    for _ in 0..100 {
+        let resp = r.chat(key, body).await;
+        last = (resp.status().as_u16(), cache_header(&resp));
+        if done(last.0, last.1.as_deref()) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    last
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn zdr_through_another_instance_empties_this_instance_s_front() {
+    // Issue 16 item 5, J-09: an answer held in instance A's in-process
+    // front (the row is gone, A still answers), then account ZDR turned on
+    // through instance B. A refuses while ZDR is on (J-06: no ZDR supply
+    // here) and, once it is off again, asks the supplier: the NOTIFY from
+    // B's clearing dropped A's entry.
+    let r = TestRouter::start().await;
+    let b = r.second_router().await;
+    let c = r.rich_customer().await;
+    let key = caching_key(&r, &c.account_id, 300).await;
+    let body = hello("m-text");
+    let resp = r.chat(&key, &body).await;
+    assert_eq!(cache_header(&resp).as_deref(), Some("miss"));
+    delete_rows_silently(&r, &c.account_id).await;
+    let resp = r.chat(&key, &body).await;
+    assert_eq!(resp.status(), 200);
+    assert_eq!(
+        cache_header(&resp).as_deref(),
+        Some("hit"),
+        "served by A's front"
+    );
+    assert_eq!(r.mock.call_count(), 1);
+
+    let cookie = r.session_cookie(&c.account_id).await;
+    set_zdr_on(&b, &cookie, true).await;
+    let (status, _) = chat_until(&r, &key, &body, |status, _| status == 503).await;
+    assert_eq!(status, 503, "A refuses under ZDR");
+    assert_eq!(
+        r.mock.call_count(),
+        1,
+        "never answered from the front under ZDR"
+    );
+    set_zdr_on(&b, &cookie, false).await;
+    let (status, cache) = chat_until(&r, &key, &body, |status, _| status == 200).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        cache.as_deref(),
+        Some("miss"),
+        "A's front forgot the answer"
+    );
+    assert_eq!(r.mock.call_count(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_lost_listener_empties_the_front() {
+    // Issue 16 item 5: while the LISTEN connection is down a clearing
+    // could be missed, so the front is emptied and bypassed until it is
+    // back (and starts empty then).
+    use diesel_async::RunQueryDsl;
+    let r = TestRouter::start().await;
+    let c = r.rich_customer().await;
+    let key = caching_key(&r, &c.account_id, 300).await;
+    let body = hello("m-text");
+    assert_eq!(
+        cache_header(&r.chat(&key, &body).await).as_deref(),
+        Some("miss")
+    );
+    delete_rows_silently(&r, &c.account_id).await;
+    assert_eq!(
+        cache_header(&r.chat(&key, &body).await).as_deref(),
+        Some("hit")
+    );
+
+    let mut conn = r.db.database().connection().await.unwrap();
+    let before = listener_pids(&mut conn).await;
+    assert_eq!(before.len(), 1);
+    diesel::sql_query("SELECT pg_terminate_backend($1)")
+        .bind::<diesel::sql_types::Integer, _>(before[0])
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    // Wait (bounded) for the listener to notice and come back.
+    let mut back = false;
+    for _ in 0..100 {
+        let now = listener_pids(&mut conn).await;
+        if r.db.database().response_front_is_on() && now.len() == 1 && now[0] != before[0] {
+            back = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(back, "the listener reconnected");
+    let resp = r.chat(&key, &body).await;
+    assert_eq!(resp.status(), 200);
+    assert_eq!(
+        cache_header(&resp).as_deref(),
+        Some("miss"),
+        "the front started over"
+    );
+    assert_eq!(r.mock.call_count(), 2);
+}
+
+/// The server processes of this database's change listeners.
+async fn listener_pids(conn: &mut diesel_async::AsyncPgConnection) -> Vec<i32> {
+    use diesel_async::RunQueryDsl;
+    #[derive(diesel::QueryableByName)]
+    struct Pid {
+        #[diesel(sql_type = diesel::sql_types::Integer)]
+        pid: i32,
+    }
+    diesel::sql_query(
+        "SELECT pid FROM pg_stat_activity
+         WHERE application_name = $1 AND datname = current_database()",
+    )
+    .bind::<diesel::sql_types::Text, _>(router_store::listener::APPLICATION_NAME)
+    .load::<Pid>(conn)
+    .await
+    .unwrap()
+    .into_iter()
+    .map(|p| p.pid)
+    .collect()
+}

@@ -17,6 +17,7 @@ mod key_policies;
 mod ledger;
 mod migrations;
 mod round_trips;
+mod routing_fronts;
 mod schema;
 mod seed;
 mod thinking_seal_keys;

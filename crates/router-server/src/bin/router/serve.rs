@@ -24,9 +24,9 @@ pub(crate) async fn serve(config: ServerConfig) -> anyhow::Result<()> {
         router_server::metrics::install();
     }
     db.migrate().await.context("applying migrations")?;
-    db.listen_for_key_changes()
+    db.listen_for_changes()
         .await
-        .context("listening for API key changes")?;
+        .context("listening for changes (API keys, response cache, experiments)")?;
     let catalog = Arc::new(catalog);
     let (views, recorded) =
         catalog_release::record(&db, catalog.clone(), &config.catalog_path, &catalog_text)

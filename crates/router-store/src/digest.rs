@@ -1,0 +1,383 @@
+//! SHA-256 of a serializable value without rendering it as JSON first.
+//!
+//! Prompt-cache affinity fingerprints a request's prefix on every request
+//! that takes part, and a prefix is often tens of kilobytes of text:
+//! rendering it as JSON (escaping every byte) then hashing the text costs
+//! about as much again as the hash itself. This serializer feeds the hash
+//! directly: every value is written as a tag byte and its bytes, strings
+//! as their length and raw bytes, and containers open and close with their
+//! own tags, so the encoding is unambiguous (two different values never
+//! feed the same bytes) while strings are passed through untouched.
+
+use serde::Serialize;
+use serde::ser::{self, Serializer};
+use sha2::{Digest as _, Sha256};
+use std::fmt;
+
+/// A SHA-256 fed part by part; also counts the bytes it was fed.
+#[derive(Default, Clone)]
+pub struct Digest {
+    hash: Sha256,
+    len: u64,
+}
+
+/// A value's `Serialize` implementation reported an error.
+#[derive(Debug)]
+pub struct DigestError(String);
+
+impl fmt::Display for DigestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for DigestError {}
+
+impl ser::Error for DigestError {
+    fn custom<T: fmt::Display>(msg: T) -> Self {
+        DigestError(msg.to_string())
+    }
+}
+
+impl Digest {
+    /// Feeds `bytes` as one length-prefixed part.
+    pub fn bytes(&mut self, bytes: &[u8]) {
+        self.feed(&(bytes.len() as u64).to_le_bytes());
+        self.feed(bytes);
+    }
+
+    /// Feeds `value`, serialized; returns how many bytes that fed (about
+    /// its JSON length: string contents plus a few bytes per value).
+    pub fn value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<u64, DigestError> {
+        let before = self.len;
+        value.serialize(&mut *self)?;
+        Ok(self.len - before)
+    }
+
+    pub fn finish(self) -> [u8; 32] {
+        self.hash.finalize().into()
+    }
+
+    fn feed(&mut self, bytes: &[u8]) {
+        self.hash.update(bytes);
+        self.len += bytes.len() as u64;
+    }
+
+    fn tag(&mut self, tag: u8) {
+        self.feed(&[tag]);
+    }
+}
+
+impl Serializer for &mut Digest {
+    type Ok = ();
+    type Error = DigestError;
+    type SerializeSeq = Self;
+    type SerializeTuple = Self;
+    type SerializeTupleStruct = Self;
+    type SerializeTupleVariant = Self;
+    type SerializeMap = Self;
+    type SerializeStruct = Self;
+    type SerializeStructVariant = Self;
+
+    fn serialize_bool(self, v: bool) -> Result<(), DigestError> {
+        self.feed(&[b'b', u8::from(v)]);
+        Ok(())
+    }
+    fn serialize_i8(self, v: i8) -> Result<(), DigestError> {
+        self.serialize_i64(v.into())
+    }
+    fn serialize_i16(self, v: i16) -> Result<(), DigestError> {
+        self.serialize_i64(v.into())
+    }
+    fn serialize_i32(self, v: i32) -> Result<(), DigestError> {
+        self.serialize_i64(v.into())
+    }
+    fn serialize_i64(self, v: i64) -> Result<(), DigestError> {
+        self.tag(b'i');
+        self.feed(&v.to_le_bytes());
+        Ok(())
+    }
+    fn serialize_i128(self, v: i128) -> Result<(), DigestError> {
+        self.tag(b'I');
+        self.feed(&v.to_le_bytes());
+        Ok(())
+    }
+    fn serialize_u8(self, v: u8) -> Result<(), DigestError> {
+        self.serialize_u64(v.into())
+    }
+    fn serialize_u16(self, v: u16) -> Result<(), DigestError> {
+        self.serialize_u64(v.into())
+    }
+    fn serialize_u32(self, v: u32) -> Result<(), DigestError> {
+        self.serialize_u64(v.into())
+    }
+    fn serialize_u64(self, v: u64) -> Result<(), DigestError> {
+        self.tag(b'u');
+        self.feed(&v.to_le_bytes());
+        Ok(())
+    }
+    fn serialize_u128(self, v: u128) -> Result<(), DigestError> {
+        self.tag(b'U');
+        self.feed(&v.to_le_bytes());
+        Ok(())
+    }
+    fn serialize_f32(self, v: f32) -> Result<(), DigestError> {
+        self.serialize_f64(v.into())
+    }
+    fn serialize_f64(self, v: f64) -> Result<(), DigestError> {
+        self.tag(b'f');
+        self.feed(&v.to_bits().to_le_bytes());
+        Ok(())
+    }
+    fn serialize_char(self, v: char) -> Result<(), DigestError> {
+        self.tag(b'c');
+        self.feed(&u32::from(v).to_le_bytes());
+        Ok(())
+    }
+    fn serialize_str(self, v: &str) -> Result<(), DigestError> {
+        self.tag(b's');
+        self.bytes(v.as_bytes());
+        Ok(())
+    }
+    fn serialize_bytes(self, v: &[u8]) -> Result<(), DigestError> {
+        self.tag(b'y');
+        self.bytes(v);
+        Ok(())
+    }
+    fn serialize_none(self) -> Result<(), DigestError> {
+        self.tag(b'n');
+        Ok(())
+    }
+    fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result<(), DigestError> {
+        self.tag(b'S');
+        value.serialize(self)
+    }
+    fn serialize_unit(self) -> Result<(), DigestError> {
+        self.tag(b'0');
+        Ok(())
+    }
+    fn serialize_unit_struct(self, _name: &'static str) -> Result<(), DigestError> {
+        self.serialize_unit()
+    }
+    fn serialize_unit_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+    ) -> Result<(), DigestError> {
+        self.tag(b'v');
+        self.bytes(variant.as_bytes());
+        Ok(())
+    }
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(
+        self,
+        _name: &'static str,
+        value: &T,
+    ) -> Result<(), DigestError> {
+        value.serialize(self)
+    }
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+        value: &T,
+    ) -> Result<(), DigestError> {
+        self.tag(b'V');
+        self.bytes(variant.as_bytes());
+        value.serialize(self)
+    }
+    fn serialize_seq(self, _len: Option<usize>) -> Result<Self, DigestError> {
+        self.tag(b'[');
+        Ok(self)
+    }
+    fn serialize_tuple(self, _len: usize) -> Result<Self, DigestError> {
+        self.tag(b'(');
+        Ok(self)
+    }
+    fn serialize_tuple_struct(self, _name: &'static str, len: usize) -> Result<Self, DigestError> {
+        self.serialize_tuple(len)
+    }
+    fn serialize_tuple_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+        _len: usize,
+    ) -> Result<Self, DigestError> {
+        self.tag(b'T');
+        self.bytes(variant.as_bytes());
+        self.tag(b'(');
+        Ok(self)
+    }
+    fn serialize_map(self, _len: Option<usize>) -> Result<Self, DigestError> {
+        self.tag(b'{');
+        Ok(self)
+    }
+    fn serialize_struct(self, _name: &'static str, _len: usize) -> Result<Self, DigestError> {
+        self.tag(b'{');
+        Ok(self)
+    }
+    fn serialize_struct_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+        _len: usize,
+    ) -> Result<Self, DigestError> {
+        self.tag(b'W');
+        self.bytes(variant.as_bytes());
+        self.tag(b'{');
+        Ok(self)
+    }
+}
+
+impl ser::SerializeSeq for &mut Digest {
+    type Ok = ();
+    type Error = DigestError;
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), DigestError> {
+        value.serialize(&mut **self)
+    }
+    fn end(self) -> Result<(), DigestError> {
+        self.tag(b']');
+        Ok(())
+    }
+}
+
+impl ser::SerializeTuple for &mut Digest {
+    type Ok = ();
+    type Error = DigestError;
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), DigestError> {
+        value.serialize(&mut **self)
+    }
+    fn end(self) -> Result<(), DigestError> {
+        self.tag(b')');
+        Ok(())
+    }
+}
+
+impl ser::SerializeTupleStruct for &mut Digest {
+    type Ok = ();
+    type Error = DigestError;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), DigestError> {
+        value.serialize(&mut **self)
+    }
+    fn end(self) -> Result<(), DigestError> {
+        self.tag(b')');
+        Ok(())
+    }
+}
+
+impl ser::SerializeTupleVariant for &mut Digest {
+    type Ok = ();
+    type Error = DigestError;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), DigestError> {
+        value.serialize(&mut **self)
+    }
+    fn end(self) -> Result<(), DigestError> {
+        self.tag(b')');
+        Ok(())
+    }
+}
+
+impl ser::SerializeMap for &mut Digest {
+    type Ok = ();
+    type Error = DigestError;
+    fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), DigestError> {
+        key.serialize(&mut **self)
+    }
+    fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), DigestError> {
+        value.serialize(&mut **self)
+    }
+    fn end(self) -> Result<(), DigestError> {
+        self.tag(b'}');
+        Ok(())
+    }
+}
+
+impl ser::SerializeStruct for &mut Digest {
+    type Ok = ();
+    type Error = DigestError;
+    fn serialize_field<T: Serialize + ?Sized>(
+        &mut self,
+        key: &'static str,
+        value: &T,
+    ) -> Result<(), DigestError> {
+        self.tag(b'k');
+        self.bytes(key.as_bytes());
+        value.serialize(&mut **self)
+    }
+    fn end(self) -> Result<(), DigestError> {
+        self.tag(b'}');
+        Ok(())
+    }
+}
+
+impl ser::SerializeStructVariant for &mut Digest {
+    type Ok = ();
+    type Error = DigestError;
+    fn serialize_field<T: Serialize + ?Sized>(
+        &mut self,
+        key: &'static str,
+        value: &T,
+    ) -> Result<(), DigestError> {
+        self.tag(b'k');
+        self.bytes(key.as_bytes());
+        value.serialize(&mut **self)
+    }
+    fn end(self) -> Result<(), DigestError> {
+        self.tag(b'}');
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn digest(value: &serde_json::Value) -> [u8; 32] {
+        let mut d = Digest::default();
+        d.value(value).unwrap();
+        d.finish()
+    }
+
+    #[test]
+    fn equal_values_hash_alike_and_different_ones_apart() {
+        let a = json!({"role": "system", "content": [{"type": "text", "text": "hi"}]});
+        assert_eq!(digest(&a), digest(&a.clone()));
+        // Shifting bytes between neighbours, or between a key and a value,
+        // changes the hash.
+        let pairs = [
+            (json!(["ab", "c"]), json!(["a", "bc"])),
+            (json!({"ab": "c"}), json!({"a": "bc"})),
+            (json!([["a"], "b"]), json!([["a", "b"]])),
+            (json!("1"), json!(1)),
+            (json!(null), json!([])),
+            (json!([]), json!({})),
+        ];
+        for (x, y) in pairs {
+            assert_ne!(digest(&x), digest(&y), "{x} vs {y}");
+        }
+    }
+
+    #[test]
+    fn counts_about_the_json_length_of_text() {
+        let text = "x".repeat(10_000);
+        let mut d = Digest::default();
+        let fed = d.value(&json!([{"text": text}])).unwrap();
+        assert!((10_000..10_100).contains(&fed), "{fed}");
+    }
+
+    #[test]
+    fn parts_are_length_prefixed() {
+        let of = |parts: &[&[u8]]| {
+            let mut d = Digest::default();
+            for part in parts {
+                d.bytes(part);
+            }
+            d.finish()
+        };
+        assert_ne!(of(&[b"ab", b"c"]), of(&[b"a", b"bc"]));
+    }
+}
