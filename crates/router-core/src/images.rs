@@ -140,6 +140,7 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
                     .config
                     .hold_lease
                     .max(self.inner.config.image_deadline + Duration::from_secs(60)),
+            experiment: None,
         };
         let reservation = self.reserve(new, admission.trace.clone()).await?;
         let (reply, outcome) = tokio::sync::oneshot::channel::<TaskResult>();

@@ -90,6 +90,16 @@ pub struct NewRequest {
     /// After this instant the hold is presumed orphaned (crashed process)
     /// and the reaper releases it. Live requests extend it.
     pub hold_expires_at: SystemTime,
+    /// The experiment variant the request was assigned (F-01), recorded on
+    /// its history row with the reservation, not in a statement of its own.
+    pub experiment: Option<ExperimentArm>,
+}
+
+/// An experiment and the name of the variant a request was assigned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExperimentArm {
+    pub experiment_id: Uuid,
+    pub variant: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

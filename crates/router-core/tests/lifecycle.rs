@@ -286,6 +286,7 @@ fn admission() -> Admission {
         policy_version: 0,
         key_limited: false,
         inbound: Protocol::Chat,
+        experiment: None,
         trace: router_core::RequestTrace::new(),
     }
 }

@@ -100,6 +100,7 @@ async fn run<C: ClientCodec>(
         inbound: codec.protocol(),
         zdr,
         preferred_route: affinity.as_ref().and_then(Affinity::preferred_route),
+        experiment: assignment,
         trace: trace.clone(),
     };
     let history = app
@@ -112,11 +113,8 @@ async fn run<C: ClientCodec>(
         && let Some(cached) = cache.lookup(&app).await
     {
         cache
-            .record_hit(&app, request_id, &model, admission.inbound, &cached.usage)
+            .record_hit(&app, &admission, &model, &cached.usage)
             .await;
-        if let Some((experiment_id, variant)) = assignment {
-            record_assignment(&app, request_id, experiment_id, variant);
-        }
         let reply = ReplyContext {
             id: &id,
             model: &model,
@@ -133,11 +131,10 @@ async fn run<C: ClientCodec>(
         }
         return Ok(response);
     }
-    let outcome = app.gateway.run_opened(admission, canonical, history).await;
-    if let Some((experiment_id, variant)) = assignment {
-        record_assignment(&app, request_id, experiment_id, variant);
-    }
-    let outcome = outcome?;
+    let outcome = app
+        .gateway
+        .run_opened(admission, canonical, history)
+        .await?;
     // The route is known once a reply or a stream has started.
     let affinity_state = match (&affinity, trace.route_id()) {
         (Some(affinity), Some(served)) => {
@@ -241,11 +238,11 @@ impl ResponseCache {
     async fn record_hit(
         &self,
         app: &App,
-        request_id: Uuid,
+        admission: &Admission,
         model: &str,
-        inbound: router_canonical::Protocol,
         usage: &router_canonical::Usage,
     ) {
+        let request_id = admission.request_id;
         let hit = router_store::response_cache::CacheHit {
             request_id,
             account_id: self.account_id,
@@ -255,8 +252,9 @@ impl ResponseCache {
                 .catalog()
                 .model(model)
                 .map_or_else(|| model.to_owned(), |m| m.id.clone()),
-            inbound_protocol: inbound,
+            inbound_protocol: admission.inbound,
             usage: *usage,
+            experiment: admission.experiment.clone(),
         };
         if let Err(e) = app.database().record_cache_hit(&hit).await {
             tracing::warn!(%request_id, error = %e, "could not record a cache hit");
@@ -289,7 +287,7 @@ async fn experiment(
     inbound: &Inbound,
     request: &mut Request,
     request_id: Uuid,
-) -> Result<Option<(Uuid, String)>, ApiError> {
+) -> Result<Option<router_core::store::ExperimentArm>, ApiError> {
     let headers = &inbound.parts.headers;
     let Some(slug) = headers.get("x-ci-experiment").and_then(|v| v.to_str().ok()) else {
         return Ok(None);
@@ -328,27 +326,10 @@ async fn experiment(
         return Ok(None);
     };
     variant.apply(request);
-    Ok(Some((experiment.id, variant.name.clone())))
-}
-
-/// Writes the assignment on the request's history row off the reply's
-/// path; a request refused before its reservation has no row to mark.
-fn record_assignment(app: &Arc<App>, request_id: Uuid, experiment_id: Uuid, variant: String) {
-    let app = app.clone();
-    tokio::spawn(async move {
-        let assignment = router_store::experiments::Assignment {
-            request_id,
-            experiment_id,
-            variant,
-        };
-        if let Err(e) = app
-            .database()
-            .record_experiment_assignment(assignment)
-            .await
-        {
-            tracing::warn!(%request_id, error = %e, "could not record the experiment assignment");
-        }
-    });
+    Ok(Some(router_core::store::ExperimentArm {
+        experiment_id: experiment.id,
+        variant: variant.name.clone(),
+    }))
 }
 
 /// The key's model policy for `name` (A-18, GP-46), noting the catalog

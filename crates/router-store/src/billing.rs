@@ -132,6 +132,14 @@ pub async fn reserve_batch(
         streams: requests.iter().map(|r| r.stream).collect(),
         amounts: requests.iter().map(|r| r.reserve.0).collect(),
         expires_at: requests.iter().map(|r| to_db(r.hold_expires_at)).collect(),
+        experiment_ids: requests
+            .iter()
+            .map(|r| r.experiment.as_ref().map(|e| e.experiment_id))
+            .collect(),
+        experiment_variants: requests
+            .iter()
+            .map(|r| r.experiment.as_ref().map(|e| e.variant.as_str()))
+            .collect(),
     };
     let admitted: Vec<Uuid> = statement.load(conn).await.map_err(store_error)?;
     Ok(requests
@@ -151,6 +159,8 @@ struct ReserveBatchStatement<'a> {
     streams: Vec<bool>,
     amounts: Vec<i64>,
     expires_at: Vec<DateTime<Utc>>,
+    experiment_ids: Vec<Option<Uuid>>,
+    experiment_variants: Vec<Option<&'a str>>,
 }
 
 impl Query for ReserveBatchStatement<'_> {
@@ -170,15 +180,19 @@ impl QueryFragment<Pg> for ReserveBatchStatement<'_> {
         p.bind::<Array<Bool>, _>("streams", &self.streams)?;
         p.bind::<Array<BigInt>, _>("amounts", &self.amounts)?;
         p.bind::<Array<Timestamptz>, _>("expires_ats", &self.expires_at)?;
+        p.bind::<Array<Nullable<SqlUuid>>, _>("experiment_ids", &self.experiment_ids)?;
+        p.bind::<Array<Nullable<Text>>, _>("experiment_variants", &self.experiment_variants)?;
         p.finish(
             ", t AS (
                 SELECT t.*
                 FROM p, unnest(p.request_ids, p.account_ids, p.api_key_ids,
                                p.policy_versions, p.models,
                                p.inbound_protocols, p.recorded_protocols, p.streams,
-                               p.amounts, p.expires_ats)
+                               p.amounts, p.expires_ats, p.experiment_ids,
+                               p.experiment_variants)
                     AS t (request_id, account_id, api_key_id, policy_version, model,
-                          inbound_protocol, recorded_protocol, stream, amount, expires_at)
+                          inbound_protocol, recorded_protocol, stream, amount, expires_at,
+                          experiment_id, experiment_variant)
             ), current_policy AS (
                 SELECT t.request_id
                 FROM t
@@ -213,9 +227,11 @@ impl QueryFragment<Pg> for ReserveBatchStatement<'_> {
                 WHERE w.account_id = per_account.account_id
             ), request AS (
                 INSERT INTO requests (id, account_id, api_key_id, model, inbound_protocol,
-                                      recorded_protocol, stream, status, reserved_nano)
+                                      recorded_protocol, stream, status, reserved_nano,
+                                      experiment_id, experiment_variant)
                 SELECT request_id, account_id, api_key_id, model, inbound_protocol,
-                       recorded_protocol, stream, 'reserved', amount
+                       recorded_protocol, stream, 'reserved', amount,
+                       experiment_id, experiment_variant
                 FROM admitted
                 RETURNING id
             ), hold AS (

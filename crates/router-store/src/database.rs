@@ -8,7 +8,7 @@ use crate::audit::{self, Reconciliation};
 use crate::billing;
 use crate::data_protection;
 use crate::error::{AdminError, pool_error, store_error};
-use crate::experiments::{self, Assignment, ExperimentFront};
+use crate::experiments::{self, ExperimentFront};
 use crate::group_commit::{BatchSlots, GroupCommit};
 use crate::history::{self, RequestView};
 use crate::jobs;
@@ -58,8 +58,6 @@ pub struct Database {
     experiments: Arc<ExperimentFront>,
     /// The affinity map's front, bounded by time (see [`affinity::FRONT_TTL`]).
     affinity: Arc<AffinityFront>,
-    /// Experiment assignments, written to the history in batches.
-    assignments: Arc<GroupCommit<Assignment, Result<(), StoreError>>>,
     /// Reservations and settlements, gathered into batches (group commit).
     reservations: Arc<GroupCommit<NewRequest, Result<bool, StoreError>>>,
     /// A settlement's output is its charge, `None` when it was no longer held.
@@ -116,12 +114,6 @@ impl Database {
         let database = Database {
             reservations: Arc::new(group_commit(&pool, &wallet_writes, billing::reserve_batch)),
             settlements: Arc::new(group_commit(&pool, &wallet_writes, billing::settle_batch)),
-            // Request rows, not wallets: a slot of their own.
-            assignments: Arc::new(group_commit(
-                &pool,
-                &BatchSlots::new(1),
-                experiments::record_assignments,
-            )),
             pool,
             keys: Arc::default(),
             responses: Arc::default(),
@@ -428,20 +420,6 @@ impl Database {
     ) -> Result<Vec<(String, i64)>, StoreError> {
         let mut conn = self.connection().await?;
         experiments::assignment_counts(&mut conn, experiment_id).await
-    }
-
-    /// Marks a request's history row with its experiment and variant,
-    /// batched with the other requests' meanwhile (one statement a batch).
-    pub async fn record_experiment_assignment(
-        &self,
-        assignment: Assignment,
-    ) -> Result<(), StoreError> {
-        match self.assignments.submit(assignment).await {
-            Some(outcome) => outcome,
-            None => Err(StoreError::Unavailable(
-                "the assignment batch queue has stopped".into(),
-            )),
-        }
     }
 
     /// The account's cached answer to `fingerprint`, if stored within

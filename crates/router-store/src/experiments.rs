@@ -4,11 +4,8 @@
 
 use crate::error::{AdminError, is_foreign_key_violation, is_unique_violation, store_error};
 use crate::front::Front;
-use crate::prepared::{Params, static_query_id};
-use diesel::pg::Pg;
-use diesel::query_builder::{AstPass, QueryFragment};
+use diesel::QueryableByName;
 use diesel::sql_types::{Array, BigInt, Nullable, Text, Uuid as SqlUuid};
-use diesel::{QueryResult, QueryableByName};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use router_core::experiments::{Experiment, ExperimentStatus, Variant};
 use router_core::store::StoreError;
@@ -191,55 +188,6 @@ pub async fn assignment_counts(
     .map_err(store_error)?;
     Ok(rows.into_iter().map(|r| (r.variant, r.requests)).collect())
 }
-
-/// A request's assignment, for its history row.
-#[derive(Debug, Clone)]
-pub struct Assignment {
-    pub request_id: Uuid,
-    pub experiment_id: Uuid,
-    pub variant: String,
-}
-
-/// Records on requests' history rows the experiment and variant each was
-/// assigned, in one statement for a whole batch (the assignment counts are
-/// read from these rows), prepared once per connection. A request refused
-/// before it was reserved has no row: nothing to record.
-pub async fn record_assignments(
-    conn: &mut AsyncPgConnection,
-    assignments: &[Assignment],
-) -> Result<Vec<()>, StoreError> {
-    let statement = RecordAssignmentsStatement {
-        request_ids: assignments.iter().map(|a| a.request_id).collect(),
-        experiment_ids: assignments.iter().map(|a| a.experiment_id).collect(),
-        variants: assignments.iter().map(|a| a.variant.as_str()).collect(),
-    };
-    statement.execute(conn).await.map_err(store_error)?;
-    Ok(vec![(); assignments.len()])
-}
-
-struct RecordAssignmentsStatement<'a> {
-    request_ids: Vec<Uuid>,
-    experiment_ids: Vec<Uuid>,
-    variants: Vec<&'a str>,
-}
-
-impl QueryFragment<Pg> for RecordAssignmentsStatement<'_> {
-    fn walk_ast<'b>(&'b self, out: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
-        let mut p = Params::new(out);
-        p.bind::<Array<SqlUuid>, _>("request_ids", &self.request_ids)?;
-        p.bind::<Array<SqlUuid>, _>("experiment_ids", &self.experiment_ids)?;
-        p.bind::<Array<Text>, _>("variants", &self.variants)?;
-        p.finish(
-            "UPDATE requests
-             SET experiment_id = a.experiment_id, experiment_variant = a.variant
-             FROM p, unnest(p.request_ids, p.experiment_ids, p.variants)
-                 AS a(request_id, experiment_id, variant)
-             WHERE requests.id = a.request_id",
-        )
-    }
-}
-
-static_query_id!(RecordAssignmentsStatement);
 
 /// The longest an entry of the front is trusted, even while listening: a
 /// notification that never arrives is covered by this.

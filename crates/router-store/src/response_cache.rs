@@ -10,7 +10,7 @@
 use crate::error::store_error;
 use crate::front::Front;
 use diesel::QueryableByName;
-use diesel::sql_types::{BigInt, Bytea, Double, Integer, Text, Uuid as SqlUuid};
+use diesel::sql_types::{BigInt, Bytea, Double, Integer, Nullable, Text, Uuid as SqlUuid};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use router_canonical::{Protocol, Usage};
 use router_core::store::StoreError;
@@ -106,6 +106,8 @@ pub struct CacheHit {
     pub model: String,
     pub inbound_protocol: Protocol,
     pub usage: Usage,
+    /// The experiment variant the request was assigned (F-01).
+    pub experiment: Option<router_core::store::ExperimentArm>,
 }
 
 fn tokens(n: u64) -> Result<i64, StoreError> {
@@ -119,9 +121,9 @@ pub async fn record_hit(conn: &mut AsyncPgConnection, hit: &CacheHit) -> Result<
                                recorded_protocol, stream, status, reserved_nano,
                                charged_nano, reported_nano, input_tokens, output_tokens,
                                cache_read_tokens, cache_write_tokens, reasoning_tokens,
-                               cache_hit, finished_at)
+                               cache_hit, finished_at, experiment_id, experiment_variant)
          VALUES ($1, $2, $3, $4, $5, $6, false, 'succeeded', 0, 0, 0, $7, $8, $9, $10, $11,
-                 true, now())",
+                 true, now(), $12, $13)",
     )
     .bind::<SqlUuid, _>(hit.request_id)
     .bind::<SqlUuid, _>(hit.account_id)
@@ -134,6 +136,8 @@ pub async fn record_hit(conn: &mut AsyncPgConnection, hit: &CacheHit) -> Result<
     .bind::<BigInt, _>(tokens(hit.usage.cache_read_input_tokens)?)
     .bind::<BigInt, _>(tokens(hit.usage.cache_creation_input_tokens)?)
     .bind::<BigInt, _>(tokens(hit.usage.reasoning_tokens)?)
+    .bind::<Nullable<SqlUuid>, _>(hit.experiment.as_ref().map(|e| e.experiment_id))
+    .bind::<Nullable<Text>, _>(hit.experiment.as_ref().map(|e| e.variant.as_str()))
     .execute(conn)
     .await
     .map_err(store_error)?;

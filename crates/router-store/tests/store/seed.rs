@@ -60,6 +60,7 @@ pub fn expiring_request(funded: &Funded, reserve: i64, hold_expires_at: SystemTi
         stream: true,
         reserve: NanoUsd(reserve),
         hold_expires_at,
+        experiment: None,
     }
 }
 
