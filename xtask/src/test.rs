@@ -16,14 +16,15 @@ use anyhow::{Result, bail};
 use crate::{cargo, db, display, workspace_root};
 
 /// The crates published for other services: the canonical model and the
-/// five wire crates.
-const PUBLISHED_CRATES: [&str; 6] = [
+/// six wire crates.
+const PUBLISHED_CRATES: [&str; 7] = [
     "router-canonical",
     "router-chat",
     "router-messages",
     "router-responses",
     "router-completions",
     "router-images",
+    "router-videos",
 ];
 
 /// Where `cargo package` verifies, apart from the workspace's own builds.

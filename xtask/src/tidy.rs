@@ -106,6 +106,7 @@ mod tests {
             "router-responses",
             "router-completions",
             "router-images",
+            "router-videos",
             "router-tokens",
         ];
         for wire in wire_crates {
@@ -151,6 +152,7 @@ mod tests {
             "router-responses",
             "router-completions",
             "router-images",
+            "router-videos",
         ];
         for a in wire {
             for b in wire.iter().filter(|b| **b != a) {

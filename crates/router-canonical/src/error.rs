@@ -37,6 +37,15 @@ pub enum ErrorCode {
     ChannelNotFound,
     /// A video ID that is invalid, unknown or another team's.
     TaskNotFound,
+    /// A video's content before it completed (or of a failed video, GP-24).
+    VideoNotReady,
+    /// A video `client_task_id` reused with different parameters (O-17).
+    IdempotencyConflict,
+    /// A malformed, non-`bytes` or multi-range `Range` on video content
+    /// (416, CF-13).
+    InvalidRange,
+    /// A video submission whose supplier task is unconfirmed (503, O-19).
+    SubmissionUnknown,
     NotFound,
     MethodNotAllowed,
     Conflict,
@@ -130,6 +139,10 @@ impl ErrorCode {
             ErrorCode::UploadNotFound => "upload_not_found",
             ErrorCode::ChannelNotFound => "channel_not_found",
             ErrorCode::TaskNotFound => "task_not_found",
+            ErrorCode::VideoNotReady => "video_not_ready",
+            ErrorCode::IdempotencyConflict => "idempotency_conflict",
+            ErrorCode::InvalidRange => "invalid_range",
+            ErrorCode::SubmissionUnknown => "submission_unknown",
             ErrorCode::NotAvailable => "not_available",
             ErrorCode::InvalidDataProtection => "invalid_data_protection",
             ErrorCode::DataProtectionRestriction => "data_protection_restriction",
@@ -190,12 +203,16 @@ impl ErrorCode {
             | ErrorCode::UploadNotFound
             | ErrorCode::ChannelNotFound
             | ErrorCode::TaskNotFound
+            | ErrorCode::VideoNotReady
             | ErrorCode::NotFound => 404,
             ErrorCode::MethodNotAllowed => 405,
-            ErrorCode::Conflict | ErrorCode::ChannelAlreadyConnected => 409,
+            ErrorCode::Conflict
+            | ErrorCode::ChannelAlreadyConnected
+            | ErrorCode::IdempotencyConflict => 409,
             ErrorCode::GenerationTimeout => 408,
             ErrorCode::PayloadTooLarge | ErrorCode::UploadTooLarge => 413,
             ErrorCode::UnsupportedFileType | ErrorCode::InvalidContentType => 415,
+            ErrorCode::InvalidRange => 416,
             ErrorCode::ApiKeySpendLimitExceeded
             | ErrorCode::ApiKeyMonthlyBudgetExceeded
             | ErrorCode::RateLimitExceeded
@@ -217,6 +234,7 @@ impl ErrorCode {
             | ErrorCode::ReportPending
             | ErrorCode::EmailDeliveryFailed
             | ErrorCode::ReportDeliveryFailed
+            | ErrorCode::SubmissionUnknown
             | ErrorCode::UploadsUnavailable => 503,
             ErrorCode::InternalError => 500,
         }

@@ -10,7 +10,8 @@
 //! It also holds what the wire crates share verbatim: path-tracking parsing
 //! ([`parse`]) and the OpenAI error envelope ([`openai_error`]).
 //!
-//! This crate depends on serde only: no async runtime, no HTTP, no SQL.
+//! This crate depends on serde (and sha2, for a video request's
+//! fingerprint) only: no async runtime, no HTTP, no SQL.
 //! It enables `serde_json`'s `preserve_order` feature, on purpose: objects
 //! passed through without being read (tool schemas, native fields, opaque
 //! parts) keep the key order the client sent, and models read that order.
@@ -67,11 +68,13 @@ pub mod openai_error;
 pub mod openapi;
 pub mod parse;
 pub mod protocol;
+pub mod public_host;
 pub mod request;
 pub mod response;
 pub mod routing_options;
 pub mod sse;
 pub mod stream;
+pub mod video;
 
 pub use capability::{Capability, CapabilitySet, Requirements};
 pub use codec::{
@@ -89,3 +92,6 @@ pub use request::{
 pub use response::{OutputBlock, Response, StopReason, Usage};
 pub use routing_options::{Percent, RoutingOptions};
 pub use stream::{BlockDelta, BlockKind, StreamEvent};
+pub use video::{
+    UpstreamState, UpstreamVideo, VideoReferences, VideoRequest, VideoStatus, VideoSupplierCodec,
+};

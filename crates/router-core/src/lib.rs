@@ -19,6 +19,7 @@ pub mod store;
 pub mod supplier;
 pub mod thinking_seal;
 pub mod trace;
+pub mod videos;
 
 pub use catalog::{Catalog, CatalogError, Modality, Model, Pricing, Problem, Route, Supplier};
 pub use experiments::{Experiment, ExperimentStatus, SystemMode, Variant};

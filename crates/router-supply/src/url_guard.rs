@@ -18,7 +18,7 @@
 //! the local demo only, where the mock supplier serves its images on
 //! 127.0.0.1 (`ROUTER_IMAGE_URL_ALLOW_LOOPBACK`, docs/operations.md).
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 /// The most redirects one download follows.
@@ -61,58 +61,10 @@ pub enum UrlError {
 }
 
 /// Whether `ip` is a public unicast address (or loopback, when allowed).
+/// The classification itself is [`router_canonical::public_host`], shared
+/// with request validation that must judge a URL without resolving it.
 pub fn is_allowed(ip: IpAddr, policy: UrlPolicy) -> bool {
-    match ip {
-        IpAddr::V4(v4) => v4_allowed(v4, policy),
-        IpAddr::V6(v6) => {
-            if let Some(v4) = embedded_v4(v6) {
-                // A mapped or translated IPv4 address is judged as IPv4,
-                // except that loopback is allowed only in its own form.
-                return !v4.is_loopback() && v4_allowed(v4, policy);
-            }
-            if v6.is_loopback() {
-                return policy.allow_loopback;
-            }
-            !(v6.is_unspecified()
-                || v6.is_multicast()
-                || v6.is_unique_local()
-                || v6.is_unicast_link_local()
-                // 2001:db8::/32 documentation.
-                || (v6.segments()[0] == 0x2001 && v6.segments()[1] == 0x0db8))
-        }
-    }
-}
-
-fn v4_allowed(ip: Ipv4Addr, policy: UrlPolicy) -> bool {
-    if ip.is_loopback() {
-        return policy.allow_loopback;
-    }
-    let [a, b, c, _] = ip.octets();
-    let special = a == 0
-        || ip.is_private()
-        || ip.is_link_local()
-        || (a == 100 && (64..128).contains(&b))
-        || (a == 192 && b == 0 && c == 0)
-        || (a == 192 && b == 0 && c == 2)
-        || (a == 198 && (b == 18 || b == 19))
-        || (a == 198 && b == 51 && c == 100)
-        || (a == 203 && b == 0 && c == 113)
-        || ip.is_multicast()
-        || a >= 240;
-    !special
-}
-
-/// The IPv4 address inside an IPv4-mapped (`::ffff:a.b.c.d`), IPv4-compatible
-/// (`::a.b.c.d`) or NAT64 (`64:ff9b::a.b.c.d`) IPv6 address.
-fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
-    let s = ip.segments();
-    let tail = Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
-    match s {
-        [0, 0, 0, 0, 0, 0xffff, _, _] => Some(tail),
-        [0, 0, 0, 0, 0, 0, _, _] if !ip.is_loopback() && !ip.is_unspecified() => Some(tail),
-        [0x64, 0xff9b, 0, 0, 0, 0, _, _] => Some(tail),
-        _ => None,
-    }
+    router_canonical::public_host::is_public_ip(ip, policy.allow_loopback)
 }
 
 /// Check a URL's form (scheme, credentials, host), before any resolution.

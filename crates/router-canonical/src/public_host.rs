@@ -1,0 +1,165 @@
+//! Which hosts count as public: the pure half of the SSRF rules
+//! (RELIABILITY.md §3 f), shared by the router's downloads (which also
+//! check every address a name resolves to) and by request validation that
+//! must refuse a URL without fetching or resolving it (video references,
+//! GP-20).
+//!
+//! Refused: loopback, RFC 1918, link-local (169.254/16, the cloud metadata
+//! address), CGNAT 100.64/10, 0.0.0.0/8, multicast, reserved and
+//! documentation ranges, `::1`, `::`, `fc00::/7`, `fe80::/10`, and the
+//! IPv4-mapped, -compatible and NAT64 IPv6 forms of any of them; and the
+//! names `localhost` and `*.localhost` (RFC 6761), which never leave the
+//! machine.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+/// Whether `ip` is a public unicast address; loopback passes only when
+/// `allow_loopback` (tests and the local demo), and then only in its own
+/// form, never IPv4-mapped.
+pub fn is_public_ip(ip: IpAddr, allow_loopback: bool) -> bool {
+    match ip {
+        IpAddr::V4(v4) => v4_public(v4, allow_loopback),
+        IpAddr::V6(v6) => {
+            if let Some(v4) = embedded_v4(v6) {
+                // A mapped or translated IPv4 address is judged as IPv4,
+                // except that loopback is allowed only in its own form.
+                return !v4.is_loopback() && v4_public(v4, allow_loopback);
+            }
+            if v6.is_loopback() {
+                return allow_loopback;
+            }
+            !(v6.is_unspecified()
+                || v6.is_multicast()
+                || v6.is_unique_local()
+                || v6.is_unicast_link_local()
+                // 2001:db8::/32 documentation.
+                || (v6.segments()[0] == 0x2001 && v6.segments()[1] == 0x0db8))
+        }
+    }
+}
+
+fn v4_public(ip: Ipv4Addr, allow_loopback: bool) -> bool {
+    if ip.is_loopback() {
+        return allow_loopback;
+    }
+    let [a, b, c, _] = ip.octets();
+    let special = a == 0
+        || ip.is_private()
+        || ip.is_link_local()
+        || (a == 100 && (64..128).contains(&b))
+        || (a == 192 && b == 0 && c == 0)
+        || (a == 192 && b == 0 && c == 2)
+        || (a == 198 && (b == 18 || b == 19))
+        || (a == 198 && b == 51 && c == 100)
+        || (a == 203 && b == 0 && c == 113)
+        || ip.is_multicast()
+        || a >= 240;
+    !special
+}
+
+/// The IPv4 address inside an IPv4-mapped (`::ffff:a.b.c.d`), IPv4-compatible
+/// (`::a.b.c.d`) or NAT64 (`64:ff9b::a.b.c.d`) IPv6 address.
+fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
+    let s = ip.segments();
+    let [a, b, c, d] = [s[6] >> 8, s[6] & 0xff, s[7] >> 8, s[7] & 0xff].map(|x| x as u8);
+    let tail = Ipv4Addr::new(a, b, c, d);
+    match s {
+        [0, 0, 0, 0, 0, 0xffff, _, _] => Some(tail),
+        [0, 0, 0, 0, 0, 0, _, _] if !ip.is_loopback() && !ip.is_unspecified() => Some(tail),
+        [0x64, 0xff9b, 0, 0, 0, 0, _, _] => Some(tail),
+        _ => None,
+    }
+}
+
+/// Whether a host *name* (not an IP literal; already lowercased, as URL
+/// parsers give it) is one that never leaves the machine: `localhost` or a
+/// name under it, with or without the trailing dot.
+pub fn is_local_name(host: &str) -> bool {
+    let host = host.strip_suffix('.').unwrap_or(host);
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .len()
+            .checked_sub(".localhost".len())
+            .and_then(|at| host.get(at..))
+            .is_some_and(|tail| tail.eq_ignore_ascii_case(".localhost"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn public_addresses_pass_and_loopback_only_when_allowed() {
+        for ip in ["8.8.8.8", "1.1.1.1", "2606:4700:4700::1111"] {
+            let ip: IpAddr = ip.parse().unwrap();
+            assert!(is_public_ip(ip, false), "{ip}");
+        }
+        for ip in ["127.0.0.1", "127.1.2.3", "::1"] {
+            let ip: IpAddr = ip.parse().unwrap();
+            assert!(!is_public_ip(ip, false), "{ip}");
+            assert!(is_public_ip(ip, true), "{ip}");
+        }
+    }
+
+    #[test]
+    fn every_refused_range_is_refused_even_with_loopback_allowed() {
+        for ip in [
+            "0.0.0.0",
+            "0.1.2.3",
+            "10.1.2.3",
+            "172.16.0.1",
+            "172.31.255.255",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "100.127.255.255",
+            "192.0.0.1",
+            "192.0.2.1",
+            "198.18.0.1",
+            "198.51.100.1",
+            "203.0.113.1",
+            "224.0.0.1",
+            "240.0.0.1",
+            "255.255.255.255",
+            "::",
+            "fc00::1",
+            "fd12:3456::1",
+            "fe80::1",
+            "ff02::1",
+            "2001:db8::1",
+            "::ffff:127.0.0.1",
+            "::ffff:10.0.0.1",
+            "::ffff:169.254.169.254",
+            "::127.0.0.1",
+            "::10.0.0.1",
+            "64:ff9b::a9fe:a9fe",
+        ] {
+            let ip: IpAddr = ip.parse().unwrap();
+            assert!(!is_public_ip(ip, true), "{ip}");
+        }
+        // Public addresses in the embedded forms are judged as the IPv4 address.
+        assert!(is_public_ip("::ffff:8.8.8.8".parse().unwrap(), false));
+        assert!(is_public_ip("100.128.0.1".parse().unwrap(), false));
+    }
+
+    #[test]
+    fn localhost_names_are_local() {
+        for name in [
+            "localhost",
+            "localhost.",
+            "LOCALHOST",
+            "a.localhost",
+            "x.y.localhost.",
+        ] {
+            assert!(is_local_name(name), "{name}");
+        }
+        for name in [
+            "example.com",
+            "localhost.example.com",
+            "mylocalhost",
+            "localhostx",
+        ] {
+            assert!(!is_local_name(name), "{name}");
+        }
+    }
+}

@@ -1,0 +1,175 @@
+//! Video generation: the validated request, what a supplier says about its
+//! task, and the supplier-side codec trait of video dialects.
+//!
+//! A video is an asynchronous job, not a request/reply: the router submits a
+//! task once, polls it, and copies its content when it completes. Like image
+//! generation it does not fit [`crate::SupplierCodec`]; [`VideoSupplierCodec`]
+//! is its small sibling (as [`crate::ImageSupplierCodec`] is for images),
+//! with the same typed [`SupplierError`] kinds.
+
+use crate::ApiError;
+use crate::codec::SupplierError;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+/// Reference media of a video request: absolute public `http(s)` URLs only
+/// (GP-20), checked when parsed; the router never fetches them itself.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct VideoReferences {
+    pub images: Vec<String>,
+    pub videos: Vec<String>,
+    pub audios: Vec<String>,
+}
+
+impl VideoReferences {
+    /// How many reference assets there are, of every kind.
+    pub fn total(&self) -> usize {
+        self.images.len() + self.videos.len() + self.audios.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.total() == 0
+    }
+}
+
+/// One video to generate, as validated from the client's body (every rule
+/// that needs no catalog has passed; the catalog's are
+/// `router_core::videos::check_against`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct VideoRequest {
+    /// The logical model ID (or alias) exactly as submitted; it is what the
+    /// video object shows throughout (O-22).
+    pub model: String,
+    pub prompt: String,
+    pub mode: String,
+    pub resolution: String,
+    /// Whole seconds (a body's `5.0` is 5).
+    pub duration_seconds: u32,
+    pub aspect_ratio: Option<String>,
+    pub references: VideoReferences,
+    /// The client's idempotency key (O-14): 1–128 of `[A-Za-z0-9_.-]`.
+    pub client_task_id: String,
+}
+
+impl VideoRequest {
+    /// The GP-26 normalization of this request, as a lowercase hex SHA-256.
+    /// The parsed request is what is hashed, so two bodies that differ only
+    /// in key order, whitespace or numeric spelling (`5` and `5.0`) have the
+    /// same fingerprint, while any string differing by one character (the
+    /// model as submitted included) does not. Every field takes part (an
+    /// absent aspect ratio as `null`, the client task ID too), in a fixed
+    /// order, under a version tag so a later form cannot collide with this.
+    pub fn fingerprint(&self) -> String {
+        // Serializing a struct gives its fields in declaration order, and
+        // serde_json escapes strings one way only: the text is canonical.
+        let canonical =
+            serde_json::to_vec(&("video-request/v1", self)).unwrap_or_else(|_| Vec::new());
+        let digest = Sha256::digest(&canonical);
+        let mut hex = String::with_capacity(64);
+        for byte in digest {
+            hex.push(char::from(HEX[usize::from(byte >> 4)]));
+            hex.push(char::from(HEX[usize::from(byte & 0xf)]));
+        }
+        hex
+    }
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// The public status of a video (O-21, GP-22).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum VideoStatus {
+    Queued,
+    InProgress,
+    Completed,
+    Failed,
+    /// Submission was attempted but the supplier's task is unconfirmed
+    /// (O-19, GP-25): held until an operator reconciles it.
+    Unknown,
+}
+
+impl VideoStatus {
+    pub const ALL: [VideoStatus; 5] = [
+        VideoStatus::Queued,
+        VideoStatus::InProgress,
+        VideoStatus::Completed,
+        VideoStatus::Failed,
+        VideoStatus::Unknown,
+    ];
+
+    /// The wire (and stored) name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VideoStatus::Queued => "queued",
+            VideoStatus::InProgress => "in_progress",
+            VideoStatus::Completed => "completed",
+            VideoStatus::Failed => "failed",
+            VideoStatus::Unknown => "unknown",
+        }
+    }
+
+    /// The status named `name`, if it is one.
+    pub fn parse(name: &str) -> Option<VideoStatus> {
+        VideoStatus::ALL.into_iter().find(|s| s.as_str() == name)
+    }
+
+    /// Completed and failed never change again (O-24).
+    pub fn is_terminal(self) -> bool {
+        matches!(self, VideoStatus::Completed | VideoStatus::Failed)
+    }
+}
+
+/// A supplier task's state, as its reply says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UpstreamState {
+    Queued,
+    InProgress,
+    Completed,
+    /// `reason` is the supplier's own text: kept for operators, never shown
+    /// to a client (P-08); the client sees a generic public reason.
+    Failed {
+        reason: String,
+    },
+}
+
+/// What a create or poll reply says about the supplier's task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UpstreamVideo {
+    /// The supplier's task ID, used for every later poll and download.
+    pub task_id: String,
+    pub state: UpstreamState,
+    /// 0–100 (clamped when decoded; 100 when completed).
+    pub progress: u8,
+}
+
+/// The supplier side of a video dialect. Object safe, like
+/// [`crate::ImageSupplierCodec`]. Every path is appended to the supplier's
+/// base URL.
+pub trait VideoSupplierCodec: Send + Sync + 'static {
+    /// `POST` here to create a task.
+    fn create_path(&self) -> &'static str;
+
+    /// `GET` here to poll the task `task_id`.
+    fn poll_path(&self, task_id: &str) -> String;
+
+    /// `GET` here to download the completed task's video.
+    fn content_path(&self, task_id: &str) -> String;
+
+    /// The authentication headers of one request.
+    fn headers(&self, api_key: Option<&str>) -> Vec<(&'static str, String)>;
+
+    /// The JSON body that creates the task; `upstream_model` is what the
+    /// route calls the model.
+    fn encode_create(
+        &self,
+        request: &VideoRequest,
+        upstream_model: &str,
+    ) -> Result<Vec<u8>, ApiError>;
+
+    /// Read a success reply to a create or a poll.
+    fn decode_task(&self, body: &[u8]) -> Result<UpstreamVideo, SupplierError>;
+
+    /// Read an error reply (`status` is not 2xx): always
+    /// [`SupplierError::Reported`].
+    fn decode_error(&self, status: u16, body: &[u8]) -> SupplierError;
+}

@@ -1,0 +1,30 @@
+//! Video generation (`/v1/videos*`), the pure parts: no I/O.
+//!
+//! * [`client`]: the create body the gateway accepts into a canonical
+//!   [`VideoRequest`] (every rule that needs no catalog), the video object
+//!   (O-21) and the video error envelope with `error.requestId` (P-03).
+//! * [`range`]: the content endpoint's `Range` header (O-26..O-29, GP-24,
+//!   CF-13).
+//! * [`supplier`]: [`OpenAiVideosSupplier`], the OpenAI videos supplier
+//!   dialect, a [`router_canonical::VideoSupplierCodec`].
+//!
+//! ```
+//! use router_videos::client::parse_create;
+//!
+//! let request = parse_create(br#"{"model": "vid-1", "prompt": "a cat", "mode": "references",
+//!     "resolution": "720p", "duration": 5.0, "client_task_id": "job-1"}"#)?;
+//! assert_eq!(request.duration_seconds, 5);
+//! let refused = parse_create(br#"{"model": "vid-1", "prompt": "a cat", "mode": "references",
+//!     "resolution": "720p", "duration": 5, "client_task_id": "a b"}"#).unwrap_err();
+//! assert_eq!(refused.param.as_deref(), Some("client_task_id"));
+//! # Ok::<(), router_canonical::ApiError>(())
+//! ```
+
+#![warn(unreachable_pub)]
+
+pub mod client;
+pub mod range;
+pub mod supplier;
+
+pub use router_canonical::{VideoReferences, VideoRequest};
+pub use supplier::OpenAiVideosSupplier;
