@@ -59,6 +59,10 @@ impl VideoRequest {
     /// model as submitted included) does not. Every field takes part (an
     /// absent aspect ratio as `null`, the client task ID too), in a fixed
     /// order, under a version tag so a later form cannot collide with this.
+    ///
+    /// The hashed text is the compact JSON `["video-request/v1", {model,
+    /// prompt, mode, resolution, duration_seconds, aspect_ratio, references:
+    /// {images, videos, audios}, client_task_id}]`, members in that order.
     pub fn fingerprint(&self) -> String {
         // Serializing a struct gives its fields in declaration order, and
         // serde_json escapes strings one way only: the text is canonical.
@@ -172,4 +176,110 @@ pub trait VideoSupplierCodec: Send + Sync + 'static {
     /// Read an error reply (`status` is not 2xx): always
     /// [`SupplierError::Reported`].
     fn decode_error(&self, status: u16, body: &[u8]) -> SupplierError;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request() -> VideoRequest {
+        VideoRequest {
+            model: "vendor/vid".into(),
+            prompt: "a cat".into(),
+            mode: "references".into(),
+            resolution: "720p".into(),
+            duration_seconds: 5,
+            aspect_ratio: None,
+            references: VideoReferences::default(),
+            client_task_id: "job-1".into(),
+        }
+    }
+
+    /// GP-26: the fingerprint is stored for a video's lifetime, so its form
+    /// must not drift between releases; this pins it.
+    #[test]
+    fn the_fingerprint_is_a_stable_hex_sha256() {
+        let fingerprint = request().fingerprint();
+        assert_eq!(fingerprint.len(), 64);
+        assert!(
+            fingerprint
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+        );
+        assert_eq!(fingerprint, request().fingerprint());
+        assert_eq!(fingerprint, GOLDEN);
+    }
+
+    /// SHA-256 of `["video-request/v1",{"model":"vendor/vid","prompt":"a cat",
+    /// "mode":"references","resolution":"720p","duration_seconds":5,
+    /// "aspect_ratio":null,"references":{"images":[],"videos":[],"audios":[]},
+    /// "client_task_id":"job-1"}]` (no spaces), computed outside Rust.
+    const GOLDEN: &str = "32630da655e77b7c4883799b6083b5df734c12acb60867d2320f083a2d5b9d22";
+
+    /// GP-26: strings exactly, every field counts.
+    #[test]
+    fn every_field_changes_the_fingerprint() {
+        let base = request().fingerprint();
+        let changed = [
+            VideoRequest {
+                model: "vendor/VID".into(),
+                ..request()
+            },
+            VideoRequest {
+                prompt: "a cat ".into(),
+                ..request()
+            },
+            VideoRequest {
+                mode: "text".into(),
+                ..request()
+            },
+            VideoRequest {
+                resolution: "1080p".into(),
+                ..request()
+            },
+            VideoRequest {
+                duration_seconds: 6,
+                ..request()
+            },
+            VideoRequest {
+                aspect_ratio: Some("16:9".into()),
+                ..request()
+            },
+            VideoRequest {
+                client_task_id: "job-2".into(),
+                ..request()
+            },
+            VideoRequest {
+                references: VideoReferences {
+                    images: vec!["https://a.example/x".into()],
+                    ..VideoReferences::default()
+                },
+                ..request()
+            },
+            VideoRequest {
+                references: VideoReferences {
+                    videos: vec!["https://a.example/x".into()],
+                    ..VideoReferences::default()
+                },
+                ..request()
+            },
+        ];
+        let mut seen = std::collections::HashSet::from([base]);
+        for request in changed {
+            assert!(seen.insert(request.fingerprint()), "{request:?}");
+        }
+    }
+
+    #[test]
+    fn statuses_round_trip_and_only_two_are_terminal() {
+        for status in VideoStatus::ALL {
+            assert_eq!(VideoStatus::parse(status.as_str()), Some(status));
+        }
+        assert_eq!(VideoStatus::parse("done"), None);
+        let terminal: Vec<_> = VideoStatus::ALL
+            .into_iter()
+            .filter(|s| s.is_terminal())
+            .collect();
+        assert_eq!(terminal, [VideoStatus::Completed, VideoStatus::Failed]);
+    }
 }

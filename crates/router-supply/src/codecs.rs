@@ -5,10 +5,11 @@
 //! Every codec is strict about usage: a reply the router cannot bill is an
 //! invalid reply (G-12).
 
-use router_canonical::{Protocol, SupplierCodec};
+use router_canonical::{Protocol, SupplierCodec, VideoSupplierCodec};
 use router_chat::ChatSupplier;
 use router_messages::MessagesSupplier;
 use router_responses::ResponsesSupplier;
+use router_videos::OpenAiVideosSupplier;
 
 static CHAT: ChatSupplier = ChatSupplier {
     require_usage: true,
@@ -28,6 +29,15 @@ pub(crate) fn for_protocol(protocol: Protocol) -> Option<&'static dyn SupplierCo
         .find(|codec| codec.protocol() == protocol)
 }
 
+/// The video dialect of `videos` routes (the only one: OpenAI videos).
+static VIDEOS: OpenAiVideosSupplier = OpenAiVideosSupplier;
+
+/// The codec of a `videos` route: create, poll and content paths, the
+/// create body and the task replies.
+pub fn video_codec() -> &'static dyn VideoSupplierCodec {
+    &VIDEOS
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -38,5 +48,10 @@ mod tests {
             assert_eq!(for_protocol(protocol).map(|c| c.protocol()), Some(protocol));
         }
         assert!(for_protocol(Protocol::Completions).is_none());
+        assert!(
+            for_protocol(Protocol::Videos).is_none(),
+            "videos have their own codec"
+        );
+        assert_eq!(video_codec().create_path(), "/videos");
     }
 }

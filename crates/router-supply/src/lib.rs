@@ -25,6 +25,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
+pub use codecs::video_codec;
 pub use retry_after::parse_retry_after;
 
 /// Largest non-streaming supplier body the router reads.
