@@ -17,9 +17,6 @@ use router_canonical::{ApiError, SupplierError, UpstreamVideo, VideoRequest, Vid
 use router_core::Route;
 use std::time::Duration;
 
-/// The videos codec of the `videos` route protocol.
-static VIDEOS: router_videos::OpenAiVideosSupplier = router_videos::OpenAiVideosSupplier;
-
 /// How long a submission may take before its answer counts as lost.
 const SUBMIT_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long one poll may take; a slow poll is simply retried next pass.
@@ -52,7 +49,7 @@ pub enum Submission {
 }
 
 fn codec() -> &'static dyn VideoSupplierCodec {
-    &VIDEOS
+    crate::codecs::video_codec()
 }
 
 fn url(route: &Route, path: &str) -> Result<reqwest::Url, String> {
