@@ -321,6 +321,7 @@ async fn start_up_refuses_each_bad_setting_naming_it() {
         ("ROUTER_IMAGE_URL_ALLOW_LOOPBACK", "yes"),
         ("ROUTER_TELEGRAM_API_BASE", "api.telegram.org"),
         ("ROUTER_CHANNEL_TIMEOUT_SECS", "0"),
+        ("ROUTER_VIDEO_POLL_INTERVAL_MS", "50"),
         ("ROUTER_PROMPT_CACHE_MIN_PREFIX_TOKENS", "0"),
         ("ROUTER_PROMPT_CACHE_AFFINITY_TTL_SECS", "86401"),
         ("ROUTER_OBJECT_STORE", "ftp://files.example.com/uploads"),
