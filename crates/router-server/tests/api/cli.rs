@@ -300,7 +300,7 @@ async fn start_up_refuses_each_bad_setting_naming_it() {
         env.push((extra.0, extra.1.to_owned()));
         env
     };
-    let cases: [(&str, &str); 26] = [
+    let cases: [(&str, &str); 27] = [
         ("DATABASE_URL", "not a url"),
         ("DATABASE_URL", "mysql://x@127.0.0.1/db"),
         ("ROUTER_LISTEN", "localhost"),
