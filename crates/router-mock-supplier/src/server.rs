@@ -111,6 +111,12 @@ impl MockSupplier {
         self.playbook.videos.set_plan(upstream_model, plan);
     }
 
+    /// Changes what the existing task `task_id` does from its next poll on
+    /// (its polls count afresh for the new plan); `false` if there is none.
+    pub fn set_video_task_plan(&self, task_id: &str, plan: VideoPlan) -> bool {
+        self.playbook.videos.set_task_plan(task_id, plan)
+    }
+
     /// Sets how many bytes every completed video has.
     pub fn set_video_bytes(&self, bytes: usize) {
         self.playbook.videos.set_content_bytes(bytes);

@@ -128,6 +128,19 @@ impl Videos {
         }
     }
 
+    /// Changes what an existing task does from its next poll on (its poll
+    /// count stays); `false` if there is no such task.
+    pub(crate) fn set_task_plan(&self, task_id: &str, plan: VideoPlan) -> bool {
+        match self.lock().jobs.get_mut(task_id) {
+            Some(job) => {
+                job.plan = plan;
+                job.polls = 0;
+                true
+            }
+            None => false,
+        }
+    }
+
     pub(crate) fn set_content_bytes(&self, bytes: usize) {
         self.lock().content_bytes = Some(bytes);
     }
@@ -282,9 +295,9 @@ fn content(id: &str, videos: &Videos) -> Response<ResponseBody> {
 /// pattern that depends on the id and the offset, `size` bytes in all.
 pub fn video_bytes(id: &str, size: usize) -> Vec<u8> {
     let mut out = b"\x00\x00\x00\x18ftypmp42\x00\x00\x00\x00mp42isom".to_vec();
-    let seed = id
-        .bytes()
-        .fold(0x811c_9dc5u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193));
+    let seed = id.bytes().fold(0x811c_9dc5u32, |h, b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    });
     let mut x = seed | 1;
     while out.len() < size {
         // xorshift32: cheap, deterministic, not compressible to nothing.

@@ -168,7 +168,11 @@ impl ObjectStorage {
         use futures::StreamExt;
         let mut source = std::pin::pin!(source);
         let path = ObjectPath::from(key);
-        let mut upload = self.store.put_multipart(&path).await.map_err(PutError::Store)?;
+        let mut upload = self
+            .store
+            .put_multipart(&path)
+            .await
+            .map_err(PutError::Store)?;
         let written = async {
             let mut total = 0u64;
             let mut part: Vec<u8> = Vec::with_capacity(self.part_size);

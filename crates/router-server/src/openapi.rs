@@ -991,7 +991,9 @@ fn handler(route: &Route, schemas: &mut Schemas) -> Described {
             let mut d = Described::new("Reconcile a video whose submission is unknown", "admin");
             admin_body(
                 &mut d,
-                any_object("`{upstream_task_id}` (resume polling) or `{outcome: \"failed\", reason}` (release the hold)."),
+                any_object(
+                    "`{upstream_task_id}` (resume polling) or `{outcome: \"failed\", reason}` (release the hold).",
+                ),
             );
             d.success.push((
                 "200",

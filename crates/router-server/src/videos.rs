@@ -35,7 +35,7 @@ use crate::reply::{self, Body, Envelope, Reply};
 use crate::request_log::RequestLog;
 use bytes::Bytes;
 use futures::StreamExt;
-use http::header::{HeaderValue, ACCEPT_RANGES, CONTENT_LENGTH, CONTENT_RANGE, CONTENT_TYPE};
+use http::header::{ACCEPT_RANGES, CONTENT_LENGTH, CONTENT_RANGE, CONTENT_TYPE, HeaderValue};
 use http::{Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
@@ -43,7 +43,9 @@ use router_canonical::{
     ApiError, ErrorCode, NanoUsd, Protocol, UpstreamState, Usage, VideoRequest, VideoStatus,
 };
 use router_core::catalog::Modality;
-use router_core::store::{ApiKeyRecord, AttemptOutcome, AttemptRecord, NewRequest, Settlement, Voiding};
+use router_core::store::{
+    ApiKeyRecord, AttemptOutcome, AttemptRecord, NewRequest, Settlement, Voiding,
+};
 use router_core::{Catalog, Route};
 use router_store::videos::{self as store, Created, FinishError, NewVideo, VideoRow};
 use router_supply::Submission;
@@ -136,8 +138,11 @@ pub fn view(row: &VideoRow) -> VideoView {
     let id = public_id(row.id);
     VideoView {
         content_url: (status == VideoStatus::Completed).then(|| format!("/v1/videos/{id}/content")),
-        fail_reason: (status == VideoStatus::Failed)
-            .then(|| row.fail_reason.clone().unwrap_or_else(|| PUBLIC_FAIL_REASON.to_owned())),
+        fail_reason: (status == VideoStatus::Failed).then(|| {
+            row.fail_reason
+                .clone()
+                .unwrap_or_else(|| PUBLIC_FAIL_REASON.to_owned())
+        }),
         id,
         model: row.model.clone(),
         status,
@@ -229,7 +234,10 @@ fn plan(
         }
     };
     let rate = router_core::videos::check_against(spec, request)?;
-    let charge = NanoUsd(router_core::videos::charge_nanos(rate, request.duration_seconds));
+    let charge = NanoUsd(router_core::videos::charge_nanos(
+        rate,
+        request.duration_seconds,
+    ));
     let zdr = key.account_zdr;
     let routes = catalog
         .routes(&model.id)
@@ -294,7 +302,11 @@ async fn run_create(
     let fingerprint = video_request.fingerprint();
     // A replay answers before any catalog rule: the job exists whatever the
     // catalog says now (GP-26).
-    let mut conn = app.database().connection().await.map_err(|e| storage_failure(&e))?;
+    let mut conn = app
+        .database()
+        .connection()
+        .await
+        .map_err(|e| storage_failure(&e))?;
     if let Some(row) = store::find_by_key(&mut conn, key.account_id, &video_request.client_task_id)
         .await
         .map_err(|e| storage_failure(&e))?
@@ -355,7 +367,12 @@ async fn run_create(
 }
 
 /// A create that found the account's job under the same `client_task_id`.
-async fn replay(app: &App, row: VideoRow, fingerprint: &str, id_text: &str) -> Result<Reply, ApiError> {
+async fn replay(
+    app: &App,
+    row: VideoRow,
+    fingerprint: &str,
+    id_text: &str,
+) -> Result<Reply, ApiError> {
     if row.fingerprint != fingerprint {
         return Err(ApiError::new(
             ErrorCode::IdempotencyConflict,
@@ -369,7 +386,11 @@ async fn replay(app: &App, row: VideoRow, fingerprint: &str, id_text: &str) -> R
     let started = tokio::time::Instant::now();
     while row.status == "submitting" && started.elapsed() < REPLAY_WAIT {
         tokio::time::sleep(Duration::from_millis(50)).await;
-        let mut conn = app.database().connection().await.map_err(|e| storage_failure(&e))?;
+        let mut conn = app
+            .database()
+            .connection()
+            .await
+            .map_err(|e| storage_failure(&e))?;
         row = store::find(&mut conn, row.id)
             .await
             .map_err(|e| storage_failure(&e))?
@@ -409,9 +430,17 @@ async fn submit(
     };
     let (public, create_error, detail, status) = match submission {
         Submission::Accepted(task) => {
-            let in_progress = matches!(task.state, UpstreamState::InProgress | UpstreamState::Completed);
+            let in_progress = matches!(
+                task.state,
+                UpstreamState::InProgress | UpstreamState::Completed
+            );
             if let UpstreamState::Failed { reason } = &task.state {
-                (refused_by_supplier(), "upstream_error", reason.clone(), None)
+                (
+                    refused_by_supplier(),
+                    "upstream_error",
+                    reason.clone(),
+                    None,
+                )
             } else {
                 // A job already done is completed by its first poll.
                 let first_poll = match task.state {
@@ -489,8 +518,14 @@ async fn submit(
 
 async fn find_owned(app: &App, key: &ApiKeyRecord, id: Option<&str>) -> Result<VideoRow, ApiError> {
     let id = parse_public_id(id.unwrap_or_default())?;
-    let mut conn = app.database().connection().await.map_err(|e| storage_failure(&e))?;
-    let found = store::find(&mut conn, id).await.map_err(|e| storage_failure(&e))?;
+    let mut conn = app
+        .database()
+        .connection()
+        .await
+        .map_err(|e| storage_failure(&e))?;
+    let found = store::find(&mut conn, id)
+        .await
+        .map_err(|e| storage_failure(&e))?;
     owned_or_not_found(Resource::Video, found, key.account_id)
 }
 
@@ -515,9 +550,11 @@ pub async fn content(
     request_id: &str,
 ) -> Result<Reply, ApiError> {
     let row = find_owned(app, key, id).await?;
-    let (Some(object), Some(size), "completed") =
-        (row.content_key.as_deref(), row.content_bytes, row.status.as_str())
-    else {
+    let (Some(object), Some(size), "completed") = (
+        row.content_key.as_deref(),
+        row.content_bytes,
+        row.status.as_str(),
+    ) else {
         return Err(ApiError::new(
             ErrorCode::VideoNotReady,
             "The video is not ready; poll it until its status is completed.",
@@ -570,9 +607,9 @@ pub async fn content(
             }
         });
         let frames = futures::stream::poll_fn(move |cx| {
-            receiver
-                .poll_recv(cx)
-                .map(|chunk| chunk.map(|b| Ok::<_, std::convert::Infallible>(hyper::body::Frame::data(b))))
+            receiver.poll_recv(cx).map(|chunk| {
+                chunk.map(|b| Ok::<_, std::convert::Infallible>(hyper::body::Frame::data(b)))
+            })
         });
         BodyExt::boxed(http_body_util::StreamBody::new(frames))
     };
@@ -631,7 +668,10 @@ pub async fn poll_pass(app: &App) -> Result<u64, JobError> {
     let mut conn = app.database().connection().await?;
     let orphaned = store::orphaned_submissions(&mut conn, ORPHANED_SUBMISSION).await?;
     if orphaned > 0 {
-        tracing::warn!(orphaned, "video submissions of a stopped process are now unknown");
+        tracing::warn!(
+            orphaned,
+            "video submissions of a stopped process are now unknown"
+        );
     }
     let mut polled = 0u64;
     for _ in 0..MAX_BATCHES {
@@ -664,7 +704,11 @@ async fn poll_one(app: &App, row: VideoRow) -> Result<(), String> {
         .ok_or("an active job without a task id")?;
     let suppliers = app.gateway.suppliers();
     let task = suppliers.poll_video(&route, &task_id).await?;
-    let mut conn = app.database().connection().await.map_err(|e| e.to_string())?;
+    let mut conn = app
+        .database()
+        .connection()
+        .await
+        .map_err(|e| e.to_string())?;
     match task.state {
         UpstreamState::Queued | UpstreamState::InProgress => {
             let in_progress = task.state == UpstreamState::InProgress;
@@ -750,7 +794,11 @@ async fn complete(app: &App, row: &VideoRow, route: &Route, task_id: &str) -> Re
             outcome: AttemptOutcome::Succeeded,
         },
     };
-    let mut conn = app.database().connection().await.map_err(|e| e.to_string())?;
+    let mut conn = app
+        .database()
+        .connection()
+        .await
+        .map_err(|e| e.to_string())?;
     let size = i64::try_from(bytes).map_err(|_| "content too large")?;
     match store::complete(&mut conn, row.id, &key, size, &content_type, &settlement).await {
         Ok(charged) => {
@@ -771,12 +819,20 @@ async fn complete(app: &App, row: &VideoRow, route: &Route, task_id: &str) -> Re
 /// including the supplier's own failure text and task id.
 pub async fn admin_show(app: &App, id: Option<&str>, request_id: &str) -> Result<Reply, ApiError> {
     let row = admin_find(app, id).await?;
-    Ok(reply::json_value(StatusCode::OK, &admin_json(&row), request_id))
+    Ok(reply::json_value(
+        StatusCode::OK,
+        &admin_json(&row),
+        request_id,
+    ))
 }
 
 async fn admin_find(app: &App, id: Option<&str>) -> Result<VideoRow, ApiError> {
     let id = parse_public_id(id.unwrap_or_default())?;
-    let mut conn = app.database().connection().await.map_err(|e| storage_failure(&e))?;
+    let mut conn = app
+        .database()
+        .connection()
+        .await
+        .map_err(|e| storage_failure(&e))?;
     store::find(&mut conn, id)
         .await
         .map_err(|e| storage_failure(&e))?
@@ -837,15 +893,25 @@ pub async fn admin_reconcile(
     let not_unknown = || {
         ApiError::new(
             ErrorCode::Conflict,
-            format!("The video is `{}`; only an `unknown` video is reconciled.", row.status),
+            format!(
+                "The video is `{}`; only an `unknown` video is reconciled.",
+                row.status
+            ),
         )
     };
-    let mut conn = app.database().connection().await.map_err(|e| storage_failure(&e))?;
+    let mut conn = app
+        .database()
+        .connection()
+        .await
+        .map_err(|e| storage_failure(&e))?;
     match (body.upstream_task_id, body.outcome.as_deref(), body.reason) {
         (Some(task), None, None) => {
             let task = task.trim().to_owned();
             if task.is_empty() || task.len() > 256 || task.chars().any(char::is_control) {
-                return Err(ApiError::invalid("upstream_task_id", "must be 1 to 256 printable characters"));
+                return Err(ApiError::invalid(
+                    "upstream_task_id",
+                    "must be 1 to 256 printable characters",
+                ));
             }
             match store::reconcile_task(&mut conn, row.id, &task)
                 .await
@@ -853,7 +919,11 @@ pub async fn admin_reconcile(
             {
                 Some(row) => {
                     tracing::info!(video = %public_id(row.id), "video reconciled: polling resumes");
-                    Ok(reply::json_value(StatusCode::OK, &admin_json(&row), request_id))
+                    Ok(reply::json_value(
+                        StatusCode::OK,
+                        &admin_json(&row),
+                        request_id,
+                    ))
                 }
                 None => Err(not_unknown()),
             }
@@ -880,7 +950,11 @@ pub async fn admin_reconcile(
                 Ok(()) => {
                     tracing::info!(video = %public_id(row.id), "video reconciled as failed; hold released");
                     let row = admin_find(app, id).await?;
-                    Ok(reply::json_value(StatusCode::OK, &admin_json(&row), request_id))
+                    Ok(reply::json_value(
+                        StatusCode::OK,
+                        &admin_json(&row),
+                        request_id,
+                    ))
                 }
                 Err(FinishError::NotActive) => Err(not_unknown()),
                 Err(FinishError::Store(e)) => Err(storage_failure(&e)),
@@ -910,7 +984,11 @@ mod tests {
             "vid_0123456789abcdef0123456789abcdef",
             "video_0123456789abcdef0123456789abcdeg",
         ] {
-            assert_eq!(parse_public_id(bad).unwrap_err().code, ErrorCode::TaskNotFound, "{bad}");
+            assert_eq!(
+                parse_public_id(bad).unwrap_err().code,
+                ErrorCode::TaskNotFound,
+                "{bad}"
+            );
         }
     }
 }

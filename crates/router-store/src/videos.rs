@@ -16,9 +16,7 @@ use diesel::QueryableByName;
 use diesel::sql_types::{BigInt, Int4, Nullable, Text, Timestamptz, Uuid as SqlUuid};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use router_canonical::NanoUsd;
-use router_core::store::{
-    NewRequest, ReserveError, SettleError, Settlement, StoreError, Voiding,
-};
+use router_core::store::{NewRequest, ReserveError, SettleError, Settlement, StoreError, Voiding};
 use std::time::Duration;
 use uuid::Uuid;
 
@@ -217,7 +215,11 @@ async fn transition(
     sql: String,
     bind: impl FnOnce(
         diesel::query_builder::SqlQuery,
-    ) -> diesel::query_builder::BoxedSqlQuery<'static, diesel::pg::Pg, diesel::query_builder::SqlQuery>,
+    ) -> diesel::query_builder::BoxedSqlQuery<
+        'static,
+        diesel::pg::Pg,
+        diesel::query_builder::SqlQuery,
+    >,
 ) -> Result<Option<VideoRow>, diesel::result::Error> {
     let query = bind(diesel::sql_query(sql));
     Ok(query.get_results::<VideoRow>(conn).await?.pop())
@@ -485,11 +487,7 @@ pub async fn reconcile_task(
              WHERE id = $1 AND status = 'unknown'
              RETURNING {COLUMNS}"
         ),
-        move |q| {
-            q.into_boxed()
-                .bind::<SqlUuid, _>(id)
-                .bind::<Text, _>(task)
-        },
+        move |q| q.into_boxed().bind::<SqlUuid, _>(id).bind::<Text, _>(task),
     )
     .await
     .map_err(store_error)

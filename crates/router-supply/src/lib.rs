@@ -117,7 +117,11 @@ impl HttpSuppliers {
     }
 
     /// The completed video's bytes, as a stream of chunks.
-    pub async fn video_content(&self, route: &Route, task_id: &str) -> Result<VideoDownload, String> {
+    pub async fn video_content(
+        &self,
+        route: &Route,
+        task_id: &str,
+    ) -> Result<VideoDownload, String> {
         videos::content(&self.client, route, task_id).await
     }
 }

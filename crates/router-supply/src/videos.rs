@@ -33,10 +33,7 @@ pub enum Submission {
     Accepted(UpstreamVideo),
     /// The supplier said it did not take the job (its error stays typed;
     /// its text is for operators only).
-    Refused {
-        status: u16,
-        error: SupplierError,
-    },
+    Refused { status: u16, error: SupplierError },
     /// Nothing reached the supplier (connection refused, the request could
     /// not be encoded for this dialect): `Err` carries a public error when
     /// the request itself is at fault.
@@ -98,7 +95,12 @@ pub(crate) async fn submit(
     };
     let url = match url(route, codec().create_path()) {
         Ok(url) => url,
-        Err(detail) => return Submission::NotSent { detail, public: None },
+        Err(detail) => {
+            return Submission::NotSent {
+                detail,
+                public: None,
+            };
+        }
     };
     let builder = client
         .post(url)

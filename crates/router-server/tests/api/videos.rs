@@ -41,7 +41,13 @@ const RICH: i64 = 1_000_000_000_000;
 const CHARGE_8S: i64 = 800_000_000;
 
 async fn start() -> TestRouter {
-    TestRouter::start_videos(VIDEO_CATALOG, VideoSettings { poll_interval: Duration::ZERO }).await
+    TestRouter::start_videos(
+        VIDEO_CATALOG,
+        VideoSettings {
+            poll_interval: Duration::ZERO,
+        },
+    )
+    .await
 }
 
 fn body(task: &str) -> Value {
@@ -211,7 +217,11 @@ async fn o01_o21_a_video_is_created_polled_to_completion_downloaded_and_charged_
     assert!(done["completed_at"].as_i64().unwrap() >= done["created_at"].as_i64().unwrap());
     let url = done["metadata"]["url"].as_str().unwrap();
     assert_eq!(url, format!("/v1/videos/{id}/content"));
-    assert!(done["metadata"].get("fail_reason").is_none_or(Value::is_null));
+    assert!(
+        done["metadata"]
+            .get("fail_reason")
+            .is_none_or(Value::is_null)
+    );
     assert_eq!(wallet(&r, &c).await, (RICH - CHARGE_8S, 0));
     // Completed is terminal: no more polls, no second charge.
     assert_eq!(poll_pass(&r).await, 0);
@@ -276,7 +286,13 @@ async fn o27_o29_ranges_partial_unsatisfiable_and_invalid() {
         assert_eq!(bytes.as_ref(), &file[start..=end], "{range}");
     }
     // O-28, CF-14: well-formed, unsatisfiable: empty, only the two headers.
-    let resp = content(&r, &c.key, &id, Some(&format!("bytes={size}-{}", size + 10))).await;
+    let resp = content(
+        &r,
+        &c.key,
+        &id,
+        Some(&format!("bytes={size}-{}", size + 10)),
+    )
+    .await;
     assert_eq!(resp.status(), 416);
     assert_eq!(
         resp.headers()["content-range"],
@@ -324,7 +340,12 @@ async fn o16_o18_idempotency_by_client_task_id() {
     // O-17: another duration → 409, no job, no hold.
     let mut changed = body("same");
     changed["duration"] = json!(5);
-    let (error, _) = expect_video_error(create(&r, &c.key, &changed).await, 409, "idempotency_conflict").await;
+    let (error, _) = expect_video_error(
+        create(&r, &c.key, &changed).await,
+        409,
+        "idempotency_conflict",
+    )
+    .await;
     assert_eq!(error["error"]["param"], "client_task_id");
     assert_eq!(r.mock.video_counts().submissions, 1);
     assert_eq!(wallet(&r, &c).await, (RICH, CHARGE_8S));
@@ -346,12 +367,21 @@ async fn o16_o18_idempotency_by_client_task_id() {
 async fn o19_a_lost_submission_is_unknown_held_and_reconciled_by_task_id() {
     let r = start().await;
     let c = r.rich_customer().await;
-    r.mock.set_video_plan(Some("up-vid"), VideoPlan::DropOnSubmit);
-    let (_, video_id) =
-        expect_video_error(create(&r, &c.key, &body("lost")).await, 503, "submission_unknown").await;
+    r.mock
+        .set_video_plan(Some("up-vid"), VideoPlan::DropOnSubmit);
+    let (_, video_id) = expect_video_error(
+        create(&r, &c.key, &body("lost")).await,
+        503,
+        "submission_unknown",
+    )
+    .await;
     let id = video_id.expect("x-video-id");
-    let (_, replayed) =
-        expect_video_error(create(&r, &c.key, &body("lost")).await, 503, "submission_unknown").await;
+    let (_, replayed) = expect_video_error(
+        create(&r, &c.key, &body("lost")).await,
+        503,
+        "submission_unknown",
+    )
+    .await;
     assert_eq!(replayed.as_deref(), Some(id.as_str()));
     assert_eq!(r.mock.video_counts().submissions, 1, "never resubmitted");
     let v = video(&r, &c.key, &id).await;
@@ -359,7 +389,9 @@ async fn o19_a_lost_submission_is_unknown_held_and_reconciled_by_task_id() {
     assert_eq!(wallet(&r, &c).await, (RICH, CHARGE_8S), "held");
     // Neither the poller nor the reaper touches it.
     assert_eq!(poll_pass(&r).await, 0);
-    let (status, reaped) = r.admin(Method::POST, "/admin/jobs/hold-reaper/run", None).await;
+    let (status, reaped) = r
+        .admin(Method::POST, "/admin/jobs/hold-reaper/run", None)
+        .await;
     assert_eq!((status, reaped["processed"].as_u64()), (200, Some(0)));
     assert_eq!(wallet(&r, &c).await, (RICH, CHARGE_8S));
     // The operator sees what happened and reconciles with the task id.
@@ -400,8 +432,12 @@ async fn o32_an_unknown_job_reconciled_as_failed_is_released_once() {
     let r = start().await;
     let c = r.rich_customer().await;
     r.mock.set_video_plan(None, VideoPlan::DropOnSubmit);
-    let (_, id) =
-        expect_video_error(create(&r, &c.key, &body("gone")).await, 503, "submission_unknown").await;
+    let (_, id) = expect_video_error(
+        create(&r, &c.key, &body("gone")).await,
+        503,
+        "submission_unknown",
+    )
+    .await;
     let id = id.unwrap();
     let (status, body_) = r
         .admin(
@@ -431,7 +467,11 @@ async fn o32_an_unknown_job_reconciled_as_failed_is_released_once() {
         json!({}),
     ] {
         let (status, _) = r
-            .admin(Method::POST, &format!("/admin/videos/{id}/reconcile"), Some(bad))
+            .admin(
+                Method::POST,
+                &format!("/admin/videos/{id}/reconcile"),
+                Some(bad),
+            )
             .await;
         assert_eq!(status, 400);
     }
@@ -452,7 +492,10 @@ async fn o32_a_failed_job_is_released_and_its_supplier_text_never_shown() {
     assert_eq!(poll_pass(&r).await, 1);
     let resp = get(&r, &c.key, &format!("/v1/videos/{id}")).await;
     let text = resp.text().await.unwrap();
-    assert!(!text.contains("gpu-node-7") && !text.contains("canary"), "{text}");
+    assert!(
+        !text.contains("gpu-node-7") && !text.contains("canary"),
+        "{text}"
+    );
     let v: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(v["status"], "failed");
     assert!(v["completed_at"].as_i64().is_some());
@@ -493,13 +536,21 @@ async fn a_refused_submission_is_failed_and_released() {
             message: "acme-secret-supplier moderation canary".into(),
         },
     );
-    let (error, id) =
-        expect_video_error(create(&r, &c.key, &body("refused")).await, 502, "upstream_error").await;
+    let (error, id) = expect_video_error(
+        create(&r, &c.key, &body("refused")).await,
+        502,
+        "upstream_error",
+    )
+    .await;
     assert!(!error.to_string().contains("canary"));
     let id = id.expect("x-video-id");
     assert_eq!(wallet(&r, &c).await, (RICH, 0));
-    let (_, again) =
-        expect_video_error(create(&r, &c.key, &body("refused")).await, 502, "upstream_error").await;
+    let (_, again) = expect_video_error(
+        create(&r, &c.key, &body("refused")).await,
+        502,
+        "upstream_error",
+    )
+    .await;
     assert_eq!(again.as_deref(), Some(id.as_str()));
     assert_eq!(r.mock.video_counts().submissions, 1);
     assert_eq!(video(&r, &c.key, &id).await["status"], "failed");
@@ -533,7 +584,10 @@ async fn o20_o23_o30_foreign_unknown_and_malformed_ids_are_not_found() {
         let (unknown, _) = expect_video_error(resp, 404, "task_not_found").await;
         assert_eq!(unknown["error"]["message"], foreign["error"]["message"]);
     }
-    assert_eq!(foreign_content["error"]["message"], foreign["error"]["message"]);
+    assert_eq!(
+        foreign_content["error"]["message"],
+        foreign["error"]["message"]
+    );
 }
 
 /// O-02, O-03, O-07, O-33, O-34, A-07: refusals before any money or job.
@@ -572,15 +626,26 @@ async fn o02_o34_refusals_happen_before_money_and_submission() {
     expect_video_error(create(&r, &c.key, &unknown).await, 404, "model_not_found").await;
     let mut text = body("m2");
     text["model"] = json!("m-text");
-    let (error, _) = expect_video_error(create(&r, &c.key, &text).await, 400, "invalid_parameter").await;
+    let (error, _) =
+        expect_video_error(create(&r, &c.key, &text).await, 400, "invalid_parameter").await;
     assert_eq!(error["error"]["param"], "model");
     // O-07: listed but not priced.
     let mut unpriced = body("m3");
     unpriced["resolution"] = json!("4k");
-    expect_video_error(create(&r, &c.key, &unpriced).await, 400, "invalid_parameter").await;
+    expect_video_error(
+        create(&r, &c.key, &unpriced).await,
+        400,
+        "invalid_parameter",
+    )
+    .await;
     // O-33: short of credits → 402, nothing submitted, nothing held.
     let poor = r.customer(100, &["inference"]).await;
-    expect_video_error(create(&r, &poor.key, &body("poor")).await, 402, "insufficient_credits").await;
+    expect_video_error(
+        create(&r, &poor.key, &body("poor")).await,
+        402,
+        "insufficient_credits",
+    )
+    .await;
     // a key without `inference`.
     let reader = r.customer(RICH, &["account:read"]).await;
     let resp = create(&r, &reader.key, &body("read")).await;
@@ -600,8 +665,12 @@ async fn a5_fifty_concurrent_identical_creates_make_one_job() {
     let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(50));
     let mut tasks = Vec::new();
     for _ in 0..50 {
-        let (client, base, key, barrier) =
-            (r.client.clone(), r.base.clone(), c.key.clone(), barrier.clone());
+        let (client, base, key, barrier) = (
+            r.client.clone(),
+            r.base.clone(),
+            c.key.clone(),
+            barrier.clone(),
+        );
         tasks.push(tokio::spawn(async move {
             barrier.wait().await;
             let resp = client
@@ -685,7 +754,199 @@ async fn gp22_a_job_that_never_finishes_keeps_its_hold_and_progress_never_decrea
     }
     // Even with its hold's expiry in the past, the reaper leaves it.
     sql(&r, "UPDATE holds SET expires_at = now() - interval '1 day'").await;
-    let (status, reaped) = r.admin(Method::POST, "/admin/jobs/hold-reaper/run", None).await;
+    let (status, reaped) = r
+        .admin(Method::POST, "/admin/jobs/hold-reaper/run", None)
+        .await;
     assert_eq!((status, reaped["processed"].as_u64()), (200, Some(0)));
     assert_eq!(wallet(&r, &c).await, (RICH, CHARGE_8S));
+}
+
+/// RELIABILITY.md (c), I7: the router is killed with SIGKILL while jobs are
+/// queued or in progress and one is unknown; another process on the same
+/// database resumes polling: the in-progress job completes (content copied,
+/// settled once), the failing one is released once, the unknown one keeps
+/// its hold (the reaper runs every second and leaves it), and nothing is
+/// resubmitted.
+#[tokio::test(flavor = "multi_thread")]
+async fn kill9_jobs_resume_or_stay_unknown_and_no_hold_is_lost_or_released_twice() {
+    use router_mock_supplier::MockSupplier;
+    use router_store::test_support::TestDatabase;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mock = MockSupplier::start("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let db = TestDatabase::new().await;
+    let store = std::env::temp_dir()
+        .join("router-test-videos")
+        .join(uuid::Uuid::new_v4().simple().to_string());
+    let store_url = format!("file://{}", store.display());
+    let env = [
+        ("ROUTER_OBJECT_STORE", store_url.as_str()),
+        ("ROUTER_VIDEO_POLL_INTERVAL_MS", "100"),
+        ("ROUTER_HOLD_LEASE_SECS", "2"),
+        ("ROUTER_REAPER_INTERVAL_SECS", "1"),
+    ];
+    let client = reqwest::Client::new();
+    let mut first = spawn_router_process(db.url(), &mock.base_url(), &env).await;
+    let admin = |base: String, method: Method, path: String, body: Option<Value>| {
+        let client = client.clone();
+        async move {
+            let mut req = client
+                .request(method, format!("{base}{path}"))
+                .bearer_auth(ADMIN_TOKEN);
+            if let Some(body) = body {
+                req = req.json(&body);
+            }
+            req.send().await.unwrap().json::<Value>().await.unwrap()
+        }
+    };
+    let account = admin(
+        first.base.clone(),
+        Method::POST,
+        "/admin/accounts".into(),
+        Some(json!({"email": "kill9@example.com"})),
+    )
+    .await;
+    let account_id = account["id"].as_str().unwrap().to_owned();
+    admin(
+        first.base.clone(),
+        Method::POST,
+        format!("/admin/accounts/{account_id}/credits"),
+        Some(json!({"amount_nano_usd": RICH})),
+    )
+    .await;
+    let key = admin(
+        first.base.clone(),
+        Method::POST,
+        "/admin/api-keys".into(),
+        Some(json!({"account_id": account_id, "scopes": ["inference"]})),
+    )
+    .await["key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The harness catalog's `m-video`: 720p for 10 s = max(0.10, 10 × 0.02).
+    let charge = 200_000_000i64;
+    let job = |task: &str| {
+        json!({"model": "m-video", "prompt": "p", "mode": "references",
+               "resolution": "720p", "duration": 10, "client_task_id": task})
+    };
+    let post = |base: String, body: Value| {
+        let (client, key) = (client.clone(), key.clone());
+        async move {
+            client
+                .post(format!("{base}/v1/videos"))
+                .bearer_auth(key)
+                .json(&body)
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+    mock.set_video_plan(None, VideoPlan::Never);
+    let running: Value = post(first.base.clone(), job("running"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let doomed: Value = post(first.base.clone(), job("doomed"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    mock.set_video_plan(None, VideoPlan::DropOnSubmit);
+    let lost = post(first.base.clone(), job("lost")).await;
+    assert_eq!(lost.status(), 503);
+    let lost_id = lost.headers()["x-video-id"].to_str().unwrap().to_owned();
+    let running_id = running["id"].as_str().unwrap().to_owned();
+    let doomed_id = doomed["id"].as_str().unwrap().to_owned();
+    let status_of = |base: String, id: String| {
+        let (client, key) = (client.clone(), key.clone());
+        async move {
+            client
+                .get(format!("{base}/v1/videos/{id}"))
+                .bearer_auth(key)
+                .send()
+                .await
+                .unwrap()
+                .json::<Value>()
+                .await
+                .unwrap()["status"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        }
+    };
+    // The background poller takes both to in_progress.
+    for _ in 0..300 {
+        if status_of(first.base.clone(), running_id.clone()).await == "in_progress"
+            && status_of(first.base.clone(), doomed_id.clone()).await == "in_progress"
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        status_of(first.base.clone(), running_id.clone()).await,
+        "in_progress"
+    );
+    // SIGKILL.
+    first.child.start_kill().unwrap();
+    first.child.wait().await.unwrap();
+    let tasks = mock.video_counts().tasks;
+    assert_eq!(tasks.len(), 3);
+    // While no router runs, the supplier finishes one and fails the other.
+    assert!(mock.set_video_task_plan(&tasks[0], VideoPlan::CompleteAfter { polls: 1 }));
+    assert!(mock.set_video_task_plan(&tasks[1], VideoPlan::leaky_failure()));
+    let second = spawn_router_process(db.url(), &mock.base_url(), &env).await;
+    for _ in 0..300 {
+        if status_of(second.base.clone(), running_id.clone()).await == "completed"
+            && status_of(second.base.clone(), doomed_id.clone()).await == "failed"
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        status_of(second.base.clone(), running_id.clone()).await,
+        "completed"
+    );
+    assert_eq!(
+        status_of(second.base.clone(), doomed_id.clone()).await,
+        "failed"
+    );
+    assert_eq!(
+        status_of(second.base.clone(), lost_id.clone()).await,
+        "unknown"
+    );
+    // Let the reaper run at least twice more: the unknown hold stays.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let account = admin(
+        second.base.clone(),
+        Method::GET,
+        format!("/admin/accounts/{account_id}"),
+        None,
+    )
+    .await;
+    assert_eq!(account["balance_nano_usd"], RICH - charge, "{account}");
+    assert_eq!(
+        account["held_nano_usd"], charge,
+        "only the unknown job is held"
+    );
+    assert_eq!(mock.video_counts().submissions, 3, "nothing resubmitted");
+    // The completed video is downloadable from the new process.
+    let bytes = client
+        .get(format!("{}/v1/videos/{running_id}/content", second.base))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    assert_eq!(bytes.as_ref(), mock.video_content(&tasks[0]).as_slice());
+    let reconciliation = db.database().reconcile().await.unwrap();
+    assert!(reconciliation.is_consistent(), "{reconciliation:?}");
+    mock.shutdown();
+    let _ = std::fs::remove_dir_all(&store);
 }
