@@ -75,6 +75,9 @@ const ORPHANED_SUBMISSION: Duration = Duration::from_secs(180);
 /// How long a replay waits for the original create's submission.
 const REPLAY_WAIT: Duration = Duration::from_secs(75);
 
+/// How long a job whose content is being copied is kept from other passes.
+const COPY_LEASE: Duration = Duration::from_secs(600);
+
 /// Jobs one poller pass claims per batch.
 const POLL_BATCH: i64 = 32;
 /// Batches per pass at most (a pass is bounded; the rest wait a pass).
@@ -743,6 +746,11 @@ async fn poll_one(app: &App, row: VideoRow) -> Result<(), String> {
             }
         }
         UpstreamState::Completed => {
+            // No other pass starts a second copy while this one runs; if
+            // this process dies, the job is due again after the lease.
+            store::defer_poll(&mut conn, row.id, COPY_LEASE)
+                .await
+                .map_err(|e| e.to_string())?;
             drop(conn);
             complete(app, &row, &route, &task_id).await
         }

@@ -335,6 +335,25 @@ pub async fn claim_due(
     .map_err(store_error)
 }
 
+/// Holds an active job back from other passes for `lease` (its content is
+/// being copied, which may take longer than an interval).
+pub async fn defer_poll(
+    conn: &mut AsyncPgConnection,
+    id: Uuid,
+    lease: Duration,
+) -> Result<(), StoreError> {
+    diesel::sql_query(
+        "UPDATE videos SET next_poll_at = now() + $2 * interval '1 millisecond'
+         WHERE id = $1 AND status IN ('queued', 'in_progress')",
+    )
+    .bind::<SqlUuid, _>(id)
+    .bind::<BigInt, _>(millis(lease))
+    .execute(conn)
+    .await
+    .map_err(store_error)?;
+    Ok(())
+}
+
 /// A poll said the job is still running: `queued` may become
 /// `in_progress`, never back; progress never decreases and stays below 100
 /// until the job completes (GP-22).

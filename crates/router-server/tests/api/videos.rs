@@ -950,3 +950,34 @@ async fn kill9_jobs_resume_or_stay_unknown_and_no_hold_is_lost_or_released_twice
     mock.shutdown();
     let _ = std::fs::remove_dir_all(&store);
 }
+
+/// RELIABILITY.md K7, GP-25: a job whose process died between taking the
+/// hold and recording the supplier's answer (still `submitting` long after)
+/// becomes `unknown` on the next poller pass: held, never resubmitted, and
+/// its replay is the 503 with its id.
+#[tokio::test(flavor = "multi_thread")]
+async fn k7_a_submission_orphaned_by_a_dead_process_becomes_unknown_and_stays_held() {
+    let r = start().await;
+    let c = r.rich_customer().await;
+    r.mock.set_video_plan(None, VideoPlan::Never);
+    let id = create_ok(&r, &c.key, &body("orphan")).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // As a process killed mid-submission leaves it.
+    sql(
+        &r,
+        "UPDATE videos SET status = 'submitting', upstream_task_id = NULL, next_poll_at = NULL,
+                created_at = now() - interval '1 hour'",
+    )
+    .await;
+    assert_eq!(poll_pass(&r).await, 0);
+    assert_eq!(video(&r, &c.key, &id).await["status"], "unknown");
+    let (_, replayed) =
+        expect_video_error(create(&r, &c.key, &body("orphan")).await, 503, "submission_unknown").await;
+    assert_eq!(replayed.as_deref(), Some(id.as_str()));
+    assert_eq!(r.mock.video_counts().submissions, 1);
+    assert_eq!(wallet(&r, &c).await, (RICH, CHARGE_8S));
+    let admin = admin_video(&r, &id).await;
+    assert_eq!(admin["status"], "unknown");
+}
