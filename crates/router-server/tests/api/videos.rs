@@ -973,8 +973,12 @@ async fn k7_a_submission_orphaned_by_a_dead_process_becomes_unknown_and_stays_he
     .await;
     assert_eq!(poll_pass(&r).await, 0);
     assert_eq!(video(&r, &c.key, &id).await["status"], "unknown");
-    let (_, replayed) =
-        expect_video_error(create(&r, &c.key, &body("orphan")).await, 503, "submission_unknown").await;
+    let (_, replayed) = expect_video_error(
+        create(&r, &c.key, &body("orphan")).await,
+        503,
+        "submission_unknown",
+    )
+    .await;
     assert_eq!(replayed.as_deref(), Some(id.as_str()));
     assert_eq!(r.mock.video_counts().submissions, 1);
     assert_eq!(wallet(&r, &c).await, (RICH, CHARGE_8S));
