@@ -824,4 +824,25 @@ mod tests {
             assert_eq!(code.http_status(), status, "{code}");
         }
     }
+
+    proptest::proptest! {
+        /// Any bytes: a request or a named 400, never a panic.
+        #[test]
+        fn any_body_parses_or_is_refused(body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300)) {
+            if let Err(error) = parse_create(&body) {
+                proptest::prop_assert_eq!(error.code, ErrorCode::InvalidParameter);
+            }
+        }
+
+        /// Any reference text: judged without panicking, and what passes is
+        /// an http(s) URL without credentials.
+        #[test]
+        fn any_reference_text_is_judged(text in "(https?://)?[a-zA-Z0-9.:@\\[\\]/%_-]{0,40}") {
+            if public_url(&text).is_ok() {
+                let url = url::Url::parse(&text).unwrap();
+                proptest::prop_assert!(matches!(url.scheme(), "http" | "https"));
+                proptest::prop_assert!(url.username().is_empty() && url.password().is_none());
+            }
+        }
+    }
 }
