@@ -15,6 +15,7 @@ mod provenance;
 mod report;
 mod scale_out;
 mod stream_client;
+mod uploads;
 mod upstream;
 
 use std::collections::HashMap;
@@ -61,7 +62,7 @@ const OPEN_STREAMS: usize = 1000;
 const ROUTER_READY: Duration = Duration::from_secs(60);
 const PROMPT: &str = "Say hello to the benchmark.";
 
-const USAGE: &str = "usage: cargo xtask bench [--quick] [--duration SECS] [--protocols chat,messages,responses,completions] [--peers litellm,portkey] [--profile] [--scale-out] [--docs-only] [--no-build]";
+const USAGE: &str = "usage: cargo xtask bench [--quick] [--duration SECS] [--protocols chat,messages,responses,completions] [--peers litellm,portkey] [--profile] [--scale-out] [--docs-only] [--uploads-only] [--no-build]";
 /// The documentation search measured (`GET /v1/docs?q=...`): a few terms, as an agent asks.
 const DOCS_QUERY: &str = "q=streaming+usage+cost&limit=4";
 /// The rate of the docs search case (the figure: p50 and p99 at 1,000 rps).
@@ -250,6 +251,8 @@ struct Options {
     scale_out: bool,
     /// Only the documentation search case (with start-up and the smoke test).
     docs_only: bool,
+    /// Only the upload case (with start-up and the smoke test).
+    uploads_only: bool,
     build: bool,
 }
 
@@ -269,6 +272,7 @@ fn parse(args: &[String]) -> Result<Options> {
         profile: false,
         scale_out: false,
         docs_only: false,
+        uploads_only: false,
         build: true,
     };
     let mut duration = None;
@@ -279,6 +283,7 @@ fn parse(args: &[String]) -> Result<Options> {
             "--profile" => options.profile = true,
             "--scale-out" => options.scale_out = true,
             "--docs-only" => options.docs_only = true,
+            "--uploads-only" => options.uploads_only = true,
             "--duration" => {
                 let secs: u64 = value()?.parse().context("--duration takes seconds")?;
                 anyhow::ensure!((1..=600).contains(&secs), "--duration is 1..=600 seconds");
@@ -717,6 +722,7 @@ pub fn run(args: &[String]) -> Result<bool> {
         catalog: &catalog,
         admin_token: &admin_token,
         logs: &work.join("logs"),
+        object_store: &work.join("uploads-store"),
     };
     launch.migrate()?;
     let router_addr = launch.start(&mut children, &stop, "router", ROUTER_CORE)?;
@@ -772,6 +778,28 @@ pub fn run(args: &[String]) -> Result<bool> {
         ..Report::default()
     };
 
+    let upload_case = || {
+        let pid = router.pid.context("the router's pid is unknown")?;
+        uploads::run(
+            &router.addr,
+            pid,
+            &admin_token,
+            launch.object_store,
+            CREDITS_NANO_USD,
+        )
+    };
+    if bench.options.uploads_only {
+        report.uploads = Some(upload_case().map_err(|e| format!("{e:#}")));
+        return finish(
+            report,
+            &work,
+            started,
+            children,
+            pg_pin,
+            contention,
+            &bench.options,
+        );
+    }
     if bench.options.docs_only {
         report.docs_search = Some(docs_search(&bench, &router).map_err(|e| format!("{e:#}")));
         return finish(
@@ -838,6 +866,9 @@ pub fn run(args: &[String]) -> Result<bool> {
     bench.check_stop()?;
     report.docs_search = Some(docs_search(&bench, &router).map_err(|e| format!("{e:#}")));
     report.catalog_views = Some(catalog_views(&bench, &router).map_err(|e| format!("{e:#}")));
+
+    bench.check_stop()?;
+    report.uploads = Some(upload_case().map_err(|e| format!("{e:#}")));
 
     for peer in bench.options.peers.clone() {
         bench.check_stop()?;
@@ -955,6 +986,8 @@ struct RouterLaunch<'a> {
     catalog: &'a Path,
     admin_token: &'a str,
     logs: &'a Path,
+    /// The folder uploads are stored in.
+    object_store: &'a Path,
 }
 
 impl RouterLaunch<'_> {
@@ -966,6 +999,10 @@ impl RouterLaunch<'_> {
             .env("ROUTER_LISTEN", listen)
             .env("ROUTER_CATALOG", self.catalog)
             .env("ROUTER_ADMIN_TOKEN", self.admin_token)
+            .env(
+                "ROUTER_OBJECT_STORE",
+                format!("file://{}", self.object_store.display()),
+            )
             .env(SUPPLIER_KEY_ENV, "bench");
         command
     }

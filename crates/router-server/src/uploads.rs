@@ -226,8 +226,11 @@ async fn read_multipart(
         .map_err(|_| invalid_upload("The body must be multipart/form-data with a boundary."))?;
     let constraints = multer::Constraints::new()
         .size_limit(multer::SizeLimit::new().whole_stream(MAX_ENVELOPE_BYTES));
-    let mut multipart =
-        multer::Multipart::with_constraints(body.into_data_stream(), boundary, constraints);
+    let mut multipart = multer::Multipart::with_constraints(
+        Paced::new(body.into_data_stream()),
+        boundary,
+        constraints,
+    );
     let mut file: Option<FilePart> = None;
     let mut shape_error: Option<&'static str> = None;
     loop {
@@ -254,6 +257,53 @@ async fn read_multipart(
         return Err(invalid_upload(message));
     }
     file.ok_or_else(|| invalid_upload("Send exactly one part named `file`."))
+}
+
+/// Bytes the multipart parser may take from the connection in one go.
+const PACE: usize = 64 * 1024;
+
+/// A body stream that pauses (answers `Pending`, waking itself at once)
+/// after every [`PACE`] bytes. `multer` reads everything that is ready
+/// before it hands a chunk over, and a fast client keeps megabytes ready in
+/// the socket: unpaced, each upload would hold that much in memory.
+struct Paced<S> {
+    inner: S,
+    since_pause: usize,
+}
+
+impl<S> Paced<S> {
+    fn new(inner: S) -> Self {
+        Paced {
+            inner,
+            since_pause: 0,
+        }
+    }
+}
+
+impl<S, E> futures::Stream for Paced<S>
+where
+    S: futures::Stream<Item = Result<Bytes, E>> + Unpin,
+{
+    type Item = Result<Bytes, E>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        use std::task::Poll;
+        if self.since_pause >= PACE {
+            self.since_pause = 0;
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
+        let polled = std::pin::Pin::new(&mut self.inner).poll_next(cx);
+        match &polled {
+            Poll::Ready(Some(Ok(chunk))) => self.since_pause += chunk.len(),
+            Poll::Pending => self.since_pause = 0,
+            Poll::Ready(_) => {}
+        }
+        polled
+    }
 }
 
 fn multipart_error(e: multer::Error) -> ApiError {
@@ -660,6 +710,27 @@ pub async fn resolve_references(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_paced_stream_pauses_after_each_pace_of_bytes() {
+        use futures::Stream;
+        use std::task::{Context, Poll};
+        let chunk = Bytes::from(vec![0_u8; 40 * 1024]);
+        let ready = futures::stream::iter(vec![Ok::<_, ()>(chunk); 4]);
+        let mut paced = Paced::new(ready);
+        let mut cx = Context::from_waker(futures::task::noop_waker_ref());
+        let mut seen = Vec::new();
+        loop {
+            match std::pin::Pin::new(&mut paced).poll_next(&mut cx) {
+                Poll::Ready(Some(Ok(c))) => seen.push(c.len()),
+                Poll::Ready(None) => break,
+                Poll::Pending => seen.push(0),
+                Poll::Ready(Some(Err(()))) => unreachable!(),
+            }
+        }
+        // 40 KiB, 80 KiB: pause; 40 KiB, 80 KiB: pause; end.
+        assert_eq!(seen, [40 * 1024, 40 * 1024, 0, 40 * 1024, 40 * 1024, 0]);
+    }
 
     #[test]
     fn public_ids_round_trip_and_anything_else_is_none() {

@@ -9,6 +9,7 @@ use super::Protocol;
 use super::load::{Figures, round3};
 use super::proc_stats::Usage;
 use super::stream_client::StreamFigures;
+use super::uploads::{self, Uploads};
 
 /// A figure, or why there is none (shown as `n/a (reason)`).
 pub(crate) type Outcome<T> = Result<T, String>;
@@ -265,6 +266,7 @@ pub(crate) struct Report {
     pub(crate) routing_policies: Option<Outcome<RoutingPolicies>>,
     pub(crate) docs_search: Option<Outcome<DocsSearch>>,
     pub(crate) catalog_views: Option<Outcome<CatalogViews>>,
+    pub(crate) uploads: Option<Outcome<Uploads>>,
     pub(crate) profile: Option<Outcome<Profile>>,
     pub(crate) scale_out: Option<Outcome<Vec<ScaleOutCase>>>,
 }
@@ -419,6 +421,7 @@ impl Report {
                     "affinity": k.affinity.json(),
                 })
             })),
+            "uploads": self.uploads.as_ref().map(|u| outcome_json(u, uploads::to_json)),
             "catalog_views": self.catalog_views.as_ref().map(|c| outcome_json(c, |views| {
                 Value::Array(views.iter().map(|(label, figures)| json!({
                     "view": label,
@@ -680,6 +683,41 @@ impl Report {
                     };
                     let _ = writeln!(w, "| {label} | {cells} |");
                 }
+            });
+        }
+
+        if let Some(uploads) = &self.uploads {
+            let _ = writeln!(w, "\n## Uploads\n");
+            section(w, uploads, |w, u| {
+                let _ = writeln!(
+                    w,
+                    "{} concurrent uploads of {} MiB (`POST /v1/uploads`, one account each, a folder object store), against writing the same bytes straight into files beside it. Targets: RSS growth under {} MiB; router time at most {}× the direct time.\n",
+                    u.uploads,
+                    u.bytes_each / (1024 * 1024),
+                    uploads::RSS_GROWTH_LIMIT_MIB,
+                    uploads::SLOWDOWN_LIMIT,
+                );
+                let _ = writeln!(
+                    w,
+                    "| path | wall time (s) | MiB/s |\n| --- | --- | --- |\n| router | {:.2} | {:.0} |\n| direct to the store | {:.2} | {:.0} |\n",
+                    u.router_secs,
+                    u.mib_per_sec(u.router_secs),
+                    u.direct_secs,
+                    u.mib_per_sec(u.direct_secs),
+                );
+                let _ = writeln!(
+                    w,
+                    "Router / direct: {:.2}×. RSS {:.0} MiB before, {:.0} MiB at peak: {:.0} MiB growth. Targets {}.",
+                    u.slowdown(),
+                    u.rss_before_mib,
+                    u.rss_peak_mib,
+                    u.rss_growth_mib(),
+                    if u.meets_targets() {
+                        "met"
+                    } else {
+                        "**missed**"
+                    },
+                );
             });
         }
 

@@ -1053,3 +1053,214 @@ async fn the_conservative_image_input_bound_refuses_before_any_supplier_call() {
     let text_only = json!({"model": "m-via-chat", "messages": [{"role": "user", "content": "a".repeat(at_bound + 100)}]});
     assert_eq!(r.chat(&c.key, &text_only).await.status(), 200);
 }
+
+/// A folder store whose first multipart write fails at part `fail_at`
+/// (counted from 0), as a network store that drops mid-upload does; it
+/// records whether the router aborted that write. Later writes succeed.
+#[derive(Debug)]
+struct FailingMidWrite {
+    inner: object_store::local::LocalFileSystem,
+    fail_at: usize,
+    failed_once: std::sync::atomic::AtomicBool,
+    aborted: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl std::fmt::Display for FailingMidWrite {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "FailingMidWrite({})", self.inner)
+    }
+}
+
+#[derive(Debug)]
+struct FailingUpload {
+    inner: Box<dyn object_store::MultipartUpload>,
+    parts: usize,
+    fail_at: usize,
+    aborted: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+#[async_trait::async_trait]
+impl object_store::MultipartUpload for FailingUpload {
+    fn put_part(&mut self, data: object_store::PutPayload) -> object_store::UploadPart {
+        let n = self.parts;
+        self.parts += 1;
+        if n >= self.fail_at {
+            return Box::pin(async {
+                Err(object_store::Error::Generic {
+                    store: "failing",
+                    source: "connection reset mid-write".into(),
+                })
+            });
+        }
+        self.inner.put_part(data)
+    }
+
+    async fn complete(&mut self) -> object_store::Result<object_store::PutResult> {
+        self.inner.complete().await
+    }
+
+    async fn abort(&mut self) -> object_store::Result<()> {
+        self.aborted
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.inner.abort().await
+    }
+}
+
+#[async_trait::async_trait]
+impl object_store::ObjectStore for FailingMidWrite {
+    async fn put_opts(
+        &self,
+        location: &object_store::path::Path,
+        payload: object_store::PutPayload,
+        opts: object_store::PutOptions,
+    ) -> object_store::Result<object_store::PutResult> {
+        self.inner.put_opts(location, payload, opts).await
+    }
+
+    async fn put_multipart_opts(
+        &self,
+        location: &object_store::path::Path,
+        opts: object_store::PutMultipartOptions,
+    ) -> object_store::Result<Box<dyn object_store::MultipartUpload>> {
+        let inner = self.inner.put_multipart_opts(location, opts).await?;
+        if self
+            .failed_once
+            .swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            return Ok(inner);
+        }
+        Ok(Box::new(FailingUpload {
+            inner,
+            parts: 0,
+            fail_at: self.fail_at,
+            aborted: self.aborted.clone(),
+        }))
+    }
+
+    async fn get_opts(
+        &self,
+        location: &object_store::path::Path,
+        options: object_store::GetOptions,
+    ) -> object_store::Result<object_store::GetResult> {
+        self.inner.get_opts(location, options).await
+    }
+
+    fn delete_stream(
+        &self,
+        locations: futures::stream::BoxStream<
+            'static,
+            object_store::Result<object_store::path::Path>,
+        >,
+    ) -> futures::stream::BoxStream<'static, object_store::Result<object_store::path::Path>> {
+        self.inner.delete_stream(locations)
+    }
+
+    fn list(
+        &self,
+        prefix: Option<&object_store::path::Path>,
+    ) -> futures::stream::BoxStream<'static, object_store::Result<object_store::ObjectMeta>> {
+        self.inner.list(prefix)
+    }
+
+    async fn list_with_delimiter(
+        &self,
+        prefix: Option<&object_store::path::Path>,
+    ) -> object_store::Result<object_store::ListResult> {
+        self.inner.list_with_delimiter(prefix).await
+    }
+
+    async fn copy_opts(
+        &self,
+        from: &object_store::path::Path,
+        to: &object_store::path::Path,
+        options: object_store::CopyOptions,
+    ) -> object_store::Result<()> {
+        self.inner.copy_opts(from, to, options).await
+    }
+}
+
+/// Every file under `dir`, recursively.
+fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(folder) = pending.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_store_failing_mid_write_leaves_no_orphan_and_no_quota_used() {
+    // I-22, issue 18: the store accepts the first parts of a multipart
+    // write, then fails. The write is aborted (no partial object left in
+    // the store), the upload is 503 and marked failed, and nothing of it
+    // counts against the quota: the account can still store its full
+    // 64 MiB.
+    let dir = std::env::temp_dir()
+        .join("router-test-uploads")
+        .join(uuid::Uuid::new_v4().simple().to_string());
+    std::fs::create_dir_all(&dir).unwrap();
+    let aborted = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let store = FailingMidWrite {
+        inner: object_store::local::LocalFileSystem::new_with_prefix(&dir).unwrap(),
+        fail_at: 3,
+        failed_once: std::sync::atomic::AtomicBool::new(false),
+        aborted: aborted.clone(),
+    };
+    let settings = UploadSettings {
+        storage: Some(router_server::uploads::ObjectStorage::from_store(
+            std::sync::Arc::new(store),
+            256 * 1024,
+            "failing mid-write",
+        )),
+        ..UploadSettings::default()
+    };
+    let r = TestRouter::start_uploads(settings).await;
+    let c = r.rich_customer().await;
+    // 10 MiB in 256 KiB parts: parts 0..2 are written, part 3 fails.
+    expect_error(
+        upload(&r, &c.key, "image/png", &png(MAX_FILE)).await,
+        503,
+        "uploads_unavailable",
+    )
+    .await;
+    assert!(
+        aborted.load(std::sync::atomic::Ordering::SeqCst),
+        "the multipart write was aborted"
+    );
+    assert_eq!(files_under(&dir), Vec::<std::path::PathBuf>::new());
+
+    let statuses: Vec<String> = {
+        use diesel_async::RunQueryDsl;
+        #[derive(diesel::QueryableByName)]
+        struct Row {
+            #[diesel(sql_type = diesel::sql_types::Text)]
+            status: String,
+        }
+        let mut conn = r.db.connection().await.unwrap();
+        let rows: Vec<Row> = diesel::sql_query("SELECT status FROM uploads")
+            .load(&mut conn)
+            .await
+            .unwrap();
+        rows.into_iter().map(|r| r.status).collect()
+    };
+    assert_eq!(statuses, ["failed"]);
+    // The whole byte quota is still free: 6 × 10 MiB + 4 MiB = 64 MiB.
+    for size in [MAX_FILE; 6].into_iter().chain([4 * MIB]) {
+        let resp = upload(&r, &c.key, "image/png", &png(size)).await;
+        assert_eq!(resp.status(), 201);
+    }
+    expect_error(
+        upload(&r, &c.key, "image/png", &png_1x1()).await,
+        429,
+        "upload_quota_exceeded",
+    )
+    .await;
+}

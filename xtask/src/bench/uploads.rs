@@ -1,0 +1,283 @@
+//! The upload case (issue 18): 50 concurrent 8 MiB image uploads through
+//! `POST /v1/uploads`, against writing the same bytes straight into the same
+//! object store folder. Targets: the router's resident memory grows by
+//! under 64 MiB while they run (a body is spooled and copied in parts, never
+//! held whole), and the uploads take at most twice as long as the direct
+//! writes.
+//!
+//! Each upload comes from its own account: one account may keep only 64 MiB
+//! and 20 uploads a minute (I-16, I-18), and the case measures the byte path,
+//! not those limits.
+
+use std::fs;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use serde_json::json;
+
+use super::proc_stats;
+use crate::services::{provision, random_hex};
+
+/// Uploads in flight at once.
+pub(crate) const CONCURRENT: usize = 50;
+/// Bytes per upload.
+pub(crate) const UPLOAD_BYTES: usize = 8 * 1024 * 1024;
+/// The memory target: RSS growth while the uploads run.
+pub(crate) const RSS_GROWTH_LIMIT_MIB: f64 = 64.0;
+/// The throughput target: router time over direct time.
+pub(crate) const SLOWDOWN_LIMIT: f64 = 2.0;
+const BOUNDARY: &str = "xtask-bench-upload-6b0f";
+const IO_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// What the upload case measured.
+#[derive(Clone, Debug)]
+pub(crate) struct Uploads {
+    pub(crate) uploads: usize,
+    pub(crate) bytes_each: usize,
+    pub(crate) router_secs: f64,
+    pub(crate) direct_secs: f64,
+    pub(crate) rss_before_mib: f64,
+    pub(crate) rss_peak_mib: f64,
+}
+
+impl Uploads {
+    pub(crate) fn mib_per_sec(&self, secs: f64) -> f64 {
+        (self.uploads * self.bytes_each) as f64 / (1024.0 * 1024.0) / secs.max(f64::EPSILON)
+    }
+
+    pub(crate) fn slowdown(&self) -> f64 {
+        self.router_secs / self.direct_secs.max(f64::EPSILON)
+    }
+
+    pub(crate) fn rss_growth_mib(&self) -> f64 {
+        (self.rss_peak_mib - self.rss_before_mib).max(0.0)
+    }
+
+    pub(crate) fn meets_targets(&self) -> bool {
+        self.rss_growth_mib() < RSS_GROWTH_LIMIT_MIB && self.slowdown() <= SLOWDOWN_LIMIT
+    }
+}
+
+/// A valid GIF of exactly `total` bytes: a 1×1 image after comment blocks
+/// that pad it (GIF has no checksums, so padding is plain bytes).
+pub(crate) fn padded_gif(total: usize) -> Vec<u8> {
+    const HEADER: &[u8] = b"GIF89a\x01\x00\x01\x00\x00\x00\x00";
+    // Image descriptor with a two-colour local table, the 1x1 pixel, trailer.
+    const IMAGE: &[u8] =
+        b"\x2c\x00\x00\x00\x00\x01\x00\x01\x00\x80\x00\x00\x00\xff\xff\xff\x02\x02\x44\x01\x00\x3b";
+    let mut out = HEADER.to_vec();
+    // The comment extension: 0x21 0xFE, sub-blocks of at most 255 bytes, 0.
+    let mut pad = total - HEADER.len() - IMAGE.len() - 3;
+    assert!(
+        pad != 1,
+        "a GIF of {total} bytes cannot be padded with sub-blocks"
+    );
+    out.extend_from_slice(b"\x21\xfe");
+    while pad > 0 {
+        // A sub-block costs one length byte more than it holds; never leave
+        // a single byte behind (an empty sub-block would end the comment).
+        let block: u8 = match pad {
+            257 => 254,
+            p if p > 256 => 255,
+            p => u8::try_from(p - 1).unwrap_or(u8::MAX),
+        };
+        out.push(block);
+        out.extend(std::iter::repeat_n(b'z', usize::from(block)));
+        pad -= usize::from(block) + 1;
+    }
+    out.push(0);
+    out.extend_from_slice(IMAGE);
+    out
+}
+
+/// The multipart body of one upload.
+fn multipart(file: &[u8]) -> Vec<u8> {
+    let mut body = format!(
+        "--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"bench.gif\"\r\nContent-Type: image/gif\r\n\r\n"
+    )
+    .into_bytes();
+    body.extend_from_slice(file);
+    body.extend_from_slice(format!("\r\n--{BOUNDARY}--\r\n").as_bytes());
+    body
+}
+
+/// One `POST /v1/uploads`; the status code.
+fn upload(addr: &str, key: &str, body: &[u8]) -> Result<u16> {
+    let mut stream = TcpStream::connect(addr).with_context(|| format!("connecting to {addr}"))?;
+    stream.set_read_timeout(Some(IO_TIMEOUT))?;
+    stream.set_write_timeout(Some(IO_TIMEOUT))?;
+    let head = format!(
+        "POST /v1/uploads HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nAuthorization: Bearer {key}\r\nContent-Type: multipart/form-data; boundary={BOUNDARY}\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes())?;
+    stream.write_all(body)?;
+    let mut reply = Vec::new();
+    stream.read_to_end(&mut reply)?;
+    let status = String::from_utf8_lossy(&reply)
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .context("the reply has no status line")?;
+    Ok(status)
+}
+
+/// Runs `work` on `CONCURRENT` threads released together; the wall time.
+fn all_at_once(work: impl Fn(usize) -> Result<()> + Sync) -> Result<Duration> {
+    let go = AtomicBool::new(false);
+    thread::scope(|scope| {
+        let handles: Vec<_> = (0..CONCURRENT)
+            .map(|i| {
+                let (go, work) = (&go, &work);
+                scope.spawn(move || {
+                    while !go.load(Ordering::Acquire) {
+                        thread::yield_now();
+                    }
+                    work(i)
+                })
+            })
+            .collect();
+        let started = Instant::now();
+        go.store(true, Ordering::Release);
+        for handle in handles {
+            handle
+                .join()
+                .map_err(|_| anyhow::anyhow!("an upload thread panicked"))??;
+        }
+        Ok(started.elapsed())
+    })
+}
+
+/// The case: `router_addr`'s router (pid `pid`) stores uploads in the folder
+/// `store`; the direct writes go to a sibling folder on the same disk.
+pub(crate) fn run(
+    router_addr: &str,
+    pid: u32,
+    admin_token: &str,
+    store: &Path,
+    credits_nano_usd: i64,
+) -> Result<Uploads> {
+    let keys: Vec<String> = (0..CONCURRENT)
+        .map(|i| {
+            provision(
+                router_addr,
+                admin_token,
+                &format!("bench-upload-{i}+{}", random_hex(4)?),
+                credits_nano_usd,
+            )
+        })
+        .collect::<Result<_>>()?;
+    let body = Arc::new(multipart(&padded_gif(UPLOAD_BYTES)));
+
+    // Warm the path once (a first upload creates folders and connections).
+    let warm_key = provision(
+        router_addr,
+        admin_token,
+        &format!("bench-upload-warm+{}", random_hex(4)?),
+        credits_nano_usd,
+    )?;
+    let status = upload(router_addr, &warm_key, &multipart(&padded_gif(64 * 1024)))?;
+    anyhow::ensure!(status == 201, "a warm-up upload answered {status}");
+
+    let rss_before_mib = proc_stats::rss_mib(pid)?;
+    let sampling = Arc::new(AtomicBool::new(true));
+    let sampler = {
+        let sampling = Arc::clone(&sampling);
+        thread::spawn(move || {
+            let mut peak = 0.0_f64;
+            while sampling.load(Ordering::Acquire) {
+                if let Ok(rss) = proc_stats::rss_mib(pid) {
+                    peak = peak.max(rss);
+                }
+                thread::sleep(Duration::from_millis(20));
+            }
+            peak
+        })
+    };
+    let routed = all_at_once(|i| {
+        let status = upload(router_addr, &keys[i], &body)?;
+        anyhow::ensure!(status == 201, "upload {i} answered {status}");
+        Ok(())
+    });
+    sampling.store(false, Ordering::Release);
+    let rss_peak_mib = sampler
+        .join()
+        .map_err(|_| anyhow::anyhow!("the RSS sampler panicked"))?
+        .max(proc_stats::rss_mib(pid)?);
+    let router_secs = routed?.as_secs_f64();
+
+    // The same bytes, written straight to files beside the store.
+    let file = &body[body.len() - UPLOAD_BYTES - BOUNDARY.len() - 8..][..UPLOAD_BYTES];
+    let direct_dir = direct_folder(store);
+    fs::create_dir_all(&direct_dir)?;
+    let direct = all_at_once(|i| {
+        fs::write(direct_dir.join(format!("direct-{i}")), file)
+            .with_context(|| format!("writing into {}", direct_dir.display()))
+    });
+    let _ = fs::remove_dir_all(&direct_dir);
+    // The uploads live an hour; the bench needs neither their 400 MiB nor
+    // the folder (the expiry job meets objects already gone as removed).
+    let _ = fs::remove_dir_all(store);
+    let direct_secs = direct?.as_secs_f64();
+
+    Ok(Uploads {
+        uploads: CONCURRENT,
+        bytes_each: UPLOAD_BYTES,
+        router_secs,
+        direct_secs,
+        rss_before_mib,
+        rss_peak_mib,
+    })
+}
+
+fn direct_folder(store: &Path) -> PathBuf {
+    let mut name = store.file_name().unwrap_or_default().to_os_string();
+    name.push("-direct");
+    store.with_file_name(name)
+}
+
+/// The JSON of the report.
+pub(crate) fn to_json(u: &Uploads) -> serde_json::Value {
+    json!({
+        "uploads": u.uploads,
+        "bytes_each": u.bytes_each,
+        "router_seconds": super::load::round3(u.router_secs),
+        "direct_seconds": super::load::round3(u.direct_secs),
+        "router_mib_per_sec": u.mib_per_sec(u.router_secs).round(),
+        "direct_mib_per_sec": u.mib_per_sec(u.direct_secs).round(),
+        "slowdown": super::load::round3(u.slowdown()),
+        "rss_before_mib": u.rss_before_mib.round(),
+        "rss_peak_mib": u.rss_peak_mib.round(),
+        "rss_growth_mib": u.rss_growth_mib().round(),
+        "meets_targets": u.meets_targets(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_padded_gif_has_the_exact_size_and_a_gif_frame() {
+        for total in [100, 300, 296, 297, 298, 1024 * 1024, 8 * 1024 * 1024] {
+            let gif = padded_gif(total);
+            assert_eq!(gif.len(), total);
+            assert!(gif.starts_with(b"GIF89a"));
+            assert_eq!(gif.last(), Some(&0x3b));
+        }
+    }
+
+    #[test]
+    fn the_file_is_found_back_in_the_body() {
+        let file = padded_gif(4096);
+        let body = multipart(&file);
+        let start = body.len() - file.len() - BOUNDARY.len() - 8;
+        assert_eq!(&body[start..][..file.len()], &file[..]);
+    }
+}
