@@ -823,19 +823,21 @@ async fn complete(app: &App, row: &VideoRow, route: &Route, task_id: &str) -> Re
 // ---------------------------------------------------------------------------
 // The operator's view and reconciliation.
 
-/// `GET /admin/videos/{id}`: everything the router knows of a job,
-/// including the supplier's own failure text and task id.
-pub async fn admin_show(app: &App, id: Option<&str>, request_id: &str) -> Result<Reply, ApiError> {
-    let row = admin_find(app, id).await?;
-    Ok(reply::json_value(
-        StatusCode::OK,
-        &admin_json(&row),
-        request_id,
-    ))
+/// `GET /admin/videos/{id}` and `router videos show`: everything the
+/// router knows of a job, including the supplier's own failure text and
+/// task id.
+pub async fn operator_show(app: &App, id: &str) -> Result<serde_json::Value, ApiError> {
+    Ok(admin_json(&admin_find(app, id).await?))
 }
 
-async fn admin_find(app: &App, id: Option<&str>) -> Result<VideoRow, ApiError> {
-    let id = parse_public_id(id.unwrap_or_default())?;
+/// `GET /admin/videos/{id}`.
+pub async fn admin_show(app: &App, id: Option<&str>, request_id: &str) -> Result<Reply, ApiError> {
+    let view = operator_show(app, id.unwrap_or_default()).await?;
+    Ok(reply::json_value(StatusCode::OK, &view, request_id))
+}
+
+async fn admin_find(app: &App, id: &str) -> Result<VideoRow, ApiError> {
+    let id = parse_public_id(id)?;
     let mut conn = app
         .database()
         .connection()
@@ -886,10 +888,7 @@ pub struct Reconcile {
     pub reason: Option<String>,
 }
 
-/// `POST /admin/videos/{id}/reconcile` of an `unknown` job:
-/// `{upstream_task_id}` resumes polling under the supplier's task;
-/// `{outcome: "failed", reason}` fails it and releases its hold. Any other
-/// state is 409: reconciliation is only for what is unknown.
+/// `POST /admin/videos/{id}/reconcile`.
 pub async fn admin_reconcile(
     app: &App,
     request: http::Request<Incoming>,
@@ -897,6 +896,20 @@ pub async fn admin_reconcile(
     request_id: &str,
 ) -> Result<Reply, ApiError> {
     let body: Reconcile = crate::body::json_body(request, crate::body::ADMIN_BODY_LIMIT).await?;
+    let view = operator_reconcile(app, id.unwrap_or_default(), body).await?;
+    Ok(reply::json_value(StatusCode::OK, &view, request_id))
+}
+
+/// Reconciles an `unknown` job (`POST /admin/videos/{id}/reconcile`,
+/// `router videos reconcile`): `{upstream_task_id}` resumes polling under
+/// the supplier's task; `{outcome: "failed", reason}` fails it and releases
+/// its hold. Any other state is 409: reconciliation is only for what is
+/// unknown, so a second one changes nothing.
+pub async fn operator_reconcile(
+    app: &App,
+    id: &str,
+    body: Reconcile,
+) -> Result<serde_json::Value, ApiError> {
     let row = admin_find(app, id).await?;
     let not_unknown = || {
         ApiError::new(
@@ -927,11 +940,7 @@ pub async fn admin_reconcile(
             {
                 Some(row) => {
                     tracing::info!(video = %public_id(row.id), "video reconciled: polling resumes");
-                    Ok(reply::json_value(
-                        StatusCode::OK,
-                        &admin_json(&row),
-                        request_id,
-                    ))
+                    Ok(admin_json(&row))
                 }
                 None => Err(not_unknown()),
             }
@@ -957,12 +966,7 @@ pub async fn admin_reconcile(
             {
                 Ok(()) => {
                     tracing::info!(video = %public_id(row.id), "video reconciled as failed; hold released");
-                    let row = admin_find(app, id).await?;
-                    Ok(reply::json_value(
-                        StatusCode::OK,
-                        &admin_json(&row),
-                        request_id,
-                    ))
+                    Ok(admin_json(&admin_find(app, id).await?))
                 }
                 Err(FinishError::NotActive) => Err(not_unknown()),
                 Err(FinishError::Store(e)) => Err(storage_failure(&e)),
