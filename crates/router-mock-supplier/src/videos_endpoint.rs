@@ -88,6 +88,7 @@ struct State {
     /// In creation order.
     order: Vec<String>,
     submissions: usize,
+    created: Vec<(Value, Option<String>)>,
     polls: HashMap<String, usize>,
     downloads: HashMap<String, usize>,
     content_bytes: Option<usize>,
@@ -111,6 +112,9 @@ pub struct VideoCounts {
     pub downloads: HashMap<String, usize>,
     /// Task ids in creation order.
     pub tasks: Vec<String>,
+    /// Every creation body as received (JSON), with its `Authorization`
+    /// header, in order.
+    pub created: Vec<(serde_json::Value, Option<String>)>,
 }
 
 impl Videos {
@@ -152,6 +156,7 @@ impl Videos {
             polls: state.polls.clone(),
             downloads: state.downloads.clone(),
             tasks: state.order.clone(),
+            created: state.created.clone(),
         }
     }
 
@@ -206,6 +211,11 @@ async fn create(
     videos: &Videos,
     connection: &ConnectionControl,
 ) -> Response<ResponseBody> {
+    let authorization = request
+        .headers()
+        .get(http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
     let body = match request.into_body().collect().await {
         Ok(body) => body.to_bytes(),
         Err(_) => return error_response(StatusCode::BAD_REQUEST, "unreadable body"),
@@ -215,6 +225,7 @@ async fn create(
     let (plan, object) = {
         let mut state = videos.lock();
         state.submissions += 1;
+        state.created.push((body.clone(), authorization));
         let plan = state
             .plans
             .get(&model)

@@ -200,6 +200,14 @@ async fn o01_o21_a_video_is_created_polled_to_completion_downloaded_and_charged_
     let counts = r.mock.video_counts();
     assert_eq!(counts.submissions, 1);
     let task = counts.tasks[0].clone();
+    // The supplier got the OpenAI create for the route's model, with the
+    // route's key; never the client's key or idempotency key.
+    let (sent, authorization) = &counts.created[0];
+    assert_eq!(sent["model"], "up-vid", "{sent}");
+    assert_eq!(sent["prompt"], "a cat surfing");
+    assert_eq!(sent["seconds"], "8");
+    assert!(sent.get("client_task_id").is_none(), "{sent}");
+    assert_eq!(authorization.as_deref(), Some("Bearer supplier-secret-key"));
     // First poll: in progress; progress reported, never decreasing.
     assert_eq!(poll_pass(&r).await, 1);
     let v1 = video(&r, &c.key, &id).await;
@@ -984,4 +992,149 @@ async fn k7_a_submission_orphaned_by_a_dead_process_becomes_unknown_and_stays_he
     assert_eq!(wallet(&r, &c).await, (RICH, CHARGE_8S));
     let admin = admin_video(&r, &id).await;
     assert_eq!(admin["status"], "unknown");
+}
+
+/// O-03..O-14 end to end (the rules are unit-tested in router-videos and
+/// router-core; here: each refusal is a 400 in the video envelope naming
+/// its field, before money or submission) and O-15's two charges.
+#[tokio::test(flavor = "multi_thread")]
+async fn o04_o14_each_rule_refuses_with_400_and_o15_charges() {
+    let r = start().await;
+    let c = r.rich_customer().await;
+    let with = |task: &str, change: &dyn Fn(&mut Value)| {
+        let mut b = body(task);
+        change(&mut b);
+        b
+    };
+    let refs = |v: Value| move |b: &mut Value| b["references"] = v.clone();
+    let cases: Vec<(&str, Value)> = vec![
+        (
+            "model",
+            with("r1", &|b| drop(b.as_object_mut().unwrap().remove("model"))),
+        ),
+        (
+            "prompt",
+            with("r2", &|b| drop(b.as_object_mut().unwrap().remove("prompt"))),
+        ),
+        (
+            "prompt",
+            with("r3", &|b| b["prompt"] = json!("é".repeat(101))),
+        ),
+        (
+            "mode",
+            with("r4", &|b| drop(b.as_object_mut().unwrap().remove("mode"))),
+        ),
+        ("mode", with("r5", &|b| b["mode"] = json!("text"))),
+        (
+            "aspect_ratio",
+            with("r6", &|b| b["aspect_ratio"] = json!("4:3")),
+        ),
+        (
+            "resolution",
+            with("r7", &|b| {
+                drop(b.as_object_mut().unwrap().remove("resolution"))
+            }),
+        ),
+        (
+            "duration",
+            with("r8", &|b| {
+                drop(b.as_object_mut().unwrap().remove("duration"))
+            }),
+        ),
+        ("duration", with("r9", &|b| b["duration"] = json!(4))),
+        (
+            "references",
+            with("r10", &|b| {
+                b["mode"] = json!("other");
+                b["references"] = json!({"image_url": "https://cdn.example.com/a.png"});
+            }),
+        ),
+        (
+            "references",
+            with(
+                "r11",
+                &refs(json!({"image_url": "data:image/png;base64,iVBORw0KGgo="})),
+            ),
+        ),
+        (
+            "references",
+            with("r12", &refs(json!({"image_url": "upl_0123456789abcdef"}))),
+        ),
+        (
+            "references",
+            with(
+                "r13",
+                &refs(json!({"image_url": "http://169.254.169.254/latest"})),
+            ),
+        ),
+        (
+            "references",
+            with(
+                "r14",
+                &refs(json!({"image_url": "http://2130706433/a.png"})),
+            ),
+        ),
+        (
+            "references",
+            with(
+                "r15",
+                &refs(json!({
+            "image_url": "https://cdn.example.com/a.png",
+            "image_urls": ["https://cdn.example.com/b.png", "https://cdn.example.com/c.png"]})),
+            ),
+        ),
+        (
+            "references",
+            with(
+                "r16",
+                &refs(json!({"image_urls": ["https://cdn.example.com/a.png"]})),
+            ),
+        ),
+        (
+            "references",
+            with(
+                "r17",
+                &refs(json!({"image_urls": [
+            "https://cdn.example.com/a.png", "https://cdn.example.com/b.png", "https://cdn.example.com/c.png"]})),
+            ),
+        ),
+        (
+            "references",
+            with(
+                "r18",
+                &refs(json!({
+            "video_url": "https://cdn.example.com/a.mp4", "audio_url": "https://cdn.example.com/a.mp3"})),
+            ),
+        ),
+        ("client_task_id", with("", &|_| {})),
+        ("client_task_id", with(&"a".repeat(129), &|_| {})),
+        ("client_task_id", with("a b", &|_| {})),
+        ("client_task_id", with("a/b", &|_| {})),
+        (
+            "client_task_id",
+            with("x", &|b| {
+                drop(b.as_object_mut().unwrap().remove("client_task_id"))
+            }),
+        ),
+    ];
+    for (param, bad) in &cases {
+        let (error, _) =
+            expect_video_error(create(&r, &c.key, bad).await, 400, "invalid_parameter").await;
+        let named = error["error"]["param"].as_str().unwrap_or_default();
+        assert!(named.starts_with(param), "{param}: {error} for {bad}");
+    }
+    assert_eq!(r.mock.video_counts().submissions, 0);
+    assert_eq!(wallet(&r, &c).await, (RICH, 0));
+    // O-05, O-13, O-14: at the limits it is accepted. O-15: 3 s at
+    // 0.10/s is under the 0.50 minimum; 8 s is 0.80.
+    let ok = with(&"a".repeat(128), &|b| {
+        b["duration"] = json!(3);
+        b["references"] = json!({
+            "image_urls": ["https://cdn.example.com/a.png", "https://cdn.example.com/b.png"],
+            "video_url": "https://cdn.example.com/a.mp4"});
+    });
+    create_ok(&r, &c.key, &ok).await;
+    assert_eq!(wallet(&r, &c).await, (RICH, 500_000_000));
+    create_ok(&r, &c.key, &body("eight")).await;
+    assert_eq!(wallet(&r, &c).await, (RICH, 500_000_000 + CHARGE_8S));
 }
