@@ -11,7 +11,6 @@ use bytes::Bytes;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use std::sync::Arc;
-use tokio::io::AsyncReadExt;
 
 /// The object store behind uploads and video content.
 #[derive(Clone)]
@@ -122,12 +121,9 @@ impl ObjectStorage {
         bytes: u64,
     ) -> Result<(), object_store::Error> {
         let path = ObjectPath::from(key);
-        let mut file = tokio::fs::File::open(spool)
-            .await
-            .map_err(|e| io_error(key, e))?;
+        let mut file = std::fs::File::open(spool).map_err(|e| io_error(key, e))?;
         if bytes <= self.part_size as u64 {
-            let mut data = Vec::with_capacity(bytes as usize);
-            file.read_to_end(&mut data)
+            let (_, data) = read_part(file, bytes as usize)
                 .await
                 .map_err(|e| io_error(key, e))?;
             self.store.put(&path, PutPayload::from(data)).await?;
@@ -136,13 +132,11 @@ impl ObjectStorage {
         let mut upload = self.store.put_multipart(&path).await?;
         let written = async {
             loop {
-                let mut part = Vec::with_capacity(self.part_size);
-                let read = (&mut file)
-                    .take(self.part_size as u64)
-                    .read_to_end(&mut part)
+                let (rest, part) = read_part(file, self.part_size)
                     .await
                     .map_err(|e| io_error(key, e))?;
-                if read == 0 {
+                file = rest;
+                if part.is_empty() {
                     break;
                 }
                 upload.put_part(PutPayload::from(part)).await?;
@@ -251,6 +245,19 @@ pub enum PutError<E> {
     Source(E),
     #[error(transparent)]
     Store(object_store::Error),
+}
+
+/// Reads up to `size` bytes of `file` on the blocking pool, straight into
+/// the part's buffer (tokio's `File` would read into a buffer of its own
+/// and copy).
+async fn read_part(file: std::fs::File, size: usize) -> std::io::Result<(std::fs::File, Vec<u8>)> {
+    tokio::task::spawn_blocking(move || {
+        let mut part = Vec::with_capacity(size);
+        std::io::Read::read_to_end(&mut std::io::Read::take(&file, size as u64), &mut part)?;
+        Ok((file, part))
+    })
+    .await
+    .map_err(std::io::Error::other)?
 }
 
 fn io_error(key: &str, source: std::io::Error) -> object_store::Error {

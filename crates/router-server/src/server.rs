@@ -35,13 +35,20 @@ pub fn channel_body(rx: tokio::sync::mpsc::Receiver<Bytes>) -> Body {
     StreamBody::new(frames).boxed()
 }
 
+/// The largest read (and write) buffer of an HTTP/1 connection.
+const HTTP1_MAX_BUF: usize = 64 * 1024;
+
 /// Serve until `shutdown` resolves, then drain open connections (up to 30 s).
 pub async fn serve(
     listener: TcpListener,
     app: Arc<App>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServeError> {
-    let builder = auto::Builder::new(TokioExecutor::new());
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    // hyper's read buffer grows to ~400 KiB per connection when a client
+    // sends faster than the handler reads (an upload on loopback); 64 KiB
+    // still takes any request head and reads bodies in large enough steps.
+    builder.http1().max_buf_size(HTTP1_MAX_BUF);
     let graceful = GracefulShutdown::new();
     tokio::pin!(shutdown);
     loop {

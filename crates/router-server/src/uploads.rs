@@ -261,13 +261,20 @@ async fn read_multipart(
 
 /// Bytes the multipart parser may take from the connection in one go.
 const PACE: usize = 64 * 1024;
+/// The largest piece handed to the parser: hyper reads up to ~400 KiB at a
+/// time, and the parser copies what it gets into its own buffer.
+const SLICE: usize = 16 * 1024;
 
-/// A body stream that pauses (answers `Pending`, waking itself at once)
-/// after every [`PACE`] bytes. `multer` reads everything that is ready
-/// before it hands a chunk over, and a fast client keeps megabytes ready in
-/// the socket: unpaced, each upload would hold that much in memory.
+/// A body stream that hands over at most [`SLICE`] bytes at a time and
+/// pauses (answers `Pending`, waking itself at once) after every [`PACE`]
+/// bytes. `multer` reads everything that is ready before it hands a chunk
+/// over, and a fast client keeps megabytes ready in the socket: unpaced,
+/// each upload would hold that much in memory, several times over (the
+/// parser's buffer, then the spool file's write buffer).
 struct Paced<S> {
     inner: S,
+    /// The rest of the last chunk read, handed over in slices.
+    pending: Bytes,
     since_pause: usize,
 }
 
@@ -275,6 +282,7 @@ impl<S> Paced<S> {
     fn new(inner: S) -> Self {
         Paced {
             inner,
+            pending: Bytes::new(),
             since_pause: 0,
         }
     }
@@ -296,13 +304,20 @@ where
             cx.waker().wake_by_ref();
             return Poll::Pending;
         }
-        let polled = std::pin::Pin::new(&mut self.inner).poll_next(cx);
-        match &polled {
-            Poll::Ready(Some(Ok(chunk))) => self.since_pause += chunk.len(),
-            Poll::Pending => self.since_pause = 0,
-            Poll::Ready(_) => {}
+        if self.pending.is_empty() {
+            match std::pin::Pin::new(&mut self.inner).poll_next(cx) {
+                Poll::Ready(Some(Ok(chunk))) => self.pending = chunk,
+                Poll::Pending => {
+                    self.since_pause = 0;
+                    return Poll::Pending;
+                }
+                other => return other,
+            }
         }
-        polled
+        let take = self.pending.len().min(SLICE);
+        let slice = self.pending.split_to(take);
+        self.since_pause += slice.len();
+        Poll::Ready(Some(Ok(slice)))
     }
 }
 
@@ -716,7 +731,7 @@ mod tests {
         use futures::Stream;
         use std::task::{Context, Poll};
         let chunk = Bytes::from(vec![0_u8; 40 * 1024]);
-        let ready = futures::stream::iter(vec![Ok::<_, ()>(chunk); 4]);
+        let ready = futures::stream::iter(vec![Ok::<_, ()>(chunk); 2]);
         let mut paced = Paced::new(ready);
         let mut cx = Context::from_waker(futures::task::noop_waker_ref());
         let mut seen = Vec::new();
@@ -728,8 +743,9 @@ mod tests {
                 Poll::Ready(Some(Err(()))) => unreachable!(),
             }
         }
-        // 40 KiB, 80 KiB: pause; 40 KiB, 80 KiB: pause; end.
-        assert_eq!(seen, [40 * 1024, 40 * 1024, 0, 40 * 1024, 40 * 1024, 0]);
+        // Two 40 KiB chunks in 16 KiB slices, a pause once 64 KiB went by.
+        const K: usize = 1024;
+        assert_eq!(seen, [16 * K, 16 * K, 8 * K, 16 * K, 16 * K, 0, 8 * K]);
     }
 
     #[test]
