@@ -51,6 +51,9 @@ const DOCS_KEY_ENV: &str = "CONFORMANCE_DOCS_KEY";
 /// Uploads against an S3-compatible store: `moto` in server mode, from the venv.
 const PYTHON_S3_CHECKS: &str = "conformance/python/uploads_s3.py";
 const S3_BUCKET: &str = "router-conformance";
+/// Video jobs through the official SDK (create, retrieve, download_content), after uploads:
+/// the router keeps video content in the same S3 store.
+const PYTHON_VIDEO_CHECKS: &str = "conformance/python/videos_sdk.py";
 const DOCS_IP_KEY_ENV: &str = "CONFORMANCE_DOCS_IP_KEY";
 const NODE_PACKAGE: &str = "conformance/node/package.json";
 const NODE_LOCK: &str = "conformance/node/package-lock.json";
@@ -186,6 +189,10 @@ pub fn run(args: &[String]) -> Result<bool> {
             checks.passed.extend(s3.passed);
             checks.failed.extend(s3.failed);
             checks.skipped.extend(s3.skipped);
+            let videos = run_video_checks(&work, &target, &mut children, &stop)?;
+            checks.passed.extend(videos.passed);
+            checks.failed.extend(videos.failed);
+            checks.skipped.extend(videos.skipped);
         }
         checks
     } else {
@@ -288,6 +295,25 @@ fn run_s3_checks(
     }
     run_client(Client::Python, command, &file, children, stop)?;
     read_checks(&file, PYTHON_S3_CHECKS)
+}
+
+/// Runs `videos_sdk.py` with the venv's interpreter against `target`.
+fn run_video_checks(
+    work: &Path,
+    target: &Target,
+    children: &mut Children,
+    stop: &AtomicBool,
+) -> Result<Checks> {
+    let file = work.join("results-videos.jsonl");
+    let mut command = Command::new(work.join("venv").join("bin").join("python"));
+    command
+        .arg(workspace_root().join(PYTHON_VIDEO_CHECKS))
+        .args(["--base-url", &target.base_url])
+        .arg("--results")
+        .arg(&file)
+        .env(API_KEY_ENV, &target.api_key);
+    run_client(Client::Python, command, &file, children, stop)?;
+    read_checks(&file, PYTHON_VIDEO_CHECKS)
 }
 
 /// Loopback-only credentials for moto (it accepts any).
@@ -490,7 +516,9 @@ fn start_local(
             .env("ROUTER_ADMIN_TOKEN", &admin_token)
             .env(SUPPLIER_KEY_ENV, "conformance")
             // The `image_url` cell: the local mock serves its images on loopback.
-            .env("ROUTER_IMAGE_URL_ALLOW_LOOPBACK", "true");
+            .env("ROUTER_IMAGE_URL_ALLOW_LOOPBACK", "true")
+            // Video jobs complete within a second or two (the mock: two polls).
+            .env("ROUTER_VIDEO_POLL_INTERVAL_MS", "200");
         if let Some(endpoint) = &s3_endpoint {
             command
                 .env("ROUTER_OBJECT_STORE", format!("s3://{S3_BUCKET}/uploads"))

@@ -92,7 +92,9 @@ pub fn run(args: &[String]) -> Result<()> {
         // The mock supplier serves image URLs on 127.0.0.1; a real
         // deployment never allows loopback (docs/operations.md).
         .env("ROUTER_IMAGE_URL_ALLOW_LOOPBACK", "true")
-        // The embedded object store: uploads in a folder under target/.
+        // Video jobs: the mock completes one on its second poll.
+        .env("ROUTER_VIDEO_POLL_INTERVAL_MS", "1000")
+        // The embedded object store: uploads and videos in a folder under target/.
         .env(
             "ROUTER_OBJECT_STORE",
             format!(
@@ -124,6 +126,12 @@ pub fn run(args: &[String]) -> Result<()> {
          curl http://{router_addr}/v1/images/generations -H \"Authorization: Bearer {api_key}\" \
          -H 'content-type: application/json' -d '{{\"model\":\"demo-image\",\"prompt\":\"a cat\"}}' \
          | python3 -c 'import sys,json,base64; open(\"cat.png\",\"wb\").write(base64.b64decode(json.load(sys.stdin)[\"data\"][0][\"b64_json\"]))'\n\n\
+         A video: create it, poll it (completed after a few seconds), download it:\n\
+         curl http://{router_addr}/v1/videos -H \"Authorization: Bearer {api_key}\" \
+         -H 'content-type: application/json' -d '{{\"model\":\"demo-video\",\"prompt\":\"a cat surfing\",\
+         \"mode\":\"references\",\"resolution\":\"720p\",\"duration\":5,\"client_task_id\":\"cat-1\"}}'\n\
+         curl http://{router_addr}/v1/videos/VIDEO_ID -H \"Authorization: Bearer {api_key}\"\n\
+         curl -o cat.mp4 http://{router_addr}/v1/videos/VIDEO_ID/content -H \"Authorization: Bearer {api_key}\"\n\n\
          Sign in as {email} in a browser: ask for a link, then open the one printed below\n\
          (the mock supplier stands in for a mail server):\n\
          curl http://{router_addr}/api/auth/magic-link -H 'content-type: application/json' \

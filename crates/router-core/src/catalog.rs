@@ -799,7 +799,7 @@ quote = { input = 30, output = 40 }
             .models()
             .flat_map(|m| demo.routes(&m.id).iter().map(|r| r.protocol))
             .collect();
-        assert_eq!(protocols.len(), 4, "the demo serves every route protocol");
+        assert_eq!(protocols.len(), 5, "the demo serves every route protocol");
     }
 
     #[test]

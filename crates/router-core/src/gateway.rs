@@ -147,6 +147,12 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
         &self.inner.store
     }
 
+    /// The supplier clients (video jobs call them outside the request
+    /// lifecycle).
+    pub fn suppliers(&self) -> &P {
+        &self.inner.suppliers
+    }
+
     pub fn config(&self) -> &GatewayConfig {
         &self.inner.config
     }
@@ -259,18 +265,7 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
         });
         match outcome.await {
             Ok(Ok(reservation)) => Ok(reservation),
-            Ok(Err(ReserveError::InsufficientCredits)) => Err(ApiError::new(
-                ErrorCode::InsufficientCredits,
-                "Your available credits do not cover this request's maximum cost.",
-            )),
-            Ok(Err(ReserveError::PolicyChanged)) => Err(ApiError::new(
-                ErrorCode::PolicyChanged,
-                "The API key's policy changed while this request was admitted; nothing was charged.",
-            )),
-            Ok(Err(ReserveError::KeyLimit { limit, retry_after })) => {
-                Err(key_limit_error(limit).with_retry_after(retry_after))
-            }
-            Ok(Err(ReserveError::Store(e))) => Err(internal(&e)),
+            Ok(Err(refusal)) => Err(reserve_error(refusal)),
             Err(_) => Err(internal(&"the reservation task stopped")),
         }
     }
@@ -525,6 +520,24 @@ fn key_limit_error(limit: KeyLimit) -> ApiError {
         ),
     };
     ApiError::new(code, message)
+}
+
+/// The public error of a refused reservation (402, 403, 429, 500).
+pub fn reserve_error(refusal: ReserveError) -> ApiError {
+    match refusal {
+        ReserveError::InsufficientCredits => ApiError::new(
+            ErrorCode::InsufficientCredits,
+            "Your available credits do not cover this request's maximum cost.",
+        ),
+        ReserveError::PolicyChanged => ApiError::new(
+            ErrorCode::PolicyChanged,
+            "The API key's policy changed while this request was admitted; nothing was charged.",
+        ),
+        ReserveError::KeyLimit { limit, retry_after } => {
+            key_limit_error(limit).with_retry_after(retry_after)
+        }
+        ReserveError::Store(e) => internal(&e),
+    }
 }
 
 pub(crate) fn internal(error: &dyn std::fmt::Display) -> ApiError {

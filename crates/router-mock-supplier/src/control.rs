@@ -8,6 +8,8 @@
 //! | `PUT /_mock/default`   | `{"script": {...}}` or a bare script   | set the default script       |
 //! | `GET /_mock/calls`     | none                                   | `{"calls": [{path, headers, body}]}` |
 //! | `POST /_mock/reset`    | none                                   | clear queues and calls       |
+//! | `PUT /_mock/video-plan`| `{"model": "m"?, "plan": {"kind": ...}}` | what new video jobs do     |
+//! | `GET /_mock/videos`    | none                                   | `{submissions, polls, downloads, tasks}` |
 //!
 //! Successful changes answer `{"ok": true}`; a body that does not parse gets
 //! `400` with `{"error": {"message": ...}}`.
@@ -35,6 +37,15 @@ struct ScriptPush {
     script: Script,
 }
 
+/// Body of `PUT /_mock/video-plan`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlanPush {
+    #[serde(default)]
+    model: Option<String>,
+    plan: crate::videos_endpoint::VideoPlan,
+}
+
 /// Reads the body of `PUT /_mock/default`: `{"script": {...}}` or a bare
 /// script. Not an untagged enum, so that errors name the bad field.
 fn parse_default(body: &[u8]) -> Result<Script, serde_json::Error> {
@@ -56,7 +67,8 @@ pub(crate) async fn serve(
     let allowed = match endpoint {
         "scripts" | "reset" => Method::POST,
         "default" => Method::PUT,
-        "calls" => Method::GET,
+        "calls" | "videos" => Method::GET,
+        "video-plan" => Method::PUT,
         _ => {
             return error_response(
                 StatusCode::NOT_FOUND,
@@ -104,6 +116,14 @@ pub(crate) async fn serve(
             }
             Err(error) => bad_body(&error),
         },
+        "video-plan" => match serde_json::from_slice::<PlanPush>(&body) {
+            Ok(push) => {
+                playbook.videos.set_plan(push.model.as_deref(), push.plan);
+                ok()
+            }
+            Err(error) => bad_body(&error),
+        },
+        "videos" => json_response(&json!(playbook.videos.counts())),
         "calls" => {
             let calls: Vec<Value> = playbook
                 .calls()

@@ -36,6 +36,12 @@
 //! | `/responses`        | OpenAI Responses  | `event:` = `data.type`, `sequence_number`, `response.created` ... `response.completed` | `{"error": {message, type, param, code}}` |
 //! | `/images/generations` | OpenAI Images   | never streamed; `{created, data: [{b64_json}]}` (a valid PNG), or what a [`Script::Image`] answers (broken PNGs, a URL) | `{"error": {message, type, param, code}}` |
 //!
+//! `POST …/videos`, `GET …/videos/{id}` and `GET …/videos/{id}/content` are
+//! the OpenAI videos API: each job follows the [`VideoPlan`] of its model
+//! (complete after N polls by default, fail with a leaky text, drop the
+//! connection after reading the creation, refuse it, never finish); see
+//! [`MockSupplier::set_video_plan`] and [`MockSupplier::video_counts`].
+//!
 //! `GET .../images/content/{valid,truncated,bad_crc,not_png}.png` serves the
 //! images URL answers point at, and `GET .../images/content/redirect?to=URL`
 //! answers 302 to `URL` (the target is taken verbatim, not decoded); neither
@@ -95,6 +101,7 @@ mod server;
 pub mod smtp_sink;
 mod sse;
 mod usage_estimate;
+mod videos_endpoint;
 pub mod webhook_sink;
 
 pub use recorded_call::RecordedCall;
@@ -103,3 +110,6 @@ pub use script::{
     MockToolCall, MockUsage, Script,
 };
 pub use server::MockSupplier;
+pub use videos_endpoint::{
+    DEFAULT_VIDEO_BYTES, LEAKY_VIDEO_ERROR, VideoCounts, VideoPlan, video_bytes,
+};

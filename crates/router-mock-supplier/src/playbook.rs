@@ -15,6 +15,8 @@ pub(crate) const BUILT_IN_DEFAULT_TEXT: &str = "Hello from the mock supplier.";
 #[derive(Debug)]
 pub(crate) struct Playbook {
     inner: Mutex<PlaybookState>,
+    /// The videos endpoint's jobs, plans and counters.
+    pub(crate) videos: crate::videos_endpoint::Videos,
 }
 
 #[derive(Debug)]
@@ -34,6 +36,7 @@ impl Default for Playbook {
                 default: Script::reply(BUILT_IN_DEFAULT_TEXT),
                 calls: Vec::new(),
             }),
+            videos: crate::videos_endpoint::Videos::default(),
         }
     }
 }
@@ -98,6 +101,8 @@ impl Playbook {
         state.global.clear();
         state.per_model.clear();
         state.calls.clear();
+        drop(state);
+        self.videos.reset();
     }
 }
 

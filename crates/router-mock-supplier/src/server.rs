@@ -26,6 +26,7 @@ use crate::recorded_call::RecordedCall;
 use crate::response_body::ResponseBody;
 use crate::responses_endpoint::Responses;
 use crate::script::Script;
+use crate::videos_endpoint::{self, VideoCounts, VideoPlan};
 
 /// Pause after a failed `accept` (e.g. out of file descriptors), so the loop
 /// does not spin.
@@ -102,6 +103,33 @@ impl MockSupplier {
     /// The protocol requests whose `model` is `upstream_model`.
     pub fn calls_for(&self, upstream_model: &str) -> Vec<RecordedCall> {
         self.playbook.calls_for(upstream_model)
+    }
+
+    /// Sets what video jobs created under `upstream_model` do (`None`: the
+    /// default plan for every other model; until set, complete after 2 polls).
+    pub fn set_video_plan(&self, upstream_model: Option<&str>, plan: VideoPlan) {
+        self.playbook.videos.set_plan(upstream_model, plan);
+    }
+
+    /// Changes what the existing task `task_id` does from its next poll on
+    /// (its polls count afresh for the new plan); `false` if there is none.
+    pub fn set_video_task_plan(&self, task_id: &str, plan: VideoPlan) -> bool {
+        self.playbook.videos.set_task_plan(task_id, plan)
+    }
+
+    /// Sets how many bytes every completed video has.
+    pub fn set_video_bytes(&self, bytes: usize) {
+        self.playbook.videos.set_content_bytes(bytes);
+    }
+
+    /// Video submissions, polls and downloads seen so far.
+    pub fn video_counts(&self) -> VideoCounts {
+        self.playbook.videos.counts()
+    }
+
+    /// The bytes a completed video of `task_id` has.
+    pub fn video_content(&self, task_id: &str) -> Vec<u8> {
+        videos_endpoint::video_bytes(task_id, self.playbook.videos.content_len())
     }
 
     /// Clears the queues and the recorded calls; the default script stays.
@@ -186,6 +214,8 @@ async fn route(
         endpoint::serve::<Images>(request, playbook, connection).await
     } else if path.contains("/images/content/") && request.method() == http::Method::GET {
         images_endpoint::serve_content(path, request.uri().query())
+    } else if videos_endpoint::is_videos_path(path) {
+        videos_endpoint::serve(request, &playbook.videos, connection).await
     } else {
         let message = format!("the mock supplier has no endpoint at {path}");
         error_response(StatusCode::NOT_FOUND, &message)

@@ -48,6 +48,9 @@ pub struct App {
     /// (`ROUTER_OBJECT_STORE`, `ROUTER_UPLOAD_TTL_SECS`,
     /// `ROUTER_UPLOAD_TOMBSTONE_SECS`).
     pub uploads: crate::uploads::UploadSettings,
+    /// Video jobs (`ROUTER_VIDEO_POLL_INTERVAL_MS`); their content goes to
+    /// the uploads' object store.
+    pub videos: crate::videos::VideoSettings,
 }
 
 /// Prompt-cache routing affinity (F-14, F-16).

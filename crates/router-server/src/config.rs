@@ -43,6 +43,8 @@ pub struct ServerConfig {
     pub metrics: bool,
     /// `ROUTER_OBJECT_STORE`, `ROUTER_UPLOAD_TTL_SECS`, `ROUTER_UPLOAD_TOMBSTONE_SECS`.
     pub uploads: crate::uploads::UploadSettings,
+    /// `ROUTER_VIDEO_POLL_INTERVAL_MS`.
+    pub videos: crate::videos::VideoSettings,
 }
 
 impl std::fmt::Debug for ServerConfig {

@@ -17,7 +17,7 @@ use crate::session::{self, Session};
 use crate::surfaces::{CHAT, COMPLETIONS, MESSAGES, RESPONSES};
 use crate::{
     admin, auth, catalog_api, catalog_release, channels, data_protection, health, images,
-    inference, pricing_changes, sign_in, uploads,
+    inference, pricing_changes, sign_in, uploads, videos,
 };
 use http::Response;
 use http::header::HeaderValue;
@@ -266,6 +266,30 @@ async fn route(
                 Ok(key) => images::handle(app, request, key, request_id, log).await,
                 Err(e) => reply::error(route.envelope, &e, &id_text),
             };
+        }
+        Handler::VideoCreate => {
+            return match caller.key() {
+                Ok(key) => videos::create(app, request, key, request_id, log).await,
+                Err(e) => reply::error(route.envelope, &e, &id_text),
+            };
+        }
+        Handler::VideoShow => match caller.key() {
+            Ok(key) => videos::show(&app, &key, param.as_deref(), &id_text).await,
+            Err(e) => Err(e),
+        },
+        Handler::VideoContent => match caller.key() {
+            Ok(key) => {
+                let range = request
+                    .headers()
+                    .get(http::header::RANGE)
+                    .map(|v| v.to_str().unwrap_or("\u{0}"));
+                videos::content(&app, &key, param.as_deref(), range, &id_text).await
+            }
+            Err(e) => Err(e),
+        },
+        Handler::AdminGetVideo => videos::admin_show(&app, param.as_deref(), &id_text).await,
+        Handler::AdminReconcileVideo => {
+            videos::admin_reconcile(&app, request, param.as_deref(), &id_text).await
         }
         Handler::RequestStatus => match caller.key() {
             Ok(key) => images::request_status(&app, &key, param.as_deref(), &id_text).await,

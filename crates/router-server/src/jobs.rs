@@ -78,6 +78,13 @@ pub static REGISTRY: &[JobSpec] = &[
         every: |app| app.uploads.every,
         run: |app| Box::pin(crate::uploads::expiry_pass(app)),
     },
+    // Video jobs (`videos.rs`): poll each active job once per interval,
+    // complete (content copied, then settled) or fail (released).
+    JobSpec {
+        name: "video-poller",
+        every: |app| app.videos.poll_interval,
+        run: |app| Box::pin(crate::videos::poll_pass(app)),
+    },
     JobSpec {
         name: "upload-purge",
         every: |app| app.uploads.every,

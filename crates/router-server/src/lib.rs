@@ -45,6 +45,7 @@ pub mod session;
 pub mod sign_in;
 pub mod surfaces;
 pub mod uploads;
+pub mod videos;
 
 pub use app::App;
 pub use config::ServerConfig;

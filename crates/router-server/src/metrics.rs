@@ -75,6 +75,10 @@ fn describe() {
         "router_reaper_released_total",
         "Expired holds the reaper released."
     );
+    describe_counter!(
+        "router_videos_total",
+        "Video jobs ended by this instance's poller, by outcome: completed (settled) or failed (released)."
+    );
     describe_gauge!("router_open_streams", "Streams being relayed to clients.");
     describe_gauge!(
         "router_db_connections_open",

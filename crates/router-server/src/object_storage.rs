@@ -178,6 +178,77 @@ impl ObjectStorage {
         written
     }
 
+    /// Writes `key` from chunks as they come from `source`, in `part_size` parts, one in flight at a time, so memory
+    /// stays at one part whatever the size. A failed write, from the
+    /// source or the store, is aborted and leaves no object. Returns the
+    /// bytes written.
+    pub async fn put_chunks<S, E>(&self, key: &str, source: S) -> Result<u64, PutError<E>>
+    where
+        S: futures::Stream<Item = Result<Bytes, E>>,
+    {
+        use futures::StreamExt;
+        let mut source = std::pin::pin!(source);
+        let path = ObjectPath::from(key);
+        let mut upload = self
+            .store
+            .put_multipart(&path)
+            .await
+            .map_err(PutError::Store)?;
+        let written = async {
+            let mut total = 0u64;
+            let mut part: Vec<u8> = Vec::with_capacity(self.part_size);
+            while let Some(chunk) = source.next().await.transpose().map_err(PutError::Source)? {
+                total += chunk.len() as u64;
+                let mut chunk = &chunk[..];
+                while !chunk.is_empty() {
+                    let room = self.part_size - part.len();
+                    let take = room.min(chunk.len());
+                    part.extend_from_slice(&chunk[..take]);
+                    chunk = &chunk[take..];
+                    if part.len() == self.part_size {
+                        let full = std::mem::replace(&mut part, Vec::with_capacity(self.part_size));
+                        upload
+                            .put_part(PutPayload::from(full))
+                            .await
+                            .map_err(PutError::Store)?;
+                    }
+                }
+            }
+            if !part.is_empty() || total == 0 {
+                upload
+                    .put_part(PutPayload::from(part))
+                    .await
+                    .map_err(PutError::Store)?;
+            }
+            upload.complete().await.map_err(PutError::Store)?;
+            Ok(total)
+        }
+        .await;
+        if written.is_err() {
+            let _ = upload.abort().await;
+        }
+        written
+    }
+
+    /// Bytes `start..=end` of `key` as a stream of chunks, read as the
+    /// client takes them (never the whole object in memory).
+    pub async fn get_range(
+        &self,
+        key: &str,
+        start: u64,
+        end: u64,
+    ) -> Result<
+        futures::stream::BoxStream<'static, Result<Bytes, object_store::Error>>,
+        object_store::Error,
+    > {
+        let options = object_store::GetOptions {
+            range: Some(object_store::GetRange::Bounded(start..end + 1)),
+            ..object_store::GetOptions::default()
+        };
+        let result = self.store.get_opts(&ObjectPath::from(key), options).await?;
+        Ok(result.into_stream())
+    }
+
     pub async fn get(&self, key: &str) -> Result<Bytes, object_store::Error> {
         self.store.get(&ObjectPath::from(key)).await?.bytes().await
     }
@@ -192,6 +263,15 @@ impl ObjectStorage {
             }
         }
     }
+}
+
+/// Why [`ObjectStorage::put_chunks`] failed: its source or the store.
+#[derive(Debug, thiserror::Error)]
+pub enum PutError<E> {
+    #[error("reading the source: {0}")]
+    Source(E),
+    #[error(transparent)]
+    Store(object_store::Error),
 }
 
 /// Reads up to `size` bytes of `file` on the blocking pool, straight into

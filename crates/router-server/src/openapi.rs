@@ -915,6 +915,99 @@ fn handler(route: &Route, schemas: &mut Schemas) -> Described {
             ));
             d
         }
+        Handler::VideoCreate => {
+            let mut d = Described::new("Create a video job", "videos");
+            d.body = Some((
+                any_object(
+                    "`model`, `prompt`, `mode`, `resolution`, `duration` (seconds), `client_task_id`; optional `aspect_ratio`, `references` (docs/guide/videos.md).",
+                ),
+                "JSON (`Content-Type: application/json`), at most 256 KiB.",
+            ));
+            d.success.push((
+                "200",
+                "The video object, `status: \"queued\"`; a replay of the same `client_task_id` and request returns the same video.",
+                "application/json",
+                Some(any_object("The video object.")),
+            ));
+            d.errors = vec![
+                ErrorCode::InvalidParameter,
+                ErrorCode::InsufficientCredits,
+                ErrorCode::ModelNotAllowed,
+                ErrorCode::ModelNotFound,
+                ErrorCode::IdempotencyConflict,
+                ErrorCode::PayloadTooLarge,
+                ErrorCode::UpstreamError,
+                ErrorCode::UpstreamUnavailable,
+                ErrorCode::RouteUnavailable,
+                ErrorCode::ZdrCapacityUnavailable,
+                ErrorCode::SubmissionUnknown,
+            ];
+            d
+        }
+        Handler::VideoShow => {
+            let mut d = Described::new("Read a video job", "videos");
+            d.success.push((
+                "200",
+                "The video object: `status`, `progress`, `metadata.url` once completed.",
+                "application/json",
+                Some(any_object("The video object.")),
+            ));
+            d.errors = vec![ErrorCode::TaskNotFound];
+            d
+        }
+        Handler::VideoContent => {
+            let mut d = Described::new("Download a video (byte ranges supported)", "videos");
+            d.success.push((
+                "200",
+                "The whole video, `Accept-Ranges: bytes`.",
+                "video/mp4",
+                Some(string()),
+            ));
+            d.success.push((
+                "206",
+                "One range (`Range: bytes=a-b`, `a-` or `-n`), with `Content-Range`.",
+                "video/mp4",
+                Some(string()),
+            ));
+            d.errors = vec![
+                ErrorCode::TaskNotFound,
+                ErrorCode::VideoNotReady,
+                ErrorCode::InvalidRange,
+            ];
+            d
+        }
+        Handler::AdminGetVideo => {
+            let mut d = Described::new("A video job as the operator sees it", "admin");
+            d.success.push((
+                "200",
+                admin_reply,
+                "application/json",
+                Some(any_object("The video job.")),
+            ));
+            d.errors = vec![ErrorCode::TaskNotFound];
+            d
+        }
+        Handler::AdminReconcileVideo => {
+            let mut d = Described::new("Reconcile a video whose submission is unknown", "admin");
+            admin_body(
+                &mut d,
+                any_object(
+                    "`{upstream_task_id}` (resume polling) or `{outcome: \"failed\", reason}` (release the hold).",
+                ),
+            );
+            d.success.push((
+                "200",
+                admin_reply,
+                "application/json",
+                Some(any_object("The video job after reconciliation.")),
+            ));
+            d.errors = vec![
+                ErrorCode::InvalidParameter,
+                ErrorCode::TaskNotFound,
+                ErrorCode::Conflict,
+            ];
+            d
+        }
         Handler::NotAvailable => Described::new(not_available_summary(route), tag_of(route.path)),
     }
 }
@@ -1057,21 +1150,6 @@ fn not_available_summary(route: &Route) -> &'static str {
             "POST",
             "/v1/images/generations",
             "Generate one PNG image (not available yet)",
-        ),
-        (
-            "POST",
-            "/v1/videos",
-            "Create a video job (not available yet)",
-        ),
-        (
-            "GET",
-            "/v1/videos/{video_id}",
-            "Read a video job (not available yet)",
-        ),
-        (
-            "GET",
-            "/v1/videos/{video_id}/content",
-            "Download a video (not available yet)",
         ),
     ];
     SUMMARIES

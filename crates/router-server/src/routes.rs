@@ -127,6 +127,13 @@ pub enum Handler {
     /// `POST /admin/requests/backdate`: moves finished requests in time,
     /// only with `ROUTER_ADMIN_TEST_HOOKS=1` (404 otherwise).
     AdminBackdateRequests,
+    /// Video jobs (`videos.rs`, section O): need the caller's API key.
+    VideoCreate,
+    VideoShow,
+    VideoContent,
+    /// The operator's view of a video job and its reconciliation (GP-25).
+    AdminGetVideo,
+    AdminReconcileVideo,
     /// `POST /v1/uploads` (`uploads.rs`): a key or a same-origin session.
     UploadCreate,
     /// `DELETE /v1/uploads/{id}`.
@@ -219,7 +226,7 @@ use ParamRule::{ChannelId, Platform};
 /// Every route. Scopes as the spec's Authentication section states them;
 /// videos take `inference` (GP-73). One row per line, so kept out of rustfmt.
 #[rustfmt::skip]
-pub static ROUTES: [Route; 61] = [
+pub static ROUTES: [Route; 63] = [
     // Inference (B..E).
     row(POST,   "/v1/chat/completions",          key(INFERENCE),            OpenAi,      Infer(ChatCompletions)),
     row(POST,   "/v1/responses",                 key(INFERENCE),            OpenAi,      Infer(Responses)),
@@ -257,9 +264,9 @@ pub static ROUTES: [Route; 61] = [
     // A request's final status, owner only (N-10, GP-62).
     row(GET,    "/v1/requests/{id}",             key(INFERENCE),            OpenAi,      RequestStatus),
     // Videos (O).
-    row(POST,   "/v1/videos",                    key(INFERENCE),            Video,       NotAvailable),
-    row(GET,    "/v1/videos/{video_id}",         key(INFERENCE),            Video,       NotAvailable),
-    row(GET,    "/v1/videos/{video_id}/content", key(INFERENCE),            Video,       NotAvailable),
+    row(POST,   "/v1/videos",                    key(INFERENCE),            Video,       VideoCreate),
+    row(GET,    "/v1/videos/{video_id}",         key(INFERENCE),            Video,       VideoShow),
+    row(GET,    "/v1/videos/{video_id}/content", key(INFERENCE),            Video,       VideoContent),
     // The API description.
     row(GET,    "/openapi.json",                 Public,                    OpenAi,      OpenApi),
     // Browser sign-in (SessionAuth; sign_in.rs).
@@ -294,6 +301,8 @@ pub static ROUTES: [Route; 61] = [
     row(POST,   "/admin/accounts/{id}/channels", Admin,                     OpenAi,      AdminProvisionChannel),
     row(DELETE, "/admin/channels/{id}",          Admin,                     OpenAi,      AdminDeprovisionChannel),
     row(POST,   "/admin/requests/backdate",      Admin,                     OpenAi,      AdminBackdateRequests),
+    row(GET,    "/admin/videos/{id}",            Admin,                     OpenAi,      AdminGetVideo),
+    row(POST,   "/admin/videos/{id}/reconcile",  Admin,                     OpenAi,      AdminReconcileVideo),
 ];
 
 #[cfg(test)]
@@ -336,7 +345,12 @@ mod tests {
         for route in &ROUTES {
             if matches!(
                 route.handler,
-                Handler::Inference(_) | Handler::ImagesGenerations | Handler::RequestStatus
+                Handler::Inference(_)
+                    | Handler::ImagesGenerations
+                    | Handler::RequestStatus
+                    | Handler::VideoCreate
+                    | Handler::VideoShow
+                    | Handler::VideoContent
             ) {
                 assert_eq!(route.auth, key(INFERENCE), "{}", route.path);
             }

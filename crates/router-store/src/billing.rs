@@ -686,6 +686,13 @@ impl QueryFragment<Pg> for ReapStatement<'_> {
                 SELECT h.request_id
                 FROM holds h, p
                 WHERE h.released_at IS NULL AND h.expires_at < p.now
+                  -- A video's hold lives as long as its job is active or
+                  -- unknown (O-32); only the job settles or releases it.
+                  AND NOT EXISTS (
+                    SELECT 1 FROM videos v
+                    WHERE v.request_id = h.request_id
+                      AND v.status IN ('submitting', 'queued', 'in_progress', 'unknown')
+                  )
                 ORDER BY h.expires_at
                 LIMIT (SELECT batch FROM p)
                 FOR UPDATE OF h SKIP LOCKED

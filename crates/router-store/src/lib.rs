@@ -45,6 +45,7 @@ pub mod test_support;
 pub mod thinking_seal_keys;
 mod timestamps;
 pub mod uploads;
+pub mod videos;
 
 pub use accounts::{AccountRow, AccountView};
 pub use api_keys::{NewApiKey, hash_api_key};

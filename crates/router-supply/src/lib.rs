@@ -15,6 +15,9 @@ mod codecs;
 mod images;
 mod retry_after;
 pub mod url_guard;
+mod videos;
+
+pub use videos::{Submission, VideoDownload};
 
 use router_canonical::{ApiError, ImageRequest, Request};
 use router_core::{AttemptError, Route, SupplierReply, Suppliers};
@@ -90,6 +93,36 @@ impl Suppliers for HttpSuppliers {
         request: &ImageRequest,
     ) -> Result<Vec<u8>, AttemptError> {
         images::generate(&self.client, self.image_urls, route, request).await
+    }
+}
+
+/// Video jobs (`videos.rs`): one submission, one poll, one download.
+impl HttpSuppliers {
+    /// Sends the job to `route` once; see [`Submission`].
+    pub async fn submit_video(
+        &self,
+        route: &Route,
+        request: &router_canonical::VideoRequest,
+    ) -> Submission {
+        videos::submit(&self.client, route, request).await
+    }
+
+    /// The supplier's view of task `task_id` now.
+    pub async fn poll_video(
+        &self,
+        route: &Route,
+        task_id: &str,
+    ) -> Result<router_canonical::UpstreamVideo, String> {
+        videos::poll(&self.client, route, task_id).await
+    }
+
+    /// The completed video's bytes, as a stream of chunks.
+    pub async fn video_content(
+        &self,
+        route: &Route,
+        task_id: &str,
+    ) -> Result<VideoDownload, String> {
+        videos::content(&self.client, route, task_id).await
     }
 }
 

@@ -300,7 +300,7 @@ async fn start_up_refuses_each_bad_setting_naming_it() {
         env.push((extra.0, extra.1.to_owned()));
         env
     };
-    let cases: [(&str, &str); 26] = [
+    let cases: [(&str, &str); 27] = [
         ("DATABASE_URL", "not a url"),
         ("DATABASE_URL", "mysql://x@127.0.0.1/db"),
         ("ROUTER_LISTEN", "localhost"),
@@ -321,6 +321,7 @@ async fn start_up_refuses_each_bad_setting_naming_it() {
         ("ROUTER_IMAGE_URL_ALLOW_LOOPBACK", "yes"),
         ("ROUTER_TELEGRAM_API_BASE", "api.telegram.org"),
         ("ROUTER_CHANNEL_TIMEOUT_SECS", "0"),
+        ("ROUTER_VIDEO_POLL_INTERVAL_MS", "50"),
         ("ROUTER_PROMPT_CACHE_MIN_PREFIX_TOKENS", "0"),
         ("ROUTER_PROMPT_CACHE_AFFINITY_TTL_SECS", "86401"),
         ("ROUTER_OBJECT_STORE", "ftp://files.example.com/uploads"),
@@ -339,4 +340,60 @@ async fn start_up_refuses_each_bad_setting_naming_it() {
     router(&env, &["serve"])
         .await
         .refused_naming("DATABASE_URL");
+}
+
+/// GP-25: `router videos show` and `router videos reconcile` are the admin
+/// API's video operations: an unknown job is shown, reconciled as failed
+/// (its hold released) once, and a second reconciliation is the conflict.
+#[tokio::test(flavor = "multi_thread")]
+async fn videos_are_shown_and_reconciled_through_the_cli() {
+    let r = TestRouter::start().await;
+    let c = r.rich_customer().await;
+    r.mock
+        .set_video_plan(None, router_mock_supplier::VideoPlan::DropOnSubmit);
+    let resp = r
+        .post(
+            "/v1/videos",
+            &c.key,
+            &json!({"model": "m-video", "prompt": "p", "mode": "references",
+                    "resolution": "720p", "duration": 5, "client_task_id": "cli"}),
+        )
+        .await;
+    assert_eq!(resp.status(), 503);
+    let id = resp.headers()["x-video-id"].to_str().unwrap().to_owned();
+    let catalog = catalog_file();
+    let env = [
+        ("DATABASE_URL", r.db.url()),
+        ("ROUTER_CATALOG", catalog.to_str().unwrap()),
+    ];
+    let shown = router(&env, &["videos", "show", &id, "--json"]).await;
+    assert!(shown.ok, "{}", shown.stderr);
+    assert_eq!(shown.json()["status"], "unknown");
+    let human = router(&env, &["videos", "show", &id]).await;
+    assert!(
+        human.stdout.contains("status     unknown"),
+        "{}",
+        human.stdout
+    );
+    router(&env, &["videos", "show", "video_nope"])
+        .await
+        .refused_naming("task_not_found");
+    let failed = router(
+        &env,
+        &[
+            "videos",
+            "reconcile",
+            &id,
+            "--failed",
+            "no such task",
+            "--json",
+        ],
+    )
+    .await;
+    assert!(failed.ok, "{}", failed.stderr);
+    assert_eq!(failed.json()["status"], "failed");
+    assert_eq!(r.account(&c.account_id).await["held_nano_usd"], 0);
+    router(&env, &["videos", "reconcile", &id, "--task-id", "video_x"])
+        .await
+        .refused_naming("conflict");
 }

@@ -230,6 +230,18 @@ async fn enabling_needs_verified_zdr_supply_for_inference_and_images_but_not_cou
         "zdr_capacity_unavailable",
     )
     .await;
+    // J-14: video creation too (the video envelope), before any hold.
+    let resp = r
+        .post(
+            "/v1/videos",
+            &c.key,
+            &json!({"model": "m-video", "prompt": "a cat", "mode": "references",
+                    "resolution": "720p", "duration": 5, "client_task_id": "zdr"}),
+        )
+        .await;
+    assert_eq!(resp.status(), 503);
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "zdr_capacity_unavailable", "{body}");
     let resp = r
         .messages_at(
             "/v1/messages/count_tokens",

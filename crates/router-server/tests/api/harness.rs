@@ -419,6 +419,9 @@ pub struct AppSettings {
     pub uploads: UploadSettings,
     /// `ROUTER_ADMIN_TEST_HOOKS`.
     pub test_hooks: bool,
+    /// Video polling: every manual pass polls every active job unless a
+    /// test sets an interval.
+    pub videos: router_server::videos::VideoSettings,
 }
 
 impl Default for AppSettings {
@@ -431,6 +434,9 @@ impl Default for AppSettings {
             prompt_cache: PromptCacheSettings::default(),
             uploads: test_uploads(),
             test_hooks: true,
+            videos: router_server::videos::VideoSettings {
+                poll_interval: Duration::ZERO,
+            },
         }
     }
 }
@@ -451,6 +457,7 @@ pub async fn build_app(
         prompt_cache,
         uploads,
         test_hooks,
+        videos,
     } = settings;
     let text = std::fs::read_to_string(catalog_path).unwrap();
     let env: router_server::catalog_release::CatalogEnv =
@@ -491,6 +498,7 @@ pub async fn build_app(
         // Tests are who the time-bending routes are for (a second router
         // may go without, to prove they 404 then).
         test_hooks,
+        videos,
     });
     router_server::catalog_release::spawn_follower(app.clone());
     app
@@ -582,6 +590,22 @@ impl TestRouter {
             extra_catalog: extra,
             settings: AppSettings {
                 prompt_cache: settings,
+                ..AppSettings::default()
+            },
+            ..Start::default()
+        })
+        .await
+    }
+
+    /// A router with catalog extras and these video settings.
+    pub async fn start_videos(
+        extra: &str,
+        videos: router_server::videos::VideoSettings,
+    ) -> TestRouter {
+        TestRouter::start_full(Start {
+            extra_catalog: extra,
+            settings: AppSettings {
+                videos,
                 ..AppSettings::default()
             },
             ..Start::default()
@@ -696,6 +720,7 @@ impl TestRouter {
             AppSettings {
                 test_hooks,
                 uploads: self.uploads.clone(),
+                videos: self.app.videos,
                 ..AppSettings::default()
             },
         )

@@ -35,3 +35,4 @@ mod streaming;
 mod supplier_failures;
 mod thinking_signatures;
 mod uploads;
+mod videos;

@@ -106,6 +106,21 @@ pub(crate) enum RequestsCommand {
 }
 
 #[derive(Subcommand, Debug)]
+pub(crate) enum VideosCommand {
+    /// Show a video job as the operator sees it (status, task, supplier text).
+    Show { id: String },
+    /// Reconcile an `unknown` job: `--task-id` (the supplier has it: polling
+    /// resumes) or `--failed REASON` (it never took it: the hold is released).
+    Reconcile {
+        id: String,
+        #[arg(long, conflicts_with = "failed")]
+        task_id: Option<String>,
+        #[arg(long)]
+        failed: Option<String>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
 pub(crate) enum CatalogCommand {
     /// Validate a catalog file and print what it would serve.
     Check { file: String },
@@ -409,6 +424,47 @@ pub(crate) async fn requests(
             field(v, "error_reason"),
             field(v, "created_at"),
             field(v, "finished_at"),
+        )
+    });
+    Ok(())
+}
+
+pub(crate) async fn videos(
+    args: &ServeArgs,
+    command: VideosCommand,
+    out: &Output,
+) -> anyhow::Result<()> {
+    let app = operator_app(args).await?;
+    let view = match command {
+        VideosCommand::Show { id } => router_server::videos::operator_show(&app, &id).await,
+        VideosCommand::Reconcile {
+            id,
+            task_id,
+            failed,
+        } => {
+            let body = router_server::videos::Reconcile {
+                upstream_task_id: task_id,
+                outcome: failed.is_some().then(|| "failed".to_owned()),
+                reason: failed,
+            };
+            router_server::videos::operator_reconcile(&app, &id, body).await
+        }
+    }
+    .map_err(refused)?;
+    out.show(&view, |v| {
+        format!(
+            "video      {}\nstatus     {} ({}%)\nmodel      {} (route {})\ntask       {}\ncharge     {} USD\nrequest    {}\nsupplier   {}\ncreated    {}\ncompleted  {}\n",
+            field(v, "id"),
+            field(v, "status"),
+            field(v, "progress"),
+            field(v, "model"),
+            field(v, "route_id"),
+            field(v, "upstream_task_id"),
+            field(v, "charge_usd"),
+            field(v, "request_id"),
+            field(v, "supplier_error"),
+            field(v, "created_at"),
+            field(v, "completed_at"),
         )
     });
     Ok(())

@@ -12,6 +12,7 @@ mod settings;
 use clap::{Parser, Subcommand};
 use commands::{
     AccountsCommand, CatalogCommand, ConfigCommand, KeysCommand, RequestsCommand, SessionsCommand,
+    VideosCommand,
 };
 use output::{Output, one_line};
 use router_store::Database;
@@ -48,6 +49,9 @@ enum Command {
     /// Request history.
     #[command(subcommand)]
     Requests(RequestsCommand),
+    /// Video jobs: show one, reconcile an unknown one.
+    #[command(subcommand)]
+    Videos(VideosCommand),
     /// Catalog files.
     #[command(subcommand)]
     Catalog(CatalogCommand),
@@ -99,6 +103,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Command::Sessions(command) => commands::sessions(&cli.serve, command, &out).await,
             Command::Requests(command) => commands::requests(&cli.serve, command, &out).await,
             Command::Config(command) => commands::config(&cli.serve, command, &out).await,
+            Command::Videos(command) => commands::videos(&cli.serve, command, &out).await,
             Command::Catalog(_) => Ok(()),
         }
     })

@@ -112,6 +112,10 @@ pub(crate) struct ServeArgs {
     /// How long a removed upload's tombstone keeps counting, in seconds.
     #[arg(long, env = "ROUTER_UPLOAD_TOMBSTONE_SECS", default_value = "86400")]
     upload_tombstone_secs: String,
+    /// How often each active video job is polled, in milliseconds (100 to
+    /// 3600000), across all instances.
+    #[arg(long, env = "ROUTER_VIDEO_POLL_INTERVAL_MS", default_value = "5000")]
+    video_poll_interval_ms: String,
     /// Log lines as `json`, `text`, or `auto` (text on a terminal, else JSON).
     #[arg(long, env = "ROUTER_LOG_FORMAT", default_value = "auto")]
     log_format: String,
@@ -229,6 +233,9 @@ impl ServeArgs {
             },
             metrics: switch("ROUTER_METRICS", &self.metrics)?,
             uploads: self.uploads()?,
+            videos: router_server::videos::VideoSettings {
+                poll_interval: video_poll_interval(&self.video_poll_interval_ms)?,
+            },
         })
     }
 
@@ -254,6 +261,15 @@ fn seconds(name: &str, text: &str) -> anyhow::Result<Duration> {
     match text.trim().parse::<u64>() {
         Ok(secs) if secs >= 1 => Ok(Duration::from_secs(secs)),
         _ => bail!("{name}: `{text}` is not a whole number of seconds (at least 1)"),
+    }
+}
+
+/// `ROUTER_VIDEO_POLL_INTERVAL_MS`: whole milliseconds, 100 to 3,600,000.
+fn video_poll_interval(text: &str) -> anyhow::Result<Duration> {
+    const NAME: &str = "ROUTER_VIDEO_POLL_INTERVAL_MS";
+    match text.trim().parse::<u64>() {
+        Ok(ms) if (100..=3_600_000).contains(&ms) => Ok(Duration::from_millis(ms)),
+        _ => bail!("{NAME}: `{text}` is not a whole number of milliseconds from 100 to 3600000"),
     }
 }
 
