@@ -349,6 +349,7 @@ async fn run_create(
         // The job, not an expiry, ends this hold; the reaper skips it while
         // the job is active or unknown. The far expiry is a second guard.
         hold_expires_at: SystemTime::now() + Duration::from_secs(10 * 365 * 24 * 3600),
+        experiment: None,
     };
     let created = store::create(&mut conn, &video, &new).await;
     drop(conn);
