@@ -129,11 +129,12 @@ impl VideoSupplierCodec for OpenAiVideosSupplier {
         upstream_model: &str,
     ) -> Result<Vec<u8>, ApiError> {
         let refs = &request.references;
+        let size = openai_size(&request.resolution, request.aspect_ratio.as_deref());
         serde_json::to_vec(&WireCreate {
             model: upstream_model,
             prompt: &request.prompt,
             seconds: request.duration_seconds.to_string(),
-            size: &request.resolution,
+            size: &size,
             aspect_ratio: request.aspect_ratio.as_deref(),
             references: (!refs.is_empty()).then_some(WireReferences {
                 image_urls: &refs.images,
@@ -192,6 +193,41 @@ fn failure_text(error: Option<SupplierErrorObject>) -> String {
     }
 }
 
+/// OpenAI's `size` (`WIDTHxHEIGHT`) for a catalog resolution: `WxH` as it
+/// is; `<N>p` as N pixels on the short side, the long side from the aspect
+/// ratio (`16:9` when none is given; `9:16` is portrait), rounded up to an
+/// even number (`480p` → `854x480`); anything else as it is.
+pub fn openai_size(resolution: &str, aspect_ratio: Option<&str>) -> String {
+    let is_digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
+    if let Some((w, h)) = resolution.split_once('x')
+        && is_digits(w)
+        && is_digits(h)
+    {
+        return resolution.to_owned();
+    }
+    let Some(short) = resolution
+        .strip_suffix('p')
+        .filter(|n| is_digits(n) && n.len() <= 5)
+        .and_then(|n| n.parse::<u64>().ok())
+        .filter(|n| *n > 0)
+    else {
+        return resolution.to_owned();
+    };
+    let (a, b) = aspect_ratio
+        .and_then(|r| r.split_once(':'))
+        .and_then(|(a, b)| Some((a.parse::<u64>().ok()?, b.parse::<u64>().ok()?)))
+        .filter(|(a, b)| *a > 0 && *b > 0 && *a <= 100 && *b <= 100)
+        .unwrap_or((16, 9));
+    let (wide, narrow) = (a.max(b), a.min(b));
+    let mut long = (short * wide).div_ceil(narrow);
+    long += long % 2;
+    if a >= b {
+        format!("{long}x{short}")
+    } else {
+        format!("{short}x{long}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -216,6 +252,22 @@ mod tests {
             .encode_create(request, "sora-2")
             .unwrap();
         serde_json::from_slice(&body).unwrap()
+    }
+
+    #[test]
+    fn catalog_resolutions_become_openai_sizes() {
+        assert_eq!(openai_size("720p", None), "1280x720");
+        assert_eq!(openai_size("720p", Some("16:9")), "1280x720");
+        assert_eq!(openai_size("720p", Some("9:16")), "720x1280");
+        assert_eq!(openai_size("1080p", Some("16:9")), "1920x1080");
+        assert_eq!(openai_size("480p", None), "854x480");
+        assert_eq!(openai_size("720p", Some("1:1")), "720x720");
+        assert_eq!(openai_size("1024x1792", Some("9:16")), "1024x1792");
+        // Not a form it knows (or an aspect ratio it cannot read): as is,
+        // or the default shape.
+        assert_eq!(openai_size("hd", None), "hd");
+        assert_eq!(openai_size("0p", None), "0p");
+        assert_eq!(openai_size("720p", Some("wide")), "1280x720");
     }
 
     #[test]

@@ -206,6 +206,8 @@ async fn o01_o21_a_video_is_created_polled_to_completion_downloaded_and_charged_
     assert_eq!(sent["model"], "up-vid", "{sent}");
     assert_eq!(sent["prompt"], "a cat surfing");
     assert_eq!(sent["seconds"], "8");
+    // OpenAI sizes are WIDTHxHEIGHT: 720p at the default 16:9.
+    assert_eq!(sent["size"], "1280x720");
     assert!(sent.get("client_task_id").is_none(), "{sent}");
     assert_eq!(authorization.as_deref(), Some("Bearer supplier-secret-key"));
     // First poll: in progress; progress reported, never decreasing.
