@@ -29,7 +29,6 @@ use router_canonical::{ApiError, ErrorCode};
 use router_store::uploads::{self as store, AdmitError, NewUpload, UploadRow};
 use std::path::PathBuf;
 use std::time::Duration;
-use tokio::io::AsyncWriteExt;
 use uuid::Uuid;
 
 /// Largest file.
@@ -259,11 +258,66 @@ async fn read_multipart(
     file.ok_or_else(|| invalid_upload("Send exactly one part named `file`."))
 }
 
+/// Bytes gathered before one write to the spool file.
+const SPOOL_BLOCK: usize = 256 * 1024;
+
+/// Writes a part's chunks to its spool file in blocks of [`SPOOL_BLOCK`],
+/// each one trip to the blocking pool, without copying them: the chunks
+/// arrive in small slices (see [`Paced`]), and a write per slice would be
+/// a trip per slice.
+struct SpoolWriter {
+    file: Option<std::fs::File>,
+    pending: Vec<Bytes>,
+    pending_len: usize,
+}
+
+impl SpoolWriter {
+    fn new(file: std::fs::File) -> SpoolWriter {
+        SpoolWriter {
+            file: Some(file),
+            pending: Vec::new(),
+            pending_len: 0,
+        }
+    }
+
+    async fn write(&mut self, chunk: Bytes) -> std::io::Result<()> {
+        self.pending_len += chunk.len();
+        self.pending.push(chunk);
+        if self.pending_len >= SPOOL_BLOCK {
+            self.flush().await?;
+        }
+        Ok(())
+    }
+
+    async fn flush(&mut self) -> std::io::Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let mut file = self
+            .file
+            .take()
+            .ok_or_else(|| std::io::Error::other("an earlier spool write failed"))?;
+        let chunks = std::mem::take(&mut self.pending);
+        self.pending_len = 0;
+        let file = tokio::task::spawn_blocking(move || {
+            use std::io::Write as _;
+            for chunk in &chunks {
+                file.write_all(chunk)?;
+            }
+            Ok::<_, std::io::Error>(file)
+        })
+        .await
+        .map_err(std::io::Error::other)??;
+        self.file = Some(file);
+        Ok(())
+    }
+}
+
 /// Bytes the multipart parser may take from the connection in one go.
-const PACE: usize = 64 * 1024;
-/// The largest piece handed to the parser: hyper reads up to ~400 KiB at a
-/// time, and the parser copies what it gets into its own buffer.
-const SLICE: usize = 16 * 1024;
+const PACE: usize = 256 * 1024;
+/// The largest piece handed to the parser, which copies what it gets into
+/// its own buffer.
+const SLICE: usize = 64 * 1024;
 
 /// A body stream that hands over at most [`SLICE`] bytes at a time and
 /// pauses (answers `Pending`, waking itself at once) after every [`PACE`]
@@ -357,7 +411,7 @@ async fn spool_part(
         }
         None => None,
     };
-    let (spool, mut out) = match in_store {
+    let (spool, out) = match in_store {
         Some((path, file)) => (Spool { path }, file),
         None => {
             let path = settings.spool_dir.join(&name);
@@ -367,6 +421,7 @@ async fn spool_part(
             (Spool { path }, file)
         }
     };
+    let mut out = SpoolWriter::new(out.into_std().await);
     let (mut bytes, mut head, mut tail) = (0_u64, Vec::with_capacity(HEAD), Vec::new());
     while let Some(chunk) = field.chunk().await.map_err(multipart_error)? {
         bytes += chunk.len() as u64;
@@ -383,7 +438,7 @@ async fn spool_part(
         if tail.len() > TAIL {
             tail.drain(..tail.len() - TAIL);
         }
-        out.write_all(&chunk).await.map_err(|e| spool_error(&e))?;
+        out.write(chunk).await.map_err(|e| spool_error(&e))?;
     }
     out.flush().await.map_err(|e| spool_error(&e))?;
     Ok(FilePart {
@@ -751,7 +806,10 @@ mod tests {
     fn the_paced_stream_pauses_after_each_pace_of_bytes() {
         use futures::Stream;
         use std::task::{Context, Poll};
-        let chunk = Bytes::from(vec![0_u8; 40 * 1024]);
+        // Two chunks of two and a half slices each; a pause is four slices.
+        const S: usize = SLICE;
+        assert_eq!(PACE, 4 * S);
+        let chunk = Bytes::from(vec![0_u8; 2 * S + S / 2]);
         let ready = futures::stream::iter(vec![Ok::<_, ()>(chunk); 2]);
         let mut paced = Paced::new(ready);
         let mut cx = Context::from_waker(futures::task::noop_waker_ref());
@@ -764,9 +822,8 @@ mod tests {
                 Poll::Ready(Some(Err(()))) => unreachable!(),
             }
         }
-        // Two 40 KiB chunks in 16 KiB slices, a pause once 64 KiB went by.
-        const K: usize = 1024;
-        assert_eq!(seen, [16 * K, 16 * K, 8 * K, 16 * K, 16 * K, 0, 8 * K]);
+        // Slices of at most S; a pause once 4 S went by.
+        assert_eq!(seen, [S, S, S / 2, S, S, 0, S / 2]);
     }
 
     #[test]
