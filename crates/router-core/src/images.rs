@@ -78,30 +78,7 @@ pub fn plan(
             ));
         }
     };
-    let image_routes = catalog
-        .routes(&model.id)
-        .iter()
-        .filter(|r| r.protocol == Protocol::Images);
-    if zdr && !image_routes.clone().any(|r| r.enabled && r.zdr) {
-        return Err(ApiError::new(
-            ErrorCode::ZdrCapacityUnavailable,
-            "No verified zero-data-retention route is available for this model.",
-        ));
-    }
-    let route = image_routes
-        .filter(|r| r.enabled && (r.zdr || !zdr))
-        .min_by(|a, b| {
-            b.priority
-                .cmp(&a.priority)
-                .then(a.internal_cost_rank().cmp(&b.internal_cost_rank()))
-        })
-        .cloned()
-        .ok_or_else(|| {
-            ApiError::new(
-                ErrorCode::RouteUnavailable,
-                "No route is currently available for this model.",
-            )
-        })?;
+    let route = crate::routing::single_route(catalog, &model.id, Protocol::Images, zdr)?;
     Ok(ImagePlan {
         model,
         route,

@@ -38,6 +38,43 @@ fn protocol_compatible(inbound: Protocol, route_protocol: Protocol, req: &Requir
     true
 }
 
+/// The one route a single-attempt protocol (image generation, video
+/// creation) uses for `model_id`: enabled, speaking `protocol`, `zdr` when
+/// zero data retention is asked (503 `zdr_capacity_unavailable` when the
+/// model has none), then the highest priority and the lowest internal cost
+/// (503 `route_unavailable` when none is left).
+pub fn single_route(
+    catalog: &Catalog,
+    model_id: &str,
+    protocol: Protocol,
+    zdr: bool,
+) -> Result<Arc<Route>, ApiError> {
+    let routes = catalog
+        .routes(model_id)
+        .iter()
+        .filter(|r| r.protocol == protocol);
+    if zdr && !routes.clone().any(|r| r.enabled && r.zdr) {
+        return Err(ApiError::new(
+            ErrorCode::ZdrCapacityUnavailable,
+            "No verified zero-data-retention route is available for this model.",
+        ));
+    }
+    routes
+        .filter(|r| r.enabled && (r.zdr || !zdr))
+        .min_by(|a, b| {
+            b.priority
+                .cmp(&a.priority)
+                .then(a.internal_cost_rank().cmp(&b.internal_cost_rank()))
+        })
+        .cloned()
+        .ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::RouteUnavailable,
+                "No route is currently available for this model.",
+            )
+        })
+}
+
 /// The catalog model `name` (an ID or alias), or the public 404 every
 /// endpoint answers for an unknown or hidden one.
 pub fn find_model(catalog: &Catalog, name: &str) -> Result<Arc<Model>, ApiError> {

@@ -242,30 +242,7 @@ fn plan(
         request.duration_seconds,
     ));
     let zdr = key.account_zdr;
-    let routes = catalog
-        .routes(&model.id)
-        .iter()
-        .filter(|r| r.protocol == Protocol::Videos);
-    if zdr && !routes.clone().any(|r| r.enabled && r.zdr) {
-        return Err(ApiError::new(
-            ErrorCode::ZdrCapacityUnavailable,
-            "No verified zero-data-retention route is available for this model.",
-        ));
-    }
-    let route = routes
-        .filter(|r| r.enabled && (r.zdr || !zdr))
-        .min_by(|a, b| {
-            b.priority
-                .cmp(&a.priority)
-                .then(a.internal_cost_rank().cmp(&b.internal_cost_rank()))
-        })
-        .cloned()
-        .ok_or_else(|| {
-            ApiError::new(
-                ErrorCode::RouteUnavailable,
-                "No route is currently available for this model.",
-            )
-        })?;
+    let route = router_core::routing::single_route(catalog, &model.id, Protocol::Videos, zdr)?;
     Ok((model, route, charge))
 }
 
