@@ -789,20 +789,12 @@ pub fn run(args: &[String]) -> Result<bool> {
             CREDITS_NANO_USD,
         )
     };
-    if bench.options.uploads_only {
-        report.uploads = Some(upload_case().map_err(|e| format!("{e:#}")));
-        return finish(
-            report,
-            &work,
-            started,
-            children,
-            pg_pin,
-            contention,
-            &bench.options,
-        );
-    }
-    if bench.options.docs_only {
-        report.docs_search = Some(docs_search(&bench, &router).map_err(|e| format!("{e:#}")));
+    if bench.options.uploads_only || bench.options.docs_only {
+        if bench.options.uploads_only {
+            report.uploads = Some(upload_case().map_err(|e| format!("{e:#}")));
+        } else {
+            report.docs_search = Some(docs_search(&bench, &router).map_err(|e| format!("{e:#}")));
+        }
         return finish(
             report,
             &work,
