@@ -784,6 +784,7 @@ pub fn run(args: &[String]) -> Result<bool> {
             &router.addr,
             pid,
             ROUTER_CORE,
+            LOAD_CORE,
             &admin_token,
             launch.object_store,
             CREDITS_NANO_USD,

@@ -132,14 +132,19 @@ fn upload(addr: &str, key: &str, body: &[u8]) -> Result<u16> {
     Ok(status)
 }
 
-/// Runs `work` on `CONCURRENT` threads released together; the wall time.
-fn all_at_once(work: impl Fn(usize) -> Result<()> + Sync) -> Result<Duration> {
+/// Runs `work` on `CONCURRENT` threads pinned to `core`, released
+/// together once all are pinned; the wall time.
+fn all_at_once(core: u32, work: impl Fn(usize) -> Result<()> + Sync) -> Result<Duration> {
     let go = AtomicBool::new(false);
+    let pinned = std::sync::atomic::AtomicUsize::new(0);
     thread::scope(|scope| {
         let handles: Vec<_> = (0..CONCURRENT)
             .map(|i| {
-                let (go, work) = (&go, &work);
+                let (go, work, pinned) = (&go, &work, &pinned);
                 scope.spawn(move || {
+                    let pin = pin_this_thread(core);
+                    pinned.fetch_add(1, Ordering::AcqRel);
+                    pin?;
                     while !go.load(Ordering::Acquire) {
                         thread::yield_now();
                     }
@@ -147,6 +152,9 @@ fn all_at_once(work: impl Fn(usize) -> Result<()> + Sync) -> Result<Duration> {
                 })
             })
             .collect();
+        while pinned.load(Ordering::Acquire) < CONCURRENT {
+            thread::yield_now();
+        }
         let started = Instant::now();
         go.store(true, Ordering::Release);
         for handle in handles {
@@ -159,12 +167,13 @@ fn all_at_once(work: impl Fn(usize) -> Result<()> + Sync) -> Result<Duration> {
 }
 
 /// The case: `router_addr`'s router (pid `pid`, pinned to `core`) stores
-/// uploads in the folder `store`; the direct writes go to a sibling folder
-/// on the same disk, from the same core.
+/// uploads in the folder `store`, sent from threads on `client_core`; the
+/// direct writes go to a sibling folder on the same disk, from `core`.
 pub(crate) fn run(
     router_addr: &str,
     pid: u32,
     core: u32,
+    client_core: u32,
     admin_token: &str,
     store: &Path,
     credits_nano_usd: i64,
@@ -212,7 +221,18 @@ pub(crate) fn run(
     let mut direct_times = Vec::new();
     let mut failure = None;
     for _ in 0..ROUNDS {
-        match round(router_addr, &keys, &body, file, store, &direct_dir, core) {
+        match round(
+            router_addr,
+            &keys,
+            &body,
+            file,
+            store,
+            &direct_dir,
+            Cores {
+                router: core,
+                client: client_core,
+            },
+        ) {
             Ok((routed, direct)) => {
                 router_times.push(routed.as_secs_f64());
                 direct_times.push(direct.as_secs_f64());
@@ -259,10 +279,10 @@ fn round(
     file: &[u8],
     store: &Path,
     direct_dir: &Path,
-    core: u32,
+    cores: Cores,
 ) -> Result<(Duration, Duration)> {
     sync()?;
-    let routed = all_at_once(|i| {
+    let routed = all_at_once(cores.client, |i| {
         let status = upload(router_addr, &keys[i], body)?;
         anyhow::ensure!(status == 201, "upload {i} answered {status}");
         Ok(())
@@ -277,7 +297,7 @@ fn round(
     );
     sync()?;
     let started = Instant::now();
-    let status = upstream::pinned(core, "sh")
+    let status = upstream::pinned(cores.router, "sh")
         .arg("-c")
         .arg(&script)
         .arg(&source)
@@ -289,6 +309,31 @@ fn round(
     let _ = fs::remove_dir_all(direct_dir);
     let _ = fs::remove_dir_all(store);
     Ok((routed, direct))
+}
+
+/// Where the router runs (and the direct writes with it), and the client.
+#[derive(Clone, Copy)]
+struct Cores {
+    router: u32,
+    client: u32,
+}
+
+/// Pins the calling thread to `core` (`taskset -p` on its thread id), so
+/// the uploading client stays off the router's core, as the bench's other
+/// load does.
+fn pin_this_thread(core: u32) -> Result<()> {
+    let link = fs::read_link("/proc/thread-self")?;
+    let tid = link
+        .file_name()
+        .and_then(|name| name.to_str())
+        .context("no thread id in /proc/thread-self")?
+        .to_owned();
+    let status = std::process::Command::new("taskset")
+        .args(["-p", "-c", &core.to_string(), &tid])
+        .stdout(std::process::Stdio::null())
+        .status()?;
+    anyhow::ensure!(status.success(), "taskset -p {tid} failed: {status}");
+    Ok(())
 }
 
 fn sync() -> Result<()> {
