@@ -13,25 +13,16 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import os
 import struct
 import sys
-import traceback
 import zlib
 from typing import Callable
 
 import boto3
 import httpx2
 
-
-class CheckFailed(Exception):
-    pass
-
-
-def check(condition: bool, message: str) -> None:
-    if not condition:
-        raise CheckFailed(message)
+from checks import check, run_checks
 
 
 def png(total: int) -> bytes:
@@ -141,18 +132,7 @@ def main() -> int:
         seven_mib_upload_is_a_multipart_write,
         delete_and_purge_remove_the_object,
     ]
-    with open(args.results, "w", encoding="utf-8") as out:
-        for fn in checks:
-            try:
-                fn()
-                record = {"check": f"s3: {fn.__name__}", "outcome": "pass", "detail": ""}
-            except Exception as error:  # a failed check, or anything else that broke it
-                detail = str(error) if isinstance(error, CheckFailed) else traceback.format_exc()
-                record = {"check": f"s3: {fn.__name__}", "outcome": "fail", "detail": detail}
-            out.write(json.dumps(record) + "\n")
-            out.flush()
-            print(f"{record['outcome']}: {record['check']}", file=sys.stderr)
-    return 0
+    return run_checks("s3", checks, args.results)
 
 
 if __name__ == "__main__":

@@ -18,25 +18,16 @@ retrieve until completed (O-21); download_content → the mock's bytes, and a ra
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
-import traceback
 import uuid
 from typing import Callable
 
 import httpx2
 import openai
 
-
-class CheckFailed(Exception):
-    pass
-
-
-def check(condition: bool, message: str) -> None:
-    if not condition:
-        raise CheckFailed(message)
+from checks import CheckFailed, check, run_checks
 
 
 MODEL = "conf-video"
@@ -114,18 +105,7 @@ def main() -> int:
         download_content_is_the_video,
         other_parameters_are_a_conflict,
     ]
-    with open(args.results, "w", encoding="utf-8") as out:
-        for fn in checks:
-            try:
-                fn()
-                record = {"check": f"videos: {fn.__name__}", "outcome": "pass", "detail": ""}
-            except Exception as error:  # a failed check, or anything else that broke it
-                detail = str(error) if isinstance(error, CheckFailed) else traceback.format_exc()
-                record = {"check": f"videos: {fn.__name__}", "outcome": "fail", "detail": detail}
-            out.write(json.dumps(record) + "\n")
-            out.flush()
-            print(f"{record['outcome']}: {record['check']}", file=sys.stderr)
-    return 0
+    return run_checks("videos", checks, args.results)
 
 
 if __name__ == "__main__":

@@ -384,6 +384,30 @@ fn multipart_error(e: multer::Error) -> ApiError {
     }
 }
 
+/// A new spool file: in a folder store's spool folder when there is one
+/// and it can take the file (storing is then a rename), else in the local
+/// spool folder (a store that cannot be written says so when storing).
+async fn create_spool(settings: &UploadSettings) -> Result<(Spool, std::fs::File), ApiError> {
+    let name = format!("router-upload-{}", Uuid::new_v4().simple());
+    let in_store = settings.storage.as_ref().and_then(ObjectStorage::spool_dir);
+    let local = settings.spool_dir.clone();
+    tokio::task::spawn_blocking(move || {
+        if let Some(dir) = in_store {
+            let path = dir.join(&name);
+            let _ = std::fs::create_dir_all(&dir);
+            if let Ok(file) = std::fs::File::create(&path) {
+                return Ok((Spool { path }, file));
+            }
+        }
+        let path = local.join(&name);
+        std::fs::File::create(&path).map(|file| (Spool { path }, file))
+    })
+    .await
+    .map_err(std::io::Error::other)
+    .and_then(|created| created)
+    .map_err(|e| spool_error(&e))
+}
+
 async fn spool_part(
     settings: &UploadSettings,
     mut field: multer::Field<'static>,
@@ -394,34 +418,8 @@ async fn spool_part(
     let filename = field
         .file_name()
         .map(|name| name.chars().filter(|c| !c.is_control()).take(255).collect());
-    let name = format!("router-upload-{}", Uuid::new_v4().simple());
-    // Inside a folder store when there is one (storing is then a rename);
-    // if that folder cannot take it, the store will say so: spool locally.
-    let in_store = match settings.storage.as_ref().and_then(ObjectStorage::spool_dir) {
-        Some(dir) => {
-            let path = dir.join(&name);
-            let created = match tokio::fs::File::create(&path).await {
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    let _ = tokio::fs::create_dir_all(&dir).await;
-                    tokio::fs::File::create(&path).await
-                }
-                other => other,
-            };
-            created.ok().map(|file| (path, file))
-        }
-        None => None,
-    };
-    let (spool, out) = match in_store {
-        Some((path, file)) => (Spool { path }, file),
-        None => {
-            let path = settings.spool_dir.join(&name);
-            let file = tokio::fs::File::create(&path)
-                .await
-                .map_err(|e| spool_error(&e))?;
-            (Spool { path }, file)
-        }
-    };
-    let mut out = SpoolWriter::new(out.into_std().await);
+    let (spool, file) = create_spool(settings).await?;
+    let mut out = SpoolWriter::new(file);
     let (mut bytes, mut head, mut tail) = (0_u64, Vec::with_capacity(HEAD), Vec::new());
     while let Some(chunk) = field.chunk().await.map_err(multipart_error)? {
         bytes += chunk.len() as u64;

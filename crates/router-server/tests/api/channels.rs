@@ -6,7 +6,7 @@
 
 use crate::harness::*;
 use diesel::QueryableByName;
-use diesel::sql_types::{BigInt, Text};
+use diesel::sql_types::Text;
 use diesel_async::RunQueryDsl;
 use router_mock_supplier::webhook_sink::{Answer, WebhookSink};
 use router_server::channels::jobs;
@@ -121,29 +121,6 @@ async fn provision(r: &TestRouter, account: &str, body: Value) -> (u16, Value) {
         Some(body),
     )
     .await
-}
-
-async fn sql(r: &TestRouter, statement: &str) -> usize {
-    let mut conn = r.db.database().connection().await.unwrap();
-    diesel::sql_query(statement)
-        .execute(&mut conn)
-        .await
-        .unwrap()
-}
-
-#[derive(QueryableByName)]
-struct N {
-    #[diesel(sql_type = BigInt)]
-    n: i64,
-}
-
-async fn count(r: &TestRouter, query: &str) -> i64 {
-    let mut conn = r.db.database().connection().await.unwrap();
-    diesel::sql_query(query)
-        .get_result::<N>(&mut conn)
-        .await
-        .unwrap()
-        .n
 }
 
 #[derive(QueryableByName)]

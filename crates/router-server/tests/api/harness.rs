@@ -1015,3 +1015,31 @@ pub async fn spawn_router_process(
     }
     panic!("router did not become ready");
 }
+
+/// Runs a raw SQL statement on the router's database (a test playing
+/// another process, or the clock); the rows it touched.
+pub async fn sql(r: &TestRouter, statement: &str) -> usize {
+    use diesel_async::RunQueryDsl;
+    let mut conn = r.db.database().connection().await.unwrap();
+    diesel::sql_query(statement)
+        .execute(&mut conn)
+        .await
+        .unwrap()
+}
+
+#[derive(diesel::QueryableByName)]
+struct Count {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    n: i64,
+}
+
+/// The one `n` a raw SQL query on the router's database selects.
+pub async fn count(r: &TestRouter, query: &str) -> i64 {
+    use diesel_async::RunQueryDsl;
+    let mut conn = r.db.database().connection().await.unwrap();
+    diesel::sql_query(query)
+        .get_result::<Count>(&mut conn)
+        .await
+        .unwrap()
+        .n
+}

@@ -220,9 +220,15 @@ async fn run_job(r: &TestRouter, name: &str) -> u64 {
 /// Files under the router's object store folder.
 fn stored_files(r: &TestRouter) -> Vec<std::path::PathBuf> {
     let location = r.uploads.storage.as_ref().unwrap().location();
-    let dir = location.strip_prefix("file://").unwrap().to_owned();
+    files_under(std::path::Path::new(
+        location.strip_prefix("file://").unwrap(),
+    ))
+}
+
+/// Every file under `dir`, recursively (none when it is missing).
+fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
-    let mut stack = vec![std::path::PathBuf::from(dir)];
+    let mut stack = vec![dir.to_path_buf()];
     while let Some(dir) = stack.pop() {
         for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
             let path = entry.path();
@@ -703,26 +709,18 @@ async fn a_failing_store_leaves_nothing_counted_against_the_quota() {
         "uploads_unavailable",
     )
     .await;
-    use diesel_async::RunQueryDsl;
-    #[derive(diesel::QueryableByName)]
-    struct Count {
-        #[diesel(sql_type = diesel::sql_types::BigInt)]
-        n: i64,
-    }
-    let mut conn = r.db.connection().await.unwrap();
-    let held: Count = diesel::sql_query(
+    let held = count(
+        &r,
         "SELECT count(*) AS n FROM uploads WHERE status IN ('writing', 'retained', 'deleting')",
     )
-    .get_result(&mut conn)
-    .await
-    .unwrap();
-    assert_eq!(held.n, 0);
-    let failed: Count =
-        diesel::sql_query("SELECT count(*) AS n FROM uploads WHERE status = 'failed'")
-            .get_result(&mut conn)
-            .await
-            .unwrap();
-    assert_eq!(failed.n, 2);
+    .await;
+    assert_eq!(held, 0);
+    let failed = count(
+        &r,
+        "SELECT count(*) AS n FROM uploads WHERE status = 'failed'",
+    )
+    .await;
+    assert_eq!(failed, 2);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -1190,23 +1188,6 @@ impl object_store::ObjectStore for FailingMidWrite {
     ) -> object_store::Result<()> {
         self.inner.copy_opts(from, to, options).await
     }
-}
-
-/// Every file under `dir`, recursively.
-fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut found = Vec::new();
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(folder) = pending.pop() {
-        for entry in std::fs::read_dir(&folder).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                pending.push(path);
-            } else {
-                found.push(path);
-            }
-        }
-    }
-    found
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -4,9 +4,6 @@
 //! passes are run on demand (`POST /admin/jobs/video-poller/run`).
 
 use crate::harness::*;
-use diesel::QueryableByName;
-use diesel::sql_types::BigInt;
-use diesel_async::RunQueryDsl;
 use reqwest::Method;
 use router_mock_supplier::{LEAKY_VIDEO_ERROR, VideoPlan};
 use router_server::videos::VideoSettings;
@@ -145,29 +142,6 @@ async fn expect_video_error(
         assert!(body["error"].get(field).is_some(), "{body}");
     }
     (body, video_id)
-}
-
-async fn sql(r: &TestRouter, statement: &str) -> usize {
-    let mut conn = r.db.database().connection().await.unwrap();
-    diesel::sql_query(statement)
-        .execute(&mut conn)
-        .await
-        .unwrap()
-}
-
-#[derive(QueryableByName)]
-struct N {
-    #[diesel(sql_type = BigInt)]
-    n: i64,
-}
-
-async fn count(r: &TestRouter, query: &str) -> i64 {
-    let mut conn = r.db.database().connection().await.unwrap();
-    diesel::sql_query(query)
-        .get_result::<N>(&mut conn)
-        .await
-        .unwrap()
-        .n
 }
 
 async fn wallet(r: &TestRouter, c: &Customer) -> (i64, i64) {
