@@ -30,6 +30,7 @@ pub mod jobs;
 pub mod mail;
 pub mod messages;
 pub mod metrics;
+pub mod multipart;
 pub mod object_storage;
 pub mod openapi;
 pub mod operator;

@@ -18,6 +18,7 @@
 
 use crate::app::App;
 use crate::jobs::JobError;
+use crate::multipart::{self, FormData, FormError, PartHead};
 pub use crate::object_storage::ObjectStorage;
 use crate::ownership::Resource;
 use crate::reply::{self, Body};
@@ -221,36 +222,24 @@ async fn read_multipart(
         .get(http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default();
-    let boundary = multer::parse_boundary(content_type)
-        .map_err(|_| invalid_upload("The body must be multipart/form-data with a boundary."))?;
-    let constraints = multer::Constraints::new()
-        .size_limit(multer::SizeLimit::new().whole_stream(MAX_ENVELOPE_BYTES));
-    let mut multipart = multer::Multipart::with_constraints(
-        Paced::new(body.into_data_stream()),
-        boundary,
-        constraints,
-    );
+    let boundary = multipart::boundary(content_type)
+        .ok_or_else(|| invalid_upload("The body must be multipart/form-data with a boundary."))?;
+    let mut form = FormData::new(body.into_data_stream(), &boundary, MAX_ENVELOPE_BYTES);
     let mut file: Option<FilePart> = None;
     let mut shape_error: Option<&'static str> = None;
-    loop {
-        let field = match multipart.next_field().await {
-            Ok(Some(field)) => field,
-            Ok(None) => break,
-            Err(e) => return Err(multipart_error(e)),
-        };
-        let is_file = field.name() == Some("file");
+    while let Some(head) = form.next_part().await.map_err(form_error)? {
+        let is_file = head.name.as_deref() == Some("file");
         if !is_file || file.is_some() {
+            // Read on (the next part skips this one's data): an envelope
+            // over the limit is 413 before the shape.
             shape_error.get_or_insert(if is_file {
                 "Send exactly one part named `file`."
             } else {
                 "The only part accepted is `file`."
             });
-            // Read on: an envelope over the limit is 413 before the shape.
-            let mut field = field;
-            while field.chunk().await.map_err(multipart_error)?.is_some() {}
             continue;
         }
-        file = Some(spool_part(settings, field).await?);
+        file = Some(spool_part(settings, head, &mut form).await?);
     }
     if let Some(message) = shape_error {
         return Err(invalid_upload(message));
@@ -263,8 +252,8 @@ const SPOOL_BLOCK: usize = 256 * 1024;
 
 /// Writes a part's chunks to its spool file in blocks of [`SPOOL_BLOCK`],
 /// each one trip to the blocking pool, without copying them: the chunks
-/// arrive in small slices (see [`Paced`]), and a write per slice would be
-/// a trip per slice.
+/// are the connection's reads (often much smaller), and a write per chunk
+/// would be a trip per chunk.
 struct SpoolWriter {
     file: Option<std::fs::File>,
     pending: Vec<Bytes>,
@@ -313,74 +302,10 @@ impl SpoolWriter {
     }
 }
 
-/// Bytes the multipart parser may take from the connection in one go.
-const PACE: usize = 256 * 1024;
-/// The largest piece handed to the parser, which copies what it gets into
-/// its own buffer.
-const SLICE: usize = 64 * 1024;
-
-/// A body stream that hands over at most [`SLICE`] bytes at a time and
-/// pauses (answers `Pending`, waking itself at once) after every [`PACE`]
-/// bytes. `multer` reads everything that is ready before it hands a chunk
-/// over, and a fast client keeps megabytes ready in the socket: unpaced,
-/// each upload would hold that much in memory, several times over (the
-/// parser's buffer, then the spool file's write buffer).
-struct Paced<S> {
-    inner: S,
-    /// The rest of the last chunk read, handed over in slices.
-    pending: Bytes,
-    since_pause: usize,
-}
-
-impl<S> Paced<S> {
-    fn new(inner: S) -> Self {
-        Paced {
-            inner,
-            pending: Bytes::new(),
-            since_pause: 0,
-        }
-    }
-}
-
-impl<S, E> futures::Stream for Paced<S>
-where
-    S: futures::Stream<Item = Result<Bytes, E>> + Unpin,
-{
-    type Item = Result<Bytes, E>;
-
-    fn poll_next(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Self::Item>> {
-        use std::task::Poll;
-        if self.since_pause >= PACE {
-            self.since_pause = 0;
-            cx.waker().wake_by_ref();
-            return Poll::Pending;
-        }
-        if self.pending.is_empty() {
-            match std::pin::Pin::new(&mut self.inner).poll_next(cx) {
-                Poll::Ready(Some(Ok(chunk))) => self.pending = chunk,
-                Poll::Pending => {
-                    self.since_pause = 0;
-                    return Poll::Pending;
-                }
-                other => return other,
-            }
-        }
-        let take = self.pending.len().min(SLICE);
-        let slice = self.pending.split_to(take);
-        self.since_pause += slice.len();
-        Poll::Ready(Some(Ok(slice)))
-    }
-}
-
-fn multipart_error(e: multer::Error) -> ApiError {
+fn form_error(e: FormError) -> ApiError {
     match e {
-        multer::Error::StreamSizeExceeded { .. } | multer::Error::FieldSizeExceeded { .. } => {
-            too_large()
-        }
-        _ => invalid_upload("The multipart body is malformed or truncated."),
+        FormError::TooLarge => too_large(),
+        FormError::Malformed => invalid_upload("The multipart body is malformed or truncated."),
     }
 }
 
@@ -408,20 +333,22 @@ async fn create_spool(settings: &UploadSettings) -> Result<(Spool, std::fs::File
     .map_err(|e| spool_error(&e))
 }
 
-async fn spool_part(
+async fn spool_part<S>(
     settings: &UploadSettings,
-    mut field: multer::Field<'static>,
-) -> Result<FilePart, ApiError> {
-    let declared = field
-        .content_type()
-        .map(|m| m.essence_str().to_ascii_lowercase());
-    let filename = field
-        .file_name()
+    head: PartHead,
+    form: &mut FormData<S>,
+) -> Result<FilePart, ApiError>
+where
+    S: futures::Stream<Item = Result<Bytes, hyper::Error>> + Unpin,
+{
+    let declared = head.content_type;
+    let filename = head
+        .filename
         .map(|name| name.chars().filter(|c| !c.is_control()).take(255).collect());
     let (spool, file) = create_spool(settings).await?;
     let mut out = SpoolWriter::new(file);
     let (mut bytes, mut head, mut tail) = (0_u64, Vec::with_capacity(HEAD), Vec::new());
-    while let Some(chunk) = field.chunk().await.map_err(multipart_error)? {
+    while let Some(chunk) = form.next_chunk().await.map_err(form_error)? {
         bytes += chunk.len() as u64;
         // Past the limit the part is still read (its shape may be wrong,
         // which answers first) but no longer kept.
@@ -799,30 +726,6 @@ pub async fn resolve_references(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_paced_stream_pauses_after_each_pace_of_bytes() {
-        use futures::Stream;
-        use std::task::{Context, Poll};
-        // Two chunks of two and a half slices each; a pause is four slices.
-        const S: usize = SLICE;
-        assert_eq!(PACE, 4 * S);
-        let chunk = Bytes::from(vec![0_u8; 2 * S + S / 2]);
-        let ready = futures::stream::iter(vec![Ok::<_, ()>(chunk); 2]);
-        let mut paced = Paced::new(ready);
-        let mut cx = Context::from_waker(futures::task::noop_waker_ref());
-        let mut seen = Vec::new();
-        loop {
-            match std::pin::Pin::new(&mut paced).poll_next(&mut cx) {
-                Poll::Ready(Some(Ok(c))) => seen.push(c.len()),
-                Poll::Ready(None) => break,
-                Poll::Pending => seen.push(0),
-                Poll::Ready(Some(Err(()))) => unreachable!(),
-            }
-        }
-        // Slices of at most S; a pause once 4 S went by.
-        assert_eq!(seen, [S, S, S / 2, S, S, 0, S / 2]);
-    }
 
     #[test]
     fn public_ids_round_trip_and_anything_else_is_none() {

@@ -699,11 +699,12 @@ impl Report {
             section(w, uploads, |w, u| {
                 let _ = writeln!(
                     w,
-                    "{} concurrent uploads of {} MiB (`POST /v1/uploads`, one account each, a folder object store), against {} processes writing the same bytes straight into files beside it on the router's core; median of {} rounds, dirty pages flushed before each step. Targets: RSS growth under {} MiB; router time at most {}× the direct time.\n",
+                    "{} concurrent uploads of {} MiB (`POST /v1/uploads`, one account each, a folder object store), against {} processes writing the same bytes straight into files beside it on the router's core; median of {} rounds, dirty pages flushed before each step. The client's sockets use {} congestion control (a pacing one, such as BBR, runs the client's sending from timers on the router's core). Targets: RSS growth under {} MiB; router time at most {}× the direct time.\n",
                     u.uploads,
                     u.bytes_each / (1024 * 1024),
                     u.uploads,
                     u.rounds,
+                    uploads::CLIENT_CONGESTION_CONTROL,
                     uploads::RSS_GROWTH_LIMIT_MIB,
                     uploads::SLOWDOWN_LIMIT,
                 );

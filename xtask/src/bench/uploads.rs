@@ -111,9 +111,34 @@ fn multipart(file: &[u8]) -> Vec<u8> {
     body
 }
 
+/// The congestion control of the client's sockets. Under BBR (this
+/// machine's default) a sender's transmissions are paced by timers that run
+/// on the core that handled the ACKs: on loopback, the router's. The
+/// router's core would then pay for the client's sending, which on a real
+/// network runs on the client's machine; Reno does not pace, so each
+/// thread's sending stays on the client's core.
+pub(crate) const CLIENT_CONGESTION_CONTROL: &str = "reno";
+
+/// A connection to `addr` with [`CLIENT_CONGESTION_CONTROL`].
+fn connect(addr: &str) -> Result<TcpStream> {
+    let address: std::net::SocketAddr = addr.parse().with_context(|| format!("address {addr}"))?;
+    let socket = socket2::Socket::new(
+        socket2::Domain::for_address(address),
+        socket2::Type::STREAM,
+        Some(socket2::Protocol::TCP),
+    )?;
+    socket
+        .set_tcp_congestion(CLIENT_CONGESTION_CONTROL.as_bytes())
+        .with_context(|| format!("setting TCP congestion control {CLIENT_CONGESTION_CONTROL}"))?;
+    socket
+        .connect(&address.into())
+        .with_context(|| format!("connecting to {addr}"))?;
+    Ok(socket.into())
+}
+
 /// One `POST /v1/uploads`; the status code.
 fn upload(addr: &str, key: &str, body: &[u8]) -> Result<u16> {
-    let mut stream = TcpStream::connect(addr).with_context(|| format!("connecting to {addr}"))?;
+    let mut stream = connect(addr)?;
     stream.set_read_timeout(Some(IO_TIMEOUT))?;
     stream.set_write_timeout(Some(IO_TIMEOUT))?;
     let head = format!(
@@ -364,6 +389,7 @@ pub(crate) fn to_json(u: &Uploads) -> serde_json::Value {
         "router_mib_per_sec": u.mib_per_sec(u.router_secs).round(),
         "direct_mib_per_sec": u.mib_per_sec(u.direct_secs).round(),
         "slowdown": super::load::round3(u.slowdown()),
+        "client_congestion_control": CLIENT_CONGESTION_CONTROL,
         "rss_before_mib": u.rss_before_mib.round(),
         "rss_peak_mib": u.rss_peak_mib.round(),
         "rss_growth_mib": u.rss_growth_mib().round(),
