@@ -426,6 +426,45 @@ mod tests {
     }
 
     #[test]
+    fn random_near_delimiters_in_random_pieces() {
+        // A fixed xorshift sequence: data from the delimiter's own bytes
+        // (so near-delimiters are everywhere), cut at random places.
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move |below: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            usize::try_from(seed % below as u64).unwrap_or(0)
+        };
+        let alphabet = format!("\r\n-{B}");
+        let delimiter = format!("\r\n--{B}");
+        for _ in 0..300 {
+            let parts: Vec<Vec<u8>> = (0..1 + next(3))
+                .map(|_| {
+                    loop {
+                        let data: Vec<u8> = (0..next(80))
+                            .map(|_| alphabet.as_bytes()[next(alphabet.len())])
+                            .collect();
+                        if memmem::find(&data, delimiter.as_bytes()).is_none() {
+                            break data;
+                        }
+                    }
+                })
+                .collect();
+            let heads: Vec<(&str, &[u8])> = parts
+                .iter()
+                .map(|d| ("Content-Disposition: form-data; name=\"p\"", d.as_slice()))
+                .collect();
+            let body = body(&heads);
+            let piece = 1 + next(40);
+            let read = read_all(&body, piece).unwrap();
+            let data: Vec<&[u8]> = read.iter().map(|(_, d)| d.as_slice()).collect();
+            let want: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
+            assert_eq!(data, want, "pieces of {piece}");
+        }
+    }
+
+    #[test]
     fn a_body_may_open_with_its_delimiter_and_pad_boundary_lines() {
         let body =
             format!("--{B} \t\r\nContent-Disposition: form-data; name=\"x\"\r\n\r\nv\r\n--{B}--");
