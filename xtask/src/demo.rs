@@ -11,7 +11,7 @@ use anyhow::{Context, Result, bail};
 use signal_hook::consts::signal::{SIGHUP, SIGINT, SIGTERM};
 
 use crate::services::{
-    Children, Provisioned, answers, client_addr, http, provision_account, random_hex,
+    Children, Provisioned, answers, client_addr, http, http_with, provision_account, random_hex,
     release_binaries,
 };
 use crate::{db, workspace_root};
@@ -114,7 +114,8 @@ pub fn run(args: &[String]) -> Result<()> {
         DEMO_CREDITS_NANO_USD,
         serde_json::json!({}),
     )?;
-    let image = first_image(&router_addr, &api_key)?;
+    let (image, png_path) = first_image(&router_addr, &api_key)?;
+    let upload = first_upload(&router_addr, &api_key, &png_path)?;
     println!(
         "\nThe gateway is ready on http://{router_addr} (ctrl-c stops it).\n\n\
          API key:     {api_key}\n\
@@ -126,6 +127,11 @@ pub fn run(args: &[String]) -> Result<()> {
          curl http://{router_addr}/v1/images/generations -H \"Authorization: Bearer {api_key}\" \
          -H 'content-type: application/json' -d '{{\"model\":\"demo-image\",\"prompt\":\"a cat\"}}' \
          | python3 -c 'import sys,json,base64; open(\"cat.png\",\"wb\").write(base64.b64decode(json.load(sys.stdin)[\"data\"][0][\"b64_json\"]))'\n\n\
+         {upload}\n\
+         curl http://{router_addr}/v1/uploads -H \"Authorization: Bearer {api_key}\" -F \"file=@{png};type=image/png\"\n\
+         curl http://{router_addr}/v1/chat/completions -H \"Authorization: Bearer {api_key}\" \
+         -H 'content-type: application/json' -d '{{\"model\":\"demo-chat\",\"messages\":[{{\"role\":\"user\",\"content\":\
+         [{{\"type\":\"text\",\"text\":\"What is in this image?\"}},{{\"type\":\"input_image\",\"file_id\":\"UPLOAD_ID\"}}]}}]}}'\n\n\
          A video: create it, poll it (completed after a few seconds), download it:\n\
          curl http://{router_addr}/v1/videos -H \"Authorization: Bearer {api_key}\" \
          -H 'content-type: application/json' -d '{{\"model\":\"demo-video\",\"prompt\":\"a cat surfing\",\
@@ -135,7 +141,8 @@ pub fn run(args: &[String]) -> Result<()> {
          Sign in as {email} in a browser: ask for a link, then open the one printed below\n\
          (the mock supplier stands in for a mail server):\n\
          curl http://{router_addr}/api/auth/magic-link -H 'content-type: application/json' \
-         -d '{{\"email\":\"{email}\"}}'\n"
+         -d '{{\"email\":\"{email}\"}}'\n",
+        png = png_path.display(),
     );
 
     while !stop.load(Ordering::SeqCst) {
@@ -149,8 +156,8 @@ pub fn run(args: &[String]) -> Result<()> {
 }
 
 /// Generate one image with `demo-image`, save it, and say what came back:
-/// a newcomer sees a PNG and its receipt.
-fn first_image(router_addr: &str, api_key: &str) -> Result<String> {
+/// a newcomer sees a PNG and its receipt. Also where the PNG is.
+fn first_image(router_addr: &str, api_key: &str) -> Result<(String, std::path::PathBuf)> {
     use base64::Engine;
     let response = http(
         router_addr,
@@ -169,11 +176,62 @@ fn first_image(router_addr: &str, api_key: &str) -> Result<String> {
     anyhow::ensure!(png.starts_with(b"\x89PNG"), "the demo image is not a PNG");
     let path = workspace_root().join("target/demo-image.png");
     std::fs::write(&path, &png)?;
-    Ok(format!(
+    let said = format!(
         "Image generation: a {}-byte PNG saved to {}, receipt {}",
         png.len(),
         path.display(),
         body["receipt"]
+    );
+    Ok((said, path))
+}
+
+/// Upload the generated PNG and ask `demo-chat` about it by reference:
+/// the upload's id, and what the Chat request answered.
+fn first_upload(router_addr: &str, api_key: &str, png: &std::path::Path) -> Result<String> {
+    const BOUNDARY: &str = "xtask-demo-upload";
+    let mut body = format!(
+        "--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"demo-image.png\"\r\nContent-Type: image/png\r\n\r\n"
+    )
+    .into_bytes();
+    body.extend_from_slice(&std::fs::read(png)?);
+    body.extend_from_slice(format!("\r\n--{BOUNDARY}--\r\n").as_bytes());
+    let content_type = format!("multipart/form-data; boundary={BOUNDARY}");
+    let response = http_with(
+        router_addr,
+        "POST",
+        "/v1/uploads",
+        Some(api_key),
+        Some((&content_type, &body)),
+    )?;
+    if response.status != 201 {
+        return Err(response.error().context("the demo upload failed"));
+    }
+    let upload: serde_json::Value = serde_json::from_str(&response.body)?;
+    let id = upload["id"].as_str().unwrap_or_default();
+    let chat = serde_json::json!({
+        "model": "demo-chat",
+        "messages": [{"role": "user", "content": [
+            {"type": "text", "text": "What is in this image?"},
+            {"type": "input_image", "file_id": id},
+        ]}],
+    });
+    let response = http(
+        router_addr,
+        "POST",
+        "/v1/chat/completions",
+        Some(api_key),
+        Some(&chat.to_string()),
+    )?;
+    if response.status != 200 {
+        return Err(response
+            .error()
+            .context("the demo Chat request about the upload failed"));
+    }
+    Ok(format!(
+        "An upload: that PNG is {id} for an hour (uploading is free); a Chat request that \
+         references it by `file_id` answered {} (the supplier got the image's bytes). \
+         Upload one, then ask about it:",
+        response.status
     ))
 }
 

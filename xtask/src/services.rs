@@ -357,6 +357,23 @@ pub(crate) fn http(
     bearer: Option<&str>,
     body: Option<&str>,
 ) -> Result<Response> {
+    http_with(
+        addr,
+        method,
+        path,
+        bearer,
+        body.map(|body| ("application/json", body.as_bytes())),
+    )
+}
+
+/// [`http`] with a body of any type: `(content type, bytes)`.
+pub(crate) fn http_with(
+    addr: &str,
+    method: &str,
+    path: &str,
+    bearer: Option<&str>,
+    body: Option<(&str, &[u8])>,
+) -> Result<Response> {
     let mut stream = connect(addr)?;
     stream.set_read_timeout(Some(Duration::from_secs(10)))?;
     stream.set_write_timeout(Some(Duration::from_secs(10)))?;
@@ -367,17 +384,18 @@ pub(crate) fn http(
     if let Some(token) = bearer {
         request.push_str(&format!("Authorization: Bearer {token}\r\n"));
     }
-    if let Some(body) = body {
+    if let Some((content_type, body)) = body {
         request.push_str(&format!(
-            "Content-Type: application/json\r\nContent-Length: {}\r\n",
+            "Content-Type: {content_type}\r\nContent-Length: {}\r\n",
             body.len()
         ));
     } else if method != "GET" {
         request.push_str("Content-Length: 0\r\n");
     }
     request.push_str("\r\n");
-    request.push_str(body.unwrap_or_default());
-    stream.write_all(request.as_bytes())?;
+    let mut request = request.into_bytes();
+    request.extend_from_slice(body.map(|(_, body)| body).unwrap_or_default());
+    stream.write_all(&request)?;
 
     let mut raw = Vec::new();
     stream.read_to_end(&mut raw)?;
