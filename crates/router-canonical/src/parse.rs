@@ -16,6 +16,8 @@
 //! * [`in_range`]: the numeric range rule every surface has.
 //! * [`check_image_url`] and [`IMAGE_MEDIA_TYPES`]: the image URL rule of
 //!   the OpenAI surfaces.
+//! * [`json_object`] and [`required_text`]: the first steps of the wire
+//!   crates that read a body member by member (images, videos).
 
 use crate::{ApiError, ErrorCode, ImageSource, Sampling, ToolChoice};
 use serde::de::value::MapAccessDeserializer;
@@ -107,6 +109,38 @@ fn shape_error(err: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
         );
     }
     ApiError::invalid(param.clone(), format!("invalid `{param}`: {message}"))
+}
+
+/// A client body that must be one JSON object: its members, or the 400
+/// `invalid_parameter` saying it is not valid JSON or not an object.
+pub fn json_object(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
+    let value: Value = serde_json::from_slice(body).map_err(|e| {
+        ApiError::new(
+            ErrorCode::InvalidParameter,
+            format!("The request body is not valid JSON: {e}."),
+        )
+    })?;
+    let Value::Object(object) = value else {
+        return Err(ApiError::new(
+            ErrorCode::InvalidParameter,
+            "The request body must be a JSON object.",
+        ));
+    };
+    Ok(object)
+}
+
+/// Member `name` of `object` as non-blank text; otherwise the 400 naming
+/// it (`` `name` is required. ``, `` is empty. ``, `` must be a string. ``).
+pub fn required_text(object: &Map<String, Value>, name: &str) -> Result<String, ApiError> {
+    match object.get(name) {
+        Some(Value::String(text)) if !text.trim().is_empty() => Ok(text.clone()),
+        Some(Value::String(_)) => Err(ApiError::invalid(name, format!("`{name}` is empty."))),
+        None | Some(Value::Null) => Err(ApiError::invalid(name, format!("`{name}` is required."))),
+        Some(_) => Err(ApiError::invalid(
+            name,
+            format!("`{name}` must be a string."),
+        )),
+    }
 }
 
 /// `value` if it lies in `min..=max`; else a 400 naming `param`.

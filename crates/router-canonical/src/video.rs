@@ -68,17 +68,9 @@ impl VideoRequest {
         // serde_json escapes strings one way only: the text is canonical.
         let canonical =
             serde_json::to_vec(&("video-request/v1", self)).unwrap_or_else(|_| Vec::new());
-        let digest = Sha256::digest(&canonical);
-        let mut hex = String::with_capacity(64);
-        for byte in digest {
-            hex.push(char::from(HEX[usize::from(byte >> 4)]));
-            hex.push(char::from(HEX[usize::from(byte & 0xf)]));
-        }
-        hex
+        format!("{:x}", Sha256::digest(&canonical))
     }
 }
-
-const HEX: &[u8; 16] = b"0123456789abcdef";
 
 /// The public status of a video (O-21, GP-22).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

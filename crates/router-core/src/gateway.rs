@@ -73,9 +73,9 @@ pub struct Admission {
     /// request's cacheable prefix. Tried first when the plan has it;
     /// it never brings back a route the plan filtered out.
     pub preferred_route: Option<String>,
-    /// Filled as the lifecycle goes, for the request's log line.
     /// The experiment variant applied to the request, for its history.
     pub experiment: Option<crate::store::ExperimentArm>,
+    /// Filled as the lifecycle goes, for the request's log line.
     pub trace: Arc<RequestTrace>,
 }
 
@@ -221,7 +221,7 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
             stream: request.stream,
             reserve,
             hold_expires_at: SystemTime::now() + self.inner.config.hold_lease,
-            experiment: admission.experiment.clone(),
+            experiment: admission.experiment,
         };
         let reservation = self.reserve(new, admission.trace.clone()).await?;
         let thinking = ThinkingAttempts {

@@ -11,6 +11,7 @@
 
 use base64::Engine;
 use router_canonical::openai_error::to_json_bytes;
+use router_canonical::parse::{json_object, required_text};
 use router_canonical::{ApiError, ImageRequest, NanoUsd};
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -34,18 +35,7 @@ fn allowed(name: &str) -> Value {
 
 /// Validate a client body into a canonical [`ImageRequest`].
 pub fn parse_request(body: &[u8]) -> Result<ImageRequest, ApiError> {
-    let value: Value = serde_json::from_slice(body).map_err(|e| {
-        ApiError::new(
-            router_canonical::ErrorCode::InvalidParameter,
-            format!("The request body is not valid JSON: {e}."),
-        )
-    })?;
-    let Value::Object(object) = value else {
-        return Err(ApiError::new(
-            router_canonical::ErrorCode::InvalidParameter,
-            "The request body must be a JSON object.",
-        ));
-    };
+    let object = json_object(body)?;
     check_members(&object)?;
     let model = required_text(&object, "model")?;
     let prompt = required_text(&object, "prompt")?;
@@ -106,18 +96,6 @@ fn check_members(object: &Map<String, Value>) -> Result<(), ApiError> {
         }
     }
     Ok(())
-}
-
-fn required_text(object: &Map<String, Value>, name: &str) -> Result<String, ApiError> {
-    match object.get(name) {
-        Some(Value::String(text)) if !text.trim().is_empty() => Ok(text.clone()),
-        Some(Value::String(_)) => Err(ApiError::invalid(name, format!("`{name}` is empty."))),
-        None | Some(Value::Null) => Err(ApiError::invalid(name, format!("`{name}` is required."))),
-        Some(_) => Err(ApiError::invalid(
-            name,
-            format!("`{name}` must be a string."),
-        )),
-    }
 }
 
 /// The receipt of a settled image: what was charged for which request.

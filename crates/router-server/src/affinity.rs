@@ -51,8 +51,12 @@ impl Affinity {
 
     /// The route to try first: a preference that still holds.
     pub fn preferred_route(&self) -> Option<String> {
+        self.preferred().map(str::to_owned)
+    }
+
+    fn preferred(&self) -> Option<&str> {
         match &self.hint {
-            Some(Some(hint)) if hint.fresh => Some(hint.route_id.clone()),
+            Some(Some(hint)) if hint.fresh => Some(&hint.route_id),
             _ => None,
         }
     }
@@ -80,7 +84,7 @@ impl Affinity {
         let ttl = i32::try_from(app.prompt_cache.affinity_ttl.as_secs()).unwrap_or(i32::MAX);
         // The preference held (`hit`): extend it, never overwrite a newer
         // choice another instance made meanwhile. Otherwise a new choice.
-        let preferred = self.preferred_route().as_deref() == Some(served);
+        let preferred = self.preferred() == Some(served);
         if let Err(e) = app
             .database()
             .record_affinity(&self.fingerprint, served, ttl, preferred)
@@ -133,6 +137,9 @@ fn fingerprint(
         }
         None => &messages[..messages.len().saturating_sub(1)],
     };
+    if prefix.is_empty() && !tools_marked {
+        return None;
+    }
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let scope = match header("x-ci-prompt-cache-scope").unwrap_or("session") {
         "org" => format!("org\0{}", key.account_id),
@@ -157,9 +164,7 @@ fn fingerprint(
     let unmarked = last_marked.is_none() && !tools_marked;
     // About four bytes per token: an estimate, not a count.
     let estimated_tokens = fed / 4;
-    if prefix.is_empty() && !tools_marked
-        || unmarked && estimated_tokens < settings.min_prefix_tokens
-    {
+    if unmarked && estimated_tokens < settings.min_prefix_tokens {
         return None;
     }
     Some(digest.finish())

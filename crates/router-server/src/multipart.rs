@@ -113,7 +113,8 @@ where
         // The rest of the boundary line: `--` closes the body; otherwise
         // only transport padding (blanks) may precede its CRLF.
         while self.pending.len() < 2 {
-            self.fetch_appending().await?;
+            let next = self.fetch().await?;
+            self.append(next);
         }
         if self.pending.starts_with(b"--") {
             self.state = State::Finished;
@@ -174,10 +175,7 @@ where
             let next = self.fetch().await?;
             if next.len() < d {
                 // Small pieces: join them (fewer than 2 delimiters' bytes).
-                let mut joined = BytesMut::with_capacity(self.pending.len() + next.len());
-                joined.extend_from_slice(&self.pending);
-                joined.extend_from_slice(&next);
-                self.pending = joined.freeze();
+                self.append(next);
                 continue;
             }
             // A delimiter starting in `pending` ends within `d` bytes of
@@ -261,18 +259,17 @@ where
         }
     }
 
-    /// Appends the next chunk to `pending` (only ever a few bytes long).
-    async fn fetch_appending(&mut self) -> Result<(), FormError> {
-        let next = self.fetch().await?;
+    /// Appends `next` to `pending`, which is only ever a few bytes long
+    /// when more are needed to decide.
+    fn append(&mut self, next: Bytes) {
         if self.pending.is_empty() {
             self.pending = next;
-        } else {
-            let mut joined = BytesMut::with_capacity(self.pending.len() + next.len());
-            joined.extend_from_slice(&self.pending);
-            joined.extend_from_slice(&next);
-            self.pending = joined.freeze();
+            return;
         }
-        Ok(())
+        let mut joined = BytesMut::with_capacity(self.pending.len() + next.len());
+        joined.extend_from_slice(&self.pending);
+        joined.extend_from_slice(&next);
+        self.pending = joined.freeze();
     }
 }
 

@@ -2,10 +2,11 @@
 //! (`file:///…`) or any S3-compatible store (`s3://bucket/prefix`), through
 //! the `object_store` crate.
 //!
-//! Writes go in parts (256 KiB to a folder, 5 MiB, S3's smallest part, to
-//! S3), one in flight at a time, so a write holds one part in memory
-//! whatever the object's size; a failed multipart write is aborted, leaving
-//! no partial object.
+//! An upload's spool file becomes its object by a rename in a folder store
+//! on the same file system. Other writes go in parts (256 KiB to a folder,
+//! 5 MiB, S3's smallest part, to S3), one in flight at a time, so a write
+//! holds one part in memory whatever the object's size; a failed multipart
+//! write is aborted, leaving no partial object.
 
 use bytes::Bytes;
 use object_store::path::Path as ObjectPath;
@@ -124,8 +125,10 @@ impl ObjectStorage {
         &self.describe
     }
 
-    /// Copies the spool file to `key`: one request when it fits a part,
-    /// else a multipart write of `part_size` parts, one in flight at a time.
+    /// Stores the spool file as `key`: renamed into place in a folder store
+    /// on the same file system; otherwise copied, in one request when it
+    /// fits a part, else a multipart write of `part_size` parts, one in
+    /// flight at a time.
     pub async fn put_file(
         &self,
         key: &str,

@@ -13,8 +13,9 @@
 //! Memory stays bounded whatever the upload's size: the file part is
 //! streamed to a spool file on local disk while the rest of the body is
 //! checked (multipart needs the whole body before the shape is known), and
-//! then copied to the object store in parts (`object_storage.rs`). Objects
-//! get a random key, never the client's file name.
+//! then stored (`object_storage.rs`): renamed into place in a folder store,
+//! copied in parts to S3. Objects get a random key, never the client's file
+//! name.
 
 use crate::app::App;
 use crate::jobs::JobError;
@@ -29,6 +30,7 @@ use hyper::body::Incoming;
 use router_canonical::{ApiError, ErrorCode};
 use router_store::uploads::{self as store, AdmitError, NewUpload, UploadRow};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 use uuid::Uuid;
 
@@ -255,7 +257,8 @@ const SPOOL_BLOCK: usize = 256 * 1024;
 /// are the connection's reads (often much smaller), and a write per chunk
 /// would be a trip per chunk.
 struct SpoolWriter {
-    file: Option<std::fs::File>,
+    /// Shared with the blocking pool's write (`Write` is implemented for `&File`).
+    file: Arc<std::fs::File>,
     pending: Vec<Bytes>,
     pending_len: usize,
 }
@@ -263,7 +266,7 @@ struct SpoolWriter {
 impl SpoolWriter {
     fn new(file: std::fs::File) -> SpoolWriter {
         SpoolWriter {
-            file: Some(file),
+            file: Arc::new(file),
             pending: Vec::new(),
             pending_len: 0,
         }
@@ -282,23 +285,19 @@ impl SpoolWriter {
         if self.pending.is_empty() {
             return Ok(());
         }
-        let mut file = self
-            .file
-            .take()
-            .ok_or_else(|| std::io::Error::other("an earlier spool write failed"))?;
+        let file = Arc::clone(&self.file);
         let chunks = std::mem::take(&mut self.pending);
         self.pending_len = 0;
-        let file = tokio::task::spawn_blocking(move || {
+        tokio::task::spawn_blocking(move || {
             use std::io::Write as _;
+            let mut out = &*file;
             for chunk in &chunks {
-                file.write_all(chunk)?;
+                out.write_all(chunk)?;
             }
-            Ok::<_, std::io::Error>(file)
+            Ok(())
         })
         .await
-        .map_err(std::io::Error::other)??;
-        self.file = Some(file);
-        Ok(())
+        .map_err(std::io::Error::other)?
     }
 }
 

@@ -37,7 +37,6 @@ use bytes::Bytes;
 use futures::StreamExt;
 use http::header::{ACCEPT_RANGES, CONTENT_LENGTH, CONTENT_RANGE, CONTENT_TYPE, HeaderValue};
 use http::{Response, StatusCode};
-use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use router_canonical::{
     ApiError, ErrorCode, NanoUsd, Protocol, UpstreamState, Usage, VideoRequest, VideoStatus,
@@ -140,7 +139,8 @@ pub fn view(row: &VideoRow) -> VideoView {
     };
     let id = public_id(row.id);
     VideoView {
-        content_url: (status == VideoStatus::Completed).then(|| format!("/v1/videos/{id}/content")),
+        // `render_video` gives a completed video its content path.
+        content_url: None,
         fail_reason: (status == VideoStatus::Failed).then(|| {
             row.fail_reason
                 .clone()
@@ -182,6 +182,33 @@ fn refused_by_supplier() -> ApiError {
     )
 }
 
+fn upstream_unreachable() -> ApiError {
+    ApiError::new(
+        ErrorCode::UpstreamUnavailable,
+        "The upstream could not be reached; nothing was charged.",
+    )
+}
+
+/// The one attempt of a video job, started at `started` (wall clock and
+/// monotonic), for its history.
+fn video_attempt(
+    row: &VideoRow,
+    route: &Route,
+    started: (SystemTime, std::time::Instant),
+    outcome: AttemptOutcome,
+) -> AttemptRecord {
+    AttemptRecord {
+        request_id: row.request_id,
+        attempt_no: 1,
+        route_id: route.id.clone(),
+        supplier_id: route.supplier.id.clone(),
+        upstream_protocol: Protocol::Videos,
+        started_at: started.0,
+        duration_ms: started.1.elapsed().as_millis() as u64,
+        outcome,
+    }
+}
+
 /// The replay of an existing job's create (Stripe-like: the original
 /// outcome, GP-25).
 fn replay_reply(row: &VideoRow, request_id: &str) -> Reply {
@@ -192,10 +219,7 @@ fn replay_reply(row: &VideoRow, request_id: &str) -> Reply {
         ("failed", Some(code)) => {
             let error = match code {
                 "upstream_error" => refused_by_supplier(),
-                _ => ApiError::new(
-                    ErrorCode::UpstreamUnavailable,
-                    "The upstream could not be reached; nothing was charged.",
-                ),
+                _ => upstream_unreachable(),
             };
             error_for_video(&error, row.id, request_id)
         }
@@ -399,29 +423,14 @@ async fn submit(
             return fail(storage_failure(&e));
         }
     };
-    let attempt = |outcome: AttemptOutcome| AttemptRecord {
-        request_id: row.request_id,
-        attempt_no: 1,
-        route_id: route.id.clone(),
-        supplier_id: route.supplier.id.clone(),
-        upstream_protocol: Protocol::Videos,
-        started_at,
-        duration_ms: started.elapsed().as_millis() as u64,
-        outcome,
-    };
-    let (public, create_error, detail, status) = match submission {
+    let (public, detail, status) = match submission {
         Submission::Accepted(task) => {
             let in_progress = matches!(
                 task.state,
                 UpstreamState::InProgress | UpstreamState::Completed
             );
             if let UpstreamState::Failed { reason } = &task.state {
-                (
-                    refused_by_supplier(),
-                    "upstream_error",
-                    reason.clone(),
-                    None,
-                )
+                (refused_by_supplier(), reason.clone(), None)
             } else {
                 // A job already done is completed by its first poll.
                 let first_poll = match task.state {
@@ -447,21 +456,11 @@ async fn submit(
                 };
             }
         }
-        Submission::Refused { status, error } => (
-            refused_by_supplier(),
-            "upstream_error",
-            error.to_string(),
-            Some(status),
-        ),
+        Submission::Refused { status, error } => {
+            (refused_by_supplier(), error.to_string(), Some(status))
+        }
         Submission::NotSent { detail, public } => {
-            let public = public.unwrap_or_else(|| {
-                ApiError::new(
-                    ErrorCode::UpstreamUnavailable,
-                    "The upstream could not be reached; nothing was charged.",
-                )
-            });
-            let code = public.code.as_str();
-            (public.clone(), code, detail, None)
+            (public.unwrap_or_else(upstream_unreachable), detail, None)
         }
         Submission::Unknown { detail } => {
             tracing::warn!(video = %public_id(row.id), route = %route.id, detail = %detail, "video submission unknown");
@@ -475,11 +474,16 @@ async fn submit(
     let voiding = Voiding {
         request_id: row.request_id,
         reason: public.code.as_str().to_owned(),
-        attempt: Some(attempt(AttemptOutcome::Failed {
-            upstream_status: status,
-            kind: "video_refused".to_owned(),
-            retryable: false,
-        })),
+        attempt: Some(video_attempt(
+            &row,
+            &route,
+            (started_at, started),
+            AttemptOutcome::Failed {
+                upstream_status: status,
+                kind: "video_refused".to_owned(),
+                retryable: false,
+            },
+        )),
     };
     match store::fail(
         &mut conn,
@@ -487,7 +491,8 @@ async fn submit(
         &["submitting"],
         PUBLIC_FAIL_REASON,
         Some(&detail),
-        Some(create_error),
+        // The code a replay of this create answers with (GP-25).
+        Some(public.code.as_str()),
         &voiding,
     )
     .await
@@ -543,7 +548,8 @@ pub async fn content(
     };
     let size = u64::try_from(size).unwrap_or(0);
     let content_type = row.content_type.as_deref().unwrap_or("video/mp4");
-    let (status, start, end) = match parse_range(range, size) {
+    let outcome = parse_range(range, size);
+    let (status, start, end) = match outcome {
         RangeOutcome::Full => (StatusCode::OK, 0, size.saturating_sub(1)),
         RangeOutcome::Partial { start, end } => (StatusCode::PARTIAL_CONTENT, start, end),
         RangeOutcome::Unsatisfiable => return Ok(unsatisfiable(size)),
@@ -570,7 +576,7 @@ pub async fn content(
         // few chunks in flight) and stops when the client goes. A storage
         // error mid-way ends the body short of its Content-Length: the
         // client sees a broken transfer, never a clean short file.
-        let (sender, mut receiver) = tokio::sync::mpsc::channel::<Bytes>(4);
+        let (sender, receiver) = tokio::sync::mpsc::channel::<Bytes>(4);
         tokio::spawn(async move {
             let mut stream = stream;
             while let Some(chunk) = stream.next().await {
@@ -587,12 +593,7 @@ pub async fn content(
                 }
             }
         });
-        let frames = futures::stream::poll_fn(move |cx| {
-            receiver.poll_recv(cx).map(|chunk| {
-                chunk.map(|b| Ok::<_, std::convert::Infallible>(hyper::body::Frame::data(b)))
-            })
-        });
-        BodyExt::boxed(http_body_util::StreamBody::new(frames))
+        crate::server::channel_body(receiver)
     };
     let length = if size == 0 { 0 } else { end - start + 1 };
     let mut response = Response::new(body);
@@ -604,13 +605,17 @@ pub async fn content(
     );
     headers.insert(ACCEPT_RANGES, HeaderValue::from_static("bytes"));
     headers.insert(CONTENT_LENGTH, HeaderValue::from(length));
-    if status == StatusCode::PARTIAL_CONTENT
-        && let Ok(value) = HeaderValue::from_str(&format!("bytes {start}-{end}/{size}"))
-    {
+    if let Some(value) = content_range(outcome, size) {
         headers.insert(CONTENT_RANGE, value);
     }
     reply::set_request_id(headers, request_id);
     Ok(response)
+}
+
+fn content_range(outcome: RangeOutcome, size: u64) -> Option<HeaderValue> {
+    outcome
+        .content_range(size)
+        .and_then(|value| HeaderValue::from_str(&value).ok())
 }
 
 /// The empty 416 (O-28, CF-14): only `Content-Range` and `Accept-Ranges`,
@@ -619,7 +624,7 @@ fn unsatisfiable(size: u64) -> Reply {
     let mut response = Response::new(reply::full(Bytes::new()));
     *response.status_mut() = StatusCode::RANGE_NOT_SATISFIABLE;
     let headers = response.headers_mut();
-    if let Ok(value) = HeaderValue::from_str(&format!("bytes */{size}")) {
+    if let Some(value) = content_range(RangeOutcome::Unsatisfiable, size) {
         headers.insert(CONTENT_RANGE, value);
     }
     headers.insert(ACCEPT_RANGES, HeaderValue::from_static("bytes"));
@@ -769,16 +774,7 @@ async fn complete(app: &App, row: &VideoRow, route: &Route, task_id: &str) -> Re
         request_id: row.request_id,
         reported: NanoUsd(row.charge_nano),
         usage: Usage::default(),
-        attempt: AttemptRecord {
-            request_id: row.request_id,
-            attempt_no: 1,
-            route_id: route.id.clone(),
-            supplier_id: route.supplier.id.clone(),
-            upstream_protocol: Protocol::Videos,
-            started_at,
-            duration_ms: started.elapsed().as_millis() as u64,
-            outcome: AttemptOutcome::Succeeded,
-        },
+        attempt: video_attempt(row, route, (started_at, started), AttemptOutcome::Succeeded),
     };
     let mut conn = app
         .database()

@@ -60,19 +60,18 @@ pub async fn record(
     route_id: &str,
     ttl_seconds: i32,
 ) -> Result<(), StoreError> {
-    diesel::sql_query(
+    upsert(
+        conn,
         "INSERT INTO prompt_cache_affinity (fingerprint, route_id, expires_at)
          VALUES ($1, $2, now() + make_interval(secs => $3))
          ON CONFLICT (fingerprint)
          DO UPDATE SET route_id = excluded.route_id, expires_at = excluded.expires_at",
+        fingerprint,
+        route_id,
+        ttl_seconds,
     )
-    .bind::<Bytea, _>(&fingerprint[..])
-    .bind::<Text, _>(route_id)
-    .bind::<Integer, _>(ttl_seconds)
-    .execute(conn)
     .await
-    .map_err(store_error)?;
-    Ok(())
+    .map(drop)
 }
 
 /// `route_id` served the prefix again as its fresh preference: extends the
@@ -85,20 +84,36 @@ pub async fn refresh(
     route_id: &str,
     ttl_seconds: i32,
 ) -> Result<bool, StoreError> {
-    let written = diesel::sql_query(
+    let written = upsert(
+        conn,
         "INSERT INTO prompt_cache_affinity (fingerprint, route_id, expires_at)
          VALUES ($1, $2, now() + make_interval(secs => $3))
          ON CONFLICT (fingerprint)
          DO UPDATE SET expires_at = excluded.expires_at
          WHERE prompt_cache_affinity.route_id = excluded.route_id",
+        fingerprint,
+        route_id,
+        ttl_seconds,
     )
-    .bind::<Bytea, _>(&fingerprint[..])
-    .bind::<Text, _>(route_id)
-    .bind::<Integer, _>(ttl_seconds)
-    .execute(conn)
-    .await
-    .map_err(store_error)?;
+    .await?;
     Ok(written == 1)
+}
+
+/// Runs one of the two upserts above: rows written.
+async fn upsert(
+    conn: &mut AsyncPgConnection,
+    statement: &'static str,
+    fingerprint: &[u8; 32],
+    route_id: &str,
+    ttl_seconds: i32,
+) -> Result<usize, StoreError> {
+    diesel::sql_query(statement)
+        .bind::<Bytea, _>(&fingerprint[..])
+        .bind::<Text, _>(route_id)
+        .bind::<Integer, _>(ttl_seconds)
+        .execute(conn)
+        .await
+        .map_err(store_error)
 }
 
 /// Deletes preferences that expired more than a day ago (a stale hint
@@ -171,7 +186,7 @@ impl AffinityFront {
 
     /// Drops what the front holds for the prefix.
     pub fn forget(&self, fingerprint: &[u8; 32]) {
-        self.0.forget(|held| held == fingerprint);
+        self.0.remove(fingerprint);
     }
 
     /// Keeps a preference read or written at `at`, holding for `remaining`.

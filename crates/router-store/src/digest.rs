@@ -232,53 +232,53 @@ impl Serializer for &mut Digest {
     }
 }
 
-impl ser::SerializeSeq for &mut Digest {
-    type Ok = ();
-    type Error = DigestError;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), DigestError> {
-        value.serialize(&mut **self)
-    }
-    fn end(self) -> Result<(), DigestError> {
-        self.tag(b']');
-        Ok(())
-    }
+/// A sequence-like compound: its elements in order, then `close`.
+macro_rules! sequence_like {
+    ($trait:ident, $method:ident, $close:literal) => {
+        impl ser::$trait for &mut Digest {
+            type Ok = ();
+            type Error = DigestError;
+            fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), DigestError> {
+                value.serialize(&mut **self)
+            }
+            fn end(self) -> Result<(), DigestError> {
+                self.tag($close);
+                Ok(())
+            }
+        }
+    };
 }
 
-impl ser::SerializeTuple for &mut Digest {
-    type Ok = ();
-    type Error = DigestError;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), DigestError> {
-        value.serialize(&mut **self)
-    }
-    fn end(self) -> Result<(), DigestError> {
-        self.tag(b')');
-        Ok(())
-    }
+sequence_like!(SerializeSeq, serialize_element, b']');
+sequence_like!(SerializeTuple, serialize_element, b')');
+sequence_like!(SerializeTupleStruct, serialize_field, b')');
+sequence_like!(SerializeTupleVariant, serialize_field, b')');
+
+/// A struct-like compound: each field's name and value, then `}`.
+macro_rules! struct_like {
+    ($trait:ident) => {
+        impl ser::$trait for &mut Digest {
+            type Ok = ();
+            type Error = DigestError;
+            fn serialize_field<T: Serialize + ?Sized>(
+                &mut self,
+                key: &'static str,
+                value: &T,
+            ) -> Result<(), DigestError> {
+                self.tag(b'k');
+                self.bytes(key.as_bytes());
+                value.serialize(&mut **self)
+            }
+            fn end(self) -> Result<(), DigestError> {
+                self.tag(b'}');
+                Ok(())
+            }
+        }
+    };
 }
 
-impl ser::SerializeTupleStruct for &mut Digest {
-    type Ok = ();
-    type Error = DigestError;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), DigestError> {
-        value.serialize(&mut **self)
-    }
-    fn end(self) -> Result<(), DigestError> {
-        self.tag(b')');
-        Ok(())
-    }
-}
-
-impl ser::SerializeTupleVariant for &mut Digest {
-    type Ok = ();
-    type Error = DigestError;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), DigestError> {
-        value.serialize(&mut **self)
-    }
-    fn end(self) -> Result<(), DigestError> {
-        self.tag(b')');
-        Ok(())
-    }
-}
+struct_like!(SerializeStruct);
+struct_like!(SerializeStructVariant);
 
 impl ser::SerializeMap for &mut Digest {
     type Ok = ();
@@ -287,42 +287,6 @@ impl ser::SerializeMap for &mut Digest {
         key.serialize(&mut **self)
     }
     fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), DigestError> {
-        value.serialize(&mut **self)
-    }
-    fn end(self) -> Result<(), DigestError> {
-        self.tag(b'}');
-        Ok(())
-    }
-}
-
-impl ser::SerializeStruct for &mut Digest {
-    type Ok = ();
-    type Error = DigestError;
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        value: &T,
-    ) -> Result<(), DigestError> {
-        self.tag(b'k');
-        self.bytes(key.as_bytes());
-        value.serialize(&mut **self)
-    }
-    fn end(self) -> Result<(), DigestError> {
-        self.tag(b'}');
-        Ok(())
-    }
-}
-
-impl ser::SerializeStructVariant for &mut Digest {
-    type Ok = ();
-    type Error = DigestError;
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        value: &T,
-    ) -> Result<(), DigestError> {
-        self.tag(b'k');
-        self.bytes(key.as_bytes());
         value.serialize(&mut **self)
     }
     fn end(self) -> Result<(), DigestError> {

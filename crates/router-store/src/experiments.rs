@@ -236,7 +236,7 @@ impl ExperimentFront {
 
     /// Drops every entry of the account.
     pub fn forget_account(&self, account_id: Uuid) {
-        self.0.forget(|(account, _)| *account == account_id);
+        self.0.forget_account(account_id);
     }
 }
 
@@ -246,13 +246,10 @@ impl crate::listener::Subscriber for ExperimentFront {
     }
 
     fn notified(&self, payload: &str) {
-        match payload.parse::<Uuid>() {
-            Ok(account_id) => self.forget_account(account_id),
-            Err(_) => {
-                tracing::warn!(payload = %payload, "unreadable experiment change; clearing the experiment front");
-                self.0.clear();
-            }
-        }
+        self.0.account_notified(
+            payload,
+            "unreadable experiment change; clearing the experiment front",
+        );
     }
 
     fn set_listening(&self, listening: bool) {

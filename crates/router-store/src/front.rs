@@ -16,6 +16,7 @@ use std::hash::Hash;
 use std::sync::RwLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
+use uuid::Uuid;
 
 #[derive(Debug)]
 pub(crate) struct Front<K, V> {
@@ -114,6 +115,15 @@ impl<K: Eq + Hash, V: Clone> Front<K, V> {
             }
             !dropped
         });
+    }
+
+    /// Drops the entry of `key`.
+    pub(crate) fn remove(&self, key: &K) {
+        let mut entries = self.entries.write().unwrap_or_else(|e| e.into_inner());
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        if let Some(old) = entries.map.remove(key) {
+            entries.weight -= old.weight;
+        }
     }
 
     /// Drops every entry.
@@ -217,5 +227,25 @@ mod tests {
         }
         one.insert(2, 2, later(), 10, one.generation());
         assert!(one.get(&1).is_some() && one.get(&2).is_some());
+    }
+}
+
+/// Fronts keyed by account first, whose NOTIFY payload is the account.
+impl<T: Eq + Hash, V: Clone> Front<(Uuid, T), V> {
+    /// Drops one account's entries.
+    pub(crate) fn forget_account(&self, account_id: Uuid) {
+        self.forget(|(account, _)| *account == account_id);
+    }
+
+    /// A notification naming an account drops its entries; an unreadable
+    /// one (`what` says whose, in the warning) drops everything.
+    pub(crate) fn account_notified(&self, payload: &str, what: &'static str) {
+        match payload.parse::<Uuid>() {
+            Ok(account_id) => self.forget_account(account_id),
+            Err(_) => {
+                tracing::warn!(payload = %payload, "{what}");
+                self.clear();
+            }
+        }
     }
 }

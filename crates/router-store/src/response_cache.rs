@@ -241,7 +241,7 @@ impl ResponseFront {
 
     /// Drops every answer of the account.
     pub fn forget_account(&self, account_id: Uuid) {
-        self.0.forget(|(account, _)| *account == account_id);
+        self.0.forget_account(account_id);
     }
 
     /// Whether answers are being served from the front.
@@ -256,13 +256,10 @@ impl crate::listener::Subscriber for ResponseFront {
     }
 
     fn notified(&self, payload: &str) {
-        match payload.parse::<Uuid>() {
-            Ok(account_id) => self.forget_account(account_id),
-            Err(_) => {
-                tracing::warn!(payload = %payload, "unreadable cache clearing; clearing the response front");
-                self.0.clear();
-            }
-        }
+        self.0.account_notified(
+            payload,
+            "unreadable cache clearing; clearing the response front",
+        );
     }
 
     fn set_listening(&self, listening: bool) {

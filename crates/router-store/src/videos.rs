@@ -208,23 +208,6 @@ pub async fn find_by_key(
     Ok(rows.pop())
 }
 
-/// One `UPDATE … RETURNING` of a job: the row after, or `None` when the
-/// transition's condition did not hold (someone else moved the job first).
-async fn transition(
-    conn: &mut AsyncPgConnection,
-    sql: String,
-    bind: impl FnOnce(
-        diesel::query_builder::SqlQuery,
-    ) -> diesel::query_builder::BoxedSqlQuery<
-        'static,
-        diesel::pg::Pg,
-        diesel::query_builder::SqlQuery,
-    >,
-) -> Result<Option<VideoRow>, diesel::result::Error> {
-    let query = bind(diesel::sql_query(sql));
-    Ok(query.get_results::<VideoRow>(conn).await?.pop())
-}
-
 /// `submitting` → `queued` / `in_progress`: the supplier accepted the job
 /// as `upstream_task_id`; its first poll is due `first_poll` from now.
 pub async fn submitted(
@@ -235,27 +218,23 @@ pub async fn submitted(
     progress: i32,
     first_poll: Duration,
 ) -> Result<Option<VideoRow>, StoreError> {
-    let task = upstream_task_id.to_owned();
-    transition(
-        conn,
-        format!(
-            "UPDATE videos SET status = CASE WHEN $3 THEN 'in_progress' ELSE 'queued' END,
-                 upstream_task_id = $2, progress = least(greatest($4, 0), 99),
-                 next_poll_at = now() + $5 * interval '1 millisecond', updated_at = now()
-             WHERE id = $1 AND status = 'submitting'
-             RETURNING {COLUMNS}"
-        ),
-        move |q| {
-            q.into_boxed()
-                .bind::<SqlUuid, _>(id)
-                .bind::<Text, _>(task)
-                .bind::<diesel::sql_types::Bool, _>(in_progress)
-                .bind::<Int4, _>(progress)
-                .bind::<BigInt, _>(millis(first_poll))
-        },
-    )
+    // `None` when the job is no longer `submitting` (moved by another).
+    let mut rows: Vec<VideoRow> = diesel::sql_query(format!(
+        "UPDATE videos SET status = CASE WHEN $3 THEN 'in_progress' ELSE 'queued' END,
+             upstream_task_id = $2, progress = least(greatest($4, 0), 99),
+             next_poll_at = now() + $5 * interval '1 millisecond', updated_at = now()
+         WHERE id = $1 AND status = 'submitting'
+         RETURNING {COLUMNS}"
+    ))
+    .bind::<SqlUuid, _>(id)
+    .bind::<Text, _>(upstream_task_id)
+    .bind::<diesel::sql_types::Bool, _>(in_progress)
+    .bind::<Int4, _>(progress)
+    .bind::<BigInt, _>(millis(first_poll))
+    .get_results(conn)
     .await
-    .map_err(store_error)
+    .map_err(store_error)?;
+    Ok(rows.pop())
 }
 
 /// `submitting` → `unknown`: the submission was sent but its answer is
@@ -265,22 +244,17 @@ pub async fn submission_unknown(
     id: Uuid,
     detail: &str,
 ) -> Result<Option<VideoRow>, StoreError> {
-    let detail = detail.to_owned();
-    transition(
-        conn,
-        format!(
-            "UPDATE videos SET status = 'unknown', supplier_error = $2, updated_at = now()
-             WHERE id = $1 AND status = 'submitting'
-             RETURNING {COLUMNS}"
-        ),
-        move |q| {
-            q.into_boxed()
-                .bind::<SqlUuid, _>(id)
-                .bind::<Text, _>(detail)
-        },
-    )
+    let mut rows: Vec<VideoRow> = diesel::sql_query(format!(
+        "UPDATE videos SET status = 'unknown', supplier_error = $2, updated_at = now()
+         WHERE id = $1 AND status = 'submitting'
+         RETURNING {COLUMNS}"
+    ))
+    .bind::<SqlUuid, _>(id)
+    .bind::<Text, _>(detail)
+    .get_results(conn)
     .await
-    .map_err(store_error)
+    .map_err(store_error)?;
+    Ok(rows.pop())
 }
 
 /// Submissions older than `age` still `submitting`: their process died
@@ -497,19 +471,18 @@ pub async fn reconcile_task(
     id: Uuid,
     upstream_task_id: &str,
 ) -> Result<Option<VideoRow>, StoreError> {
-    let task = upstream_task_id.to_owned();
-    transition(
-        conn,
-        format!(
-            "UPDATE videos SET status = 'queued', upstream_task_id = $2, next_poll_at = now(),
-                 reconciled_at = now(), updated_at = now()
-             WHERE id = $1 AND status = 'unknown'
-             RETURNING {COLUMNS}"
-        ),
-        move |q| q.into_boxed().bind::<SqlUuid, _>(id).bind::<Text, _>(task),
-    )
+    let mut rows: Vec<VideoRow> = diesel::sql_query(format!(
+        "UPDATE videos SET status = 'queued', upstream_task_id = $2, next_poll_at = now(),
+             reconciled_at = now(), updated_at = now()
+         WHERE id = $1 AND status = 'unknown'
+         RETURNING {COLUMNS}"
+    ))
+    .bind::<SqlUuid, _>(id)
+    .bind::<Text, _>(upstream_task_id)
+    .get_results(conn)
     .await
-    .map_err(store_error)
+    .map_err(store_error)?;
+    Ok(rows.pop())
 }
 
 fn millis(d: Duration) -> i64 {

@@ -149,6 +149,28 @@ pub(crate) async fn submit(
     }
 }
 
+/// Sends a GET; a reply other than 2xx is an error naming `what`, with
+/// the supplier's error as its codec reads it.
+async fn get_ok(
+    builder: reqwest::RequestBuilder,
+    route: &Route,
+    what: &str,
+) -> Result<reqwest::Response, String> {
+    let response = with_headers(builder, route)
+        .send()
+        .await
+        .map_err(|e| crate::error_chain(&e))?;
+    let status = response.status().as_u16();
+    if !response.status().is_success() {
+        let body = error_body(response).await;
+        return Err(format!(
+            "{what} status {status}: {}",
+            codec().decode_error(status, &body)
+        ));
+    }
+    Ok(response)
+}
+
 /// One poll: the task as the supplier reports it now, or why not (retried
 /// on the next pass).
 pub(crate) async fn poll(
@@ -157,18 +179,7 @@ pub(crate) async fn poll(
     task_id: &str,
 ) -> Result<UpstreamVideo, String> {
     let url = url(route, &codec().poll_path(task_id))?;
-    let response = with_headers(client.get(url).timeout(POLL_TIMEOUT), route)
-        .send()
-        .await
-        .map_err(|e| crate::error_chain(&e))?;
-    let status = response.status().as_u16();
-    if !response.status().is_success() {
-        let body = error_body(response).await;
-        return Err(format!(
-            "poll status {status}: {}",
-            codec().decode_error(status, &body)
-        ));
-    }
+    let response = get_ok(client.get(url).timeout(POLL_TIMEOUT), route, "poll").await?;
     let body = read_body(response).await.map_err(|e| e.to_string())?;
     codec()
         .decode_task(&body)
@@ -199,18 +210,7 @@ pub(crate) async fn content(
     task_id: &str,
 ) -> Result<VideoDownload, String> {
     let url = url(route, &codec().content_path(task_id))?;
-    let response = with_headers(client.get(url), route)
-        .send()
-        .await
-        .map_err(|e| crate::error_chain(&e))?;
-    let status = response.status().as_u16();
-    if !response.status().is_success() {
-        let body = error_body(response).await;
-        return Err(format!(
-            "content status {status}: {}",
-            codec().decode_error(status, &body)
-        ));
-    }
+    let response = get_ok(client.get(url), route, "content").await?;
     let content_type = response
         .headers()
         .get(reqwest::header::CONTENT_TYPE)

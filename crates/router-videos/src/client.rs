@@ -14,8 +14,9 @@
 //! What needs the catalog (the model, the prompt's length, listed and
 //! priced values, reference caps) is `router_core::videos::check_against`.
 
+use router_canonical::parse::{json_object, required_text};
 use router_canonical::public_host::{is_local_name, is_public_ip};
-use router_canonical::{ApiError, ErrorCode, VideoReferences, VideoRequest, VideoStatus};
+use router_canonical::{ApiError, VideoReferences, VideoRequest, VideoStatus};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -33,18 +34,7 @@ pub fn content_path(id: &str) -> String {
 /// Validate a `POST /v1/videos` body into a [`VideoRequest`]: every rule
 /// that needs no catalog.
 pub fn parse_create(body: &[u8]) -> Result<VideoRequest, ApiError> {
-    let value: Value = serde_json::from_slice(body).map_err(|e| {
-        ApiError::new(
-            ErrorCode::InvalidParameter,
-            format!("The request body is not valid JSON: {e}."),
-        )
-    })?;
-    let Value::Object(object) = value else {
-        return Err(ApiError::new(
-            ErrorCode::InvalidParameter,
-            "The request body must be a JSON object.",
-        ));
-    };
+    let object = json_object(body)?;
     for name in object.keys() {
         if !MEMBERS.contains(&name.as_str()) {
             return Err(ApiError::invalid(
@@ -102,18 +92,6 @@ const MEMBERS: [&str; 8] = [
 /// The member's value unless absent or `null`.
 fn present<'a>(object: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
     object.get(name).filter(|v| !v.is_null())
-}
-
-fn required_text(object: &Map<String, Value>, name: &str) -> Result<String, ApiError> {
-    match object.get(name) {
-        Some(Value::String(text)) if !text.trim().is_empty() => Ok(text.clone()),
-        Some(Value::String(_)) => Err(ApiError::invalid(name, format!("`{name}` is empty."))),
-        None | Some(Value::Null) => Err(ApiError::invalid(name, format!("`{name}` is required."))),
-        Some(_) => Err(ApiError::invalid(
-            name,
-            format!("`{name}` must be a string."),
-        )),
-    }
 }
 
 /// Whole seconds: `5` and `5.0` are the same duration (GP-26); a fraction,
@@ -416,6 +394,7 @@ pub fn render_error(error: &ApiError, request_id: &str) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use router_canonical::ErrorCode;
     use serde_json::json;
 
     fn body(extra: Value) -> Vec<u8> {
