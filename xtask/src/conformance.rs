@@ -183,16 +183,41 @@ pub fn run(args: &[String]) -> Result<bool> {
 
     // The docs and OpenAPI checks need the Python venv; a filtered run is about cells.
     let checks = if options.clients.contains(&Client::Python) && options.only.is_none() {
-        let mut checks = run_docs_checks(&work, &target, &mut children, &stop)?;
+        let docs_env: Vec<(&str, &str)> = match &target.docs_keys {
+            Some((docs_key, ip_key)) => vec![(DOCS_KEY_ENV, docs_key), (DOCS_IP_KEY_ENV, ip_key)],
+            None => Vec::new(),
+        };
+        let mut checks = run_python_checks(
+            &work,
+            &target,
+            (PYTHON_DOCS_CHECKS, "docs"),
+            &docs_env,
+            &mut children,
+            &stop,
+        )?;
         if let Some((endpoint, admin_token)) = &target.s3 {
-            let s3 = run_s3_checks(&work, &target, endpoint, admin_token, &mut children, &stop)?;
-            checks.passed.extend(s3.passed);
-            checks.failed.extend(s3.failed);
-            checks.skipped.extend(s3.skipped);
-            let videos = run_video_checks(&work, &target, &mut children, &stop)?;
-            checks.passed.extend(videos.passed);
-            checks.failed.extend(videos.failed);
-            checks.skipped.extend(videos.skipped);
+            let mut s3_env = vec![
+                ("CONFORMANCE_ADMIN_TOKEN", admin_token.as_str()),
+                ("CONFORMANCE_S3_ENDPOINT", endpoint.as_str()),
+                ("CONFORMANCE_S3_BUCKET", S3_BUCKET),
+            ];
+            s3_env.extend(S3_CREDENTIALS);
+            checks.absorb(run_python_checks(
+                &work,
+                &target,
+                (PYTHON_S3_CHECKS, "s3"),
+                &s3_env,
+                &mut children,
+                &stop,
+            )?);
+            checks.absorb(run_python_checks(
+                &work,
+                &target,
+                (PYTHON_VIDEO_CHECKS, "videos"),
+                &[],
+                &mut children,
+                &stop,
+            )?);
         }
         checks
     } else {
@@ -231,6 +256,13 @@ struct Checks {
 }
 
 impl Checks {
+    /// Adds another script's checks to these.
+    fn absorb(&mut self, other: Checks) {
+        self.passed.extend(other.passed);
+        self.failed.extend(other.failed);
+        self.skipped.extend(other.skipped);
+    }
+
     fn render(&self) -> String {
         let mut out = format!(
             "docs and OpenAPI (python, raw HTTP): {} passed, {} failed, {} skipped\n",
@@ -246,74 +278,28 @@ impl Checks {
     }
 }
 
-/// Runs `docs_openapi.py` with the venv's interpreter against `target`.
-fn run_docs_checks(
+/// Runs the check script `script` with the venv's interpreter against
+/// `target` (its results in `results-{name}.jsonl`), with `env` besides
+/// the API key.
+fn run_python_checks(
     work: &Path,
     target: &Target,
+    (script, name): (&str, &str),
+    env: &[(&str, &str)],
     children: &mut Children,
     stop: &AtomicBool,
 ) -> Result<Checks> {
-    let file = work.join("results-docs.jsonl");
+    let file = work.join(format!("results-{name}.jsonl"));
     let mut command = Command::new(work.join("venv").join("bin").join("python"));
     command
-        .arg(workspace_root().join(PYTHON_DOCS_CHECKS))
-        .args(["--base-url", &target.base_url])
-        .arg("--results")
-        .arg(&file)
-        .env(API_KEY_ENV, &target.api_key);
-    if let Some((docs_key, ip_key)) = &target.docs_keys {
-        command
-            .env(DOCS_KEY_ENV, docs_key)
-            .env(DOCS_IP_KEY_ENV, ip_key);
-    }
-    run_client(Client::Python, command, &file, children, stop)?;
-    read_checks(&file, PYTHON_DOCS_CHECKS)
-}
-
-/// Runs `uploads_s3.py` with the venv's interpreter against `target` and its S3 endpoint.
-fn run_s3_checks(
-    work: &Path,
-    target: &Target,
-    endpoint: &str,
-    admin_token: &str,
-    children: &mut Children,
-    stop: &AtomicBool,
-) -> Result<Checks> {
-    let file = work.join("results-s3.jsonl");
-    let mut command = Command::new(work.join("venv").join("bin").join("python"));
-    command
-        .arg(workspace_root().join(PYTHON_S3_CHECKS))
+        .arg(workspace_root().join(script))
         .args(["--base-url", &target.base_url])
         .arg("--results")
         .arg(&file)
         .env(API_KEY_ENV, &target.api_key)
-        .env("CONFORMANCE_ADMIN_TOKEN", admin_token)
-        .env("CONFORMANCE_S3_ENDPOINT", endpoint)
-        .env("CONFORMANCE_S3_BUCKET", S3_BUCKET);
-    for (name, value) in S3_CREDENTIALS {
-        command.env(name, value);
-    }
+        .envs(env.iter().copied());
     run_client(Client::Python, command, &file, children, stop)?;
-    read_checks(&file, PYTHON_S3_CHECKS)
-}
-
-/// Runs `videos_sdk.py` with the venv's interpreter against `target`.
-fn run_video_checks(
-    work: &Path,
-    target: &Target,
-    children: &mut Children,
-    stop: &AtomicBool,
-) -> Result<Checks> {
-    let file = work.join("results-videos.jsonl");
-    let mut command = Command::new(work.join("venv").join("bin").join("python"));
-    command
-        .arg(workspace_root().join(PYTHON_VIDEO_CHECKS))
-        .args(["--base-url", &target.base_url])
-        .arg("--results")
-        .arg(&file)
-        .env(API_KEY_ENV, &target.api_key);
-    run_client(Client::Python, command, &file, children, stop)?;
-    read_checks(&file, PYTHON_VIDEO_CHECKS)
+    read_checks(&file, script)
 }
 
 /// Loopback-only credentials for moto (it accepts any).

@@ -11,8 +11,8 @@ use anyhow::{Context, Result, bail};
 use signal_hook::consts::signal::{SIGHUP, SIGINT, SIGTERM};
 
 use crate::services::{
-    Children, Provisioned, answers, client_addr, http, http_with, provision_account, random_hex,
-    release_binaries,
+    Children, Provisioned, answers, client_addr, file_form, http, http_with, provision_account,
+    random_hex, release_binaries,
 };
 use crate::{db, workspace_root};
 
@@ -188,14 +188,12 @@ fn first_image(router_addr: &str, api_key: &str) -> Result<(String, std::path::P
 /// Upload the generated PNG and ask `demo-chat` about it by reference:
 /// the upload's id, and what the Chat request answered.
 fn first_upload(router_addr: &str, api_key: &str, png: &std::path::Path) -> Result<String> {
-    const BOUNDARY: &str = "xtask-demo-upload";
-    let mut body = format!(
-        "--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"demo-image.png\"\r\nContent-Type: image/png\r\n\r\n"
-    )
-    .into_bytes();
-    body.extend_from_slice(&std::fs::read(png)?);
-    body.extend_from_slice(format!("\r\n--{BOUNDARY}--\r\n").as_bytes());
-    let content_type = format!("multipart/form-data; boundary={BOUNDARY}");
+    let (content_type, body) = file_form(
+        "xtask-demo-upload",
+        "demo-image.png",
+        "image/png",
+        &std::fs::read(png)?,
+    );
     let response = http_with(
         router_addr,
         "POST",

@@ -366,6 +366,23 @@ pub(crate) fn http(
     )
 }
 
+/// A `multipart/form-data` body of one part named `file`: its
+/// `Content-Type` header value and its bytes.
+pub(crate) fn file_form(
+    boundary: &str,
+    filename: &str,
+    content_type: &str,
+    data: &[u8],
+) -> (String, Vec<u8>) {
+    let mut body = format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{filename}\"\r\nContent-Type: {content_type}\r\n\r\n"
+    )
+    .into_bytes();
+    body.extend_from_slice(data);
+    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    (format!("multipart/form-data; boundary={boundary}"), body)
+}
+
 /// [`http`] with a body of any type: `(content type, bytes)`.
 pub(crate) fn http_with(
     addr: &str,

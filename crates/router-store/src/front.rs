@@ -1,6 +1,7 @@
-//! A bounded in-process front for a table that every instance shares: the
-//! response cache, the experiments and the prompt-cache affinity map put
-//! one before their PostgreSQL rows so the hot path skips a round trip.
+//! A bounded in-process front for a table that every instance shares: API
+//! keys, the response cache, the experiments and the prompt-cache affinity
+//! map put one before their PostgreSQL rows so the hot path skips a round
+//! trip.
 //!
 //! An entry carries the instant after which it must not be served, set by
 //! its owner from the row's own lifetime, so a front never serves what the
@@ -104,12 +105,12 @@ impl<K: Eq + Hash, V: Clone> Front<K, V> {
     }
 
     /// Drops the entries `drop` selects (e.g. one account's).
-    pub(crate) fn forget(&self, mut drop: impl FnMut(&K) -> bool) {
+    pub(crate) fn forget(&self, mut drop: impl FnMut(&K, &V) -> bool) {
         let mut entries = self.entries.write().unwrap_or_else(|e| e.into_inner());
         self.generation.fetch_add(1, Ordering::AcqRel);
         let Entries { map, weight } = &mut *entries;
         map.retain(|key, entry| {
-            let dropped = drop(key);
+            let dropped = drop(key, &entry.value);
             if dropped {
                 *weight -= entry.weight;
             }
@@ -154,6 +155,26 @@ impl<K: Eq + Hash, V: Clone> Front<K, V> {
     }
 }
 
+/// Fronts keyed by account first, whose NOTIFY payload is the account.
+impl<T: Eq + Hash, V: Clone> Front<(Uuid, T), V> {
+    /// Drops one account's entries.
+    pub(crate) fn forget_account(&self, account_id: Uuid) {
+        self.forget(|(account, _), _| *account == account_id);
+    }
+
+    /// A notification naming an account drops its entries; an unreadable
+    /// one (`what` says whose, in the warning) drops everything.
+    pub(crate) fn account_notified(&self, payload: &str, what: &'static str) {
+        match payload.parse::<Uuid>() {
+            Ok(account_id) => self.forget_account(account_id),
+            Err(_) => {
+                tracing::warn!(payload = %payload, "{what}");
+                self.clear();
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -189,7 +210,7 @@ mod tests {
     fn a_lookup_that_raced_an_invalidation_is_not_stored() {
         let front: Front<u32, &str> = Front::new(10, 1_000, true);
         let generation = front.generation();
-        front.forget(|k| *k == 9);
+        front.forget(|k, _| *k == 9);
         front.insert(1, "a", later(), 1, generation);
         assert!(front.get(&1).is_none());
     }
@@ -200,7 +221,7 @@ mod tests {
         for k in 0..4 {
             front.insert(k, "v", later(), 10, front.generation());
         }
-        front.forget(|k| k % 2 == 0);
+        front.forget(|k, _| k % 2 == 0);
         assert!(front.get(&0).is_none() && front.get(&2).is_none());
         assert!(front.get(&1).is_some() && front.get(&3).is_some());
     }
@@ -227,25 +248,5 @@ mod tests {
         }
         one.insert(2, 2, later(), 10, one.generation());
         assert!(one.get(&1).is_some() && one.get(&2).is_some());
-    }
-}
-
-/// Fronts keyed by account first, whose NOTIFY payload is the account.
-impl<T: Eq + Hash, V: Clone> Front<(Uuid, T), V> {
-    /// Drops one account's entries.
-    pub(crate) fn forget_account(&self, account_id: Uuid) {
-        self.forget(|(account, _)| *account == account_id);
-    }
-
-    /// A notification naming an account drops its entries; an unreadable
-    /// one (`what` says whose, in the warning) drops everything.
-    pub(crate) fn account_notified(&self, payload: &str, what: &'static str) {
-        match payload.parse::<Uuid>() {
-            Ok(account_id) => self.forget_account(account_id),
-            Err(_) => {
-                tracing::warn!(payload = %payload, "{what}");
-                self.clear();
-            }
-        }
     }
 }

@@ -11,10 +11,8 @@
 //! this process are also applied at once, before the admin call returns.
 
 use crate::api_keys::API_KEY_CHANGED_CHANNEL;
+use crate::front::Front;
 use router_core::store::ApiKeyRecord;
-use std::collections::HashMap;
-use std::sync::RwLock;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 use uuid::Uuid;
 
@@ -23,100 +21,60 @@ const TTL: Duration = Duration::from_secs(30);
 /// Entries kept at most; a full cache starts over rather than grow.
 const MAX_ENTRIES: usize = 100_000;
 
-#[derive(Debug, Default)]
-pub struct KeyCache {
-    entries: RwLock<HashMap<[u8; 32], Cached>>,
-    /// Bumped by every invalidation. A lookup that raced one is not cached,
-    /// so a row read just before a deletion cannot outlive its notification.
-    generation: AtomicU64,
-    /// True while the LISTEN connection is up; entries are served only then.
-    listening: AtomicBool,
-}
+/// Keyed by the SHA-256 of the key's secret; entries weigh 1, so only
+/// their count bounds the cache.
+#[derive(Debug)]
+pub struct KeyCache(Front<[u8; 32], ApiKeyRecord>);
 
-#[derive(Debug, Clone)]
-struct Cached {
-    record: ApiKeyRecord,
-    fetched: Instant,
+impl Default for KeyCache {
+    fn default() -> KeyCache {
+        KeyCache(Front::new(MAX_ENTRIES, usize::MAX, false))
+    }
 }
 
 impl KeyCache {
     /// The cached record for `key_hash`, when it may be trusted now.
     pub fn get(&self, key_hash: &[u8; 32]) -> Option<ApiKeyRecord> {
-        if !self.listening.load(Ordering::Acquire) {
-            return None;
-        }
-        let entries = self.entries.read().unwrap_or_else(|e| e.into_inner());
-        let cached = entries.get(key_hash)?;
-        let fresh = cached.fetched.elapsed() < TTL;
-        let unexpired = cached
-            .record
+        let (record, _) = self.0.get(key_hash)?;
+        record
             .expires_at
-            .is_none_or(|at| at > SystemTime::now());
-        (fresh && unexpired).then(|| cached.record.clone())
+            .is_none_or(|at| at > SystemTime::now())
+            .then_some(record)
     }
 
     /// Read before a lookup; pass to [`KeyCache::insert`] with its result.
+    /// A lookup that raced an invalidation is not cached, so a row read
+    /// just before a deletion cannot outlive its notification.
     pub fn generation(&self) -> u64 {
-        self.generation.load(Ordering::Acquire)
+        self.0.generation()
     }
 
     /// Caches a lookup made at `generation`, unless an invalidation happened
     /// since or the listener is down.
     pub fn insert(&self, key_hash: [u8; 32], record: ApiKeyRecord, generation: u64) {
-        if !self.listening.load(Ordering::Acquire) {
-            return;
-        }
-        let mut entries = self.entries.write().unwrap_or_else(|e| e.into_inner());
-        // Checked under the write lock: invalidations bump it under the same lock.
-        if self.generation.load(Ordering::Acquire) != generation {
-            return;
-        }
-        if entries.len() >= MAX_ENTRIES {
-            entries.clear();
-        }
-        let fetched = Instant::now();
-        entries.insert(key_hash, Cached { record, fetched });
+        self.0
+            .insert(key_hash, record, Instant::now() + TTL, 1, generation);
     }
 
     /// Drops the entry of the key whose secret hashes to `key_hash`.
     pub fn forget(&self, key_hash: &[u8; 32]) {
-        self.invalidate(|entries| {
-            entries.remove(key_hash);
-        });
+        self.0.remove(key_hash);
     }
 
     /// Drops the entry of key `key_id` (admin deletions know the id only).
     pub fn forget_key_id(&self, key_id: Uuid) {
-        self.invalidate(|entries| entries.retain(|_, cached| cached.record.key_id != key_id));
+        self.0.forget(|_, record| record.key_id == key_id);
     }
 
     /// Drops the entries of every key of `account_id` (an account-level
     /// change, such as its data-protection switch, that its records carry).
     pub fn forget_account(&self, account_id: Uuid) {
-        self.invalidate(|entries| {
-            entries.retain(|_, cached| cached.record.account_id != account_id)
-        });
-    }
-
-    fn clear(&self) {
-        self.invalidate(HashMap::clear);
-    }
-
-    fn invalidate(&self, change: impl FnOnce(&mut HashMap<[u8; 32], Cached>)) {
-        let mut entries = self.entries.write().unwrap_or_else(|e| e.into_inner());
-        self.generation.fetch_add(1, Ordering::AcqRel);
-        change(&mut entries);
-    }
-
-    fn set_listening(&self, listening: bool) {
-        // Whatever happened while nobody listened is unknown: start empty.
-        self.clear();
-        self.listening.store(listening, Ordering::Release);
+        self.0.forget(|_, record| record.account_id == account_id);
     }
 
     /// Whether entries are being served (the LISTEN connection is up).
     pub fn is_listening(&self) -> bool {
-        self.listening.load(Ordering::Acquire)
+        self.0.is_listening()
     }
 }
 
@@ -130,13 +88,13 @@ impl crate::listener::Subscriber for KeyCache {
             Some(key_hash) => self.forget(&key_hash),
             None => {
                 tracing::warn!(payload = %payload, "unreadable key change; clearing the key cache");
-                self.clear();
+                self.0.clear();
             }
         }
     }
 
     fn set_listening(&self, listening: bool) {
-        KeyCache::set_listening(self, listening);
+        self.0.set_listening(listening);
     }
 }
 
@@ -148,6 +106,7 @@ fn decode_hash(payload: &str) -> Option<[u8; 32]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::listener::Subscriber;
     use router_core::store::Scope;
 
     fn record(expires_at: Option<SystemTime>) -> ApiKeyRecord {

@@ -22,7 +22,7 @@ use anyhow::{Context, Result};
 use serde_json::json;
 
 use super::{proc_stats, upstream};
-use crate::services::{provision, random_hex};
+use crate::services::{file_form, provision, random_hex};
 
 /// Uploads in flight at once.
 pub(crate) const CONCURRENT: usize = 50;
@@ -102,13 +102,7 @@ pub(crate) fn padded_gif(total: usize) -> Vec<u8> {
 
 /// The multipart body of one upload.
 fn multipart(file: &[u8]) -> Vec<u8> {
-    let mut body = format!(
-        "--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"bench.gif\"\r\nContent-Type: image/gif\r\n\r\n"
-    )
-    .into_bytes();
-    body.extend_from_slice(file);
-    body.extend_from_slice(format!("\r\n--{BOUNDARY}--\r\n").as_bytes());
-    body
+    file_form(BOUNDARY, "bench.gif", "image/gif", file).1
 }
 
 /// The congestion control of the client's sockets. Under BBR (this
@@ -213,7 +207,8 @@ pub(crate) fn run(
             )
         })
         .collect::<Result<_>>()?;
-    let body = Arc::new(multipart(&padded_gif(UPLOAD_BYTES)));
+    let gif = padded_gif(UPLOAD_BYTES);
+    let body = multipart(&gif);
 
     // Warm the path once (a first upload creates folders and connections).
     let warm_key = provision(
@@ -240,7 +235,6 @@ pub(crate) fn run(
             peak
         })
     };
-    let file = &body[body.len() - UPLOAD_BYTES - BOUNDARY.len() - 8..][..UPLOAD_BYTES];
     let direct_dir = direct_folder(store);
     let mut router_times = Vec::new();
     let mut direct_times = Vec::new();
@@ -250,7 +244,7 @@ pub(crate) fn run(
             router_addr,
             &keys,
             &body,
-            file,
+            &gif,
             store,
             &direct_dir,
             Cores {

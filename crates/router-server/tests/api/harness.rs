@@ -755,6 +755,20 @@ impl TestRouter {
         (status, serde_json::from_str(&text).unwrap_or(Value::Null))
     }
 
+    /// One pass of background job `name` (`POST /admin/jobs/{name}/run`):
+    /// asserts 200, returns what it processed.
+    pub async fn run_job(&self, name: &str) -> u64 {
+        let (status, body) = self
+            .admin(
+                reqwest::Method::POST,
+                &format!("/admin/jobs/{name}/run"),
+                None,
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        body["processed"].as_u64().unwrap()
+    }
+
     /// A new browser session of `account_id`, as its `Cookie` header value.
     pub async fn session_cookie(&self, account_id: &str) -> String {
         let (status, body) = self

@@ -205,18 +205,6 @@ async fn delete(r: &TestRouter, key: &str, id: &str) -> reqwest::Response {
         .unwrap()
 }
 
-async fn run_job(r: &TestRouter, name: &str) -> u64 {
-    let (status, body) = r
-        .admin(
-            reqwest::Method::POST,
-            &format!("/admin/jobs/{name}/run"),
-            None,
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
-    body["processed"].as_u64().unwrap()
-}
-
 /// Files under the router's object store folder.
 fn stored_files(r: &TestRouter) -> Vec<std::path::PathBuf> {
     let location = r.uploads.storage.as_ref().unwrap().location();
@@ -533,7 +521,7 @@ async fn the_object_quota_holds_under_concurrency_and_counts_queued_deletions() 
     )
     .await;
     // Once purged, the slot is free again.
-    assert_eq!(run_job(&r, "upload-purge").await, 1);
+    assert_eq!(r.run_job("upload-purge").await, 1);
     assert_eq!(
         upload(&r, &c.key, "image/png", &png_1x1()).await.status(),
         201
@@ -593,7 +581,7 @@ async fn twenty_a_minute_and_deleting_does_not_reset_the_rate() {
             .to_owned();
         assert_eq!(delete(&r, &c.key, &id).await.status(), 204);
     }
-    run_job(&r, "upload-purge").await;
+    r.run_job("upload-purge").await;
     let resp = upload(&r, &c.key, "image/png", &png_1x1()).await;
     let retry: u64 = resp.headers()["retry-after"]
         .to_str()
@@ -779,12 +767,12 @@ async fn expiry_and_purge_run_as_jobs_and_tombstones_keep_counting() {
     // Past the expiry (a bounded wait on the database clock).
     wait_past(&r, "expires_at", &id).await;
     expect_error(delete(&r, &c.key, &id).await, 404, "upload_not_found").await;
-    assert_eq!(run_job(&r, "upload-expiry").await, 1);
-    assert_eq!(run_job(&r, "upload-expiry").await, 0);
-    assert!(run_job(&r, "upload-purge").await >= 1);
+    assert_eq!(r.run_job("upload-expiry").await, 1);
+    assert_eq!(r.run_job("upload-expiry").await, 0);
+    assert!(r.run_job("upload-purge").await >= 1);
     assert!(stored_files(&r).is_empty());
     wait_past(&r, "removed_at + interval '1 second'", &id).await;
-    run_job(&r, "upload-purge").await;
+    r.run_job("upload-purge").await;
     use diesel_async::RunQueryDsl;
     let mut conn = r.db.connection().await.unwrap();
     let left = diesel::sql_query("SELECT 1 FROM uploads")
@@ -834,7 +822,7 @@ async fn zero_data_retention_refuses_uploads_and_schedules_the_existing_ones() {
     .await;
     // DELETE is allowed, but the upload was scheduled: 404, not 403.
     expect_error(delete(&r, &c.key, &old).await, 404, "upload_not_found").await;
-    assert_eq!(run_job(&r, "upload-purge").await, 1);
+    assert_eq!(r.run_job("upload-purge").await, 1);
     assert!(stored_files(&r).is_empty());
     crate::data_protection::set_zdr(&r, &cookie, false).await;
     assert_eq!(

@@ -38,13 +38,7 @@ const RICH: i64 = 1_000_000_000_000;
 const CHARGE_8S: i64 = 800_000_000;
 
 async fn start() -> TestRouter {
-    TestRouter::start_videos(
-        VIDEO_CATALOG,
-        VideoSettings {
-            poll_interval: Duration::ZERO,
-        },
-    )
-    .await
+    TestRouter::start_with_catalog(VIDEO_CATALOG).await
 }
 
 fn body(task: &str) -> Value {
@@ -110,7 +104,7 @@ async fn poll_pass_at(base: &str, client: &reqwest::Client) -> u64 {
 }
 
 async fn poll_pass(r: &TestRouter) -> u64 {
-    poll_pass_at(&r.base, &r.client).await
+    r.run_job("video-poller").await
 }
 
 async fn admin_video(r: &TestRouter, id: &str) -> Value {
