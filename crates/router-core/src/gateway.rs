@@ -363,6 +363,8 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
                             model: plan.model.clone(),
                             route: route.clone(),
                             next_extension: Instant::now() + hold_lease / 2,
+                            deadline,
+                            output_forwarded: false,
                             done: false,
                         }));
                     }
@@ -615,6 +617,18 @@ impl<S: Store, P: Suppliers> Reservation<S, P> {
         }
     }
 
+    /// Marks a stream's attempt as failed with `kind` (recorded with the
+    /// release).
+    fn fail_stream(&mut self, kind: &str) {
+        if let Some(attempt) = &mut self.stream_attempt {
+            attempt.outcome = AttemptOutcome::Failed {
+                upstream_status: None,
+                kind: kind.to_owned(),
+                retryable: false,
+            };
+        }
+    }
+
     pub(crate) async fn void(&mut self, reason: &str) {
         if let Some(inner) = self.inner.take() {
             let voiding = Voiding {
@@ -645,14 +659,8 @@ impl<S: Store, P: Suppliers> Drop for Reservation<S, P> {
         };
         let request_id = self.request_id;
         let reason = "client_cancelled";
-        let attempt = self.stream_attempt.take().map(|mut attempt| {
-            attempt.outcome = AttemptOutcome::Failed {
-                upstream_status: None,
-                kind: reason.to_owned(),
-                retryable: false,
-            };
-            attempt
-        });
+        self.fail_stream(reason);
+        let attempt = self.stream_attempt.take();
         // The client left before a valid final success: release the hold (G-22).
         trace::reservation("voided");
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
@@ -702,19 +710,74 @@ pub enum StreamItem {
 }
 
 /// A supplier stream being relayed to the client. Settles on its valid
-/// `Finish`, voids on failure or when dropped unfinished.
+/// `Finish`, voids on failure or when dropped unfinished. A client that
+/// leaves is handled by [`LiveStream::abandon`] (GP-48).
 pub struct LiveStream<S: Store, P: Suppliers> {
     events: EventStream,
     reservation: Reservation<S, P>,
     model: Arc<Model>,
     route: Arc<Route>,
     next_extension: Instant,
+    /// The request's routing deadline: an abandoned stream is read no
+    /// longer than this.
+    deadline: Instant,
+    /// Whether a content event (a block or a delta) was handed out: from
+    /// then on the client holds part of an answer the supplier bills.
+    output_forwarded: bool,
     done: bool,
+}
+
+/// How an abandoned stream ended (see [`LiveStream::abandon`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Abandoned {
+    /// No output had reached the client: the supplier call was stopped and
+    /// the hold released.
+    Released,
+    /// Output had reached the client and the supplier's stream completed
+    /// validly: settled from its usage, as if the client had stayed.
+    Settled { cost: NanoUsd },
+    /// Output had reached the client but the stream did not complete
+    /// validly before the deadline: nothing charged, the hold released.
+    Failed,
 }
 
 impl<S: Store, P: Suppliers> LiveStream<S, P> {
     pub fn request_id(&self) -> Uuid {
         self.reservation.request_id
+    }
+
+    /// The client left before the stream's end (GP-48 as revised). Before
+    /// any content event was handed out, the supplier call is stopped (the
+    /// stream dropped) and the hold released. After, the supplier is still
+    /// producing an answer it bills the operator for, and the client holds
+    /// part of it: the stream is read to its end within the request's
+    /// deadline, what it says discarded, and a valid end settles from the
+    /// supplier's usage exactly as if the client had stayed (`max_tokens`
+    /// bounds what that can cost); anything else releases the hold.
+    pub async fn abandon(mut self) -> Abandoned {
+        if self.done {
+            // Finished or failed already: nothing is left to decide.
+            return Abandoned::Failed;
+        }
+        if !self.output_forwarded {
+            self.done = true;
+            self.events = Box::pin(futures::stream::empty());
+            self.reservation.fail_stream("client_cancelled");
+            self.reservation.void("client_cancelled").await;
+            return Abandoned::Released;
+        }
+        loop {
+            match tokio::time::timeout_at(self.deadline, self.next()).await {
+                Ok(Some(StreamItem::Event(_))) => continue,
+                Ok(Some(StreamItem::Finished { cost, .. })) => return Abandoned::Settled { cost },
+                Ok(Some(StreamItem::Failed(_)) | None) => return Abandoned::Failed,
+                Err(_) => {
+                    self.done = true;
+                    self.fail(AttemptError::timeout()).await;
+                    return Abandoned::Failed;
+                }
+            }
+        }
     }
 
     /// The next item; `None` after `Finished` or `Failed`.
@@ -758,7 +821,15 @@ impl<S: Store, P: Suppliers> LiveStream<S, P> {
                     Err(e) => Some(StreamItem::Failed(e)),
                 }
             }
-            Some(Ok(event)) => Some(StreamItem::Event(event)),
+            Some(Ok(event)) => {
+                if matches!(
+                    event,
+                    StreamEvent::BlockStart { .. } | StreamEvent::Delta { .. }
+                ) {
+                    self.output_forwarded = true;
+                }
+                Some(StreamItem::Event(event))
+            }
             Some(Err(error)) => {
                 self.done = true;
                 Some(self.fail(error).await)

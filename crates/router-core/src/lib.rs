@@ -23,7 +23,7 @@ pub mod videos;
 
 pub use catalog::{Catalog, CatalogError, Modality, Model, Pricing, Problem, Route, Supplier};
 pub use experiments::{Experiment, ExperimentStatus, SystemMode, Variant};
-pub use gateway::{Gateway, GatewayConfig, LiveStream, Outcome, StreamItem};
+pub use gateway::{Abandoned, Gateway, GatewayConfig, LiveStream, Outcome, StreamItem};
 pub use images::{GeneratedPng, ImageAdmission};
 pub use key_policy::{KeyLimit, KeyLimits, KeyPolicy, SpendWindow};
 pub use routing::Plan;

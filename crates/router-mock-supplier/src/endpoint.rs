@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue, RETRY_AFTER};
+use http::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue, LOCATION, RETRY_AFTER};
 use http::{Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
@@ -155,8 +155,14 @@ async fn play<P: WireProtocol>(
             let identity = ReplyIdentity::new(P::model(request));
             if P::streams(request) {
                 let stream = P::reply_events(&reply, request, &identity);
-                let events = stream.events.into_iter().chain(stream.terminal).collect();
-                paced_stream(events, reply.first_chunk_delay_ms, reply.chunk_delay_ms)
+                let (events, cut) = match reply.cut_after_chunks {
+                    Some(n) => (stream.events.into_iter().take(n).collect(), true),
+                    None => (
+                        stream.events.into_iter().chain(stream.terminal).collect(),
+                        false,
+                    ),
+                };
+                paced_stream(events, reply.first_chunk_delay_ms, reply.chunk_delay_ms, cut)
             } else {
                 let body = P::reply_body(&reply, request, &identity);
                 respond(StatusCode::OK, JSON, response_body::full(body.to_string()))
@@ -167,6 +173,7 @@ async fn play<P: WireProtocol>(
             body,
             retry_after,
         } => status_response::<P>(status, body, retry_after),
+        Script::Redirect { status, location } => redirect::<P>(status, &location),
         Script::Reset => {
             connection.request_reset();
             // The connection task drops this future together with the socket.
@@ -213,11 +220,12 @@ async fn sleep_ms(ms: u64) {
 }
 
 /// A paced SSE stream: `first_chunk_delay_ms` before the first event,
-/// `chunk_delay_ms` between events.
+/// `chunk_delay_ms` between events; `cut`: the connection is then aborted.
 fn paced_stream(
     events: Vec<Bytes>,
     first_chunk_delay_ms: u64,
     chunk_delay_ms: u64,
+    cut: bool,
 ) -> Response<ResponseBody> {
     let (sender, body) = response_body::channel();
     tokio::spawn(async move {
@@ -229,6 +237,10 @@ fn paced_stream(
             if !sender.send(event).await {
                 return;
             }
+        }
+        if cut {
+            sleep_ms(chunk_delay_ms).await;
+            sender.abort().await;
         }
     });
     stream_response(body)
@@ -370,6 +382,33 @@ fn status_response<P: WireProtocol>(
     if let Some(value) = retry_after {
         response.headers_mut().insert(RETRY_AFTER, value);
     }
+    response
+}
+
+/// A 3xx with a `Location` header (and the protocol's error body, which a
+/// client that stops at the redirect may read).
+fn redirect<P: WireProtocol>(status: u16, location: &str) -> Response<ResponseBody> {
+    let code = match StatusCode::from_u16(status) {
+        Ok(code) if code.is_redirection() => code,
+        _ => {
+            let message = format!("the redirect script's status {status} is not a 3xx");
+            return json_response(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &P::mock_error_body(&message),
+            );
+        }
+    };
+    let Ok(location) = HeaderValue::try_from(location) else {
+        return json_response(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &P::mock_error_body("the redirect script's location is not a valid header value"),
+        );
+    };
+    let mut response = json_response(
+        code,
+        &P::error_body(status, &format!("mock supplier scripted redirect {status}")),
+    );
+    response.headers_mut().insert(LOCATION, location);
     response
 }
 

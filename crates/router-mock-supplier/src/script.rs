@@ -9,6 +9,7 @@
 //! {"kind": "status", "status": 429, "retry_after": "1"}
 //! {"kind": "truncated_stream", "after_chunks": 2}
 //! {"kind": "stream_error", "after_chunks": 3, "message": "overloaded"}
+//! {"kind": "redirect", "status": 307, "location": "http://127.0.0.1:9/elsewhere"}
 //! ```
 
 use serde::{Deserialize, Serialize};
@@ -48,6 +49,19 @@ pub enum Script {
         /// Value of the `Retry-After` header, sent only when given.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         retry_after: Option<String>,
+    },
+    /// A redirect: `status` (a 3xx, e.g. 307, which asks the client to
+    /// replay the same method and body) with a `Location: location` header
+    /// and the protocol's error body; on every endpoint the script player
+    /// serves (the three chat protocols and images). A client must not
+    /// follow it: the location may be any host. A status outside
+    /// 300..=399, or a location that is not a valid header value, is
+    /// answered with a 500 that says so.
+    Redirect {
+        /// HTTP status code, 300 to 399.
+        status: u16,
+        /// The `Location` header, sent verbatim.
+        location: String,
     },
     /// Read the request, then reset the TCP connection without any response.
     Reset,
@@ -243,6 +257,11 @@ pub struct MockReply {
     pub first_chunk_delay_ms: u64,
     /// Streaming only: wait between events.
     pub chunk_delay_ms: u64,
+    /// Streaming only: after this many events (paced like the rest), the
+    /// connection is closed without the terminal ones: a supplier cut
+    /// mid-answer, at a known pace.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cut_after_chunks: Option<usize>,
 }
 
 impl MockReply {
@@ -381,6 +400,10 @@ mod tests {
                 status: 429,
                 body: Some(json!({"x": 1})),
                 retry_after: Some("2".into()),
+            },
+            Script::Redirect {
+                status: 307,
+                location: "http://127.0.0.1:9/x".into(),
             },
             Script::Reset,
             Script::ResetAfterHeaders,

@@ -1,8 +1,9 @@
 //! Relaying a live stream to the client in its own SSE dialect, through
 //! the surface codec's [`ClientStreamEncoder`]. Every upstream event is
 //! encoded and sent as it arrives (no buffering of whole responses). If the
-//! client goes away, the relay task ends and dropping the live stream voids
-//! its reservation.
+//! client goes away, the live stream is abandoned (GP-48): released when no
+//! output had reached the client, else read to its end and settled; the
+//! request's log line waits for that outcome.
 
 use crate::metrics::OpenStream;
 use crate::reply::{self, Body};
@@ -57,6 +58,7 @@ pub fn relay(
                     item = live.next() => item,
                     () = tx.closed() => {
                         log.client_closed();
+                        live.abandon().await;
                         return;
                     }
                 };
@@ -65,6 +67,8 @@ pub fn relay(
                 let frame = encode(&mut encoder, &item);
                 // Hand the encoded frame over without copying it.
                 if !frame.is_empty() && tx.send(Bytes::from(frame)).await.is_err() {
+                    log.client_closed();
+                    live.abandon().await;
                     return;
                 }
             }

@@ -4,6 +4,7 @@ use crate::harness::*;
 use futures::StreamExt;
 use router_mock_supplier::{MockReply, MockToolCall, MockUsage, Script};
 use serde_json::{Value, json};
+use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn stream_relays_chunks_then_usage_with_cost_then_done() {
@@ -128,26 +129,129 @@ async fn a_stream_cut_midway_ends_in_an_error_and_is_not_charged() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn client_leaving_a_stream_releases_the_hold() {
+async fn client_leaving_a_stream_before_any_output_releases_the_hold() {
+    // GP-48: the role chunk carries no content; the first word is two
+    // seconds away when the client leaves.
     let r = TestRouter::start().await;
     let c = r.rich_customer().await;
     r.mock.enqueue(Script::Reply(MockReply {
-        chunk_delay_ms: 200,
-        ..MockReply::text("a b c d e f g h i j k l m n o p")
+        chunk_delay_ms: 2_000,
+        ..MockReply::text("a b c d")
     }));
     let mut body = hello("m-text");
     body["stream"] = json!(true);
     let resp = r.chat(&c.key, &body).await;
     let id = request_id(&resp);
     let mut stream = resp.bytes_stream();
-    let _first = stream.next().await;
+    let first = stream.next().await.unwrap().unwrap();
+    assert!(
+        !String::from_utf8_lossy(&first).contains("\"content\":\"a"),
+        "the first frame must carry no content: {first:?}"
+    );
     drop(stream);
     let record = r.request_record(&id).await;
     assert_eq!(record["status"], "failed");
     assert_eq!(r.account(&c.account_id).await["held_nano_usd"], 0);
+    assert_eq!(
+        r.account(&c.account_id).await["balance_nano_usd"],
+        1_000_000_000_000i64
+    );
     // The abandoned attempt is recorded with the release, not lost.
     let attempts = record["attempts"].as_array().unwrap();
     assert_eq!(attempts.len(), 1, "{record}");
     assert_eq!(attempts[0]["outcome"], "failed");
     assert_eq!(attempts[0]["failure_kind"], "client_cancelled");
+}
+
+/// The request's record once it leaves `reserved`, waiting up to `limit`.
+async fn settled_record(r: &TestRouter, id: &str, limit: Duration) -> Value {
+    let started = std::time::Instant::now();
+    loop {
+        let (status, body) = r
+            .admin(reqwest::Method::GET, &format!("/admin/requests/{id}"), None)
+            .await;
+        assert_eq!(status, 200, "{body}");
+        if body["status"] != "reserved" || started.elapsed() > limit {
+            return body;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn client_leaving_a_stream_after_output_is_charged_as_if_it_had_stayed() {
+    // GP-48 as revised: the client has part of the answer and the supplier
+    // bills the whole of it, so the router reads the stream to its end and
+    // settles from the supplier's usage.
+    let r = TestRouter::start().await;
+    let c = r.rich_customer().await;
+    let reply = MockReply {
+        chunk_delay_ms: 60,
+        usage: Some(MockUsage {
+            prompt_tokens: 5,
+            completion_tokens: 7,
+            cached_tokens: None,
+            reasoning_tokens: None,
+            cache_creation_tokens: None,
+        }),
+        ..MockReply::text("a b c d e f g h i j")
+    };
+    r.mock.enqueue(Script::Reply(reply.clone()));
+    let mut body = hello("m-text");
+    body["stream"] = json!(true);
+    let resp = r.chat(&c.key, &body).await;
+    let id = request_id(&resp);
+    let mut stream = resp.bytes_stream();
+    let mut seen = Vec::new();
+    while !String::from_utf8_lossy(&seen).contains("\"content\":\"a") {
+        seen.extend_from_slice(&stream.next().await.unwrap().unwrap());
+    }
+    drop(stream);
+    let record = settled_record(&r, &id, Duration::from_secs(10)).await;
+    assert_eq!(record["status"], "succeeded", "{record}");
+    assert_eq!(record["charged_nano_usd"], 19_000, "{record}");
+    let attempts = record["attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 1, "{record}");
+    assert_eq!(attempts[0]["outcome"], "succeeded");
+    let account = r.account(&c.account_id).await;
+    assert_eq!(account["held_nano_usd"], 0);
+    assert_eq!(account["balance_nano_usd"], 1_000_000_000_000i64 - 19_000);
+    assert_eq!(r.mock.call_count(), 1, "never retried");
+
+    // The same reply read to its end by a client that stays costs the same.
+    r.mock.enqueue(Script::Reply(reply));
+    let stayed = r.chat(&c.key, &body).await;
+    let stayed_id = request_id(&stayed);
+    let lines = data_lines(stayed).await;
+    assert_eq!(lines.last().map(String::as_str), Some("[DONE]"));
+    let stayed = r.request_record(&stayed_id).await;
+    assert_eq!(stayed["charged_nano_usd"], record["charged_nano_usd"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn client_leaving_a_stream_that_is_then_cut_is_not_charged() {
+    // GP-48: after output, only a valid end is charged; a cut releases.
+    let r = TestRouter::start().await;
+    let c = r.rich_customer().await;
+    r.mock.enqueue(Script::Reply(MockReply {
+        chunk_delay_ms: 60,
+        cut_after_chunks: Some(6),
+        ..MockReply::text("a b c d e f g h")
+    }));
+    let mut body = hello("m-text");
+    body["stream"] = json!(true);
+    let resp = r.chat(&c.key, &body).await;
+    let id = request_id(&resp);
+    let mut stream = resp.bytes_stream();
+    let mut seen = Vec::new();
+    while !String::from_utf8_lossy(&seen).contains("\"content\":\"a") {
+        seen.extend_from_slice(&stream.next().await.unwrap().unwrap());
+    }
+    drop(stream);
+    let record = settled_record(&r, &id, Duration::from_secs(10)).await;
+    assert_eq!(record["status"], "failed", "{record}");
+    assert_eq!(record["attempts"][0]["outcome"], "failed", "{record}");
+    let account = r.account(&c.account_id).await;
+    assert_eq!(account["held_nano_usd"], 0);
+    assert_eq!(account["balance_nano_usd"], 1_000_000_000_000i64);
 }
