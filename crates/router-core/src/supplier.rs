@@ -135,7 +135,8 @@ impl AttemptError {
 
     /// An error status from the supplier, whatever its body said: 404, 408,
     /// 409, 425, 429 and 5xx are retried on the same route (G-09); others
-    /// are not (G-10).
+    /// are not (G-10), a 3xx included: redirects are never followed, and
+    /// asking again would only be redirected again.
     pub fn status(status: u16, retry_after: Option<Duration>) -> Self {
         Self::supplier(
             SupplierError::Reported(SupplierFailure {
@@ -310,6 +311,18 @@ mod tests {
         let error = AttemptError::supplier(reported(Some(400)), None);
         assert_eq!(error.retry, Retry::NextRoute);
         assert_eq!(error.public_error().code, ErrorCode::UpstreamError);
+    }
+
+    #[test]
+    fn a_redirect_is_a_reported_failure_for_the_next_route() {
+        // Issue 33: a 3xx is never followed; another route may serve.
+        for status in [301, 302, 303, 307, 308] {
+            let error = AttemptError::status(status, None);
+            assert_eq!(error.kind, FailureKind::Status, "{status}");
+            assert_eq!(error.retry, Retry::NextRoute, "{status}");
+            assert_eq!(error.upstream_status, Some(status));
+            assert_eq!(error.public_error().code, ErrorCode::UpstreamError);
+        }
     }
 
     #[test]

@@ -52,7 +52,8 @@
 //! first, then the global queue, then the default. Queues and the call log
 //! are shared by the three protocols. A [`Script`] says whether to answer
 //! (JSON, or SSE when the request has `"stream": true`), fail with a status,
-//! or break the connection or the stream in one of several ways; the same
+//! redirect elsewhere ([`Script::Redirect`]), or break the connection or the
+//! stream in one of several ways; the same
 //! script works on every protocol, written in that protocol's wire format
 //! (see [`MockReply`] and [`MockUsage`] for how each field is written).
 //! Other paths get 404.

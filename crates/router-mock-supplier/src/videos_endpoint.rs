@@ -4,7 +4,7 @@
 //! default plan): complete after N polls, fail after N polls with a leaky
 //! error text, drop the connection after reading the creation body (the
 //! job still exists, as at a supplier that accepted it), refuse the
-//! creation, or never finish. Submissions, polls and downloads are counted
+//! creation, redirect it elsewhere, or never finish. Submissions, polls and downloads are counted
 //! so tests can prove "one submission" and "one poll per interval".
 //!
 //! The video object is written from the public OpenAI reference (`id`,
@@ -40,6 +40,9 @@ pub enum VideoPlan {
     DropOnSubmit,
     /// The creation is refused with `status` and an OpenAI error `message`.
     Refuse { status: u16, message: String },
+    /// The creation is answered with a redirect: `status` (a 3xx; anything
+    /// else is sent as 307) and `Location: location`. No job is made.
+    Redirect { status: u16, location: String },
     /// `in_progress` forever (progress creeps to 90 and stays).
     Never,
 }
@@ -236,6 +239,9 @@ async fn create(
             let status = StatusCode::from_u16(*status).unwrap_or(StatusCode::BAD_REQUEST);
             return refusal(status, message);
         }
+        if let VideoPlan::Redirect { status, location } = &plan {
+            return redirect(*status, location);
+        }
         state.next += 1;
         let id = format!("video_mock{:06}", state.next);
         let job = Job {
@@ -278,7 +284,7 @@ fn poll(id: &str, videos: &Videos) -> Response<ResponseBody> {
         ),
         VideoPlan::FailAfter { polls, .. } => ("in_progress", n * 100 / polls.max(1), None),
         VideoPlan::Never | VideoPlan::DropOnSubmit => ("in_progress", (n * 10).min(90), None),
-        VideoPlan::Refuse { .. } => ("failed", 0, None),
+        VideoPlan::Refuse { .. } | VideoPlan::Redirect { .. } => ("failed", 0, None),
     };
     if status == "completed" && job.completed_at.is_none() {
         job.completed_at = Some(unix_now());
@@ -342,6 +348,27 @@ fn video_object(id: &str, job: &Job, status: &str, progress: u32, error: Option<
 fn refusal(status: StatusCode, message: &str) -> Response<ResponseBody> {
     let body = json!({"error": {"message": message, "type": "invalid_request_error", "param": null, "code": "moderation_blocked"}});
     json_reply(status, &body)
+}
+
+fn redirect(status: u16, location: &str) -> Response<ResponseBody> {
+    let status = StatusCode::from_u16(status)
+        .ok()
+        .filter(StatusCode::is_redirection)
+        .unwrap_or(StatusCode::TEMPORARY_REDIRECT);
+    let Ok(location) = http::HeaderValue::try_from(location) else {
+        return error_response(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the redirect plan's location is not a valid header value",
+        );
+    };
+    let mut response = json_reply(
+        status,
+        &json!({"error": {"message": "moved", "type": "invalid_request_error", "param": null, "code": null}}),
+    );
+    response
+        .headers_mut()
+        .insert(http::header::LOCATION, location);
+    response
 }
 
 fn json_reply(status: StatusCode, body: &Value) -> Response<ResponseBody> {

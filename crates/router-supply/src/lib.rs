@@ -48,8 +48,16 @@ pub struct HttpSuppliers {
 }
 
 impl HttpSuppliers {
+    /// The client never follows a redirect and sends no `Referer`: a 3xx
+    /// would replay the customer's prompt, and the supplier key with it, to
+    /// whatever host the `Location` names (private addresses included). A
+    /// 3xx is therefore an error status like any other: a failure the
+    /// supplier reported, tried on the next route, never on the same one
+    /// (`AttemptError::status`); for a video submission it is a refusal.
     pub fn new() -> Result<Self, SupplyError> {
         let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .referer(false)
             .tcp_nodelay(true)
             .pool_idle_timeout(Duration::from_secs(90))
             .pool_max_idle_per_host(1024)

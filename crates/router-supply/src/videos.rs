@@ -72,11 +72,12 @@ async fn error_body(mut response: reqwest::Response) -> Vec<u8> {
     body
 }
 
-/// Whether a status says the supplier did not take the job: every 4xx, and
-/// 503 (not accepting work). Other 5xx (500, 502, 504) may come after the
-/// job was made, so they are unknown.
+/// Whether a status says the supplier did not take the job: every 4xx, 503
+/// (not accepting work), and every 3xx (a redirect asks for the request to
+/// be made elsewhere, so this one did nothing; it is never followed). Other
+/// 5xx (500, 502, 504) may come after the job was made, so they are unknown.
 fn refused(status: u16) -> bool {
-    (400..500).contains(&status) || status == 503
+    (300..500).contains(&status) || status == 503
 }
 
 pub(crate) async fn submit(

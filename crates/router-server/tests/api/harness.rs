@@ -1057,3 +1057,32 @@ pub async fn count(r: &TestRouter, query: &str) -> i64 {
         .unwrap()
         .n
 }
+
+/// A loopback listener that only counts the connections it accepts (and
+/// closes them): where a request must never go.
+pub struct Canary {
+    /// `http://127.0.0.1:PORT`.
+    pub base: String,
+    accepted: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Canary {
+    pub async fn start() -> Canary {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = accepted.clone();
+        tokio::spawn(async move {
+            while let Ok((socket, _)) = listener.accept().await {
+                counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                drop(socket);
+            }
+        });
+        Canary { base, accepted }
+    }
+
+    /// Connections accepted so far.
+    pub fn hits(&self) -> usize {
+        self.accepted.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}

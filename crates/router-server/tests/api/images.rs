@@ -401,6 +401,29 @@ async fn a_redirect_is_checked_like_the_first_url() {
     assert_eq!(account["held_nano_usd"], 0);
 }
 
+/// Issue 33: the generation call itself is never redirected (the prompt
+/// and the supplier key would go to the redirect's target): a 307 is 502
+/// upstream_error after one call, released, and the target never reached.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_generation_call_does_not_follow_a_redirect() {
+    let r = TestRouter::start().await;
+    let c = r.rich_customer().await;
+    let canary = Canary::start().await;
+    r.mock.enqueue(Script::Redirect {
+        status: 307,
+        location: format!("{}/v1/images/generations", canary.base),
+    });
+    let resp = generate(&r, &c.key, &cat()).await;
+    let id = request_id(&resp);
+    expect_error(resp, 502, "upstream_error").await;
+    let record = r.request_record(&id).await;
+    assert_eq!(record["hold"]["status"], "released", "{record}");
+    assert_eq!(record["attempts"][0]["upstream_status"], 307, "{record}");
+    assert_eq!(r.mock.call_count(), 1);
+    assert_eq!(canary.hits(), 0, "the redirect target was never reached");
+    assert_unchanged(&r, &c).await;
+}
+
 /// GP-27, N-11: a generation that outlives the image deadline is 408 and
 /// its hold is released.
 #[tokio::test(flavor = "multi_thread")]

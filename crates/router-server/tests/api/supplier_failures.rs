@@ -136,3 +136,79 @@ async fn a_messages_error_event_is_upstream_error_for_a_messages_client() {
     let error = expect_messages_error(resp, 502, "api_error").await;
     assert!(!error.to_string().contains("invalid"), "{error}");
 }
+
+/// The failure kinds and upstream statuses of a request's attempts.
+async fn attempts_of(r: &TestRouter, id: &str) -> Vec<(String, Value)> {
+    let record = r.request_record(id).await;
+    record["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["failure_kind"].as_str().unwrap_or("none").to_owned(),
+                a["upstream_status"].clone(),
+            )
+        })
+        .collect()
+}
+
+/// Issue 33: a supplier's redirect is never followed (the prompt would be
+/// replayed to any host, the supplier key with it); it is a reported
+/// failure that goes to the next route, never retried on the same one.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_redirect_is_not_followed_and_the_next_route_serves() {
+    let r = TestRouter::start().await;
+    let c = r.rich_customer().await;
+    let canary = Canary::start().await;
+    for (status, stream) in [(307, false), (308, true), (302, false), (303, true)] {
+        r.mock.enqueue_for(
+            "up-text-primary",
+            Script::Redirect {
+                status,
+                location: format!("{}/v1/chat/completions", canary.base),
+            },
+        );
+        let mut body = hello("m-text");
+        body["stream"] = json!(stream);
+        let resp = r.chat(&c.key, &body).await;
+        assert_eq!(resp.status(), 200, "{status}");
+        let id = request_id(&resp);
+        let _ = resp.bytes().await.unwrap();
+        let record = r.request_record(&id).await;
+        assert_eq!(record["route_id"], "text-fallback", "{status}: {record}");
+        assert_eq!(
+            attempts_of(&r, &id).await,
+            [
+                ("status".to_owned(), json!(status)),
+                ("none".to_owned(), Value::Null)
+            ],
+            "{status}: one attempt on the redirecting route, then the fallback"
+        );
+    }
+    assert_eq!(canary.hits(), 0, "the redirect target was never reached");
+}
+
+/// The same on a Messages route (whose key travels in `x-api-key`) with no
+/// other route: 502 upstream_error in the Messages envelope, nothing held
+/// or charged, the redirect target never reached.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_redirect_on_the_only_route_is_upstream_error_and_free() {
+    let r = TestRouter::start().await;
+    let c = r.rich_customer().await;
+    let canary = Canary::start().await;
+    r.mock.enqueue_for(
+        "up-via-messages",
+        Script::Redirect {
+            status: 307,
+            location: format!("{}/v1/messages", canary.base),
+        },
+    );
+    let resp = r.messages(&c.key, &messages_hello("m-via-messages")).await;
+    let id = request_id(&resp);
+    expect_messages_error(resp, 502, "api_error").await;
+    assert_eq!(r.mock.call_count(), 1, "a redirect is not retried");
+    assert_eq!(attempts_of(&r, &id).await, [("status".to_owned(), json!(307))]);
+    assert_nothing_charged(&r, &c, &id).await;
+    assert_eq!(canary.hits(), 0, "the redirect target was never reached");
+}

@@ -535,6 +535,34 @@ async fn a_refused_submission_is_failed_and_released() {
     assert_eq!(video(&r, &c.key, &id).await["status"], "failed");
 }
 
+/// Issue 33: a submission answered with a redirect is not followed (the
+/// prompt and the supplier key would go to its target): refused, failed
+/// and released after one submission; the target is never reached.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_redirected_submission_is_not_followed_and_released() {
+    let r = start().await;
+    let c = r.rich_customer().await;
+    let canary = Canary::start().await;
+    r.mock.set_video_plan(
+        None,
+        VideoPlan::Redirect {
+            status: 307,
+            location: format!("{}/v1/videos", canary.base),
+        },
+    );
+    let (_, id) = expect_video_error(
+        create(&r, &c.key, &body("redirected")).await,
+        502,
+        "upstream_error",
+    )
+    .await;
+    let id = id.expect("x-video-id");
+    assert_eq!(wallet(&r, &c).await, (RICH, 0));
+    assert_eq!(r.mock.video_counts().submissions, 1);
+    assert_eq!(video(&r, &c.key, &id).await["status"], "failed");
+    assert_eq!(canary.hits(), 0, "the redirect target was never reached");
+}
+
 /// O-20, O-23, O-25, O-30, A-22, GP-72: unknown, malformed and another
 /// team's ids are one 404 task_not_found; content before completion is
 /// video_not_ready.
