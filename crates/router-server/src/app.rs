@@ -46,8 +46,10 @@ pub struct App {
     pub test_hooks: bool,
     /// Object storage, retention and spool of temporary uploads
     /// (`ROUTER_OBJECT_STORE`, `ROUTER_UPLOAD_TTL_SECS`,
-    /// `ROUTER_UPLOAD_TOMBSTONE_SECS`).
+    /// `ROUTER_UPLOAD_TOMBSTONE_SECS`, `ROUTER_UPLOAD_CONCURRENCY_*`).
     pub uploads: crate::uploads::UploadSettings,
+    /// The uploads in progress on this instance and what they reserve.
+    pub uploads_in_flight: crate::uploads::InFlight,
     /// Video jobs (`ROUTER_VIDEO_POLL_INTERVAL_MS`); their content goes to
     /// the uploads' object store.
     pub videos: crate::videos::VideoSettings,

@@ -10,6 +10,16 @@
 //! then the store (503 when it is missing or fails; the upload was admitted
 //! and counts toward the rate).
 //!
+//! Bodies in flight count too (`in_flight.rs`): before anything else, an
+//! instance with `ROUTER_UPLOAD_CONCURRENCY_TOTAL` uploads in progress
+//! answers 503 `uploads_unavailable`; after the rate, an account with
+//! `ROUTER_UPLOAD_CONCURRENCY_PER_ACCOUNT` in progress is 429
+//! `upload_rate_limit` (a limit on how fast it sends, like the rate); and
+//! after the envelope, the upload reserves one file and the bytes its body
+//! declares against the quota the account has left (429
+//! `upload_quota_exceeded` when even the smallest file that body could
+//! carry does not fit). The spool keeps no more than was reserved.
+//!
 //! Memory stays bounded whatever the upload's size: the file part is
 //! streamed to a spool file on local disk while the rest of the body is
 //! checked (multipart needs the whole body before the shape is known), and
@@ -27,6 +37,8 @@ use bytes::Bytes;
 use http::{Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
+pub use in_flight::InFlight;
+use in_flight::{Claim, Refusal};
 use router_canonical::{ApiError, ErrorCode};
 use router_store::uploads::{self as store, AdmitError, NewUpload, UploadRow};
 use std::path::PathBuf;
@@ -34,10 +46,19 @@ use std::sync::Arc;
 use std::time::Duration;
 use uuid::Uuid;
 
+mod in_flight;
+
 /// Largest file.
 pub const MAX_FILE_BYTES: u64 = 10 * 1024 * 1024;
 /// Largest multipart body.
 pub const MAX_ENVELOPE_BYTES: u64 = MAX_FILE_BYTES + 64 * 1024;
+/// What the envelope allows beside the file (the multipart framing): a
+/// body of `n` bytes carries a file of at least `n` less this.
+const FRAMING_BYTES: u64 = MAX_ENVELOPE_BYTES - MAX_FILE_BYTES;
+/// Uploads of one account in progress at once on an instance.
+pub const DEFAULT_CONCURRENCY_PER_ACCOUNT: usize = 4;
+/// Uploads in progress at once on an instance.
+pub const DEFAULT_CONCURRENCY_TOTAL: usize = 64;
 /// How long an upload is readable.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(3600);
 /// How long a tombstone is kept after its object is removed (Q-11, CF-23).
@@ -62,6 +83,10 @@ pub struct UploadSettings {
     pub spool_dir: PathBuf,
     /// How often the expiry and purge jobs run.
     pub every: Duration,
+    /// `ROUTER_UPLOAD_CONCURRENCY_PER_ACCOUNT` (at least 1).
+    pub concurrency_per_account: usize,
+    /// `ROUTER_UPLOAD_CONCURRENCY_TOTAL` (at least 1).
+    pub concurrency_total: usize,
 }
 
 impl Default for UploadSettings {
@@ -72,6 +97,8 @@ impl Default for UploadSettings {
             tombstone: DEFAULT_TOMBSTONE,
             spool_dir: std::env::temp_dir(),
             every: Duration::from_secs(60),
+            concurrency_per_account: DEFAULT_CONCURRENCY_PER_ACCOUNT,
+            concurrency_total: DEFAULT_CONCURRENCY_TOTAL,
         }
     }
 }
@@ -173,6 +200,25 @@ fn admit_error(e: AdmitError) -> ApiError {
     }
 }
 
+fn refused(e: Refusal) -> ApiError {
+    match e {
+        Refusal::Total(_) => {
+            tracing::warn!(error = %e, "an upload was refused: ROUTER_UPLOAD_CONCURRENCY_TOTAL");
+            error(
+                ErrorCode::UploadsUnavailable,
+                "Too many uploads are in progress; retry shortly.",
+            )
+            .with_retry_after(Some(1))
+        }
+        Refusal::Account(n) => error(
+            ErrorCode::UploadRateLimit,
+            format!("At most {n} uploads of an account may be in progress at once."),
+        )
+        .with_retry_after(Some(1)),
+        Refusal::Quota => admit_error(AdmitError::Quota),
+    }
+}
+
 /// A spool file, removed when dropped.
 struct Spool {
     path: PathBuf,
@@ -190,6 +236,9 @@ struct FilePart {
     spool: Spool,
     /// Bytes the part had (counted past the limit, not stored past it).
     bytes: u64,
+    /// Bytes the spool could keep: what was reserved (at most
+    /// [`MAX_FILE_BYTES`]).
+    limit: u64,
     declared: Option<String>,
     filename: Option<String>,
     /// The first bytes (the signature) and the last (the trailer).
@@ -200,25 +249,23 @@ struct FilePart {
 const HEAD: usize = 16;
 const TAIL: usize = 12;
 
-/// Reads the whole body: the envelope limit first (413), then the shape
-/// (400), keeping the file part on disk.
+fn declared_length(parts: &http::request::Parts) -> Option<u64> {
+    parts
+        .headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+}
+
+/// Reads the whole body (its declared length was checked): the envelope
+/// limit as it arrives (413), then the shape (400), keeping at most
+/// `limit` bytes of the file part on disk.
 async fn read_multipart(
     settings: &UploadSettings,
     parts: &http::request::Parts,
     body: Incoming,
+    limit: u64,
 ) -> Result<FilePart, ApiError> {
-    let declared_length = parts
-        .headers
-        .get(http::header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if declared_length.is_some_and(|n| n > MAX_ENVELOPE_BYTES) {
-        // Read what the client is still sending (bounded), so it reads the
-        // 413 instead of a broken pipe.
-        let mut body = body;
-        crate::body::drain(&mut body, 0, MAX_ENVELOPE_BYTES as usize).await;
-        return Err(too_large());
-    }
     let content_type = parts
         .headers
         .get(http::header::CONTENT_TYPE)
@@ -241,7 +288,7 @@ async fn read_multipart(
             });
             continue;
         }
-        file = Some(spool_part(settings, head, &mut form).await?);
+        file = Some(spool_part(settings, head, &mut form, limit).await?);
     }
     if let Some(message) = shape_error {
         return Err(invalid_upload(message));
@@ -336,6 +383,7 @@ async fn spool_part<S>(
     settings: &UploadSettings,
     head: PartHead,
     form: &mut FormData<S>,
+    limit: u64,
 ) -> Result<FilePart, ApiError>
 where
     S: futures::Stream<Item = Result<Bytes, hyper::Error>> + Unpin,
@@ -349,9 +397,10 @@ where
     let (mut bytes, mut head, mut tail) = (0_u64, Vec::with_capacity(HEAD), Vec::new());
     while let Some(chunk) = form.next_chunk().await.map_err(form_error)? {
         bytes += chunk.len() as u64;
-        // Past the limit the part is still read (its shape may be wrong,
-        // which answers first) but no longer kept.
-        if bytes > MAX_FILE_BYTES {
+        // Past the limit (the file size or the reservation) the part is
+        // still read (its shape may be wrong, which answers first) but no
+        // longer kept.
+        if bytes > limit {
             continue;
         }
         if head.len() < HEAD {
@@ -368,6 +417,7 @@ where
     Ok(FilePart {
         spool,
         bytes,
+        limit,
         declared,
         filename,
         head,
@@ -414,10 +464,15 @@ fn ends_cleanly(mime: &str, part: &FilePart) -> bool {
 }
 
 /// The size (413) and type (415) checks; the format and dimensions come
-/// from the header alone, before anything decodes the image.
+/// from the header alone, before anything decodes the image. A file larger
+/// than its reservation was not kept whole: the quota answers (429) before
+/// the type.
 async fn check_file(part: &FilePart) -> Result<(&'static str, i32, i32), ApiError> {
     if part.bytes == 0 || part.bytes > MAX_FILE_BYTES {
         return Err(too_large());
+    }
+    if part.bytes > part.limit {
+        return Err(admit_error(AdmitError::Quota));
     }
     let unsupported = |message: &str| {
         error(ErrorCode::UnsupportedFileType, message.to_owned()).with_param("file")
@@ -473,14 +528,43 @@ pub async fn create(
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
     let settings = &app.uploads;
-    {
-        let mut conn = app.database().connection().await.map_err(storage_error)?;
-        store::precheck(&mut conn, account_id)
-            .await
-            .map_err(admit_error)?;
-    }
+    // Held until the request ends, however it ends.
+    let mut ticket = app
+        .uploads_in_flight
+        .enter(account_id, settings.concurrency_total)
+        .map_err(refused)?;
     let (parts, body) = request.into_parts();
-    let part = read_multipart(settings, &parts, body).await?;
+    let declared = declared_length(&parts);
+    let oversized = declared.is_some_and(|n| n > MAX_ENVELOPE_BYTES);
+    // A body of known length carries a file of at most that length, and at
+    // least that less the framing; one of unknown length, up to the limit.
+    let claim = (!oversized).then(|| Claim {
+        floor: declared.map_or(1, |n| n.saturating_sub(FRAMING_BYTES)),
+        want: declared.map_or(MAX_FILE_BYTES, |n| n.min(MAX_FILE_BYTES)),
+    });
+    let limit = loop {
+        let held = {
+            let mut conn = app.database().connection().await.map_err(storage_error)?;
+            store::precheck(&mut conn, account_id)
+                .await
+                .map_err(admit_error)?
+        };
+        match ticket.reserve(settings.concurrency_per_account, held, claim) {
+            Ok(Some(limit)) => break limit,
+            // One of the account's uploads was admitted meanwhile.
+            Ok(None) => continue,
+            Err(e) => return Err(refused(e)),
+        }
+    };
+    if oversized {
+        // Read what the client is still sending (bounded), so it reads the
+        // 413 instead of a broken pipe.
+        let mut body = body;
+        crate::body::drain(&mut body, 0, MAX_ENVELOPE_BYTES as usize).await;
+        return Err(too_large());
+    }
+    let part = read_multipart(settings, &parts, body, limit).await?;
+    ticket.settle(part.bytes);
     let (mime, width, height) = check_file(&part).await?;
     let new = NewUpload {
         account_id,
@@ -494,6 +578,7 @@ pub async fn create(
     };
     let mut conn = app.database().connection().await.map_err(storage_error)?;
     let row = store::admit(&mut conn, &new).await.map_err(admit_error)?;
+    ticket.admitted();
     // Admitted: from here the upload counts toward the rate whatever happens.
     let Some(storage) = &settings.storage else {
         store::mark_failed(&mut conn, row.id)

@@ -160,11 +160,25 @@ fn check_switch_and_rate(counters: &Counters) -> Result<(), AdmitError> {
     Ok(())
 }
 
+/// What an account holds toward its quota: objects and bytes of uploads
+/// being written, retained or queued for deletion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Held {
+    pub objects: i64,
+    pub bytes: i64,
+}
+
 /// The checks that come before the body (GP-39): the account's switch
-/// (403) and the rate (429). Not a reservation: [`admit`] checks again,
-/// atomically, once the body checked out.
-pub async fn precheck(conn: &mut AsyncPgConnection, account_id: Uuid) -> Result<(), AdmitError> {
-    check_switch_and_rate(&counters(conn, account_id).await?)
+/// (403) and the rate (429); then what the account holds, for the caller
+/// to reserve its uploads in progress against. Not a reservation: [`admit`]
+/// checks again, atomically, once the body checked out.
+pub async fn precheck(conn: &mut AsyncPgConnection, account_id: Uuid) -> Result<Held, AdmitError> {
+    let counters = counters(conn, account_id).await?;
+    check_switch_and_rate(&counters)?;
+    Ok(Held {
+        objects: counters.objects,
+        bytes: counters.held_bytes,
+    })
 }
 
 /// Admits an upload whose body checked out: under the account row's lock,

@@ -493,6 +493,7 @@ pub async fn build_app(
         channels: test_transports(),
         prompt_cache,
         uploads,
+        uploads_in_flight: Default::default(),
         session_ttl: router_server::session::DEFAULT_TTL,
         reaper_interval: Duration::from_secs(30),
         // Tests are who the time-bending routes are for (a second router

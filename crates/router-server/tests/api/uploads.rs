@@ -594,8 +594,16 @@ async fn twenty_a_minute_and_deleting_does_not_reset_the_rate() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn forty_parallel_uploads_admit_exactly_twenty() {
-    // RELIABILITY A6, I-18.
-    let r = TestRouter::start().await;
+    // RELIABILITY A6, I-18, with all forty in progress at once allowed
+    // (the default cap is 4). Files in progress count toward the 32-file
+    // quota (issue 33): when more than 32 happen to be in progress at
+    // once, the rest are 429 upload_quota_exceeded instead of
+    // upload_rate_limit. Either way exactly 20 are admitted.
+    let r = TestRouter::start_uploads(UploadSettings {
+        concurrency_per_account: 40,
+        ..test_uploads()
+    })
+    .await;
     let c = r.rich_customer().await;
     let image = png_1x1();
     let replies = join_all((0..40).map(|_| upload(&r, &c.key, "image/png", &image))).await;
@@ -604,8 +612,13 @@ async fn forty_parallel_uploads_admit_exactly_twenty() {
         match resp.status().as_u16() {
             201 => created += 1,
             429 => {
-                assert!(resp.headers().contains_key("retry-after"));
-                expect_error(resp, 429, "upload_rate_limit").await;
+                let retry_after = resp.headers().contains_key("retry-after");
+                let body: Value = resp.json().await.unwrap();
+                match code(&body) {
+                    "upload_rate_limit" => assert!(retry_after),
+                    "upload_quota_exceeded" => {}
+                    _ => panic!("unexpected {body}"),
+                }
                 limited += 1;
             }
             other => panic!("unexpected {other}"),
@@ -1245,4 +1258,329 @@ async fn a_store_failing_mid_write_leaves_no_orphan_and_no_quota_used() {
         "upload_quota_exceeded",
     )
     .await;
+}
+
+// ---- uploads in progress (issue 33) ----
+
+/// An upload sent by hand on a connection of its own, so a test can stop
+/// mid-body and keep it open, or drop it.
+struct HeldUpload {
+    stream: tokio::net::TcpStream,
+    body: Vec<u8>,
+    sent: usize,
+    chunked: bool,
+}
+
+impl HeldUpload {
+    /// Sends the head (with `Content-Length`, or chunked without one) and
+    /// the first `first` bytes of `body`.
+    async fn open(
+        r: &TestRouter,
+        key: &str,
+        body: Vec<u8>,
+        first: usize,
+        chunked: bool,
+    ) -> HeldUpload {
+        use tokio::io::AsyncWriteExt;
+        let host = r.base.strip_prefix("http://").unwrap();
+        let mut stream = tokio::net::TcpStream::connect(host).await.unwrap();
+        let length = if chunked {
+            "Transfer-Encoding: chunked".to_owned()
+        } else {
+            format!("Content-Length: {}", body.len())
+        };
+        let head = format!(
+            "POST /v1/uploads HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {key}\r\n\
+             Content-Type: {}\r\n{length}\r\n\r\n",
+            form_type()
+        );
+        stream.write_all(head.as_bytes()).await.unwrap();
+        let mut held = HeldUpload {
+            stream,
+            body,
+            sent: 0,
+            chunked,
+        };
+        held.send(first).await;
+        held
+    }
+
+    /// Sends the next `n` bytes of the body (fewer when it ends sooner).
+    async fn send(&mut self, n: usize) {
+        use tokio::io::AsyncWriteExt;
+        let end = (self.sent + n).min(self.body.len());
+        if end == self.sent {
+            return;
+        }
+        let piece = &self.body[self.sent..end];
+        if self.chunked {
+            let mut framed = format!("{:x}\r\n", piece.len()).into_bytes();
+            framed.extend_from_slice(piece);
+            framed.extend_from_slice(b"\r\n");
+            self.stream.write_all(&framed).await.unwrap();
+        } else {
+            self.stream.write_all(piece).await.unwrap();
+        }
+        self.sent = end;
+    }
+
+    /// Sends the rest of the body and reads the answer.
+    async fn finish(mut self) -> (u16, Option<String>, Value) {
+        use tokio::io::AsyncWriteExt;
+        self.send(self.body.len()).await;
+        if self.chunked {
+            self.stream.write_all(b"0\r\n\r\n").await.unwrap();
+        }
+        self.answer().await
+    }
+
+    /// The answer: status, `Retry-After`, and the JSON body.
+    async fn answer(mut self) -> (u16, Option<String>, Value) {
+        use tokio::io::AsyncReadExt;
+        let read = async {
+            let mut buf = Vec::new();
+            let mut chunk = [0u8; 4096];
+            let end = loop {
+                if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                    break i + 4;
+                }
+                let n = self.stream.read(&mut chunk).await.unwrap();
+                assert!(n > 0, "the connection closed before an answer");
+                buf.extend_from_slice(&chunk[..n]);
+            };
+            let head = String::from_utf8(buf[..end].to_vec()).unwrap();
+            let status: u16 = head[9..12].parse().unwrap();
+            let header = |name: &str| {
+                head.lines().find_map(|line| {
+                    let (n, v) = line.split_once(':')?;
+                    n.eq_ignore_ascii_case(name).then(|| v.trim().to_owned())
+                })
+            };
+            let length: usize = header("content-length").unwrap().parse().unwrap();
+            while buf.len() < end + length {
+                let n = self.stream.read(&mut chunk).await.unwrap();
+                assert!(n > 0, "the connection closed mid-answer");
+                buf.extend_from_slice(&chunk[..n]);
+            }
+            let body: Value = serde_json::from_slice(&buf[end..end + length]).unwrap();
+            (status, header("retry-after"), body)
+        };
+        tokio::time::timeout(Duration::from_secs(10), read)
+            .await
+            .expect("no answer within 10 s (the router waits for the body)")
+    }
+}
+
+/// The error code of an answer.
+fn code(body: &Value) -> &str {
+    body["error"]["code"].as_str().unwrap_or_default()
+}
+
+/// The router's spool folder (inside its folder store).
+fn spool_dir(r: &TestRouter) -> std::path::PathBuf {
+    r.uploads.storage.as_ref().unwrap().spool_dir().unwrap()
+}
+
+/// Bytes in the spool folder.
+fn spooled_bytes(r: &TestRouter) -> u64 {
+    files_under(&spool_dir(r))
+        .iter()
+        .filter_map(|f| std::fs::metadata(f).ok())
+        .map(|m| m.len())
+        .sum()
+}
+
+/// Waits until `done` holds (at most 10 s).
+async fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !done() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "waited 10 s for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn uuid_of(account_id: &str) -> uuid::Uuid {
+    account_id.parse().unwrap()
+}
+
+/// Retained uploads worth `bytes`, admitted two days ago (outside the rate
+/// windows), with no object behind them: only the quota sees them.
+async fn seed_retained(r: &TestRouter, account_id: &str, files: i64, bytes: i64) {
+    use diesel_async::RunQueryDsl;
+    let mut conn = r.db.connection().await.unwrap();
+    diesel::sql_query(
+        "INSERT INTO uploads (id, account_id, object_key, bytes, mime_type, width, height, status,
+                              created_at, expires_at)
+         SELECT gen_random_uuid(), $1, 'uploads/seed-' || g,
+                $3 / $2 + CASE WHEN g = 1 THEN $3 % $2 ELSE 0 END,
+                'image/png', 1, 1, 'retained', now() - interval '2 days', now() + interval '1 hour'
+         FROM generate_series(1, $2) AS g",
+    )
+    .bind::<diesel::sql_types::Uuid, _>(uuid_of(account_id))
+    .bind::<diesel::sql_types::BigInt, _>(files)
+    .bind::<diesel::sql_types::BigInt, _>(bytes)
+    .execute(&mut conn)
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn uploads_in_progress_reserve_the_quota_before_their_bodies_are_read() {
+    // Issue 33: 58 MiB retained, 6 MiB left. A 4 MiB upload held open
+    // mid-body reserves its size; another 4 MiB one is 429 before a byte
+    // of its body is sent; one of unknown length gets what is left and
+    // its spool stops there; dropping the held one gives its room back.
+    let r = TestRouter::start().await;
+    let c = r.rich_customer().await;
+    let account = uuid_of(&c.account_id);
+    seed_retained(&r, &c.account_id, 6, 58 * MIB as i64).await;
+
+    let four = multipart(&[file_part("image/png", &png(4 * MIB))]);
+    let held = HeldUpload::open(&r, &c.key, four.clone(), MIB, false).await;
+    wait_until("the held upload to spool", || spooled_bytes(&r) > 0).await;
+    assert_eq!(
+        r.app.uploads_in_flight.usage(account),
+        (1, four.len() as u64)
+    );
+
+    let refused = HeldUpload::open(&r, &c.key, four.clone(), 0, false).await;
+    let (status, _, body) = refused.answer().await;
+    assert_eq!(
+        (status, code(&body)),
+        (429, "upload_quota_exceeded"),
+        "{body}"
+    );
+
+    // Unknown length: it reserves the rest (6 MiB less the held body) and
+    // keeps no more, though all 3 MiB of its file are sent.
+    let room = 6 * MIB as u64 - four.len() as u64;
+    let three = multipart(&[file_part("image/png", &png(3 * MIB))]);
+    let all_but_the_end = three.len() - 64;
+    let chunked = HeldUpload::open(&r, &c.key, three, all_but_the_end, true).await;
+    wait_until("the chunked upload to reserve and spool", || {
+        r.app.uploads_in_flight.usage(account).1 == four.len() as u64 + room
+            && spooled_bytes(&r) >= room
+    })
+    .await;
+    // Let it read on: nothing past the reservations reaches the disk (the
+    // held upload sent 1 MiB).
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let spooled = spooled_bytes(&r);
+    assert!(
+        spooled <= MIB as u64 + room,
+        "{spooled} spooled, room {room}"
+    );
+    assert!(spooled <= r.app.uploads_in_flight.usage(account).1);
+    let (status, _, body) = chunked.finish().await;
+    assert_eq!(
+        (status, code(&body)),
+        (429, "upload_quota_exceeded"),
+        "{body}"
+    );
+
+    // The held upload's client goes away: its reservation and spool go too.
+    drop(held);
+    wait_until("the reservation to be released", || {
+        r.app.uploads_in_flight.usage(account) == (0, 0)
+    })
+    .await;
+    wait_until("the spool to be removed", || {
+        files_under(&spool_dir(&r)).is_empty()
+    })
+    .await;
+    let resp = upload(&r, &c.key, "image/png", &png(5 * MIB)).await;
+    assert_eq!(resp.status(), 201);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn four_uploads_of_an_account_at_once_and_a_fifth_is_429() {
+    // Issue 33: ROUTER_UPLOAD_CONCURRENCY_PER_ACCOUNT (4) at its boundary;
+    // another account is not affected.
+    let r = TestRouter::start().await;
+    let c = r.rich_customer().await;
+    let other = r.rich_customer().await;
+    let body = multipart(&[file_part("image/png", &png(512 * 1024))]);
+    let mut held = Vec::new();
+    for _ in 0..4 {
+        held.push(HeldUpload::open(&r, &c.key, body.clone(), 1024, false).await);
+    }
+    wait_until("four uploads to spool", || {
+        files_under(&spool_dir(&r)).len() == 4
+    })
+    .await;
+    let fifth = HeldUpload::open(&r, &c.key, body.clone(), 0, false).await;
+    let (status, retry_after, answer) = fifth.answer().await;
+    assert_eq!(
+        (status, code(&answer)),
+        (429, "upload_rate_limit"),
+        "{answer}"
+    );
+    assert_eq!(retry_after.as_deref(), Some("1"));
+    for field in ["message", "type", "param"] {
+        assert!(answer["error"].get(field).is_some(), "{answer}");
+    }
+    assert_eq!(upload_png(&r, &other.key).await["object"], "upload");
+
+    // One ends: the next fits, and it is the fourth again.
+    let (status, _, answer) = held.pop().unwrap().finish().await;
+    assert_eq!(status, 201, "{answer}");
+    let next = HeldUpload::open(&r, &c.key, body.clone(), 1024, false).await;
+    wait_until("the next upload to spool", || {
+        files_under(&spool_dir(&r)).len() == 4
+    })
+    .await;
+    let extra = HeldUpload::open(&r, &c.key, body.clone(), 0, false).await;
+    let (status, _, answer) = extra.answer().await;
+    assert_eq!(
+        (status, code(&answer)),
+        (429, "upload_rate_limit"),
+        "{answer}"
+    );
+    held.push(next);
+    for upload in held {
+        let (status, _, answer) = upload.finish().await;
+        assert_eq!(status, 201, "{answer}");
+    }
+    assert_eq!(
+        r.app.uploads_in_flight.usage(uuid_of(&c.account_id)),
+        (0, 0)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn past_the_total_cap_uploads_are_503_with_retry_after() {
+    // Issue 33: ROUTER_UPLOAD_CONCURRENCY_TOTAL counts every account's
+    // uploads in progress on the instance.
+    let r = TestRouter::start_uploads(UploadSettings {
+        concurrency_total: 2,
+        ..test_uploads()
+    })
+    .await;
+    let (a, b, c) = (
+        r.rich_customer().await,
+        r.rich_customer().await,
+        r.rich_customer().await,
+    );
+    let body = multipart(&[file_part("image/png", &png(512 * 1024))]);
+    let held_a = HeldUpload::open(&r, &a.key, body.clone(), 1024, false).await;
+    let held_b = HeldUpload::open(&r, &b.key, body.clone(), 1024, false).await;
+    wait_until("two uploads to spool", || {
+        files_under(&spool_dir(&r)).len() == 2
+    })
+    .await;
+    let resp = upload(&r, &c.key, "image/png", &png_1x1()).await;
+    assert_eq!(resp.headers()["retry-after"], "1");
+    expect_error(resp, 503, "uploads_unavailable").await;
+
+    drop(held_a);
+    wait_until("the dropped upload to end", || {
+        r.app.uploads_in_flight.usage(uuid_of(&a.account_id)).0 == 1
+    })
+    .await;
+    upload_png(&r, &c.key).await;
+    let (status, _, answer) = held_b.finish().await;
+    assert_eq!(status, 201, "{answer}");
 }

@@ -114,6 +114,7 @@ pub(crate) async fn app(
         prompt_cache: config.prompt_cache,
         test_hooks: config.test_hooks,
         uploads: config.uploads.clone(),
+        uploads_in_flight: Default::default(),
         videos: config.videos,
     })
 }

@@ -112,6 +112,18 @@ pub(crate) struct ServeArgs {
     /// How long a removed upload's tombstone keeps counting, in seconds.
     #[arg(long, env = "ROUTER_UPLOAD_TOMBSTONE_SECS", default_value = "86400")]
     upload_tombstone_secs: String,
+    /// Uploads of one account in progress at once on this instance (at
+    /// least 1); more are 429 upload_rate_limit.
+    #[arg(
+        long,
+        env = "ROUTER_UPLOAD_CONCURRENCY_PER_ACCOUNT",
+        default_value = "4"
+    )]
+    upload_concurrency_per_account: String,
+    /// Uploads in progress at once on this instance (at least 1); more are
+    /// 503 uploads_unavailable.
+    #[arg(long, env = "ROUTER_UPLOAD_CONCURRENCY_TOTAL", default_value = "64")]
+    upload_concurrency_total: String,
     /// How often each active video job is polled, in milliseconds (100 to
     /// 3600000), across all instances.
     #[arg(long, env = "ROUTER_VIDEO_POLL_INTERVAL_MS", default_value = "5000")]
@@ -251,6 +263,14 @@ impl ServeArgs {
             storage,
             ttl: seconds("ROUTER_UPLOAD_TTL_SECS", &self.upload_ttl_secs)?,
             tombstone: seconds("ROUTER_UPLOAD_TOMBSTONE_SECS", &self.upload_tombstone_secs)?,
+            concurrency_per_account: count(
+                "ROUTER_UPLOAD_CONCURRENCY_PER_ACCOUNT",
+                &self.upload_concurrency_per_account,
+            )?,
+            concurrency_total: count(
+                "ROUTER_UPLOAD_CONCURRENCY_TOTAL",
+                &self.upload_concurrency_total,
+            )?,
             ..UploadSettings::default()
         })
     }
