@@ -8,13 +8,15 @@
 //!   `POST /admin/accounts/{id}/channels`, `DELETE /admin/channels/{id}`
 //!   (`admin.rs` over [`provision`] and [`deprovision`]).
 //! - Rows and counters: `router_store::channels`.
-//! - Reports: `report.rs`; transports: `deliver.rs`; the scheduler and the
+//! - Reports: `report.rs`; transports: `deliver.rs`; where a channel may
+//!   deliver (https, public hosts): `destination.rs`; the scheduler and the
 //!   outbox relay: `jobs.rs` in this directory.
 //!
 //! A channel's destination is never shown whole: an email address is
 //! masked, a webhook URL shows only its host, a chat id its last digits.
 
 pub mod deliver;
+pub mod destination;
 pub mod events;
 pub mod jobs;
 pub mod report;
@@ -552,14 +554,13 @@ impl std::fmt::Debug for Provision {
     }
 }
 
-fn http_url(field: &str, text: &str) -> Result<(), ApiError> {
-    match url::Url::parse(text) {
-        Ok(u) if matches!(u.scheme(), "https" | "http") && u.host_str().is_some() => Ok(()),
-        _ => Err(ApiError::invalid(
-            field,
-            format!("`{field}` must be an http(s) URL."),
-        )),
-    }
+/// A webhook URL or API base under the destination rules (https, a
+/// public host, no credentials), judged by its form: no DNS here, the
+/// delivery resolves and checks again.
+fn destination_url(app: &App, field: &str, text: &str) -> Result<(), ApiError> {
+    destination::check(text, app.channels.url_policy())
+        .map(drop)
+        .map_err(|e| ApiError::invalid(field, format!("`{field}` {e}.")))
 }
 
 /// `POST /admin/accounts/{id}/channels` (GP-17): the same state machine as
@@ -583,7 +584,7 @@ pub async fn provision(
             let url = p
                 .webhook_url
                 .ok_or_else(|| ApiError::invalid("webhook_url", "`webhook_url` is required."))?;
-            http_url("webhook_url", &url)?;
+            destination_url(app, "webhook_url", &url)?;
             (url, None)
         }
         "telegram" => {
@@ -598,7 +599,7 @@ pub async fn provision(
                 .filter(|c| !c.is_empty() && c.len() <= 128)
                 .ok_or_else(|| ApiError::invalid("chat_id", "`chat_id` is required."))?;
             if let Some(base) = &p.api_base {
-                http_url("api_base", base)?;
+                destination_url(app, "api_base", base)?;
             }
             (chat, p.api_base)
         }

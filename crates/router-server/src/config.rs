@@ -31,7 +31,8 @@ pub struct ServerConfig {
     /// The transport of `ROUTER_SMTP_URL`; `None` when unset.
     pub mailer: Option<Arc<Mailer>>,
     /// `ROUTER_TELEGRAM_BOT_TOKEN`, `ROUTER_TELEGRAM_API_BASE`,
-    /// `ROUTER_CHANNEL_TIMEOUT_SECS`: the chat transports of channels.
+    /// `ROUTER_CHANNEL_TIMEOUT_SECS`, `ROUTER_CHANNEL_URL_ALLOW_LOOPBACK`:
+    /// the chat transports of channels.
     pub channels: crate::channels::deliver::Transports,
     /// `ROUTER_SESSION_TTL_SECS`.
     pub session_ttl: Duration,

@@ -14,6 +14,9 @@
 //!   new URL checked from the start (at most [`MAX_REDIRECTS`]);
 //! - the body is capped at [`MAX_DOWNLOAD_BYTES`].
 //!
+//! [`pin`] is the resolve-check-pin step alone, for other requests to URLs
+//! the router was given (digest channels' webhooks).
+//!
 //! Loopback can be allowed ([`UrlPolicy::allow_loopback`]) for tests and
 //! the local demo only, where the mock supplier serves its images on
 //! 127.0.0.1 (`ROUTER_IMAGE_URL_ALLOW_LOOPBACK`, docs/operations.md).
@@ -150,6 +153,48 @@ pub async fn download(
     download_via(text, policy, timeout, &SystemLookup).await
 }
 
+/// A client for one URL's host, pinned to addresses checked under the
+/// rules above.
+#[derive(Debug, Clone)]
+pub struct Pinned {
+    /// Connects only to [`Pinned::addrs`] for the URL's host (TLS still
+    /// verifies the name), through no proxy, following no redirect and
+    /// sending no `Referer`.
+    pub client: reqwest::Client,
+    /// Every address the host resolved to, each one allowed.
+    pub addrs: Vec<SocketAddr>,
+}
+
+/// Resolve `url`'s host once, check every address against `policy`, and
+/// build from `builder` (the caller's timeouts) a client pinned to them,
+/// so that a second DNS answer cannot rebind the connection. The URL's
+/// form is the caller's to check first ([`check_url`]).
+pub async fn pin(
+    url: &reqwest::Url,
+    policy: UrlPolicy,
+    builder: reqwest::ClientBuilder,
+) -> Result<Pinned, UrlError> {
+    pin_via(url, policy, builder, &SystemLookup).await
+}
+
+async fn pin_via(
+    url: &reqwest::Url,
+    policy: UrlPolicy,
+    builder: reqwest::ClientBuilder,
+    lookup: &dyn Lookup,
+) -> Result<Pinned, UrlError> {
+    let addrs = resolve(url, policy, lookup).await?;
+    let host = url.host_str().ok_or(UrlError::NoHost)?;
+    let client = builder
+        .redirect(reqwest::redirect::Policy::none())
+        .referer(false)
+        .no_proxy()
+        .resolve_to_addrs(host, &addrs)
+        .build()
+        .map_err(|e| UrlError::Transport(e.to_string()))?;
+    Ok(Pinned { client, addrs })
+}
+
 async fn download_via(
     text: &str,
     policy: UrlPolicy,
@@ -158,17 +203,15 @@ async fn download_via(
 ) -> Result<Vec<u8>, UrlError> {
     let mut url = check_url(text)?;
     for _ in 0..=MAX_REDIRECTS {
-        let addrs = resolve(&url, policy, lookup).await?;
-        let host = url.host_str().ok_or(UrlError::NoHost)?.to_owned();
-        // A client of its own per hop: pinned to the checked addresses, no
-        // proxy, no automatic redirects.
-        let client = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
-            .resolve_to_addrs(&host, &addrs)
-            .timeout(timeout)
-            .build()
-            .map_err(|e| UrlError::Transport(e.to_string()))?;
+        // A client of its own per hop, pinned to the checked addresses;
+        // redirects are followed here, each one checked from the start.
+        let Pinned { client, .. } = pin_via(
+            &url,
+            policy,
+            reqwest::Client::builder().timeout(timeout),
+            lookup,
+        )
+        .await?;
         let mut response = client
             .get(url.clone())
             .send()
@@ -385,6 +428,35 @@ mod tests {
         let body = download_via(&url, allow, Duration::from_secs(5), &lookup).await;
         assert_eq!(body, Ok(b"pinne".to_vec()));
         assert_eq!(*lookup.calls.lock().unwrap(), ["rebind.test"]);
+    }
+
+    /// [`pin`] judges a name by every address it resolves to, so a caller
+    /// that sends only through the pinned client never connects to a
+    /// refused one; an allowed answer is what the client is pinned to.
+    #[tokio::test]
+    async fn pin_refuses_names_with_a_private_answer_and_pins_allowed_ones() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        for ip in ["10.0.0.7", "169.254.169.254", "127.0.0.1", "fd00::1"] {
+            let lookup = Answers {
+                answers: [("hooks.test", vec![vec![ip.parse().unwrap()]])].into(),
+                calls: Default::default(),
+            };
+            let url = reqwest::Url::parse("https://hooks.test/services/x").unwrap();
+            let result = pin_via(&url, DENY, reqwest::Client::builder(), &lookup).await;
+            assert!(
+                matches!(result, Err(UrlError::Forbidden)),
+                "{ip}: {result:?}"
+            );
+        }
+        let lookup = Answers {
+            answers: [("hooks.test", vec![vec!["8.8.8.8".parse().unwrap()]])].into(),
+            calls: Default::default(),
+        };
+        let url = reqwest::Url::parse("https://hooks.test/services/x").unwrap();
+        let pinned = pin_via(&url, DENY, reqwest::Client::builder(), &lookup)
+            .await
+            .unwrap();
+        assert_eq!(pinned.addrs, ["8.8.8.8:443".parse().unwrap()]);
     }
 
     #[test]

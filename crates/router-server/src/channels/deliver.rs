@@ -9,10 +9,17 @@
 //! lost after the request went out is unknown: never resent (M-22).
 //! Webhook URLs and the bot token are secrets: errors name only a kind and
 //! a status, never a URL.
+//!
+//! Before anything is sent, the URL is checked again and its host resolved
+//! under the destination rules (`destination.rs`): a refused destination
+//! is [`Sent::Refused`] without a connection, and the request goes to the
+//! addresses that were checked.
 
+use super::destination::{self, DestinationError};
 use super::report::Rendered;
 use crate::mail::{MailError, Mailer, SendFailure};
 use router_store::channels::ChannelRow;
+use router_supply::url_guard::UrlPolicy;
 use std::fmt;
 use std::time::Duration;
 
@@ -22,7 +29,11 @@ pub const TELEGRAM_API_BASE: &str = "https://api.telegram.org";
 /// The chat transports' configuration (the email one is `App::mailer`).
 #[derive(Clone)]
 pub struct Transports {
-    http: reqwest::Client,
+    /// `ROUTER_CHANNEL_TIMEOUT_SECS`: one delivery, connection included.
+    timeout: Duration,
+    /// `ROUTER_CHANNEL_URL_ALLOW_LOOPBACK`: which hosts destinations may
+    /// name besides public ones.
+    urls: UrlPolicy,
     /// `ROUTER_TELEGRAM_BOT_TOKEN`; `None`: Telegram is unavailable.
     telegram_token: Option<String>,
     /// `ROUTER_TELEGRAM_API_BASE`.
@@ -34,33 +45,43 @@ impl fmt::Debug for Transports {
         f.debug_struct("Transports")
             .field("telegram", &self.telegram_token.is_some())
             .field("telegram_base", &self.telegram_base)
+            .field("allow_loopback", &self.urls.allow_loopback)
             .finish_non_exhaustive()
     }
 }
 
 impl Transports {
-    /// `timeout` bounds one delivery, connection included.
+    /// `timeout` bounds one delivery, connection included. Destinations
+    /// must be public until [`Transports::allow_loopback`]. The Telegram
+    /// base is checked by the caller ([`destination::check`]) and again at
+    /// every delivery.
     pub fn new(
         telegram_token: Option<String>,
         telegram_base: Option<String>,
         timeout: Duration,
-    ) -> Result<Transports, reqwest::Error> {
-        let http = reqwest::Client::builder()
-            .timeout(timeout)
-            .connect_timeout(timeout)
-            // A webhook that redirects is not followed: the operator gave
-            // the URL, a redirect could point anywhere.
-            .redirect(reqwest::redirect::Policy::none())
-            .build()?;
-        Ok(Transports {
-            http,
+    ) -> Transports {
+        Transports {
+            timeout,
+            urls: UrlPolicy::default(),
             telegram_token: telegram_token.filter(|t| !t.is_empty()),
             telegram_base: telegram_base
                 .filter(|b| !b.is_empty())
                 .unwrap_or_else(|| TELEGRAM_API_BASE.to_owned())
                 .trim_end_matches('/')
                 .to_owned(),
-        })
+        }
+    }
+
+    /// `ROUTER_CHANNEL_URL_ALLOW_LOOPBACK`: destinations may also be
+    /// loopback hosts, over plain http too (tests and the local demo only).
+    pub fn allow_loopback(mut self, allow: bool) -> Transports {
+        self.urls.allow_loopback = allow;
+        self
+    }
+
+    /// Which hosts channel destinations may name.
+    pub fn url_policy(&self) -> UrlPolicy {
+        self.urls
     }
 
     /// Whether a platform's transport is configured (the status views'
@@ -164,7 +185,20 @@ async fn post(
     body: &serde_json::Value,
     accepted: impl Fn(u16, &str) -> bool,
 ) -> Sent {
-    let response = match transports.http.post(url).json(body).send().await {
+    // A fresh client per delivery, pinned to the addresses just checked;
+    // it follows no redirect (one could point anywhere).
+    let builder = reqwest::Client::builder()
+        .timeout(transports.timeout)
+        .connect_timeout(transports.timeout);
+    let checked = match destination::resolve(url, transports.urls, builder).await {
+        Ok(checked) => checked,
+        // A name that does not resolve now may later: nothing was sent.
+        Err(DestinationError::Unresolved) => {
+            return Sent::Retryable("the destination does not resolve".to_owned());
+        }
+        Err(refused) => return Sent::Refused(format!("the destination {refused}")),
+    };
+    let response = match checked.client.post(checked.url).json(body).send().await {
         Ok(response) => response,
         // Errors are described by kind only: their text carries the URL.
         Err(e) if e.is_connect() => return Sent::Retryable("connection failed".to_owned()),
@@ -204,11 +238,11 @@ mod tests {
     fn a_platform_is_configured_only_with_its_transport() {
         // reqwest is built without a TLS provider; the binary installs one.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let none = Transports::new(None, None, Duration::from_secs(1)).unwrap();
+        let none = Transports::new(None, None, Duration::from_secs(1));
         assert!(!none.configured("telegram", None), "no bot token");
         assert!(!none.configured("email", None), "no SMTP server");
         assert!(none.configured("slack", None) && none.configured("discord", None));
-        let token = Transports::new(Some("1:secret".into()), None, Duration::from_secs(1)).unwrap();
+        let token = Transports::new(Some("1:secret".into()), None, Duration::from_secs(1));
         assert!(token.configured("telegram", None));
         assert_eq!(token.telegram_base, TELEGRAM_API_BASE);
         assert!(

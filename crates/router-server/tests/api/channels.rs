@@ -1489,3 +1489,137 @@ async fn a_catalog_release_that_reprices_notifies_once() {
         mail[0].body_text()
     );
 }
+
+/// Issue 33: a destination the router would post a webhook secret or the
+/// bot token to must be https to a public host, without credentials;
+/// literal loopback, private, link-local (metadata) and unique-local hosts
+/// are refused in every spelling, naming the field.
+#[tokio::test(flavor = "multi_thread")]
+async fn channel_destinations_must_be_https_to_public_hosts() {
+    let r = TestRouter::start_channel_urls(false).await;
+    let h = holder(&r).await;
+    let refused = [
+        "http://hooks.slack.example/services/x",
+        "https://127.0.0.1/services/x",
+        "https://10.0.0.1/services/x",
+        "https://169.254.169.254/latest/meta-data/",
+        "https://[::1]/services/x",
+        "https://[fd00::1]/services/x",
+        "https://[::ffff:127.0.0.1]/services/x",
+        "https://user:pass@hooks.slack.example/services/x",
+        "http://0x7f000001/services/x",
+        "https://0x7f000001/services/x",
+        "https://2130706433/services/x",
+        "https://localhost/services/x",
+        "ftp://hooks.slack.example/x",
+    ];
+    for url in refused {
+        for platform in ["slack", "discord"] {
+            let body = json!({"platform": platform, "frequency": "daily", "webhook_url": url});
+            let (status, error) = provision(&r, &h.account_id, body).await;
+            assert_eq!(status, 400, "{platform} {url}: {error}");
+            assert_eq!(error["error"]["code"], "invalid_parameter", "{error}");
+            assert_eq!(error["error"]["param"], "webhook_url", "{error}");
+            assert!(!error.to_string().contains("pass@"), "{error}");
+        }
+        let body =
+            json!({"platform": "telegram", "frequency": "daily", "chat_id": "42", "api_base": url});
+        let (status, error) = provision(&r, &h.account_id, body).await;
+        assert_eq!(status, 400, "telegram {url}: {error}");
+        assert_eq!(error["error"]["code"], "invalid_parameter", "{error}");
+        assert_eq!(error["error"]["param"], "api_base", "{error}");
+    }
+    let (status, slack) = provision(
+        &r,
+        &h.account_id,
+        json!({"platform": "slack", "frequency": "daily", "webhook_url": "https://hooks.slack.example/services/T0/B0/x"}),
+    )
+    .await;
+    assert_eq!(status, 201, "{slack}");
+    let (status, telegram) = provision(
+        &r,
+        &h.account_id,
+        json!({"platform": "telegram", "frequency": "daily", "chat_id": "42", "api_base": "https://bot-api.example"}),
+    )
+    .await;
+    assert_eq!(status, 201, "{telegram}");
+}
+
+/// With `ROUTER_CHANNEL_URL_ALLOW_LOOPBACK` (the harness default: the sinks
+/// listen on loopback) loopback hosts pass, over http too; nothing else is
+/// relaxed.
+#[tokio::test(flavor = "multi_thread")]
+async fn allowing_loopback_relaxes_loopback_only() {
+    let r = TestRouter::start().await;
+    let h = holder(&r).await;
+    for url in [
+        "http://hooks.slack.example/services/x",
+        "http://8.8.8.8/services/x",
+        "https://10.0.0.1/services/x",
+        "https://169.254.169.254/latest/meta-data/",
+        "http://[::ffff:127.0.0.1]/services/x",
+        "http://user:pass@127.0.0.1/services/x",
+    ] {
+        let body = json!({"platform": "discord", "frequency": "daily", "webhook_url": url});
+        let (status, error) = provision(&r, &h.account_id, body).await;
+        assert_eq!(status, 400, "{url}: {error}");
+        assert_eq!(error["error"]["param"], "webhook_url", "{error}");
+    }
+    let body = json!({"platform": "discord", "frequency": "daily", "webhook_url": "http://127.0.0.1:9/discord/x"});
+    let (status, discord) = provision(&r, &h.account_id, body).await;
+    assert_eq!(status, 201, "{discord}");
+}
+
+/// A destination stored before these rules (or otherwise changed) is
+/// checked again at delivery: refused without a connection, and the bot
+/// token never leaves the router.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stored_private_destination_is_refused_at_delivery_without_a_connection() {
+    let r = TestRouter::start_channel_urls(false).await;
+    let canary = Canary::start().await;
+    let h = holder(&r).await;
+    usage_yesterday(&r, &h, 1).await;
+    let (_, slack) = provision(
+        &r,
+        &h.account_id,
+        json!({"platform": "slack", "frequency": "daily", "webhook_url": "https://hooks.slack.example/services/x"}),
+    )
+    .await;
+    let (_, telegram) = provision(
+        &r,
+        &h.account_id,
+        json!({"platform": "telegram", "frequency": "daily", "chat_id": "42", "api_base": "https://bot-api.example"}),
+    )
+    .await;
+    let slack = slack["id"].as_str().unwrap().to_owned();
+    let telegram = telegram["id"].as_str().unwrap().to_owned();
+    sql(
+        &r,
+        &format!(
+            "UPDATE channels SET destination = '{}/slack/x' WHERE id = '{slack}'",
+            canary.base
+        ),
+    )
+    .await;
+    sql(
+        &r,
+        &format!(
+            "UPDATE channels SET api_base = '{}' WHERE id = '{telegram}'",
+            canary.base
+        ),
+    )
+    .await;
+    for id in [&slack, &telegram] {
+        expect_error(
+            send_report(&r, &h.write_key, id).await,
+            503,
+            "report_delivery_failed",
+        )
+        .await;
+    }
+    assert_eq!(
+        canary.hits(),
+        0,
+        "nothing was sent to a refused destination"
+    );
+}

@@ -336,14 +336,15 @@ pub const TELEGRAM_TOKEN: &str = "123456:test-telegram-token";
 
 /// Channel transports for tests: a Telegram token (the base URL is each
 /// channel's `api_base`, a loopback receiver) and a short delivery timeout
-/// so a hanging receiver ends a test quickly.
-fn test_transports() -> router_server::channels::deliver::Transports {
+/// so a hanging receiver ends a test quickly. The receivers listen on
+/// loopback, so tests allow it unless they test the refusal.
+fn test_transports(allow_loopback: bool) -> router_server::channels::deliver::Transports {
     router_server::channels::deliver::Transports::new(
         Some(TELEGRAM_TOKEN.to_owned()),
         None,
         Duration::from_secs(2),
     )
-    .unwrap()
+    .allow_loopback(allow_loopback)
 }
 
 pub struct TestRouter {
@@ -422,6 +423,9 @@ pub struct AppSettings {
     /// Video polling: every manual pass polls every active job unless a
     /// test sets an interval.
     pub videos: router_server::videos::VideoSettings,
+    /// `ROUTER_CHANNEL_URL_ALLOW_LOOPBACK` (on: the webhook sinks are on
+    /// loopback).
+    pub channel_url_allow_loopback: bool,
 }
 
 impl Default for AppSettings {
@@ -437,6 +441,7 @@ impl Default for AppSettings {
             videos: router_server::videos::VideoSettings {
                 poll_interval: Duration::ZERO,
             },
+            channel_url_allow_loopback: true,
         }
     }
 }
@@ -458,6 +463,7 @@ pub async fn build_app(
         uploads,
         test_hooks,
         videos,
+        channel_url_allow_loopback,
     } = settings;
     let text = std::fs::read_to_string(catalog_path).unwrap();
     let env: router_server::catalog_release::CatalogEnv =
@@ -490,7 +496,7 @@ pub async fn build_app(
         docs: Docs::new(&PublicBaseUrl::for_listen(addr)).unwrap(),
         public_base: PublicBaseUrl::for_listen(addr),
         mailer,
-        channels: test_transports(),
+        channels: test_transports(channel_url_allow_loopback),
         prompt_cache,
         uploads,
         uploads_in_flight: Default::default(),
@@ -607,6 +613,18 @@ impl TestRouter {
             extra_catalog: extra,
             settings: AppSettings {
                 videos,
+                ..AppSettings::default()
+            },
+            ..Start::default()
+        })
+        .await
+    }
+
+    /// A router whose channel destinations may (or may not) be loopback.
+    pub async fn start_channel_urls(allow_loopback: bool) -> TestRouter {
+        TestRouter::start_full(Start {
+            settings: AppSettings {
+                channel_url_allow_loopback: allow_loopback,
                 ..AppSettings::default()
             },
             ..Start::default()

@@ -208,7 +208,10 @@ async fn a_redirect_on_the_only_route_is_upstream_error_and_free() {
     let id = request_id(&resp);
     expect_messages_error(resp, 502, "api_error").await;
     assert_eq!(r.mock.call_count(), 1, "a redirect is not retried");
-    assert_eq!(attempts_of(&r, &id).await, [("status".to_owned(), json!(307))]);
+    assert_eq!(
+        attempts_of(&r, &id).await,
+        [("status".to_owned(), json!(307))]
+    );
     assert_nothing_charged(&r, &c, &id).await;
     assert_eq!(canary.hits(), 0, "the redirect target was never reached");
 }

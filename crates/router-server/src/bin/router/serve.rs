@@ -82,6 +82,11 @@ pub(crate) async fn app(
             "ROUTER_IMAGE_URL_ALLOW_LOOPBACK is on: image URLs may reach this host (tests and demos only)"
         );
     }
+    if config.channels.url_policy().allow_loopback {
+        tracing::warn!(
+            "ROUTER_CHANNEL_URL_ALLOW_LOOPBACK is on: channel destinations may reach this host over plain http (tests and demos only)"
+        );
+    }
     let suppliers =
         HttpSuppliers::new()?.with_image_url_policy(router_supply::url_guard::UrlPolicy {
             allow_loopback: config.image_url_allow_loopback,

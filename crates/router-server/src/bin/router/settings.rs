@@ -78,6 +78,15 @@ pub(crate) struct ServeArgs {
     /// How long one channel delivery (webhook or Bot API call) may take.
     #[arg(long, env = "ROUTER_CHANNEL_TIMEOUT_SECS", default_value = "10")]
     channel_timeout_secs: String,
+    /// `true` lets channel destinations (webhook URLs, Telegram API bases)
+    /// be loopback hosts, over plain http too: tests and the local demo
+    /// only, never production.
+    #[arg(
+        long,
+        env = "ROUTER_CHANNEL_URL_ALLOW_LOOPBACK",
+        default_value = "false"
+    )]
+    channel_url_allow_loopback: String,
     /// How long a browser session lasts, in seconds.
     #[arg(long, env = "ROUTER_SESSION_TTL_SECS", default_value = "604800")]
     session_ttl_secs: String,
@@ -200,20 +209,17 @@ impl ServeArgs {
         };
         let trusted_proxies = TrustedProxies::parse(&self.trusted_proxies)
             .map_err(|e| anyhow!("ROUTER_TRUSTED_PROXIES: {e}"))?;
-        match url::Url::parse(&self.telegram_api_base) {
-            Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {}
-            _ => bail!(
-                "ROUTER_TELEGRAM_API_BASE: `{}` is not an http(s) URL",
-                self.telegram_api_base
-            ),
-        }
         let channel_timeout = seconds("ROUTER_CHANNEL_TIMEOUT_SECS", &self.channel_timeout_secs)?;
         let channels = Transports::new(
             self.telegram_bot_token.clone(),
             Some(self.telegram_api_base.clone()),
             channel_timeout,
         )
-        .context("building the channel transports")?;
+        .allow_loopback(switch(
+            "ROUTER_CHANNEL_URL_ALLOW_LOOPBACK",
+            &self.channel_url_allow_loopback,
+        )?);
+        telegram_api_base(&self.telegram_api_base, &channels)?;
         Ok(ServerConfig {
             listen,
             database_url: self.database_url()?,
@@ -293,6 +299,15 @@ fn video_poll_interval(text: &str) -> anyhow::Result<Duration> {
     }
 }
 
+/// `ROUTER_TELEGRAM_API_BASE`: the bot token travels in its path, so it
+/// follows the channel destination rules (https to a public host; loopback
+/// only with `ROUTER_CHANNEL_URL_ALLOW_LOOPBACK`).
+fn telegram_api_base(text: &str, channels: &Transports) -> anyhow::Result<()> {
+    router_server::channels::destination::check(text, channels.url_policy())
+        .map(drop)
+        .map_err(|e| anyhow!("ROUTER_TELEGRAM_API_BASE: `{text}` {e}"))
+}
+
 /// `ROUTER_IMAGE_DEADLINE_SECS`: whole seconds, 1 to 3600.
 fn image_deadline(text: &str) -> anyhow::Result<Duration> {
     const NAME: &str = "ROUTER_IMAGE_DEADLINE_SECS";
@@ -357,5 +372,24 @@ mod tests {
                 .starts_with("ROUTER_IMAGE_URL_ALLOW_LOOPBACK: ")
         );
         assert_eq!(count("X", "4").unwrap(), 4);
+    }
+
+    #[test]
+    fn the_telegram_api_base_must_be_https_to_a_public_host() {
+        let strict = Transports::new(None, None, Duration::from_secs(1));
+        let loopback = strict.clone().allow_loopback(true);
+        assert!(telegram_api_base("https://api.telegram.org", &strict).is_ok());
+        for bad in [
+            "http://api.telegram.org",
+            "https://127.0.0.1:8081",
+            "https://169.254.169.254",
+            "https://user:pw@api.telegram.org",
+            "api.telegram.org",
+        ] {
+            let e = telegram_api_base(bad, &strict).unwrap_err().to_string();
+            assert!(e.starts_with("ROUTER_TELEGRAM_API_BASE: "), "{e}");
+        }
+        assert!(telegram_api_base("http://127.0.0.1:8081", &loopback).is_ok());
+        assert!(telegram_api_base("http://api.telegram.org", &loopback).is_err());
     }
 }
