@@ -53,6 +53,9 @@ pub enum ErrorCode {
     /// The single supplier attempt of an image generation outlived its
     /// deadline (408, GP-27).
     GenerationTimeout,
+    /// The request's body did not arrive in time: nothing for the body
+    /// idle timeout, or below the minimum rate (408).
+    RequestTimeout,
     ApiKeySpendLimitExceeded,
     ApiKeyMonthlyBudgetExceeded,
     RateLimitExceeded,
@@ -164,6 +167,7 @@ impl ErrorCode {
             ErrorCode::Conflict => "conflict",
             ErrorCode::PayloadTooLarge => "payload_too_large",
             ErrorCode::GenerationTimeout => "generation_timeout",
+            ErrorCode::RequestTimeout => "request_timeout",
             ErrorCode::ApiKeySpendLimitExceeded => "api_key_spend_limit_exceeded",
             ErrorCode::ApiKeyMonthlyBudgetExceeded => "api_key_monthly_budget_exceeded",
             ErrorCode::RateLimitExceeded => "rate_limit_exceeded",
@@ -209,7 +213,7 @@ impl ErrorCode {
             ErrorCode::Conflict
             | ErrorCode::ChannelAlreadyConnected
             | ErrorCode::IdempotencyConflict => 409,
-            ErrorCode::GenerationTimeout => 408,
+            ErrorCode::GenerationTimeout | ErrorCode::RequestTimeout => 408,
             ErrorCode::PayloadTooLarge | ErrorCode::UploadTooLarge => 413,
             ErrorCode::UnsupportedFileType | ErrorCode::InvalidContentType => 415,
             ErrorCode::InvalidRange => 416,

@@ -162,7 +162,12 @@ async fn play<P: WireProtocol>(
                         false,
                     ),
                 };
-                paced_stream(events, reply.first_chunk_delay_ms, reply.chunk_delay_ms, cut)
+                paced_stream(
+                    events,
+                    reply.first_chunk_delay_ms,
+                    reply.chunk_delay_ms,
+                    cut,
+                )
             } else {
                 let body = P::reply_body(&reply, request, &identity);
                 respond(StatusCode::OK, JSON, response_body::full(body.to_string()))

@@ -4,11 +4,11 @@
 //! handlers read the body and path and write the reply.
 
 use crate::app::App;
+use crate::body::Incoming;
 use crate::body::{ADMIN_BODY_LIMIT, json_body};
 use crate::operator;
 use crate::reply::{self, Body};
 use http::{Response, StatusCode};
-use hyper::body::Incoming;
 use router_canonical::{ApiError, ErrorCode};
 use subtle::ConstantTimeEq;
 use uuid::Uuid;

@@ -22,6 +22,7 @@ pub mod jobs;
 pub mod report;
 
 use crate::app::App;
+use crate::body::Incoming;
 use crate::body::{ADMIN_BODY_LIMIT, read_limited};
 use crate::dispatch::Caller;
 use crate::operator::store_error;
@@ -30,7 +31,6 @@ use crate::reply::{self, Body};
 use deliver::Sent;
 use http::header::{CACHE_CONTROL, HeaderValue};
 use http::{Response, StatusCode};
-use hyper::body::Incoming;
 use report::{Frequency, Report};
 use router_canonical::{ApiError, ErrorCode};
 use router_store::channels::{self as store, Admission, ChannelRow, Connect, NewChannel};

@@ -24,6 +24,9 @@ pub struct ServerConfig {
     pub image_url_allow_loopback: bool,
     pub reaper_interval: Duration,
     pub database_pool_size: usize,
+    /// `ROUTER_HEADER_READ_TIMEOUT_SECS`, `ROUTER_KEEP_ALIVE_IDLE_SECS`,
+    /// `ROUTER_H2_KEEP_ALIVE_SECS`, `ROUTER_BODY_*`, `ROUTER_MAX_CONNECTIONS*`.
+    pub connections: crate::connection::ConnectionLimits,
     /// `ROUTER_TRUSTED_PROXIES`: whose forwarding headers name the client.
     pub trusted_proxies: TrustedProxies,
     /// `ROUTER_PUBLIC_BASE_URL` (default `http://{listen}`).
@@ -62,6 +65,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("hold_lease", &self.hold_lease)
             .field("image_deadline", &self.image_deadline)
             .field("image_url_allow_loopback", &self.image_url_allow_loopback)
+            .field("connections", &self.connections)
             .field("trusted_proxies", &self.trusted_proxies)
             .field("public_base", &self.public_base.origin())
             .field("email", &self.mailer.is_some())

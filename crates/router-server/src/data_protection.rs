@@ -12,12 +12,12 @@
 //! Turning it off restores nothing (GP-37).
 
 use crate::app::App;
+use crate::body::Incoming;
 use crate::body::{ADMIN_BODY_LIMIT, read_limited};
 use crate::reply::{self, Body};
 use crate::session::Session;
 use http::header::{CACHE_CONTROL, HeaderValue};
 use http::{Response, StatusCode};
-use hyper::body::Incoming;
 use router_canonical::{ApiError, ErrorCode};
 use serde::Serialize;
 use uuid::Uuid;

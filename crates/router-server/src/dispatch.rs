@@ -8,6 +8,7 @@
 //! 503 `not_available` for a feature that has not landed.
 
 use crate::app::App;
+use crate::body::Incoming;
 use crate::messages;
 use crate::ownership::{self, Resource};
 use crate::reply::{self, Body};
@@ -21,7 +22,6 @@ use crate::{
 };
 use http::Response;
 use http::header::HeaderValue;
-use hyper::body::Incoming;
 use router_canonical::{ApiError, ErrorCode};
 use router_core::store::ApiKeyRecord;
 use std::sync::{Arc, OnceLock};

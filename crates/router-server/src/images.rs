@@ -11,11 +11,11 @@
 use crate::app::App;
 use crate::auth;
 use crate::body::INFERENCE_BODY_LIMIT;
+use crate::body::Incoming;
 use crate::inference::receive;
 use crate::reply::{self, Body, Envelope};
 use crate::request_log::RequestLog;
 use http::{Response, StatusCode};
-use hyper::body::Incoming;
 use router_canonical::ApiError;
 use router_core::ImageAdmission;
 use router_core::images;

@@ -8,6 +8,7 @@
 use crate::affinity::{self, Affinity};
 use crate::app::App;
 use crate::auth;
+use crate::body::Incoming;
 use crate::body::read_limited;
 use crate::client_stream;
 use crate::reply::{self, Body};
@@ -16,7 +17,6 @@ use crate::surfaces::Surface;
 use bytes::Bytes;
 use http::request::Parts;
 use http::{Response, StatusCode};
-use hyper::body::Incoming;
 use router_canonical::{
     ApiError, ClientCodec, ErrorCode, PromptCacheMode, ReplyContext, Request, StreamContext,
 };

@@ -18,6 +18,7 @@ pub mod channels;
 pub mod client_addr;
 pub mod client_stream;
 pub mod config;
+pub mod connection;
 pub mod data_protection;
 pub mod dispatch;
 pub mod docs;

@@ -4,13 +4,13 @@
 //! carries `request-id` as well as `x-request-id` (D-34, CF-12).
 
 use crate::app::App;
+use crate::body::Incoming;
 use crate::body::MESSAGES_BODY_LIMIT;
 use crate::inference::{self, Headers};
 use crate::reply::{self, Body};
 use crate::surfaces::MESSAGES;
 use http::header::HeaderValue;
 use http::{Response, StatusCode};
-use hyper::body::Incoming;
 use router_canonical::{ApiError, ErrorCode};
 use router_core::store::ApiKeyRecord;
 use router_core::thinking_seal::SealError;

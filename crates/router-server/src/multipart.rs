@@ -28,6 +28,26 @@ pub enum FormError {
     Malformed,
     /// The body is longer than the limit.
     TooLarge,
+    /// The body did not arrive in time (`crate::body::BodyPace`).
+    TimedOut,
+}
+
+/// What a body stream's failure means to a form: a client too slow to send
+/// its body is not one that sent a malformed one.
+pub trait ReadFailure {
+    fn timed_out(&self) -> bool;
+}
+
+impl ReadFailure for crate::body::BodyError {
+    fn timed_out(&self) -> bool {
+        self.is_timeout()
+    }
+}
+
+impl ReadFailure for () {
+    fn timed_out(&self) -> bool {
+        false
+    }
 }
 
 /// The headers of a part that matter to a form.
@@ -82,6 +102,7 @@ pub struct FormData<S> {
 impl<S, E> FormData<S>
 where
     S: Stream<Item = Result<Bytes, E>> + Unpin,
+    E: ReadFailure,
 {
     /// A reader of `stream`, a body of at most `limit` bytes.
     pub fn new(stream: S, boundary: &str, limit: u64) -> Self {
@@ -247,6 +268,7 @@ where
         loop {
             let chunk = match self.stream.next().await {
                 Some(Ok(chunk)) => chunk,
+                Some(Err(e)) if e.timed_out() => return Err(FormError::TimedOut),
                 Some(Err(_)) | None => return Err(FormError::Malformed),
             };
             self.received += chunk.len() as u64;

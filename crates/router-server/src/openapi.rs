@@ -217,6 +217,7 @@ const INFERENCE_ERRORS: &[ErrorCode] = &[
     ErrorCode::ModelNotFound,
     ErrorCode::ExperimentNotFound,
     ErrorCode::PayloadTooLarge,
+    ErrorCode::RequestTimeout,
     ErrorCode::ApiKeySpendLimitExceeded,
     ErrorCode::ApiKeyMonthlyBudgetExceeded,
     ErrorCode::RateLimitExceeded,
@@ -296,6 +297,7 @@ fn inference(endpoint: InferenceEndpoint, schemas: &mut Schemas) -> Described {
                 ErrorCode::ModelNotAllowed,
                 ErrorCode::ModelNotFound,
                 ErrorCode::PayloadTooLarge,
+                ErrorCode::RequestTimeout,
             ];
         }
     }
@@ -426,6 +428,7 @@ fn handler(route: &Route, schemas: &mut Schemas) -> Described {
                 ErrorCode::ModelNotAllowed,
                 ErrorCode::ModelNotFound,
                 ErrorCode::PayloadTooLarge,
+                ErrorCode::RequestTimeout,
                 ErrorCode::GenerationTimeout,
                 ErrorCode::InvalidUpstreamResponse,
                 ErrorCode::UpstreamError,
@@ -905,7 +908,11 @@ fn handler(route: &Route, schemas: &mut Schemas) -> Described {
                     record.clone(),
                     "Exactly `{\"zero_data_retention\": true|false}`; anything else is 400 `invalid_data_protection`.",
                 ));
-                d.errors = vec![ErrorCode::InvalidDataProtection, ErrorCode::PayloadTooLarge];
+                d.errors = vec![
+                    ErrorCode::InvalidDataProtection,
+                    ErrorCode::PayloadTooLarge,
+                    ErrorCode::RequestTimeout,
+                ];
             }
             d.success.push((
                 "200",
@@ -936,6 +943,7 @@ fn handler(route: &Route, schemas: &mut Schemas) -> Described {
                 ErrorCode::ModelNotFound,
                 ErrorCode::IdempotencyConflict,
                 ErrorCode::PayloadTooLarge,
+                ErrorCode::RequestTimeout,
                 ErrorCode::UpstreamError,
                 ErrorCode::UpstreamUnavailable,
                 ErrorCode::RouteUnavailable,

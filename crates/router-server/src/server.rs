@@ -3,13 +3,14 @@
 
 use crate::app::App;
 use crate::client_addr::PeerAddr;
+use crate::connection::{Activity, Admission, ConnectionLimits, Tracked, Watched, watch};
 use crate::dispatch::dispatch;
 use crate::reply::Body;
 use bytes::Bytes;
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Frame;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use std::convert::Infallible;
@@ -38,10 +39,12 @@ pub fn channel_body(rx: tokio::sync::mpsc::Receiver<Bytes>) -> Body {
 /// The largest read (and write) buffer of an HTTP/1 connection.
 const HTTP1_MAX_BUF: usize = 256 * 1024;
 
-/// Serve until `shutdown` resolves, then drain open connections (up to 30 s).
+/// Serve until `shutdown` resolves, then drain open connections (up to 30 s),
+/// under `limits` (see [`crate::connection`]).
 pub async fn serve(
     listener: TcpListener,
     app: Arc<App>,
+    limits: ConnectionLimits,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServeError> {
     let mut builder = auto::Builder::new(TokioExecutor::new());
@@ -51,34 +54,62 @@ pub async fn serve(
     // made it 1.8x instead of 2.5x the time of plain file writes, while 50
     // of them grow RSS by ~25 MiB (docs/performance.md, Uploads).
     builder.http1().max_buf_size(HTTP1_MAX_BUF);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(limits.h2_keep_alive_interval)
+        .keep_alive_timeout(limits.h2_keep_alive_interval);
+    let limits = Arc::new(limits);
+    let admission = Admission::new(&limits);
     let graceful = GracefulShutdown::new();
+    let mut accept_errors = AcceptErrors::default();
     tokio::pin!(shutdown);
     loop {
+        // Back-pressure: no accept without a free place.
+        let place = tokio::select! {
+            place = admission.place() => place,
+            () = &mut shutdown => break,
+        };
         tokio::select! {
             accepted = listener.accept() => {
                 let (stream, peer) = match accepted {
                     Ok(pair) => pair,
                     Err(e) if is_transient(&e) => {
-                        tracing::warn!(error = %e, "accept failed; continuing");
-                        tokio::time::sleep(Duration::from_millis(10)).await;
+                        accept_errors.wait(&e).await;
                         continue;
                     }
                     Err(e) => return Err(ServeError::Accept(e)),
                 };
+                accept_errors.reset();
+                let Some(admitted) = admission.admit(place, peer.ip()) else {
+                    tracing::debug!(peer = %peer.ip(), "connection refused: the address holds its share");
+                    continue;
+                };
                 let _ = stream.set_nodelay(true);
                 let app = app.clone();
+                let activity = Activity::new();
+                let pace = limits.body;
                 // The peer rides on each request (an extension) for key IP
                 // allowlists; see `client_addr`.
                 let peer = PeerAddr(peer.ip());
-                let service = service_fn(move |mut request: http::Request<hyper::body::Incoming>| {
+                let requests = activity.clone();
+                let service = service_fn(move |request: http::Request<hyper::body::Incoming>| {
                     let app = app.clone();
+                    let in_progress = requests.request_started();
+                    let mut request = request.map(|body| crate::body::Incoming::new(body, pace));
                     request.extensions_mut().insert(peer);
-                    async move { Ok::<_, Infallible>(dispatch(app, request).await) }
+                    async move {
+                        let response = dispatch(app, request).await;
+                        Ok::<_, Infallible>(response.map(|body| Tracked::new(body, in_progress)))
+                    }
                 });
-                let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+                let io = TokioIo::new(Watched::new(stream, activity.clone()));
+                let connection = builder.serve_connection_with_upgrades(io, service);
                 let connection = graceful.watch(connection.into_owned());
+                let limits = limits.clone();
                 tokio::spawn(async move {
-                    if let Err(e) = connection.await {
+                    let _admitted = admitted;
+                    if let Some(Err(e)) = watch(connection, activity, limits).await {
                         tracing::debug!(error = %e, "connection ended with an error");
                     }
                 });
@@ -93,10 +124,44 @@ pub async fn serve(
     Ok(())
 }
 
+/// Accept failures that pass (out of descriptors, a connection reset in
+/// the backlog): waited out with a growing pause, and logged at most once
+/// a second instead of at every retry.
+#[derive(Default)]
+struct AcceptErrors {
+    pause: Duration,
+    last_logged: Option<std::time::Instant>,
+    since_logged: u64,
+}
+
+impl AcceptErrors {
+    async fn wait(&mut self, error: &std::io::Error) {
+        self.since_logged += 1;
+        if self
+            .last_logged
+            .is_none_or(|at| at.elapsed() >= Duration::from_secs(1))
+        {
+            tracing::warn!(error = %error, failures = self.since_logged, "accept failed; pausing");
+            self.last_logged = Some(std::time::Instant::now());
+            self.since_logged = 0;
+        }
+        self.pause = (self.pause * 2).clamp(Duration::from_millis(10), Duration::from_secs(1));
+        tokio::time::sleep(self.pause).await;
+    }
+
+    fn reset(&mut self) {
+        self.pause = Duration::ZERO;
+    }
+}
+
 fn is_transient(error: &std::io::Error) -> bool {
     use std::io::ErrorKind::*;
     matches!(
         error.kind(),
         ConnectionAborted | ConnectionReset | Interrupted | WouldBlock
-    ) || error.raw_os_error() == Some(24)
+    ) || matches!(
+        error.raw_os_error(),
+        // EMFILE, ENFILE, ENOBUFS, ENOMEM: resources that come back.
+        Some(24 | 23 | 105 | 12)
+    )
 }

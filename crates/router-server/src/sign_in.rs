@@ -14,13 +14,13 @@
 //! 3. `POST /api/auth/sign-out` ends the session and clears the cookie.
 
 use crate::app::App;
+use crate::body::Incoming;
 use crate::body::{ADMIN_BODY_LIMIT, json_body, read_limited};
 use crate::mail::is_email_address;
 use crate::reply::{self, Body};
 use crate::session::{self, Session};
 use http::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue, SET_COOKIE};
 use http::{Response, StatusCode};
-use hyper::body::Incoming;
 use router_canonical::{ApiError, ErrorCode};
 use router_store::MagicLinkIssue;
 use router_store::sessions::MAGIC_LINK_TTL;

@@ -28,6 +28,7 @@
 //! name.
 
 use crate::app::App;
+use crate::body::Incoming;
 use crate::jobs::JobError;
 use crate::multipart::{self, FormData, FormError, PartHead};
 pub use crate::object_storage::ObjectStorage;
@@ -36,7 +37,6 @@ use crate::reply::{self, Body};
 use bytes::Bytes;
 use http::{Response, StatusCode};
 use http_body_util::BodyExt;
-use hyper::body::Incoming;
 pub use in_flight::InFlight;
 use in_flight::{Claim, Refusal};
 use router_canonical::{ApiError, ErrorCode};
@@ -352,6 +352,7 @@ fn form_error(e: FormError) -> ApiError {
     match e {
         FormError::TooLarge => too_large(),
         FormError::Malformed => invalid_upload("The multipart body is malformed or truncated."),
+        FormError::TimedOut => crate::body::request_timeout(),
     }
 }
 
@@ -386,7 +387,7 @@ async fn spool_part<S>(
     limit: u64,
 ) -> Result<FilePart, ApiError>
 where
-    S: futures::Stream<Item = Result<Bytes, hyper::Error>> + Unpin,
+    S: futures::Stream<Item = Result<Bytes, crate::body::BodyError>> + Unpin,
 {
     let declared = head.content_type;
     let filename = head
@@ -557,10 +558,9 @@ pub async fn create(
         }
     };
     if oversized {
-        // Read what the client is still sending (bounded), so it reads the
-        // 413 instead of a broken pipe.
-        let mut body = body;
-        crate::body::drain(&mut body, 0, MAX_ENVELOPE_BYTES as usize).await;
+        // 413 at once; what the client is still sending is read after the
+        // answer (bounded), so it reads the 413 instead of a broken pipe.
+        crate::body::drain_in_background(&parts.headers, body, 0, MAX_ENVELOPE_BYTES as usize);
         return Err(too_large());
     }
     let part = read_multipart(settings, &parts, body, limit).await?;

@@ -29,6 +29,7 @@
 
 use crate::app::App;
 use crate::auth;
+use crate::body::Incoming;
 use crate::jobs::JobError;
 use crate::ownership::{Owned, Resource, owned_or_not_found};
 use crate::reply::{self, Body, Envelope, Reply};
@@ -37,7 +38,6 @@ use bytes::Bytes;
 use futures::StreamExt;
 use http::header::{ACCEPT_RANGES, CONTENT_LENGTH, CONTENT_RANGE, CONTENT_TYPE, HeaderValue};
 use http::{Response, StatusCode};
-use hyper::body::Incoming;
 use router_canonical::{
     ApiError, ErrorCode, NanoUsd, Protocol, UpstreamState, Usage, VideoRequest, VideoStatus,
 };

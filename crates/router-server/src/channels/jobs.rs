@@ -152,7 +152,7 @@ async fn deliver_one(app: &App, delivery: &Delivery) -> Result<Outcome, StoreErr
 /// without them a body with `as_of` is 404 like the hook itself.
 pub async fn run_job(
     app: &App,
-    request: http::Request<hyper::body::Incoming>,
+    request: http::Request<crate::body::Incoming>,
     name: Option<&str>,
     request_id: &str,
 ) -> Result<http::Response<crate::reply::Body>, router_canonical::ApiError> {
@@ -197,7 +197,7 @@ pub async fn run_job(
 /// only): moves finished requests into another period.
 pub async fn backdate_requests(
     app: &App,
-    request: http::Request<hyper::body::Incoming>,
+    request: http::Request<crate::body::Incoming>,
     request_id: &str,
 ) -> Result<http::Response<crate::reply::Body>, router_canonical::ApiError> {
     crate::jobs::require_test_hooks(app)?;

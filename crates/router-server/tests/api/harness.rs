@@ -6,6 +6,7 @@ use router_mock_supplier::smtp_sink::SmtpSink;
 use router_server::App;
 pub use router_server::app::PromptCacheSettings;
 use router_server::client_addr::TrustedProxies;
+use router_server::connection::ConnectionLimits;
 use router_server::docs::Docs;
 use router_server::mail::Mailer;
 use router_server::public_url::PublicBaseUrl;
@@ -518,6 +519,7 @@ struct Start<'a> {
     mail: bool,
     extra_catalog: &'a str,
     settings: AppSettings,
+    connections: ConnectionLimits,
 }
 
 impl Default for Start<'_> {
@@ -527,6 +529,7 @@ impl Default for Start<'_> {
             mail: false,
             extra_catalog: "",
             settings: AppSettings::default(),
+            connections: ConnectionLimits::default(),
         }
     }
 }
@@ -644,12 +647,22 @@ impl TestRouter {
         .await
     }
 
+    /// A router under these connection limits (timeouts, caps).
+    pub async fn start_connections(connections: ConnectionLimits) -> TestRouter {
+        TestRouter::start_full(Start {
+            connections,
+            ..Start::default()
+        })
+        .await
+    }
+
     async fn start_full(start: Start<'_>) -> TestRouter {
         let Start {
             listen,
             mail,
             extra_catalog,
             settings,
+            connections,
         } = start;
         let uploads = settings.uploads.clone();
         let _ = rustls::crypto::ring::default_provider().install_default();
@@ -686,9 +699,14 @@ impl TestRouter {
         )
         .await;
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        tokio::spawn(router_server::serve(listener, app.clone(), async move {
-            let _ = rx.await;
-        }));
+        tokio::spawn(router_server::serve(
+            listener,
+            app.clone(),
+            connections,
+            async move {
+                let _ = rx.await;
+            },
+        ));
         TestRouter {
             app,
             base,
@@ -745,9 +763,14 @@ impl TestRouter {
         )
         .await;
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        tokio::spawn(router_server::serve(listener, app, async move {
-            let _ = rx.await;
-        }));
+        tokio::spawn(router_server::serve(
+            listener,
+            app,
+            ConnectionLimits::default(),
+            async move {
+                let _ = rx.await;
+            },
+        ));
         SecondRouter {
             base,
             client: reqwest::Client::new(),

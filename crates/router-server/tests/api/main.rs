@@ -12,6 +12,7 @@ mod channels;
 mod chat_completions;
 mod cli;
 mod completions;
+mod connections;
 mod crash;
 mod cross_protocol;
 mod data_protection;

@@ -51,9 +51,14 @@ pub(crate) async fn serve(config: ServerConfig) -> anyhow::Result<()> {
     // On a worker thread, not on this one (`block_on`): a connection's task
     // is then spawned where it will run, instead of waking a worker thread
     // for every accepted connection.
-    tokio::spawn(router_server::serve(listener, app, shutdown_signal()))
-        .await
-        .context("the accept loop panicked")??;
+    tokio::spawn(router_server::serve(
+        listener,
+        app,
+        config.connections.clone(),
+        shutdown_signal(),
+    ))
+    .await
+    .context("the accept loop panicked")??;
     tracing::info!("router stopped");
     Ok(())
 }

@@ -5,8 +5,10 @@
 
 use anyhow::{Context, anyhow, bail};
 use router_server::ServerConfig;
+use router_server::body::BodyPace;
 use router_server::channels::deliver::Transports;
 use router_server::client_addr::TrustedProxies;
+use router_server::connection::ConnectionLimits;
 use router_server::mail::Mailer;
 use router_server::public_url::PublicBaseUrl;
 use router_server::uploads::{ObjectStorage, UploadSettings};
@@ -47,6 +49,35 @@ pub(crate) struct ServeArgs {
     reaper_interval_secs: String,
     #[arg(long, env = "ROUTER_DB_POOL_SIZE", default_value = "32")]
     db_pool_size: String,
+    /// Seconds a client has to send a whole request head, from its first
+    /// byte (or from connecting); an idle connection that starts none is closed.
+    #[arg(long, env = "ROUTER_HEADER_READ_TIMEOUT_SECS", default_value = "10")]
+    header_read_timeout_secs: String,
+    /// Seconds an idle keep-alive connection stays open after its last answer.
+    #[arg(long, env = "ROUTER_KEEP_ALIVE_IDLE_SECS", default_value = "75")]
+    keep_alive_idle_secs: String,
+    /// Seconds between HTTP/2 PINGs; a PING unanswered as long closes the connection.
+    #[arg(long, env = "ROUTER_H2_KEEP_ALIVE_SECS", default_value = "30")]
+    h2_keep_alive_secs: String,
+    /// Seconds a request body may send nothing before it is refused (408).
+    #[arg(long, env = "ROUTER_BODY_IDLE_TIMEOUT_SECS", default_value = "30")]
+    body_idle_timeout_secs: String,
+    /// The least average rate of a request body, in bytes a second, once it
+    /// has been arriving longer than the idle timeout (408); 0: none.
+    #[arg(long, env = "ROUTER_BODY_MIN_BYTES_PER_SEC", default_value = "1024")]
+    body_min_bytes_per_sec: String,
+    /// Client connections open at once; past it new ones wait in the
+    /// listen backlog. `auto`: 16384, or less below the descriptor limit.
+    #[arg(long, env = "ROUTER_MAX_CONNECTIONS", default_value = "auto")]
+    max_connections: String,
+    /// Client connections from one address (IPv6: one /64) at once; past it
+    /// new ones are closed. 0: no limit (behind a load balancer).
+    #[arg(
+        long,
+        env = "ROUTER_MAX_CONNECTIONS_PER_ADDRESS",
+        default_value = "256"
+    )]
+    max_connections_per_address: String,
     /// Proxies (addresses or CIDRs, comma-separated) whose X-Forwarded-For
     /// and Forwarded headers name the client; none by default.
     #[arg(long, env = "ROUTER_TRUSTED_PROXIES", default_value = "")]
@@ -236,6 +267,7 @@ impl ServeArgs {
             )?,
             reaper_interval: seconds("ROUTER_REAPER_INTERVAL_SECS", &self.reaper_interval_secs)?,
             database_pool_size: count("ROUTER_DB_POOL_SIZE", &self.db_pool_size)?,
+            connections: self.connections()?,
             trusted_proxies,
             public_base,
             mailer,
@@ -253,6 +285,45 @@ impl ServeArgs {
             uploads: self.uploads()?,
             videos: router_server::videos::VideoSettings {
                 poll_interval: video_poll_interval(&self.video_poll_interval_ms)?,
+            },
+        })
+    }
+
+    /// The client connection limits.
+    fn connections(&self) -> anyhow::Result<ConnectionLimits> {
+        let max_connections = match self.max_connections.trim() {
+            "auto" => ConnectionLimits::default_max_connections(),
+            text => count("ROUTER_MAX_CONNECTIONS", text)?,
+        };
+        let per_address = match self.max_connections_per_address.trim().parse::<usize>() {
+            Ok(n) => n,
+            Err(_) => bail!(
+                "ROUTER_MAX_CONNECTIONS_PER_ADDRESS: `{}` is not a whole number (0: no limit)",
+                self.max_connections_per_address
+            ),
+        };
+        let min_rate = match self.body_min_bytes_per_sec.trim().parse::<u64>() {
+            Ok(n) => n,
+            Err(_) => bail!(
+                "ROUTER_BODY_MIN_BYTES_PER_SEC: `{}` is not a whole number (0: no minimum)",
+                self.body_min_bytes_per_sec
+            ),
+        };
+        Ok(ConnectionLimits {
+            header_read_timeout: seconds(
+                "ROUTER_HEADER_READ_TIMEOUT_SECS",
+                &self.header_read_timeout_secs,
+            )?,
+            keep_alive_idle: seconds("ROUTER_KEEP_ALIVE_IDLE_SECS", &self.keep_alive_idle_secs)?,
+            h2_keep_alive_interval: seconds("ROUTER_H2_KEEP_ALIVE_SECS", &self.h2_keep_alive_secs)?,
+            max_connections,
+            max_connections_per_address: per_address,
+            body: BodyPace {
+                idle: seconds(
+                    "ROUTER_BODY_IDLE_TIMEOUT_SECS",
+                    &self.body_idle_timeout_secs,
+                )?,
+                min_bytes_per_sec: min_rate,
             },
         })
     }
