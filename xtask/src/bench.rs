@@ -1048,7 +1048,12 @@ impl RouterLaunch<'_> {
                 "ROUTER_OBJECT_STORE",
                 format!("file://{}", self.object_store.display()),
             )
-            .env(SUPPLIER_KEY_ENV, "bench");
+            .env(SUPPLIER_KEY_ENV, "bench")
+            // The load comes from one address, as through a load balancer:
+            // 1,000 open streams must not meet the per-address cap.
+            .env("ROUTER_MAX_CONNECTIONS_PER_ADDRESS", "0")
+            // The upload case sends 50 uploads of one account at once.
+            .env("ROUTER_UPLOAD_CONCURRENCY_PER_ACCOUNT", "64");
         command
     }
 
