@@ -18,7 +18,7 @@ use crate::app::{App, PromptCacheSettings};
 use router_canonical::{ContentPart, PromptCacheMode, Request, Role};
 use router_core::store::ApiKeyRecord;
 use router_store::affinity::AffinityHint;
-use router_store::digest::Digest;
+use router_store::fingerprint::Fingerprint;
 
 /// The response header (chat, responses and messages only, CF-10).
 pub const HEADER: &str = "x-ci-prompt-cache-affinity";
@@ -156,8 +156,8 @@ fn fingerprint(
             header("x-ci-prompt-cache-session").unwrap_or("")
         ),
     };
-    // Hashed as it is walked, not rendered as JSON first (see `Digest`).
-    let mut digest = Digest::default();
+    // Hashed as it is walked, not rendered as JSON first (see `Fingerprint`).
+    let mut digest = Fingerprint::default();
     digest.bytes(scope.as_bytes());
     digest.bytes(request.model.as_bytes());
     let fed = digest.value(&request.tools).ok()? + digest.value(prefix).ok()?;

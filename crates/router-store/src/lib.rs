@@ -25,7 +25,7 @@ pub mod catalog_releases;
 pub mod channels;
 pub mod data_protection;
 mod database;
-pub mod digest;
+pub mod fingerprint;
 mod error;
 pub mod experiments;
 mod front;

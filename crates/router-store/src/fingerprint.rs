@@ -1,4 +1,5 @@
-//! SHA-256 of a serializable value without rendering it as JSON first.
+//! The fingerprint of a serializable value (a SHA-256), computed without
+//! rendering the value as JSON first.
 //!
 //! Prompt-cache affinity fingerprints a request's prefix on every request
 //! that takes part, and a prefix is often tens of kilobytes of text:
@@ -11,35 +12,35 @@
 
 use serde::Serialize;
 use serde::ser::{self, Serializer};
-use sha2::{Digest as _, Sha256};
+use sha2::{Digest, Sha256};
 use std::fmt;
 
 /// A SHA-256 fed part by part; also counts the bytes it was fed.
 #[derive(Default, Clone)]
-pub struct Digest {
+pub struct Fingerprint {
     hash: Sha256,
     len: u64,
 }
 
 /// A value's `Serialize` implementation reported an error.
 #[derive(Debug)]
-pub struct DigestError(String);
+pub struct FingerprintError(String);
 
-impl fmt::Display for DigestError {
+impl fmt::Display for FingerprintError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
 }
 
-impl std::error::Error for DigestError {}
+impl std::error::Error for FingerprintError {}
 
-impl ser::Error for DigestError {
+impl ser::Error for FingerprintError {
     fn custom<T: fmt::Display>(msg: T) -> Self {
-        DigestError(msg.to_string())
+        FingerprintError(msg.to_string())
     }
 }
 
-impl Digest {
+impl Fingerprint {
     /// Feeds `bytes` as one length-prefixed part.
     pub fn bytes(&mut self, bytes: &[u8]) {
         self.feed(&(bytes.len() as u64).to_le_bytes());
@@ -48,7 +49,7 @@ impl Digest {
 
     /// Feeds `value`, serialized; returns how many bytes that fed (about
     /// its JSON length: string contents plus a few bytes per value).
-    pub fn value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<u64, DigestError> {
+    pub fn value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<u64, FingerprintError> {
         let before = self.len;
         value.serialize(&mut *self)?;
         Ok(self.len - before)
@@ -68,9 +69,9 @@ impl Digest {
     }
 }
 
-impl Serializer for &mut Digest {
+impl Serializer for &mut Fingerprint {
     type Ok = ();
-    type Error = DigestError;
+    type Error = FingerprintError;
     type SerializeSeq = Self;
     type SerializeTuple = Self;
     type SerializeTupleStruct = Self;
@@ -79,84 +80,84 @@ impl Serializer for &mut Digest {
     type SerializeStruct = Self;
     type SerializeStructVariant = Self;
 
-    fn serialize_bool(self, v: bool) -> Result<(), DigestError> {
+    fn serialize_bool(self, v: bool) -> Result<(), FingerprintError> {
         self.feed(&[b'b', u8::from(v)]);
         Ok(())
     }
-    fn serialize_i8(self, v: i8) -> Result<(), DigestError> {
+    fn serialize_i8(self, v: i8) -> Result<(), FingerprintError> {
         self.serialize_i64(v.into())
     }
-    fn serialize_i16(self, v: i16) -> Result<(), DigestError> {
+    fn serialize_i16(self, v: i16) -> Result<(), FingerprintError> {
         self.serialize_i64(v.into())
     }
-    fn serialize_i32(self, v: i32) -> Result<(), DigestError> {
+    fn serialize_i32(self, v: i32) -> Result<(), FingerprintError> {
         self.serialize_i64(v.into())
     }
-    fn serialize_i64(self, v: i64) -> Result<(), DigestError> {
+    fn serialize_i64(self, v: i64) -> Result<(), FingerprintError> {
         self.tag(b'i');
         self.feed(&v.to_le_bytes());
         Ok(())
     }
-    fn serialize_i128(self, v: i128) -> Result<(), DigestError> {
+    fn serialize_i128(self, v: i128) -> Result<(), FingerprintError> {
         self.tag(b'I');
         self.feed(&v.to_le_bytes());
         Ok(())
     }
-    fn serialize_u8(self, v: u8) -> Result<(), DigestError> {
+    fn serialize_u8(self, v: u8) -> Result<(), FingerprintError> {
         self.serialize_u64(v.into())
     }
-    fn serialize_u16(self, v: u16) -> Result<(), DigestError> {
+    fn serialize_u16(self, v: u16) -> Result<(), FingerprintError> {
         self.serialize_u64(v.into())
     }
-    fn serialize_u32(self, v: u32) -> Result<(), DigestError> {
+    fn serialize_u32(self, v: u32) -> Result<(), FingerprintError> {
         self.serialize_u64(v.into())
     }
-    fn serialize_u64(self, v: u64) -> Result<(), DigestError> {
+    fn serialize_u64(self, v: u64) -> Result<(), FingerprintError> {
         self.tag(b'u');
         self.feed(&v.to_le_bytes());
         Ok(())
     }
-    fn serialize_u128(self, v: u128) -> Result<(), DigestError> {
+    fn serialize_u128(self, v: u128) -> Result<(), FingerprintError> {
         self.tag(b'U');
         self.feed(&v.to_le_bytes());
         Ok(())
     }
-    fn serialize_f32(self, v: f32) -> Result<(), DigestError> {
+    fn serialize_f32(self, v: f32) -> Result<(), FingerprintError> {
         self.serialize_f64(v.into())
     }
-    fn serialize_f64(self, v: f64) -> Result<(), DigestError> {
+    fn serialize_f64(self, v: f64) -> Result<(), FingerprintError> {
         self.tag(b'f');
         self.feed(&v.to_bits().to_le_bytes());
         Ok(())
     }
-    fn serialize_char(self, v: char) -> Result<(), DigestError> {
+    fn serialize_char(self, v: char) -> Result<(), FingerprintError> {
         self.tag(b'c');
         self.feed(&u32::from(v).to_le_bytes());
         Ok(())
     }
-    fn serialize_str(self, v: &str) -> Result<(), DigestError> {
+    fn serialize_str(self, v: &str) -> Result<(), FingerprintError> {
         self.tag(b's');
         self.bytes(v.as_bytes());
         Ok(())
     }
-    fn serialize_bytes(self, v: &[u8]) -> Result<(), DigestError> {
+    fn serialize_bytes(self, v: &[u8]) -> Result<(), FingerprintError> {
         self.tag(b'y');
         self.bytes(v);
         Ok(())
     }
-    fn serialize_none(self) -> Result<(), DigestError> {
+    fn serialize_none(self) -> Result<(), FingerprintError> {
         self.tag(b'n');
         Ok(())
     }
-    fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result<(), DigestError> {
+    fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result<(), FingerprintError> {
         self.tag(b'S');
         value.serialize(self)
     }
-    fn serialize_unit(self) -> Result<(), DigestError> {
+    fn serialize_unit(self) -> Result<(), FingerprintError> {
         self.tag(b'0');
         Ok(())
     }
-    fn serialize_unit_struct(self, _name: &'static str) -> Result<(), DigestError> {
+    fn serialize_unit_struct(self, _name: &'static str) -> Result<(), FingerprintError> {
         self.serialize_unit()
     }
     fn serialize_unit_variant(
@@ -164,7 +165,7 @@ impl Serializer for &mut Digest {
         _name: &'static str,
         _index: u32,
         variant: &'static str,
-    ) -> Result<(), DigestError> {
+    ) -> Result<(), FingerprintError> {
         self.tag(b'v');
         self.bytes(variant.as_bytes());
         Ok(())
@@ -173,7 +174,7 @@ impl Serializer for &mut Digest {
         self,
         _name: &'static str,
         value: &T,
-    ) -> Result<(), DigestError> {
+    ) -> Result<(), FingerprintError> {
         value.serialize(self)
     }
     fn serialize_newtype_variant<T: Serialize + ?Sized>(
@@ -182,20 +183,20 @@ impl Serializer for &mut Digest {
         _index: u32,
         variant: &'static str,
         value: &T,
-    ) -> Result<(), DigestError> {
+    ) -> Result<(), FingerprintError> {
         self.tag(b'V');
         self.bytes(variant.as_bytes());
         value.serialize(self)
     }
-    fn serialize_seq(self, _len: Option<usize>) -> Result<Self, DigestError> {
+    fn serialize_seq(self, _len: Option<usize>) -> Result<Self, FingerprintError> {
         self.tag(b'[');
         Ok(self)
     }
-    fn serialize_tuple(self, _len: usize) -> Result<Self, DigestError> {
+    fn serialize_tuple(self, _len: usize) -> Result<Self, FingerprintError> {
         self.tag(b'(');
         Ok(self)
     }
-    fn serialize_tuple_struct(self, _name: &'static str, len: usize) -> Result<Self, DigestError> {
+    fn serialize_tuple_struct(self, _name: &'static str, len: usize) -> Result<Self, FingerprintError> {
         self.serialize_tuple(len)
     }
     fn serialize_tuple_variant(
@@ -204,17 +205,17 @@ impl Serializer for &mut Digest {
         _index: u32,
         variant: &'static str,
         _len: usize,
-    ) -> Result<Self, DigestError> {
+    ) -> Result<Self, FingerprintError> {
         self.tag(b'T');
         self.bytes(variant.as_bytes());
         self.tag(b'(');
         Ok(self)
     }
-    fn serialize_map(self, _len: Option<usize>) -> Result<Self, DigestError> {
+    fn serialize_map(self, _len: Option<usize>) -> Result<Self, FingerprintError> {
         self.tag(b'{');
         Ok(self)
     }
-    fn serialize_struct(self, _name: &'static str, _len: usize) -> Result<Self, DigestError> {
+    fn serialize_struct(self, _name: &'static str, _len: usize) -> Result<Self, FingerprintError> {
         self.tag(b'{');
         Ok(self)
     }
@@ -224,7 +225,7 @@ impl Serializer for &mut Digest {
         _index: u32,
         variant: &'static str,
         _len: usize,
-    ) -> Result<Self, DigestError> {
+    ) -> Result<Self, FingerprintError> {
         self.tag(b'W');
         self.bytes(variant.as_bytes());
         self.tag(b'{');
@@ -235,13 +236,13 @@ impl Serializer for &mut Digest {
 /// A sequence-like compound: its elements in order, then `close`.
 macro_rules! sequence_like {
     ($trait:ident, $method:ident, $close:literal) => {
-        impl ser::$trait for &mut Digest {
+        impl ser::$trait for &mut Fingerprint {
             type Ok = ();
-            type Error = DigestError;
-            fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), DigestError> {
+            type Error = FingerprintError;
+            fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), FingerprintError> {
                 value.serialize(&mut **self)
             }
-            fn end(self) -> Result<(), DigestError> {
+            fn end(self) -> Result<(), FingerprintError> {
                 self.tag($close);
                 Ok(())
             }
@@ -257,19 +258,19 @@ sequence_like!(SerializeTupleVariant, serialize_field, b')');
 /// A struct-like compound: each field's name and value, then `}`.
 macro_rules! struct_like {
     ($trait:ident) => {
-        impl ser::$trait for &mut Digest {
+        impl ser::$trait for &mut Fingerprint {
             type Ok = ();
-            type Error = DigestError;
+            type Error = FingerprintError;
             fn serialize_field<T: Serialize + ?Sized>(
                 &mut self,
                 key: &'static str,
                 value: &T,
-            ) -> Result<(), DigestError> {
+            ) -> Result<(), FingerprintError> {
                 self.tag(b'k');
                 self.bytes(key.as_bytes());
                 value.serialize(&mut **self)
             }
-            fn end(self) -> Result<(), DigestError> {
+            fn end(self) -> Result<(), FingerprintError> {
                 self.tag(b'}');
                 Ok(())
             }
@@ -280,16 +281,16 @@ macro_rules! struct_like {
 struct_like!(SerializeStruct);
 struct_like!(SerializeStructVariant);
 
-impl ser::SerializeMap for &mut Digest {
+impl ser::SerializeMap for &mut Fingerprint {
     type Ok = ();
-    type Error = DigestError;
-    fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), DigestError> {
+    type Error = FingerprintError;
+    fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), FingerprintError> {
         key.serialize(&mut **self)
     }
-    fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), DigestError> {
+    fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), FingerprintError> {
         value.serialize(&mut **self)
     }
-    fn end(self) -> Result<(), DigestError> {
+    fn end(self) -> Result<(), FingerprintError> {
         self.tag(b'}');
         Ok(())
     }
@@ -301,7 +302,7 @@ mod tests {
     use serde_json::json;
 
     fn digest(value: &serde_json::Value) -> [u8; 32] {
-        let mut d = Digest::default();
+        let mut d = Fingerprint::default();
         d.value(value).unwrap();
         d.finish()
     }
@@ -328,7 +329,7 @@ mod tests {
     #[test]
     fn counts_about_the_json_length_of_text() {
         let text = "x".repeat(10_000);
-        let mut d = Digest::default();
+        let mut d = Fingerprint::default();
         let fed = d.value(&json!([{"text": text}])).unwrap();
         assert!((10_000..10_100).contains(&fed), "{fed}");
     }
@@ -336,7 +337,7 @@ mod tests {
     #[test]
     fn parts_are_length_prefixed() {
         let of = |parts: &[&[u8]]| {
-            let mut d = Digest::default();
+            let mut d = Fingerprint::default();
             for part in parts {
                 d.bytes(part);
             }
