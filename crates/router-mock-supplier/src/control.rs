@@ -20,9 +20,9 @@ use hyper::body::Incoming;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::endpoint::{error_response, respond};
 use crate::playbook::Playbook;
 use crate::response_body::{self, ResponseBody};
+use crate::response_body::{error_response, respond};
 use crate::script::Script;
 
 /// Path prefix of every control endpoint.

@@ -7,18 +7,17 @@
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue, LOCATION, RETRY_AFTER};
+use http::header::{CACHE_CONTROL, HeaderValue, LOCATION, RETRY_AFTER};
 use http::{Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use serde_json::Value;
 
 use crate::connection::ConnectionControl;
-use crate::openai_error;
 use crate::playbook::Playbook;
 use crate::recorded_call::RecordedCall;
 use crate::reply_identity::ReplyIdentity;
-use crate::response_body::{self, BodySender, ResponseBody};
+use crate::response_body::{self, BodySender, ResponseBody, json_response, respond};
 use crate::script::{MockImage, MockReply, Script};
 
 const JSON: &str = "application/json";
@@ -414,31 +413,5 @@ fn redirect<P: WireProtocol>(status: u16, location: &str) -> Response<ResponseBo
         &P::error_body(status, &format!("mock supplier scripted redirect {status}")),
     );
     response.headers_mut().insert(LOCATION, location);
-    response
-}
-
-/// An OpenAI-style error about the mock itself, for paths that belong to no
-/// protocol (control endpoints, unknown paths).
-pub(crate) fn error_response(status: StatusCode, message: &str) -> Response<ResponseBody> {
-    json_response(
-        status,
-        &openai_error::envelope(message, "mock_supplier_error"),
-    )
-}
-
-fn json_response(status: StatusCode, body: &Value) -> Response<ResponseBody> {
-    respond(status, JSON, response_body::full(body.to_string()))
-}
-
-pub(crate) fn respond(
-    status: StatusCode,
-    content_type: &'static str,
-    body: ResponseBody,
-) -> Response<ResponseBody> {
-    let mut response = Response::new(body);
-    *response.status_mut() = status;
-    response
-        .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
     response
 }

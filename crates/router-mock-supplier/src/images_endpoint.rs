@@ -11,9 +11,10 @@ use bytes::Bytes;
 use http::{Response, StatusCode};
 use serde_json::{Value, json};
 
-use crate::endpoint::{EventStream, WireProtocol, respond};
+use crate::endpoint::{EventStream, WireProtocol};
 use crate::openai_error;
 use crate::reply_identity::ReplyIdentity;
+use crate::response_body::respond;
 use crate::response_body::{self, ResponseBody};
 use crate::script::{ImageAnswer, MockImage, MockReply};
 
@@ -133,7 +134,7 @@ pub(crate) fn serve_content(path: &str, query: Option<&str>) -> Response<Respons
         "bad_crc.png" => ImageAnswer::BadCrc,
         "not_png.png" => ImageAnswer::NotPng,
         _ => {
-            return crate::endpoint::error_response(
+            return crate::response_body::error_response(
                 StatusCode::NOT_FOUND,
                 &format!("the mock supplier has no image at {path}"),
             );

@@ -4,11 +4,17 @@
 
 use std::time::Duration;
 
+use http::header::{CONTENT_TYPE, HeaderValue};
+use http::{Response, StatusCode};
+use serde_json::Value;
+
 use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::Frame;
 use tokio::sync::mpsc;
+
+use crate::openai_error;
 
 /// The body of every response.
 pub(crate) type ResponseBody = BoxBody<Bytes, ScriptedAbort>;
@@ -69,4 +75,30 @@ impl BodySender {
         // If the client is already gone there is nothing left to abort.
         let _ = self.sender.send(Err(ScriptedAbort::ConnectionClosed)).await;
     }
+}
+
+/// An OpenAI-style error about the mock itself, for paths that belong to no
+/// protocol (control endpoints, unknown paths).
+pub(crate) fn error_response(status: StatusCode, message: &str) -> Response<ResponseBody> {
+    json_response(
+        status,
+        &openai_error::envelope(message, "mock_supplier_error"),
+    )
+}
+
+pub(crate) fn json_response(status: StatusCode, body: &Value) -> Response<ResponseBody> {
+    respond(status, "application/json", full(body.to_string()))
+}
+
+pub(crate) fn respond(
+    status: StatusCode,
+    content_type: &'static str,
+    body: ResponseBody,
+) -> Response<ResponseBody> {
+    let mut response = Response::new(body);
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    response
 }

@@ -22,8 +22,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::connection::ConnectionControl;
-use crate::endpoint::{error_response, respond};
 use crate::response_body::{self, ResponseBody};
+use crate::response_body::{error_response, respond};
 
 /// What a video job created under a model does.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
