@@ -23,7 +23,7 @@ pub struct App {
     /// The catalog file a reload reads (`ROUTER_CATALOG`).
     pub catalog_path: String,
     /// Resolves supplier key variables of a catalog being loaded.
-    pub catalog_env: crate::catalog_release::CatalogEnv,
+    pub catalog_env: crate::catalog_view::CatalogEnv,
     /// Signs pricing-change cursors; loaded from PostgreSQL on first use.
     pub cursor_key: tokio::sync::OnceCell<ring::hmac::Key>,
     /// The user manual and its search index (`GET /v1/docs`).

@@ -16,14 +16,6 @@ use router_store::catalog_releases::{self, ModelSnapshot, Recorded};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
-/// Resolves supplier API-key variables when a catalog is parsed.
-pub type CatalogEnv = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
-
-/// The process environment, as production resolves supplier keys.
-pub fn process_env() -> CatalogEnv {
-    Arc::new(|name| std::env::var(name).ok())
-}
-
 fn rfc3339(at: chrono::DateTime<chrono::Utc>) -> String {
     at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
 }

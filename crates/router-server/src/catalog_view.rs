@@ -13,6 +13,14 @@ use serde_json::{Map, Value, json};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+/// Resolves supplier API-key variables when a catalog is parsed.
+pub type CatalogEnv = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// The process environment, as production resolves supplier keys.
+pub fn process_env() -> CatalogEnv {
+    Arc::new(|name| std::env::var(name).ok())
+}
+
 /// A price of nano-USD (per million tokens, per image, per second) as an
 /// exact decimal USD JSON number.
 pub fn usd(nanos: i64) -> Value {

@@ -74,7 +74,7 @@ pub fn relay(
             }
         });
     }
-    let mut response = Response::new(crate::server::channel_body(rx));
+    let mut response = Response::new(crate::reply::channel_body(rx));
     let headers = response.headers_mut();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));

@@ -13,7 +13,6 @@ use http::header::HeaderValue;
 use http::{Response, StatusCode};
 use router_canonical::{ApiError, ErrorCode};
 use router_core::store::ApiKeyRecord;
-use router_core::thinking_seal::SealError;
 use std::sync::Arc;
 use uuid::Uuid;
 
@@ -73,22 +72,4 @@ async fn count_tokens(
 pub struct InputTokens {
     /// A local estimate of the request's input tokens.
     pub input_tokens: u64,
-}
-
-/// The `param` naming a thinking block whose router signature was refused,
-/// in the client's own message indexes: the canonical request has the
-/// Messages `system` prompt as messages of its own in front.
-pub fn signature_param(body: &[u8], error: &SealError) -> String {
-    #[derive(serde::Deserialize)]
-    struct Messages {
-        messages: Vec<serde::de::IgnoredAny>,
-    }
-    let in_canonical = error.message;
-    let message = match serde_json::from_slice::<Messages>(body) {
-        Ok(wire) => {
-            in_canonical.saturating_sub(error.total_messages.saturating_sub(wire.messages.len()))
-        }
-        Err(_) => in_canonical,
-    };
-    format!("messages[{message}].content[{}].signature", error.part)
 }

@@ -5,12 +5,25 @@ use http::header::{CONTENT_TYPE, HeaderValue};
 use http::{Response, StatusCode};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
-use router_canonical::ApiError;
+use router_canonical::{ApiError, ClientCodec};
+use router_chat::ChatClient;
+use router_messages::MessagesClient;
 use serde::Serialize;
 use std::convert::Infallible;
 
 pub type Body = BoxBody<Bytes, Infallible>;
 pub type Reply = Response<Body>;
+
+/// A response body fed by a channel: each message is one frame, written as
+/// it arrives (no buffering of whole streams).
+pub fn channel_body(rx: tokio::sync::mpsc::Receiver<Bytes>) -> Body {
+    let frames = futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv()
+            .await
+            .map(|bytes| (Ok::<_, Infallible>(hyper::body::Frame::data(bytes)), rx))
+    });
+    http_body_util::StreamBody::new(frames).boxed()
+}
 
 /// Which envelope the errors of a non-inference endpoint use (inference
 /// surfaces use their codec's, see `surfaces.rs`).
@@ -73,8 +86,21 @@ pub fn set_request_id(headers: &mut http::HeaderMap, request_id: &str) {
 
 pub fn error(envelope: Envelope, error: &ApiError, request_id: &str) -> Reply {
     match envelope {
-        Envelope::OpenAi => crate::surfaces::CHAT.error(error, request_id),
-        Envelope::Messages => crate::surfaces::MESSAGES.error(error, request_id),
+        // The surfaces' own codecs render these (`surfaces.rs` does the
+        // same for a surface's request; the envelope is the codec's).
+        Envelope::OpenAi => error_with(
+            ChatClient {
+                always_include_usage: false,
+            }
+            .error_body(error),
+            error,
+            request_id,
+        ),
+        Envelope::Messages => {
+            let mut response = error_with(MessagesClient.error_body(error), error, request_id);
+            set_messages_request_id(response.headers_mut(), request_id);
+            response
+        }
         Envelope::Video => {
             let code = error.code;
             let body = VideoError {

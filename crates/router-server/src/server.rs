@@ -5,10 +5,6 @@ use crate::app::App;
 use crate::client_addr::PeerAddr;
 use crate::connection::{Activity, Admission, ConnectionLimits, Tracked, Watched, watch};
 use crate::dispatch::dispatch;
-use crate::reply::Body;
-use bytes::Bytes;
-use http_body_util::{BodyExt, StreamBody};
-use hyper::body::Frame;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
@@ -23,17 +19,6 @@ use tokio::net::TcpListener;
 pub enum ServeError {
     #[error("accept failed: {0}")]
     Accept(std::io::Error),
-}
-
-/// A response body fed by a channel: each message is one frame, written as
-/// it arrives (no buffering of whole streams).
-pub fn channel_body(rx: tokio::sync::mpsc::Receiver<Bytes>) -> Body {
-    let frames = futures::stream::unfold(rx, |mut rx| async move {
-        rx.recv()
-            .await
-            .map(|bytes| (Ok::<_, Infallible>(Frame::data(bytes)), rx))
-    });
-    StreamBody::new(frames).boxed()
 }
 
 /// The largest read (and write) buffer of an HTTP/1 connection.

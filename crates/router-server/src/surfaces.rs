@@ -24,6 +24,24 @@ pub struct Surface<C> {
     pub signature_param: fn(&[u8], &SealError) -> String,
 }
 
+/// The `param` naming a thinking block whose router signature was refused,
+/// in the client's own message indexes: the canonical request has the
+/// Messages `system` prompt as messages of its own in front.
+fn messages_signature_param(body: &[u8], error: &SealError) -> String {
+    #[derive(serde::Deserialize)]
+    struct Messages {
+        messages: Vec<serde::de::IgnoredAny>,
+    }
+    let in_canonical = error.message;
+    let message = match serde_json::from_slice::<Messages>(body) {
+        Ok(wire) => {
+            in_canonical.saturating_sub(error.total_messages.saturating_sub(wire.messages.len()))
+        }
+        Err(_) => in_canonical,
+    };
+    format!("messages[{message}].content[{}].signature", error.part)
+}
+
 fn canonical_signature_param(_body: &[u8], error: &SealError) -> String {
     error.canonical_path()
 }
@@ -55,7 +73,7 @@ pub static MESSAGES: Surface<MessagesClient> = Surface {
     body_limit: MESSAGES_BODY_LIMIT,
     id_prefix: "msg_",
     messages_request_id: true,
-    signature_param: crate::messages::signature_param,
+    signature_param: messages_signature_param,
 };
 
 /// `POST /v1/completions` (legacy): rides the Chat path (E-09, CF-11).

@@ -593,7 +593,7 @@ pub async fn content(
                 }
             }
         });
-        crate::server::channel_body(receiver)
+        crate::reply::channel_body(receiver)
     };
     let length = if size == 0 { 0 } else { end - start + 1 };
     let mut response = Response::new(body);

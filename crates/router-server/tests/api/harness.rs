@@ -467,7 +467,7 @@ pub async fn build_app(
         channel_url_allow_loopback,
     } = settings;
     let text = std::fs::read_to_string(catalog_path).unwrap();
-    let env: router_server::catalog_release::CatalogEnv =
+    let env: router_server::catalog_view::CatalogEnv =
         Arc::new(|_| Some("supplier-secret-key".to_owned()));
     let catalog = Arc::new(Catalog::parse(&text, catalog_path, |n| env(n)).unwrap());
     let (views, _) =

@@ -68,7 +68,7 @@ pub(crate) async fn serve(config: ServerConfig) -> anyhow::Result<()> {
 pub(crate) fn load_catalog(path: &str) -> anyhow::Result<(Catalog, String)> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| anyhow::anyhow!("ROUTER_CATALOG: cannot read catalog {path}: {e}"))?;
-    let env = catalog_release::process_env();
+    let env = router_server::catalog_view::process_env();
     let catalog = Catalog::parse(&text, path, |name| env(name))
         .map_err(|e| anyhow::anyhow!("ROUTER_CATALOG: {e}"))?;
     Ok((catalog, text))
@@ -118,7 +118,7 @@ pub(crate) async fn app(
         session_ttl: config.session_ttl,
         catalog: CatalogCell::new(views),
         catalog_path: config.catalog_path.clone(),
-        catalog_env: catalog_release::process_env(),
+        catalog_env: router_server::catalog_view::process_env(),
         cursor_key: tokio::sync::OnceCell::new(),
         reaper_interval: config.reaper_interval,
         prompt_cache: config.prompt_cache,
