@@ -141,6 +141,8 @@ mod tests {
             "router-supply",
             &["diesel", "router-store", "router-server"],
         );
+        // A product wing is reached through the server, never the reverse.
+        assert_free_of(&closure, "router-uploads", &["router-server"]);
     }
 
     #[test]
