@@ -44,12 +44,11 @@ pub struct App {
     /// `ROUTER_ADMIN_TEST_HOOKS=1`: the routes that bend time for tests
     /// exist (`jobs::require_test_hooks`); never in production.
     pub test_hooks: bool,
-    /// Object storage, retention and spool of temporary uploads
+    /// Temporary uploads: object storage, retention and spool
     /// (`ROUTER_OBJECT_STORE`, `ROUTER_UPLOAD_TTL_SECS`,
-    /// `ROUTER_UPLOAD_TOMBSTONE_SECS`, `ROUTER_UPLOAD_CONCURRENCY_*`).
-    pub uploads: crate::uploads::UploadSettings,
-    /// The uploads in progress on this instance and what they reserve.
-    pub uploads_in_flight: crate::uploads::InFlight,
+    /// `ROUTER_UPLOAD_TOMBSTONE_SECS`, `ROUTER_UPLOAD_CONCURRENCY_*`) and
+    /// the uploads in progress on this instance.
+    pub uploads: router_uploads::Uploads,
     /// Video jobs (`ROUTER_VIDEO_POLL_INTERVAL_MS`); their content goes to
     /// the uploads' object store.
     pub videos: crate::videos::VideoSettings,

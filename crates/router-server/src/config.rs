@@ -47,7 +47,7 @@ pub struct ServerConfig {
     pub metrics: bool,
     /// `ROUTER_OBJECT_STORE`, `ROUTER_UPLOAD_TTL_SECS`, `ROUTER_UPLOAD_TOMBSTONE_SECS`,
     /// `ROUTER_UPLOAD_CONCURRENCY_PER_ACCOUNT`, `ROUTER_UPLOAD_CONCURRENCY_TOTAL`.
-    pub uploads: crate::uploads::UploadSettings,
+    pub uploads: router_uploads::UploadSettings,
     /// `ROUTER_VIDEO_POLL_INTERVAL_MS`.
     pub videos: crate::videos::VideoSettings,
 }

@@ -77,7 +77,13 @@ async fn run<C: ClientCodec>(
     check_model(&catalog, &inbound.key, &canonical.model, log)?;
     apply_headers(&inbound.parts.headers, &inbound.key, &mut canonical);
     // Upload references become their bytes before routing (H-02, GP-42).
-    crate::uploads::resolve_references(&app, &inbound.key, &mut canonical).await?;
+    app.uploads
+        .resolve_references(
+            inbound.key.account_id,
+            inbound.key.account_zdr,
+            &mut canonical,
+        )
+        .await?;
     // The conservative bound on image input (H-07), before any supplier call.
     crate::image_input::check(&canonical)?;
     let assignment = experiment(&app, &inbound, &mut canonical, request_id).await?;

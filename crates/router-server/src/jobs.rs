@@ -75,8 +75,8 @@ pub static REGISTRY: &[JobSpec] = &[
     },
     JobSpec {
         name: "upload-expiry",
-        every: |app| app.uploads.every,
-        run: |app| Box::pin(crate::uploads::expiry_pass(app)),
+        every: |app| app.uploads.settings.every,
+        run: |app| Box::pin(futures::TryFutureExt::err_into(app.uploads.expiry_pass())),
     },
     // Video jobs (`videos.rs`): poll each active job once per interval,
     // complete (content copied, then settled) or fail (released).
@@ -87,8 +87,8 @@ pub static REGISTRY: &[JobSpec] = &[
     },
     JobSpec {
         name: "upload-purge",
-        every: |app| app.uploads.every,
-        run: |app| Box::pin(crate::uploads::purge_pass(app)),
+        every: |app| app.uploads.settings.every,
+        run: |app| Box::pin(futures::TryFutureExt::err_into(app.uploads.purge_pass())),
     },
 ];
 

@@ -31,8 +31,6 @@ pub mod jobs;
 pub mod mail;
 pub mod messages;
 pub mod metrics;
-pub mod multipart;
-pub mod object_storage;
 pub mod openapi;
 pub mod operator;
 pub mod ownership;

@@ -867,7 +867,7 @@ fn handler(route: &Route, schemas: &mut Schemas) -> Described {
                 "201",
                 "The upload record; `expires_at` is one hour after admission.",
                 "application/json",
-                Some(schemas.of::<crate::uploads::UploadRecord>()),
+                Some(schemas.of::<router_uploads::UploadRecord>()),
             ));
             d.errors = vec![
                 ErrorCode::InvalidUpload,

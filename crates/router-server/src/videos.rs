@@ -319,7 +319,7 @@ async fn run_create(
         return replay(&app, row, &fingerprint, id_text).await;
     }
     let (model, route, charge) = plan(&catalog, &key, &video_request)?;
-    if app.uploads.storage.is_none() {
+    if app.uploads.storage().is_none() {
         return Err(ApiError::new(
             ErrorCode::RouteUnavailable,
             "Video storage is not configured on this router.",
@@ -562,8 +562,7 @@ pub async fn content(
     };
     let storage = app
         .uploads
-        .storage
-        .as_ref()
+        .storage()
         .ok_or_else(|| storage_failure(&"no object store"))?;
     let body: Body = if size == 0 {
         reply::full(Bytes::new())
@@ -745,7 +744,7 @@ async fn poll_one(app: &App, row: VideoRow) -> Result<(), String> {
 /// is always downloadable). A crash between the two leaves the job active;
 /// the next poll copies again (same key) and settles.
 async fn complete(app: &App, row: &VideoRow, route: &Route, task_id: &str) -> Result<(), String> {
-    let storage = app.uploads.storage.as_ref().ok_or("no object store")?;
+    let storage = app.uploads.storage().ok_or("no object store")?;
     let started_at = SystemTime::now();
     let started = std::time::Instant::now();
     let download = app

@@ -10,10 +10,10 @@ use router_server::connection::ConnectionLimits;
 use router_server::docs::Docs;
 use router_server::mail::Mailer;
 use router_server::public_url::PublicBaseUrl;
-use router_server::uploads::{ObjectStorage, UploadSettings};
 use router_store::test_support::TestDatabase;
 use router_supply::HttpSuppliers;
 use router_supply::url_guard::UrlPolicy;
+use router_uploads::{ObjectStorage, UploadSettings};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
@@ -485,6 +485,7 @@ pub async fn build_app(
         .with_image_url_policy(UrlPolicy {
             allow_loopback: images.allow_loopback,
         });
+    let uploads = router_uploads::Uploads::new(uploads, database.clone());
     let gateway = Gateway::new(catalog, database, suppliers, config, seal_key);
     let app = Arc::new(App {
         gateway,
@@ -500,7 +501,6 @@ pub async fn build_app(
         channels: test_transports(channel_url_allow_loopback),
         prompt_cache,
         uploads,
-        uploads_in_flight: Default::default(),
         session_ttl: router_server::session::DEFAULT_TTL,
         reaper_interval: Duration::from_secs(30),
         // Tests are who the time-bending routes are for (a second router

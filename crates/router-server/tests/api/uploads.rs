@@ -6,7 +6,7 @@
 
 use crate::harness::*;
 use futures::future::join_all;
-use router_server::uploads::UploadSettings;
+use router_uploads::UploadSettings;
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -689,8 +689,7 @@ async fn a_failing_store_leaves_nothing_counted_against_the_quota() {
         .join(uuid::Uuid::new_v4().simple().to_string());
     let settings = UploadSettings {
         storage: Some(
-            router_server::uploads::ObjectStorage::from_url(&format!("file://{}", dir.display()))
-                .unwrap(),
+            router_uploads::ObjectStorage::from_url(&format!("file://{}", dir.display())).unwrap(),
         ),
         ..UploadSettings::default()
     };
@@ -1210,7 +1209,7 @@ async fn a_store_failing_mid_write_leaves_no_orphan_and_no_quota_used() {
         aborted: aborted.clone(),
     };
     let settings = UploadSettings {
-        storage: Some(router_server::uploads::ObjectStorage::from_store(
+        storage: Some(router_uploads::ObjectStorage::from_store(
             std::sync::Arc::new(store),
             256 * 1024,
             "failing mid-write",
@@ -1442,7 +1441,7 @@ async fn uploads_in_progress_reserve_the_quota_before_their_bodies_are_read() {
     let held = HeldUpload::open(&r, &c.key, four.clone(), MIB, false).await;
     wait_until("the held upload to spool", || spooled_bytes(&r) > 0).await;
     assert_eq!(
-        r.app.uploads_in_flight.usage(account),
+        r.app.uploads.in_flight.usage(account),
         (1, four.len() as u64)
     );
 
@@ -1461,7 +1460,7 @@ async fn uploads_in_progress_reserve_the_quota_before_their_bodies_are_read() {
     let all_but_the_end = three.len() - 64;
     let chunked = HeldUpload::open(&r, &c.key, three, all_but_the_end, true).await;
     wait_until("the chunked upload to reserve and spool", || {
-        r.app.uploads_in_flight.usage(account).1 == four.len() as u64 + room
+        r.app.uploads.in_flight.usage(account).1 == four.len() as u64 + room
             && spooled_bytes(&r) >= room
     })
     .await;
@@ -1473,7 +1472,7 @@ async fn uploads_in_progress_reserve_the_quota_before_their_bodies_are_read() {
         spooled <= MIB as u64 + room,
         "{spooled} spooled, room {room}"
     );
-    assert!(spooled <= r.app.uploads_in_flight.usage(account).1);
+    assert!(spooled <= r.app.uploads.in_flight.usage(account).1);
     let (status, _, body) = chunked.finish().await;
     assert_eq!(
         (status, code(&body)),
@@ -1484,7 +1483,7 @@ async fn uploads_in_progress_reserve_the_quota_before_their_bodies_are_read() {
     // The held upload's client goes away: its reservation and spool go too.
     drop(held);
     wait_until("the reservation to be released", || {
-        r.app.uploads_in_flight.usage(account) == (0, 0)
+        r.app.uploads.in_flight.usage(account) == (0, 0)
     })
     .await;
     wait_until("the spool to be removed", || {
@@ -1545,7 +1544,7 @@ async fn four_uploads_of_an_account_at_once_and_a_fifth_is_429() {
         assert_eq!(status, 201, "{answer}");
     }
     assert_eq!(
-        r.app.uploads_in_flight.usage(uuid_of(&c.account_id)),
+        r.app.uploads.in_flight.usage(uuid_of(&c.account_id)),
         (0, 0)
     );
 }
@@ -1577,7 +1576,7 @@ async fn past_the_total_cap_uploads_are_503_with_retry_after() {
 
     drop(held_a);
     wait_until("the dropped upload to end", || {
-        r.app.uploads_in_flight.usage(uuid_of(&a.account_id)).0 == 1
+        r.app.uploads.in_flight.usage(uuid_of(&a.account_id)).0 == 1
     })
     .await;
     upload_png(&r, &c.key).await;

@@ -105,6 +105,7 @@ pub(crate) async fn app(
     let seal_key = SealKey::load(&db)
         .await
         .context("loading the thinking seal key")?;
+    let uploads = router_uploads::Uploads::new(config.uploads.clone(), db.clone());
     let gateway = Gateway::new(catalog, db, suppliers, gateway_config, seal_key);
     let docs = Docs::new(&config.public_base).context("indexing the user manual")?;
     Ok(App {
@@ -123,8 +124,7 @@ pub(crate) async fn app(
         reaper_interval: config.reaper_interval,
         prompt_cache: config.prompt_cache,
         test_hooks: config.test_hooks,
-        uploads: config.uploads.clone(),
-        uploads_in_flight: Default::default(),
+        uploads,
         videos: config.videos,
     })
 }

@@ -11,7 +11,7 @@ use router_server::client_addr::TrustedProxies;
 use router_server::connection::ConnectionLimits;
 use router_server::mail::Mailer;
 use router_server::public_url::PublicBaseUrl;
-use router_server::uploads::{ObjectStorage, UploadSettings};
+use router_uploads::{ObjectStorage, UploadSettings};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,5 +1,5 @@
 //! A streaming `multipart/form-data` reader (RFC 7578 over RFC 2046) for
-//! `POST /v1/uploads`.
+//! an upload's body.
 //!
 //! A part's data is handed on as slices of the chunks the connection
 //! delivered, never copied: only part headers, and the few bytes that may
@@ -28,20 +28,15 @@ pub enum FormError {
     Malformed,
     /// The body is longer than the limit.
     TooLarge,
-    /// The body did not arrive in time (`crate::body::BodyPace`).
+    /// The body did not arrive in time (its stream said so, [`ReadFailure`]).
     TimedOut,
 }
 
 /// What a body stream's failure means to a form: a client too slow to send
-/// its body is not one that sent a malformed one.
+/// its body is not one that sent a malformed one. The body's reader (the
+/// HTTP edge) implements it for its error type.
 pub trait ReadFailure {
     fn timed_out(&self) -> bool;
-}
-
-impl ReadFailure for crate::body::BodyError {
-    fn timed_out(&self) -> bool {
-        self.is_timeout()
-    }
 }
 
 impl ReadFailure for () {
