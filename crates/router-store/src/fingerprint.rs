@@ -196,7 +196,11 @@ impl Serializer for &mut Fingerprint {
         self.tag(b'(');
         Ok(self)
     }
-    fn serialize_tuple_struct(self, _name: &'static str, len: usize) -> Result<Self, FingerprintError> {
+    fn serialize_tuple_struct(
+        self,
+        _name: &'static str,
+        len: usize,
+    ) -> Result<Self, FingerprintError> {
         self.serialize_tuple(len)
     }
     fn serialize_tuple_variant(
@@ -239,7 +243,10 @@ macro_rules! sequence_like {
         impl ser::$trait for &mut Fingerprint {
             type Ok = ();
             type Error = FingerprintError;
-            fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), FingerprintError> {
+            fn $method<T: Serialize + ?Sized>(
+                &mut self,
+                value: &T,
+            ) -> Result<(), FingerprintError> {
                 value.serialize(&mut **self)
             }
             fn end(self) -> Result<(), FingerprintError> {
@@ -287,7 +294,10 @@ impl ser::SerializeMap for &mut Fingerprint {
     fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), FingerprintError> {
         key.serialize(&mut **self)
     }
-    fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), FingerprintError> {
+    fn serialize_value<T: Serialize + ?Sized>(
+        &mut self,
+        value: &T,
+    ) -> Result<(), FingerprintError> {
         value.serialize(&mut **self)
     }
     fn end(self) -> Result<(), FingerprintError> {

@@ -38,7 +38,6 @@ const KNOTS: &[(&str, &[&str], &str)] = &[(
         "operator",
         "session",
         "sign_in",
-        "uploads",
         "videos",
     ],
     "not a design: the knot issue 28 cuts as the product wings leave the server; \
