@@ -141,6 +141,8 @@ mod tests {
             "router-supply",
             &["diesel", "router-store", "router-server"],
         );
+        // The notifications wing: the server calls it, never the reverse.
+        assert_free_of(&closure, "router-notify", &["router-server"]);
     }
 
     #[test]

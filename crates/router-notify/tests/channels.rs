@@ -2,6 +2,10 @@
 //! platform stored, and the scheduler and outbox passes delivering to a
 //! loopback webhook receiver, each against a fresh PostgreSQL database.
 
+// Helpers outside `#[test]` functions panic on failure like the tests do
+// (clippy's allow-unwrap-in-tests covers only the test functions).
+#![expect(clippy::unwrap_used)]
+
 use router_mock_supplier::webhook_sink::WebhookSink;
 use router_notify::destination::DestinationError;
 use router_notify::{
@@ -107,7 +111,10 @@ async fn provisioning_follows_the_state_machine() {
         (webhook("email", "daily", hook), Refusal::UnknownPlatform),
         (webhook("sms", "daily", hook), Refusal::UnknownPlatform),
         (webhook("discord", "hourly", hook), Refusal::Frequency),
-        (webhook("telegram", "daily", hook), Refusal::WebhookUrlOnTelegram),
+        (
+            webhook("telegram", "daily", hook),
+            Refusal::WebhookUrlOnTelegram,
+        ),
     ];
     for (provision, expected) in cases {
         let error = notify.provision(owner, provision).await.unwrap_err();
