@@ -146,7 +146,9 @@ mod tests {
             &["diesel", "router-store", "router-server"],
         );
         // A product wing is reached through the server, never the reverse.
-        assert_free_of(&closure, "router-uploads", &["router-server"]);
+        for wing in ["router-uploads", "router-notify"] {
+            assert_free_of(&closure, wing, &["router-server"]);
+        }
     }
 
     #[test]

@@ -3,12 +3,10 @@
 use crate::catalog_view::CatalogCell;
 use crate::client_addr::TrustedProxies;
 use crate::docs::Docs;
-use crate::mail::Mailer;
 use crate::public_url::PublicBaseUrl;
 use router_core::Gateway;
 use router_store::Database;
 use router_supply::HttpSuppliers;
-use std::sync::Arc;
 use std::time::Duration;
 
 pub type RouterGateway = Gateway<Database, HttpSuppliers>;
@@ -31,10 +29,9 @@ pub struct App {
     /// Where browsers reach this router (`ROUTER_PUBLIC_BASE_URL`): sign-in
     /// links, cookie `Secure`, the same-origin rule.
     pub public_base: PublicBaseUrl,
-    /// The SMTP transport (`ROUTER_SMTP_URL`); `None`: email is unavailable.
-    pub mailer: Option<Arc<Mailer>>,
-    /// The Slack, Discord and Telegram transports of digest channels.
-    pub channels: crate::channels::deliver::Transports,
+    /// Notifications: digest channels, their delivery (`ROUTER_SMTP_URL`,
+    /// Slack, Discord, Telegram) and the SMTP transport of sign-in links.
+    pub notify: router_notify::Notifier,
     /// How long a browser session lasts (`ROUTER_SESSION_TTL_SECS`).
     pub session_ttl: Duration,
     /// How often the hold reaper job runs (`ROUTER_REAPER_INTERVAL_SECS`).

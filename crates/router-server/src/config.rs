@@ -1,8 +1,8 @@
 //! Server configuration, from flags and the environment (see `main.rs`).
 
 use crate::client_addr::TrustedProxies;
-use crate::mail::Mailer;
 use crate::public_url::PublicBaseUrl;
+use router_notify::{Mailer, Transports};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -36,7 +36,7 @@ pub struct ServerConfig {
     /// `ROUTER_TELEGRAM_BOT_TOKEN`, `ROUTER_TELEGRAM_API_BASE`,
     /// `ROUTER_CHANNEL_TIMEOUT_SECS`, `ROUTER_CHANNEL_URL_ALLOW_LOOPBACK`:
     /// the chat transports of channels.
-    pub channels: crate::channels::deliver::Transports,
+    pub channels: Transports,
     /// `ROUTER_SESSION_TTL_SECS`.
     pub session_ttl: Duration,
     /// `ROUTER_ADMIN_TEST_HOOKS`.

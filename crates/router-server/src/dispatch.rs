@@ -177,13 +177,7 @@ fn check_param(rule: ParamRule, param: Option<&str>) -> Result<(), ApiError> {
         ParamRule::ChannelId => {
             ownership::parse_id(Resource::Channel, param.unwrap_or_default()).map(|_| ())
         }
-        ParamRule::Platform => match param {
-            Some("slack" | "discord" | "telegram") => Ok(()),
-            _ => Err(ApiError::new(
-                ErrorCode::NotFound,
-                "No such channel platform.",
-            )),
-        },
+        ParamRule::Platform => channels::external_platform(param).map(|_| ()),
     }
 }
 

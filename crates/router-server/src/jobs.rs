@@ -51,7 +51,7 @@ pub static REGISTRY: &[JobSpec] = &[
         every: |app| app.reaper_interval,
         run: |app| Box::pin(reap_expired_holds(app)),
     },
-    // Channels (`channels/jobs.rs`): queue due digests and key-expiry
+    // Channels (`router_notify::jobs`): queue due digests and key-expiry
     // events, then relay the outbox.
     JobSpec {
         name: "digest-scheduler",
@@ -93,11 +93,11 @@ pub static REGISTRY: &[JobSpec] = &[
 ];
 
 async fn digest_scheduler(app: &App) -> Result<u64, JobError> {
-    Ok(crate::channels::jobs::digest_pass(app, chrono::Utc::now()).await?)
+    Ok(app.notify.digest_pass(chrono::Utc::now()).await?)
 }
 
 async fn outbox(app: &App) -> Result<u64, JobError> {
-    Ok(crate::channels::jobs::outbox_pass(app).await?)
+    Ok(app.notify.outbox_pass().await?)
 }
 
 /// Deletes prompt-cache route preferences that expired a day ago or more.

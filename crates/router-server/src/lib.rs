@@ -28,7 +28,6 @@ pub mod images;
 pub mod inference;
 pub mod inference_headers;
 pub mod jobs;
-pub mod mail;
 pub mod messages;
 pub mod metrics;
 pub mod openapi;

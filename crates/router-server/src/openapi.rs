@@ -1292,7 +1292,9 @@ fn operation(route: &Route, schemas: &mut Schemas) -> utoipa::openapi::path::Ope
                         .into(),
                     ParamRule::Platform => ObjectBuilder::new()
                         .schema_type(Type::String)
-                        .enum_values(Some(["slack", "discord", "telegram"]))
+                        .enum_values(Some(
+                            router_notify::Platform::EXTERNAL.map(router_notify::Platform::as_str),
+                        ))
                         .into(),
                     ParamRule::None => string(),
                 }))

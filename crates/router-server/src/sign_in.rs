@@ -16,12 +16,12 @@
 use crate::app::App;
 use crate::body::Incoming;
 use crate::body::{ADMIN_BODY_LIMIT, json_body, read_limited};
-use crate::mail::is_email_address;
 use crate::reply::{self, Body};
 use crate::session::{self, Session};
 use http::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue, SET_COOKIE};
 use http::{Response, StatusCode};
 use router_canonical::{ApiError, ErrorCode};
+use router_notify::mail::is_email_address;
 use router_store::MagicLinkIssue;
 use router_store::sessions::MAGIC_LINK_TTL;
 use serde::Deserialize;
@@ -48,7 +48,7 @@ pub async fn request_link(
     request: http::Request<Incoming>,
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
-    let Some(mailer) = app.mailer.clone() else {
+    let Some(mailer) = app.notify.mailer().cloned() else {
         return Err(ApiError::new(
             ErrorCode::EmailUnavailable,
             "Email sign-in is not configured on this router (ROUTER_SMTP_URL).",

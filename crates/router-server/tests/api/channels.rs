@@ -9,7 +9,6 @@ use diesel::QueryableByName;
 use diesel::sql_types::Text;
 use diesel_async::RunQueryDsl;
 use router_mock_supplier::webhook_sink::{Answer, WebhookSink};
-use router_server::channels::jobs;
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -927,7 +926,7 @@ async fn delivery_failures_map_to_their_codes_and_unknown_outcomes_are_not_resen
         &format!("UPDATE channel_deliveries SET next_attempt_at = now() WHERE channel_id = '{id}'"),
     )
     .await;
-    assert_eq!(jobs::outbox_pass(&r.app).await.unwrap(), 1);
+    assert_eq!(r.app.notify.outbox_pass().await.unwrap(), 1);
     assert_eq!(
         text(
             &r,
@@ -979,7 +978,7 @@ async fn delivery_failures_map_to_their_codes_and_unknown_outcomes_are_not_resen
         .await,
         "ambiguous"
     );
-    jobs::outbox_pass(&r.app).await.unwrap();
+    r.app.notify.outbox_pass().await.unwrap();
     assert_eq!(
         hooks
             .received()

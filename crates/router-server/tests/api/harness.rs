@@ -3,12 +3,12 @@
 use router_core::{Catalog, Gateway, GatewayConfig, SealKey};
 use router_mock_supplier::MockSupplier;
 use router_mock_supplier::smtp_sink::SmtpSink;
+use router_notify::Mailer;
 use router_server::App;
 pub use router_server::app::PromptCacheSettings;
 use router_server::client_addr::TrustedProxies;
 use router_server::connection::ConnectionLimits;
 use router_server::docs::Docs;
-use router_server::mail::Mailer;
 use router_server::public_url::PublicBaseUrl;
 use router_store::test_support::TestDatabase;
 use router_supply::HttpSuppliers;
@@ -339,8 +339,8 @@ pub const TELEGRAM_TOKEN: &str = "123456:test-telegram-token";
 /// channel's `api_base`, a loopback receiver) and a short delivery timeout
 /// so a hanging receiver ends a test quickly. The receivers listen on
 /// loopback, so tests allow it unless they test the refusal.
-fn test_transports(allow_loopback: bool) -> router_server::channels::deliver::Transports {
-    router_server::channels::deliver::Transports::new(
+fn test_transports(allow_loopback: bool) -> router_notify::Transports {
+    router_notify::Transports::new(
         Some(TELEGRAM_TOKEN.to_owned()),
         None,
         Duration::from_secs(2),
@@ -486,6 +486,11 @@ pub async fn build_app(
             allow_loopback: images.allow_loopback,
         });
     let uploads = router_uploads::Uploads::new(uploads, database.clone());
+    let notify = router_notify::Notifier::new(
+        database.clone(),
+        mailer,
+        test_transports(channel_url_allow_loopback),
+    );
     let gateway = Gateway::new(catalog, database, suppliers, config, seal_key);
     let app = Arc::new(App {
         gateway,
@@ -497,8 +502,7 @@ pub async fn build_app(
         cursor_key: tokio::sync::OnceCell::new(),
         docs: Docs::new(&PublicBaseUrl::for_listen(addr)).unwrap(),
         public_base: PublicBaseUrl::for_listen(addr),
-        mailer,
-        channels: test_transports(channel_url_allow_loopback),
+        notify,
         prompt_cache,
         uploads,
         session_ttl: router_server::session::DEFAULT_TTL,

@@ -106,6 +106,8 @@ pub(crate) async fn app(
         .await
         .context("loading the thinking seal key")?;
     let uploads = router_uploads::Uploads::new(config.uploads.clone(), db.clone());
+    let notify =
+        router_notify::Notifier::new(db.clone(), config.mailer.clone(), config.channels.clone());
     let gateway = Gateway::new(catalog, db, suppliers, gateway_config, seal_key);
     let docs = Docs::new(&config.public_base).context("indexing the user manual")?;
     Ok(App {
@@ -114,8 +116,7 @@ pub(crate) async fn app(
         trusted_proxies: config.trusted_proxies.clone(),
         docs,
         public_base: config.public_base.clone(),
-        mailer: config.mailer.clone(),
-        channels: config.channels.clone(),
+        notify,
         session_ttl: config.session_ttl,
         catalog: CatalogCell::new(views),
         catalog_path: config.catalog_path.clone(),

@@ -4,12 +4,11 @@
 //! name only the flag). `docs/operations.md` lists them all.
 
 use anyhow::{Context, anyhow, bail};
+use router_notify::{Mailer, Transports};
 use router_server::ServerConfig;
 use router_server::body::BodyPace;
-use router_server::channels::deliver::Transports;
 use router_server::client_addr::TrustedProxies;
 use router_server::connection::ConnectionLimits;
-use router_server::mail::Mailer;
 use router_server::public_url::PublicBaseUrl;
 use router_uploads::{ObjectStorage, UploadSettings};
 use std::net::SocketAddr;
@@ -231,7 +230,7 @@ impl ServeArgs {
             (None, Ok(alias)) if !alias.is_empty() => alias,
             _ => self.email_from.clone(),
         };
-        router_server::mail::check_sender(&email_from).map_err(|e| anyhow!("{e}"))?;
+        router_notify::mail::check_sender(&email_from).map_err(|e| anyhow!("{e}"))?;
         let mailer = match self.smtp_url.as_deref().filter(|u| !u.is_empty()) {
             Some(url) => Some(Arc::new(
                 Mailer::from_url(url, &email_from).map_err(|e| anyhow!("{e}"))?,
@@ -374,7 +373,7 @@ fn video_poll_interval(text: &str) -> anyhow::Result<Duration> {
 /// follows the channel destination rules (https to a public host; loopback
 /// only with `ROUTER_CHANNEL_URL_ALLOW_LOOPBACK`).
 fn telegram_api_base(text: &str, channels: &Transports) -> anyhow::Result<()> {
-    router_server::channels::destination::check(text, channels.url_policy())
+    router_notify::destination::check(text, channels.url_policy())
         .map(drop)
         .map_err(|e| anyhow!("ROUTER_TELEGRAM_API_BASE: `{text}` {e}"))
 }

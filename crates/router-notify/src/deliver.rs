@@ -1,4 +1,4 @@
-//! Delivery over the four transports: SMTP (`crate::mail::Mailer`), Slack
+//! Delivery over the four transports: SMTP ([`Mailer`]), Slack
 //! incoming webhooks (`200 ok`), Discord webhooks (`204`, or `200` JSON
 //! with `?wait=true`) and the Telegram Bot API `sendMessage`
 //! (`{"ok": true}`).
@@ -15,9 +15,11 @@
 //! is [`Sent::Refused`] without a connection, and the request goes to the
 //! addresses that were checked.
 
-use super::destination::{self, DestinationError};
-use super::report::Rendered;
+use crate::destination::{self, DestinationError};
 use crate::mail::{MailError, Mailer, SendFailure};
+use crate::platform::Platform;
+use crate::report::Rendered;
+use router_core::store::StoreError;
 use router_store::channels::ChannelRow;
 use router_supply::url_guard::UrlPolicy;
 use std::fmt;
@@ -26,7 +28,7 @@ use std::time::Duration;
 /// The public Telegram Bot API.
 pub const TELEGRAM_API_BASE: &str = "https://api.telegram.org";
 
-/// The chat transports' configuration (the email one is `App::mailer`).
+/// The chat transports' configuration (the email one is the [`Mailer`]).
 #[derive(Clone)]
 pub struct Transports {
     /// `ROUTER_CHANNEL_TIMEOUT_SECS`: one delivery, connection included.
@@ -86,11 +88,11 @@ impl Transports {
 
     /// Whether a platform's transport is configured (the status views'
     /// `configured`). Slack and Discord need nothing but the channel's URL.
-    pub fn configured(&self, platform: &str, mailer: Option<&Mailer>) -> bool {
+    pub fn configured(&self, platform: Platform, mailer: Option<&Mailer>) -> bool {
         match platform {
-            "email" => mailer.is_some(),
-            "telegram" => self.telegram_token.is_some(),
-            _ => true,
+            Platform::Email => mailer.is_some(),
+            Platform::Telegram => self.telegram_token.is_some(),
+            Platform::Slack | Platform::Discord => true,
         }
     }
 }
@@ -109,15 +111,41 @@ pub enum Sent {
     Unconfigured,
 }
 
+/// Where one message goes: a channel's platform, destination (an address,
+/// a webhook URL or a chat id) and, for Telegram, its own Bot API base.
+#[derive(Clone, Copy)]
+pub struct Destination<'a> {
+    pub platform: Platform,
+    pub to: &'a str,
+    pub api_base: Option<&'a str>,
+}
+
+impl<'a> Destination<'a> {
+    /// Where a stored channel delivers.
+    pub fn of(channel: &'a ChannelRow) -> Result<Destination<'a>, StoreError> {
+        Ok(Destination {
+            platform: Platform::of(channel)?,
+            to: &channel.destination,
+            api_base: channel.api_base.as_deref(),
+        })
+    }
+}
+
+/// Sends `message` to `destination` over its platform's transport.
 pub async fn send(
     transports: &Transports,
     mailer: Option<&Mailer>,
-    channel: &ChannelRow,
+    destination: Destination<'_>,
     message: &Rendered,
 ) -> Sent {
-    match (channel.platform.as_str(), message) {
+    let Destination {
+        platform,
+        to,
+        api_base,
+    } = destination;
+    match (platform, message) {
         (
-            "email",
+            Platform::Email,
             Rendered::Email {
                 subject,
                 text,
@@ -128,7 +156,7 @@ pub async fn send(
                 return Sent::Unconfigured;
             };
             match mailer
-                .send_alternative(&channel.destination, subject, text.clone(), html.clone())
+                .send_alternative(to, subject, text.clone(), html.clone())
                 .await
             {
                 Ok(()) => Sent::Delivered,
@@ -140,29 +168,27 @@ pub async fn send(
                 Err(other) => Sent::Refused(other.to_string()),
             }
         }
-        ("slack", Rendered::Json(body)) => {
-            post(transports, &channel.destination, body, |status, text| {
+        (Platform::Slack, Rendered::Json(body)) => {
+            post(transports, to, body, |status, text| {
                 status == 200 && text.trim() == "ok"
             })
             .await
         }
-        ("discord", Rendered::Json(body)) => {
-            post(transports, &channel.destination, body, |status, _| {
+        (Platform::Discord, Rendered::Json(body)) => {
+            post(transports, to, body, |status, _| {
                 status == 204 || status == 200
             })
             .await
         }
-        ("telegram", Rendered::Json(body)) => {
+        (Platform::Telegram, Rendered::Json(body)) => {
             let Some(token) = transports.telegram_token.as_deref() else {
                 return Sent::Unconfigured;
             };
-            let base = channel
-                .api_base
-                .as_deref()
+            let base = api_base
                 .unwrap_or(&transports.telegram_base)
                 .trim_end_matches('/');
             let mut body = body.clone();
-            body["chat_id"] = serde_json::Value::String(channel.destination.clone());
+            body["chat_id"] = serde_json::Value::String(to.to_owned());
             post(
                 transports,
                 &format!("{base}/bot{token}/sendMessage"),
@@ -175,7 +201,10 @@ pub async fn send(
             )
             .await
         }
-        _ => Sent::Refused("the message does not suit the platform".to_owned()),
+        (Platform::Email, Rendered::Json(_))
+        | (Platform::Slack | Platform::Discord | Platform::Telegram, Rendered::Email { .. }) => {
+            Sent::Refused("the message does not suit the platform".to_owned())
+        }
     }
 }
 
@@ -239,11 +268,11 @@ mod tests {
         // reqwest is built without a TLS provider; the binary installs one.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let none = Transports::new(None, None, Duration::from_secs(1));
-        assert!(!none.configured("telegram", None), "no bot token");
-        assert!(!none.configured("email", None), "no SMTP server");
-        assert!(none.configured("slack", None) && none.configured("discord", None));
+        assert!(!none.configured(Platform::Telegram, None), "no bot token");
+        assert!(!none.configured(Platform::Email, None), "no SMTP server");
+        assert!(none.configured(Platform::Slack, None) && none.configured(Platform::Discord, None));
         let token = Transports::new(Some("1:secret".into()), None, Duration::from_secs(1));
-        assert!(token.configured("telegram", None));
+        assert!(token.configured(Platform::Telegram, None));
         assert_eq!(token.telegram_base, TELEGRAM_API_BASE);
         assert!(
             !format!("{token:?}").contains("secret"),

@@ -1,5 +1,5 @@
 //! Outgoing email through the SMTP server of `ROUTER_SMTP_URL`: sign-in
-//! links today, usage digests when channels land.
+//! links, usage digests and event notifications.
 //!
 //! The URL is lettre's: `smtp://host:port` (plain, for a local relay or a
 //! test sink), `smtp://host:587?tls=required` (STARTTLS) or

@@ -3,6 +3,7 @@
 //! and its rendering per platform within each platform's limits. A report
 //! that cannot fit is refused whole (`report_unavailable`), never cut.
 
+use crate::platform::Platform;
 use chrono::{DateTime, Datelike, Duration, NaiveDate, TimeZone, Utc};
 use router_store::channels::UsageLine;
 use serde_json::{Value, json};
@@ -19,16 +20,25 @@ pub enum Frequency {
 }
 
 impl Frequency {
-    pub const ALL: [&'static str; 4] = ["off", "daily", "weekly", "monthly"];
+    pub const ALL: [Frequency; 4] = [
+        Frequency::Off,
+        Frequency::Daily,
+        Frequency::Weekly,
+        Frequency::Monthly,
+    ];
+
+    /// The name in the database and in JSON.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Frequency::Off => "off",
+            Frequency::Daily => "daily",
+            Frequency::Weekly => "weekly",
+            Frequency::Monthly => "monthly",
+        }
+    }
 
     pub fn parse(text: &str) -> Option<Frequency> {
-        match text {
-            "off" => Some(Frequency::Off),
-            "daily" => Some(Frequency::Daily),
-            "weekly" => Some(Frequency::Weekly),
-            "monthly" => Some(Frequency::Monthly),
-            _ => None,
-        }
+        Frequency::ALL.into_iter().find(|f| f.as_str() == text)
     }
 
     /// The previous complete UTC period at `now`: yesterday, the previous
@@ -230,10 +240,11 @@ fn escape_slack(text: &str) -> String {
         .replace('>', "&gt;")
 }
 
-pub fn render(report: &Report, platform: &str) -> Result<Rendered, TooLarge> {
+/// The report as `platform` shows it, or [`TooLarge`] when it cannot fit.
+pub fn render(report: &Report, platform: Platform) -> Result<Rendered, TooLarge> {
     let title = report.title();
     match platform {
-        "email" => {
+        Platform::Email => {
             let text = format!(
                 "{title}\n\n{}\n{}\n\nBy model\n{}\nBy key\n{}",
                 report.summary(),
@@ -272,7 +283,7 @@ pub fn render(report: &Report, platform: &str) -> Result<Rendered, TooLarge> {
                 html,
             })
         }
-        "slack" => {
+        Platform::Slack => {
             let mut blocks = vec![
                 json!({"type": "header", "text": {"type": "plain_text", "text": title}}),
                 json!({"type": "section", "text": {"type": "mrkdwn", "text": format!("*{}*\n{}", escape_slack(&report.summary()), escape_slack(&report.comparison()))}}),
@@ -292,7 +303,7 @@ pub fn render(report: &Report, platform: &str) -> Result<Rendered, TooLarge> {
                 "blocks": blocks,
             })))
         }
-        "discord" => {
+        Platform::Discord => {
             let description = format!("**{}**\n{}", report.summary(), report.comparison());
             let mut fields = Vec::new();
             let mut total = chars(&title) + chars(&description);
@@ -325,7 +336,7 @@ pub fn render(report: &Report, platform: &str) -> Result<Rendered, TooLarge> {
                 }],
             })))
         }
-        _ => {
+        Platform::Telegram => {
             // Telegram HTML: the limit counts the text after entity parsing,
             // i.e. without tags and with entities as one character.
             let visible = format!(
@@ -352,9 +363,9 @@ pub fn render(report: &Report, platform: &str) -> Result<Rendered, TooLarge> {
 }
 
 /// An event notification for one platform: a title and a line of detail.
-pub fn render_event(platform: &str, title: &str, detail: &str) -> Rendered {
+pub fn render_event(platform: Platform, title: &str, detail: &str) -> Rendered {
     match platform {
-        "email" => Rendered::Email {
+        Platform::Email => Rendered::Email {
             subject: title.to_owned(),
             text: format!("{title}\n\n{detail}\n"),
             html: format!(
@@ -363,12 +374,14 @@ pub fn render_event(platform: &str, title: &str, detail: &str) -> Rendered {
                 escape_html(detail)
             ),
         },
-        "slack" => Rendered::Json(json!({
+        Platform::Slack => Rendered::Json(json!({
             "text": format!("{title}: {detail}"),
             "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": format!("*{}*\n{}", escape_slack(title), escape_slack(detail))}}],
         })),
-        "discord" => Rendered::Json(json!({"embeds": [{"title": title, "description": detail}]})),
-        _ => Rendered::Json(json!({
+        Platform::Discord => {
+            Rendered::Json(json!({"embeds": [{"title": title, "description": detail}]}))
+        }
+        Platform::Telegram => Rendered::Json(json!({
             "text": format!("<b>{}</b>\n{}", escape_html(title), escape_html(detail)),
             "parse_mode": "HTML",
         })),
@@ -440,16 +453,16 @@ mod tests {
     fn a_report_that_cannot_fit_is_refused_not_cut() {
         let period = Frequency::Daily.previous_period(Utc::now());
         let small = Report::new(period, &[line("m", 5)], &[]);
-        for platform in ["email", "slack", "discord", "telegram"] {
+        for platform in Platform::ALL {
             assert!(render(&small, platform).is_ok(), "{platform}");
         }
         let many: Vec<UsageLine> = (0..400)
             .map(|i| line(&format!("vendor/model-{i:04}"), i))
             .collect();
         let big = Report::new(period, &many, &[]);
-        for platform in ["slack", "discord", "telegram"] {
+        for platform in Platform::EXTERNAL {
             assert_eq!(render(&big, platform).err(), Some(TooLarge), "{platform}");
         }
-        assert!(render(&big, "email").is_ok());
+        assert!(render(&big, Platform::Email).is_ok());
     }
 }

@@ -11,7 +11,7 @@
 //!   key's admission refuses a request for that limit
 //!   (`router_store::billing::reserve_limited`).
 //! - `low_balance`: each `outbox` pass, when available credit (balance
-//!   minus holds) is under $1.00 ([`super::jobs::LOW_BALANCE_NANO`]), once
+//!   minus holds) is under $1.00 ([`crate::jobs::LOW_BALANCE_NANO`]), once
 //!   per account and refill.
 //! - `model_price_changed`: queued for every channel that selected it, in
 //!   the transaction that records a catalog release whose prices differ
@@ -21,7 +21,7 @@
 //!   no payments, so they never occur. Selecting them is allowed; nothing
 //!   fakes an occurrence.
 
-use router_canonical::ApiError;
+use crate::error::Refusal;
 use serde_json::Value;
 
 /// Stable snake_case ids, in the order `available_events` lists them.
@@ -39,26 +39,20 @@ pub const IDS: [&str; 9] = [
 
 /// A PATCH `events` value (M-08, GP-66): an array of known ids, duplicates
 /// dropped in first-occurrence order; anything else refuses the update.
-pub fn parse_selection(value: &Value) -> Result<Vec<String>, ApiError> {
+pub fn parse_selection(value: &Value) -> Result<Vec<String>, Refusal> {
     let Value::Array(items) = value else {
-        return Err(ApiError::invalid(
-            "events",
-            "`events` must be an array of event ids.",
-        ));
+        return Err(Refusal::EventsNotArray);
     };
     let mut selected: Vec<String> = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let Value::String(id) = item else {
-            return Err(ApiError::invalid(
-                format!("events[{i}]"),
-                "Each event must be a string id from `available_events`.",
-            ));
+            return Err(Refusal::EventNotString { index: i });
         };
         if !IDS.contains(&id.as_str()) {
-            return Err(ApiError::invalid(
-                format!("events[{i}]"),
-                format!("`{id}` is not an available event."),
-            ));
+            return Err(Refusal::UnknownEvent {
+                index: i,
+                id: id.clone(),
+            });
         }
         if !selected.contains(id) {
             selected.push(id.clone());
@@ -102,8 +96,8 @@ pub fn describe(event: &str, payload: &Value) -> (String, String) {
             "Your balance is low".to_owned(),
             format!(
                 "Available credit is {} (under {}).",
-                super::report::usd(payload["available_nano_usd"].as_i64().unwrap_or_default()),
-                super::report::usd(payload["threshold_nano_usd"].as_i64().unwrap_or_default())
+                crate::report::usd(payload["available_nano_usd"].as_i64().unwrap_or_default()),
+                crate::report::usd(payload["threshold_nano_usd"].as_i64().unwrap_or_default())
             ),
         ),
         "model_price_changed" => {
@@ -155,8 +149,20 @@ mod tests {
             vec!["api_key_created", "low_balance"]
         );
         assert_eq!(parse_selection(&json!([])).unwrap(), Vec::<String>::new());
-        assert!(parse_selection(&json!(["low_balance", "bogus"])).is_err());
-        assert!(parse_selection(&json!([1])).is_err());
-        assert!(parse_selection(&json!("low_balance")).is_err());
+        assert_eq!(
+            parse_selection(&json!(["low_balance", "bogus"])),
+            Err(Refusal::UnknownEvent {
+                index: 1,
+                id: "bogus".to_owned()
+            })
+        );
+        assert_eq!(
+            parse_selection(&json!([1])),
+            Err(Refusal::EventNotString { index: 0 })
+        );
+        assert_eq!(
+            parse_selection(&json!("low_balance")),
+            Err(Refusal::EventsNotArray)
+        );
     }
 }
