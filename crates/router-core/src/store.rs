@@ -66,7 +66,33 @@ impl ApiKeyRecord {
     }
 }
 
+/// The key a request is admitted under, as it stood at admission: who
+/// pays, and what the reservation checks the key against. Built from the
+/// key by [`Requester::of`], for every kind of request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Requester {
+    pub account_id: Uuid,
+    pub api_key_id: Uuid,
+    /// The key's policy version that admitted the request (see
+    /// [`NewRequest::policy_version`]).
+    pub policy_version: i64,
+    /// Whether the key sets any limit (see [`NewRequest::key_limited`]).
+    pub key_limited: bool,
+}
+
+impl Requester {
+    pub fn of(key: &ApiKeyRecord) -> Requester {
+        Requester {
+            account_id: key.account_id,
+            api_key_id: key.key_id,
+            policy_version: key.policy.version,
+            key_limited: key.policy.limits.any(),
+        }
+    }
+}
+
 /// What is recorded when a request is admitted and its funds are held.
+/// Built by [`NewRequest::admit`] for inference, images and videos alike.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewRequest {
     pub request_id: Uuid,
@@ -93,6 +119,36 @@ pub struct NewRequest {
     /// The experiment variant the request was assigned (F-01), recorded on
     /// its history row with the reservation, not in a statement of its own.
     pub experiment: Option<ExperimentArm>,
+}
+
+impl NewRequest {
+    /// The admission record of request `request_id` of `requester` for
+    /// `model` arriving in `inbound`: a hold of `reserve` until
+    /// `hold_expires_at`, recorded under the protocol `inbound` rides, not
+    /// streamed, in no experiment (set those fields after, where they apply).
+    pub fn admit(
+        request_id: Uuid,
+        requester: Requester,
+        model: impl Into<String>,
+        inbound: Protocol,
+        reserve: NanoUsd,
+        hold_expires_at: SystemTime,
+    ) -> NewRequest {
+        NewRequest {
+            request_id,
+            account_id: requester.account_id,
+            api_key_id: requester.api_key_id,
+            policy_version: requester.policy_version,
+            key_limited: requester.key_limited,
+            model: model.into(),
+            inbound_protocol: inbound,
+            recorded_protocol: inbound.rides(),
+            stream: false,
+            reserve,
+            hold_expires_at,
+            experiment: None,
+        }
+    }
 }
 
 /// An experiment and the name of the variant a request was assigned.
