@@ -11,8 +11,8 @@ use crate::key_policy::KeyLimit;
 use crate::pricing;
 use crate::routing::{self, Plan};
 use crate::store::{
-    AttemptOutcome, AttemptRecord, NewRequest, ReserveError, SettleError, Settlement, Store,
-    Voiding,
+    AttemptOutcome, AttemptRecord, NewRequest, Requester, ReserveError, SettleError, Settlement,
+    Store, Voiding,
 };
 use crate::supplier::{AttemptError, EventStream, Retry, SupplierReply, Suppliers};
 use crate::thinking_seal::{self, SealError, SealKey, SealedDialect, SealedHistory, StreamSealer};
@@ -57,12 +57,8 @@ impl Default for GatewayConfig {
 #[derive(Debug, Clone)]
 pub struct Admission {
     pub request_id: Uuid,
-    pub account_id: Uuid,
-    pub api_key_id: Uuid,
-    /// The key's policy version the request was admitted under.
-    pub policy_version: i64,
-    /// Whether the key sets any limit (see [`NewRequest::key_limited`]).
-    pub key_limited: bool,
+    /// The key the request is admitted under ([`Requester::of`]).
+    pub requester: Requester,
     pub inbound: Protocol,
     /// Only routes marked `zdr` (verified zero data retention) may serve
     /// the request, else 503 `zdr_capacity_unavailable` (F-26, F-27, J-06).
@@ -147,8 +143,7 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
         &self.inner.store
     }
 
-    /// The supplier clients (video jobs call them outside the request
-    /// lifecycle).
+    /// The supplier clients.
     pub fn suppliers(&self) -> &P {
         &self.inner.suppliers
     }
@@ -208,20 +203,17 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
                 "The requested output length makes the worst-case cost overflow.",
             )
         })?;
-        let recorded_protocol = admission.inbound.rides();
         let new = NewRequest {
-            request_id: admission.request_id,
-            account_id: admission.account_id,
-            api_key_id: admission.api_key_id,
-            policy_version: admission.policy_version,
-            key_limited: admission.key_limited,
-            model: plan.model.id.clone(),
-            inbound_protocol: admission.inbound,
-            recorded_protocol,
             stream: request.stream,
-            reserve,
-            hold_expires_at: SystemTime::now() + self.inner.config.hold_lease,
             experiment: admission.experiment,
+            ..NewRequest::admit(
+                admission.request_id,
+                admission.requester,
+                plan.model.id.clone(),
+                admission.inbound,
+                reserve,
+                SystemTime::now() + self.inner.config.hold_lease,
+            )
         };
         let reservation = self.reserve(new, admission.trace.clone()).await?;
         let thinking = ThinkingAttempts {

@@ -14,7 +14,7 @@
 
 use crate::catalog::{Modality, Model, Route};
 use crate::gateway::{Gateway, Reservation, internal};
-use crate::store::{AttemptOutcome, AttemptRecord, NewRequest, Store};
+use crate::store::{AttemptOutcome, AttemptRecord, NewRequest, Requester, Store};
 use crate::supplier::{AttemptCause, AttemptError, FailureKind, Suppliers};
 use router_canonical::{ApiError, ErrorCode, ImageRequest, NanoUsd, Protocol, Usage};
 use std::sync::Arc;
@@ -27,10 +27,8 @@ use uuid::Uuid;
 #[derive(Debug, Clone)]
 pub struct ImageAdmission {
     pub request_id: Uuid,
-    pub account_id: Uuid,
-    pub api_key_id: Uuid,
-    pub policy_version: i64,
-    pub key_limited: bool,
+    /// The key the request is admitted under ([`Requester::of`]).
+    pub requester: Requester,
     /// Account zero data retention: only `zdr` routes (J-14, GP-38). The
     /// image body has no `zdr` field; [`plan`] is what applies it.
     pub zdr: bool,
@@ -97,28 +95,22 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
         plan: ImagePlan,
         request: ImageRequest,
     ) -> Result<GeneratedPng, ApiError> {
-        let new = NewRequest {
-            request_id: admission.request_id,
-            account_id: admission.account_id,
-            api_key_id: admission.api_key_id,
-            policy_version: admission.policy_version,
-            key_limited: admission.key_limited,
-            model: plan.model.id.clone(),
-            inbound_protocol: Protocol::Images,
-            recorded_protocol: Protocol::Images,
-            stream: false,
-            reserve: plan.price,
-            // Nothing extends an image's hold while the supplier works: it
-            // must outlive the image deadline, or the reaper could release
-            // it under a generation that then cannot settle.
-            hold_expires_at: SystemTime::now()
-                + self
-                    .inner
-                    .config
-                    .hold_lease
-                    .max(self.inner.config.image_deadline + Duration::from_secs(60)),
-            experiment: None,
-        };
+        // Nothing extends an image's hold while the supplier works: it
+        // must outlive the image deadline, or the reaper could release it
+        // under a generation that then cannot settle.
+        let config = &self.inner.config;
+        let hold_expires_at = SystemTime::now()
+            + config
+                .hold_lease
+                .max(config.image_deadline + Duration::from_secs(60));
+        let new = NewRequest::admit(
+            admission.request_id,
+            admission.requester,
+            plan.model.id.clone(),
+            Protocol::Images,
+            plan.price,
+            hold_expires_at,
+        );
         let reservation = self.reserve(new, admission.trace.clone()).await?;
         let (reply, outcome) = tokio::sync::oneshot::channel::<TaskResult>();
         let gateway = self.clone();

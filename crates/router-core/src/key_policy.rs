@@ -6,9 +6,9 @@
 //! bumps [`KeyPolicy::version`]; a reservation made under a version that is
 //! no longer current is refused (`policy_changed`, A-20).
 
-use crate::catalog::Model;
+use crate::catalog::{Catalog, Model};
 use ipnet::IpNet;
-use router_canonical::PromptCacheMode;
+use router_canonical::{ApiError, ErrorCode, PromptCacheMode};
 use std::net::IpAddr;
 
 /// An API key's policy. `None` in a field means "no restriction" (or, for
@@ -84,6 +84,20 @@ impl KeyPolicy {
             Some(allowed) => allowed
                 .iter()
                 .any(|name| *name == model.id || model.aliases.contains(name)),
+        }
+    }
+
+    /// 403 `model_not_allowed` naming `model` when the key may not use the
+    /// catalog's model called `name`; an unknown name passes (it is
+    /// the caller's 404).
+    pub fn check_model(&self, catalog: &Catalog, name: &str) -> Result<(), ApiError> {
+        match catalog.model(name) {
+            Some(model) if !self.allows_model(model) => Err(ApiError::new(
+                ErrorCode::ModelNotAllowed,
+                format!("This API key may not use the model `{name}`."),
+            )
+            .with_param("model")),
+            _ => Ok(()),
         }
     }
 

@@ -2,7 +2,8 @@
 //! deadline, pricing, and the single reservation that settles once.
 //!
 //! Core knows no SQL and no HTTP server. It talks to storage through
-//! [`store::Store`] and to suppliers through [`supplier::Suppliers`]; the
+//! [`store::Store`] (and [`store::VideoStore`] for video jobs) and to
+//! suppliers through [`supplier::Suppliers`]; the
 //! `router-store` and `router-supply` crates implement them and the server
 //! wires them together.
 
@@ -19,6 +20,7 @@ pub mod store;
 pub mod supplier;
 pub mod thinking_seal;
 pub mod trace;
+pub mod video_jobs;
 pub mod videos;
 
 pub use catalog::{Catalog, CatalogError, Modality, Model, Pricing, Problem, Route, Supplier};
@@ -28,7 +30,8 @@ pub use images::{GeneratedPng, ImageAdmission};
 pub use key_policy::{KeyLimit, KeyLimits, KeyPolicy, SpendWindow};
 pub use routing::Plan;
 pub use supplier::{
-    AttemptCause, AttemptError, EventStream, FailureKind, Retry, SupplierReply, Suppliers,
+    AttemptCause, AttemptError, EventStream, FailureKind, Retry, SubmitError, SupplierReply,
+    Suppliers, VideoChunks, VideoContent,
 };
 pub use thinking_seal::SealKey;
 pub use trace::RequestTrace;

@@ -1,14 +1,15 @@
-//! The storage the lifecycle needs: keys, reservations, attempts, settlement.
+//! The storage the lifecycles need: keys, reservations, attempts,
+//! settlement ([`Store`]), and video jobs with their holds ([`VideoStore`]).
 //!
 //! Implemented by `router-store` on PostgreSQL. Every method is one atomic
 //! step; the lifecycle guarantees each request is reserved once and then
 //! either settled once or voided once.
 
 use crate::key_policy::{KeyLimit, KeyPolicy};
-use router_canonical::{NanoUsd, Protocol, Usage};
+use router_canonical::{NanoUsd, Protocol, Usage, VideoStatus};
 use std::future::Future;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 use uuid::Uuid;
 
 /// A scope an API key may carry.
@@ -66,7 +67,33 @@ impl ApiKeyRecord {
     }
 }
 
+/// The key a request is admitted under, as it stood at admission: who
+/// pays, and what the reservation checks the key against. Built from the
+/// key by [`Requester::of`], for every kind of request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Requester {
+    pub account_id: Uuid,
+    pub api_key_id: Uuid,
+    /// The key's policy version that admitted the request (see
+    /// [`NewRequest::policy_version`]).
+    pub policy_version: i64,
+    /// Whether the key sets any limit (see [`NewRequest::key_limited`]).
+    pub key_limited: bool,
+}
+
+impl Requester {
+    pub fn of(key: &ApiKeyRecord) -> Requester {
+        Requester {
+            account_id: key.account_id,
+            api_key_id: key.key_id,
+            policy_version: key.policy.version,
+            key_limited: key.policy.limits.any(),
+        }
+    }
+}
+
 /// What is recorded when a request is admitted and its funds are held.
+/// Built by [`NewRequest::admit`] for inference, images and videos alike.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewRequest {
     pub request_id: Uuid,
@@ -93,6 +120,36 @@ pub struct NewRequest {
     /// The experiment variant the request was assigned (F-01), recorded on
     /// its history row with the reservation, not in a statement of its own.
     pub experiment: Option<ExperimentArm>,
+}
+
+impl NewRequest {
+    /// The admission record of request `request_id` of `requester` for
+    /// `model` arriving in `inbound`: a hold of `reserve` until
+    /// `hold_expires_at`, recorded under the protocol `inbound` rides, not
+    /// streamed, in no experiment (set those fields after, where they apply).
+    pub fn admit(
+        request_id: Uuid,
+        requester: Requester,
+        model: impl Into<String>,
+        inbound: Protocol,
+        reserve: NanoUsd,
+        hold_expires_at: SystemTime,
+    ) -> NewRequest {
+        NewRequest {
+            request_id,
+            account_id: requester.account_id,
+            api_key_id: requester.api_key_id,
+            policy_version: requester.policy_version,
+            key_limited: requester.key_limited,
+            model: model.into(),
+            inbound_protocol: inbound,
+            recorded_protocol: inbound.rides(),
+            stream: false,
+            reserve,
+            hold_expires_at,
+            experiment: None,
+        }
+    }
 }
 
 /// An experiment and the name of the variant a request was assigned.
@@ -233,4 +290,268 @@ pub trait Store: Send + Sync + 'static {
         &self,
         candidate: Vec<u8>,
     ) -> impl Future<Output = Result<Vec<u8>, StoreError>> + Send;
+}
+
+// ---------------------------------------------------------------------------
+// Video jobs.
+
+/// A video job's state (GP-22). `Submitting` is the router's own: the job
+/// and its hold exist and the supplier call is in flight; clients see it as
+/// queued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum VideoJobStatus {
+    Submitting,
+    Queued,
+    InProgress,
+    Completed,
+    Failed,
+    /// Sent, but whether the supplier took it is not known (GP-25): held
+    /// until an operator reconciles it.
+    Unknown,
+}
+
+impl VideoJobStatus {
+    pub const ALL: [VideoJobStatus; 6] = [
+        VideoJobStatus::Submitting,
+        VideoJobStatus::Queued,
+        VideoJobStatus::InProgress,
+        VideoJobStatus::Completed,
+        VideoJobStatus::Failed,
+        VideoJobStatus::Unknown,
+    ];
+
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VideoJobStatus::Submitting => "submitting",
+            VideoJobStatus::Queued => "queued",
+            VideoJobStatus::InProgress => "in_progress",
+            VideoJobStatus::Completed => "completed",
+            VideoJobStatus::Failed => "failed",
+            VideoJobStatus::Unknown => "unknown",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<VideoJobStatus> {
+        VideoJobStatus::ALL.into_iter().find(|s| s.as_str() == name)
+    }
+
+    /// What a client is shown: a submission in flight is queued (its money
+    /// is held and the job exists, GP-23).
+    pub fn public(self) -> VideoStatus {
+        match self {
+            VideoJobStatus::Submitting | VideoJobStatus::Queued => VideoStatus::Queued,
+            VideoJobStatus::InProgress => VideoStatus::InProgress,
+            VideoJobStatus::Completed => VideoStatus::Completed,
+            VideoJobStatus::Failed => VideoStatus::Failed,
+            VideoJobStatus::Unknown => VideoStatus::Unknown,
+        }
+    }
+}
+
+/// A video job as stored: the idempotency record and the job in one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VideoJob {
+    pub id: Uuid,
+    pub account_id: Uuid,
+    pub api_key_id: Uuid,
+    /// The request its hold belongs to.
+    pub request_id: Uuid,
+    pub client_task_id: String,
+    /// The request's GP-26 fingerprint.
+    pub fingerprint: String,
+    /// The model as the client named it.
+    pub model: String,
+    pub route_id: String,
+    pub supplier_id: String,
+    /// The price held, charged in full on completion.
+    pub charge: NanoUsd,
+    pub status: VideoJobStatus,
+    /// 0 to 100; 100 only once completed.
+    pub progress: u8,
+    pub upstream_task_id: Option<String>,
+    /// The public error code a refused create answered with, which its
+    /// replay answers again (GP-25).
+    pub create_error: Option<String>,
+    /// The public reason of a failed job.
+    pub fail_reason: Option<String>,
+    /// The supplier's own failure text: operators only (P-08).
+    pub supplier_error: Option<String>,
+    pub content_key: Option<String>,
+    pub content_bytes: Option<u64>,
+    pub content_type: Option<String>,
+    pub created_at: SystemTime,
+    pub updated_at: SystemTime,
+    pub completed_at: Option<SystemTime>,
+    pub next_poll_at: Option<SystemTime>,
+    pub polls: u32,
+    pub reconciled_at: Option<SystemTime>,
+}
+
+/// A new job's row; its hold is the [`NewRequest`] beside it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewVideoJob {
+    pub id: Uuid,
+    pub account_id: Uuid,
+    pub api_key_id: Uuid,
+    pub client_task_id: String,
+    pub fingerprint: String,
+    pub model: String,
+    pub route_id: String,
+    pub supplier_id: String,
+    pub charge: NanoUsd,
+}
+
+/// What a create found or made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VideoCreated {
+    /// A new job, `submitting`, its hold taken: the caller submits it.
+    New(VideoJob),
+    /// The account already has a job under this `client_task_id`.
+    Existing(VideoJob),
+}
+
+/// A completed video's content as kept in the object store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredVideo {
+    pub key: String,
+    pub bytes: u64,
+    pub content_type: String,
+}
+
+/// How a job failed: what its client is told, what its operator is told.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VideoFailure {
+    /// The public reason.
+    pub reason: String,
+    /// The supplier's own text (operators only); `None` keeps what is stored.
+    pub supplier_error: Option<String>,
+    /// The code a refused create answered with (its replay answers it again).
+    pub create_error: Option<String>,
+}
+
+/// Why a step that ends a job did not happen.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FinishError {
+    /// The job was not in a state this step ends (already terminal, or
+    /// moved by someone else): nothing was written.
+    #[error("the video is not in a state this step ends")]
+    NotActive,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<SettleError> for FinishError {
+    fn from(error: SettleError) -> Self {
+        match error {
+            // The state change and the money step share a transaction, so a
+            // hold no longer held means the job had ended already.
+            SettleError::NotReserved(_) => FinishError::NotActive,
+            SettleError::Store(e) => FinishError::Store(e),
+        }
+    }
+}
+
+/// Storage operations of the video job lifecycle. Every transition is
+/// conditional on the job's state and reports whether it happened, so two
+/// instances (or a poller and an operator) racing on one job change it
+/// once; each step that ends a job moves its money in the same atomic step
+/// (a job is `completed` exactly when its hold is settled, `failed` exactly
+/// when it is released: RELIABILITY.md I7).
+pub trait VideoStore: Send + Sync + 'static {
+    /// Creates the job `submitting` and takes its hold atomically, or finds
+    /// the account's job under the same `client_task_id` (one job per key
+    /// however many arrive at once). A refused hold leaves no job.
+    fn create_video_job(
+        &self,
+        video: NewVideoJob,
+        request: NewRequest,
+    ) -> impl Future<Output = Result<VideoCreated, ReserveError>> + Send;
+
+    fn video_job(
+        &self,
+        id: Uuid,
+    ) -> impl Future<Output = Result<Option<VideoJob>, StoreError>> + Send;
+
+    fn video_job_by_key(
+        &self,
+        account_id: Uuid,
+        client_task_id: &str,
+    ) -> impl Future<Output = Result<Option<VideoJob>, StoreError>> + Send;
+
+    /// `submitting` → `queued` (or `in_progress`): the supplier took the
+    /// job as `upstream_task_id`; first poll due after `first_poll`. `None`
+    /// when the job is no longer `submitting`.
+    fn video_submitted(
+        &self,
+        id: Uuid,
+        upstream_task_id: &str,
+        in_progress: bool,
+        progress: u8,
+        first_poll: Duration,
+    ) -> impl Future<Output = Result<Option<VideoJob>, StoreError>> + Send;
+
+    /// `submitting` → `unknown`, the hold kept; `detail` for operators.
+    fn video_submission_unknown(
+        &self,
+        id: Uuid,
+        detail: &str,
+    ) -> impl Future<Output = Result<Option<VideoJob>, StoreError>> + Send;
+
+    /// Jobs `submitting` for longer than `age` (their process died) become
+    /// `unknown`, never resubmitted (K7). Returns how many.
+    fn orphaned_video_submissions(
+        &self,
+        age: Duration,
+    ) -> impl Future<Output = Result<u64, StoreError>> + Send;
+
+    /// Claims up to `limit` active jobs whose poll is due, moving their
+    /// next poll `interval` on (each job to one claimer per interval).
+    fn claim_due_videos(
+        &self,
+        limit: u32,
+        interval: Duration,
+    ) -> impl Future<Output = Result<Vec<VideoJob>, StoreError>> + Send;
+
+    /// Keeps an active job from other passes for `lease`.
+    fn defer_video_poll(
+        &self,
+        id: Uuid,
+        lease: Duration,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Still running: `queued` may become `in_progress`, never back;
+    /// progress never decreases and stays below 100.
+    fn record_video_progress(
+        &self,
+        id: Uuid,
+        in_progress: bool,
+        progress: u8,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// `queued`/`in_progress` → `completed` with its stored content, and
+    /// the hold settled, atomically. Returns the charge.
+    fn complete_video(
+        &self,
+        id: Uuid,
+        content: StoredVideo,
+        settlement: Settlement,
+    ) -> impl Future<Output = Result<NanoUsd, FinishError>> + Send;
+
+    /// A job in one of `from` → `failed`, and its hold released, atomically.
+    fn fail_video(
+        &self,
+        id: Uuid,
+        from: &[VideoJobStatus],
+        failure: VideoFailure,
+        voiding: Voiding,
+    ) -> impl Future<Output = Result<(), FinishError>> + Send;
+
+    /// `unknown` → `queued` under the supplier's task an operator found,
+    /// polled at once. `None` when the job is not `unknown`.
+    fn reconcile_video_task(
+        &self,
+        id: Uuid,
+        upstream_task_id: &str,
+    ) -> impl Future<Output = Result<Option<VideoJob>, StoreError>> + Send;
 }

@@ -5,10 +5,11 @@
 //! never reads message text.
 
 use crate::catalog::Route;
+use bytes::Bytes;
 use futures::Stream;
 use router_canonical::{
     ApiError, ErrorCode, ImageRequest, Request, Response, StreamEvent, SupplierError,
-    SupplierFailure,
+    SupplierFailure, UpstreamVideo, VideoRequest,
 };
 use std::fmt;
 use std::future::Future;
@@ -258,6 +259,39 @@ impl AttemptError {
     }
 }
 
+/// A video submission that got no task. Whether the request may have
+/// reached the supplier is what decides the money: nothing sent is released
+/// at once; something sent may have made a paid job (`video_jobs`).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SubmitError {
+    /// Nothing reached the supplier: the connection was never made, or the
+    /// request cannot be written for the route (a `Conversion` kind).
+    #[error("not sent: {0}")]
+    NotSent(AttemptError),
+    /// The request went out; this is what came back, or why nothing usable
+    /// did (an error status, a transport failure or timeout mid-call, an
+    /// answer that could not be read).
+    #[error("sent: {0}")]
+    Sent(AttemptError),
+}
+
+/// A completed video's content as it arrives from the supplier, chunk by
+/// chunk (never whole in memory). An `Err` item ends it.
+pub type VideoChunks = Pin<Box<dyn Stream<Item = Result<Bytes, AttemptError>> + Send>>;
+
+/// A completed video being downloaded.
+pub struct VideoContent {
+    /// The supplier's `Content-Type`, when it sent one.
+    pub content_type: Option<String>,
+    pub chunks: VideoChunks,
+}
+
+fn no_videos() -> AttemptError {
+    AttemptError::conversion(ApiError::unsupported_conversion(
+        "this supplier client makes no videos",
+    ))
+}
+
 /// Sends one attempt to a route's supplier.
 pub trait Suppliers: Send + Sync + 'static {
     /// One physical attempt. Must give up by `deadline`.
@@ -282,6 +316,40 @@ pub trait Suppliers: Send + Sync + 'static {
         std::future::ready(Err(AttemptError::conversion(
             ApiError::unsupported_conversion("this supplier client generates no images"),
         )))
+    }
+
+    /// Sends a video job to a `videos` route, once (never retried: a
+    /// second submission could make a second paid job). The supplier's
+    /// task, or why there is none ([`SubmitError`]). Suppliers without video
+    /// dialects keep the default, which sends nothing.
+    fn submit_video(
+        &self,
+        route: &Route,
+        request: &VideoRequest,
+    ) -> impl Future<Output = Result<UpstreamVideo, SubmitError>> + Send {
+        let _ = (route, request);
+        std::future::ready(Err(SubmitError::NotSent(no_videos())))
+    }
+
+    /// The supplier's view of task `task_id` now (a failed poll is simply
+    /// polled again later).
+    fn poll_video(
+        &self,
+        route: &Route,
+        task_id: &str,
+    ) -> impl Future<Output = Result<UpstreamVideo, AttemptError>> + Send {
+        let _ = (route, task_id);
+        std::future::ready(Err(no_videos()))
+    }
+
+    /// The completed video of task `task_id`, as it arrives.
+    fn video_content(
+        &self,
+        route: &Route,
+        task_id: &str,
+    ) -> impl Future<Output = Result<VideoContent, AttemptError>> + Send {
+        let _ = (route, task_id);
+        std::future::ready(Err(no_videos()))
     }
 }
 

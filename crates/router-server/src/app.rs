@@ -48,7 +48,7 @@ pub struct App {
     pub uploads: router_uploads::Uploads,
     /// Video jobs (`ROUTER_VIDEO_POLL_INTERVAL_MS`); their content goes to
     /// the uploads' object store.
-    pub videos: crate::videos::VideoSettings,
+    pub videos: router_core::video_jobs::VideoSettings,
 }
 
 /// Prompt-cache routing affinity (F-14, F-16).

@@ -91,14 +91,7 @@ pub async fn authenticate(
 /// left to routing (404 `model_not_found`); one that exists but is not
 /// allowed for the key is 403 `model_not_allowed`.
 pub fn check_model(catalog: &Catalog, key: &ApiKeyRecord, name: &str) -> Result<(), ApiError> {
-    match catalog.model(name) {
-        Some(model) if !key.policy.allows_model(model) => Err(ApiError::new(
-            ErrorCode::ModelNotAllowed,
-            format!("This API key may not use the model `{name}`."),
-        )
-        .with_param("model")),
-        _ => Ok(()),
-    }
+    key.policy.check_model(catalog, name)
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ pub mod jobs;
 use crate::app::App;
 use crate::body::Incoming;
 use crate::body::{ADMIN_BODY_LIMIT, read_limited};
-use crate::dispatch::Caller;
+use crate::caller::Caller;
 use crate::operator::store_error;
 use crate::ownership::{self, Resource};
 use crate::reply::{self, Body};

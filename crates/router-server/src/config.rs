@@ -49,7 +49,7 @@ pub struct ServerConfig {
     /// `ROUTER_UPLOAD_CONCURRENCY_PER_ACCOUNT`, `ROUTER_UPLOAD_CONCURRENCY_TOTAL`.
     pub uploads: router_uploads::UploadSettings,
     /// `ROUTER_VIDEO_POLL_INTERVAL_MS`.
-    pub videos: crate::videos::VideoSettings,
+    pub videos: router_core::video_jobs::VideoSettings,
 }
 
 impl std::fmt::Debug for ServerConfig {

@@ -9,6 +9,7 @@
 
 use crate::app::App;
 use crate::body::Incoming;
+use crate::caller::Caller;
 use crate::messages;
 use crate::ownership::{self, Resource};
 use crate::reply::{self, Body};
@@ -58,18 +59,6 @@ fn table() -> &'static matchit::Router<PathRoutes> {
         }
         router
     })
-}
-
-/// Who the guard let through.
-pub enum Caller {
-    /// A `Public` route.
-    Anonymous,
-    /// An API key with the route's scope.
-    Key(ApiKeyRecord),
-    /// A signed-in browser session (whose mutation came from our origin).
-    Session(Session),
-    /// The operator token.
-    Operator,
 }
 
 impl Caller {

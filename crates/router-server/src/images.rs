@@ -19,7 +19,7 @@ use http::{Response, StatusCode};
 use router_canonical::ApiError;
 use router_core::ImageAdmission;
 use router_core::images;
-use router_core::store::ApiKeyRecord;
+use router_core::store::{ApiKeyRecord, Requester};
 use router_images::client::{Receipt, encode_response, parse_request};
 use std::sync::Arc;
 use uuid::Uuid;
@@ -62,10 +62,7 @@ async fn run(
     let admission = ImageAdmission {
         zdr,
         request_id,
-        account_id: inbound.key.account_id,
-        api_key_id: inbound.key.key_id,
-        policy_version: inbound.key.policy.version,
-        key_limited: inbound.key.policy.limits.any(),
+        requester: Requester::of(&inbound.key),
         trace: log.trace(),
     };
     let generated = app

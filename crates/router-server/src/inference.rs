@@ -22,7 +22,7 @@ use router_canonical::{
 };
 use router_core::Outcome;
 use router_core::gateway::Admission;
-use router_core::store::ApiKeyRecord;
+use router_core::store::{ApiKeyRecord, Requester};
 use std::sync::Arc;
 use uuid::Uuid;
 
@@ -99,10 +99,7 @@ async fn run<C: ClientCodec>(
     let trace = log.trace();
     let admission = Admission {
         request_id,
-        account_id: inbound.key.account_id,
-        api_key_id: inbound.key.key_id,
-        policy_version: inbound.key.policy.version,
-        key_limited: inbound.key.policy.limits.any(),
+        requester: Requester::of(&inbound.key),
         inbound: codec.protocol(),
         zdr,
         preferred_route: affinity.as_ref().and_then(Affinity::preferred_route),

@@ -83,7 +83,11 @@ pub static REGISTRY: &[JobSpec] = &[
     JobSpec {
         name: "video-poller",
         every: |app| app.videos.poll_interval,
-        run: |app| Box::pin(crate::videos::poll_pass(app)),
+        run: |app| {
+            Box::pin(futures::TryFutureExt::err_into(crate::videos::poll_pass(
+                app,
+            )))
+        },
     },
     JobSpec {
         name: "upload-purge",

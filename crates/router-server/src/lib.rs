@@ -11,6 +11,7 @@ pub mod affinity;
 pub mod app;
 pub mod auth;
 pub mod body;
+pub mod caller;
 pub mod catalog_api;
 pub mod catalog_release;
 pub mod catalog_view;

@@ -8,7 +8,11 @@
 //! Every transition is `UPDATE … WHERE status IN (…)` and reports whether it
 //! matched, so two instances (or a poller and an operator) racing on one job
 //! change it once: the loser matches nothing and writes nothing.
+//!
+//! [`Database`] implements core's [`VideoStore`] port with these, one pooled
+//! connection per step; the lifecycle itself is `router_core::video_jobs`.
 
+use crate::Database;
 use crate::billing;
 use crate::error::store_error;
 use chrono::{DateTime, Utc};
@@ -16,13 +20,16 @@ use diesel::QueryableByName;
 use diesel::sql_types::{BigInt, Int4, Nullable, Text, Timestamptz, Uuid as SqlUuid};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use router_canonical::NanoUsd;
-use router_core::store::{NewRequest, ReserveError, SettleError, Settlement, StoreError, Voiding};
-use std::time::Duration;
+use router_core::store::{
+    FinishError, NewRequest, NewVideoJob, ReserveError, SettleError, Settlement, StoreError,
+    StoredVideo, VideoCreated, VideoFailure, VideoJob, VideoJobStatus, VideoStore, Voiding,
+};
+use std::time::{Duration, SystemTime};
 use uuid::Uuid;
 
 /// A video job as stored.
 #[derive(Debug, Clone, PartialEq, Eq, QueryableByName)]
-pub struct VideoRow {
+struct VideoRow {
     #[diesel(sql_type = SqlUuid)]
     pub id: Uuid,
     #[diesel(sql_type = SqlUuid)]
@@ -81,30 +88,46 @@ const COLUMNS: &str = "id, account_id, api_key_id, request_id, client_task_id, f
      fail_reason, supplier_error, content_key, content_bytes, content_type, created_at, \
      updated_at, completed_at, next_poll_at, polls, reconciled_at";
 
-/// States a job is still running in (its hold is live).
-pub const ACTIVE: [&str; 4] = ["submitting", "queued", "in_progress", "unknown"];
+impl TryFrom<VideoRow> for VideoJob {
+    type Error = StoreError;
 
-/// What a create found or made.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Created {
-    /// A new job, `submitting`, its hold taken: the caller submits it.
-    New(VideoRow),
-    /// The account already has a job under this `client_task_id`.
-    Existing(VideoRow),
+    fn try_from(row: VideoRow) -> Result<VideoJob, StoreError> {
+        let status = VideoJobStatus::parse(&row.status)
+            .ok_or_else(|| StoreError::Query(format!("unknown video status `{}`", row.status)))?;
+        let time = |t: DateTime<Utc>| SystemTime::from(t);
+        Ok(VideoJob {
+            id: row.id,
+            account_id: row.account_id,
+            api_key_id: row.api_key_id,
+            request_id: row.request_id,
+            client_task_id: row.client_task_id,
+            fingerprint: row.fingerprint,
+            model: row.model,
+            route_id: row.route_id,
+            supplier_id: row.supplier_id,
+            charge: NanoUsd(row.charge_nano),
+            status,
+            progress: u8::try_from(row.progress.clamp(0, 100)).unwrap_or(0),
+            upstream_task_id: row.upstream_task_id,
+            create_error: row.create_error,
+            fail_reason: row.fail_reason,
+            supplier_error: row.supplier_error,
+            content_key: row.content_key,
+            content_bytes: row.content_bytes.map(|n| u64::try_from(n).unwrap_or(0)),
+            content_type: row.content_type,
+            created_at: time(row.created_at),
+            updated_at: time(row.updated_at),
+            completed_at: row.completed_at.map(time),
+            next_poll_at: row.next_poll_at.map(time),
+            polls: u32::try_from(row.polls).unwrap_or(0),
+            reconciled_at: row.reconciled_at.map(time),
+        })
+    }
 }
 
-/// The new job's row (its hold is the `NewRequest` beside it).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NewVideo {
-    pub id: Uuid,
-    pub account_id: Uuid,
-    pub api_key_id: Uuid,
-    pub client_task_id: String,
-    pub fingerprint: String,
-    pub model: String,
-    pub route_id: String,
-    pub supplier_id: String,
-    pub charge: NanoUsd,
+/// The job of the row the statement returned, if it returned one.
+fn one(rows: Vec<VideoRow>) -> Result<Option<VideoJob>, StoreError> {
+    rows.into_iter().next().map(VideoJob::try_from).transpose()
 }
 
 enum CreateFailure {
@@ -128,9 +151,9 @@ impl From<diesel::result::Error> for CreateFailure {
 /// the row back: no job.
 pub async fn create(
     conn: &mut AsyncPgConnection,
-    video: &NewVideo,
+    video: &NewVideoJob,
     request: &NewRequest,
-) -> Result<Created, ReserveError> {
+) -> Result<VideoCreated, ReserveError> {
     billing::check_reservation(request)?;
     let (video, request) = (video.clone(), request.clone());
     let (account_id, client_task_id) = (video.account_id, video.client_task_id.clone());
@@ -171,9 +194,9 @@ pub async fn create(
         })
         .await;
     match outcome {
-        Ok(Some(row)) => Ok(Created::New(row)),
+        Ok(Some(row)) => Ok(VideoCreated::New(row.try_into()?)),
         Ok(None) => match find_by_key(conn, account_id, &client_task_id).await? {
-            Some(row) => Ok(Created::Existing(row)),
+            Some(job) => Ok(VideoCreated::Existing(job)),
             // Only a deleted account loses its videos; never mid-create.
             None => Err(StoreError::Query("the conflicting video vanished".into()).into()),
         },
@@ -182,22 +205,22 @@ pub async fn create(
     }
 }
 
-pub async fn find(conn: &mut AsyncPgConnection, id: Uuid) -> Result<Option<VideoRow>, StoreError> {
-    let mut rows: Vec<VideoRow> =
+pub async fn find(conn: &mut AsyncPgConnection, id: Uuid) -> Result<Option<VideoJob>, StoreError> {
+    let rows: Vec<VideoRow> =
         diesel::sql_query(format!("SELECT {COLUMNS} FROM videos WHERE id = $1"))
             .bind::<SqlUuid, _>(id)
             .get_results(conn)
             .await
             .map_err(store_error)?;
-    Ok(rows.pop())
+    one(rows)
 }
 
 pub async fn find_by_key(
     conn: &mut AsyncPgConnection,
     account_id: Uuid,
     client_task_id: &str,
-) -> Result<Option<VideoRow>, StoreError> {
-    let mut rows: Vec<VideoRow> = diesel::sql_query(format!(
+) -> Result<Option<VideoJob>, StoreError> {
+    let rows: Vec<VideoRow> = diesel::sql_query(format!(
         "SELECT {COLUMNS} FROM videos WHERE account_id = $1 AND client_task_id = $2"
     ))
     .bind::<SqlUuid, _>(account_id)
@@ -205,7 +228,7 @@ pub async fn find_by_key(
     .get_results(conn)
     .await
     .map_err(store_error)?;
-    Ok(rows.pop())
+    one(rows)
 }
 
 /// `submitting` → `queued` / `in_progress`: the supplier accepted the job
@@ -215,11 +238,11 @@ pub async fn submitted(
     id: Uuid,
     upstream_task_id: &str,
     in_progress: bool,
-    progress: i32,
+    progress: u8,
     first_poll: Duration,
-) -> Result<Option<VideoRow>, StoreError> {
+) -> Result<Option<VideoJob>, StoreError> {
     // `None` when the job is no longer `submitting` (moved by another).
-    let mut rows: Vec<VideoRow> = diesel::sql_query(format!(
+    let rows: Vec<VideoRow> = diesel::sql_query(format!(
         "UPDATE videos SET status = CASE WHEN $3 THEN 'in_progress' ELSE 'queued' END,
              upstream_task_id = $2, progress = least(greatest($4, 0), 99),
              next_poll_at = now() + $5 * interval '1 millisecond', updated_at = now()
@@ -229,12 +252,12 @@ pub async fn submitted(
     .bind::<SqlUuid, _>(id)
     .bind::<Text, _>(upstream_task_id)
     .bind::<diesel::sql_types::Bool, _>(in_progress)
-    .bind::<Int4, _>(progress)
+    .bind::<Int4, _>(i32::from(progress))
     .bind::<BigInt, _>(millis(first_poll))
     .get_results(conn)
     .await
     .map_err(store_error)?;
-    Ok(rows.pop())
+    one(rows)
 }
 
 /// `submitting` → `unknown`: the submission was sent but its answer is
@@ -243,8 +266,8 @@ pub async fn submission_unknown(
     conn: &mut AsyncPgConnection,
     id: Uuid,
     detail: &str,
-) -> Result<Option<VideoRow>, StoreError> {
-    let mut rows: Vec<VideoRow> = diesel::sql_query(format!(
+) -> Result<Option<VideoJob>, StoreError> {
+    let rows: Vec<VideoRow> = diesel::sql_query(format!(
         "UPDATE videos SET status = 'unknown', supplier_error = $2, updated_at = now()
          WHERE id = $1 AND status = 'submitting'
          RETURNING {COLUMNS}"
@@ -254,7 +277,7 @@ pub async fn submission_unknown(
     .get_results(conn)
     .await
     .map_err(store_error)?;
-    Ok(rows.pop())
+    one(rows)
 }
 
 /// Submissions older than `age` still `submitting`: their process died
@@ -288,10 +311,10 @@ pub async fn orphaned_submissions(
 /// interval.
 pub async fn claim_due(
     conn: &mut AsyncPgConnection,
-    limit: i64,
+    limit: u32,
     interval: Duration,
-) -> Result<Vec<VideoRow>, StoreError> {
-    diesel::sql_query(format!(
+) -> Result<Vec<VideoJob>, StoreError> {
+    let rows: Vec<VideoRow> = diesel::sql_query(format!(
         "UPDATE videos SET next_poll_at = now() + $2 * interval '1 millisecond',
              polls = polls + 1
          WHERE id IN (
@@ -302,11 +325,12 @@ pub async fn claim_due(
              FOR UPDATE SKIP LOCKED)
          RETURNING {COLUMNS}"
     ))
-    .bind::<BigInt, _>(limit)
+    .bind::<BigInt, _>(i64::from(limit))
     .bind::<BigInt, _>(millis(interval))
     .get_results(conn)
     .await
-    .map_err(store_error)
+    .map_err(store_error)?;
+    rows.into_iter().map(VideoJob::try_from).collect()
 }
 
 /// Holds an active job back from other passes for `lease` (its content is
@@ -335,7 +359,7 @@ pub async fn record_progress(
     conn: &mut AsyncPgConnection,
     id: Uuid,
     in_progress: bool,
-    progress: i32,
+    progress: u8,
 ) -> Result<(), StoreError> {
     diesel::sql_query(
         "UPDATE videos SET
@@ -346,37 +370,43 @@ pub async fn record_progress(
     )
     .bind::<SqlUuid, _>(id)
     .bind::<diesel::sql_types::Bool, _>(in_progress)
-    .bind::<Int4, _>(progress)
+    .bind::<Int4, _>(i32::from(progress))
     .execute(conn)
     .await
     .map_err(store_error)?;
     Ok(())
 }
 
-/// Why a terminal step did not happen.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum FinishError {
-    /// The job was not in a state this step ends (already terminal, or
-    /// moved by someone else): nothing was written.
-    #[error("the video is not in a state this step ends")]
-    NotActive,
-    #[error(transparent)]
-    Store(#[from] StoreError),
+/// A terminal step's transaction failed: core's [`FinishError`], or the
+/// database error that rolled it back.
+enum Finish {
+    Ended(FinishError),
+    Db(diesel::result::Error),
 }
 
-impl From<diesel::result::Error> for FinishError {
+impl From<diesel::result::Error> for Finish {
     fn from(error: diesel::result::Error) -> Self {
-        FinishError::Store(store_error(error))
+        Finish::Db(error)
     }
 }
 
-impl From<SettleError> for FinishError {
+impl From<FinishError> for Finish {
+    fn from(error: FinishError) -> Self {
+        Finish::Ended(error)
+    }
+}
+
+impl From<SettleError> for Finish {
     fn from(error: SettleError) -> Self {
+        Finish::Ended(error.into())
+    }
+}
+
+impl From<Finish> for FinishError {
+    fn from(error: Finish) -> Self {
         match error {
-            // The state change and the money step share a transaction, so a
-            // hold no longer held means the job had ended already.
-            SettleError::NotReserved(_) => FinishError::NotActive,
-            SettleError::Store(e) => FinishError::Store(e),
+            Finish::Ended(error) => error,
+            Finish::Db(error) => FinishError::Store(store_error(error)),
         }
     }
 }
@@ -387,18 +417,18 @@ impl From<SettleError> for FinishError {
 pub async fn complete(
     conn: &mut AsyncPgConnection,
     id: Uuid,
-    content_key: &str,
-    content_bytes: i64,
-    content_type: &str,
+    content: &StoredVideo,
     settlement: &Settlement,
 ) -> Result<NanoUsd, FinishError> {
     billing::check_settlement(settlement)?;
+    let content_bytes = i64::try_from(content.bytes)
+        .map_err(|_| StoreError::Query("the video content is too large".into()))?;
     let (key, kind, settlement) = (
-        content_key.to_owned(),
-        content_type.to_owned(),
+        content.key.clone(),
+        content.content_type.clone(),
         settlement.clone(),
     );
-    conn.transaction(async move |conn| {
+    conn.transaction(async move |conn| -> Result<NanoUsd, Finish> {
         let moved = diesel::sql_query(
             "UPDATE videos SET status = 'completed', progress = 100, content_key = $2,
                  content_bytes = $3, content_type = $4, completed_at = now(),
@@ -412,35 +442,29 @@ pub async fn complete(
         .execute(conn)
         .await?;
         if moved != 1 {
-            return Err(FinishError::NotActive);
+            return Err(FinishError::NotActive.into());
         }
         Ok(billing::settle(conn, &settlement).await?)
     })
     .await
+    .map_err(FinishError::from)
 }
 
 /// The job failed (the supplier said so, refused the submission, or an
 /// operator decided): a job in one of `from` becomes `failed` with the
-/// public `reason` and the supplier's own text, and its hold is released,
-/// in one transaction. `create_error` is the code a refused create
-/// answered with.
+/// failure's public reason and the supplier's own text, and its hold is
+/// released, in one transaction. The failure's `create_error` is the code a
+/// refused create answered with.
 pub async fn fail(
     conn: &mut AsyncPgConnection,
     id: Uuid,
-    from: &[&str],
-    reason: &str,
-    supplier_error: Option<&str>,
-    create_error: Option<&str>,
+    from: &[VideoJobStatus],
+    failure: &VideoFailure,
     voiding: &Voiding,
 ) -> Result<(), FinishError> {
-    let from: Vec<String> = from.iter().map(|s| (*s).to_owned()).collect();
-    let (reason, supplier_error, create_error, voiding) = (
-        reason.to_owned(),
-        supplier_error.map(str::to_owned),
-        create_error.map(str::to_owned),
-        voiding.clone(),
-    );
-    conn.transaction(async move |conn| {
+    let from: Vec<&'static str> = from.iter().map(|s| s.as_str()).collect();
+    let (failure, voiding) = (failure.clone(), voiding.clone());
+    conn.transaction(async move |conn| -> Result<(), Finish> {
         let moved = diesel::sql_query(
             "UPDATE videos SET status = 'failed', fail_reason = $3,
                  supplier_error = coalesce($4, supplier_error), create_error = $5,
@@ -450,18 +474,19 @@ pub async fn fail(
         )
         .bind::<SqlUuid, _>(id)
         .bind::<diesel::sql_types::Array<Text>, _>(&from)
-        .bind::<Text, _>(&reason)
-        .bind::<Nullable<Text>, _>(&supplier_error)
-        .bind::<Nullable<Text>, _>(&create_error)
+        .bind::<Text, _>(&failure.reason)
+        .bind::<Nullable<Text>, _>(&failure.supplier_error)
+        .bind::<Nullable<Text>, _>(&failure.create_error)
         .execute(conn)
         .await?;
         if moved != 1 {
-            return Err(FinishError::NotActive);
+            return Err(FinishError::NotActive.into());
         }
         billing::void(conn, &voiding).await?;
         Ok(())
     })
     .await
+    .map_err(FinishError::from)
 }
 
 /// An operator found the supplier's task of an `unknown` job: it becomes
@@ -470,8 +495,8 @@ pub async fn reconcile_task(
     conn: &mut AsyncPgConnection,
     id: Uuid,
     upstream_task_id: &str,
-) -> Result<Option<VideoRow>, StoreError> {
-    let mut rows: Vec<VideoRow> = diesel::sql_query(format!(
+) -> Result<Option<VideoJob>, StoreError> {
+    let rows: Vec<VideoRow> = diesel::sql_query(format!(
         "UPDATE videos SET status = 'queued', upstream_task_id = $2, next_poll_at = now(),
              reconciled_at = now(), updated_at = now()
          WHERE id = $1 AND status = 'unknown'
@@ -482,9 +507,122 @@ pub async fn reconcile_task(
     .get_results(conn)
     .await
     .map_err(store_error)?;
-    Ok(rows.pop())
+    one(rows)
 }
 
 fn millis(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+impl VideoStore for Database {
+    async fn create_video_job(
+        &self,
+        video: NewVideoJob,
+        request: NewRequest,
+    ) -> Result<VideoCreated, ReserveError> {
+        let mut conn = self.connection().await?;
+        create(&mut conn, &video, &request).await
+    }
+
+    async fn video_job(&self, id: Uuid) -> Result<Option<VideoJob>, StoreError> {
+        let mut conn = self.connection().await?;
+        find(&mut conn, id).await
+    }
+
+    async fn video_job_by_key(
+        &self,
+        account_id: Uuid,
+        client_task_id: &str,
+    ) -> Result<Option<VideoJob>, StoreError> {
+        let mut conn = self.connection().await?;
+        find_by_key(&mut conn, account_id, client_task_id).await
+    }
+
+    async fn video_submitted(
+        &self,
+        id: Uuid,
+        upstream_task_id: &str,
+        in_progress: bool,
+        progress: u8,
+        first_poll: Duration,
+    ) -> Result<Option<VideoJob>, StoreError> {
+        let mut conn = self.connection().await?;
+        submitted(
+            &mut conn,
+            id,
+            upstream_task_id,
+            in_progress,
+            progress,
+            first_poll,
+        )
+        .await
+    }
+
+    async fn video_submission_unknown(
+        &self,
+        id: Uuid,
+        detail: &str,
+    ) -> Result<Option<VideoJob>, StoreError> {
+        let mut conn = self.connection().await?;
+        submission_unknown(&mut conn, id, detail).await
+    }
+
+    async fn orphaned_video_submissions(&self, age: Duration) -> Result<u64, StoreError> {
+        let mut conn = self.connection().await?;
+        orphaned_submissions(&mut conn, age).await
+    }
+
+    async fn claim_due_videos(
+        &self,
+        limit: u32,
+        interval: Duration,
+    ) -> Result<Vec<VideoJob>, StoreError> {
+        let mut conn = self.connection().await?;
+        claim_due(&mut conn, limit, interval).await
+    }
+
+    async fn defer_video_poll(&self, id: Uuid, lease: Duration) -> Result<(), StoreError> {
+        let mut conn = self.connection().await?;
+        defer_poll(&mut conn, id, lease).await
+    }
+
+    async fn record_video_progress(
+        &self,
+        id: Uuid,
+        in_progress: bool,
+        progress: u8,
+    ) -> Result<(), StoreError> {
+        let mut conn = self.connection().await?;
+        record_progress(&mut conn, id, in_progress, progress).await
+    }
+
+    async fn complete_video(
+        &self,
+        id: Uuid,
+        content: StoredVideo,
+        settlement: Settlement,
+    ) -> Result<NanoUsd, FinishError> {
+        let mut conn = self.connection().await?;
+        complete(&mut conn, id, &content, &settlement).await
+    }
+
+    async fn fail_video(
+        &self,
+        id: Uuid,
+        from: &[VideoJobStatus],
+        failure: VideoFailure,
+        voiding: Voiding,
+    ) -> Result<(), FinishError> {
+        let mut conn = self.connection().await?;
+        fail(&mut conn, id, from, &failure, &voiding).await
+    }
+
+    async fn reconcile_video_task(
+        &self,
+        id: Uuid,
+        upstream_task_id: &str,
+    ) -> Result<Option<VideoJob>, StoreError> {
+        let mut conn = self.connection().await?;
+        reconcile_task(&mut conn, id, upstream_task_id).await
+    }
 }

@@ -17,10 +17,8 @@ mod retry_after;
 pub mod url_guard;
 mod videos;
 
-pub use videos::{Submission, VideoDownload};
-
-use router_canonical::{ApiError, ImageRequest, Request};
-use router_core::{AttemptError, Route, SupplierReply, Suppliers};
+use router_canonical::{ApiError, ImageRequest, Request, UpstreamVideo, VideoRequest};
+use router_core::{AttemptError, Route, SubmitError, SupplierReply, Suppliers, VideoContent};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -102,34 +100,28 @@ impl Suppliers for HttpSuppliers {
     ) -> Result<Vec<u8>, AttemptError> {
         images::generate(&self.client, self.image_urls, route, request).await
     }
-}
 
-/// Video jobs (`videos.rs`): one submission, one poll, one download.
-impl HttpSuppliers {
-    /// Sends the job to `route` once; see [`Submission`].
-    pub async fn submit_video(
+    async fn submit_video(
         &self,
         route: &Route,
-        request: &router_canonical::VideoRequest,
-    ) -> Submission {
+        request: &VideoRequest,
+    ) -> Result<UpstreamVideo, SubmitError> {
         videos::submit(&self.client, route, request).await
     }
 
-    /// The supplier's view of task `task_id` now.
-    pub async fn poll_video(
+    async fn poll_video(
         &self,
         route: &Route,
         task_id: &str,
-    ) -> Result<router_canonical::UpstreamVideo, String> {
+    ) -> Result<UpstreamVideo, AttemptError> {
         videos::poll(&self.client, route, task_id).await
     }
 
-    /// The completed video's bytes, as a stream of chunks.
-    pub async fn video_content(
+    async fn video_content(
         &self,
         route: &Route,
         task_id: &str,
-    ) -> Result<VideoDownload, String> {
+    ) -> Result<VideoContent, AttemptError> {
         videos::content(&self.client, route, task_id).await
     }
 }

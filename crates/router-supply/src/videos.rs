@@ -4,17 +4,18 @@
 //! make a second paid job), and the poller's next pass is the retry of a
 //! poll.
 //!
-//! A submission ends one of four ways, and the difference is money:
-//! accepted (the supplier's task id), refused (a status that says the job
-//! was not taken: release the hold), not sent (the connection was never
-//! made: release), or unknown (the request went out and no usable answer
-//! came back: the supplier may have the job, so the hold stays until an
-//! operator reconciles, GP-25).
+//! Failures are the typed [`AttemptError`]s of every supplier call (the
+//! codec's `decode_error` classified by status, transport, timeout, an
+//! invalid answer). A failed submission also says whether the request may
+//! have reached the supplier ([`SubmitError`]): a connection never made
+//! sent nothing; anything after the request went out may have made the
+//! job. What that means for the money is core's decision
+//! (`router_core::video_jobs`).
 
 use crate::attempt::read_body;
-use bytes::Bytes;
-use router_canonical::{ApiError, SupplierError, UpstreamVideo, VideoRequest, VideoSupplierCodec};
-use router_core::Route;
+use crate::transport_error;
+use router_canonical::{UpstreamVideo, VideoRequest, VideoSupplierCodec};
+use router_core::{AttemptError, Route, SubmitError, VideoContent};
 use std::time::Duration;
 
 /// How long a submission may take before its answer counts as lost.
@@ -26,32 +27,13 @@ const CHUNK_TIMEOUT: Duration = Duration::from_secs(60);
 /// The most of an error reply read to classify it.
 const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
 
-/// How one submission ended.
-#[derive(Debug)]
-pub enum Submission {
-    /// The supplier took the job.
-    Accepted(UpstreamVideo),
-    /// The supplier said it did not take the job (its error stays typed;
-    /// its text is for operators only).
-    Refused { status: u16, error: SupplierError },
-    /// Nothing reached the supplier (connection refused, the request could
-    /// not be encoded for this dialect): `Err` carries a public error when
-    /// the request itself is at fault.
-    NotSent {
-        detail: String,
-        public: Option<ApiError>,
-    },
-    /// The request was sent and no usable answer came back.
-    Unknown { detail: String },
-}
-
 fn codec() -> &'static dyn VideoSupplierCodec {
     crate::codecs::video_codec()
 }
 
-fn url(route: &Route, path: &str) -> Result<reqwest::Url, String> {
+fn url(route: &Route, path: &str) -> Result<reqwest::Url, AttemptError> {
     reqwest::Url::parse(&format!("{}{path}", route.supplier.base_url))
-        .map_err(|e| format!("supplier URL: {e}"))
+        .map_err(|e| AttemptError::transport(format!("supplier URL: {e}")))
 }
 
 fn with_headers(mut builder: reqwest::RequestBuilder, route: &Route) -> reqwest::RequestBuilder {
@@ -61,7 +43,10 @@ fn with_headers(mut builder: reqwest::RequestBuilder, route: &Route) -> reqwest:
     builder
 }
 
-async fn error_body(mut response: reqwest::Response) -> Vec<u8> {
+/// An error status, classified by its status with the supplier's error as
+/// the codec reads it (the body only adds detail).
+async fn error_status(mut response: reqwest::Response) -> AttemptError {
+    let status = response.status().as_u16();
     let mut body = Vec::new();
     while let Ok(Some(chunk)) = response.chunk().await {
         body.extend_from_slice(&chunk);
@@ -69,105 +54,51 @@ async fn error_body(mut response: reqwest::Response) -> Vec<u8> {
             break;
         }
     }
-    body
-}
-
-/// Whether a status says the supplier did not take the job: every 4xx, 503
-/// (not accepting work), and every 3xx (a redirect asks for the request to
-/// be made elsewhere, so this one did nothing; it is never followed). Other
-/// 5xx (500, 502, 504) may come after the job was made, so they are unknown.
-fn refused(status: u16) -> bool {
-    (300..500).contains(&status) || status == 503
+    AttemptError::supplier(codec().decode_error(status, &body), None)
 }
 
 pub(crate) async fn submit(
     client: &reqwest::Client,
     route: &Route,
     request: &VideoRequest,
-) -> Submission {
-    let body = match codec().encode_create(request, &route.upstream_model) {
-        Ok(body) => body,
-        Err(public) => {
-            return Submission::NotSent {
-                detail: "the request cannot be written in the route's dialect".into(),
-                public: Some(public),
-            };
-        }
-    };
-    let url = match url(route, codec().create_path()) {
-        Ok(url) => url,
-        Err(detail) => {
-            return Submission::NotSent {
-                detail,
-                public: None,
-            };
-        }
-    };
+) -> Result<UpstreamVideo, SubmitError> {
+    let body = codec()
+        .encode_create(request, &route.upstream_model)
+        .map_err(|public| SubmitError::NotSent(AttemptError::conversion(public)))?;
+    let url = url(route, codec().create_path()).map_err(SubmitError::NotSent)?;
     let builder = client
         .post(url)
         .timeout(SUBMIT_TIMEOUT)
         .header(reqwest::header::CONTENT_TYPE, "application/json")
         .body(body);
-    let response = match with_headers(builder, route).send().await {
-        Ok(response) => response,
-        Err(error) if error.is_connect() => {
-            return Submission::NotSent {
-                detail: crate::error_chain(&error),
-                public: None,
-            };
-        }
-        Err(error) => {
-            return Submission::Unknown {
-                detail: crate::error_chain(&error),
-            };
-        }
-    };
-    let status = response.status().as_u16();
-    if !response.status().is_success() {
-        let body = error_body(response).await;
-        let error = codec().decode_error(status, &body);
-        return if refused(status) {
-            Submission::Refused { status, error }
+    let response = with_headers(builder, route).send().await.map_err(|error| {
+        let attempt = transport_error(&error);
+        if error.is_connect() {
+            SubmitError::NotSent(attempt)
         } else {
-            Submission::Unknown {
-                detail: format!("status {status}: {error}"),
-            }
-        };
-    }
-    let body = match read_body(response).await {
-        Ok(body) => body,
-        Err(error) => {
-            return Submission::Unknown {
-                detail: format!("reading the answer: {error}"),
-            };
+            SubmitError::Sent(attempt)
         }
-    };
-    match codec().decode_task(&body) {
-        Ok(task) => Submission::Accepted(task),
-        Err(error) => Submission::Unknown {
-            detail: format!("undecodable answer: {error}"),
-        },
+    })?;
+    if !response.status().is_success() {
+        return Err(SubmitError::Sent(error_status(response).await));
     }
+    let body = read_body(response).await.map_err(SubmitError::Sent)?;
+    codec()
+        .decode_task(&body)
+        .map_err(|error| SubmitError::Sent(AttemptError::supplier(error, None)))
 }
 
-/// Sends a GET; a reply other than 2xx is an error naming `what`, with
-/// the supplier's error as its codec reads it.
+/// Sends a GET; a reply other than 2xx is its classified error status.
 async fn get_ok(
     builder: reqwest::RequestBuilder,
     route: &Route,
-    what: &str,
-) -> Result<reqwest::Response, String> {
+) -> Result<reqwest::Response, AttemptError> {
     let response = with_headers(builder, route)
         .send()
         .await
-        .map_err(|e| crate::error_chain(&e))?;
-    let status = response.status().as_u16();
+        .map_err(|e| transport_error(&e))?;
     if !response.status().is_success() {
-        let body = error_body(response).await;
-        return Err(format!(
-            "{what} status {status}: {}",
-            codec().decode_error(status, &body)
-        ));
+        return Err(error_status(response).await);
     }
     Ok(response)
 }
@@ -178,47 +109,43 @@ pub(crate) async fn poll(
     client: &reqwest::Client,
     route: &Route,
     task_id: &str,
-) -> Result<UpstreamVideo, String> {
+) -> Result<UpstreamVideo, AttemptError> {
     let url = url(route, &codec().poll_path(task_id))?;
-    let response = get_ok(client.get(url).timeout(POLL_TIMEOUT), route, "poll").await?;
-    let body = read_body(response).await.map_err(|e| e.to_string())?;
+    let response = get_ok(client.get(url).timeout(POLL_TIMEOUT), route).await?;
+    let body = read_body(response).await?;
     codec()
         .decode_task(&body)
-        .map_err(|e| format!("undecodable poll answer: {e}"))
+        .map_err(|error| AttemptError::supplier(error, None))
 }
 
-/// A video's content as it arrives, chunk by chunk (never whole in memory).
-pub struct VideoDownload {
-    response: reqwest::Response,
-    /// The supplier's `Content-Type`, when it sent one.
-    pub content_type: Option<String>,
-}
-
-impl VideoDownload {
-    /// The next chunk; `None` at the end.
-    pub async fn next_chunk(&mut self) -> Result<Option<Bytes>, String> {
-        match tokio::time::timeout(CHUNK_TIMEOUT, self.response.chunk()).await {
-            Ok(Ok(chunk)) => Ok(chunk),
-            Ok(Err(e)) => Err(crate::error_chain(&e)),
-            Err(_) => Err("the content stalled".into()),
-        }
-    }
-}
-
+/// The completed video's content, chunk by chunk as it arrives (never whole
+/// in memory); a stall longer than [`CHUNK_TIMEOUT`] ends it with a timeout.
 pub(crate) async fn content(
     client: &reqwest::Client,
     route: &Route,
     task_id: &str,
-) -> Result<VideoDownload, String> {
+) -> Result<VideoContent, AttemptError> {
     let url = url(route, &codec().content_path(task_id))?;
-    let response = get_ok(client.get(url), route, "content").await?;
+    let response = get_ok(client.get(url), route).await?;
     let content_type = response
         .headers()
         .get(reqwest::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    Ok(VideoDownload {
-        response,
+    let chunks = futures::stream::unfold(Some(response), |state| async move {
+        let mut response = state?;
+        match tokio::time::timeout(CHUNK_TIMEOUT, response.chunk()).await {
+            Ok(Ok(Some(chunk))) => Some((Ok(chunk), Some(response))),
+            Ok(Ok(None)) => None,
+            Ok(Err(e)) => Some((
+                Err(AttemptError::stream_interrupted(crate::error_chain(&e))),
+                None,
+            )),
+            Err(_) => Some((Err(AttemptError::timeout()), None)),
+        }
+    });
+    Ok(VideoContent {
         content_type,
+        chunks: Box::pin(chunks),
     })
 }

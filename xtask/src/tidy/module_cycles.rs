@@ -17,18 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Known cycles: (crate source folder, modules in the cycle, why it stays).
-const KNOTS: &[(&str, &[&str], &str)] = &[
-    (
-        "crates/router-server/src",
-        &["app", "auth", "jobs", "videos"],
-        "not a design: `App` holds the video settings; cut by issue 28",
-    ),
-    (
-        "crates/router-server/src",
-        &["admin", "channels", "dispatch", "openapi"],
-        "not a design: `Caller` lives in dispatch; cut by issue 28",
-    ),
-];
+const KNOTS: &[(&str, &[&str], &str)] = &[];
 
 /// One crate root's files: top-level module name -> sources.
 fn roots(src: &Path) -> Vec<(String, BTreeMap<String, String>)> {
