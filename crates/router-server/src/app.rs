@@ -1,6 +1,5 @@
 //! Shared state of one router process.
 
-use crate::catalog_view::CatalogCell;
 use crate::client_addr::TrustedProxies;
 use crate::docs::Docs;
 use crate::public_url::PublicBaseUrl;
@@ -16,14 +15,10 @@ pub struct App {
     pub admin_token: Option<String>,
     /// Proxies whose `X-Forwarded-For`/`Forwarded` are believed (`ROUTER_TRUSTED_PROXIES`).
     pub trusted_proxies: TrustedProxies,
-    /// The catalog release in force and its precomputed views.
-    pub catalog: CatalogCell,
-    /// The catalog file a reload reads (`ROUTER_CATALOG`).
-    pub catalog_path: String,
-    /// Resolves supplier key variables of a catalog being loaded.
-    pub catalog_env: crate::catalog_view::CatalogEnv,
-    /// Signs pricing-change cursors; loaded from PostgreSQL on first use.
-    pub cursor_key: tokio::sync::OnceCell<ring::hmac::Key>,
+    /// The published catalog: the release in force and its precomputed
+    /// views, the file a reload reads (`ROUTER_CATALOG`), the pricing
+    /// feed's cursor key.
+    pub catalog: router_catalog::PublishedCatalog,
     /// The user manual and its search index (`GET /v1/docs`).
     pub docs: Docs,
     /// Where browsers reach this router (`ROUTER_PUBLIC_BASE_URL`): sign-in

@@ -18,8 +18,8 @@ use crate::routes::{AuthRule, Handler, InferenceEndpoint, ParamRule, ROUTES, Rou
 use crate::session::{self, Session};
 use crate::surfaces::{CHAT, COMPLETIONS, MESSAGES, RESPONSES};
 use crate::{
-    admin, auth, catalog_api, catalog_release, channels, data_protection, health, images,
-    inference, pricing_changes, sign_in, uploads, videos,
+    admin, auth, catalog_api, channels, data_protection, health, images, inference, sign_in,
+    uploads, videos,
 };
 use http::Response;
 use http::header::HeaderValue;
@@ -72,10 +72,10 @@ impl Caller {
     }
 
     /// The key or session of an `ApiKeyOrSession` route.
-    fn viewer(self) -> Result<catalog_api::Viewer, ApiError> {
+    fn viewer(self) -> Result<router_catalog::Viewer, ApiError> {
         match self {
-            Caller::Key(key) => Ok(catalog_api::Viewer::Key(key)),
-            Caller::Session(session) => Ok(catalog_api::Viewer::Session(session)),
+            Caller::Key(key) => Ok(router_catalog::Viewer::Key(key)),
+            Caller::Session(session) => Ok(router_catalog::Viewer::Session(session.id)),
             Caller::Anonymous | Caller::Operator => Err(misconfigured()),
         }
     }
@@ -294,14 +294,8 @@ async fn route(
         }
         Handler::AdminDeleteApiKey => admin::delete_api_key(&app, param.as_deref(), &id_text).await,
         Handler::AdminGetRequest => admin::get_request(&app, param.as_deref(), &id_text).await,
-        Handler::AdminGetCatalog => Ok(reply::json_value(
-            http::StatusCode::OK,
-            &catalog_release::describe(&app),
-            &id_text,
-        )),
-        Handler::AdminReloadCatalog => catalog_release::reload(&app)
-            .await
-            .map(|body| reply::json_value(http::StatusCode::OK, &body, &id_text)),
+        Handler::AdminGetCatalog => Ok(catalog_api::describe(&app, &id_text)),
+        Handler::AdminReloadCatalog => catalog_api::reload(&app, &id_text).await,
         Handler::ListModels => caller
             .key()
             .map(|key| catalog_api::list_models(&app.catalog.current(), &key, &id_text)),
@@ -312,7 +306,9 @@ async fn route(
             catalog_api::compare(&app.catalog.current(), &viewer, request.uri(), &id_text)
         }),
         Handler::PricingChanges => match caller.viewer() {
-            Ok(viewer) => pricing_changes::handle(&app, &viewer, request.uri(), &id_text).await,
+            Ok(viewer) => {
+                catalog_api::pricing_changes(&app, &viewer, request.uri(), &id_text).await
+            }
             Err(e) => Err(e),
         },
         Handler::PublicModels => Ok(catalog_api::public_models(

@@ -129,10 +129,10 @@ async fn models_list_is_the_openai_envelope_of_the_keys_models() {
     assert_ne!(only["pricing_version"], body["pricing_version"]);
     // The version is the SHA-256 of canonical JSON of exactly `data` (GP-59).
     let data = &only["data"];
-    let canonical = router_server::catalog_view::canonical_json(data);
+    let canonical = router_catalog::canonical_json(data);
     assert_eq!(
         only["pricing_version"],
-        router_server::catalog_view::sha256_hex(canonical.as_bytes())
+        router_catalog::sha256_hex(canonical.as_bytes())
     );
 }
 
@@ -954,8 +954,8 @@ async fn reload_under_load_never_mixes_catalogs() {
                 let marker = data.iter().any(|m| m["id"] == "m-marker-b");
                 let price = &data.iter().find(|m| m["id"] == "m-text").unwrap()["pricing"]["input_usd_per_mtok"];
                 assert_eq!(price, &json!(if marker { 3 } else { 1 }), "a mixed catalog: {body}");
-                let version = router_server::catalog_view::sha256_hex(
-                    router_server::catalog_view::canonical_json(&body["data"]).as_bytes(),
+                let version = router_catalog::sha256_hex(
+                    router_catalog::canonical_json(&body["data"]).as_bytes(),
                 );
                 assert_eq!(body["pricing_version"], version);
                 let resp = r.chat(&key, &hello("m-text")).await;

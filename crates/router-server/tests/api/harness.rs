@@ -467,13 +467,11 @@ pub async fn build_app(
         channel_url_allow_loopback,
     } = settings;
     let text = std::fs::read_to_string(catalog_path).unwrap();
-    let env: router_server::catalog_view::CatalogEnv =
-        Arc::new(|_| Some("supplier-secret-key".to_owned()));
+    let env: router_catalog::CatalogEnv = Arc::new(|_| Some("supplier-secret-key".to_owned()));
     let catalog = Arc::new(Catalog::parse(&text, catalog_path, |n| env(n)).unwrap());
-    let (views, _) =
-        router_server::catalog_release::record(&database, catalog.clone(), catalog_path, &text)
-            .await
-            .unwrap();
+    let (views, _) = router_catalog::record(&database, catalog.clone(), catalog_path, &text)
+        .await
+        .unwrap();
     let config = GatewayConfig {
         deadline,
         image_deadline: images.deadline,
@@ -491,15 +489,14 @@ pub async fn build_app(
         mailer,
         test_transports(channel_url_allow_loopback),
     );
-    let gateway = Gateway::new(catalog, database, suppliers, config, seal_key);
+    let gateway = Gateway::new(catalog, database.clone(), suppliers, config, seal_key);
+    let catalog =
+        router_catalog::PublishedCatalog::new(views, catalog_path, env, database, gateway.clone());
     let app = Arc::new(App {
         gateway,
         admin_token: Some(ADMIN_TOKEN.to_owned()),
         trusted_proxies,
-        catalog: router_server::catalog_view::CatalogCell::new(views),
-        catalog_path: catalog_path.to_owned(),
-        catalog_env: env,
-        cursor_key: tokio::sync::OnceCell::new(),
+        catalog,
         docs: Docs::new(&PublicBaseUrl::for_listen(addr)).unwrap(),
         public_base: PublicBaseUrl::for_listen(addr),
         notify,
@@ -512,7 +509,7 @@ pub async fn build_app(
         test_hooks,
         videos,
     });
-    router_server::catalog_release::spawn_follower(app.clone());
+    app.catalog.spawn_follower();
     app
 }
 

@@ -154,9 +154,9 @@ async fn operator_app(args: &ServeArgs) -> anyhow::Result<App> {
         .context("DATABASE_URL: cannot connect")?;
     // Operator commands serve no catalog view and record no release.
     let catalog = std::sync::Arc::new(catalog);
-    let views = router_server::catalog_view::CatalogViews::build(
+    let views = router_catalog::CatalogViews::build(
         catalog.clone(),
-        router_server::catalog_view::ReleaseInfo::default(),
+        router_catalog::ReleaseInfo::default(),
     );
     app(&config, catalog, views, db).await
 }

@@ -2,9 +2,8 @@
 //! serve until SIGTERM or ctrl-c, then drain.
 
 use anyhow::Context;
+use router_catalog::{CatalogViews, PublishedCatalog};
 use router_core::{Catalog, Gateway, GatewayConfig, SealKey};
-use router_server::catalog_release;
-use router_server::catalog_view::{CatalogCell, CatalogViews};
 use router_server::docs::Docs;
 use router_server::{App, ServerConfig};
 use router_store::Database;
@@ -29,7 +28,7 @@ pub(crate) async fn serve(config: ServerConfig) -> anyhow::Result<()> {
         .context("listening for changes (API keys, response cache, experiments)")?;
     let catalog = Arc::new(catalog);
     let (views, recorded) =
-        catalog_release::record(&db, catalog.clone(), &config.catalog_path, &catalog_text)
+        router_catalog::record(&db, catalog.clone(), &config.catalog_path, &catalog_text)
             .await
             .context("recording the catalog release")?;
     tracing::info!(
@@ -38,8 +37,8 @@ pub(crate) async fn serve(config: ServerConfig) -> anyhow::Result<()> {
         "catalog release"
     );
     let app = Arc::new(app(&config, catalog, views, db.clone()).await?);
-    catalog_release::spawn_follower(app.clone());
-    catalog_release::spawn_sighup_reload(app.clone());
+    app.catalog.spawn_follower();
+    app.catalog.spawn_sighup_reload();
     router_server::jobs::spawn_all(app.clone(), format!("router-{}", uuid::Uuid::now_v7()));
     spawn_pool_trimmer(db);
     // The tokenizer (~40 MB) is loaded by the first count_tokens call, on a
@@ -68,7 +67,7 @@ pub(crate) async fn serve(config: ServerConfig) -> anyhow::Result<()> {
 pub(crate) fn load_catalog(path: &str) -> anyhow::Result<(Catalog, String)> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| anyhow::anyhow!("ROUTER_CATALOG: cannot read catalog {path}: {e}"))?;
-    let env = router_server::catalog_view::process_env();
+    let env = router_catalog::process_env();
     let catalog = Catalog::parse(&text, path, |name| env(name))
         .map_err(|e| anyhow::anyhow!("ROUTER_CATALOG: {e}"))?;
     Ok((catalog, text))
@@ -108,7 +107,14 @@ pub(crate) async fn app(
     let uploads = router_uploads::Uploads::new(config.uploads.clone(), db.clone());
     let notify =
         router_notify::Notifier::new(db.clone(), config.mailer.clone(), config.channels.clone());
-    let gateway = Gateway::new(catalog, db, suppliers, gateway_config, seal_key);
+    let gateway = Gateway::new(catalog, db.clone(), suppliers, gateway_config, seal_key);
+    let catalog = PublishedCatalog::new(
+        views,
+        config.catalog_path.clone(),
+        router_catalog::process_env(),
+        db,
+        gateway.clone(),
+    );
     let docs = Docs::new(&config.public_base).context("indexing the user manual")?;
     Ok(App {
         gateway,
@@ -118,10 +124,7 @@ pub(crate) async fn app(
         public_base: config.public_base.clone(),
         notify,
         session_ttl: config.session_ttl,
-        catalog: CatalogCell::new(views),
-        catalog_path: config.catalog_path.clone(),
-        catalog_env: router_server::catalog_view::process_env(),
-        cursor_key: tokio::sync::OnceCell::new(),
+        catalog,
         reaper_interval: config.reaper_interval,
         prompt_cache: config.prompt_cache,
         test_hooks: config.test_hooks,
