@@ -8,6 +8,7 @@
 //! with a secret kept in PostgreSQL, so every instance accepts every
 //! instance's cursors and nobody can forge or edit one.
 
+use crate::view::rfc3339;
 use crate::{CatalogError, Params, PublishedCatalog, Viewer};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -130,10 +131,6 @@ fn parse_since(text: &str) -> Option<DateTime<Utc>> {
     DateTime::parse_from_rfc3339(text)
         .ok()
         .map(|t| t.with_timezone(&Utc))
-}
-
-fn rfc3339(at: DateTime<Utc>) -> String {
-    at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
 }
 
 /// Whether the key may see changes of `row`'s model: by ID, or by an alias

@@ -6,7 +6,7 @@
 //! swapped together under the cell's lock, and only forwards, so an older
 //! release arriving late never replaces a newer one.
 
-use crate::view::{CatalogViews, ReleaseInfo, canonical_json, pricing_object, sha256_hex};
+use crate::view::{CatalogViews, ReleaseInfo, canonical_json, pricing_object, rfc3339, sha256_hex};
 use crate::{CatalogError, PublishedCatalog};
 use router_core::Catalog;
 use router_core::store::StoreError;
@@ -14,10 +14,6 @@ use router_store::Database;
 use router_store::catalog_releases::{self, ModelSnapshot, Recorded};
 use serde::Serialize;
 use std::sync::Arc;
-
-fn rfc3339(at: chrono::DateTime<chrono::Utc>) -> String {
-    at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
-}
 
 /// The views of `catalog` as release `release` (observed at `observed_at`).
 async fn views_for(

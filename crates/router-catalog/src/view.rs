@@ -297,6 +297,12 @@ impl Cached {
     }
 }
 
+/// An instant as the views and the feed write it: RFC 3339, UTC, in
+/// microseconds (one format, so such strings order as their instants).
+pub(crate) fn rfc3339(at: chrono::DateTime<chrono::Utc>) -> String {
+    at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+}
+
 /// What a release says about its own history: its number, when it was
 /// loaded, and when each model's price last changed.
 #[derive(Debug, Clone, Default)]
