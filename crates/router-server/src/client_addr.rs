@@ -11,7 +11,7 @@
 //! the chain) passes only keys without an allowlist.
 
 use ipnet::IpNet;
-pub use router_core::key_policy::parse_network;
+use router_core::key_policy::parse_network;
 use std::net::{IpAddr, SocketAddr};
 
 /// The TCP peer of a connection, put on each request by the accept loop

@@ -32,7 +32,6 @@ pub mod jobs;
 pub mod messages;
 pub mod metrics;
 pub mod openapi;
-pub mod operator;
 pub mod ownership;
 pub mod pricing_changes;
 pub mod public_url;

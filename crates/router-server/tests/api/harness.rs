@@ -491,6 +491,8 @@ pub async fn build_app(
         mailer,
         test_transports(channel_url_allow_loopback),
     );
+    let operator =
+        router_operator::Operator::new(database.clone(), router_server::session::DEFAULT_TTL);
     let gateway = Gateway::new(catalog, database, suppliers, config, seal_key);
     let app = Arc::new(App {
         gateway,
@@ -503,6 +505,7 @@ pub async fn build_app(
         docs: Docs::new(&PublicBaseUrl::for_listen(addr)).unwrap(),
         public_base: PublicBaseUrl::for_listen(addr),
         notify,
+        operator,
         prompt_cache,
         uploads,
         session_ttl: router_server::session::DEFAULT_TTL,

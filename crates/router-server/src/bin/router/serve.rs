@@ -108,6 +108,7 @@ pub(crate) async fn app(
     let uploads = router_uploads::Uploads::new(config.uploads.clone(), db.clone());
     let notify =
         router_notify::Notifier::new(db.clone(), config.mailer.clone(), config.channels.clone());
+    let operator = router_operator::Operator::new(db.clone(), config.session_ttl);
     let gateway = Gateway::new(catalog, db, suppliers, gateway_config, seal_key);
     let docs = Docs::new(&config.public_base).context("indexing the user manual")?;
     Ok(App {
@@ -117,6 +118,7 @@ pub(crate) async fn app(
         docs,
         public_base: config.public_base.clone(),
         notify,
+        operator,
         session_ttl: config.session_ttl,
         catalog: CatalogCell::new(views),
         catalog_path: config.catalog_path.clone(),
