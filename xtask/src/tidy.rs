@@ -146,7 +146,12 @@ mod tests {
             &["diesel", "router-store", "router-server"],
         );
         // A product wing is reached through the server, never the reverse.
-        for wing in ["router-uploads", "router-notify", "router-catalog"] {
+        for wing in [
+            "router-uploads",
+            "router-notify",
+            "router-catalog",
+            "router-operator",
+        ] {
             assert_free_of(&closure, wing, &["router-server"]);
         }
     }

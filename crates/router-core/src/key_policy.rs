@@ -73,6 +73,18 @@ pub enum KeyLimit {
     Concurrency,
 }
 
+/// An IP network in CIDR form, or a single address (a /32 or /128), with
+/// the host bits cleared: an entry of a key's allowlist (or of the
+/// server's trusted proxies).
+pub fn parse_network(text: &str) -> Option<IpNet> {
+    let text = text.trim();
+    let net = match text.parse::<IpNet>() {
+        Ok(net) => net,
+        Err(_) => IpNet::from(text.parse::<IpAddr>().ok()?.to_canonical()),
+    };
+    Some(net.trunc())
+}
+
 impl KeyPolicy {
     /// Whether the key may use `model`: an entry names it by ID or by any of
     /// its aliases, so a key allowed `alias` may also call the model by ID.

@@ -1,15 +1,16 @@
 //! The operator admin API under `/admin/`, guarded by the operator token
-//! (`ROUTER_ADMIN_TOKEN`), compared in constant time. The operations
-//! themselves live in `operator.rs`, shared with the `router` CLI; these
-//! handlers read the body and path and write the reply.
+//! (`ROUTER_ADMIN_TOKEN`), compared in constant time. The operations are
+//! the operator wing's (`router_operator::Operator`, shared with the
+//! `router` CLI); each handler reads the path and body, calls one
+//! operation and writes its answer.
 
 use crate::app::App;
 use crate::body::Incoming;
 use crate::body::{ADMIN_BODY_LIMIT, json_body};
-use crate::operator;
 use crate::reply::{self, Body};
 use http::{Response, StatusCode};
 use router_canonical::{ApiError, ErrorCode};
+use serde::de::DeserializeOwned;
 use subtle::ConstantTimeEq;
 use uuid::Uuid;
 
@@ -39,13 +40,19 @@ fn parse_id(id: Option<&str>) -> Result<Uuid, ApiError> {
         .ok_or_else(|| ApiError::new(ErrorCode::NotFound, "No such resource."))
 }
 
+/// The body as an operation's input: JSON, then the input's fields (an
+/// unknown one is refused).
+async fn input<T: DeserializeOwned>(request: http::Request<Incoming>) -> Result<T, ApiError> {
+    let body = json_body(request, ADMIN_BODY_LIMIT).await?;
+    Ok(router_operator::from_json(body)?)
+}
+
 pub async fn create_account(
     app: &App,
     request: http::Request<Incoming>,
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
-    let body = json_body(request, ADMIN_BODY_LIMIT).await?;
-    let view = operator::create_account(app, body).await?;
+    let view = app.operator.create_account(input(request).await?).await?;
     Ok(reply::json_value(StatusCode::CREATED, &view, request_id))
 }
 
@@ -54,7 +61,7 @@ pub async fn get_account(
     id: Option<&str>,
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
-    let view = operator::show_account(app, parse_id(id)?).await?;
+    let view = app.operator.account(parse_id(id)?).await?;
     Ok(reply::json_value(StatusCode::OK, &view, request_id))
 }
 
@@ -65,8 +72,10 @@ pub async fn grant_credits(
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
     let id = parse_id(id)?;
-    let body = json_body(request, ADMIN_BODY_LIMIT).await?;
-    let view = operator::credit_account(app, id, body).await?;
+    let view = app
+        .operator
+        .credit_account(id, input(request).await?)
+        .await?;
     Ok(reply::json_value(StatusCode::OK, &view, request_id))
 }
 
@@ -75,8 +84,11 @@ pub async fn create_api_key(
     request: http::Request<Incoming>,
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
-    let body = json_body(request, ADMIN_BODY_LIMIT).await?;
-    let view = operator::create_api_key(app, body).await?;
+    let new = input(request).await?;
+    let view = app
+        .operator
+        .create_api_key(&app.gateway.catalog(), new)
+        .await?;
     Ok(reply::json_value(StatusCode::CREATED, &view, request_id))
 }
 
@@ -85,7 +97,7 @@ pub async fn get_api_key(
     id: Option<&str>,
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
-    let view = operator::show_api_key(app, parse_id(id)?).await?;
+    let view = app.operator.api_key(parse_id(id)?).await?;
     Ok(reply::json_value(StatusCode::OK, &view, request_id))
 }
 
@@ -95,7 +107,7 @@ pub async fn list_api_keys(
     id: Option<&str>,
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
-    let view = operator::list_api_keys(app, parse_id(id)?).await?;
+    let view = app.operator.api_keys(parse_id(id)?).await?;
     Ok(reply::json_value(StatusCode::OK, &view, request_id))
 }
 
@@ -106,8 +118,11 @@ pub async fn update_api_key(
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
     let id = parse_id(id)?;
-    let body = json_body(request, ADMIN_BODY_LIMIT).await?;
-    let view = operator::update_api_key(app, id, body).await?;
+    let patch = input(request).await?;
+    let view = app
+        .operator
+        .update_api_key(&app.gateway.catalog(), id, patch)
+        .await?;
     Ok(reply::json_value(StatusCode::OK, &view, request_id))
 }
 
@@ -116,7 +131,7 @@ pub async fn delete_api_key(
     id: Option<&str>,
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
-    operator::delete_api_key(app, parse_id(id)?).await?;
+    app.operator.delete_api_key(parse_id(id)?).await?;
     Ok(reply::no_content(request_id))
 }
 
@@ -125,7 +140,7 @@ pub async fn get_request(
     id: Option<&str>,
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
-    let view = operator::show_request(app, parse_id(id)?).await?;
+    let view = app.operator.request(parse_id(id)?).await?;
     Ok(reply::json_value(StatusCode::OK, &view, request_id))
 }
 
@@ -137,8 +152,10 @@ pub async fn create_session(
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
     let account_id = parse_id(id)?;
-    let body = json_body(request, ADMIN_BODY_LIMIT).await?;
-    let view = operator::create_session(app, account_id, body).await?;
+    let view = app
+        .operator
+        .create_session(account_id, input(request).await?)
+        .await?;
     Ok(reply::json_value(StatusCode::CREATED, &view, request_id))
 }
 
@@ -148,7 +165,7 @@ pub async fn delete_session(
     id: Option<&str>,
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
-    operator::revoke_session(app, parse_id(id)?).await?;
+    app.operator.revoke_session(parse_id(id)?).await?;
     Ok(reply::no_content(request_id))
 }
 
@@ -182,8 +199,11 @@ pub async fn create_experiment(
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
     let account_id = parse_id(id)?;
-    let body = json_body(request, ADMIN_BODY_LIMIT).await?;
-    let view = operator::create_experiment(app, account_id, body).await?;
+    let new = input(request).await?;
+    let view = app
+        .operator
+        .create_experiment(&app.gateway.catalog(), account_id, new)
+        .await?;
     Ok(reply::json_value(StatusCode::CREATED, &view, request_id))
 }
 
@@ -193,7 +213,7 @@ pub async fn list_experiments(
     id: Option<&str>,
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
-    let view = operator::list_experiments(app, parse_id(id)?).await?;
+    let view = app.operator.experiments(parse_id(id)?).await?;
     Ok(reply::json_value(StatusCode::OK, &view, request_id))
 }
 
@@ -206,7 +226,7 @@ pub async fn get_experiment(
 ) -> Result<Response<Body>, ApiError> {
     let account_id = parse_id(id)?;
     let slug = slug.ok_or_else(|| ApiError::new(ErrorCode::NotFound, "No such experiment."))?;
-    let view = operator::show_experiment(app, account_id, slug).await?;
+    let view = app.operator.experiment(account_id, slug).await?;
     Ok(reply::json_value(StatusCode::OK, &view, request_id))
 }
 
@@ -222,7 +242,10 @@ pub async fn update_experiment(
     let slug = slug
         .ok_or_else(|| ApiError::new(ErrorCode::NotFound, "No such experiment."))?
         .to_owned();
-    let body = json_body(request, ADMIN_BODY_LIMIT).await?;
-    let view = operator::update_experiment(app, account_id, &slug, body).await?;
+    let patch = input(request).await?;
+    let view = app
+        .operator
+        .update_experiment(account_id, &slug, patch)
+        .await?;
     Ok(reply::json_value(StatusCode::OK, &view, request_id))
 }

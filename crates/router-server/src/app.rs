@@ -27,6 +27,9 @@ pub struct App {
     /// Notifications: digest channels, their delivery (`ROUTER_SMTP_URL`,
     /// Slack, Discord, Telegram) and the SMTP transport of sign-in links.
     pub notify: router_notify::Notifier,
+    /// The operator's operations (accounts, keys, sessions, experiments),
+    /// shared with the CLI; `admin.rs` is their HTTP side.
+    pub operator: router_operator::Operator,
     /// How long a browser session lasts (`ROUTER_SESSION_TTL_SECS`).
     pub session_ttl: Duration,
     /// How often the hold reaper job runs (`ROUTER_REAPER_INTERVAL_SECS`).

@@ -17,13 +17,13 @@ use crate::app::App;
 use crate::body::Incoming;
 use crate::body::{ADMIN_BODY_LIMIT, read_limited};
 use crate::caller::Caller;
-use crate::operator::store_error;
 use crate::ownership::{self, Resource};
 use crate::reply::{self, Body};
 use http::header::{CACHE_CONTROL, HeaderValue};
 use http::{Response, StatusCode};
 use router_canonical::{ApiError, ErrorCode};
 use router_notify::{ChannelChange, Connected, EmailConsent, NotifyError, Platform};
+use router_operator::store_error;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use uuid::Uuid;
@@ -238,7 +238,7 @@ pub async fn provision(
     body: Value,
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
-    let p: Provision = crate::operator::from_json(body)?;
+    let p: Provision = router_operator::from_json(body)?;
     let answer = app
         .notify
         .provision(account_id, p)

@@ -11,6 +11,7 @@
 //! the chain) passes only keys without an allowlist.
 
 use ipnet::IpNet;
+use router_core::key_policy::parse_network;
 use std::net::{IpAddr, SocketAddr};
 
 /// The TCP peer of a connection, put on each request by the accept loop
@@ -26,17 +27,6 @@ pub struct TrustedProxies(Vec<IpNet>);
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("`{0}` is not an IP address or CIDR network")]
 pub struct BadNetwork(pub String);
-
-/// An IP network in CIDR form, or a single address (a /32 or /128), with
-/// the host bits cleared.
-pub fn parse_network(text: &str) -> Option<IpNet> {
-    let text = text.trim();
-    let net = match text.parse::<IpNet>() {
-        Ok(net) => net,
-        Err(_) => IpNet::from(text.parse::<IpAddr>().ok()?.to_canonical()),
-    };
-    Some(net.trunc())
-}
 
 impl TrustedProxies {
     /// Comma- or space-separated addresses and CIDR networks; empty trusts

@@ -30,7 +30,6 @@ pub mod jobs;
 pub mod messages;
 pub mod metrics;
 pub mod openapi;
-pub mod operator;
 pub mod ownership;
 pub mod public_url;
 pub mod query;

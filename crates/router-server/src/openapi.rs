@@ -12,13 +12,13 @@
 
 use crate::docs::{DocsList, DocsSection};
 use crate::health::Health;
-use crate::operator;
 use crate::reply::{DetailError, Envelope, VideoError};
 use crate::routes::{AuthRule, Handler, InferenceEndpoint, ParamRule, ROUTES, Route};
 use crate::session;
 use crate::sign_in;
 use router_canonical::ErrorCode;
 use router_core::store::Scope;
+use router_operator as operator;
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 use utoipa::ToSchema;

@@ -68,7 +68,7 @@ pub fn no_content(request_id: &str) -> Response<Body> {
 
 pub fn json_value(
     status: StatusCode,
-    value: &serde_json::Value,
+    value: &impl serde::Serialize,
     request_id: &str,
 ) -> Response<Body> {
     json(

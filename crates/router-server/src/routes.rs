@@ -101,7 +101,7 @@ pub enum Handler {
     /// `POST /admin/jobs/{name}/run` (`jobs.rs`).
     AdminRunJob,
     AdminDeleteSession,
-    /// An account's A/B experiments (`operator.rs`, docs/admin-api.md).
+    /// An account's A/B experiments (`router-operator`, docs/admin-api.md).
     AdminCreateExperiment,
     AdminListExperiments,
     AdminGetExperiment,

@@ -15,8 +15,9 @@ use router_canonical::{ApiError, ErrorCode};
 use std::time::Duration;
 use uuid::Uuid;
 
-/// The session cookie's name.
-pub const COOKIE_NAME: &str = "router_session";
+// The session cookie's name, defined where the operator's session view
+// names it too.
+pub use router_operator::COOKIE_NAME;
 
 /// The default session lifetime (`ROUTER_SESSION_TTL_SECS`): 7 days.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(7 * 24 * 3600);

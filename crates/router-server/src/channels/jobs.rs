@@ -73,10 +73,10 @@ pub async fn backdate_requests(
         .database()
         .connection()
         .await
-        .map_err(crate::operator::store_error)?;
+        .map_err(router_operator::store_error)?;
     let moved = store::backdate_requests(&mut conn, &body.request_ids, body.finished_at)
         .await
-        .map_err(crate::operator::store_error)?;
+        .map_err(router_operator::store_error)?;
     Ok(crate::reply::json_value(
         http::StatusCode::OK,
         &serde_json::json!({"moved": moved}),

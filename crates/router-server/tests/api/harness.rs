@@ -489,6 +489,8 @@ pub async fn build_app(
         mailer,
         test_transports(channel_url_allow_loopback),
     );
+    let operator =
+        router_operator::Operator::new(database.clone(), router_server::session::DEFAULT_TTL);
     let gateway = Gateway::new(catalog, database.clone(), suppliers, config, seal_key);
     let catalog =
         router_catalog::PublishedCatalog::new(views, catalog_path, env, database, gateway.clone());
@@ -500,6 +502,7 @@ pub async fn build_app(
         docs: Docs::new(&PublicBaseUrl::for_listen(addr)).unwrap(),
         public_base: PublicBaseUrl::for_listen(addr),
         notify,
+        operator,
         prompt_cache,
         uploads,
         session_ttl: router_server::session::DEFAULT_TTL,

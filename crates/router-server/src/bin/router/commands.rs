@@ -1,7 +1,7 @@
 //! The operator's commands: accounts, keys and requests straight against
-//! the database, through the same operations as the admin API
-//! (`router_server::operator`); and checks of a catalog file and of the
-//! whole configuration.
+//! the database, through the same operations as the admin API (the
+//! operator wing, `router_operator::Operator`); and checks of a catalog
+//! file and of the whole configuration.
 
 use crate::output::{Output, field, parse_usd, usd};
 use crate::serve::{app, load_catalog};
@@ -10,7 +10,8 @@ use anyhow::{Context, anyhow, bail};
 use clap::{Args, Subcommand};
 use router_canonical::ApiError;
 use router_core::Catalog;
-use router_server::{App, operator};
+use router_operator::{Credits, NewAccount, NewApiKey, NewSession, Operator, SpendLimitJson};
+use router_server::{App, ServerConfig};
 use router_store::Database;
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -133,7 +134,8 @@ pub(crate) enum ConfigCommand {
 }
 
 /// The operation's refusal as one line: its code, field and message.
-fn refused(e: ApiError) -> anyhow::Error {
+fn refused(e: impl Into<ApiError>) -> anyhow::Error {
+    let e = e.into();
     match e.param {
         Some(param) => anyhow!("{} ({param}): {}", e.code, e.message),
         None => anyhow!("{}: {}", e.code, e.message),
@@ -144,14 +146,28 @@ fn uuid(what: &str, text: &str) -> anyhow::Result<Uuid> {
     Uuid::parse_str(text).map_err(|_| anyhow!("`{text}` is not a {what} ID"))
 }
 
-/// The state the operations run against: the configured database (a small
-/// pool) and catalog.
-async fn operator_app(args: &ServeArgs) -> anyhow::Result<App> {
+/// What the commands run against: the settings, the configured catalog
+/// and database (a small pool).
+async fn configured(args: &ServeArgs) -> anyhow::Result<(ServerConfig, Catalog, Database)> {
     let config = args.server_config()?;
     let (catalog, _) = load_catalog(&config.catalog_path)?;
     let db = Database::connect(&config.database_url, 2)
         .await
         .context("DATABASE_URL: cannot connect")?;
+    Ok((config, catalog, db))
+}
+
+/// The operator wing over the configured database, and the catalog its
+/// rules check model names against.
+async fn operator(args: &ServeArgs) -> anyhow::Result<(Operator, Catalog)> {
+    let (config, catalog, db) = configured(args).await?;
+    Ok((Operator::new(db, config.session_ttl), catalog))
+}
+
+/// A whole router's state, for the video commands (the HTTP side's
+/// operator view of a job).
+async fn operator_app(args: &ServeArgs) -> anyhow::Result<App> {
+    let (config, catalog, db) = configured(args).await?;
     // Operator commands serve no catalog view and record no release.
     let catalog = std::sync::Arc::new(catalog);
     let views = router_catalog::CatalogViews::build(
@@ -166,19 +182,21 @@ pub(crate) async fn accounts(
     command: AccountsCommand,
     out: &Output,
 ) -> anyhow::Result<()> {
-    let app = operator_app(args).await?;
+    let (operator, _) = operator(args).await?;
     match command {
         AccountsCommand::Create { email, verified } => {
-            let body = json!({"email": email, "email_verified": verified});
-            let view = operator::create_account(&app, body)
-                .await
-                .map_err(refused)?;
+            let new = NewAccount {
+                email,
+                email_verified: verified,
+            };
+            let view = operator.create_account(new).await.map_err(refused)?;
             out.show(&view, |v| {
                 format!("created account {} ({})", field(v, "id"), field(v, "email"))
             });
         }
         AccountsCommand::Show { id } => {
-            let view = operator::show_account(&app, uuid("account", &id)?)
+            let view = operator
+                .account(uuid("account", &id)?)
                 .await
                 .map_err(refused)?;
             out.show(&view, account_text);
@@ -195,8 +213,11 @@ pub(crate) async fn accounts(
                 (None, Some(nano)) => nano,
                 _ => bail!("give the amount: --usd 12.50 or --amount-nano-usd 12500000000"),
             };
-            let body = json!({"amount_nano_usd": amount});
-            let view = operator::credit_account(&app, uuid("account", &id)?, body)
+            let credits = Credits {
+                amount_nano_usd: amount,
+            };
+            let view = operator
+                .credit_account(uuid("account", &id)?, credits)
                 .await
                 .map_err(refused)?;
             out.show(&view, |v| {
@@ -234,11 +255,12 @@ pub(crate) async fn keys(
     command: KeysCommand,
     out: &Output,
 ) -> anyhow::Result<()> {
-    let app = operator_app(args).await?;
+    let (operator, catalog) = operator(args).await?;
     match command {
         KeysCommand::Create(create) => {
-            let body = key_body(create)?;
-            let view = operator::create_api_key(&app, body)
+            let new = new_key(create)?;
+            let view = operator
+                .create_api_key(&catalog, new)
                 .await
                 .map_err(refused)?;
             out.show(&view, |v| {
@@ -251,7 +273,8 @@ pub(crate) async fn keys(
             });
         }
         KeysCommand::List { account } => {
-            let view = operator::list_api_keys(&app, uuid("account", &account)?)
+            let view = operator
+                .api_keys(uuid("account", &account)?)
                 .await
                 .map_err(refused)?;
             out.show(&view, |v| {
@@ -284,9 +307,7 @@ pub(crate) async fn keys(
             });
         }
         KeysCommand::Show { id } => {
-            let view = operator::show_api_key(&app, uuid("key", &id)?)
-                .await
-                .map_err(refused)?;
+            let view = operator.api_key(uuid("key", &id)?).await.map_err(refused)?;
             out.show(&view, |v| {
                 format!(
                     "key        {}\naccount    {}\nprefix     {}…\nscopes     {}\nexpires    {}\nrevoked    {}\npolicy     {}\nspend      {}\n",
@@ -303,7 +324,7 @@ pub(crate) async fn keys(
         }
         KeysCommand::Revoke { id } => {
             let id = uuid("key", &id)?;
-            operator::delete_api_key(&app, id).await.map_err(refused)?;
+            operator.delete_api_key(id).await.map_err(refused)?;
             out.show(&json!({"id": id, "deleted": true}), |_| {
                 format!("revoked key {id}")
             });
@@ -312,49 +333,39 @@ pub(crate) async fn keys(
     Ok(())
 }
 
-/// The admin API's body for a new key, from the flags.
-fn key_body(create: KeyCreate) -> anyhow::Result<Value> {
-    let mut body = json!({"account_id": create.account, "scopes": create.scopes});
-    let mut set = |name: &str, value: Value| {
-        if !value.is_null() {
-            body[name] = value;
-        }
-    };
-    set("expires_at", json!(create.expires_at));
-    if !create.allowed_models.is_empty() {
-        set("allowed_models", json!(create.allowed_models));
-    }
-    if !create.ip_allowlist.is_empty() {
-        set("ip_allowlist", json!(create.ip_allowlist));
-    }
-    set("prompt_cache_mode", json!(create.prompt_cache_mode));
-    if !create.spend_limits.is_empty() {
-        let windows = create
-            .spend_limits
-            .iter()
-            .map(|text| {
-                let (amount, seconds) = text
-                    .split_once('/')
-                    .and_then(|(a, s)| Some((a.parse::<u64>().ok()?, s.parse::<u64>().ok()?)))
-                    .ok_or_else(|| {
-                        anyhow!("--spend-limit: `{text}` is not AMOUNT_NANO_USD/WINDOW_SECONDS")
-                    })?;
-                Ok(json!({"amount_nano_usd": amount, "window_seconds": seconds}))
-            })
-            .collect::<anyhow::Result<Vec<_>>>()?;
-        set("spend_limits", json!(windows));
-    }
-    set(
-        "monthly_budget_nano_usd",
-        json!(create.monthly_budget_nano_usd),
-    );
-    set("requests_per_minute", json!(create.requests_per_minute));
-    set("requests_per_day", json!(create.requests_per_day));
-    set(
-        "max_concurrent_requests",
-        json!(create.max_concurrent_requests),
-    );
-    Ok(body)
+/// A new key's input, from the flags.
+fn new_key(create: KeyCreate) -> anyhow::Result<NewApiKey> {
+    let some = |values: Vec<String>| (!values.is_empty()).then_some(values);
+    let spend_limits = create
+        .spend_limits
+        .iter()
+        .map(|text| {
+            text.split_once('/')
+                .and_then(|(a, s)| {
+                    Some(SpendLimitJson {
+                        amount_nano_usd: a.parse().ok()?,
+                        window_seconds: s.parse().ok()?,
+                    })
+                })
+                .ok_or_else(|| {
+                    anyhow!("--spend-limit: `{text}` is not AMOUNT_NANO_USD/WINDOW_SECONDS")
+                })
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    Ok(NewApiKey {
+        account_id: uuid("account", &create.account)?,
+        scopes: create.scopes,
+        expires_at: create.expires_at,
+        allowed_models: some(create.allowed_models),
+        ip_allowlist: some(create.ip_allowlist),
+        prompt_cache_mode: create.prompt_cache_mode,
+        response_cache_ttl_seconds: None,
+        spend_limits: (!spend_limits.is_empty()).then_some(spend_limits),
+        monthly_budget_nano_usd: create.monthly_budget_nano_usd,
+        requests_per_minute: create.requests_per_minute,
+        requests_per_day: create.requests_per_day,
+        max_concurrent_requests: create.max_concurrent_requests,
+    })
 }
 
 pub(crate) async fn sessions(
@@ -362,14 +373,14 @@ pub(crate) async fn sessions(
     command: SessionsCommand,
     out: &Output,
 ) -> anyhow::Result<()> {
-    let app = operator_app(args).await?;
+    let (operator, _) = operator(args).await?;
     match command {
         SessionsCommand::Create {
             account,
             ttl_seconds,
         } => {
-            let body = json!({"ttl_seconds": ttl_seconds});
-            let view = operator::create_session(&app, uuid("account", &account)?, body)
+            let view = operator
+                .create_session(uuid("account", &account)?, NewSession { ttl_seconds })
                 .await
                 .map_err(refused)?;
             out.show(&view, |v| {
@@ -385,7 +396,7 @@ pub(crate) async fn sessions(
         }
         SessionsCommand::Revoke { id } => {
             let id = uuid("session", &id)?;
-            operator::revoke_session(&app, id).await.map_err(refused)?;
+            operator.revoke_session(id).await.map_err(refused)?;
             out.show(&json!({"id": id, "revoked": true}), |_| {
                 format!("revoked session {id}")
             });
@@ -399,9 +410,10 @@ pub(crate) async fn requests(
     command: RequestsCommand,
     out: &Output,
 ) -> anyhow::Result<()> {
-    let app = operator_app(args).await?;
+    let (operator, _) = operator(args).await?;
     let RequestsCommand::Show { id } = command;
-    let view = operator::show_request(&app, uuid("request", &id)?)
+    let view = operator
+        .request(uuid("request", &id)?)
         .await
         .map_err(refused)?;
     out.show(&view, |v| {

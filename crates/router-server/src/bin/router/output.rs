@@ -1,6 +1,7 @@
 //! How the operator commands print: human lines by default, the admin
 //! API's JSON with `--json`; and errors as one line.
 
+use serde::Serialize;
 use serde_json::Value;
 
 pub(crate) struct Output {
@@ -8,15 +9,16 @@ pub(crate) struct Output {
 }
 
 impl Output {
-    /// Prints `value` as JSON, or as `human` renders it.
-    pub(crate) fn show(&self, value: &Value, human: impl FnOnce(&Value) -> String) {
+    /// Prints `value` as JSON, or as `human` renders its JSON.
+    pub(crate) fn show(&self, value: &impl Serialize, human: impl FnOnce(&Value) -> String) {
+        let value = serde_json::to_value(value).unwrap_or_default();
         if self.json {
             println!(
                 "{}",
-                serde_json::to_string_pretty(value).unwrap_or_default()
+                serde_json::to_string_pretty(&value).unwrap_or_default()
             );
         } else {
-            println!("{}", human(value).trim_end());
+            println!("{}", human(&value).trim_end());
         }
     }
 }

@@ -107,6 +107,7 @@ pub(crate) async fn app(
     let uploads = router_uploads::Uploads::new(config.uploads.clone(), db.clone());
     let notify =
         router_notify::Notifier::new(db.clone(), config.mailer.clone(), config.channels.clone());
+    let operator = router_operator::Operator::new(db.clone(), config.session_ttl);
     let gateway = Gateway::new(catalog, db.clone(), suppliers, gateway_config, seal_key);
     let catalog = PublishedCatalog::new(
         views,
@@ -123,6 +124,7 @@ pub(crate) async fn app(
         docs,
         public_base: config.public_base.clone(),
         notify,
+        operator,
         session_ttl: config.session_ttl,
         catalog,
         reaper_interval: config.reaper_interval,

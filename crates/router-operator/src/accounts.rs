@@ -1,0 +1,134 @@
+//! Accounts as the operator sees them: created with an empty wallet, shown
+//! with their wallet, credited. Money is integer nano-USD.
+
+use crate::Operator;
+use crate::error::{OperatorError, Refusal, Resource};
+use router_canonical::NanoUsd;
+use router_store::{AccountView, AdminError};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct NewAccount {
+    pub email: String,
+    #[serde(default)]
+    pub email_verified: bool,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Credits {
+    pub amount_nano_usd: i64,
+}
+
+/// A new account: its wallet is empty.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct OpenedAccount {
+    pub id: Uuid,
+    pub email: String,
+    pub email_verified: bool,
+    pub balance_nano_usd: i64,
+    pub held_nano_usd: i64,
+}
+
+/// An account with its wallet.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Account {
+    pub id: Uuid,
+    pub email: String,
+    pub email_verified: bool,
+    pub balance_nano_usd: i64,
+    pub held_nano_usd: i64,
+    /// Balance less holds.
+    pub available_nano_usd: i64,
+    /// Settlements capped at their hold, and what they did not collect.
+    pub shortfall_count: i64,
+    pub shortfall_nano_usd: i64,
+    /// RFC 3339, UTC.
+    pub created_at: String,
+}
+
+impl From<AccountView> for Account {
+    fn from(account: AccountView) -> Self {
+        Account {
+            id: account.id,
+            email: account.email,
+            email_verified: account.email_verified,
+            balance_nano_usd: account.balance_nano,
+            held_nano_usd: account.held_nano,
+            available_nano_usd: account.balance_nano - account.held_nano,
+            shortfall_count: account.shortfall_count,
+            shortfall_nano_usd: account.shortfall_nano,
+            created_at: account.created_at,
+        }
+    }
+}
+
+/// A wallet's balance after a credit.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Balance {
+    pub account_id: Uuid,
+    pub balance_nano_usd: i64,
+}
+
+impl Operator {
+    /// Creates an account with an empty wallet; an email in use is
+    /// [`Refusal::EmailTaken`].
+    pub async fn create_account(&self, new: NewAccount) -> Result<OpenedAccount, OperatorError> {
+        let account = self
+            .database
+            .create_account(&new.email, new.email_verified)
+            .await
+            .map_err(|e| match e {
+                AdminError::EmailTaken => Refusal::EmailTaken.into(),
+                other => OperatorError::store(other),
+            })?;
+        Ok(OpenedAccount {
+            id: account.id,
+            email: account.email,
+            email_verified: account.email_verified,
+            balance_nano_usd: 0,
+            held_nano_usd: 0,
+        })
+    }
+
+    /// An account with its wallet.
+    pub async fn account(&self, id: Uuid) -> Result<Account, OperatorError> {
+        let account = self
+            .database
+            .get_account(id)
+            .await
+            .map_err(OperatorError::store)?
+            .ok_or(OperatorError::NotFound(Resource::Account))?;
+        Ok(account.into())
+    }
+
+    /// Adds credit to a wallet (a positive amount).
+    pub async fn credit_account(
+        &self,
+        id: Uuid,
+        credits: Credits,
+    ) -> Result<Balance, OperatorError> {
+        if credits.amount_nano_usd <= 0 {
+            return Err(Refusal::NonPositiveAmount.into());
+        }
+        let balance = self
+            .database
+            .grant_credits(id, NanoUsd(credits.amount_nano_usd))
+            .await
+            .map_err(|e| match e {
+                AdminError::AccountNotFound(_) => OperatorError::NotFound(Resource::Account),
+                other => OperatorError::store(other),
+            })?;
+        Ok(Balance {
+            account_id: id,
+            balance_nano_usd: balance.0,
+        })
+    }
+}
