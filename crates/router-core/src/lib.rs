@@ -11,6 +11,7 @@
 
 pub mod catalog;
 pub mod experiments;
+pub mod fingerprint;
 pub mod gateway;
 pub mod images;
 pub mod key_policy;

@@ -16,9 +16,9 @@
 
 use crate::app::{App, PromptCacheSettings};
 use router_canonical::{ContentPart, PromptCacheMode, Request, Role};
+use router_core::fingerprint::Fingerprint;
 use router_core::store::ApiKeyRecord;
 use router_store::affinity::AffinityHint;
-use router_store::fingerprint::Fingerprint;
 
 /// The response header (chat, responses and messages only, CF-10).
 pub const HEADER: &str = "x-ci-prompt-cache-affinity";

@@ -27,7 +27,6 @@ pub mod data_protection;
 mod database;
 mod error;
 pub mod experiments;
-pub mod fingerprint;
 mod front;
 mod group_commit;
 pub mod history;

@@ -9,6 +9,10 @@
 //! as their length and raw bytes, and containers open and close with their
 //! own tags, so the encoding is unambiguous (two different values never
 //! feed the same bytes) while strings are passed through untouched.
+//!
+//! Not this: the GP-26 fingerprint of a video request
+//! (`router_canonical::VideoRequest::fingerprint`), a SHA-256 of compact
+//! JSON text kept for a video's lifetime, whose value must not change.
 
 use serde::Serialize;
 use serde::ser::{self, Serializer};
