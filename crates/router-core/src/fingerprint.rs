@@ -1,5 +1,7 @@
 //! The fingerprint of a serializable value (a SHA-256), computed without
-//! rendering the value as JSON first.
+//! rendering the value as JSON first: the one way a canonical request (or
+//! a part of one) is hashed, for prompt-cache affinity's prefix
+//! (`affinity.rs`) and the exact-response cache's key (`response_cache.rs`).
 //!
 //! Prompt-cache affinity fingerprints a request's prefix on every request
 //! that takes part, and a prefix is often tens of kilobytes of text:
