@@ -186,17 +186,42 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
         mut request: Request,
         history: SealedHistory,
     ) -> Result<Outcome<S, P>, ApiError> {
-        // ZDR adds to the request's own option, never relaxes it (F-27).
+        let plan = self.plan(&admission, &mut request)?;
+        let inbound = admission.inbound;
+        let reservation = self.reserve_plan(&plan, admission, &request).await?;
+        self.attempt_routes(plan, request, inbound, history, reservation)
+            .await
+    }
+
+    /// The routes that may serve `request`, in the order they are tried:
+    /// the admission's zero data retention added to the request's own
+    /// option (never relaxing it, F-27), the affinity preference first when
+    /// the plan has it (F-16), and an output limit above the model's refused.
+    pub(crate) fn plan(
+        &self,
+        admission: &Admission,
+        request: &mut Request,
+    ) -> Result<Plan, ApiError> {
         request.routing.zdr |= admission.zdr;
-        let mut plan = routing::plan(&self.catalog(), &request, admission.inbound)?;
+        let mut plan = routing::plan(&self.catalog(), request, admission.inbound)?;
         if let Some(preferred) = &admission.preferred_route
             && let Some(at) = plan.routes.iter().position(|r| &r.id == preferred)
         {
             let route = plan.routes.remove(at);
             plan.routes.insert(0, route);
         }
-        check_output_limit(&plan.model, &request)?;
-        let reserve = pricing::reservation(&plan.model, &plan.routes, &request).map_err(|_| {
+        check_output_limit(&plan.model, request)?;
+        Ok(plan)
+    }
+
+    /// Holds the worst case of `plan` for `request` (one reservation).
+    pub(crate) async fn reserve_plan(
+        &self,
+        plan: &Plan,
+        admission: Admission,
+        request: &Request,
+    ) -> Result<Reservation<S, P>, ApiError> {
+        let reserve = pricing::reservation(&plan.model, &plan.routes, request).map_err(|_| {
             ApiError::for_field(
                 ErrorCode::InvalidParameter,
                 Field::MaxOutputTokens,
@@ -215,13 +240,7 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
                 SystemTime::now() + self.inner.config.hold_lease,
             )
         };
-        let reservation = self.reserve(new, admission.trace.clone()).await?;
-        let thinking = ThinkingAttempts {
-            inbound: admission.inbound,
-            history,
-        };
-        self.attempt_routes(plan, request, thinking, reservation)
-            .await
+        self.reserve(new, admission.trace).await
     }
 
     /// Takes the hold in a task of its own: if the client leaves while the
@@ -262,13 +281,19 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
         }
     }
 
-    async fn attempt_routes(
+    /// Attempts the plan's routes in order within one deadline, each at
+    /// most `attempts_per_route` times, and settles the first valid success
+    /// (or voids the hold). `history` is the thinking the client sent back,
+    /// opened from `inbound`'s router signatures.
+    pub(crate) async fn attempt_routes(
         &self,
         plan: Plan,
         request: Request,
-        thinking: ThinkingAttempts,
+        inbound: Protocol,
+        history: SealedHistory,
         mut reservation: Reservation<S, P>,
     ) -> Result<Outcome<S, P>, ApiError> {
+        let thinking = ThinkingAttempts { inbound, history };
         let inner = &self.inner;
         let deadline = Instant::now() + inner.config.deadline;
         let mut attempt_no = 0u32;

@@ -1,20 +1,28 @@
 //! The request lifecycle: catalog, route selection, retries within one
-//! deadline, pricing, and the single reservation that settles once.
+//! deadline, pricing, and the single reservation that settles once; and
+//! the request pipeline around it ([`Gateway::handle`]: experiment variant,
+//! prompt-cache affinity, exact-response cache, then the lifecycle).
 //!
 //! Core knows no SQL and no HTTP server. It talks to storage through
-//! [`store::Store`] (and [`store::VideoStore`] for video jobs) and to
-//! suppliers through [`supplier::Suppliers`]; the
+//! [`store::Store`] (the pipeline's policies through
+//! [`store::ExperimentStore`], [`store::AffinityStore`] and
+//! [`store::ResponseCacheStore`], video jobs through [`store::VideoStore`])
+//! and to suppliers through [`supplier::Suppliers`]; the
 //! `router-store` and `router-supply` crates implement them and the server
 //! wires them together.
 
 #![warn(unreachable_pub)]
 
+pub mod affinity;
 pub mod catalog;
 pub mod experiments;
+pub mod fingerprint;
 pub mod gateway;
 pub mod images;
 pub mod key_policy;
+pub mod pipeline;
 pub mod pricing;
+pub mod response_cache;
 pub mod routing;
 pub mod store;
 pub mod supplier;
@@ -28,6 +36,7 @@ pub use experiments::{Experiment, ExperimentStatus, SystemMode, Variant};
 pub use gateway::{Abandoned, Gateway, GatewayConfig, LiveStream, Outcome, StreamItem};
 pub use images::{GeneratedPng, ImageAdmission};
 pub use key_policy::{KeyLimit, KeyLimits, KeyPolicy, SpendWindow};
+pub use pipeline::{Call, HandleError, Handled, Reply};
 pub use routing::Plan;
 pub use supplier::{
     AttemptCause, AttemptError, EventStream, FailureKind, Retry, SubmitError, SupplierReply,

@@ -1,12 +1,15 @@
 //! The storage the lifecycles need: keys, reservations, attempts,
-//! settlement ([`Store`]), and video jobs with their holds ([`VideoStore`]).
+//! settlement ([`Store`]); the routing policies' experiments, affinity
+//! preferences and cached answers ([`ExperimentStore`], [`AffinityStore`],
+//! [`ResponseCacheStore`]); and video jobs with their holds ([`VideoStore`]).
 //!
 //! Implemented by `router-store` on PostgreSQL. Every method is one atomic
 //! step; the lifecycle guarantees each request is reserved once and then
 //! either settled once or voided once.
 
+use crate::experiments::Experiment;
 use crate::key_policy::{KeyLimit, KeyPolicy};
-use router_canonical::{NanoUsd, Protocol, Usage, VideoStatus};
+use router_canonical::{NanoUsd, Protocol, Response, Usage, VideoStatus};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -290,6 +293,98 @@ pub trait Store: Send + Sync + 'static {
         &self,
         candidate: Vec<u8>,
     ) -> impl Future<Output = Result<Vec<u8>, StoreError>> + Send;
+}
+
+// ---------------------------------------------------------------------------
+// The routing policies of the request pipeline (`pipeline.rs`). Each is
+// read on the hot path, so an implementation answers from an in-process
+// front where it can (`router-store`'s `ExperimentFront`, `AffinityFront`,
+// `ResponseFront`).
+
+/// The experiments a request names (`X-CI-Experiment`, F-01).
+pub trait ExperimentStore: Send + Sync + 'static {
+    /// The account's experiment `slug`, in any status; another account's
+    /// is `None`, as an unknown one.
+    fn experiment(
+        &self,
+        account_id: Uuid,
+        slug: &str,
+    ) -> impl Future<Output = Result<Option<Arc<Experiment>>, StoreError>> + Send;
+}
+
+/// A stored prompt-cache route preference (F-14, F-16).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AffinityHint {
+    pub route_id: String,
+    /// Whether the preference still holds (by the store's clock).
+    pub fresh: bool,
+    /// How long it still holds (zero when it no longer does).
+    pub remaining: Duration,
+}
+
+/// Prompt-cache affinity's preferences, keyed by a prefix's fingerprint
+/// (`affinity.rs`), shared by every instance.
+pub trait AffinityStore: Send + Sync + 'static {
+    /// The prefix's stored preference, fresh or not.
+    fn affinity_hint(
+        &self,
+        fingerprint: &[u8; 32],
+    ) -> impl Future<Output = Result<Option<AffinityHint>, StoreError>> + Send;
+
+    /// Prefers `route_id`, which served the prefix, for `ttl_seconds`.
+    /// `preferred` says it was the prefix's fresh preference already: then
+    /// the preference is only extended, and a newer choice another
+    /// instance made meanwhile stands.
+    fn record_affinity(
+        &self,
+        fingerprint: &[u8; 32],
+        route_id: &str,
+        ttl_seconds: i32,
+        preferred: bool,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+}
+
+/// A request answered from the exact-response cache, for its history row:
+/// succeeded, charged 0, no hold.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CacheHit {
+    pub request_id: Uuid,
+    pub account_id: Uuid,
+    pub api_key_id: Uuid,
+    /// The catalog model's ID.
+    pub model: String,
+    pub inbound_protocol: Protocol,
+    pub usage: Usage,
+    /// The experiment variant the request was assigned (F-01).
+    pub experiment: Option<ExperimentArm>,
+}
+
+/// The exact-response cache (G-20, H-10, J-09): an account's answers keyed
+/// by the fingerprint of the whole canonical request
+/// (`response_cache.rs`).
+pub trait ResponseCacheStore: Send + Sync + 'static {
+    /// The account's answer to `key` stored within the last `ttl_seconds`.
+    /// An entry that cannot be read back is `None`, as a miss.
+    fn cached_response(
+        &self,
+        account_id: Uuid,
+        key: &[u8; 32],
+        ttl_seconds: i32,
+    ) -> impl Future<Output = Result<Option<Response>, StoreError>> + Send;
+
+    /// Stores (or refreshes) the account's answer to `key`.
+    fn cache_response(
+        &self,
+        account_id: Uuid,
+        key: &[u8; 32],
+        response: &Response,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Records a request answered from the cache in the history.
+    fn record_cache_hit(
+        &self,
+        hit: &CacheHit,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
 }
 
 // ---------------------------------------------------------------------------

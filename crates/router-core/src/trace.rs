@@ -7,9 +7,9 @@
 //! the `metrics` facade: nothing is recorded until the binary installs a
 //! recorder (tests and library users pay nothing).
 
-use crate::catalog::Route;
+use crate::catalog::{Model, Route};
 use std::sync::atomic::{AtomicI64, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 /// One request's progress through the lifecycle.
@@ -21,6 +21,9 @@ pub struct RequestTrace {
     first_route: Mutex<Option<String>>,
     /// Nano-USD charged; negative until the request is settled.
     charged: AtomicI64,
+    /// The catalog model an experiment variant moved the request to (set
+    /// once at most; reading it costs no lock).
+    variant_model: OnceLock<Arc<Model>>,
 }
 
 impl RequestTrace {
@@ -47,6 +50,16 @@ impl RequestTrace {
     /// The route of the first attempt.
     pub fn first_route_id(&self) -> Option<String> {
         self.first_route.lock().ok().and_then(|first| first.clone())
+    }
+
+    /// The catalog model ID an experiment variant moved the request to
+    /// (F-01), which the log line names instead of the one asked for.
+    pub fn variant_model_id(&self) -> Option<String> {
+        self.variant_model.get().map(|model| model.id.clone())
+    }
+
+    pub(crate) fn variant_model(&self, model: &Arc<Model>) {
+        let _ = self.variant_model.set(model.clone());
     }
 
     /// What was charged, once settled.

@@ -97,6 +97,49 @@ impl Store for MemoryStore {
     }
 }
 
+// The pipeline's policies find nothing stored and keep nothing.
+impl ExperimentStore for MemoryStore {
+    async fn experiment(
+        &self,
+        _account_id: Uuid,
+        _slug: &str,
+    ) -> Result<Option<Arc<router_core::Experiment>>, StoreError> {
+        Ok(None)
+    }
+}
+
+impl AffinityStore for MemoryStore {
+    async fn affinity_hint(&self, _: &[u8; 32]) -> Result<Option<AffinityHint>, StoreError> {
+        Ok(None)
+    }
+    async fn record_affinity(
+        &self,
+        _: &[u8; 32],
+        _: &str,
+        _: i32,
+        _: bool,
+    ) -> Result<(), StoreError> {
+        Ok(())
+    }
+}
+
+impl ResponseCacheStore for MemoryStore {
+    async fn cached_response(
+        &self,
+        _: Uuid,
+        _: &[u8; 32],
+        _: i32,
+    ) -> Result<Option<Response>, StoreError> {
+        Ok(None)
+    }
+    async fn cache_response(&self, _: Uuid, _: &[u8; 32], _: &Response) -> Result<(), StoreError> {
+        Ok(())
+    }
+    async fn record_cache_hit(&self, _: &CacheHit) -> Result<(), StoreError> {
+        Ok(())
+    }
+}
+
 #[derive(Clone)]
 enum Step {
     Ok(u64, u64),
@@ -766,4 +809,91 @@ async fn no_enabled_vision_route_is_image_capacity_unavailable() {
     let error = run(&h, image_request("seeing")).await.unwrap_err();
     assert_eq!(error.code, ErrorCode::ImageCapacityUnavailable);
     assert!(h.suppliers.calls().is_empty());
+}
+
+fn key(policy: router_core::KeyPolicy) -> ApiKeyRecord {
+    ApiKeyRecord {
+        key_id: Uuid::new_v4(),
+        account_id: Uuid::new_v4(),
+        scopes: vec![Scope::Inference],
+        expires_at: None,
+        policy: Arc::new(policy),
+        account_zdr: false,
+    }
+}
+
+/// Request headers as (lower-case name, value) pairs.
+struct Headers(&'static [(&'static str, &'static str)]);
+
+impl router_canonical::HeaderSource for Headers {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.0.iter().find(|(n, _)| *n == name).map(|(_, v)| *v)
+    }
+}
+
+fn call<'a>(
+    key: &'a ApiKeyRecord,
+    headers: &'a Headers,
+    settings: &'a router_core::affinity::PromptCacheSettings,
+) -> router_core::Call<'a> {
+    router_core::Call {
+        request_id: Uuid::new_v4(),
+        key,
+        inbound: Protocol::Chat,
+        headers,
+        prompt_cache: settings,
+        trace: router_core::RequestTrace::new(),
+    }
+}
+
+/// Without a policy that applies, the pipeline is the lifecycle: one
+/// reservation, the priority route, charged; no cache or affinity state.
+#[tokio::test(start_paused = true)]
+async fn the_pipeline_without_policies_is_the_lifecycle() {
+    let h = harness(RICH);
+    let key = key(router_core::KeyPolicy::default());
+    let settings = router_core::affinity::PromptCacheSettings::default();
+    let call = call(&key, &Headers(&[]), &settings);
+    let Ok(handled) = h.gateway.handle(call, request("fixed")).await else {
+        panic!("expected a reply");
+    };
+    let router_core::Reply::Complete { cost, .. } = handled.reply else {
+        panic!("expected a complete reply");
+    };
+    assert_eq!((handled.model.as_str(), cost.0), ("fixed", 30_000));
+    assert_eq!((handled.cache, handled.affinity), (None, None));
+    assert_eq!(h.suppliers.calls(), ["fixed-primary"]);
+    assert_eq!(h.store.0.lock().unwrap().charged, 30_000);
+}
+
+/// The experiment comes first: an unknown slug is refused before any
+/// reservation or supplier call, and a key with the response cache on
+/// reports a miss after a served answer.
+#[tokio::test(start_paused = true)]
+async fn the_pipeline_refuses_an_unknown_experiment_before_reserving() {
+    let h = harness(RICH);
+    let key = key(router_core::KeyPolicy {
+        response_cache_ttl_seconds: Some(60),
+        ..router_core::KeyPolicy::default()
+    });
+    let settings = router_core::affinity::PromptCacheSettings::default();
+    let headers = Headers(&[("x-ci-experiment", "tone")]);
+    let Err(router_core::HandleError::Api(error)) = h
+        .gateway
+        .handle(call(&key, &headers, &settings), request("fixed"))
+        .await
+    else {
+        panic!("expected a refusal");
+    };
+    assert_eq!(error.code, ErrorCode::ExperimentNotFound);
+    assert!(h.suppliers.calls().is_empty());
+    assert!(h.store.0.lock().unwrap().holds.is_empty());
+    let call = call(&key, &Headers(&[]), &settings);
+    let Ok(handled) = h.gateway.handle(call, request("fixed")).await else {
+        panic!("expected a reply");
+    };
+    assert_eq!(
+        handled.cache,
+        Some(router_core::response_cache::CacheStatus::Miss)
+    );
 }

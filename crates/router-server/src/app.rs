@@ -4,6 +4,8 @@ use crate::client_addr::TrustedProxies;
 use crate::docs::Docs;
 use crate::public_url::PublicBaseUrl;
 use router_core::Gateway;
+/// Prompt-cache routing affinity's settings, read by core's pipeline.
+pub use router_core::affinity::PromptCacheSettings;
 use router_store::Database;
 use router_supply::HttpSuppliers;
 use std::time::Duration;
@@ -47,27 +49,6 @@ pub struct App {
     /// Video jobs (`ROUTER_VIDEO_POLL_INTERVAL_MS`); their content goes to
     /// the uploads' object store.
     pub videos: router_core::video_jobs::VideoSettings,
-}
-
-/// Prompt-cache routing affinity (F-14, F-16).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PromptCacheSettings {
-    /// Without a `cache_control` marker, a prefix takes part in affinity
-    /// from this many (estimated) tokens
-    /// (`ROUTER_PROMPT_CACHE_MIN_PREFIX_TOKENS`).
-    pub min_prefix_tokens: u64,
-    /// How long the route that served a prefix stays preferred
-    /// (`ROUTER_PROMPT_CACHE_AFFINITY_TTL_SECS`).
-    pub affinity_ttl: Duration,
-}
-
-impl Default for PromptCacheSettings {
-    fn default() -> Self {
-        PromptCacheSettings {
-            min_prefix_tokens: 1024,
-            affinity_ttl: Duration::from_secs(300),
-        }
-    }
 }
 
 impl App {

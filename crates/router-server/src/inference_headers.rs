@@ -56,7 +56,7 @@ pub fn validate(headers: &http::HeaderMap) -> Result<(), ApiError> {
         }
     }
     // Which experiment a slug names is looked up once the key's account is
-    // known (`inference::experiment`).
+    // known (core's pipeline, `Gateway::handle`).
     if header(headers, "x-ci-experiment")?.is_some_and(str::is_empty) {
         return Err(ApiError::invalid(
             "x-ci-experiment",

@@ -7,7 +7,6 @@
 #![warn(unreachable_pub)]
 
 pub mod admin;
-pub mod affinity;
 pub mod app;
 pub mod auth;
 pub mod body;

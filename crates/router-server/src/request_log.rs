@@ -160,10 +160,14 @@ struct Fields<'a> {
 impl Drop for Entry {
     fn drop(&mut self) {
         let latency = self.started.elapsed();
-        let state = match self.state.get_mut() {
+        let mut state = match self.state.get_mut() {
             Ok(state) => std::mem::take(state),
             Err(poisoned) => std::mem::take(poisoned.into_inner()),
         };
+        // An experiment variant's model, when core's pipeline applied one.
+        if let Some(model) = self.trace.variant_model_id() {
+            state.model = Some(model);
+        }
         let code = state.code;
         if tracing::enabled!(target: "router::request", tracing::Level::INFO) {
             let route_id = self.trace.route_id();

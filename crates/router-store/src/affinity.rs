@@ -1,7 +1,7 @@
 //! Prompt-cache routing affinity (issue 16; F-14, F-16): the route that
 //! last served a cacheable prefix in a scope, and until when it is
-//! preferred. Rows are keyed by a SHA-256 the server computes over the
-//! scope, the model and the prefix (`crate::digest`), so no prompt text is
+//! preferred. Rows are keyed by a SHA-256 core computes over the scope,
+//! the model and the prefix (`router_core::affinity`), so no prompt text is
 //! stored.
 
 use crate::error::store_error;
@@ -9,19 +9,10 @@ use crate::front::Front;
 use diesel::QueryableByName;
 use diesel::sql_types::{Bool, Bytea, Double, Integer, Text};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
+pub use router_core::store::AffinityHint;
 use router_core::store::StoreError;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// A stored preference.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AffinityHint {
-    pub route_id: String,
-    /// Whether the preference still holds (by the database's clock).
-    pub fresh: bool,
-    /// How long it still holds (zero when it no longer does).
-    pub remaining: Duration,
-}
 
 #[derive(QueryableByName)]
 struct HintRow {

@@ -1,8 +1,10 @@
-//! The edge: a connection pool, and core's `Store` on top of the query
-//! functions. Each method checks one connection out for one operation.
+//! The edge: a connection pool, and core's ports (`Store`, the pipeline's
+//! `ExperimentStore`, `AffinityStore` and `ResponseCacheStore`) on top of
+//! the query functions. Each method checks one connection out for one
+//! operation.
 
 use crate::accounts::{self, AccountRow, AccountView};
-use crate::affinity::{self, AffinityFront, AffinityHint};
+use crate::affinity::{self, AffinityFront};
 use crate::api_keys::{self, ApiKeyChange, ApiKeyView, NewApiKey};
 use crate::audit::{self, Reconciliation};
 use crate::billing;
@@ -15,7 +17,7 @@ use crate::jobs;
 use crate::key_cache::KeyCache;
 use crate::listener;
 use crate::migrations;
-use crate::response_cache::{self, CacheHit, ResponseFront};
+use crate::response_cache::{self, ResponseFront};
 use crate::sessions::{self, MagicLinkIssue, NewSession, SessionRecord};
 use crate::thinking_seal_keys;
 use diesel::IntoSql;
@@ -27,9 +29,11 @@ use diesel_async::pooled_connection::{
 };
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl, SimpleAsyncConnection};
 use router_canonical::NanoUsd;
+use router_canonical::Response;
 use router_core::KeyPolicy;
 use router_core::store::{
-    ApiKeyRecord, AttemptRecord, NewRequest, ReserveError, Scope, SettleError, Settlement, Store,
+    AffinityHint, AffinityStore, ApiKeyRecord, AttemptRecord, CacheHit, ExperimentStore,
+    NewRequest, ReserveError, ResponseCacheStore, Scope, SettleError, Settlement, Store,
     StoreError, Voiding,
 };
 use std::fmt;
@@ -370,26 +374,6 @@ impl Database {
         experiments::find(&mut conn, account_id, slug).await
     }
 
-    /// [`Database::find_experiment`] for the inference path, through the
-    /// in-process front (see [`ExperimentFront`]).
-    pub async fn find_experiment_cached(
-        &self,
-        account_id: Uuid,
-        slug: &str,
-    ) -> Result<Option<Arc<router_core::Experiment>>, StoreError> {
-        if let Some(found) = self.experiments.get(account_id, slug) {
-            return Ok(found);
-        }
-        let generation = self.experiments.generation();
-        let mut conn = self.connection().await?;
-        let found = experiments::find(&mut conn, account_id, slug)
-            .await?
-            .map(Arc::new);
-        self.experiments
-            .insert(account_id, slug, found.clone(), generation);
-        Ok(found)
-    }
-
     pub async fn list_experiments(
         &self,
         account_id: Uuid,
@@ -422,67 +406,33 @@ impl Database {
         experiments::assignment_counts(&mut conn, experiment_id).await
     }
 
-    /// The account's cached answer to `fingerprint`, if stored within
-    /// `ttl_seconds` (the canonical response JSON): from the in-process
-    /// front when it holds it (see [`ResponseFront`]), else from the table.
-    pub async fn cached_response(
+    /// The account's cached answer to `key`, if stored within
+    /// `ttl_seconds`, as stored (the canonical response JSON): from the
+    /// in-process front when it holds it (see [`ResponseFront`]), else from
+    /// the table.
+    async fn cached_response_json(
         &self,
         account_id: Uuid,
-        fingerprint: &[u8; 32],
+        key: &[u8; 32],
         ttl_seconds: i32,
     ) -> Result<Option<Arc<str>>, StoreError> {
-        if let Some(response) = self.responses.get(account_id, fingerprint, ttl_seconds) {
+        if let Some(response) = self.responses.get(account_id, key, ttl_seconds) {
             return Ok(Some(response));
         }
         let generation = self.responses.generation();
         // Before the query: the row is at least `age` older than this.
         let asked = Instant::now();
         let mut conn = self.connection().await?;
-        let Some(cached) =
-            response_cache::lookup(&mut conn, account_id, fingerprint, ttl_seconds).await?
+        let Some(cached) = response_cache::lookup(&mut conn, account_id, key, ttl_seconds).await?
         else {
             return Ok(None);
         };
         let response: Arc<str> = cached.response.into();
         if let Some(stored) = asked.checked_sub(cached.age) {
-            self.responses.insert(
-                account_id,
-                *fingerprint,
-                response.clone(),
-                stored,
-                generation,
-            );
+            self.responses
+                .insert(account_id, *key, response.clone(), stored, generation);
         }
         Ok(Some(response))
-    }
-
-    /// Stores the account's answer to `fingerprint`, in the table and in
-    /// this instance's front.
-    pub async fn cache_response(
-        &self,
-        account_id: Uuid,
-        fingerprint: &[u8; 32],
-        response: &str,
-    ) -> Result<(), StoreError> {
-        let generation = self.responses.generation();
-        // Before the statement: no later than the row's `created_at`.
-        let stored = Instant::now();
-        let mut conn = self.connection().await?;
-        response_cache::store(&mut conn, account_id, fingerprint, response).await?;
-        self.responses.insert(
-            account_id,
-            *fingerprint,
-            response.into(),
-            stored,
-            generation,
-        );
-        Ok(())
-    }
-
-    /// Records a request answered from the cache in the history.
-    pub async fn record_cache_hit(&self, hit: &CacheHit) -> Result<(), StoreError> {
-        let mut conn = self.connection().await?;
-        response_cache::record_hit(&mut conn, hit).await
     }
 
     /// Deletes the account's exact-response cache (enabling account zero
@@ -493,62 +443,6 @@ impl Database {
         // Other instances hear of it by NOTIFY; this one forgets now.
         self.responses.forget_account(account_id);
         cleared
-    }
-
-    /// The stored prompt-cache route preference of a prefix: a fresh one
-    /// from the in-process front when it holds one (see [`AffinityFront`]),
-    /// else the row.
-    pub async fn affinity_hint(
-        &self,
-        fingerprint: &[u8; 32],
-    ) -> Result<Option<AffinityHint>, StoreError> {
-        if let Some(hint) = self.affinity.get(fingerprint) {
-            return Ok(Some(hint));
-        }
-        // Before the query: the preference ends no sooner than this plus
-        // what the database says remains.
-        let asked = Instant::now();
-        let mut conn = self.connection().await?;
-        let hint = affinity::lookup(&mut conn, fingerprint).await?;
-        if let Some(hint) = hint.as_ref().filter(|hint| hint.fresh) {
-            self.affinity
-                .insert(*fingerprint, &hint.route_id, asked, hint.remaining, false);
-        }
-        Ok(hint)
-    }
-
-    /// Prefers `route_id`, which served the prefix, for `ttl_seconds`.
-    /// `preferred` says it was the prefix's fresh preference already: then
-    /// the preference is only extended, and not at all when this instance
-    /// wrote it within [`affinity::FRONT_TTL`]; if another instance chose
-    /// a route for the prefix meanwhile, that newer choice stands.
-    pub async fn record_affinity(
-        &self,
-        fingerprint: &[u8; 32],
-        route_id: &str,
-        ttl_seconds: i32,
-        preferred: bool,
-    ) -> Result<(), StoreError> {
-        if preferred && self.affinity.wrote(fingerprint, route_id) {
-            return Ok(());
-        }
-        let asked = Instant::now();
-        let mut conn = self.connection().await?;
-        let stored = if preferred {
-            affinity::refresh(&mut conn, fingerprint, route_id, ttl_seconds).await?
-        } else {
-            affinity::record(&mut conn, fingerprint, route_id, ttl_seconds).await?;
-            true
-        };
-        if stored {
-            let ttl = Duration::from_secs(ttl_seconds.unsigned_abs().into());
-            self.affinity
-                .insert(*fingerprint, route_id, asked, ttl, true);
-        } else {
-            // Another instance's newer choice: read it next time.
-            self.affinity.forget(fingerprint);
-        }
-        Ok(())
     }
 
     /// Deletes long-expired route preferences.
@@ -684,6 +578,126 @@ impl Store for Database {
     async fn thinking_seal_key(&self, candidate: Vec<u8>) -> Result<Vec<u8>, StoreError> {
         let mut conn = self.connection().await?;
         thinking_seal_keys::load_or_insert(&mut conn, &candidate).await
+    }
+}
+
+/// The experiments `X-CI-Experiment` names, through the in-process front
+/// (see [`ExperimentFront`]).
+impl ExperimentStore for Database {
+    async fn experiment(
+        &self,
+        account_id: Uuid,
+        slug: &str,
+    ) -> Result<Option<Arc<router_core::Experiment>>, StoreError> {
+        if let Some(found) = self.experiments.get(account_id, slug) {
+            return Ok(found);
+        }
+        let generation = self.experiments.generation();
+        let mut conn = self.connection().await?;
+        let found = experiments::find(&mut conn, account_id, slug)
+            .await?
+            .map(Arc::new);
+        self.experiments
+            .insert(account_id, slug, found.clone(), generation);
+        Ok(found)
+    }
+}
+
+impl AffinityStore for Database {
+    /// A fresh preference from the in-process front when it holds one (see
+    /// [`AffinityFront`]), else the row.
+    async fn affinity_hint(
+        &self,
+        fingerprint: &[u8; 32],
+    ) -> Result<Option<AffinityHint>, StoreError> {
+        if let Some(hint) = self.affinity.get(fingerprint) {
+            return Ok(Some(hint));
+        }
+        // Before the query: the preference ends no sooner than this plus
+        // what the database says remains.
+        let asked = Instant::now();
+        let mut conn = self.connection().await?;
+        let hint = affinity::lookup(&mut conn, fingerprint).await?;
+        if let Some(hint) = hint.as_ref().filter(|hint| hint.fresh) {
+            self.affinity
+                .insert(*fingerprint, &hint.route_id, asked, hint.remaining, false);
+        }
+        Ok(hint)
+    }
+
+    /// A preference that held is not written at all when this instance
+    /// wrote it within [`affinity::FRONT_TTL`].
+    async fn record_affinity(
+        &self,
+        fingerprint: &[u8; 32],
+        route_id: &str,
+        ttl_seconds: i32,
+        preferred: bool,
+    ) -> Result<(), StoreError> {
+        if preferred && self.affinity.wrote(fingerprint, route_id) {
+            return Ok(());
+        }
+        let asked = Instant::now();
+        let mut conn = self.connection().await?;
+        let stored = if preferred {
+            affinity::refresh(&mut conn, fingerprint, route_id, ttl_seconds).await?
+        } else {
+            affinity::record(&mut conn, fingerprint, route_id, ttl_seconds).await?;
+            true
+        };
+        if stored {
+            let ttl = Duration::from_secs(ttl_seconds.unsigned_abs().into());
+            self.affinity
+                .insert(*fingerprint, route_id, asked, ttl, true);
+        } else {
+            // Another instance's newer choice: read it next time.
+            self.affinity.forget(fingerprint);
+        }
+        Ok(())
+    }
+}
+
+/// Answers are stored as the canonical response's JSON, in the table and
+/// in this instance's front (see [`ResponseFront`]).
+impl ResponseCacheStore for Database {
+    async fn cached_response(
+        &self,
+        account_id: Uuid,
+        key: &[u8; 32],
+        ttl_seconds: i32,
+    ) -> Result<Option<Response>, StoreError> {
+        let Some(json) = self
+            .cached_response_json(account_id, key, ttl_seconds)
+            .await?
+        else {
+            return Ok(None);
+        };
+        Ok(serde_json::from_str(&json)
+            .map_err(|e| tracing::warn!(error = %e, "unreadable response cache entry"))
+            .ok())
+    }
+
+    async fn cache_response(
+        &self,
+        account_id: Uuid,
+        key: &[u8; 32],
+        response: &Response,
+    ) -> Result<(), StoreError> {
+        let json = serde_json::to_string(response)
+            .map_err(|e| StoreError::Query(format!("response cache entry: {e}")))?;
+        let generation = self.responses.generation();
+        // Before the statement: no later than the row's `created_at`.
+        let stored = Instant::now();
+        let mut conn = self.connection().await?;
+        response_cache::store(&mut conn, account_id, key, &json).await?;
+        self.responses
+            .insert(account_id, *key, json.into(), stored, generation);
+        Ok(())
+    }
+
+    async fn record_cache_hit(&self, hit: &CacheHit) -> Result<(), StoreError> {
+        let mut conn = self.connection().await?;
+        response_cache::record_hit(&mut conn, hit).await
     }
 }
 

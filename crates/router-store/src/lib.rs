@@ -1,6 +1,10 @@
 //! PostgreSQL storage for the router: accounts, API keys, wallets, holds,
 //! the double-entry ledger, requests and attempts. Implements
-//! [`router_core::store::Store`] on [`Database`].
+//! [`router_core::store::Store`], the request pipeline's ports
+//! ([`router_core::store::ExperimentStore`],
+//! [`router_core::store::AffinityStore`],
+//! [`router_core::store::ResponseCacheStore`]) and
+//! [`router_core::store::VideoStore`] on [`Database`].
 //!
 //! - diesel 2.3 with diesel-async 0.9 over tokio-postgres (no libpq) and a
 //!   deadpool pool, which lives only in [`Database`]; every query function
@@ -27,7 +31,6 @@ pub mod data_protection;
 mod database;
 mod error;
 pub mod experiments;
-pub mod fingerprint;
 mod front;
 mod group_commit;
 pub mod history;

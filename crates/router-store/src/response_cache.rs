@@ -1,6 +1,6 @@
 //! The exact-response cache (issue 16; G-20, H-10, J-09): an account's
-//! answers to non-streaming text requests, keyed by the SHA-256 of the
-//! canonical request, kept in PostgreSQL so every instance sees them and
+//! answers to non-streaming text requests, keyed by the fingerprint of the
+//! canonical request (`router_core::response_cache`), kept in PostgreSQL so every instance sees them and
 //! account zero data retention removes them in one statement.
 //!
 //! A hit is answered without a reservation or a charge; it is recorded in
@@ -12,9 +12,8 @@ use crate::front::Front;
 use diesel::QueryableByName;
 use diesel::sql_types::{BigInt, Bytea, Double, Integer, Nullable, Text, Uuid as SqlUuid};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
-use router_canonical::{Protocol, Usage};
+pub use router_core::store::CacheHit;
 use router_core::store::StoreError;
-use sha2::{Digest, Sha256};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use uuid::Uuid;
@@ -25,12 +24,6 @@ pub const RESPONSE_CACHE_CLEARED_CHANNEL: &str = "response_cache_cleared";
 
 /// The longest TTL a key may set; the purge job removes older entries.
 pub const MAX_TTL_SECONDS: i32 = 86_400;
-
-/// The cache key of a request: SHA-256 of its canonical form (the model,
-/// the canonical body and its routing options, serialized by the caller).
-pub fn fingerprint(canonical: &[u8]) -> [u8; 32] {
-    Sha256::digest(canonical).into()
-}
 
 #[derive(QueryableByName)]
 struct CachedRow {
@@ -95,19 +88,6 @@ pub async fn store(
     .await
     .map_err(store_error)?;
     Ok(())
-}
-
-/// A request answered from the cache, for its history row.
-#[derive(Debug, Clone)]
-pub struct CacheHit {
-    pub request_id: Uuid,
-    pub account_id: Uuid,
-    pub api_key_id: Uuid,
-    pub model: String,
-    pub inbound_protocol: Protocol,
-    pub usage: Usage,
-    /// The experiment variant the request was assigned (F-01).
-    pub experiment: Option<router_core::store::ExperimentArm>,
 }
 
 fn tokens(n: u64) -> Result<i64, StoreError> {

@@ -1,5 +1,7 @@
 //! The fingerprint of a serializable value (a SHA-256), computed without
-//! rendering the value as JSON first.
+//! rendering the value as JSON first: the one way a canonical request (or
+//! a part of one) is hashed, for prompt-cache affinity's prefix
+//! (`affinity.rs`) and the exact-response cache's key (`response_cache.rs`).
 //!
 //! Prompt-cache affinity fingerprints a request's prefix on every request
 //! that takes part, and a prefix is often tens of kilobytes of text:
@@ -9,6 +11,10 @@
 //! as their length and raw bytes, and containers open and close with their
 //! own tags, so the encoding is unambiguous (two different values never
 //! feed the same bytes) while strings are passed through untouched.
+//!
+//! Not this: the GP-26 fingerprint of a video request
+//! (`router_canonical::VideoRequest::fingerprint`), a SHA-256 of compact
+//! JSON text kept for a video's lifetime, whose value must not change.
 
 use serde::Serialize;
 use serde::ser::{self, Serializer};
