@@ -8,6 +8,7 @@
 
 pub mod admin;
 pub mod affinity;
+pub mod api_bodies;
 pub mod app;
 pub mod auth;
 pub mod body;
@@ -32,6 +33,7 @@ pub mod jobs;
 pub mod messages;
 pub mod metrics;
 pub mod openapi;
+pub mod operation;
 pub mod operator;
 pub mod ownership;
 pub mod pricing_changes;
