@@ -212,9 +212,13 @@ impl Disconnected {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Provision {
+    #[cfg_attr(feature = "openapi", schema(pattern = "^(slack|discord|telegram)$"))]
     pub platform: String,
+    #[cfg_attr(feature = "openapi", schema(pattern = "^(off|daily|weekly|monthly)$"))]
     pub frequency: String,
+    /// Slack and Discord: the incoming webhook, `https` on a public host.
     pub webhook_url: Option<String>,
+    /// Telegram: the chat to post to.
     pub chat_id: Option<String>,
     pub api_base: Option<String>,
 }

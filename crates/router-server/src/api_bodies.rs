@@ -12,6 +12,19 @@
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+/// An API key's scope.
+#[derive(ToSchema)]
+pub enum ScopeName {
+    #[serde(rename = "inference")]
+    Inference,
+    #[serde(rename = "account:read")]
+    AccountRead,
+    #[serde(rename = "account:write")]
+    AccountWrite,
+    #[serde(rename = "usage:read")]
+    UsageRead,
+}
+
 /// `POST /admin/accounts`: the new account, its wallet empty.
 #[derive(ToSchema)]
 pub struct AdminNewAccount {
@@ -302,14 +315,16 @@ pub struct AdminJobPass {
 
 /// `POST /admin/jobs/{name}/run`'s optional body.
 #[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct AdminJobRun {
     /// The instant a `digest-scheduler` pass takes as now (test hooks only).
     #[schema(format = DateTime)]
-    as_of: Option<String>,
+    as_of: String,
 }
 
 /// `POST /admin/requests/backdate` (test hooks only).
 #[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct AdminBackdate {
     request_ids: Vec<Uuid>,
     #[schema(format = DateTime)]
@@ -336,7 +351,8 @@ pub struct AdminCatalog {
 #[derive(ToSchema)]
 pub struct AdminCatalogReload {
     release: i64,
-    changed: bool,
+    /// How many models' prices changed.
+    changed: i64,
     pricing_version: String,
     observed_at: String,
 }
@@ -380,6 +396,7 @@ pub struct AdminVideo {
 /// `POST /admin/videos/{id}/reconcile`: `{upstream_task_id}` resumes
 /// polling; `{outcome: "failed", reason}` releases the hold.
 #[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct AdminReconcile {
     upstream_task_id: Option<String>,
     outcome: Option<String>,
@@ -536,6 +553,7 @@ pub struct Video {
 
 /// `POST /v1/uploads`: a multipart body with one part, `file`.
 #[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct UploadForm {
     /// A PNG, JPEG, WebP or GIF of 1 byte to 10 MiB whose declared type
     /// matches its content.
@@ -548,9 +566,10 @@ pub struct UploadForm {
 #[serde(deny_unknown_fields)]
 #[schema(min_properties = 1)]
 pub struct ChannelUpdate {
-    #[schema(pattern = "^(off|daily|weekly|monthly)$")]
+    #[schema(nullable = false, pattern = "^(off|daily|weekly|monthly)$")]
     frequency: Option<String>,
     /// Event ids (`available_events` of `GET /v1/channels`).
+    #[schema(schema_with = event_ids)]
     events: Option<Vec<String>>,
 }
 
@@ -563,6 +582,17 @@ pub struct EmailConnect {
     consent: bool,
     #[schema(pattern = "^(off|daily|weekly|monthly)$")]
     frequency: String,
+}
+
+/// A selection of the notification events, by id.
+fn event_ids() -> utoipa::openapi::Array {
+    utoipa::openapi::schema::ArrayBuilder::new()
+        .items(
+            utoipa::openapi::schema::ObjectBuilder::new()
+                .schema_type(utoipa::openapi::Type::String)
+                .enum_values(Some(router_notify::events::IDS)),
+        )
+        .build()
 }
 
 /// `true` and nothing else.
@@ -732,4 +762,11 @@ pub struct CatalogModel {
 #[derive(ToSchema)]
 pub struct CatalogModels {
     models: Vec<CatalogModel>,
+}
+
+/// `PATCH /api/data-protection`: exactly the switch.
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DataProtectionChange {
+    zero_data_retention: bool,
 }

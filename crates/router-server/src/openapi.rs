@@ -18,6 +18,7 @@ use router_canonical::ErrorCode;
 use router_core::store::Scope;
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
+use utoipa::openapi::encoding::EncodingBuilder;
 use utoipa::openapi::extensions::ExtensionsBuilder;
 use utoipa::openapi::header::HeaderBuilder;
 use utoipa::openapi::path::{
@@ -296,12 +297,22 @@ fn operation(route: &Route, schemas: &mut Schemas) -> utoipa::openapi::path::Ope
     if let Some(body) = api.body {
         let mut request = RequestBodyBuilder::new()
             .description(Some(body.description))
-            .required(Some(Required::True));
+            .required(Some(if body.required {
+                Required::True
+            } else {
+                Required::False
+            }));
         for (media, schema) in body.content {
-            request = request.content(
-                *media,
-                ContentBuilder::new().schema(Some(schema(schemas))).build(),
-            );
+            let mut content = ContentBuilder::new().schema(Some(schema(schemas)));
+            if media.starts_with("multipart/") {
+                for (part, types) in body.parts {
+                    content = content.encoding(
+                        *part,
+                        EncodingBuilder::new().content_type(Some(*types)).build(),
+                    );
+                }
+            }
+            request = request.content(*media, content.build());
         }
         op = op.request_body(Some(request.build()));
     }

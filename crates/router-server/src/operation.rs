@@ -9,7 +9,9 @@
 use router_canonical::ErrorCode;
 use std::collections::BTreeMap;
 use utoipa::ToSchema;
-use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, SchemaFormat, Type};
+use utoipa::openapi::schema::{
+    AdditionalProperties, ArrayBuilder, ObjectBuilder, SchemaFormat, Type,
+};
 use utoipa::openapi::{Ref, RefOr, Schema};
 
 /// A schema of the document, registered in `Schemas` when it is a component.
@@ -66,7 +68,11 @@ pub struct Param {
 #[derive(Debug, Clone, Copy)]
 pub struct RequestBody {
     pub description: &'static str,
+    /// `false`: the body may be empty.
+    pub required: bool,
     pub content: &'static [(&'static str, SchemaOf)],
+    /// The content types of a multipart body's parts, by part name.
+    pub parts: &'static [(&'static str, &'static str)],
 }
 
 /// One answer: its status, body in each content type (none: no body) and
@@ -144,6 +150,33 @@ impl Schemas {
 /// `T`'s component schema, as a row names it: `schema::<ChatRequest>`.
 pub fn schema<T: ToSchema>(schemas: &mut Schemas) -> RefOr<Schema> {
     schemas.of::<T>()
+}
+
+/// `T`'s schema with no members beyond its properties, plus the routing
+/// fields every inference body takes (`min_discount_percent`, `zdr`): for a
+/// wire request whose catch-all map the client codec refuses (Messages).
+pub fn closed_inference<T: ToSchema>(schemas: &mut Schemas) -> RefOr<Schema> {
+    let reference = schemas.of::<T>();
+    if let Some(RefOr::T(Schema::Object(object))) = schemas.by_name.get_mut(T::name().as_ref()) {
+        object.additional_properties = Some(Box::new(AdditionalProperties::FreeForm(false)));
+        object.properties.insert(
+            "min_discount_percent".into(),
+            ObjectBuilder::new()
+                .schema_type(Type::Number)
+                .minimum(Some(0))
+                .maximum(Some(99.99))
+                .description(Some("Only routes at least this far below the list price."))
+                .into(),
+        );
+        object.properties.insert(
+            "zdr".into(),
+            ObjectBuilder::new()
+                .schema_type(Type::Boolean)
+                .description(Some("Only zero-data-retention routes."))
+                .into(),
+        );
+    }
+    reference
 }
 
 /// Any string.

@@ -78,6 +78,7 @@ pub async fn show_account(app: &App, id: Uuid) -> Result<Value, ApiError> {
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Credits {
+    #[schema(minimum = 1)]
     amount_nano_usd: i64,
 }
 
@@ -98,6 +99,10 @@ pub async fn credit_account(app: &App, id: Uuid, body: Value) -> Result<Value, A
             router_store::AdminError::AccountNotFound(_) => {
                 ApiError::new(ErrorCode::NotFound, "No such account.")
             }
+            router_store::AdminError::BalanceTooLarge => ApiError::invalid(
+                "amount_nano_usd",
+                "The balance would exceed 9223372036854775807 nano-USD.",
+            ),
             other => store_error(other),
         })?;
     Ok(json!({"account_id": id, "balance_nano_usd": balance.0}))
@@ -117,7 +122,9 @@ where
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SpendLimitJson {
+    #[schema(maximum = 9_223_372_036_854_775_807_u64)]
     amount_nano_usd: u64,
+    #[schema(minimum = 1, maximum = 9_223_372_036_854_775_807_u64)]
     window_seconds: u64,
 }
 
@@ -148,18 +155,22 @@ fn parse_spend_limits(windows: Vec<SpendLimitJson>) -> Result<Option<Vec<SpendWi
 #[serde(deny_unknown_fields)]
 pub struct NewApiKey {
     account_id: Uuid,
+    #[schema(value_type = Vec<crate::api_bodies::ScopeName>)]
     scopes: Vec<String>,
     /// Unix seconds.
     #[serde(default)]
+    #[schema(maximum = 253_402_300_799_u64)]
     expires_at: Option<u64>,
     #[serde(default)]
     allowed_models: Option<Vec<String>>,
     #[serde(default)]
     ip_allowlist: Option<Vec<String>>,
     #[serde(default)]
+    #[schema(pattern = "^(on|off|passthrough)$")]
     prompt_cache_mode: Option<String>,
     /// Opt in to the exact-response cache: 1 to 86400 seconds.
     #[serde(default)]
+    #[schema(minimum = 1, maximum = 86_400)]
     response_cache_ttl_seconds: Option<u64>,
     #[serde(default)]
     spend_limits: Option<Vec<SpendLimitJson>>,
@@ -179,6 +190,7 @@ pub struct NewApiKey {
 #[serde(deny_unknown_fields)]
 pub struct ApiKeyPatch {
     #[serde(default)]
+    #[schema(value_type = Option<Vec<crate::api_bodies::ScopeName>>)]
     scopes: Option<Vec<String>>,
     #[serde(default, deserialize_with = "present")]
     expires_at: Option<Option<u64>>,
@@ -214,8 +226,18 @@ fn parse_scopes(names: &[String]) -> Result<Vec<Scope>, ApiError> {
         .collect()
 }
 
-fn unix_time(seconds: u64) -> std::time::SystemTime {
-    std::time::UNIX_EPOCH + std::time::Duration::from_secs(seconds)
+/// The latest `expires_at`: 9999-12-31T23:59:59Z. A later one used to
+/// overflow the clock's arithmetic and end the connection without an answer.
+pub const MAX_EXPIRES_AT: u64 = 253_402_300_799;
+
+fn unix_time(seconds: u64) -> Result<std::time::SystemTime, ApiError> {
+    if seconds > MAX_EXPIRES_AT {
+        return Err(ApiError::invalid(
+            "expires_at",
+            format!("`expires_at` is Unix seconds up to {MAX_EXPIRES_AT}."),
+        ));
+    }
+    Ok(std::time::UNIX_EPOCH + std::time::Duration::from_secs(seconds))
 }
 
 /// Every entry must name a model of the catalog, by ID or alias: a typo
@@ -286,7 +308,7 @@ pub async fn create_api_key(app: &App, body: Value) -> Result<Value, ApiError> {
         max_concurrent_requests: limit("max_concurrent_requests", new.max_concurrent_requests)?,
     };
     let scopes = parse_scopes(&new.scopes)?;
-    let expires_at = new.expires_at.map(unix_time);
+    let expires_at = new.expires_at.map(unix_time).transpose()?;
     let policy = KeyPolicy {
         allowed_models: new
             .allowed_models
@@ -390,7 +412,10 @@ pub async fn update_api_key(app: &App, id: Uuid, body: Value) -> Result<Value, A
     };
     let change = ApiKeyChange {
         scopes: patch.scopes.as_deref().map(parse_scopes).transpose()?,
-        expires_at: patch.expires_at.map(|at| at.map(unix_time)),
+        expires_at: patch
+            .expires_at
+            .map(|at| at.map(unix_time).transpose())
+            .transpose()?,
         allowed_models: patch
             .allowed_models
             .map(|set| {
@@ -547,6 +572,7 @@ const MAX_SESSION_TTL_SECS: u64 = 365 * 24 * 3600;
 #[serde(deny_unknown_fields)]
 pub struct NewSession {
     /// 1 to 31,536,000; default `ROUTER_SESSION_TTL_SECS`.
+    #[schema(minimum = 1, maximum = 31_536_000)]
     pub ttl_seconds: Option<u64>,
 }
 
@@ -603,14 +629,16 @@ pub async fn revoke_session(app: &App, id: Uuid) -> Result<(), ApiError> {
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct VariantJson {
+    #[schema(min_length = 1, max_length = 64)]
     name: String,
     /// Relative share of the traffic, at least 1.
+    #[schema(minimum = 1, maximum = 10_000)]
     weight: u32,
     /// A system instruction the variant adds (or puts instead, `replace`).
     #[serde(default)]
     system: Option<String>,
     #[serde(default)]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, pattern = "^(prepend|replace)$")]
     system_mode: Option<router_core::SystemMode>,
     /// Another model of the catalog, by ID or alias.
     #[serde(default)]
@@ -620,7 +648,9 @@ pub struct VariantJson {
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewExperiment {
+    #[schema(pattern = "^[A-Za-z0-9._-]{1,64}$")]
     slug: String,
+    #[schema(min_items = 1, max_items = 20)]
     variants: Vec<VariantJson>,
 }
 
@@ -628,6 +658,7 @@ pub struct NewExperiment {
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ExperimentPatch {
+    #[schema(pattern = "^(running|paused|completed|promoted)$")]
     status: String,
     #[serde(default)]
     winner: Option<String>,

@@ -12,7 +12,7 @@
 use crate::api_bodies as bodies;
 use crate::operation::{
     Header, In, JSON, Operation, Param, Reply, RequestBody, SchemaOf, Schemas, any_object, binary,
-    count, empty, json, non_empty, one_of, schema, string,
+    closed_inference, count, empty, json, non_empty, one_of, schema, string,
 };
 use crate::reply::Envelope;
 use http::Method;
@@ -252,7 +252,9 @@ const fn body(
 ) -> Option<RequestBody> {
     Some(RequestBody {
         description,
+        required: true,
         content,
+        parts: &[],
     })
 }
 
@@ -288,6 +290,7 @@ const INFERENCE_ERRORS: &[ErrorCode] = &[
 ];
 
 const INFERENCE_BODY: &str = "The surface's request; fields this description does not list are accepted and passed on where the route's protocol has them.";
+const MESSAGES_BODY: &str = "The Messages request; members it does not list are refused (400).";
 const INFERENCE_REPLY: &str = "The reply; with `stream: true`, server-sent events.";
 
 fn prompt_cache(_: &mut Schemas) -> RefOr<Schema> {
@@ -444,7 +447,15 @@ const ZDR: Param = Param {
     place: In::Query,
     required: false,
     schema: zdr_flag,
-    description: "`true`: only models with a zero-data-retention route.",
+    description: "`true`: only offers of zero-data-retention routes (`true` or `false`).",
+};
+/// The public lists read `zdr` leniently: only `true` filters.
+const PUBLIC_ZDR: Param = Param {
+    name: "zdr",
+    place: In::Query,
+    required: false,
+    schema: string,
+    description: "`true`: only models with a zero-data-retention route; any other value lists them all.",
 };
 const NOT_MODIFIED: Reply = Reply {
     status: 304,
@@ -484,11 +495,14 @@ fn docs_limit(_: &mut Schemas) -> RefOr<Schema> {
         .default(Some(4.into()))
         .into()
 }
+/// A percentage as `/v1/models/supply` reads it: plain decimal digits, at
+/// most 12 after the point, from 0 to 99.99.
 fn percent(_: &mut Schemas) -> RefOr<Schema> {
     ObjectBuilder::new()
-        .schema_type(Type::Number)
-        .minimum(Some(0))
-        .maximum(Some(99.99))
+        .schema_type(Type::String)
+        .pattern(Some(
+            r"^(0{0,6}([0-9]|[1-8][0-9]|9[0-8])(\.[0-9]{1,12})?|0{0,6}99(\.[0-9]{1,2}0{0,10})?)$",
+        ))
         .into()
 }
 fn tokens(_: &mut Schemas) -> RefOr<Schema> {
@@ -523,12 +537,6 @@ fn page_limit(_: &mut Schemas) -> RefOr<Schema> {
         .schema_type(Type::Integer)
         .minimum(Some(1))
         .maximum(Some(100))
-        .into()
-}
-fn sign_in_token(_: &mut Schemas) -> RefOr<Schema> {
-    ObjectBuilder::new()
-        .schema_type(Type::String)
-        .min_length(Some(1))
         .into()
 }
 
@@ -614,14 +622,14 @@ pub static ROUTES: [Route; 63] = [
     row(POST, "/v1/messages", key(INFERENCE), MessagesEnv, Infer(Messages), Operation {
         summary: "Create a message (Anthropic Messages)", tag: "inference",
         params: MESSAGES_PARAMS,
-        body: body(INFERENCE_BODY, &[(JSON, schema::<router_messages::wire::request::MessagesRequest>)]),
+        body: body(MESSAGES_BODY, &[(JSON, closed_inference::<router_messages::wire::request::MessagesRequest>)]),
         replies: &[inference(200, &[(JSON, schema::<router_messages::wire::response::MessageObject>), (SSE, schema::<router_messages::wire::event::Event>)], INFERENCE_HEADERS)],
         errors: INFERENCE_ERRORS,
     }),
     row(POST, "/v1/messages/count_tokens", key(INFERENCE), MessagesEnv, Infer(CountTokens), Operation {
         summary: "Count input tokens (a free local estimate)", tag: "inference",
         params: COUNT_TOKENS_PARAMS,
-        body: body(INFERENCE_BODY, &[(JSON, schema::<router_messages::wire::request::MessagesRequest>)]),
+        body: body(INFERENCE_BODY, &[(JSON, schema::<router_messages::wire::request::CountTokensRequest>)]),
         replies: &[Reply { status: 200, description: "The estimate.", content: &[(JSON, schema::<crate::messages::InputTokens>)], headers: &[Header { name: "x-ci-token-count-estimated", description: "`true`: a local estimate.", schema: estimated }] }],
         errors: &[E::InvalidParameter, E::ModelNotAllowed, E::ModelNotFound, E::PayloadTooLarge, E::RequestTimeout],
     }),
@@ -635,7 +643,12 @@ pub static ROUTES: [Route; 63] = [
     // Uploads (I).
     row(POST, "/v1/uploads", key_or_session(INFERENCE), OpenAi, UploadCreate, Operation {
         summary: "Upload a temporary image", tag: "uploads",
-        body: body("multipart/form-data with exactly one part named `file`, at most 10 MiB + 64 KiB (docs/guide/uploads.md).", &[("multipart/form-data", schema::<bodies::UploadForm>)]),
+        body: Some(RequestBody {
+            description: "multipart/form-data with exactly one part named `file`, at most 10 MiB + 64 KiB (docs/guide/uploads.md).",
+            required: true,
+            content: &[("multipart/form-data", schema::<bodies::UploadForm>)],
+            parts: &[("file", "image/png, image/jpeg, image/webp, image/gif")],
+        }),
         replies: &[json(201, "The upload record; `expires_at` is one hour after admission.", &[(JSON, schema::<router_uploads::UploadRecord>)])],
         errors: &[E::InvalidUpload, E::DataProtectionRestriction, E::UploadTooLarge, E::UnsupportedFileType, E::InvalidContentType, E::UploadRateLimit, E::UploadQuotaExceeded, E::UploadsUnavailable],
         ..Operation::new("", "")
@@ -654,7 +667,7 @@ pub static ROUTES: [Route; 63] = [
     }),
     row(PATCH, "/api/data-protection", Session, OpenAi, DataProtectionChange, Operation {
         summary: "Turn the account's zero data retention on or off", tag: "data protection",
-        body: body("Exactly `{\"zero_data_retention\": true|false}`; anything else is 400 `invalid_data_protection`.", &[(JSON, schema::<crate::data_protection::DataProtection>)]),
+        body: body("Exactly `{\"zero_data_retention\": true|false}`; anything else is 400 `invalid_data_protection`.", &[(JSON, schema::<bodies::DataProtectionChange>)]),
         replies: &[Reply { status: 200, description: "The record.", content: &[(JSON, schema::<crate::data_protection::DataProtection>)], headers: &[NO_STORE] }],
         errors: &[E::InvalidDataProtection, E::PayloadTooLarge, E::RequestTimeout],
         ..Operation::new("", "")
@@ -679,13 +692,13 @@ pub static ROUTES: [Route; 63] = [
     // Catalog and pricing (L).
     row(GET, "/public/models", Public, Detail, PublicModels, Operation {
         summary: "The public model list", tag: "catalog",
-        params: &[ZDR, IF_NONE_MATCH],
+        params: &[PUBLIC_ZDR, IF_NONE_MATCH],
         replies: &[Reply { status: 200, description: "Every listed model.", content: &[(JSON, schema::<bodies::PublicModels>)], headers: CACHED }, NOT_MODIFIED],
         ..Operation::new("", "")
     }),
     row(GET, "/public/models/{*model_id}", Public, Detail, PublicModel, Operation {
         summary: "One public model by ID or alias", tag: "catalog",
-        params: &[ZDR, IF_NONE_MATCH],
+        params: &[PUBLIC_ZDR, IF_NONE_MATCH],
         replies: &[Reply { status: 200, description: "The model entry, with its canonical `id`.", content: &[(JSON, schema::<bodies::ModelEntry>)], headers: CACHED }, NOT_MODIFIED],
         errors: &[E::NotFound],
         ..Operation::new("", "")
@@ -839,8 +852,8 @@ pub static ROUTES: [Route; 63] = [
     }),
     row(GET, "/api/auth/sign-in", Public, OpenAi, SignInPage, Operation {
         summary: "The sign-in page a link opens (spends nothing)", tag: "sessions",
-        params: &[Param { name: "token", place: In::Query, required: true, schema: sign_in_token, description: "The token of the emailed link." }],
-        replies: &[json(200, "An HTML page with one button.", &[("text/html", string)])],
+        params: &[Param { name: "token", place: In::Query, required: false, schema: string, description: "The token of the emailed link; without a well-formed one the page says the link is incomplete." }],
+        replies: &[json(200, "An HTML page: one button that signs in, or a note that the link is incomplete.", &[("text/html", string)])],
         ..Operation::new("", "")
     }),
     row(POST, "/api/auth/sign-in", PublicSameOrigin, OpenAi, SignInRedeem, Operation {
@@ -991,7 +1004,12 @@ pub static ROUTES: [Route; 63] = [
     }),
     row(POST, "/admin/jobs/{name}/run", Admin, OpenAi, AdminRunJob, Operation {
         summary: "Run one pass of a background job now", tag: ADMIN,
-        body: body("Empty, or JSON; `as_of` only for `digest-scheduler` with ROUTER_ADMIN_TEST_HOOKS=1.", &[(JSON, schema::<bodies::AdminJobRun>)]),
+        body: Some(RequestBody {
+            description: "Empty, or JSON `{as_of}`: only for `digest-scheduler` with ROUTER_ADMIN_TEST_HOOKS=1 (else 404).",
+            required: false,
+            content: &[(JSON, schema::<bodies::AdminJobRun>)],
+            parts: &[],
+        }),
         replies: &[json(200, "The job and how many items its pass processed.", &[(JSON, schema::<bodies::AdminJobPass>)])],
         errors: &[E::InvalidParameter, E::NotFound],
         ..Operation::new("", "")
