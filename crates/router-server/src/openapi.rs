@@ -169,7 +169,7 @@ fn guard_errors(route: &Route) -> Vec<ErrorCode> {
         ParamRule::ChannelId => codes.push(ErrorCode::ChannelNotFound),
         ParamRule::Platform => codes.push(ErrorCode::NotFound),
     }
-    if route.handler == Handler::NotAvailable {
+    if matches!(route.handler, Handler::NotAvailable) {
         codes.push(ErrorCode::NotAvailable);
     }
     codes
@@ -365,7 +365,7 @@ fn operation(route: &Route, schemas: &mut Schemas) -> utoipa::openapi::path::Ope
     for (status, response) in responses {
         op = op.response(status.to_string(), response.build());
     }
-    if route.handler == Handler::NotAvailable {
+    if matches!(route.handler, Handler::NotAvailable) {
         op = op.extensions(Some(
             ExtensionsBuilder::new()
                 .add("x-not-available", true)
@@ -473,7 +473,7 @@ mod tests {
                     "{method} {path} lacks its 401"
                 );
             }
-            if route.handler == Handler::NotAvailable {
+            if matches!(route.handler, Handler::NotAvailable) {
                 assert_eq!(op["x-not-available"], true, "{path}");
                 assert!(responses.contains_key("503"), "{path}");
             } else {
@@ -512,7 +512,7 @@ mod tests {
             let at = format!("{} {}", route.method, route.path);
             assert!(!api.summary.is_empty(), "{at}: no summary");
             assert!(!api.tag.is_empty(), "{at}: no tag");
-            if route.handler != Handler::NotAvailable {
+            if !matches!(route.handler, Handler::NotAvailable) {
                 assert!(
                     api.replies.iter().any(|r| (200..300).contains(&r.status)),
                     "{at}: no success"
