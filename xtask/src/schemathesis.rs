@@ -101,6 +101,9 @@ pub fn run(args: &[String]) -> Result<bool> {
     };
     let cookie = session("the session routes")?;
 
+    // The last run's reports only: a HAR of every request is some megabytes.
+    let report = work.join("report");
+    let _ = fs::remove_dir_all(&report);
     let st = python.with_file_name("st");
     let mut command = Command::new(&st);
     command
@@ -117,7 +120,7 @@ pub fn run(args: &[String]) -> Result<bool> {
         .args(["--generation-with-security-parameters", "false"])
         .arg("--no-color")
         .arg("--report-dir")
-        .arg(work.join("report"))
+        .arg(&report)
         // JUnit for CI, HAR for every request and answer when a failure needs a look.
         .args(["--report", "junit,har"])
         .env("SCHEMATHESIS_API_KEY", &account.api_key)
@@ -139,7 +142,7 @@ pub fn run(args: &[String]) -> Result<bool> {
         "schemathesis: {} in {}s (report: {})",
         if status.success() { "passed" } else { "FAILED" },
         started.elapsed().as_secs(),
-        work.join("report").display()
+        report.display()
     );
     Ok(status.success())
 }
