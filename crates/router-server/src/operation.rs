@@ -10,7 +10,7 @@ use router_canonical::ErrorCode;
 use std::collections::BTreeMap;
 use utoipa::ToSchema;
 use utoipa::openapi::schema::{
-    AdditionalProperties, ArrayBuilder, ObjectBuilder, SchemaFormat, Type,
+    AdditionalProperties, ObjectBuilder, SchemaFormat, SchemaType, Type,
 };
 use utoipa::openapi::{Ref, RefOr, Schema};
 
@@ -136,7 +136,8 @@ impl Schemas {
         T::schemas(&mut used);
         let name = T::name().into_owned();
         used.push((name.clone(), T::schema()));
-        for (name, schema) in used {
+        for (name, mut schema) in used {
+            drop_refused_defaults(&mut schema);
             if let Some(old) = self.by_name.insert(name.clone(), schema.clone())
                 && old != schema
             {
@@ -144,6 +145,37 @@ impl Schemas {
             }
         }
         RefOr::Ref(Ref::from_schema_name(name))
+    }
+}
+
+/// Removes a `default: null` its schema's type refuses. A wire type read
+/// with `#[serde(default)]` gets every field's `Default` as its default,
+/// `null` for an `Option`, also where the field is required and not
+/// nullable (`model`, `messages`): no default at all is the truth there.
+fn drop_refused_defaults(schema: &mut RefOr<Schema>) {
+    let RefOr::T(schema) = schema else {
+        return;
+    };
+    let takes_null = |ty: &SchemaType| match ty {
+        SchemaType::Type(ty) => *ty == Type::Null,
+        SchemaType::Array(types) => types.contains(&Type::Null),
+        SchemaType::AnyValue => true,
+    };
+    match schema {
+        Schema::Object(object) => {
+            if object.default == Some(serde_json::Value::Null) && !takes_null(&object.schema_type) {
+                object.default = None;
+            }
+            for property in object.properties.values_mut() {
+                drop_refused_defaults(property);
+            }
+        }
+        Schema::Array(array) => {
+            if array.default == Some(serde_json::Value::Null) && !takes_null(&array.schema_type) {
+                array.default = None;
+            }
+        }
+        _ => {}
     }
 }
 
@@ -227,9 +259,4 @@ pub fn one_of(values: &'static [&'static str]) -> RefOr<Schema> {
         .schema_type(Type::String)
         .enum_values(Some(values.iter().copied()))
         .into()
-}
-
-/// An array of `item`.
-pub fn array_of(item: RefOr<Schema>) -> RefOr<Schema> {
-    ArrayBuilder::new().items(item).into()
 }

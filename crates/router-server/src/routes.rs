@@ -20,9 +20,10 @@ use crate::operation::{
 use crate::reply::{self, Envelope};
 use crate::request_log::RequestLog;
 use crate::surfaces::{CHAT, COMPLETIONS, MESSAGES, RESPONSES};
+// The catalog's modules are named in full where used, one reference a line.
 use crate::{
-    admin, catalog_api, catalog_release, channels, data_protection, health, images, inference,
-    messages, metrics, pricing_changes, sign_in, uploads, videos,
+    admin, channels, data_protection, health, images, inference, messages, metrics, sign_in,
+    uploads, videos,
 };
 use http::{Method, StatusCode};
 use router_canonical::{ApiError, ErrorCode};
@@ -700,7 +701,7 @@ pub static ROUTES: [Route; 63] = [
         }),
     // Catalog and pricing (L).
     row(GET, "/public/models", Public, Detail,
-        any!(|c, _| Ok(catalog_api::public_models(&c.app.catalog.current(), c.request.uri(), c.request.headers(), c.id))),
+        any!(|c, _| Ok(crate::catalog_api::public_models(&c.app.catalog.current(), c.request.uri(), c.request.headers(), c.id))),
         Operation {
             summary: "The public model list", tag: "catalog",
             params: &[PUBLIC_ZDR, IF_NONE_MATCH],
@@ -708,7 +709,7 @@ pub static ROUTES: [Route; 63] = [
             ..Operation::new("", "")
         }),
     row(GET, "/public/models/{*model_id}", Public, Detail,
-        any!(|c, _| catalog_api::public_model(&c.app.catalog.current(), c.param(), c.request.uri(), c.request.headers(), c.id)),
+        any!(|c, _| crate::catalog_api::public_model(&c.app.catalog.current(), c.param(), c.request.uri(), c.request.headers(), c.id)),
         Operation {
             summary: "One public model by ID or alias", tag: "catalog",
             params: &[PUBLIC_ZDR, IF_NONE_MATCH],
@@ -717,7 +718,7 @@ pub static ROUTES: [Route; 63] = [
             ..Operation::new("", "")
         }),
     row(GET, "/catalog/models", Public, Detail,
-        any!(|c, _| Ok(catalog_api::catalog_models(&c.app.catalog.current(), c.request.headers(), c.id))),
+        any!(|c, _| Ok(crate::catalog_api::catalog_models(&c.app.catalog.current(), c.request.headers(), c.id))),
         Operation {
             summary: "Logical models, capabilities and public tariffs", tag: "catalog",
             params: &[IF_NONE_MATCH],
@@ -725,14 +726,14 @@ pub static ROUTES: [Route; 63] = [
             ..Operation::new("", "")
         }),
     row(GET, "/v1/models", key(INFERENCE), OpenAi,
-        key!(|c, key| Ok(catalog_api::list_models(&c.app.catalog.current(), &key, c.id))),
+        key!(|c, key| Ok(crate::catalog_api::list_models(&c.app.catalog.current(), &key, c.id))),
         Operation {
             summary: "The models this key may use (OpenAI list envelope)", tag: "catalog",
             replies: &[json(200, "The models.", &[(JSON, schema::<bodies::ModelList>)])],
             ..Operation::new("", "")
         }),
     row(GET, "/v1/models/supply", key(INFERENCE), OpenAi,
-        key!(|c, key| catalog_api::supply(&c.app.catalog.current(), &key, c.request.uri(), c.id)),
+        key!(|c, key| crate::catalog_api::supply(&c.app.catalog.current(), &key, c.request.uri(), c.id)),
         Operation {
             summary: "Anonymous eligible supply of one model", tag: "catalog",
             params: &[
@@ -745,7 +746,7 @@ pub static ROUTES: [Route; 63] = [
             ..Operation::new("", "")
         }),
     row(GET, "/v1/models/compare", key_or_session(USAGE), OpenAi,
-        any!(|c, caller| catalog_api::compare(&c.app.catalog.current(), &caller.viewer()?, c.request.uri(), c.id)),
+        any!(|c, caller| crate::catalog_api::compare(&c.app.catalog.current(), &caller.viewer()?, c.request.uri(), c.id)),
         Operation {
             summary: "Estimate the cost of requests on up to 10 models", tag: "catalog",
             params: &[
@@ -759,7 +760,7 @@ pub static ROUTES: [Route; 63] = [
             ..Operation::new("", "")
         }),
     row(GET, "/v1/pricing/changes", key_or_session(USAGE), OpenAi,
-        any!(|c, caller| pricing_changes::handle(&c.app, &caller.viewer()?, c.request.uri(), c.id).await),
+        any!(|c, caller| crate::pricing_changes::handle(&c.app, &caller.viewer()?, c.request.uri(), c.id).await),
         Operation {
             summary: "The latest price change per model since an instant", tag: "catalog",
             params: &[
@@ -1038,14 +1039,14 @@ pub static ROUTES: [Route; 63] = [
             ..Operation::new("", "")
         }),
     row(GET, "/admin/catalog", Admin, OpenAi,
-        any!(|c, _| Ok(reply::json_value(StatusCode::OK, &catalog_release::describe(&c.app), c.id))),
+        any!(|c, _| Ok(reply::json_value(StatusCode::OK, &crate::catalog_release::describe(&c.app), c.id))),
         Operation {
             summary: "The catalog release in force", tag: ADMIN,
             replies: &[json(200, "The release.", &[(JSON, schema::<bodies::AdminCatalog>)])],
             ..Operation::new("", "")
         }),
     row(POST, "/admin/catalog/reload", Admin, OpenAi,
-        any!(|c, _| catalog_release::reload(&c.app).await.map(|body| reply::json_value(StatusCode::OK, &body, c.id))),
+        any!(|c, _| crate::catalog_release::reload(&c.app).await.map(|body| reply::json_value(StatusCode::OK, &body, c.id))),
         Operation {
             summary: "Reload the catalog file as a new release", tag: ADMIN,
             replies: &[json(200, "The release now in force.", &[(JSON, schema::<bodies::AdminCatalogReload>)])],
