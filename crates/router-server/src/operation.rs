@@ -170,10 +170,11 @@ fn drop_refused_defaults(schema: &mut RefOr<Schema>) {
                 drop_refused_defaults(property);
             }
         }
-        Schema::Array(array) => {
-            if array.default == Some(serde_json::Value::Null) && !takes_null(&array.schema_type) {
-                array.default = None;
-            }
+        Schema::Array(array)
+            if array.default == Some(serde_json::Value::Null)
+                && !takes_null(&array.schema_type) =>
+        {
+            array.default = None;
         }
         _ => {}
     }
