@@ -104,9 +104,11 @@ struct Options {
 }
 
 /// Where the clients send their requests.
-struct Target {
-    base_url: String,
-    api_key: String,
+pub(crate) struct Target {
+    pub(crate) base_url: String,
+    pub(crate) api_key: String,
+    /// The operator token, when we started the router.
+    pub(crate) admin_token: Option<String>,
     /// The mock supplier's control URL when we started it.
     mock_url: Option<String>,
     /// The docs checks' no-scope key and IP-restricted key, when we provisioned them.
@@ -141,6 +143,7 @@ pub fn run(args: &[String]) -> Result<bool> {
         (Some(url), Some(key)) => Target {
             base_url: url.trim_end_matches('/').to_owned(),
             api_key: key.clone(),
+            admin_token: None,
             mock_url: None,
             docs_keys: None,
             s3: None,
@@ -152,7 +155,13 @@ pub fn run(args: &[String]) -> Result<bool> {
                 .clients
                 .contains(&Client::Python)
                 .then(|| work.join("venv").join("bin").join("python"));
-            start_local(&work, &mut children, &stop, python.as_deref())?
+            start_local(
+                &work,
+                &mut children,
+                &stop,
+                python.as_deref(),
+                Extras::default(),
+            )?
         }
     };
 
@@ -376,29 +385,7 @@ fn install(client: Client, work: &Path) -> Result<Command> {
     let root = workspace_root();
     match client {
         Client::Python => {
-            let venv = work.join("venv");
-            let python = venv.join("bin").join("python");
-            let pins = fs::read_to_string(root.join(PYTHON_REQUIREMENTS))
-                .with_context(|| format!("reading {PYTHON_REQUIREMENTS}"))?;
-            let stamp = venv.join("conformance-requirements.txt");
-            if !(python.is_file() && read_or_empty(&stamp) == pins) {
-                eprintln!(
-                    "xtask conformance: installing the Python SDKs into {}",
-                    venv.display()
-                );
-                if !python.is_file() {
-                    run_checked(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
-                }
-                run_checked(
-                    Command::new(&python)
-                        .args(["-m", "pip", "install", "--disable-pip-version-check"])
-                        .args(["--no-input", "--quiet", "--requirement"])
-                        .arg(root.join(PYTHON_REQUIREMENTS))
-                        .stdin(Stdio::null())
-                        .stdout(std::io::stderr()),
-                )?;
-                fs::write(&stamp, &pins)?;
-            }
+            let python = python_venv(&work.join("venv"), PYTHON_REQUIREMENTS, "the Python SDKs")?;
             let mut command = Command::new(python);
             command.arg(root.join(PYTHON_CLIENT));
             Ok(command)
@@ -437,6 +424,33 @@ fn install(client: Client, work: &Path) -> Result<Command> {
     }
 }
 
+/// A virtual environment at `venv` with the pins of `requirements` (a path from the
+/// workspace root) installed, once per machine and again when the pins change; returns its
+/// interpreter. `what` names the packages in the progress line.
+pub(crate) fn python_venv(venv: &Path, requirements: &str, what: &str) -> Result<PathBuf> {
+    let root = workspace_root();
+    let python = venv.join("bin").join("python");
+    let pins = fs::read_to_string(root.join(requirements))
+        .with_context(|| format!("reading {requirements}"))?;
+    let stamp = venv.join("installed-requirements.txt");
+    if !(python.is_file() && read_or_empty(&stamp) == pins) {
+        eprintln!("xtask: installing {what} into {}", venv.display());
+        if !python.is_file() {
+            run_checked(Command::new("python3").args(["-m", "venv"]).arg(venv))?;
+        }
+        run_checked(
+            Command::new(&python)
+                .args(["-m", "pip", "install", "--disable-pip-version-check"])
+                .args(["--no-input", "--quiet", "--requirement"])
+                .arg(root.join(requirements))
+                .stdin(Stdio::null())
+                .stdout(std::io::stderr()),
+        )?;
+        fs::write(&stamp, &pins)?;
+    }
+    Ok(python)
+}
+
 fn read_or_empty(path: &Path) -> String {
     fs::read_to_string(path).unwrap_or_default()
 }
@@ -445,11 +459,14 @@ fn read_or_empty(path: &Path) -> String {
 // The local router and mock supplier
 // ----------------------------------------------------------------------------------------
 
-fn start_local(
+/// Starts PostgreSQL (if needed), the mock supplier (and moto, given the venv's `python`)
+/// and the router with the conformance catalog under `work`, and provisions the keys.
+pub(crate) fn start_local(
     work: &Path,
     children: &mut Children,
     stop: &AtomicBool,
     python: Option<&Path>,
+    extras: Extras,
 ) -> Result<Target> {
     let database_url = db::ensure_postgres()?;
     run_checked(&mut cargo([
@@ -472,8 +489,16 @@ fn start_local(
     let logs = work.join("logs");
     fs::create_dir_all(&logs)?;
 
+    let smtp_addr = if extras.mail {
+        Some(format!("127.0.0.1:{}", free_loopback_port()?))
+    } else {
+        None
+    };
     let mut mock = Command::new(&supplier);
     mock.args(["--listen", &mock_addr]);
+    if let Some(smtp_addr) = &smtp_addr {
+        mock.args(["--smtp-listen", smtp_addr]);
+    }
     children.spawn_logged("mock-supplier", mock, &logs.join("mock-supplier.log"))?;
     children.wait_until("mock-supplier", stop, READY_TIMEOUT, || answers(&mock_addr))?;
 
@@ -505,6 +530,16 @@ fn start_local(
             .env("ROUTER_IMAGE_URL_ALLOW_LOOPBACK", "true")
             // Video jobs complete within a second or two (the mock: two polls).
             .env("ROUTER_VIDEO_POLL_INTERVAL_MS", "200");
+        if let Some(smtp_addr) = &smtp_addr {
+            command.env("ROUTER_SMTP_URL", format!("smtp://{smtp_addr}"));
+        }
+        if extras.folder_store && s3_endpoint.is_none() {
+            let folder = work.join("objects");
+            command.env(
+                "ROUTER_OBJECT_STORE",
+                format!("file://{}", folder.display()),
+            );
+        }
         if let Some(endpoint) = &s3_endpoint {
             command
                 .env("ROUTER_OBJECT_STORE", format!("s3://{S3_BUCKET}/uploads"))
@@ -548,10 +583,20 @@ fn start_local(
     Ok(Target {
         base_url: format!("http://{router_addr}"),
         api_key,
+        admin_token: Some(admin_token.clone()),
         mock_url: Some(format!("http://{mock_addr}")),
         docs_keys: Some((docs_key, docs_ip_key)),
         s3: s3_endpoint.map(|endpoint| (endpoint, admin_token)),
     })
+}
+
+/// What a local router has beyond the conformance matrix's needs.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct Extras {
+    /// The router sends its email to the mock's SMTP sink.
+    pub(crate) mail: bool,
+    /// Uploads and video content go to a folder under the work dir (unless S3 is there).
+    pub(crate) folder_store: bool,
 }
 
 /// Writes the catalog with the mock supplier's URL in place; returns its path.

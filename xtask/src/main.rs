@@ -1,5 +1,5 @@
 //! `cargo xtask`: the project's automation in plain Rust: a database, the test suite, a demo,
-//! the conformance matrix and the benchmark.
+//! the conformance matrix, schemathesis and the benchmark.
 //!
 //! Run through the alias in `.cargo/config.toml`, so the only tool a contributor needs is
 //! cargo. Each command lives in its own module; this file parses the command line and holds
@@ -9,6 +9,7 @@ mod bench;
 mod conformance;
 mod db;
 mod demo;
+mod schemathesis;
 mod services;
 mod test;
 mod tidy;
@@ -24,8 +25,8 @@ usage: cargo xtask <command> [options]
 commands:
   db [start]    find or start PostgreSQL; the last line of stdout is DATABASE_URL=...
   db stop       stop the private cluster that `db` started
-  test          fmt, clippy, tests, doc tests and the conformance matrix, against the
-                database from `db`
+  test          fmt, clippy, tests, doc tests, the conformance matrix and schemathesis,
+                against the database from `db`
   demo          build and run the gateway with a mock supplier, an account and an API key
       --listen ADDR   address for the gateway (default 127.0.0.1:8080)
       --no-build      use the release binaries already in the target dir
@@ -38,6 +39,9 @@ commands:
                       with --against: the model whose only route speaks each protocol
       --client python|node   only this client (repeatable; default both)
       --only TEXT     only cells whose id inbound/case/route/json|stream contains TEXT
+  schemathesis  Schemathesis with every check against /openapi.json of a local router and
+                mock supplier; fails on any failure
+      --max-examples N   test cases per operation and phase (default 12)
   bench         added latency, throughput, CPU and memory of the gateway (billing on, one
                 core) against a fixed-reply upstream called directly; writes
                 target/bench/report.md and report.json (docs/performance.md)
@@ -61,6 +65,7 @@ fn main() -> ExitCode {
         "test" => test::run(rest),
         "demo" => demo::run(rest).map(|()| true),
         "conformance" => conformance::run(rest),
+        "schemathesis" => schemathesis::run(rest),
         "bench" => bench::run(rest),
         "help" | "-h" | "--help" => {
             println!("{USAGE}");

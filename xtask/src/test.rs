@@ -3,7 +3,8 @@
 //! Steps: fmt check, clippy, tests (nextest when installed), doc tests, `cargo package` of the
 //! published wire crates, then the conformance
 //! matrix (`cargo xtask conformance`: the official SDKs against a local router and mock
-//! supplier). Every step runs even after one fails, so a single run
+//! supplier) and schemathesis (`cargo xtask schemathesis`: the served OpenAPI document
+//! against the router that serves it). Every step runs even after one fails, so a single run
 //! shows everything that is wrong (tests run with `--no-fail-fast` for the same reason); the
 //! last line sums up. Every step gets stdin from /dev/null, so nothing ever waits for a
 //! person: CI runs this with `CI=true` and no terminal, and needs no other switch.
@@ -148,6 +149,17 @@ pub fn run(args: &[String]) -> Result<bool> {
     steps.push(Step {
         name: "conformance",
         command: conformance,
+    });
+    let mut schemathesis = match std::env::current_exe() {
+        Ok(xtask) => Command::new(xtask),
+        Err(_) => cargo(["run", "--quiet", "--package", "xtask", "--"]),
+    };
+    schemathesis
+        .arg("schemathesis")
+        .current_dir(workspace_root());
+    steps.push(Step {
+        name: "schemathesis",
+        command: schemathesis,
     });
 
     let total = steps.len();

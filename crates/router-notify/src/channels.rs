@@ -33,10 +33,12 @@ const MANUAL_RETRY_SECS: i64 = 60;
 
 /// The channel record (GP-15).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ChannelRecord {
     pub id: Uuid,
     /// `"channel"`.
     pub object: &'static str,
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub platform: Platform,
     pub frequency: String,
     pub events: Vec<String>,
@@ -73,10 +75,12 @@ fn rfc3339(t: chrono::DateTime<chrono::Utc>) -> String {
 
 /// `GET /v1/channels`: the connected channels and the selectable events.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ChannelList {
     /// `"list"`.
     pub object: &'static str,
     pub data: Vec<ChannelRecord>,
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<String>))]
     pub available_events: [&'static str; 9],
 }
 
@@ -120,9 +124,11 @@ fn frequency(value: Option<&Value>) -> Result<Frequency, Refusal> {
 
 /// `POST /v1/channels/{id}/send-report`'s answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ReportSent {
     pub sent: bool,
     /// Why nothing was sent (`null` when it was).
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub message: Option<&'static str>,
     pub period_start: String,
     pub period_end: String,
@@ -130,10 +136,12 @@ pub struct ReportSent {
 
 /// `GET /api/channels/email` (M-24, GP-15).
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct EmailStatus {
     pub configured: bool,
     pub email: String,
     pub email_verified: bool,
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub channel: Option<ChannelRecord>,
 }
 
@@ -162,10 +170,13 @@ impl EmailConsent {
 
 /// `GET /api/channels/{platform}` (M-33, GP-17).
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PlatformStatus {
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub platform: Platform,
     pub configured: bool,
     pub connected: bool,
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub channel: Option<ChannelRecord>,
 }
 
@@ -179,6 +190,7 @@ pub struct Connected {
 
 /// A disconnected channel's answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Disconnected {
     pub id: Uuid,
     /// `"disconnected"`.
@@ -200,9 +212,13 @@ impl Disconnected {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Provision {
+    #[cfg_attr(feature = "openapi", schema(pattern = "^(slack|discord|telegram)$"))]
     pub platform: String,
+    #[cfg_attr(feature = "openapi", schema(pattern = "^(off|daily|weekly|monthly)$"))]
     pub frequency: String,
+    /// Slack and Discord: the incoming webhook, `https` on a public host.
     pub webhook_url: Option<String>,
+    /// Telegram: the chat to post to.
     pub chat_id: Option<String>,
     pub api_base: Option<String>,
 }

@@ -21,6 +21,7 @@ pub struct NewAccount {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Credits {
+    #[cfg_attr(feature = "openapi", schema(minimum = 1))]
     pub amount_nano_usd: i64,
 }
 
@@ -124,6 +125,7 @@ impl Operator {
             .await
             .map_err(|e| match e {
                 AdminError::AccountNotFound(_) => OperatorError::NotFound(Resource::Account),
+                AdminError::BalanceTooLarge => Refusal::BalanceTooLarge.into(),
                 other => OperatorError::store(other),
             })?;
         Ok(Balance {

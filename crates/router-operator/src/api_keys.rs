@@ -30,7 +30,12 @@ where
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct SpendLimitJson {
+    #[cfg_attr(feature = "openapi", schema(maximum = 9_223_372_036_854_775_807_u64))]
     pub amount_nano_usd: u64,
+    #[cfg_attr(
+        feature = "openapi",
+        schema(minimum = 1, maximum = 9_223_372_036_854_775_807_u64)
+    )]
     pub window_seconds: u64,
 }
 
@@ -42,15 +47,18 @@ pub struct NewApiKey {
     pub scopes: Vec<String>,
     /// Unix seconds.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(maximum = 253_402_300_799_u64))]
     pub expires_at: Option<u64>,
     #[serde(default)]
     pub allowed_models: Option<Vec<String>>,
     #[serde(default)]
     pub ip_allowlist: Option<Vec<String>>,
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(pattern = "^(on|off|passthrough)$"))]
     pub prompt_cache_mode: Option<String>,
     /// Opt in to the exact-response cache: 1 to 86400 seconds.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 86_400))]
     pub response_cache_ttl_seconds: Option<u64>,
     #[serde(default)]
     pub spend_limits: Option<Vec<SpendLimitJson>>,
@@ -268,8 +276,17 @@ fn parse_scopes(names: &[String]) -> Result<Vec<Scope>, Refusal> {
         .collect()
 }
 
-fn unix_time(seconds: u64) -> std::time::SystemTime {
-    std::time::UNIX_EPOCH + std::time::Duration::from_secs(seconds)
+/// The latest `expires_at`: 9999-12-31T23:59:59Z. A later one used to
+/// overflow the clock's arithmetic and end the connection without an answer.
+pub const MAX_EXPIRES_AT: u64 = 253_402_300_799;
+
+fn unix_time(seconds: u64) -> Result<std::time::SystemTime, Refusal> {
+    if seconds > MAX_EXPIRES_AT {
+        return Err(Refusal::ExpiresTooLate {
+            max: MAX_EXPIRES_AT,
+        });
+    }
+    Ok(std::time::UNIX_EPOCH + std::time::Duration::from_secs(seconds))
 }
 
 /// Every entry must name a model of the catalog, by ID or alias: a typo
@@ -335,7 +352,7 @@ impl Operator {
             max_concurrent_requests: limit("max_concurrent_requests", new.max_concurrent_requests)?,
         };
         let scopes = parse_scopes(&new.scopes)?;
-        let expires_at = new.expires_at.map(unix_time);
+        let expires_at = new.expires_at.map(unix_time).transpose()?;
         let policy = KeyPolicy {
             allowed_models: new
                 .allowed_models
@@ -442,7 +459,10 @@ impl Operator {
         };
         let change = ApiKeyChange {
             scopes: patch.scopes.as_deref().map(parse_scopes).transpose()?,
-            expires_at: patch.expires_at.map(|at| at.map(unix_time)),
+            expires_at: patch
+                .expires_at
+                .map(|at| at.map(unix_time).transpose())
+                .transpose()?,
             allowed_models: patch
                 .allowed_models
                 .map(|set| {

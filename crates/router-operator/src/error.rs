@@ -65,6 +65,12 @@ pub enum Refusal {
     EmailTaken,
     #[error("a credit that is not positive")]
     NonPositiveAmount,
+    /// A credit that would take the balance past i64 nano-USD.
+    #[error("the balance would exceed i64 nano-USD")]
+    BalanceTooLarge,
+    /// An `expires_at` past 9999-12-31T23:59:59Z, beyond the clock's range.
+    #[error("expires_at beyond {max}")]
+    ExpiresTooLate { max: u64 },
     #[error("spend_limits[{index}] lasts no second")]
     EmptySpendWindow { index: usize },
     /// A limit beyond the store's bigint.
@@ -156,6 +162,14 @@ impl From<Refusal> for ApiError {
             Refusal::EmptySpendWindow { index } => ApiError::invalid(
                 format!("spend_limits[{index}].window_seconds"),
                 "A spend window lasts at least one second.",
+            ),
+            Refusal::BalanceTooLarge => ApiError::invalid(
+                "amount_nano_usd",
+                "The balance would exceed 9223372036854775807 nano-USD.",
+            ),
+            Refusal::ExpiresTooLate { max } => ApiError::invalid(
+                "expires_at",
+                format!("`expires_at` is Unix seconds up to {max}."),
             ),
             Refusal::TooLarge { field } => {
                 ApiError::invalid(field, format!("`{field}` is too large."))

@@ -16,14 +16,19 @@ use uuid::Uuid;
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct VariantJson {
+    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 64))]
     pub name: String,
     /// Relative share of the traffic, at least 1.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 10_000))]
     pub weight: u32,
     /// A system instruction the variant adds (or puts instead, `replace`).
     #[serde(default)]
     pub system: Option<String>,
     #[serde(default)]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(value_type = Option<String>, pattern = "^(prepend|replace)$")
+    )]
     pub system_mode: Option<SystemMode>,
     /// Another model of the catalog, by ID or alias.
     #[serde(default)]
@@ -34,7 +39,9 @@ pub struct VariantJson {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct NewExperiment {
+    #[cfg_attr(feature = "openapi", schema(pattern = "^[A-Za-z0-9._-]{1,64}$"))]
     pub slug: String,
+    #[cfg_attr(feature = "openapi", schema(min_items = 1, max_items = 20))]
     pub variants: Vec<VariantJson>,
 }
 
@@ -43,6 +50,10 @@ pub struct NewExperiment {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ExperimentPatch {
+    #[cfg_attr(
+        feature = "openapi",
+        schema(pattern = "^(running|paused|completed|promoted)$")
+    )]
     pub status: String,
     #[serde(default)]
     pub winner: Option<String>,

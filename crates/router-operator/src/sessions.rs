@@ -21,6 +21,7 @@ const MAX_SESSION_TTL_SECS: u64 = 365 * 24 * 3600;
 #[serde(deny_unknown_fields)]
 pub struct NewSession {
     /// 1 to 31,536,000; default `ROUTER_SESSION_TTL_SECS`.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 31_536_000))]
     pub ttl_seconds: Option<u64>,
 }
 

@@ -7,6 +7,7 @@
 #![warn(unreachable_pub)]
 
 pub mod admin;
+pub mod api_bodies;
 pub mod app;
 pub mod auth;
 pub mod body;
@@ -29,6 +30,7 @@ pub mod jobs;
 pub mod messages;
 pub mod metrics;
 pub mod openapi;
+pub mod operation;
 pub mod ownership;
 pub mod public_url;
 pub mod query;

@@ -8,7 +8,10 @@
 //! the API tests); until then the `metrics` macros record nothing.
 
 use crate::app::App;
+use crate::reply::Reply;
+use http::header::HeaderValue;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use router_canonical::{ApiError, ErrorCode};
 use std::sync::OnceLock;
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
@@ -96,6 +99,23 @@ fn describe() {
         "router_catalog_routes",
         "Routes in the catalog being served."
     );
+}
+
+/// `GET /metrics`: the Prometheus text exposition.
+pub fn reply(app: &App, request_id: &str) -> Result<Reply, ApiError> {
+    let text = render(app).ok_or_else(|| {
+        ApiError::new(
+            ErrorCode::NotAvailable,
+            "Metrics are not recorded in this process.",
+        )
+    })?;
+    let mut response = http::Response::new(crate::reply::full(text));
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+    );
+    crate::reply::set_request_id(response.headers_mut(), request_id);
+    Ok(response)
 }
 
 /// The text exposition, with the gauges read now; `None` when no recorder

@@ -1,43 +1,38 @@
-//! `GET /openapi.json`: the OpenAPI 3.1 document of every route, built once
-//! from the route table (`routes.rs`) and the types the handlers serialize.
+//! `GET /openapi.json`: the OpenAPI 3.1 document of every route, generated
+//! once from the rows of the route table (`routes.rs`).
 //!
-//! Each row gives the path, method, security (its auth rule), path
+//! A row's columns give the path, method, security (its auth rule), path
 //! parameter and the errors its guard can answer, in the row's envelope;
-//! [`handler`] adds what the handler takes and answers, with a `match` over
-//! every `Handler`, so a new handler does not compile until it is
-//! described. Routes whose feature has not landed (`NotAvailable`) are
-//! described by their row (credential, scope, parameter, errors) and marked
-//! `x-not-available: true`; their bodies are described when their types
-//! exist. The test in `tests` checks that every row is in the document.
+//! its `api` (`operation.rs`) gives the summary, query and header
+//! parameters, body, replies with their headers and the handler's own
+//! errors. Nothing here knows a handler: a new endpoint is one row. Every
+//! answer declares `x-request-id` (and `request-id` on the Messages
+//! envelope), every 429 and 503 `Retry-After`. The tests check that every
+//! row is in the document with its security, success and errors.
 
-use crate::docs::{DocsList, DocsSection};
-use crate::health::Health;
+use crate::operation::{self, In, Schemas};
 use crate::reply::{DetailError, Envelope, VideoError};
-use crate::routes::{AuthRule, Handler, InferenceEndpoint, ParamRule, ROUTES, Route};
+use crate::routes::{AuthRule, Handler, ParamRule, ROUTES, Route};
 use crate::session;
-use crate::sign_in;
 use router_canonical::ErrorCode;
 use router_core::store::Scope;
-use router_operator as operator;
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
-use utoipa::ToSchema;
+use utoipa::openapi::encoding::EncodingBuilder;
 use utoipa::openapi::extensions::ExtensionsBuilder;
+use utoipa::openapi::header::HeaderBuilder;
 use utoipa::openapi::path::{
     HttpMethod, OperationBuilder, ParameterBuilder, ParameterIn, PathItem,
 };
 use utoipa::openapi::request_body::RequestBodyBuilder;
-use utoipa::openapi::schema::{ObjectBuilder, SchemaFormat, Type};
+use utoipa::openapi::schema::{ObjectBuilder, Type};
 use utoipa::openapi::security::{
     ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme,
 };
 use utoipa::openapi::{
-    ComponentsBuilder, ContentBuilder, InfoBuilder, OpenApi, OpenApiBuilder, Paths, Ref, RefOr,
+    ComponentsBuilder, ContentBuilder, InfoBuilder, OpenApi, OpenApiBuilder, Paths, RefOr,
     Required, ResponseBuilder, Schema,
 };
-
-/// The channel record (GP-15).
-const CHANNEL: &str = "The channel: `{id, object, platform, frequency, events, destination (masked), report_hour_utc, status, created_at, updated_at}`.";
 
 /// The interface version (R-01, GP-60).
 pub const VERSION: &str = "0.1.0";
@@ -126,33 +121,6 @@ fn build() -> (OpenApi, Vec<String>) {
     (document, schemas.clashes)
 }
 
-/// The component schemas the operations reference, by name.
-#[derive(Default)]
-struct Schemas {
-    by_name: BTreeMap<String, RefOr<Schema>>,
-    /// Names given to two different schemas (a test keeps this empty: the
-    /// wire crates prefix their types' names for that).
-    clashes: Vec<String>,
-}
-
-impl Schemas {
-    /// A reference to `T`'s schema, registered with the schemas it uses.
-    fn of<T: ToSchema>(&mut self) -> RefOr<Schema> {
-        let mut used = Vec::new();
-        T::schemas(&mut used);
-        let name = T::name().into_owned();
-        used.push((name.clone(), T::schema()));
-        for (name, schema) in used {
-            if let Some(old) = self.by_name.insert(name.clone(), schema.clone())
-                && old != schema
-            {
-                self.clashes.push(name);
-            }
-        }
-        RefOr::Ref(Ref::from_schema_name(name))
-    }
-}
-
 fn http_method(route: &Route) -> HttpMethod {
     match route.method.as_str() {
         "POST" => HttpMethod::Post,
@@ -161,1030 +129,6 @@ fn http_method(route: &Route) -> HttpMethod {
         "PUT" => HttpMethod::Put,
         _ => HttpMethod::Get,
     }
-}
-
-/// What a handler adds to its row: summary, parameters, body, answers.
-struct Described {
-    summary: &'static str,
-    tag: &'static str,
-    query: Vec<(&'static str, bool, RefOr<Schema>, &'static str)>,
-    body: Option<(RefOr<Schema>, &'static str)>,
-    /// Status, description, content type and schema.
-    success: Vec<(
-        &'static str,
-        &'static str,
-        &'static str,
-        Option<RefOr<Schema>>,
-    )>,
-    /// Codes the handler itself may answer (the guard's are added per row).
-    errors: Vec<ErrorCode>,
-}
-
-impl Described {
-    fn new(summary: &'static str, tag: &'static str) -> Described {
-        Described {
-            summary,
-            tag,
-            query: Vec::new(),
-            body: None,
-            success: Vec::new(),
-            errors: Vec::new(),
-        }
-    }
-}
-
-fn string() -> RefOr<Schema> {
-    ObjectBuilder::new().schema_type(Type::String).into()
-}
-
-fn any_object(description: &str) -> RefOr<Schema> {
-    ObjectBuilder::new()
-        .schema_type(Type::Object)
-        .description(Some(description))
-        .into()
-}
-
-/// The inference codes every surface may answer (B..G, P).
-const INFERENCE_ERRORS: &[ErrorCode] = &[
-    ErrorCode::InvalidParameter,
-    ErrorCode::UnsupportedConversion,
-    ErrorCode::UnsupportedParameter,
-    ErrorCode::ListPriceUnknown,
-    ErrorCode::IncompatibleImageInput,
-    ErrorCode::InsufficientCredits,
-    ErrorCode::ModelNotAllowed,
-    ErrorCode::PolicyChanged,
-    ErrorCode::ModelNotFound,
-    ErrorCode::ExperimentNotFound,
-    ErrorCode::PayloadTooLarge,
-    ErrorCode::RequestTimeout,
-    ErrorCode::ApiKeySpendLimitExceeded,
-    ErrorCode::ApiKeyMonthlyBudgetExceeded,
-    ErrorCode::RateLimitExceeded,
-    ErrorCode::DailyRequestLimitExceeded,
-    ErrorCode::ConcurrencyLimitExceeded,
-    ErrorCode::UpstreamError,
-    ErrorCode::InvalidUpstreamResponse,
-    ErrorCode::UpstreamUnavailable,
-    ErrorCode::RouteUnavailable,
-    ErrorCode::MinDiscountUnavailable,
-    ErrorCode::ZdrCapacityUnavailable,
-    ErrorCode::ImageCapacityUnavailable,
-    ErrorCode::ImageInputLimit,
-    ErrorCode::UploadsUnavailable,
-    ErrorCode::InternalError,
-];
-
-/// The request and reply types of each surface, as its wire crate declares
-/// them; a stream is the same surface's server-sent events.
-fn inference(endpoint: InferenceEndpoint, schemas: &mut Schemas) -> Described {
-    let (summary, body, reply, stream): (_, _, _, Option<RefOr<Schema>>) = match endpoint {
-        InferenceEndpoint::ChatCompletions => (
-            "Create a chat completion (OpenAI Chat Completions)",
-            schemas.of::<router_chat::wire::request::ChatRequest>(),
-            schemas.of::<router_chat::wire::response::ChatCompletion>(),
-            Some(schemas.of::<router_chat::wire::chunk::ChatCompletionChunk>()),
-        ),
-        InferenceEndpoint::Responses => (
-            "Create a response (OpenAI Responses, stateless)",
-            schemas.of::<router_responses::wire::request::ResponsesRequest>(),
-            schemas.of::<router_responses::wire::response::ResponseObject>(),
-            Some(schemas.of::<router_responses::wire::event::ServerEvent>()),
-        ),
-        InferenceEndpoint::Messages => (
-            "Create a message (Anthropic Messages)",
-            schemas.of::<router_messages::wire::request::MessagesRequest>(),
-            schemas.of::<router_messages::wire::response::MessageObject>(),
-            Some(schemas.of::<router_messages::wire::event::Event>()),
-        ),
-        InferenceEndpoint::CountTokens => (
-            "Count input tokens (a free local estimate)",
-            schemas.of::<router_messages::wire::request::MessagesRequest>(),
-            schemas.of::<crate::messages::InputTokens>(),
-            None,
-        ),
-        InferenceEndpoint::Completions => (
-            "Create a completion (legacy OpenAI Completions)",
-            schemas.of::<router_completions::wire::request::CompletionBody>(),
-            schemas.of::<router_completions::wire::response::TextCompletion>(),
-            Some(schemas.of::<router_completions::wire::response::TextCompletion>()),
-        ),
-    };
-    let mut described = Described::new(summary, "inference");
-    described.body = Some((
-        body,
-        "The surface's request; fields this description does not list are accepted and passed on where the route's protocol has them.",
-    ));
-    described.success.push((
-        "200",
-        "The reply; with `stream: true`, server-sent events.",
-        "application/json",
-        Some(reply),
-    ));
-    match stream {
-        Some(event) => {
-            described.success.push((
-                "200",
-                "The reply; with `stream: true`, server-sent events.",
-                "text/event-stream",
-                Some(event),
-            ));
-            described.errors = INFERENCE_ERRORS.to_vec();
-        }
-        None => {
-            described.errors = vec![
-                ErrorCode::InvalidParameter,
-                ErrorCode::ModelNotAllowed,
-                ErrorCode::ModelNotFound,
-                ErrorCode::PayloadTooLarge,
-                ErrorCode::RequestTimeout,
-            ];
-        }
-    }
-    described
-}
-
-fn handler(route: &Route, schemas: &mut Schemas) -> Described {
-    let admin_body = |d: &mut Described, schema: RefOr<Schema>| {
-        d.body = Some((schema, "JSON; unknown fields are refused (400)."));
-    };
-    let admin_reply = "See docs/admin-api.md for the fields.";
-    match route.handler {
-        Handler::Inference(endpoint) => inference(endpoint, schemas),
-        Handler::DocsSearch => {
-            let mut d = Described::new("Search the user manual", "documentation");
-            d.query = vec![
-                (
-                    "q",
-                    false,
-                    ObjectBuilder::new()
-                        .schema_type(Type::String)
-                        .max_length(Some(router_docs::MAX_QUERY_CHARS))
-                        .into(),
-                    "Search terms; empty or blank is the same as absent (all sections, no bodies).",
-                ),
-                (
-                    "limit",
-                    false,
-                    ObjectBuilder::new()
-                        .schema_type(Type::Integer)
-                        .minimum(Some(1))
-                        .maximum(Some(10))
-                        .default(Some(4.into()))
-                        .into(),
-                    "How many sections at most, with `q` (1 to 10, default 4); ignored without `q`.",
-                ),
-            ];
-            d.success.push((
-                "200",
-                "Without `q`: every section in reading order, without `body`. With `q`: at most `limit` matching sections with `body`, best first; none is `data: []`.",
-                "application/json",
-                Some(schemas.of::<DocsList<'static>>()),
-            ));
-            let _ = schemas.of::<DocsSection<'static>>();
-            d.errors = vec![ErrorCode::InvalidParameter];
-            d
-        }
-        Handler::DocsPage => {
-            let mut d = Described::new("A page of the user manual (Markdown)", "documentation");
-            d.success.push((
-                "200",
-                "The page's Markdown, as embedded in the router.",
-                "text/markdown",
-                Some(string()),
-            ));
-            d.errors = vec![ErrorCode::NotFound];
-            d
-        }
-        Handler::OpenApi => {
-            let mut d = Described::new("This OpenAPI document", "meta");
-            d.success.push((
-                "200",
-                "The OpenAPI 3.1 document of the router.",
-                "application/json",
-                Some(any_object("An OpenAPI 3.1 document.")),
-            ));
-            d
-        }
-        Handler::AdminBackdateRequests => {
-            let mut d = Described::new("Move finished requests in time (test hooks only)", "admin");
-            d.body = Some((
-                any_object("`{request_ids: [uuid], finished_at: RFC 3339}`"),
-                "JSON; only with ROUTER_ADMIN_TEST_HOOKS=1, else 404.",
-            ));
-            d.success.push((
-                "200",
-                "`{moved}`: how many finished requests moved.",
-                "application/json",
-                Some(any_object("The count.")),
-            ));
-            d.errors = vec![ErrorCode::InvalidParameter, ErrorCode::NotFound];
-            d
-        }
-        Handler::AdminRunJob => {
-            let mut d = Described::new("Run one pass of a background job now", "admin");
-            d.body = Some((
-                any_object(
-                    "Optional `{as_of: RFC 3339}` for `digest-scheduler`, only with ROUTER_ADMIN_TEST_HOOKS=1.",
-                ),
-                "Empty, or JSON.",
-            ));
-            d.success.push((
-                "200",
-                "`{name, processed}`: the job and how many items its pass processed.",
-                "application/json",
-                Some(any_object("The pass.")),
-            ));
-            d.errors = vec![ErrorCode::NotFound];
-            d
-        }
-        Handler::Metrics => {
-            let mut d = Described::new("Metrics in the Prometheus text format", "operations");
-            d.success.push((
-                "200",
-                "Counters, gauges and histograms prefixed `router_` (docs/operations.md).",
-                "text/plain",
-                Some(string()),
-            ));
-            d
-        }
-        Handler::ImagesGenerations => {
-            let mut d = Described::new("Generate one PNG image", "images");
-            d.body = Some((
-                any_object(
-                    "The OpenAI Images request: `model`, `prompt`; `n` 1, `size`/`quality` `auto`, `response_format` `b64_json`, `output_format` `png` (docs/images.md).",
-                ),
-                "JSON; unknown fields are refused (400).",
-            ));
-            d.success.push((
-                "200",
-                "`{created, data: [{b64_json}], receipt: {request_id, charged_usd, status}}`.",
-                "application/json",
-                Some(any_object("The generated image and its receipt.")),
-            ));
-            d.errors = vec![
-                ErrorCode::InvalidParameter,
-                ErrorCode::InsufficientCredits,
-                ErrorCode::ModelNotAllowed,
-                ErrorCode::ModelNotFound,
-                ErrorCode::PayloadTooLarge,
-                ErrorCode::RequestTimeout,
-                ErrorCode::GenerationTimeout,
-                ErrorCode::InvalidUpstreamResponse,
-                ErrorCode::UpstreamError,
-                ErrorCode::RouteUnavailable,
-            ];
-            d
-        }
-        Handler::RequestStatus => {
-            let mut d = Described::new("A request's final status", "images");
-            d.success.push((
-                "200",
-                "The request's status and charge, for the account that made it.",
-                "application/json",
-                Some(any_object("The request's status.")),
-            ));
-            d.errors = vec![ErrorCode::NotFound];
-            d
-        }
-        Handler::Healthz | Handler::Readyz => {
-            let ready = route.handler == Handler::Readyz;
-            let mut d = Described::new(
-                if ready {
-                    "Readiness: the router can reach PostgreSQL"
-                } else {
-                    "Liveness: the process answers"
-                },
-                "health",
-            );
-            let health = schemas.of::<Health>();
-            d.success
-                .push(("200", "Healthy.", "application/json", Some(health.clone())));
-            if ready {
-                d.success.push((
-                    "503",
-                    "The database does not answer.",
-                    "application/json",
-                    Some(health),
-                ));
-            }
-            d
-        }
-        Handler::AdminCreateAccount => {
-            let mut d = Described::new("Create an account", "admin");
-            admin_body(&mut d, schemas.of::<operator::NewAccount>());
-            d.success.push((
-                "201",
-                admin_reply,
-                "application/json",
-                Some(any_object("The account.")),
-            ));
-            d.errors = vec![ErrorCode::InvalidParameter, ErrorCode::Conflict];
-            d
-        }
-        Handler::AdminGetAccount => {
-            let mut d = Described::new("Read an account and its wallet", "admin");
-            d.success.push((
-                "200",
-                admin_reply,
-                "application/json",
-                Some(any_object("The account.")),
-            ));
-            d.errors = vec![ErrorCode::NotFound];
-            d
-        }
-        Handler::AdminGrantCredits => {
-            let mut d = Described::new("Grant credits to an account", "admin");
-            admin_body(&mut d, schemas.of::<operator::Credits>());
-            d.success.push((
-                "200",
-                admin_reply,
-                "application/json",
-                Some(any_object("The new balance.")),
-            ));
-            d.errors = vec![ErrorCode::InvalidParameter, ErrorCode::NotFound];
-            d
-        }
-        Handler::AdminCreateApiKey => {
-            let mut d = Described::new("Issue an API key", "admin");
-            admin_body(&mut d, schemas.of::<operator::NewApiKey>());
-            d.success.push((
-                "201",
-                "The key, shown once, with its policy.",
-                "application/json",
-                Some(any_object("The new key.")),
-            ));
-            d.errors = vec![ErrorCode::InvalidParameter, ErrorCode::NotFound];
-            d
-        }
-        Handler::AdminGetApiKey => {
-            let mut d = Described::new("Read an API key, its policy and spend", "admin");
-            d.success.push((
-                "200",
-                admin_reply,
-                "application/json",
-                Some(any_object("The key.")),
-            ));
-            d.errors = vec![ErrorCode::NotFound];
-            d
-        }
-        Handler::AdminUpdateApiKey => {
-            let mut d = Described::new("Change an API key's scopes or policy", "admin");
-            admin_body(&mut d, schemas.of::<operator::ApiKeyPatch>());
-            d.success.push((
-                "200",
-                admin_reply,
-                "application/json",
-                Some(any_object("The key.")),
-            ));
-            d.errors = vec![ErrorCode::InvalidParameter, ErrorCode::NotFound];
-            d
-        }
-        Handler::AdminDeleteApiKey => {
-            let mut d = Described::new("Delete an API key", "admin");
-            d.success.push(("204", "Deleted.", "", None));
-            d.errors = vec![ErrorCode::NotFound];
-            d
-        }
-        Handler::AdminListApiKeys => {
-            let mut d = Described::new("List an account's API keys", "admin");
-            d.success.push((
-                "200",
-                admin_reply,
-                "application/json",
-                Some(any_object("The keys.")),
-            ));
-            d.errors = vec![ErrorCode::NotFound];
-            d
-        }
-        Handler::AdminCreateSession => {
-            let mut d = Described::new("Open a browser session for an account", "admin");
-            admin_body(&mut d, schemas.of::<operator::NewSession>());
-            d.success.push((
-                "201",
-                "The session; its cookie value is shown once.",
-                "application/json",
-                Some(any_object("The session.")),
-            ));
-            d.errors = vec![ErrorCode::InvalidParameter, ErrorCode::NotFound];
-            d
-        }
-        Handler::AdminCreateExperiment => {
-            let mut d = Described::new("Create an A/B experiment (a draft)", "admin");
-            admin_body(&mut d, schemas.of::<operator::NewExperiment>());
-            d.success.push((
-                "201",
-                admin_reply,
-                "application/json",
-                Some(any_object("The experiment, status draft.")),
-            ));
-            d.errors = vec![
-                ErrorCode::InvalidParameter,
-                ErrorCode::NotFound,
-                ErrorCode::Conflict,
-            ];
-            d
-        }
-        Handler::AdminListExperiments => {
-            let mut d = Described::new("List an account's experiments", "admin");
-            d.success.push((
-                "200",
-                admin_reply,
-                "application/json",
-                Some(any_object("The experiments with assignment counts.")),
-            ));
-            d.errors = vec![ErrorCode::NotFound];
-            d
-        }
-        Handler::AdminGetExperiment => {
-            let mut d = Described::new("Read an experiment and its assignment counts", "admin");
-            d.success.push((
-                "200",
-                admin_reply,
-                "application/json",
-                Some(any_object("The experiment.")),
-            ));
-            d.errors = vec![ErrorCode::NotFound];
-            d
-        }
-        Handler::AdminUpdateExperiment => {
-            let mut d = Described::new("Run, pause, complete or promote an experiment", "admin");
-            admin_body(&mut d, schemas.of::<operator::ExperimentPatch>());
-            d.success.push((
-                "200",
-                admin_reply,
-                "application/json",
-                Some(any_object("The experiment.")),
-            ));
-            d.errors = vec![
-                ErrorCode::InvalidParameter,
-                ErrorCode::NotFound,
-                ErrorCode::Conflict,
-            ];
-            d
-        }
-        Handler::AdminDeleteSession => {
-            let mut d = Described::new("End a browser session", "admin");
-            d.success.push(("204", "Ended.", "", None));
-            d.errors = vec![ErrorCode::NotFound];
-            d
-        }
-        Handler::SignInRequestLink => {
-            let mut d = Described::new("Email a sign-in link", "sessions");
-            d.body = Some((
-                schemas.of::<sign_in::LinkRequest>(),
-                "The address to sign in.",
-            ));
-            d.success.push((
-                "202",
-                "The same answer whether an account has that address or not.",
-                "application/json",
-                Some(any_object("`{\"object\": \"sign_in_link\", \"message\"}`")),
-            ));
-            d.errors = vec![ErrorCode::InvalidParameter, ErrorCode::EmailUnavailable];
-            d
-        }
-        Handler::SignInPage => {
-            let mut d =
-                Described::new("The sign-in page a link opens (spends nothing)", "sessions");
-            d.query = vec![("token", true, string(), "The token of the emailed link.")];
-            d.success.push((
-                "200",
-                "An HTML page with one button.",
-                "text/html",
-                Some(string()),
-            ));
-            d
-        }
-        Handler::SignInRedeem => {
-            let mut d = Described::new(
-                "Redeem a sign-in link and set the session cookie",
-                "sessions",
-            );
-            d.body = Some((
-                schemas.of::<sign_in::Redeem>(),
-                "JSON `{token}`, or the page's form post `token=...`.",
-            ));
-            d.success.push((
-                "200",
-                "Signed in: an HTML page, and `Set-Cookie` with the session.",
-                "text/html",
-                Some(string()),
-            ));
-            d.errors = vec![ErrorCode::InvalidParameter, ErrorCode::SignInLinkInvalid];
-            d
-        }
-        Handler::SessionShow => {
-            let mut d = Described::new("Who is signed in", "sessions");
-            d.success.push((
-                "200",
-                "The session.",
-                "application/json",
-                Some(any_object(
-                    "`{object: \"session\", id, account_id, email, expires_at}`",
-                )),
-            ));
-            d
-        }
-        Handler::SignOut => {
-            let mut d =
-                Described::new("Sign out: end the session and clear the cookie", "sessions");
-            d.success.push(("204", "Signed out.", "", None));
-            d
-        }
-        Handler::AdminGetRequest => {
-            let mut d = Described::new("A request's history: attempts, hold, ledger", "admin");
-            d.success.push((
-                "200",
-                admin_reply,
-                "application/json",
-                Some(any_object("The request.")),
-            ));
-            d.errors = vec![ErrorCode::NotFound];
-            d
-        }
-        Handler::ListModels
-        | Handler::ModelSupply
-        | Handler::CompareModels
-        | Handler::PricingChanges
-        | Handler::PublicModels
-        | Handler::PublicModel
-        | Handler::CatalogModels
-        | Handler::AdminGetCatalog
-        | Handler::AdminReloadCatalog => catalog_described(route.handler),
-        Handler::ChannelsList => {
-            let mut d = Described::new("List the account's digest channels", "channels");
-            d.success.push((
-                "200",
-                "`{object: \"list\", data: [channel], available_events: [9 ids]}`; `Cache-Control: no-store`.",
-                "application/json",
-                Some(any_object("The connected channels and the selectable events.")),
-            ));
-            d
-        }
-        Handler::ChannelShow => {
-            let mut d = Described::new("Read a digest channel", "channels");
-            d.success.push((
-                "200",
-                CHANNEL,
-                "application/json",
-                Some(any_object(CHANNEL)),
-            ));
-            d
-        }
-        Handler::ChannelUpdate => {
-            let mut d = Described::new("Change a channel's frequency or events", "channels");
-            d.body = Some((
-                any_object("`{frequency?, events?}`: at least one; nothing else."),
-                "JSON; other fields (a destination, the report hour) are refused (400).",
-            ));
-            d.success.push((
-                "200",
-                CHANNEL,
-                "application/json",
-                Some(any_object(CHANNEL)),
-            ));
-            d.errors = vec![ErrorCode::InvalidParameter];
-            d
-        }
-        Handler::ChannelSendReport => {
-            let mut d = Described::new("Send the previous period's report now", "channels");
-            d.success.push((
-                "200",
-                "`{sent, message|null, period_start, period_end}`; `sent: false` means no activity.",
-                "application/json",
-                Some(any_object("The report's outcome.")),
-            ));
-            d.errors = vec![
-                ErrorCode::RateLimited,
-                ErrorCode::EmailUnavailable,
-                ErrorCode::ChannelUnavailable,
-                ErrorCode::ReportUnavailable,
-                ErrorCode::ReportPending,
-                ErrorCode::EmailDeliveryFailed,
-                ErrorCode::ReportDeliveryFailed,
-            ];
-            d
-        }
-        Handler::EmailChannelStatus => {
-            let mut d = Described::new("The email channel's status", "channels");
-            d.success.push((
-                "200",
-                "`{configured, email, email_verified, channel|null}`; `Cache-Control: no-store`.",
-                "application/json",
-                Some(any_object("Email availability and the connected channel.")),
-            ));
-            d
-        }
-        Handler::EmailChannelConnect => {
-            let mut d = Described::new("Connect the email channel (with consent)", "channels");
-            d.body = Some((
-                any_object("`{consent: true, frequency}`"),
-                "JSON; a destination is refused (400): it is always the verified email.",
-            ));
-            d.success.push((
-                "201",
-                "Connected.",
-                "application/json",
-                Some(any_object(CHANNEL)),
-            ));
-            d.success.push((
-                "200",
-                "Already connected with this frequency, or reconnected (same id).",
-                "application/json",
-                Some(any_object(CHANNEL)),
-            ));
-            d.errors = vec![
-                ErrorCode::InvalidParameter,
-                ErrorCode::EmailVerificationRequired,
-                ErrorCode::ChannelAlreadyConnected,
-                ErrorCode::EmailUnavailable,
-            ];
-            d
-        }
-        Handler::EmailChannelDisconnect => {
-            let mut d = Described::new("Disconnect the email channel", "channels");
-            d.success.push((
-                "200",
-                "`{id, status: \"disconnected\"}`",
-                "application/json",
-                Some(any_object("The disconnected channel.")),
-            ));
-            d
-        }
-        Handler::PlatformChannelStatus => {
-            let mut d = Described::new("A Slack, Discord or Telegram channel's status", "channels");
-            d.success.push((
-                "200",
-                "`{platform, configured, connected, channel|null}`",
-                "application/json",
-                Some(any_object("The platform's status.")),
-            ));
-            d
-        }
-        Handler::AdminProvisionChannel => {
-            let mut d = Described::new("Provision a Slack, Discord or Telegram channel", "admin");
-            admin_body(&mut d, schemas.of::<crate::channels::Provision>());
-            d.success.push((
-                "201",
-                admin_reply,
-                "application/json",
-                Some(any_object(CHANNEL)),
-            ));
-            d.success.push((
-                "200",
-                "Already connected with this frequency, or reconnected.",
-                "application/json",
-                Some(any_object(CHANNEL)),
-            ));
-            d.errors = vec![
-                ErrorCode::InvalidParameter,
-                ErrorCode::NotFound,
-                ErrorCode::ChannelAlreadyConnected,
-            ];
-            d
-        }
-        Handler::AdminDeprovisionChannel => {
-            let mut d = Described::new("Disconnect a channel", "admin");
-            d.success.push((
-                "200",
-                admin_reply,
-                "application/json",
-                Some(any_object("`{id, status: \"disconnected\"}`")),
-            ));
-            d.errors = vec![ErrorCode::NotFound];
-            d
-        }
-        Handler::UploadCreate => {
-            let mut d = Described::new("Upload a temporary image", "uploads");
-            d.body = Some((
-                any_object(
-                    "multipart/form-data with exactly one part named `file`: a PNG, JPEG, WebP or GIF of 1 byte to 10 MiB whose declared type matches its content (docs/guide/uploads.md).",
-                ),
-                "multipart/form-data, at most 10 MiB + 64 KiB.",
-            ));
-            d.success.push((
-                "201",
-                "The upload record; `expires_at` is one hour after admission.",
-                "application/json",
-                Some(schemas.of::<router_uploads::UploadRecord>()),
-            ));
-            d.errors = vec![
-                ErrorCode::InvalidUpload,
-                ErrorCode::DataProtectionRestriction,
-                ErrorCode::UploadTooLarge,
-                ErrorCode::UnsupportedFileType,
-                ErrorCode::InvalidContentType,
-                ErrorCode::UploadRateLimit,
-                ErrorCode::UploadQuotaExceeded,
-                ErrorCode::UploadsUnavailable,
-            ];
-            d
-        }
-        Handler::UploadDelete => {
-            let mut d = Described::new("Delete an upload", "uploads");
-            d.success.push((
-                "204",
-                "Deleted; the bytes are removed shortly after.",
-                "",
-                None,
-            ));
-            d.errors = vec![ErrorCode::UploadNotFound];
-            d
-        }
-        Handler::DataProtectionShow | Handler::DataProtectionChange => {
-            let change = route.handler == Handler::DataProtectionChange;
-            let mut d = Described::new(
-                if change {
-                    "Turn the account's zero data retention on or off"
-                } else {
-                    "The account's zero-data-retention switch"
-                },
-                "data protection",
-            );
-            let record = schemas.of::<crate::data_protection::DataProtection>();
-            if change {
-                d.body = Some((
-                    record.clone(),
-                    "Exactly `{\"zero_data_retention\": true|false}`; anything else is 400 `invalid_data_protection`.",
-                ));
-                d.errors = vec![
-                    ErrorCode::InvalidDataProtection,
-                    ErrorCode::PayloadTooLarge,
-                    ErrorCode::RequestTimeout,
-                ];
-            }
-            d.success.push((
-                "200",
-                "The record, with `Cache-Control: no-store`.",
-                "application/json",
-                Some(record),
-            ));
-            d
-        }
-        Handler::VideoCreate => {
-            let mut d = Described::new("Create a video job", "videos");
-            d.body = Some((
-                any_object(
-                    "`model`, `prompt`, `mode`, `resolution`, `duration` (seconds), `client_task_id`; optional `aspect_ratio`, `references` (docs/guide/videos.md).",
-                ),
-                "JSON (`Content-Type: application/json`), at most 256 KiB.",
-            ));
-            d.success.push((
-                "200",
-                "The video object, `status: \"queued\"`; a replay of the same `client_task_id` and request returns the same video.",
-                "application/json",
-                Some(any_object("The video object.")),
-            ));
-            d.errors = vec![
-                ErrorCode::InvalidParameter,
-                ErrorCode::InsufficientCredits,
-                ErrorCode::ModelNotAllowed,
-                ErrorCode::ModelNotFound,
-                ErrorCode::IdempotencyConflict,
-                ErrorCode::PayloadTooLarge,
-                ErrorCode::RequestTimeout,
-                ErrorCode::UpstreamError,
-                ErrorCode::UpstreamUnavailable,
-                ErrorCode::RouteUnavailable,
-                ErrorCode::ZdrCapacityUnavailable,
-                ErrorCode::SubmissionUnknown,
-            ];
-            d
-        }
-        Handler::VideoShow => {
-            let mut d = Described::new("Read a video job", "videos");
-            d.success.push((
-                "200",
-                "The video object: `status`, `progress`, `metadata.url` once completed.",
-                "application/json",
-                Some(any_object("The video object.")),
-            ));
-            d.errors = vec![ErrorCode::TaskNotFound];
-            d
-        }
-        Handler::VideoContent => {
-            let mut d = Described::new("Download a video (byte ranges supported)", "videos");
-            d.success.push((
-                "200",
-                "The whole video, `Accept-Ranges: bytes`.",
-                "video/mp4",
-                Some(string()),
-            ));
-            d.success.push((
-                "206",
-                "One range (`Range: bytes=a-b`, `a-` or `-n`), with `Content-Range`.",
-                "video/mp4",
-                Some(string()),
-            ));
-            d.errors = vec![
-                ErrorCode::TaskNotFound,
-                ErrorCode::VideoNotReady,
-                ErrorCode::InvalidRange,
-            ];
-            d
-        }
-        Handler::AdminGetVideo => {
-            let mut d = Described::new("A video job as the operator sees it", "admin");
-            d.success.push((
-                "200",
-                admin_reply,
-                "application/json",
-                Some(any_object("The video job.")),
-            ));
-            d.errors = vec![ErrorCode::TaskNotFound];
-            d
-        }
-        Handler::AdminReconcileVideo => {
-            let mut d = Described::new("Reconcile a video whose submission is unknown", "admin");
-            admin_body(
-                &mut d,
-                any_object(
-                    "`{upstream_task_id}` (resume polling) or `{outcome: \"failed\", reason}` (release the hold).",
-                ),
-            );
-            d.success.push((
-                "200",
-                admin_reply,
-                "application/json",
-                Some(any_object("The video job after reconciliation.")),
-            ));
-            d.errors = vec![
-                ErrorCode::InvalidParameter,
-                ErrorCode::TaskNotFound,
-                ErrorCode::Conflict,
-            ];
-            d
-        }
-        Handler::NotAvailable => Described::new(not_available_summary(route), tag_of(route.path)),
-    }
-}
-
-/// The catalog endpoints (docs/catalog.md describes their bodies).
-fn catalog_described(handler: Handler) -> Described {
-    let (summary, tag, body, errors): (&'static str, &'static str, &'static str, Vec<ErrorCode>) =
-        match handler {
-            Handler::ListModels => (
-                "The models this key may use (OpenAI list envelope)",
-                "catalog",
-                "`{object:\"list\", data, pricing_version, pricing_checked_at:null, pricing_observed_at, pricing_updated_at, release}`.",
-                vec![],
-            ),
-            Handler::ModelSupply => (
-                "Anonymous eligible supply of one model",
-                "catalog",
-                "`{object:\"list\", model, data:[{supply, input_usd_per_mtok, output_usd_per_mtok, input_discount_percent, output_discount_percent, zdr, capabilities}]}`.",
-                vec![
-                    ErrorCode::InvalidParameter,
-                    ErrorCode::ListPriceUnknown,
-                    ErrorCode::ModelNotFound,
-                    ErrorCode::ModelNotAllowed,
-                ],
-            ),
-            Handler::CompareModels => (
-                "Estimate the cost of requests on up to 10 models",
-                "catalog",
-                "`{object:\"list\", data:[{model, id, found, billed_usd, billed_nano_usd, suppliers}]}`; not cached.",
-                vec![ErrorCode::InvalidParameter],
-            ),
-            Handler::PricingChanges => (
-                "The latest price change per model since an instant",
-                "catalog",
-                "`{data:[{model_id, kind, changed_at, model, previous, current}], next_cursor, source:\"configured_catalog\", pricing_checked_at:null}`; not cached.",
-                vec![ErrorCode::InvalidParameter],
-            ),
-            Handler::PublicModels => (
-                "The public model list",
-                "catalog",
-                "`{models:[...]}`; `Cache-Control: public, max-age=0, must-revalidate` with an `ETag`.",
-                vec![],
-            ),
-            Handler::PublicModel => (
-                "One public model by ID or alias",
-                "catalog",
-                "The model entry, with its canonical `id`.",
-                vec![ErrorCode::NotFound],
-            ),
-            Handler::CatalogModels => (
-                "Logical models, capabilities and public tariffs",
-                "catalog",
-                "`{models:[{id, modality, protocols, capabilities, publicPricing, ...}]}`.",
-                vec![],
-            ),
-            Handler::AdminReloadCatalog => (
-                "Reload the catalog file as a new release",
-                "admin",
-                "`{release, changed, pricing_version, observed_at}`.",
-                vec![ErrorCode::InvalidParameter],
-            ),
-            _ => (
-                "The catalog release in force",
-                "admin",
-                "`{release, observed_at, path, pricing_version, models}`.",
-                vec![],
-            ),
-        };
-    let mut d = Described::new(summary, tag);
-    d.success.push((
-        "200",
-        body,
-        "application/json",
-        Some(any_object("See docs/catalog.md.")),
-    ));
-    d.errors = errors;
-    d
-}
-
-/// What a route whose handler has not landed will do (the service spec's
-/// endpoint), for its summary.
-fn not_available_summary(route: &Route) -> &'static str {
-    const SUMMARIES: &[(&str, &str, &str)] = &[
-        (
-            "POST",
-            "/v1/uploads",
-            "Upload a temporary image (not available yet)",
-        ),
-        (
-            "DELETE",
-            "/v1/uploads/{id}",
-            "Delete a temporary upload (not available yet)",
-        ),
-        (
-            "GET",
-            "/api/data-protection",
-            "Read the account's zero-data-retention setting (not available yet)",
-        ),
-        (
-            "PATCH",
-            "/api/data-protection",
-            "Change the account's zero-data-retention setting (not available yet)",
-        ),
-        (
-            "GET",
-            "/public/models",
-            "List the public catalog (not available yet)",
-        ),
-        (
-            "GET",
-            "/public/models/{*model_id}",
-            "One model of the public catalog (not available yet)",
-        ),
-        (
-            "GET",
-            "/catalog/models",
-            "List logical models, capabilities and public tariffs (not available yet)",
-        ),
-        (
-            "GET",
-            "/v1/models",
-            "List the models this key may use (not available yet)",
-        ),
-        (
-            "GET",
-            "/v1/models/supply",
-            "Anonymous eligible supply of a model (not available yet)",
-        ),
-        (
-            "GET",
-            "/v1/models/compare",
-            "Compare what models would bill for a workload (not available yet)",
-        ),
-        (
-            "GET",
-            "/v1/pricing/changes",
-            "The catalog's price changes since a time (not available yet)",
-        ),
-        (
-            "POST",
-            "/v1/images/generations",
-            "Generate one PNG image (not available yet)",
-        ),
-    ];
-    SUMMARIES
-        .iter()
-        .find(|(method, path, _)| *method == route.method.as_str() && *path == route.path)
-        .map_or("Not available on this router yet", |(_, _, summary)| {
-            summary
-        })
-}
-
-/// The tag of a route whose handler has not landed, from its path.
-fn tag_of(path: &str) -> &'static str {
-    const TAGS: &[(&str, &str)] = &[
-        ("/v1/uploads", "uploads"),
-        ("/api/data-protection", "data protection"),
-        ("/v1/channels", "channels"),
-        ("/api/channels", "channels"),
-        ("/v1/images", "images"),
-        ("/v1/videos", "videos"),
-        ("/v1/pricing", "catalog"),
-        ("/v1/models", "catalog"),
-        ("/public/", "catalog"),
-        ("/catalog/", "catalog"),
-    ];
-    TAGS.iter()
-        .find(|(prefix, _)| path.starts_with(prefix))
-        .map_or("other", |(_, tag)| tag)
 }
 
 /// The codes the row's guard and path check can answer.
@@ -1225,7 +169,7 @@ fn guard_errors(route: &Route) -> Vec<ErrorCode> {
         ParamRule::ChannelId => codes.push(ErrorCode::ChannelNotFound),
         ParamRule::Platform => codes.push(ErrorCode::NotFound),
     }
-    if route.handler == Handler::NotAvailable {
+    if matches!(route.handler, Handler::NotAvailable) {
         codes.push(ErrorCode::NotAvailable);
     }
     codes
@@ -1262,11 +206,46 @@ fn error_schema(envelope: Envelope, schemas: &mut Schemas) -> RefOr<Schema> {
     }
 }
 
+/// The headers every answer of `route` carries, and those of its errors of
+/// `status`.
+fn common_headers(route: &Route, status: Option<u16>) -> Vec<(&'static str, &'static str)> {
+    let mut headers = vec![(
+        crate::reply::REQUEST_ID,
+        "This request's ID, as the request log records it.",
+    )];
+    if route.envelope == Envelope::Messages {
+        headers.push((
+            crate::reply::MESSAGES_REQUEST_ID,
+            "The same ID, under the Messages API's name.",
+        ));
+    }
+    if matches!(status, Some(429 | 503)) {
+        headers.push((
+            "retry-after",
+            "Seconds to wait before trying again, when known.",
+        ));
+    }
+    if status.is_some() && route.envelope == Envelope::Video {
+        headers.push((
+            crate::videos::VIDEO_ID_HEADER,
+            "The video the error is about, when it is about one.",
+        ));
+    }
+    headers
+}
+
+fn header(description: &str, schema: RefOr<Schema>) -> utoipa::openapi::header::Header {
+    HeaderBuilder::new()
+        .schema(Some(schema))
+        .description(Some(description))
+        .build()
+}
+
 fn operation(route: &Route, schemas: &mut Schemas) -> utoipa::openapi::path::Operation {
-    let described = handler(route, schemas);
+    let api = &route.api;
     let mut op = OperationBuilder::new()
-        .summary(Some(described.summary))
-        .tag(described.tag)
+        .summary(Some(api.summary))
+        .tag(api.tag)
         .operation_id(Some(operation_id(route)));
     if let Some(scope) = scope_of(route) {
         op = op.description(Some(format!(
@@ -1286,62 +265,76 @@ fn operation(route: &Route, schemas: &mut Schemas) -> utoipa::openapi::path::Ope
                 .parameter_in(ParameterIn::Path)
                 .required(Required::True)
                 .schema(Some(match route.param {
-                    ParamRule::ChannelId => ObjectBuilder::new()
-                        .schema_type(Type::String)
-                        .format(Some(SchemaFormat::Custom("uuid".into())))
-                        .into(),
+                    ParamRule::ChannelId => operation::uuid(schemas),
                     ParamRule::Platform => ObjectBuilder::new()
                         .schema_type(Type::String)
                         .enum_values(Some(
                             router_notify::Platform::EXTERNAL.map(router_notify::Platform::as_str),
                         ))
                         .into(),
-                    ParamRule::None => string(),
+                    ParamRule::None => operation::string(schemas),
                 }))
                 .description(route.path.contains("{*").then_some("May contain slashes.")),
         );
     }
-    for (name, required, schema, description) in described.query {
+    for param in api.params {
         op = op.parameter(
             ParameterBuilder::new()
-                .name(name)
-                .parameter_in(ParameterIn::Query)
-                .required(if required {
+                .name(param.name)
+                .parameter_in(match param.place {
+                    In::Query => ParameterIn::Query,
+                    In::Header => ParameterIn::Header,
+                })
+                .required(if param.required {
                     Required::True
                 } else {
                     Required::False
                 })
-                .schema(Some(schema))
-                .description(Some(description)),
+                .schema(Some((param.schema)(schemas)))
+                .description(Some(param.description)),
         );
     }
-    if let Some((schema, description)) = described.body {
-        op = op.request_body(Some(
-            RequestBodyBuilder::new()
-                .description(Some(description))
-                .required(Some(Required::True))
-                .content(
-                    "application/json",
-                    ContentBuilder::new().schema(Some(schema)).build(),
-                )
-                .build(),
-        ));
+    if let Some(body) = api.body {
+        let mut request = RequestBodyBuilder::new()
+            .description(Some(body.description))
+            .required(Some(if body.required {
+                Required::True
+            } else {
+                Required::False
+            }));
+        for (media, schema) in body.content {
+            let mut content = ContentBuilder::new().schema(Some(schema(schemas)));
+            if media.starts_with("multipart/") {
+                for (part, types) in body.parts {
+                    content = content.encoding(
+                        *part,
+                        EncodingBuilder::new().content_type(Some(*types)).build(),
+                    );
+                }
+            }
+            request = request.content(*media, content.build());
+        }
+        op = op.request_body(Some(request.build()));
     }
-    let mut responses: BTreeMap<String, ResponseBuilder> = BTreeMap::new();
-    for (status, description, content_type, schema) in described.success {
-        let entry = responses
-            .entry(status.to_owned())
-            .or_insert_with(|| ResponseBuilder::new().description(description));
-        if let Some(schema) = schema {
-            let taken = std::mem::take(entry);
-            *entry = taken.content(
-                content_type,
-                ContentBuilder::new().schema(Some(schema)).build(),
+    let mut responses: BTreeMap<u16, ResponseBuilder> = BTreeMap::new();
+    for reply in api.replies {
+        let mut response = ResponseBuilder::new().description(reply.description);
+        for (media, schema) in reply.content {
+            response = response.content(
+                *media,
+                ContentBuilder::new().schema(Some(schema(schemas))).build(),
             );
         }
+        for (name, description) in common_headers(route, None) {
+            response = response.header(name, header(description, operation::string(schemas)));
+        }
+        for h in reply.headers {
+            response = response.header(h.name, header(h.description, (h.schema)(schemas)));
+        }
+        responses.insert(reply.status, response);
     }
     let mut codes = guard_errors(route);
-    codes.extend(described.errors);
+    codes.extend(api.errors);
     let mut by_status: BTreeMap<u16, Vec<ErrorCode>> = BTreeMap::new();
     for code in codes {
         let list = by_status.entry(code.http_status()).or_default();
@@ -1360,18 +353,19 @@ fn operation(route: &Route, schemas: &mut Schemas) -> utoipa::openapi::path::Ope
         } else {
             format!("An error: {}.", names.join(", "))
         };
-        responses.insert(
-            status.to_string(),
-            ResponseBuilder::new().description(description).content(
-                "application/json",
-                ContentBuilder::new().schema(Some(error.clone())).build(),
-            ),
+        let mut response = ResponseBuilder::new().description(description).content(
+            "application/json",
+            ContentBuilder::new().schema(Some(error.clone())).build(),
         );
+        for (name, description) in common_headers(route, Some(status)) {
+            response = response.header(name, header(description, operation::string(schemas)));
+        }
+        responses.insert(status, response);
     }
     for (status, response) in responses {
-        op = op.response(status, response.build());
+        op = op.response(status.to_string(), response.build());
     }
-    if route.handler == Handler::NotAvailable {
+    if matches!(route.handler, Handler::NotAvailable) {
         op = op.extensions(Some(
             ExtensionsBuilder::new()
                 .add("x-not-available", true)
@@ -1479,7 +473,7 @@ mod tests {
                     "{method} {path} lacks its 401"
                 );
             }
-            if route.handler == Handler::NotAvailable {
+            if matches!(route.handler, Handler::NotAvailable) {
                 assert_eq!(op["x-not-available"], true, "{path}");
                 assert!(responses.contains_key("503"), "{path}");
             } else {
@@ -1509,18 +503,108 @@ mod tests {
         );
     }
 
-    /// A route that has not landed says what it will do.
+    /// Every row carries its description: a summary, a tag and, once its
+    /// handler has landed, an answer.
     #[test]
-    fn routes_not_available_yet_have_their_own_summary() {
-        for route in ROUTES.iter().filter(|r| r.handler == Handler::NotAvailable) {
-            assert_ne!(
-                not_available_summary(route),
-                "Not available on this router yet",
-                "{} {}: add it to not_available_summary",
-                route.method,
-                route.path
-            );
+    fn every_row_has_a_description() {
+        for route in &ROUTES {
+            let api = &route.api;
+            let at = format!("{} {}", route.method, route.path);
+            assert!(!api.summary.is_empty(), "{at}: no summary");
+            assert!(!api.tag.is_empty(), "{at}: no tag");
+            if !matches!(route.handler, Handler::NotAvailable) {
+                assert!(
+                    api.replies.iter().any(|r| (200..300).contains(&r.status)),
+                    "{at}: no success"
+                );
+            }
+            for reply in api.replies {
+                assert!(!reply.description.is_empty(), "{at} {}", reply.status);
+            }
         }
+    }
+
+    /// Every code a row can answer (its guard's, its path check's, its
+    /// handler's) has its status in the document, under the row's envelope.
+    #[test]
+    fn every_documented_error_code_has_its_status() {
+        let doc = served();
+        for route in &ROUTES {
+            let path = route.path.replace("{*", "{");
+            let method = route.method.as_str().to_lowercase();
+            let responses = doc["paths"][&path][&method]["responses"]
+                .as_object()
+                .unwrap_or_else(|| panic!("{method} {path}"));
+            let mut codes = guard_errors(route);
+            codes.extend(route.api.errors);
+            for code in codes {
+                let status = code.http_status().to_string();
+                let response = responses
+                    .get(&status)
+                    .unwrap_or_else(|| panic!("{method} {path}: {} lacks {status}", code.as_str()));
+                let description = response["description"].as_str().unwrap_or_default();
+                assert!(
+                    description.contains(&format!("`{}`", code.as_str())),
+                    "{method} {path} {status}: {description}"
+                );
+                let schema = &response["content"]["application/json"]["schema"]["$ref"];
+                assert!(schema.is_string(), "{method} {path} {status}: no envelope");
+            }
+        }
+    }
+
+    /// No success body is a bare `{"type": "object"}` placeholder but the
+    /// document's own (an OpenAPI document is any object).
+    #[test]
+    fn success_bodies_have_their_schemas() {
+        let doc = served();
+        let bare = serde_json::json!({"type": "object"});
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (method, op) in item.as_object().unwrap() {
+                for (status, response) in op["responses"].as_object().unwrap() {
+                    for (media, content) in response["content"].as_object().into_iter().flatten() {
+                        if path != "/openapi.json" {
+                            assert_ne!(content["schema"], bare, "{method} {path} {status} {media}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Every answer declares `x-request-id`; every 429 and 503 `Retry-After`.
+    #[test]
+    fn response_headers_are_declared() {
+        let doc = served();
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (method, op) in item.as_object().unwrap() {
+                for (status, response) in op["responses"].as_object().unwrap() {
+                    let headers = &response["headers"];
+                    assert!(
+                        headers["x-request-id"].is_object(),
+                        "{method} {path} {status}"
+                    );
+                    if status == "429" || (status == "503" && path != "/readyz") {
+                        assert!(
+                            headers["retry-after"].is_object(),
+                            "{method} {path} {status}"
+                        );
+                    }
+                }
+            }
+        }
+        let messages = &doc["paths"]["/v1/messages"]["post"];
+        assert!(messages["responses"]["200"]["headers"]["request-id"].is_object());
+        let version = messages["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == "anthropic-version")
+            .unwrap();
+        assert_eq!(version["in"], "header");
+        assert_eq!(version["required"], true);
+        let uploads = &doc["paths"]["/v1/uploads"]["post"]["requestBody"]["content"];
+        assert!(uploads["multipart/form-data"].is_object(), "{uploads}");
     }
 
     /// Every `$ref` names a schema of the document.

@@ -1,16 +1,39 @@
 //! The route table: every path the router serves, one row per method, with
-//! its auth rule, error envelope, path-parameter check and handler.
+//! its auth rule, error envelope, path-parameter check, handler and its
+//! description in the OpenAPI document (`operation.rs`).
 //!
 //! This table is the only place a route is declared. `dispatch` builds its
 //! path router from it, guards each request by the row's rule, and the API
 //! test `routes_matrix` derives every expected status from it, so a row
-//! added here is routed, guarded and tested at once. The paths are the
+//! added here is routed, guarded, described and tested at once. The paths are the
 //! service spec's (plus health and the operator API); `docs/routes.md`
 //! lists them for people.
 
-use crate::reply::Envelope;
+use crate::api_bodies as bodies;
+use crate::app::App;
+use crate::body::Incoming;
+use crate::caller::Caller;
+use crate::operation::{
+    Header, In, JSON, Operation, Param, Reply, RequestBody, SchemaOf, Schemas, any_object, binary,
+    closed_inference, count, empty, json, non_empty, one_of, schema, string,
+};
+use crate::reply::{self, Envelope};
+use crate::request_log::RequestLog;
+use crate::surfaces::{CHAT, COMPLETIONS, MESSAGES, RESPONSES};
+// The catalog's modules are named in full where used, one reference a line.
+use crate::{
+    admin, channels, data_protection, health, images, inference, messages, metrics, sign_in,
+    uploads, videos,
+};
 use http::Method;
-use router_core::store::Scope;
+use router_canonical::{ApiError, ErrorCode};
+use router_core::store::{ApiKeyRecord, Scope};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
+use utoipa::openapi::{RefOr, Schema};
+use uuid::Uuid;
 
 /// Who may call a route. The guard checks it in this order: credential
 /// (401), then scope, session rule or origin (403); see `dispatch::guard`.
@@ -51,110 +74,85 @@ pub enum ParamRule {
     Platform,
 }
 
+/// What a handler gets besides its caller: the request and what the
+/// dispatcher knows of it.
+pub struct Call<'a> {
+    pub app: Arc<App>,
+    pub request: http::Request<Incoming>,
+    /// The path's parameters, in order: only the experiment rows have two
+    /// (`{slug}` after the account's `{id}`).
+    pub params: Params,
+    pub request_id: Uuid,
+    /// `request_id` as text, for the answer's `x-request-id`.
+    pub id: &'a str,
+    pub log: &'a RequestLog,
+}
+
+/// A row's path parameters.
+pub struct Params {
+    pub first: Option<String>,
+    pub second: Option<String>,
+}
+
+impl Call<'_> {
+    /// The first path parameter (the one the guard checks).
+    pub fn param(&self) -> Option<&str> {
+        self.params.first.as_deref()
+    }
+
+    /// The `Range` header; one that is not text reads as a range no parse accepts.
+    pub fn range(&self) -> Option<&str> {
+        self.request
+            .headers()
+            .get(http::header::RANGE)
+            .map(|v| v.to_str().unwrap_or("\u{0}"))
+    }
+}
+
+/// A handler's answer: the reply, or an error the dispatcher renders in the
+/// row's envelope.
+pub type Answer<'a> = Pin<Box<dyn Future<Output = Result<reply::Reply, ApiError>> + Send + 'a>>;
+
 /// The code that answers once the guard has let a request through.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub enum Handler {
-    /// An inference endpoint: needs the caller's API key.
-    Inference(InferenceEndpoint),
-    Healthz,
-    Readyz,
-    /// `GET /metrics` (`metrics.rs`).
-    Metrics,
-    AdminCreateAccount,
-    AdminGetAccount,
-    AdminGrantCredits,
-    AdminCreateApiKey,
-    AdminGetApiKey,
-    AdminListApiKeys,
-    AdminUpdateApiKey,
-    AdminDeleteApiKey,
-    AdminGetRequest,
-    AdminGetCatalog,
-    AdminReloadCatalog,
-    /// `GET /v1/models`.
-    ListModels,
-    /// `GET /v1/models/supply`.
-    ModelSupply,
-    /// `GET /v1/models/compare`.
-    CompareModels,
-    /// `GET /v1/pricing/changes`.
-    PricingChanges,
-    /// `GET /public/models`.
-    PublicModels,
-    /// `GET /public/models/{*model_id}`.
-    PublicModel,
-    /// `GET /catalog/models`.
-    CatalogModels,
-    /// `POST /v1/images/generations` (`images.rs`): needs the caller's API key.
-    ImagesGenerations,
-    /// `GET /v1/requests/{id}`: a request's final status, for the account
-    /// that made it (N-10, GP-62; `images.rs`).
-    RequestStatus,
-    /// `GET /v1/docs`: search the user manual (`docs.rs`).
-    DocsSearch,
-    /// `GET /docs/guide/{page}`: one page of the manual, where the search's
-    /// `url`s point.
-    DocsPage,
-    /// `GET /openapi.json`: the OpenAPI document (`openapi.rs`).
-    OpenApi,
-    AdminCreateSession,
-    /// `POST /admin/jobs/{name}/run` (`jobs.rs`).
-    AdminRunJob,
-    AdminDeleteSession,
-    /// An account's A/B experiments (`router-operator`, docs/admin-api.md).
-    AdminCreateExperiment,
-    AdminListExperiments,
-    AdminGetExperiment,
-    AdminUpdateExperiment,
-    /// `sign_in.rs`: ask for a link, its page, redeem it, who am I, sign out.
-    SignInRequestLink,
-    SignInPage,
-    SignInRedeem,
-    SessionShow,
-    SignOut,
-    /// Digest channels (`channels.rs`, section M).
-    ChannelsList,
-    ChannelShow,
-    ChannelUpdate,
-    ChannelSendReport,
-    EmailChannelStatus,
-    EmailChannelConnect,
-    EmailChannelDisconnect,
-    PlatformChannelStatus,
-    /// The operator provisions Slack, Discord and Telegram channels (GP-17).
-    AdminProvisionChannel,
-    AdminDeprovisionChannel,
-    /// `POST /admin/requests/backdate`: moves finished requests in time,
-    /// only with `ROUTER_ADMIN_TEST_HOOKS=1` (404 otherwise).
-    AdminBackdateRequests,
-    /// Video jobs (`videos.rs`, section O): need the caller's API key.
-    VideoCreate,
-    VideoShow,
-    VideoContent,
-    /// The operator's view of a video job and its reconciliation (GP-25).
-    AdminGetVideo,
-    AdminReconcileVideo,
-    /// `POST /v1/uploads` (`uploads.rs`): a key or a same-origin session.
-    UploadCreate,
-    /// `DELETE /v1/uploads/{id}`.
-    UploadDelete,
-    /// `GET /api/data-protection` (`data_protection.rs`): a key or a session.
-    DataProtectionShow,
-    /// `PATCH /api/data-protection`: a same-origin session only.
-    DataProtectionChange,
+    /// Needs the caller's API key: its row's rule is `ApiKey` (a test
+    /// checks), and the dispatcher hands it the key.
+    Key(for<'a> fn(Call<'a>, ApiKeyRecord) -> Answer<'a>),
+    /// Any caller the guard let through.
+    Any(for<'a> fn(Call<'a>, Caller) -> Answer<'a>),
+    /// `GET /openapi.json`, served by `dispatch`: the document is generated
+    /// from this table, so the table cannot name its generator without a
+    /// module cycle.
+    Document,
     /// The feature has not landed: 503 `not_available` after the guard. Its
     /// own issue puts a real handler in the row.
     NotAvailable,
 }
 
-/// The inference endpoints (`inference.rs`, `messages.rs`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum InferenceEndpoint {
-    ChatCompletions,
-    Responses,
-    Messages,
-    CountTokens,
-    Completions,
+/// A `Handler::Key`: `key!(|call, key| answer)`, the body an expression of
+/// `Result<reply::Reply, ApiError>` that may `.await` and `?`.
+macro_rules! key {
+    (|$c:ident, $key:ident| $body:expr) => {
+        Handler::Key(|$c, $key| {
+            Box::pin(async move {
+                let answer: Result<reply::Reply, ApiError> = $body;
+                answer
+            })
+        })
+    };
+}
+
+/// A `Handler::Any`: `any!(|call, caller| answer)`.
+macro_rules! any {
+    (|$c:ident, $caller:pat_param| $body:expr) => {
+        Handler::Any(|$c, $caller| {
+            Box::pin(async move {
+                let answer: Result<reply::Reply, ApiError> = $body;
+                answer
+            })
+        })
+    };
 }
 
 /// One row of the table.
@@ -169,6 +167,9 @@ pub struct Route {
     pub envelope: Envelope,
     pub param: ParamRule,
     pub handler: Handler,
+    /// What `/openapi.json` says of it beyond what the columns above imply
+    /// (security, path parameters, the guard's errors: `openapi.rs`).
+    pub api: Operation,
 }
 
 const fn row(
@@ -177,8 +178,9 @@ const fn row(
     auth: AuthRule,
     envelope: Envelope,
     handler: Handler,
+    api: Operation,
 ) -> Route {
-    row_checked(method, path, auth, envelope, handler, ParamRule::None)
+    row_checked(method, path, auth, envelope, ParamRule::None, handler, api)
 }
 
 /// A row whose path parameter the guard checks.
@@ -187,8 +189,9 @@ const fn row_checked(
     path: &'static str,
     auth: AuthRule,
     envelope: Envelope,
-    handler: Handler,
     param: ParamRule,
+    handler: Handler,
+    api: Operation,
 ) -> Route {
     Route {
         method,
@@ -197,6 +200,7 @@ const fn row_checked(
         envelope,
         param,
         handler,
+        api,
     }
 }
 
@@ -210,8 +214,8 @@ const fn key_or_session(scope: Scope) -> AuthRule {
 
 use AuthRule::{Admin, Public, PublicSameOrigin, Session};
 use Envelope::{Messages as MessagesEnv, OpenAi, Public as Detail, Video};
-use Handler::{Inference as Infer, *};
-use InferenceEndpoint::*;
+use ErrorCode as E;
+use Handler::Document;
 use Scope::{
     AccountRead as READ, AccountWrite as WRITE, Inference as INFERENCE, UsageRead as USAGE,
 };
@@ -223,86 +227,943 @@ const DELETE: Method = Method::DELETE;
 const ANY_KEY: AuthRule = AuthRule::ApiKey { scope: None };
 use ParamRule::{ChannelId, Platform};
 
+// ---------------------------------------------------------------------------
+// What the rows' descriptions share.
+// ---------------------------------------------------------------------------
+
+const SSE: &str = "text/event-stream";
+
+/// A JSON request body of `T`.
+const fn body(
+    description: &'static str,
+    content: &'static [(&'static str, SchemaOf)],
+) -> Option<RequestBody> {
+    Some(RequestBody {
+        description,
+        required: true,
+        content,
+        parts: &[],
+    })
+}
+
+/// The inference codes every streaming surface may answer (B..G, P).
+const INFERENCE_ERRORS: &[ErrorCode] = &[
+    E::InvalidParameter,
+    E::UnsupportedConversion,
+    E::UnsupportedParameter,
+    E::ListPriceUnknown,
+    E::IncompatibleImageInput,
+    E::InsufficientCredits,
+    E::ModelNotAllowed,
+    E::PolicyChanged,
+    E::ModelNotFound,
+    E::ExperimentNotFound,
+    E::PayloadTooLarge,
+    E::RequestTimeout,
+    E::ApiKeySpendLimitExceeded,
+    E::ApiKeyMonthlyBudgetExceeded,
+    E::RateLimitExceeded,
+    E::DailyRequestLimitExceeded,
+    E::ConcurrencyLimitExceeded,
+    E::UpstreamError,
+    E::InvalidUpstreamResponse,
+    E::UpstreamUnavailable,
+    E::RouteUnavailable,
+    E::MinDiscountUnavailable,
+    E::ZdrCapacityUnavailable,
+    E::ImageCapacityUnavailable,
+    E::ImageInputLimit,
+    E::UploadsUnavailable,
+    E::InternalError,
+];
+
+const INFERENCE_BODY: &str = "The surface's request; fields this description does not list are accepted and passed on where the route's protocol has them.";
+const MESSAGES_BODY: &str = "The Messages request; members it does not list are refused (400).";
+const INFERENCE_REPLY: &str = "The reply; with `stream: true`, server-sent events.";
+
+fn prompt_cache(_: &mut Schemas) -> RefOr<Schema> {
+    one_of(&["on", "off", "passthrough"])
+}
+fn prompt_cache_scope(_: &mut Schemas) -> RefOr<Schema> {
+    one_of(&["session", "user", "org"])
+}
+fn cache_session(_: &mut Schemas) -> RefOr<Schema> {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .min_length(Some(1))
+        .max_length(Some(256))
+        .pattern(Some("^[ -~]*[!-~][ -~]*$"))
+        .into()
+}
+fn end_user(_: &mut Schemas) -> RefOr<Schema> {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .max_length(Some(200))
+        .into()
+}
+
+/// The common inference headers (F-04..F-15, F-29, GP-33).
+const X_CI: [Param; 5] = [
+    Param {
+        name: "x-ci-prompt-cache",
+        place: In::Header,
+        required: false,
+        schema: prompt_cache,
+        description: "Prompt caching: `on`, `off` or `passthrough` (the key's default when absent).",
+    },
+    Param {
+        name: "x-ci-prompt-cache-scope",
+        place: In::Header,
+        required: false,
+        schema: prompt_cache_scope,
+        description: "Whose requests share a cached prefix: `session` (default), `user` (with `X-CI-End-User`) or `org`.",
+    },
+    Param {
+        name: "x-ci-prompt-cache-session",
+        place: In::Header,
+        required: false,
+        schema: cache_session,
+        description: "The session label of the `session` scope: 1 to 256 printable ASCII characters, not only spaces.",
+    },
+    Param {
+        name: "x-ci-end-user",
+        place: In::Header,
+        required: false,
+        schema: end_user,
+        description: "Your end user's identifier, at most 200 characters.",
+    },
+    Param {
+        name: "x-ci-experiment",
+        place: In::Header,
+        required: false,
+        schema: non_empty,
+        description: "The slug of one of the account's experiments; unknown is 404 `experiment_not_found`.",
+    },
+];
+const OPENAI_INFERENCE_PARAMS: &[Param] = &X_CI;
+
+fn anthropic_version(_: &mut Schemas) -> RefOr<Schema> {
+    one_of(&["2023-06-01"])
+}
+fn only_true(_: &mut Schemas) -> RefOr<Schema> {
+    one_of(&["true"])
+}
+
+const ANTHROPIC_VERSION: Param = Param {
+    name: "anthropic-version",
+    place: In::Header,
+    required: true,
+    schema: anthropic_version,
+    description: "The Messages API version: `2023-06-01`.",
+};
+const ANTHROPIC_BETA: Param = Param {
+    name: "anthropic-beta",
+    place: In::Header,
+    required: false,
+    schema: string,
+    description: "Beta features, comma-separated; passed on where the route's protocol has them.",
+};
+const BROWSER_ACCESS: Param = Param {
+    name: "anthropic-dangerous-direct-browser-access",
+    place: In::Header,
+    required: false,
+    schema: only_true,
+    description: "`true` when present.",
+};
+const MESSAGES_PARAMS: &[Param] = &[
+    ANTHROPIC_VERSION,
+    ANTHROPIC_BETA,
+    BROWSER_ACCESS,
+    X_CI[0],
+    X_CI[1],
+    X_CI[2],
+    X_CI[3],
+    X_CI[4],
+];
+const COUNT_TOKENS_PARAMS: &[Param] = &[ANTHROPIC_VERSION, ANTHROPIC_BETA, BROWSER_ACCESS];
+
+fn cache_state(_: &mut Schemas) -> RefOr<Schema> {
+    one_of(&["hit", "miss"])
+}
+fn affinity_state(_: &mut Schemas) -> RefOr<Schema> {
+    one_of(&["hit", "new", "stale", "miss"])
+}
+fn estimated(_: &mut Schemas) -> RefOr<Schema> {
+    one_of(&["true"])
+}
+
+const X_CI_CACHE: Header = Header {
+    name: "x-ci-cache",
+    description: "Whether the exact-response cache answered (`hit`) or was asked and did not (`miss`); absent when it does not apply.",
+    schema: cache_state,
+};
+const AFFINITY: Header = Header {
+    name: "x-ci-prompt-cache-affinity",
+    description: "What prompt-cache affinity did for this request's prefix.",
+    schema: affinity_state,
+};
+const INFERENCE_HEADERS: &[Header] = &[X_CI_CACHE, AFFINITY];
+const NO_STORE: Header = Header {
+    name: "cache-control",
+    description: "`no-store`.",
+    schema: string,
+};
+const CACHED: &[Header] = &[
+    Header {
+        name: "cache-control",
+        description: "`public, max-age=0, must-revalidate`.",
+        schema: string,
+    },
+    Header {
+        name: "etag",
+        description: "The body's entity tag; send it back in `If-None-Match`.",
+        schema: string,
+    },
+];
+const IF_NONE_MATCH: Param = Param {
+    name: "if-none-match",
+    place: In::Header,
+    required: false,
+    schema: string,
+    description: "An `ETag` from an earlier answer: 304 without a body while it still holds.",
+};
+fn zdr_flag(_: &mut Schemas) -> RefOr<Schema> {
+    one_of(&["true", "false"])
+}
+const ZDR: Param = Param {
+    name: "zdr",
+    place: In::Query,
+    required: false,
+    schema: zdr_flag,
+    description: "`true`: only offers of zero-data-retention routes (`true` or `false`).",
+};
+/// The public lists read `zdr` leniently: only `true` filters.
+const PUBLIC_ZDR: Param = Param {
+    name: "zdr",
+    place: In::Query,
+    required: false,
+    schema: string,
+    description: "`true`: only models with a zero-data-retention route; any other value lists them all.",
+};
+const NOT_MODIFIED: Reply = Reply {
+    status: 304,
+    description: "Not modified: the `If-None-Match` tag still holds.",
+    content: &[],
+    headers: CACHED,
+};
+
+/// A streaming inference reply: JSON, or the surface's events.
+const fn inference(
+    status: u16,
+    content: &'static [(&'static str, SchemaOf)],
+    headers: &'static [Header],
+) -> Reply {
+    Reply {
+        status,
+        description: INFERENCE_REPLY,
+        content,
+        headers,
+    }
+}
+
+const ADMIN_BODY: &str = "JSON; unknown fields are refused (400).";
+const ADMIN: &str = "admin";
+
+fn docs_query(_: &mut Schemas) -> RefOr<Schema> {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .max_length(Some(router_docs::MAX_QUERY_CHARS))
+        .into()
+}
+fn docs_limit(_: &mut Schemas) -> RefOr<Schema> {
+    ObjectBuilder::new()
+        .schema_type(Type::Integer)
+        .minimum(Some(1))
+        .maximum(Some(10))
+        .default(Some(4.into()))
+        .into()
+}
+/// A percentage as `/v1/models/supply` reads it: plain decimal digits, at
+/// most 12 after the point, from 0 to 99.99.
+fn percent(_: &mut Schemas) -> RefOr<Schema> {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .pattern(Some(
+            r"^(0{0,6}([0-9]|[1-8][0-9]|9[0-8])(\.[0-9]{1,12})?|0{0,6}99(\.[0-9]{1,2}0{0,10})?)$",
+        ))
+        .into()
+}
+fn tokens(_: &mut Schemas) -> RefOr<Schema> {
+    ObjectBuilder::new()
+        .schema_type(Type::Integer)
+        .minimum(Some(0))
+        .maximum(Some(10_000_000))
+        .into()
+}
+fn requests(_: &mut Schemas) -> RefOr<Schema> {
+    ObjectBuilder::new()
+        .schema_type(Type::Integer)
+        .minimum(Some(1))
+        .maximum(Some(9_007_199_254_740_991_usize))
+        .into()
+}
+fn model_names(_: &mut Schemas) -> RefOr<Schema> {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .min_length(Some(1))
+        .pattern(Some("^[^,]+(,[^,]+){0,9}$"))
+        .into()
+}
+fn instant(_: &mut Schemas) -> RefOr<Schema> {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .format(Some(SchemaFormat::KnownFormat(KnownFormat::DateTime)))
+        .into()
+}
+fn page_limit(_: &mut Schemas) -> RefOr<Schema> {
+    ObjectBuilder::new()
+        .schema_type(Type::Integer)
+        .minimum(Some(1))
+        .maximum(Some(100))
+        .into()
+}
+
+const VIDEO_RANGE: Param = Param {
+    name: "range",
+    place: In::Header,
+    required: false,
+    schema: string,
+    description: "One range: `bytes=a-b`, `bytes=a-` or `bytes=-n`.",
+};
+const VIDEO_BYTES: &[Header] = &[
+    Header {
+        name: "accept-ranges",
+        description: "`bytes`.",
+        schema: string,
+    },
+    Header {
+        name: "content-length",
+        description: "The bytes in this answer.",
+        schema: count,
+    },
+];
+const VIDEO_RANGE_BYTES: &[Header] = &[
+    Header {
+        name: "accept-ranges",
+        description: "`bytes`.",
+        schema: string,
+    },
+    Header {
+        name: "content-length",
+        description: "The bytes in this answer.",
+        schema: count,
+    },
+    Header {
+        name: "content-range",
+        description: "`bytes a-b/size`.",
+        schema: string,
+    },
+];
+const SET_COOKIE: &[Header] = &[
+    Header {
+        name: "set-cookie",
+        description: "The session cookie (`router_session`, HttpOnly, SameSite=Lax).",
+        schema: string,
+    },
+    Header {
+        name: "cache-control",
+        description: "`no-store`.",
+        schema: string,
+    },
+];
+const CLEAR_COOKIE: &[Header] = &[Header {
+    name: "set-cookie",
+    description: "The session cookie, expired.",
+    schema: string,
+}];
+
+// ---------------------------------------------------------------------------
+// The table.
+// ---------------------------------------------------------------------------
+
 /// Every route. Scopes as the spec's Authentication section states them;
-/// videos take `inference` (GP-73). One row per line, so kept out of rustfmt.
+/// videos take `inference` (GP-73). Each row: method, path, auth rule,
+/// envelope, handler (and path check), then its description; kept out of
+/// rustfmt so each stays one block.
 #[rustfmt::skip]
 pub static ROUTES: [Route; 63] = [
     // Inference (B..E).
-    row(POST,   "/v1/chat/completions",          key(INFERENCE),            OpenAi,      Infer(ChatCompletions)),
-    row(POST,   "/v1/responses",                 key(INFERENCE),            OpenAi,      Infer(Responses)),
-    row(POST,   "/v1/messages",                  key(INFERENCE),            MessagesEnv, Infer(Messages)),
-    row(POST,   "/v1/messages/count_tokens",     key(INFERENCE),            MessagesEnv, Infer(CountTokens)),
-    row(POST,   "/v1/completions",               key(INFERENCE),            OpenAi,      Infer(Completions)),
+    row(POST, "/v1/chat/completions", key(INFERENCE), OpenAi,
+        key!(|c, key| Ok(inference::handle(&CHAT, c.app, c.request, key, c.request_id, c.log).await)),
+        Operation {
+            summary: "Create a chat completion (OpenAI Chat Completions)", tag: "inference",
+            params: OPENAI_INFERENCE_PARAMS,
+            body: body(INFERENCE_BODY, &[(JSON, schema::<router_chat::wire::request::ChatRequest>)]),
+            replies: &[inference(200, &[(JSON, schema::<router_chat::wire::response::ChatCompletion>), (SSE, schema::<router_chat::wire::chunk::ChatCompletionChunk>)], INFERENCE_HEADERS)],
+            errors: INFERENCE_ERRORS,
+        }),
+    row(POST, "/v1/responses", key(INFERENCE), OpenAi,
+        key!(|c, key| Ok(inference::handle(&RESPONSES, c.app, c.request, key, c.request_id, c.log).await)),
+        Operation {
+            summary: "Create a response (OpenAI Responses, stateless)", tag: "inference",
+            params: OPENAI_INFERENCE_PARAMS,
+            body: body(INFERENCE_BODY, &[(JSON, schema::<router_responses::wire::request::ResponsesRequest>)]),
+            replies: &[inference(200, &[(JSON, schema::<router_responses::wire::response::ResponseObject>), (SSE, schema::<router_responses::wire::event::ServerEvent>)], INFERENCE_HEADERS)],
+            errors: INFERENCE_ERRORS,
+        }),
+    row(POST, "/v1/messages", key(INFERENCE), MessagesEnv,
+        key!(|c, key| Ok(inference::handle(&MESSAGES, c.app, c.request, key, c.request_id, c.log).await)),
+        Operation {
+            summary: "Create a message (Anthropic Messages)", tag: "inference",
+            params: MESSAGES_PARAMS,
+            body: body(MESSAGES_BODY, &[(JSON, closed_inference::<router_messages::wire::request::MessagesRequest>)]),
+            replies: &[inference(200, &[(JSON, schema::<router_messages::wire::response::MessageObject>), (SSE, schema::<router_messages::wire::event::Event>)], INFERENCE_HEADERS)],
+            errors: INFERENCE_ERRORS,
+        }),
+    row(POST, "/v1/messages/count_tokens", key(INFERENCE), MessagesEnv,
+        key!(|c, key| Ok(messages::handle_count_tokens(c.app, c.request, key, c.request_id).await)),
+        Operation {
+            summary: "Count input tokens (a free local estimate)", tag: "inference",
+            params: COUNT_TOKENS_PARAMS,
+            body: body(INFERENCE_BODY, &[(JSON, schema::<router_messages::wire::request::CountTokensRequest>)]),
+            replies: &[Reply { status: 200, description: "The estimate.", content: &[(JSON, schema::<crate::messages::InputTokens>)], headers: &[Header { name: "x-ci-token-count-estimated", description: "`true`: a local estimate.", schema: estimated }] }],
+            errors: &[E::InvalidParameter, E::ModelNotAllowed, E::ModelNotFound, E::PayloadTooLarge, E::RequestTimeout],
+        }),
+    row(POST, "/v1/completions", key(INFERENCE), OpenAi,
+        key!(|c, key| Ok(inference::handle(&COMPLETIONS, c.app, c.request, key, c.request_id, c.log).await)),
+        Operation {
+            summary: "Create a completion (legacy OpenAI Completions)", tag: "inference",
+            params: OPENAI_INFERENCE_PARAMS,
+            body: body(INFERENCE_BODY, &[(JSON, schema::<router_completions::wire::request::CompletionBody>)]),
+            replies: &[inference(200, &[(JSON, schema::<router_completions::wire::response::TextCompletion>), (SSE, schema::<router_completions::wire::response::TextCompletion>)], &[X_CI_CACHE])],
+            errors: INFERENCE_ERRORS,
+        }),
     // Uploads (I).
-    row(POST,   "/v1/uploads",                   key_or_session(INFERENCE), OpenAi,      UploadCreate),
-    row(DELETE, "/v1/uploads/{id}",              key_or_session(INFERENCE), OpenAi,      UploadDelete),
+    row(POST, "/v1/uploads", key_or_session(INFERENCE), OpenAi,
+        any!(|c, caller| uploads::create(&c.app, caller.account_id()?, c.request, c.id).await),
+        Operation {
+            summary: "Upload a temporary image", tag: "uploads",
+            body: Some(RequestBody {
+                description: "multipart/form-data with exactly one part named `file`, at most 10 MiB + 64 KiB (docs/guide/uploads.md).",
+                required: true,
+                content: &[("multipart/form-data", schema::<bodies::UploadForm>)],
+                parts: &[("file", "image/png, image/jpeg, image/webp, image/gif")],
+            }),
+            replies: &[json(201, "The upload record; `expires_at` is one hour after admission.", &[(JSON, schema::<router_uploads::UploadRecord>)])],
+            errors: &[E::InvalidUpload, E::DataProtectionRestriction, E::UploadTooLarge, E::UnsupportedFileType, E::InvalidContentType, E::UploadRateLimit, E::UploadQuotaExceeded, E::UploadsUnavailable],
+            ..Operation::new("", "")
+        }),
+    row(DELETE, "/v1/uploads/{id}", key_or_session(INFERENCE), OpenAi,
+        any!(|c, caller| uploads::delete(&c.app, caller.account_id()?, c.param(), c.id).await),
+        Operation {
+            summary: "Delete an upload", tag: "uploads",
+            replies: &[empty(204, "Deleted; the bytes are removed shortly after.")],
+            errors: &[E::UploadNotFound],
+            ..Operation::new("", "")
+        }),
     // Data protection (J).
-    row(GET,    "/api/data-protection",          key_or_session(READ),      OpenAi,      DataProtectionShow),
-    row(PATCH,  "/api/data-protection",          Session,                   OpenAi,      DataProtectionChange),
+    row(GET, "/api/data-protection", key_or_session(READ), OpenAi,
+        any!(|c, caller| data_protection::show(&c.app, caller.account_id()?, c.id).await),
+        Operation {
+            summary: "The account's zero-data-retention switch", tag: "data protection",
+            replies: &[Reply { status: 200, description: "The record.", content: &[(JSON, schema::<crate::data_protection::DataProtection>)], headers: &[NO_STORE] }],
+            ..Operation::new("", "")
+        }),
+    row(PATCH, "/api/data-protection", Session, OpenAi,
+        any!(|c, caller| data_protection::change(&c.app, &caller.session()?, c.request, c.id).await),
+        Operation {
+            summary: "Turn the account's zero data retention on or off", tag: "data protection",
+            body: body("Exactly `{\"zero_data_retention\": true|false}`; anything else is 400 `invalid_data_protection`.", &[(JSON, schema::<bodies::DataProtectionChange>)]),
+            replies: &[Reply { status: 200, description: "The record.", content: &[(JSON, schema::<crate::data_protection::DataProtection>)], headers: &[NO_STORE] }],
+            errors: &[E::InvalidDataProtection, E::PayloadTooLarge, E::RequestTimeout],
+            ..Operation::new("", "")
+        }),
     // Documentation (K).
-    row(GET,    "/v1/docs",                      ANY_KEY,                   OpenAi,      DocsSearch),
-    row(GET,    "/docs/guide/{page}",            Public,                    OpenAi,      DocsPage),
+    row(GET, "/v1/docs", ANY_KEY, OpenAi,
+        any!(|c, _| c.app.docs.search(c.request.uri().query(), c.id)),
+        Operation {
+            summary: "Search the user manual", tag: "documentation",
+            params: &[
+                Param { name: "q", place: In::Query, required: false, schema: docs_query, description: "Search terms; empty or blank is the same as absent (all sections, no bodies)." },
+                Param { name: "limit", place: In::Query, required: false, schema: docs_limit, description: "How many sections at most, with `q` (1 to 10, default 4); ignored without `q`." },
+            ],
+            replies: &[json(200, "Without `q`: every section in reading order, without `body`. With `q`: at most `limit` matching sections with `body`, best first; none is `data: []`.", &[(JSON, schema::<crate::docs::DocsList<'static>>)])],
+            errors: &[E::InvalidParameter],
+            ..Operation::new("", "")
+        }),
+    row(GET, "/docs/guide/{page}", Public, OpenAi,
+        any!(|c, _| c.app.docs.page(c.param(), c.id)),
+        Operation {
+            summary: "A page of the user manual (Markdown)", tag: "documentation",
+            replies: &[json(200, "The page's Markdown, as embedded in the router.", &[("text/markdown", string)])],
+            errors: &[E::NotFound],
+            ..Operation::new("", "")
+        }),
     // Catalog and pricing (L).
-    row(GET,    "/public/models",                Public,                    Detail,      PublicModels),
-    row(GET,    "/public/models/{*model_id}",    Public,                    Detail,      PublicModel),
-    row(GET,    "/catalog/models",               Public,                    Detail,      CatalogModels),
-    row(GET,    "/v1/models",                    key(INFERENCE),            OpenAi,      ListModels),
-    row(GET,    "/v1/models/supply",             key(INFERENCE),            OpenAi,      ModelSupply),
-    row(GET,    "/v1/models/compare",            key_or_session(USAGE),     OpenAi,      CompareModels),
-    row(GET,    "/v1/pricing/changes",           key_or_session(USAGE),     OpenAi,      PricingChanges),
+    row(GET, "/public/models", Public, Detail,
+        any!(|c, _| Ok(crate::catalog_api::public_models(&c.app.catalog.current(), c.request.uri(), c.request.headers(), c.id))),
+        Operation {
+            summary: "The public model list", tag: "catalog",
+            params: &[PUBLIC_ZDR, IF_NONE_MATCH],
+            replies: &[Reply { status: 200, description: "Every listed model.", content: &[(JSON, schema::<bodies::PublicModels>)], headers: CACHED }, NOT_MODIFIED],
+            ..Operation::new("", "")
+        }),
+    row(GET, "/public/models/{*model_id}", Public, Detail,
+        any!(|c, _| crate::catalog_api::public_model(&c.app.catalog.current(), c.param(), c.request.uri(), c.request.headers(), c.id)),
+        Operation {
+            summary: "One public model by ID or alias", tag: "catalog",
+            params: &[PUBLIC_ZDR, IF_NONE_MATCH],
+            replies: &[Reply { status: 200, description: "The model entry, with its canonical `id`.", content: &[(JSON, schema::<bodies::ModelEntry>)], headers: CACHED }, NOT_MODIFIED],
+            errors: &[E::NotFound],
+            ..Operation::new("", "")
+        }),
+    row(GET, "/catalog/models", Public, Detail,
+        any!(|c, _| Ok(crate::catalog_api::catalog_models(&c.app.catalog.current(), c.request.headers(), c.id))),
+        Operation {
+            summary: "Logical models, capabilities and public tariffs", tag: "catalog",
+            params: &[IF_NONE_MATCH],
+            replies: &[Reply { status: 200, description: "Every listed model.", content: &[(JSON, schema::<bodies::CatalogModels>)], headers: CACHED }, NOT_MODIFIED],
+            ..Operation::new("", "")
+        }),
+    row(GET, "/v1/models", key(INFERENCE), OpenAi,
+        key!(|c, key| Ok(crate::catalog_api::list_models(&c.app.catalog.current(), &key, c.id))),
+        Operation {
+            summary: "The models this key may use (OpenAI list envelope)", tag: "catalog",
+            replies: &[json(200, "The models.", &[(JSON, schema::<bodies::ModelList>)])],
+            ..Operation::new("", "")
+        }),
+    row(GET, "/v1/models/supply", key(INFERENCE), OpenAi,
+        key!(|c, key| crate::catalog_api::supply(&c.app.catalog.current(), &key, c.request.uri(), c.id)),
+        Operation {
+            summary: "Anonymous eligible supply of one model", tag: "catalog",
+            params: &[
+                Param { name: "model", place: In::Query, required: true, schema: non_empty, description: "A model ID or alias." },
+                Param { name: "min_discount_percent", place: In::Query, required: false, schema: percent, description: "Only offers at least this far below the official list price (0 to 99.99)." },
+                ZDR,
+            ],
+            replies: &[json(200, "The offers, cheapest first.", &[(JSON, schema::<bodies::ModelSupply>)])],
+            errors: &[E::InvalidParameter, E::ListPriceUnknown, E::ModelNotFound, E::ModelNotAllowed],
+            ..Operation::new("", "")
+        }),
+    row(GET, "/v1/models/compare", key_or_session(USAGE), OpenAi,
+        any!(|c, caller| crate::catalog_api::compare(&c.app.catalog.current(), &caller.viewer()?, c.request.uri(), c.id)),
+        Operation {
+            summary: "Estimate the cost of requests on up to 10 models", tag: "catalog",
+            params: &[
+                Param { name: "models", place: In::Query, required: true, schema: model_names, description: "Up to 10 distinct model IDs or aliases, comma-separated." },
+                Param { name: "prompt_tokens", place: In::Query, required: false, schema: tokens, description: "Input tokens per request (default 0)." },
+                Param { name: "completion_tokens", place: In::Query, required: false, schema: tokens, description: "Output tokens per request (default 0)." },
+                Param { name: "requests", place: In::Query, required: false, schema: requests, description: "How many requests (default 1)." },
+            ],
+            replies: &[Reply { status: 200, description: "The estimates; not cached.", content: &[(JSON, schema::<bodies::ModelComparison>)], headers: &[NO_STORE] }],
+            errors: &[E::InvalidParameter],
+            ..Operation::new("", "")
+        }),
+    row(GET, "/v1/pricing/changes", key_or_session(USAGE), OpenAi,
+        any!(|c, caller| crate::catalog_api::pricing_changes(&c.app, &caller.viewer()?, c.request.uri(), c.id).await),
+        Operation {
+            summary: "The latest price change per model since an instant", tag: "catalog",
+            params: &[
+                Param { name: "since", place: In::Query, required: true, schema: instant, description: "An RFC 3339 timestamp with a timezone." },
+                Param { name: "limit", place: In::Query, required: false, schema: page_limit, description: "At most this many changes (1 to 100, default 100)." },
+                Param { name: "cursor", place: In::Query, required: false, schema: string, description: "The `next_cursor` of the previous page, with the same `since` and credential." },
+            ],
+            replies: &[Reply { status: 200, description: "The changes; not cached.", content: &[(JSON, schema::<bodies::PriceChanges>)], headers: &[NO_STORE] }],
+            errors: &[E::InvalidParameter],
+            ..Operation::new("", "")
+        }),
     // Digest channels (M).
-    row(GET,    "/v1/channels",                  key_or_session(READ),      OpenAi,      ChannelsList),
-    row_checked(GET,    "/v1/channels/{channel_id}",             key_or_session(READ),  OpenAi, ChannelShow, ChannelId),
-    row_checked(PATCH,  "/v1/channels/{channel_id}",             key_or_session(WRITE), OpenAi, ChannelUpdate, ChannelId),
-    row_checked(POST,   "/v1/channels/{channel_id}/send-report", key_or_session(WRITE), OpenAi, ChannelSendReport, ChannelId),
-    row(GET,    "/api/channels/email",           Session,                   OpenAi,      EmailChannelStatus),
-    row(POST,   "/api/channels/email",           Session,                   OpenAi,      EmailChannelConnect),
-    row_checked(DELETE, "/api/channels/email/{id}",              Session,               OpenAi, EmailChannelDisconnect, ChannelId),
-    row_checked(GET,    "/api/channels/{platform}",              Session,               OpenAi, PlatformChannelStatus, Platform),
+    row(GET, "/v1/channels", key_or_session(READ), OpenAi,
+        any!(|c, caller| channels::list(&c.app, &caller, c.id).await),
+        Operation {
+            summary: "List the account's digest channels", tag: "channels",
+            replies: &[Reply { status: 200, description: "The connected channels and the selectable events.", content: &[(JSON, schema::<router_notify::channels::ChannelList>)], headers: &[NO_STORE] }],
+            ..Operation::new("", "")
+        }),
+    row_checked(GET, "/v1/channels/{channel_id}", key_or_session(READ), OpenAi, ChannelId,
+        any!(|c, caller| channels::show(&c.app, &caller, c.param(), c.id).await),
+        Operation {
+            summary: "Read a digest channel", tag: "channels",
+            replies: &[json(200, "The channel.", &[(JSON, schema::<router_notify::channels::ChannelRecord>)])],
+            ..Operation::new("", "")
+        }),
+    row_checked(PATCH, "/v1/channels/{channel_id}", key_or_session(WRITE), OpenAi, ChannelId,
+        any!(|c, caller| channels::update(&c.app, &caller, c.request, c.params.first.as_deref(), c.id).await),
+        Operation {
+            summary: "Change a channel's frequency or events", tag: "channels",
+            body: body("JSON; other fields (a destination, the report hour) are refused (400).", &[(JSON, schema::<bodies::ChannelUpdate>)]),
+            replies: &[json(200, "The channel.", &[(JSON, schema::<router_notify::channels::ChannelRecord>)])],
+            errors: &[E::InvalidParameter],
+            ..Operation::new("", "")
+        }),
+    row_checked(POST, "/v1/channels/{channel_id}/send-report", key_or_session(WRITE), OpenAi, ChannelId,
+        any!(|c, caller| channels::send_report(&c.app, &caller, c.param(), c.id).await),
+        Operation {
+            summary: "Send the previous period's report now", tag: "channels",
+            replies: &[json(200, "`sent: false` means no activity in the period.", &[(JSON, schema::<router_notify::channels::ReportSent>)])],
+            errors: &[E::RateLimited, E::EmailUnavailable, E::ChannelUnavailable, E::ReportUnavailable, E::ReportPending, E::EmailDeliveryFailed, E::ReportDeliveryFailed],
+            ..Operation::new("", "")
+        }),
+    row(GET, "/api/channels/email", Session, OpenAi,
+        any!(|c, caller| channels::email_status(&c.app, &caller, c.id).await),
+        Operation {
+            summary: "The email channel's status", tag: "channels",
+            replies: &[Reply { status: 200, description: "Email availability and the connected channel.", content: &[(JSON, schema::<router_notify::channels::EmailStatus>)], headers: &[NO_STORE] }],
+            ..Operation::new("", "")
+        }),
+    row(POST, "/api/channels/email", Session, OpenAi,
+        any!(|c, caller| channels::email_connect(&c.app, &caller, c.request, c.id).await),
+        Operation {
+            summary: "Connect the email channel (with consent)", tag: "channels",
+            body: body("JSON; a destination is refused (400): it is always the verified email.", &[(JSON, schema::<bodies::EmailConnect>)]),
+            replies: &[
+                json(201, "Connected.", &[(JSON, schema::<router_notify::channels::ChannelRecord>)]),
+                json(200, "Already connected with this frequency, or reconnected (same id).", &[(JSON, schema::<router_notify::channels::ChannelRecord>)]),
+            ],
+            errors: &[E::InvalidParameter, E::EmailVerificationRequired, E::ChannelAlreadyConnected, E::EmailUnavailable],
+            ..Operation::new("", "")
+        }),
+    row_checked(DELETE, "/api/channels/email/{id}", Session, OpenAi, ChannelId,
+        any!(|c, caller| channels::email_disconnect(&c.app, &caller, c.param(), c.id).await),
+        Operation {
+            summary: "Disconnect the email channel", tag: "channels",
+            replies: &[json(200, "Disconnected.", &[(JSON, schema::<router_notify::channels::Disconnected>)])],
+            ..Operation::new("", "")
+        }),
+    row_checked(GET, "/api/channels/{platform}", Session, OpenAi, Platform,
+        any!(|c, caller| channels::platform_status(&c.app, &caller, c.param(), c.id).await),
+        Operation {
+            summary: "A Slack, Discord or Telegram channel's status", tag: "channels",
+            replies: &[json(200, "The platform's status.", &[(JSON, schema::<router_notify::channels::PlatformStatus>)])],
+            ..Operation::new("", "")
+        }),
     // Image generation (N).
-    row(POST,   "/v1/images/generations",        key(INFERENCE),            OpenAi,      ImagesGenerations),
+    row(POST, "/v1/images/generations", key(INFERENCE), OpenAi,
+        key!(|c, key| Ok(images::handle(c.app, c.request, key, c.request_id, c.log).await)),
+        Operation {
+            summary: "Generate one PNG image", tag: "images",
+            body: body("JSON; unknown fields are refused (400).", &[(JSON, schema::<bodies::ImageGenerationRequest>)]),
+            replies: &[json(200, "The image and its receipt.", &[(JSON, schema::<bodies::ImageGeneration>)])],
+            errors: &[E::InvalidParameter, E::InsufficientCredits, E::ModelNotAllowed, E::ModelNotFound, E::PayloadTooLarge, E::RequestTimeout, E::GenerationTimeout, E::InvalidUpstreamResponse, E::UpstreamError, E::RouteUnavailable],
+            ..Operation::new("", "")
+        }),
     // A request's final status, owner only (N-10, GP-62).
-    row(GET,    "/v1/requests/{id}",             key(INFERENCE),            OpenAi,      RequestStatus),
+    row(GET, "/v1/requests/{id}", key(INFERENCE), OpenAi,
+        key!(|c, key| images::request_status(&c.app, &key, c.param(), c.id).await),
+        Operation {
+            summary: "A request's final status", tag: "images",
+            replies: &[json(200, "The request's status and charge, for the account that made it.", &[(JSON, schema::<bodies::RequestStatus>)])],
+            errors: &[E::NotFound],
+            ..Operation::new("", "")
+        }),
     // Videos (O).
-    row(POST,   "/v1/videos",                    key(INFERENCE),            Video,       VideoCreate),
-    row(GET,    "/v1/videos/{video_id}",         key(INFERENCE),            Video,       VideoShow),
-    row(GET,    "/v1/videos/{video_id}/content", key(INFERENCE),            Video,       VideoContent),
+    row(POST, "/v1/videos", key(INFERENCE), Video,
+        key!(|c, key| Ok(videos::create(c.app, c.request, key, c.request_id, c.log).await)),
+        Operation {
+            summary: "Create a video job", tag: "videos",
+            body: body("JSON (`Content-Type: application/json`), at most 256 KiB.", &[(JSON, schema::<bodies::VideoCreateRequest>)]),
+            replies: &[json(200, "The video, `status: \"queued\"`; a replay of the same `client_task_id` and request returns the same video.", &[(JSON, schema::<bodies::Video>)])],
+            errors: &[E::InvalidParameter, E::InsufficientCredits, E::ModelNotAllowed, E::ModelNotFound, E::IdempotencyConflict, E::PayloadTooLarge, E::RequestTimeout, E::UpstreamError, E::UpstreamUnavailable, E::RouteUnavailable, E::ZdrCapacityUnavailable, E::SubmissionUnknown],
+            ..Operation::new("", "")
+        }),
+    row(GET, "/v1/videos/{video_id}", key(INFERENCE), Video,
+        key!(|c, key| videos::show(&c.app, &key, c.param(), c.id).await),
+        Operation {
+            summary: "Read a video job", tag: "videos",
+            replies: &[json(200, "The video: `status`, `progress`, `metadata.url` once completed.", &[(JSON, schema::<bodies::Video>)])],
+            errors: &[E::TaskNotFound],
+            ..Operation::new("", "")
+        }),
+    row(GET, "/v1/videos/{video_id}/content", key(INFERENCE), Video,
+        key!(|c, key| videos::content(&c.app, &key, c.param(), c.range(), c.id).await),
+        Operation {
+            summary: "Download a video (byte ranges supported)", tag: "videos",
+            params: &[VIDEO_RANGE],
+            replies: &[
+                Reply { status: 200, description: "The whole video.", content: &[("video/mp4", binary)], headers: VIDEO_BYTES },
+                Reply { status: 206, description: "One range.", content: &[("video/mp4", binary)], headers: VIDEO_RANGE_BYTES },
+            ],
+            errors: &[E::TaskNotFound, E::VideoNotReady, E::InvalidRange],
+            ..Operation::new("", "")
+        }),
     // The API description (R-01).
-    row(GET,    "/openapi.json",                 Public,                    OpenAi,      OpenApi),
+    row(GET, "/openapi.json", Public, OpenAi,
+        Document,
+        Operation {
+            summary: "This OpenAPI document", tag: "meta",
+            replies: &[json(200, "The OpenAPI 3.1 document of the router.", &[(JSON, any_object)])],
+            ..Operation::new("", "")
+        }),
     // Browser sign-in (SessionAuth; sign_in.rs).
-    row(POST,   "/api/auth/magic-link",          Public,                    OpenAi,      SignInRequestLink),
-    row(GET,    "/api/auth/sign-in",             Public,                    OpenAi,      SignInPage),
-    row(POST,   "/api/auth/sign-in",             PublicSameOrigin,          OpenAi,      SignInRedeem),
-    row(GET,    "/api/auth/session",             Session,                   OpenAi,      SessionShow),
-    row(POST,   "/api/auth/sign-out",            Session,                   OpenAi,      SignOut),
+    row(POST, "/api/auth/magic-link", Public, OpenAi,
+        any!(|c, _| sign_in::request_link(c.app.clone(), c.request, c.id).await),
+        Operation {
+            summary: "Email a sign-in link", tag: "sessions",
+            body: body("The address to sign in.", &[(JSON, schema::<crate::sign_in::LinkRequest>)]),
+            replies: &[json(202, "The same answer whether an account has that address or not.", &[(JSON, schema::<bodies::SignInLinkSent>)])],
+            errors: &[E::InvalidParameter, E::EmailUnavailable],
+            ..Operation::new("", "")
+        }),
+    row(GET, "/api/auth/sign-in", Public, OpenAi,
+        any!(|c, _| Ok(sign_in::sign_in_page(&c.app, &c.request, c.id))),
+        Operation {
+            summary: "The sign-in page a link opens (spends nothing)", tag: "sessions",
+            params: &[Param { name: "token", place: In::Query, required: false, schema: string, description: "The token of the emailed link; without a well-formed one the page says the link is incomplete." }],
+            replies: &[json(200, "An HTML page: one button that signs in, or a note that the link is incomplete.", &[("text/html", string)])],
+            ..Operation::new("", "")
+        }),
+    row(POST, "/api/auth/sign-in", PublicSameOrigin, OpenAi,
+        any!(|c, _| sign_in::redeem(&c.app, c.request, c.id).await),
+        Operation {
+            summary: "Redeem a sign-in link and set the session cookie", tag: "sessions",
+            body: body("JSON `{token}`, or the page's form post `token=...`.", &[(JSON, schema::<crate::sign_in::Redeem>), ("application/x-www-form-urlencoded", schema::<crate::sign_in::Redeem>)]),
+            replies: &[Reply { status: 200, description: "Signed in: an HTML page, and the session cookie.", content: &[("text/html", string)], headers: SET_COOKIE }],
+            errors: &[E::InvalidParameter, E::SignInLinkInvalid],
+            ..Operation::new("", "")
+        }),
+    row(GET, "/api/auth/session", Session, OpenAi,
+        any!(|c, caller| Ok(sign_in::show(&caller.session()?, c.id))),
+        Operation {
+            summary: "Who is signed in", tag: "sessions",
+            replies: &[json(200, "The session.", &[(JSON, schema::<bodies::SessionView>)])],
+            ..Operation::new("", "")
+        }),
+    row(POST, "/api/auth/sign-out", Session, OpenAi,
+        any!(|c, caller| sign_in::sign_out(&c.app, &caller.session()?, c.id).await),
+        Operation {
+            summary: "Sign out: end the session and clear the cookie", tag: "sessions",
+            replies: &[Reply { status: 204, description: "Signed out.", content: &[], headers: CLEAR_COOKIE }],
+            ..Operation::new("", "")
+        }),
     // Health.
-    row(GET,    "/healthz",                      Public,                    OpenAi,      Healthz),
-    row(GET,    "/readyz",                       Public,                    OpenAi,      Readyz),
-    row(GET,    "/metrics",                      Admin,                     OpenAi,      Metrics),
+    row(GET, "/healthz", Public, OpenAi,
+        any!(|c, _| Ok(health::healthz(c.id))),
+        Operation {
+            summary: "Liveness: the process answers", tag: "health",
+            replies: &[json(200, "Healthy.", &[(JSON, schema::<crate::health::Health>)])],
+            ..Operation::new("", "")
+        }),
+    row(GET, "/readyz", Public, OpenAi,
+        any!(|c, _| Ok(health::readyz(&c.app, c.id).await)),
+        Operation {
+            summary: "Readiness: the router can reach PostgreSQL", tag: "health",
+            replies: &[
+                json(200, "Healthy.", &[(JSON, schema::<crate::health::Health>)]),
+                json(503, "The database does not answer.", &[(JSON, schema::<crate::health::Health>)]),
+            ],
+            ..Operation::new("", "")
+        }),
+    row(GET, "/metrics", Admin, OpenAi,
+        any!(|c, _| metrics::reply(&c.app, c.id)),
+        Operation {
+            summary: "Metrics in the Prometheus text format", tag: "operations",
+            replies: &[json(200, "Counters, gauges and histograms prefixed `router_` (docs/operations.md).", &[("text/plain", string)])],
+            errors: &[E::NotAvailable],
+            ..Operation::new("", "")
+        }),
     // The operator API (docs/admin-api.md).
-    row(POST,   "/admin/accounts",               Admin,                     OpenAi,      AdminCreateAccount),
-    row(GET,    "/admin/accounts/{id}",          Admin,                     OpenAi,      AdminGetAccount),
-    row(POST,   "/admin/accounts/{id}/credits",  Admin,                     OpenAi,      AdminGrantCredits),
-    row(POST,   "/admin/api-keys",               Admin,                     OpenAi,      AdminCreateApiKey),
-    row(GET,    "/admin/api-keys/{id}",          Admin,                     OpenAi,      AdminGetApiKey),
-    row(GET,    "/admin/accounts/{id}/api-keys", Admin,                     OpenAi,      AdminListApiKeys),
-    row(PATCH,  "/admin/api-keys/{id}",          Admin,                     OpenAi,      AdminUpdateApiKey),
-    row(DELETE, "/admin/api-keys/{id}",          Admin,                     OpenAi,      AdminDeleteApiKey),
-    row(GET,    "/admin/requests/{id}",          Admin,                     OpenAi,      AdminGetRequest),
-    row(GET,    "/admin/catalog",                Admin,                     OpenAi,      AdminGetCatalog),
-    row(POST,   "/admin/catalog/reload",         Admin,                     OpenAi,      AdminReloadCatalog),
-    row(POST,   "/admin/accounts/{id}/sessions", Admin,                     OpenAi,      AdminCreateSession),
-    row(DELETE, "/admin/sessions/{id}",          Admin,                     OpenAi,      AdminDeleteSession),
-    row(POST,   "/admin/accounts/{id}/experiments",        Admin,       OpenAi,      AdminCreateExperiment),
-    row(GET,    "/admin/accounts/{id}/experiments",        Admin,       OpenAi,      AdminListExperiments),
-    row(GET,    "/admin/accounts/{id}/experiments/{slug}", Admin,       OpenAi,      AdminGetExperiment),
-    row(PATCH,  "/admin/accounts/{id}/experiments/{slug}", Admin,       OpenAi,      AdminUpdateExperiment),
-    row(POST,   "/admin/jobs/{name}/run",        Admin,                     OpenAi,      AdminRunJob),
-    row(POST,   "/admin/accounts/{id}/channels", Admin,                     OpenAi,      AdminProvisionChannel),
-    row(DELETE, "/admin/channels/{id}",          Admin,                     OpenAi,      AdminDeprovisionChannel),
-    row(POST,   "/admin/requests/backdate",      Admin,                     OpenAi,      AdminBackdateRequests),
-    row(GET,    "/admin/videos/{id}",            Admin,                     OpenAi,      AdminGetVideo),
-    row(POST,   "/admin/videos/{id}/reconcile",  Admin,                     OpenAi,      AdminReconcileVideo),
+    row(POST, "/admin/accounts", Admin, OpenAi,
+        any!(|c, _| admin::create_account(&c.app, c.request, c.id).await),
+        Operation {
+            summary: "Create an account", tag: ADMIN,
+            body: body(ADMIN_BODY, &[(JSON, schema::<router_operator::NewAccount>)]),
+            replies: &[json(201, "The account, its wallet empty.", &[(JSON, schema::<bodies::AdminNewAccount>)])],
+            errors: &[E::InvalidParameter, E::Conflict],
+            ..Operation::new("", "")
+        }),
+    row(GET, "/admin/accounts/{id}", Admin, OpenAi,
+        any!(|c, _| admin::get_account(&c.app, c.param(), c.id).await),
+        Operation {
+            summary: "Read an account and its wallet", tag: ADMIN,
+            replies: &[json(200, "The account.", &[(JSON, schema::<bodies::AdminAccount>)])],
+            errors: &[E::NotFound],
+            ..Operation::new("", "")
+        }),
+    row(POST, "/admin/accounts/{id}/credits", Admin, OpenAi,
+        any!(|c, _| admin::grant_credits(&c.app, c.request, c.params.first.as_deref(), c.id).await),
+        Operation {
+            summary: "Grant credits to an account", tag: ADMIN,
+            body: body(ADMIN_BODY, &[(JSON, schema::<router_operator::Credits>)]),
+            replies: &[json(200, "The new balance.", &[(JSON, schema::<bodies::AdminBalance>)])],
+            errors: &[E::InvalidParameter, E::NotFound],
+            ..Operation::new("", "")
+        }),
+    row(POST, "/admin/api-keys", Admin, OpenAi,
+        any!(|c, _| admin::create_api_key(&c.app, c.request, c.id).await),
+        Operation {
+            summary: "Issue an API key", tag: ADMIN,
+            body: body(ADMIN_BODY, &[(JSON, schema::<router_operator::NewApiKey>)]),
+            replies: &[json(201, "The key, its secret shown once, with its policy.", &[(JSON, schema::<bodies::AdminNewApiKey>)])],
+            errors: &[E::InvalidParameter, E::NotFound],
+            ..Operation::new("", "")
+        }),
+    row(GET, "/admin/api-keys/{id}", Admin, OpenAi,
+        any!(|c, _| admin::get_api_key(&c.app, c.param(), c.id).await),
+        Operation {
+            summary: "Read an API key, its policy and spend", tag: ADMIN,
+            replies: &[json(200, "The key.", &[(JSON, schema::<bodies::AdminApiKeyWithSpend>)])],
+            errors: &[E::NotFound],
+            ..Operation::new("", "")
+        }),
+    row(GET, "/admin/accounts/{id}/api-keys", Admin, OpenAi,
+        any!(|c, _| admin::list_api_keys(&c.app, c.param(), c.id).await),
+        Operation {
+            summary: "List an account's API keys", tag: ADMIN,
+            replies: &[json(200, "The keys.", &[(JSON, schema::<bodies::AdminApiKeyList>)])],
+            errors: &[E::NotFound],
+            ..Operation::new("", "")
+        }),
+    row(PATCH, "/admin/api-keys/{id}", Admin, OpenAi,
+        any!(|c, _| admin::update_api_key(&c.app, c.request, c.params.first.as_deref(), c.id).await),
+        Operation {
+            summary: "Change an API key's scopes or policy", tag: ADMIN,
+            body: body(ADMIN_BODY, &[(JSON, schema::<router_operator::ApiKeyPatch>)]),
+            replies: &[json(200, "The key.", &[(JSON, schema::<bodies::AdminApiKey>)])],
+            errors: &[E::InvalidParameter, E::NotFound],
+            ..Operation::new("", "")
+        }),
+    row(DELETE, "/admin/api-keys/{id}", Admin, OpenAi,
+        any!(|c, _| admin::delete_api_key(&c.app, c.param(), c.id).await),
+        Operation {
+            summary: "Delete an API key", tag: ADMIN,
+            replies: &[empty(204, "Deleted.")],
+            errors: &[E::NotFound],
+            ..Operation::new("", "")
+        }),
+    row(GET, "/admin/requests/{id}", Admin, OpenAi,
+        any!(|c, _| admin::get_request(&c.app, c.param(), c.id).await),
+        Operation {
+            summary: "A request's history: attempts, hold, ledger", tag: ADMIN,
+            replies: &[json(200, "The request.", &[(JSON, schema::<bodies::AdminRequest>)])],
+            errors: &[E::NotFound],
+            ..Operation::new("", "")
+        }),
+    row(GET, "/admin/catalog", Admin, OpenAi,
+        any!(|c, _| Ok(crate::catalog_api::describe(&c.app, c.id))),
+        Operation {
+            summary: "The catalog release in force", tag: ADMIN,
+            replies: &[json(200, "The release.", &[(JSON, schema::<bodies::AdminCatalog>)])],
+            ..Operation::new("", "")
+        }),
+    row(POST, "/admin/catalog/reload", Admin, OpenAi,
+        any!(|c, _| crate::catalog_api::reload(&c.app, c.id).await),
+        Operation {
+            summary: "Reload the catalog file as a new release", tag: ADMIN,
+            replies: &[json(200, "The release now in force.", &[(JSON, schema::<bodies::AdminCatalogReload>)])],
+            errors: &[E::InvalidParameter],
+            ..Operation::new("", "")
+        }),
+    row(POST, "/admin/accounts/{id}/sessions", Admin, OpenAi,
+        any!(|c, _| admin::create_session(&c.app, c.request, c.params.first.as_deref(), c.id).await),
+        Operation {
+            summary: "Open a browser session for an account", tag: ADMIN,
+            body: body(ADMIN_BODY, &[(JSON, schema::<router_operator::NewSession>)]),
+            replies: &[json(201, "The session; its cookie value is shown once.", &[(JSON, schema::<bodies::AdminNewSession>)])],
+            errors: &[E::InvalidParameter, E::NotFound],
+            ..Operation::new("", "")
+        }),
+    row(DELETE, "/admin/sessions/{id}", Admin, OpenAi,
+        any!(|c, _| admin::delete_session(&c.app, c.param(), c.id).await),
+        Operation {
+            summary: "End a browser session", tag: ADMIN,
+            replies: &[empty(204, "Ended.")],
+            errors: &[E::NotFound],
+            ..Operation::new("", "")
+        }),
+    row(POST, "/admin/accounts/{id}/experiments", Admin, OpenAi,
+        any!(|c, _| admin::create_experiment(&c.app, c.request, c.params.first.as_deref(), c.id).await),
+        Operation {
+            summary: "Create an A/B experiment (a draft)", tag: ADMIN,
+            body: body(ADMIN_BODY, &[(JSON, schema::<router_operator::NewExperiment>)]),
+            replies: &[json(201, "The experiment, status `draft`.", &[(JSON, schema::<bodies::AdminExperiment>)])],
+            errors: &[E::InvalidParameter, E::NotFound, E::Conflict],
+            ..Operation::new("", "")
+        }),
+    row(GET, "/admin/accounts/{id}/experiments", Admin, OpenAi,
+        any!(|c, _| admin::list_experiments(&c.app, c.param(), c.id).await),
+        Operation {
+            summary: "List an account's experiments", tag: ADMIN,
+            replies: &[json(200, "The experiments with assignment counts.", &[(JSON, schema::<bodies::AdminExperimentList>)])],
+            errors: &[E::NotFound],
+            ..Operation::new("", "")
+        }),
+    row(GET, "/admin/accounts/{id}/experiments/{slug}", Admin, OpenAi,
+        any!(|c, _| admin::get_experiment(&c.app, c.param(), c.params.second.as_deref(), c.id).await),
+        Operation {
+            summary: "Read an experiment and its assignment counts", tag: ADMIN,
+            replies: &[json(200, "The experiment.", &[(JSON, schema::<bodies::AdminExperiment>)])],
+            errors: &[E::NotFound],
+            ..Operation::new("", "")
+        }),
+    row(PATCH, "/admin/accounts/{id}/experiments/{slug}", Admin, OpenAi,
+        any!(|c, _| admin::update_experiment(&c.app, c.request, c.params.first.as_deref(), c.params.second.as_deref(), c.id).await),
+        Operation {
+            summary: "Run, pause, complete or promote an experiment", tag: ADMIN,
+            body: body(ADMIN_BODY, &[(JSON, schema::<router_operator::ExperimentPatch>)]),
+            replies: &[json(200, "The experiment.", &[(JSON, schema::<bodies::AdminExperiment>)])],
+            errors: &[E::InvalidParameter, E::NotFound, E::Conflict],
+            ..Operation::new("", "")
+        }),
+    row(POST, "/admin/jobs/{name}/run", Admin, OpenAi,
+        any!(|c, _| channels::jobs::run_job(&c.app, c.request, c.params.first.as_deref(), c.id).await),
+        Operation {
+            summary: "Run one pass of a background job now", tag: ADMIN,
+            body: Some(RequestBody {
+                description: "Empty, or JSON `{as_of}`: only for `digest-scheduler` with ROUTER_ADMIN_TEST_HOOKS=1 (else 404).",
+                required: false,
+                content: &[(JSON, schema::<bodies::AdminJobRun>)],
+                parts: &[],
+            }),
+            replies: &[json(200, "The job and how many items its pass processed.", &[(JSON, schema::<bodies::AdminJobPass>)])],
+            errors: &[E::InvalidParameter, E::NotFound],
+            ..Operation::new("", "")
+        }),
+    row(POST, "/admin/accounts/{id}/channels", Admin, OpenAi,
+        any!(|c, _| admin::provision_channel(&c.app, c.request, c.params.first.as_deref(), c.id).await),
+        Operation {
+            summary: "Provision a Slack, Discord or Telegram channel", tag: ADMIN,
+            body: body(ADMIN_BODY, &[(JSON, schema::<router_notify::channels::Provision>)]),
+            replies: &[
+                json(201, "Connected.", &[(JSON, schema::<router_notify::channels::ChannelRecord>)]),
+                json(200, "Already connected with this frequency, or reconnected.", &[(JSON, schema::<router_notify::channels::ChannelRecord>)]),
+            ],
+            errors: &[E::InvalidParameter, E::NotFound, E::ChannelAlreadyConnected],
+            ..Operation::new("", "")
+        }),
+    row(DELETE, "/admin/channels/{id}", Admin, OpenAi,
+        any!(|c, _| admin::deprovision_channel(&c.app, c.param(), c.id).await),
+        Operation {
+            summary: "Disconnect a channel", tag: ADMIN,
+            replies: &[json(200, "Disconnected.", &[(JSON, schema::<router_notify::channels::Disconnected>)])],
+            errors: &[E::NotFound],
+            ..Operation::new("", "")
+        }),
+    row(POST, "/admin/requests/backdate", Admin, OpenAi,
+        any!(|c, _| channels::jobs::backdate_requests(&c.app, c.request, c.id).await),
+        Operation {
+            summary: "Move finished requests in time (test hooks only)", tag: ADMIN,
+            body: body("JSON; only with ROUTER_ADMIN_TEST_HOOKS=1, else 404.", &[(JSON, schema::<bodies::AdminBackdate>)]),
+            replies: &[json(200, "How many finished requests moved.", &[(JSON, schema::<bodies::AdminBackdated>)])],
+            errors: &[E::InvalidParameter, E::NotFound],
+            ..Operation::new("", "")
+        }),
+    row(GET, "/admin/videos/{id}", Admin, OpenAi,
+        any!(|c, _| videos::admin_show(&c.app, c.param(), c.id).await),
+        Operation {
+            summary: "A video job as the operator sees it", tag: ADMIN,
+            replies: &[json(200, "The video job.", &[(JSON, schema::<bodies::AdminVideo>)])],
+            errors: &[E::TaskNotFound],
+            ..Operation::new("", "")
+        }),
+    row(POST, "/admin/videos/{id}/reconcile", Admin, OpenAi,
+        any!(|c, _| videos::admin_reconcile(&c.app, c.request, c.params.first.as_deref(), c.id).await),
+        Operation {
+            summary: "Reconcile a video whose submission is unknown", tag: ADMIN,
+            body: body(ADMIN_BODY, &[(JSON, schema::<bodies::AdminReconcile>)]),
+            replies: &[json(200, "The video job after reconciliation.", &[(JSON, schema::<bodies::AdminVideo>)])],
+            errors: &[E::InvalidParameter, E::TaskNotFound, E::Conflict],
+            ..Operation::new("", "")
+        }),
 ];
 
 #[cfg(test)]
@@ -339,20 +1200,31 @@ mod tests {
         }
     }
 
-    /// Handlers that need an API key's account sit only behind a key rule.
+    /// A handler handed the caller's key sits behind a key rule; the
+    /// inference, image, video and request-status rows need `inference`.
     #[test]
-    fn inference_handlers_need_an_inference_key() {
+    fn key_handlers_sit_behind_a_key_rule() {
         for route in &ROUTES {
-            if matches!(
-                route.handler,
-                Handler::Inference(_)
-                    | Handler::ImagesGenerations
-                    | Handler::RequestStatus
-                    | Handler::VideoCreate
-                    | Handler::VideoShow
-                    | Handler::VideoContent
-            ) {
+            if matches!(route.handler, Handler::Key(_)) {
+                assert!(
+                    matches!(route.auth, AuthRule::ApiKey { .. }),
+                    "{} {}",
+                    route.method,
+                    route.path
+                );
+            }
+            let inference = [
+                "/v1/chat/",
+                "/v1/responses",
+                "/v1/messages",
+                "/v1/completions",
+                "/v1/images/",
+                "/v1/videos",
+                "/v1/requests/",
+            ];
+            if inference.iter().any(|p| route.path.starts_with(p)) {
                 assert_eq!(route.auth, key(INFERENCE), "{}", route.path);
+                assert!(matches!(route.handler, Handler::Key(_)), "{}", route.path);
             }
             if route.path.starts_with("/admin/") || route.path == "/metrics" {
                 assert_eq!(route.auth, Admin, "{}", route.path);

@@ -31,6 +31,7 @@ use std::sync::Arc;
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LinkRequest {
+    #[schema(format = Email, max_length = 254)]
     email: String,
 }
 

@@ -97,16 +97,34 @@ pub async fn grant_credits(
     }
     let txn_id = Uuid::now_v7();
     conn.transaction(async move |conn| {
-        let balance = diesel::update(wallets::table.find(account_id))
-            .set((
-                wallets::balance_nano.eq(wallets::balance_nano + amount.0),
-                wallets::updated_at.eq(now),
-            ))
-            .returning(wallets::balance_nano)
-            .get_result::<i64>(conn)
-            .await
-            .optional()?
-            .ok_or(AdminError::AccountNotFound(account_id))?;
+        // A balance that would pass i64::MAX is refused, not overflowed.
+        let balance = diesel::update(
+            wallets::table
+                .find(account_id)
+                .filter(wallets::balance_nano.le(i64::MAX - amount.0)),
+        )
+        .set((
+            wallets::balance_nano.eq(wallets::balance_nano + amount.0),
+            wallets::updated_at.eq(now),
+        ))
+        .returning(wallets::balance_nano)
+        .get_result::<i64>(conn)
+        .await
+        .optional()?;
+        let Some(balance) = balance else {
+            let exists = wallets::table
+                .find(account_id)
+                .select(wallets::account_id)
+                .first::<Uuid>(conn)
+                .await
+                .optional()?
+                .is_some();
+            return Err(if exists {
+                AdminError::BalanceTooLarge
+            } else {
+                AdminError::AccountNotFound(account_id)
+            });
+        };
         diesel::insert_into(ledger_entries::table)
             .values(&vec![
                 (

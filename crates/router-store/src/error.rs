@@ -44,6 +44,9 @@ pub enum AdminError {
     /// Grants move money into a wallet; a non-positive grant is a mistake.
     #[error("amount must be positive, got {0} nano-USD")]
     NonPositiveAmount(i64),
+    /// The grant would take the balance past what a wallet holds (i64 nano-USD).
+    #[error("the balance would exceed the largest a wallet holds")]
+    BalanceTooLarge,
     #[error(transparent)]
     Store(#[from] StoreError),
 }

@@ -27,10 +27,13 @@ use std::fmt;
 #[serde(default, expecting = "a JSON object")]
 pub struct ChatRequest {
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "openapi", schema(required = true))]
+    #[cfg_attr(feature = "openapi", schema(required = true, nullable = false))]
     pub model: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "openapi", schema(required = true))]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(required = true, nullable = false, min_items = 1)
+    )]
     pub messages: Option<Vec<ChatMessage>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<ToolDefinition>>,

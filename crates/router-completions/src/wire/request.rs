@@ -24,10 +24,10 @@ use serde_json::{Map, Value};
 #[serde(default, expecting = "a JSON object")]
 pub struct CompletionBody {
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "openapi", schema(required = true))]
+    #[cfg_attr(feature = "openapi", schema(required = true, nullable = false))]
     pub model: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "openapi", schema(required = true))]
+    #[cfg_attr(feature = "openapi", schema(required = true, nullable = false))]
     pub prompt: Option<Prompt>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
@@ -39,7 +39,9 @@ pub struct CompletionBody {
     pub best_of: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub logprobs: Option<Value>,
+    /// Insertion is not supported: `null`, `""` or absent.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, max_length = 0))]
     pub suffix: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f64>,

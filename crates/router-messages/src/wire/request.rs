@@ -29,21 +29,29 @@ use serde_json::{Map, Value};
 #[serde(default, expecting = "a JSON object")]
 pub struct MessagesRequest {
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "openapi", schema(required = true))]
+    #[cfg_attr(feature = "openapi", schema(required = true, nullable = false))]
     pub model: Option<String>,
     /// Required on `/v1/messages`, not on count_tokens.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(required = true, nullable = false, minimum = 1)
+    )]
     pub max_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub system: Option<Content>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "openapi", schema(required = true))]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(required = true, nullable = false, min_items = 1, max_items = 100_000)
+    )]
     pub messages: Option<Vec<InputMessage>>,
     /// `Some(None)` is an explicit `null`, which Messages rejects.
     #[serde(
         deserialize_with = "explicit_null",
         skip_serializing_if = "Option::is_none"
     )]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub stop_sequences: Option<Option<Vec<String>>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f64>,
@@ -67,6 +75,32 @@ pub struct MessagesRequest {
     /// the common routing fields).
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+/// The body of `POST /v1/messages/count_tokens`, for the OpenAPI
+/// description: the count body (model, messages, system, tools) and what
+/// changes a count (tool choice, thinking, an optional `max_tokens`); the
+/// generation controls of [`MessagesRequest`] are refused there.
+#[cfg(feature = "openapi")]
+#[derive(utoipa::ToSchema)]
+#[schema(as = MessagesCountTokensRequest)]
+#[serde(deny_unknown_fields)]
+pub struct CountTokensRequest {
+    /// A routing field of every inference body.
+    #[schema(minimum = 0, maximum = 99.99)]
+    pub min_discount_percent: Option<f64>,
+    /// A routing field of every inference body.
+    pub zdr: Option<bool>,
+    #[schema(min_length = 1)]
+    pub model: String,
+    #[schema(min_items = 1, max_items = 100_000)]
+    pub messages: Vec<InputMessage>,
+    pub system: Option<Content>,
+    pub tools: Option<Vec<ToolDefinition>>,
+    pub tool_choice: Option<ToolChoice>,
+    pub thinking: Option<Thinking>,
+    #[schema(minimum = 1)]
+    pub max_tokens: Option<u32>,
 }
 
 /// Absent is `None`, `null` is `Some(None)`.

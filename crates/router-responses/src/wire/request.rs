@@ -29,10 +29,10 @@ use std::fmt;
 #[serde(default, expecting = "a JSON object")]
 pub struct ResponsesRequest {
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "openapi", schema(required = true))]
+    #[cfg_attr(feature = "openapi", schema(required = true, nullable = false))]
     pub model: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "openapi", schema(required = true))]
+    #[cfg_attr(feature = "openapi", schema(required = true, nullable = false))]
     pub input: Option<Input>,
     /// A system message placed before `input`.
     #[serde(skip_serializing_if = "Option::is_none")]

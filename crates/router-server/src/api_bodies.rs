@@ -1,0 +1,772 @@
+//! The shapes of the answers that handlers build as JSON values (`json!`)
+//! rather than from a serialized type, stated as `ToSchema` types for the
+//! OpenAPI document (`routes.rs` names them). Nothing constructs them: they
+//! describe. `cargo xtask test`'s schemathesis step checks every answer it
+//! gets against them, so a field added to a `json!` and not here fails there.
+//!
+//! Times are RFC 3339 strings unless a field says Unix seconds; money is
+//! integer nano-USD (`*_nano_usd`) or a decimal USD number (`*_usd`).
+
+#![allow(dead_code)]
+
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+/// An API key's scope.
+#[derive(ToSchema)]
+pub enum ScopeName {
+    #[serde(rename = "inference")]
+    Inference,
+    #[serde(rename = "account:read")]
+    AccountRead,
+    #[serde(rename = "account:write")]
+    AccountWrite,
+    #[serde(rename = "usage:read")]
+    UsageRead,
+}
+
+/// `POST /admin/accounts`: the new account, its wallet empty.
+#[derive(ToSchema)]
+pub struct AdminNewAccount {
+    id: Uuid,
+    email: String,
+    email_verified: bool,
+    balance_nano_usd: i64,
+    held_nano_usd: i64,
+}
+
+/// `GET /admin/accounts/{id}`: an account and its wallet.
+#[derive(ToSchema)]
+pub struct AdminAccount {
+    id: Uuid,
+    email: String,
+    email_verified: bool,
+    balance_nano_usd: i64,
+    held_nano_usd: i64,
+    /// `balance_nano_usd - held_nano_usd`.
+    available_nano_usd: i64,
+    /// Settlements capped at their hold, and what they did not collect.
+    shortfall_count: i64,
+    shortfall_nano_usd: i64,
+    created_at: String,
+}
+
+/// `POST /admin/accounts/{id}/credits`: the wallet's new balance.
+#[derive(ToSchema)]
+pub struct AdminBalance {
+    account_id: Uuid,
+    balance_nano_usd: i64,
+}
+
+/// One rolling spend window of a key's policy.
+#[derive(ToSchema)]
+pub struct AdminSpendWindow {
+    amount_nano_usd: i64,
+    window_seconds: i64,
+}
+
+/// A key's policy; `null` is no restriction.
+#[derive(ToSchema)]
+pub struct AdminKeyPolicy {
+    #[schema(required)]
+    allowed_models: Option<Vec<String>>,
+    /// CIDR blocks.
+    #[schema(required)]
+    ip_allowlist: Option<Vec<String>>,
+    #[schema(required, value_type = Option<String>)]
+    prompt_cache_mode: Option<String>,
+    #[schema(required)]
+    response_cache_ttl_seconds: Option<i32>,
+    #[schema(required)]
+    spend_limits: Option<Vec<AdminSpendWindow>>,
+    #[schema(required)]
+    monthly_budget_nano_usd: Option<i64>,
+    #[schema(required)]
+    requests_per_minute: Option<i64>,
+    #[schema(required)]
+    requests_per_day: Option<i64>,
+    #[schema(required)]
+    max_concurrent_requests: Option<i64>,
+    /// Moves on every policy change.
+    version: i64,
+}
+
+/// `POST /admin/api-keys`: the key, its secret shown this once.
+#[derive(ToSchema)]
+pub struct AdminNewApiKey {
+    id: Uuid,
+    /// The secret; never shown again.
+    key: String,
+    prefix: String,
+    account_id: Uuid,
+    scopes: Vec<String>,
+    /// Unix seconds.
+    #[schema(required)]
+    expires_at: Option<i64>,
+    policy: AdminKeyPolicy,
+}
+
+/// An API key as the admin API shows it (no secret).
+#[derive(ToSchema)]
+pub struct AdminApiKey {
+    id: Uuid,
+    account_id: Uuid,
+    prefix: String,
+    scopes: Vec<String>,
+    created_at: String,
+    /// Unix seconds.
+    #[schema(required)]
+    expires_at: Option<i64>,
+    #[schema(required)]
+    deleted_at: Option<String>,
+    policy: AdminKeyPolicy,
+}
+
+/// A key's spend in one rolling window.
+#[derive(ToSchema)]
+pub struct AdminWindowSpend {
+    window_seconds: i64,
+    spent_nano_usd: i64,
+}
+
+/// A key's spend so far.
+#[derive(ToSchema)]
+pub struct AdminKeySpend {
+    month_to_date_nano_usd: i64,
+    held_nano_usd: i64,
+    windows: Vec<AdminWindowSpend>,
+}
+
+/// `GET /admin/api-keys/{id}`: the key with its spend.
+#[derive(ToSchema)]
+pub struct AdminApiKeyWithSpend {
+    id: Uuid,
+    account_id: Uuid,
+    prefix: String,
+    scopes: Vec<String>,
+    created_at: String,
+    /// Unix seconds.
+    #[schema(required)]
+    expires_at: Option<i64>,
+    #[schema(required)]
+    deleted_at: Option<String>,
+    policy: AdminKeyPolicy,
+    spend: AdminKeySpend,
+}
+
+/// `GET /admin/accounts/{id}/api-keys`.
+#[derive(ToSchema)]
+pub struct AdminApiKeyList {
+    /// `list`.
+    #[schema(value_type = String, pattern = "^list$")]
+    object: String,
+    data: Vec<AdminApiKey>,
+}
+
+/// Token counts of a settled request.
+#[derive(ToSchema)]
+pub struct AdminUsage {
+    input_tokens: i64,
+    output_tokens: i64,
+    cache_read_tokens: i64,
+    cache_write_tokens: i64,
+    reasoning_tokens: i64,
+}
+
+/// A request's hold.
+#[derive(ToSchema)]
+pub struct AdminHold {
+    amount_nano: i64,
+    /// `held`, `settled` or `released`.
+    status: String,
+    expires_at: String,
+    created_at: String,
+    #[schema(required)]
+    released_at: Option<String>,
+}
+
+/// One attempt of a request.
+#[derive(ToSchema)]
+pub struct AdminAttempt {
+    attempt_no: i32,
+    route_id: String,
+    supplier_id: String,
+    upstream_protocol: String,
+    started_at: String,
+    duration_ms: i64,
+    /// `succeeded` or `failed`.
+    outcome: String,
+    #[schema(required)]
+    upstream_status: Option<i32>,
+    #[schema(required)]
+    failure_kind: Option<String>,
+    #[schema(required)]
+    retryable: Option<bool>,
+}
+
+/// One ledger entry of a request.
+#[derive(ToSchema)]
+pub struct AdminLedgerEntry {
+    id: i64,
+    txn_id: Uuid,
+    /// Set for `wallet` entries.
+    #[schema(required)]
+    account_id: Option<Uuid>,
+    /// `wallet`, `revenue` or `grants`.
+    ledger_account: String,
+    /// Signed: the entries of one `txn_id` sum to zero.
+    amount_nano: i64,
+    /// `grant` or `charge`.
+    kind: String,
+    created_at: String,
+}
+
+/// `GET /admin/requests/{id}`: a request's history.
+#[derive(ToSchema)]
+pub struct AdminRequest {
+    id: Uuid,
+    account_id: Uuid,
+    api_key_id: Uuid,
+    model: String,
+    inbound_protocol: String,
+    protocol: String,
+    stream: bool,
+    /// `reserved`, `succeeded` or `failed`.
+    status: String,
+    reserved_nano_usd: i64,
+    #[schema(required)]
+    charged_nano_usd: Option<i64>,
+    #[schema(required)]
+    reported_nano_usd: Option<i64>,
+    #[schema(required)]
+    shortfall_nano_usd: Option<i64>,
+    #[schema(required)]
+    usage: Option<AdminUsage>,
+    #[schema(required)]
+    route_id: Option<String>,
+    #[schema(required)]
+    error_reason: Option<String>,
+    created_at: String,
+    #[schema(required)]
+    finished_at: Option<String>,
+    #[schema(required)]
+    experiment_id: Option<Uuid>,
+    #[schema(required)]
+    experiment_variant: Option<String>,
+    cache_hit: bool,
+    #[schema(required)]
+    hold: Option<AdminHold>,
+    attempts: Vec<AdminAttempt>,
+    ledger: Vec<AdminLedgerEntry>,
+}
+
+/// `POST /admin/accounts/{id}/sessions`: the session, its cookie shown once.
+#[derive(ToSchema)]
+pub struct AdminNewSession {
+    id: Uuid,
+    account_id: Uuid,
+    cookie_name: String,
+    cookie_value: String,
+    expires_at: String,
+}
+
+/// One variant of an experiment, with how many requests it was assigned.
+#[derive(ToSchema)]
+pub struct AdminVariant {
+    name: String,
+    weight: u32,
+    #[schema(required)]
+    system: Option<String>,
+    /// `prepend` or `replace`; `null` without `system`.
+    #[schema(required)]
+    system_mode: Option<String>,
+    #[schema(required)]
+    model: Option<String>,
+    assignments: i64,
+}
+
+/// An A/B experiment.
+#[derive(ToSchema)]
+pub struct AdminExperiment {
+    id: Uuid,
+    account_id: Uuid,
+    slug: String,
+    /// `draft`, `running`, `paused` or `completed`.
+    status: String,
+    #[schema(required)]
+    winner: Option<String>,
+    variants: Vec<AdminVariant>,
+}
+
+/// `GET /admin/accounts/{id}/experiments`.
+#[derive(ToSchema)]
+pub struct AdminExperimentList {
+    /// `list`.
+    object: String,
+    data: Vec<AdminExperiment>,
+}
+
+/// `POST /admin/jobs/{name}/run`: one pass.
+#[derive(ToSchema)]
+pub struct AdminJobPass {
+    name: String,
+    processed: i64,
+}
+
+/// `POST /admin/jobs/{name}/run`'s optional body.
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AdminJobRun {
+    /// The instant a `digest-scheduler` pass takes as now (test hooks only).
+    #[schema(format = DateTime)]
+    as_of: String,
+}
+
+/// `POST /admin/requests/backdate` (test hooks only).
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AdminBackdate {
+    request_ids: Vec<Uuid>,
+    #[schema(format = DateTime)]
+    finished_at: String,
+}
+
+/// How many finished requests moved.
+#[derive(ToSchema)]
+pub struct AdminBackdated {
+    moved: i64,
+}
+
+/// `GET /admin/catalog`: the release in force.
+#[derive(ToSchema)]
+pub struct AdminCatalog {
+    release: i64,
+    observed_at: String,
+    path: String,
+    pricing_version: String,
+    models: i64,
+}
+
+/// `POST /admin/catalog/reload`.
+#[derive(ToSchema)]
+pub struct AdminCatalogReload {
+    release: i64,
+    /// How many models' prices changed.
+    changed: i64,
+    pricing_version: String,
+    observed_at: String,
+}
+
+/// `GET /admin/videos/{id}`: a video job as the operator sees it.
+#[derive(ToSchema)]
+pub struct AdminVideo {
+    id: String,
+    /// `admin.video`.
+    object: String,
+    account_id: Uuid,
+    api_key_id: Uuid,
+    request_id: Uuid,
+    client_task_id: String,
+    model: String,
+    route_id: String,
+    supplier_id: String,
+    status: String,
+    progress: i32,
+    #[schema(required)]
+    upstream_task_id: Option<String>,
+    charge_usd: f64,
+    #[schema(required)]
+    fail_reason: Option<String>,
+    #[schema(required)]
+    supplier_error: Option<String>,
+    #[schema(required)]
+    content_bytes: Option<i64>,
+    polls: i32,
+    /// Unix seconds.
+    created_at: i64,
+    updated_at: i64,
+    #[schema(required)]
+    completed_at: Option<i64>,
+    #[schema(required)]
+    next_poll_at: Option<i64>,
+    #[schema(required)]
+    reconciled_at: Option<i64>,
+}
+
+/// `POST /admin/videos/{id}/reconcile`: `{upstream_task_id}` resumes
+/// polling; `{outcome: "failed", reason}` releases the hold.
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AdminReconcile {
+    upstream_task_id: Option<String>,
+    outcome: Option<String>,
+    reason: Option<String>,
+}
+
+/// `POST /api/auth/magic-link`: the same answer whether an account has the
+/// address or not.
+#[derive(ToSchema)]
+pub struct SignInLinkSent {
+    /// `sign_in_link`.
+    object: String,
+    message: String,
+}
+
+/// `GET /api/auth/session`: who is signed in.
+#[derive(ToSchema)]
+pub struct SessionView {
+    /// `session`.
+    object: String,
+    id: Uuid,
+    account_id: Uuid,
+    email: String,
+    expires_at: String,
+}
+
+/// `GET /v1/requests/{id}`: a request's final status.
+#[derive(ToSchema)]
+pub struct RequestStatus {
+    id: Uuid,
+    /// `request`.
+    object: String,
+    model: String,
+    protocol: String,
+    /// `reserved`, `succeeded` or `failed`.
+    status: String,
+    /// USD; `null` until settled.
+    #[schema(required)]
+    charged_usd: Option<f64>,
+    /// The public error code of a failed request.
+    #[schema(required)]
+    error: Option<String>,
+    created_at: String,
+    #[schema(required)]
+    finished_at: Option<String>,
+}
+
+/// `POST /v1/images/generations`: the OpenAI Images request, as far as the
+/// router takes it (one PNG of automatic size and quality; docs/images.md).
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ImageGenerationRequest {
+    #[schema(min_length = 1)]
+    model: String,
+    #[schema(min_length = 1, max_length = 32000)]
+    prompt: String,
+    #[schema(minimum = 1, maximum = 1)]
+    n: Option<u8>,
+    #[schema(pattern = "^auto$")]
+    size: Option<String>,
+    #[schema(pattern = "^auto$")]
+    quality: Option<String>,
+    #[schema(pattern = "^b64_json$")]
+    response_format: Option<String>,
+    #[schema(pattern = "^png$")]
+    output_format: Option<String>,
+    user: Option<String>,
+}
+
+/// One generated image.
+#[derive(ToSchema)]
+pub struct GeneratedImage {
+    /// The PNG, base64.
+    b64_json: String,
+}
+
+/// What a generation was charged.
+#[derive(ToSchema)]
+pub struct ImageReceipt {
+    request_id: String,
+    charged_usd: f64,
+    /// `settled`.
+    status: String,
+}
+
+/// `POST /v1/images/generations`'s answer.
+#[derive(ToSchema)]
+pub struct ImageGeneration {
+    /// Unix seconds.
+    created: i64,
+    #[schema(min_items = 1, max_items = 1)]
+    data: Vec<GeneratedImage>,
+    receipt: ImageReceipt,
+}
+
+/// A reference of a video job (`mode: "references"`).
+#[derive(ToSchema)]
+pub struct VideoReference {
+    /// `image`, `video` or `audio`.
+    #[serde(rename = "type")]
+    kind: String,
+    /// A public `https` URL.
+    url: String,
+}
+
+/// `POST /v1/videos`: checked against the catalog's model (resolutions,
+/// durations, aspect ratios, modes, prompt length; docs/guide/videos.md).
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VideoCreateRequest {
+    #[schema(min_length = 1)]
+    model: String,
+    #[schema(min_length = 1)]
+    prompt: String,
+    #[schema(min_length = 1)]
+    mode: String,
+    #[schema(min_length = 1)]
+    resolution: String,
+    /// Whole seconds.
+    #[schema(minimum = 1)]
+    duration: u32,
+    #[schema(min_length = 1, max_length = 128, pattern = "^[A-Za-z0-9_.-]+$")]
+    client_task_id: String,
+    aspect_ratio: Option<String>,
+    references: Option<Vec<VideoReference>>,
+}
+
+/// A video's outcome, once it has one.
+#[derive(ToSchema)]
+pub struct VideoMetadata {
+    /// The content's path, once completed.
+    url: Option<String>,
+    /// Why it failed, once failed.
+    fail_reason: Option<String>,
+}
+
+/// The video object (O-21).
+#[derive(ToSchema)]
+pub struct Video {
+    id: String,
+    /// `video`.
+    object: String,
+    model: String,
+    /// `queued`, `in_progress`, `completed` or `failed`.
+    status: String,
+    #[schema(minimum = 0, maximum = 100)]
+    progress: u8,
+    /// Unix seconds.
+    created_at: i64,
+    /// Unix seconds; only in a terminal status.
+    completed_at: Option<i64>,
+    metadata: Option<VideoMetadata>,
+}
+
+/// `POST /v1/uploads`: a multipart body with one part, `file`.
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UploadForm {
+    /// A PNG, JPEG, WebP or GIF of 1 byte to 10 MiB whose declared type
+    /// matches its content.
+    #[schema(value_type = String, format = Binary)]
+    file: Vec<u8>,
+}
+
+/// `PATCH /v1/channels/{channel_id}`: at least one of the two.
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(min_properties = 1)]
+pub struct ChannelUpdate {
+    #[schema(nullable = false, pattern = "^(off|daily|weekly|monthly)$")]
+    frequency: Option<String>,
+    /// Event ids (`available_events` of `GET /v1/channels`).
+    #[schema(schema_with = event_ids)]
+    events: Option<Vec<String>>,
+}
+
+/// `POST /api/channels/email`: consent, and how often.
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EmailConnect {
+    /// Must be `true`.
+    #[schema(schema_with = only_true)]
+    consent: bool,
+    #[schema(pattern = "^(off|daily|weekly|monthly)$")]
+    frequency: String,
+}
+
+/// A selection of the notification events, by id.
+fn event_ids() -> utoipa::openapi::Array {
+    utoipa::openapi::schema::ArrayBuilder::new()
+        .items(
+            utoipa::openapi::schema::ObjectBuilder::new()
+                .schema_type(utoipa::openapi::Type::String)
+                .enum_values(Some(router_notify::events::IDS)),
+        )
+        .build()
+}
+
+/// `true` and nothing else.
+fn only_true() -> utoipa::openapi::Object {
+    utoipa::openapi::schema::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::Type::Boolean)
+        .enum_values(Some([true]))
+        .build()
+}
+
+/// A model of the catalog (GP-18): the OpenAI model object and what the
+/// router adds. `capabilities` and `pricing` depend on the modality
+/// (docs/catalog.md).
+#[derive(ToSchema)]
+pub struct ModelEntry {
+    id: String,
+    /// `model`.
+    object: String,
+    /// Unix seconds.
+    created: i64,
+    owned_by: String,
+    aliases: Vec<String>,
+    /// `text`, `image` or `video`.
+    modality: String,
+    protocols: Vec<String>,
+    #[schema(value_type = Object)]
+    capabilities: serde_json::Value,
+    #[schema(required)]
+    context_length: Option<u32>,
+    max_output_tokens: u32,
+    image_input: bool,
+    zdr: bool,
+    #[schema(value_type = Object)]
+    pricing: serde_json::Value,
+}
+
+/// `GET /v1/models`: the models this key may use.
+#[derive(ToSchema)]
+pub struct ModelList {
+    /// `list`.
+    object: String,
+    data: Vec<ModelEntry>,
+    /// The SHA-256 of exactly `data`.
+    pricing_version: String,
+    /// Always `null`: prices are the configured catalog's.
+    #[schema(required, value_type = Option<String>)]
+    pricing_checked_at: Option<String>,
+    pricing_observed_at: String,
+    #[schema(required)]
+    pricing_updated_at: Option<String>,
+    release: i64,
+}
+
+/// One anonymous offer of a model.
+#[derive(ToSchema)]
+pub struct SupplyOffer {
+    /// `s1`, `s2`, ...: this answer's only name for a route.
+    supply: String,
+    input_usd_per_mtok: f64,
+    output_usd_per_mtok: f64,
+    #[schema(required)]
+    input_discount_percent: Option<f64>,
+    #[schema(required)]
+    output_discount_percent: Option<f64>,
+    zdr: bool,
+    capabilities: Vec<String>,
+}
+
+/// `GET /v1/models/supply`: the eligible supply of one model, cheapest first.
+#[derive(ToSchema)]
+pub struct ModelSupply {
+    /// `list`.
+    object: String,
+    model: String,
+    data: Vec<SupplyOffer>,
+}
+
+/// How many suppliers price a model.
+#[derive(ToSchema)]
+pub struct SupplierCount {
+    count: i64,
+}
+
+/// One model of a comparison; `found: false` has every other field `null`.
+#[derive(ToSchema)]
+pub struct Comparison {
+    /// As asked.
+    model: String,
+    #[schema(required)]
+    id: Option<String>,
+    found: bool,
+    #[schema(required)]
+    billed_usd: Option<f64>,
+    #[schema(required)]
+    billed_nano_usd: Option<i64>,
+    #[schema(required)]
+    suppliers: Option<SupplierCount>,
+}
+
+/// `GET /v1/models/compare`: priced ascending, then unpriced, then unknown.
+#[derive(ToSchema)]
+pub struct ModelComparison {
+    /// `list`.
+    object: String,
+    estimate: bool,
+    prompt_tokens: u64,
+    completion_tokens: u64,
+    requests: u64,
+    data: Vec<Comparison>,
+}
+
+/// The latest price change of one model.
+#[derive(ToSchema)]
+pub struct PriceChange {
+    model_id: String,
+    /// `added`, `changed` or `removed`.
+    kind: String,
+    changed_at: String,
+    #[schema(value_type = Object)]
+    model: serde_json::Value,
+    #[schema(required, value_type = Option<Object>)]
+    previous: Option<serde_json::Value>,
+    #[schema(required, value_type = Option<Object>)]
+    current: Option<serde_json::Value>,
+}
+
+/// `GET /v1/pricing/changes`.
+#[derive(ToSchema)]
+pub struct PriceChanges {
+    data: Vec<PriceChange>,
+    /// Where the next page starts; `null` on the last.
+    #[schema(required)]
+    next_cursor: Option<String>,
+    /// `configured_catalog`.
+    source: String,
+    #[schema(required, value_type = Option<String>)]
+    pricing_checked_at: Option<String>,
+}
+
+/// `GET /public/models`.
+#[derive(ToSchema)]
+pub struct PublicModels {
+    models: Vec<ModelEntry>,
+}
+
+/// One logical model with its public tariff (camelCase, GP-19).
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CatalogModel {
+    id: String,
+    aliases: Vec<String>,
+    #[schema(required)]
+    vendor: Option<String>,
+    modality: String,
+    protocols: Vec<String>,
+    #[schema(value_type = Object)]
+    capabilities: serde_json::Value,
+    #[schema(required)]
+    context_length: Option<u32>,
+    max_output_tokens: u32,
+    image_input: bool,
+    #[schema(value_type = Object)]
+    public_pricing: serde_json::Value,
+}
+
+/// `GET /catalog/models`.
+#[derive(ToSchema)]
+pub struct CatalogModels {
+    models: Vec<CatalogModel>,
+}
+
+/// `PATCH /api/data-protection`: exactly the switch.
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DataProtectionChange {
+    zero_data_retention: bool,
+}
