@@ -350,6 +350,35 @@ mod tests {
         assert!((10_000..10_100).contains(&fed), "{fed}");
     }
 
+    /// The value is SHA-256 of the stream the module documents (a tag, then
+    /// little-endian lengths and raw bytes): prompt-cache affinity's rows and
+    /// the response cache's are keyed by it, so changing the encoding
+    /// changes every key.
+    #[test]
+    fn the_value_is_the_sha256_of_the_tagged_stream() {
+        let text = "y".repeat(100);
+        let value = json!({"a": [true, 7, null, text]});
+        let mut stream = vec![b'{', b's'];
+        stream.extend(1u64.to_le_bytes());
+        stream.push(b'a');
+        stream.extend([b'[', b'b', 1, b'u']);
+        stream.extend(7u64.to_le_bytes());
+        stream.extend([b'0', b's']);
+        stream.extend(100u64.to_le_bytes());
+        stream.extend(text.as_bytes());
+        stream.extend([b']', b'}']);
+        let expected: [u8; 32] = Sha256::digest(&stream).into();
+        assert_eq!(digest(&value), expected);
+        let mut parts = Fingerprint::default();
+        parts.bytes(&[1; 70]);
+        parts.bytes(b"z");
+        let mut stream = 70u64.to_le_bytes().to_vec();
+        stream.extend([1; 70]);
+        stream.extend(1u64.to_le_bytes());
+        stream.push(b'z');
+        assert_eq!(parts.finish(), <[u8; 32]>::from(Sha256::digest(&stream)));
+    }
+
     #[test]
     fn parts_are_length_prefixed() {
         let of = |parts: &[&[u8]]| {
