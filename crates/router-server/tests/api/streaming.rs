@@ -163,6 +163,21 @@ async fn client_leaving_a_stream_before_any_output_releases_the_hold() {
     assert_eq!(attempts[0]["failure_kind"], "client_cancelled");
 }
 
+/// Streams a Chat request for `m-text`, reads until the first word ("a")
+/// has arrived, then leaves; returns the request's id.
+async fn leave_after_the_first_word(r: &TestRouter, key: &str) -> String {
+    let mut body = hello("m-text");
+    body["stream"] = json!(true);
+    let resp = r.chat(key, &body).await;
+    let id = request_id(&resp);
+    let mut stream = resp.bytes_stream();
+    let mut seen = Vec::new();
+    while !String::from_utf8_lossy(&seen).contains("\"content\":\"a") {
+        seen.extend_from_slice(&stream.next().await.unwrap().unwrap());
+    }
+    id
+}
+
 /// The request's record once it leaves `reserved`, waiting up to `limit`.
 async fn settled_record(r: &TestRouter, id: &str, limit: Duration) -> Value {
     let started = std::time::Instant::now();
@@ -197,16 +212,7 @@ async fn client_leaving_a_stream_after_output_is_charged_as_if_it_had_stayed() {
         ..MockReply::text("a b c d e f g h i j")
     };
     r.mock.enqueue(Script::Reply(reply.clone()));
-    let mut body = hello("m-text");
-    body["stream"] = json!(true);
-    let resp = r.chat(&c.key, &body).await;
-    let id = request_id(&resp);
-    let mut stream = resp.bytes_stream();
-    let mut seen = Vec::new();
-    while !String::from_utf8_lossy(&seen).contains("\"content\":\"a") {
-        seen.extend_from_slice(&stream.next().await.unwrap().unwrap());
-    }
-    drop(stream);
+    let id = leave_after_the_first_word(&r, &c.key).await;
     let record = settled_record(&r, &id, Duration::from_secs(10)).await;
     assert_eq!(record["status"], "succeeded", "{record}");
     assert_eq!(record["charged_nano_usd"], 19_000, "{record}");
@@ -220,6 +226,8 @@ async fn client_leaving_a_stream_after_output_is_charged_as_if_it_had_stayed() {
 
     // The same reply read to its end by a client that stays costs the same.
     r.mock.enqueue(Script::Reply(reply));
+    let mut body = hello("m-text");
+    body["stream"] = json!(true);
     let stayed = r.chat(&c.key, &body).await;
     let stayed_id = request_id(&stayed);
     let lines = data_lines(stayed).await;
@@ -238,16 +246,7 @@ async fn client_leaving_a_stream_that_is_then_cut_is_not_charged() {
         cut_after_chunks: Some(6),
         ..MockReply::text("a b c d e f g h")
     }));
-    let mut body = hello("m-text");
-    body["stream"] = json!(true);
-    let resp = r.chat(&c.key, &body).await;
-    let id = request_id(&resp);
-    let mut stream = resp.bytes_stream();
-    let mut seen = Vec::new();
-    while !String::from_utf8_lossy(&seen).contains("\"content\":\"a") {
-        seen.extend_from_slice(&stream.next().await.unwrap().unwrap());
-    }
-    drop(stream);
+    let id = leave_after_the_first_word(&r, &c.key).await;
     let record = settled_record(&r, &id, Duration::from_secs(10)).await;
     assert_eq!(record["status"], "failed", "{record}");
     assert_eq!(record["attempts"][0]["outcome"], "failed", "{record}");
