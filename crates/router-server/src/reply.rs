@@ -88,18 +88,14 @@ pub fn error(envelope: Envelope, error: &ApiError, request_id: &str) -> Reply {
     match envelope {
         // The surfaces' own codecs render these (`surfaces.rs` does the
         // same for a surface's request; the envelope is the codec's).
-        Envelope::OpenAi => error_with(
-            ChatClient {
-                always_include_usage: false,
-            }
-            .error_body(error),
+        Envelope::OpenAi => codec_error(
+            ChatClient::default().error_body(error),
             error,
             request_id,
+            false,
         ),
         Envelope::Messages => {
-            let mut response = error_with(MessagesClient.error_body(error), error, request_id);
-            set_messages_request_id(response.headers_mut(), request_id);
-            response
+            codec_error(MessagesClient.error_body(error), error, request_id, true)
         }
         Envelope::Video => {
             let code = error.code;
@@ -159,6 +155,16 @@ pub struct DetailError<'a> {
 }
 
 /// An error reply with an envelope already rendered.
+/// An error rendered by a client codec (`body`), with the Messages
+/// surface's `request-id` header when `messages` (D-34, CF-12).
+pub fn codec_error(body: Vec<u8>, error: &ApiError, request_id: &str, messages: bool) -> Reply {
+    let mut response = error_with(body, error, request_id);
+    if messages {
+        set_messages_request_id(response.headers_mut(), request_id);
+    }
+    response
+}
+
 pub fn error_with(body: Vec<u8>, error: &ApiError, request_id: &str) -> Reply {
     let status = StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut response = json(status, body, request_id);

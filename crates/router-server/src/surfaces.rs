@@ -92,11 +92,11 @@ impl<C: ClientCodec> Surface<C> {
         error: &router_canonical::ApiError,
         request_id: &str,
     ) -> crate::reply::Reply {
-        let mut response =
-            crate::reply::error_with(self.codec.error_body(error), error, request_id);
-        if self.messages_request_id {
-            crate::reply::set_messages_request_id(response.headers_mut(), request_id);
-        }
-        response
+        crate::reply::codec_error(
+            self.codec.error_body(error),
+            error,
+            request_id,
+            self.messages_request_id,
+        )
     }
 }

@@ -132,10 +132,7 @@ async fn an_idle_keep_alive_connection_is_closed_after_its_idle_time() {
     })
     .await;
     let mut stream = TcpStream::connect(address(&r)).await.unwrap();
-    stream
-        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-        .await
-        .unwrap();
+    send_healthz(&mut stream).await;
     let response = read_response(&mut stream).await;
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
     let (_, closed) = read_until_closed(&mut stream, Duration::from_secs(5)).await;
@@ -149,14 +146,19 @@ async fn a_keep_alive_connection_in_use_stays_open() {
     let mut stream = TcpStream::connect(address(&r)).await.unwrap();
     // Requests 600 ms apart, well past the 1 s head timeout in all.
     for _ in 0..4 {
-        stream
-            .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-            .await
-            .unwrap();
+        send_healthz(&mut stream).await;
         let response = read_response(&mut stream).await;
         assert!(response.starts_with("HTTP/1.1 200"), "{response}");
         tokio::time::sleep(Duration::from_millis(600)).await;
     }
+}
+
+/// Writes a whole `GET /healthz` request.
+async fn send_healthz(stream: &mut TcpStream) {
+    stream
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
 }
 
 fn chat_head(key: &str, length: usize) -> String {
@@ -270,19 +272,13 @@ async fn connections_past_an_address_share_are_closed_and_others_still_served() 
     assert!(closed.is_some(), "the fourth from 127.0.0.2 is closed");
     // Another address is served at once.
     let mut fresh = connect_from("127.0.0.1", to).await;
-    fresh
-        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-        .await
-        .unwrap();
+    send_healthz(&mut fresh).await;
     assert!(read_response(&mut fresh).await.starts_with("HTTP/1.1 200"));
     // A freed place is taken again.
     drop(held.pop());
     tokio::time::sleep(Duration::from_millis(200)).await;
     let mut again = connect_from("127.0.0.2", to).await;
-    again
-        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-        .await
-        .unwrap();
+    send_healthz(&mut again).await;
     assert!(read_response(&mut again).await.starts_with("HTTP/1.1 200"));
 }
 
@@ -299,10 +295,7 @@ async fn past_the_total_new_connections_wait_until_a_place_frees() {
     let _second = connect_from("127.0.0.4", to).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     let mut third = connect_from("127.0.0.1", to).await;
-    third
-        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-        .await
-        .unwrap();
+    send_healthz(&mut third).await;
     let mut buf = [0u8; 64];
     let waited = tokio::time::timeout(Duration::from_millis(500), third.read(&mut buf)).await;
     assert!(waited.is_err(), "no answer while both places are taken");
