@@ -18,6 +18,7 @@ pub mod catalog;
 pub mod experiments;
 pub mod fingerprint;
 pub mod gateway;
+pub mod image_input;
 pub mod images;
 pub mod key_policy;
 pub mod pipeline;

@@ -1,6 +1,8 @@
 //! The request pipeline: every policy an inference request meets, in the
 //! order it meets them, in one function ([`Gateway::handle`]):
 //!
+//! 0. the conservative bound on image input (H-07), before any supplier
+//!    call ([`crate::image_input`]);
 //! 1. the experiment variant (`X-CI-Experiment`, F-01..F-06), which may
 //!    rewrite the prompt and change the model (then checked against the
 //!    key's policy again);
@@ -15,7 +17,7 @@
 //! The store access is behind the ports [`ExperimentStore`],
 //! [`AffinityStore`] and [`ResponseCacheStore`]. What the server did
 //! before (authenticate, parse, check the model against the key, resolve
-//! upload references, bound image input) and after (render the reply and
+//! upload references) and after (render the reply and
 //! its headers) is the server's.
 
 use crate::affinity::{self, Affinity, AffinityState, PromptCacheSettings};
@@ -35,7 +37,7 @@ use uuid::Uuid;
 
 /// One inference request as the server hands it to [`Gateway::handle`]:
 /// authenticated, parsed, its model allowed for the key, upload references
-/// resolved and image input bounded.
+/// resolved.
 #[derive(Clone)]
 pub struct Call<'a> {
     pub request_id: Uuid,
@@ -104,6 +106,8 @@ where
         call: Call<'_>,
         mut request: Request,
     ) -> Result<Handled<S, P>, HandleError> {
+        // 0. The bound on image input.
+        crate::image_input::check(&request)?;
         // 1. The experiment variant.
         let experiment = self.assign_experiment(&call, &mut request).await?;
         if experiment.is_some() {

@@ -52,6 +52,18 @@ impl Notifier {
         Ok(queued + expiring as u64)
     }
 
+    /// Test hook (`POST /admin/requests/backdate`, only with
+    /// `ROUTER_ADMIN_TEST_HOOKS=1`): moves finished requests to `finished_at`,
+    /// so a digest of an earlier period sees them. Returns how many moved.
+    pub async fn backdate_requests(
+        &self,
+        request_ids: &[uuid::Uuid],
+        finished_at: DateTime<Utc>,
+    ) -> Result<usize, StoreError> {
+        let mut conn = self.database.connection().await?;
+        store::backdate_requests(&mut conn, request_ids, finished_at).await
+    }
+
     /// Delivers what is due; returns how many rows it finished or rescheduled.
     /// Each pass first queues `low_balance` for accounts whose available credit
     /// fell under [`LOW_BALANCE_NANO`] (checked here, every outbox pass, rather

@@ -14,18 +14,23 @@
 //! - `api_keys.rs`: issue, show (with spend), list, change, delete; the
 //!   policy's rules (scopes, models of the catalog, networks, limits).
 //! - `sessions.rs`: open and revoke a browser session.
+//! - `sign_in.rs`: a person's magic link, its redemption into a session,
+//!   the session a cookie names, sign-out.
+//! - `data_protection.rs`: the account's zero-data-retention switch.
 //! - `experiments.rs`: create, show, list, move through their statuses.
 //! - `requests.rs`: one request's history.
 //! - `error.rs`: [`OperatorError`], [`Refusal`], [`Resource`].
 //! - Rows: `router_store` (`accounts`, `api_keys`, `sessions`,
-//!   `experiments`, `history`).
+//!   `experiments`, `history`, `data_protection`).
 
 pub mod accounts;
 pub mod api_keys;
+pub mod data_protection;
 pub mod error;
 pub mod experiments;
 pub mod requests;
 pub mod sessions;
+pub mod sign_in;
 
 pub use accounts::{Account, Balance, Credits, NewAccount, OpenedAccount};
 pub use api_keys::{
@@ -36,6 +41,7 @@ pub use error::{OperatorError, Refusal, Resource, store_error};
 pub use experiments::{ExperimentPatch, ExperimentView, NewExperiment, VariantJson, VariantView};
 pub use requests::RequestRecord;
 pub use sessions::{COOKIE_NAME, NewSession, OpenedSession};
+pub use sign_in::{IssuedLink, SessionRecord, SignedInSession};
 
 use router_store::Database;
 use serde::de::DeserializeOwned;

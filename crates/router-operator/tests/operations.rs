@@ -293,6 +293,97 @@ async fn sessions_open_and_end() {
 }
 
 #[tokio::test]
+async fn a_sign_in_link_is_spent_once_into_a_session() {
+    let db = TestDatabase::new().await;
+    let operator = operator(&db);
+    let owner = account(&operator, "Link@example.com").await;
+    assert!(
+        operator
+            .issue_sign_in_link("nobody@example.com")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let link = operator
+        .issue_sign_in_link("link@example.com")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(link.email, "Link@example.com");
+    assert!(!format!("{link:?}").contains(&link.token));
+    // A second link within the resend gap is not sent.
+    assert!(
+        operator
+            .issue_sign_in_link("link@example.com")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        operator
+            .redeem_sign_in_link("<script>")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let session = operator
+        .redeem_sign_in_link(&link.token)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(session.account_id, owner);
+    assert!(
+        operator
+            .redeem_sign_in_link(&link.token)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let found = operator
+        .find_session(&session.token)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(found.id, session.id);
+    operator.sign_out(session.id).await.unwrap();
+    assert!(
+        operator
+            .find_session(&session.token)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    // Signing out twice is no error.
+    operator.sign_out(session.id).await.unwrap();
+}
+
+#[tokio::test]
+async fn the_data_protection_switch_is_read_and_set() {
+    // J-01, J-05: off by default; setting it is idempotent.
+    let db = TestDatabase::new().await;
+    let operator = operator(&db);
+    let owner = account(&operator, "zdr@example.com").await;
+    let session = operator
+        .create_session(owner, NewSession::default())
+        .await
+        .unwrap();
+    assert!(!operator.zero_data_retention(owner).await.unwrap());
+    for _ in 0..2 {
+        assert!(
+            operator
+                .set_zero_data_retention(owner, session.id, true)
+                .await
+                .unwrap()
+        );
+    }
+    assert!(operator.zero_data_retention(owner).await.unwrap());
+    assert!(matches!(
+        operator.zero_data_retention(Uuid::new_v4()).await,
+        Err(OperatorError::NotFound(Resource::Account))
+    ));
+}
+
+#[tokio::test]
 async fn experiments_move_through_their_statuses() {
     let db = TestDatabase::new().await;
     let operator = operator(&db);

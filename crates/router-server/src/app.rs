@@ -29,11 +29,11 @@ pub struct App {
     /// Notifications: digest channels, their delivery (`ROUTER_SMTP_URL`,
     /// Slack, Discord, Telegram) and the SMTP transport of sign-in links.
     pub notify: router_notify::Notifier,
-    /// The operator's operations (accounts, keys, sessions, experiments),
-    /// shared with the CLI; `admin.rs` is their HTTP side.
+    /// The operator's operations (accounts, keys, sessions, sign-in,
+    /// experiments, data protection), shared with the CLI; `admin.rs`,
+    /// `sign_in.rs` and `data_protection.rs` are their HTTP side. It holds
+    /// the session lifetime (`ROUTER_SESSION_TTL_SECS`).
     pub operator: router_operator::Operator,
-    /// How long a browser session lasts (`ROUTER_SESSION_TTL_SECS`).
-    pub session_ttl: Duration,
     /// How often the hold reaper job runs (`ROUTER_REAPER_INTERVAL_SECS`).
     pub reaper_interval: Duration,
     /// Prompt-cache routing affinity (`ROUTER_PROMPT_CACHE_*`).

@@ -3,13 +3,8 @@
 //!
 //! Reading takes an `account:read` key or a session; changing it takes a
 //! same-origin session only (the guard answers a key with 403
-//! `session_required`). Turning it on, in one transaction (`router-store`'s
-//! `data_protection`): new uploads are refused (403), every upload is
-//! scheduled for deletion, the exact-response cache is cleared, and every
-//! instance's key cache learns of it, so inference, image generation and
-//! video creation need verified ZDR supply at once (503
-//! `zdr_capacity_unavailable`; count_tokens is local and still answers).
-//! Turning it off restores nothing (GP-37).
+//! `session_required`). What turning it on does is the operator wing's
+//! (`router_operator::data_protection`); here are the body and the answer.
 
 use crate::app::App;
 use crate::body::Incoming;
@@ -28,7 +23,8 @@ pub struct DataProtection {
     pub zero_data_retention: bool,
 }
 
-fn storage_error(e: impl std::fmt::Display) -> ApiError {
+/// Every failure is the storage's: the caller's own account always exists.
+fn storage_error(e: router_operator::OperatorError) -> ApiError {
     tracing::error!(error = %e, "data protection storage failure");
     ApiError::new(ErrorCode::InternalError, "Storage failure.")
 }
@@ -53,11 +49,10 @@ pub async fn show(
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
     let on = app
-        .database()
+        .operator
         .zero_data_retention(account_id)
         .await
-        .map_err(storage_error)?
-        .ok_or_else(|| storage_error("the caller's account is missing"))?;
+        .map_err(storage_error)?;
     Ok(record(on, request_id))
 }
 
@@ -71,22 +66,12 @@ pub async fn change(
     let (parts, body) = request.into_parts();
     let bytes = read_limited(&parts.headers, body, ADMIN_BODY_LIMIT).await?;
     let enabled = parse_body(&bytes)?;
-    let change = app
-        .database()
+    let now = app
+        .operator
         .set_zero_data_retention(session.account_id, session.id, enabled)
         .await
-        .map_err(storage_error)?
-        .ok_or_else(|| storage_error("the session's account is missing"))?;
-    if change.changed {
-        tracing::info!(
-            account_id = %session.account_id,
-            session_id = %session.id,
-            zero_data_retention = enabled,
-            uploads_scheduled = change.uploads_scheduled,
-            "data protection changed"
-        );
-    }
-    Ok(record(change.zero_data_retention, request_id))
+        .map_err(storage_error)?;
+    Ok(record(now, request_id))
 }
 
 /// Exactly `{"zero_data_retention": <bool>}`; anything else, invalid JSON

@@ -81,8 +81,6 @@ async fn run<C: ClientCodec>(
             &mut canonical,
         )
         .await?;
-    // The conservative bound on image input (H-07), before any supplier call.
-    crate::image_input::check(&canonical)?;
     // Every routing policy from here on, in order, is core's pipeline.
     let call = Call {
         request_id,

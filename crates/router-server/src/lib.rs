@@ -22,7 +22,6 @@ pub mod data_protection;
 pub mod dispatch;
 pub mod docs;
 pub mod health;
-pub mod image_input;
 pub mod images;
 pub mod inference;
 pub mod inference_headers;

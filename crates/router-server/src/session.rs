@@ -52,7 +52,7 @@ pub async fn find(app: &App, headers: &http::HeaderMap) -> Result<Option<Session
     let Some(token) = cookie_value(headers) else {
         return Ok(None);
     };
-    let record = app.database().find_session(token).await.map_err(|e| {
+    let record = app.operator.find_session(token).await.map_err(|e| {
         tracing::error!(error = %e, "session lookup failed");
         ApiError::new(
             ErrorCode::InternalError,

@@ -6,7 +6,6 @@
 
 use crate::app::App;
 use chrono::{DateTime, Utc};
-use router_store::channels as store;
 
 /// `POST /admin/jobs/{name}/run`: one pass now. With test hooks on, the
 /// `digest-scheduler` takes `{"as_of": RFC 3339}` to run as if it were then;
@@ -69,12 +68,9 @@ pub async fn backdate_requests(
         finished_at: DateTime<Utc>,
     }
     let body: Backdate = crate::body::json_body(request, crate::body::ADMIN_BODY_LIMIT).await?;
-    let mut conn = app
-        .database()
-        .connection()
-        .await
-        .map_err(router_operator::store_error)?;
-    let moved = store::backdate_requests(&mut conn, &body.request_ids, body.finished_at)
+    let moved = app
+        .notify
+        .backdate_requests(&body.request_ids, body.finished_at)
         .await
         .map_err(router_operator::store_error)?;
     Ok(crate::reply::json_value(

@@ -505,7 +505,6 @@ pub async fn build_app(
         operator,
         prompt_cache,
         uploads,
-        session_ttl: router_server::session::DEFAULT_TTL,
         reaper_interval: Duration::from_secs(30),
         // Tests are who the time-bending routes are for (a second router
         // may go without, to prove they 404 then).

@@ -125,7 +125,6 @@ pub(crate) async fn app(
         public_base: config.public_base.clone(),
         notify,
         operator,
-        session_ttl: config.session_ttl,
         catalog,
         reaper_interval: config.reaper_interval,
         prompt_cache: config.prompt_cache,
