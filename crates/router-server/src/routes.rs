@@ -113,6 +113,19 @@ impl Call<'_> {
 /// row's envelope.
 pub type Answer<'a> = Pin<Box<dyn Future<Output = Result<reply::Reply, ApiError>> + Send + 'a>>;
 
+/// Boxes a handler's future where it is built: the allocation comes first
+/// and the future is written into it, so the inference futures (several
+/// KiB) are not built on the stack and then copied into the box, a copy
+/// per request that `Box::pin(async { .. })` leaves to the optimizer.
+pub fn answer<'a, F>(future: impl FnOnce() -> F) -> Answer<'a>
+where
+    F: Future<Output = Result<reply::Reply, ApiError>> + Send + 'a,
+{
+    let slot: Box<std::mem::MaybeUninit<F>> = Box::new_uninit();
+    let boxed: Box<F> = Box::write(slot, future());
+    Box::into_pin(boxed)
+}
+
 /// The code that answers once the guard has let a request through.
 #[derive(Debug, Clone, Copy)]
 pub enum Handler {
@@ -135,7 +148,7 @@ pub enum Handler {
 macro_rules! key {
     (|$c:ident, $key:ident| $body:expr) => {
         Handler::Key(|$c, $key| {
-            Box::pin(async move {
+            answer(move || async move {
                 let answer: Result<reply::Reply, ApiError> = $body;
                 answer
             })
@@ -147,7 +160,7 @@ macro_rules! key {
 macro_rules! any {
     (|$c:ident, $caller:pat_param| $body:expr) => {
         Handler::Any(|$c, $caller| {
-            Box::pin(async move {
+            answer(move || async move {
                 let answer: Result<reply::Reply, ApiError> = $body;
                 answer
             })
