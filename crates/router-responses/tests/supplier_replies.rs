@@ -11,7 +11,7 @@ use router_canonical::request::NativeFields;
 use router_canonical::sse::{Decoder, Frame};
 use router_canonical::{
     ApiError, BlockDelta, BlockKind, CacheControl, ContentPart, ErrorCode, ImageSource, Message,
-    NanoUsd, OutputBlock, Protocol, Request, Response, Role, StopReason, StreamEvent,
+    NanoUsd, OutputBlock, ProductCode, Protocol, Request, Response, Role, StopReason, StreamEvent,
     SupplierFailure, ThinkingConfig, ThinkingMode, Tool, Usage,
 };
 use router_responses::{
@@ -1366,7 +1366,10 @@ fn a_failure_mid_stream_ends_with_error_and_response_failed() {
     let mut encoder = ResponsesClient.stream_encoder(stream_ctx(), ());
     let mut out = Vec::new();
     encoder.error(
-        &ApiError::new(ErrorCode::ApiKeySpendLimitExceeded, "limit"),
+        &ApiError::new(
+            ErrorCode::Product(ProductCode::new("api_key_spend_limit_exceeded", 429)),
+            "limit",
+        ),
         &mut out,
     );
     let frames = client_frames(&out);

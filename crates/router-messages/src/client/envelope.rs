@@ -42,7 +42,7 @@ pub(crate) fn error_body(error: &ApiError) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use router_canonical::ErrorCode;
+    use router_canonical::{ErrorCode, ProductCode};
     use serde_json::json;
 
     #[test]
@@ -57,13 +57,18 @@ mod tests {
 
     #[test]
     fn type_follows_status() {
+        // Product codes as a gateway defines them: the type follows the status too.
+        let product = |code, status| ErrorCode::Product(ProductCode::new(code, status));
         for (code, kind) in [
             (ErrorCode::InvalidApiKey, "authentication_error"),
-            (ErrorCode::InsufficientCredits, "billing_error"),
-            (ErrorCode::ModelNotAllowed, "permission_error"),
+            (product("insufficient_credits", 402), "billing_error"),
+            (product("model_not_allowed", 403), "permission_error"),
             (ErrorCode::ModelNotFound, "not_found_error"),
             (ErrorCode::PayloadTooLarge, "request_too_large"),
-            (ErrorCode::ApiKeySpendLimitExceeded, "rate_limit_error"),
+            (
+                product("api_key_spend_limit_exceeded", 429),
+                "rate_limit_error",
+            ),
             (ErrorCode::UpstreamError, "api_error"),
             (ErrorCode::UpstreamUnavailable, "overloaded_error"),
             (ErrorCode::InternalError, "api_error"),
