@@ -113,8 +113,8 @@ fn convert_request(wire: ChatRequest) -> Result<Request, ApiError> {
         seed,
         stop: match stop {
             None => Vec::new(),
-            Some(wire::Stop::One(s)) => vec![s],
-            Some(wire::Stop::Many(all)) => all,
+            Some(wire::Stop::Text(s)) => vec![s],
+            Some(wire::Stop::Seq(all)) => all,
         },
         max_output_tokens: token_limit(max_tokens, max_completion_tokens)?,
         ..ranges
@@ -229,14 +229,14 @@ fn message(i: usize, m: ChatMessage) -> Result<Message, ApiError> {
         tool_calls,
         extra: _,
     } = m;
-    let content_was_string = !matches!(content, Some(MessageContent::Parts(_)));
+    let content_was_string = !matches!(content, Some(MessageContent::Seq(_)));
     let mut parts = match content {
         None => Vec::new(),
         Some(MessageContent::Text(text)) => vec![ContentPart::Text {
             text,
             cache_control: None,
         }],
-        Some(MessageContent::Parts(parts)) => parts
+        Some(MessageContent::Seq(parts)) => parts
             .into_iter()
             .enumerate()
             .map(|(j, p)| content_part(&format!("{base}.content[{j}]"), p))
