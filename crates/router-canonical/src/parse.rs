@@ -17,7 +17,8 @@
 //!   (`content`, `stop`, `input`, ...), named per member by a [`SeqKind`].
 //! * [`in_range`]: the numeric range rule every surface has.
 //! * [`check_image_url`] and [`IMAGE_MEDIA_TYPES`]: the image URL rule of
-//!   the OpenAI surfaces.
+//!   the OpenAI surfaces, and [`input_image_source`]: the `input_image`
+//!   part rule Chat and Responses share.
 //! * [`json_object`] and [`required_text`]: the first steps of the wire
 //!   crates that read a body member by member (images, videos).
 
@@ -201,6 +202,35 @@ pub fn function_tool_choice(
     }
     let name = name.ok_or_else(missing)?;
     Ok(ToolChoice::Tool { name })
+}
+
+/// The source of an `input_image` part `{image_url | file_id, detail?}`:
+/// the Responses shape, also accepted on Chat, so both surfaces map it the
+/// same way. Exactly one of `image_url` (a URL [`check_image_url`] accepts)
+/// and `file_id` (an upload, resolved later); `path` names the part.
+pub fn input_image_source(
+    path: &str,
+    image_url: Option<String>,
+    file_id: Option<String>,
+) -> Result<ImageSource, ApiError> {
+    match (image_url, file_id) {
+        (Some(url), None) => {
+            check_image_url(&format!("{path}.image_url"), &url)?;
+            Ok(ImageSource::Url { url })
+        }
+        (None, Some(file_id)) => Ok(ImageSource::Upload {
+            file_id,
+            param: format!("{path}.file_id"),
+        }),
+        (Some(_), Some(_)) => Err(ApiError::invalid(
+            path,
+            "an input_image part takes `image_url` or `file_id`, not both",
+        )),
+        (None, None) => Err(ApiError::invalid(
+            format!("{path}.image_url"),
+            "an input_image part needs `image_url` or `file_id`",
+        )),
+    }
 }
 
 /// Image MIME types accepted in base64 sources and `data:` URLs on the
@@ -524,6 +554,36 @@ mod tests {
         assert_eq!(written, "[1]");
         let written = serde_json::to_string(&StringOrSeq::<Bytes>::Text("a".into())).unwrap();
         assert_eq!(written, r#""a""#);
+    }
+
+    /// C-12, GP-02: one `input_image` rule for Chat and Responses.
+    #[test]
+    fn an_input_image_has_exactly_one_source() {
+        let p = "input[0].content[1]";
+        let url = || Some("https://x/a.png".to_owned());
+        let file = || Some("file-1".to_owned());
+        assert_eq!(
+            input_image_source(p, url(), None).unwrap(),
+            ImageSource::Url {
+                url: "https://x/a.png".into()
+            }
+        );
+        assert_eq!(
+            input_image_source(p, None, file()).unwrap(),
+            ImageSource::Upload {
+                file_id: "file-1".into(),
+                param: format!("{p}.file_id"),
+            }
+        );
+        let both = input_image_source(p, url(), file()).unwrap_err();
+        assert_eq!(both.param.as_deref(), Some(p));
+        let neither = input_image_source(p, None, None).unwrap_err();
+        assert_eq!(
+            neither.param.as_deref(),
+            Some("input[0].content[1].image_url")
+        );
+        let ftp = input_image_source(p, Some("ftp://x".into()), None).unwrap_err();
+        assert_eq!(ftp.param.as_deref(), Some("input[0].content[1].image_url"));
     }
 
     #[test]

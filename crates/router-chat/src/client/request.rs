@@ -315,28 +315,8 @@ fn content_part(path: &str, part: wire::ContentPart) -> Result<ContentPart, ApiE
             }
         }
         wire::ContentPart::InputImage(p) => {
-            let source = match (p.image_url, p.file_id) {
-                (Some(url), None) => {
-                    check_image_url(&format!("{path}.image_url"), &url.url)?;
-                    ImageSource::Url { url: url.url }
-                }
-                (None, Some(file_id)) => ImageSource::Upload {
-                    file_id,
-                    param: format!("{path}.file_id"),
-                },
-                (Some(_), Some(_)) => {
-                    return Err(ApiError::invalid(
-                        path,
-                        "an input_image part takes `image_url` or `file_id`, not both",
-                    ));
-                }
-                (None, None) => {
-                    return Err(ApiError::invalid(
-                        format!("{path}.image_url"),
-                        "an input_image part needs `image_url` or `file_id`",
-                    ));
-                }
-            };
+            let url = p.image_url.map(|image_url| image_url.url);
+            let source = parse::input_image_source(path, url, p.file_id)?;
             ContentPart::Image {
                 source,
                 detail: p.detail,

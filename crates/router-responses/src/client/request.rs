@@ -497,28 +497,7 @@ fn image_part(path: &str, part: WirePart) -> Result<ContentPart, ApiError> {
             ));
         }
     };
-    let source = match (p.image_url, p.file_id) {
-        (Some(url), None) => {
-            check_image_url(&format!("{path}.image_url"), &url)?;
-            ImageSource::Url { url }
-        }
-        (None, Some(file_id)) => ImageSource::Upload {
-            file_id,
-            param: format!("{path}.file_id"),
-        },
-        (Some(_), Some(_)) => {
-            return Err(ApiError::invalid(
-                path,
-                "an input_image part takes `image_url` or `file_id`, not both",
-            ));
-        }
-        (None, None) => {
-            return Err(ApiError::invalid(
-                format!("{path}.image_url"),
-                "an input_image part needs `image_url` or `file_id`",
-            ));
-        }
-    };
+    let source = parse::input_image_source(path, p.image_url, p.file_id)?;
     Ok(ContentPart::Image {
         source,
         detail: p.detail,
