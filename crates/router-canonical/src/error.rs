@@ -36,16 +36,17 @@ pub enum ErrorCode {
     RouteUnavailable,
     InternalError,
     /// A code outside the protocols, defined by the product that answers it.
-    Product(ProductCode),
+    Product(&'static ProductCode),
 }
 
 /// A product's own error code: its wire string and its HTTP status. Each
 /// protocol's envelope `type` follows from the status, exactly as for the
-/// protocol codes. Define one as a `const`:
+/// protocol codes. [`ErrorCode::Product`] holds a `'static` reference (so an
+/// `ErrorCode` stays two words); define one as a `const`:
 ///
 /// ```
 /// use router_canonical::{ErrorCode, ProductCode};
-/// const QUOTA_EXCEEDED: ErrorCode = ErrorCode::Product(ProductCode::new("quota_exceeded", 429));
+/// const QUOTA_EXCEEDED: ErrorCode = ErrorCode::Product(&ProductCode::new("quota_exceeded", 429));
 /// assert_eq!(QUOTA_EXCEEDED.as_str(), "quota_exceeded");
 /// assert_eq!(QUOTA_EXCEEDED.openai_type(), "rate_limit_error");
 /// ```

@@ -1363,15 +1363,11 @@ fn a_failure_mid_stream_ends_with_error_and_response_failed() {
     assert_sdk_shape(&failed["response"]);
 
     // A rate limit keeps its meaning in the closed list of codes.
+    const SPEND_LIMIT: ErrorCode =
+        ErrorCode::Product(&ProductCode::new("api_key_spend_limit_exceeded", 429));
     let mut encoder = ResponsesClient.stream_encoder(stream_ctx(), ());
     let mut out = Vec::new();
-    encoder.error(
-        &ApiError::new(
-            ErrorCode::Product(ProductCode::new("api_key_spend_limit_exceeded", 429)),
-            "limit",
-        ),
-        &mut out,
-    );
+    encoder.error(&ApiError::new(SPEND_LIMIT, "limit"), &mut out);
     let frames = client_frames(&out);
     let names: Vec<_> = frames.iter().map(|(n, _)| n.as_str()).collect();
     // SDK stream helpers need response.created before anything else.

@@ -786,7 +786,7 @@ mod tests {
         // like a protocol code; the statuses of the video codes are pinned
         // beside their definitions.
         const IDEMPOTENCY_CONFLICT: ErrorCode =
-            ErrorCode::Product(ProductCode::new("idempotency_conflict", 409));
+            ErrorCode::Product(&ProductCode::new("idempotency_conflict", 409));
         let error = ApiError::new(IDEMPOTENCY_CONFLICT, "different parameters");
         let value: Value = serde_json::from_slice(&render_error(&error, "req-1")).unwrap();
         assert_eq!(

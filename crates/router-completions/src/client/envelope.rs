@@ -40,10 +40,9 @@ mod tests {
 
     #[test]
     fn param_is_null_when_absent_and_type_follows_status() {
-        let body = error_body(&ApiError::new(
-            ErrorCode::Product(ProductCode::new("zdr_capacity_unavailable", 503)),
-            "none",
-        ));
+        const ZDR_CAPACITY_UNAVAILABLE: ErrorCode =
+            ErrorCode::Product(&ProductCode::new("zdr_capacity_unavailable", 503));
+        let body = error_body(&ApiError::new(ZDR_CAPACITY_UNAVAILABLE, "none"));
         let value: serde_json::Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(value["error"]["param"], serde_json::Value::Null);
         assert_eq!(value["error"]["type"], "api_error");

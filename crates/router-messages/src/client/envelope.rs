@@ -58,17 +58,19 @@ mod tests {
     #[test]
     fn type_follows_status() {
         // Product codes as a gateway defines them: the type follows the status too.
-        let product = |code, status| ErrorCode::Product(ProductCode::new(code, status));
+        const CREDITS: ErrorCode =
+            ErrorCode::Product(&ProductCode::new("insufficient_credits", 402));
+        const NOT_ALLOWED: ErrorCode =
+            ErrorCode::Product(&ProductCode::new("model_not_allowed", 403));
+        const SPEND_LIMIT: ErrorCode =
+            ErrorCode::Product(&ProductCode::new("api_key_spend_limit_exceeded", 429));
         for (code, kind) in [
             (ErrorCode::InvalidApiKey, "authentication_error"),
-            (product("insufficient_credits", 402), "billing_error"),
-            (product("model_not_allowed", 403), "permission_error"),
+            (CREDITS, "billing_error"),
+            (NOT_ALLOWED, "permission_error"),
             (ErrorCode::ModelNotFound, "not_found_error"),
             (ErrorCode::PayloadTooLarge, "request_too_large"),
-            (
-                product("api_key_spend_limit_exceeded", 429),
-                "rate_limit_error",
-            ),
+            (SPEND_LIMIT, "rate_limit_error"),
             (ErrorCode::UpstreamError, "api_error"),
             (ErrorCode::UpstreamUnavailable, "overloaded_error"),
             (ErrorCode::InternalError, "api_error"),
