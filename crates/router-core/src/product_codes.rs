@@ -13,7 +13,7 @@ use router_canonical::{ErrorCode, ProductCode};
 pub const LIST_PRICE_UNKNOWN: ErrorCode =
     ErrorCode::Product(&ProductCode::new("list_price_unknown", 400));
 
-/// A prompt-rewriting experiment with image input (H-06, GP-45) (400).
+/// A prompt-rewriting experiment with image input (H-06, GP-45, 400).
 pub const INCOMPATIBLE_IMAGE_INPUT: ErrorCode =
     ErrorCode::Product(&ProductCode::new("incompatible_image_input", 400));
 
@@ -36,7 +36,7 @@ pub const POLICY_CHANGED: ErrorCode = ErrorCode::Product(&ProductCode::new("poli
 pub const EXPERIMENT_NOT_FOUND: ErrorCode =
     ErrorCode::Product(&ProductCode::new("experiment_not_found", 404));
 
-/// The single supplier attempt of an image generation outlived its deadline (GP-27) (408).
+/// The single supplier attempt of an image generation outlived its deadline (GP-27, 408).
 pub const GENERATION_TIMEOUT: ErrorCode =
     ErrorCode::Product(&ProductCode::new("generation_timeout", 408));
 
@@ -84,7 +84,7 @@ pub const INSUFFICIENT_SCOPE: ErrorCode =
 pub const SESSION_REQUIRED: ErrorCode =
     ErrorCode::Product(&ProductCode::new("session_required", 403));
 
-/// A cookie-authenticated mutation from another origin (GP-36) (403).
+/// A cookie-authenticated mutation from another origin (GP-36, 403).
 pub const CROSS_ORIGIN_FORBIDDEN: ErrorCode =
     ErrorCode::Product(&ProductCode::new("cross_origin_forbidden", 403));
 
@@ -101,7 +101,7 @@ pub const SIGN_IN_LINK_INVALID: ErrorCode =
 pub const INVALID_DATA_PROTECTION: ErrorCode =
     ErrorCode::Product(&ProductCode::new("invalid_data_protection", 400));
 
-/// The account's zero data retention forbids it (new uploads) (403).
+/// The account's zero data retention forbids it (new uploads, 403).
 pub const DATA_PROTECTION_RESTRICTION: ErrorCode =
     ErrorCode::Product(&ProductCode::new("data_protection_restriction", 403));
 
@@ -130,7 +130,7 @@ pub const INVALID_CONTENT_TYPE: ErrorCode =
 pub const UPLOAD_RATE_LIMIT: ErrorCode =
     ErrorCode::Product(&ProductCode::new("upload_rate_limit", 429));
 
-/// The account's uploads are at their quota (files and bytes) (429).
+/// The account's uploads are at their quota (files and bytes, 429).
 pub const UPLOAD_QUOTA_EXCEEDED: ErrorCode =
     ErrorCode::Product(&ProductCode::new("upload_quota_exceeded", 429));
 
@@ -143,18 +143,18 @@ pub const UPLOADS_UNAVAILABLE: ErrorCode =
 /// A video ID that is invalid, unknown or another team's (404).
 pub const TASK_NOT_FOUND: ErrorCode = ErrorCode::Product(&ProductCode::new("task_not_found", 404));
 
-/// A video's content before it completed (or of a failed video, GP-24) (404).
+/// A video's content before it completed (or of a failed video, GP-24, 404).
 pub const VIDEO_NOT_READY: ErrorCode =
     ErrorCode::Product(&ProductCode::new("video_not_ready", 404));
 
-/// A video `client_task_id` reused with different parameters (O-17) (409).
+/// A video `client_task_id` reused with different parameters (O-17, 409).
 pub const IDEMPOTENCY_CONFLICT: ErrorCode =
     ErrorCode::Product(&ProductCode::new("idempotency_conflict", 409));
 
-/// A malformed, non-`bytes` or multi-range `Range` on video content (CF-13) (416).
+/// A malformed, non-`bytes` or multi-range `Range` on video content (CF-13, 416).
 pub const INVALID_RANGE: ErrorCode = ErrorCode::Product(&ProductCode::new("invalid_range", 416));
 
-/// A video submission whose supplier task is unconfirmed (O-19) (503).
+/// A video submission whose supplier task is unconfirmed (O-19, 503).
 pub const SUBMISSION_UNKNOWN: ErrorCode =
     ErrorCode::Product(&ProductCode::new("submission_unknown", 503));
 
@@ -168,33 +168,33 @@ pub const CHANNEL_NOT_FOUND: ErrorCode =
 pub const EMAIL_UNAVAILABLE: ErrorCode =
     ErrorCode::Product(&ProductCode::new("email_unavailable", 503));
 
-/// An email channel needs the account's email to be verified (M-30) (403).
+/// An email channel needs the account's email to be verified (M-30, 403).
 pub const EMAIL_VERIFICATION_REQUIRED: ErrorCode =
     ErrorCode::Product(&ProductCode::new("email_verification_required", 403));
 
-/// A channel on this platform is connected with another frequency (M-28) (409).
+/// A channel on this platform is connected with another frequency (M-28, 409).
 pub const CHANNEL_ALREADY_CONNECTED: ErrorCode =
     ErrorCode::Product(&ProductCode::new("channel_already_connected", 409));
 
 /// A manual report too soon (M-16, M-17): with `Retry-After` (429).
 pub const RATE_LIMITED: ErrorCode = ErrorCode::Product(&ProductCode::new("rate_limited", 429));
 
-/// The channel's transport is not configured (M-21) (503).
+/// The channel's transport is not configured (M-21, 503).
 pub const CHANNEL_UNAVAILABLE: ErrorCode =
     ErrorCode::Product(&ProductCode::new("channel_unavailable", 503));
 
-/// The complete report cannot fit the platform's message limit (M-21) (503).
+/// The complete report cannot fit the platform's message limit (M-21, 503).
 pub const REPORT_UNAVAILABLE: ErrorCode =
     ErrorCode::Product(&ProductCode::new("report_unavailable", 503));
 
-/// The report's delivery failed for now and awaits a retry (M-21) (503).
+/// The report's delivery failed for now and awaits a retry (M-21, 503).
 pub const REPORT_PENDING: ErrorCode = ErrorCode::Product(&ProductCode::new("report_pending", 503));
 
-/// The email provider refused the report (M-21) (503).
+/// The email provider refused the report (M-21, 503).
 pub const EMAIL_DELIVERY_FAILED: ErrorCode =
     ErrorCode::Product(&ProductCode::new("email_delivery_failed", 503));
 
-/// The platform refused the report, or may have received it (M-21, M-22) (503).
+/// The platform refused the report, or may have received it (M-21, M-22, 503).
 pub const REPORT_DELIVERY_FAILED: ErrorCode =
     ErrorCode::Product(&ProductCode::new("report_delivery_failed", 503));
 
