@@ -6,13 +6,14 @@
 //! `Unknown` fallback) states its JSON shape beside that impl with
 //! [`impl_to_schema!`](crate::impl_to_schema) and these builders.
 
-use crate::parse::{SeqKind, StringOrSeq};
-use std::borrow::Cow;
 use utoipa::openapi::schema::{
     AllOfBuilder, AnyOfBuilder, ArrayBuilder, ObjectBuilder, OneOfBuilder, Schema, Type,
 };
 use utoipa::openapi::{Ref, RefOr};
 use utoipa::{PartialSchema, ToSchema};
+
+/// The named schemas a type refers to, as [`ToSchema::schemas`] collects them.
+pub type Schemas = Vec<(String, RefOr<Schema>)>;
 
 /// A `$ref` to `T`'s named schema.
 pub fn reference<T: ToSchema>() -> RefOr<Schema> {
@@ -92,35 +93,6 @@ pub fn any_of(items: impl IntoIterator<Item = RefOr<Schema>>, description: &str)
         builder = builder.item(item);
     }
     builder.into()
-}
-
-/// The documented shape of a [`StringOrSeq`] member: one string, or an
-/// array of its elements.
-pub trait SeqSchema: SeqKind {
-    /// The component name (`ChatMessageContent`).
-    const NAME: &'static str;
-    const DESCRIPTION: &'static str;
-    /// The schema of one element of the array.
-    fn element() -> RefOr<Schema>;
-    /// The named schemas [`SeqSchema::element`] refers to (see [`register`]).
-    fn schemas(out: &mut Vec<(String, RefOr<Schema>)>) {
-        let _ = out;
-    }
-}
-
-impl<K: SeqSchema> PartialSchema for StringOrSeq<K> {
-    fn schema() -> RefOr<Schema> {
-        one_of([string(), array_of(K::element())], K::DESCRIPTION)
-    }
-}
-
-impl<K: SeqSchema> ToSchema for StringOrSeq<K> {
-    fn name() -> Cow<'static, str> {
-        Cow::Borrowed(K::NAME)
-    }
-    fn schemas(out: &mut Vec<(String, RefOr<Schema>)>) {
-        K::schemas(out);
-    }
 }
 
 /// Implement `utoipa::ToSchema` for a hand-serialized type: its component

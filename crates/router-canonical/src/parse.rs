@@ -435,9 +435,42 @@ where
     }
 }
 
+/// The documented shape of a [`StringOrSeq`] member (feature `openapi`):
+/// one string, or an array of its elements.
+#[cfg(feature = "openapi")]
+pub trait SeqSchema: SeqKind {
+    /// The component name (`ChatMessageContent`).
+    const NAME: &'static str;
+    const DESCRIPTION: &'static str;
+    /// The schema of one element of the array.
+    fn element() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>;
+    /// The named schemas [`SeqSchema::element`] refers to (see [`register`](crate::openapi::register)).
+    fn schemas(out: &mut crate::openapi::Schemas) {
+        let _ = out;
+    }
+}
+
+#[cfg(feature = "openapi")]
+impl<K: SeqSchema> utoipa::PartialSchema for StringOrSeq<K> {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use crate::openapi::{array_of, one_of, string};
+        one_of([string(), array_of(K::element())], K::DESCRIPTION)
+    }
+}
+
+#[cfg(feature = "openapi")]
+impl<K: SeqSchema> utoipa::ToSchema for StringOrSeq<K> {
+    fn name() -> std::borrow::Cow<'static, str> {
+        std::borrow::Cow::Borrowed(K::NAME)
+    }
+    fn schemas(out: &mut crate::openapi::Schemas) {
+        K::schemas(out);
+    }
+}
+
 /// Declare a protocol's string-or-array member: its name (an alias of
 /// [`StringOrSeq`]), its [`SeqKind`]
-/// and, with the calling crate's `openapi` feature, its `openapi::SeqSchema`.
+/// and, with the calling crate's `openapi` feature, its `SeqSchema`.
 ///
 /// ```text
 /// router_canonical::string_or_seq! {
@@ -469,18 +502,13 @@ macro_rules! string_or_seq {
         }
 
         #[cfg(feature = "openapi")]
-        impl $crate::openapi::SeqSchema for $kind {
+        impl $crate::parse::SeqSchema for $kind {
             const NAME: &'static str = $name;
             const DESCRIPTION: &'static str = $description;
             fn element() -> ::utoipa::openapi::RefOr<::utoipa::openapi::schema::Schema> {
                 $schema
             }
-            fn schemas(
-                out: &mut ::std::vec::Vec<(
-                    ::std::string::String,
-                    ::utoipa::openapi::RefOr<::utoipa::openapi::schema::Schema>,
-                )>,
-            ) {
+            fn schemas(out: &mut $crate::openapi::Schemas) {
                 let _ = &out;
                 $($crate::openapi::register::<$dep>(out);)*
             }
