@@ -4,180 +4,117 @@
 //! The HTTP status and the OpenAI-style `type` follow from the code, so no
 //! caller can pair them wrongly.
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 
 /// A stable, public error code.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+///
+/// The variants are the codes a protocol itself answers: what a wire crate
+/// or a plain protocol server needs. Anything else (a gateway's product
+/// codes: uploads, channels, sign-in, budgets, ...) is a [`ProductCode`]
+/// carried by [`ErrorCode::Product`], defined as a `const` by the crate that
+/// answers it. New protocol codes may be added, hence `#[non_exhaustive]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ErrorCode {
     InvalidParameter,
     UnsupportedConversion,
     UnsupportedParameter,
-    ListPriceUnknown,
-    /// A prompt-rewriting experiment with image input (H-06, GP-45).
-    IncompatibleImageInput,
     InvalidApiKey,
-    /// No credential on a route that only a browser session opens.
-    AuthenticationRequired,
-    InsufficientCredits,
-    InsufficientScope,
-    /// An API key on a route that only a browser session opens.
-    SessionRequired,
-    /// A cookie-authenticated mutation from another origin (GP-36).
-    CrossOriginForbidden,
-    /// A sign-in link that is unknown, already used or expired.
-    SignInLinkInvalid,
-    ModelNotAllowed,
-    IpNotAllowed,
-    PolicyChanged,
     ModelNotFound,
-    ExperimentNotFound,
-    UploadNotFound,
-    ChannelNotFound,
-    /// A video ID that is invalid, unknown or another team's.
-    TaskNotFound,
-    /// A video's content before it completed (or of a failed video, GP-24).
-    VideoNotReady,
-    /// A video `client_task_id` reused with different parameters (O-17).
-    IdempotencyConflict,
-    /// A malformed, non-`bytes` or multi-range `Range` on video content
-    /// (416, CF-13).
-    InvalidRange,
-    /// A video submission whose supplier task is unconfirmed (503, O-19).
-    SubmissionUnknown,
     NotFound,
     MethodNotAllowed,
     Conflict,
     PayloadTooLarge,
-    /// The single supplier attempt of an image generation outlived its
-    /// deadline (408, GP-27).
-    GenerationTimeout,
     /// The request's body did not arrive in time: nothing for the body
     /// idle timeout, or below the minimum rate (408).
     RequestTimeout,
-    ApiKeySpendLimitExceeded,
-    ApiKeyMonthlyBudgetExceeded,
     RateLimitExceeded,
-    DailyRequestLimitExceeded,
-    ConcurrencyLimitExceeded,
     UpstreamError,
     InvalidUpstreamResponse,
     UpstreamUnavailable,
     RouteUnavailable,
-    MinDiscountUnavailable,
-    ZdrCapacityUnavailable,
-    /// A request with image input found no vision supply able to serve it;
-    /// it is never served by text-only supply instead.
-    ImageCapacityUnavailable,
-    /// A request with image input whose conservative input estimate is
-    /// above the bound (400).
-    ImageInputLimit,
-    /// A data-protection body other than `{"zero_data_retention": bool}`.
-    InvalidDataProtection,
-    /// The account's zero data retention forbids it (new uploads).
-    DataProtectionRestriction,
-    /// An upload body that is not one multipart part named `file`.
-    InvalidUpload,
-    /// An empty or oversized upload, or an oversized multipart envelope.
-    UploadTooLarge,
-    /// An upload of a type other than PNG, JPEG, WebP or GIF (415).
-    UnsupportedFileType,
-    /// An upload whose declared type and content disagree (415).
-    InvalidContentType,
-    UploadRateLimit,
-    UploadQuotaExceeded,
-    /// No object store is configured, or it failed.
-    UploadsUnavailable,
-    /// The endpoint exists but its feature has not been released yet.
-    NotAvailable,
-    /// Email cannot be sent: no SMTP transport is configured.
-    EmailUnavailable,
-    /// An email channel needs the account's email to be verified (M-30).
-    EmailVerificationRequired,
-    /// A channel on this platform is connected with another frequency (M-28).
-    ChannelAlreadyConnected,
-    /// A manual report too soon (M-16, M-17): with `Retry-After`.
-    RateLimited,
-    /// The channel's transport is not configured (M-21).
-    ChannelUnavailable,
-    /// The complete report cannot fit the platform's message limit (M-21).
-    ReportUnavailable,
-    /// The report's delivery failed for now and awaits a retry (M-21).
-    ReportPending,
-    /// The email provider refused the report (M-21).
-    EmailDeliveryFailed,
-    /// The platform refused the report, or may have received it (M-21, M-22).
-    ReportDeliveryFailed,
     InternalError,
+    /// A code outside the protocols, defined by the product that answers it.
+    Product(&'static ProductCode),
+}
+
+/// A product's own error code: its wire string and its HTTP status. Each
+/// protocol's envelope `type` follows from the status, exactly as for the
+/// protocol codes. [`ErrorCode::Product`] holds a `'static` reference (so an
+/// `ErrorCode` stays two words); define one as a `const`:
+///
+/// ```
+/// use router_canonical::{ErrorCode, ProductCode};
+/// const QUOTA_EXCEEDED: ErrorCode = ErrorCode::Product(&ProductCode::new("quota_exceeded", 429));
+/// assert_eq!(QUOTA_EXCEEDED.as_str(), "quota_exceeded");
+/// assert_eq!(QUOTA_EXCEEDED.openai_type(), "rate_limit_error");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ProductCode {
+    code: &'static str,
+    status: u16,
+}
+
+impl ProductCode {
+    /// A code answered with the error status `status` (400..=599).
+    pub const fn new(code: &'static str, status: u16) -> Self {
+        assert!(
+            status >= 400 && status <= 599,
+            "an error status is 4xx or 5xx"
+        );
+        ProductCode { code, status }
+    }
+
+    pub const fn as_str(self) -> &'static str {
+        self.code
+    }
+
+    pub const fn http_status(self) -> u16 {
+        self.status
+    }
 }
 
 impl ErrorCode {
+    /// Every protocol code (the variants other than [`ErrorCode::Product`]).
+    pub const PROTOCOL: [ErrorCode; 16] = [
+        ErrorCode::InvalidParameter,
+        ErrorCode::UnsupportedConversion,
+        ErrorCode::UnsupportedParameter,
+        ErrorCode::InvalidApiKey,
+        ErrorCode::ModelNotFound,
+        ErrorCode::NotFound,
+        ErrorCode::MethodNotAllowed,
+        ErrorCode::Conflict,
+        ErrorCode::PayloadTooLarge,
+        ErrorCode::RequestTimeout,
+        ErrorCode::RateLimitExceeded,
+        ErrorCode::UpstreamError,
+        ErrorCode::InvalidUpstreamResponse,
+        ErrorCode::UpstreamUnavailable,
+        ErrorCode::RouteUnavailable,
+        ErrorCode::InternalError,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             ErrorCode::InvalidParameter => "invalid_parameter",
             ErrorCode::UnsupportedConversion => "unsupported_conversion",
             ErrorCode::UnsupportedParameter => "unsupported_parameter",
-            ErrorCode::ListPriceUnknown => "list_price_unknown",
-            ErrorCode::IncompatibleImageInput => "incompatible_image_input",
-            ErrorCode::ExperimentNotFound => "experiment_not_found",
-            ErrorCode::MinDiscountUnavailable => "min_discount_unavailable",
-            ErrorCode::ZdrCapacityUnavailable => "zdr_capacity_unavailable",
-            ErrorCode::ImageCapacityUnavailable => "image_capacity_unavailable",
-            ErrorCode::ImageInputLimit => "image_input_limit",
             ErrorCode::InvalidApiKey => "invalid_api_key",
-            ErrorCode::AuthenticationRequired => "authentication_required",
-            ErrorCode::SessionRequired => "session_required",
-            ErrorCode::CrossOriginForbidden => "cross_origin_forbidden",
-            ErrorCode::SignInLinkInvalid => "sign_in_link_invalid",
-            ErrorCode::EmailUnavailable => "email_unavailable",
-            ErrorCode::EmailVerificationRequired => "email_verification_required",
-            ErrorCode::ChannelAlreadyConnected => "channel_already_connected",
-            ErrorCode::RateLimited => "rate_limited",
-            ErrorCode::ChannelUnavailable => "channel_unavailable",
-            ErrorCode::ReportUnavailable => "report_unavailable",
-            ErrorCode::ReportPending => "report_pending",
-            ErrorCode::EmailDeliveryFailed => "email_delivery_failed",
-            ErrorCode::ReportDeliveryFailed => "report_delivery_failed",
-            ErrorCode::UploadNotFound => "upload_not_found",
-            ErrorCode::ChannelNotFound => "channel_not_found",
-            ErrorCode::TaskNotFound => "task_not_found",
-            ErrorCode::VideoNotReady => "video_not_ready",
-            ErrorCode::IdempotencyConflict => "idempotency_conflict",
-            ErrorCode::InvalidRange => "invalid_range",
-            ErrorCode::SubmissionUnknown => "submission_unknown",
-            ErrorCode::NotAvailable => "not_available",
-            ErrorCode::InvalidDataProtection => "invalid_data_protection",
-            ErrorCode::DataProtectionRestriction => "data_protection_restriction",
-            ErrorCode::InvalidUpload => "invalid_upload",
-            ErrorCode::UploadTooLarge => "upload_too_large",
-            ErrorCode::UnsupportedFileType => "unsupported_file_type",
-            ErrorCode::InvalidContentType => "invalid_content_type",
-            ErrorCode::UploadRateLimit => "upload_rate_limit",
-            ErrorCode::UploadQuotaExceeded => "upload_quota_exceeded",
-            ErrorCode::UploadsUnavailable => "uploads_unavailable",
-            ErrorCode::InsufficientCredits => "insufficient_credits",
-            ErrorCode::InsufficientScope => "insufficient_scope",
-            ErrorCode::ModelNotAllowed => "model_not_allowed",
-            ErrorCode::IpNotAllowed => "ip_not_allowed",
-            ErrorCode::PolicyChanged => "policy_changed",
             ErrorCode::ModelNotFound => "model_not_found",
             ErrorCode::NotFound => "not_found",
             ErrorCode::MethodNotAllowed => "method_not_allowed",
             ErrorCode::Conflict => "conflict",
             ErrorCode::PayloadTooLarge => "payload_too_large",
-            ErrorCode::GenerationTimeout => "generation_timeout",
             ErrorCode::RequestTimeout => "request_timeout",
-            ErrorCode::ApiKeySpendLimitExceeded => "api_key_spend_limit_exceeded",
-            ErrorCode::ApiKeyMonthlyBudgetExceeded => "api_key_monthly_budget_exceeded",
             ErrorCode::RateLimitExceeded => "rate_limit_exceeded",
-            ErrorCode::DailyRequestLimitExceeded => "daily_request_limit_exceeded",
-            ErrorCode::ConcurrencyLimitExceeded => "concurrency_limit_exceeded",
             ErrorCode::UpstreamError => "upstream_error",
             ErrorCode::InvalidUpstreamResponse => "invalid_upstream_response",
             ErrorCode::UpstreamUnavailable => "upstream_unavailable",
             ErrorCode::RouteUnavailable => "route_unavailable",
             ErrorCode::InternalError => "internal_error",
+            ErrorCode::Product(code) => code.as_str(),
         }
     }
 
@@ -185,62 +122,18 @@ impl ErrorCode {
         match self {
             ErrorCode::InvalidParameter
             | ErrorCode::UnsupportedConversion
-            | ErrorCode::UnsupportedParameter
-            | ErrorCode::ListPriceUnknown
-            | ErrorCode::IncompatibleImageInput
-            | ErrorCode::SignInLinkInvalid
-            | ErrorCode::InvalidDataProtection
-            | ErrorCode::InvalidUpload
-            | ErrorCode::ImageInputLimit => 400,
-            ErrorCode::InvalidApiKey | ErrorCode::AuthenticationRequired => 401,
-            ErrorCode::InsufficientCredits => 402,
-            ErrorCode::InsufficientScope
-            | ErrorCode::SessionRequired
-            | ErrorCode::CrossOriginForbidden
-            | ErrorCode::ModelNotAllowed
-            | ErrorCode::IpNotAllowed
-            | ErrorCode::PolicyChanged
-            | ErrorCode::EmailVerificationRequired
-            | ErrorCode::DataProtectionRestriction => 403,
-            ErrorCode::ModelNotFound
-            | ErrorCode::ExperimentNotFound
-            | ErrorCode::UploadNotFound
-            | ErrorCode::ChannelNotFound
-            | ErrorCode::TaskNotFound
-            | ErrorCode::VideoNotReady
-            | ErrorCode::NotFound => 404,
+            | ErrorCode::UnsupportedParameter => 400,
+            ErrorCode::InvalidApiKey => 401,
+            ErrorCode::ModelNotFound | ErrorCode::NotFound => 404,
             ErrorCode::MethodNotAllowed => 405,
-            ErrorCode::Conflict
-            | ErrorCode::ChannelAlreadyConnected
-            | ErrorCode::IdempotencyConflict => 409,
-            ErrorCode::GenerationTimeout | ErrorCode::RequestTimeout => 408,
-            ErrorCode::PayloadTooLarge | ErrorCode::UploadTooLarge => 413,
-            ErrorCode::UnsupportedFileType | ErrorCode::InvalidContentType => 415,
-            ErrorCode::InvalidRange => 416,
-            ErrorCode::ApiKeySpendLimitExceeded
-            | ErrorCode::ApiKeyMonthlyBudgetExceeded
-            | ErrorCode::RateLimitExceeded
-            | ErrorCode::DailyRequestLimitExceeded
-            | ErrorCode::ConcurrencyLimitExceeded
-            | ErrorCode::RateLimited
-            | ErrorCode::UploadRateLimit
-            | ErrorCode::UploadQuotaExceeded => 429,
+            ErrorCode::RequestTimeout => 408,
+            ErrorCode::Conflict => 409,
+            ErrorCode::PayloadTooLarge => 413,
+            ErrorCode::RateLimitExceeded => 429,
             ErrorCode::UpstreamError | ErrorCode::InvalidUpstreamResponse => 502,
-            ErrorCode::UpstreamUnavailable
-            | ErrorCode::RouteUnavailable
-            | ErrorCode::MinDiscountUnavailable
-            | ErrorCode::ZdrCapacityUnavailable
-            | ErrorCode::ImageCapacityUnavailable
-            | ErrorCode::NotAvailable
-            | ErrorCode::EmailUnavailable
-            | ErrorCode::ChannelUnavailable
-            | ErrorCode::ReportUnavailable
-            | ErrorCode::ReportPending
-            | ErrorCode::EmailDeliveryFailed
-            | ErrorCode::ReportDeliveryFailed
-            | ErrorCode::SubmissionUnknown
-            | ErrorCode::UploadsUnavailable => 503,
+            ErrorCode::UpstreamUnavailable | ErrorCode::RouteUnavailable => 503,
             ErrorCode::InternalError => 500,
+            ErrorCode::Product(code) => code.http_status(),
         }
     }
 
@@ -269,6 +162,27 @@ impl ErrorCode {
             s if s >= 500 => "api_error",
             _ => "invalid_request_error",
         }
+    }
+}
+
+/// The wire string; a product code is written like a protocol code.
+impl Serialize for ErrorCode {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+/// Reads a protocol code; a product code's status is not in its string, so
+/// the product that defined it reads it.
+impl<'de> Deserialize<'de> for ErrorCode {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        ErrorCode::PROTOCOL
+            .into_iter()
+            .find(|code| code.as_str() == text)
+            .ok_or_else(|| {
+                serde::de::Error::custom(format_args!("unknown protocol error code `{text}`"))
+            })
     }
 }
 

@@ -81,7 +81,7 @@ pub use codec::{
     ClientCodec, ClientStreamEncoder, HeaderSource, ReplyContext, StreamContext, StreamEnd,
     SupplierCodec, SupplierError, SupplierFailure, SupplierStreamDecoder, SupplierTarget,
 };
-pub use error::{ApiError, ErrorCode, Field};
+pub use error::{ApiError, ErrorCode, Field, ProductCode};
 pub use image::{GeneratedImage, ImageRequest, ImageSupplierCodec};
 pub use money::{NanoUsd, PricePerMTok, Rates};
 pub use protocol::Protocol;

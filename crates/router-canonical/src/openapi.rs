@@ -12,6 +12,9 @@ use utoipa::openapi::schema::{
 use utoipa::openapi::{Ref, RefOr};
 use utoipa::{PartialSchema, ToSchema};
 
+/// The named schemas a type refers to, as [`ToSchema::schemas`] collects them.
+pub type Schemas = Vec<(String, RefOr<Schema>)>;
+
 /// A `$ref` to `T`'s named schema.
 pub fn reference<T: ToSchema>() -> RefOr<Schema> {
     RefOr::Ref(Ref::from_schema_name(T::name()))

@@ -13,9 +13,12 @@
 //!   error (serde's internally tagged enums lose it).
 //! * [`nested_message`], `split_nested`, [`join_path`] and
 //!   [`missing_field`]: the small path arithmetic behind both.
+//! * [`StringOrSeq`]: the string-or-array member every protocol has
+//!   (`content`, `stop`, `input`, ...), named per member by a [`SeqKind`].
 //! * [`in_range`]: the numeric range rule every surface has.
 //! * [`check_image_url`] and [`IMAGE_MEDIA_TYPES`]: the image URL rule of
-//!   the OpenAI surfaces.
+//!   the OpenAI surfaces, and [`input_image_source`]: the `input_image`
+//!   part rule Chat and Responses share.
 //! * [`json_object`] and [`required_text`]: the first steps of the wire
 //!   crates that read a body member by member (images, videos).
 
@@ -201,6 +204,35 @@ pub fn function_tool_choice(
     Ok(ToolChoice::Tool { name })
 }
 
+/// The source of an `input_image` part `{image_url | file_id, detail?}`:
+/// the Responses shape, also accepted on Chat, so both surfaces map it the
+/// same way. Exactly one of `image_url` (a URL [`check_image_url`] accepts)
+/// and `file_id` (an upload, resolved later); `path` names the part.
+pub fn input_image_source(
+    path: &str,
+    image_url: Option<String>,
+    file_id: Option<String>,
+) -> Result<ImageSource, ApiError> {
+    match (image_url, file_id) {
+        (Some(url), None) => {
+            check_image_url(&format!("{path}.image_url"), &url)?;
+            Ok(ImageSource::Url { url })
+        }
+        (None, Some(file_id)) => Ok(ImageSource::Upload {
+            file_id,
+            param: format!("{path}.file_id"),
+        }),
+        (Some(_), Some(_)) => Err(ApiError::invalid(
+            path,
+            "an input_image part takes `image_url` or `file_id`, not both",
+        )),
+        (None, None) => Err(ApiError::invalid(
+            format!("{path}.image_url"),
+            "an input_image part needs `image_url` or `file_id`",
+        )),
+    }
+}
+
 /// Image MIME types accepted in base64 sources and `data:` URLs on the
 /// OpenAI surfaces.
 pub const IMAGE_MEDIA_TYPES: [&str; 4] = ["image/jpeg", "image/png", "image/gif", "image/webp"];
@@ -297,54 +329,191 @@ pub fn typed<T: DeserializeOwned, E: de::Error>(map: Map<String, Value>) -> Resu
     })
 }
 
-/// A JSON value that is one string or an array of `T` (`content`, `stop`,
-/// `prompt`, `system` in the various protocols).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StringOrSeq<T> {
-    String(String),
-    Seq(Vec<T>),
+/// A JSON value that is one string or an array of elements (`content`,
+/// `stop`, `prompt`, `system`, `input` in the various protocols): the one
+/// type every wire crate uses for the pattern. `K` names the member: its
+/// element type and what a client is told was expected instead; a wire
+/// crate gives it a name with a type alias
+/// (`type Content = StringOrSeq<ContentKind>`).
+pub enum StringOrSeq<K: SeqKind> {
+    Text(String),
+    Seq(Vec<K::Element>),
 }
 
-/// Deserialize a [`StringOrSeq`]; `expecting` is what serde reports was
-/// expected instead ("a string or an array of content blocks"). Elements
-/// are read through the caller's deserializer, so a path tracker sees their
-/// index.
-pub fn string_or_seq<'de, D, T>(
-    deserializer: D,
-    expecting: &'static str,
-) -> Result<StringOrSeq<T>, D::Error>
+/// One string-or-array member of a protocol: see [`StringOrSeq`]. Usually
+/// an uninhabited enum, only ever used as a type.
+pub trait SeqKind {
+    type Element;
+    /// What serde reports was expected instead ("a string or an array of
+    /// content blocks").
+    const EXPECTING: &'static str;
+}
+
+impl<K: SeqKind> fmt::Debug for StringOrSeq<K>
 where
-    D: de::Deserializer<'de>,
-    T: Deserialize<'de>,
+    K::Element: fmt::Debug,
 {
-    struct StringOrSeqVisitor<T> {
-        expecting: &'static str,
-        element: std::marker::PhantomData<T>,
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StringOrSeq::Text(text) => f.debug_tuple("Text").field(text).finish(),
+            StringOrSeq::Seq(all) => f.debug_tuple("Seq").field(all).finish(),
+        }
     }
-    impl<'de, T: Deserialize<'de>> Visitor<'de> for StringOrSeqVisitor<T> {
-        type Value = StringOrSeq<T>;
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str(self.expecting)
+}
+
+impl<K: SeqKind> Clone for StringOrSeq<K>
+where
+    K::Element: Clone,
+{
+    fn clone(&self) -> Self {
+        match self {
+            StringOrSeq::Text(text) => StringOrSeq::Text(text.clone()),
+            StringOrSeq::Seq(all) => StringOrSeq::Seq(all.clone()),
         }
-        fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-            Ok(StringOrSeq::String(v.to_owned()))
+    }
+}
+
+impl<K: SeqKind> PartialEq for StringOrSeq<K>
+where
+    K::Element: PartialEq,
+{
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (StringOrSeq::Text(a), StringOrSeq::Text(b)) => a == b,
+            (StringOrSeq::Seq(a), StringOrSeq::Seq(b)) => a == b,
+            _ => false,
         }
-        fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-            Ok(StringOrSeq::String(v))
+    }
+}
+
+impl<K: SeqKind> Eq for StringOrSeq<K> where K::Element: Eq {}
+
+impl<K: SeqKind> Serialize for StringOrSeq<K>
+where
+    K::Element: Serialize,
+{
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            StringOrSeq::Text(text) => s.serialize_str(text),
+            StringOrSeq::Seq(all) => all.serialize(s),
         }
-        fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-            // A hostile size hint must not reserve unbounded memory.
-            let mut all = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1024));
-            while let Some(element) = seq.next_element::<T>()? {
-                all.push(element);
+    }
+}
+
+/// Elements are read through the caller's deserializer, so a path tracker
+/// sees their index.
+impl<'de, K: SeqKind> Deserialize<'de> for StringOrSeq<K>
+where
+    K::Element: Deserialize<'de>,
+{
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct StringOrSeqVisitor<K>(std::marker::PhantomData<K>);
+        impl<'de, K: SeqKind> Visitor<'de> for StringOrSeqVisitor<K>
+        where
+            K::Element: Deserialize<'de>,
+        {
+            type Value = StringOrSeq<K>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(K::EXPECTING)
             }
-            Ok(StringOrSeq::Seq(all))
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(StringOrSeq::Text(v.to_owned()))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(StringOrSeq::Text(v))
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                // A hostile size hint must not reserve unbounded memory.
+                let mut all = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1024));
+                while let Some(element) = seq.next_element::<K::Element>()? {
+                    all.push(element);
+                }
+                Ok(StringOrSeq::Seq(all))
+            }
         }
+        deserializer.deserialize_any(StringOrSeqVisitor::<K>(std::marker::PhantomData))
     }
-    deserializer.deserialize_any(StringOrSeqVisitor {
-        expecting,
-        element: std::marker::PhantomData,
-    })
+}
+
+/// The documented shape of a [`StringOrSeq`] member (feature `openapi`):
+/// one string, or an array of its elements.
+#[cfg(feature = "openapi")]
+pub trait SeqSchema: SeqKind {
+    /// The component name (`ChatMessageContent`).
+    const NAME: &'static str;
+    const DESCRIPTION: &'static str;
+    /// The schema of one element of the array.
+    fn element() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>;
+    /// The named schemas [`SeqSchema::element`] refers to (see [`register`](crate::openapi::register)).
+    fn schemas(out: &mut crate::openapi::Schemas) {
+        let _ = out;
+    }
+}
+
+#[cfg(feature = "openapi")]
+impl<K: SeqSchema> utoipa::PartialSchema for StringOrSeq<K> {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use crate::openapi::{array_of, one_of, string};
+        one_of([string(), array_of(K::element())], K::DESCRIPTION)
+    }
+}
+
+#[cfg(feature = "openapi")]
+impl<K: SeqSchema> utoipa::ToSchema for StringOrSeq<K> {
+    fn name() -> std::borrow::Cow<'static, str> {
+        std::borrow::Cow::Borrowed(K::NAME)
+    }
+    fn schemas(out: &mut crate::openapi::Schemas) {
+        K::schemas(out);
+    }
+}
+
+/// Declare a protocol's string-or-array member: its name (an alias of
+/// [`StringOrSeq`]), its [`SeqKind`]
+/// and, with the calling crate's `openapi` feature, its `SeqSchema`.
+///
+/// ```text
+/// router_canonical::string_or_seq! {
+///     /// `content`: a string or an array of blocks.
+///     pub type Content = StringOrSeq<ContentKind> of ContentBlock;
+///     expecting "a string or an array of content blocks";
+///     schema "MessagesContent", "A string, or an array of content blocks.",
+///         element router_canonical::openapi::reference::<ContentBlock>(), uses [ContentBlock];
+/// }
+/// ```
+#[macro_export]
+macro_rules! string_or_seq {
+    (
+        $(#[$meta:meta])*
+        $vis:vis type $alias:ident = StringOrSeq<$kind:ident> of $element:ty;
+        expecting $expecting:literal;
+        schema $name:literal, $description:literal, element $schema:expr, uses [$($dep:ty),* $(,)?];
+    ) => {
+        $(#[$meta])*
+        $vis type $alias = $crate::parse::StringOrSeq<$kind>;
+
+        #[doc = concat!("What [`", stringify!($alias), "`] holds: its element and what a client is told was expected.")]
+        #[derive(Debug)]
+        $vis enum $kind {}
+
+        impl $crate::parse::SeqKind for $kind {
+            type Element = $element;
+            const EXPECTING: &'static str = $expecting;
+        }
+
+        #[cfg(feature = "openapi")]
+        impl $crate::parse::SeqSchema for $kind {
+            const NAME: &'static str = $name;
+            const DESCRIPTION: &'static str = $description;
+            fn element() -> ::utoipa::openapi::RefOr<::utoipa::openapi::schema::Schema> {
+                $schema
+            }
+            fn schemas(out: &mut $crate::openapi::Schemas) {
+                let _ = &out;
+                $($crate::openapi::register::<$dep>(out);)*
+            }
+        }
+    };
 }
 
 /// A supplier reply that is not JSON of the expected shape: where, and what.
@@ -390,19 +559,17 @@ mod tests {
 
     #[test]
     fn string_or_seq_reads_either_and_names_the_element() {
-        fn read(json: &str) -> Result<StringOrSeq<u8>, String> {
+        enum Bytes {}
+        impl SeqKind for Bytes {
+            type Element = u8;
+            const EXPECTING: &'static str = "a string or an array of bytes";
+        }
+        fn read(json: &str) -> Result<StringOrSeq<Bytes>, String> {
             let mut de = serde_json::Deserializer::from_str(json);
             serde_path_to_error::deserialize(&mut de)
-                .map(|w: Wrapper| w.0)
                 .map_err(|e| format!("{} @ {}", e.inner(), e.path()))
         }
-        struct Wrapper(StringOrSeq<u8>);
-        impl<'de> Deserialize<'de> for Wrapper {
-            fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                string_or_seq(d, "a string or an array of bytes").map(Wrapper)
-            }
-        }
-        assert_eq!(read(r#""hi""#).unwrap(), StringOrSeq::String("hi".into()));
+        assert_eq!(read(r#""hi""#).unwrap(), StringOrSeq::Text("hi".into()));
         assert_eq!(read("[1, 2]").unwrap(), StringOrSeq::Seq(vec![1, 2]));
         let err = read("[1, \"x\"]").unwrap_err();
         assert!(err.ends_with("@ [1]"), "{err}");
@@ -411,6 +578,40 @@ mod tests {
             err.contains("expected a string or an array of bytes"),
             "{err}"
         );
+        let written = serde_json::to_string(&StringOrSeq::<Bytes>::Seq(vec![1])).unwrap();
+        assert_eq!(written, "[1]");
+        let written = serde_json::to_string(&StringOrSeq::<Bytes>::Text("a".into())).unwrap();
+        assert_eq!(written, r#""a""#);
+    }
+
+    /// C-12, GP-02: one `input_image` rule for Chat and Responses.
+    #[test]
+    fn an_input_image_has_exactly_one_source() {
+        let p = "input[0].content[1]";
+        let url = || Some("https://x/a.png".to_owned());
+        let file = || Some("file-1".to_owned());
+        assert_eq!(
+            input_image_source(p, url(), None).unwrap(),
+            ImageSource::Url {
+                url: "https://x/a.png".into()
+            }
+        );
+        assert_eq!(
+            input_image_source(p, None, file()).unwrap(),
+            ImageSource::Upload {
+                file_id: "file-1".into(),
+                param: format!("{p}.file_id"),
+            }
+        );
+        let both = input_image_source(p, url(), file()).unwrap_err();
+        assert_eq!(both.param.as_deref(), Some(p));
+        let neither = input_image_source(p, None, None).unwrap_err();
+        assert_eq!(
+            neither.param.as_deref(),
+            Some("input[0].content[1].image_url")
+        );
+        let ftp = input_image_source(p, Some("ftp://x".into()), None).unwrap_err();
+        assert_eq!(ftp.param.as_deref(), Some("input[0].content[1].image_url"));
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 use crate::changes::MAX_LIMIT;
 use router_canonical::{ApiError, ErrorCode};
+use router_core::product_codes;
 use router_core::store::StoreError;
 
 /// Why a catalog operation did not succeed.
@@ -139,12 +140,12 @@ impl From<CatalogError> for ApiError {
             )
             .with_param("model"),
             CatalogError::ModelNotAllowed { name } => ApiError::new(
-                ErrorCode::ModelNotAllowed,
+                product_codes::MODEL_NOT_ALLOWED,
                 format!("This API key may not use the model `{name}`."),
             )
             .with_param("model"),
             CatalogError::ListPriceUnknown => ApiError::new(
-                ErrorCode::ListPriceUnknown,
+                product_codes::LIST_PRICE_UNKNOWN,
                 "This model's official list price is unknown, so a minimum discount cannot be verified.",
             )
             .with_param("min_discount_percent"),

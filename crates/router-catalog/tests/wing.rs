@@ -13,6 +13,7 @@ use router_catalog::{
     CatalogEnv, CatalogError, CatalogViews, ChangesQuery, Params, PublishedCatalog, ReleaseInfo,
     ServesCatalog, Viewer,
 };
+use router_core::product_codes;
 use router_core::{Catalog, KeyPolicy};
 use router_store::test_support::TestDatabase;
 use serde_json::{Value, json};
@@ -470,7 +471,7 @@ fn supply_is_filtered_and_numbered_without_naming_routes() {
         &SupplyQuery::read(&Pairs(&[("model", "text-alias")])).unwrap(),
     )
     .unwrap_err();
-    assert_eq!(api(refused).code, ErrorCode::ModelNotAllowed);
+    assert_eq!(api(refused).code, product_codes::MODEL_NOT_ALLOWED);
 }
 
 #[test]

@@ -9,6 +9,7 @@
 use crate::catalog::{Catalog, Model, Route};
 use crate::key_policy::KeyLimit;
 use crate::pricing;
+use crate::product_codes;
 use crate::routing::{self, Plan};
 use crate::store::{
     AttemptOutcome, AttemptRecord, NewRequest, Requester, ReserveError, SettleError, Settlement,
@@ -418,7 +419,7 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
             && plan.requirements.needs(Capability::Vision)
         {
             error = ApiError::new(
-                ErrorCode::ImageCapacityUnavailable,
+                product_codes::IMAGE_CAPACITY_UNAVAILABLE,
                 "No vision route could serve this image request.",
             );
         }
@@ -518,11 +519,11 @@ fn final_error(last: Option<&AttemptError>) -> ApiError {
 fn key_limit_error(limit: KeyLimit) -> ApiError {
     let (code, message) = match limit {
         KeyLimit::Spend => (
-            ErrorCode::ApiKeySpendLimitExceeded,
+            product_codes::API_KEY_SPEND_LIMIT_EXCEEDED,
             "This API key's spend limit does not cover this request's maximum cost.",
         ),
         KeyLimit::MonthlyBudget => (
-            ErrorCode::ApiKeyMonthlyBudgetExceeded,
+            product_codes::API_KEY_MONTHLY_BUDGET_EXCEEDED,
             "This API key's monthly budget does not cover this request's maximum cost.",
         ),
         KeyLimit::RequestsPerMinute => (
@@ -530,11 +531,11 @@ fn key_limit_error(limit: KeyLimit) -> ApiError {
             "This API key's requests-per-minute limit is reached.",
         ),
         KeyLimit::RequestsPerDay => (
-            ErrorCode::DailyRequestLimitExceeded,
+            product_codes::DAILY_REQUEST_LIMIT_EXCEEDED,
             "This API key's daily request limit is reached.",
         ),
         KeyLimit::Concurrency => (
-            ErrorCode::ConcurrencyLimitExceeded,
+            product_codes::CONCURRENCY_LIMIT_EXCEEDED,
             "This API key's concurrent request limit is reached.",
         ),
     };
@@ -545,11 +546,11 @@ fn key_limit_error(limit: KeyLimit) -> ApiError {
 pub fn reserve_error(refusal: ReserveError) -> ApiError {
     match refusal {
         ReserveError::InsufficientCredits => ApiError::new(
-            ErrorCode::InsufficientCredits,
+            product_codes::INSUFFICIENT_CREDITS,
             "Your available credits do not cover this request's maximum cost.",
         ),
         ReserveError::PolicyChanged => ApiError::new(
-            ErrorCode::PolicyChanged,
+            product_codes::POLICY_CHANGED,
             "The API key's policy changed while this request was admitted; nothing was charged.",
         ),
         ReserveError::KeyLimit { limit, retry_after } => {

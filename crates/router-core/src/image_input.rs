@@ -7,7 +7,8 @@
 //! already resolved), otherwise the largest cost any image can have.
 
 use base64::Engine as _;
-use router_canonical::{ApiError, ContentPart, ErrorCode, ImageSource, Request};
+use router_canonical::{ApiError, ContentPart, ImageSource, Request};
+use router_core::product_codes;
 
 /// Above this estimate an image request is refused.
 pub const IMAGE_INPUT_BOUND: u64 = 272_000;
@@ -85,7 +86,7 @@ pub fn check(request: &Request) -> Result<(), ApiError> {
     let estimate = estimate(request);
     if estimate > IMAGE_INPUT_BOUND {
         return Err(ApiError::new(
-            ErrorCode::ImageInputLimit,
+            product_codes::IMAGE_INPUT_LIMIT,
             format!(
                 "This request's input with images is estimated at {estimate} tokens, above the {IMAGE_INPUT_BOUND}-token bound for image requests."
             ),

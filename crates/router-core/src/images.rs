@@ -14,6 +14,7 @@
 
 use crate::catalog::{Modality, Model, Route};
 use crate::gateway::{Gateway, Reservation, internal};
+use crate::product_codes;
 use crate::store::{AttemptOutcome, AttemptRecord, NewRequest, Requester, Store};
 use crate::supplier::{AttemptCause, AttemptError, FailureKind, Suppliers};
 use router_canonical::{ApiError, ErrorCode, ImageRequest, NanoUsd, Protocol, Usage};
@@ -217,7 +218,7 @@ fn public_error(error: &AttemptError, deadline: Duration) -> ApiError {
     match (&error.cause, error.kind) {
         (AttemptCause::Conversion(public), _) => public.clone(),
         (_, FailureKind::Timeout) => ApiError::new(
-            ErrorCode::GenerationTimeout,
+            product_codes::GENERATION_TIMEOUT,
             format!(
                 "The image was not generated within {} seconds; nothing was charged.",
                 deadline.as_secs()
@@ -322,7 +323,7 @@ enabled = false
         let without_zdr = CATALOG.replace("zdr = true\n", "");
         let catalog = Catalog::from_toml(&without_zdr, |_| None).unwrap();
         let error = plan(&catalog, &request("m-img"), true).unwrap_err();
-        assert_eq!(error.code, ErrorCode::ZdrCapacityUnavailable);
+        assert_eq!(error.code, product_codes::ZDR_CAPACITY_UNAVAILABLE);
         assert_eq!(error.status(), 503);
         assert!(plan(&catalog, &request("m-img"), false).is_ok());
     }

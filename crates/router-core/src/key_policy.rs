@@ -7,8 +7,9 @@
 //! no longer current is refused (`policy_changed`, A-20).
 
 use crate::catalog::{Catalog, Model};
+use crate::product_codes;
 use ipnet::IpNet;
-use router_canonical::{ApiError, ErrorCode, PromptCacheMode};
+use router_canonical::{ApiError, PromptCacheMode};
 use std::net::IpAddr;
 
 /// An API key's policy. `None` in a field means "no restriction" (or, for
@@ -105,7 +106,7 @@ impl KeyPolicy {
     pub fn check_model(&self, catalog: &Catalog, name: &str) -> Result<(), ApiError> {
         match catalog.model(name) {
             Some(model) if !self.allows_model(model) => Err(ApiError::new(
-                ErrorCode::ModelNotAllowed,
+                product_codes::MODEL_NOT_ALLOWED,
                 format!("This API key may not use the model `{name}`."),
             )
             .with_param("model")),

@@ -23,6 +23,7 @@ pub mod images;
 pub mod key_policy;
 pub mod pipeline;
 pub mod pricing;
+pub mod product_codes;
 pub mod response_cache;
 pub mod routing;
 pub mod store;

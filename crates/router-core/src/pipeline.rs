@@ -23,6 +23,7 @@
 use crate::affinity::{self, Affinity, AffinityState, PromptCacheSettings};
 use crate::experiments;
 use crate::gateway::{Admission, Gateway, LiveStream, Outcome};
+use crate::product_codes;
 use crate::response_cache::{CacheKey, CacheStatus};
 use crate::store::{
     AffinityStore, ApiKeyRecord, CacheHit, ExperimentArm, ExperimentStore, Requester,
@@ -207,7 +208,7 @@ where
                 )
             })?
             .ok_or_else(|| {
-                ApiError::new(ErrorCode::ExperimentNotFound, "No such experiment.")
+                ApiError::new(product_codes::EXPERIMENT_NOT_FOUND, "No such experiment.")
                     .with_param("x-ci-experiment")
             })?;
         if !experiment.is_live() {
@@ -216,7 +217,7 @@ where
         // Image requests bypass text techniques (H-06, H-10, GP-45).
         if request.has_images() && experiment.rewrites() {
             return Err(ApiError::new(
-                ErrorCode::IncompatibleImageInput,
+                product_codes::INCOMPATIBLE_IMAGE_INPUT,
                 "This experiment rewrites the prompt, which image input does not allow.",
             )
             .with_param("x-ci-experiment"));

@@ -2,6 +2,7 @@
 //! order by priority then internal cost (requirements G-01, B-19, CF-01).
 
 use crate::catalog::{Catalog, Model, Route};
+use crate::product_codes;
 use router_canonical::{ApiError, Capability, ErrorCode, Field, Protocol, Request, Requirements};
 use std::sync::Arc;
 
@@ -55,7 +56,7 @@ pub fn single_route(
         .filter(|r| r.protocol == protocol);
     if zdr && !routes.clone().any(|r| r.enabled && r.zdr) {
         return Err(ApiError::new(
-            ErrorCode::ZdrCapacityUnavailable,
+            product_codes::ZDR_CAPACITY_UNAVAILABLE,
             "No verified zero-data-retention route is available for this model.",
         ));
     }
@@ -124,7 +125,7 @@ pub fn plan(catalog: &Catalog, request: &Request, inbound: Protocol) -> Result<P
         // Image input never falls back to text-only supply (H-05, H-08).
         if requirements.needs(Capability::Vision) {
             return Err(ApiError::new(
-                ErrorCode::ImageCapacityUnavailable,
+                product_codes::IMAGE_CAPACITY_UNAVAILABLE,
                 "No vision route is currently available for this model.",
             ));
         }
@@ -159,7 +160,7 @@ fn apply_routing_options<'a>(
     };
     if routes.is_empty() {
         return Err(ApiError::new(
-            ErrorCode::ZdrCapacityUnavailable,
+            product_codes::ZDR_CAPACITY_UNAVAILABLE,
             "No verified zero-data-retention route is available for this model.",
         ));
     }
@@ -167,7 +168,7 @@ fn apply_routing_options<'a>(
         return Ok(routes);
     };
     let list = model.list_price.as_ref().ok_or_else(|| {
-        ApiError::new(ErrorCode::ListPriceUnknown, "This model's official list price is unknown, so a minimum discount cannot be verified.")
+        ApiError::new(product_codes::LIST_PRICE_UNKNOWN, "This model's official list price is unknown, so a minimum discount cannot be verified.")
             .with_param("min_discount_percent")
     })?;
     let routes: Vec<&Arc<Route>> = routes
@@ -181,7 +182,7 @@ fn apply_routing_options<'a>(
         .collect();
     if routes.is_empty() {
         return Err(ApiError::new(
-            ErrorCode::MinDiscountUnavailable,
+            product_codes::MIN_DISCOUNT_UNAVAILABLE,
             "No supply meets the requested minimum discount.",
         ));
     }
@@ -378,7 +379,7 @@ quote = { input = 800, output = 800 }
             false,
         )
         .unwrap_err();
-        assert_eq!(err.code, ErrorCode::MinDiscountUnavailable);
+        assert_eq!(err.code, product_codes::MIN_DISCOUNT_UNAVAILABLE);
         assert_eq!(plan_with(None, false).unwrap().routes.len(), 2);
     }
 
@@ -386,7 +387,7 @@ quote = { input = 800, output = 800 }
     fn zdr_needs_a_verified_route() {
         assert_eq!(
             plan_with(None, true).unwrap_err().code,
-            ErrorCode::ZdrCapacityUnavailable
+            product_codes::ZDR_CAPACITY_UNAVAILABLE
         );
     }
 

@@ -31,6 +31,7 @@
 use crate::catalog::{Catalog, Modality, Model, Route};
 use crate::gateway::{Gateway, reserve_error};
 use crate::key_policy::KeyPolicy;
+use crate::product_codes;
 use crate::store::{
     ApiKeyRecord, AttemptOutcome, AttemptRecord, FinishError, NewRequest, NewVideoJob, Requester,
     Settlement, Store, StoreError, StoredVideo, VideoCreated, VideoFailure, VideoJob,
@@ -145,7 +146,7 @@ pub fn storage_failure(error: &dyn std::fmt::Display) -> ApiError {
 
 fn submission_unknown() -> ApiError {
     ApiError::new(
-        ErrorCode::SubmissionUnknown,
+        product_codes::SUBMISSION_UNKNOWN,
         "The video was submitted but the supplier's answer was lost; it is held until an operator reconciles it. Retry with the same client_task_id to read its status.",
     )
 }
@@ -466,7 +467,7 @@ impl<S: Store + VideoStore, P: Suppliers> Gateway<S, P> {
     ) -> Result<VideoJob, CreateFailure> {
         if job.fingerprint != fingerprint {
             return Err(ApiError::new(
-                ErrorCode::IdempotencyConflict,
+                product_codes::IDEMPOTENCY_CONFLICT,
                 "This client_task_id was used for a different video request; use a new client_task_id for a new video.",
             )
             .with_param("client_task_id")
@@ -927,7 +928,10 @@ mod tests {
             Err(other) => panic!("{other:?}"),
         };
         for status in [VideoJobStatus::Unknown, VideoJobStatus::Submitting] {
-            assert_eq!(code(job(status, None)), Some(ErrorCode::SubmissionUnknown));
+            assert_eq!(
+                code(job(status, None)),
+                Some(product_codes::SUBMISSION_UNKNOWN)
+            );
         }
         assert_eq!(
             code(job(VideoJobStatus::Failed, Some("upstream_error"))),

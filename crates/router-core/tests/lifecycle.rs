@@ -11,6 +11,7 @@ use router_canonical::{
     StopReason, StreamEvent, Usage,
 };
 use router_core::gateway::Admission;
+use router_core::product_codes;
 use router_core::store::*;
 use router_core::{
     AttemptError, Catalog, Gateway, GatewayConfig, Outcome, Route, SealKey, StreamItem,
@@ -516,7 +517,7 @@ async fn supply_priced_model_charges_the_quote_of_the_route_used() {
 async fn insufficient_credits_before_any_supplier_call() {
     let h = harness(10);
     let err = run(&h, request("fixed")).await.unwrap_err();
-    assert_eq!(err.code, ErrorCode::InsufficientCredits);
+    assert_eq!(err.code, product_codes::INSUFFICIENT_CREDITS);
     assert!(h.suppliers.calls().is_empty());
 }
 
@@ -543,7 +544,7 @@ async fn admission_zdr_is_not_relaxed_by_the_request() {
     let Err(err) = h.gateway.run(admission, req).await else {
         panic!("a ZDR admission was served by a non-ZDR route");
     };
-    assert_eq!(err.code, ErrorCode::ZdrCapacityUnavailable);
+    assert_eq!(err.code, product_codes::ZDR_CAPACITY_UNAVAILABLE);
     assert!(h.suppliers.calls().is_empty());
     assert_eq!(h.store.0.lock().unwrap().balance, RICH);
 }
@@ -790,7 +791,7 @@ async fn image_input_never_falls_back_to_text_only_supply() {
         );
     }
     let error = run(&h, image_request("seeing")).await.unwrap_err();
-    assert_eq!(error.code, ErrorCode::ImageCapacityUnavailable);
+    assert_eq!(error.code, product_codes::IMAGE_CAPACITY_UNAVAILABLE);
     assert_eq!(error.status(), 503);
     assert_eq!(h.suppliers.calls(), ["vision-route", "vision-route"]);
     assert_eq!(h.store.0.lock().unwrap().charged, 0);
@@ -807,7 +808,7 @@ async fn no_enabled_vision_route_is_image_capacity_unavailable() {
     );
     let h = vision_harness(&catalog);
     let error = run(&h, image_request("seeing")).await.unwrap_err();
-    assert_eq!(error.code, ErrorCode::ImageCapacityUnavailable);
+    assert_eq!(error.code, product_codes::IMAGE_CAPACITY_UNAVAILABLE);
     assert!(h.suppliers.calls().is_empty());
 }
 
@@ -885,7 +886,7 @@ async fn the_pipeline_refuses_an_unknown_experiment_before_reserving() {
     else {
         panic!("expected a refusal");
     };
-    assert_eq!(error.code, ErrorCode::ExperimentNotFound);
+    assert_eq!(error.code, product_codes::EXPERIMENT_NOT_FOUND);
     assert!(h.suppliers.calls().is_empty());
     assert!(h.store.0.lock().unwrap().holds.is_empty());
     let call = call(&key, &Headers(&[]), &settings);

@@ -9,6 +9,7 @@ use crate::destination::DestinationError;
 use crate::platform::{Platform, listing};
 use crate::report::Frequency;
 use router_canonical::{ApiError, ErrorCode};
+use router_core::product_codes;
 use router_core::store::StoreError;
 
 /// Why an operation of the wing did not succeed.
@@ -85,9 +86,9 @@ pub enum Refusal {
 impl From<Refusal> for ApiError {
     fn from(refusal: Refusal) -> ApiError {
         let failed = |platform| match platform {
-            Platform::Email => ErrorCode::EmailDeliveryFailed,
+            Platform::Email => product_codes::EMAIL_DELIVERY_FAILED,
             Platform::Slack | Platform::Discord | Platform::Telegram => {
-                ErrorCode::ReportDeliveryFailed
+                product_codes::REPORT_DELIVERY_FAILED
             }
         };
         match refusal {
@@ -153,35 +154,35 @@ impl From<Refusal> for ApiError {
                 ApiError::new(ErrorCode::NotFound, "No such connected channel.")
             }
             Refusal::AccountGone => {
-                ApiError::new(ErrorCode::AuthenticationRequired, "Sign in again.")
+                ApiError::new(product_codes::AUTHENTICATION_REQUIRED, "Sign in again.")
             }
             Refusal::EmailNotVerified => ApiError::new(
-                ErrorCode::EmailVerificationRequired,
+                product_codes::EMAIL_VERIFICATION_REQUIRED,
                 "Verify your email address before connecting email reports.",
             ),
             Refusal::Unconfigured(Platform::Email) => ApiError::new(
-                ErrorCode::EmailUnavailable,
+                product_codes::EMAIL_UNAVAILABLE,
                 "Email is not configured on this router.",
             ),
             Refusal::Unconfigured(platform) => ApiError::new(
-                ErrorCode::ChannelUnavailable,
+                product_codes::CHANNEL_UNAVAILABLE,
                 format!("The {platform} transport is not configured on this router."),
             ),
             Refusal::AlreadyConnected => ApiError::new(
-                ErrorCode::ChannelAlreadyConnected,
+                product_codes::CHANNEL_ALREADY_CONNECTED,
                 "A channel on this platform is already connected with another frequency; change it with PATCH /v1/channels/{id}.",
             ),
             Refusal::RateLimited { retry_after_secs } => ApiError::new(
-                ErrorCode::RateLimited,
+                product_codes::RATE_LIMITED,
                 "Reports on this channel are limited to one a minute and 20 a day.",
             )
             .with_retry_after(Some(retry_after_secs)),
             Refusal::ReportTooLarge => ApiError::new(
-                ErrorCode::ReportUnavailable,
+                product_codes::REPORT_UNAVAILABLE,
                 "The complete report does not fit this platform's message limit.",
             ),
             Refusal::ReportPending => ApiError::new(
-                ErrorCode::ReportPending,
+                product_codes::REPORT_PENDING,
                 "The platform did not take the report; it will be retried.",
             ),
             Refusal::DeliveryFailed(platform) => {

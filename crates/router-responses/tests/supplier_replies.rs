@@ -11,7 +11,7 @@ use router_canonical::request::NativeFields;
 use router_canonical::sse::{Decoder, Frame};
 use router_canonical::{
     ApiError, BlockDelta, BlockKind, CacheControl, ContentPart, ErrorCode, ImageSource, Message,
-    NanoUsd, OutputBlock, Protocol, Request, Response, Role, StopReason, StreamEvent,
+    NanoUsd, OutputBlock, ProductCode, Protocol, Request, Response, Role, StopReason, StreamEvent,
     SupplierFailure, ThinkingConfig, ThinkingMode, Tool, Usage,
 };
 use router_responses::{
@@ -1363,12 +1363,11 @@ fn a_failure_mid_stream_ends_with_error_and_response_failed() {
     assert_sdk_shape(&failed["response"]);
 
     // A rate limit keeps its meaning in the closed list of codes.
+    const SPEND_LIMIT: ErrorCode =
+        ErrorCode::Product(&ProductCode::new("api_key_spend_limit_exceeded", 429));
     let mut encoder = ResponsesClient.stream_encoder(stream_ctx(), ());
     let mut out = Vec::new();
-    encoder.error(
-        &ApiError::new(ErrorCode::ApiKeySpendLimitExceeded, "limit"),
-        &mut out,
-    );
+    encoder.error(&ApiError::new(SPEND_LIMIT, "limit"), &mut out);
     let frames = client_frames(&out);
     let names: Vec<_> = frames.iter().map(|(n, _)| n.as_str()).collect();
     // SDK stream helpers need response.created before anything else.

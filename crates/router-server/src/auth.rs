@@ -5,6 +5,7 @@ use crate::app::App;
 use crate::client_addr::PeerAddr;
 use router_canonical::{ApiError, ErrorCode};
 use router_core::Catalog;
+use router_core::product_codes;
 use router_core::store::{ApiKeyRecord, Scope, Store};
 
 fn invalid_key() -> ApiError {
@@ -68,7 +69,7 @@ pub async fn authenticate(
         && !record.has_scope(scope)
     {
         return Err(ApiError::new(
-            ErrorCode::InsufficientScope,
+            product_codes::INSUFFICIENT_SCOPE,
             format!("This API key lacks the `{}` scope.", scope.as_str()),
         ));
     }
@@ -79,7 +80,7 @@ pub async fn authenticate(
             .and_then(|peer| app.trusted_proxies.client(peer.0, headers));
         if !record.policy.allows_ip(client) {
             return Err(ApiError::new(
-                ErrorCode::IpNotAllowed,
+                product_codes::IP_NOT_ALLOWED,
                 "This API key may not be used from this IP address.",
             ));
         }

@@ -14,6 +14,7 @@ use crate::session::Session;
 use http::header::{CACHE_CONTROL, HeaderValue};
 use http::{Response, StatusCode};
 use router_canonical::{ApiError, ErrorCode};
+use router_core::product_codes;
 use serde::Serialize;
 use uuid::Uuid;
 
@@ -79,7 +80,7 @@ pub async fn change(
 fn parse_body(bytes: &[u8]) -> Result<bool, ApiError> {
     let invalid = || {
         ApiError::new(
-            ErrorCode::InvalidDataProtection,
+            product_codes::INVALID_DATA_PROTECTION,
             "The body must be exactly {\"zero_data_retention\": true|false}.",
         )
         .with_param("zero_data_retention")
@@ -113,7 +114,11 @@ mod tests {
             b"",
         ] {
             let error = parse_body(bad).unwrap_err();
-            assert_eq!(error.code, ErrorCode::InvalidDataProtection, "{bad:?}");
+            assert_eq!(
+                error.code,
+                product_codes::INVALID_DATA_PROTECTION,
+                "{bad:?}"
+            );
             assert_eq!(error.status(), 400);
         }
     }

@@ -19,6 +19,7 @@ use crate::{admin, auth, channels};
 use http::Response;
 use http::header::HeaderValue;
 use router_canonical::{ApiError, ErrorCode};
+use router_core::product_codes;
 use std::sync::{Arc, OnceLock};
 use uuid::Uuid;
 
@@ -94,7 +95,7 @@ pub async fn guard(
         AuthRule::Session => {
             if presents_key(headers) {
                 return Err(ApiError::new(
-                    ErrorCode::SessionRequired,
+                    product_codes::SESSION_REQUIRED,
                     "This endpoint accepts only a signed-in browser session, not an API key.",
                 ));
             }
@@ -104,7 +105,7 @@ pub async fn guard(
                     Ok(Caller::Session(session))
                 }
                 None => Err(ApiError::new(
-                    ErrorCode::AuthenticationRequired,
+                    product_codes::AUTHENTICATION_REQUIRED,
                     "Sign in: this endpoint needs a browser session.",
                 )),
             }
@@ -220,7 +221,7 @@ async fn route(
 /// The answer of a route whose feature has not landed.
 fn not_available(route: &Route) -> ApiError {
     ApiError::new(
-        ErrorCode::NotAvailable,
+        product_codes::NOT_AVAILABLE,
         format!(
             "`{} {}` is not available yet on this router.",
             route.method, route.path

@@ -11,7 +11,8 @@ use crate::app::App;
 use crate::reply::Reply;
 use http::header::HeaderValue;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
-use router_canonical::{ApiError, ErrorCode};
+use router_canonical::ApiError;
+use router_core::product_codes;
 use std::sync::OnceLock;
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
@@ -105,7 +106,7 @@ fn describe() {
 pub fn reply(app: &App, request_id: &str) -> Result<Reply, ApiError> {
     let text = render(app).ok_or_else(|| {
         ApiError::new(
-            ErrorCode::NotAvailable,
+            product_codes::NOT_AVAILABLE,
             "Metrics are not recorded in this process.",
         )
     })?;

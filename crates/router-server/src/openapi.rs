@@ -15,6 +15,7 @@ use crate::reply::{DetailError, Envelope, VideoError};
 use crate::routes::{AuthRule, Handler, ParamRule, ROUTES, Route};
 use crate::session;
 use router_canonical::ErrorCode;
+use router_core::product_codes;
 use router_core::store::Scope;
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -136,23 +137,23 @@ fn guard_errors(route: &Route) -> Vec<ErrorCode> {
     let mutation = !matches!(route.method.as_str(), "GET" | "HEAD");
     let mut codes = match route.auth {
         AuthRule::Public => vec![],
-        AuthRule::PublicSameOrigin => vec![ErrorCode::CrossOriginForbidden],
+        AuthRule::PublicSameOrigin => vec![product_codes::CROSS_ORIGIN_FORBIDDEN],
         AuthRule::Admin => vec![ErrorCode::InvalidApiKey],
         AuthRule::ApiKey { scope } => {
-            let mut codes = vec![ErrorCode::InvalidApiKey, ErrorCode::IpNotAllowed];
+            let mut codes = vec![ErrorCode::InvalidApiKey, product_codes::IP_NOT_ALLOWED];
             if scope.is_some() {
-                codes.push(ErrorCode::InsufficientScope);
+                codes.push(product_codes::INSUFFICIENT_SCOPE);
             }
             codes
         }
         AuthRule::ApiKeyOrSession { .. } => vec![
             ErrorCode::InvalidApiKey,
-            ErrorCode::IpNotAllowed,
-            ErrorCode::InsufficientScope,
+            product_codes::IP_NOT_ALLOWED,
+            product_codes::INSUFFICIENT_SCOPE,
         ],
         AuthRule::Session => vec![
-            ErrorCode::AuthenticationRequired,
-            ErrorCode::SessionRequired,
+            product_codes::AUTHENTICATION_REQUIRED,
+            product_codes::SESSION_REQUIRED,
         ],
     };
     // A session's mutation must come from the router's own origin (GP-36).
@@ -162,15 +163,15 @@ fn guard_errors(route: &Route) -> Vec<ErrorCode> {
             AuthRule::ApiKeyOrSession { .. } | AuthRule::Session
         )
     {
-        codes.push(ErrorCode::CrossOriginForbidden);
+        codes.push(product_codes::CROSS_ORIGIN_FORBIDDEN);
     }
     match route.param {
         ParamRule::None => {}
-        ParamRule::ChannelId => codes.push(ErrorCode::ChannelNotFound),
+        ParamRule::ChannelId => codes.push(product_codes::CHANNEL_NOT_FOUND),
         ParamRule::Platform => codes.push(ErrorCode::NotFound),
     }
     if matches!(route.handler, Handler::NotAvailable) {
-        codes.push(ErrorCode::NotAvailable);
+        codes.push(product_codes::NOT_AVAILABLE);
     }
     codes
 }

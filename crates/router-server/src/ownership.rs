@@ -10,6 +10,7 @@
 //! so the reply stays the same either way.
 
 use router_canonical::{ApiError, ErrorCode};
+use router_core::product_codes;
 use uuid::Uuid;
 
 /// A kind of customer resource looked up by ID.
@@ -32,10 +33,10 @@ impl Resource {
     /// no ID, so the bodies of two misses are byte-for-byte the same.
     pub fn not_found(self) -> ApiError {
         let (code, message) = match self {
-            Resource::Upload => (ErrorCode::UploadNotFound, "No such upload."),
-            Resource::Video => (ErrorCode::TaskNotFound, "No such video."),
-            Resource::Channel => (ErrorCode::ChannelNotFound, "No such channel."),
-            Resource::Experiment => (ErrorCode::ExperimentNotFound, "No such experiment."),
+            Resource::Upload => (product_codes::UPLOAD_NOT_FOUND, "No such upload."),
+            Resource::Video => (product_codes::TASK_NOT_FOUND, "No such video."),
+            Resource::Channel => (product_codes::CHANNEL_NOT_FOUND, "No such channel."),
+            Resource::Experiment => (product_codes::EXPERIMENT_NOT_FOUND, "No such experiment."),
             Resource::Request => (ErrorCode::NotFound, "No such request."),
         };
         ApiError::new(code, message)

@@ -232,6 +232,7 @@ use Handler::Document;
 use Scope::{
     AccountRead as READ, AccountWrite as WRITE, Inference as INFERENCE, UsageRead as USAGE,
 };
+use router_core::product_codes as P;
 const GET: Method = Method::GET;
 const POST: Method = Method::POST;
 const PATCH: Method = Method::PATCH;
@@ -264,29 +265,29 @@ const INFERENCE_ERRORS: &[ErrorCode] = &[
     E::InvalidParameter,
     E::UnsupportedConversion,
     E::UnsupportedParameter,
-    E::ListPriceUnknown,
-    E::IncompatibleImageInput,
-    E::InsufficientCredits,
-    E::ModelNotAllowed,
-    E::PolicyChanged,
+    P::LIST_PRICE_UNKNOWN,
+    P::INCOMPATIBLE_IMAGE_INPUT,
+    P::INSUFFICIENT_CREDITS,
+    P::MODEL_NOT_ALLOWED,
+    P::POLICY_CHANGED,
     E::ModelNotFound,
-    E::ExperimentNotFound,
+    P::EXPERIMENT_NOT_FOUND,
     E::PayloadTooLarge,
     E::RequestTimeout,
-    E::ApiKeySpendLimitExceeded,
-    E::ApiKeyMonthlyBudgetExceeded,
+    P::API_KEY_SPEND_LIMIT_EXCEEDED,
+    P::API_KEY_MONTHLY_BUDGET_EXCEEDED,
     E::RateLimitExceeded,
-    E::DailyRequestLimitExceeded,
-    E::ConcurrencyLimitExceeded,
+    P::DAILY_REQUEST_LIMIT_EXCEEDED,
+    P::CONCURRENCY_LIMIT_EXCEEDED,
     E::UpstreamError,
     E::InvalidUpstreamResponse,
     E::UpstreamUnavailable,
     E::RouteUnavailable,
-    E::MinDiscountUnavailable,
-    E::ZdrCapacityUnavailable,
-    E::ImageCapacityUnavailable,
-    E::ImageInputLimit,
-    E::UploadsUnavailable,
+    P::MIN_DISCOUNT_UNAVAILABLE,
+    P::ZDR_CAPACITY_UNAVAILABLE,
+    P::IMAGE_CAPACITY_UNAVAILABLE,
+    P::IMAGE_INPUT_LIMIT,
+    P::UPLOADS_UNAVAILABLE,
     E::InternalError,
 ];
 
@@ -640,7 +641,7 @@ pub static ROUTES: [Route; 63] = [
             params: COUNT_TOKENS_PARAMS,
             body: body(INFERENCE_BODY, &[(JSON, schema::<router_messages::wire::request::CountTokensRequest>)]),
             replies: &[Reply { status: 200, description: "The estimate.", content: &[(JSON, schema::<crate::messages::InputTokens>)], headers: &[Header { name: "x-ci-token-count-estimated", description: "`true`: a local estimate.", schema: estimated }] }],
-            errors: &[E::InvalidParameter, E::ModelNotAllowed, E::ModelNotFound, E::PayloadTooLarge, E::RequestTimeout],
+            errors: &[E::InvalidParameter, P::MODEL_NOT_ALLOWED, E::ModelNotFound, E::PayloadTooLarge, E::RequestTimeout],
         }),
     row(POST, "/v1/completions", key(INFERENCE), OpenAi,
         key!(|c, key| Ok(inference::handle(&COMPLETIONS, c.app, c.request, key, c.request_id, c.log).await)),
@@ -663,7 +664,7 @@ pub static ROUTES: [Route; 63] = [
                 parts: &[("file", "image/png, image/jpeg, image/webp, image/gif")],
             }),
             replies: &[json(201, "The upload record; `expires_at` is one hour after admission.", &[(JSON, schema::<router_uploads::UploadRecord>)])],
-            errors: &[E::InvalidUpload, E::DataProtectionRestriction, E::UploadTooLarge, E::UnsupportedFileType, E::InvalidContentType, E::UploadRateLimit, E::UploadQuotaExceeded, E::UploadsUnavailable],
+            errors: &[P::INVALID_UPLOAD, P::DATA_PROTECTION_RESTRICTION, P::UPLOAD_TOO_LARGE, P::UNSUPPORTED_FILE_TYPE, P::INVALID_CONTENT_TYPE, P::UPLOAD_RATE_LIMIT, P::UPLOAD_QUOTA_EXCEEDED, P::UPLOADS_UNAVAILABLE],
             ..Operation::new("", "")
         }),
     row(DELETE, "/v1/uploads/{id}", key_or_session(INFERENCE), OpenAi,
@@ -671,7 +672,7 @@ pub static ROUTES: [Route; 63] = [
         Operation {
             summary: "Delete an upload", tag: "uploads",
             replies: &[empty(204, "Deleted; the bytes are removed shortly after.")],
-            errors: &[E::UploadNotFound],
+            errors: &[P::UPLOAD_NOT_FOUND],
             ..Operation::new("", "")
         }),
     // Data protection (J).
@@ -688,7 +689,7 @@ pub static ROUTES: [Route; 63] = [
             summary: "Turn the account's zero data retention on or off", tag: "data protection",
             body: body("Exactly `{\"zero_data_retention\": true|false}`; anything else is 400 `invalid_data_protection`.", &[(JSON, schema::<bodies::DataProtectionChange>)]),
             replies: &[Reply { status: 200, description: "The record.", content: &[(JSON, schema::<crate::data_protection::DataProtection>)], headers: &[NO_STORE] }],
-            errors: &[E::InvalidDataProtection, E::PayloadTooLarge, E::RequestTimeout],
+            errors: &[P::INVALID_DATA_PROTECTION, E::PayloadTooLarge, E::RequestTimeout],
             ..Operation::new("", "")
         }),
     // Documentation (K).
@@ -755,7 +756,7 @@ pub static ROUTES: [Route; 63] = [
                 ZDR,
             ],
             replies: &[json(200, "The offers, cheapest first.", &[(JSON, schema::<bodies::ModelSupply>)])],
-            errors: &[E::InvalidParameter, E::ListPriceUnknown, E::ModelNotFound, E::ModelNotAllowed],
+            errors: &[E::InvalidParameter, P::LIST_PRICE_UNKNOWN, E::ModelNotFound, P::MODEL_NOT_ALLOWED],
             ..Operation::new("", "")
         }),
     row(GET, "/v1/models/compare", key_or_session(USAGE), OpenAi,
@@ -814,7 +815,7 @@ pub static ROUTES: [Route; 63] = [
         Operation {
             summary: "Send the previous period's report now", tag: "channels",
             replies: &[json(200, "`sent: false` means no activity in the period.", &[(JSON, schema::<router_notify::channels::ReportSent>)])],
-            errors: &[E::RateLimited, E::EmailUnavailable, E::ChannelUnavailable, E::ReportUnavailable, E::ReportPending, E::EmailDeliveryFailed, E::ReportDeliveryFailed],
+            errors: &[P::RATE_LIMITED, P::EMAIL_UNAVAILABLE, P::CHANNEL_UNAVAILABLE, P::REPORT_UNAVAILABLE, P::REPORT_PENDING, P::EMAIL_DELIVERY_FAILED, P::REPORT_DELIVERY_FAILED],
             ..Operation::new("", "")
         }),
     row(GET, "/api/channels/email", Session, OpenAi,
@@ -833,7 +834,7 @@ pub static ROUTES: [Route; 63] = [
                 json(201, "Connected.", &[(JSON, schema::<router_notify::channels::ChannelRecord>)]),
                 json(200, "Already connected with this frequency, or reconnected (same id).", &[(JSON, schema::<router_notify::channels::ChannelRecord>)]),
             ],
-            errors: &[E::InvalidParameter, E::EmailVerificationRequired, E::ChannelAlreadyConnected, E::EmailUnavailable],
+            errors: &[E::InvalidParameter, P::EMAIL_VERIFICATION_REQUIRED, P::CHANNEL_ALREADY_CONNECTED, P::EMAIL_UNAVAILABLE],
             ..Operation::new("", "")
         }),
     row_checked(DELETE, "/api/channels/email/{id}", Session, OpenAi, ChannelId,
@@ -857,7 +858,7 @@ pub static ROUTES: [Route; 63] = [
             summary: "Generate one PNG image", tag: "images",
             body: body("JSON; unknown fields are refused (400).", &[(JSON, schema::<bodies::ImageGenerationRequest>)]),
             replies: &[json(200, "The image and its receipt.", &[(JSON, schema::<bodies::ImageGeneration>)])],
-            errors: &[E::InvalidParameter, E::InsufficientCredits, E::ModelNotAllowed, E::ModelNotFound, E::PayloadTooLarge, E::RequestTimeout, E::GenerationTimeout, E::InvalidUpstreamResponse, E::UpstreamError, E::RouteUnavailable],
+            errors: &[E::InvalidParameter, P::INSUFFICIENT_CREDITS, P::MODEL_NOT_ALLOWED, E::ModelNotFound, E::PayloadTooLarge, E::RequestTimeout, P::GENERATION_TIMEOUT, E::InvalidUpstreamResponse, E::UpstreamError, E::RouteUnavailable],
             ..Operation::new("", "")
         }),
     // A request's final status, owner only (N-10, GP-62).
@@ -876,7 +877,7 @@ pub static ROUTES: [Route; 63] = [
             summary: "Create a video job", tag: "videos",
             body: body("JSON (`Content-Type: application/json`), at most 256 KiB.", &[(JSON, schema::<bodies::VideoCreateRequest>)]),
             replies: &[json(200, "The video, `status: \"queued\"`; a replay of the same `client_task_id` and request returns the same video.", &[(JSON, schema::<bodies::Video>)])],
-            errors: &[E::InvalidParameter, E::InsufficientCredits, E::ModelNotAllowed, E::ModelNotFound, E::IdempotencyConflict, E::PayloadTooLarge, E::RequestTimeout, E::UpstreamError, E::UpstreamUnavailable, E::RouteUnavailable, E::ZdrCapacityUnavailable, E::SubmissionUnknown],
+            errors: &[E::InvalidParameter, P::INSUFFICIENT_CREDITS, P::MODEL_NOT_ALLOWED, E::ModelNotFound, P::IDEMPOTENCY_CONFLICT, E::PayloadTooLarge, E::RequestTimeout, E::UpstreamError, E::UpstreamUnavailable, E::RouteUnavailable, P::ZDR_CAPACITY_UNAVAILABLE, P::SUBMISSION_UNKNOWN],
             ..Operation::new("", "")
         }),
     row(GET, "/v1/videos/{video_id}", key(INFERENCE), Video,
@@ -884,7 +885,7 @@ pub static ROUTES: [Route; 63] = [
         Operation {
             summary: "Read a video job", tag: "videos",
             replies: &[json(200, "The video: `status`, `progress`, `metadata.url` once completed.", &[(JSON, schema::<bodies::Video>)])],
-            errors: &[E::TaskNotFound],
+            errors: &[P::TASK_NOT_FOUND],
             ..Operation::new("", "")
         }),
     row(GET, "/v1/videos/{video_id}/content", key(INFERENCE), Video,
@@ -896,7 +897,7 @@ pub static ROUTES: [Route; 63] = [
                 Reply { status: 200, description: "The whole video.", content: &[("video/mp4", binary)], headers: VIDEO_BYTES },
                 Reply { status: 206, description: "One range.", content: &[("video/mp4", binary)], headers: VIDEO_RANGE_BYTES },
             ],
-            errors: &[E::TaskNotFound, E::VideoNotReady, E::InvalidRange],
+            errors: &[P::TASK_NOT_FOUND, P::VIDEO_NOT_READY, P::INVALID_RANGE],
             ..Operation::new("", "")
         }),
     // The API description.
@@ -914,7 +915,7 @@ pub static ROUTES: [Route; 63] = [
             summary: "Email a sign-in link", tag: "sessions",
             body: body("The address to sign in.", &[(JSON, schema::<crate::sign_in::LinkRequest>)]),
             replies: &[json(202, "The same answer whether an account has that address or not.", &[(JSON, schema::<bodies::SignInLinkSent>)])],
-            errors: &[E::InvalidParameter, E::EmailUnavailable],
+            errors: &[E::InvalidParameter, P::EMAIL_UNAVAILABLE],
             ..Operation::new("", "")
         }),
     row(GET, "/api/auth/sign-in", Public, OpenAi,
@@ -931,7 +932,7 @@ pub static ROUTES: [Route; 63] = [
             summary: "Redeem a sign-in link and set the session cookie", tag: "sessions",
             body: body("JSON `{token}`, or the page's form post `token=...`.", &[(JSON, schema::<crate::sign_in::Redeem>), ("application/x-www-form-urlencoded", schema::<crate::sign_in::Redeem>)]),
             replies: &[Reply { status: 200, description: "Signed in: an HTML page, and the session cookie.", content: &[("text/html", string)], headers: SET_COOKIE }],
-            errors: &[E::InvalidParameter, E::SignInLinkInvalid],
+            errors: &[E::InvalidParameter, P::SIGN_IN_LINK_INVALID],
             ..Operation::new("", "")
         }),
     row(GET, "/api/auth/session", Session, OpenAi,
@@ -971,7 +972,7 @@ pub static ROUTES: [Route; 63] = [
         Operation {
             summary: "Metrics in the Prometheus text format", tag: "operations",
             replies: &[json(200, "Counters, gauges and histograms prefixed `router_` (docs/operations.md).", &[("text/plain", string)])],
-            errors: &[E::NotAvailable],
+            errors: &[P::NOT_AVAILABLE],
             ..Operation::new("", "")
         }),
     // The operator API (docs/admin-api.md).
@@ -1140,7 +1141,7 @@ pub static ROUTES: [Route; 63] = [
                 json(201, "Connected.", &[(JSON, schema::<router_notify::channels::ChannelRecord>)]),
                 json(200, "Already connected with this frequency, or reconnected.", &[(JSON, schema::<router_notify::channels::ChannelRecord>)]),
             ],
-            errors: &[E::InvalidParameter, E::NotFound, E::ChannelAlreadyConnected],
+            errors: &[E::InvalidParameter, E::NotFound, P::CHANNEL_ALREADY_CONNECTED],
             ..Operation::new("", "")
         }),
     row(DELETE, "/admin/channels/{id}", Admin, OpenAi,
@@ -1165,7 +1166,7 @@ pub static ROUTES: [Route; 63] = [
         Operation {
             summary: "A video job as the operator sees it", tag: ADMIN,
             replies: &[json(200, "The video job.", &[(JSON, schema::<bodies::AdminVideo>)])],
-            errors: &[E::TaskNotFound],
+            errors: &[P::TASK_NOT_FOUND],
             ..Operation::new("", "")
         }),
     row(POST, "/admin/videos/{id}/reconcile", Admin, OpenAi,
@@ -1174,7 +1175,7 @@ pub static ROUTES: [Route; 63] = [
             summary: "Reconcile a video whose submission is unknown", tag: ADMIN,
             body: body(ADMIN_BODY, &[(JSON, schema::<bodies::AdminReconcile>)]),
             replies: &[json(200, "The video job after reconciliation.", &[(JSON, schema::<bodies::AdminVideo>)])],
-            errors: &[E::InvalidParameter, E::TaskNotFound, E::Conflict],
+            errors: &[E::InvalidParameter, P::TASK_NOT_FOUND, E::Conflict],
             ..Operation::new("", "")
         }),
 ];

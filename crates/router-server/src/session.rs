@@ -12,6 +12,7 @@
 use crate::app::App;
 use crate::public_url::PublicBaseUrl;
 use router_canonical::{ApiError, ErrorCode};
+use router_core::product_codes;
 use std::time::Duration;
 use uuid::Uuid;
 
@@ -84,7 +85,7 @@ pub fn check_origin(
     match claimed {
         Some(url) if !cross_site && public.is_same_origin(url) => Ok(()),
         _ => Err(ApiError::new(
-            ErrorCode::CrossOriginForbidden,
+            product_codes::CROSS_ORIGIN_FORBIDDEN,
             format!(
                 "A signed-in browser may change things only from {}.",
                 public.origin()

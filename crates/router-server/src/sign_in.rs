@@ -21,6 +21,7 @@ use crate::session::{self, Session};
 use http::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue, SET_COOKIE};
 use http::{Response, StatusCode};
 use router_canonical::{ApiError, ErrorCode};
+use router_core::product_codes;
 use router_notify::mail::is_email_address;
 use router_operator::sign_in::{IssuedLink, MAGIC_LINK_TTL, is_token};
 use serde::Deserialize;
@@ -50,7 +51,7 @@ pub async fn request_link(
 ) -> Result<Response<Body>, ApiError> {
     let Some(mailer) = app.notify.mailer().cloned() else {
         return Err(ApiError::new(
-            ErrorCode::EmailUnavailable,
+            product_codes::EMAIL_UNAVAILABLE,
             "Email sign-in is not configured on this router (ROUTER_SMTP_URL).",
         ));
     };
@@ -140,7 +141,7 @@ pub async fn redeem(
     };
     let invalid = || {
         ApiError::new(
-            ErrorCode::SignInLinkInvalid,
+            product_codes::SIGN_IN_LINK_INVALID,
             "This sign-in link is unknown, already used or expired. Ask for a new one.",
         )
     };

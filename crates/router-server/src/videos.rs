@@ -18,8 +18,9 @@ use bytes::Bytes;
 use futures::StreamExt;
 use http::header::{ACCEPT_RANGES, CONTENT_LENGTH, CONTENT_RANGE, CONTENT_TYPE, HeaderValue};
 use http::{Response, StatusCode};
-use router_canonical::{ApiError, ErrorCode};
+use router_canonical::ApiError;
 use router_core::VideoChunks;
+use router_core::product_codes;
 use router_core::store::{ApiKeyRecord, VideoJob, VideoJobStatus};
 use router_core::video_jobs::{
     ContentCopyError, CreateFailure, ID_PREFIX, VideoObjects, storage_failure,
@@ -201,7 +202,7 @@ pub async fn content(
         (job.content_key.as_deref(), job.content_bytes, job.status)
     else {
         return Err(ApiError::new(
-            ErrorCode::VideoNotReady,
+            product_codes::VIDEO_NOT_READY,
             "The video is not ready; poll it until its status is completed.",
         ));
     };
@@ -213,7 +214,7 @@ pub async fn content(
         RangeOutcome::Unsatisfiable => return Ok(unsatisfiable(size)),
         RangeOutcome::Invalid => {
             return Err(ApiError::new(
-                ErrorCode::InvalidRange,
+                product_codes::INVALID_RANGE,
                 "The Range header must be one range of bytes, as `bytes=start-end`, `bytes=start-` or `bytes=-suffix`.",
             ));
         }
@@ -287,7 +288,7 @@ fn unsatisfiable(size: u64) -> Reply {
     headers.insert(ACCEPT_RANGES, HeaderValue::from_static("bytes"));
     response
         .extensions_mut()
-        .insert(crate::request_log::ReplyCode(ErrorCode::InvalidRange));
+        .insert(crate::request_log::ReplyCode(product_codes::INVALID_RANGE));
     response
 }
 
@@ -394,7 +395,7 @@ mod tests {
         ] {
             assert_eq!(
                 parse_public_id(bad).unwrap_err().code,
-                ErrorCode::TaskNotFound,
+                product_codes::TASK_NOT_FOUND,
                 "{bad}"
             );
         }

@@ -4,6 +4,7 @@
 use crate::in_flight::Refusal;
 use crate::{MAX_ENVELOPE_BYTES, MAX_FILE_BYTES, MAX_PIXELS, MAX_SIDE};
 use router_canonical::{ApiError, ErrorCode};
+use router_core::product_codes;
 use router_core::store::StoreError;
 use router_store::uploads::AdmitError;
 
@@ -151,43 +152,43 @@ impl From<UploadError> for ApiError {
     fn from(error: UploadError) -> Self {
         match error {
             UploadError::Busy(_) => ApiError::new(
-                ErrorCode::UploadsUnavailable,
+                product_codes::UPLOADS_UNAVAILABLE,
                 "Too many uploads are in progress; retry shortly.",
             )
             .with_retry_after(Some(1)),
             UploadError::AccountBusy(n) => ApiError::new(
-                ErrorCode::UploadRateLimit,
+                product_codes::UPLOAD_RATE_LIMIT,
                 format!("At most {n} uploads of an account may be in progress at once."),
             )
             .with_retry_after(Some(1)),
             UploadError::DataProtection => ApiError::new(
-                ErrorCode::DataProtectionRestriction,
+                product_codes::DATA_PROTECTION_RESTRICTION,
                 "Zero data retention is on for this account: uploads are not accepted.",
             ),
             UploadError::Rate { retry_after_secs } => ApiError::new(
-                ErrorCode::UploadRateLimit,
+                product_codes::UPLOAD_RATE_LIMIT,
                 "Upload rate exceeded: 20 a minute and 120 a day per account.",
             )
             .with_retry_after(Some(retry_after_secs)),
             UploadError::Quota => ApiError::new(
-                ErrorCode::UploadQuotaExceeded,
+                product_codes::UPLOAD_QUOTA_EXCEEDED,
                 "Upload quota exceeded: 32 files and 64 MiB per account, until uploads expire or are removed.",
             ),
             UploadError::TooLarge => ApiError::new(
-                ErrorCode::UploadTooLarge,
+                product_codes::UPLOAD_TOO_LARGE,
                 format!(
                     "The file must be 1 to {MAX_FILE_BYTES} bytes, in a body of at most {MAX_ENVELOPE_BYTES} bytes."
                 ),
             )
             .with_param("file"),
             UploadError::InvalidUpload(shape) => {
-                ApiError::new(ErrorCode::InvalidUpload, shape.message()).with_param("file")
+                ApiError::new(product_codes::INVALID_UPLOAD, shape.message()).with_param("file")
             }
             UploadError::Unsupported(why) => {
-                ApiError::new(ErrorCode::UnsupportedFileType, why.message()).with_param("file")
+                ApiError::new(product_codes::UNSUPPORTED_FILE_TYPE, why.message()).with_param("file")
             }
             UploadError::ContentTypeMismatch { declared, detected } => ApiError::new(
-                ErrorCode::InvalidContentType,
+                product_codes::INVALID_CONTENT_TYPE,
                 format!("The file is declared `{declared}` but its content is `{detected}`."),
             )
             .with_param("file"),
@@ -196,12 +197,12 @@ impl From<UploadError> for ApiError {
                 "The request body did not arrive in time.",
             ),
             UploadError::Unavailable => ApiError::new(
-                ErrorCode::UploadsUnavailable,
+                product_codes::UPLOADS_UNAVAILABLE,
                 "Uploads are temporarily unavailable.",
             ),
             UploadError::Store(_) => ApiError::new(ErrorCode::InternalError, "Storage failure."),
             UploadError::ReferencesUnderDataProtection => ApiError::new(
-                ErrorCode::ZdrCapacityUnavailable,
+                product_codes::ZDR_CAPACITY_UNAVAILABLE,
                 "Zero data retention is on for this account: uploaded images cannot be read.",
             ),
             UploadError::UnknownReference { param } => ApiError::invalid(

@@ -7,7 +7,8 @@
 #![expect(clippy::unwrap_used)]
 
 use bytes::Bytes;
-use router_canonical::{ApiError, ContentPart, ErrorCode, ImageSource, Message, Request, Role};
+use router_canonical::{ApiError, ContentPart, ImageSource, Message, Request, Role};
+use router_core::product_codes;
 use router_store::test_support::TestDatabase;
 use router_uploads::{
     ObjectStorage, ReadFailure, Shape, Unsupported, UploadError, UploadSettings, Uploads,
@@ -255,7 +256,7 @@ async fn refusals_are_typed_and_carry_their_answer() {
     let api = ApiError::from(e);
     assert_eq!(
         (api.code, api.status()),
-        (ErrorCode::UnsupportedFileType, 415)
+        (product_codes::UNSUPPORTED_FILE_TYPE, 415)
     );
     assert_eq!(api.param.as_deref(), Some("file"));
 

@@ -394,7 +394,7 @@ pub fn render_error(error: &ApiError, request_id: &str) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use router_canonical::ErrorCode;
+    use router_canonical::{ErrorCode, ProductCode};
     use serde_json::json;
 
     fn body(extra: Value) -> Vec<u8> {
@@ -782,7 +782,12 @@ mod tests {
     /// P-03, O-31: the standard envelope plus `requestId`.
     #[test]
     fn errors_carry_the_request_id() {
-        let error = ApiError::new(ErrorCode::IdempotencyConflict, "different parameters");
+        // A gateway's product code (router-core defines this one), rendered
+        // like a protocol code; the statuses of the video codes are pinned
+        // beside their definitions.
+        const IDEMPOTENCY_CONFLICT: ErrorCode =
+            ErrorCode::Product(&ProductCode::new("idempotency_conflict", 409));
+        let error = ApiError::new(IDEMPOTENCY_CONFLICT, "different parameters");
         let value: Value = serde_json::from_slice(&render_error(&error, "req-1")).unwrap();
         assert_eq!(
             value,
@@ -793,15 +798,6 @@ mod tests {
         let value: Value = serde_json::from_slice(&render_error(&named, "r")).unwrap();
         assert_eq!(value["error"]["param"], "duration");
         assert_eq!(value["error"]["code"], "invalid_parameter");
-        for (code, status) in [
-            (ErrorCode::TaskNotFound, 404),
-            (ErrorCode::VideoNotReady, 404),
-            (ErrorCode::IdempotencyConflict, 409),
-            (ErrorCode::InvalidRange, 416),
-            (ErrorCode::SubmissionUnknown, 503),
-        ] {
-            assert_eq!(code.http_status(), status, "{code}");
-        }
     }
 
     proptest::proptest! {

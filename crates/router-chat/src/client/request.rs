@@ -113,8 +113,8 @@ fn convert_request(wire: ChatRequest) -> Result<Request, ApiError> {
         seed,
         stop: match stop {
             None => Vec::new(),
-            Some(wire::Stop::One(s)) => vec![s],
-            Some(wire::Stop::Many(all)) => all,
+            Some(wire::Stop::Text(s)) => vec![s],
+            Some(wire::Stop::Seq(all)) => all,
         },
         max_output_tokens: token_limit(max_tokens, max_completion_tokens)?,
         ..ranges
@@ -229,14 +229,14 @@ fn message(i: usize, m: ChatMessage) -> Result<Message, ApiError> {
         tool_calls,
         extra: _,
     } = m;
-    let content_was_string = !matches!(content, Some(MessageContent::Parts(_)));
+    let content_was_string = !matches!(content, Some(MessageContent::Seq(_)));
     let mut parts = match content {
         None => Vec::new(),
         Some(MessageContent::Text(text)) => vec![ContentPart::Text {
             text,
             cache_control: None,
         }],
-        Some(MessageContent::Parts(parts)) => parts
+        Some(MessageContent::Seq(parts)) => parts
             .into_iter()
             .enumerate()
             .map(|(j, p)| content_part(&format!("{base}.content[{j}]"), p))
@@ -315,28 +315,8 @@ fn content_part(path: &str, part: wire::ContentPart) -> Result<ContentPart, ApiE
             }
         }
         wire::ContentPart::InputImage(p) => {
-            let source = match (p.image_url, p.file_id) {
-                (Some(url), None) => {
-                    check_image_url(&format!("{path}.image_url"), &url.url)?;
-                    ImageSource::Url { url: url.url }
-                }
-                (None, Some(file_id)) => ImageSource::Upload {
-                    file_id,
-                    param: format!("{path}.file_id"),
-                },
-                (Some(_), Some(_)) => {
-                    return Err(ApiError::invalid(
-                        path,
-                        "an input_image part takes `image_url` or `file_id`, not both",
-                    ));
-                }
-                (None, None) => {
-                    return Err(ApiError::invalid(
-                        format!("{path}.image_url"),
-                        "an input_image part needs `image_url` or `file_id`",
-                    ));
-                }
-            };
+            let url = p.image_url.map(|image_url| image_url.url);
+            let source = parse::input_image_source(path, url, p.file_id)?;
             ContentPart::Image {
                 source,
                 detail: p.detail,

@@ -47,7 +47,7 @@ pub(crate) fn chat_request(req: &Request, upstream_model: &str) -> Result<ChatRe
         frequency_penalty: sampling.frequency_penalty,
         presence_penalty: sampling.presence_penalty,
         seed: sampling.seed,
-        stop: (!sampling.stop.is_empty()).then(|| wire::Stop::Many(sampling.stop.clone())),
+        stop: (!sampling.stop.is_empty()).then(|| wire::Stop::Seq(sampling.stop.clone())),
         max_tokens: None,
         max_completion_tokens: sampling.max_output_tokens,
         // B-16 / GP-74: explicit effort goes in Chat's own field, verbatim.
@@ -198,7 +198,7 @@ fn chat_content(
     has_tool_calls: bool,
 ) -> Option<MessageContent> {
     if parts.is_empty() {
-        return (!prefer_string && !has_tool_calls).then(|| MessageContent::Parts(parts));
+        return (!prefer_string && !has_tool_calls).then(|| MessageContent::Seq(parts));
     }
     if prefer_string
         && let [
@@ -210,7 +210,7 @@ fn chat_content(
     {
         return Some(MessageContent::Text(text.clone()));
     }
-    Some(MessageContent::Parts(parts))
+    Some(MessageContent::Seq(parts))
 }
 
 fn cache_control(c: &CacheControl) -> wire::CacheControl {

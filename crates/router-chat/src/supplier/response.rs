@@ -83,7 +83,7 @@ fn output(message: ResponseMessage) -> Result<Vec<OutputBlock>, DecodeError> {
     let text = match content {
         None => None,
         Some(MessageContent::Text(text)) => Some(text),
-        Some(MessageContent::Parts(parts)) => {
+        Some(MessageContent::Seq(parts)) => {
             let mut text = String::new();
             for (j, part) in parts.into_iter().enumerate() {
                 match part {

@@ -5,9 +5,7 @@
 //! type); value rules (ranges, conflicts, required fields, unsupported media)
 //! live in the client parser so every rejection names its parameter the same way.
 
-use router_canonical::parse::{
-    ObjectVisitor, StringOrSeq, nested_message, string_or_seq, tag, typed,
-};
+use router_canonical::parse::{ObjectVisitor, nested_message, tag, typed};
 use serde::de::value::MapAccessDeserializer;
 use serde::de::{self, IntoDeserializer, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -129,40 +127,12 @@ impl ChatMessage {
     }
 }
 
-/// `content`: a string or an array of parts (`null` is the `None` around it).
-#[derive(Debug, Clone, PartialEq)]
-pub enum MessageContent {
-    Text(String),
-    Parts(Vec<ContentPart>),
-}
-
-impl Serialize for MessageContent {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            MessageContent::Text(text) => s.serialize_str(text),
-            MessageContent::Parts(parts) => parts.serialize(s),
-        }
-    }
-}
-
-#[cfg(feature = "openapi")]
-router_canonical::impl_to_schema!(MessageContent as "ChatMessageContent", uses [ContentPart], {
-    use router_canonical::openapi::{array_of, one_of, reference, string};
-    one_of(
-        [string(), array_of(reference::<ContentPart>())],
-        "A string, or an array of content parts.",
-    )
-});
-
-impl<'de> Deserialize<'de> for MessageContent {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Ok(
-            match string_or_seq(d, "a string, null, or an array of content parts")? {
-                StringOrSeq::String(text) => MessageContent::Text(text),
-                StringOrSeq::Seq(parts) => MessageContent::Parts(parts),
-            },
-        )
-    }
+router_canonical::string_or_seq! {
+    /// `content`: a string or an array of parts (`null` is the `None` around it).
+    pub type MessageContent = StringOrSeq<MessageContentKind> of ContentPart;
+    expecting "a string, null, or an array of content parts";
+    schema "ChatMessageContent", "A string, or an array of content parts.",
+        element router_canonical::openapi::reference::<ContentPart>(), uses [ContentPart];
 }
 
 /// One content part. Known image and text parts are typed; any other `type`
@@ -529,24 +499,12 @@ pub struct ReasoningParam {
     pub extra: Map<String, Value>,
 }
 
-/// `stop`: one string or an array of strings (`null` is the `None` around it).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatStop))]
-#[serde(untagged)]
-pub enum Stop {
-    One(String),
-    Many(Vec<String>),
-}
-
-impl<'de> Deserialize<'de> for Stop {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Ok(
-            match string_or_seq(d, "a string, an array of strings, or null")? {
-                StringOrSeq::String(one) => Stop::One(one),
-                StringOrSeq::Seq(all) => Stop::Many(all),
-            },
-        )
-    }
+router_canonical::string_or_seq! {
+    /// `stop`: one string or an array of strings (`null` is the `None` around it).
+    pub type Stop = StringOrSeq<StopKind> of String;
+    expecting "a string, an array of strings, or null";
+    schema "ChatStop", "`stop`: one string or an array of strings (`null` is the `None` around it).",
+        element router_canonical::openapi::string(), uses [];
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -20,7 +20,7 @@ pub fn error_body(error: &ApiError) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use router_canonical::ErrorCode;
+    use router_canonical::{ErrorCode, ProductCode};
     use serde_json::json;
 
     #[test]
@@ -40,7 +40,9 @@ mod tests {
 
     #[test]
     fn param_is_null_when_absent_and_type_follows_status() {
-        let body = error_body(&ApiError::new(ErrorCode::ZdrCapacityUnavailable, "none"));
+        const ZDR_CAPACITY_UNAVAILABLE: ErrorCode =
+            ErrorCode::Product(&ProductCode::new("zdr_capacity_unavailable", 503));
+        let body = error_body(&ApiError::new(ZDR_CAPACITY_UNAVAILABLE, "none"));
         let value: serde_json::Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(value["error"]["param"], serde_json::Value::Null);
         assert_eq!(value["error"]["type"], "api_error");

@@ -127,23 +127,20 @@ fn prompt_text(prompt: Option<Prompt>) -> Result<String, ApiError> {
     match prompt {
         None => reject("`prompt` is required"),
         Some(Prompt::Text(text)) => Ok(text),
-        Some(Prompt::Texts(texts)) => {
-            let count = texts.len();
-            match <[String; 1]>::try_from(texts) {
-                Ok([text]) => Ok(text),
-                Err(_) if count == 0 => {
-                    reject("`prompt` must be a string or an array of exactly one string")
-                }
-                Err(_) => reject(
-                    "multiple prompts are not supported: send one string, or an array of exactly one string",
-                ),
+        Some(Prompt::Seq(items)) => {
+            let all = |kind: fn(&Value) -> bool| !items.is_empty() && items.iter().all(kind);
+            if all(Value::is_number) || all(Value::is_array) {
+                return reject("token-ID prompts are not supported: send the prompt as a string");
             }
-        }
-        Some(Prompt::Tokens(_) | Prompt::TokenBatches(_)) => {
-            reject("token-ID prompts are not supported: send the prompt as a string")
-        }
-        Some(Prompt::Mixed(_)) => {
-            reject("`prompt` must be a string or an array of exactly one string")
+            if items.len() > 1 && all(Value::is_string) {
+                return reject(
+                    "multiple prompts are not supported: send one string, or an array of exactly one string",
+                );
+            }
+            match <[Value; 1]>::try_from(items) {
+                Ok([Value::String(text)]) => Ok(text),
+                _ => reject("`prompt` must be a string or an array of exactly one string"),
+            }
         }
     }
 }
@@ -152,8 +149,8 @@ fn prompt_text(prompt: Option<Prompt>) -> Result<String, ApiError> {
 fn stop_sequences(stop: Option<Stop>) -> Result<Vec<String>, ApiError> {
     let all = match stop {
         None => Vec::new(),
-        Some(Stop::One(s)) => vec![s],
-        Some(Stop::Many(all)) => all,
+        Some(Stop::Text(s)) => vec![s],
+        Some(Stop::Seq(all)) => all,
     };
     if all.len() > MAX_STOP_SEQUENCES {
         return Err(ApiError::invalid(

@@ -5,8 +5,7 @@
 //! `logprobs`/`suffix`, the one-string prompt) live in `from_wire.rs` so
 //! every rejection names its parameter the same way.
 
-use router_canonical::parse::{StringOrSeq, string_or_seq};
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// A Completions request body.
@@ -67,92 +66,24 @@ pub struct CompletionBody {
     pub extra: Map<String, Value>,
 }
 
-/// `prompt` in each shape OpenAI defines. Only [`Prompt::Text`] and a
-/// one-element [`Prompt::Texts`] are served (E-03); the validator names the
-/// others. An array is classified here rather than rejected so that every
-/// prompt error carries `param: "prompt"` (not `prompt[0]`).
-#[derive(Debug, Clone, PartialEq)]
-pub enum Prompt {
-    Text(String),
-    Texts(Vec<String>),
-    /// `[1, 2, 3]`: token IDs.
-    Tokens(Vec<Value>),
-    /// `[[1, 2], ...]`: a batch of token-ID prompts.
-    TokenBatches(Vec<Value>),
-    /// An array mixing kinds, or holding objects, booleans or nulls.
-    Mixed(Vec<Value>),
+router_canonical::string_or_seq! {
+    /// `prompt` in each shape OpenAI defines: a string, or an array of
+    /// strings, token IDs or token-ID batches. Only a string and an array of
+    /// exactly one string are served (E-03); the validator names the others.
+    /// An array is read whole, as JSON values, rather than rejected here so
+    /// that every prompt error carries `param: "prompt"` (not `prompt[0]`).
+    pub type Prompt = StringOrSeq<PromptKind> of Value;
+    expecting "a string or an array of one string";
+    schema "CompletionPrompt", "A string, or an array of exactly one string (token IDs and batches are refused).",
+        element router_canonical::openapi::string(), uses [];
 }
 
-impl Serialize for Prompt {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Prompt::Text(text) => s.serialize_str(text),
-            Prompt::Texts(texts) => texts.serialize(s),
-            Prompt::Tokens(items) | Prompt::TokenBatches(items) | Prompt::Mixed(items) => {
-                items.serialize(s)
-            }
-        }
-    }
-}
-
-#[cfg(feature = "openapi")]
-router_canonical::impl_to_schema!(Prompt as "CompletionPrompt", uses [], {
-    use router_canonical::openapi::{array_of, one_of, string};
-    one_of(
-        [string(), array_of(string())],
-        "A string, or an array of exactly one string (token IDs and batches are refused).",
-    )
-});
-
-impl<'de> Deserialize<'de> for Prompt {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Ok(
-            match string_or_seq::<_, Value>(d, "a string or an array of one string")? {
-                StringOrSeq::String(text) => Prompt::Text(text),
-                StringOrSeq::Seq(items) => classify(items),
-            },
-        )
-    }
-}
-
-/// Sort an array prompt into the shape it has. An empty array is `Texts(vec![])`.
-fn classify(items: Vec<Value>) -> Prompt {
-    if items.iter().all(Value::is_string) {
-        let texts = items
-            .into_iter()
-            .filter_map(|item| match item {
-                Value::String(text) => Some(text),
-                _ => None,
-            })
-            .collect();
-        Prompt::Texts(texts)
-    } else if items.iter().all(Value::is_number) {
-        Prompt::Tokens(items)
-    } else if items.iter().all(Value::is_array) {
-        Prompt::TokenBatches(items)
-    } else {
-        Prompt::Mixed(items)
-    }
-}
-
-/// `stop`: one string or an array of strings (`null` is the `None` around it).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = CompletionStop))]
-#[serde(untagged)]
-pub enum Stop {
-    One(String),
-    Many(Vec<String>),
-}
-
-impl<'de> Deserialize<'de> for Stop {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Ok(
-            match string_or_seq(d, "a string, an array of strings, or null")? {
-                StringOrSeq::String(one) => Stop::One(one),
-                StringOrSeq::Seq(all) => Stop::Many(all),
-            },
-        )
-    }
+router_canonical::string_or_seq! {
+    /// `stop`: one string or an array of strings (`null` is the `None` around it).
+    pub type Stop = StringOrSeq<StopKind> of String;
+    expecting "a string, an array of strings, or null";
+    schema "CompletionStop", "`stop`: one string or an array of strings (`null` is the `None` around it).",
+        element router_canonical::openapi::string(), uses [];
 }
 
 /// `stream_options`: `include_usage` is accepted; the usage chunk is always

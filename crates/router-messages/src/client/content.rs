@@ -99,7 +99,7 @@ pub(super) fn block(
                     text,
                     cache_control: None,
                 }],
-                Some(Content::Blocks(blocks)) => blocks
+                Some(Content::Seq(blocks)) => blocks
                     .into_iter()
                     .enumerate()
                     .map(|(k, inner)| {

@@ -42,7 +42,7 @@ pub(crate) fn error_body(error: &ApiError) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use router_canonical::ErrorCode;
+    use router_canonical::{ErrorCode, ProductCode};
     use serde_json::json;
 
     #[test]
@@ -57,13 +57,20 @@ mod tests {
 
     #[test]
     fn type_follows_status() {
+        // Product codes as a gateway defines them: the type follows the status too.
+        const CREDITS: ErrorCode =
+            ErrorCode::Product(&ProductCode::new("insufficient_credits", 402));
+        const NOT_ALLOWED: ErrorCode =
+            ErrorCode::Product(&ProductCode::new("model_not_allowed", 403));
+        const SPEND_LIMIT: ErrorCode =
+            ErrorCode::Product(&ProductCode::new("api_key_spend_limit_exceeded", 429));
         for (code, kind) in [
             (ErrorCode::InvalidApiKey, "authentication_error"),
-            (ErrorCode::InsufficientCredits, "billing_error"),
-            (ErrorCode::ModelNotAllowed, "permission_error"),
+            (CREDITS, "billing_error"),
+            (NOT_ALLOWED, "permission_error"),
             (ErrorCode::ModelNotFound, "not_found_error"),
             (ErrorCode::PayloadTooLarge, "request_too_large"),
-            (ErrorCode::ApiKeySpendLimitExceeded, "rate_limit_error"),
+            (SPEND_LIMIT, "rate_limit_error"),
             (ErrorCode::UpstreamError, "api_error"),
             (ErrorCode::UpstreamUnavailable, "overloaded_error"),
             (ErrorCode::InternalError, "api_error"),

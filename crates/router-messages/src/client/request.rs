@@ -311,8 +311,8 @@ fn system_message(system: Content, endpoint: Endpoint) -> Result<Option<Message>
         },
         Content::Text(text) => Ok(Some(Message::text(Role::System, text))),
         // No blocks, no instruction.
-        Content::Blocks(blocks) if blocks.is_empty() => Ok(None),
-        Content::Blocks(blocks) => {
+        Content::Seq(blocks) if blocks.is_empty() => Ok(None),
+        Content::Seq(blocks) => {
             let content = blocks
                 .into_iter()
                 .enumerate()
@@ -370,7 +370,7 @@ fn message(
             }],
             true,
         ),
-        Content::Blocks(blocks) => (
+        Content::Seq(blocks) => (
             blocks
                 .into_iter()
                 .enumerate()

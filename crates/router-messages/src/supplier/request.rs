@@ -181,10 +181,10 @@ fn conversation(
             let blocks = tool_turn(message)?;
             match messages.last_mut() {
                 Some(InputMessage {
-                    content: Content::Blocks(previous),
+                    content: Content::Seq(previous),
                     ..
                 }) if open_tool_turn => previous.extend(blocks),
-                _ => messages.push(InputMessage::new(WireRole::User, Content::Blocks(blocks))),
+                _ => messages.push(InputMessage::new(WireRole::User, Content::Seq(blocks))),
             }
             open_tool_turn = true;
             continue;
@@ -228,7 +228,7 @@ fn content(blocks: Vec<ContentBlock>, prefer_string: bool) -> Content {
     {
         return Content::Text(text.clone());
     }
-    Content::Blocks(blocks)
+    Content::Seq(blocks)
 }
 
 fn system(messages: &[&Message], native_request: bool) -> Result<Option<Content>, ApiError> {
@@ -574,7 +574,7 @@ fn add_cache_marker(wire: &mut MessagesRequest) {
         }
     }
     fn content_marked(content: &Content) -> bool {
-        matches!(content, Content::Blocks(blocks) if blocks.iter().any(block_marked))
+        matches!(content, Content::Seq(blocks) if blocks.iter().any(block_marked))
     }
     let marked = wire.system.as_ref().is_some_and(content_marked)
         || wire
@@ -594,9 +594,9 @@ fn add_cache_marker(wire: &mut MessagesRequest) {
         return;
     };
     if let Content::Text(text) = &last.content {
-        last.content = Content::Blocks(vec![ContentBlock::text(text.clone())]);
+        last.content = Content::Seq(vec![ContentBlock::text(text.clone())]);
     }
-    let Content::Blocks(blocks) = &mut last.content else {
+    let Content::Seq(blocks) = &mut last.content else {
         return;
     };
     let marker = Some(wire::CacheControl {

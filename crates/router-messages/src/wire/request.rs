@@ -7,9 +7,7 @@
 //! names its parameter the same way. Content blocks are shared with the
 //! reply ([`super::response::MessageObject`]).
 
-use router_canonical::parse::{
-    ObjectVisitor, StringOrSeq, nested_message, string_or_seq, tag, typed,
-};
+use router_canonical::parse::{ObjectVisitor, nested_message, tag, typed};
 use serde::de;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
@@ -144,39 +142,13 @@ impl InputMessage {
     }
 }
 
-/// `content` (and `system`, and a tool result's `content`): a string or an
-/// array of blocks.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Content {
-    Text(String),
-    Blocks(Vec<ContentBlock>),
-}
-
-impl Serialize for Content {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Content::Text(text) => s.serialize_str(text),
-            Content::Blocks(blocks) => blocks.serialize(s),
-        }
-    }
-}
-
-#[cfg(feature = "openapi")]
-router_canonical::impl_to_schema!(Content as "MessagesContent", uses [ContentBlock], {
-    use router_canonical::openapi::{array_of, one_of, reference, string};
-    one_of(
-        [string(), array_of(reference::<ContentBlock>())],
-        "A string, or an array of content blocks.",
-    )
-});
-
-impl<'de> Deserialize<'de> for Content {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        string_or_seq(d, "a string or an array of content blocks").map(|content| match content {
-            StringOrSeq::String(text) => Content::Text(text),
-            StringOrSeq::Seq(blocks) => Content::Blocks(blocks),
-        })
-    }
+router_canonical::string_or_seq! {
+    /// `content` (and `system`, and a tool result's `content`): a string or an
+    /// array of blocks.
+    pub type Content = StringOrSeq<ContentKind> of ContentBlock;
+    expecting "a string or an array of content blocks";
+    schema "MessagesContent", "A string, or an array of content blocks.",
+        element router_canonical::openapi::reference::<ContentBlock>(), uses [ContentBlock];
 }
 
 /// One content block. Known types are typed; any other `type` is kept whole

@@ -122,7 +122,7 @@ fn convert_request(wire: ResponsesRequest) -> Result<Request, ApiError> {
         ));
     }
     let input = input.ok_or_else(|| ApiError::invalid("input", "`input` is required"))?;
-    if matches!(&input, Input::Items(items) if items.is_empty()) {
+    if matches!(&input, Input::Seq(items) if items.is_empty()) {
         return Err(ApiError::invalid(
             "input",
             "`input` must be a string or contain at least one item",
@@ -162,7 +162,7 @@ fn convert_request(wire: ResponsesRequest) -> Result<Request, ApiError> {
     }
     match input {
         Input::Text(text) => messages.push(Message::text(Role::User, text)),
-        Input::Items(items) => {
+        Input::Seq(items) => {
             let mut turn = Turn::default();
             for (i, item) in items.into_iter().enumerate() {
                 input_item(i, item, &mut turn, &mut messages, &mut native_only)?;
@@ -308,7 +308,7 @@ fn input_item(
                     }],
                     true,
                 ),
-                MessageContent::Parts(parts) => (
+                MessageContent::Seq(parts) => (
                     parts
                         .into_iter()
                         .enumerate()
@@ -365,7 +365,7 @@ fn message_content(
             }],
             true,
         )),
-        MessageContent::Parts(parts) => {
+        MessageContent::Seq(parts) => {
             let assistant = m.role == MessageRole::Assistant;
             let mut out = Vec::with_capacity(parts.len());
             for (j, part) in parts.into_iter().enumerate() {
@@ -497,28 +497,7 @@ fn image_part(path: &str, part: WirePart) -> Result<ContentPart, ApiError> {
             ));
         }
     };
-    let source = match (p.image_url, p.file_id) {
-        (Some(url), None) => {
-            check_image_url(&format!("{path}.image_url"), &url)?;
-            ImageSource::Url { url }
-        }
-        (None, Some(file_id)) => ImageSource::Upload {
-            file_id,
-            param: format!("{path}.file_id"),
-        },
-        (Some(_), Some(_)) => {
-            return Err(ApiError::invalid(
-                path,
-                "an input_image part takes `image_url` or `file_id`, not both",
-            ));
-        }
-        (None, None) => {
-            return Err(ApiError::invalid(
-                format!("{path}.image_url"),
-                "an input_image part needs `image_url` or `file_id`",
-            ));
-        }
-    };
+    let source = parse::input_image_source(path, p.image_url, p.file_id)?;
     Ok(ContentPart::Image {
         source,
         detail: p.detail,

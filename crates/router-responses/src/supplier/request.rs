@@ -86,7 +86,7 @@ pub(crate) fn responses_request(
     let format = req.response_format.as_ref().map(text_format).transpose()?;
     Ok(ResponsesRequest {
         model: Some(upstream_model.to_owned()),
-        input: Some(wire::Input::Items(items)),
+        input: Some(wire::Input::Seq(items)),
         instructions,
         // CF-07: the gateway is stateless towards suppliers too.
         store: Some(false),
@@ -371,7 +371,7 @@ fn content(parts: Vec<wire::ContentPart>, prefer_string: bool) -> MessageContent
             _ => {}
         }
     }
-    MessageContent::Parts(parts)
+    MessageContent::Seq(parts)
 }
 
 fn tool_output(

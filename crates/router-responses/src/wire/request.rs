@@ -7,9 +7,7 @@
 //! its parameter the same way.
 
 use super::required_tag;
-use router_canonical::parse::{
-    ObjectVisitor, StringOrSeq, nested_message, optional_tag, string_or_seq, typed,
-};
+use router_canonical::parse::{ObjectVisitor, nested_message, optional_tag, typed};
 use serde::de::{self, IntoDeserializer, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
@@ -84,40 +82,12 @@ pub struct ResponsesRequest {
     pub extra: Map<String, Value>,
 }
 
-/// `input`: a string (one user message) or an array of items.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Input {
-    Text(String),
-    Items(Vec<InputItem>),
-}
-
-impl Serialize for Input {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Input::Text(text) => s.serialize_str(text),
-            Input::Items(items) => items.serialize(s),
-        }
-    }
-}
-
-#[cfg(feature = "openapi")]
-router_canonical::impl_to_schema!(Input as "ResponsesInput", uses [InputItem], {
-    use router_canonical::openapi::{array_of, one_of, reference, string};
-    one_of(
-        [string(), array_of(reference::<InputItem>())],
-        "A string (one user message), or an array of input items.",
-    )
-});
-
-impl<'de> Deserialize<'de> for Input {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Ok(
-            match string_or_seq(d, "a string or an array of input items")? {
-                StringOrSeq::String(text) => Input::Text(text),
-                StringOrSeq::Seq(items) => Input::Items(items),
-            },
-        )
-    }
+router_canonical::string_or_seq! {
+    /// `input`: a string (one user message) or an array of items.
+    pub type Input = StringOrSeq<InputKind> of InputItem;
+    expecting "a string or an array of input items";
+    schema "ResponsesInput", "A string (one user message), or an array of input items.",
+        element router_canonical::openapi::reference::<InputItem>(), uses [InputItem];
 }
 
 /// One item of `input`. The four item types the router understands are
@@ -232,41 +202,13 @@ pub struct MessageItem {
     pub status: Option<String>,
 }
 
-/// `content` of a message item, or `output` of a `function_call_output`:
-/// a string or an array of parts.
-#[derive(Debug, Clone, PartialEq)]
-pub enum MessageContent {
-    Text(String),
-    Parts(Vec<ContentPart>),
-}
-
-impl Serialize for MessageContent {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            MessageContent::Text(text) => s.serialize_str(text),
-            MessageContent::Parts(parts) => parts.serialize(s),
-        }
-    }
-}
-
-#[cfg(feature = "openapi")]
-router_canonical::impl_to_schema!(MessageContent as "ResponsesMessageContent", uses [ContentPart], {
-    use router_canonical::openapi::{array_of, one_of, reference, string};
-    one_of(
-        [string(), array_of(reference::<ContentPart>())],
-        "A string, or an array of content parts.",
-    )
-});
-
-impl<'de> Deserialize<'de> for MessageContent {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Ok(
-            match string_or_seq(d, "a string or an array of content parts")? {
-                StringOrSeq::String(text) => MessageContent::Text(text),
-                StringOrSeq::Seq(parts) => MessageContent::Parts(parts),
-            },
-        )
-    }
+router_canonical::string_or_seq! {
+    /// `content` of a message item, or `output` of a `function_call_output`:
+    /// a string or an array of parts.
+    pub type MessageContent = StringOrSeq<MessageContentKind> of ContentPart;
+    expecting "a string or an array of content parts";
+    schema "ResponsesMessageContent", "A string, or an array of content parts.",
+        element router_canonical::openapi::reference::<ContentPart>(), uses [ContentPart];
 }
 
 /// One content part of an input message or tool output. Known parts are

@@ -7,6 +7,7 @@
 
 use crate::harness::*;
 use router_canonical::ErrorCode;
+use router_core::product_codes;
 use router_core::store::Scope;
 use router_server::reply::Envelope;
 use router_server::routes::{AuthRule, Handler, ParamRule, ROUTES, Route};
@@ -65,27 +66,27 @@ enum Expected {
 
 fn expected(route: &Route, credential: &Credential) -> Expected {
     let through = || match route.handler {
-        Handler::NotAvailable => Expected::Error(ErrorCode::NotAvailable),
+        Handler::NotAvailable => Expected::Error(product_codes::NOT_AVAILABLE),
         _ => Expected::Handled,
     };
     let key_rule = |scope: Option<Scope>| match credential {
         Credential::Scopes(scopes) if scope.is_none_or(|s| scopes.contains(&s)) => through(),
         Credential::AllScopesXApiKey => through(),
-        Credential::Scopes(_) => Expected::Error(ErrorCode::InsufficientScope),
+        Credential::Scopes(_) => Expected::Error(product_codes::INSUFFICIENT_SCOPE),
         _ => Expected::Error(ErrorCode::InvalidApiKey),
     };
     // A session passes on its own; its mutation needs the router's origin.
     let session_rule = || match credential {
         Credential::SessionSameOrigin => through(),
         _ if route.method.as_str() == "GET" => through(),
-        _ => Expected::Error(ErrorCode::CrossOriginForbidden),
+        _ => Expected::Error(product_codes::CROSS_ORIGIN_FORBIDDEN),
     };
     match route.auth {
         AuthRule::Public => through(),
         // Only the same-origin session credential sends our `Origin`.
         AuthRule::PublicSameOrigin => match credential {
             Credential::SessionSameOrigin => through(),
-            _ => Expected::Error(ErrorCode::CrossOriginForbidden),
+            _ => Expected::Error(product_codes::CROSS_ORIGIN_FORBIDDEN),
         },
         AuthRule::Admin => match credential {
             Credential::Operator => through(),
@@ -97,8 +98,8 @@ fn expected(route: &Route, credential: &Credential) -> Expected {
         AuthRule::ApiKeyOrSession { scope } => key_rule(Some(scope)),
         AuthRule::Session if credential.is_session() => session_rule(),
         AuthRule::Session => match credential {
-            Credential::None => Expected::Error(ErrorCode::AuthenticationRequired),
-            _ => Expected::Error(ErrorCode::SessionRequired),
+            Credential::None => Expected::Error(product_codes::AUTHENTICATION_REQUIRED),
+            _ => Expected::Error(product_codes::SESSION_REQUIRED),
         },
     }
 }
@@ -106,11 +107,11 @@ fn expected(route: &Route, credential: &Credential) -> Expected {
 /// The codes only a guard (or a not-landed route) answers with.
 const GUARD_CODES: [ErrorCode; 6] = [
     ErrorCode::InvalidApiKey,
-    ErrorCode::AuthenticationRequired,
-    ErrorCode::InsufficientScope,
-    ErrorCode::SessionRequired,
-    ErrorCode::CrossOriginForbidden,
-    ErrorCode::NotAvailable,
+    product_codes::AUTHENTICATION_REQUIRED,
+    product_codes::INSUFFICIENT_SCOPE,
+    product_codes::SESSION_REQUIRED,
+    product_codes::CROSS_ORIGIN_FORBIDDEN,
+    product_codes::NOT_AVAILABLE,
 ];
 
 /// The route's path with its parameter filled in: valid (`bad = false`) or
@@ -310,9 +311,9 @@ async fn every_route_by_every_credential_answers_as_its_row_says() {
         if route.param != ParamRule::None {
             let all = Credential::Scopes(Scope::ALL.to_vec());
             let want = match expected(route, &all) {
-                Expected::Error(ErrorCode::NotAvailable) | Expected::Handled => {
+                Expected::Error(product_codes::NOT_AVAILABLE) | Expected::Handled => {
                     Expected::Error(match route.param {
-                        ParamRule::ChannelId => ErrorCode::ChannelNotFound,
+                        ParamRule::ChannelId => product_codes::CHANNEL_NOT_FOUND,
                         _ => ErrorCode::NotFound,
                     })
                 }
