@@ -6,9 +6,9 @@
 //! cost from its dimensions when its bytes are here (base64, or an upload
 //! already resolved), otherwise the largest cost any image can have.
 
+use crate::product_codes;
 use base64::Engine as _;
 use router_canonical::{ApiError, ContentPart, ImageSource, Request};
-use router_core::product_codes;
 
 /// Above this estimate an image request is refused.
 pub const IMAGE_INPUT_BOUND: u64 = 272_000;

@@ -380,6 +380,18 @@ impl Drop for TestRouter {
             let _ = tx.send(());
         }
         let _ = std::fs::remove_file(&self.catalog_path);
+        // A folder store of the test's own (`test_uploads`) goes with it,
+        // so a run does not leave gigabytes of uploads in the temp folder.
+        let own_folder = self
+            .uploads
+            .storage
+            .as_ref()
+            .and_then(|storage| storage.location().strip_prefix("file://"))
+            .map(std::path::PathBuf::from)
+            .filter(|dir| dir.starts_with(std::env::temp_dir().join("router-test-uploads")));
+        if let Some(dir) = own_folder {
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
 }
 
