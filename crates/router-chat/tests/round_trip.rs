@@ -12,7 +12,8 @@ use router_canonical::{
     ContentPart, ImageSource, Message, Protocol, Reasoning, Request, Role, Sampling,
     ThinkingConfig, ThinkingMode,
 };
-use router_chat::{ApiError, ChatClient, ChatSupplier, ClientCodec, SupplierCodec, SupplierTarget};
+use router_chat::{ApiError, ChatClient, ChatSupplier};
+use router_wire_testkit::codecs;
 use router_wire_testkit::strategy::{
     cache_control, ident, quarter, response_format, text, text_part, tool, tool_choice,
 };
@@ -21,17 +22,11 @@ use serde_json::{Map, Value, json};
 const UPSTREAM: &str = "supplier-model";
 
 fn encode_request(req: &Request, model: &str) -> Result<Vec<u8>, ApiError> {
-    let target = SupplierTarget {
-        model,
-        default_max_output_tokens: None,
-    };
-    ChatSupplier::default().encode_request(req, &target)
+    codecs::encode(&ChatSupplier::default(), req, model, None)
 }
 
 fn parse_request(body: &[u8]) -> Result<Request, ApiError> {
-    ChatClient::default()
-        .parse_request(&(), body)
-        .map(|(request, _)| request)
+    codecs::parse(&ChatClient::default(), &(), body)
 }
 
 /// Any part a user turn may hold in array form.

@@ -19,9 +19,8 @@ use router_canonical::request::NativeFields;
 use router_canonical::{
     ContentPart, ImageSource, Message, Protocol, Reasoning, Request, Role, Sampling,
 };
-use router_responses::{
-    ApiError, ClientCodec, ResponsesClient, ResponsesSupplier, SupplierCodec, SupplierTarget,
-};
+use router_responses::{ApiError, ResponsesClient, ResponsesSupplier};
+use router_wire_testkit::codecs;
 use router_wire_testkit::strategy::{
     cache_control, ident, quarter, response_format, text, text_part, tool, tool_choice,
 };
@@ -30,17 +29,11 @@ use serde_json::{Map, Value, json};
 const UPSTREAM: &str = "supplier-model";
 
 fn parse_request(body: &[u8]) -> Result<Request, ApiError> {
-    ResponsesClient
-        .parse_request(&(), body)
-        .map(|(request, ())| request)
+    codecs::parse(&ResponsesClient, &(), body)
 }
 
 fn encode_request(request: &Request, model: &str) -> Result<Vec<u8>, ApiError> {
-    let target = SupplierTarget {
-        model,
-        default_max_output_tokens: None,
-    };
-    ResponsesSupplier::default().encode_request(request, &target)
+    codecs::encode(&ResponsesSupplier::default(), request, model, None)
 }
 
 fn plain_text(text: String) -> ContentPart {

@@ -9,13 +9,7 @@ async fn minimal_request_returns_completion_with_usage_and_cost() {
     let r = TestRouter::start().await;
     let c = r.rich_customer().await;
     r.mock.enqueue(Script::Reply(MockReply {
-        usage: Some(MockUsage {
-            prompt_tokens: 12,
-            completion_tokens: 30,
-            cached_tokens: None,
-            reasoning_tokens: None,
-            cache_creation_tokens: None,
-        }),
+        usage: Some(MockUsage::tokens(12, 30)),
         ..MockReply::text("Hi there")
     }));
     let resp = r.chat(&c.key, &hello("m-text")).await;

@@ -16,11 +16,7 @@ async fn minimal_prompt_returns_a_text_completion_through_chat() {
     let c = r.rich_customer().await;
     r.mock.enqueue(Script::status(500));
     r.mock.enqueue(Script::Reply(MockReply {
-        usage: Some(MockUsage {
-            prompt_tokens: 5,
-            completion_tokens: 7,
-            ..Default::default()
-        }),
+        usage: Some(MockUsage::tokens(5, 7)),
         ..MockReply::text(" there")
     }));
     let resp = completions(&r, &c.key, &json!({"model": "m-text", "prompt": "Say hi"})).await;

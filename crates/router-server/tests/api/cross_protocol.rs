@@ -278,10 +278,8 @@ async fn every_inbound_protocol_over_every_route_protocol() {
                         Vec::new()
                     },
                     usage: Some(MockUsage {
-                        prompt_tokens: 11,
-                        completion_tokens: 13,
                         cached_tokens: Some(3),
-                        ..Default::default()
+                        ..MockUsage::tokens(11, 13)
                     }),
                     ..MockReply::text("alpha beta")
                 }));

@@ -4,7 +4,6 @@
 
 use crate::harness::*;
 use base64::Engine;
-use reqwest::Method;
 use router_mock_supplier::{ImageAnswer, MockImage, Script};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -181,15 +180,7 @@ async fn n03_insufficient_balance_is_402_with_no_supplier_call() {
 async fn a18_key_policies_and_scopes_apply() {
     let r = TestRouter::start().await;
     let c = r.rich_customer().await;
-    let (status, key) = r
-        .admin(
-            Method::POST,
-            "/admin/api-keys",
-            Some(json!({"account_id": c.account_id, "scopes": ["inference"],
-                        "allowed_models": ["m-text"]})),
-        )
-        .await;
-    assert_eq!(status, 201, "{key}");
+    let key = r.new_key(json!({"account_id": c.account_id, "scopes": ["inference"], "allowed_models": ["m-text"]})).await;
     let resp = generate(&r, key["key"].as_str().unwrap(), &cat()).await;
     let error = expect_error(resp, 403, "model_not_allowed").await;
     assert_eq!(error["error"]["param"], "model");
@@ -217,15 +208,7 @@ async fn a18_key_policies_and_scopes_apply() {
 async fn key_budgets_apply_to_the_image_hold() {
     let r = TestRouter::start().await;
     let c = r.rich_customer().await;
-    let (status, key) = r
-        .admin(
-            Method::POST,
-            "/admin/api-keys",
-            Some(json!({"account_id": c.account_id, "scopes": ["inference"],
-                        "monthly_budget_nano_usd": PRICE - 1})),
-        )
-        .await;
-    assert_eq!(status, 201, "{key}");
+    let key = r.new_key(json!({"account_id": c.account_id, "scopes": ["inference"], "monthly_budget_nano_usd": PRICE - 1})).await;
     let resp = generate(&r, key["key"].as_str().unwrap(), &cat()).await;
     expect_error(resp, 429, "api_key_monthly_budget_exceeded").await;
     assert_eq!(r.mock.call_count(), 0);
@@ -585,16 +568,8 @@ async fn n10_the_cancel_race_charges_or_releases_exactly_once_100_times() {
                 other => panic!("iteration {i}: status {other:?}"),
             }
             // The owner reads the same final status.
-            let status: Value = r
-                .client
-                .get(format!("{}/v1/requests/{}", r.base, row.id))
-                .bearer_auth(&c.key)
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
+            let resp = r.get(&format!("/v1/requests/{}", row.id), &c.key).await;
+            let status: Value = resp.json().await.unwrap();
             assert_eq!(status["status"], record["status"]);
             checked.insert(row.id.clone());
         }

@@ -19,11 +19,8 @@ async fn minimal_request_returns_a_message_object_with_request_id() {
     let c = r.rich_customer().await;
     r.mock.enqueue(Script::Reply(MockReply {
         usage: Some(MockUsage {
-            prompt_tokens: 10,
-            completion_tokens: 3,
             cached_tokens: Some(4),
-            reasoning_tokens: None,
-            ..Default::default()
+            ..MockUsage::tokens(10, 3)
         }),
         ..MockReply::text("Hello!")
     }));
@@ -380,11 +377,7 @@ async fn stream_events_are_named_after_their_type() {
             "get_weather",
             r#"{"city":"Paris"}"#,
         )],
-        usage: Some(MockUsage {
-            prompt_tokens: 20,
-            completion_tokens: 9,
-            ..Default::default()
-        }),
+        usage: Some(MockUsage::tokens(20, 9)),
         ..MockReply::text("Checking.")
     }));
     let body = json!({"model": "m-claude", "max_tokens": 2048, "stream": true,

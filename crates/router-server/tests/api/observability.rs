@@ -27,13 +27,7 @@ fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
 }
 
 async fn scrape(r: &TestRouter) -> String {
-    let resp = r
-        .client
-        .get(format!("{}/metrics", r.base))
-        .bearer_auth(ADMIN_TOKEN)
-        .send()
-        .await
-        .unwrap();
+    let resp = r.get("/metrics", ADMIN_TOKEN).await;
     assert_eq!(resp.status(), 200);
     assert!(
         resp.headers()["content-type"]
@@ -143,12 +137,7 @@ async fn metrics_count_what_was_driven_through_the_router() {
     assert!(sample(&text, "router_catalog_routes", &[]) >= 2.0);
 
     // The operator token guards it.
-    let resp = r
-        .client
-        .get(format!("{}/metrics", r.base))
-        .send()
-        .await
-        .unwrap();
+    let resp = r.get_plain("/metrics").await;
     assert_eq!(resp.status(), 401);
 }
 

@@ -5,7 +5,6 @@
 use crate::harness::*;
 use crate::routing_policies::{LISTED, Surface};
 use diesel_async::RunQueryDsl;
-use reqwest::Method;
 use router_mock_supplier::Script;
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -56,14 +55,9 @@ async fn state(
 }
 
 async fn second_key(r: &TestRouter, account_id: &str) -> String {
-    let (status, key) = r
-        .admin(
-            Method::POST,
-            "/admin/api-keys",
-            Some(json!({"account_id": account_id, "scopes": ["inference"]})),
-        )
+    let key = r
+        .new_key(json!({"account_id": account_id, "scopes": ["inference"]}))
         .await;
-    assert_eq!(status, 201, "{key}");
     key["key"].as_str().unwrap().to_owned()
 }
 

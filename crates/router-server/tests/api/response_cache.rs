@@ -10,18 +10,7 @@ use std::time::Duration;
 
 /// A key of `account_id` with the cache on for `ttl` seconds.
 async fn caching_key(r: &TestRouter, account_id: &str, ttl: u64) -> String {
-    let (status, key) = r
-        .admin(
-            Method::POST,
-            "/admin/api-keys",
-            Some(json!({
-                "account_id": account_id,
-                "scopes": ["inference"],
-                "response_cache_ttl_seconds": ttl
-            })),
-        )
-        .await;
-    assert_eq!(status, 201, "{key}");
+    let key = r.new_key(json!({ "account_id": account_id, "scopes": ["inference"], "response_cache_ttl_seconds": ttl })).await;
     assert_eq!(key["policy"]["response_cache_ttl_seconds"], ttl);
     key["key"].as_str().unwrap().to_owned()
 }
@@ -234,14 +223,9 @@ async fn image_input_and_zdr_requests_bypass_the_cache() {
 async fn the_ttl_is_set_and_cleared_by_the_operator() {
     let r = TestRouter::start().await;
     let c = r.rich_customer().await;
-    let (status, key) = r
-        .admin(
-            Method::POST,
-            "/admin/api-keys",
-            Some(json!({"account_id": c.account_id, "scopes": ["inference"]})),
-        )
+    let key = r
+        .new_key(json!({"account_id": c.account_id, "scopes": ["inference"]}))
         .await;
-    assert_eq!(status, 201);
     assert!(key["policy"]["response_cache_ttl_seconds"].is_null());
     let path = format!("/admin/api-keys/{}", key["id"].as_str().unwrap());
     for bad in [json!(0), json!(86401), json!(-1), json!("60")] {

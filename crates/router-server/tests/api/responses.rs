@@ -15,11 +15,7 @@ async fn minimal_request_returns_a_response_with_usage_and_cost() {
     let r = TestRouter::start().await;
     let c = r.rich_customer().await;
     r.mock.enqueue(Script::Reply(MockReply {
-        usage: Some(MockUsage {
-            prompt_tokens: 5,
-            completion_tokens: 7,
-            ..Default::default()
-        }),
+        usage: Some(MockUsage::tokens(5, 7)),
         ..MockReply::text("Hi there")
     }));
     let resp = responses(&r, &c.key, &json!({"model": "m-text", "input": "hi"})).await;
@@ -140,11 +136,7 @@ async fn stream_ends_with_response_completed_carrying_usage_and_cost() {
     let c = r.rich_customer().await;
     r.mock.enqueue(Script::Reply(MockReply {
         tool_calls: vec![MockToolCall::new("call_1", "lookup", r#"{"q":"x"}"#)],
-        usage: Some(MockUsage {
-            prompt_tokens: 5,
-            completion_tokens: 7,
-            ..Default::default()
-        }),
+        usage: Some(MockUsage::tokens(5, 7)),
         ..MockReply::text("one two")
     }));
     let body = json!({"model": "m-text", "input": "hi", "stream": true,

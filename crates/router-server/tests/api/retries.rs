@@ -52,23 +52,6 @@ async fn transport_failures_before_output_are_retried() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn invalid_json_is_502_with_one_call_and_no_charge() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
-    r.mock.enqueue(Script::InvalidJson);
-    let resp = r.chat(&c.key, &hello("m-text")).await;
-    let id = request_id(&resp);
-    expect_error(resp, 502, "invalid_upstream_response").await;
-    assert_eq!(r.mock.call_count(), 1);
-    let record = r.request_record(&id).await;
-    assert_eq!(record["status"], "failed");
-    assert!(record["charged_nano_usd"].is_null());
-    let account = r.account(&c.account_id).await;
-    assert_eq!(account["held_nano_usd"], 0);
-    assert_eq!(account["balance_nano_usd"], 1_000_000_000_000i64);
-}
-
-#[tokio::test(flavor = "multi_thread")]
 async fn rejection_on_every_route_is_502_upstream_error() {
     let r = TestRouter::start().await;
     let c = r.rich_customer().await;
@@ -131,13 +114,7 @@ async fn stalled_suppliers_end_at_the_deadline_with_503() {
 async fn supply_priced_fallback_charges_the_used_quote() {
     let r = TestRouter::start().await;
     let c = r.rich_customer().await;
-    let usage = router_mock_supplier::MockUsage {
-        prompt_tokens: 10,
-        completion_tokens: 10,
-        cached_tokens: None,
-        reasoning_tokens: None,
-        cache_creation_tokens: None,
-    };
+    let usage = router_mock_supplier::MockUsage::tokens(10, 10);
     let reply = || {
         Script::Reply(router_mock_supplier::MockReply {
             usage: Some(usage),

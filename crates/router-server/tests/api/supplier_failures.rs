@@ -6,15 +6,6 @@ use crate::harness::*;
 use router_mock_supplier::Script;
 use serde_json::{Value, json};
 
-async fn assert_nothing_charged(r: &TestRouter, c: &Customer, id: &str) {
-    let record = r.request_record(id).await;
-    assert_eq!(record["status"], "failed");
-    assert!(record["charged_nano_usd"].is_null());
-    let account = r.account(&c.account_id).await;
-    assert_eq!(account["held_nano_usd"], 0);
-    assert_eq!(account["balance_nano_usd"], 1_000_000_000_000i64);
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn an_error_body_in_a_success_reply_is_upstream_error_after_the_fallback() {
     let r = TestRouter::start().await;
@@ -79,8 +70,7 @@ async fn an_error_event_before_any_output_is_upstream_error() {
     for route in ["up-text-primary", "up-text-fallback"] {
         r.mock.enqueue_for(route, Script::stream_error(0));
     }
-    let mut body = hello("m-text");
-    body["stream"] = json!(true);
+    let body = hello_stream("m-text");
     let resp = r.chat(&c.key, &body).await;
     let id = request_id(&resp);
     expect_error(resp, 502, "upstream_error").await;
@@ -93,8 +83,7 @@ async fn an_error_event_after_output_ends_the_stream_with_upstream_error() {
     let r = TestRouter::start().await;
     let c = r.rich_customer().await;
     r.mock.enqueue(Script::stream_error(2));
-    let mut body = hello("m-text");
-    body["stream"] = json!(true);
+    let body = hello_stream("m-text");
     let resp = r.chat(&c.key, &body).await;
     assert_eq!(resp.status(), 200);
     let id = request_id(&resp);
@@ -110,8 +99,7 @@ async fn a_malformed_frame_after_output_ends_the_stream_with_invalid_upstream_re
     let r = TestRouter::start().await;
     let c = r.rich_customer().await;
     r.mock.enqueue(Script::MalformedStream { after_chunks: 2 });
-    let mut body = hello("m-text");
-    body["stream"] = json!(true);
+    let body = hello_stream("m-text");
     let resp = r.chat(&c.key, &body).await;
     assert_eq!(resp.status(), 200);
     let lines = data_lines(resp).await;

@@ -197,12 +197,8 @@ pub async fn upload_png(r: &TestRouter, key: &str) -> Value {
 }
 
 async fn delete(r: &TestRouter, key: &str, id: &str) -> reqwest::Response {
-    r.client
-        .delete(format!("{}/v1/uploads/{id}", r.base))
-        .bearer_auth(key)
-        .send()
+    r.call(reqwest::Method::DELETE, &format!("/v1/uploads/{id}"), key)
         .await
-        .unwrap()
 }
 
 /// Files under the router's object store folder.
