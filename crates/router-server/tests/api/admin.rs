@@ -155,8 +155,7 @@ async fn health_and_readiness() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn unknown_paths_are_404_and_wrong_methods_405() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     for path in ["/v1/files", "/v1/audio/transcriptions"] {
         let resp = r.call(Method::POST, path, &c.key).await;
         assert_eq!(resp.status(), 404, "{path}");

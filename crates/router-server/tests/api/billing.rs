@@ -15,8 +15,7 @@ async fn empty_wallet_is_402_before_any_supplier_call() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn success_writes_one_balanced_charge_equal_to_the_reported_cost() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let resp = r.chat(&c.key, &hello("m-text")).await;
     let id = request_id(&resp);
     let body: Value = resp.json().await.unwrap();
@@ -80,8 +79,7 @@ async fn concurrent_requests_never_overspend() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn client_cancel_before_success_is_not_charged() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     r.mock.enqueue(Script::Reply(MockReply {
         delay_ms: 1_000,
         ..MockReply::text("late")
@@ -146,8 +144,7 @@ fn assert_capped(record: &Value) -> i64 {
 /// wallet holding exactly the hold ends at zero, never below.
 #[tokio::test(flavor = "multi_thread")]
 async fn usage_beyond_max_tokens_is_charged_exactly_the_hold() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let mut body = hello("m-text");
     body["max_tokens"] = json!(10);
     r.mock.enqueue(overreported());
@@ -187,8 +184,7 @@ async fn usage_beyond_max_tokens_is_charged_exactly_the_hold() {
 /// final usage chunk's `cost` is the charge (I4; B-22, G-18).
 #[tokio::test(flavor = "multi_thread")]
 async fn a_stream_beyond_max_tokens_is_charged_exactly_the_hold() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let mut body = hello("m-text");
     body["max_tokens"] = json!(10);
     body["stream"] = json!(true);
@@ -214,8 +210,7 @@ async fn a_stream_beyond_max_tokens_is_charged_exactly_the_hold() {
 /// Responses and Completions replies report the capped charge too (I4, GP-03).
 #[tokio::test(flavor = "multi_thread")]
 async fn responses_and_completions_report_the_capped_charge() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let cases = [
         (
             "/v1/responses",

@@ -793,8 +793,7 @@ async fn a_second_router_converges_on_a_reloaded_release() {
 /// GP-46: a hidden model answers inference like an unknown one.
 #[tokio::test]
 async fn hidden_models_are_not_found_for_inference() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     expect_error(
         r.chat(&c.key, &hello("m-hidden")).await,
         404,

@@ -160,8 +160,7 @@ async fn session_of(r: &TestRouter, cookie: &str) -> (uuid::Uuid, String) {
 #[tokio::test(flavor = "multi_thread")]
 async fn enabling_needs_verified_zdr_supply_for_inference_and_images_but_not_count_tokens() {
     // J-06, J-14, GP-38, J-12: the harness catalog has no `zdr` route.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     // The key is used (and cached) before the switch flips.
     assert_eq!(r.chat(&c.key, &hello("m-text")).await.status(), 200);
     let cookie = r.session_cookie(&c.account_id).await;
@@ -266,8 +265,7 @@ async fn a_flip_reaches_another_instance_s_key_cache() {
 /// of the account then goes to the supplier again (no cache while ZDR is on).
 #[tokio::test(flavor = "multi_thread")]
 async fn enabling_clears_the_accounts_response_cache() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let key = r.new_key(json!({"account_id": c.account_id, "scopes": ["inference"], "response_cache_ttl_seconds": 600})).await;
     let key = key["key"].as_str().unwrap().to_owned();
     let body = hello("m-text");

@@ -547,6 +547,13 @@ impl TestRouter {
         TestRouter::start_with(Duration::from_secs(180)).await
     }
 
+    /// A router with one rich inference customer: where most tests start.
+    pub async fn start_rich() -> (TestRouter, Customer) {
+        let r = TestRouter::start().await;
+        let c = r.rich_customer().await;
+        (r, c)
+    }
+
     pub async fn start_with(deadline: Duration) -> TestRouter {
         TestRouter::start_configured(deadline, TrustedProxies::default(), "127.0.0.1:0").await
     }
@@ -855,6 +862,15 @@ impl TestRouter {
             account_id,
             key: key["key"].as_str().unwrap().to_owned(),
         }
+    }
+
+    /// The upstream model of each call the mock received, in order.
+    pub fn called_models(&self) -> Vec<String> {
+        let calls = self.mock.calls();
+        calls
+            .iter()
+            .map(|c| c.body["model"].as_str().unwrap().to_owned())
+            .collect()
     }
 
     /// `POST /admin/api-keys` with `body`, which must be created; the new key.
@@ -1191,7 +1207,13 @@ pub struct Canary {
 
 impl Canary {
     pub async fn start() -> Canary {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        Canary::start_on("127.0.0.1:0").await
+    }
+
+    /// A canary listening on `addr` (`0.0.0.0:0` to catch what Linux
+    /// delivers to a local listener from the unspecified address).
+    pub async fn start_on(addr: &str) -> Canary {
+        let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let counter = accepted.clone();
@@ -1202,6 +1224,11 @@ impl Canary {
             }
         });
         Canary { base, accepted }
+    }
+
+    pub fn port(&self) -> u16 {
+        let port = self.base.rsplit(':').next().unwrap();
+        port.parse().unwrap()
     }
 
     /// Connections accepted so far.

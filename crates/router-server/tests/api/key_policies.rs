@@ -312,8 +312,7 @@ async fn patch_takes_effect_at_once_and_null_clears() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_admin_interface_refuses_unknown_fields_reserved_limits_and_bad_values() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let (_, created) = key_with(&r, json!({})).await;
     let path = format!("/admin/api-keys/{}", created["id"].as_str().unwrap());
     let base = || json!({"account_id": c.account_id, "scopes": ["inference"]});
@@ -425,8 +424,7 @@ async fn a_policy_change_landing_during_admission_is_policy_changed_and_free() {
     // policy change is in flight (its row locked, not yet committed) while
     // the request is admitted; it commits while the reservation waits.
     use diesel_async::SimpleAsyncConnection;
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     assert_eq!(r.chat(&c.key, &hello("m-text")).await.status(), 200);
     let before = r.account(&c.account_id).await;
     let calls = r.mock.call_count();

@@ -40,8 +40,7 @@ async fn scrape(r: &TestRouter) -> String {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn metrics_count_what_was_driven_through_the_router() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let before = scrape(&r).await;
     let chat = [("surface", "/v1/chat/completions")];
     assert_eq!(sample(&before, "router_requests_total", &chat), 0.0);

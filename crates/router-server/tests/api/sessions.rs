@@ -302,8 +302,7 @@ async fn sign_out_ends_the_session_from_our_origin_only() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_session_is_never_a_credential_for_inference() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let cookie = r.session_cookie(&c.account_id).await;
     for (method, path) in [
         (reqwest::Method::POST, "/v1/chat/completions"),

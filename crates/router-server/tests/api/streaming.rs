@@ -8,8 +8,7 @@ use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn stream_relays_chunks_then_usage_with_cost_then_done() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     r.mock.enqueue(Script::Reply(MockReply {
         usage: Some(MockUsage::tokens(5, 7)),
         ..MockReply::text("one two three")
@@ -54,8 +53,7 @@ async fn stream_relays_chunks_then_usage_with_cost_then_done() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn streamed_tool_call_arguments_arrive_in_pieces() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     r.mock.enqueue(Script::Reply(MockReply {
         tool_calls: vec![MockToolCall::new(
             "call_1",
@@ -92,8 +90,7 @@ async fn streamed_tool_call_arguments_arrive_in_pieces() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_stream_cut_midway_ends_in_an_error_and_is_not_charged() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     r.mock.enqueue(Script::TruncatedStream { after_chunks: 2 });
     let body = hello_stream("m-text");
     let resp = r.chat(&c.key, &body).await;
@@ -123,8 +120,7 @@ async fn a_stream_cut_midway_ends_in_an_error_and_is_not_charged() {
 async fn client_leaving_a_stream_before_any_output_releases_the_hold() {
     // GP-48: the role chunk carries no content; the first word is two
     // seconds away when the client leaves.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     r.mock.enqueue(Script::Reply(MockReply {
         chunk_delay_ms: 2_000,
         ..MockReply::text("a b c d")
@@ -187,8 +183,7 @@ async fn client_leaving_a_stream_after_output_is_charged_as_if_it_had_stayed() {
     // GP-48 as revised: the client has part of the answer and the supplier
     // bills the whole of it, so the router reads the stream to its end and
     // settles from the supplier's usage.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let reply = MockReply {
         chunk_delay_ms: 60,
         usage: Some(MockUsage::tokens(5, 7)),
@@ -221,8 +216,7 @@ async fn client_leaving_a_stream_after_output_is_charged_as_if_it_had_stayed() {
 #[tokio::test(flavor = "multi_thread")]
 async fn client_leaving_a_stream_that_is_then_cut_is_not_charged() {
     // GP-48: after output, only a valid end is charged; a cut releases.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     r.mock.enqueue(Script::Reply(MockReply {
         chunk_delay_ms: 60,
         cut_after_chunks: Some(6),
