@@ -15,7 +15,8 @@ use router_canonical::{
 use router_chat::{ApiError, ChatClient, ChatSupplier};
 use router_wire_testkit::codecs;
 use router_wire_testkit::strategy::{
-    cache_control, ident, quarter, response_format, text, text_part, tool, tool_choice,
+    cache_control, ident, quarter, response_format, string_content, text, text_part, tool,
+    tool_choice,
 };
 use serde_json::{Map, Value, json};
 
@@ -49,13 +50,7 @@ fn user_part() -> impl Strategy<Value = ContentPart> {
 /// Content as the parser produces it: a string (one plain text part) or an array.
 fn content(part: BoxedStrategy<ContentPart>) -> impl Strategy<Value = (Vec<ContentPart>, bool)> {
     prop_oneof![
-        text().prop_map(|t| (
-            vec![ContentPart::Text {
-                text: t,
-                cache_control: None
-            }],
-            true
-        )),
+        string_content(),
         prop::collection::vec(part, 0..4).prop_map(|parts| (parts, false)),
     ]
 }
@@ -115,13 +110,7 @@ fn message() -> impl Strategy<Value = Message> {
     let tool = (
         ident(),
         prop_oneof![
-            text().prop_map(|t| (
-                vec![ContentPart::Text {
-                    text: t,
-                    cache_control: None
-                }],
-                true
-            )),
+            string_content(),
             Just((Vec::new(), true)),
             prop::collection::vec(text_part(), 0..3).prop_map(|parts| (parts, false)),
         ],

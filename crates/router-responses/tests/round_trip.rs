@@ -22,7 +22,8 @@ use router_canonical::{
 use router_responses::{ApiError, ResponsesClient, ResponsesSupplier};
 use router_wire_testkit::codecs;
 use router_wire_testkit::strategy::{
-    cache_control, ident, quarter, response_format, text, text_part, tool, tool_choice,
+    cache_control, ident, quarter, response_format, string_content, text, text_part, tool,
+    tool_choice,
 };
 use serde_json::{Map, Value, json};
 
@@ -66,7 +67,7 @@ fn input_part() -> impl Strategy<Value = ContentPart> {
 /// Content as the parser produces it: a string (one plain text part) or an array.
 fn content() -> impl Strategy<Value = (Vec<ContentPart>, bool)> {
     prop_oneof![
-        text().prop_map(|t| (vec![plain_text(t)], true)),
+        string_content(),
         prop::collection::vec(input_part(), 0..4).prop_map(|parts| (parts, false)),
     ]
 }
@@ -153,7 +154,7 @@ fn tool_message() -> impl Strategy<Value = Message> {
     (
         ident(),
         prop_oneof![
-            text().prop_map(|t| (vec![plain_text(t)], true)),
+            string_content(),
             prop::collection::vec(input_part(), 0..3).prop_map(|parts| (parts, false)),
         ],
     )

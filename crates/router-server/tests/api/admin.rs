@@ -29,22 +29,11 @@ async fn admin_creates_accounts_grants_credits_and_issues_keys() {
 #[tokio::test(flavor = "multi_thread")]
 async fn admin_requires_the_operator_token() {
     let r = TestRouter::start().await;
-    let resp = r
-        .client
-        .post(format!("{}/admin/accounts", r.base))
-        .json(&json!({"email": "a@b.c"}))
-        .send()
-        .await
-        .unwrap();
+    let account = json!({"email": "a@b.c"});
+    let url = format!("{}/admin/accounts", r.base);
+    let resp = r.client.post(url).json(&account).send().await.unwrap();
     expect_error(resp, 401, "invalid_api_key").await;
-    let resp = r
-        .client
-        .post(format!("{}/admin/accounts", r.base))
-        .bearer_auth("wrong")
-        .json(&json!({"email": "a@b.c"}))
-        .send()
-        .await
-        .unwrap();
+    let resp = r.post("/admin/accounts", "wrong", &account).await;
     expect_error(resp, 401, "invalid_api_key").await;
     // A customer key is not an operator token.
     let c = r.rich_customer().await;

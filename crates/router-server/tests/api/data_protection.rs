@@ -170,32 +170,20 @@ async fn enabling_needs_verified_zdr_supply_for_inference_and_images_but_not_cou
     let mut body = hello("m-text");
     body["zdr"] = json!(false);
     expect_error(r.chat(&c.key, &body).await, 503, "zdr_capacity_unavailable").await;
-    expect_error(
-        r.post(
-            "/v1/responses",
-            &c.key,
-            &json!({"model": "m-text", "input": "hi"}),
-        )
-        .await,
-        503,
-        "zdr_capacity_unavailable",
-    )
-    .await;
+    for (path, body) in [
+        ("/v1/responses", json!({"model": "m-text", "input": "hi"})),
+        (
+            "/v1/images/generations",
+            json!({"model": "m-img", "prompt": "a cat"}),
+        ),
+    ] {
+        let resp = r.post(path, &c.key, &body).await;
+        expect_error(resp, 503, "zdr_capacity_unavailable").await;
+    }
     expect_messages_error(
         r.messages(&c.key, &messages_hello("m-claude")).await,
         503,
         "overloaded_error",
-    )
-    .await;
-    expect_error(
-        r.post(
-            "/v1/images/generations",
-            &c.key,
-            &json!({"model": "m-img", "prompt": "a cat"}),
-        )
-        .await,
-        503,
-        "zdr_capacity_unavailable",
     )
     .await;
     // J-14: video creation too (the video envelope), before any hold.

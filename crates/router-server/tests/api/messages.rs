@@ -76,16 +76,8 @@ async fn vendor_headers_are_checked() {
     let resp = send(None, None).await.unwrap();
     expect_messages_error(resp, 400, "invalid_request_error").await;
     for bad in ["false", "yes"] {
-        let resp = r
-            .client
-            .post(format!("{}/v1/messages", r.base))
-            .header("x-api-key", c.key.clone())
-            .header("anthropic-version", "2023-06-01")
-            .header("anthropic-dangerous-direct-browser-access", bad)
-            .json(&messages_hello("m-claude"))
-            .send()
-            .await
-            .unwrap();
+        let browser = ("anthropic-dangerous-direct-browser-access", bad);
+        let resp = send(Some("2023-06-01"), Some(browser)).await.unwrap();
         expect_messages_error(resp, 400, "invalid_request_error").await;
     }
     let resp = r

@@ -34,11 +34,10 @@ impl KeyChanges {
     /// The next notification's payload (the key's hash in hex), within 5 s.
     pub async fn next(&mut self) -> String {
         let mut notifications = std::pin::pin!(self.0.notifications_stream());
-        let notification = tokio::time::timeout(Duration::from_secs(5), notifications.next())
-            .await
-            .expect("no notification within 5 s")
-            .unwrap()
-            .unwrap();
+        let next = tokio::time::timeout(Duration::from_secs(5), notifications.next()).await;
+        let Ok(Some(Ok(notification))) = next else {
+            panic!("no notification within 5 s");
+        };
         assert_eq!(notification.channel, API_KEY_CHANGED_CHANNEL);
         notification.payload
     }
