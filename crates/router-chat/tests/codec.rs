@@ -14,21 +14,8 @@ use router_chat::{
     SupplierCodec, SupplierError, SupplierFailure, SupplierStreamDecoder, SupplierTarget, Usage,
     finish_of,
 };
+use router_wire_testkit::frames::{data as frame, data_lines, done};
 use serde_json::{Value, json};
-
-fn frame(data: Value) -> Frame {
-    Frame {
-        event: None,
-        data: data.to_string(),
-    }
-}
-
-fn done() -> Frame {
-    Frame {
-        event: None,
-        data: "[DONE]".into(),
-    }
-}
 
 fn text_delta(text: &str) -> Frame {
     frame(json!({"id": "s", "model": "m", "choices": [{"index": 0, "delta": {"content": text}}]}))
@@ -274,15 +261,6 @@ fn finish_event() -> StreamEvent {
             ..Usage::default()
         },
     }
-}
-
-fn data_lines(bytes: &[u8]) -> Vec<String> {
-    String::from_utf8(bytes.to_vec())
-        .unwrap()
-        .split("\n\n")
-        .filter(|s| !s.is_empty())
-        .map(|s| s.strip_prefix("data: ").unwrap().to_owned())
-        .collect()
 }
 
 #[test]

@@ -1,13 +1,12 @@
 //! Every 400 rule of `POST /v1/chat/completions` with the `param` it must name.
 
-use router_chat::{ApiError, ChatClient, ClientCodec, Request};
+use router_chat::{ApiError, ChatClient, Request};
+use router_wire_testkit::codecs;
 use router_wire_testkit::rejection;
 use serde_json::{Value, json};
 
 fn parse_request(body: &[u8]) -> Result<Request, ApiError> {
-    ChatClient::default()
-        .parse_request(&(), body)
-        .map(|(request, _)| request)
+    codecs::parse(&ChatClient::default(), &(), body)
 }
 
 fn base() -> Value {

@@ -12,26 +12,22 @@ use router_canonical::{
     ContentPart, ImageSource, Message, Protocol, Reasoning, Request, Role, Sampling,
     ThinkingConfig, ThinkingMode,
 };
-use router_chat::{ApiError, ChatClient, ChatSupplier, ClientCodec, SupplierCodec, SupplierTarget};
+use router_chat::{ApiError, ChatClient, ChatSupplier};
+use router_wire_testkit::codecs;
 use router_wire_testkit::strategy::{
-    cache_control, ident, quarter, response_format, text, text_part, tool, tool_choice,
+    cache_control, ident, quarter, response_format, string_content, text, text_part, tool,
+    tool_choice,
 };
 use serde_json::{Map, Value, json};
 
 const UPSTREAM: &str = "supplier-model";
 
 fn encode_request(req: &Request, model: &str) -> Result<Vec<u8>, ApiError> {
-    let target = SupplierTarget {
-        model,
-        default_max_output_tokens: None,
-    };
-    ChatSupplier::default().encode_request(req, &target)
+    codecs::encode(&ChatSupplier::default(), req, model, None)
 }
 
 fn parse_request(body: &[u8]) -> Result<Request, ApiError> {
-    ChatClient::default()
-        .parse_request(&(), body)
-        .map(|(request, _)| request)
+    codecs::parse(&ChatClient::default(), &(), body)
 }
 
 /// Any part a user turn may hold in array form.
@@ -54,13 +50,7 @@ fn user_part() -> impl Strategy<Value = ContentPart> {
 /// Content as the parser produces it: a string (one plain text part) or an array.
 fn content(part: BoxedStrategy<ContentPart>) -> impl Strategy<Value = (Vec<ContentPart>, bool)> {
     prop_oneof![
-        text().prop_map(|t| (
-            vec![ContentPart::Text {
-                text: t,
-                cache_control: None
-            }],
-            true
-        )),
+        string_content(),
         prop::collection::vec(part, 0..4).prop_map(|parts| (parts, false)),
     ]
 }
@@ -120,13 +110,7 @@ fn message() -> impl Strategy<Value = Message> {
     let tool = (
         ident(),
         prop_oneof![
-            text().prop_map(|t| (
-                vec![ContentPart::Text {
-                    text: t,
-                    cache_control: None
-                }],
-                true
-            )),
+            string_content(),
             Just((Vec::new(), true)),
             prop::collection::vec(text_part(), 0..3).prop_map(|parts| (parts, false)),
         ],

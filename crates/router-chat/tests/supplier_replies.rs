@@ -15,9 +15,11 @@ use router_chat::client::StreamEncoder;
 use router_chat::supplier::StreamDecoder;
 use router_chat::{
     ChatClient, ChatExtra, ChatSupplier, ClientCodec, ClientStreamEncoder, DecodeError,
-    InvalidJson, ReplyContext, StreamContext, StreamEnd, SupplierCodec, SupplierError,
-    SupplierFailure, SupplierStreamDecoder, SupplierTarget,
+    InvalidJson, ReplyContext, StreamContext, StreamEnd, SupplierError, SupplierFailure,
+    SupplierStreamDecoder,
 };
+use router_wire_testkit::codecs;
+use router_wire_testkit::frames::{data as frame, data_lines, done};
 use serde_json::{Value, json};
 
 /// The codecs as a gateway that bills by usage sets them.
@@ -33,15 +35,11 @@ fn decode_response(body: &[u8]) -> Result<Response, DecodeError> {
 }
 
 fn encode_request(req: &Request, model: &str) -> Result<Vec<u8>, ApiError> {
-    let target = SupplierTarget {
-        model,
-        default_max_output_tokens: None,
-    };
-    SUPPLIER.encode_request(req, &target)
+    codecs::encode(&SUPPLIER, req, model, None)
 }
 
 fn parse_request(body: &[u8]) -> Result<Request, ApiError> {
-    CLIENT.parse_request(&(), body).map(|(request, _)| request)
+    codecs::parse(&CLIENT, &(), body)
 }
 
 fn reply(message: Value, finish: Value, usage: Value) -> Vec<u8> {
@@ -213,20 +211,6 @@ fn invalid_replies_are_typed_errors() {
 
 // ---------------------------------------------------------------------------
 // StreamDecoder
-
-fn frame(data: Value) -> Frame {
-    Frame {
-        event: None,
-        data: data.to_string(),
-    }
-}
-
-fn done() -> Frame {
-    Frame {
-        event: None,
-        data: "[DONE]".into(),
-    }
-}
 
 fn delta(delta: Value) -> Frame {
     frame(
@@ -477,15 +461,6 @@ fn encoder() -> StreamEncoder {
         },
         ChatExtra::default(),
     )
-}
-
-fn data_lines(bytes: &[u8]) -> Vec<String> {
-    String::from_utf8(bytes.to_vec())
-        .unwrap()
-        .split("\n\n")
-        .filter(|s| !s.is_empty())
-        .map(|s| s.strip_prefix("data: ").unwrap().to_owned())
-        .collect()
 }
 
 #[test]

@@ -73,6 +73,43 @@ impl Fingerprint {
     fn tag(&mut self, tag: u8) {
         self.feed(&[tag]);
     }
+
+    /// A fixed-width scalar: its tag, then its bytes.
+    fn tagged(&mut self, tag: u8, bytes: &[u8]) -> Result<(), FingerprintError> {
+        self.tag(tag);
+        self.feed(bytes);
+        Ok(())
+    }
+}
+
+/// Narrow scalars are fed as their widest kind, so `1u8` and `1u64` hash alike.
+macro_rules! widen {
+    ($($($narrow:ident($ty:ty)),+ => $wide:ident;)+) => {
+        $($(
+            fn $narrow(self, v: $ty) -> Result<(), FingerprintError> {
+                self.$wide(v.into())
+            }
+        )+)+
+    };
+}
+
+/// A variant holding a tuple or a struct: its own tag, the variant's name,
+/// then the tag that opens its fields.
+macro_rules! variant_compound {
+    ($method:ident, $tag:literal, $open:literal) => {
+        fn $method(
+            self,
+            _name: &'static str,
+            _index: u32,
+            variant: &'static str,
+            _len: usize,
+        ) -> Result<Self, FingerprintError> {
+            self.tag($tag);
+            self.bytes(variant.as_bytes());
+            self.tag($open);
+            Ok(self)
+        }
+    };
 }
 
 impl Serializer for &mut Fingerprint {
@@ -90,56 +127,28 @@ impl Serializer for &mut Fingerprint {
         self.feed(&[b'b', u8::from(v)]);
         Ok(())
     }
-    fn serialize_i8(self, v: i8) -> Result<(), FingerprintError> {
-        self.serialize_i64(v.into())
-    }
-    fn serialize_i16(self, v: i16) -> Result<(), FingerprintError> {
-        self.serialize_i64(v.into())
-    }
-    fn serialize_i32(self, v: i32) -> Result<(), FingerprintError> {
-        self.serialize_i64(v.into())
+    widen! {
+        serialize_i8(i8), serialize_i16(i16), serialize_i32(i32) => serialize_i64;
+        serialize_u8(u8), serialize_u16(u16), serialize_u32(u32) => serialize_u64;
+        serialize_f32(f32) => serialize_f64;
     }
     fn serialize_i64(self, v: i64) -> Result<(), FingerprintError> {
-        self.tag(b'i');
-        self.feed(&v.to_le_bytes());
-        Ok(())
+        self.tagged(b'i', &v.to_le_bytes())
     }
     fn serialize_i128(self, v: i128) -> Result<(), FingerprintError> {
-        self.tag(b'I');
-        self.feed(&v.to_le_bytes());
-        Ok(())
-    }
-    fn serialize_u8(self, v: u8) -> Result<(), FingerprintError> {
-        self.serialize_u64(v.into())
-    }
-    fn serialize_u16(self, v: u16) -> Result<(), FingerprintError> {
-        self.serialize_u64(v.into())
-    }
-    fn serialize_u32(self, v: u32) -> Result<(), FingerprintError> {
-        self.serialize_u64(v.into())
+        self.tagged(b'I', &v.to_le_bytes())
     }
     fn serialize_u64(self, v: u64) -> Result<(), FingerprintError> {
-        self.tag(b'u');
-        self.feed(&v.to_le_bytes());
-        Ok(())
+        self.tagged(b'u', &v.to_le_bytes())
     }
     fn serialize_u128(self, v: u128) -> Result<(), FingerprintError> {
-        self.tag(b'U');
-        self.feed(&v.to_le_bytes());
-        Ok(())
-    }
-    fn serialize_f32(self, v: f32) -> Result<(), FingerprintError> {
-        self.serialize_f64(v.into())
+        self.tagged(b'U', &v.to_le_bytes())
     }
     fn serialize_f64(self, v: f64) -> Result<(), FingerprintError> {
-        self.tag(b'f');
-        self.feed(&v.to_bits().to_le_bytes());
-        Ok(())
+        self.tagged(b'f', &v.to_bits().to_le_bytes())
     }
     fn serialize_char(self, v: char) -> Result<(), FingerprintError> {
-        self.tag(b'c');
-        self.feed(&u32::from(v).to_le_bytes());
-        Ok(())
+        self.tagged(b'c', &u32::from(v).to_le_bytes())
     }
     fn serialize_str(self, v: &str) -> Result<(), FingerprintError> {
         self.tag(b's');
@@ -209,18 +218,7 @@ impl Serializer for &mut Fingerprint {
     ) -> Result<Self, FingerprintError> {
         self.serialize_tuple(len)
     }
-    fn serialize_tuple_variant(
-        self,
-        _name: &'static str,
-        _index: u32,
-        variant: &'static str,
-        _len: usize,
-    ) -> Result<Self, FingerprintError> {
-        self.tag(b'T');
-        self.bytes(variant.as_bytes());
-        self.tag(b'(');
-        Ok(self)
-    }
+    variant_compound!(serialize_tuple_variant, b'T', b'(');
     fn serialize_map(self, _len: Option<usize>) -> Result<Self, FingerprintError> {
         self.tag(b'{');
         Ok(self)
@@ -229,18 +227,7 @@ impl Serializer for &mut Fingerprint {
         self.tag(b'{');
         Ok(self)
     }
-    fn serialize_struct_variant(
-        self,
-        _name: &'static str,
-        _index: u32,
-        variant: &'static str,
-        _len: usize,
-    ) -> Result<Self, FingerprintError> {
-        self.tag(b'W');
-        self.bytes(variant.as_bytes());
-        self.tag(b'{');
-        Ok(self)
-    }
+    variant_compound!(serialize_struct_variant, b'W', b'{');
 }
 
 /// A sequence-like compound: its elements in order, then `close`.

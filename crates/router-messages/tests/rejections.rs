@@ -7,6 +7,7 @@
 
 use router_canonical::{ErrorCode, ToolChoice};
 use router_messages::{ApiError, ClientCodec, HeaderSource, MessagesClient, Request};
+use router_wire_testkit::codecs;
 use router_wire_testkit::rejection;
 use serde_json::{Value, json};
 
@@ -40,9 +41,7 @@ const JSON: Headers<'static> = Headers {
 };
 
 fn parse_request(body: &[u8]) -> Result<Request, ApiError> {
-    MessagesClient
-        .parse_request(&JSON, body)
-        .map(|(request, ())| request)
+    codecs::parse(&MessagesClient, &JSON, body)
 }
 
 fn parse_count_tokens(body: &[u8]) -> Result<Request, ApiError> {

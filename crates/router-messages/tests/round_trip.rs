@@ -22,10 +22,8 @@ use router_canonical::{
     Request, ResponseFormat, Role, RoutingOptions, Sampling, ThinkingConfig, ThinkingMode,
     ToolChoice,
 };
-use router_messages::{
-    ApiError, ClientCodec, HeaderSource, MessagesClient, MessagesSupplier, SupplierCodec,
-    SupplierTarget,
-};
+use router_messages::{ApiError, MessagesClient, MessagesSupplier, SupplierCodec};
+use router_wire_testkit::codecs::{self, FixedHeaders};
 use router_wire_testkit::strategy::{cache_control, ident, quarter, text, text_part, tool};
 use serde_json::{Map, Value, json};
 
@@ -33,22 +31,13 @@ const UPSTREAM: &str = "supplier-model";
 const DEFAULT_MAX_TOKENS: u32 = 4096;
 
 /// A JSON body with the supported `anthropic-version`.
-struct Json;
-
-impl HeaderSource for Json {
-    fn header(&self, name: &str) -> Option<&str> {
-        match name {
-            "content-type" => Some("application/json"),
-            "anthropic-version" => Some("2023-06-01"),
-            _ => None,
-        }
-    }
-}
+const JSON: FixedHeaders = FixedHeaders(&[
+    ("content-type", "application/json"),
+    ("anthropic-version", "2023-06-01"),
+]);
 
 fn parse_request(body: &[u8]) -> Result<Request, ApiError> {
-    MessagesClient
-        .parse_request(&Json, body)
-        .map(|(request, ())| request)
+    codecs::parse(&MessagesClient, &JSON, body)
 }
 
 fn encode_request(
@@ -56,11 +45,12 @@ fn encode_request(
     model: &str,
     default_max_tokens: u32,
 ) -> Result<Vec<u8>, ApiError> {
-    let target = SupplierTarget {
+    codecs::encode(
+        &MessagesSupplier::default(),
+        req,
         model,
-        default_max_output_tokens: Some(default_max_tokens),
-    };
-    MessagesSupplier::default().encode_request(req, &target)
+        Some(default_max_tokens),
+    )
 }
 
 fn non_empty_text() -> impl Strategy<Value = String> {

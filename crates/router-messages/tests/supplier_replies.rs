@@ -20,10 +20,12 @@ use router_canonical::{
 };
 use router_messages::client::StreamEncoder;
 use router_messages::{
-    ClientCodec, ClientStreamEncoder, DecodeError, HeaderSource, MessagesClient, MessagesSupplier,
+    ClientCodec, ClientStreamEncoder, DecodeError, MessagesClient, MessagesSupplier,
     ReplyContext as ResponseContext, StreamContext, StreamEnd, SupplierCodec, SupplierError,
-    SupplierStreamDecoder, SupplierTarget,
+    SupplierStreamDecoder,
 };
+use router_wire_testkit::codecs::{self, FixedHeaders};
+use router_wire_testkit::frames::named as frame;
 use serde_json::{Value, json};
 
 /// The gateway's setting: a reply without usage is invalid.
@@ -32,22 +34,13 @@ const SUPPLIER: MessagesSupplier = MessagesSupplier {
 };
 
 /// A JSON body with the supported `anthropic-version`.
-struct Json;
-
-impl HeaderSource for Json {
-    fn header(&self, name: &str) -> Option<&str> {
-        match name {
-            "content-type" => Some("application/json"),
-            "anthropic-version" => Some("2023-06-01"),
-            _ => None,
-        }
-    }
-}
+const JSON: FixedHeaders = FixedHeaders(&[
+    ("content-type", "application/json"),
+    ("anthropic-version", "2023-06-01"),
+]);
 
 fn parse_request(body: &[u8]) -> Result<Request, ApiError> {
-    MessagesClient
-        .parse_request(&Json, body)
-        .map(|(request, ())| request)
+    codecs::parse(&MessagesClient, &JSON, body)
 }
 
 fn decode_response(body: &[u8]) -> Result<Response, SupplierError> {
@@ -77,11 +70,7 @@ fn encode_request(
     model: &str,
     default_max_tokens: u32,
 ) -> Result<Vec<u8>, ApiError> {
-    let target = SupplierTarget {
-        model,
-        default_max_output_tokens: Some(default_max_tokens),
-    };
-    SUPPLIER.encode_request(req, &target)
+    codecs::encode(&SUPPLIER, req, model, Some(default_max_tokens))
 }
 
 fn reply(content: Value, stop_reason: Value, usage: Value) -> Vec<u8> {
@@ -332,13 +321,6 @@ fn invalid_replies_are_typed_errors() {
 
 // ---------------------------------------------------------------------------
 // StreamDecoder
-
-fn frame(event: &str, data: Value) -> Frame {
-    Frame {
-        event: Some(event.to_owned()),
-        data: data.to_string(),
-    }
-}
 
 fn start(usage: Value) -> Frame {
     frame(

@@ -6,16 +6,13 @@
     reason = "helpers outside #[test] fns: a failed step must fail the test"
 )]
 
+mod common;
+
 use std::time::{Duration, Instant};
 
+use common::{client, start};
 use router_mock_supplier::{MockReply, MockSupplier, MockToolCall, MockUsage, Script};
 use serde_json::{Value, json};
-
-async fn start() -> MockSupplier {
-    MockSupplier::start("127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap()
-}
 
 fn chat(model: &str, stream: bool) -> Value {
     let mut body = json!({
@@ -27,13 +24,6 @@ fn chat(model: &str, stream: bool) -> Value {
         body["stream_options"] = json!({"include_usage": true});
     }
     body
-}
-
-/// reqwest is built without a TLS provider and refuses to build a client
-/// until one is installed, even for plain http.
-fn client() -> reqwest::Client {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::new()
 }
 
 async fn post(mock: &MockSupplier, body: &Value) -> reqwest::Response {

@@ -6,25 +6,14 @@
     reason = "helpers outside #[test] fns: a failed step must fail the test"
 )]
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
+use common::{client, start};
 use reqwest::Method;
-use router_mock_supplier::MockSupplier;
 use serde_json::{Value, json};
-
-async fn start() -> MockSupplier {
-    MockSupplier::start("127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap()
-}
-
-/// reqwest is built without a TLS provider and refuses to build a client
-/// until one is installed, even for plain http.
-fn client() -> reqwest::Client {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::new()
-}
 
 /// `http://ADDR` from `http://ADDR/v1`.
 fn origin(base_url: &str) -> &str {

@@ -5,26 +5,16 @@
     reason = "helpers outside #[test] fns: a failed step must fail the test"
 )]
 
+mod common;
+
 use std::io::ErrorKind;
 use std::time::Duration;
 
+use common::{assert_connection_cut, client, start};
 use router_mock_supplier::{MockSupplier, Script};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-
-async fn start() -> MockSupplier {
-    MockSupplier::start("127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap()
-}
-
-/// reqwest is built without a TLS provider and refuses to build a client
-/// until one is installed, even for plain http.
-fn client() -> reqwest::Client {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::new()
-}
 
 fn chat(stream: bool) -> Value {
     json!({
@@ -70,20 +60,6 @@ async fn read_body(mut response: reqwest::Response) -> (Vec<u8>, reqwest::Result
             Err(error) => return (received, Err(error)),
         }
     }
-}
-
-/// Asserts the body failed because the connection ended mid-body, not
-/// because of a timeout or a parse error.
-fn assert_connection_cut(error: &reqwest::Error) {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
-    while let Some(current) = source {
-        if let Some(io) = current.downcast_ref::<std::io::Error>() {
-            assert_eq!(io.kind(), ErrorKind::UnexpectedEof, "{error:?}");
-            return;
-        }
-        source = current.source();
-    }
-    panic!("not a connection error: {error:?}");
 }
 
 fn sse_data(text: &str) -> Vec<&str> {

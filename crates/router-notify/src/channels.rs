@@ -12,7 +12,7 @@
 //! whole ([`Platform::mask`]).
 
 use crate::Notifier;
-use crate::deliver::{self, Destination, Sent};
+use crate::deliver::{Destination, Sent};
 use crate::error::{NotifyError, Refusal};
 use crate::events;
 use crate::platform::Platform;
@@ -342,14 +342,7 @@ impl Notifier {
             ));
         }
         let message = report::render(&report, platform).map_err(|_| Refusal::ReportTooLarge)?;
-        match deliver::send(
-            &self.transports,
-            self.mailer.as_deref(),
-            destination,
-            &message,
-        )
-        .await
-        {
+        match self.send(destination, &message).await {
             Sent::Delivered => Ok(answer(true, None)),
             Sent::Unconfigured => Err(Refusal::Unconfigured(platform).into()),
             Sent::Retryable(why) => {

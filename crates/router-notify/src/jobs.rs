@@ -12,7 +12,7 @@
 //!   arrive, failed, or ambiguous (never resent, M-22).
 
 use crate::Notifier;
-use crate::deliver::{self, Destination, Sent};
+use crate::deliver::{Destination, Sent};
 use crate::events;
 use crate::report::{self, Frequency, Period};
 use chrono::{DateTime, Duration, Utc};
@@ -144,22 +144,13 @@ impl Notifier {
                 Outcome::RetryIn(FIRST_BACKOFF_SECS << exponent.min(10), why)
             }
         };
-        Ok(
-            match deliver::send(
-                &self.transports,
-                self.mailer.as_deref(),
-                destination,
-                &message,
-            )
-            .await
-            {
-                Sent::Delivered => Outcome::Delivered,
-                Sent::Retryable(why) => retry(why),
-                Sent::Unconfigured => retry("the transport is not configured".to_owned()),
-                Sent::Refused(why) => Outcome::Failed(why),
-                Sent::Unknown(why) => Outcome::Ambiguous(why),
-            },
-        )
+        Ok(match self.send(destination, &message).await {
+            Sent::Delivered => Outcome::Delivered,
+            Sent::Retryable(why) => retry(why),
+            Sent::Unconfigured => retry("the transport is not configured".to_owned()),
+            Sent::Refused(why) => Outcome::Failed(why),
+            Sent::Unknown(why) => Outcome::Ambiguous(why),
+        })
     }
 }
 

@@ -76,4 +76,14 @@ impl Notifier {
     pub fn configured(&self, platform: Platform) -> bool {
         self.transports.configured(platform, self.mailer.as_deref())
     }
+
+    /// Sends `message` to `destination` through its platform's transport.
+    pub(crate) async fn send(
+        &self,
+        destination: deliver::Destination<'_>,
+        message: &report::Rendered,
+    ) -> deliver::Sent {
+        let mailer = self.mailer.as_deref();
+        deliver::send(&self.transports, mailer, destination, message).await
+    }
 }

@@ -7,7 +7,7 @@
 //! password, so it is never logged.
 
 use lettre::message::header::ContentType;
-use lettre::message::{Mailbox, MultiPart};
+use lettre::message::{Mailbox, MessageBuilder, MultiPart};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use std::fmt;
 
@@ -71,15 +71,21 @@ impl Mailer {
         Ok(Mailer { transport, from })
     }
 
-    /// Sends a plain-text email to one recipient.
-    pub async fn send(&self, to: &str, subject: &str, text: String) -> Result<(), MailError> {
+    /// A message from the configured sender to one recipient.
+    fn message(&self, to: &str, subject: &str) -> Result<MessageBuilder, MailError> {
         let to = to
             .parse::<Mailbox>()
             .map_err(|e| MailError::Recipient(e.to_string()))?;
-        let message = Message::builder()
+        Ok(Message::builder()
             .from(self.from.clone())
             .to(to)
-            .subject(subject)
+            .subject(subject))
+    }
+
+    /// Sends a plain-text email to one recipient.
+    pub async fn send(&self, to: &str, subject: &str, text: String) -> Result<(), MailError> {
+        let message = self
+            .message(to, subject)?
             .header(ContentType::TEXT_PLAIN)
             .body(text)
             .map_err(|e| MailError::Build(e.to_string()))?;
@@ -101,13 +107,8 @@ impl Mailer {
         text: String,
         html: String,
     ) -> Result<(), MailError> {
-        let to = to
-            .parse::<Mailbox>()
-            .map_err(|e| MailError::Recipient(e.to_string()))?;
-        let message = Message::builder()
-            .from(self.from.clone())
-            .to(to)
-            .subject(subject)
+        let message = self
+            .message(to, subject)?
             .multipart(MultiPart::alternative_plain_html(text, html))
             .map_err(|e| MailError::Build(e.to_string()))?;
         self.transport.send(message).await.map(|_| ()).map_err(|e| {

@@ -16,6 +16,7 @@ use router_responses::{
     StreamEnd, StreamEvent, SupplierCodec, SupplierError, SupplierFailure, SupplierStreamDecoder,
     SupplierTarget, Usage,
 };
+use router_wire_testkit::frames::typed as frame;
 use serde_json::{Value, json};
 
 fn reply(usage: Option<Value>) -> Vec<u8> {
@@ -29,13 +30,6 @@ fn reply(usage: Option<Value>) -> Vec<u8> {
         body["usage"] = usage;
     }
     serde_json::to_vec(&body).unwrap()
-}
-
-fn frame(data: Value) -> Frame {
-    Frame {
-        event: data["type"].as_str().map(str::to_owned),
-        data: data.to_string(),
-    }
 }
 
 fn stream(completed: Value) -> Vec<Frame> {

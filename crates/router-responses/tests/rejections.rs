@@ -5,14 +5,13 @@
 //! Long by design: one table of cases per rule set, each case a line or two.
 
 use router_canonical::{Protocol, ResponseFormat, Role};
-use router_responses::{ApiError, ClientCodec, Request, ResponsesClient};
+use router_responses::{ApiError, Request, ResponsesClient};
+use router_wire_testkit::codecs;
 use router_wire_testkit::rejection;
 use serde_json::{Value, json};
 
 fn parse_request(body: &[u8]) -> Result<Request, ApiError> {
-    ResponsesClient
-        .parse_request(&(), body)
-        .map(|(request, ())| request)
+    codecs::parse(&ResponsesClient, &(), body)
 }
 
 fn base() -> Value {

@@ -19,28 +19,22 @@ use router_canonical::request::NativeFields;
 use router_canonical::{
     ContentPart, ImageSource, Message, Protocol, Reasoning, Request, Role, Sampling,
 };
-use router_responses::{
-    ApiError, ClientCodec, ResponsesClient, ResponsesSupplier, SupplierCodec, SupplierTarget,
-};
+use router_responses::{ApiError, ResponsesClient, ResponsesSupplier};
+use router_wire_testkit::codecs;
 use router_wire_testkit::strategy::{
-    cache_control, ident, quarter, response_format, text, text_part, tool, tool_choice,
+    cache_control, ident, quarter, response_format, string_content, text, text_part, tool,
+    tool_choice,
 };
 use serde_json::{Map, Value, json};
 
 const UPSTREAM: &str = "supplier-model";
 
 fn parse_request(body: &[u8]) -> Result<Request, ApiError> {
-    ResponsesClient
-        .parse_request(&(), body)
-        .map(|(request, ())| request)
+    codecs::parse(&ResponsesClient, &(), body)
 }
 
 fn encode_request(request: &Request, model: &str) -> Result<Vec<u8>, ApiError> {
-    let target = SupplierTarget {
-        model,
-        default_max_output_tokens: None,
-    };
-    ResponsesSupplier::default().encode_request(request, &target)
+    codecs::encode(&ResponsesSupplier::default(), request, model, None)
 }
 
 fn plain_text(text: String) -> ContentPart {
@@ -73,7 +67,7 @@ fn input_part() -> impl Strategy<Value = ContentPart> {
 /// Content as the parser produces it: a string (one plain text part) or an array.
 fn content() -> impl Strategy<Value = (Vec<ContentPart>, bool)> {
     prop_oneof![
-        text().prop_map(|t| (vec![plain_text(t)], true)),
+        string_content(),
         prop::collection::vec(input_part(), 0..4).prop_map(|parts| (parts, false)),
     ]
 }
@@ -160,7 +154,7 @@ fn tool_message() -> impl Strategy<Value = Message> {
     (
         ident(),
         prop_oneof![
-            text().prop_map(|t| (vec![plain_text(t)], true)),
+            string_content(),
             prop::collection::vec(input_part(), 0..3).prop_map(|parts| (parts, false)),
         ],
     )

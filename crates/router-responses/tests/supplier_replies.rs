@@ -16,9 +16,10 @@ use router_canonical::{
 };
 use router_responses::{
     ClientCodec, ClientStreamEncoder, DecodeError, InvalidJson, ReplyContext, ResponsesClient,
-    ResponsesSupplier, StreamContext, StreamEncoder, StreamEnd, SupplierCodec, SupplierError,
-    SupplierTarget,
+    ResponsesSupplier, StreamContext, StreamEncoder, StreamEnd, SupplierError,
 };
+use router_wire_testkit::codecs;
+use router_wire_testkit::frames::typed as event;
 use serde_json::{Value, json};
 
 /// The supplier codec as a gateway that bills by usage sets it.
@@ -27,17 +28,11 @@ const SUPPLIER: ResponsesSupplier = ResponsesSupplier {
 };
 
 fn parse_request(body: &[u8]) -> Result<Request, ApiError> {
-    ResponsesClient
-        .parse_request(&(), body)
-        .map(|(request, ())| request)
+    codecs::parse(&ResponsesClient, &(), body)
 }
 
 fn encode_request(request: &Request, model: &str) -> Result<Vec<u8>, ApiError> {
-    let target = SupplierTarget {
-        model,
-        default_max_output_tokens: None,
-    };
-    SUPPLIER.encode_request(request, &target)
+    codecs::encode(&SUPPLIER, request, model, None)
 }
 
 fn decode_response(body: &[u8]) -> Result<Response, DecodeError> {
@@ -357,13 +352,6 @@ fn a_failed_reply_is_the_suppliers_error() {
 
 // ---------------------------------------------------------------------------
 // StreamDecoder
-
-fn event(data: Value) -> Frame {
-    Frame {
-        event: data["type"].as_str().map(str::to_owned),
-        data: data.to_string(),
-    }
-}
 
 fn created() -> Frame {
     event(json!({"type": "response.created", "sequence_number": 0,

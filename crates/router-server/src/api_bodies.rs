@@ -140,17 +140,8 @@ pub struct AdminKeySpend {
 /// `GET /admin/api-keys/{id}`: the key with its spend.
 #[derive(ToSchema)]
 pub struct AdminApiKeyWithSpend {
-    id: Uuid,
-    account_id: Uuid,
-    prefix: String,
-    scopes: Vec<String>,
-    created_at: String,
-    /// Unix seconds.
-    #[schema(required)]
-    expires_at: Option<i64>,
-    #[schema(required)]
-    deleted_at: Option<String>,
-    policy: AdminKeyPolicy,
+    #[serde(flatten)]
+    key: AdminApiKey,
     spend: AdminKeySpend,
 }
 

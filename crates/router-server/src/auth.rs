@@ -99,13 +99,7 @@ pub fn check_model(catalog: &Catalog, key: &ApiKeyRecord, name: &str) -> Result<
 mod tests {
     use super::*;
 
-    fn headers(pairs: &[(&'static str, &str)]) -> http::HeaderMap {
-        let mut h = http::HeaderMap::new();
-        for (k, v) in pairs {
-            h.insert(*k, v.parse().unwrap());
-        }
-        h
-    }
+    use crate::test_headers::headers;
 
     #[test]
     fn credentials_must_agree_and_be_bearer() {

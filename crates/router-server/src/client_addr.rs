@@ -136,13 +136,7 @@ fn parse_forwarded_for(element: &str) -> Option<IpAddr> {
 mod tests {
     use super::*;
 
-    fn headers(pairs: &[(&'static str, &str)]) -> http::HeaderMap {
-        let mut h = http::HeaderMap::new();
-        for (k, v) in pairs {
-            h.append(*k, v.parse().unwrap());
-        }
-        h
-    }
+    use crate::test_headers::headers;
 
     fn ip(s: &str) -> IpAddr {
         s.parse().unwrap()

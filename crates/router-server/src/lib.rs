@@ -43,6 +43,9 @@ pub mod surfaces;
 pub mod uploads;
 pub mod videos;
 
+#[cfg(test)]
+mod test_headers;
+
 pub use app::App;
 pub use config::ServerConfig;
 pub use server::{ServeError, serve};

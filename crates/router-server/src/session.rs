@@ -114,13 +114,7 @@ pub fn clear_cookie(public: &PublicBaseUrl) -> String {
 mod tests {
     use super::*;
 
-    fn headers(pairs: &[(&'static str, &str)]) -> http::HeaderMap {
-        let mut h = http::HeaderMap::new();
-        for (k, v) in pairs {
-            h.append(*k, v.parse().unwrap());
-        }
-        h
-    }
+    use crate::test_headers::headers;
 
     #[test]
     fn finds_the_session_cookie_among_others() {

@@ -9,8 +9,8 @@
 
 use crate::error::store_error;
 use chrono::{DateTime, Utc};
-use diesel::QueryableByName;
 use diesel::sql_types::{Array, BigInt, Bytea, Nullable, Text, Timestamptz};
+use diesel::{OptionalExtension, QueryableByName};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use router_core::store::StoreError;
 
@@ -117,7 +117,7 @@ pub async fn record(
         ))
         .get_result(conn)
         .await
-        .optional_row()?;
+        .optional()?;
         if let Some(latest) = &latest
             && latest.digest == digest
         {
@@ -213,20 +213,6 @@ pub async fn record(
     .map_err(store_error)
 }
 
-trait OptionalRow<T> {
-    fn optional_row(self) -> Result<Option<T>, diesel::result::Error>;
-}
-
-impl<T> OptionalRow<T> for Result<T, diesel::result::Error> {
-    fn optional_row(self) -> Result<Option<T>, diesel::result::Error> {
-        match self {
-            Ok(row) => Ok(Some(row)),
-            Err(diesel::result::Error::NotFound) => Ok(None),
-            Err(e) => Err(e),
-        }
-    }
-}
-
 /// One release by number.
 pub async fn release(
     conn: &mut AsyncPgConnection,
@@ -238,7 +224,7 @@ pub async fn release(
     .bind::<BigInt, _>(release)
     .get_result(conn)
     .await
-    .optional_row()
+    .optional()
     .map_err(store_error)
 }
 
@@ -249,7 +235,7 @@ pub async fn latest(conn: &mut AsyncPgConnection) -> Result<Option<StoredRelease
     ))
     .get_result(conn)
     .await
-    .optional_row()
+    .optional()
     .map_err(store_error)
 }
 

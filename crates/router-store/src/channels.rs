@@ -8,8 +8,8 @@
 
 use crate::error::store_error;
 use chrono::{DateTime, Utc};
-use diesel::QueryableByName;
 use diesel::sql_types::{Array, BigInt, Integer, Nullable, SmallInt, Text, Timestamptz};
+use diesel::{OptionalExtension, QueryableByName};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use router_core::store::StoreError;
 use std::fmt;
@@ -117,7 +117,7 @@ pub async fn connect(
         .bind::<SmallInt, _>(new.report_hour_utc)
         .get_result(conn)
         .await
-        .optional_row()?;
+        .optional()?;
         if let Some(row) = inserted {
             return Ok(Connect::Created(row));
         }
@@ -154,27 +154,13 @@ pub async fn connect(
     .map_err(store_error)
 }
 
-trait OptionalRow<T> {
-    fn optional_row(self) -> Result<Option<T>, diesel::result::Error>;
-}
-
-impl<T> OptionalRow<T> for Result<T, diesel::result::Error> {
-    fn optional_row(self) -> Result<Option<T>, diesel::result::Error> {
-        match self {
-            Ok(row) => Ok(Some(row)),
-            Err(diesel::result::Error::NotFound) => Ok(None),
-            Err(e) => Err(e),
-        }
-    }
-}
-
 /// A channel by id, connected or not.
 pub async fn get(conn: &mut AsyncPgConnection, id: Uuid) -> Result<Option<ChannelRow>, StoreError> {
     diesel::sql_query(format!("SELECT {COLUMNS} FROM channels WHERE id = $1"))
         .bind::<diesel::sql_types::Uuid, _>(id)
         .get_result(conn)
         .await
-        .optional_row()
+        .optional()
         .map_err(store_error)
 }
 
@@ -191,7 +177,7 @@ pub async fn for_platform(
     .bind::<Text, _>(platform)
     .get_result(conn)
     .await
-    .optional_row()
+    .optional()
     .map_err(store_error)
 }
 
@@ -242,7 +228,7 @@ pub async fn update(
     .bind::<Nullable<Array<Text>>, _>(events)
     .get_result(conn)
     .await
-    .optional_row()
+    .optional()
     .map_err(store_error)
 }
 
@@ -268,7 +254,7 @@ pub async fn disconnect(
         .bind::<Nullable<Text>, _>(platform)
         .get_result(conn)
         .await
-        .optional_row()?;
+        .optional()?;
         if row.is_some() {
             diesel::sql_query(
                 "UPDATE channel_deliveries

@@ -114,7 +114,8 @@ impl QueryFragment<Pg> for RecordAttemptStatement<'_> {
 
 static_query_id!(RecordAttemptStatement);
 
-/// A request as the admin API shows it. Money is integer nano-USD; times are
+/// A request as the admin API shows it (serialized under its public names:
+/// `protocol`, `*_nano_usd`, `ledger`). Money is integer nano-USD; times are
 /// RFC 3339 in UTC.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct RequestView {
@@ -123,21 +124,26 @@ pub struct RequestView {
     pub api_key_id: Uuid,
     pub model: String,
     pub inbound_protocol: String,
+    #[serde(rename = "protocol")]
     pub recorded_protocol: String,
     pub stream: bool,
     /// `reserved`, `succeeded` or `failed`.
     pub status: String,
+    #[serde(rename = "reserved_nano_usd")]
     pub reserved_nano: i64,
     /// What was debited; set once the request succeeded. Never above the
     /// hold (RELIABILITY.md I4).
+    #[serde(rename = "charged_nano_usd")]
     pub charged_nano: Option<i64>,
     /// What the supplier's reported usage cost at the route's rates; set once
     /// the request succeeded. Above `charged_nano` when the settlement was
     /// capped at the hold. (Requests settled before the cap existed were
     /// charged what was reported, so it equals `charged_nano` for them.)
+    #[serde(rename = "reported_nano_usd")]
     pub reported_nano: Option<i64>,
     /// `reported_nano - charged_nano`, the cost the operator absorbed: 0
     /// when the hold covered the reported cost; set once the request succeeded.
+    #[serde(rename = "shortfall_nano_usd")]
     pub shortfall_nano: Option<i64>,
     /// Set once the request succeeded.
     pub usage: Option<UsageView>,
@@ -155,6 +161,7 @@ pub struct RequestView {
     /// In attempt order.
     pub attempts: Vec<AttemptView>,
     /// In insertion order.
+    #[serde(rename = "ledger")]
     pub ledger_entries: Vec<LedgerEntryView>,
 }
 

@@ -62,20 +62,18 @@ impl TestDatabase {
 
     /// Like [`TestDatabase::new`] with a pool of `max_size` connections.
     pub async fn with_pool_size(max_size: usize) -> TestDatabase {
-        let server_url = server_url();
-        match TestDatabase::create(&server_url, max_size, Schema::Migrated).await {
-            Ok(database) => database,
-            Err(error) => panic!(
-                "could not create a test database on the server in DATABASE_URL \
-                 (run the tests through `cargo xtask test`): {error}"
-            ),
-        }
+        TestDatabase::create_or_panic(max_size, Schema::Migrated).await
     }
 
     /// A fresh database with no schema at all, for testing migrations.
     pub async fn unmigrated() -> TestDatabase {
+        TestDatabase::create_or_panic(DEFAULT_POOL_SIZE, Schema::Empty).await
+    }
+
+    /// A database on the server in `DATABASE_URL`; a test cannot go on without one.
+    async fn create_or_panic(max_size: usize, schema: Schema) -> TestDatabase {
         let server_url = server_url();
-        match TestDatabase::create(&server_url, DEFAULT_POOL_SIZE, Schema::Empty).await {
+        match TestDatabase::create(&server_url, max_size, schema).await {
             Ok(database) => database,
             Err(error) => panic!(
                 "could not create a test database on the server in DATABASE_URL \

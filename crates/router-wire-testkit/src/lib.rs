@@ -2,6 +2,8 @@
 //! (`router-chat`, `router-messages`, `router-responses`,
 //! `router-completions`); each takes it as a `[dev-dependencies]` entry only.
 //!
+//! * [`codecs`]: a body through a client codec, a request through a supplier one.
+//! * [`frames`]: SSE frames of each protocol's shape, from JSON values.
 //! * [`golden`]: read `fixtures/<protocol>/<case>/`, compare JSON values and
 //!   SSE frames, rewrite the expectations under `UPDATE_GOLDEN=1`.
 //! * [`rejection`]: build request bodies from a base and check tables of
@@ -20,6 +22,8 @@
     reason = "test-only helpers: a panic reports the failure"
 )]
 
+pub mod codecs;
+pub mod frames;
 pub mod golden;
 pub mod rejection;
 pub mod strategy;

@@ -40,6 +40,18 @@ pub fn text_part() -> impl Strategy<Value = ContentPart> {
     })
 }
 
+/// Content sent as a string, as the parser keeps it: one plain text part,
+/// and `true` for "was a string".
+pub fn string_content() -> impl Strategy<Value = (Vec<ContentPart>, bool)> {
+    text().prop_map(|text| {
+        let part = ContentPart::Text {
+            text,
+            cache_control: None,
+        };
+        (vec![part], true)
+    })
+}
+
 /// A function tool with a one-property object schema.
 pub fn tool() -> impl Strategy<Value = Tool> {
     (

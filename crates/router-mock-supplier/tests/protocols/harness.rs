@@ -1,22 +1,8 @@
 //! Starting a mock, sending requests of each protocol, reading SSE bodies.
 
-use std::io::ErrorKind;
-
+pub(crate) use crate::common::{assert_connection_cut, client, start};
 use router_mock_supplier::MockSupplier;
 use serde_json::{Value, json};
-
-pub(crate) async fn start() -> MockSupplier {
-    MockSupplier::start("127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap()
-}
-
-/// reqwest is built without a TLS provider and refuses to build a client
-/// until one is installed, even for plain http.
-pub(crate) fn client() -> reqwest::Client {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::new()
-}
 
 /// The three protocols the mock speaks, for tests that run over all of them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -173,18 +159,4 @@ pub(crate) async fn read_body(mut response: reqwest::Response) -> (String, reqwe
         }
     };
     (String::from_utf8(received).unwrap(), ended)
-}
-
-/// Asserts the body failed because the connection ended mid-body, not
-/// because of a timeout or a parse error.
-pub(crate) fn assert_connection_cut(error: &reqwest::Error) {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
-    while let Some(current) = source {
-        if let Some(io) = current.downcast_ref::<std::io::Error>() {
-            assert_eq!(io.kind(), ErrorKind::UnexpectedEof, "{error:?}");
-            return;
-        }
-        source = current.source();
-    }
-    panic!("not a connection error: {error:?}");
 }

@@ -6,6 +6,8 @@
     reason = "test code: a failed step must fail the test"
 )]
 
+#[path = "../common/mod.rs"]
+mod common;
 mod faults;
 mod harness;
 mod messages;

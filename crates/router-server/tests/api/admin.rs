@@ -29,32 +29,17 @@ async fn admin_creates_accounts_grants_credits_and_issues_keys() {
 #[tokio::test(flavor = "multi_thread")]
 async fn admin_requires_the_operator_token() {
     let r = TestRouter::start().await;
-    let resp = r
-        .client
-        .post(format!("{}/admin/accounts", r.base))
-        .json(&json!({"email": "a@b.c"}))
-        .send()
-        .await
-        .unwrap();
+    let account = json!({"email": "a@b.c"});
+    let url = format!("{}/admin/accounts", r.base);
+    let resp = r.client.post(url).json(&account).send().await.unwrap();
     expect_error(resp, 401, "invalid_api_key").await;
-    let resp = r
-        .client
-        .post(format!("{}/admin/accounts", r.base))
-        .bearer_auth("wrong")
-        .json(&json!({"email": "a@b.c"}))
-        .send()
-        .await
-        .unwrap();
+    let resp = r.post("/admin/accounts", "wrong", &account).await;
     expect_error(resp, 401, "invalid_api_key").await;
     // A customer key is not an operator token.
     let c = r.rich_customer().await;
     let resp = r
-        .client
-        .get(format!("{}/admin/accounts/{}", r.base, c.account_id))
-        .bearer_auth(&c.key)
-        .send()
-        .await
-        .unwrap();
+        .get(&format!("/admin/accounts/{}", c.account_id), &c.key)
+        .await;
     expect_error(resp, 401, "invalid_api_key").await;
 }
 
@@ -119,14 +104,7 @@ async fn admin_refuses_values_past_what_the_store_holds() {
             "{body}"
         );
     }
-    let (status, body) = r
-        .admin(
-            Method::POST,
-            "/admin/api-keys",
-            Some(json!({"account_id": c.account_id, "scopes": ["inference"], "expires_at": 253_402_300_799_u64})),
-        )
-        .await;
-    assert_eq!(status, 201, "{body}");
+    r.new_key(json!({"account_id": c.account_id, "scopes": ["inference"], "expires_at": 253_402_300_799_u64})).await;
     let credits = format!("/admin/accounts/{}/credits", c.account_id);
     let (status, body) = r
         .admin(
@@ -157,44 +135,21 @@ async fn admin_refuses_values_past_what_the_store_holds() {
 #[tokio::test(flavor = "multi_thread")]
 async fn health_and_readiness() {
     let r = TestRouter::start().await;
-    let resp = r
-        .client
-        .get(format!("{}/healthz", r.base))
-        .send()
-        .await
-        .unwrap();
+    let resp = r.get_plain("/healthz").await;
     assert_eq!(resp.status(), 200);
     assert!(resp.headers().contains_key("x-request-id"));
-    let resp = r
-        .client
-        .get(format!("{}/readyz", r.base))
-        .send()
-        .await
-        .unwrap();
+    let resp = r.get_plain("/readyz").await;
     assert_eq!(resp.status(), 200);
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn unknown_paths_are_404_and_wrong_methods_405() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     for path in ["/v1/files", "/v1/audio/transcriptions"] {
-        let resp = r
-            .client
-            .post(format!("{}{path}", r.base))
-            .bearer_auth(&c.key)
-            .send()
-            .await
-            .unwrap();
+        let resp = r.call(Method::POST, path, &c.key).await;
         assert_eq!(resp.status(), 404, "{path}");
     }
-    let resp = r
-        .client
-        .get(format!("{}/v1/chat/completions", r.base))
-        .bearer_auth(&c.key)
-        .send()
-        .await
-        .unwrap();
+    let resp = r.get("/v1/chat/completions", &c.key).await;
     assert_eq!(resp.status(), 405);
     assert_eq!(resp.headers()["allow"], "POST");
     assert_eq!(r.mock.call_count(), 0);

@@ -3,42 +3,27 @@
 use crate::harness::*;
 use std::time::Duration;
 
+/// A Chat hello with exactly these (name, value) headers.
+async fn hello_with(r: &TestRouter, headers: &[(&str, &str)]) -> reqwest::Response {
+    let mut request = r.client.post(format!("{}/v1/chat/completions", r.base));
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    request.json(&hello("m-text")).send().await.unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn bearer_or_x_api_key_and_both_must_match() {
     let r = TestRouter::start().await;
     let a = r.rich_customer().await;
     let b = r.rich_customer().await;
-    let body = hello("m-text");
-    let url = format!("{}/v1/chat/completions", r.base);
-    let resp = r
-        .client
-        .post(&url)
-        .header("x-api-key", &a.key)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
+    let bearer_a = format!("Bearer {}", a.key);
+    let resp = hello_with(&r, &[("x-api-key", &a.key)]).await;
     assert_eq!(resp.status(), 200);
-    let resp = r
-        .client
-        .post(&url)
-        .bearer_auth(&a.key)
-        .header("x-api-key", &a.key)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
+    let resp = hello_with(&r, &[("authorization", &bearer_a), ("x-api-key", &a.key)]).await;
     assert_eq!(resp.status(), 200);
     let calls = r.mock.call_count();
-    let resp = r
-        .client
-        .post(&url)
-        .bearer_auth(&a.key)
-        .header("x-api-key", &b.key)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
+    let resp = hello_with(&r, &[("authorization", &bearer_a), ("x-api-key", &b.key)]).await;
     expect_error(resp, 401, "invalid_api_key").await;
     assert_eq!(
         r.mock.call_count(),
@@ -50,9 +35,8 @@ async fn bearer_or_x_api_key_and_both_must_match() {
 #[tokio::test(flavor = "multi_thread")]
 async fn missing_malformed_unknown_and_deleted_keys_are_401() {
     let r = TestRouter::start().await;
-    let url = format!("{}/v1/chat/completions", r.base);
     let body = hello("m-text");
-    let resp = r.client.post(&url).json(&body).send().await.unwrap();
+    let resp = hello_with(&r, &[]).await;
     expect_error(resp, 401, "invalid_api_key").await;
     for auth in [
         "Basic abc",
@@ -60,34 +44,18 @@ async fn missing_malformed_unknown_and_deleted_keys_are_401() {
         "Bearer garbage",
         "Bearer sk-rt-000000000000000000000000000000000000000000000000",
     ] {
-        let resp = r
-            .client
-            .post(&url)
-            .header("authorization", auth)
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
+        let resp = hello_with(&r, &[("authorization", auth)]).await;
         expect_error(resp, 401, "invalid_api_key").await;
     }
     let c = r.rich_customer().await;
-    let (status, keys) = r
-        .admin(
-            reqwest::Method::POST,
-            "/admin/api-keys",
-            Some(serde_json::json!({"account_id": c.account_id, "scopes": ["inference"]})),
-        )
+    let keys = r
+        .new_key(serde_json::json!({"account_id": c.account_id, "scopes": ["inference"]}))
         .await;
-    assert_eq!(status, 201);
     // Used once, so the key is cached when it is deleted.
     let resp = r.chat(keys["key"].as_str().unwrap(), &body).await;
     assert_eq!(resp.status(), 200);
-    let (status, _) = r
-        .admin(
-            reqwest::Method::DELETE,
-            &format!("/admin/api-keys/{}", keys["id"].as_str().unwrap()),
-            None,
-        )
+    let status = r
+        .admin_delete(&format!("/admin/api-keys/{}", keys["id"].as_str().unwrap()))
         .await;
     assert_eq!(status, 204);
     let resp = r.chat(keys["key"].as_str().unwrap(), &body).await;
@@ -111,12 +79,8 @@ async fn missing_malformed_unknown_and_deleted_keys_are_401() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn missing_scope_is_403() {
-    let r = TestRouter::start().await;
-    let c = r.customer(1_000_000_000, &["usage:read"]).await;
-    let resp = r.chat(&c.key, &hello("m-text")).await;
-    let body = expect_error(resp, 403, "insufficient_scope").await;
+    let body = refused_hello(1_000_000_000, &["usage:read"], 403, "insufficient_scope").await;
     assert_eq!(body["error"]["type"], "permission_error");
-    assert_eq!(r.mock.call_count(), 0);
 }
 
 /// Keys are cached (no lookup per request) and a change announced by any

@@ -30,8 +30,7 @@ async fn key(r: &TestRouter, scopes: &[&str], extra: Value) -> (String, String) 
     for (k, v) in extra.as_object().unwrap() {
         body[k] = v.clone();
     }
-    let (status, created) = r.admin(Method::POST, "/admin/api-keys", Some(body)).await;
-    assert_eq!(status, 201, "{created}");
+    let created = r.new_key(body).await;
     (
         created["key"].as_str().unwrap().to_owned(),
         created["id"].as_str().unwrap_or_default().to_owned(),
@@ -326,10 +325,7 @@ async fn compare_estimates_exactly_from_catalog_prices() {
     assert_eq!(body["error"]["param"], "requests");
     // a disallowed model is found:false, not 403.
     let c2 = r.customer(0, &["usage:read"]).await;
-    let (status, limited) = r
-        .admin(Method::POST, "/admin/api-keys", Some(json!({"account_id": c2.account_id, "scopes": ["usage:read"], "allowed_models": ["m-text"]})))
-        .await;
-    assert_eq!(status, 201);
+    let limited = r.new_key(json!({"account_id": c2.account_id, "scopes": ["usage:read"], "allowed_models": ["m-text"]})).await;
     let limited = limited["key"].as_str().unwrap();
     let (status, body) = get_json(&r, &path("models=m-claude"), Some(limited)).await;
     assert_eq!((status, &body["data"][0]["found"]), (200, &json!(false)));
@@ -779,16 +775,9 @@ async fn a_second_router_converges_on_a_reloaded_release() {
     // Poll until the NOTIFY lands (no timed assertion: a bound on polls).
     let mut seen = None;
     for _ in 0..200 {
-        let body: Value = second
-            .client
-            .get(format!("{}/v1/models", second.base))
-            .bearer_auth(&k)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let url = format!("{}/v1/models", second.base);
+        let resp = send_with_key(&second.client, reqwest::Method::GET, url, &k).await;
+        let body: Value = resp.json().await.unwrap();
         if body["release"] == release {
             seen = Some(body);
             break;
@@ -804,8 +793,7 @@ async fn a_second_router_converges_on_a_reloaded_release() {
 /// GP-46: a hidden model answers inference like an unknown one.
 #[tokio::test]
 async fn hidden_models_are_not_found_for_inference() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     expect_error(
         r.chat(&c.key, &hello("m-hidden")).await,
         404,

@@ -37,14 +37,9 @@ async fn holder(r: &TestRouter) -> Holder {
 }
 
 async fn key(r: &TestRouter, account: &str, scopes: &[&str]) -> String {
-    let (status, key) = r
-        .admin(
-            reqwest::Method::POST,
-            "/admin/api-keys",
-            Some(json!({"account_id": account, "scopes": scopes})),
-        )
+    let key = r
+        .new_key(json!({"account_id": account, "scopes": scopes}))
         .await;
-    assert_eq!(status, 201, "{key}");
     key["key"].as_str().unwrap().to_owned()
 }
 
@@ -86,12 +81,7 @@ async fn connect_email(r: &TestRouter, h: &Holder, body: Value) -> (u16, Value) 
 }
 
 async fn get_channel(r: &TestRouter, key: &str, id: &str) -> reqwest::Response {
-    r.client
-        .get(format!("{}/v1/channels/{id}", r.base))
-        .bearer_auth(key)
-        .send()
-        .await
-        .unwrap()
+    r.get(&format!("/v1/channels/{id}"), key).await
 }
 
 async fn patch(r: &TestRouter, key: &str, id: &str, body: Value) -> reqwest::Response {
@@ -105,12 +95,8 @@ async fn patch(r: &TestRouter, key: &str, id: &str, body: Value) -> reqwest::Res
 }
 
 async fn send_report(r: &TestRouter, key: &str, id: &str) -> reqwest::Response {
-    r.client
-        .post(format!("{}/v1/channels/{id}/send-report", r.base))
-        .bearer_auth(key)
-        .send()
-        .await
-        .unwrap()
+    let path = format!("/v1/channels/{id}/send-report");
+    r.call(reqwest::Method::POST, &path, key).await
 }
 
 async fn provision(r: &TestRouter, account: &str, body: Value) -> (u16, Value) {
@@ -299,15 +285,7 @@ async fn email_channel_state_machine() {
         "channel_not_found",
     )
     .await;
-    let (_, list) = json_of(
-        r.client
-            .get(format!("{}/v1/channels", r.base))
-            .bearer_auth(&h.read_key)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (_, list) = json_of(r.get("/v1/channels", &h.read_key).await).await;
     assert_eq!(list["data"], json!([]));
     let resp = session(
         &r,
@@ -380,13 +358,7 @@ async fn email_needs_a_verified_address_and_a_transport() {
     .await;
     assert_eq!(status_view["configured"], false);
     // A-14, CF-18: an API key on a session-only route.
-    let resp = r
-        .client
-        .get(format!("{}/api/channels/email", r.base))
-        .bearer_auth(&h.read_key)
-        .send()
-        .await
-        .unwrap();
+    let resp = r.get("/api/channels/email", &h.read_key).await;
     expect_error(resp, 403, "session_required").await;
 }
 
@@ -398,13 +370,7 @@ async fn channel_api_list_show_patch() {
     let (_, created) = connect_email(&r, &h, json!({"consent": true, "frequency": "daily"})).await;
     let id = created["id"].as_str().unwrap().to_owned();
 
-    let resp = r
-        .client
-        .get(format!("{}/v1/channels", r.base))
-        .bearer_auth(&h.read_key)
-        .send()
-        .await
-        .unwrap();
+    let resp = r.get("/v1/channels", &h.read_key).await;
     assert_eq!(resp.headers()["cache-control"], "no-store");
     let (status, list) = json_of(resp).await;
     assert_eq!(status, 200);
@@ -556,20 +522,16 @@ async fn channel_api_list_show_patch() {
     );
     // M-32, M-35: no public deletion, no webhook registration.
     let resp = r
-        .client
-        .delete(format!("{}/v1/channels/{id}", r.base))
-        .bearer_auth(&h.write_key)
-        .send()
-        .await
-        .unwrap();
+        .call(
+            reqwest::Method::DELETE,
+            &format!("/v1/channels/{id}"),
+            &h.write_key,
+        )
+        .await;
     assert_eq!(resp.status(), 405);
     let resp = r
-        .client
-        .post(format!("{}/v1/webhooks", r.base))
-        .bearer_auth(&h.write_key)
-        .send()
-        .await
-        .unwrap();
+        .call(reqwest::Method::POST, "/v1/webhooks", &h.write_key)
+        .await;
     assert_eq!(resp.status(), 404);
 }
 
@@ -672,15 +634,7 @@ async fn operator_provisions_slack_discord_and_telegram() {
     .unwrap();
     assert_eq!(resp.status(), 405);
     assert_eq!(resp.headers()["allow"], "GET");
-    let (_, list) = json_of(
-        r.client
-            .get(format!("{}/v1/channels", r.base))
-            .bearer_auth(&h.read_key)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (_, list) = json_of(r.get("/v1/channels", &h.read_key).await).await;
     assert_eq!(list["data"].as_array().unwrap().len(), 2);
     assert!(!list.to_string().contains("VERYSECRET"));
 
@@ -696,12 +650,11 @@ async fn operator_provisions_slack_discord_and_telegram() {
         (status, gone["status"].as_str()),
         (200, Some("disconnected"))
     );
-    let (status, _) = r
-        .admin(
-            reqwest::Method::DELETE,
-            &format!("/admin/channels/{}", slack["id"].as_str().unwrap()),
-            None,
-        )
+    let status = r
+        .admin_delete(&format!(
+            "/admin/channels/{}",
+            slack["id"].as_str().unwrap()
+        ))
         .await;
     assert_eq!(status, 404);
     expect_error(
@@ -1255,14 +1208,7 @@ async fn key_events_reach_the_channels_that_selected_them_once() {
     }
     assert!(discord["id"].is_string());
     let in_three_days = chrono::Utc::now().timestamp() + 3 * 24 * 3600;
-    let (status, created) = r
-        .admin(
-            reqwest::Method::POST,
-            "/admin/api-keys",
-            Some(json!({"account_id": h.account_id, "scopes": ["inference"], "expires_at": in_three_days})),
-        )
-        .await;
-    assert_eq!(status, 201);
+    let created = r.new_key(json!({"account_id": h.account_id, "scopes": ["inference"], "expires_at": in_three_days})).await;
     let prefix = created["prefix"]
         .as_str()
         .or(created["display_prefix"].as_str())
@@ -1330,10 +1276,7 @@ async fn limit_refusals_and_a_low_balance_notify_once_per_occurrence() {
             let mut body = body;
             body["account_id"] = json!(account);
             body["scopes"] = json!(["inference"]);
-            let (status, key) = r
-                .admin(reqwest::Method::POST, "/admin/api-keys", Some(body))
-                .await;
-            assert_eq!(status, 201, "{key}");
+            let key = r.new_key(body).await;
             key["key"].as_str().unwrap().to_owned()
         }
     };

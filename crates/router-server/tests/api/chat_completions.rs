@@ -6,16 +6,9 @@ use serde_json::{Value, json};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn minimal_request_returns_completion_with_usage_and_cost() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     r.mock.enqueue(Script::Reply(MockReply {
-        usage: Some(MockUsage {
-            prompt_tokens: 12,
-            completion_tokens: 30,
-            cached_tokens: None,
-            reasoning_tokens: None,
-            cache_creation_tokens: None,
-        }),
+        usage: Some(MockUsage::tokens(12, 30)),
         ..MockReply::text("Hi there")
     }));
     let resp = r.chat(&c.key, &hello("m-text")).await;
@@ -50,8 +43,7 @@ async fn minimal_request_returns_completion_with_usage_and_cost() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn alias_resolves_and_response_names_the_requested_id() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let body: Value = r
         .chat(&c.key, &hello("text-alias"))
         .await
@@ -63,8 +55,7 @@ async fn alias_resolves_and_response_names_the_requested_id() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn unknown_model_is_404_without_supplier_call() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let resp = r.chat(&c.key, &hello("no-such-model")).await;
     expect_error(resp, 404, "model_not_found").await;
     assert_eq!(r.mock.call_count(), 0);
@@ -72,8 +63,7 @@ async fn unknown_model_is_404_without_supplier_call() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn invalid_bodies_are_400_invalid_parameter_and_never_charged() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let user = json!([{"role": "user", "content": "hi"}]);
     let cases: Vec<(Value, &str)> = vec![
         (json!({"messages": user}), "model"),
@@ -158,8 +148,7 @@ async fn invalid_bodies_are_400_invalid_parameter_and_never_charged() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn effort_is_forwarded_verbatim_and_never_defaulted() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let mut body = hello("m-text");
     r.chat(&c.key, &body).await;
     body["reasoning"] = json!({"effort": "high"});
@@ -180,8 +169,7 @@ async fn effort_is_forwarded_verbatim_and_never_defaulted() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn parts_tools_stop_and_extra_fields_reach_the_supplier() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let body = json!({
         "model": "m-text",
         "messages": [
@@ -221,8 +209,7 @@ async fn parts_tools_stop_and_extra_fields_reach_the_supplier() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn tool_calls_come_back_in_the_chat_shape() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     r.mock.enqueue(Script::Reply(MockReply {
         tool_calls: vec![MockToolCall::new(
             "call_9",
@@ -244,8 +231,7 @@ async fn tool_calls_come_back_in_the_chat_shape() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn body_over_two_mib_is_413() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let filler = "x".repeat(2 * 1024 * 1024);
     let body = json!({"model": "m-text", "messages": [{"role": "user", "content": filler}]});
     let resp = r.chat(&c.key, &body).await;
@@ -255,8 +241,7 @@ async fn body_over_two_mib_is_413() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn supplier_identity_never_leaks() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     for _ in 0..4 {
         r.mock.enqueue(Script::status(400));
     }
@@ -275,8 +260,7 @@ async fn supplier_identity_never_leaks() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn common_headers_and_routing_fields_are_enforced() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let url = format!("{}/v1/chat/completions", r.base);
     let send = |name: &'static str, value: String| {
         r.client

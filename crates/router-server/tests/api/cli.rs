@@ -198,8 +198,7 @@ async fn accounts_keys_and_requests_through_the_cli() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_request_made_through_the_router_is_shown_by_the_cli() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let resp = r.chat(&c.key, &hello("m-text")).await;
     assert_eq!(resp.status(), 200);
     let request_id = request_id(&resp);
@@ -347,8 +346,7 @@ async fn start_up_refuses_each_bad_setting_naming_it() {
 /// (its hold released) once, and a second reconciliation is the conflict.
 #[tokio::test(flavor = "multi_thread")]
 async fn videos_are_shown_and_reconciled_through_the_cli() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     r.mock
         .set_video_plan(None, router_mock_supplier::VideoPlan::DropOnSubmit);
     let resp = r

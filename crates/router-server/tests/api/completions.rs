@@ -12,15 +12,10 @@ async fn completions(r: &TestRouter, key: &str, body: &Value) -> reqwest::Respon
 #[tokio::test(flavor = "multi_thread")]
 async fn minimal_prompt_returns_a_text_completion_through_chat() {
     // E-01, E-04, E-09, E-10.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     r.mock.enqueue(Script::status(500));
     r.mock.enqueue(Script::Reply(MockReply {
-        usage: Some(MockUsage {
-            prompt_tokens: 5,
-            completion_tokens: 7,
-            ..Default::default()
-        }),
+        usage: Some(MockUsage::tokens(5, 7)),
         ..MockReply::text(" there")
     }));
     let resp = completions(&r, &c.key, &json!({"model": "m-text", "prompt": "Say hi"})).await;
@@ -52,8 +47,7 @@ async fn minimal_prompt_returns_a_text_completion_through_chat() {
 #[tokio::test(flavor = "multi_thread")]
 async fn echo_prepends_the_prompt() {
     // E-05, GP-55.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     r.mock.set_default(Script::reply(" world"));
     let resp = completions(
         &r,
@@ -90,8 +84,7 @@ async fn echo_prepends_the_prompt() {
 #[tokio::test(flavor = "multi_thread")]
 async fn rejections_are_openai_errors_and_cost_nothing() {
     // E-02, E-03, E-05, E-06, E-07, E-12, E-14.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let bad = [
         json!({"prompt": "x"}),
         json!({"model": "m-text"}),

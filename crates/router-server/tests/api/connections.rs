@@ -84,13 +84,18 @@ async fn read_response(stream: &mut TcpStream) -> String {
     }
 }
 
+/// The router closes `stream` within 5 s, and not before 0.9 s (`why`).
+async fn assert_closed_after_a_second(stream: &mut TcpStream, why: &str) {
+    let (_, closed) = read_until_closed(stream, Duration::from_secs(5)).await;
+    let closed = closed.expect(why);
+    assert!(closed >= Duration::from_millis(900), "{closed:?}");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_connection_that_never_sends_a_head_is_closed() {
     let r = TestRouter::start_connections(limits()).await;
     let mut stream = TcpStream::connect(address(&r)).await.unwrap();
-    let (_, closed) = read_until_closed(&mut stream, Duration::from_secs(5)).await;
-    let closed = closed.expect("closed by the header timeout");
-    assert!(closed >= Duration::from_millis(900), "{closed:?}");
+    assert_closed_after_a_second(&mut stream, "closed by the header timeout").await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -135,9 +140,7 @@ async fn an_idle_keep_alive_connection_is_closed_after_its_idle_time() {
     send_healthz(&mut stream).await;
     let response = read_response(&mut stream).await;
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
-    let (_, closed) = read_until_closed(&mut stream, Duration::from_secs(5)).await;
-    let closed = closed.expect("closed after the keep-alive idle time");
-    assert!(closed >= Duration::from_millis(900), "{closed:?}");
+    assert_closed_after_a_second(&mut stream, "closed after the keep-alive idle time").await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

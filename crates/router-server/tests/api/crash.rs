@@ -74,19 +74,7 @@ async fn a_killed_router_leaves_no_stuck_hold() {
     let key = key["key"].as_str().unwrap().to_owned();
 
     // A request that is reserved and waiting on a stalled supplier...
-    let url = format!("{}/v1/chat/completions", first.base);
-    let pending = tokio::spawn({
-        let client = client.clone();
-        let key = key.clone();
-        async move {
-            client
-                .post(url)
-                .bearer_auth(key)
-                .json(&hello("m-text"))
-                .send()
-                .await
-        }
-    });
+    let pending = spawn_hello(&client, &first.base, &key);
     let start = Instant::now();
     while mock.call_count() == 0 && start.elapsed() < Duration::from_secs(10) {
         tokio::time::sleep(Duration::from_millis(20)).await;

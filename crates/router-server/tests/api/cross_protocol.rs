@@ -254,8 +254,7 @@ fn read_stream(inbound: Inbound, text: &str) -> Seen {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn every_inbound_protocol_over_every_route_protocol() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let mut failures = Vec::new();
     for inbound in [
         Inbound::Chat,
@@ -278,10 +277,8 @@ async fn every_inbound_protocol_over_every_route_protocol() {
                         Vec::new()
                     },
                     usage: Some(MockUsage {
-                        prompt_tokens: 11,
-                        completion_tokens: 13,
                         cached_tokens: Some(3),
-                        ..Default::default()
+                        ..MockUsage::tokens(11, 13)
                     }),
                     ..MockReply::text("alpha beta")
                 }));
@@ -338,8 +335,7 @@ async fn every_inbound_protocol_over_every_route_protocol() {
 async fn combinations_that_cannot_be_served_losslessly_are_refused() {
     // CF-01: temperature above 1 never rides a Messages route; B-19: stop
     // never rides a Responses route. Both: 400 before any supplier call.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let mut hot = hello("m-via-messages");
     hot["temperature"] = json!(1.5);
     expect_error(r.chat(&c.key, &hot).await, 400, "invalid_parameter").await;
@@ -368,8 +364,7 @@ async fn a_refusal_names_the_requirement_no_route_meets() {
     // The only route speaks Messages and streams: a streamed temperature of
     // 1.5 is refused for its temperature (CF-01), not for streaming; the same
     // holds for penalties, and stop on a Responses-only model names `stop`.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let mut hot = hello("m-via-messages");
     hot["temperature"] = json!(1.5);
     hot["stream"] = json!(true);

@@ -8,24 +8,6 @@ use serde_json::{Value, json};
 
 const PATH: &str = "/api/data-protection";
 
-async fn get_with_key(r: &TestRouter, key: &str) -> reqwest::Response {
-    r.client
-        .get(format!("{}{PATH}", r.base))
-        .bearer_auth(key)
-        .send()
-        .await
-        .unwrap()
-}
-
-async fn get_with_session(r: &TestRouter, cookie: &str) -> reqwest::Response {
-    r.client
-        .get(format!("{}{PATH}", r.base))
-        .header("cookie", cookie)
-        .send()
-        .await
-        .unwrap()
-}
-
 /// `PATCH` with a session cookie from `origin`, the body sent as is.
 async fn patch_raw(r: &TestRouter, cookie: &str, origin: &str, body: &str) -> reqwest::Response {
     r.client
@@ -60,7 +42,7 @@ async fn reading_takes_account_read_or_a_session_and_is_never_cached() {
     // J-01, J-02: default false, `no-store`; an inference key is 403.
     let r = TestRouter::start().await;
     let reader = r.customer(0, &["account:read"]).await;
-    let resp = get_with_key(&r, &reader.key).await;
+    let resp = r.get(PATH, &reader.key).await;
     assert_eq!(resp.status(), 200);
     assert_eq!(resp.headers()["cache-control"], "no-store");
     assert!(resp.headers().contains_key("x-request-id"));
@@ -68,15 +50,10 @@ async fn reading_takes_account_read_or_a_session_and_is_never_cached() {
     assert_eq!(body, json!({"zero_data_retention": false}));
 
     let inference = r.customer(0, &["inference"]).await;
-    expect_error(
-        get_with_key(&r, &inference.key).await,
-        403,
-        "insufficient_scope",
-    )
-    .await;
+    expect_error(r.get(PATH, &inference.key).await, 403, "insufficient_scope").await;
 
     let cookie = r.session_cookie(&reader.account_id).await;
-    let resp = get_with_session(&r, &cookie).await;
+    let resp = r.get_with_cookie(PATH, &cookie).await;
     assert_eq!(resp.status(), 200);
     assert_eq!(resp.headers()["cache-control"], "no-store");
     let body: Value = resp.json().await.unwrap();
@@ -112,7 +89,7 @@ async fn changing_takes_a_same_origin_session_only() {
         .unwrap();
     assert_eq!(resp.status(), 401);
     // Nothing changed.
-    let body: Value = get_with_key(&r, &writer.key).await.json().await.unwrap();
+    let body: Value = r.get(PATH, &writer.key).await.json().await.unwrap();
     assert_eq!(body["zero_data_retention"], false);
 }
 
@@ -136,10 +113,10 @@ async fn the_body_is_exactly_one_boolean_and_patch_is_idempotent() {
     }
     set_zdr(&r, &cookie, true).await;
     set_zdr(&r, &cookie, true).await;
-    let body: Value = get_with_key(&r, &c.key).await.json().await.unwrap();
+    let body: Value = r.get(PATH, &c.key).await.json().await.unwrap();
     assert_eq!(body["zero_data_retention"], true);
     set_zdr(&r, &cookie, false).await;
-    let body: Value = get_with_key(&r, &c.key).await.json().await.unwrap();
+    let body: Value = r.get(PATH, &c.key).await.json().await.unwrap();
     assert_eq!(body["zero_data_retention"], false);
 
     // The audit trail: one row per change (not per call), naming the session.
@@ -172,16 +149,8 @@ async fn the_body_is_exactly_one_boolean_and_patch_is_idempotent() {
 
 /// The session's id and account, as `GET /api/auth/session` shows them.
 async fn session_of(r: &TestRouter, cookie: &str) -> (uuid::Uuid, String) {
-    let body: Value = r
-        .client
-        .get(format!("{}/api/auth/session", r.base))
-        .header("cookie", cookie)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let resp = r.get_with_cookie("/api/auth/session", cookie).await;
+    let body: Value = resp.json().await.unwrap();
     (
         body["id"].as_str().unwrap().parse().unwrap(),
         body["account_id"].as_str().unwrap().to_owned(),
@@ -191,8 +160,7 @@ async fn session_of(r: &TestRouter, cookie: &str) -> (uuid::Uuid, String) {
 #[tokio::test(flavor = "multi_thread")]
 async fn enabling_needs_verified_zdr_supply_for_inference_and_images_but_not_count_tokens() {
     // J-06, J-14, GP-38, J-12: the harness catalog has no `zdr` route.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     // The key is used (and cached) before the switch flips.
     assert_eq!(r.chat(&c.key, &hello("m-text")).await.status(), 200);
     let cookie = r.session_cookie(&c.account_id).await;
@@ -202,32 +170,20 @@ async fn enabling_needs_verified_zdr_supply_for_inference_and_images_but_not_cou
     let mut body = hello("m-text");
     body["zdr"] = json!(false);
     expect_error(r.chat(&c.key, &body).await, 503, "zdr_capacity_unavailable").await;
-    expect_error(
-        r.post(
-            "/v1/responses",
-            &c.key,
-            &json!({"model": "m-text", "input": "hi"}),
-        )
-        .await,
-        503,
-        "zdr_capacity_unavailable",
-    )
-    .await;
+    for (path, body) in [
+        ("/v1/responses", json!({"model": "m-text", "input": "hi"})),
+        (
+            "/v1/images/generations",
+            json!({"model": "m-img", "prompt": "a cat"}),
+        ),
+    ] {
+        let resp = r.post(path, &c.key, &body).await;
+        expect_error(resp, 503, "zdr_capacity_unavailable").await;
+    }
     expect_messages_error(
         r.messages(&c.key, &messages_hello("m-claude")).await,
         503,
         "overloaded_error",
-    )
-    .await;
-    expect_error(
-        r.post(
-            "/v1/images/generations",
-            &c.key,
-            &json!({"model": "m-img", "prompt": "a cat"}),
-        )
-        .await,
-        503,
-        "zdr_capacity_unavailable",
     )
     .await;
     // J-14: video creation too (the video envelope), before any hold.
@@ -297,16 +253,8 @@ async fn a_flip_reaches_another_instance_s_key_cache() {
 /// of the account then goes to the supplier again (no cache while ZDR is on).
 #[tokio::test(flavor = "multi_thread")]
 async fn enabling_clears_the_accounts_response_cache() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
-    let (status, key) = r
-        .admin(
-            reqwest::Method::POST,
-            "/admin/api-keys",
-            Some(json!({"account_id": c.account_id, "scopes": ["inference"], "response_cache_ttl_seconds": 600})),
-        )
-        .await;
-    assert_eq!(status, 201, "{key}");
+    let (r, c) = TestRouter::start_rich().await;
+    let key = r.new_key(json!({"account_id": c.account_id, "scopes": ["inference"], "response_cache_ttl_seconds": 600})).await;
     let key = key["key"].as_str().unwrap().to_owned();
     let body = hello("m-text");
     assert_eq!(r.chat(&key, &body).await.status(), 200);

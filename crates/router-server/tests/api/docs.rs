@@ -5,12 +5,7 @@ use crate::harness::{TestRouter, expect_error};
 use serde_json::{Value, json};
 
 async fn docs(r: &TestRouter, key: &str, query: &str) -> reqwest::Response {
-    r.client
-        .get(format!("{}/v1/docs{query}", r.base))
-        .bearer_auth(key)
-        .send()
-        .await
-        .unwrap()
+    r.get(&format!("/v1/docs{query}"), key).await
 }
 
 /// A 200 with its envelope checked (K-02, P-05); returns the body.
@@ -62,12 +57,7 @@ async fn any_valid_key_may_search_and_nothing_else_may() {
         .unwrap();
     ok(resp).await;
     // No credential, an unknown key → 401 invalid_api_key (K-12 envelope).
-    let resp = r
-        .client
-        .get(format!("{}/v1/docs", r.base))
-        .send()
-        .await
-        .unwrap();
+    let resp = r.get_plain("/v1/docs").await;
     expect_error(resp, 401, "invalid_api_key").await;
     let resp = docs(&r, "rk-unknown-key", "").await;
     expect_error(resp, 401, "invalid_api_key").await;
@@ -233,12 +223,7 @@ async fn every_url_is_absolute_and_serves_its_page() {
         assert!(pages[page_key(&url).as_str()].contains(title), "{title}");
     }
     assert_eq!(pages.len(), router_docs::PAGES.len());
-    let resp = r
-        .client
-        .get(format!("{}/docs/guide/no-such-page", r.base))
-        .send()
-        .await
-        .unwrap();
+    let resp = r.get_plain("/docs/guide/no-such-page").await;
     expect_error(resp, 404, "not_found").await;
 }
 
@@ -253,26 +238,12 @@ async fn a_key_ip_policy_still_applies() {
     // K-11, CF-27: the harness connects from 127.0.0.1.
     let r = TestRouter::start().await;
     let customer = r.customer(0, &[]).await;
-    let (status, created) = r
-        .admin(
-            reqwest::Method::POST,
-            "/admin/api-keys",
-            Some(json!({"account_id": customer.account_id, "scopes": [], "ip_allowlist": ["10.0.0.0/8"]})),
-        )
-        .await;
-    assert_eq!(status, 201, "{created}");
+    let created = r.new_key(json!({"account_id": customer.account_id, "scopes": [], "ip_allowlist": ["10.0.0.0/8"]})).await;
     let outside = created["key"].as_str().unwrap();
     for query in ["", "?q=models"] {
         expect_error(docs(&r, outside, query).await, 403, "ip_not_allowed").await;
     }
-    let (status, created) = r
-        .admin(
-            reqwest::Method::POST,
-            "/admin/api-keys",
-            Some(json!({"account_id": customer.account_id, "scopes": [], "ip_allowlist": ["127.0.0.0/8"]})),
-        )
-        .await;
-    assert_eq!(status, 201, "{created}");
+    let created = r.new_key(json!({"account_id": customer.account_id, "scopes": [], "ip_allowlist": ["127.0.0.0/8"]})).await;
     ok(docs(&r, created["key"].as_str().unwrap(), "?q=models").await).await;
 }
 
@@ -280,12 +251,7 @@ async fn a_key_ip_policy_still_applies() {
 async fn the_openapi_document_is_served_without_a_credential() {
     // R-01, GP-60, P-05.
     let r = TestRouter::start().await;
-    let resp = r
-        .client
-        .get(format!("{}/openapi.json", r.base))
-        .send()
-        .await
-        .unwrap();
+    let resp = r.get_plain("/openapi.json").await;
     assert_eq!(resp.status(), 200);
     assert!(resp.headers().contains_key("x-request-id"));
     assert_eq!(resp.headers()["content-type"], "application/json");

@@ -59,8 +59,7 @@ fn last_body(r: &TestRouter) -> Value {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_operator_runs_an_experiments_lifecycle() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let a = &c.account_id;
     let (status, body) = create(&r, a, json!({"slug": "tone", "variants": two_systems()})).await;
     assert_eq!(status, 201, "{body}");
@@ -171,8 +170,7 @@ async fn the_operator_runs_an_experiments_lifecycle() {
 async fn a_running_experiment_reaches_each_supplier_dialect() {
     // F-01 on all four surfaces and the three route dialects: the variant's
     // system instruction is in what the supplier received.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     running(&r, &c.account_id, "tone", two_systems()).await;
     for model in ["m-via-chat", "m-via-messages", "m-via-responses"] {
         for surface in SURFACES {
@@ -202,8 +200,7 @@ async fn a_running_experiment_reaches_each_supplier_dialect() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn replace_drops_the_clients_system_and_prepend_keeps_it() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     running(
         &r,
         &c.account_id,
@@ -251,8 +248,7 @@ async fn replace_drops_the_clients_system_and_prepend_keeps_it() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_promoted_experiment_always_uses_the_winner() {
     // F-02: 10 requests, the winner every time.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     running(&r, &c.account_id, "tone", two_systems()).await;
     let (status, _) = set_status(
         &r,
@@ -274,8 +270,7 @@ async fn a_promoted_experiment_always_uses_the_winner() {
 #[tokio::test(flavor = "multi_thread")]
 async fn draft_paused_and_completed_experiments_change_nothing() {
     // F-03: the supplier receives exactly what it would without the header.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let a = &c.account_id;
     let (status, _) = create(&r, a, json!({"slug": "draft", "variants": two_systems()})).await;
     assert_eq!(status, 201);
@@ -343,8 +338,7 @@ async fn unknown_and_foreign_slugs_are_the_same_404() {
 async fn an_end_user_keeps_one_variant_and_the_history_records_it() {
     // F-06: 20 requests of one end user → one variant; the request history
     // and the assignment counts record it.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     running(&r, &c.account_id, "tone", two_systems()).await;
     let mut seen = Vec::new();
     let mut last_id = String::new();
@@ -395,8 +389,7 @@ async fn an_end_user_keeps_one_variant_and_the_history_records_it() {
 async fn end_users_spread_over_the_variants() {
     // GP-44: different end users, and no end user at all, reach both
     // variants (deterministic for the end users: a fixed hash).
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     running(&r, &c.account_id, "tone", two_systems()).await;
     let mut by_user = std::collections::HashSet::new();
     for i in 0..16 {
@@ -417,8 +410,7 @@ async fn end_users_spread_over_the_variants() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_model_variant_is_served_by_that_models_routes() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     running(
         &r,
         &c.account_id,
@@ -445,8 +437,7 @@ async fn a_model_variant_is_served_by_that_models_routes() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_rewriting_experiment_refuses_image_input() {
     // H-06, GP-45: 400 incompatible_image_input, nothing called or held.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     running(&r, &c.account_id, "tone", two_systems()).await;
     let body = json!({"model": "m-gpt-only", "messages": [{"role": "user", "content": [
         {"type": "text", "text": "what is this?"},

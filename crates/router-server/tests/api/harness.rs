@@ -559,6 +559,13 @@ impl TestRouter {
         TestRouter::start_with(Duration::from_secs(180)).await
     }
 
+    /// A router with one rich inference customer: where most tests start.
+    pub async fn start_rich() -> (TestRouter, Customer) {
+        let r = TestRouter::start().await;
+        let c = r.rich_customer().await;
+        (r, c)
+    }
+
     pub async fn start_with(deadline: Duration) -> TestRouter {
         TestRouter::start_configured(deadline, TrustedProxies::default(), "127.0.0.1:0").await
     }
@@ -860,18 +867,31 @@ impl TestRouter {
                 .await;
             assert_eq!(status, 200, "{body}");
         }
-        let (status, key) = self
-            .admin(
-                reqwest::Method::POST,
-                "/admin/api-keys",
-                Some(json!({"account_id": account_id, "scopes": scopes})),
-            )
+        let key = self
+            .new_key(json!({"account_id": account_id, "scopes": scopes}))
             .await;
-        assert_eq!(status, 201, "{key}");
         Customer {
             account_id,
             key: key["key"].as_str().unwrap().to_owned(),
         }
+    }
+
+    /// The upstream model of each call the mock received, in order.
+    pub fn called_models(&self) -> Vec<String> {
+        let calls = self.mock.calls();
+        calls
+            .iter()
+            .map(|c| c.body["model"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    /// `POST /admin/api-keys` with `body`, which must be created; the new key.
+    pub async fn new_key(&self, body: Value) -> Value {
+        let (status, key) = self
+            .admin(reqwest::Method::POST, "/admin/api-keys", Some(body))
+            .await;
+        assert_eq!(status, 201, "{key}");
+        key
     }
 
     pub async fn rich_customer(&self) -> Customer {
@@ -886,6 +906,33 @@ impl TestRouter {
             .send()
             .await
             .unwrap()
+    }
+
+    /// `method path` with a Bearer key and no body.
+    pub async fn call(&self, method: reqwest::Method, path: &str, key: &str) -> reqwest::Response {
+        send_with_key(&self.client, method, format!("{}{path}", self.base), key).await
+    }
+
+    /// `GET path` with a Bearer key.
+    pub async fn get(&self, path: &str, key: &str) -> reqwest::Response {
+        self.call(reqwest::Method::GET, path, key).await
+    }
+
+    /// `GET path` without credentials.
+    pub async fn get_plain(&self, path: &str) -> reqwest::Response {
+        let request = self.client.get(format!("{}{path}", self.base));
+        request.send().await.unwrap()
+    }
+
+    /// `DELETE path` on the admin API; its status.
+    pub async fn admin_delete(&self, path: &str) -> u16 {
+        self.admin(reqwest::Method::DELETE, path, None).await.0
+    }
+
+    /// `GET path` with a session cookie.
+    pub async fn get_with_cookie(&self, path: &str, cookie: &str) -> reqwest::Response {
+        let request = self.client.get(format!("{}{path}", self.base));
+        request.header("cookie", cookie).send().await.unwrap()
     }
 
     /// POST a JSON body to `path` with a Bearer key.
@@ -940,6 +987,27 @@ impl TestRouter {
     }
 }
 
+/// `method url` with a Bearer key and no body, from any router's client.
+pub async fn send_with_key(
+    client: &reqwest::Client,
+    method: reqwest::Method,
+    url: String,
+    key: &str,
+) -> reqwest::Response {
+    let request = client.request(method, url);
+    request.bearer_auth(key).send().await.unwrap()
+}
+
+/// A Chat `hello("m-text")` sent in its own task, to overlap with the test.
+pub fn spawn_hello(
+    client: &reqwest::Client,
+    base: &str,
+    key: &str,
+) -> tokio::task::JoinHandle<reqwest::Result<reqwest::Response>> {
+    let request = client.post(format!("{base}/v1/chat/completions"));
+    tokio::spawn(request.bearer_auth(key).json(&hello("m-text")).send())
+}
+
 pub fn request_id(resp: &reqwest::Response) -> String {
     resp.headers()
         .get("x-request-id")
@@ -951,6 +1019,32 @@ pub fn request_id(resp: &reqwest::Response) -> String {
 
 pub fn hello(model: &str) -> Value {
     json!({"model": model, "messages": [{"role": "user", "content": "hello"}]})
+}
+
+/// A new customer's [`hello`] (with `credits` and `scopes`) refused with
+/// `status` and `code` before any supplier call; the error body.
+pub async fn refused_hello(credits: i64, scopes: &[&str], status: u16, code: &str) -> Value {
+    let r = TestRouter::start().await;
+    let c = r.customer(credits, scopes).await;
+    let body = expect_error(r.chat(&c.key, &hello("m-text")).await, status, code).await;
+    assert_eq!(r.mock.call_count(), 0);
+    body
+}
+
+/// [`hello`] with `stream: true`.
+pub fn hello_stream(model: &str) -> Value {
+    json!({"model": model, "stream": true, "messages": [{"role": "user", "content": "hello"}]})
+}
+
+/// The request failed with nothing charged and nothing left held (the
+/// customer started with a rich balance).
+pub async fn assert_nothing_charged(r: &TestRouter, c: &Customer, id: &str) {
+    let record = r.request_record(id).await;
+    assert_eq!(record["status"], "failed");
+    assert!(record["charged_nano_usd"].is_null());
+    let account = r.account(&c.account_id).await;
+    assert_eq!(account["held_nano_usd"], 0);
+    assert_eq!(account["balance_nano_usd"], 1_000_000_000_000i64);
 }
 
 /// Assert the OpenAI error envelope with `code` and `x-request-id` (P-01).
@@ -1125,7 +1219,13 @@ pub struct Canary {
 
 impl Canary {
     pub async fn start() -> Canary {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        Canary::start_on("127.0.0.1:0").await
+    }
+
+    /// A canary listening on `addr` (`0.0.0.0:0` to catch what Linux
+    /// delivers to a local listener from the unspecified address).
+    pub async fn start_on(addr: &str) -> Canary {
+        let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let counter = accepted.clone();
@@ -1136,6 +1236,11 @@ impl Canary {
             }
         });
         Canary { base, accepted }
+    }
+
+    pub fn port(&self) -> u16 {
+        let port = self.base.rsplit(':').next().unwrap();
+        port.parse().unwrap()
     }
 
     /// Connections accepted so far.

@@ -4,11 +4,8 @@
 
 use crate::harness::*;
 use base64::Engine;
-use reqwest::Method;
 use router_mock_supplier::{ImageAnswer, MockImage, Script};
 use serde_json::{Value, json};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// The harness's `m-img` price: 0.04 USD.
@@ -40,8 +37,7 @@ async fn assert_unchanged(r: &TestRouter, c: &Customer) {
 /// N-01, N-02, N-03, N-13, GP-27: one PNG, a settled receipt, the fixed price.
 #[tokio::test(flavor = "multi_thread")]
 async fn n01_a_valid_request_returns_one_validated_png_and_a_settled_receipt() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let resp = generate(&r, &c.key, &cat()).await;
     assert_eq!(resp.status(), 200);
     let id = request_id(&resp);
@@ -86,8 +82,7 @@ async fn n01_a_valid_request_returns_one_validated_png_and_a_settled_receipt() {
 /// GP-27: every optional member at its one allowed value, and an alias.
 #[tokio::test(flavor = "multi_thread")]
 async fn n04_the_allowed_values_and_an_alias_are_accepted() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let body = json!({"model": "img-alias", "prompt": "a cat", "n": 1, "size": "auto",
         "quality": "auto", "response_format": "b64_json", "output_format": "png", "user": "u-1"});
     let resp = generate(&r, &c.key, &body).await;
@@ -99,8 +94,7 @@ async fn n04_the_allowed_values_and_an_alias_are_accepted() {
 /// nothing is reserved or sent.
 #[tokio::test(flavor = "multi_thread")]
 async fn n04_to_n07_sizes_edits_quality_counts_and_streaming_are_400_named() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     for (member, value) in [
         ("size", json!("1024x1024")),
         ("image", json!("aGVsbG8=")),
@@ -125,8 +119,7 @@ async fn n04_to_n07_sizes_edits_quality_counts_and_streaming_are_400_named() {
 /// N-11: a body over 2 MiB is 413 before anything else.
 #[tokio::test(flavor = "multi_thread")]
 async fn n11_an_oversized_body_is_413() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let body = json!({"model": "m-img", "prompt": "a".repeat(2 * 1024 * 1024)});
     expect_error(generate(&r, &c.key, &body).await, 413, "payload_too_large").await;
     assert_eq!(r.mock.call_count(), 0);
@@ -135,8 +128,7 @@ async fn n11_an_oversized_body_is_413() {
 /// N-05: edits and variations are not endpoints here.
 #[tokio::test(flavor = "multi_thread")]
 async fn n05_edits_and_variations_are_404() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     for path in ["/v1/images/edits", "/v1/images/variations"] {
         let resp = r.post(path, &c.key, &cat()).await;
         expect_error(resp, 404, "not_found").await;
@@ -146,8 +138,7 @@ async fn n05_edits_and_variations_are_404() {
 /// N-12, GP-67, N-11: a text model is 400 naming `model`; unknown is 404.
 #[tokio::test(flavor = "multi_thread")]
 async fn n12_a_text_model_is_400_and_an_unknown_one_404() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let resp = generate(&r, &c.key, &json!({"model": "m-text", "prompt": "a cat"})).await;
     let error = expect_error(resp, 400, "invalid_parameter").await;
     assert_eq!(error["error"]["param"], "model");
@@ -179,17 +170,8 @@ async fn n03_insufficient_balance_is_402_with_no_supplier_call() {
 /// another scope is 403; A-17: no credential is 401.
 #[tokio::test(flavor = "multi_thread")]
 async fn a18_key_policies_and_scopes_apply() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
-    let (status, key) = r
-        .admin(
-            Method::POST,
-            "/admin/api-keys",
-            Some(json!({"account_id": c.account_id, "scopes": ["inference"],
-                        "allowed_models": ["m-text"]})),
-        )
-        .await;
-    assert_eq!(status, 201, "{key}");
+    let (r, c) = TestRouter::start_rich().await;
+    let key = r.new_key(json!({"account_id": c.account_id, "scopes": ["inference"], "allowed_models": ["m-text"]})).await;
     let resp = generate(&r, key["key"].as_str().unwrap(), &cat()).await;
     let error = expect_error(resp, 403, "model_not_allowed").await;
     assert_eq!(error["error"]["param"], "model");
@@ -215,17 +197,8 @@ async fn a18_key_policies_and_scopes_apply() {
 /// budget below the price refuses before any supplier call.
 #[tokio::test(flavor = "multi_thread")]
 async fn key_budgets_apply_to_the_image_hold() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
-    let (status, key) = r
-        .admin(
-            Method::POST,
-            "/admin/api-keys",
-            Some(json!({"account_id": c.account_id, "scopes": ["inference"],
-                        "monthly_budget_nano_usd": PRICE - 1})),
-        )
-        .await;
-    assert_eq!(status, 201, "{key}");
+    let (r, c) = TestRouter::start_rich().await;
+    let key = r.new_key(json!({"account_id": c.account_id, "scopes": ["inference"], "monthly_budget_nano_usd": PRICE - 1})).await;
     let resp = generate(&r, key["key"].as_str().unwrap(), &cat()).await;
     expect_error(resp, 429, "api_key_monthly_budget_exceeded").await;
     assert_eq!(r.mock.call_count(), 0);
@@ -236,8 +209,7 @@ async fn key_budgets_apply_to_the_image_hold() {
 /// balance is unchanged and the failure is in the history.
 #[tokio::test(flavor = "multi_thread")]
 async fn n08_one_attempt_no_retry_and_nothing_charged() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     for status in [500, 503, 429] {
         r.mock.enqueue(Script::status(status));
         let resp = generate(&r, &c.key, &cat()).await;
@@ -258,8 +230,7 @@ async fn n08_one_attempt_no_retry_and_nothing_charged() {
 /// broken reply are 502 invalid_upstream_response and cost nothing.
 #[tokio::test(flavor = "multi_thread")]
 async fn n09_an_invalid_png_is_neither_delivered_nor_charged() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let scripts = [
         Script::image(ImageAnswer::TruncatedPng),
         Script::image(ImageAnswer::BadCrc),
@@ -285,8 +256,7 @@ async fn n09_an_invalid_png_is_neither_delivered_nor_charged() {
 /// behind a URL is refused like a broken `b64_json`.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_url_answer_is_downloaded_and_validated() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     r.mock.enqueue(Script::image(ImageAnswer::Url));
     let resp = generate(&r, &c.key, &cat()).await;
     assert_eq!(resp.status(), 200);
@@ -317,17 +287,8 @@ async fn url_answers_to_private_addresses_are_refused_and_never_fetched() {
     })
     .await;
     let c = r.rich_customer().await;
-    let canary = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let canary_port = canary.local_addr().unwrap().port();
-    let hits = Arc::new(AtomicUsize::new(0));
-    {
-        let hits = hits.clone();
-        tokio::spawn(async move {
-            while canary.accept().await.is_ok() {
-                hits.fetch_add(1, Ordering::SeqCst);
-            }
-        });
-    }
+    let canary = Canary::start_on("127.0.0.1:0").await;
+    let canary_port = canary.port();
     let urls = [
         format!("http://127.0.0.1:{canary_port}/a.png"),
         format!("http://2130706433:{canary_port}/a.png"),
@@ -352,9 +313,9 @@ async fn url_answers_to_private_addresses_are_refused_and_never_fetched() {
         "figure: SSRF corpus {}/{} rejected, loopback canary hits {}",
         urls.len(),
         urls.len(),
-        hits.load(Ordering::SeqCst)
+        canary.hits()
     );
-    assert_eq!(hits.load(Ordering::SeqCst), 0);
+    assert_eq!(canary.hits(), 0);
     assert_unchanged(&r, &c).await;
 }
 
@@ -364,19 +325,9 @@ async fn url_answers_to_private_addresses_are_refused_and_never_fetched() {
 /// private range it is refused, even from an allowed first hop.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_redirect_is_checked_like_the_first_url() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
-    let canary = tokio::net::TcpListener::bind("0.0.0.0:0").await.unwrap();
-    let canary_port = canary.local_addr().unwrap().port();
-    let hits = Arc::new(AtomicUsize::new(0));
-    {
-        let hits = hits.clone();
-        tokio::spawn(async move {
-            while canary.accept().await.is_ok() {
-                hits.fetch_add(1, Ordering::SeqCst);
-            }
-        });
-    }
+    let (r, c) = TestRouter::start_rich().await;
+    let canary = Canary::start_on("0.0.0.0:0").await;
+    let canary_port = canary.port();
     let base = r.mock.base_url();
     let via = |to: &str| format!("{base}/images/content/redirect?to={to}");
     let cases = [
@@ -395,7 +346,7 @@ async fn a_redirect_is_checked_like_the_first_url() {
         let resp = generate(&r, &c.key, &cat()).await;
         assert_eq!(resp.status(), status, "{url}");
     }
-    assert_eq!(hits.load(Ordering::SeqCst), 0, "the canary was reached");
+    assert_eq!(canary.hits(), 0, "the canary was reached");
     let account = r.account(&c.account_id).await;
     assert_eq!(account["balance_nano_usd"], RICH - PRICE);
     assert_eq!(account["held_nano_usd"], 0);
@@ -406,8 +357,7 @@ async fn a_redirect_is_checked_like_the_first_url() {
 /// upstream_error after one call, released, and the target never reached.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_generation_call_does_not_follow_a_redirect() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let canary = Canary::start().await;
     r.mock.enqueue(Script::Redirect {
         status: 307,
@@ -450,8 +400,7 @@ async fn a_stall_past_the_image_deadline_is_408_and_released() {
 /// N-10, GP-62: the final status by request ID, for the owner only.
 #[tokio::test(flavor = "multi_thread")]
 async fn n10_the_request_status_is_readable_by_its_owner_only() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let resp = generate(&r, &c.key, &cat()).await;
     let id = request_id(&resp);
     let get = |key: String, id: String| {
@@ -510,8 +459,7 @@ async fn requests_of(r: &TestRouter, account_id: &str) -> Vec<Row> {
 /// stays held, the ledger reconciles, and the owner reads the same status.
 #[tokio::test(flavor = "multi_thread")]
 async fn n10_the_cancel_race_charges_or_releases_exactly_once_100_times() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     r.mock.set_default(Script::Image(MockImage {
         delay_ms: 15,
         ..MockImage::default()
@@ -585,16 +533,8 @@ async fn n10_the_cancel_race_charges_or_releases_exactly_once_100_times() {
                 other => panic!("iteration {i}: status {other:?}"),
             }
             // The owner reads the same final status.
-            let status: Value = r
-                .client
-                .get(format!("{}/v1/requests/{}", r.base, row.id))
-                .bearer_auth(&c.key)
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
+            let resp = r.get(&format!("/v1/requests/{}", row.id), &c.key).await;
+            let status: Value = resp.json().await.unwrap();
             assert_eq!(status["status"], record["status"]);
             checked.insert(row.id.clone());
         }

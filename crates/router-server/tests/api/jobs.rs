@@ -7,23 +7,10 @@ use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_manual_reaper_pass_releases_expired_holds_once() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     // A request whose process died mid-flight: its hold is live but expired.
     r.mock.set_default(slow_reply(60_000));
-    let pending = tokio::spawn({
-        let client = r.client.clone();
-        let url = format!("{}/v1/chat/completions", r.base);
-        let key = c.key.clone();
-        async move {
-            client
-                .post(url)
-                .bearer_auth(key)
-                .json(&hello("m-text"))
-                .send()
-                .await
-        }
-    });
+    let pending = spawn_hello(&r.client, &r.base, &c.key);
     for _ in 0..200 {
         if r.mock.call_count() > 0 {
             break;

@@ -14,8 +14,7 @@ async fn limited_key(r: &TestRouter, limits: Value) -> (String, String) {
     for (k, v) in limits.as_object().unwrap() {
         body[k] = v.clone();
     }
-    let (status, key) = r.admin(Method::POST, "/admin/api-keys", Some(body)).await;
-    assert_eq!(status, 201, "{key}");
+    let key = r.new_key(body).await;
     (
         key["key"].as_str().unwrap().to_owned(),
         key["id"].as_str().unwrap().to_owned(),

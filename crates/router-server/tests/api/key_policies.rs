@@ -16,8 +16,7 @@ async fn key_with(r: &TestRouter, policy: Value) -> (String, Value) {
     for (k, v) in policy.as_object().unwrap() {
         body[k] = v.clone();
     }
-    let (status, key) = r.admin(Method::POST, "/admin/api-keys", Some(body)).await;
-    assert_eq!(status, 201, "{key}");
+    let key = r.new_key(body).await;
     (key["key"].as_str().unwrap().to_owned(), key)
 }
 
@@ -313,8 +312,7 @@ async fn patch_takes_effect_at_once_and_null_clears() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_admin_interface_refuses_unknown_fields_reserved_limits_and_bad_values() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let (_, created) = key_with(&r, json!({})).await;
     let path = format!("/admin/api-keys/{}", created["id"].as_str().unwrap());
     let base = || json!({"account_id": c.account_id, "scopes": ["inference"]});
@@ -415,13 +413,7 @@ async fn the_admin_interface_refuses_unknown_fields_reserved_limits_and_bad_valu
         r.admin(Method::PATCH, &missing, Some(json!({}))).await.0,
         404
     );
-    let resp = r
-        .client
-        .put(format!("{}{path}", r.base))
-        .bearer_auth(ADMIN_TOKEN)
-        .send()
-        .await
-        .unwrap();
+    let resp = r.call(Method::PUT, &path, ADMIN_TOKEN).await;
     assert_eq!(resp.status(), 405);
     assert_eq!(resp.headers()["allow"], "GET, PATCH, DELETE");
 }
@@ -432,8 +424,7 @@ async fn a_policy_change_landing_during_admission_is_policy_changed_and_free() {
     // policy change is in flight (its row locked, not yet committed) while
     // the request is admitted; it commits while the reservation waits.
     use diesel_async::SimpleAsyncConnection;
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     assert_eq!(r.chat(&c.key, &hello("m-text")).await.status(), 200);
     let before = r.account(&c.account_id).await;
     let calls = r.mock.call_count();
@@ -447,24 +438,11 @@ async fn a_policy_change_landing_during_admission_is_policy_changed_and_free() {
         ))
         .await
         .unwrap();
-    let request = {
-        let client = r.client.clone();
-        let url = format!("{}/v1/chat/completions", r.base);
-        let key = c.key.clone();
-        tokio::spawn(async move {
-            client
-                .post(url)
-                .bearer_auth(key)
-                .json(&hello("m-text"))
-                .send()
-                .await
-                .unwrap()
-        })
-    };
+    let request = spawn_hello(&r.client, &r.base, &c.key);
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(!request.is_finished(), "admitted, waiting on the key row");
     other.batch_execute("COMMIT").await.unwrap();
-    let resp = request.await.unwrap();
+    let resp = request.await.unwrap().unwrap();
     expect_error(resp, 403, "policy_changed").await;
     assert_eq!(r.mock.call_count(), calls, "no supplier call");
     let after = r.account(&c.account_id).await;

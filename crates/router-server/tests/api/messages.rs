@@ -15,15 +15,11 @@ async fn balance(r: &TestRouter, c: &Customer) -> i64 {
 #[tokio::test(flavor = "multi_thread")]
 async fn minimal_request_returns_a_message_object_with_request_id() {
     // D-01, D-15, D-29, D-34 (request-id), CF-12.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     r.mock.enqueue(Script::Reply(MockReply {
         usage: Some(MockUsage {
-            prompt_tokens: 10,
-            completion_tokens: 3,
             cached_tokens: Some(4),
-            reasoning_tokens: None,
-            ..Default::default()
+            ..MockUsage::tokens(10, 3)
         }),
         ..MockReply::text("Hello!")
     }));
@@ -60,8 +56,7 @@ async fn minimal_request_returns_a_message_object_with_request_id() {
 #[tokio::test(flavor = "multi_thread")]
 async fn vendor_headers_are_checked() {
     // D-03, D-05, D-06, D-07.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let send = |version: Option<&'static str>, extra: Option<(&'static str, &'static str)>| {
         let mut req = r
             .client
@@ -81,16 +76,8 @@ async fn vendor_headers_are_checked() {
     let resp = send(None, None).await.unwrap();
     expect_messages_error(resp, 400, "invalid_request_error").await;
     for bad in ["false", "yes"] {
-        let resp = r
-            .client
-            .post(format!("{}/v1/messages", r.base))
-            .header("x-api-key", c.key.clone())
-            .header("anthropic-version", "2023-06-01")
-            .header("anthropic-dangerous-direct-browser-access", bad)
-            .json(&messages_hello("m-claude"))
-            .send()
-            .await
-            .unwrap();
+        let browser = ("anthropic-dangerous-direct-browser-access", bad);
+        let resp = send(Some("2023-06-01"), Some(browser)).await.unwrap();
         expect_messages_error(resp, 400, "invalid_request_error").await;
     }
     let resp = r
@@ -126,8 +113,7 @@ async fn vendor_headers_are_checked() {
 #[tokio::test(flavor = "multi_thread")]
 async fn beta_identifiers_must_be_allowed_by_the_route() {
     // D-04, GP-32.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let with_beta = |beta: &'static str| {
         r.client
             .post(format!("{}/v1/messages", r.base))
@@ -159,8 +145,7 @@ async fn beta_identifiers_must_be_allowed_by_the_route() {
 #[tokio::test(flavor = "multi_thread")]
 async fn max_tokens_above_the_model_maximum_is_rejected() {
     // D-08, GP-51: the maximum itself is accepted.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let mut body = messages_hello("m-claude");
     body["max_tokens"] = json!(8193);
     expect_messages_error(
@@ -176,8 +161,7 @@ async fn max_tokens_above_the_model_maximum_is_rejected() {
 #[tokio::test(flavor = "multi_thread")]
 async fn system_role_and_native_fields_select_a_native_route() {
     // D-10, D-22, D-23, D-26, GP-53: never a lossy downgrade to Chat.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let before = balance(&r, &c).await;
     let system_role = json!({"model": "m-gpt-only", "max_tokens": 16, "messages": [
         {"role": "user", "content": "hi"},
@@ -241,8 +225,7 @@ async fn system_role_and_native_fields_select_a_native_route() {
 async fn coding_agent_envelope_passes_unchanged_on_a_native_route() {
     // D-23 and issue item 9: metadata, cache_control on blocks, system
     // blocks, tools with cache_control, thinking with a signature in history.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let body = json!({
         "model": "m-claude",
         "max_tokens": 4096,
@@ -287,8 +270,7 @@ async fn coding_agent_envelope_passes_unchanged_on_a_native_route() {
 #[tokio::test(flavor = "multi_thread")]
 async fn rejected_requests_reach_no_supplier_and_cost_nothing() {
     // D-17, D-27, D-28: rejected before generation, in the Messages envelope.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let before = balance(&r, &c).await;
     let mut cases = Vec::new();
     let mut hosted = messages_hello("m-claude");
@@ -327,8 +309,7 @@ async fn rejected_requests_reach_no_supplier_and_cost_nothing() {
 #[tokio::test(flavor = "multi_thread")]
 async fn body_limit_is_eight_mebibytes() {
     // D-35, CF-02.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let over = vec![b' '; 8 * 1024 * 1024 + 1];
     let resp = r
         .client
@@ -351,8 +332,7 @@ async fn body_limit_is_eight_mebibytes() {
 #[tokio::test(flavor = "multi_thread")]
 async fn provider_extras_never_reach_the_client() {
     // D-30, CF-08.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     r.mock.set_default(Script::Reply(MockReply {
         provider_extras: true,
         ..MockReply::text("fine")
@@ -370,8 +350,7 @@ async fn provider_extras_never_reach_the_client() {
 #[tokio::test(flavor = "multi_thread")]
 async fn stream_events_are_named_after_their_type() {
     // D-31, D-32: thinking with signature, text and tool use on a native route.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     r.mock.enqueue(Script::Reply(MockReply {
         reasoning_content: Some("Let me think.".into()),
         thinking_signature: Some("sig-123".into()),
@@ -380,11 +359,7 @@ async fn stream_events_are_named_after_their_type() {
             "get_weather",
             r#"{"city":"Paris"}"#,
         )],
-        usage: Some(MockUsage {
-            prompt_tokens: 20,
-            completion_tokens: 9,
-            ..Default::default()
-        }),
+        usage: Some(MockUsage::tokens(20, 9)),
         ..MockReply::text("Checking.")
     }));
     let body = json!({"model": "m-claude", "max_tokens": 2048, "stream": true,
@@ -450,8 +425,7 @@ async fn stream_events_are_named_after_their_type() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_stream_failure_after_start_is_a_terminal_error_event() {
     // D-33, GP-48: stable public error, no retry, nothing charged.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let before = balance(&r, &c).await;
     r.mock.enqueue(Script::TruncatedStream { after_chunks: 4 });
     let mut body = messages_hello("m-claude");
@@ -478,8 +452,7 @@ async fn a_stream_failure_after_start_is_a_terminal_error_event() {
 #[tokio::test(flavor = "multi_thread")]
 async fn fallback_to_chat_keeps_the_public_model_and_the_messages_shape() {
     // D-36, G-rules: the native route fails, the Chat route serves.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     r.mock.enqueue_for("up-claude-native", Script::status(500));
     r.mock.enqueue_for("up-claude-native", Script::status(500));
     r.mock
@@ -499,8 +472,7 @@ async fn fallback_to_chat_keeps_the_public_model_and_the_messages_shape() {
 #[tokio::test(flavor = "multi_thread")]
 async fn prompt_cache_header_controls_automatic_markers() {
     // F-07, F-08, F-10, F-11.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let send = |model: &'static str, mode: Option<&'static str>| {
         let mut req = r
             .client
@@ -595,8 +567,7 @@ async fn count_tokens_is_a_free_local_estimate() {
 #[tokio::test(flavor = "multi_thread")]
 async fn count_tokens_validates_like_the_spec() {
     // D-38, D-40, GP-54.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let bad = [
         json!({"model": "m-claude", "messages": []}),
         json!({"model": "m-claude", "messages": [{"role": "user", "content": "x"}], "tools": {}}),

@@ -27,13 +27,7 @@ fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
 }
 
 async fn scrape(r: &TestRouter) -> String {
-    let resp = r
-        .client
-        .get(format!("{}/metrics", r.base))
-        .bearer_auth(ADMIN_TOKEN)
-        .send()
-        .await
-        .unwrap();
+    let resp = r.get("/metrics", ADMIN_TOKEN).await;
     assert_eq!(resp.status(), 200);
     assert!(
         resp.headers()["content-type"]
@@ -46,8 +40,7 @@ async fn scrape(r: &TestRouter) -> String {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn metrics_count_what_was_driven_through_the_router() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let before = scrape(&r).await;
     let chat = [("surface", "/v1/chat/completions")];
     assert_eq!(sample(&before, "router_requests_total", &chat), 0.0);
@@ -143,12 +136,7 @@ async fn metrics_count_what_was_driven_through_the_router() {
     assert!(sample(&text, "router_catalog_routes", &[]) >= 2.0);
 
     // The operator token guards it.
-    let resp = r
-        .client
-        .get(format!("{}/metrics", r.base))
-        .send()
-        .await
-        .unwrap();
+    let resp = r.get_plain("/metrics").await;
     assert_eq!(resp.status(), 401);
 }
 

@@ -5,7 +5,6 @@
 use crate::harness::*;
 use crate::routing_policies::{LISTED, Surface};
 use diesel_async::RunQueryDsl;
-use reqwest::Method;
 use router_mock_supplier::Script;
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -56,21 +55,15 @@ async fn state(
 }
 
 async fn second_key(r: &TestRouter, account_id: &str) -> String {
-    let (status, key) = r
-        .admin(
-            Method::POST,
-            "/admin/api-keys",
-            Some(json!({"account_id": account_id, "scopes": ["inference"]})),
-        )
+    let key = r
+        .new_key(json!({"account_id": account_id, "scopes": ["inference"]}))
         .await;
-    assert_eq!(status, 201, "{key}");
     key["key"].as_str().unwrap().to_owned()
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_same_prefix_is_new_then_hit_on_chat_responses_and_messages() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     // One model per surface: the same prefix of one model in one scope is
     // one preference, whichever surface sends it.
     for (surface, model) in [
@@ -100,8 +93,7 @@ async fn the_same_prefix_is_new_then_hit_on_chat_responses_and_messages() {
 #[tokio::test(flavor = "multi_thread")]
 async fn off_and_short_unmarked_prompts_do_not_participate() {
     // F-09: `off` disables affinity and keeps the client's markers.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let long = long_body(Surface::Chat, "m-text", json!({}));
     let off = [("x-ci-prompt-cache", "off")];
     assert_eq!(state(&r, Surface::Chat, &c.key, &long, &off).await, None);
@@ -134,8 +126,7 @@ async fn off_and_short_unmarked_prompts_do_not_participate() {
 #[tokio::test(flavor = "multi_thread")]
 async fn scopes_keep_sessions_users_and_accounts_apart() {
     // F-14, GP-34: one account, two keys, two labels, two end users.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let key2 = second_key(&r, &c.account_id).await;
     let body = long_body(Surface::Chat, "m-text", json!({}));
     let chat = |key: &str, headers: &'static [(&'static str, &'static str)]| {
@@ -179,8 +170,7 @@ async fn scopes_keep_sessions_users_and_accounts_apart() {
 async fn a_fallback_is_miss_and_then_preferred() {
     // G-23, F-16: the primary fails twice, the fallback serves → `miss`;
     // the same prefix then goes to the fallback first → `hit`.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let body = long_body(Surface::Chat, "m-text", json!({}));
     r.mock.enqueue_for("up-text-primary", Script::status(500));
     r.mock.enqueue_for("up-text-primary", Script::status(500));
@@ -278,8 +268,7 @@ async fn an_expired_or_ineligible_preference_is_stale() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_failed_affinity_read_is_miss_not_an_error() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let mut conn = r.db.database().connection().await.unwrap();
     diesel::sql_query("DROP TABLE prompt_cache_affinity")
         .execute(&mut conn)

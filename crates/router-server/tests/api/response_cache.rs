@@ -10,18 +10,7 @@ use std::time::Duration;
 
 /// A key of `account_id` with the cache on for `ttl` seconds.
 async fn caching_key(r: &TestRouter, account_id: &str, ttl: u64) -> String {
-    let (status, key) = r
-        .admin(
-            Method::POST,
-            "/admin/api-keys",
-            Some(json!({
-                "account_id": account_id,
-                "scopes": ["inference"],
-                "response_cache_ttl_seconds": ttl
-            })),
-        )
-        .await;
-    assert_eq!(status, 201, "{key}");
+    let key = r.new_key(json!({ "account_id": account_id, "scopes": ["inference"], "response_cache_ttl_seconds": ttl })).await;
     assert_eq!(key["policy"]["response_cache_ttl_seconds"], ttl);
     key["key"].as_str().unwrap().to_owned()
 }
@@ -52,8 +41,7 @@ fn reply_text(surface: Surface, body: &Value) -> String {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_identical_request_is_answered_from_the_cache_for_free() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let key = caching_key(&r, &c.account_id, 300).await;
     for surface in SURFACES {
         let body = surface.body("m-text", json!({}));
@@ -102,8 +90,7 @@ async fn send(r: &TestRouter, key: &str, body: &Value) -> reqwest::Response {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_cache_is_off_unless_the_key_opts_in() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     for _ in 0..2 {
         let resp = r.chat(&c.key, &hello("m-text")).await;
         assert_eq!(resp.status(), 200);
@@ -114,8 +101,7 @@ async fn the_cache_is_off_unless_the_key_opts_in() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn only_an_identical_non_streaming_request_of_the_same_account_hits() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let key = caching_key(&r, &c.account_id, 300).await;
     let same_account = caching_key(&r, &c.account_id, 300).await;
     let other = r.rich_customer().await;
@@ -161,8 +147,7 @@ async fn only_an_identical_non_streaming_request_of_the_same_account_hits() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_entry_older_than_the_keys_ttl_is_not_used() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let key = caching_key(&r, &c.account_id, 1).await;
     let resp = r.chat(&key, &hello("m-text")).await;
     assert_eq!(cache_header(&resp).as_deref(), Some("miss"));
@@ -176,8 +161,7 @@ async fn an_entry_older_than_the_keys_ttl_is_not_used() {
 #[tokio::test(flavor = "multi_thread")]
 async fn clearing_the_accounts_cache_forgets_its_answers() {
     // J-09: what enabling account ZDR does (`clear_response_cache`).
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let other = r.rich_customer().await;
     let key = caching_key(&r, &c.account_id, 300).await;
     let other_key = caching_key(&r, &other.account_id, 300).await;
@@ -232,16 +216,10 @@ async fn image_input_and_zdr_requests_bypass_the_cache() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_ttl_is_set_and_cleared_by_the_operator() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
-    let (status, key) = r
-        .admin(
-            Method::POST,
-            "/admin/api-keys",
-            Some(json!({"account_id": c.account_id, "scopes": ["inference"]})),
-        )
+    let (r, c) = TestRouter::start_rich().await;
+    let key = r
+        .new_key(json!({"account_id": c.account_id, "scopes": ["inference"]}))
         .await;
-    assert_eq!(status, 201);
     assert!(key["policy"]["response_cache_ttl_seconds"].is_null());
     let path = format!("/admin/api-keys/{}", key["id"].as_str().unwrap());
     for bad in [json!(0), json!(86401), json!(-1), json!("60")] {
@@ -382,8 +360,7 @@ async fn a_lost_listener_empties_the_front() {
     // could be missed, so the front is emptied and bypassed until it is
     // back (and starts empty then).
     use diesel_async::RunQueryDsl;
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let key = caching_key(&r, &c.account_id, 300).await;
     let body = hello("m-text");
     assert_eq!(

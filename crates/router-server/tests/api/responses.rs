@@ -12,14 +12,9 @@ async fn responses(r: &TestRouter, key: &str, body: &Value) -> reqwest::Response
 #[tokio::test(flavor = "multi_thread")]
 async fn minimal_request_returns_a_response_with_usage_and_cost() {
     // C-01, C-15, GP-03.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     r.mock.enqueue(Script::Reply(MockReply {
-        usage: Some(MockUsage {
-            prompt_tokens: 5,
-            completion_tokens: 7,
-            ..Default::default()
-        }),
+        usage: Some(MockUsage::tokens(5, 7)),
         ..MockReply::text("Hi there")
     }));
     let resp = responses(&r, &c.key, &json!({"model": "m-text", "input": "hi"})).await;
@@ -51,8 +46,7 @@ async fn minimal_request_returns_a_response_with_usage_and_cost() {
 #[tokio::test(flavor = "multi_thread")]
 async fn rejections_are_openai_errors_and_cost_nothing() {
     // C-02..C-07, C-09, C-11, C-14, CF-07, GP-49.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let bad = [
         json!({"input": "hi"}),
         json!({"model": "m-text"}),
@@ -92,8 +86,7 @@ async fn rejections_are_openai_errors_and_cost_nothing() {
 #[tokio::test(flavor = "multi_thread")]
 async fn accepted_shapes_and_forwarded_fields() {
     // C-03, C-04, C-06, C-08, C-09, C-13 on a Responses route.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let ok = [
         json!({"model": "m-via-responses", "input": [{"role": "user", "content": [{"type": "input_text", "text": "hi"}]}]}),
         json!({"model": "m-via-responses", "input": "hi", "store": false, "x_custom": 1}),
@@ -124,8 +117,7 @@ async fn accepted_shapes_and_forwarded_fields() {
 #[tokio::test(flavor = "multi_thread")]
 async fn stop_sequences_never_ride_a_responses_route() {
     // B-19, GP-43: a Chat request with stop and only a Responses route.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let mut body = hello("m-via-responses");
     body["stop"] = json!(["END"]);
     let resp = r.chat(&c.key, &body).await;
@@ -136,15 +128,10 @@ async fn stop_sequences_never_ride_a_responses_route() {
 #[tokio::test(flavor = "multi_thread")]
 async fn stream_ends_with_response_completed_carrying_usage_and_cost() {
     // C-10, GP-04.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     r.mock.enqueue(Script::Reply(MockReply {
         tool_calls: vec![MockToolCall::new("call_1", "lookup", r#"{"q":"x"}"#)],
-        usage: Some(MockUsage {
-            prompt_tokens: 5,
-            completion_tokens: 7,
-            ..Default::default()
-        }),
+        usage: Some(MockUsage::tokens(5, 7)),
         ..MockReply::text("one two")
     }));
     let body = json!({"model": "m-text", "input": "hi", "stream": true,

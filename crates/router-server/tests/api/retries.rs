@@ -7,8 +7,7 @@ use std::time::{Duration, Instant};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn two_attempts_then_fallback_keeps_the_public_model_and_price() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     r.mock.enqueue_for("up-text-primary", Script::status(500));
     r.mock.enqueue_for("up-text-primary", Script::status(503));
     let resp = r.chat(&c.key, &hello("m-text")).await;
@@ -16,12 +15,7 @@ async fn two_attempts_then_fallback_keeps_the_public_model_and_price() {
     let id = request_id(&resp);
     let body: Value = resp.json().await.unwrap();
     assert_eq!(body["model"], "m-text");
-    let models: Vec<String> = r
-        .mock
-        .calls()
-        .iter()
-        .map(|c| c.body["model"].as_str().unwrap().to_owned())
-        .collect();
+    let models = r.called_models();
     assert_eq!(
         models,
         ["up-text-primary", "up-text-primary", "up-text-fallback"]
@@ -36,8 +30,7 @@ async fn two_attempts_then_fallback_keeps_the_public_model_and_price() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn transport_failures_before_output_are_retried() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     r.mock.enqueue(Script::Reset);
     assert_eq!(r.chat(&c.key, &hello("m-text")).await.status(), 200);
     assert_eq!(r.mock.call_count(), 2);
@@ -52,26 +45,8 @@ async fn transport_failures_before_output_are_retried() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn invalid_json_is_502_with_one_call_and_no_charge() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
-    r.mock.enqueue(Script::InvalidJson);
-    let resp = r.chat(&c.key, &hello("m-text")).await;
-    let id = request_id(&resp);
-    expect_error(resp, 502, "invalid_upstream_response").await;
-    assert_eq!(r.mock.call_count(), 1);
-    let record = r.request_record(&id).await;
-    assert_eq!(record["status"], "failed");
-    assert!(record["charged_nano_usd"].is_null());
-    let account = r.account(&c.account_id).await;
-    assert_eq!(account["held_nano_usd"], 0);
-    assert_eq!(account["balance_nano_usd"], 1_000_000_000_000i64);
-}
-
-#[tokio::test(flavor = "multi_thread")]
 async fn rejection_on_every_route_is_502_upstream_error() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     r.mock.enqueue_for("up-text-primary", Script::status(422));
     r.mock.enqueue_for("up-text-fallback", Script::status(400));
     let resp = r.chat(&c.key, &hello("m-text")).await;
@@ -85,8 +60,7 @@ async fn rejection_on_every_route_is_502_upstream_error() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn retry_after_is_honoured_when_it_fits() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     r.mock.enqueue(Script::Status {
         status: 429,
         body: None,
@@ -103,8 +77,7 @@ async fn retry_after_is_honoured_when_it_fits() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn disabled_routes_give_503_route_unavailable() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let resp = r.chat(&c.key, &hello("m-off")).await;
     expect_error(resp, 503, "route_unavailable").await;
     assert_eq!(r.mock.call_count(), 0);
@@ -129,15 +102,8 @@ async fn stalled_suppliers_end_at_the_deadline_with_503() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn supply_priced_fallback_charges_the_used_quote() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
-    let usage = router_mock_supplier::MockUsage {
-        prompt_tokens: 10,
-        completion_tokens: 10,
-        cached_tokens: None,
-        reasoning_tokens: None,
-        cache_creation_tokens: None,
-    };
+    let (r, c) = TestRouter::start_rich().await;
+    let usage = router_mock_supplier::MockUsage::tokens(10, 10);
     let reply = || {
         Script::Reply(router_mock_supplier::MockReply {
             usage: Some(usage),

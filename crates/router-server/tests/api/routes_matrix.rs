@@ -159,12 +159,11 @@ async fn issue_keys(r: &TestRouter) -> Keys {
     };
     let expired = key(json!({"expires_at": 1})).await.1;
     let deleted = key(json!({})).await.1;
-    let (status, _) = r
-        .admin(
-            reqwest::Method::DELETE,
-            &format!("/admin/api-keys/{}", deleted["id"].as_str().unwrap()),
-            None,
-        )
+    let status = r
+        .admin_delete(&format!(
+            "/admin/api-keys/{}",
+            deleted["id"].as_str().unwrap()
+        ))
         .await;
     assert_eq!(status, 204);
     Keys {

@@ -302,8 +302,7 @@ async fn sign_out_ends_the_session_from_our_origin_only() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_session_is_never_a_credential_for_inference() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let cookie = r.session_cookie(&c.account_id).await;
     for (method, path) in [
         (reqwest::Method::POST, "/v1/chat/completions"),
@@ -340,22 +339,14 @@ async fn expired_and_revoked_sessions_open_nothing_and_every_instance_agrees() {
     assert_eq!(me["account_id"], c.account_id.as_str());
 
     // Revoked by the operator: gone everywhere at once.
-    let (status, _) = r
-        .admin(
-            reqwest::Method::DELETE,
-            &format!("/admin/sessions/{}", me["id"].as_str().unwrap()),
-            None,
-        )
+    let status = r
+        .admin_delete(&format!("/admin/sessions/{}", me["id"].as_str().unwrap()))
         .await;
     assert_eq!(status, 204);
     assert_eq!(whoami(&r.base, &r.client, &cookie).await.0, 401);
     assert_eq!(whoami(&second.base, &second.client, &cookie).await.0, 401);
-    let (status, _) = r
-        .admin(
-            reqwest::Method::DELETE,
-            &format!("/admin/sessions/{}", me["id"].as_str().unwrap()),
-            None,
-        )
+    let status = r
+        .admin_delete(&format!("/admin/sessions/{}", me["id"].as_str().unwrap()))
         .await;
     assert_eq!(status, 404);
 

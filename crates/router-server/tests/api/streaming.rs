@@ -8,20 +8,12 @@ use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn stream_relays_chunks_then_usage_with_cost_then_done() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     r.mock.enqueue(Script::Reply(MockReply {
-        usage: Some(MockUsage {
-            prompt_tokens: 5,
-            completion_tokens: 7,
-            cached_tokens: None,
-            reasoning_tokens: None,
-            cache_creation_tokens: None,
-        }),
+        usage: Some(MockUsage::tokens(5, 7)),
         ..MockReply::text("one two three")
     }));
-    let mut body = hello("m-text");
-    body["stream"] = json!(true);
+    let body = hello_stream("m-text");
     let resp = r.chat(&c.key, &body).await;
     assert_eq!(resp.status(), 200);
     assert_eq!(resp.headers()["content-type"], "text/event-stream");
@@ -61,8 +53,7 @@ async fn stream_relays_chunks_then_usage_with_cost_then_done() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn streamed_tool_call_arguments_arrive_in_pieces() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     r.mock.enqueue(Script::Reply(MockReply {
         tool_calls: vec![MockToolCall::new(
             "call_1",
@@ -71,8 +62,7 @@ async fn streamed_tool_call_arguments_arrive_in_pieces() {
         )],
         ..MockReply::text("")
     }));
-    let mut body = hello("m-text");
-    body["stream"] = json!(true);
+    let body = hello_stream("m-text");
     let lines = data_lines(r.chat(&c.key, &body).await).await;
     let chunks: Vec<Value> = lines
         .iter()
@@ -100,11 +90,9 @@ async fn streamed_tool_call_arguments_arrive_in_pieces() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_stream_cut_midway_ends_in_an_error_and_is_not_charged() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     r.mock.enqueue(Script::TruncatedStream { after_chunks: 2 });
-    let mut body = hello("m-text");
-    body["stream"] = json!(true);
+    let body = hello_stream("m-text");
     let resp = r.chat(&c.key, &body).await;
     assert_eq!(resp.status(), 200);
     let id = request_id(&resp);
@@ -132,14 +120,12 @@ async fn a_stream_cut_midway_ends_in_an_error_and_is_not_charged() {
 async fn client_leaving_a_stream_before_any_output_releases_the_hold() {
     // GP-48: the role chunk carries no content; the first word is two
     // seconds away when the client leaves.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     r.mock.enqueue(Script::Reply(MockReply {
         chunk_delay_ms: 2_000,
         ..MockReply::text("a b c d")
     }));
-    let mut body = hello("m-text");
-    body["stream"] = json!(true);
+    let body = hello_stream("m-text");
     let resp = r.chat(&c.key, &body).await;
     let id = request_id(&resp);
     let mut stream = resp.bytes_stream();
@@ -166,8 +152,7 @@ async fn client_leaving_a_stream_before_any_output_releases_the_hold() {
 /// Streams a Chat request for `m-text`, reads until the first word ("a")
 /// has arrived, then leaves; returns the request's id.
 async fn leave_after_the_first_word(r: &TestRouter, key: &str) -> String {
-    let mut body = hello("m-text");
-    body["stream"] = json!(true);
+    let body = hello_stream("m-text");
     let resp = r.chat(key, &body).await;
     let id = request_id(&resp);
     let mut stream = resp.bytes_stream();
@@ -198,17 +183,10 @@ async fn client_leaving_a_stream_after_output_is_charged_as_if_it_had_stayed() {
     // GP-48 as revised: the client has part of the answer and the supplier
     // bills the whole of it, so the router reads the stream to its end and
     // settles from the supplier's usage.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let reply = MockReply {
         chunk_delay_ms: 60,
-        usage: Some(MockUsage {
-            prompt_tokens: 5,
-            completion_tokens: 7,
-            cached_tokens: None,
-            reasoning_tokens: None,
-            cache_creation_tokens: None,
-        }),
+        usage: Some(MockUsage::tokens(5, 7)),
         ..MockReply::text("a b c d e f g h i j")
     };
     r.mock.enqueue(Script::Reply(reply.clone()));
@@ -226,8 +204,7 @@ async fn client_leaving_a_stream_after_output_is_charged_as_if_it_had_stayed() {
 
     // The same reply read to its end by a client that stays costs the same.
     r.mock.enqueue(Script::Reply(reply));
-    let mut body = hello("m-text");
-    body["stream"] = json!(true);
+    let body = hello_stream("m-text");
     let stayed = r.chat(&c.key, &body).await;
     let stayed_id = request_id(&stayed);
     let lines = data_lines(stayed).await;
@@ -239,8 +216,7 @@ async fn client_leaving_a_stream_after_output_is_charged_as_if_it_had_stayed() {
 #[tokio::test(flavor = "multi_thread")]
 async fn client_leaving_a_stream_that_is_then_cut_is_not_charged() {
     // GP-48: after output, only a valid end is charged; a cut releases.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     r.mock.enqueue(Script::Reply(MockReply {
         chunk_delay_ms: 60,
         cut_after_chunks: Some(6),

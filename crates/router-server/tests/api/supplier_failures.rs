@@ -6,19 +6,9 @@ use crate::harness::*;
 use router_mock_supplier::Script;
 use serde_json::{Value, json};
 
-async fn assert_nothing_charged(r: &TestRouter, c: &Customer, id: &str) {
-    let record = r.request_record(id).await;
-    assert_eq!(record["status"], "failed");
-    assert!(record["charged_nano_usd"].is_null());
-    let account = r.account(&c.account_id).await;
-    assert_eq!(account["held_nano_usd"], 0);
-    assert_eq!(account["balance_nano_usd"], 1_000_000_000_000i64);
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn an_error_body_in_a_success_reply_is_upstream_error_after_the_fallback() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let failure = json!({"error": {"message": "overloaded", "type": "server_error", "code": 529}});
     for route in ["up-text-primary", "up-text-fallback"] {
         r.mock.enqueue_for(
@@ -38,12 +28,7 @@ async fn an_error_body_in_a_success_reply_is_upstream_error_after_the_fallback()
         "P-08: no supplier text reaches the client: {body}"
     );
     // Reported, so not retried on the same route, but the fallback is tried.
-    let models: Vec<String> = r
-        .mock
-        .calls()
-        .iter()
-        .map(|c| c.body["model"].as_str().unwrap().to_owned())
-        .collect();
+    let models = r.called_models();
     assert_eq!(models, ["up-text-primary", "up-text-fallback"]);
     let record = r.request_record(&id).await;
     let kinds: Vec<&str> = record["attempts"]
@@ -58,8 +43,7 @@ async fn an_error_body_in_a_success_reply_is_upstream_error_after_the_fallback()
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_unreadable_reply_stays_invalid_upstream_response() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     r.mock.enqueue(Script::InvalidJson);
     let resp = r.chat(&c.key, &hello("m-text")).await;
     let id = request_id(&resp);
@@ -74,13 +58,11 @@ async fn an_unreadable_reply_stays_invalid_upstream_response() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_error_event_before_any_output_is_upstream_error() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     for route in ["up-text-primary", "up-text-fallback"] {
         r.mock.enqueue_for(route, Script::stream_error(0));
     }
-    let mut body = hello("m-text");
-    body["stream"] = json!(true);
+    let body = hello_stream("m-text");
     let resp = r.chat(&c.key, &body).await;
     let id = request_id(&resp);
     expect_error(resp, 502, "upstream_error").await;
@@ -90,11 +72,9 @@ async fn an_error_event_before_any_output_is_upstream_error() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_error_event_after_output_ends_the_stream_with_upstream_error() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     r.mock.enqueue(Script::stream_error(2));
-    let mut body = hello("m-text");
-    body["stream"] = json!(true);
+    let body = hello_stream("m-text");
     let resp = r.chat(&c.key, &body).await;
     assert_eq!(resp.status(), 200);
     let id = request_id(&resp);
@@ -107,11 +87,9 @@ async fn an_error_event_after_output_ends_the_stream_with_upstream_error() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_malformed_frame_after_output_ends_the_stream_with_invalid_upstream_response() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     r.mock.enqueue(Script::MalformedStream { after_chunks: 2 });
-    let mut body = hello("m-text");
-    body["stream"] = json!(true);
+    let body = hello_stream("m-text");
     let resp = r.chat(&c.key, &body).await;
     assert_eq!(resp.status(), 200);
     let lines = data_lines(resp).await;
@@ -124,8 +102,7 @@ async fn a_malformed_frame_after_output_ends_the_stream_with_invalid_upstream_re
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_messages_error_event_is_upstream_error_for_a_messages_client() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     r.mock.enqueue(Script::stream_error(0));
     r.mock.enqueue(Script::stream_error(0));
     let body = json!({
@@ -158,8 +135,7 @@ async fn attempts_of(r: &TestRouter, id: &str) -> Vec<(String, Value)> {
 /// failure that goes to the next route, never retried on the same one.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_redirect_is_not_followed_and_the_next_route_serves() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let canary = Canary::start().await;
     for (status, stream) in [(307, false), (308, true), (302, false), (303, true)] {
         r.mock.enqueue_for(
@@ -194,8 +170,7 @@ async fn a_redirect_is_not_followed_and_the_next_route_serves() {
 /// or charged, the redirect target never reached.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_redirect_on_the_only_route_is_upstream_error_and_free() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let canary = Canary::start().await;
     r.mock.enqueue_for(
         "up-via-messages",

@@ -118,8 +118,7 @@ fn thinking_blocks(body: &Value) -> Vec<Value> {
 #[tokio::test(flavor = "multi_thread")]
 async fn responses_route_thinking_gets_a_router_signature_that_restores_encrypted_content() {
     for stream in [false, true] {
-        let r = TestRouter::start().await;
-        let c = r.rich_customer().await;
+        let (r, c) = TestRouter::start_rich().await;
         r.mock
             .enqueue_for("up-via-responses", thinking_reply(Some(ENCRYPTED)));
         let resp = r
@@ -148,8 +147,7 @@ async fn responses_route_thinking_gets_a_router_signature_that_restores_encrypte
 #[tokio::test(flavor = "multi_thread")]
 async fn chat_route_thinking_gets_a_non_empty_router_signature() {
     for stream in [false, true] {
-        let r = TestRouter::start().await;
-        let c = r.rich_customer().await;
+        let (r, c) = TestRouter::start_rich().await;
         r.mock.enqueue_for("up-via-chat", thinking_reply(None));
         let resp = r.messages(&c.key, &first_turn("m-via-chat", stream)).await;
         let blocks = reply_blocks(resp, stream).await;
@@ -168,8 +166,7 @@ async fn chat_route_thinking_gets_a_non_empty_router_signature() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_router_signed_block_sent_to_a_native_messages_route_is_dropped() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     r.mock
         .enqueue_for("up-via-responses", thinking_reply(Some(ENCRYPTED)));
     let resp = r
@@ -195,8 +192,7 @@ async fn a_router_signed_block_sent_to_a_native_messages_route_is_dropped() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn anthropic_signatures_pass_through_untouched() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     r.mock.enqueue_for("up-via-messages", Script::reply("Hi."));
     let resp = r
         .messages(
@@ -227,8 +223,7 @@ async fn anthropic_signatures_pass_through_untouched() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn forged_foreign_or_unknown_router_signatures_are_refused_before_any_supplier_call() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     r.mock
         .enqueue_for("up-via-responses", thinking_reply(Some(ENCRYPTED)));
     let resp = r
@@ -270,8 +265,7 @@ async fn forged_foreign_or_unknown_router_signatures_are_refused_before_any_supp
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_fallback_to_another_dialect_gets_the_history_of_its_own_route() {
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     r.mock
         .enqueue_for("up-via-responses", thinking_reply(Some(ENCRYPTED)));
     let resp = r

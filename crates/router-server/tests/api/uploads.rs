@@ -197,12 +197,8 @@ pub async fn upload_png(r: &TestRouter, key: &str) -> Value {
 }
 
 async fn delete(r: &TestRouter, key: &str, id: &str) -> reqwest::Response {
-    r.client
-        .delete(format!("{}/v1/uploads/{id}", r.base))
-        .bearer_auth(key)
-        .send()
+    r.call(reqwest::Method::DELETE, &format!("/v1/uploads/{id}"), key)
         .await
-        .unwrap()
 }
 
 /// Files under the router's object store folder.
@@ -235,8 +231,7 @@ fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 #[tokio::test(flavor = "multi_thread")]
 async fn each_image_type_is_stored_under_a_random_key_without_supplier_or_charge() {
     // I-01, I-09, I-12, I-14, GP-01, CF-24.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let before = r.account(&c.account_id).await;
     for (mime, data) in [
         ("image/png", png_1x1()),
@@ -276,8 +271,7 @@ async fn each_image_type_is_stored_under_a_random_key_without_supplier_or_charge
 async fn size_and_envelope_boundaries() {
     // I-06, I-07, I-08, Q-06, Q-07: exactly 10 MiB is accepted; one more
     // byte, an empty file and an envelope one byte over are 413.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let resp = upload(&r, &c.key, "image/png", &png(MAX_FILE)).await;
     assert_eq!(resp.status(), 201);
     let body: Value = resp.json().await.unwrap();
@@ -332,8 +326,7 @@ async fn size_and_envelope_boundaries() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_body_must_be_one_part_named_file() {
     // I-02..I-05, GP-40.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let image = png_1x1();
     let json_body = serde_json::to_vec(&json!({"file": "x"})).unwrap();
     expect_error(
@@ -408,8 +401,7 @@ async fn the_body_must_be_one_part_named_file() {
 #[tokio::test(flavor = "multi_thread")]
 async fn only_the_four_types_whose_declared_type_matches_their_content() {
     // I-09..I-11, GP-40: size is checked before type; polyglots and bombs refused.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let pdf = b"%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n".to_vec();
     expect_error(
         upload(&r, &c.key, "application/pdf", &pdf).await,
@@ -487,8 +479,7 @@ async fn only_the_four_types_whose_declared_type_matches_their_content() {
 async fn the_object_quota_holds_under_concurrency_and_counts_queued_deletions() {
     // I-15, I-17: 31 retained + 5 parallel → exactly one 201; at 32, a
     // deletion not yet purged still counts.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let mut ids = Vec::new();
     for _ in 0..31 {
         // Backdate the rate so only the quota is in play.
@@ -531,8 +522,7 @@ async fn the_object_quota_holds_under_concurrency_and_counts_queued_deletions() 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_byte_quota_is_64_mib() {
     // I-16: 6 × 10 MiB + 4 MiB = 64 MiB accepted; one more byte is 429.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     for _ in 0..6 {
         assert_eq!(
             upload(&r, &c.key, "image/png", &png(MAX_FILE))
@@ -572,8 +562,7 @@ async fn age_uploads(r: &TestRouter, account_id: &str) {
 #[tokio::test(flavor = "multi_thread")]
 async fn twenty_a_minute_and_deleting_does_not_reset_the_rate() {
     // I-18, I-21, GP-39: 20 uploads and 20 deletes; the 21st is 429 with Retry-After.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     for _ in 0..20 {
         let id = upload_png(&r, &c.key).await["id"]
             .as_str()
@@ -631,8 +620,7 @@ async fn forty_parallel_uploads_admit_exactly_twenty() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_hundred_and_twenty_a_day() {
     // I-19: the 121st admitted upload of the UTC day is 429.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     // 120 uploads admitted earlier today (tombstones of failed writes, so
     // they count toward the rate and not the quota).
     use diesel_async::RunQueryDsl;
@@ -726,8 +714,7 @@ async fn a_failing_store_leaves_nothing_counted_against_the_quota() {
 #[tokio::test(flavor = "multi_thread")]
 async fn delete_is_204_once_and_every_other_id_is_the_same_404() {
     // I-24, I-25, GP-12, A-22.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let other = r.rich_customer().await;
     let id = upload_png(&r, &c.key).await["id"]
         .as_str()
@@ -818,8 +805,7 @@ async fn wait_past(r: &TestRouter, column: &str, public_id: &str) {
 #[tokio::test(flavor = "multi_thread")]
 async fn zero_data_retention_refuses_uploads_and_schedules_the_existing_ones() {
     // I-13, I-28, J-07, J-08, J-12, CF-16, GP-37.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let old = upload_png(&r, &c.key).await["id"]
         .as_str()
         .unwrap()
@@ -847,8 +833,7 @@ async fn zero_data_retention_refuses_uploads_and_schedules_the_existing_ones() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_same_origin_session_may_upload_and_another_origin_may_not() {
     // I-23, A-15, A-16.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let cookie = r.session_cookie(&c.account_id).await;
     let send = |origin: String| {
         r.client
@@ -923,8 +908,7 @@ async fn an_upload_reference_reaches_every_supplier_dialect_as_its_bytes() {
     // H-02, GP-02: each surface × each route dialect; the supplier gets the
     // image's base64, never our id.
     use base64::Engine as _;
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let image = png(200);
     let resp = upload(&r, &c.key, "image/png", &image).await;
     assert_eq!(resp.status(), 201);
@@ -1041,8 +1025,7 @@ async fn bad_references_are_one_400_before_any_supplier_call() {
 async fn the_conservative_image_input_bound_refuses_before_any_supplier_call() {
     // H-07, Q-12, GP-69: text at a token per 4 bytes plus the image's worst
     // case (a URL: the largest any image costs); above 272,000 is 400.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let with_text = |chars: usize| {
         json!({"model": "m-via-chat", "messages": [{"role": "user", "content": [
             {"type": "text", "text": "a".repeat(chars)},
@@ -1432,8 +1415,7 @@ async fn uploads_in_progress_reserve_the_quota_before_their_bodies_are_read() {
     // mid-body reserves its size; another 4 MiB one is 429 before a byte
     // of its body is sent; one of unknown length gets what is left and
     // its spool stops there; dropping the held one gives its room back.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let account = uuid_of(&c.account_id);
     seed_retained(&r, &c.account_id, 6, 58 * MIB as i64).await;
 
@@ -1498,8 +1480,7 @@ async fn uploads_in_progress_reserve_the_quota_before_their_bodies_are_read() {
 async fn four_uploads_of_an_account_at_once_and_a_fifth_is_429() {
     // Issue 33: ROUTER_UPLOAD_CONCURRENCY_PER_ACCOUNT (4) at its boundary;
     // another account is not affected.
-    let r = TestRouter::start().await;
-    let c = r.rich_customer().await;
+    let (r, c) = TestRouter::start_rich().await;
     let other = r.rich_customer().await;
     let body = multipart(&[file_part("image/png", &png(512 * 1024))]);
     let mut held = Vec::new();

@@ -65,12 +65,7 @@ async fn create_ok(r: &TestRouter, key: &str, body: &Value) -> Value {
 }
 
 async fn get(r: &TestRouter, key: &str, path: &str) -> reqwest::Response {
-    r.client
-        .get(format!("{}{path}", r.base))
-        .bearer_auth(key)
-        .send()
-        .await
-        .unwrap()
+    r.get(path, key).await
 }
 
 async fn video(r: &TestRouter, key: &str, id: &str) -> Value {
@@ -942,15 +937,9 @@ async fn kill9_jobs_resume_or_stay_unknown_and_no_hold_is_lost_or_released_twice
     );
     assert_eq!(mock.video_counts().submissions, 3, "nothing resubmitted");
     // The completed video is downloadable from the new process.
-    let bytes = client
-        .get(format!("{}/v1/videos/{running_id}/content", second.base))
-        .bearer_auth(&key)
-        .send()
-        .await
-        .unwrap()
-        .bytes()
-        .await
-        .unwrap();
+    let url = format!("{}/v1/videos/{running_id}/content", second.base);
+    let resp = send_with_key(&client, reqwest::Method::GET, url, &key).await;
+    let bytes = resp.bytes().await.unwrap();
     assert_eq!(bytes.as_ref(), mock.video_content(&tasks[0]).as_slice());
     let reconciliation = db.database().reconcile().await.unwrap();
     assert!(reconciliation.is_consistent(), "{reconciliation:?}");

@@ -1,10 +1,8 @@
 //! API keys: lookup by hash, deletion, expiry, and the secret never stored.
 
-use crate::seed::count;
-use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
-use futures::StreamExt;
+use crate::seed::{KeyChanges, count, key_with};
 use router_core::store::{Scope, Store};
-use router_store::api_keys::{API_KEY_CHANGED_CHANNEL, DISPLAY_PREFIX_LEN, SECRET_PREFIX};
+use router_store::api_keys::{DISPLAY_PREFIX_LEN, SECRET_PREFIX};
 use router_store::test_support::TestDatabase;
 use router_store::{AdminError, hash_api_key};
 use std::time::{Duration, SystemTime};
@@ -15,15 +13,7 @@ async fn keys_are_found_by_the_hash_of_their_secret() {
     let db = TestDatabase::new().await;
     let account = db.create_account("keys@example.test", true).await.unwrap();
     let scopes = [Scope::Inference, Scope::UsageRead];
-    let issued = db
-        .create_api_key(
-            account.id,
-            &scopes,
-            None,
-            &router_core::KeyPolicy::default(),
-        )
-        .await
-        .unwrap();
+    let issued = key_with(&db, account.id, &scopes).await;
 
     assert!(issued.key.starts_with(SECRET_PREFIX));
     assert_eq!(issued.key.len(), SECRET_PREFIX.len() + 48);
@@ -62,15 +52,7 @@ async fn deleted_and_expired_keys_are_not_found() {
     let scopes = [Scope::Inference];
     let now = SystemTime::now();
 
-    let deleted = db
-        .create_api_key(
-            account.id,
-            &scopes,
-            None,
-            &router_core::KeyPolicy::default(),
-        )
-        .await
-        .unwrap();
+    let deleted = key_with(&db, account.id, &scopes).await;
     assert!(
         db.find_api_key(hash_api_key(&deleted.key))
             .await
@@ -125,15 +107,7 @@ async fn the_secret_is_stored_nowhere() {
         .create_account("secret@example.test", true)
         .await
         .unwrap();
-    let issued = db
-        .create_api_key(
-            account.id,
-            &Scope::ALL,
-            None,
-            &router_core::KeyPolicy::default(),
-        )
-        .await
-        .unwrap();
+    let issued = key_with(&db, account.id, &Scope::ALL).await;
     let random_part = &issued.key[SECRET_PREFIX.len()..];
 
     // Every row of every table, as text (bytea renders as hex), searched for
@@ -197,29 +171,11 @@ async fn deleting_a_key_notifies_key_caches() {
         .create_account("notify@example.test", true)
         .await
         .unwrap();
-    let issued = db
-        .create_api_key(
-            account.id,
-            &[Scope::Inference],
-            None,
-            &router_core::KeyPolicy::default(),
-        )
-        .await
-        .unwrap();
+    let issued = key_with(&db, account.id, &[Scope::Inference]).await;
 
-    let mut listener = AsyncPgConnection::establish(db.url()).await.unwrap();
-    diesel::sql_query(format!("LISTEN {API_KEY_CHANGED_CHANNEL}"))
-        .execute(&mut listener)
-        .await
-        .unwrap();
+    let mut changes = KeyChanges::listen(&db).await;
     db.delete_api_key(issued.id).await.unwrap();
 
-    let mut notifications = std::pin::pin!(listener.notifications_stream());
-    let notification = tokio::time::timeout(Duration::from_secs(5), notifications.next())
-        .await
-        .expect("no notification within 5 s")
-        .unwrap()
-        .unwrap();
-    assert_eq!(notification.channel, API_KEY_CHANGED_CHANNEL);
-    assert_eq!(notification.payload, hex::encode(hash_api_key(&issued.key)));
+    let payload = changes.next().await;
+    assert_eq!(payload, hex::encode(hash_api_key(&issued.key)));
 }

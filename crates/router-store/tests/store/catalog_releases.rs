@@ -1,7 +1,8 @@
 //! Catalog releases and their price changes (issue 17): recorded once per
 //! distinct text, compared per model in SQL, serialised across instances.
 
-use router_store::catalog_releases::{self, ModelSnapshot};
+use diesel_async::AsyncPgConnection;
+use router_store::catalog_releases::{self, ModelSnapshot, Recorded};
 use router_store::test_support::TestDatabase;
 
 fn model(id: &str, price: u32) -> ModelSnapshot {
@@ -12,53 +13,38 @@ fn model(id: &str, price: u32) -> ModelSnapshot {
     }
 }
 
+/// Records `c.toml` as `text` with `digest` and these models.
+async fn record(
+    conn: &mut AsyncPgConnection,
+    text: &str,
+    digest: &str,
+    models: &[ModelSnapshot],
+) -> Recorded {
+    let recorded = catalog_releases::record(conn, "c.toml", text, digest, models).await;
+    recorded.unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn releases_append_changes_only_for_what_changed() {
     let db = TestDatabase::new().await;
     let mut conn = db.connection().await.unwrap();
-    let first = catalog_releases::record(
-        &mut conn,
-        "c.toml",
-        "v1",
-        "d1",
-        &[model("a", 1), model("b", 2)],
-    )
-    .await
-    .unwrap();
+    let first = record(&mut conn, "v1", "d1", &[model("a", 1), model("b", 2)]).await;
     assert_eq!((first.release, first.changed, first.created), (1, 2, true));
     // The same text again is the same release.
-    let same = catalog_releases::record(
-        &mut conn,
-        "c.toml",
-        "v1",
-        "d1",
-        &[model("a", 1), model("b", 2)],
-    )
-    .await
-    .unwrap();
+    let same = record(&mut conn, "v1", "d1", &[model("a", 1), model("b", 2)]).await;
     assert_eq!((same.release, same.changed, same.created), (1, 0, false));
     // b repriced, a unchanged (JSON equality, not text), c new, then d gone.
     let mut a_reordered = model("a", 1);
     a_reordered.pricing = r#"{ "input_usd_per_mtok" : 1 }"#.to_owned();
-    let second = catalog_releases::record(
+    let second = record(
         &mut conn,
-        "c.toml",
         "v2",
         "d2",
         &[a_reordered, model("b", 3), model("c", 1)],
     )
-    .await
-    .unwrap();
+    .await;
     assert_eq!((second.release, second.changed), (2, 2));
-    let third = catalog_releases::record(
-        &mut conn,
-        "c.toml",
-        "v3",
-        "d3",
-        &[model("a", 1), model("c", 1)],
-    )
-    .await
-    .unwrap();
+    let third = record(&mut conn, "v3", "d3", &[model("a", 1), model("c", 1)]).await;
     assert_eq!((third.release, third.changed), (3, 1));
     let epoch = chrono::DateTime::<chrono::Utc>::UNIX_EPOCH;
     let latest = catalog_releases::latest_changes(&mut conn, 3, epoch)

@@ -2,10 +2,9 @@
 //! key record, announced to key caches for each of the account's keys,
 //! audited once per change, and scheduling the account's uploads.
 
-use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
-use futures::StreamExt;
+use crate::seed::{KeyChanges, key_with};
+use diesel_async::RunQueryDsl;
 use router_core::store::{Scope, Store};
-use router_store::api_keys::API_KEY_CHANGED_CHANNEL;
 use router_store::hash_api_key;
 use router_store::test_support::TestDatabase;
 use std::collections::HashSet;
@@ -16,19 +15,9 @@ async fn a_flip_is_on_the_key_record_and_notifies_every_key_of_the_account() {
     let db = TestDatabase::new().await;
     let account = db.create_account("zdr@example.test", true).await.unwrap();
     let other = db.create_account("other@example.test", true).await.unwrap();
-    let policy = router_core::KeyPolicy::default();
-    let a = db
-        .create_api_key(account.id, &[Scope::Inference], None, &policy)
-        .await
-        .unwrap();
-    let b = db
-        .create_api_key(account.id, &[Scope::AccountRead], None, &policy)
-        .await
-        .unwrap();
-    let foreign = db
-        .create_api_key(other.id, &[Scope::Inference], None, &policy)
-        .await
-        .unwrap();
+    let a = key_with(&db, account.id, &[Scope::Inference]).await;
+    let b = key_with(&db, account.id, &[Scope::AccountRead]).await;
+    let foreign = key_with(&db, other.id, &[Scope::Inference]).await;
     let record = db
         .find_api_key(hash_api_key(&a.key))
         .await
@@ -40,11 +29,7 @@ async fn a_flip_is_on_the_key_record_and_notifies_every_key_of_the_account() {
         .await
         .unwrap();
 
-    let mut listener = AsyncPgConnection::establish(db.url()).await.unwrap();
-    diesel::sql_query(format!("LISTEN {API_KEY_CHANGED_CHANNEL}"))
-        .execute(&mut listener)
-        .await
-        .unwrap();
+    let mut changes = KeyChanges::listen(&db).await;
     let change = db
         .set_zero_data_retention(account.id, session.id, true)
         .await
@@ -52,16 +37,9 @@ async fn a_flip_is_on_the_key_record_and_notifies_every_key_of_the_account() {
         .unwrap();
     assert!(change.changed && change.zero_data_retention);
 
-    let mut notifications = std::pin::pin!(listener.notifications_stream());
     let mut heard = HashSet::new();
     for _ in 0..2 {
-        let notification = tokio::time::timeout(Duration::from_secs(5), notifications.next())
-            .await
-            .expect("no notification within 5 s")
-            .unwrap()
-            .unwrap();
-        assert_eq!(notification.channel, API_KEY_CHANGED_CHANNEL);
-        heard.insert(notification.payload);
+        heard.insert(changes.next().await);
     }
     let expected: HashSet<String> = [&a.key, &b.key]
         .into_iter()

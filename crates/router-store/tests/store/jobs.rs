@@ -4,6 +4,12 @@
 use router_store::test_support::TestDatabase;
 use std::time::Duration;
 
+/// Whether `holder` takes `job`'s lease for a minute.
+async fn lease(db: &TestDatabase, job: &str, holder: &str) -> bool {
+    let lease = db.try_lease_job(job, holder, Duration::from_secs(60)).await;
+    lease.unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn one_of_many_instances_takes_a_pass_and_the_next_waits() {
     let db = TestDatabase::new().await;
@@ -25,41 +31,21 @@ async fn one_of_many_instances_takes_a_pass_and_the_next_waits() {
 
     // While the pass runs, and after it until the interval passes, nobody
     // else starts one; another job is independent.
-    assert!(
-        !db.try_lease_job("reaper", "late", Duration::from_secs(60))
-            .await
-            .unwrap()
-    );
-    assert!(
-        db.try_lease_job("purge", "late", Duration::from_secs(60))
-            .await
-            .unwrap()
-    );
+    assert!(!lease(&db, "reaper", "late").await);
+    assert!(lease(&db, "purge", "late").await);
     db.finish_job("reaper", &holder, Duration::from_secs(3600), Ok(7))
         .await
         .unwrap();
-    assert!(
-        !db.try_lease_job("reaper", "late", Duration::from_secs(60))
-            .await
-            .unwrap()
-    );
+    assert!(!lease(&db, "reaper", "late").await);
     // Only the holder records a pass: a stranger's finish changes nothing.
     db.finish_job("reaper", "stranger", Duration::ZERO, Err("boom"))
         .await
         .unwrap();
-    assert!(
-        !db.try_lease_job("reaper", "late", Duration::from_secs(60))
-            .await
-            .unwrap()
-    );
+    assert!(!lease(&db, "reaper", "late").await);
     // A zero interval makes the job due again at once.
     db.finish_job("reaper", &holder, Duration::ZERO, Ok(0))
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(20)).await;
-    assert!(
-        db.try_lease_job("reaper", "next", Duration::from_secs(60))
-            .await
-            .unwrap()
-    );
+    assert!(lease(&db, "reaper", "next").await);
 }

@@ -3,13 +3,12 @@
 //! reservation admitted under a superseded policy refused with nothing
 //! written (A-18, A-19, A-20, F-07).
 
-use crate::seed::{count, funded_account, new_request, wallet};
-use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl, SimpleAsyncConnection};
-use futures::StreamExt;
+use crate::seed::{KeyChanges, count, funded_account, key_with, new_request, wallet};
+use diesel_async::{AsyncConnection, AsyncPgConnection, SimpleAsyncConnection};
 use router_canonical::PromptCacheMode;
 use router_core::KeyPolicy;
 use router_core::store::{ReserveError, Scope, Store};
-use router_store::api_keys::{API_KEY_CHANGED_CHANNEL, ApiKeyChange};
+use router_store::api_keys::ApiKeyChange;
 use router_store::hash_api_key;
 use router_store::test_support::TestDatabase;
 use std::time::Duration;
@@ -98,27 +97,15 @@ async fn a_policy_is_stored_with_the_key_and_changed_by_patch() {
 async fn a_policy_change_notifies_key_caches() {
     let db = TestDatabase::new().await;
     let account = db.create_account("n@example.test", true).await.unwrap();
-    let issued = db
-        .create_api_key(account.id, &[Scope::Inference], None, &KeyPolicy::default())
-        .await
-        .unwrap();
-    let mut listener = AsyncPgConnection::establish(db.url()).await.unwrap();
-    diesel::sql_query(format!("LISTEN {API_KEY_CHANGED_CHANNEL}"))
-        .execute(&mut listener)
-        .await
-        .unwrap();
+    let issued = key_with(&db, account.id, &[Scope::Inference]).await;
+    let mut changes = KeyChanges::listen(&db).await;
     let change = ApiKeyChange {
         prompt_cache_mode: Some(Some(PromptCacheMode::On)),
         ..ApiKeyChange::default()
     };
     db.update_api_key(issued.id, &change).await.unwrap();
-    let mut notifications = std::pin::pin!(listener.notifications_stream());
-    let notification = tokio::time::timeout(Duration::from_secs(5), notifications.next())
-        .await
-        .expect("no notification within 5 s")
-        .unwrap()
-        .unwrap();
-    assert_eq!(notification.payload, hex::encode(hash_api_key(&issued.key)));
+    let payload = changes.next().await;
+    assert_eq!(payload, hex::encode(hash_api_key(&issued.key)));
 }
 
 /// a request admitted under policy version 0 cannot reserve once the

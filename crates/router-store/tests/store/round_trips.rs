@@ -3,7 +3,7 @@
 //! statement cache (an uncached statement is prepared on every call, which
 //! is a second round trip).
 
-use crate::seed::{funded_account, new_request, settlement, voiding};
+use crate::seed::{funded_account, key_with, new_request, settlement, voiding};
 use diesel::connection::{Instrumentation, InstrumentationEvent};
 use diesel_async::AsyncConnection;
 use router_canonical::Protocol;
@@ -39,15 +39,12 @@ impl Recorder {
 async fn each_lifecycle_step_is_one_cached_statement() {
     let db = TestDatabase::new().await;
     let funded = funded_account(&db, 1_000_000).await;
-    let key = db
-        .create_api_key(
-            funded.account_id,
-            &[router_core::store::Scope::Inference],
-            None,
-            &router_core::KeyPolicy::default(),
-        )
-        .await
-        .unwrap();
+    let key = key_with(
+        &db,
+        funded.account_id,
+        &[router_core::store::Scope::Inference],
+    )
+    .await;
     let recorder = Recorder::default();
     let mut conn = db.connection().await.unwrap();
     conn.set_instrumentation(recorder.clone());

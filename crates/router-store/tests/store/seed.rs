@@ -1,10 +1,47 @@
 //! The accounts, keys and requests tests start from.
 
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use futures::StreamExt;
 use router_canonical::{NanoUsd, Protocol, Usage};
 use router_core::store::{AttemptOutcome, AttemptRecord, NewRequest, Scope, Settlement, Voiding};
-use router_store::Database;
+use router_store::api_keys::API_KEY_CHANGED_CHANNEL;
+use router_store::test_support::TestDatabase;
+use router_store::{Database, NewApiKey};
 use std::time::{Duration, SystemTime};
 use uuid::Uuid;
+
+/// A key on `account_id` with `scopes`, no expiry and the default policy.
+pub async fn key_with(db: &Database, account_id: Uuid, scopes: &[Scope]) -> NewApiKey {
+    let policy = router_core::KeyPolicy::default();
+    let issued = db.create_api_key(account_id, scopes, None, &policy).await;
+    issued.unwrap()
+}
+
+/// A connection that LISTENs to the key-change channel key caches follow.
+pub struct KeyChanges(AsyncPgConnection);
+
+impl KeyChanges {
+    pub async fn listen(db: &TestDatabase) -> KeyChanges {
+        let mut listener = AsyncPgConnection::establish(db.url()).await.unwrap();
+        let listen = format!("LISTEN {API_KEY_CHANGED_CHANNEL}");
+        diesel::sql_query(listen)
+            .execute(&mut listener)
+            .await
+            .unwrap();
+        KeyChanges(listener)
+    }
+
+    /// The next notification's payload (the key's hash in hex), within 5 s.
+    pub async fn next(&mut self) -> String {
+        let mut notifications = std::pin::pin!(self.0.notifications_stream());
+        let next = tokio::time::timeout(Duration::from_secs(5), notifications.next()).await;
+        let Ok(Some(Ok(notification))) = next else {
+            panic!("no notification within 5 s");
+        };
+        assert_eq!(notification.channel, API_KEY_CHANGED_CHANNEL);
+        notification.payload
+    }
+}
 
 /// An account with a wallet balance and an inference key.
 pub struct Funded {
@@ -22,15 +59,7 @@ pub async fn funded_account(db: &Database, balance: i64) -> Funded {
             .unwrap();
         assert_eq!(new_balance, NanoUsd(balance));
     }
-    let key = db
-        .create_api_key(
-            account.id,
-            &[Scope::Inference],
-            None,
-            &router_core::KeyPolicy::default(),
-        )
-        .await
-        .unwrap();
+    let key = key_with(db, account.id, &[Scope::Inference]).await;
     Funded {
         account_id: account.id,
         api_key_id: key.id,
