@@ -109,6 +109,9 @@ pub enum ErrorCode {
     EmailDeliveryFailed,
     /// The platform refused the report, or may have received it (M-21, M-22).
     ReportDeliveryFailed,
+    /// The router's database cannot be reached (or a connection was not
+    /// free in time): retry after `Retry-After`; nothing was charged.
+    ServiceUnavailable,
     InternalError,
 }
 
@@ -177,6 +180,7 @@ impl ErrorCode {
             ErrorCode::InvalidUpstreamResponse => "invalid_upstream_response",
             ErrorCode::UpstreamUnavailable => "upstream_unavailable",
             ErrorCode::RouteUnavailable => "route_unavailable",
+            ErrorCode::ServiceUnavailable => "service_unavailable",
             ErrorCode::InternalError => "internal_error",
         }
     }
@@ -239,7 +243,8 @@ impl ErrorCode {
             | ErrorCode::EmailDeliveryFailed
             | ErrorCode::ReportDeliveryFailed
             | ErrorCode::SubmissionUnknown
-            | ErrorCode::UploadsUnavailable => 503,
+            | ErrorCode::UploadsUnavailable
+            | ErrorCode::ServiceUnavailable => 503,
             ErrorCode::InternalError => 500,
         }
     }

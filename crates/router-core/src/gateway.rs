@@ -541,7 +541,7 @@ fn key_limit_error(limit: KeyLimit) -> ApiError {
     ApiError::new(code, message)
 }
 
-/// The public error of a refused reservation (402, 403, 429, 500).
+/// The public error of a refused reservation (402, 403, 429, 503, 500).
 pub fn reserve_error(refusal: ReserveError) -> ApiError {
     match refusal {
         ReserveError::InsufficientCredits => ApiError::new(
@@ -555,7 +555,7 @@ pub fn reserve_error(refusal: ReserveError) -> ApiError {
         ReserveError::KeyLimit { limit, retry_after } => {
             key_limit_error(limit).with_retry_after(retry_after)
         }
-        ReserveError::Store(e) => internal(&e),
+        ReserveError::Store(e) => e.api_error(),
     }
 }
 
@@ -629,7 +629,7 @@ impl<S: Store, P: Suppliers> Reservation<S, P> {
             Err(SettleError::Store(e)) => {
                 // The outcome of a failed commit is unknown; the hold stays
                 // for the reaper rather than risking a double release.
-                Err(internal(&e))
+                Err(e.api_error())
             }
         }
     }

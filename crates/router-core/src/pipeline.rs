@@ -195,13 +195,7 @@ where
             .store()
             .experiment(call.key.account_id, slug)
             .await
-            .map_err(|e| {
-                tracing::error!(error = %e, "experiment lookup failed");
-                ApiError::new(
-                    ErrorCode::InternalError,
-                    "An internal error occurred; the request was not charged.",
-                )
-            })?
+            .map_err(|e| e.api_error())?
             .ok_or_else(|| {
                 ApiError::new(ErrorCode::ExperimentNotFound, "No such experiment.")
                     .with_param("x-ci-experiment")

@@ -56,7 +56,7 @@ pub async fn show(
         .database()
         .zero_data_retention(account_id)
         .await
-        .map_err(storage_error)?
+        .map_err(|e| e.api_error())?
         .ok_or_else(|| storage_error("the caller's account is missing"))?;
     Ok(record(on, request_id))
 }
@@ -75,7 +75,7 @@ pub async fn change(
         .database()
         .set_zero_data_retention(session.account_id, session.id, enabled)
         .await
-        .map_err(storage_error)?
+        .map_err(|e| e.api_error())?
         .ok_or_else(|| storage_error("the session's account is missing"))?;
     if change.changed {
         tracing::info!(

@@ -52,13 +52,11 @@ pub async fn find(app: &App, headers: &http::HeaderMap) -> Result<Option<Session
     let Some(token) = cookie_value(headers) else {
         return Ok(None);
     };
-    let record = app.database().find_session(token).await.map_err(|e| {
-        tracing::error!(error = %e, "session lookup failed");
-        ApiError::new(
-            ErrorCode::InternalError,
-            "Sign-in is temporarily unavailable.",
-        )
-    })?;
+    let record = app
+        .database()
+        .find_session(token)
+        .await
+        .map_err(|e| e.api_error())?;
     Ok(record.map(|r| Session {
         id: r.id,
         account_id: r.account_id,

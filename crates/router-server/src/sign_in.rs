@@ -35,14 +35,6 @@ pub struct LinkRequest {
     email: String,
 }
 
-fn storage_error(e: impl std::fmt::Display) -> ApiError {
-    tracing::error!(error = %e, "sign-in storage failure");
-    ApiError::new(
-        ErrorCode::InternalError,
-        "Sign-in is temporarily unavailable.",
-    )
-}
-
 /// `POST /api/auth/magic-link`.
 pub async fn request_link(
     app: Arc<App>,
@@ -64,7 +56,7 @@ pub async fn request_link(
         .database()
         .issue_magic_link(email)
         .await
-        .map_err(storage_error)?;
+        .map_err(|e| e.api_error())?;
     if let MagicLinkIssue::Issued { token, email } = issue {
         let link = app
             .public_base
@@ -152,7 +144,7 @@ pub async fn redeem(
         .database()
         .redeem_magic_link(&token, app.session_ttl)
         .await
-        .map_err(storage_error)?
+        .map_err(|e| e.api_error())?
         .ok_or_else(invalid)?;
     let body = format!(
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>Signed in</title></head>\
@@ -192,7 +184,7 @@ pub async fn sign_out(
     app.database()
         .revoke_session(session.id)
         .await
-        .map_err(storage_error)?;
+        .map_err(|e| e.api_error())?;
     let mut response = reply::no_content(request_id);
     set_cookie(&mut response, &session::clear_cookie(&app.public_base));
     Ok(response)

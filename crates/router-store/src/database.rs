@@ -496,6 +496,12 @@ impl Database {
         jobs::try_lease(&mut conn, name, holder, lease).await
     }
 
+    /// How long until a job's lease runs out (see [`jobs::due_in`]).
+    pub async fn job_due_in(&self, name: &str) -> Result<Duration, StoreError> {
+        let mut conn = self.connection().await?;
+        jobs::due_in(&mut conn, name).await
+    }
+
     /// Ends a job's pass and schedules the next (see [`jobs::finish`]).
     pub async fn finish_job(
         &self,

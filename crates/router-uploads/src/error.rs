@@ -199,7 +199,7 @@ impl From<UploadError> for ApiError {
                 ErrorCode::UploadsUnavailable,
                 "Uploads are temporarily unavailable.",
             ),
-            UploadError::Store(_) => ApiError::new(ErrorCode::InternalError, "Storage failure."),
+            UploadError::Store(e) => e.api_error(),
             UploadError::ReferencesUnderDataProtection => ApiError::new(
                 ErrorCode::ZdrCapacityUnavailable,
                 "Zero data retention is on for this account: uploaded images cannot be read.",
