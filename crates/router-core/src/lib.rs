@@ -24,6 +24,7 @@ pub mod pipeline;
 pub mod pricing;
 pub mod response_cache;
 pub mod routing;
+pub mod shutdown;
 pub mod store;
 pub mod supplier;
 pub mod thinking_seal;

@@ -45,7 +45,14 @@ pub struct ConnectionLimits {
     /// comes from its few addresses).
     pub max_connections_per_address: usize,
     pub body: crate::body::BodyPace,
+    /// How long requests in flight may run on after SIGTERM
+    /// (`ROUTER_DRAIN_SECS`); those still running then are stopped.
+    pub drain: Duration,
 }
+
+/// The default drain: the routing deadline (180 s) and a little more, so
+/// a request that started just before SIGTERM can finish and settle.
+pub const DEFAULT_DRAIN: Duration = Duration::from_secs(190);
 
 /// Connections kept free of client use below the process's descriptor
 /// limit: the database pool, supplier connections, spool and catalog files.
@@ -73,6 +80,7 @@ impl Default for ConnectionLimits {
             max_connections: Self::default_max_connections(),
             max_connections_per_address: 256,
             body: crate::body::BodyPace::default(),
+            drain: DEFAULT_DRAIN,
         }
     }
 }
@@ -377,14 +385,33 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Watched<T> {
 pub(crate) struct Tracked<B> {
     inner: B,
     _request: RequestInProgress,
+    _counted: InFlight,
 }
 
 impl<B> Tracked<B> {
-    pub(crate) fn new(inner: B, request: RequestInProgress) -> Self {
+    pub(crate) fn new(inner: B, request: RequestInProgress, counted: InFlight) -> Self {
         Tracked {
             inner,
             _request: request,
+            _counted: counted,
         }
+    }
+}
+
+/// One request counted among the server's requests in flight (what a
+/// drain waits for), from its head to the end of its answer.
+pub(crate) struct InFlight(Arc<AtomicU64>);
+
+impl InFlight {
+    pub(crate) fn enter(count: &Arc<AtomicU64>) -> InFlight {
+        count.fetch_add(1, Ordering::AcqRel);
+        InFlight(count.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 

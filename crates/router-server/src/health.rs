@@ -8,7 +8,8 @@ use serde::Serialize;
 /// The answer of both checks.
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct Health {
-    /// `ok` (`/healthz`), `ready`, or `database unavailable` (`/readyz`, 503).
+    /// `ok` (`/healthz`), `ready`, or `database unavailable` or `draining`
+    /// (`/readyz`, 503).
     pub status: &'static str,
 }
 
@@ -22,6 +23,10 @@ pub fn healthz(request_id: &str) -> Response<Body> {
 }
 
 pub async fn readyz(app: &App, request_id: &str) -> Response<Body> {
+    // A load balancer still probing a stopping router moves its traffic.
+    if app.gateway.shutdown().is_draining() {
+        return health(StatusCode::SERVICE_UNAVAILABLE, "draining", request_id);
+    }
     match app.database().ping().await {
         Ok(()) => health(StatusCode::OK, "ready", request_id),
         Err(e) => {

@@ -18,6 +18,7 @@ mod cross_protocol;
 mod data_protection;
 mod database_outage;
 mod docs;
+mod drain;
 mod experiments;
 mod harness;
 mod images;

@@ -58,6 +58,11 @@ pub(crate) struct ServeArgs {
     /// Seconds between HTTP/2 PINGs; a PING unanswered as long closes the connection.
     #[arg(long, env = "ROUTER_H2_KEEP_ALIVE_SECS", default_value = "30")]
     h2_keep_alive_secs: String,
+    /// Seconds requests in flight may run on after SIGTERM (the listener
+    /// closes at once); those still running then get an error and their
+    /// holds are voided. At least the routing deadline is advised.
+    #[arg(long, env = "ROUTER_DRAIN_SECS", default_value = "190")]
+    drain_secs: String,
     /// Seconds a request body may send nothing before it is refused (408).
     #[arg(long, env = "ROUTER_BODY_IDLE_TIMEOUT_SECS", default_value = "30")]
     body_idle_timeout_secs: String,
@@ -324,6 +329,7 @@ impl ServeArgs {
                 )?,
                 min_bytes_per_sec: min_rate,
             },
+            drain: seconds("ROUTER_DRAIN_SECS", &self.drain_secs)?,
         })
     }
 
