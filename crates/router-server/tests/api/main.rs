@@ -34,6 +34,7 @@ mod retries;
 mod routes_matrix;
 mod routing_policies;
 mod sessions;
+mod settings;
 mod streaming;
 mod supplier_failures;
 mod thinking_signatures;

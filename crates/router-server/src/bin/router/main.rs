@@ -80,6 +80,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     // output is what it printed.
     init_logging(
         cli.serve.log_format()?,
+        cli.serve.log_filter(),
         if serving { "info" } else { "warn" },
     );
     if let Command::Catalog(command) = command {
@@ -109,11 +110,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     })
 }
 
-/// JSON lines or human text on stderr; `ROUTER_LOG` filters (default
-/// `default_level`).
-fn init_logging(format: LogFormat, default_level: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("ROUTER_LOG")
-        .unwrap_or_else(|_| default_level.into());
+/// JSON lines or human text on stderr; `ROUTER_LOG` (`--log`) filters
+/// (default `default_level`; one that cannot be read falls back to it, and
+/// `config check` and the start of `serve` warn about it).
+fn init_logging(format: LogFormat, filter: Option<&str>, default_level: &str) {
+    let filter = filter
+        .and_then(|f| tracing_subscriber::EnvFilter::try_new(f).ok())
+        .unwrap_or_else(|| default_level.into());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
@@ -123,5 +126,18 @@ fn init_logging(format: LogFormat, default_level: &str) {
             builder.json().init();
         }
         LogFormat::Text => builder.init(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// clap's own checks: no setting (a global flag) clashes with a
+    /// command's flag of the same name.
+    #[test]
+    fn the_command_line_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
     }
 }
