@@ -135,6 +135,13 @@ impl Database {
         migrations::run_pending_migrations(&self.url).await
     }
 
+    /// Which migrations are applied, pending, or unknown to this binary
+    /// (read only; see [`migrations::status`]).
+    pub async fn migration_status(&self) -> Result<migrations::MigrationStatus, StoreError> {
+        let mut conn = self.connection().await?;
+        migrations::status(&mut conn).await
+    }
+
     /// Turns the in-process caches kept honest by NOTIFY on: a dedicated
     /// connection LISTENs for API-key changes, response-cache clearings and
     /// experiment changes from every instance (see [`crate::listener`]).

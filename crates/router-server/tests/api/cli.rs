@@ -397,3 +397,142 @@ async fn videos_are_shown_and_reconciled_through_the_cli() {
         .await
         .refused_naming("conflict");
 }
+
+/// Issue 30: each misconfiguration that still starts is a warning naming
+/// its setting; `--strict` makes them fail; the whole effective
+/// configuration is shown with its secrets masked; `migrate --status`
+/// lists pending and applied migrations; `serve` logs the same warnings.
+#[tokio::test(flavor = "multi_thread")]
+async fn config_check_warns_on_each_misconfiguration_and_strict_fails() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let db = TestDatabase::unmigrated().await;
+    let catalog = catalog_file();
+    let url = db.url().to_owned();
+    let env = [
+        ("DATABASE_URL", url.as_str()),
+        ("ROUTER_CATALOG", catalog.to_str().unwrap()),
+        ("ROUTER_ADMIN_TOKEN", "x"),
+        ("ROUTER_ADMIN_TEST_HOOKS", "1"),
+        ("ROUTER_IMAGE_URL_ALLOW_LOOPBACK", "true"),
+        ("ROUTER_LOG", "info,[[["),
+        ("ROUTER_TELEGRAM_BOT_TOKEN", "123456:telegram-secret"),
+    ];
+    let run = router(&env, &["config", "check", "--json"]).await;
+    assert!(run.ok, "{}", run.stderr);
+    let summary = run.json();
+    let warned: Vec<String> = summary["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| format!("{} {}", w["setting"], w["message"]))
+        .collect();
+    for expected in [
+        "ROUTER_ADMIN_TEST_HOOKS",
+        "ROUTER_IMAGE_URL_ALLOW_LOOPBACK",
+        "ROUTER_ADMIN_TOKEN",
+        "ROUTER_LOG",
+        "ROUTER_TEST_SUPPLIER_KEY",
+        "model m-off",
+        "migrations not applied",
+    ] {
+        assert!(
+            warned.iter().any(|w| w.contains(expected)),
+            "no warning about {expected}: {warned:#?}"
+        );
+    }
+    // The whole configuration, secrets masked.
+    let settings = summary["settings"].as_object().unwrap();
+    assert!(settings.len() >= 36, "{settings:?}");
+    assert_eq!(settings["ROUTER_DEADLINE_SECS"], "180");
+    assert_eq!(settings["ROUTER_TELEGRAM_BOT_TOKEN"], "***");
+    assert_eq!(settings["ROUTER_ADMIN_TOKEN"], "set (1 characters)");
+    assert!(!run.stdout.contains("telegram-secret"));
+    assert_eq!(summary["migrations"]["applied"], 0);
+
+    let strict = router(&env, &["config", "check", "--strict"]).await;
+    assert!(!strict.ok);
+    assert!(
+        strict.stdout.contains("warning: ROUTER_ADMIN_TOKEN"),
+        "{}",
+        strict.stdout
+    );
+    assert_eq!(
+        strict.stderr.trim(),
+        format!("router: config check --strict: {} warnings", warned.len())
+    );
+
+    // Migrations: pending, then applied; a newer schema is named.
+    let status = router(&env, &["migrate", "--status", "--json"]).await;
+    assert!(status.ok, "{}", status.stderr);
+    let pending = status.json()["pending"].as_array().unwrap().len();
+    assert!(pending > 0);
+    assert!(router(&env, &["migrate"]).await.ok);
+    let status = router(&env, &["migrate", "--status", "--json"])
+        .await
+        .json();
+    assert_eq!(status["pending"], json!([]));
+    assert_eq!(status["applied"].as_array().unwrap().len(), pending);
+    let mut conn = db.database().connection().await.unwrap();
+    diesel_async::RunQueryDsl::execute(
+        diesel::sql_query(
+            "INSERT INTO __diesel_schema_migrations (version) VALUES ('29990101000000')",
+        ),
+        &mut conn,
+    )
+    .await
+    .unwrap();
+    let newer = router(&env, &["config", "check", "--json"]).await.json();
+    assert!(
+        newer["warnings"]
+            .to_string()
+            .contains("newer than this binary"),
+        "{newer}"
+    );
+
+    // A clean configuration passes --strict.
+    let clean = [
+        ("DATABASE_URL", url.as_str()),
+        ("ROUTER_CATALOG", catalog.to_str().unwrap()),
+        ("ROUTER_TEST_SUPPLIER_KEY", "k"),
+        ("ROUTER_ADMIN_TOKEN", "0123456789abcdef0123456789abcdef"),
+    ];
+    diesel_async::RunQueryDsl::execute(
+        diesel::sql_query(
+            "DELETE FROM __diesel_schema_migrations WHERE version = '29990101000000'",
+        ),
+        &mut conn,
+    )
+    .await
+    .unwrap();
+    let run = router(&clean, &["config", "check", "--strict", "--json"]).await;
+    let warnings = run.json()["warnings"].clone();
+    // The test catalog's `m-off` has only a disabled route, on purpose.
+    assert_eq!(warnings.as_array().unwrap().len(), 1, "{warnings}");
+    assert!(warnings.to_string().contains("m-off"));
+
+    // `router serve` logs the same warnings when it starts.
+    let mut process = spawn_router_process(
+        db.url(),
+        "http://127.0.0.1:9/v1",
+        &[("ROUTER_ADMIN_TEST_HOOKS", "1")],
+    )
+    .await;
+    let pid = process.child.id().unwrap().to_string();
+    std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    process.child.wait().await.unwrap();
+    let log = (&mut process.stderr).await.unwrap();
+    for expected in [
+        "ROUTER_ADMIN_TEST_HOOKS",
+        "ROUTER_TEST_SUPPLIER_KEY",
+        "m-off",
+    ] {
+        assert!(
+            log.lines()
+                .any(|l| l.contains("configuration: ") && l.contains(expected)),
+            "serve did not warn about {expected}: {log}"
+        );
+    }
+}

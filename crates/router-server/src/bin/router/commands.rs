@@ -3,6 +3,7 @@
 //! operator wing, `router_operator::Operator`); and checks of a catalog
 //! file and of the whole configuration.
 
+use crate::checks;
 use crate::output::{Output, field, parse_usd, usd};
 use crate::serve::{app, load_catalog};
 use crate::settings::ServeArgs;
@@ -129,8 +130,13 @@ pub(crate) enum CatalogCommand {
 
 #[derive(Subcommand, Debug)]
 pub(crate) enum ConfigCommand {
-    /// Check every setting, the catalog and the database connection.
-    Check,
+    /// Check every setting, the catalog and the database; print the whole
+    /// effective configuration (secrets masked) and every warning.
+    Check {
+        /// Exit with status 1 when there is any warning.
+        #[arg(long)]
+        strict: bool,
+    },
 }
 
 /// The operation's refusal as one line: its code, field and message.
@@ -530,25 +536,39 @@ fn catalog_summary(catalog: &Catalog) -> Value {
 }
 
 /// `router config check`: every setting parsed, the catalog loaded, the
-/// database reached; secrets are never printed.
+/// database reached and its migrations read; the effective configuration
+/// and the warnings printed, secrets never. `--strict`: warnings fail.
 pub(crate) async fn config(
     args: &ServeArgs,
     command: ConfigCommand,
     out: &Output,
 ) -> anyhow::Result<()> {
-    let ConfigCommand::Check = command;
+    let ConfigCommand::Check { strict } = command;
     let config = args.server_config()?;
-    let (catalog, _) = load_catalog(&config.catalog_path)?;
+    let (catalog, text) = load_catalog(&config.catalog_path)?;
     // Connecting pings the database.
-    Database::connect(&config.database_url, 1)
+    let db = Database::connect(&config.database_url, 1)
         .await
         .context("DATABASE_URL: cannot connect")?;
+    let migrations = db
+        .migration_status()
+        .await
+        .context("DATABASE_URL: cannot read the applied migrations")?;
+    let mut warnings = checks::of_settings(args, &config);
+    warnings.extend(checks::of_catalog(&config.catalog_path, &text));
+    warnings.extend(checks::of_database(&migrations));
     let summary = json!({
         "ok": true,
+        "settings": args.effective(),
         "listen": config.listen.to_string(),
         "public_base_url": config.public_base.origin(),
         "catalog": {"path": config.catalog_path, "summary": catalog_summary(&catalog)},
         "database": "reachable",
+        "migrations": {
+            "applied": migrations.applied.len(),
+            "pending": migrations.pending,
+            "unknown": migrations.unknown,
+        },
         "admin_api": config.admin_token.is_some(),
         "email": config.mailer.is_some(),
         "deadline_secs": config.deadline.as_secs(),
@@ -556,17 +576,71 @@ pub(crate) async fn config(
         "reaper_interval_secs": config.reaper_interval.as_secs(),
         "db_pool_size": config.database_pool_size,
         "session_ttl_secs": config.session_ttl.as_secs(),
+        "warnings": warnings,
     });
     out.show(&summary, |v| {
-        format!(
-            "configuration ok\nlisten        {}\npublic URL    {}\ncatalog       {} ({} routes)\ndatabase      reachable\nadmin API     {}\nemail         {}\n",
+        let mut text = format!(
+            "configuration ok ({} warnings)\nlisten        {}\npublic URL    {}\ncatalog       {} ({} routes)\ndatabase      reachable, {} migrations applied, {} pending\nadmin API     {}\nemail         {}\n\nsettings\n",
+            warnings.len(),
             field(v, "listen"),
             field(v, "public_base_url"),
             config.catalog_path,
             v["catalog"]["summary"]["routes"],
+            migrations.applied.len(),
+            migrations.pending.len(),
             if config.admin_token.is_some() { "on" } else { "off (ROUTER_ADMIN_TOKEN unset)" },
             if config.mailer.is_some() { "on" } else { "off (ROUTER_SMTP_URL unset)" },
-        )
+        );
+        if let Some(settings) = v["settings"].as_object() {
+            for (name, value) in settings {
+                let value = match value {
+                    Value::Null => "(unset)".to_owned(),
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                text.push_str(&format!("  {name} = {value}\n"));
+            }
+        }
+        for w in &warnings {
+            text.push_str(&format!("warning: {}: {}\n", w.setting, w.message));
+        }
+        text
+    });
+    if strict && !warnings.is_empty() {
+        bail!("config check --strict: {} warnings", warnings.len());
+    }
+    Ok(())
+}
+
+/// `router migrate --status`: the applied and pending migrations, and any
+/// the database has that this binary does not know (a newer schema).
+pub(crate) async fn migration_status(args: &ServeArgs, out: &Output) -> anyhow::Result<()> {
+    let url = args.database_url()?;
+    let db = Database::connect(&url, 1)
+        .await
+        .context("DATABASE_URL: cannot connect")?;
+    let status = db
+        .migration_status()
+        .await
+        .context("DATABASE_URL: cannot read the applied migrations")?;
+    out.show(&status, |_| {
+        let mut text = String::new();
+        for version in &status.applied {
+            text.push_str(&format!("applied  {version}\n"));
+        }
+        for version in &status.pending {
+            text.push_str(&format!("pending  {version}\n"));
+        }
+        for version in &status.unknown {
+            text.push_str(&format!("unknown  {version} (newer than this binary)\n"));
+        }
+        text.push_str(&format!(
+            "{} applied, {} pending, {} unknown\n",
+            status.applied.len(),
+            status.pending.len(),
+            status.unknown.len()
+        ));
+        text
     });
     Ok(())
 }

@@ -4,6 +4,7 @@
 //! admin API's own operations; `router catalog check` and `router config
 //! check` validate before a deploy. Errors are one line and a non-zero exit.
 
+mod checks;
 mod commands;
 mod output;
 mod serve;
@@ -35,8 +36,13 @@ struct Cli {
 enum Command {
     /// Run the gateway (the default).
     Serve,
-    /// Apply database migrations and exit.
-    Migrate,
+    /// Apply database migrations and exit (`--status`: list them, apply none).
+    Migrate {
+        /// List the applied and pending migrations (and any newer than
+        /// this binary) instead of applying them.
+        #[arg(long)]
+        status: bool,
+    },
     /// Accounts and their wallets.
     #[command(subcommand)]
     Accounts(AccountsCommand),
@@ -75,7 +81,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let out = Output { json: cli.json };
     let command = cli.command.unwrap_or(Command::Serve);
-    let serving = matches!(command, Command::Serve | Command::Migrate);
+    let serving = matches!(command, Command::Serve | Command::Migrate { status: false });
     // The gateway logs at info; an operator command only warns, so that its
     // output is what it printed.
     init_logging(
@@ -91,8 +97,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         .build()?;
     runtime.block_on(async move {
         match command {
-            Command::Serve => serve::serve(cli.serve.server_config()?).await,
-            Command::Migrate => {
+            Command::Serve => {
+                let config = cli.serve.server_config()?;
+                let warnings = checks::of_settings(&cli.serve, &config);
+                serve::serve(config, warnings).await
+            }
+            Command::Migrate { status: true } => commands::migration_status(&cli.serve, &out).await,
+            Command::Migrate { status: false } => {
                 let url = cli.serve.database_url()?;
                 let db = Database::connect(&url, 2).await?;
                 db.migrate().await?;

@@ -19,7 +19,7 @@ use std::time::Duration;
 /// (`router serve --listen …`, the documented form, and `router --listen
 /// … serve`), and `router serve --help` lists them with their defaults
 /// and variables.
-#[derive(clap::Args, Debug, Clone)]
+#[derive(clap::Args, Debug, Clone, serde::Serialize)]
 #[command(next_help_heading = "Settings (each also its ROUTER_* variable)")]
 pub(crate) struct ServeArgs {
     /// Listen address (HTTP/1.1 and h2c).
@@ -321,6 +321,32 @@ impl ServeArgs {
         }
     }
 
+    /// Every setting by its variable, as this process reads it (from its
+    /// flag, its variable or its default), secrets masked: the passwords
+    /// of URLs, the Telegram bot token, the admin token (only its length).
+    pub(crate) fn effective(&self) -> serde_json::Map<String, serde_json::Value> {
+        use clap::Args;
+        let values = serde_json::to_value(self).unwrap_or_default();
+        let command = ServeArgs::augment_args(clap::Command::new("router"));
+        let mut settings = serde_json::Map::new();
+        for arg in command.get_arguments() {
+            let Some(variable) = arg.get_env().and_then(|v| v.to_str()) else {
+                continue;
+            };
+            let value = values
+                .get(arg.get_id().as_str())
+                .cloned()
+                .unwrap_or_default();
+            settings.insert(variable.to_owned(), mask(variable, value));
+        }
+        let admin_token = std::env::var("ROUTER_ADMIN_TOKEN")
+            .ok()
+            .filter(|t| !t.is_empty())
+            .map(|t| format!("set ({} characters)", t.chars().count()));
+        settings.insert("ROUTER_ADMIN_TOKEN".to_owned(), admin_token.into());
+        settings
+    }
+
     /// `ROUTER_LOG`, when set and not empty.
     pub(crate) fn log_filter(&self) -> Option<&str> {
         self.log.as_deref().filter(|f| !f.trim().is_empty())
@@ -484,6 +510,29 @@ impl ServeArgs {
             )?,
             ..UploadSettings::default()
         })
+    }
+}
+
+/// A secret setting's value as `config check` may show it.
+fn mask(variable: &str, value: serde_json::Value) -> serde_json::Value {
+    let Some(text) = value.as_str() else {
+        return value;
+    };
+    match variable {
+        "ROUTER_TELEGRAM_BOT_TOKEN" => "***".into(),
+        "DATABASE_URL" | "ROUTER_SMTP_URL" => match url::Url::parse(text) {
+            Ok(mut url) => {
+                if url.password().is_some() {
+                    let _ = url.set_password(Some("***"));
+                }
+                if variable == "ROUTER_SMTP_URL" && !url.username().is_empty() {
+                    let _ = url.set_username("***");
+                }
+                url.to_string().into()
+            }
+            Err(_) => "(unreadable, not shown)".into(),
+        },
+        _ => value,
     }
 }
 
