@@ -239,6 +239,16 @@ impl Database {
         accounts::grant_credits(&mut conn, account_id, amount).await
     }
 
+    /// Accounts with their wallets, newest first (see [`accounts::list_accounts`]).
+    pub async fn list_accounts(
+        &self,
+        limit: i64,
+        before: Option<Uuid>,
+    ) -> Result<Vec<AccountView>, StoreError> {
+        let mut conn = self.connection().await?;
+        accounts::list_accounts(&mut conn, limit, before).await
+    }
+
     pub async fn get_account(&self, id: Uuid) -> Result<Option<AccountView>, StoreError> {
         let mut conn = self.connection().await?;
         accounts::get_account(&mut conn, id).await

@@ -536,3 +536,165 @@ async fn config_check_warns_on_each_misconfiguration_and_strict_fails() {
         );
     }
 }
+
+/// Issue 30, item 11: `accounts list`, `keys update`, the response-cache
+/// TTL on `keys create`, and status 1 with one line on every failure: a
+/// refused operation, a command line clap refuses, a closed stdout.
+#[tokio::test(flavor = "multi_thread")]
+async fn accounts_list_keys_update_and_every_failure_exits_1() {
+    let db = TestDatabase::new().await;
+    let catalog = catalog_file();
+    let catalog = catalog.to_str().unwrap();
+    let env = [("DATABASE_URL", db.url()), ("ROUTER_CATALOG", catalog)];
+    let mut ids = Vec::new();
+    for email in [
+        "first@example.com",
+        "second@example.com",
+        "third@example.com",
+    ] {
+        let created = router(&env, &["accounts", "create", "--email", email, "--json"]).await;
+        assert!(created.ok, "{}", created.stderr);
+        ids.push(created.json()["id"].as_str().unwrap().to_owned());
+    }
+    let listed = router(&env, &["accounts", "list", "--json"]).await;
+    assert!(listed.ok, "{}", listed.stderr);
+    let emails: Vec<String> = listed.json()["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["email"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        emails,
+        [
+            "third@example.com",
+            "second@example.com",
+            "first@example.com"
+        ]
+    );
+    // Pages: two, then the rest after the last of them.
+    let page = router(&env, &["accounts", "list", "--limit", "2", "--json"])
+        .await
+        .json();
+    assert_eq!(page["data"].as_array().unwrap().len(), 2);
+    let last = page["data"][1]["id"].as_str().unwrap().to_owned();
+    let rest = router(&env, &["accounts", "list", "--before", &last, "--json"])
+        .await
+        .json();
+    assert_eq!(rest["data"][0]["email"], "first@example.com");
+    let human = router(&env, &["accounts", "list"]).await;
+    assert!(
+        human
+            .stdout
+            .contains("second@example.com  balance 0.000000000 USD"),
+        "{}",
+        human.stdout
+    );
+
+    let key = router(
+        &env,
+        &[
+            "keys",
+            "create",
+            "--account",
+            &ids[0],
+            "--scope",
+            "inference",
+            "--response-cache-ttl-seconds",
+            "600",
+            "--json",
+        ],
+    )
+    .await;
+    assert!(key.ok, "{}", key.stderr);
+    let key = key.json();
+    assert_eq!(key["policy"]["response_cache_ttl_seconds"], 600);
+    let key_id = key["id"].as_str().unwrap().to_owned();
+
+    let updated = router(
+        &env,
+        &[
+            "keys",
+            "update",
+            &key_id,
+            "--scope",
+            "inference",
+            "--scope",
+            "usage:read",
+            "--allowed-model",
+            "m-text",
+            "--requests-per-minute",
+            "30",
+            "--clear",
+            "response_cache_ttl_seconds",
+            "--json",
+        ],
+    )
+    .await;
+    assert!(updated.ok, "{}", updated.stderr);
+    let updated = updated.json();
+    assert_eq!(updated["scopes"], json!(["inference", "usage:read"]));
+    assert_eq!(updated["policy"]["allowed_models"], json!(["m-text"]));
+    assert_eq!(updated["policy"]["requests_per_minute"], 30);
+    assert_eq!(updated["policy"]["response_cache_ttl_seconds"], Value::Null);
+    let shown = router(&env, &["keys", "show", &key_id, "--json"])
+        .await
+        .json();
+    assert_eq!(shown["policy"]["requests_per_minute"], 30);
+
+    // Refusals: the operation's own, and the command line's.
+    router(
+        &env,
+        &[
+            "keys",
+            "update",
+            &key_id,
+            "--allowed-model",
+            "no-such-model",
+        ],
+    )
+    .await
+    .refused_naming("allowed_models");
+    router(&env, &["keys", "update", &key_id])
+        .await
+        .refused_naming("nothing to update");
+    router(&env, &["keys", "update", &key_id, "--clear", "scopes"])
+        .await
+        .refused_naming("--clear");
+    router(
+        &env,
+        &[
+            "keys",
+            "create",
+            "--account",
+            &ids[0],
+            "--response-cache-ttl-seconds",
+            "0",
+        ],
+    )
+    .await
+    .refused_naming("response_cache_ttl_seconds");
+    router(&env, &["accounts", "list", "--limit", "many"])
+        .await
+        .refused_naming("--limit");
+    router(&env, &["no-such-command"])
+        .await
+        .refused_naming("no-such-command");
+
+    // A closed stdout (`router accounts list | head -0`): status 1, one
+    // line, no panic.
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_router"))
+        .args(["accounts", "list"])
+        .envs(env)
+        .env_remove("RUST_BACKTRACE")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().await.unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+}

@@ -15,7 +15,7 @@ use commands::{
     AccountsCommand, CatalogCommand, ConfigCommand, KeysCommand, RequestsCommand, SessionsCommand,
     VideosCommand,
 };
-use output::{Output, one_line};
+use output::Output;
 use router_store::Database;
 use settings::{LogFormat, ServeArgs};
 use std::process::ExitCode;
@@ -66,14 +66,43 @@ enum Command {
     Config(ConfigCommand),
 }
 
+/// Every failure is one line on stderr and status 1 (docs/operations.md):
+/// a command line clap refuses too (clap alone would exit 2 with a
+/// paragraph); help and version are printed and succeed.
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            use clap::error::ErrorKind;
+            if matches!(
+                error.kind(),
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
+            ) {
+                use std::io::Write;
+                let mut stdout = std::io::stdout().lock();
+                let written = write!(stdout, "{}", error.render()).and_then(|()| stdout.flush());
+                return if written.is_ok() {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::FAILURE
+                };
+            }
+            if error.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                // `router keys`: what the command takes, and a failure.
+                let _ = error.print();
+                return ExitCode::FAILURE;
+            }
+            let rendered = error.render().to_string();
+            let first = rendered.lines().next().unwrap_or_default();
+            output::fail(&format!(
+                "{} (see `router --help`)",
+                first.trim_start_matches("error: ")
+            ));
+        }
+    };
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("router: {}", one_line(&format!("{error:#}")));
-            ExitCode::FAILURE
-        }
+        Err(error) => output::fail(&format!("{error:#}")),
     }
 }
 
