@@ -28,6 +28,7 @@ pub mod shutdown;
 pub mod store;
 pub mod supplier;
 pub mod thinking_seal;
+pub mod throttle;
 pub mod trace;
 pub mod video_jobs;
 pub mod videos;

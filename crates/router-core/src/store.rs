@@ -261,7 +261,11 @@ impl StoreError {
     pub fn api_error(&self) -> ApiError {
         match self {
             StoreError::Unavailable(cause) => {
-                tracing::warn!(error = %cause, "database unavailable");
+                // Every request says so while the database is away: once a second.
+                static OUTAGE: crate::throttle::Throttle = crate::throttle::Throttle::new();
+                if let Some(held_back) = OUTAGE.allow(Duration::from_secs(1)) {
+                    tracing::warn!(error = %cause, held_back, "database unavailable");
+                }
                 ApiError::new(
                     ErrorCode::ServiceUnavailable,
                     "The service is briefly unavailable; retry shortly.",

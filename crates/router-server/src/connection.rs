@@ -381,19 +381,31 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Watched<T> {
     }
 }
 
-/// A response body that keeps its request in progress until it is sent.
+/// A response body that keeps its request in progress until it is sent,
+/// and tells the request's log line what went out (bytes, first byte).
 pub(crate) struct Tracked<B> {
     inner: B,
     _request: RequestInProgress,
     _counted: InFlight,
+    log: Option<crate::request_log::RequestLog>,
 }
 
 impl<B> Tracked<B> {
-    pub(crate) fn new(inner: B, request: RequestInProgress, counted: InFlight) -> Self {
+    pub(crate) fn new(
+        inner: B,
+        request: RequestInProgress,
+        counted: InFlight,
+        log: Option<crate::request_log::RequestLog>,
+    ) -> Self {
+        if let Some(log) = &log {
+            // The head goes out with (or before) the first frame.
+            log.mark_first_byte();
+        }
         Tracked {
             inner,
             _request: request,
             _counted: counted,
+            log,
         }
     }
 }
@@ -423,7 +435,13 @@ impl<B: hyper::body::Body + Unpin> hyper::body::Body for Tracked<B> {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<hyper::body::Frame<B::Data>, B::Error>>> {
-        Pin::new(&mut self.inner).poll_frame(cx)
+        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+        if let (Poll::Ready(Some(Ok(frame))), Some(log)) = (&polled, &self.log)
+            && let Some(data) = frame.data_ref()
+        {
+            log.sent(bytes::Buf::remaining(data));
+        }
+        polled
     }
 
     fn is_end_stream(&self) -> bool {

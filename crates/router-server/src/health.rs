@@ -30,7 +30,12 @@ pub async fn readyz(app: &App, request_id: &str) -> Response<Body> {
     match app.database().ping().await {
         Ok(()) => health(StatusCode::OK, "ready", request_id),
         Err(e) => {
-            tracing::warn!(error = %e, "not ready");
+            // Probed every few seconds: logged once a minute.
+            static NOT_READY: router_core::throttle::Throttle =
+                router_core::throttle::Throttle::new();
+            if let Some(held_back) = NOT_READY.allow(std::time::Duration::from_secs(60)) {
+                tracing::warn!(error = %e, held_back, "not ready");
+            }
             health(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "database unavailable",

@@ -185,7 +185,12 @@ async fn scheduled_pass(app: &App, job: &JobSpec, holder: &str, every: Duration)
             };
         }
         Err(e) => {
-            tracing::warn!(job = job.name, error = %e, "could not take the job's lease");
+            // Every job, every interval, while the database is away.
+            static LEASE_FAILED: router_core::throttle::Throttle =
+                router_core::throttle::Throttle::new();
+            if let Some(held_back) = LEASE_FAILED.allow(Duration::from_secs(60)) {
+                tracing::warn!(job = job.name, error = %e, held_back, "could not take the job's lease");
+            }
             return every;
         }
     }

@@ -103,8 +103,9 @@ pub async fn serve(
                     let mut request = request.map(|body| crate::body::Incoming::new(body, pace));
                     request.extensions_mut().insert(peer);
                     async move {
-                        let response = dispatch(app, request).await;
-                        Ok::<_, Infallible>(response.map(|body| Tracked::new(body, in_progress, counted)))
+                        let mut response = dispatch(app, request).await;
+                        let log = response.extensions_mut().remove::<crate::request_log::RequestLog>();
+                        Ok::<_, Infallible>(response.map(|body| Tracked::new(body, in_progress, counted, log)))
                     }
                 });
                 let io = TokioIo::new(Watched::new(stream, activity.clone()));

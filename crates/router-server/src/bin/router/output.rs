@@ -30,6 +30,10 @@ impl Output {
 
 /// Ends the process with status 1 after one line on stderr (itself
 /// ignored if stderr is gone too).
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the binary's own exit, also from deep in a command whose stdout closed"
+)]
 pub(crate) fn fail(message: &str) -> ! {
     use std::io::Write;
     let _ = writeln!(std::io::stderr(), "router: {}", one_line(message));
