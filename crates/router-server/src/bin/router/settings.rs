@@ -520,8 +520,12 @@ fn mask(variable: &str, value: serde_json::Value) -> serde_json::Value {
     };
     match variable {
         "ROUTER_TELEGRAM_BOT_TOKEN" => "***".into(),
-        "DATABASE_URL" | "ROUTER_SMTP_URL" => match url::Url::parse(text) {
-            Ok(mut url) => {
+        "DATABASE_URL" | "ROUTER_SMTP_URL" if url::Url::parse(text).is_err() => {
+            "(unreadable, not shown)".into()
+        }
+        // Any URL's password (an object store's too), and the SMTP user.
+        _ => match url::Url::parse(text) {
+            Ok(mut url) if url.password().is_some() || variable == "ROUTER_SMTP_URL" => {
                 if url.password().is_some() {
                     let _ = url.set_password(Some("***"));
                 }
@@ -530,9 +534,8 @@ fn mask(variable: &str, value: serde_json::Value) -> serde_json::Value {
                 }
                 url.to_string().into()
             }
-            Err(_) => "(unreadable, not shown)".into(),
+            _ => value,
         },
-        _ => value,
     }
 }
 
