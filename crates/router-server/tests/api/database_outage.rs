@@ -85,7 +85,12 @@ async fn a_database_outage_is_a_retryable_503_on_every_surface() {
         .unwrap();
     let db = TestDatabase::new().await;
     let proxy = DatabaseProxy::start(db.url()).await;
-    let router = spawn_router_process(&proxy.url, &mock.base_url(), &[]).await;
+    let mut router = spawn_router_process(
+        &proxy.url,
+        &mock.base_url(),
+        &[("ROUTER_LOG_FORMAT", "json")],
+    )
+    .await;
     let client = reqwest::Client::new();
     let base = router.base.clone();
     let admin = |method: reqwest::Method, path: &str, body: Option<Value>| {
@@ -136,6 +141,7 @@ async fn a_database_outage_is_a_retryable_503_on_every_surface() {
     assert_eq!(chat(key.clone()).await.unwrap().status(), 200);
 
     proxy.set_down(true);
+    let went_down = std::time::Instant::now();
     // Inference (OpenAI envelope), by a known and by an unknown key.
     for key in [key.clone(), "sk-unknown-key-0000".to_owned()] {
         let resp = chat(key).await.unwrap();
@@ -185,6 +191,12 @@ async fn a_database_outage_is_a_retryable_503_on_every_surface() {
     let ready = client.get(format!("{base}/readyz")).send().await.unwrap();
     assert_eq!(ready.status(), 503);
 
+    // Requests keep failing for a while: the warnings do not keep pace.
+    while went_down.elapsed() < Duration::from_secs(4) {
+        let _ = chat(key.clone()).await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
     // Back: the first request after the database returns succeeds within
     // a few seconds (the pool replaces its dead connections).
     proxy.set_down(false);
@@ -200,6 +212,19 @@ async fn a_database_outage_is_a_retryable_503_on_every_surface() {
     }
     let reconciliation = db.database().reconcile().await.unwrap();
     assert!(reconciliation.is_consistent(), "{reconciliation:?}");
-    drop(router);
+    let pid = router.child.id().unwrap().to_string();
+    std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    router.child.wait().await.unwrap();
+    let log = (&mut router.stderr).await.unwrap();
+    let count = |text: &str| log.lines().filter(|l| l.contains(text)).count();
+    // A LISTEN connection lost warns once, then backs off (it warned every
+    // 500 ms); the outage answers at most once a second (~4 s down).
+    assert_eq!(count("catalog release listener lost"), 1, "{log}");
+    assert_eq!(count("change listener lost"), 1, "{log}");
+    let unavailable = count("\"database unavailable\"");
+    assert!((1..=6).contains(&unavailable), "{unavailable} lines: {log}");
     mock.shutdown();
 }
