@@ -174,7 +174,7 @@ fn first_image(router_addr: &str, api_key: &str) -> Result<(String, std::path::P
         .decode(body["data"][0]["b64_json"].as_str().unwrap_or_default())
         .context("the demo image is not base64")?;
     anyhow::ensure!(png.starts_with(b"\x89PNG"), "the demo image is not a PNG");
-    let path = workspace_root().join("target/demo-image.png");
+    let path = crate::target_dir().join("demo-image.png");
     std::fs::write(&path, &png)?;
     let said = format!(
         "Image generation: a {}-byte PNG saved to {}, receipt {}",

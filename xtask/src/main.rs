@@ -92,12 +92,47 @@ pub fn workspace_root() -> PathBuf {
     xtask_dir.parent().unwrap_or(xtask_dir).to_path_buf()
 }
 
-/// The shared target dir: `CARGO_TARGET_DIR` when set (relative to the root), else `target/`.
+/// The target dir cargo actually uses, asked of `cargo metadata` once, so
+/// that `CARGO_TARGET_DIR`, `CARGO_BUILD_TARGET_DIR` and `build.target-dir`
+/// in a cargo config all count (issue 30: the demo wrote under `target/` of
+/// the workspace while cargo built elsewhere, and stopped on a missing
+/// folder). Created if missing, so a command can write into it at once.
 pub fn target_dir() -> PathBuf {
-    match std::env::var_os("CARGO_TARGET_DIR") {
-        Some(dir) if !dir.is_empty() => workspace_root().join(dir),
-        _ => workspace_root().join("target"),
+    static TARGET: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    TARGET
+        .get_or_init(|| {
+            let dir = cargo_target_dir(metadata()).unwrap_or_else(|| {
+                match std::env::var_os("CARGO_TARGET_DIR") {
+                    Some(dir) if !dir.is_empty() => workspace_root().join(dir),
+                    _ => workspace_root().join("target"),
+                }
+            });
+            let _ = std::fs::create_dir_all(&dir);
+            dir
+        })
+        .clone()
+}
+
+/// `cargo metadata`, as [`target_dir`] asks it.
+fn metadata() -> Command {
+    cargo([
+        "metadata",
+        "--format-version",
+        "1",
+        "--no-deps",
+        "--offline",
+    ])
+}
+
+/// `target_directory` of `metadata` (a `cargo metadata` command), or
+/// `None` if cargo cannot say.
+fn cargo_target_dir(mut metadata: Command) -> Option<PathBuf> {
+    let output = metadata.stderr(std::process::Stdio::null()).output().ok()?;
+    if !output.status.success() {
+        return None;
     }
+    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout).ok()?;
+    metadata["target_directory"].as_str().map(PathBuf::from)
 }
 
 /// A cargo command run from the workspace root, with the cargo that launched us when known
@@ -141,4 +176,58 @@ pub fn run_checked(command: &mut Command) -> Result<()> {
         .with_context(|| format!("could not run `{}`", display(command)))?;
     anyhow::ensure!(status.success(), "`{}` failed ({status})", display(command));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 30: xtask writes where cargo builds, whatever says where that
+    /// is: `CARGO_TARGET_DIR` absolute or relative, or a cargo config.
+    #[test]
+    fn the_target_dir_is_the_one_cargo_uses() {
+        let elsewhere = std::env::temp_dir().join(format!("xtask-target-{}", std::process::id()));
+        let mut command = metadata();
+        command.env("CARGO_TARGET_DIR", &elsewhere);
+        assert_eq!(cargo_target_dir(command), Some(elsewhere.clone()));
+
+        let mut command = metadata();
+        command.env("CARGO_TARGET_DIR", "shared-target");
+        assert_eq!(
+            cargo_target_dir(command),
+            Some(workspace_root().join("shared-target"))
+        );
+
+        let mut command = metadata();
+        command
+            .env_remove("CARGO_TARGET_DIR")
+            .env("CARGO_BUILD_TARGET_DIR", &elsewhere);
+        assert_eq!(cargo_target_dir(command), Some(elsewhere));
+    }
+
+    /// The demo's files (the generated image, the object store) and the
+    /// package check go under that directory, which exists once asked for.
+    #[test]
+    fn every_xtask_output_is_under_the_target_dir() {
+        let target = target_dir();
+        assert!(target.is_dir(), "{}", target.display());
+        let sources = [
+            "src/demo.rs",
+            "src/test.rs",
+            "src/bench.rs",
+            "src/conformance.rs",
+        ];
+        for source in sources {
+            let text =
+                std::fs::read_to_string(workspace_root().join("xtask").join(source)).unwrap();
+            for (n, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or_default();
+                assert!(
+                    !code.contains("join(\"target") && !code.contains("\"target/"),
+                    "{source}:{}: writes under the workspace's target/, not target_dir(): {line}",
+                    n + 1
+                );
+            }
+        }
+    }
 }

@@ -29,7 +29,8 @@ const PUBLISHED_CRATES: [&str; 7] = [
 ];
 
 /// Where `cargo package` verifies, apart from the workspace's own builds.
-const PACKAGE_TARGET: &str = "target/package-verify";
+/// Under the target dir cargo uses (`crate::target_dir`).
+const PACKAGE_TARGET: &str = "package-verify";
 
 /// Cargo verifies a package against its siblings through a temporary local
 /// registry. It extracts each sibling under `$CARGO_HOME/registry/src` once
@@ -55,7 +56,7 @@ fn forget_packaged_sources() {
             }
         }
     };
-    let verify = workspace_root().join(PACKAGE_TARGET).join("debug");
+    let verify = crate::target_dir().join(PACKAGE_TARGET).join("debug");
     for sub in [".fingerprint", "deps", "build"] {
         remove_ours_in(verify.join(sub));
     }
@@ -132,7 +133,7 @@ pub fn run(args: &[String]) -> Result<bool> {
     // package and build on its own, as `cargo publish` would check.
     forget_packaged_sources();
     let mut package = cargo(["package", "--allow-dirty", "--quiet"]);
-    package.env("CARGO_TARGET_DIR", workspace_root().join(PACKAGE_TARGET));
+    package.env("CARGO_TARGET_DIR", crate::target_dir().join(PACKAGE_TARGET));
     for krate in PUBLISHED_CRATES {
         package.args(["--package", krate]);
     }

@@ -34,6 +34,10 @@ pub enum ErrorCode {
     InvalidUpstreamResponse,
     UpstreamUnavailable,
     RouteUnavailable,
+    /// The service itself cannot answer now (its database unreachable, a
+    /// connection not free in time, shutting down): retry after
+    /// `Retry-After`; nothing was charged.
+    ServiceUnavailable,
     InternalError,
     /// A code outside the protocols, defined by the product that answers it.
     Product(&'static ProductCode),
@@ -77,7 +81,7 @@ impl ProductCode {
 
 impl ErrorCode {
     /// Every protocol code (the variants other than [`ErrorCode::Product`]).
-    pub const PROTOCOL: [ErrorCode; 16] = [
+    pub const PROTOCOL: [ErrorCode; 17] = [
         ErrorCode::InvalidParameter,
         ErrorCode::UnsupportedConversion,
         ErrorCode::UnsupportedParameter,
@@ -93,6 +97,7 @@ impl ErrorCode {
         ErrorCode::InvalidUpstreamResponse,
         ErrorCode::UpstreamUnavailable,
         ErrorCode::RouteUnavailable,
+        ErrorCode::ServiceUnavailable,
         ErrorCode::InternalError,
     ];
 
@@ -113,6 +118,7 @@ impl ErrorCode {
             ErrorCode::InvalidUpstreamResponse => "invalid_upstream_response",
             ErrorCode::UpstreamUnavailable => "upstream_unavailable",
             ErrorCode::RouteUnavailable => "route_unavailable",
+            ErrorCode::ServiceUnavailable => "service_unavailable",
             ErrorCode::InternalError => "internal_error",
             ErrorCode::Product(code) => code.as_str(),
         }
@@ -131,7 +137,9 @@ impl ErrorCode {
             ErrorCode::PayloadTooLarge => 413,
             ErrorCode::RateLimitExceeded => 429,
             ErrorCode::UpstreamError | ErrorCode::InvalidUpstreamResponse => 502,
-            ErrorCode::UpstreamUnavailable | ErrorCode::RouteUnavailable => 503,
+            ErrorCode::UpstreamUnavailable
+            | ErrorCode::RouteUnavailable
+            | ErrorCode::ServiceUnavailable => 503,
             ErrorCode::InternalError => 500,
             ErrorCode::Product(code) => code.http_status(),
         }

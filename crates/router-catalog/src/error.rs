@@ -87,6 +87,8 @@ impl From<CatalogError> for ApiError {
             CatalogError::Unreadable { .. } | CatalogError::Invalid(_) => {
                 ApiError::new(ErrorCode::InvalidParameter, error.to_string())
             }
+            CatalogError::NotRecorded(e @ StoreError::Unavailable(_))
+            | CatalogError::ChangesUnavailable(e @ StoreError::Unavailable(_)) => e.api_error(),
             CatalogError::NotRecorded(_) => ApiError::new(
                 ErrorCode::InternalError,
                 "The catalog release could not be recorded; the old catalog keeps serving.",

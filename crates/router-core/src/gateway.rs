@@ -90,6 +90,8 @@ pub(crate) struct Inner<S, P> {
     pub(crate) config: GatewayConfig,
     /// Signs thinking that no Anthropic supplier signed (`thinking_seal`).
     seal_key: SealKey,
+    /// Draining, and the stop of requests still running when it ends.
+    shutdown: crate::shutdown::Shutdown,
 }
 
 pub struct Gateway<S, P> {
@@ -120,8 +122,15 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
                 suppliers,
                 config,
                 seal_key,
+                shutdown: crate::shutdown::Shutdown::default(),
             }),
         }
+    }
+
+    /// Whether the router is draining, and the stop of what still runs
+    /// when the drain ends (see [`crate::shutdown`]).
+    pub fn shutdown(&self) -> &crate::shutdown::Shutdown {
+        &self.inner.shutdown
     }
 
     /// The catalog in force now.
@@ -297,6 +306,7 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
         let thinking = ThinkingAttempts { inbound, history };
         let inner = &self.inner;
         let deadline = Instant::now() + inner.config.deadline;
+        let mut stop = inner.shutdown.watcher();
         let mut attempt_no = 0u32;
         let mut last_error: Option<AttemptError> = None;
         let mut previous_route: Option<&str> = None;
@@ -331,14 +341,15 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
                 }
                 let started_at = SystemTime::now();
                 let started = Instant::now();
-                let result = match tokio::time::timeout_at(
-                    deadline,
-                    inner.suppliers.attempt(route, attempt_request, deadline),
-                )
-                .await
-                {
-                    Ok(result) => result,
-                    Err(_) => Err(AttemptError::timeout()),
+                let result = tokio::select! {
+                    result = tokio::time::timeout_at(
+                        deadline,
+                        inner.suppliers.attempt(route, attempt_request, deadline),
+                    ) => match result {
+                        Ok(result) => result,
+                        Err(_) => Err(AttemptError::timeout()),
+                    },
+                    () = stop.stopped() => Err(AttemptError::shutdown()),
                 };
                 let mut record = AttemptRecord {
                     request_id: reservation.request_id,
@@ -382,6 +393,7 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
                             route: route.clone(),
                             next_extension: Instant::now() + hold_lease / 2,
                             deadline,
+                            stop,
                             output_forwarded: false,
                             done: false,
                         }));
@@ -404,7 +416,13 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
                                     if Instant::now() + wait >= deadline {
                                         continue 'routes;
                                     }
-                                    tokio::time::sleep(wait).await;
+                                    tokio::select! {
+                                        () = tokio::time::sleep(wait) => {}
+                                        () = stop.stopped() => {
+                                            last_error = Some(AttemptError::shutdown());
+                                            break 'routes;
+                                        }
+                                    }
                                 }
                             }
                         }
@@ -542,7 +560,7 @@ fn key_limit_error(limit: KeyLimit) -> ApiError {
     ApiError::new(code, message)
 }
 
-/// The public error of a refused reservation (402, 403, 429, 500).
+/// The public error of a refused reservation (402, 403, 429, 503, 500).
 pub fn reserve_error(refusal: ReserveError) -> ApiError {
     match refusal {
         ReserveError::InsufficientCredits => ApiError::new(
@@ -556,7 +574,7 @@ pub fn reserve_error(refusal: ReserveError) -> ApiError {
         ReserveError::KeyLimit { limit, retry_after } => {
             key_limit_error(limit).with_retry_after(retry_after)
         }
-        ReserveError::Store(e) => internal(&e),
+        ReserveError::Store(e) => e.api_error(),
     }
 }
 
@@ -630,7 +648,7 @@ impl<S: Store, P: Suppliers> Reservation<S, P> {
             Err(SettleError::Store(e)) => {
                 // The outcome of a failed commit is unknown; the hold stays
                 // for the reaper rather than risking a double release.
-                Err(internal(&e))
+                Err(e.api_error())
             }
         }
     }
@@ -739,6 +757,8 @@ pub struct LiveStream<S: Store, P: Suppliers> {
     /// The request's routing deadline: an abandoned stream is read no
     /// longer than this.
     deadline: Instant,
+    /// Ends the stream with a shutdown error when the router's drain ends.
+    stop: crate::shutdown::StopWatcher,
     /// Whether a content event (a block or a delta) was handed out: from
     /// then on the client holds part of an answer the supplier bills.
     output_forwarded: bool,
@@ -813,7 +833,11 @@ impl<S: Store, P: Suppliers> LiveStream<S, P> {
             self.reservation.extend(SystemTime::now() + lease).await;
             self.next_extension = Instant::now() + lease / 2;
         }
-        match self.events.next().await {
+        let next = tokio::select! {
+            next = self.events.next() => next,
+            () = self.stop.stopped() => Some(Err(AttemptError::shutdown())),
+        };
+        match next {
             Some(Ok(StreamEvent::Finish {
                 stop_reason,
                 stop_sequence,
@@ -868,7 +892,11 @@ impl<S: Store, P: Suppliers> LiveStream<S, P> {
         if let Some(attempt) = &mut self.reservation.stream_attempt {
             attempt.outcome = failed_outcome(&error);
         }
-        self.reservation.void("stream_failed").await;
+        let reason = match error.kind {
+            crate::supplier::FailureKind::Shutdown => "shutdown",
+            _ => "stream_failed",
+        };
+        self.reservation.void(reason).await;
         let public = error.stream_public_error();
         StreamItem::Failed(public)
     }

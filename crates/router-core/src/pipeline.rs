@@ -32,7 +32,7 @@ use crate::store::{
 use crate::supplier::Suppliers;
 use crate::thinking_seal::SealError;
 use crate::trace::RequestTrace;
-use router_canonical::{ApiError, ErrorCode, HeaderSource, NanoUsd, Protocol, Request, Response};
+use router_canonical::{ApiError, HeaderSource, NanoUsd, Protocol, Request, Response};
 use std::sync::Arc;
 use uuid::Uuid;
 
@@ -200,13 +200,7 @@ where
             .store()
             .experiment(call.key.account_id, slug)
             .await
-            .map_err(|e| {
-                tracing::error!(error = %e, "experiment lookup failed");
-                ApiError::new(
-                    ErrorCode::InternalError,
-                    "An internal error occurred; the request was not charged.",
-                )
-            })?
+            .map_err(|e| e.api_error())?
             .ok_or_else(|| {
                 ApiError::new(product_codes::EXPERIMENT_NOT_FOUND, "No such experiment.")
                     .with_param("x-ci-experiment")

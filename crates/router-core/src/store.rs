@@ -9,7 +9,7 @@
 
 use crate::experiments::Experiment;
 use crate::key_policy::{KeyLimit, KeyPolicy};
-use router_canonical::{NanoUsd, Protocol, Response, Usage, VideoStatus};
+use router_canonical::{ApiError, ErrorCode, NanoUsd, Protocol, Response, Usage, VideoStatus};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -247,6 +247,37 @@ pub enum StoreError {
     Unavailable(String),
     #[error("database query failed: {0}")]
     Query(String),
+}
+
+/// Seconds a client is told to wait after a database outage answer; the
+/// pool's own checkout timeout is about as long.
+pub const OUTAGE_RETRY_AFTER_SECS: u64 = 2;
+
+impl StoreError {
+    /// The public answer to a storage failure, logged here with its cause
+    /// (never shown to the client). An unreachable database is a retryable
+    /// 503 `service_unavailable` with `Retry-After` (issue 30: it was a 500,
+    /// "a fault of the router"); a failed query is the 500 it is.
+    pub fn api_error(&self) -> ApiError {
+        match self {
+            StoreError::Unavailable(cause) => {
+                // Every request says so while the database is away: once a second.
+                static OUTAGE: crate::throttle::Throttle = crate::throttle::Throttle::new();
+                if let Some(held_back) = OUTAGE.allow(Duration::from_secs(1)) {
+                    tracing::warn!(error = %cause, held_back, "database unavailable");
+                }
+                ApiError::new(
+                    ErrorCode::ServiceUnavailable,
+                    "The service is briefly unavailable; retry shortly.",
+                )
+                .with_retry_after(Some(OUTAGE_RETRY_AFTER_SECS))
+            }
+            StoreError::Query(cause) => {
+                tracing::error!(error = %cause, "storage failure");
+                ApiError::new(ErrorCode::InternalError, "Storage failure.")
+            }
+        }
+    }
 }
 
 /// Storage operations of the request lifecycle.

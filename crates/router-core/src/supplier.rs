@@ -57,6 +57,8 @@ pub enum FailureKind {
     Conversion,
     /// The stream broke after output was returned.
     StreamInterrupted,
+    /// The router's drain ended before the attempt did (`ROUTER_DRAIN_SECS`).
+    Shutdown,
 }
 
 impl FailureKind {
@@ -69,6 +71,7 @@ impl FailureKind {
             FailureKind::InvalidResponse => "invalid_response",
             FailureKind::Conversion => "conversion",
             FailureKind::StreamInterrupted => "stream_interrupted",
+            FailureKind::Shutdown => "shutdown",
         }
     }
 }
@@ -196,6 +199,16 @@ impl AttemptError {
     }
 
     /// The stream broke after output reached the client (transport).
+    /// The router is stopping and its drain ended with this attempt still
+    /// running: never retried.
+    pub fn shutdown() -> Self {
+        Self::observed(
+            FailureKind::Shutdown,
+            Retry::Stop,
+            "the router stopped before the attempt ended",
+        )
+    }
+
     pub fn stream_interrupted(detail: impl Into<String>) -> Self {
         Self::observed(FailureKind::StreamInterrupted, Retry::Stop, detail)
     }
@@ -222,6 +235,7 @@ impl AttemptError {
     pub fn public_error(&self) -> ApiError {
         match (&self.cause, self.kind, self.retry) {
             (AttemptCause::Conversion(public), _, _) => public.clone(),
+            (_, FailureKind::Shutdown, _) => shutdown_error(),
             (_, FailureKind::InvalidResponse, _) => ApiError::new(
                 ErrorCode::InvalidUpstreamResponse,
                 "The upstream response was invalid.",
@@ -243,6 +257,7 @@ impl AttemptError {
     /// client (P-17).
     pub fn stream_public_error(&self) -> ApiError {
         match self.kind {
+            FailureKind::Shutdown => shutdown_error(),
             FailureKind::InvalidResponse => ApiError::new(
                 ErrorCode::InvalidUpstreamResponse,
                 "The upstream stream was invalid.",
@@ -257,6 +272,16 @@ impl AttemptError {
             ),
         }
     }
+}
+
+/// A request cut by the router's shutdown: retryable at once elsewhere
+/// (another instance behind the load balancer); nothing was charged.
+fn shutdown_error() -> ApiError {
+    ApiError::new(
+        ErrorCode::ServiceUnavailable,
+        "The router shut down before the request finished; nothing was charged. Retry it.",
+    )
+    .with_retry_after(Some(1))
 }
 
 /// A video submission that got no task. Whether the request may have

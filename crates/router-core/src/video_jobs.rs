@@ -389,7 +389,7 @@ impl<S: Store + VideoStore, P: Suppliers> Gateway<S, P> {
     pub async fn video_job(&self, id: Uuid) -> Result<Option<VideoJob>, ApiError> {
         VideoStore::video_job(self.store(), id)
             .await
-            .map_err(|e| storage_failure(&e))
+            .map_err(|e| e.api_error())
     }
 
     /// `POST /v1/videos` of `key`: replay the account's job under the same
@@ -411,7 +411,7 @@ impl<S: Store + VideoStore, P: Suppliers> Gateway<S, P> {
             .store()
             .video_job_by_key(key.account_id, &request.client_task_id)
             .await
-            .map_err(|e| storage_failure(&e))?;
+            .map_err(|e| e.api_error())?;
         if let Some(job) = existing {
             return self.replay_video(job, &fingerprint).await;
         }
@@ -520,14 +520,14 @@ impl<S: Store + VideoStore, P: Suppliers> Gateway<S, P> {
                     }
                     Ok(None) => fail(storage_failure(&"the submitting job moved")),
                     // Nothing recorded: the orphan sweep makes the job `unknown`.
-                    Err(e) => fail(storage_failure(&e)),
+                    Err(e) => fail(e.api_error()),
                 }
             }
             Submitted::Unknown { detail } => {
                 tracing::warn!(video = %public_id(video), route = %route.id, detail = %detail, "video submission unknown");
                 match store.video_submission_unknown(video, &detail).await {
                     Ok(_) => fail(submission_unknown()),
-                    Err(e) => fail(storage_failure(&e)),
+                    Err(e) => fail(e.api_error()),
                 }
             }
             Submitted::Refused {
@@ -562,6 +562,7 @@ impl<S: Store + VideoStore, P: Suppliers> Gateway<S, P> {
                     .await
                 {
                     Ok(()) => fail(public),
+                    Err(FinishError::Store(e)) => fail(e.api_error()),
                     Err(e) => fail(storage_failure(&e)),
                 }
             }
@@ -750,7 +751,7 @@ impl<S: Store + VideoStore, P: Suppliers> Gateway<S, P> {
             Reconciliation::Task(task) => match store
                 .reconcile_video_task(job.id, &task)
                 .await
-                .map_err(|e| storage_failure(&e))?
+                .map_err(|e| e.api_error())?
             {
                 Some(job) => {
                     tracing::info!(video = %public_id(job.id), "video reconciled: polling resumes");
@@ -780,7 +781,7 @@ impl<S: Store + VideoStore, P: Suppliers> Gateway<S, P> {
                             .ok_or_else(|| storage_failure(&"the reconciled video vanished"))
                     }
                     Err(FinishError::NotActive) => Err(not_unknown()),
-                    Err(FinishError::Store(e)) => Err(storage_failure(&e)),
+                    Err(FinishError::Store(e)) => Err(e.api_error()),
                 }
             }
         }

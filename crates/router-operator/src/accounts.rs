@@ -99,6 +99,24 @@ impl Operator {
         })
     }
 
+    /// Up to `limit` (1 to 1000) accounts with their wallets, newest first;
+    /// `before`: the last id of the previous page.
+    pub async fn accounts(
+        &self,
+        limit: u32,
+        before: Option<Uuid>,
+    ) -> Result<crate::List<Account>, OperatorError> {
+        let limit = limit.clamp(1, 1000);
+        let accounts = self
+            .database
+            .list_accounts(i64::from(limit), before)
+            .await
+            .map_err(OperatorError::store)?;
+        Ok(crate::List::of(
+            accounts.into_iter().map(Account::from).collect(),
+        ))
+    }
+
     /// An account with its wallet.
     pub async fn account(&self, id: Uuid) -> Result<Account, OperatorError> {
         let account = self

@@ -136,6 +136,7 @@ pub fn store_error(e: impl std::fmt::Display) -> ApiError {
 impl From<OperatorError> for ApiError {
     fn from(error: OperatorError) -> ApiError {
         match error {
+            OperatorError::Store(router_store::AdminError::Store(e)) => e.api_error(),
             OperatorError::Store(e) => store_error(e),
             OperatorError::NotFound(resource) => {
                 ApiError::new(ErrorCode::NotFound, format!("No such {resource}."))

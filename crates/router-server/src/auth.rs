@@ -57,13 +57,7 @@ pub async fn authenticate(
         .database()
         .find_api_key(hash)
         .await
-        .map_err(|e| {
-            tracing::error!(error = %e, "key lookup failed");
-            ApiError::new(
-                ErrorCode::InternalError,
-                "Authentication is temporarily unavailable.",
-            )
-        })?
+        .map_err(|e| e.api_error())?
         .ok_or_else(invalid_key)?;
     if let Some(scope) = scope
         && !record.has_scope(scope)

@@ -23,7 +23,6 @@ use http::header::{CACHE_CONTROL, HeaderValue};
 use http::{Response, StatusCode};
 use router_canonical::{ApiError, ErrorCode};
 use router_notify::{ChannelChange, Connected, EmailConsent, NotifyError, Platform};
-use router_operator::store_error;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use uuid::Uuid;
@@ -35,7 +34,7 @@ pub use router_notify::Provision;
 fn api_error(error: NotifyError) -> ApiError {
     match error {
         NotifyError::ChannelNotFound => Resource::Channel.not_found(),
-        NotifyError::Store(e) => store_error(e),
+        NotifyError::Store(e) => e.api_error(),
         NotifyError::Refused(refusal) => refusal.into(),
     }
 }

@@ -45,7 +45,14 @@ pub struct ConnectionLimits {
     /// comes from its few addresses).
     pub max_connections_per_address: usize,
     pub body: crate::body::BodyPace,
+    /// How long requests in flight may run on after SIGTERM
+    /// (`ROUTER_DRAIN_SECS`); those still running then are stopped.
+    pub drain: Duration,
 }
+
+/// The default drain: the routing deadline (180 s) and a little more, so
+/// a request that started just before SIGTERM can finish and settle.
+pub const DEFAULT_DRAIN: Duration = Duration::from_secs(190);
 
 /// Connections kept free of client use below the process's descriptor
 /// limit: the database pool, supplier connections, spool and catalog files.
@@ -73,6 +80,7 @@ impl Default for ConnectionLimits {
             max_connections: Self::default_max_connections(),
             max_connections_per_address: 256,
             body: crate::body::BodyPace::default(),
+            drain: DEFAULT_DRAIN,
         }
     }
 }
@@ -373,18 +381,49 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Watched<T> {
     }
 }
 
-/// A response body that keeps its request in progress until it is sent.
+/// A response body that keeps its request in progress until it is sent,
+/// and tells the request's log line what went out (bytes, first byte).
 pub(crate) struct Tracked<B> {
     inner: B,
     _request: RequestInProgress,
+    _counted: InFlight,
+    log: Option<crate::request_log::RequestLog>,
 }
 
 impl<B> Tracked<B> {
-    pub(crate) fn new(inner: B, request: RequestInProgress) -> Self {
+    pub(crate) fn new(
+        inner: B,
+        request: RequestInProgress,
+        counted: InFlight,
+        log: Option<crate::request_log::RequestLog>,
+    ) -> Self {
+        if let Some(log) = &log {
+            // The head goes out with (or before) the first frame.
+            log.mark_first_byte();
+        }
         Tracked {
             inner,
             _request: request,
+            _counted: counted,
+            log,
         }
+    }
+}
+
+/// One request counted among the server's requests in flight (what a
+/// drain waits for), from its head to the end of its answer.
+pub(crate) struct InFlight(Arc<AtomicU64>);
+
+impl InFlight {
+    pub(crate) fn enter(count: &Arc<AtomicU64>) -> InFlight {
+        count.fetch_add(1, Ordering::AcqRel);
+        InFlight(count.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -396,7 +435,13 @@ impl<B: hyper::body::Body + Unpin> hyper::body::Body for Tracked<B> {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<hyper::body::Frame<B::Data>, B::Error>>> {
-        Pin::new(&mut self.inner).poll_frame(cx)
+        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+        if let (Poll::Ready(Some(Ok(frame))), Some(log)) = (&polled, &self.log)
+            && let Some(data) = frame.data_ref()
+        {
+            log.sent(bytes::Buf::remaining(data));
+        }
+        polled
     }
 
     fn is_end_stream(&self) -> bool {

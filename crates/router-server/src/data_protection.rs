@@ -24,10 +24,16 @@ pub struct DataProtection {
     pub zero_data_retention: bool,
 }
 
-/// Every failure is the storage's: the caller's own account always exists.
+/// The caller's own account always exists, so its absence is the
+/// storage's fault (500); an unreachable database is the 503 it always is.
 fn storage_error(e: router_operator::OperatorError) -> ApiError {
-    tracing::error!(error = %e, "data protection storage failure");
-    ApiError::new(ErrorCode::InternalError, "Storage failure.")
+    match e {
+        router_operator::OperatorError::NotFound(_) => {
+            tracing::error!(error = %e, "data protection: the caller's account is missing");
+            ApiError::new(ErrorCode::InternalError, "Storage failure.")
+        }
+        other => other.into(),
+    }
 }
 
 fn record(zero_data_retention: bool, request_id: &str) -> Response<Body> {

@@ -127,11 +127,21 @@ fn check_param(rule: ParamRule, param: Option<&str>) -> Result<(), ApiError> {
 pub async fn dispatch(app: Arc<App>, request: http::Request<Incoming>) -> Response<Body> {
     let request_id = Uuid::now_v7();
     let log = RequestLog::new(request_id, request.method().clone());
-    let response = route(app, request, request_id, &log).await;
+    if let Some(peer) = request.extensions().get::<crate::client_addr::PeerAddr>() {
+        let client = app
+            .trusted_proxies
+            .client(peer.0, request.headers())
+            .unwrap_or(peer.0);
+        log.client(client);
+    }
+    let mut response =
+        crate::request_log::for_request(request_id, route(app, request, request_id, &log)).await;
     let code = response.extensions().get::<ReplyCode>().map(|c| c.0);
     log.head(response.status().as_u16(), code);
-    // The line is written when `log` is dropped: here, or when a stream's
-    // relay, which holds a copy, ends.
+    // The line is written when the last copy of `log` is dropped: the
+    // connection's, which counts the body's bytes (`connection::Tracked`),
+    // or a stream's relay's.
+    response.extensions_mut().insert(log);
     response
 }
 

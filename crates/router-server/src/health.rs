@@ -8,7 +8,8 @@ use serde::Serialize;
 /// The answer of both checks.
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct Health {
-    /// `ok` (`/healthz`), `ready`, or `database unavailable` (`/readyz`, 503).
+    /// `ok` (`/healthz`), `ready`, or `database unavailable` or `draining`
+    /// (`/readyz`, 503).
     pub status: &'static str,
 }
 
@@ -22,10 +23,19 @@ pub fn healthz(request_id: &str) -> Response<Body> {
 }
 
 pub async fn readyz(app: &App, request_id: &str) -> Response<Body> {
+    // A load balancer still probing a stopping router moves its traffic.
+    if app.gateway.shutdown().is_draining() {
+        return health(StatusCode::SERVICE_UNAVAILABLE, "draining", request_id);
+    }
     match app.database().ping().await {
         Ok(()) => health(StatusCode::OK, "ready", request_id),
         Err(e) => {
-            tracing::warn!(error = %e, "not ready");
+            // Probed every few seconds: logged once a minute.
+            static NOT_READY: router_core::throttle::Throttle =
+                router_core::throttle::Throttle::new();
+            if let Some(held_back) = NOT_READY.allow(std::time::Duration::from_secs(60)) {
+                tracing::warn!(error = %e, held_back, "not ready");
+            }
             health(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "database unavailable",

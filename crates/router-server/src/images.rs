@@ -93,13 +93,11 @@ pub async fn request_status(
 ) -> Result<Response<Body>, ApiError> {
     use crate::ownership::{Resource, owned_or_not_found, parse_id};
     let id = parse_id(Resource::Request, id.unwrap_or_default())?;
-    let found = app.database().get_request(id).await.map_err(|e| {
-        tracing::error!(error = %e, "request status storage failure");
-        ApiError::new(
-            router_canonical::ErrorCode::InternalError,
-            "Storage failure.",
-        )
-    })?;
+    let found = app
+        .database()
+        .get_request(id)
+        .await
+        .map_err(|e| e.api_error())?;
     let view = owned_or_not_found(Resource::Request, found, key.account_id)?;
     let charged = view
         .charged_nano

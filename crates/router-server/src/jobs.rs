@@ -39,7 +39,7 @@ pub type JobPass = for<'a> fn(&'a App) -> BoxFuture<'a, Result<u64, JobError>>;
 pub struct JobSpec {
     /// Stable, in `/admin/jobs/{name}/run`.
     pub name: &'static str,
-    /// How long after a pass the next may start.
+    /// How long after a pass starts the next may start.
     pub every: fn(&App) -> Duration,
     pub run: JobPass,
 }
@@ -140,33 +140,58 @@ const MIN_LEASE: Duration = Duration::from_secs(60);
 
 /// Runs every job in the background on this instance until the process
 /// ends; `holder` names this instance on the lease rows.
+///
+/// Each job's loop asks for the lease when it is due, not on a fixed tick:
+/// after its own pass it sleeps one interval from the pass's start (the
+/// lease row says the same), and when another instance holds the lease it
+/// sleeps until that lease runs out (at most one interval, so a row pushed
+/// far ahead is read again). Passes therefore start once an interval,
+/// whichever instance runs them.
 pub fn spawn_all(app: Arc<App>, holder: String) {
     for job in REGISTRY {
         let app = app.clone();
         let holder = holder.clone();
         tokio::spawn(async move {
-            let every = (job.every)(&app).max(Duration::from_secs(1));
-            let mut ticker = tokio::time::interval(every);
-            ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let every = (job.every)(&app).max(MIN_INTERVAL);
             loop {
-                ticker.tick().await;
-                scheduled_pass(&app, job, &holder, every).await;
+                let wait = scheduled_pass(&app, job, &holder, every).await;
+                tokio::time::sleep(wait).await;
             }
         });
     }
 }
 
-async fn scheduled_pass(app: &App, job: &JobSpec, holder: &str, every: Duration) {
+/// Jobs run no more often than this, whatever their setting.
+const MIN_INTERVAL: Duration = Duration::from_millis(100);
+/// The least pause between two asks for a lease (a lease that runs out
+/// within a few milliseconds is asked for again after this).
+const MIN_PAUSE: Duration = Duration::from_millis(10);
+
+/// Asks for the job's lease and runs a pass if it is granted; how long to
+/// wait before asking again.
+async fn scheduled_pass(app: &App, job: &JobSpec, holder: &str, every: Duration) -> Duration {
+    let started = tokio::time::Instant::now();
     let db = app.database();
     match db
         .try_lease_job(job.name, holder, every.max(MIN_LEASE))
         .await
     {
         Ok(true) => {}
-        Ok(false) => return,
+        Ok(false) => {
+            // Another instance holds it: ask again when its lease runs out.
+            return match db.job_due_in(job.name).await {
+                Ok(due) => due.clamp(MIN_PAUSE, every),
+                Err(_) => every,
+            };
+        }
         Err(e) => {
-            tracing::warn!(job = job.name, error = %e, "could not take the job's lease");
-            return;
+            // Every job, every interval, while the database is away.
+            static LEASE_FAILED: router_core::throttle::Throttle =
+                router_core::throttle::Throttle::new();
+            if let Some(held_back) = LEASE_FAILED.allow(Duration::from_secs(60)) {
+                tracing::warn!(job = job.name, error = %e, held_back, "could not take the job's lease");
+            }
+            return every;
         }
     }
     let outcome = (job.run)(app).await;
@@ -177,6 +202,9 @@ async fn scheduled_pass(app: &App, job: &JobSpec, holder: &str, every: Duration)
     if let Err(e) = db.finish_job(job.name, holder, every, recorded).await {
         tracing::warn!(job = job.name, error = %e, "could not record the job's pass");
     }
+    (started + every)
+        .saturating_duration_since(tokio::time::Instant::now())
+        .max(MIN_PAUSE)
 }
 
 /// `POST /admin/jobs/{name}/run`: one pass now, whatever the schedule.

@@ -5,8 +5,12 @@
 //! The line carries the request id, the route pattern, account and key IDs
 //! (never the key), the model (only a catalog model: what a client typed is
 //! not logged or used as a metric label), the route and number of supplier
-//! attempts, status, error code, latency and the nano-USD charged. Request
-//! and reply bodies are never part of it.
+//! attempts, status, error code, latency and the nano-USD charged, the
+//! client's address (as `ROUTER_TRUSTED_PROXIES` finds it), the time to the
+//! first byte of the answer and the bytes of its body sent (counted by the
+//! connection, `connection::Tracked`, which holds a handle until the body
+//! is sent, so the line is written then). Request and reply bodies are
+//! never part of it.
 //!
 //! A [`RequestLog`] is a shared handle: dispatch holds one, a stream relay
 //! another; the line is written when the last is dropped.
@@ -16,6 +20,8 @@ use router_canonical::ErrorCode;
 use router_core::RequestTrace;
 use serde::Serialize;
 use std::io::Write;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 use uuid::Uuid;
@@ -34,6 +40,11 @@ struct Entry {
     started: Instant,
     trace: Arc<RequestTrace>,
     state: Mutex<State>,
+    /// Microseconds from `started` to the first byte of the answer, plus
+    /// one (0: none yet).
+    first_byte_us: AtomicU64,
+    /// Bytes of the answer's body handed to the connection.
+    bytes_sent: AtomicU64,
 }
 
 #[derive(Default)]
@@ -48,6 +59,8 @@ struct State {
     /// The public error code, or `client_closed` for a stream the client
     /// left.
     code: Option<&'static str>,
+    /// The client's address (the peer, or what a trusted proxy forwarded).
+    client: Option<IpAddr>,
 }
 
 impl RequestLog {
@@ -57,6 +70,8 @@ impl RequestLog {
             method,
             started: Instant::now(),
             trace: RequestTrace::new(),
+            first_byte_us: AtomicU64::new(0),
+            bytes_sent: AtomicU64::new(0),
             state: Mutex::new(State {
                 route: "-",
                 ..State::default()
@@ -91,6 +106,27 @@ impl RequestLog {
     /// The catalog model the request is for (its canonical ID).
     pub fn model(&self, model_id: &str) {
         self.update(|s| s.model = Some(model_id.to_owned()));
+    }
+
+    /// The client's address.
+    pub fn client(&self, address: IpAddr) {
+        self.update(|s| s.client = Some(address));
+    }
+
+    /// `bytes` of the answer's body went to the connection (the first
+    /// call also marks the time to first byte).
+    pub fn sent(&self, bytes: usize) {
+        self.mark_first_byte();
+        self.0.bytes_sent.fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+
+    /// The answer's first byte (its head) leaves now, unless it already did.
+    pub fn mark_first_byte(&self) {
+        let us = u64::try_from(self.0.started.elapsed().as_micros()).unwrap_or(u64::MAX - 1);
+        let _ =
+            self.0
+                .first_byte_us
+                .compare_exchange(0, us + 1, Ordering::Relaxed, Ordering::Relaxed);
     }
 
     /// The response head: its status and, for an error, its code.
@@ -155,6 +191,11 @@ struct Fields<'a> {
     latency_ms: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     charged_nano_usd: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    client: Option<IpAddr>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ttfb_ms: Option<u64>,
+    bytes_sent: u64,
 }
 
 impl Drop for Entry {
@@ -169,6 +210,11 @@ impl Drop for Entry {
             state.model = Some(model);
         }
         let code = state.code;
+        let ttfb_ms = match self.first_byte_us.load(Ordering::Relaxed) {
+            0 => None,
+            us => Some((us - 1) / 1000),
+        };
+        let bytes_sent = self.bytes_sent.load(Ordering::Relaxed);
         if tracing::enabled!(target: "router::request", tracing::Level::INFO) {
             let route_id = self.trace.route_id();
             let latency_ms = u64::try_from(latency.as_millis()).unwrap_or(u64::MAX);
@@ -191,6 +237,9 @@ impl Drop for Entry {
                         code,
                         latency_ms,
                         charged_nano_usd: self.trace.charged_nano(),
+                        client: state.client,
+                        ttfb_ms,
+                        bytes_sent,
                     },
                     target: "router::request",
                 };
@@ -215,6 +264,9 @@ impl Drop for Entry {
                     code,
                     latency_ms,
                     charged_nano_usd = self.trace.charged_nano(),
+                    client = state.client.map(tracing::field::display),
+                    ttfb_ms,
+                    bytes_sent,
                     "request"
                 );
             }
@@ -230,6 +282,49 @@ impl Drop for Entry {
         metrics::histogram!("router_request_duration_seconds", "surface" => state.route)
             .record(latency.as_secs_f64());
     }
+}
+
+tokio::task_local! {
+    /// The id of the request whose handler runs in this task (set by
+    /// `dispatch`), for the panic hook.
+    static CURRENT_REQUEST: Uuid;
+}
+
+/// Runs `handler` as request `request_id`'s: a panic inside it is logged
+/// with that id (see [`install_panic_hook`]).
+pub async fn for_request<F: std::future::Future>(request_id: Uuid, handler: F) -> F::Output {
+    CURRENT_REQUEST.scope(request_id, handler).await
+}
+
+/// Logs every panic as one error line through `tracing` (so one JSON
+/// object when log lines are JSON, issue 30: it was multi-line text outside
+/// the JSON stream), with the request id when the panic happened in a
+/// request's handler, the location, and the backtrace when
+/// `RUST_BACKTRACE` asks for one.
+pub fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "(not text)".to_owned());
+        let location = info
+            .location()
+            .map(|l| format!("{}:{}:{}", l.file(), l.line(), l.column()));
+        let request_id = CURRENT_REQUEST.try_with(|id| *id).ok();
+        let backtrace = std::backtrace::Backtrace::capture();
+        let backtrace = (backtrace.status() == std::backtrace::BacktraceStatus::Captured)
+            .then(|| backtrace.to_string());
+        tracing::error!(
+            target: "router::panic",
+            request_id = request_id.map(tracing::field::display),
+            location = location.as_deref(),
+            panic = %message,
+            backtrace = backtrace.as_deref(),
+            "panic"
+        );
+    }));
 }
 
 /// Status codes as static labels (no allocation per request).
@@ -256,5 +351,68 @@ fn status_label(status: u16) -> &'static str {
         s if s < 300 => "2xx",
         s if s < 500 => "4xx",
         _ => "5xx",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A writer the test reads back.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            if let Ok(mut out) = self.0.lock() {
+                out.extend_from_slice(buf);
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Issue 30: a panic in a request's handler is one JSON line with the
+    /// request's id, its message and location; no plain text.
+    #[test]
+    fn a_panic_is_one_json_line_with_the_request_id() {
+        let captured = Captured::default();
+        let writer = captured.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .json()
+            .with_writer(move || writer.clone())
+            .finish();
+        install_panic_hook();
+        let request_id = Uuid::now_v7();
+        tracing::subscriber::with_default(subscriber, || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .build()
+                .unwrap();
+            let outcome = runtime.block_on(async {
+                let handler = for_request(request_id, async {
+                    panic!("the handler broke\non two lines");
+                });
+                futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(handler)).await
+            });
+            assert!(outcome.is_err());
+        });
+        let _ = std::panic::take_hook();
+        let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 1, "{text}");
+        let line: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+        assert_eq!(line["level"], "ERROR");
+        assert_eq!(line["target"], "router::panic");
+        assert_eq!(line["fields"]["request_id"], request_id.to_string());
+        assert_eq!(line["fields"]["panic"], "the handler broke\non two lines");
+        assert!(
+            line["fields"]["location"]
+                .as_str()
+                .unwrap()
+                .contains("request_log.rs"),
+            "{line}"
+        );
     }
 }

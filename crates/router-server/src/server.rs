@@ -1,9 +1,19 @@
 //! The accept loop: HTTP/1.1 and h2c on one listener, TCP_NODELAY on every
 //! socket, graceful drain on shutdown.
+//!
+//! The drain (issue 30): when `shutdown` resolves the listening socket is
+//! closed at once (new connections are refused, so a load balancer moves
+//! on; `/readyz` answers 503 on connections still open), a line says how
+//! many requests are draining, and they run on for up to
+//! [`ConnectionLimits::drain`]. Requests still running then are stopped
+//! through the gateway ([`router_core::shutdown`]): each gets its
+//! protocol's error reply or stream error event, its hold is voided and
+//! its attempt recorded, and the connections get [`STOP_GRACE`] to write
+//! that before the process ends.
 
 use crate::app::App;
 use crate::client_addr::PeerAddr;
-use crate::connection::{Activity, Admission, ConnectionLimits, Tracked, Watched, watch};
+use crate::connection::{Activity, Admission, ConnectionLimits, InFlight, Tracked, Watched, watch};
 use crate::dispatch::dispatch;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
@@ -12,6 +22,7 @@ use hyper_util::server::graceful::GracefulShutdown;
 use std::convert::Infallible;
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use tokio::net::TcpListener;
 
@@ -24,8 +35,13 @@ pub enum ServeError {
 /// The largest read (and write) buffer of an HTTP/1 connection.
 const HTTP1_MAX_BUF: usize = 256 * 1024;
 
-/// Serve until `shutdown` resolves, then drain open connections (up to 30 s),
-/// under `limits` (see [`crate::connection`]).
+/// How long connections get to write the error of a request stopped at the
+/// end of the drain (and to close) before the process ends anyway.
+pub const STOP_GRACE: Duration = Duration::from_secs(5);
+
+/// Serve until `shutdown` resolves, then drain open connections (up to
+/// `limits.drain`, see the module's text), under `limits` (see
+/// [`crate::connection`]).
 pub async fn serve(
     listener: TcpListener,
     app: Arc<App>,
@@ -48,6 +64,7 @@ pub async fn serve(
     let admission = Admission::new(&limits);
     let graceful = GracefulShutdown::new();
     let mut accept_errors = AcceptErrors::default();
+    let in_flight = Arc::new(AtomicU64::new(0));
     tokio::pin!(shutdown);
     loop {
         // Back-pressure: no accept without a free place.
@@ -78,14 +95,17 @@ pub async fn serve(
                 // allowlists; see `client_addr`.
                 let peer = PeerAddr(peer.ip());
                 let requests = activity.clone();
+                let in_flight = in_flight.clone();
                 let service = service_fn(move |request: http::Request<hyper::body::Incoming>| {
                     let app = app.clone();
                     let in_progress = requests.request_started();
+                    let counted = InFlight::enter(&in_flight);
                     let mut request = request.map(|body| crate::body::Incoming::new(body, pace));
                     request.extensions_mut().insert(peer);
                     async move {
-                        let response = dispatch(app, request).await;
-                        Ok::<_, Infallible>(response.map(|body| Tracked::new(body, in_progress)))
+                        let mut response = dispatch(app, request).await;
+                        let log = response.extensions_mut().remove::<crate::request_log::RequestLog>();
+                        Ok::<_, Infallible>(response.map(|body| Tracked::new(body, in_progress, counted, log)))
                     }
                 });
                 let io = TokioIo::new(Watched::new(stream, activity.clone()));
@@ -102,9 +122,35 @@ pub async fn serve(
             () = &mut shutdown => break,
         }
     }
+    // New connections are refused from now on; readiness says draining.
+    drop(listener);
+    let shutdown = app.gateway.shutdown();
+    shutdown.begin_drain();
+    tracing::info!(
+        requests = in_flight.load(Ordering::Acquire),
+        drain_secs = limits.drain.as_secs(),
+        "shutting down: listener closed, draining requests in flight"
+    );
+    let drained = graceful.shutdown();
+    tokio::pin!(drained);
     tokio::select! {
-        () = graceful.shutdown() => {}
-        () = tokio::time::sleep(Duration::from_secs(30)) => tracing::warn!("drain timed out"),
+        () = &mut drained => {
+            tracing::info!("drained: every request in flight finished");
+            return Ok(());
+        }
+        () = tokio::time::sleep(limits.drain) => {}
+    }
+    tracing::warn!(
+        requests = in_flight.load(Ordering::Acquire),
+        "drain time over: stopping the requests still running (error reply or stream error event, hold voided)"
+    );
+    shutdown.stop_in_flight();
+    tokio::select! {
+        () = &mut drained => tracing::info!("stopped requests answered; connections closed"),
+        () = tokio::time::sleep(STOP_GRACE) => tracing::warn!(
+            requests = in_flight.load(Ordering::Acquire),
+            "connections still open after the stop; closing them"
+        ),
     }
     Ok(())
 }

@@ -11,7 +11,7 @@
 
 use crate::app::App;
 use crate::public_url::PublicBaseUrl;
-use router_canonical::{ApiError, ErrorCode};
+use router_canonical::ApiError;
 use router_core::product_codes;
 use std::time::Duration;
 use uuid::Uuid;
@@ -53,13 +53,11 @@ pub async fn find(app: &App, headers: &http::HeaderMap) -> Result<Option<Session
     let Some(token) = cookie_value(headers) else {
         return Ok(None);
     };
-    let record = app.operator.find_session(token).await.map_err(|e| {
-        tracing::error!(error = %e, "session lookup failed");
-        ApiError::new(
-            ErrorCode::InternalError,
-            "Sign-in is temporarily unavailable.",
-        )
-    })?;
+    let record = app
+        .operator
+        .find_session(token)
+        .await
+        .map_err(ApiError::from)?;
     Ok(record.map(|r| Session {
         id: r.id,
         account_id: r.account_id,

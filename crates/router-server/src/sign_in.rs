@@ -20,7 +20,7 @@ use crate::reply::{self, Body};
 use crate::session::{self, Session};
 use http::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue, SET_COOKIE};
 use http::{Response, StatusCode};
-use router_canonical::{ApiError, ErrorCode};
+use router_canonical::ApiError;
 use router_core::product_codes;
 use router_notify::mail::is_email_address;
 use router_operator::sign_in::{IssuedLink, MAGIC_LINK_TTL, is_token};
@@ -33,14 +33,6 @@ use std::sync::Arc;
 pub struct LinkRequest {
     #[schema(format = Email, max_length = 254)]
     email: String,
-}
-
-fn storage_error(e: impl std::fmt::Display) -> ApiError {
-    tracing::error!(error = %e, "sign-in storage failure");
-    ApiError::new(
-        ErrorCode::InternalError,
-        "Sign-in is temporarily unavailable.",
-    )
 }
 
 /// `POST /api/auth/magic-link`.
@@ -64,7 +56,7 @@ pub async fn request_link(
         .operator
         .issue_sign_in_link(email)
         .await
-        .map_err(storage_error)?;
+        .map_err(ApiError::from)?;
     if let Some(IssuedLink { email, token }) = issued {
         let link = app
             .public_base
@@ -149,7 +141,7 @@ pub async fn redeem(
         .operator
         .redeem_sign_in_link(&token)
         .await
-        .map_err(storage_error)?
+        .map_err(ApiError::from)?
         .ok_or_else(invalid)?;
     let body = format!(
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>Signed in</title></head>\
@@ -189,7 +181,7 @@ pub async fn sign_out(
     app.operator
         .sign_out(session.id)
         .await
-        .map_err(storage_error)?;
+        .map_err(ApiError::from)?;
     let mut response = reply::no_content(request_id);
     set_cookie(&mut response, &session::clear_cookie(&app.public_base));
     Ok(response)

@@ -6,7 +6,7 @@ use crate::schema::{accounts, ledger_entries, wallets};
 use crate::timestamps::rfc3339;
 use chrono::{DateTime, Utc};
 use diesel::dsl::now;
-use diesel::{ExpressionMethods, OptionalExtension, QueryDsl};
+use diesel::{BoolExpressionMethods, ExpressionMethods, OptionalExtension, QueryDsl};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use router_canonical::NanoUsd;
 use router_core::store::StoreError;
@@ -149,6 +149,75 @@ pub async fn grant_credits(
         Ok(NanoUsd(balance))
     })
     .await
+}
+
+/// Up to `limit` accounts with their wallets, newest first; with `before`
+/// (an account's id), those created before it (the next page).
+pub async fn list_accounts(
+    conn: &mut AsyncPgConnection,
+    limit: i64,
+    before: Option<Uuid>,
+) -> Result<Vec<AccountView>, StoreError> {
+    let mut query = accounts::table
+        .inner_join(wallets::table)
+        .select((
+            accounts::id,
+            accounts::email,
+            accounts::email_verified,
+            wallets::balance_nano,
+            wallets::held_nano,
+            wallets::shortfall_count,
+            wallets::shortfall_nano,
+            accounts::created_at,
+        ))
+        .order((accounts::created_at.desc(), accounts::id.desc()))
+        .limit(limit)
+        .into_boxed();
+    if let Some(before) = before {
+        let Some(created) = accounts::table
+            .filter(accounts::id.eq(before))
+            .select(accounts::created_at)
+            .first::<DateTime<Utc>>(conn)
+            .await
+            .optional()
+            .map_err(store_error)?
+        else {
+            return Ok(Vec::new());
+        };
+        query = query.filter(
+            accounts::created_at.lt(created).or(accounts::created_at
+                .eq(created)
+                .and(accounts::id.lt(before))),
+        );
+    }
+    let rows = query
+        .load::<(Uuid, String, bool, i64, i64, i64, i64, DateTime<Utc>)>(conn)
+        .await
+        .map_err(store_error)?;
+    Ok(rows
+        .into_iter()
+        .map(
+            |(
+                id,
+                email,
+                email_verified,
+                balance_nano,
+                held_nano,
+                shortfall_count,
+                shortfall_nano,
+                created_at,
+            )| AccountView {
+                id,
+                email,
+                email_verified,
+                balance_nano,
+                held_nano,
+                shortfall_count,
+                shortfall_nano,
+                created_at: rfc3339(created_at),
+            },
+        )
+        .collect())
 }
 
 /// The account and its wallet, or `None` when there is no such account.

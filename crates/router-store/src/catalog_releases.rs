@@ -312,22 +312,17 @@ pub async fn latest_number(conn: &mut AsyncPgConnection) -> Result<i64, StoreErr
     Ok(row.n)
 }
 
-/// How long to wait before reconnecting a lost release listener.
-const RECONNECT_DELAY: std::time::Duration = std::time::Duration::from_millis(500);
-
 /// Sends the number of every release announced from now on, and on every
 /// (re)connection the latest number (so a notification missed while the
 /// connection was down is caught up). Runs until the receiver is dropped.
 pub fn follow(url: std::sync::Arc<str>) -> tokio::sync::mpsc::Receiver<i64> {
     let (tx, rx) = tokio::sync::mpsc::channel(16);
     tokio::spawn(async move {
+        let mut reconnect = crate::backoff::Reconnect::new("catalog release listener");
         loop {
-            match relay(&url, &tx).await {
+            match relay(&url, &tx, &mut reconnect).await {
                 Ok(()) => return,
-                Err(error) => {
-                    tracing::warn!(error = %error, "catalog release listener lost; reconnecting");
-                    tokio::time::sleep(RECONNECT_DELAY).await;
-                }
+                Err(error) => tokio::time::sleep(reconnect.failed(&error)).await,
             }
         }
     });
@@ -335,7 +330,11 @@ pub fn follow(url: std::sync::Arc<str>) -> tokio::sync::mpsc::Receiver<i64> {
 }
 
 /// `Ok` when the receiver is gone; `Err` when the connection failed.
-async fn relay(url: &str, tx: &tokio::sync::mpsc::Sender<i64>) -> Result<(), StoreError> {
+async fn relay(
+    url: &str,
+    tx: &tokio::sync::mpsc::Sender<i64>,
+    reconnect: &mut crate::backoff::Reconnect,
+) -> Result<(), StoreError> {
     use futures::StreamExt;
     let mut conn = AsyncPgConnection::establish(url)
         .await
@@ -345,6 +344,7 @@ async fn relay(url: &str, tx: &tokio::sync::mpsc::Sender<i64>) -> Result<(), Sto
         .await
         .map_err(store_error)?;
     let latest = latest_number(&mut conn).await?;
+    reconnect.connected();
     if tx.send(latest).await.is_err() {
         return Ok(());
     }

@@ -135,6 +135,13 @@ impl Database {
         migrations::run_pending_migrations(&self.url).await
     }
 
+    /// Which migrations are applied, pending, or unknown to this binary
+    /// (read only; see [`migrations::status`]).
+    pub async fn migration_status(&self) -> Result<migrations::MigrationStatus, StoreError> {
+        let mut conn = self.connection().await?;
+        migrations::status(&mut conn).await
+    }
+
     /// Turns the in-process caches kept honest by NOTIFY on: a dedicated
     /// connection LISTENs for API-key changes, response-cache clearings and
     /// experiment changes from every instance (see [`crate::listener`]).
@@ -230,6 +237,16 @@ impl Database {
     ) -> Result<NanoUsd, AdminError> {
         let mut conn = self.connection().await?;
         accounts::grant_credits(&mut conn, account_id, amount).await
+    }
+
+    /// Accounts with their wallets, newest first (see [`accounts::list_accounts`]).
+    pub async fn list_accounts(
+        &self,
+        limit: i64,
+        before: Option<Uuid>,
+    ) -> Result<Vec<AccountView>, StoreError> {
+        let mut conn = self.connection().await?;
+        accounts::list_accounts(&mut conn, limit, before).await
     }
 
     pub async fn get_account(&self, id: Uuid) -> Result<Option<AccountView>, StoreError> {
@@ -494,6 +511,12 @@ impl Database {
     ) -> Result<bool, StoreError> {
         let mut conn = self.connection().await?;
         jobs::try_lease(&mut conn, name, holder, lease).await
+    }
+
+    /// How long until a job's lease runs out (see [`jobs::due_in`]).
+    pub async fn job_due_in(&self, name: &str) -> Result<Duration, StoreError> {
+        let mut conn = self.connection().await?;
+        jobs::due_in(&mut conn, name).await
     }
 
     /// Ends a job's pass and schedules the next (see [`jobs::finish`]).

@@ -5,14 +5,36 @@ use diesel::result::{DatabaseErrorKind, Error as DieselError};
 use router_core::store::StoreError;
 use uuid::Uuid;
 
-/// A diesel failure as core sees it: a lost connection means the database is
-/// unavailable; anything else is a failed query.
+/// A diesel failure as core sees it: a lost connection (or a server that is
+/// shutting down or starting) means the database is unavailable, answered
+/// as a retryable 503; anything else is a failed query.
 pub(crate) fn store_error(error: DieselError) -> StoreError {
-    match error {
-        DieselError::DatabaseError(DatabaseErrorKind::ClosedConnection, _)
+    match &error {
+        DieselError::DatabaseError(
+            DatabaseErrorKind::ClosedConnection | DatabaseErrorKind::UnableToSendCommand,
+            _,
+        )
         | DieselError::BrokenTransactionManager => StoreError::Unavailable(error.to_string()),
-        other => StoreError::Query(other.to_string()),
+        DieselError::DatabaseError(DatabaseErrorKind::Unknown, info)
+            if is_server_going_away(info.message()) =>
+        {
+            StoreError::Unavailable(error.to_string())
+        }
+        _ => StoreError::Query(error.to_string()),
     }
+}
+
+/// The messages of SQLSTATE 57P01-57P03 and 53300 (diesel keeps no code):
+/// the server is going down, starting or full, not the query at fault.
+fn is_server_going_away(message: &str) -> bool {
+    [
+        "terminating connection",
+        "the database system is",
+        "sorry, too many clients",
+        "canceling statement due to lock timeout",
+    ]
+    .iter()
+    .any(|start| message.starts_with(start))
 }
 
 /// Checking a connection out of the pool failed: timeout, refused connection

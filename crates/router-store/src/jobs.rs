@@ -3,10 +3,10 @@
 
 use crate::error::store_error;
 use crate::schema::job_leases;
-use chrono::Utc;
-use diesel::ExpressionMethods;
 use diesel::dsl::now;
+use diesel::pg::data_types::PgInterval;
 use diesel::sql_types::{BigInt, Text};
+use diesel::{ExpressionMethods, OptionalExtension};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use router_core::store::StoreError;
 use std::time::Duration;
@@ -39,9 +39,32 @@ pub async fn try_lease(
     Ok(taken == 1)
 }
 
+/// How long until job `name`'s lease runs out (zero when it has, or when
+/// the job has no row yet): when another instance's pass may be due.
+pub async fn due_in(conn: &mut AsyncPgConnection, name: &str) -> Result<Duration, StoreError> {
+    #[derive(diesel::QueryableByName)]
+    struct Due {
+        #[diesel(sql_type = BigInt)]
+        ms: i64,
+    }
+    let due: Option<Due> = diesel::sql_query(
+        "SELECT greatest(0, ceil(extract(epoch FROM leased_until - now()) * 1000))::bigint AS ms
+           FROM job_leases WHERE name = $1",
+    )
+    .bind::<Text, _>(name)
+    .get_result(conn)
+    .await
+    .optional()
+    .map_err(store_error)?;
+    Ok(Duration::from_millis(
+        due.map_or(0, |d| u64::try_from(d.ms).unwrap_or(0)),
+    ))
+}
+
 /// Records the end of `holder`'s pass of `name` and holds the job until
-/// `next_after` from now, so the next scheduled pass (on any instance)
-/// starts no sooner.
+/// `next_after` from the pass's *start*, so passes (on any instance) begin
+/// once an interval, however long each takes (issue 30: from the finish,
+/// every job ran at its interval plus the scheduler's next tick, half speed).
 pub async fn finish(
     conn: &mut AsyncPgConnection,
     name: &str,
@@ -57,7 +80,7 @@ pub async fn finish(
         .filter(job_leases::name.eq(name))
         .filter(job_leases::leased_by.eq(holder))
         .set((
-            job_leases::leased_until.eq(Utc::now() + next_after),
+            job_leases::leased_until.eq(job_leases::last_started_at + interval(next_after)),
             job_leases::last_finished_at.eq(now),
             job_leases::last_processed.eq(processed),
             job_leases::last_error.eq(error),
@@ -66,4 +89,9 @@ pub async fn finish(
         .await
         .map_err(store_error)?;
     Ok(())
+}
+
+/// `duration` as a PostgreSQL interval (whole microseconds).
+fn interval(duration: Duration) -> PgInterval {
+    PgInterval::from_microseconds(i64::try_from(duration.as_micros()).unwrap_or(i64::MAX))
 }

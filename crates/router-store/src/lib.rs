@@ -24,6 +24,7 @@ pub mod accounts;
 pub mod affinity;
 pub mod api_keys;
 pub mod audit;
+mod backoff;
 pub mod billing;
 pub mod catalog_releases;
 pub mod channels;

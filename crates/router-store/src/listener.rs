@@ -20,8 +20,6 @@ use std::time::Duration;
 /// How often the listening connection proves it is alive when no
 /// notification arrives; a dead one is noticed within about this long.
 const HEARTBEAT: Duration = Duration::from_secs(5);
-/// Wait between attempts to re-establish a lost listening connection.
-const RECONNECT_DELAY: Duration = Duration::from_secs(1);
 /// The listening connection's `application_name`, so an operator (or a
 /// test) can find it in `pg_stat_activity`.
 pub const APPLICATION_NAME: &str = "router-listener";
@@ -43,21 +41,22 @@ pub async fn start(url: Arc<str>, subscribers: Vec<Arc<dyn Subscriber>>) -> Resu
     set_listening(&subscribers, true);
     tokio::spawn(async move {
         let mut conn = conn;
+        // Logged as "change listener lost" (in-process caches are off
+        // until it is back), then rate-limited while the database is away.
+        let mut reconnect = crate::backoff::Reconnect::new("change listener");
         loop {
             let error = relay(&mut conn, &subscribers).await;
             set_listening(&subscribers, false);
-            tracing::warn!(error = %error, "change listener lost; in-process caches off until it is back");
+            let mut pause = reconnect.failed(&error);
             conn = loop {
-                tokio::time::sleep(RECONNECT_DELAY).await;
+                tokio::time::sleep(pause).await;
                 match listen(&url, &subscribers).await {
                     Ok(conn) => break conn,
-                    Err(error) => {
-                        tracing::debug!(error = %error, "change listener reconnect failed")
-                    }
+                    Err(error) => pause = reconnect.failed(&error),
                 }
             };
             set_listening(&subscribers, true);
-            tracing::info!("change listener back; in-process caches on");
+            reconnect.connected();
         }
     });
     Ok(())

@@ -59,3 +59,66 @@ pub async fn run_pending_migrations(url: &str) -> Result<Vec<String>, StoreError
     }
     Ok(applied)
 }
+
+/// Which migrations a database has, against the ones this binary carries.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct MigrationStatus {
+    /// Applied, and known to this binary (oldest first).
+    pub applied: Vec<String>,
+    /// Known to this binary and not applied yet (`router migrate` applies them).
+    pub pending: Vec<String>,
+    /// Applied, but unknown to this binary: the schema is newer than the
+    /// binary (a newer release migrated it). This binary keeps working on
+    /// a schema one release ahead only as far as that release allows; see
+    /// docs/operations.md (upgrades).
+    pub unknown: Vec<String>,
+}
+
+/// The versions of the embedded migrations, oldest first (`2026-11-26-000700`
+/// of `2026-11-26-000700_videos` is stored as `20261126000700`).
+pub fn embedded_versions() -> Vec<String> {
+    use diesel::migration::MigrationSource;
+    let mut versions: Vec<String> = MigrationSource::<diesel::pg::Pg>::migrations(&MIGRATIONS)
+        .map(|all| all.iter().map(|m| m.name().version().to_string()).collect())
+        .unwrap_or_default();
+    versions.sort();
+    versions
+}
+
+/// Reads (never writes) which migrations the database at `conn` has.
+pub async fn status(conn: &mut AsyncPgConnection) -> Result<MigrationStatus, StoreError> {
+    #[derive(diesel::QueryableByName)]
+    struct Version {
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        version: String,
+    }
+    let applied: Vec<Version> =
+        diesel::sql_query("SELECT version FROM __diesel_schema_migrations ORDER BY version")
+            .load(conn)
+            .await
+            .or_else(|e| match e {
+                // No table at all: nothing applied.
+                diesel::result::Error::DatabaseError(_, ref info)
+                    if info.message().contains("does not exist") =>
+                {
+                    Ok(Vec::new())
+                }
+                other => Err(other),
+            })
+            .map_err(store_error)?;
+    let applied: Vec<String> = applied.into_iter().map(|v| v.version).collect();
+    let known = embedded_versions();
+    Ok(MigrationStatus {
+        pending: known
+            .iter()
+            .filter(|v| !applied.contains(v))
+            .cloned()
+            .collect(),
+        unknown: applied
+            .iter()
+            .filter(|v| !known.contains(v))
+            .cloned()
+            .collect(),
+        applied: applied.into_iter().filter(|v| known.contains(v)).collect(),
+    })
+}

@@ -200,7 +200,7 @@ impl From<UploadError> for ApiError {
                 product_codes::UPLOADS_UNAVAILABLE,
                 "Uploads are temporarily unavailable.",
             ),
-            UploadError::Store(_) => ApiError::new(ErrorCode::InternalError, "Storage failure."),
+            UploadError::Store(e) => e.api_error(),
             UploadError::ReferencesUnderDataProtection => ApiError::new(
                 product_codes::ZDR_CAPACITY_UNAVAILABLE,
                 "Zero data retention is on for this account: uploaded images cannot be read.",

@@ -395,3 +395,304 @@ async fn videos_are_shown_and_reconciled_through_the_cli() {
         .await
         .refused_naming("conflict");
 }
+
+/// Issue 30: each misconfiguration that still starts is a warning naming
+/// its setting; `--strict` makes them fail; the whole effective
+/// configuration is shown with its secrets masked; `migrate --status`
+/// lists pending and applied migrations; `serve` logs the same warnings.
+#[tokio::test(flavor = "multi_thread")]
+async fn config_check_warns_on_each_misconfiguration_and_strict_fails() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let db = TestDatabase::unmigrated().await;
+    let catalog = catalog_file();
+    let url = db.url().to_owned();
+    let env = [
+        ("DATABASE_URL", url.as_str()),
+        ("ROUTER_CATALOG", catalog.to_str().unwrap()),
+        ("ROUTER_ADMIN_TOKEN", "x"),
+        ("ROUTER_ADMIN_TEST_HOOKS", "1"),
+        ("ROUTER_IMAGE_URL_ALLOW_LOOPBACK", "true"),
+        ("ROUTER_LOG", "info,[[["),
+        ("ROUTER_TELEGRAM_BOT_TOKEN", "123456:telegram-secret"),
+    ];
+    let run = router(&env, &["config", "check", "--json"]).await;
+    assert!(run.ok, "{}", run.stderr);
+    let summary = run.json();
+    let warned: Vec<String> = summary["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| format!("{} {}", w["setting"], w["message"]))
+        .collect();
+    for expected in [
+        "ROUTER_ADMIN_TEST_HOOKS",
+        "ROUTER_IMAGE_URL_ALLOW_LOOPBACK",
+        "ROUTER_ADMIN_TOKEN",
+        "ROUTER_LOG",
+        "ROUTER_TEST_SUPPLIER_KEY",
+        "model m-off",
+        "migrations not applied",
+    ] {
+        assert!(
+            warned.iter().any(|w| w.contains(expected)),
+            "no warning about {expected}: {warned:#?}"
+        );
+    }
+    // The whole configuration, secrets masked.
+    let settings = summary["settings"].as_object().unwrap();
+    assert!(settings.len() >= 36, "{settings:?}");
+    assert_eq!(settings["ROUTER_DEADLINE_SECS"], "180");
+    assert_eq!(settings["ROUTER_TELEGRAM_BOT_TOKEN"], "***");
+    assert_eq!(settings["ROUTER_ADMIN_TOKEN"], "set (1 characters)");
+    assert!(!run.stdout.contains("telegram-secret"));
+    assert_eq!(summary["migrations"]["applied"], 0);
+
+    let strict = router(&env, &["config", "check", "--strict"]).await;
+    assert!(!strict.ok);
+    assert!(
+        strict.stdout.contains("warning: ROUTER_ADMIN_TOKEN"),
+        "{}",
+        strict.stdout
+    );
+    assert_eq!(
+        strict.stderr.trim(),
+        format!("router: config check --strict: {} warnings", warned.len())
+    );
+
+    // Migrations: pending, then applied; a newer schema is named.
+    let status = router(&env, &["migrate", "--status", "--json"]).await;
+    assert!(status.ok, "{}", status.stderr);
+    let pending = status.json()["pending"].as_array().unwrap().len();
+    assert!(pending > 0);
+    assert!(router(&env, &["migrate"]).await.ok);
+    let status = router(&env, &["migrate", "--status", "--json"])
+        .await
+        .json();
+    assert_eq!(status["pending"], json!([]));
+    assert_eq!(status["applied"].as_array().unwrap().len(), pending);
+    let mut conn = db.database().connection().await.unwrap();
+    diesel_async::RunQueryDsl::execute(
+        diesel::sql_query(
+            "INSERT INTO __diesel_schema_migrations (version) VALUES ('29990101000000')",
+        ),
+        &mut conn,
+    )
+    .await
+    .unwrap();
+    let newer = router(&env, &["config", "check", "--json"]).await.json();
+    assert!(
+        newer["warnings"]
+            .to_string()
+            .contains("newer than this binary"),
+        "{newer}"
+    );
+
+    // A clean configuration passes --strict.
+    let clean = [
+        ("DATABASE_URL", url.as_str()),
+        ("ROUTER_CATALOG", catalog.to_str().unwrap()),
+        ("ROUTER_TEST_SUPPLIER_KEY", "k"),
+        ("ROUTER_ADMIN_TOKEN", "0123456789abcdef0123456789abcdef"),
+    ];
+    diesel_async::RunQueryDsl::execute(
+        diesel::sql_query(
+            "DELETE FROM __diesel_schema_migrations WHERE version = '29990101000000'",
+        ),
+        &mut conn,
+    )
+    .await
+    .unwrap();
+    let run = router(&clean, &["config", "check", "--strict", "--json"]).await;
+    let warnings = run.json()["warnings"].clone();
+    // The test catalog's `m-off` has only a disabled route, on purpose.
+    assert_eq!(warnings.as_array().unwrap().len(), 1, "{warnings}");
+    assert!(warnings.to_string().contains("m-off"));
+
+    // `router serve` logs the same warnings when it starts.
+    let mut process = spawn_router_process(
+        db.url(),
+        "http://127.0.0.1:9/v1",
+        &[("ROUTER_ADMIN_TEST_HOOKS", "1")],
+    )
+    .await;
+    let pid = process.child.id().unwrap().to_string();
+    std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    process.child.wait().await.unwrap();
+    let log = (&mut process.stderr).await.unwrap();
+    for expected in [
+        "ROUTER_ADMIN_TEST_HOOKS",
+        "ROUTER_TEST_SUPPLIER_KEY",
+        "m-off",
+    ] {
+        assert!(
+            log.lines()
+                .any(|l| l.contains("configuration: ") && l.contains(expected)),
+            "serve did not warn about {expected}: {log}"
+        );
+    }
+}
+
+/// Issue 30, item 11: `accounts list`, `keys update`, the response-cache
+/// TTL on `keys create`, and status 1 with one line on every failure: a
+/// refused operation, a command line clap refuses, a closed stdout.
+#[tokio::test(flavor = "multi_thread")]
+async fn accounts_list_keys_update_and_every_failure_exits_1() {
+    let db = TestDatabase::new().await;
+    let catalog = catalog_file();
+    let catalog = catalog.to_str().unwrap();
+    let env = [("DATABASE_URL", db.url()), ("ROUTER_CATALOG", catalog)];
+    let mut ids = Vec::new();
+    for email in [
+        "first@example.com",
+        "second@example.com",
+        "third@example.com",
+    ] {
+        let created = router(&env, &["accounts", "create", "--email", email, "--json"]).await;
+        assert!(created.ok, "{}", created.stderr);
+        ids.push(created.json()["id"].as_str().unwrap().to_owned());
+    }
+    let listed = router(&env, &["accounts", "list", "--json"]).await;
+    assert!(listed.ok, "{}", listed.stderr);
+    let emails: Vec<String> = listed.json()["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["email"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        emails,
+        [
+            "third@example.com",
+            "second@example.com",
+            "first@example.com"
+        ]
+    );
+    // Pages: two, then the rest after the last of them.
+    let page = router(&env, &["accounts", "list", "--limit", "2", "--json"])
+        .await
+        .json();
+    assert_eq!(page["data"].as_array().unwrap().len(), 2);
+    let last = page["data"][1]["id"].as_str().unwrap().to_owned();
+    let rest = router(&env, &["accounts", "list", "--before", &last, "--json"])
+        .await
+        .json();
+    assert_eq!(rest["data"][0]["email"], "first@example.com");
+    let human = router(&env, &["accounts", "list"]).await;
+    assert!(
+        human
+            .stdout
+            .contains("second@example.com  balance 0.000000000 USD"),
+        "{}",
+        human.stdout
+    );
+
+    let key = router(
+        &env,
+        &[
+            "keys",
+            "create",
+            "--account",
+            &ids[0],
+            "--scope",
+            "inference",
+            "--response-cache-ttl-seconds",
+            "600",
+            "--json",
+        ],
+    )
+    .await;
+    assert!(key.ok, "{}", key.stderr);
+    let key = key.json();
+    assert_eq!(key["policy"]["response_cache_ttl_seconds"], 600);
+    let key_id = key["id"].as_str().unwrap().to_owned();
+
+    let updated = router(
+        &env,
+        &[
+            "keys",
+            "update",
+            &key_id,
+            "--scope",
+            "inference",
+            "--scope",
+            "usage:read",
+            "--allowed-model",
+            "m-text",
+            "--requests-per-minute",
+            "30",
+            "--clear",
+            "response_cache_ttl_seconds",
+            "--json",
+        ],
+    )
+    .await;
+    assert!(updated.ok, "{}", updated.stderr);
+    let updated = updated.json();
+    assert_eq!(updated["scopes"], json!(["inference", "usage:read"]));
+    assert_eq!(updated["policy"]["allowed_models"], json!(["m-text"]));
+    assert_eq!(updated["policy"]["requests_per_minute"], 30);
+    assert_eq!(updated["policy"]["response_cache_ttl_seconds"], Value::Null);
+    let shown = router(&env, &["keys", "show", &key_id, "--json"])
+        .await
+        .json();
+    assert_eq!(shown["policy"]["requests_per_minute"], 30);
+
+    // Refusals: the operation's own, and the command line's.
+    router(
+        &env,
+        &[
+            "keys",
+            "update",
+            &key_id,
+            "--allowed-model",
+            "no-such-model",
+        ],
+    )
+    .await
+    .refused_naming("allowed_models");
+    router(&env, &["keys", "update", &key_id])
+        .await
+        .refused_naming("nothing to update");
+    router(&env, &["keys", "update", &key_id, "--clear", "scopes"])
+        .await
+        .refused_naming("--clear");
+    router(
+        &env,
+        &[
+            "keys",
+            "create",
+            "--account",
+            &ids[0],
+            "--response-cache-ttl-seconds",
+            "0",
+        ],
+    )
+    .await
+    .refused_naming("response_cache_ttl_seconds");
+    router(&env, &["accounts", "list", "--limit", "many"])
+        .await
+        .refused_naming("--limit");
+    router(&env, &["no-such-command"])
+        .await
+        .refused_naming("no-such-command");
+
+    // A closed stdout (`router accounts list | head -0`): status 1, one
+    // line, no panic.
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_router"))
+        .args(["accounts", "list"])
+        .envs(env)
+        .env_remove("RUST_BACKTRACE")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().await.unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+}

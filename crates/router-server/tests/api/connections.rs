@@ -22,6 +22,7 @@ fn limits() -> ConnectionLimits {
             idle: Duration::from_secs(1),
             min_bytes_per_sec: 0,
         },
+        drain: Duration::from_secs(5),
     }
 }
 

@@ -294,9 +294,15 @@ async fn request_lines_carry_the_facts_and_no_secret_or_content() {
         assert_eq!(f["attempts"], 1);
         assert!(f["account_id"].is_string() && f["key_id"].is_string());
         assert!(f["request_id"].is_string() && f["latency_ms"].is_u64());
+        // Issue 30: who asked, how soon the answer started, how much of it.
+        assert_eq!(f["client"], "127.0.0.1");
+        let ttfb = f["ttfb_ms"].as_u64().expect("ttfb_ms");
+        assert!(ttfb <= f["latency_ms"].as_u64().unwrap(), "{f}");
+        assert!(f["bytes_sent"].as_u64().unwrap() > 100, "{f}");
     }
     let refused = chats.iter().find(|l| l["fields"]["status"] == 401).unwrap();
     assert_eq!(refused["fields"]["code"], "invalid_api_key");
+    assert!(refused["fields"]["bytes_sent"].as_u64().unwrap() > 0);
     assert!(refused["fields"].get("key_id").is_none());
     let failed = chats.iter().find(|l| l["fields"]["status"] == 502).unwrap();
     assert_eq!(failed["fields"]["code"], "upstream_error");

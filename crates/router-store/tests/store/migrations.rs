@@ -54,3 +54,32 @@ async fn migrations_run_on_a_current_thread_runtime() {
     assert_eq!(db.migrate().await.unwrap().len(), embedded_migrations());
     db.ping().await.unwrap();
 }
+
+/// `router migrate --status` and `config check` read this: an unmigrated
+/// database has every migration pending, a migrated one none, and a
+/// version this binary does not know is reported as a newer schema.
+#[tokio::test(flavor = "multi_thread")]
+async fn migration_status_tells_pending_applied_and_unknown_versions() {
+    let db = TestDatabase::unmigrated().await;
+    let before = db.database().migration_status().await.unwrap();
+    assert!(before.applied.is_empty());
+    assert_eq!(before.pending.len(), embedded_migrations());
+    assert!(before.unknown.is_empty());
+
+    db.database().migrate().await.unwrap();
+    let after = db.database().migration_status().await.unwrap();
+    assert_eq!(after.applied.len(), embedded_migrations());
+    assert!(after.pending.is_empty());
+
+    let mut conn = db.database().connection().await.unwrap();
+    diesel_async::RunQueryDsl::execute(
+        diesel::sql_query(
+            "INSERT INTO __diesel_schema_migrations (version) VALUES ('29990101000000')",
+        ),
+        &mut conn,
+    )
+    .await
+    .unwrap();
+    let newer = db.database().migration_status().await.unwrap();
+    assert_eq!(newer.unknown, ["29990101000000"]);
+}

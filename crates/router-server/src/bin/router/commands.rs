@@ -3,6 +3,7 @@
 //! operator wing, `router_operator::Operator`); and checks of a catalog
 //! file and of the whole configuration.
 
+use crate::checks;
 use crate::output::{Output, field, parse_usd, usd};
 use crate::serve::{app, load_catalog};
 use crate::settings::ServeArgs;
@@ -25,6 +26,15 @@ pub(crate) enum AccountsCommand {
         /// Mark the email as verified.
         #[arg(long)]
         verified: bool,
+    },
+    /// List accounts and their wallets, newest first.
+    List {
+        /// At most this many (1 to 1000).
+        #[arg(long, default_value_t = 100)]
+        limit: u32,
+        /// The next page: accounts created before this one.
+        #[arg(long)]
+        before: Option<String>,
     },
     /// Show an account and its wallet.
     Show { id: String },
@@ -51,6 +61,9 @@ pub(crate) enum KeysCommand {
     },
     /// Show a key, its policy and what it has spent.
     Show { id: String },
+    /// Change a key's scopes, expiry or policy (only what is given); at
+    /// once on every instance.
+    Update(KeyUpdate),
     /// Revoke (delete) a key at once.
     Revoke { id: String },
 }
@@ -74,6 +87,9 @@ pub(crate) struct KeyCreate {
     /// on, off or passthrough.
     #[arg(long)]
     prompt_cache_mode: Option<String>,
+    /// Opt in to the exact-response cache: answers kept this long (1 to 86400).
+    #[arg(long)]
+    response_cache_ttl_seconds: Option<u64>,
     /// A rolling spend limit, AMOUNT_NANO_USD/WINDOW_SECONDS (repeatable).
     #[arg(long = "spend-limit")]
     spend_limits: Vec<String>,
@@ -85,6 +101,115 @@ pub(crate) struct KeyCreate {
     requests_per_day: Option<u64>,
     #[arg(long)]
     max_concurrent_requests: Option<u64>,
+}
+
+/// `router keys update ID`: each flag given replaces that part of the
+/// key; `--clear NAME` removes one (`expires_at`, `allowed_models`,
+/// `ip_allowlist`, `prompt_cache_mode`, `response_cache_ttl_seconds`,
+/// `spend_limits`, `monthly_budget_nano_usd`, `requests_per_minute`,
+/// `requests_per_day`, `max_concurrent_requests`).
+#[derive(Args, Debug)]
+pub(crate) struct KeyUpdate {
+    id: String,
+    /// The key's scopes, all of them (repeatable).
+    #[arg(long = "scope")]
+    scopes: Vec<String>,
+    #[arg(long)]
+    expires_at: Option<u64>,
+    #[arg(long = "allowed-model")]
+    allowed_models: Vec<String>,
+    #[arg(long = "ip")]
+    ip_allowlist: Vec<String>,
+    #[arg(long)]
+    prompt_cache_mode: Option<String>,
+    #[arg(long)]
+    response_cache_ttl_seconds: Option<u64>,
+    #[arg(long = "spend-limit")]
+    spend_limits: Vec<String>,
+    #[arg(long)]
+    monthly_budget_nano_usd: Option<u64>,
+    #[arg(long)]
+    requests_per_minute: Option<u64>,
+    #[arg(long)]
+    requests_per_day: Option<u64>,
+    #[arg(long)]
+    max_concurrent_requests: Option<u64>,
+    /// Remove a part of the policy or the expiry (repeatable).
+    #[arg(long = "clear", value_parser = CLEARABLE)]
+    clear: Vec<String>,
+}
+
+/// What `keys update --clear` removes.
+const CLEARABLE: [&str; 10] = [
+    "expires_at",
+    "allowed_models",
+    "ip_allowlist",
+    "prompt_cache_mode",
+    "response_cache_ttl_seconds",
+    "spend_limits",
+    "monthly_budget_nano_usd",
+    "requests_per_minute",
+    "requests_per_day",
+    "max_concurrent_requests",
+];
+
+/// The admin API's PATCH body of `update`: a part given is set, a part
+/// cleared is `null`, the rest absent (unchanged).
+fn key_patch(update: KeyUpdate) -> anyhow::Result<router_operator::ApiKeyPatch> {
+    let mut body = serde_json::Map::new();
+    let mut set = |name: &str, value: Value| {
+        body.insert(name.to_owned(), value);
+    };
+    if !update.scopes.is_empty() {
+        set("scopes", json!(update.scopes));
+    }
+    if let Some(at) = update.expires_at {
+        set("expires_at", json!(at));
+    }
+    if !update.allowed_models.is_empty() {
+        set("allowed_models", json!(update.allowed_models));
+    }
+    if !update.ip_allowlist.is_empty() {
+        set("ip_allowlist", json!(update.ip_allowlist));
+    }
+    if let Some(mode) = update.prompt_cache_mode {
+        set("prompt_cache_mode", json!(mode));
+    }
+    if let Some(ttl) = update.response_cache_ttl_seconds {
+        set("response_cache_ttl_seconds", json!(ttl));
+    }
+    if !update.spend_limits.is_empty() {
+        let limits: Vec<Value> = update
+            .spend_limits
+            .iter()
+            .map(|text| {
+                spend_limit(text).map(|l| {
+                    json!({"amount_nano_usd": l.amount_nano_usd, "window_seconds": l.window_seconds})
+                })
+            })
+            .collect::<anyhow::Result<_>>()?;
+        set("spend_limits", Value::Array(limits));
+    }
+    for (name, value) in [
+        ("monthly_budget_nano_usd", update.monthly_budget_nano_usd),
+        ("requests_per_minute", update.requests_per_minute),
+        ("requests_per_day", update.requests_per_day),
+        ("max_concurrent_requests", update.max_concurrent_requests),
+    ] {
+        if let Some(value) = value {
+            set(name, json!(value));
+        }
+    }
+    for name in &update.clear {
+        if body.contains_key(name) {
+            bail!("--clear {name}: the same update also sets it");
+        }
+        body.insert(name.clone(), Value::Null);
+    }
+    if body.is_empty() {
+        bail!("nothing to update: give a flag to set (e.g. --scope) or --clear NAME");
+    }
+    serde_json::from_value(Value::Object(body)).map_err(|e| anyhow!("{e}"))
 }
 
 #[derive(Subcommand, Debug)]
@@ -129,8 +254,13 @@ pub(crate) enum CatalogCommand {
 
 #[derive(Subcommand, Debug)]
 pub(crate) enum ConfigCommand {
-    /// Check every setting, the catalog and the database connection.
-    Check,
+    /// Check every setting, the catalog and the database; print the whole
+    /// effective configuration (secrets masked) and every warning.
+    Check {
+        /// Exit with status 1 when there is any warning.
+        #[arg(long)]
+        strict: bool,
+    },
 }
 
 /// The operation's refusal as one line: its code, field and message.
@@ -192,6 +322,29 @@ pub(crate) async fn accounts(
             let view = operator.create_account(new).await.map_err(refused)?;
             out.show(&view, |v| {
                 format!("created account {} ({})", field(v, "id"), field(v, "email"))
+            });
+        }
+        AccountsCommand::List { limit, before } => {
+            let before = before.map(|id| uuid("account", &id)).transpose()?;
+            let view = operator.accounts(limit, before).await.map_err(refused)?;
+            out.show(&view, |v| {
+                let mut text = String::new();
+                for account in v["data"].as_array().into_iter().flatten() {
+                    let nano = |name: &str| usd(account[name].as_i64().unwrap_or_default());
+                    text.push_str(&format!(
+                        "{}  {}  balance {} USD  held {} USD  {}\n",
+                        field(account, "id"),
+                        field(account, "email"),
+                        nano("balance_nano_usd"),
+                        nano("held_nano_usd"),
+                        field(account, "created_at"),
+                    ));
+                }
+                if text.is_empty() {
+                    "no accounts".to_owned()
+                } else {
+                    text
+                }
             });
         }
         AccountsCommand::Show { id } => {
@@ -306,6 +459,23 @@ pub(crate) async fn keys(
                 }
             });
         }
+        KeysCommand::Update(update) => {
+            let id = uuid("key", &update.id)?;
+            let patch = key_patch(update)?;
+            let view = operator
+                .update_api_key(&catalog, id, patch)
+                .await
+                .map_err(refused)?;
+            out.show(&view, |v| {
+                format!(
+                    "updated key {}\nscopes     {}\nexpires    {}\npolicy     {}\n",
+                    field(v, "id"),
+                    v["scopes"],
+                    field(v, "expires_at"),
+                    v["policy"],
+                )
+            });
+        }
         KeysCommand::Show { id } => {
             let view = operator.api_key(uuid("key", &id)?).await.map_err(refused)?;
             out.show(&view, |v| {
@@ -339,18 +509,7 @@ fn new_key(create: KeyCreate) -> anyhow::Result<NewApiKey> {
     let spend_limits = create
         .spend_limits
         .iter()
-        .map(|text| {
-            text.split_once('/')
-                .and_then(|(a, s)| {
-                    Some(SpendLimitJson {
-                        amount_nano_usd: a.parse().ok()?,
-                        window_seconds: s.parse().ok()?,
-                    })
-                })
-                .ok_or_else(|| {
-                    anyhow!("--spend-limit: `{text}` is not AMOUNT_NANO_USD/WINDOW_SECONDS")
-                })
-        })
+        .map(|text| spend_limit(text))
         .collect::<anyhow::Result<Vec<_>>>()?;
     Ok(NewApiKey {
         account_id: uuid("account", &create.account)?,
@@ -359,13 +518,25 @@ fn new_key(create: KeyCreate) -> anyhow::Result<NewApiKey> {
         allowed_models: some(create.allowed_models),
         ip_allowlist: some(create.ip_allowlist),
         prompt_cache_mode: create.prompt_cache_mode,
-        response_cache_ttl_seconds: None,
+        response_cache_ttl_seconds: create.response_cache_ttl_seconds,
         spend_limits: (!spend_limits.is_empty()).then_some(spend_limits),
         monthly_budget_nano_usd: create.monthly_budget_nano_usd,
         requests_per_minute: create.requests_per_minute,
         requests_per_day: create.requests_per_day,
         max_concurrent_requests: create.max_concurrent_requests,
     })
+}
+
+/// `--spend-limit AMOUNT_NANO_USD/WINDOW_SECONDS`.
+fn spend_limit(text: &str) -> anyhow::Result<SpendLimitJson> {
+    text.split_once('/')
+        .and_then(|(a, s)| {
+            Some(SpendLimitJson {
+                amount_nano_usd: a.parse().ok()?,
+                window_seconds: s.parse().ok()?,
+            })
+        })
+        .ok_or_else(|| anyhow!("--spend-limit: `{text}` is not AMOUNT_NANO_USD/WINDOW_SECONDS"))
 }
 
 pub(crate) async fn sessions(
@@ -530,25 +701,39 @@ fn catalog_summary(catalog: &Catalog) -> Value {
 }
 
 /// `router config check`: every setting parsed, the catalog loaded, the
-/// database reached; secrets are never printed.
+/// database reached and its migrations read; the effective configuration
+/// and the warnings printed, secrets never. `--strict`: warnings fail.
 pub(crate) async fn config(
     args: &ServeArgs,
     command: ConfigCommand,
     out: &Output,
 ) -> anyhow::Result<()> {
-    let ConfigCommand::Check = command;
+    let ConfigCommand::Check { strict } = command;
     let config = args.server_config()?;
-    let (catalog, _) = load_catalog(&config.catalog_path)?;
+    let (catalog, text) = load_catalog(&config.catalog_path)?;
     // Connecting pings the database.
-    Database::connect(&config.database_url, 1)
+    let db = Database::connect(&config.database_url, 1)
         .await
         .context("DATABASE_URL: cannot connect")?;
+    let migrations = db
+        .migration_status()
+        .await
+        .context("DATABASE_URL: cannot read the applied migrations")?;
+    let mut warnings = checks::of_settings(args, &config);
+    warnings.extend(checks::of_catalog(&config.catalog_path, &text));
+    warnings.extend(checks::of_database(&migrations));
     let summary = json!({
         "ok": true,
+        "settings": args.effective(),
         "listen": config.listen.to_string(),
         "public_base_url": config.public_base.origin(),
         "catalog": {"path": config.catalog_path, "summary": catalog_summary(&catalog)},
         "database": "reachable",
+        "migrations": {
+            "applied": migrations.applied.len(),
+            "pending": migrations.pending,
+            "unknown": migrations.unknown,
+        },
         "admin_api": config.admin_token.is_some(),
         "email": config.mailer.is_some(),
         "deadline_secs": config.deadline.as_secs(),
@@ -556,17 +741,71 @@ pub(crate) async fn config(
         "reaper_interval_secs": config.reaper_interval.as_secs(),
         "db_pool_size": config.database_pool_size,
         "session_ttl_secs": config.session_ttl.as_secs(),
+        "warnings": warnings,
     });
     out.show(&summary, |v| {
-        format!(
-            "configuration ok\nlisten        {}\npublic URL    {}\ncatalog       {} ({} routes)\ndatabase      reachable\nadmin API     {}\nemail         {}\n",
+        let mut text = format!(
+            "configuration ok ({} warnings)\nlisten        {}\npublic URL    {}\ncatalog       {} ({} routes)\ndatabase      reachable, {} migrations applied, {} pending\nadmin API     {}\nemail         {}\n\nsettings\n",
+            warnings.len(),
             field(v, "listen"),
             field(v, "public_base_url"),
             config.catalog_path,
             v["catalog"]["summary"]["routes"],
+            migrations.applied.len(),
+            migrations.pending.len(),
             if config.admin_token.is_some() { "on" } else { "off (ROUTER_ADMIN_TOKEN unset)" },
             if config.mailer.is_some() { "on" } else { "off (ROUTER_SMTP_URL unset)" },
-        )
+        );
+        if let Some(settings) = v["settings"].as_object() {
+            for (name, value) in settings {
+                let value = match value {
+                    Value::Null => "(unset)".to_owned(),
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                text.push_str(&format!("  {name} = {value}\n"));
+            }
+        }
+        for w in &warnings {
+            text.push_str(&format!("warning: {}: {}\n", w.setting, w.message));
+        }
+        text
+    });
+    if strict && !warnings.is_empty() {
+        bail!("config check --strict: {} warnings", warnings.len());
+    }
+    Ok(())
+}
+
+/// `router migrate --status`: the applied and pending migrations, and any
+/// the database has that this binary does not know (a newer schema).
+pub(crate) async fn migration_status(args: &ServeArgs, out: &Output) -> anyhow::Result<()> {
+    let url = args.database_url()?;
+    let db = Database::connect(&url, 1)
+        .await
+        .context("DATABASE_URL: cannot connect")?;
+    let status = db
+        .migration_status()
+        .await
+        .context("DATABASE_URL: cannot read the applied migrations")?;
+    out.show(&status, |_| {
+        let mut text = String::new();
+        for version in &status.applied {
+            text.push_str(&format!("applied  {version}\n"));
+        }
+        for version in &status.pending {
+            text.push_str(&format!("pending  {version}\n"));
+        }
+        for version in &status.unknown {
+            text.push_str(&format!("unknown  {version} (newer than this binary)\n"));
+        }
+        text.push_str(&format!(
+            "{} applied, {} pending, {} unknown\n",
+            status.applied.len(),
+            status.pending.len(),
+            status.unknown.len()
+        ));
+        text
     });
     Ok(())
 }

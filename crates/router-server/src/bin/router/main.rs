@@ -4,6 +4,7 @@
 //! admin API's own operations; `router catalog check` and `router config
 //! check` validate before a deploy. Errors are one line and a non-zero exit.
 
+mod checks;
 mod commands;
 mod output;
 mod serve;
@@ -14,7 +15,7 @@ use commands::{
     AccountsCommand, CatalogCommand, ConfigCommand, KeysCommand, RequestsCommand, SessionsCommand,
     VideosCommand,
 };
-use output::{Output, one_line};
+use output::Output;
 use router_store::Database;
 use settings::{LogFormat, ServeArgs};
 use std::process::ExitCode;
@@ -35,8 +36,13 @@ struct Cli {
 enum Command {
     /// Run the gateway (the default).
     Serve,
-    /// Apply database migrations and exit.
-    Migrate,
+    /// Apply database migrations and exit (`--status`: list them, apply none).
+    Migrate {
+        /// List the applied and pending migrations (and any newer than
+        /// this binary) instead of applying them.
+        #[arg(long)]
+        status: bool,
+    },
     /// Accounts and their wallets.
     #[command(subcommand)]
     Accounts(AccountsCommand),
@@ -60,14 +66,43 @@ enum Command {
     Config(ConfigCommand),
 }
 
+/// Every failure is one line on stderr and status 1 (docs/operations.md):
+/// a command line clap refuses too (clap alone would exit 2 with a
+/// paragraph); help and version are printed and succeed.
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            use clap::error::ErrorKind;
+            if matches!(
+                error.kind(),
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
+            ) {
+                use std::io::Write;
+                let mut stdout = std::io::stdout().lock();
+                let written = write!(stdout, "{}", error.render()).and_then(|()| stdout.flush());
+                return if written.is_ok() {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::FAILURE
+                };
+            }
+            if error.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                // `router keys`: what the command takes, and a failure.
+                let _ = error.print();
+                return ExitCode::FAILURE;
+            }
+            let rendered = error.render().to_string();
+            let first = rendered.lines().next().unwrap_or_default();
+            output::fail(&format!(
+                "{} (see `router --help`)",
+                first.trim_start_matches("error: ")
+            ));
+        }
+    };
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("router: {}", one_line(&format!("{error:#}")));
-            ExitCode::FAILURE
-        }
+        Err(error) => output::fail(&format!("{error:#}")),
     }
 }
 
@@ -75,11 +110,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let out = Output { json: cli.json };
     let command = cli.command.unwrap_or(Command::Serve);
-    let serving = matches!(command, Command::Serve | Command::Migrate);
+    let serving = matches!(command, Command::Serve | Command::Migrate { status: false });
     // The gateway logs at info; an operator command only warns, so that its
     // output is what it printed.
     init_logging(
         cli.serve.log_format()?,
+        cli.serve.log_filter(),
         if serving { "info" } else { "warn" },
     );
     if let Command::Catalog(command) = command {
@@ -90,8 +126,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         .build()?;
     runtime.block_on(async move {
         match command {
-            Command::Serve => serve::serve(cli.serve.server_config()?).await,
-            Command::Migrate => {
+            Command::Serve => {
+                let config = cli.serve.server_config()?;
+                let warnings = checks::of_settings(&cli.serve, &config);
+                serve::serve(config, warnings).await
+            }
+            Command::Migrate { status: true } => commands::migration_status(&cli.serve, &out).await,
+            Command::Migrate { status: false } => {
                 let url = cli.serve.database_url()?;
                 let db = Database::connect(&url, 2).await?;
                 db.migrate().await?;
@@ -109,11 +150,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     })
 }
 
-/// JSON lines or human text on stderr; `ROUTER_LOG` filters (default
-/// `default_level`).
-fn init_logging(format: LogFormat, default_level: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("ROUTER_LOG")
-        .unwrap_or_else(|_| default_level.into());
+/// JSON lines or human text on stderr; `ROUTER_LOG` (`--log`) filters
+/// (default `default_level`; one that cannot be read falls back to it, and
+/// `config check` and the start of `serve` warn about it).
+fn init_logging(format: LogFormat, filter: Option<&str>, default_level: &str) {
+    let filter = filter
+        .and_then(|f| tracing_subscriber::EnvFilter::try_new(f).ok())
+        .unwrap_or_else(|| default_level.into());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
@@ -123,5 +166,19 @@ fn init_logging(format: LogFormat, default_level: &str) {
             builder.json().init();
         }
         LogFormat::Text => builder.init(),
+    }
+    router_server::request_log::install_panic_hook();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// clap's own checks: no setting (a global flag) clashes with a
+    /// command's flag of the same name.
+    #[test]
+    fn the_command_line_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
     }
 }

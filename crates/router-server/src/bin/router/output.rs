@@ -10,17 +10,34 @@ pub(crate) struct Output {
 
 impl Output {
     /// Prints `value` as JSON, or as `human` renders its JSON.
+    ///
+    /// A stdout that cannot be written (a closed pipe: `router … | head -1`)
+    /// ends the process with status 1 and one line, never a panic.
     pub(crate) fn show(&self, value: &impl Serialize, human: impl FnOnce(&Value) -> String) {
+        use std::io::Write;
         let value = serde_json::to_value(value).unwrap_or_default();
-        if self.json {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&value).unwrap_or_default()
-            );
+        let text = if self.json {
+            serde_json::to_string_pretty(&value).unwrap_or_default()
         } else {
-            println!("{}", human(&value).trim_end());
+            human(&value).trim_end().to_owned()
+        };
+        let mut stdout = std::io::stdout().lock();
+        if let Err(e) = writeln!(stdout, "{text}").and_then(|()| stdout.flush()) {
+            fail(&format!("cannot write the output: {e}"));
         }
     }
+}
+
+/// Ends the process with status 1 after one line on stderr (itself
+/// ignored if stderr is gone too).
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the binary's own exit, also from deep in a command whose stdout closed"
+)]
+pub(crate) fn fail(message: &str) -> ! {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "router: {}", one_line(message));
+    std::process::exit(1)
 }
 
 /// Integer nano-USD as exact USD text: `1500000000` → `1.500000000`.

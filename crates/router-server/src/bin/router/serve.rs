@@ -11,7 +11,12 @@ use router_supply::HttpSuppliers;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub(crate) async fn serve(config: ServerConfig) -> anyhow::Result<()> {
+/// `warnings`: the settings' own (`checks::of_settings`); the catalog's and
+/// the schema's are added here, and all are logged at start.
+pub(crate) async fn serve(
+    config: ServerConfig,
+    mut warnings: Vec<crate::checks::Warning>,
+) -> anyhow::Result<()> {
     // What can be refused is checked before the first log line, so that a
     // bad setting stops start-up with one line (printed by `main`).
     let (catalog, catalog_text) = load_catalog(&config.catalog_path)?;
@@ -23,6 +28,15 @@ pub(crate) async fn serve(config: ServerConfig) -> anyhow::Result<()> {
         router_server::metrics::install();
     }
     db.migrate().await.context("applying migrations")?;
+    warnings.extend(crate::checks::of_catalog(
+        &config.catalog_path,
+        &catalog_text,
+    ));
+    match db.migration_status().await {
+        Ok(status) => warnings.extend(crate::checks::of_database(&status)),
+        Err(e) => tracing::warn!(error = %e, "could not read the applied migrations"),
+    }
+    crate::checks::log(&warnings);
     db.listen_for_changes()
         .await
         .context("listening for changes (API keys, response cache, experiments)")?;
@@ -81,16 +95,8 @@ pub(crate) async fn app(
     views: CatalogViews,
     db: Database,
 ) -> anyhow::Result<App> {
-    if config.image_url_allow_loopback {
-        tracing::warn!(
-            "ROUTER_IMAGE_URL_ALLOW_LOOPBACK is on: image URLs may reach this host (tests and demos only)"
-        );
-    }
-    if config.channels.url_policy().allow_loopback {
-        tracing::warn!(
-            "ROUTER_CHANNEL_URL_ALLOW_LOOPBACK is on: channel destinations may reach this host over plain http (tests and demos only)"
-        );
-    }
+    // The loopback switches are warned about with the rest of the
+    // configuration (`checks::of_settings`), at the start of `serve`.
     let suppliers =
         HttpSuppliers::new()?.with_image_url_policy(router_supply::url_guard::UrlPolicy {
             allow_loopback: config.image_url_allow_loopback,

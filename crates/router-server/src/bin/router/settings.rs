@@ -15,115 +15,213 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-#[derive(clap::Args, Debug, Clone)]
+/// Every setting is a global flag: it works before or after the command
+/// (`router serve --listen …`, the documented form, and `router --listen
+/// … serve`), and `router serve --help` lists them with their defaults
+/// and variables.
+#[derive(clap::Args, Debug, Clone, serde::Serialize)]
+#[command(next_help_heading = "Settings (each also its ROUTER_* variable)")]
 pub(crate) struct ServeArgs {
     /// Listen address (HTTP/1.1 and h2c).
-    #[arg(long, env = "ROUTER_LISTEN", default_value = "127.0.0.1:8080")]
+    #[arg(
+        long,
+        global = true,
+        env = "ROUTER_LISTEN",
+        default_value = "127.0.0.1:8080"
+    )]
     listen: String,
     /// PostgreSQL URL.
-    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+    #[arg(long, global = true, env = "DATABASE_URL", hide_env_values = true)]
     database_url: Option<String>,
     /// The catalog file.
     #[arg(
         long,
+        global = true,
         env = "ROUTER_CATALOG",
         default_value = "fixtures/demo-catalog.toml"
     )]
     catalog: String,
     /// Routing deadline in seconds, shared by all attempts of a request.
-    #[arg(long, env = "ROUTER_DEADLINE_SECS", default_value = "180")]
+    #[arg(
+        long,
+        global = true,
+        env = "ROUTER_DEADLINE_SECS",
+        default_value = "180"
+    )]
     deadline_secs: String,
     /// Lifetime of a hold that is not extended, before the reaper releases it.
-    #[arg(long, env = "ROUTER_HOLD_LEASE_SECS", default_value = "600")]
+    #[arg(
+        long,
+        global = true,
+        env = "ROUTER_HOLD_LEASE_SECS",
+        default_value = "600"
+    )]
     hold_lease_secs: String,
     /// How long the single supplier attempt of an image generation may take
     /// before the request ends with 408 and its hold is released.
-    #[arg(long, env = "ROUTER_IMAGE_DEADLINE_SECS", default_value = "120")]
+    #[arg(
+        long,
+        global = true,
+        env = "ROUTER_IMAGE_DEADLINE_SECS",
+        default_value = "120"
+    )]
     image_deadline_secs: String,
     /// `true` lets image URLs a supplier answers point at loopback
     /// (127.0.0.0/8, ::1): tests and the local demo only, never production.
-    #[arg(long, env = "ROUTER_IMAGE_URL_ALLOW_LOOPBACK", default_value = "false")]
+    #[arg(
+        long,
+        global = true,
+        env = "ROUTER_IMAGE_URL_ALLOW_LOOPBACK",
+        default_value = "false"
+    )]
     image_url_allow_loopback: String,
-    #[arg(long, env = "ROUTER_REAPER_INTERVAL_SECS", default_value = "30")]
+    /// Seconds between passes of the hold reaper (crash recovery).
+    #[arg(
+        long,
+        global = true,
+        env = "ROUTER_REAPER_INTERVAL_SECS",
+        default_value = "30"
+    )]
     reaper_interval_secs: String,
-    #[arg(long, env = "ROUTER_DB_POOL_SIZE", default_value = "32")]
+    /// Database connections per process.
+    #[arg(long, global = true, env = "ROUTER_DB_POOL_SIZE", default_value = "32")]
     db_pool_size: String,
     /// Seconds a client has to send a whole request head, from its first
     /// byte (or from connecting); an idle connection that starts none is closed.
-    #[arg(long, env = "ROUTER_HEADER_READ_TIMEOUT_SECS", default_value = "10")]
+    #[arg(
+        long,
+        global = true,
+        env = "ROUTER_HEADER_READ_TIMEOUT_SECS",
+        default_value = "10"
+    )]
     header_read_timeout_secs: String,
     /// Seconds an idle keep-alive connection stays open after its last answer.
-    #[arg(long, env = "ROUTER_KEEP_ALIVE_IDLE_SECS", default_value = "75")]
+    #[arg(
+        long,
+        global = true,
+        env = "ROUTER_KEEP_ALIVE_IDLE_SECS",
+        default_value = "75"
+    )]
     keep_alive_idle_secs: String,
     /// Seconds between HTTP/2 PINGs; a PING unanswered as long closes the connection.
-    #[arg(long, env = "ROUTER_H2_KEEP_ALIVE_SECS", default_value = "30")]
+    #[arg(
+        long,
+        global = true,
+        env = "ROUTER_H2_KEEP_ALIVE_SECS",
+        default_value = "30"
+    )]
     h2_keep_alive_secs: String,
+    /// Seconds requests in flight may run on after SIGTERM (the listener
+    /// closes at once); those still running then get an error and their
+    /// holds are voided. At least the routing deadline is advised.
+    #[arg(long, global = true, env = "ROUTER_DRAIN_SECS", default_value = "190")]
+    drain_secs: String,
     /// Seconds a request body may send nothing before it is refused (408).
-    #[arg(long, env = "ROUTER_BODY_IDLE_TIMEOUT_SECS", default_value = "30")]
+    #[arg(
+        long,
+        global = true,
+        env = "ROUTER_BODY_IDLE_TIMEOUT_SECS",
+        default_value = "30"
+    )]
     body_idle_timeout_secs: String,
     /// The least average rate of a request body, in bytes a second, once it
     /// has been arriving longer than the idle timeout (408); 0: none.
-    #[arg(long, env = "ROUTER_BODY_MIN_BYTES_PER_SEC", default_value = "1024")]
+    #[arg(
+        long,
+        global = true,
+        env = "ROUTER_BODY_MIN_BYTES_PER_SEC",
+        default_value = "1024"
+    )]
     body_min_bytes_per_sec: String,
     /// Client connections open at once; past it new ones wait in the
     /// listen backlog. `auto`: 16384, or less below the descriptor limit.
-    #[arg(long, env = "ROUTER_MAX_CONNECTIONS", default_value = "auto")]
+    #[arg(
+        long,
+        global = true,
+        env = "ROUTER_MAX_CONNECTIONS",
+        default_value = "auto"
+    )]
     max_connections: String,
     /// Client connections from one address (IPv6: one /64) at once; past it
     /// new ones are closed. 0: no limit (behind a load balancer).
     #[arg(
         long,
+        global = true,
         env = "ROUTER_MAX_CONNECTIONS_PER_ADDRESS",
         default_value = "256"
     )]
     max_connections_per_address: String,
     /// Proxies (addresses or CIDRs, comma-separated) whose X-Forwarded-For
     /// and Forwarded headers name the client; none by default.
-    #[arg(long, env = "ROUTER_TRUSTED_PROXIES", default_value = "")]
+    #[arg(
+        long,
+        global = true,
+        env = "ROUTER_TRUSTED_PROXIES",
+        default_value = ""
+    )]
     trusted_proxies: String,
     /// Where people and browsers reach this router; default http://{listen}.
-    #[arg(long, env = "ROUTER_PUBLIC_BASE_URL")]
+    #[arg(long, global = true, env = "ROUTER_PUBLIC_BASE_URL")]
     public_base_url: Option<String>,
     /// SMTP server for sign-in links (smtp://, smtps://); unset: no email.
-    #[arg(long, env = "ROUTER_SMTP_URL", hide_env_values = true)]
+    #[arg(long, global = true, env = "ROUTER_SMTP_URL", hide_env_values = true)]
     smtp_url: Option<String>,
     /// The sender of the router's emails.
     #[arg(
         long,
+        global = true,
         env = "ROUTER_EMAIL_FROM",
         default_value = "Router <router@localhost>"
     )]
     email_from: String,
     /// The Telegram bot's token for Telegram channels; unset: Telegram
     /// channels are unavailable.
-    #[arg(long, env = "ROUTER_TELEGRAM_BOT_TOKEN", hide_env_values = true)]
+    #[arg(
+        long,
+        global = true,
+        env = "ROUTER_TELEGRAM_BOT_TOKEN",
+        hide_env_values = true
+    )]
     telegram_bot_token: Option<String>,
     /// The Telegram Bot API base URL.
     #[arg(
         long,
+        global = true,
         env = "ROUTER_TELEGRAM_API_BASE",
         default_value = "https://api.telegram.org"
     )]
     telegram_api_base: String,
     /// How long one channel delivery (webhook or Bot API call) may take.
-    #[arg(long, env = "ROUTER_CHANNEL_TIMEOUT_SECS", default_value = "10")]
+    #[arg(
+        long,
+        global = true,
+        env = "ROUTER_CHANNEL_TIMEOUT_SECS",
+        default_value = "10"
+    )]
     channel_timeout_secs: String,
     /// `true` lets channel destinations (webhook URLs, Telegram API bases)
     /// be loopback hosts, over plain http too: tests and the local demo
     /// only, never production.
     #[arg(
         long,
+        global = true,
         env = "ROUTER_CHANNEL_URL_ALLOW_LOOPBACK",
         default_value = "false"
     )]
     channel_url_allow_loopback: String,
     /// How long a browser session lasts, in seconds.
-    #[arg(long, env = "ROUTER_SESSION_TTL_SECS", default_value = "604800")]
+    #[arg(
+        long,
+        global = true,
+        env = "ROUTER_SESSION_TTL_SECS",
+        default_value = "604800"
+    )]
     session_ttl_secs: String,
     /// A prompt without cache markers takes part in prompt-cache routing
     /// affinity from this many estimated tokens of prefix.
     #[arg(
         long,
+        global = true,
         env = "ROUTER_PROMPT_CACHE_MIN_PREFIX_TOKENS",
         default_value = "1024"
     )]
@@ -131,44 +229,75 @@ pub(crate) struct ServeArgs {
     /// How long the route that served a prompt prefix stays preferred.
     #[arg(
         long,
+        global = true,
         env = "ROUTER_PROMPT_CACHE_AFFINITY_TTL_SECS",
         default_value = "300"
     )]
     prompt_cache_affinity_ttl_secs: String,
     /// Test-only admin routes (backdating, `as_of`): `1` to enable; never in production.
-    #[arg(long, env = "ROUTER_ADMIN_TEST_HOOKS", default_value = "0")]
+    #[arg(
+        long,
+        global = true,
+        env = "ROUTER_ADMIN_TEST_HOOKS",
+        default_value = "0"
+    )]
     admin_test_hooks: String,
     /// Record metrics for `GET /metrics`: `1` (default) or `0`.
-    #[arg(long, env = "ROUTER_METRICS", default_value = "1")]
+    #[arg(long, global = true, env = "ROUTER_METRICS", default_value = "1")]
     metrics: String,
     /// Where uploads are stored: file:///absolute/path or s3://bucket/prefix
     /// (with the AWS_* variables); unset: uploads answer 503.
-    #[arg(long, env = "ROUTER_OBJECT_STORE")]
+    #[arg(long, global = true, env = "ROUTER_OBJECT_STORE")]
     object_store: Option<String>,
     /// How long an upload is readable, in seconds.
-    #[arg(long, env = "ROUTER_UPLOAD_TTL_SECS", default_value = "3600")]
+    #[arg(
+        long,
+        global = true,
+        env = "ROUTER_UPLOAD_TTL_SECS",
+        default_value = "3600"
+    )]
     upload_ttl_secs: String,
     /// How long a removed upload's tombstone keeps counting, in seconds.
-    #[arg(long, env = "ROUTER_UPLOAD_TOMBSTONE_SECS", default_value = "86400")]
+    #[arg(
+        long,
+        global = true,
+        env = "ROUTER_UPLOAD_TOMBSTONE_SECS",
+        default_value = "86400"
+    )]
     upload_tombstone_secs: String,
     /// Uploads of one account in progress at once on this instance (at
     /// least 1); more are 429 upload_rate_limit.
     #[arg(
         long,
+        global = true,
         env = "ROUTER_UPLOAD_CONCURRENCY_PER_ACCOUNT",
         default_value = "4"
     )]
     upload_concurrency_per_account: String,
     /// Uploads in progress at once on this instance (at least 1); more are
     /// 503 uploads_unavailable.
-    #[arg(long, env = "ROUTER_UPLOAD_CONCURRENCY_TOTAL", default_value = "64")]
+    #[arg(
+        long,
+        global = true,
+        env = "ROUTER_UPLOAD_CONCURRENCY_TOTAL",
+        default_value = "64"
+    )]
     upload_concurrency_total: String,
     /// How often each active video job is polled, in milliseconds (100 to
     /// 3600000), across all instances.
-    #[arg(long, env = "ROUTER_VIDEO_POLL_INTERVAL_MS", default_value = "5000")]
+    #[arg(
+        long,
+        global = true,
+        env = "ROUTER_VIDEO_POLL_INTERVAL_MS",
+        default_value = "5000"
+    )]
     video_poll_interval_ms: String,
+    /// Log filter (`tracing` EnvFilter syntax, e.g. `info,router_store=debug`);
+    /// default `info` (`warn` for the operator commands).
+    #[arg(long, global = true, env = "ROUTER_LOG")]
+    log: Option<String>,
     /// Log lines as `json`, `text`, or `auto` (text on a terminal, else JSON).
-    #[arg(long, env = "ROUTER_LOG_FORMAT", default_value = "auto")]
+    #[arg(long, global = true, env = "ROUTER_LOG_FORMAT", default_value = "auto")]
     log_format: String,
 }
 
@@ -190,6 +319,37 @@ impl ServeArgs {
             "auto" => Ok(LogFormat::Json),
             other => bail!("ROUTER_LOG_FORMAT: `{other}` is not json, text or auto"),
         }
+    }
+
+    /// Every setting by its variable, as this process reads it (from its
+    /// flag, its variable or its default), secrets masked: the passwords
+    /// of URLs, the Telegram bot token, the admin token (only its length).
+    pub(crate) fn effective(&self) -> serde_json::Map<String, serde_json::Value> {
+        use clap::Args;
+        let values = serde_json::to_value(self).unwrap_or_default();
+        let command = ServeArgs::augment_args(clap::Command::new("router"));
+        let mut settings = serde_json::Map::new();
+        for arg in command.get_arguments() {
+            let Some(variable) = arg.get_env().and_then(|v| v.to_str()) else {
+                continue;
+            };
+            let value = values
+                .get(arg.get_id().as_str())
+                .cloned()
+                .unwrap_or_default();
+            settings.insert(variable.to_owned(), mask(variable, value));
+        }
+        let admin_token = std::env::var("ROUTER_ADMIN_TOKEN")
+            .ok()
+            .filter(|t| !t.is_empty())
+            .map(|t| format!("set ({} characters)", t.chars().count()));
+        settings.insert("ROUTER_ADMIN_TOKEN".to_owned(), admin_token.into());
+        settings
+    }
+
+    /// `ROUTER_LOG`, when set and not empty.
+    pub(crate) fn log_filter(&self) -> Option<&str> {
+        self.log.as_deref().filter(|f| !f.trim().is_empty())
     }
 
     /// `DATABASE_URL`, required and a `postgres://` URL.
@@ -324,6 +484,7 @@ impl ServeArgs {
                 )?,
                 min_bytes_per_sec: min_rate,
             },
+            drain: seconds("ROUTER_DRAIN_SECS", &self.drain_secs)?,
         })
     }
 
@@ -349,6 +510,32 @@ impl ServeArgs {
             )?,
             ..UploadSettings::default()
         })
+    }
+}
+
+/// A secret setting's value as `config check` may show it.
+fn mask(variable: &str, value: serde_json::Value) -> serde_json::Value {
+    let Some(text) = value.as_str() else {
+        return value;
+    };
+    match variable {
+        "ROUTER_TELEGRAM_BOT_TOKEN" => "***".into(),
+        "DATABASE_URL" | "ROUTER_SMTP_URL" if url::Url::parse(text).is_err() => {
+            "(unreadable, not shown)".into()
+        }
+        // Any URL's password (an object store's too), and the SMTP user.
+        _ => match url::Url::parse(text) {
+            Ok(mut url) if url.password().is_some() || variable == "ROUTER_SMTP_URL" => {
+                if url.password().is_some() {
+                    let _ = url.set_password(Some("***"));
+                }
+                if variable == "ROUTER_SMTP_URL" && !url.username().is_empty() {
+                    let _ = url.set_username("***");
+                }
+                url.to_string().into()
+            }
+            _ => value,
+        },
     }
 }
 
