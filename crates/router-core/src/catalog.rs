@@ -4,9 +4,10 @@
 //! for image models. Supplier API keys are never in the file: each supplier
 //! names the environment variable to read.
 
+use crate::connection::{Auth, AuthFile, ConnectionProblem};
 use router_canonical::{Capability, CapabilitySet, NanoUsd, PricePerMTok, Protocol, Rates};
 use serde::Deserialize;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::Arc;
 
@@ -101,6 +102,11 @@ pub enum Problem {
     ImageRoute { route: String },
     #[error("route `{route}` has no `internal_cost`")]
     MissingInternalCost { route: String },
+    #[error("supplier `{supplier}`: {problem}")]
+    Connection {
+        supplier: String,
+        problem: ConnectionProblem,
+    },
 }
 
 /// What a model produces.
@@ -143,10 +149,20 @@ struct CatalogFile {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SupplierFile {
-    id: String,
+    id: toml::Spanned<String>,
     base_url: String,
     #[serde(default)]
     api_key_env: Option<String>,
+    /// How requests authenticate (`connection.rs`); absent: the dialect's
+    /// own scheme with `api_key_env`.
+    #[serde(default)]
+    auth: Option<AuthFile>,
+    /// Query parameters added to every request (`api-version`).
+    #[serde(default)]
+    query: BTreeMap<String, String>,
+    /// Static headers added to every request.
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -315,8 +331,29 @@ fn default_true() -> bool {
 #[derive(Clone)]
 pub struct Supplier {
     pub id: String,
+    /// May hold `{model}` (see [`crate::connection::expand_base_url`]).
     pub base_url: String,
+    /// The key of [`Auth::Dialect`] (`api_key_env`).
     pub api_key: Option<String>,
+    pub auth: Auth,
+    /// Added to every request's query string, in this order.
+    pub query: Vec<(String, String)>,
+    /// Added to every request's headers.
+    pub headers: Vec<(String, String)>,
+}
+
+impl Supplier {
+    /// A supplier with the dialect's own authentication and nothing extra.
+    pub fn plain(id: &str, base_url: &str, api_key: Option<String>) -> Supplier {
+        Supplier {
+            id: id.to_owned(),
+            base_url: base_url.to_owned(),
+            api_key,
+            auth: Auth::Dialect,
+            query: Vec::new(),
+            headers: Vec::new(),
+        }
+    }
 }
 
 impl fmt::Debug for Supplier {
@@ -325,6 +362,9 @@ impl fmt::Debug for Supplier {
             .field("id", &self.id)
             .field("base_url", &self.base_url)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("auth", &self.auth)
+            .field("query", &self.query)
+            .field("headers", &self.headers)
             .finish()
     }
 }
@@ -522,18 +562,40 @@ impl Catalog {
         })?;
         let mut suppliers = HashMap::new();
         for s in file.suppliers {
+            let at = s.id.span().start;
+            let id = s.id.into_inner();
+            let base_url = s.base_url.trim_end_matches('/').to_owned();
+            let connection = crate::connection::connection(
+                &base_url,
+                s.api_key_env.as_deref(),
+                s.auth,
+                s.query,
+                s.headers,
+                &env,
+            )
+            .map_err(|problem| {
+                invalid(
+                    at,
+                    Problem::Connection {
+                        supplier: id.clone(),
+                        problem,
+                    },
+                )
+            })?;
             let supplier = Supplier {
                 api_key: s.api_key_env.as_deref().and_then(&env),
-                id: s.id.clone(),
-                base_url: s.base_url.trim_end_matches('/').to_owned(),
+                id: id.clone(),
+                base_url,
+                auth: connection.auth,
+                query: connection.query,
+                headers: connection.headers,
             };
-            if suppliers.insert(s.id.clone(), Arc::new(supplier)).is_some() {
-                let at = text.find(&format!("\"{}\"", s.id)).unwrap_or(0);
+            if suppliers.insert(id.clone(), Arc::new(supplier)).is_some() {
                 return Err(invalid(
                     at,
                     Problem::Duplicate {
                         kind: "supplier",
-                        id: s.id,
+                        id,
                     },
                 ));
             }

@@ -15,6 +15,7 @@
 
 pub mod affinity;
 pub mod catalog;
+pub mod connection;
 pub mod experiments;
 pub mod fingerprint;
 pub mod gateway;

@@ -12,8 +12,10 @@
 
 mod attempt;
 mod codecs;
+mod connection;
 mod images;
 mod retry_after;
+mod sigv4;
 pub mod url_guard;
 mod videos;
 
@@ -84,7 +86,7 @@ impl Suppliers for HttpSuppliers {
     ) -> Result<SupplierReply, AttemptError> {
         match codecs::for_protocol(route.protocol) {
             Some(codec) => {
-                let url = self.urls.get(route, codec)?;
+                let url = self.urls.get(route, codec, request.stream)?;
                 attempt::attempt(&self.client, url, codec, route, request, deadline).await
             }
             None => Err(AttemptError::conversion(ApiError::unsupported_conversion(
