@@ -7,7 +7,7 @@
 
 use router_canonical::{Protocol, SupplierCodec, VideoSupplierCodec};
 use router_chat::ChatSupplier;
-use router_messages::MessagesSupplier;
+use router_messages::{BedrockMessagesSupplier, MessagesSupplier};
 use router_responses::ResponsesSupplier;
 use router_videos::OpenAiVideosSupplier;
 
@@ -20,13 +20,21 @@ static MESSAGES: MessagesSupplier = MessagesSupplier {
 static RESPONSES: ResponsesSupplier = ResponsesSupplier {
     require_usage: true,
 };
+static BEDROCK_MESSAGES: BedrockMessagesSupplier = BedrockMessagesSupplier {
+    require_usage: true,
+};
 
 /// The codec of a route's protocol. `Completions` is inbound only (it
 /// rides the Chat path), so no route speaks it and it has no codec.
 pub(crate) fn for_protocol(protocol: Protocol) -> Option<&'static dyn SupplierCodec> {
-    [&CHAT as &'static dyn SupplierCodec, &MESSAGES, &RESPONSES]
-        .into_iter()
-        .find(|codec| codec.protocol() == protocol)
+    [
+        &CHAT as &'static dyn SupplierCodec,
+        &MESSAGES,
+        &RESPONSES,
+        &BEDROCK_MESSAGES,
+    ]
+    .into_iter()
+    .find(|codec| codec.protocol() == protocol)
 }
 
 /// The video dialect of `videos` routes (the only one: OpenAI videos).
@@ -44,7 +52,12 @@ mod tests {
 
     #[test]
     fn every_route_protocol_has_its_codec() {
-        for protocol in [Protocol::Chat, Protocol::Messages, Protocol::Responses] {
+        for protocol in [
+            Protocol::Chat,
+            Protocol::Messages,
+            Protocol::Responses,
+            Protocol::BedrockMessages,
+        ] {
             assert_eq!(for_protocol(protocol).map(|c| c.protocol()), Some(protocol));
         }
         assert!(for_protocol(Protocol::Completions).is_none());
