@@ -7,6 +7,7 @@
 
 use router_canonical::{Protocol, SupplierCodec, VideoSupplierCodec};
 use router_chat::ChatSupplier;
+use router_gemini::GeminiSupplier;
 use router_messages::{BedrockMessagesSupplier, MessagesSupplier};
 use router_responses::ResponsesSupplier;
 use router_videos::OpenAiVideosSupplier;
@@ -20,6 +21,9 @@ static MESSAGES: MessagesSupplier = MessagesSupplier {
 static RESPONSES: ResponsesSupplier = ResponsesSupplier {
     require_usage: true,
 };
+static GEMINI: GeminiSupplier = GeminiSupplier {
+    require_usage: true,
+};
 static BEDROCK_MESSAGES: BedrockMessagesSupplier = BedrockMessagesSupplier {
     require_usage: true,
 };
@@ -31,6 +35,7 @@ pub(crate) fn for_protocol(protocol: Protocol) -> Option<&'static dyn SupplierCo
         &CHAT as &'static dyn SupplierCodec,
         &MESSAGES,
         &RESPONSES,
+        &GEMINI,
         &BEDROCK_MESSAGES,
     ]
     .into_iter()
@@ -56,6 +61,7 @@ mod tests {
             Protocol::Chat,
             Protocol::Messages,
             Protocol::Responses,
+            Protocol::Gemini,
             Protocol::BedrockMessages,
         ] {
             assert_eq!(for_protocol(protocol).map(|c| c.protocol()), Some(protocol));
