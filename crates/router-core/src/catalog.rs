@@ -102,6 +102,8 @@ pub enum Problem {
     ImageRoute { route: String },
     #[error("route `{route}` has no `internal_cost`")]
     MissingInternalCost { route: String },
+    #[error("route `{route}`: `compat` applies only to `chat` routes")]
+    CompatOnChatOnly { route: String },
     #[error("supplier `{supplier}`: {problem}")]
     Connection {
         supplier: String,
@@ -320,6 +322,27 @@ struct RouteFile {
     /// may send through this route (D-04, GP-32).
     #[serde(default)]
     betas: Vec<String>,
+    /// How an OpenAI-compatible server deviates from Chat (chat routes only).
+    #[serde(default)]
+    compat: Vec<ChatCompat>,
+}
+
+/// A named deviation of an OpenAI-compatible server (vLLM, Ollama,
+/// llama.cpp, LM Studio) from the Chat protocol, set on a `chat` route.
+#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum ChatCompat {
+    /// The server's chat template knows no `developer` role: send those
+    /// turns as `system`.
+    DeveloperAsSystem,
+    /// The server reads `max_tokens`, not `max_completion_tokens`.
+    MaxTokens,
+    /// The server refuses `stream_options`; its stream carries usage in the
+    /// last chunk unasked (llama.cpp).
+    NoStreamOptions,
+    /// The server may close a stream without `data: [DONE]`: the chunk
+    /// with a `finish_reason` and usage ends it.
+    StreamWithoutDone,
 }
 
 fn default_true() -> bool {
@@ -454,6 +477,8 @@ pub struct Route {
     /// The model's output-token maximum, for protocols that require an
     /// explicit limit (Messages `max_tokens`).
     pub max_output_tokens: u32,
+    /// The OpenAI-compatible server's deviations (chat routes only).
+    pub compat: Vec<ChatCompat>,
 }
 
 impl Route {
@@ -787,6 +812,9 @@ fn route_from_file(
             route: id,
         });
     }
+    if !r.compat.is_empty() && r.protocol != Protocol::Chat {
+        return Err(Problem::CompatOnChatOnly { route: id });
+    }
     let mut capabilities = CapabilitySet::default();
     for name in &r.capabilities {
         let c: Capability = name.parse().map_err(|_| Problem::UnknownCapability {
@@ -810,6 +838,7 @@ fn route_from_file(
         betas: r.betas,
         max_output_tokens: model.max_output_tokens,
         image_cost: r.image_cost.map(NanoUsd),
+        compat: r.compat,
     })
 }
 
@@ -876,6 +905,42 @@ quote = { input = 30, output = 40 }
         assert_eq!(routes[0].supplier.api_key.as_deref(), Some("secret"));
         assert!(routes[0].capabilities.contains(Capability::Stop));
         assert!(!format!("{:?}", routes[0].supplier).contains("secret"));
+    }
+
+    #[test]
+    fn compat_options_load_on_chat_routes_only() {
+        let with = SAMPLE.replace(
+            "capabilities = [\"tools\", \"stop\"]",
+            "capabilities = [\"tools\", \"stop\"]\ncompat = [\"developer_as_system\", \"max_tokens\"]",
+        );
+        let cat = Catalog::from_toml(&with, |_| None).unwrap();
+        assert_eq!(
+            cat.routes("m-fixed")[0].compat,
+            [ChatCompat::DeveloperAsSystem, ChatCompat::MaxTokens]
+        );
+        let on_messages = with.replacen("protocol = \"chat\"", "protocol = \"messages\"", 1);
+        assert!(matches!(
+            Catalog::from_toml(&on_messages, |_| None)
+                .unwrap_err()
+                .problem(),
+            Some(Problem::CompatOnChatOnly { .. })
+        ));
+        let unknown = with.replace("\"max_tokens\"", "\"no_json\"");
+        assert!(Catalog::from_toml(&unknown, |_| None).is_err());
+    }
+
+    #[test]
+    fn bad_connection_settings_name_the_supplier_and_its_line() {
+        let text = SAMPLE.replace(
+            "api_key_env = \"S1_KEY\"",
+            "api_key_env = \"S1_KEY\"\nauth = { type = \"none\" }",
+        );
+        let error = Catalog::from_toml(&text, |_| None).unwrap_err();
+        assert!(matches!(error.problem(), Some(Problem::Connection { .. })));
+        assert_eq!(
+            error.to_string(),
+            "<catalog>, line 3: supplier `s1`: field `api_key_env`: give either `api_key_env` or `auth`, not both"
+        );
     }
 
     #[test]

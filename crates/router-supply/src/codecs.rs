@@ -6,7 +6,8 @@
 //! invalid reply (G-12).
 
 use router_canonical::{Protocol, SupplierCodec, VideoSupplierCodec};
-use router_chat::ChatSupplier;
+use router_chat::{ChatSupplier, CompatChatSupplier};
+use router_core::{ChatCompat, Route};
 use router_gemini::GeminiSupplier;
 use router_messages::{BedrockMessagesSupplier, MessagesSupplier};
 use router_responses::ResponsesSupplier;
@@ -40,6 +41,24 @@ pub(crate) fn for_protocol(protocol: Protocol) -> Option<&'static dyn SupplierCo
     ]
     .into_iter()
     .find(|codec| codec.protocol() == protocol)
+}
+
+/// The Chat codec of a route whose OpenAI-compatible server has
+/// `compat` options; `None` when it has none (the shared codec serves).
+pub(crate) fn chat_compat(route: &Route) -> Option<CompatChatSupplier> {
+    if route.protocol != Protocol::Chat || route.compat.is_empty() {
+        return None;
+    }
+    let mut compat = router_chat::ChatCompat::default();
+    for option in &route.compat {
+        match option {
+            ChatCompat::DeveloperAsSystem => compat.developer_as_system = true,
+            ChatCompat::MaxTokens => compat.max_tokens = true,
+            ChatCompat::NoStreamOptions => compat.no_stream_options = true,
+            ChatCompat::StreamWithoutDone => compat.stream_without_done = true,
+        }
+    }
+    Some(CompatChatSupplier { chat: CHAT, compat })
 }
 
 /// The video dialect of `videos` routes (the only one: OpenAI videos).
