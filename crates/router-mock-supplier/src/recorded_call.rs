@@ -22,9 +22,14 @@ pub struct RecordedCall {
 }
 
 impl RecordedCall {
-    /// The request's `model`, if it is a string.
+    /// The request's `model`, if it is a string; for the dialects that put
+    /// the model in the path (Gemini `…/models/{model}:…`, Bedrock
+    /// `…/model/{model}/invoke…`), that path segment as sent.
     pub fn model(&self) -> Option<&str> {
-        self.body.get("model").and_then(Value::as_str)
+        self.body
+            .get("model")
+            .and_then(Value::as_str)
+            .or_else(|| model_in_path(&self.path))
     }
 
     /// The first value of a header, by case-insensitive name.
@@ -53,6 +58,15 @@ impl RecordedCall {
         }
         json!({ "path": self.path, "headers": headers, "body": self.body })
     }
+}
+
+/// The model segment of a Gemini or Bedrock path.
+fn model_in_path(path: &str) -> Option<&str> {
+    if let Some((_, tail)) = path.rsplit_once("/models/") {
+        return tail.split_once(':').map(|(model, _)| model);
+    }
+    let (_, tail) = path.rsplit_once("/model/")?;
+    tail.split_once('/').map(|(model, _)| model)
 }
 
 #[cfg(test)]
