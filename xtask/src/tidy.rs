@@ -109,6 +109,7 @@ mod tests {
             "router-messages",
             "router-responses",
             "router-completions",
+            "router-gemini",
             "router-images",
             "router-videos",
             "router-tokens",
@@ -164,6 +165,7 @@ mod tests {
             "router-messages",
             "router-responses",
             "router-completions",
+            "router-gemini",
             "router-images",
             "router-videos",
         ];

@@ -452,16 +452,20 @@ mod tests {
         assert_eq!(c.auth.missing_secret(), Some("AWS_SESSION_TOKEN"));
     }
 
+    /// Base URL, `api_key_env`, `auth`, query, headers, and the field the
+    /// refusal names.
+    type BadCase<'a> = (
+        &'a str,
+        Option<&'a str>,
+        &'a str,
+        &'a [(&'a str, &'a str)],
+        &'a [(&'a str, &'a str)],
+        &'a str,
+    );
+
     #[test]
     fn bad_settings_name_their_field() {
-        let cases: [(
-            &str,
-            Option<&str>,
-            &str,
-            &[(&str, &str)],
-            &[(&str, &str)],
-            &str,
-        ); 9] = [
+        let cases: [BadCase<'_>; 9] = [
             (
                 "https://x",
                 Some("K"),

@@ -10,7 +10,6 @@
 
 #![expect(
     clippy::unwrap_used,
-    clippy::expect_used,
     reason = "test helpers: a panic is the failure report"
 )]
 

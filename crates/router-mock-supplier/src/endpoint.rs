@@ -143,6 +143,7 @@ pub(crate) async fn serve<P: WireProtocol>(
     let parsed = P::read_request_at(&body, &path, host.as_deref());
     let call = RecordedCall {
         path,
+        query: query.clone(),
         headers,
         body,
         received_at: Instant::now(),

@@ -119,6 +119,7 @@ mod tests {
 
     fn call(model: &str) -> RecordedCall {
         RecordedCall {
+            query: None,
             path: "/v1/chat/completions".into(),
             headers: Vec::new(),
             body: json!({ "model": model }),

@@ -11,6 +11,9 @@ pub struct RecordedCall {
     /// Request path without the query, e.g. `/v1/chat/completions`,
     /// `/v1/messages` or `/v1/responses`: it tells which protocol was called.
     pub path: String,
+    /// The query string as sent (without `?`), if any: Azure's
+    /// `api-version`, Gemini's `alt=sse`.
+    pub query: Option<String>,
     /// Request headers in arrival order; names are lowercase. Values that are
     /// not UTF-8 are converted lossily.
     pub headers: Vec<(String, String)>,
@@ -76,6 +79,7 @@ mod tests {
     #[test]
     fn control_json_joins_repeated_headers() {
         let call = RecordedCall {
+            query: None,
             path: "/v1/chat/completions".into(),
             headers: vec![
                 ("x-a".into(), "1".into()),

@@ -346,6 +346,7 @@ async fn every_inbound_protocol_over_the_supplier_only_dialects() {
         .find(|c| c.path.contains(":generateContent"))
         .expect("a Gemini call");
     assert_eq!(gemini.header("x-goog-api-key"), Some("supplier-secret-key"));
+    assert_eq!(gemini.query, None);
     assert_eq!(gemini.header("authorization"), None);
     let bedrock = calls
         .iter()
@@ -531,4 +532,88 @@ async fn a_refusal_names_the_requirement_no_route_meets() {
     .await;
     assert_eq!(body["error"]["param"], "stop", "{body}");
     assert_eq!(r.mock.call_count(), 0);
+}
+
+/// An Azure OpenAI deployment (the deployment in the path, the key in
+/// `api-key`, `api-version` in the query) and a local OpenAI-compatible
+/// server with compat options (no key, `developer` sent as `system`,
+/// `max_tokens`) are ordinary Chat routes with connection settings.
+#[tokio::test(flavor = "multi_thread")]
+async fn azure_and_local_servers_are_chat_routes_with_their_settings() {
+    let catalog = r#"
+[[suppliers]]
+id = "azure"
+base_url = "{BASE}/openai/deployments/{model}"
+auth = { type = "header", name = "api-key", key_env = "ROUTER_TEST_AZURE_KEY" }
+query = { api-version = "2024-10-21" }
+headers = { x-ms-client-name = "router" }
+
+[[suppliers]]
+id = "local"
+base_url = "{BASE}"
+auth = { type = "none" }
+
+[[models]]
+id = "m-azure"
+pricing = "fixed"
+rates = { input = 1_000_000_000, output = 2_000_000_000 }
+
+[[routes]]
+id = "azure-deployment"
+model = "m-azure"
+supplier = "azure"
+upstream_model = "gpt-4o-prod"
+protocol = "chat"
+capabilities = ["streaming"]
+internal_cost = { input = 1, output = 1 }
+
+[[models]]
+id = "m-local"
+pricing = "fixed"
+rates = { input = 1_000_000_000, output = 2_000_000_000 }
+
+[[routes]]
+id = "local-llama"
+model = "m-local"
+supplier = "local"
+upstream_model = "llama3.1:8b"
+protocol = "chat"
+compat = ["developer_as_system", "max_tokens"]
+capabilities = ["streaming"]
+internal_cost = { input = 1, output = 1 }
+"#;
+    let r = TestRouter::start_with_catalog(catalog).await;
+    let c = r.rich_customer().await;
+    for model in ["m-azure", "m-local"] {
+        let body = json!({"model": model, "max_completion_tokens": 50, "messages": [
+            {"role": "developer", "content": "Be brief."},
+            {"role": "user", "content": "Hello"}
+        ]});
+        let resp = r.chat(&c.key, &body).await;
+        assert_eq!(
+            resp.status(),
+            200,
+            "{model}: {}",
+            resp.text().await.unwrap()
+        );
+    }
+    let calls = r.mock.calls();
+    let azure = &calls[0];
+    assert!(
+        azure
+            .path
+            .ends_with("/openai/deployments/gpt-4o-prod/chat/completions"),
+        "{}",
+        azure.path
+    );
+    assert_eq!(azure.query.as_deref(), Some("api-version=2024-10-21"));
+    assert_eq!(azure.header("api-key"), Some("supplier-secret-key"));
+    assert_eq!(azure.header("x-ms-client-name"), Some("router"));
+    assert_eq!(azure.header("authorization"), None);
+    assert_eq!(azure.body["messages"][0]["role"], "developer");
+    let local = &calls[1];
+    assert_eq!(local.header("authorization"), None);
+    assert_eq!(local.body["messages"][0]["role"], "system");
+    assert_eq!(local.body["max_tokens"], 50);
+    assert!(local.body.get("max_completion_tokens").is_none());
 }
