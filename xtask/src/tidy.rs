@@ -110,6 +110,7 @@ mod tests {
             "router-responses",
             "router-completions",
             "router-gemini",
+            "router-converse",
             "router-images",
             "router-videos",
             "router-tokens",
@@ -166,6 +167,7 @@ mod tests {
             "router-responses",
             "router-completions",
             "router-gemini",
+            "router-converse",
             "router-images",
             "router-videos",
         ];

@@ -24,6 +24,9 @@ pub enum Protocol {
     /// `InvokeModelWithResponseStream`, `anthropic_version:
     /// bedrock-2023-05-31`, the model in the path). A supplier dialect only.
     BedrockMessages,
+    /// Amazon Bedrock's Converse API (`Converse`, `ConverseStream`), for
+    /// every Bedrock model. A supplier dialect only.
+    BedrockConverse,
 }
 
 impl Protocol {
@@ -47,6 +50,7 @@ impl Protocol {
             Protocol::Videos => "videos",
             Protocol::Gemini => "gemini",
             Protocol::BedrockMessages => "bedrock_messages",
+            Protocol::BedrockConverse => "bedrock_converse",
         }
     }
 
@@ -59,7 +63,10 @@ impl Protocol {
     /// Whether this protocol is only ever spoken to suppliers: no client
     /// surface speaks it, so no request arrives in it.
     pub fn is_supplier_only(self) -> bool {
-        matches!(self, Protocol::Gemini | Protocol::BedrockMessages)
+        matches!(
+            self,
+            Protocol::Gemini | Protocol::BedrockMessages | Protocol::BedrockConverse
+        )
     }
 
     /// Whether a route of this protocol carries an Anthropic Messages body
@@ -77,7 +84,7 @@ impl fmt::Display for Protocol {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown protocol `{0}` (expected chat, responses, messages, completions, images, videos, gemini or bedrock_messages)"
+    "unknown protocol `{0}` (expected chat, responses, messages, completions, images, videos, gemini, bedrock_messages or bedrock_converse)"
 )]
 pub struct UnknownProtocol(pub String);
 
@@ -93,6 +100,7 @@ impl FromStr for Protocol {
             "videos" => Ok(Protocol::Videos),
             "gemini" => Ok(Protocol::Gemini),
             "bedrock_messages" => Ok(Protocol::BedrockMessages),
+            "bedrock_converse" => Ok(Protocol::BedrockConverse),
             other => Err(UnknownProtocol(other.to_owned())),
         }
     }

@@ -28,7 +28,9 @@ fn protocol_compatible(inbound: Protocol, route_protocol: Protocol, req: &Requir
         return false;
     }
     // Nor does it have penalties: dropping them would change the output.
-    if req.penalties && route_protocol.is_messages_body() {
+    if req.penalties
+        && (route_protocol.is_messages_body() || route_protocol == Protocol::BedrockConverse)
+    {
         return false;
     }
     // A Responses route has no stop sequences (B-19).

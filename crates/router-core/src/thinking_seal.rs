@@ -62,7 +62,11 @@ impl SealedDialect {
         match protocol {
             // Gemini's thought summaries travel without replay data, as
             // Chat's reasoning does: sealed like Chat's, dropped elsewhere.
-            Protocol::Chat | Protocol::Completions | Protocol::Gemini => Some(SealedDialect::Chat),
+            // So do Converse's (its models are not all Claude).
+            Protocol::Chat
+            | Protocol::Completions
+            | Protocol::Gemini
+            | Protocol::BedrockConverse => Some(SealedDialect::Chat),
             Protocol::Responses => Some(SealedDialect::Responses),
             // Claude on Bedrock signs its thinking as Anthropic does.
             // Media routes never carry thinking.

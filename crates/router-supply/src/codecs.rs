@@ -7,6 +7,7 @@
 
 use router_canonical::{Protocol, SupplierCodec, VideoSupplierCodec};
 use router_chat::{ChatSupplier, CompatChatSupplier};
+use router_converse::ConverseSupplier;
 use router_core::{ChatCompat, Route};
 use router_gemini::GeminiSupplier;
 use router_messages::{BedrockMessagesSupplier, MessagesSupplier};
@@ -25,6 +26,9 @@ static RESPONSES: ResponsesSupplier = ResponsesSupplier {
 static GEMINI: GeminiSupplier = GeminiSupplier {
     require_usage: true,
 };
+static CONVERSE: ConverseSupplier = ConverseSupplier {
+    require_usage: true,
+};
 static BEDROCK_MESSAGES: BedrockMessagesSupplier = BedrockMessagesSupplier {
     require_usage: true,
 };
@@ -38,6 +42,7 @@ pub(crate) fn for_protocol(protocol: Protocol) -> Option<&'static dyn SupplierCo
         &RESPONSES,
         &GEMINI,
         &BEDROCK_MESSAGES,
+        &CONVERSE,
     ]
     .into_iter()
     .find(|codec| codec.protocol() == protocol)
@@ -82,6 +87,7 @@ mod tests {
             Protocol::Responses,
             Protocol::Gemini,
             Protocol::BedrockMessages,
+            Protocol::BedrockConverse,
         ] {
             assert_eq!(for_protocol(protocol).map(|c| c.protocol()), Some(protocol));
         }
