@@ -131,7 +131,7 @@ pub fn run(args: &[String]) -> Result<()> {
          curl http://{router_addr}/v1/chat/completions -H \"Authorization: Bearer {api_key}\" \
          -H 'content-type: application/json' \
          -d '{{\"model\":\"demo-chat\",\"messages\":[{{\"role\":\"user\",\"content\":\"Hello\"}}]}}'\n\
-         (the same with \"demo-azure\", \"demo-gemini\", \"demo-bedrock-claude\" or \"demo-local\": one model per supplier kind)\n\n\
+         (the same with \"demo-azure\", \"demo-gemini\", \"demo-bedrock-claude\", \"demo-bedrock-converse\" or \"demo-local\": one model per supplier kind)\n\n\
          {image}\n\
          curl http://{router_addr}/v1/images/generations -H \"Authorization: Bearer {api_key}\" \
          -H 'content-type: application/json' -d '{{\"model\":\"demo-image\",\"prompt\":\"a cat\"}}' \

@@ -890,7 +890,7 @@ quote = { input = 30, output = 40 }
             .models()
             .flat_map(|m| demo.routes(&m.id).iter().map(|r| r.protocol))
             .collect();
-        assert_eq!(protocols.len(), 7, "the demo serves every route protocol");
+        assert_eq!(protocols.len(), 8, "the demo serves every route protocol");
     }
 
     #[test]

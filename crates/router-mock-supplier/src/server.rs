@@ -19,6 +19,7 @@ use crate::bedrock_endpoint::{self, Bedrock};
 use crate::chat_endpoint::Chat;
 use crate::connection::{ConnectionControl, ConnectionIo};
 use crate::control;
+use crate::converse_endpoint::{self, Converse};
 use crate::endpoint;
 use crate::gemini_endpoint::{self, Gemini};
 use crate::images_endpoint::{self, Images};
@@ -209,6 +210,8 @@ async fn route(
         control::serve(request, playbook).await
     } else if gemini_endpoint::is_gemini_path(path) {
         endpoint::serve::<Gemini>(request, playbook, connection).await
+    } else if converse_endpoint::is_converse_path(path) {
+        endpoint::serve::<Converse>(request, playbook, connection).await
     } else if bedrock_endpoint::is_bedrock_path(path) {
         endpoint::serve::<Bedrock>(request, playbook, connection).await
     } else if path.ends_with("/chat/completions") {

@@ -28,7 +28,7 @@ const ROUTES: [RouteCell; 3] = [
 
 /// Models served only by a supplier-only dialect: Gemini (the API key
 /// header) and Claude on Bedrock (SigV4, checked by the mock).
-const DIALECT_ROUTES: [RouteCell; 2] = [
+const DIALECT_ROUTES: [RouteCell; 3] = [
     (
         "m-gemini-only",
         "/v1/models/up-gemini:generateContent",
@@ -38,6 +38,11 @@ const DIALECT_ROUTES: [RouteCell; 2] = [
         "m-bedrock-only",
         "/v1/model/up-bedrock-claude/invoke",
         "/v1/model/up-bedrock-claude/invoke-with-response-stream",
+    ),
+    (
+        "m-converse-only",
+        "/v1/model/up-converse/converse",
+        "/v1/model/up-converse/converse-stream",
     ),
 ];
 
@@ -80,6 +85,21 @@ supplier = "bedrock-supplier"
 upstream_model = "up-bedrock-claude"
 protocol = "bedrock_messages"
 capabilities = ["tools", "stop", "streaming", "thinking", "vision", "response_format"]
+internal_cost = { input = 1, output = 1 }
+
+[[models]]
+id = "m-converse-only"
+pricing = "fixed"
+rates = { input = 1_000_000_000, output = 2_000_000_000 }
+max_output_tokens = 4096
+
+[[routes]]
+id = "via-converse"
+model = "m-converse-only"
+supplier = "bedrock-supplier"
+upstream_model = "up-converse"
+protocol = "bedrock_converse"
+capabilities = ["tools", "stop", "streaming", "thinking", "vision"]
 internal_cost = { input = 1, output = 1 }
 "#;
 
@@ -331,7 +351,7 @@ async fn every_inbound_protocol_over_the_supplier_only_dialects() {
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
     let c = r.rich_customer().await;
     r.mock.reset();
-    for model in ["m-gemini-only", "m-bedrock-only"] {
+    for model in ["m-gemini-only", "m-bedrock-only", "m-converse-only"] {
         let resp = r.chat(&c.key, &hello(model)).await;
         assert_eq!(
             resp.status(),
@@ -360,6 +380,12 @@ async fn every_inbound_protocol_over_the_supplier_only_dialects() {
         bedrock.headers
     );
     assert_eq!(bedrock.body["anthropic_version"], "bedrock-2023-05-31");
+    let converse = calls
+        .iter()
+        .find(|c| c.path.ends_with("/converse"))
+        .expect("a Converse call");
+    assert!(converse.header("authorization").is_some());
+    assert_eq!(converse.body["messages"][0]["content"][0]["text"], "hello");
 }
 
 /// The mock checks what Bedrock checks: a request signed with another
