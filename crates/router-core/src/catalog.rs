@@ -104,6 +104,10 @@ pub enum Problem {
     MissingInternalCost { route: String },
     #[error("route `{route}`: `compat` applies only to `chat` routes")]
     CompatOnChatOnly { route: String },
+    #[error(
+        "route `{route}`: `images` and `videos` routes take a supplier with `api_key_env` only (no `auth`, `query`, `headers` or `{{model}}`)"
+    )]
+    MediaConnection { route: String },
     #[error("supplier `{supplier}`: {problem}")]
     Connection {
         supplier: String,
@@ -815,6 +819,17 @@ fn route_from_file(
     if !r.compat.is_empty() && r.protocol != Protocol::Chat {
         return Err(Problem::CompatOnChatOnly { route: id });
     }
+    // Image and video calls apply no connection settings yet: refuse them
+    // rather than send an unauthenticated request.
+    let plain_supplier = supplier.auth == crate::connection::Auth::Dialect
+        && supplier.query.is_empty()
+        && supplier.headers.is_empty()
+        && !supplier
+            .base_url
+            .contains(crate::connection::MODEL_PLACEHOLDER);
+    if r.protocol.is_media() && !plain_supplier {
+        return Err(Problem::MediaConnection { route: id });
+    }
     let mut capabilities = CapabilitySet::default();
     for name in &r.capabilities {
         let c: Capability = name.parse().map_err(|_| Problem::UnknownCapability {
@@ -927,6 +942,19 @@ quote = { input = 30, output = 40 }
         ));
         let unknown = with.replace("\"max_tokens\"", "\"no_json\"");
         assert!(Catalog::from_toml(&unknown, |_| None).is_err());
+    }
+
+    #[test]
+    fn media_routes_refuse_suppliers_with_connection_settings() {
+        let text = IMAGES.replace(
+            "base_url = \"http://127.0.0.1:9/v1\"",
+            "base_url = \"http://127.0.0.1:9/v1\"\nquery = { api-version = \"1\" }",
+        );
+        assert!(matches!(
+            Catalog::from_toml(&text, |_| None).unwrap_err().problem(),
+            Some(Problem::MediaConnection { .. })
+        ));
+        assert!(Catalog::from_toml(IMAGES, |_| None).is_ok());
     }
 
     #[test]
