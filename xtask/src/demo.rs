@@ -89,6 +89,14 @@ pub fn run(args: &[String]) -> Result<()> {
         .env("ROUTER_SMTP_URL", format!("smtp://{SMTP_LISTEN}"))
         // The demo catalog's supplier reads its key from this variable.
         .env("MOCK_SUPPLIER_API_KEY", "demo")
+        // Its Bedrock supplier signs with the credentials the mock checks
+        // (router_mock_supplier::MOCK_AWS_ACCESS_KEY_ID and _SECRET_ACCESS_KEY;
+        // xtask stays free of the router's crates).
+        .env("MOCK_AWS_ACCESS_KEY_ID", "AKIDMOCKSUPPLIER")
+        .env(
+            "MOCK_AWS_SECRET_ACCESS_KEY",
+            "mock/supplier/secret/EXAMPLEKEY",
+        )
         // The mock supplier serves image URLs on 127.0.0.1; a real
         // deployment never allows loopback (docs/operations.md).
         .env("ROUTER_IMAGE_URL_ALLOW_LOOPBACK", "true")
@@ -122,7 +130,8 @@ pub fn run(args: &[String]) -> Result<()> {
          Admin token: {admin_token}\n\n\
          curl http://{router_addr}/v1/chat/completions -H \"Authorization: Bearer {api_key}\" \
          -H 'content-type: application/json' \
-         -d '{{\"model\":\"demo-chat\",\"messages\":[{{\"role\":\"user\",\"content\":\"Hello\"}}]}}'\n\n\
+         -d '{{\"model\":\"demo-chat\",\"messages\":[{{\"role\":\"user\",\"content\":\"Hello\"}}]}}'\n\
+         (the same with \"demo-azure\", \"demo-gemini\", \"demo-bedrock-claude\", \"demo-bedrock-converse\" or \"demo-local\": one model per supplier kind)\n\n\
          {image}\n\
          curl http://{router_addr}/v1/images/generations -H \"Authorization: Bearer {api_key}\" \
          -H 'content-type: application/json' -d '{{\"model\":\"demo-image\",\"prompt\":\"a cat\"}}' \

@@ -109,6 +109,8 @@ mod tests {
             "router-messages",
             "router-responses",
             "router-completions",
+            "router-gemini",
+            "router-converse",
             "router-images",
             "router-videos",
             "router-tokens",
@@ -164,6 +166,8 @@ mod tests {
             "router-messages",
             "router-responses",
             "router-completions",
+            "router-gemini",
+            "router-converse",
             "router-images",
             "router-videos",
         ];

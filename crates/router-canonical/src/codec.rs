@@ -156,6 +156,23 @@ pub trait SupplierCodec: Send + Sync + 'static {
     /// The endpoint's path, appended to a supplier's base URL.
     fn path(&self) -> &'static str;
 
+    /// The path of one request, appended to the supplier's base URL: the
+    /// default is [`SupplierCodec::path`]. Dialects that name the model or
+    /// the streaming choice in the path (Gemini, Bedrock) override it; the
+    /// model is percent-encoded as one path segment, and a query the
+    /// dialect needs (Gemini's `alt=sse`) may follow.
+    fn request_path(&self, target: &SupplierTarget<'_>, stream: bool) -> String {
+        let _ = (target, stream);
+        self.path().to_owned()
+    }
+
+    /// How a streamed reply's bytes are framed: SSE unless the dialect says
+    /// otherwise (Bedrock: AWS event stream, each message handed to the
+    /// stream decoder as a [`Frame`]).
+    fn stream_framing(&self) -> StreamFraming {
+        StreamFraming::Sse
+    }
+
     /// The JSON body for the supplier. Fails with `unsupported_conversion`
     /// (naming the field in `param` where there is one) when the request
     /// holds what this protocol cannot carry losslessly.
@@ -178,6 +195,16 @@ pub trait SupplierCodec: Send + Sync + 'static {
 
     /// A decoder for one streamed reply.
     fn stream_decoder(&self) -> Box<dyn SupplierStreamDecoder>;
+}
+
+/// The framing of a supplier's streamed reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamFraming {
+    /// Server-sent events ([`crate::sse`]).
+    Sse,
+    /// AWS event stream ([`crate::eventstream`]); each message reaches the
+    /// decoder through [`crate::eventstream::Message::into_frame`].
+    AwsEventStream,
 }
 
 /// Decodes one supplier stream, frame by frame, into canonical events.

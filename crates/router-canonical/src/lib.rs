@@ -61,6 +61,7 @@
 pub mod capability;
 pub mod codec;
 pub mod error;
+pub mod eventstream;
 pub mod image;
 pub mod money;
 pub mod openai_error;
@@ -79,7 +80,8 @@ pub mod video;
 pub use capability::{Capability, CapabilitySet, Requirements};
 pub use codec::{
     ClientCodec, ClientStreamEncoder, HeaderSource, ReplyContext, StreamContext, StreamEnd,
-    SupplierCodec, SupplierError, SupplierFailure, SupplierStreamDecoder, SupplierTarget,
+    StreamFraming, SupplierCodec, SupplierError, SupplierFailure, SupplierStreamDecoder,
+    SupplierTarget,
 };
 pub use error::{ApiError, ErrorCode, Field, ProductCode};
 pub use image::{GeneratedImage, ImageRequest, ImageSupplierCodec};

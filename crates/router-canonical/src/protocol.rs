@@ -17,6 +17,16 @@ pub enum Protocol {
     Completions,
     Images,
     Videos,
+    /// Google's Gemini API (`generateContent`, `streamGenerateContent`),
+    /// also Vertex AI's publisher models. A supplier dialect only.
+    Gemini,
+    /// Anthropic's Messages body on Amazon Bedrock (`InvokeModel`,
+    /// `InvokeModelWithResponseStream`, `anthropic_version:
+    /// bedrock-2023-05-31`, the model in the path). A supplier dialect only.
+    BedrockMessages,
+    /// Amazon Bedrock's Converse API (`Converse`, `ConverseStream`), for
+    /// every Bedrock model. A supplier dialect only.
+    BedrockConverse,
 }
 
 impl Protocol {
@@ -38,6 +48,9 @@ impl Protocol {
             Protocol::Completions => "completions",
             Protocol::Images => "images",
             Protocol::Videos => "videos",
+            Protocol::Gemini => "gemini",
+            Protocol::BedrockMessages => "bedrock_messages",
+            Protocol::BedrockConverse => "bedrock_converse",
         }
     }
 
@@ -45,6 +58,21 @@ impl Protocol {
     /// than a text-inference one.
     pub fn is_media(self) -> bool {
         matches!(self, Protocol::Images | Protocol::Videos)
+    }
+
+    /// Whether this protocol is only ever spoken to suppliers: no client
+    /// surface speaks it, so no request arrives in it.
+    pub fn is_supplier_only(self) -> bool {
+        matches!(
+            self,
+            Protocol::Gemini | Protocol::BedrockMessages | Protocol::BedrockConverse
+        )
+    }
+
+    /// Whether a route of this protocol carries an Anthropic Messages body
+    /// (and so its limits: temperature at most 1, no penalties).
+    pub fn is_messages_body(self) -> bool {
+        matches!(self, Protocol::Messages | Protocol::BedrockMessages)
     }
 }
 
@@ -56,7 +84,7 @@ impl fmt::Display for Protocol {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown protocol `{0}` (expected chat, responses, messages, completions, images or videos)"
+    "unknown protocol `{0}` (expected chat, responses, messages, completions, images, videos, gemini, bedrock_messages or bedrock_converse)"
 )]
 pub struct UnknownProtocol(pub String);
 
@@ -70,6 +98,9 @@ impl FromStr for Protocol {
             "completions" => Ok(Protocol::Completions),
             "images" => Ok(Protocol::Images),
             "videos" => Ok(Protocol::Videos),
+            "gemini" => Ok(Protocol::Gemini),
+            "bedrock_messages" => Ok(Protocol::BedrockMessages),
+            "bedrock_converse" => Ok(Protocol::BedrockConverse),
             other => Err(UnknownProtocol(other.to_owned())),
         }
     }

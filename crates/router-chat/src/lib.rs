@@ -74,7 +74,7 @@ pub mod supplier;
 pub mod wire;
 
 pub use client::{ChatClient, ChatExtra};
-pub use supplier::{ChatSupplier, DecodeError};
+pub use supplier::{ChatCompat, ChatSupplier, CompatChatSupplier, DecodeError};
 
 /// The canonical model this crate translates to and from, whole.
 pub use router_canonical as canonical;

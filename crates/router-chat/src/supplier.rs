@@ -1,11 +1,13 @@
 //! The supplier side of Chat Completions: what a gateway sends a Chat
 //! supplier, and what that supplier answers ([`ChatSupplier`]).
 
+mod compat;
 mod error;
 mod request;
 mod response;
 mod stream;
 
+pub use compat::{ChatCompat, CompatChatSupplier};
 pub use error::DecodeError;
 pub use stream::StreamDecoder;
 

@@ -4,9 +4,10 @@
 //! for image models. Supplier API keys are never in the file: each supplier
 //! names the environment variable to read.
 
+use crate::connection::{Auth, AuthFile, ConnectionProblem};
 use router_canonical::{Capability, CapabilitySet, NanoUsd, PricePerMTok, Protocol, Rates};
 use serde::Deserialize;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::Arc;
 
@@ -101,6 +102,17 @@ pub enum Problem {
     ImageRoute { route: String },
     #[error("route `{route}` has no `internal_cost`")]
     MissingInternalCost { route: String },
+    #[error("route `{route}`: `compat` applies only to `chat` routes")]
+    CompatOnChatOnly { route: String },
+    #[error(
+        "route `{route}`: `images` and `videos` routes take a supplier with `api_key_env` only (no `auth`, `query`, `headers` or `{{model}}`)"
+    )]
+    MediaConnection { route: String },
+    #[error("supplier `{supplier}`: {problem}")]
+    Connection {
+        supplier: String,
+        problem: ConnectionProblem,
+    },
 }
 
 /// What a model produces.
@@ -143,10 +155,20 @@ struct CatalogFile {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SupplierFile {
-    id: String,
+    id: toml::Spanned<String>,
     base_url: String,
     #[serde(default)]
     api_key_env: Option<String>,
+    /// How requests authenticate (`connection.rs`); absent: the dialect's
+    /// own scheme with `api_key_env`.
+    #[serde(default)]
+    auth: Option<AuthFile>,
+    /// Query parameters added to every request (`api-version`).
+    #[serde(default)]
+    query: BTreeMap<String, String>,
+    /// Static headers added to every request.
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -304,6 +326,27 @@ struct RouteFile {
     /// may send through this route (D-04, GP-32).
     #[serde(default)]
     betas: Vec<String>,
+    /// How an OpenAI-compatible server deviates from Chat (chat routes only).
+    #[serde(default)]
+    compat: Vec<ChatCompat>,
+}
+
+/// A named deviation of an OpenAI-compatible server (vLLM, Ollama,
+/// llama.cpp, LM Studio) from the Chat protocol, set on a `chat` route.
+#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum ChatCompat {
+    /// The server's chat template knows no `developer` role: send those
+    /// turns as `system`.
+    DeveloperAsSystem,
+    /// The server reads `max_tokens`, not `max_completion_tokens`.
+    MaxTokens,
+    /// The server refuses `stream_options`; its stream carries usage in the
+    /// last chunk unasked (llama.cpp).
+    NoStreamOptions,
+    /// The server may close a stream without `data: [DONE]`: the chunk
+    /// with a `finish_reason` and usage ends it.
+    StreamWithoutDone,
 }
 
 fn default_true() -> bool {
@@ -315,8 +358,29 @@ fn default_true() -> bool {
 #[derive(Clone)]
 pub struct Supplier {
     pub id: String,
+    /// May hold `{model}` (see [`crate::connection::expand_base_url`]).
     pub base_url: String,
+    /// The key of [`Auth::Dialect`] (`api_key_env`).
     pub api_key: Option<String>,
+    pub auth: Auth,
+    /// Added to every request's query string, in this order.
+    pub query: Vec<(String, String)>,
+    /// Added to every request's headers.
+    pub headers: Vec<(String, String)>,
+}
+
+impl Supplier {
+    /// A supplier with the dialect's own authentication and nothing extra.
+    pub fn plain(id: &str, base_url: &str, api_key: Option<String>) -> Supplier {
+        Supplier {
+            id: id.to_owned(),
+            base_url: base_url.to_owned(),
+            api_key,
+            auth: Auth::Dialect,
+            query: Vec::new(),
+            headers: Vec::new(),
+        }
+    }
 }
 
 impl fmt::Debug for Supplier {
@@ -325,6 +389,9 @@ impl fmt::Debug for Supplier {
             .field("id", &self.id)
             .field("base_url", &self.base_url)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("auth", &self.auth)
+            .field("query", &self.query)
+            .field("headers", &self.headers)
             .finish()
     }
 }
@@ -414,6 +481,8 @@ pub struct Route {
     /// The model's output-token maximum, for protocols that require an
     /// explicit limit (Messages `max_tokens`).
     pub max_output_tokens: u32,
+    /// The OpenAI-compatible server's deviations (chat routes only).
+    pub compat: Vec<ChatCompat>,
 }
 
 impl Route {
@@ -522,18 +591,40 @@ impl Catalog {
         })?;
         let mut suppliers = HashMap::new();
         for s in file.suppliers {
+            let at = s.id.span().start;
+            let id = s.id.into_inner();
+            let base_url = s.base_url.trim_end_matches('/').to_owned();
+            let connection = crate::connection::connection(
+                &base_url,
+                s.api_key_env.as_deref(),
+                s.auth,
+                s.query,
+                s.headers,
+                &env,
+            )
+            .map_err(|problem| {
+                invalid(
+                    at,
+                    Problem::Connection {
+                        supplier: id.clone(),
+                        problem,
+                    },
+                )
+            })?;
             let supplier = Supplier {
                 api_key: s.api_key_env.as_deref().and_then(&env),
-                id: s.id.clone(),
-                base_url: s.base_url.trim_end_matches('/').to_owned(),
+                id: id.clone(),
+                base_url,
+                auth: connection.auth,
+                query: connection.query,
+                headers: connection.headers,
             };
-            if suppliers.insert(s.id.clone(), Arc::new(supplier)).is_some() {
-                let at = text.find(&format!("\"{}\"", s.id)).unwrap_or(0);
+            if suppliers.insert(id.clone(), Arc::new(supplier)).is_some() {
                 return Err(invalid(
                     at,
                     Problem::Duplicate {
                         kind: "supplier",
-                        id: s.id,
+                        id,
                     },
                 ));
             }
@@ -725,6 +816,20 @@ fn route_from_file(
             route: id,
         });
     }
+    if !r.compat.is_empty() && r.protocol != Protocol::Chat {
+        return Err(Problem::CompatOnChatOnly { route: id });
+    }
+    // Image and video calls apply no connection settings yet: refuse them
+    // rather than send an unauthenticated request.
+    let plain_supplier = supplier.auth == crate::connection::Auth::Dialect
+        && supplier.query.is_empty()
+        && supplier.headers.is_empty()
+        && !supplier
+            .base_url
+            .contains(crate::connection::MODEL_PLACEHOLDER);
+    if r.protocol.is_media() && !plain_supplier {
+        return Err(Problem::MediaConnection { route: id });
+    }
     let mut capabilities = CapabilitySet::default();
     for name in &r.capabilities {
         let c: Capability = name.parse().map_err(|_| Problem::UnknownCapability {
@@ -748,6 +853,7 @@ fn route_from_file(
         betas: r.betas,
         max_output_tokens: model.max_output_tokens,
         image_cost: r.image_cost.map(NanoUsd),
+        compat: r.compat,
     })
 }
 
@@ -799,7 +905,7 @@ quote = { input = 30, output = 40 }
             .models()
             .flat_map(|m| demo.routes(&m.id).iter().map(|r| r.protocol))
             .collect();
-        assert_eq!(protocols.len(), 5, "the demo serves every route protocol");
+        assert_eq!(protocols.len(), 8, "the demo serves every route protocol");
     }
 
     #[test]
@@ -814,6 +920,55 @@ quote = { input = 30, output = 40 }
         assert_eq!(routes[0].supplier.api_key.as_deref(), Some("secret"));
         assert!(routes[0].capabilities.contains(Capability::Stop));
         assert!(!format!("{:?}", routes[0].supplier).contains("secret"));
+    }
+
+    #[test]
+    fn compat_options_load_on_chat_routes_only() {
+        let with = SAMPLE.replace(
+            "capabilities = [\"tools\", \"stop\"]",
+            "capabilities = [\"tools\", \"stop\"]\ncompat = [\"developer_as_system\", \"max_tokens\"]",
+        );
+        let cat = Catalog::from_toml(&with, |_| None).unwrap();
+        assert_eq!(
+            cat.routes("m-fixed")[0].compat,
+            [ChatCompat::DeveloperAsSystem, ChatCompat::MaxTokens]
+        );
+        let on_messages = with.replacen("protocol = \"chat\"", "protocol = \"messages\"", 1);
+        assert!(matches!(
+            Catalog::from_toml(&on_messages, |_| None)
+                .unwrap_err()
+                .problem(),
+            Some(Problem::CompatOnChatOnly { .. })
+        ));
+        let unknown = with.replace("\"max_tokens\"", "\"no_json\"");
+        assert!(Catalog::from_toml(&unknown, |_| None).is_err());
+    }
+
+    #[test]
+    fn media_routes_refuse_suppliers_with_connection_settings() {
+        let text = IMAGES.replace(
+            "base_url = \"http://127.0.0.1:9/v1\"",
+            "base_url = \"http://127.0.0.1:9/v1\"\nquery = { api-version = \"1\" }",
+        );
+        assert!(matches!(
+            Catalog::from_toml(&text, |_| None).unwrap_err().problem(),
+            Some(Problem::MediaConnection { .. })
+        ));
+        assert!(Catalog::from_toml(IMAGES, |_| None).is_ok());
+    }
+
+    #[test]
+    fn bad_connection_settings_name_the_supplier_and_its_line() {
+        let text = SAMPLE.replace(
+            "api_key_env = \"S1_KEY\"",
+            "api_key_env = \"S1_KEY\"\nauth = { type = \"none\" }",
+        );
+        let error = Catalog::from_toml(&text, |_| None).unwrap_err();
+        assert!(matches!(error.problem(), Some(Problem::Connection { .. })));
+        assert_eq!(
+            error.to_string(),
+            "<catalog>, line 3: supplier `s1`: field `api_key_env`: give either `api_key_env` or `auth`, not both"
+        );
     }
 
     #[test]

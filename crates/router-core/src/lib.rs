@@ -15,6 +15,7 @@
 
 pub mod affinity;
 pub mod catalog;
+pub mod connection;
 pub mod experiments;
 pub mod fingerprint;
 pub mod gateway;
@@ -35,7 +36,9 @@ pub mod trace;
 pub mod video_jobs;
 pub mod videos;
 
-pub use catalog::{Catalog, CatalogError, Modality, Model, Pricing, Problem, Route, Supplier};
+pub use catalog::{
+    Catalog, CatalogError, ChatCompat, Modality, Model, Pricing, Problem, Route, Supplier,
+};
 pub use experiments::{Experiment, ExperimentStatus, SystemMode, Variant};
 pub use gateway::{Abandoned, Gateway, GatewayConfig, LiveStream, Outcome, StreamItem};
 pub use images::{GeneratedPng, ImageAdmission};

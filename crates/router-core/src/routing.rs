@@ -25,11 +25,13 @@ fn protocol_compatible(inbound: Protocol, route_protocol: Protocol, req: &Requir
         return false;
     }
     // Messages caps temperature at 1 (CF-01): never clamp, route elsewhere.
-    if req.temperature_above_one && route_protocol == Protocol::Messages {
+    if req.temperature_above_one && route_protocol.is_messages_body() {
         return false;
     }
     // Nor does it have penalties: dropping them would change the output.
-    if req.penalties && route_protocol == Protocol::Messages {
+    if req.penalties
+        && (route_protocol.is_messages_body() || route_protocol == Protocol::BedrockConverse)
+    {
         return false;
     }
     // A Responses route has no stop sequences (B-19).

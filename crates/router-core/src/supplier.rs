@@ -129,6 +129,12 @@ impl AttemptError {
         )
     }
 
+    /// The route cannot be called from this process (a credential its
+    /// supplier names is not set): nothing was sent; another route may serve.
+    pub fn unconfigured(detail: impl Into<String>) -> Self {
+        Self::observed(FailureKind::Transport, Retry::NextRoute, detail)
+    }
+
     pub fn timeout() -> Self {
         Self::observed(
             FailureKind::Timeout,

@@ -60,10 +60,20 @@ impl SealedDialect {
     /// for a Messages route, whose signatures are Anthropic's own.
     pub fn of_route(protocol: Protocol) -> Option<SealedDialect> {
         match protocol {
-            Protocol::Chat | Protocol::Completions => Some(SealedDialect::Chat),
+            // Gemini's thought summaries travel without replay data, as
+            // Chat's reasoning does: sealed like Chat's, dropped elsewhere.
+            // So do Converse's (its models are not all Claude).
+            Protocol::Chat
+            | Protocol::Completions
+            | Protocol::Gemini
+            | Protocol::BedrockConverse => Some(SealedDialect::Chat),
             Protocol::Responses => Some(SealedDialect::Responses),
+            // Claude on Bedrock signs its thinking as Anthropic does.
             // Media routes never carry thinking.
-            Protocol::Messages | Protocol::Images | Protocol::Videos => None,
+            Protocol::Messages
+            | Protocol::BedrockMessages
+            | Protocol::Images
+            | Protocol::Videos => None,
         }
     }
 

@@ -138,7 +138,7 @@ pub mod supplier;
 pub mod wire;
 
 pub use client::MessagesClient;
-pub use supplier::{DecodeError, MessagesSupplier};
+pub use supplier::{BedrockMessagesSupplier, DecodeError, MessagesSupplier};
 
 pub use router_canonical::parse::InvalidJson;
 pub use router_canonical::sse;

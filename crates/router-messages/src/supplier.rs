@@ -1,11 +1,13 @@
 //! The supplier side of Messages: the request body sent to a Messages
 //! supplier, and how its replies, streams and error replies are read.
 
+mod bedrock;
 mod error;
 mod request;
 mod response;
 mod stream;
 
+pub use bedrock::{BEDROCK_ANTHROPIC_VERSION, BedrockMessagesSupplier, BedrockStreamDecoder};
 pub use error::DecodeError;
 pub use stream::StreamDecoder;
 

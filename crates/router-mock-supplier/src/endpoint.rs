@@ -56,6 +56,18 @@ pub(crate) trait WireProtocol {
         None
     }
 
+    /// Checks what a real supplier checks before it reads a request (its
+    /// credentials, a signature): `Some((status, error body))` refuses the
+    /// request, recorded all the same. `None` (the default) accepts.
+    fn check_request(
+        _headers: &http::HeaderMap,
+        _path: &str,
+        _query: Option<&str>,
+        _body: &Bytes,
+    ) -> Option<(u16, Value)> {
+        None
+    }
+
     /// The request's model, or empty.
     fn model(request: &Self::Request) -> &str;
 
@@ -102,6 +114,8 @@ pub(crate) async fn serve<P: WireProtocol>(
     connection: &ConnectionControl,
 ) -> Response<ResponseBody> {
     let path = request.uri().path().to_owned();
+    let query = request.uri().query().map(str::to_owned);
+    let header_map = request.headers().clone();
     let host = request
         .headers()
         .get(http::header::HOST)
@@ -124,14 +138,23 @@ pub(crate) async fn serve<P: WireProtocol>(
             return json_response(StatusCode::BAD_REQUEST, &P::mock_error_body(&message));
         }
     };
+    let refusal = P::check_request(&header_map, &path, query.as_deref(), &bytes);
     let body = parse_body(&bytes);
     let parsed = P::read_request_at(&body, &path, host.as_deref());
-    let script = playbook.record_and_choose(RecordedCall {
+    let call = RecordedCall {
         path,
+        query: query.clone(),
         headers,
         body,
         received_at: Instant::now(),
-    });
+    };
+    if let Some((status, body)) = refusal {
+        // Refused before it is read: recorded, but it takes no script.
+        playbook.record(call);
+        let code = StatusCode::from_u16(status).unwrap_or(StatusCode::FORBIDDEN);
+        return json_response(code, &body);
+    }
+    let script = playbook.record_and_choose(call);
     play::<P>(script, &parsed, connection).await
 }
 

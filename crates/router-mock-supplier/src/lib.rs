@@ -34,6 +34,9 @@
 //! | `/chat/completions` | Chat Completions  | `data:` chunks, then `data: [DONE]`                                | `{"error": {message, type, param, code}}`  |
 //! | `/messages`         | Anthropic Messages| `event:` = `data.type`, `message_start` ... `message_stop`        | `{"type": "error", "error": {type, message}}` |
 //! | `/responses`        | OpenAI Responses  | `event:` = `data.type`, `sequence_number`, `response.created` ... `response.completed` | `{"error": {message, type, param, code}}` |
+//! | `/models/{m}:generateContent`, `:streamGenerateContent` | Google Gemini (Vertex too) | `data:` chunks; the last has `finishReason` and the usage (no terminator) | `{"error": {code, message, status}}`; 403 without `x-goog-api-key` or a bearer token |
+//! | `/model/{m}/invoke`, `/invoke-with-response-stream` | Claude on Amazon Bedrock | AWS event stream of `chunk` events (`{"bytes": base64 Messages event}`) | `{"message"}`; 403 unless SigV4-signed with [`MOCK_AWS_ACCESS_KEY_ID`] |
+//! | `/model/{m}/converse`, `/converse-stream` | Amazon Bedrock Converse | AWS event stream: `messageStart`, `contentBlock*`, `messageStop`, `metadata` (usage) | `{"message"}`; 403 unless SigV4-signed with [`MOCK_AWS_ACCESS_KEY_ID`] |
 //! | `/images/generations` | OpenAI Images   | never streamed; `{created, data: [{b64_json}]}` (a valid PNG), or what a [`Script::Image`] answers (broken PNGs, a URL) | `{"error": {message, type, param, code}}` |
 //!
 //! `POST …/videos`, `GET …/videos/{id}` and `GET …/videos/{id}/content` are
@@ -82,11 +85,15 @@
 
 #![warn(unreachable_pub)]
 
+mod aws;
+mod bedrock_endpoint;
 mod chat_endpoint;
 mod chat_reply;
 mod connection;
 mod control;
+mod converse_endpoint;
 mod endpoint;
+mod gemini_endpoint;
 mod images_endpoint;
 mod messages_endpoint;
 mod messages_reply;
@@ -105,6 +112,7 @@ mod usage_estimate;
 mod videos_endpoint;
 pub mod webhook_sink;
 
+pub use aws::{MOCK_AWS_ACCESS_KEY_ID, MOCK_AWS_SECRET_ACCESS_KEY};
 pub use recorded_call::RecordedCall;
 pub use script::{
     DEFAULT_STREAM_ERROR_MESSAGE, DEFAULT_THINKING_SIGNATURE, ImageAnswer, MockImage, MockReply,

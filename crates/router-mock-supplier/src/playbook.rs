@@ -78,6 +78,11 @@ impl Playbook {
             .unwrap_or_else(|| state.default.clone())
     }
 
+    /// Records a call that gets no script (refused before it is read).
+    pub(crate) fn record(&self, call: RecordedCall) {
+        self.lock().calls.push(call);
+    }
+
     pub(crate) fn calls(&self) -> Vec<RecordedCall> {
         self.lock().calls.clone()
     }
@@ -114,6 +119,7 @@ mod tests {
 
     fn call(model: &str) -> RecordedCall {
         RecordedCall {
+            query: None,
             path: "/v1/chat/completions".into(),
             headers: Vec::new(),
             body: json!({ "model": model }),

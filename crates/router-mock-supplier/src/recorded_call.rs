@@ -11,6 +11,9 @@ pub struct RecordedCall {
     /// Request path without the query, e.g. `/v1/chat/completions`,
     /// `/v1/messages` or `/v1/responses`: it tells which protocol was called.
     pub path: String,
+    /// The query string as sent (without `?`), if any: Azure's
+    /// `api-version`, Gemini's `alt=sse`.
+    pub query: Option<String>,
     /// Request headers in arrival order; names are lowercase. Values that are
     /// not UTF-8 are converted lossily.
     pub headers: Vec<(String, String)>,
@@ -22,9 +25,14 @@ pub struct RecordedCall {
 }
 
 impl RecordedCall {
-    /// The request's `model`, if it is a string.
+    /// The request's `model`, if it is a string; for the dialects that put
+    /// the model in the path (Gemini `…/models/{model}:…`, Bedrock
+    /// `…/model/{model}/invoke…`), that path segment as sent.
     pub fn model(&self) -> Option<&str> {
-        self.body.get("model").and_then(Value::as_str)
+        self.body
+            .get("model")
+            .and_then(Value::as_str)
+            .or_else(|| model_in_path(&self.path))
     }
 
     /// The first value of a header, by case-insensitive name.
@@ -55,6 +63,15 @@ impl RecordedCall {
     }
 }
 
+/// The model segment of a Gemini or Bedrock path.
+fn model_in_path(path: &str) -> Option<&str> {
+    if let Some((_, tail)) = path.rsplit_once("/models/") {
+        return tail.split_once(':').map(|(model, _)| model);
+    }
+    let (_, tail) = path.rsplit_once("/model/")?;
+    tail.split_once('/').map(|(model, _)| model)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -62,6 +79,7 @@ mod tests {
     #[test]
     fn control_json_joins_repeated_headers() {
         let call = RecordedCall {
+            query: None,
             path: "/v1/chat/completions".into(),
             headers: vec![
                 ("x-a".into(), "1".into()),

@@ -15,10 +15,13 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use crate::bedrock_endpoint::{self, Bedrock};
 use crate::chat_endpoint::Chat;
 use crate::connection::{ConnectionControl, ConnectionIo};
 use crate::control;
+use crate::converse_endpoint::{self, Converse};
 use crate::endpoint;
+use crate::gemini_endpoint::{self, Gemini};
 use crate::images_endpoint::{self, Images};
 use crate::messages_endpoint::Messages;
 use crate::playbook::Playbook;
@@ -205,6 +208,12 @@ async fn route(
     let path = request.uri().path();
     if path.starts_with(control::PREFIX) {
         control::serve(request, playbook).await
+    } else if gemini_endpoint::is_gemini_path(path) {
+        endpoint::serve::<Gemini>(request, playbook, connection).await
+    } else if converse_endpoint::is_converse_path(path) {
+        endpoint::serve::<Converse>(request, playbook, connection).await
+    } else if bedrock_endpoint::is_bedrock_path(path) {
+        endpoint::serve::<Bedrock>(request, playbook, connection).await
     } else if path.ends_with("/chat/completions") {
         endpoint::serve::<Chat>(request, playbook, connection).await
     } else if path.ends_with("/messages") {

@@ -2,12 +2,13 @@
 //! between dialects is the codec's; timeouts, status classification and
 //! stream prebuffering are shared here.
 
-use crate::{MAX_RESPONSE_BYTES, error_chain, parse_retry_after, transport_error};
+use crate::{MAX_RESPONSE_BYTES, connection, error_chain, parse_retry_after, transport_error};
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
+use router_canonical::eventstream::Decoder as AwsDecoder;
 use router_canonical::sse::{Decoder as SseDecoder, Frame};
 use router_canonical::{
-    Request, StreamEvent, SupplierCodec, SupplierError, SupplierStreamDecoder, SupplierTarget,
+    Request, StreamEvent, StreamFraming, SupplierCodec, SupplierError, SupplierStreamDecoder,
 };
 use router_core::{AttemptError, Route, SupplierReply};
 use std::collections::{HashMap, VecDeque};
@@ -16,33 +17,30 @@ use std::sync::RwLock;
 use std::time::SystemTime;
 use tokio::time::Instant;
 
-/// Parsed endpoint URLs per route: parsing (IDNA and all) once per route,
-/// not once per attempt.
+/// Parsed endpoint URLs per route and streaming choice: parsing (IDNA and
+/// all) once per route, not once per attempt.
 #[derive(Default)]
-pub(crate) struct UrlCache(RwLock<HashMap<String, (String, reqwest::Url)>>);
+pub(crate) struct UrlCache(RwLock<HashMap<(String, bool), (String, reqwest::Url)>>);
 
 impl UrlCache {
     pub(crate) fn get(
         &self,
         route: &Route,
         codec: &dyn SupplierCodec,
+        stream: bool,
     ) -> Result<reqwest::Url, AttemptError> {
         let base = &route.supplier.base_url;
-        if let Some((cached_base, url)) = self
-            .0
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&route.id)
+        let key = (route.id.clone(), stream);
+        if let Some((cached_base, url)) = self.0.read().unwrap_or_else(|e| e.into_inner()).get(&key)
             && cached_base == base
         {
             return Ok(url.clone());
         }
-        let url = reqwest::Url::parse(&format!("{base}{}", codec.path()))
-            .map_err(|e| AttemptError::transport(format!("supplier URL: {e}")))?;
+        let url = connection::endpoint(route, codec, stream)?;
         self.0
             .write()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(route.id.clone(), (base.clone(), url.clone()));
+            .insert(key, (base.clone(), url.clone()));
         Ok(url)
     }
 }
@@ -58,23 +56,21 @@ pub(crate) async fn attempt(
     request: &Request,
     deadline: Instant,
 ) -> Result<SupplierReply, AttemptError> {
-    let target = SupplierTarget {
-        model: &route.upstream_model,
-        default_max_output_tokens: Some(route.max_output_tokens),
-    };
+    let target = connection::target(route);
     let body = codec
         .encode_request(request, &target)
         .map_err(AttemptError::conversion)?;
     let remaining = deadline.saturating_duration_since(Instant::now());
-    let mut builder = client
-        .post(url)
-        .header(reqwest::header::CONTENT_TYPE, "application/json")
-        .timeout(remaining)
-        .body(body);
-    for (name, value) in codec.headers(request, route.supplier.api_key.as_deref()) {
+    let headers = connection::headers(route, codec, request, &url, &body)?;
+    let mut builder = client.post(url).timeout(remaining);
+    for (name, value) in headers {
         builder = builder.header(name, value);
     }
-    let response = builder.send().await.map_err(|e| transport_error(&e))?;
+    let response = builder
+        .body(body)
+        .send()
+        .await
+        .map_err(|e| transport_error(&e))?;
     let status = response.status();
     if !status.is_success() {
         let retry_after = response
@@ -91,7 +87,11 @@ pub(crate) async fn attempt(
         return Err(AttemptError::supplier(error, retry_after));
     }
     if request.stream {
-        return start_stream(response, codec.stream_decoder()).await;
+        let framing = match codec.stream_framing() {
+            StreamFraming::Sse => Framing::Sse(SseDecoder::default()),
+            StreamFraming::AwsEventStream => Framing::Aws(AwsDecoder::default()),
+        };
+        return start_stream(response, framing, codec.stream_decoder()).await;
     }
     let bytes = read_body(response).await?;
     codec
@@ -145,9 +145,32 @@ pub(crate) async fn read_body(mut response: reqwest::Response) -> Result<Vec<u8>
 
 type ByteStream = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
 
+/// How a stream's bytes become frames for the codec's decoder.
+enum Framing {
+    Sse(SseDecoder),
+    Aws(AwsDecoder),
+}
+
+impl Framing {
+    fn feed(&mut self, chunk: &[u8], frames: &mut Vec<Frame>) -> Result<(), SupplierError> {
+        match self {
+            Framing::Sse(sse) => sse.feed(chunk, frames).map_err(SupplierError::invalid),
+            Framing::Aws(aws) => {
+                let mut messages = Vec::new();
+                aws.feed(chunk, &mut messages)
+                    .map_err(SupplierError::invalid)?;
+                for message in messages {
+                    frames.push(message.into_frame().map_err(SupplierError::invalid)?);
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
 struct SupplierStream {
     bytes: ByteStream,
-    sse: SseDecoder,
+    framing: Framing,
     decoder: Box<dyn SupplierStreamDecoder>,
     pending: VecDeque<StreamEvent>,
     frames: Vec<Frame>,
@@ -167,9 +190,9 @@ impl SupplierStream {
             }
             match self.bytes.next().await {
                 Some(Ok(chunk)) => {
-                    self.sse
+                    self.framing
                         .feed(&chunk, &mut self.frames)
-                        .map_err(|e| StreamFailure::Decoded(SupplierError::invalid(e)))?;
+                        .map_err(StreamFailure::Decoded)?;
                     for frame in self.frames.drain(..) {
                         let events = self
                             .decoder
@@ -200,11 +223,12 @@ enum StreamFailure {
 /// still an ordinary (retryable) attempt failure (G-11).
 async fn start_stream(
     response: reqwest::Response,
+    framing: Framing,
     decoder: Box<dyn SupplierStreamDecoder>,
 ) -> Result<SupplierReply, AttemptError> {
     let mut stream = SupplierStream {
         bytes: Box::pin(response.bytes_stream()),
-        sse: SseDecoder::default(),
+        framing,
         decoder,
         pending: VecDeque::new(),
         frames: Vec::new(),

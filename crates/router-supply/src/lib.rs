@@ -12,8 +12,10 @@
 
 mod attempt;
 mod codecs;
+mod connection;
 mod images;
 mod retry_after;
+mod sigv4;
 pub mod url_guard;
 mod videos;
 
@@ -82,9 +84,14 @@ impl Suppliers for HttpSuppliers {
         request: &Request,
         deadline: Instant,
     ) -> Result<SupplierReply, AttemptError> {
-        match codecs::for_protocol(route.protocol) {
+        let compat = codecs::chat_compat(route);
+        let codec = match &compat {
+            Some(compat) => Some(compat as &dyn router_canonical::SupplierCodec),
+            None => codecs::for_protocol(route.protocol),
+        };
+        match codec {
             Some(codec) => {
-                let url = self.urls.get(route, codec)?;
+                let url = self.urls.get(route, codec, request.stream)?;
                 attempt::attempt(&self.client, url, codec, route, request, deadline).await
             }
             None => Err(AttemptError::conversion(ApiError::unsupported_conversion(

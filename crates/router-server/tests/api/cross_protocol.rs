@@ -16,11 +16,92 @@ enum Inbound {
     Completions,
 }
 
-const ROUTES: [(&str, &str); 3] = [
-    ("m-via-chat", "/v1/chat/completions"),
-    ("m-via-responses", "/v1/responses"),
-    ("m-via-messages", "/v1/messages"),
+/// A model, and the supplier path its only route is called at without
+/// and with a stream.
+type RouteCell = (&'static str, &'static str, &'static str);
+
+const ROUTES: [RouteCell; 3] = [
+    ("m-via-chat", "/v1/chat/completions", "/v1/chat/completions"),
+    ("m-via-responses", "/v1/responses", "/v1/responses"),
+    ("m-via-messages", "/v1/messages", "/v1/messages"),
 ];
+
+/// Models served only by a supplier-only dialect: Gemini (the API key
+/// header) and Claude on Bedrock (SigV4, checked by the mock).
+const DIALECT_ROUTES: [RouteCell; 3] = [
+    (
+        "m-gemini-only",
+        "/v1/models/up-gemini:generateContent",
+        "/v1/models/up-gemini:streamGenerateContent",
+    ),
+    (
+        "m-bedrock-only",
+        "/v1/model/up-bedrock-claude/invoke",
+        "/v1/model/up-bedrock-claude/invoke-with-response-stream",
+    ),
+    (
+        "m-converse-only",
+        "/v1/model/up-converse/converse",
+        "/v1/model/up-converse/converse-stream",
+    ),
+];
+
+const DIALECT_CATALOG: &str = r#"
+[[suppliers]]
+id = "gemini-supplier"
+base_url = "{BASE}"
+api_key_env = "ROUTER_TEST_GEMINI_KEY"
+
+[[suppliers]]
+id = "bedrock-supplier"
+base_url = "{BASE}"
+auth = { type = "sigv4", region = "us-east-1", service = "bedrock", access_key_id_env = "ROUTER_TEST_AWS_ACCESS_KEY_ID", secret_access_key_env = "ROUTER_TEST_AWS_SECRET_ACCESS_KEY" }
+
+[[models]]
+id = "m-gemini-only"
+pricing = "fixed"
+rates = { input = 1_000_000_000, output = 2_000_000_000 }
+max_output_tokens = 4096
+
+[[routes]]
+id = "via-gemini"
+model = "m-gemini-only"
+supplier = "gemini-supplier"
+upstream_model = "up-gemini"
+protocol = "gemini"
+capabilities = ["tools", "stop", "streaming", "reasoning", "thinking", "vision", "response_format"]
+internal_cost = { input = 1, output = 1 }
+
+[[models]]
+id = "m-bedrock-only"
+pricing = "fixed"
+rates = { input = 1_000_000_000, output = 2_000_000_000 }
+max_output_tokens = 4096
+
+[[routes]]
+id = "via-bedrock"
+model = "m-bedrock-only"
+supplier = "bedrock-supplier"
+upstream_model = "up-bedrock-claude"
+protocol = "bedrock_messages"
+capabilities = ["tools", "stop", "streaming", "thinking", "vision", "response_format"]
+internal_cost = { input = 1, output = 1 }
+
+[[models]]
+id = "m-converse-only"
+pricing = "fixed"
+rates = { input = 1_000_000_000, output = 2_000_000_000 }
+max_output_tokens = 4096
+
+[[routes]]
+id = "via-converse"
+model = "m-converse-only"
+supplier = "bedrock-supplier"
+upstream_model = "up-converse"
+protocol = "bedrock_converse"
+capabilities = ["tools", "stop", "streaming", "thinking", "vision"]
+internal_cost = { input = 1, output = 1 }
+"#;
 
 const SYSTEM: &str = "Be brief and exact.";
 const TOOL_RESULT: &str = "It is 42 degrees.";
@@ -254,7 +335,82 @@ fn read_stream(inbound: Inbound, text: &str) -> Seen {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn every_inbound_protocol_over_every_route_protocol() {
-    let (r, c) = TestRouter::start_rich().await;
+    let r = TestRouter::start().await;
+    let failures = matrix(&r, &ROUTES).await;
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// The same matrix for models served only by a Gemini route and only by a
+/// Bedrock route: plain and streamed, with a tool-call round trip (the
+/// history's call and result reach the supplier in its dialect) and exact
+/// usage.
+#[tokio::test(flavor = "multi_thread")]
+async fn every_inbound_protocol_over_the_supplier_only_dialects() {
+    let r = TestRouter::start_with_catalog(DIALECT_CATALOG).await;
+    let failures = matrix(&r, &DIALECT_ROUTES).await;
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    let c = r.rich_customer().await;
+    r.mock.reset();
+    for model in ["m-gemini-only", "m-bedrock-only", "m-converse-only"] {
+        let resp = r.chat(&c.key, &hello(model)).await;
+        assert_eq!(
+            resp.status(),
+            200,
+            "{model}: {}",
+            resp.text().await.unwrap()
+        );
+    }
+    let calls = r.mock.calls();
+    let gemini = calls
+        .iter()
+        .find(|c| c.path.contains(":generateContent"))
+        .expect("a Gemini call");
+    assert_eq!(gemini.header("x-goog-api-key"), Some("supplier-secret-key"));
+    assert_eq!(gemini.query, None);
+    assert_eq!(gemini.header("authorization"), None);
+    let bedrock = calls
+        .iter()
+        .find(|c| c.path.ends_with("/invoke"))
+        .expect("a Bedrock call");
+    assert!(
+        bedrock
+            .header("authorization")
+            .is_some_and(|a| a.starts_with("AWS4-HMAC-SHA256 Credential=AKIDMOCKSUPPLIER/")),
+        "{:?}",
+        bedrock.headers
+    );
+    assert_eq!(bedrock.body["anthropic_version"], "bedrock-2023-05-31");
+    let converse = calls
+        .iter()
+        .find(|c| c.path.ends_with("/converse"))
+        .expect("a Converse call");
+    assert!(converse.header("authorization").is_some());
+    assert_eq!(converse.body["messages"][0]["content"][0]["text"], "hello");
+}
+
+/// The mock checks what Bedrock checks: a request signed with another
+/// secret is refused (403), which the router reports as the supplier's
+/// failure; nothing is charged.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_bedrock_request_signed_with_the_wrong_secret_is_refused() {
+    let catalog = DIALECT_CATALOG.replace(
+        "ROUTER_TEST_AWS_SECRET_ACCESS_KEY",
+        "ROUTER_TEST_SOME_OTHER_SECRET",
+    );
+    let r = TestRouter::start_with_catalog(&catalog).await;
+    let c = r.rich_customer().await;
+    let resp = r.chat(&c.key, &hello("m-bedrock-only")).await;
+    let body = expect_error(resp, 502, "upstream_error").await;
+    assert!(!body.to_string().contains("signature"), "{body}");
+    let calls = r.mock.calls();
+    assert_eq!(calls.len(), 1, "a 403 is not retried on the same route");
+    assert!(calls[0].header("authorization").is_some());
+}
+
+/// Each inbound protocol against each of `routes`, plain and streamed: the
+/// cells that went wrong.
+async fn matrix(r: &TestRouter, routes: &[RouteCell]) -> Vec<String> {
+    let c = r.rich_customer().await;
     let mut failures = Vec::new();
     for inbound in [
         Inbound::Chat,
@@ -262,8 +418,9 @@ async fn every_inbound_protocol_over_every_route_protocol() {
         Inbound::Messages,
         Inbound::Completions,
     ] {
-        for (model, path) in ROUTES {
+        for &(model, plain_path, stream_path) in routes {
             for stream in [false, true] {
+                let path = if stream { stream_path } else { plain_path };
                 r.mock.reset();
                 let tools = inbound != Inbound::Completions;
                 r.mock.enqueue(Script::Reply(MockReply {
@@ -284,7 +441,7 @@ async fn every_inbound_protocol_over_every_route_protocol() {
                 }));
                 let cell = format!("{inbound:?} -> {model} stream={stream}");
                 let body = request_body(inbound, model, stream);
-                let resp = send(&r, &c.key, inbound, &body).await;
+                let resp = send(r, &c.key, inbound, &body).await;
                 let status = resp.status().as_u16();
                 let text = resp.text().await.unwrap();
                 if status != 200 {
@@ -328,7 +485,7 @@ async fn every_inbound_protocol_over_every_route_protocol() {
             }
         }
     }
-    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    failures
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -397,4 +554,88 @@ async fn a_refusal_names_the_requirement_no_route_meets() {
     .await;
     assert_eq!(body["error"]["param"], "stop", "{body}");
     assert_eq!(r.mock.call_count(), 0);
+}
+
+/// An Azure OpenAI deployment (the deployment in the path, the key in
+/// `api-key`, `api-version` in the query) and a local OpenAI-compatible
+/// server with compat options (no key, `developer` sent as `system`,
+/// `max_tokens`) are ordinary Chat routes with connection settings.
+#[tokio::test(flavor = "multi_thread")]
+async fn azure_and_local_servers_are_chat_routes_with_their_settings() {
+    let catalog = r#"
+[[suppliers]]
+id = "azure"
+base_url = "{BASE}/openai/deployments/{model}"
+auth = { type = "header", name = "api-key", key_env = "ROUTER_TEST_AZURE_KEY" }
+query = { api-version = "2024-10-21" }
+headers = { x-ms-client-name = "router" }
+
+[[suppliers]]
+id = "local"
+base_url = "{BASE}"
+auth = { type = "none" }
+
+[[models]]
+id = "m-azure"
+pricing = "fixed"
+rates = { input = 1_000_000_000, output = 2_000_000_000 }
+
+[[routes]]
+id = "azure-deployment"
+model = "m-azure"
+supplier = "azure"
+upstream_model = "gpt-4o-prod"
+protocol = "chat"
+capabilities = ["streaming"]
+internal_cost = { input = 1, output = 1 }
+
+[[models]]
+id = "m-local"
+pricing = "fixed"
+rates = { input = 1_000_000_000, output = 2_000_000_000 }
+
+[[routes]]
+id = "local-llama"
+model = "m-local"
+supplier = "local"
+upstream_model = "llama3.1:8b"
+protocol = "chat"
+compat = ["developer_as_system", "max_tokens"]
+capabilities = ["streaming"]
+internal_cost = { input = 1, output = 1 }
+"#;
+    let r = TestRouter::start_with_catalog(catalog).await;
+    let c = r.rich_customer().await;
+    for model in ["m-azure", "m-local"] {
+        let body = json!({"model": model, "max_completion_tokens": 50, "messages": [
+            {"role": "developer", "content": "Be brief."},
+            {"role": "user", "content": "Hello"}
+        ]});
+        let resp = r.chat(&c.key, &body).await;
+        assert_eq!(
+            resp.status(),
+            200,
+            "{model}: {}",
+            resp.text().await.unwrap()
+        );
+    }
+    let calls = r.mock.calls();
+    let azure = &calls[0];
+    assert!(
+        azure
+            .path
+            .ends_with("/openai/deployments/gpt-4o-prod/chat/completions"),
+        "{}",
+        azure.path
+    );
+    assert_eq!(azure.query.as_deref(), Some("api-version=2024-10-21"));
+    assert_eq!(azure.header("api-key"), Some("supplier-secret-key"));
+    assert_eq!(azure.header("x-ms-client-name"), Some("router"));
+    assert_eq!(azure.header("authorization"), None);
+    assert_eq!(azure.body["messages"][0]["role"], "developer");
+    let local = &calls[1];
+    assert_eq!(local.header("authorization"), None);
+    assert_eq!(local.body["messages"][0]["role"], "system");
+    assert_eq!(local.body["max_tokens"], 50);
+    assert!(local.body.get("max_completion_tokens").is_none());
 }

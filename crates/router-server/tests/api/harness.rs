@@ -479,7 +479,20 @@ pub async fn build_app(
         channel_url_allow_loopback,
     } = settings;
     let text = std::fs::read_to_string(catalog_path).unwrap();
-    let env: router_catalog::CatalogEnv = Arc::new(|_| Some("supplier-secret-key".to_owned()));
+    // Every key variable reads the same test key, but the AWS ones read
+    // the credentials the mock supplier checks Bedrock signatures with.
+    let env: router_catalog::CatalogEnv = Arc::new(|name| {
+        Some(
+            match name {
+                "ROUTER_TEST_AWS_ACCESS_KEY_ID" => router_mock_supplier::MOCK_AWS_ACCESS_KEY_ID,
+                "ROUTER_TEST_AWS_SECRET_ACCESS_KEY" => {
+                    router_mock_supplier::MOCK_AWS_SECRET_ACCESS_KEY
+                }
+                _ => "supplier-secret-key",
+            }
+            .to_owned(),
+        )
+    });
     let catalog = Arc::new(Catalog::parse(&text, catalog_path, |n| env(n)).unwrap());
     let (views, _) = router_catalog::record(&database, catalog.clone(), catalog_path, &text)
         .await

@@ -1,0 +1,190 @@
+//! Golden tests over `fixtures/bedrock_converse/<case>/`, compared as JSON:
+//! `canonical.json` -> `upstream_request.json` (the Converse body);
+//! `supplier_response.json` -> `canonical_response.json`;
+//! `supplier_stream.json` (ConverseStream's event-stream messages, headers
+//! and payload, as AWS documents them) -> `canonical_events.json`, through
+//! the binary framing cut every five bytes. `UPDATE_GOLDEN=1` rewrites the
+//! expectations.
+
+#![expect(
+    clippy::unwrap_used,
+    reason = "test helpers: a panic is the failure report"
+)]
+
+use router_canonical::eventstream::{Decoder, HeaderValue, Message};
+use router_canonical::{Request, StreamEvent, SupplierCodec, SupplierError, SupplierTarget};
+use router_converse::ConverseSupplier;
+use router_wire_testkit::golden::{self, Golden};
+use serde_json::Value;
+use std::fs;
+use std::path::Path;
+
+const SUPPLIER: ConverseSupplier = ConverseSupplier {
+    require_usage: true,
+};
+const TARGET: SupplierTarget<'static> = SupplierTarget {
+    model: "us.anthropic.claude-3-7-sonnet-20250219-v1:0",
+    default_max_output_tokens: Some(4096),
+};
+
+pub(crate) fn stream_bytes(messages: &[Value]) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    for message in messages {
+        let headers = message["headers"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.clone(),
+                    HeaderValue::String(v.as_str().unwrap().to_owned()),
+                )
+            })
+            .collect();
+        let payload = serde_json::to_vec(&message["payload"]).unwrap();
+        bytes.extend(Message { headers, payload }.encode());
+    }
+    bytes
+}
+
+fn decode(bytes: &[u8], piece: usize) -> Result<(Vec<StreamEvent>, bool), SupplierError> {
+    let mut framing = Decoder::default();
+    let mut decoder = SUPPLIER.stream_decoder();
+    let mut events = Vec::new();
+    for chunk in bytes.chunks(piece) {
+        let mut messages = Vec::new();
+        framing.feed(chunk, &mut messages).unwrap();
+        for message in messages {
+            events.extend(decoder.decode(&message.into_frame().unwrap())?);
+        }
+    }
+    Ok((events, decoder.is_finished()))
+}
+
+fn run_case(case: &Path, golden: &mut Golden) {
+    let canonical: Request =
+        serde_json::from_slice(&fs::read(case.join("canonical.json")).unwrap()).unwrap();
+    let upstream = SUPPLIER
+        .encode_request(&canonical, &TARGET)
+        .unwrap_or_else(|err| panic!("{}: encode_request failed: {err:?}", case.display()));
+    golden.json(
+        case,
+        "upstream_request.json",
+        &serde_json::from_slice(&upstream).unwrap(),
+    );
+    if let Ok(body) = fs::read(case.join("supplier_response.json")) {
+        let response = SUPPLIER
+            .decode_response(&body)
+            .unwrap_or_else(|err| panic!("{}: reply rejected: {err}", case.display()));
+        golden.json(
+            case,
+            "canonical_response.json",
+            &serde_json::to_value(&response).unwrap(),
+        );
+    }
+    if let Ok(fixture) = fs::read(case.join("supplier_stream.json")) {
+        let messages: Vec<Value> = serde_json::from_slice(&fixture).unwrap();
+        let bytes = stream_bytes(&messages);
+        let (events, finished) = decode(&bytes, 5)
+            .unwrap_or_else(|err| panic!("{}: stream rejected: {err}", case.display()));
+        assert!(finished, "{}: no metadata", case.display());
+        golden.json(
+            case,
+            "canonical_events.json",
+            &serde_json::to_value(&events).unwrap(),
+        );
+    }
+}
+
+#[test]
+fn fixtures_match() {
+    let cases = golden::cases("bedrock_converse");
+    assert!(
+        cases.len() >= 4,
+        "expected the golden cases, found {cases:?}"
+    );
+    let mut golden = Golden::new();
+    for case in &cases {
+        run_case(case, &mut golden);
+    }
+    golden.finish();
+}
+
+#[test]
+fn the_model_and_the_stream_choice_are_in_the_path() {
+    assert_eq!(
+        SUPPLIER.request_path(&TARGET, false),
+        "/model/us.anthropic.claude-3-7-sonnet-20250219-v1%3A0/converse"
+    );
+    assert_eq!(
+        SUPPLIER.request_path(&TARGET, true),
+        "/model/us.anthropic.claude-3-7-sonnet-20250219-v1%3A0/converse-stream"
+    );
+}
+
+fn hello() -> Request {
+    Request {
+        model: "m".into(),
+        messages: vec![router_canonical::Message::text(
+            router_canonical::Role::User,
+            "hi",
+        )],
+        ..Request::default()
+    }
+}
+
+#[test]
+fn what_converse_cannot_carry_is_refused_by_field() {
+    use router_canonical::{ErrorCode, Field, ResponseFormat};
+    let mut penalties = hello();
+    penalties.sampling.presence_penalty = Some(0.5);
+    let mut json_out = hello();
+    json_out.response_format = Some(ResponseFormat::JsonObject);
+    let mut effort = hello();
+    effort.reasoning.effort = Some("high".into());
+    for (request, field) in [
+        (penalties, Field::Penalties),
+        (json_out, Field::ResponseFormat),
+        (effort, Field::ReasoningEffort),
+    ] {
+        let error = SUPPLIER.encode_request(&request, &TARGET).unwrap_err();
+        assert_eq!(error.code, ErrorCode::UnsupportedConversion);
+        assert_eq!(error.field, Some(field));
+    }
+    let mut tiff = hello();
+    tiff.messages[0]
+        .content
+        .push(router_canonical::ContentPart::Image {
+            source: router_canonical::ImageSource::Base64 {
+                media_type: "image/tiff".into(),
+                data: "AAAA".into(),
+            },
+            detail: None,
+            cache_control: None,
+        });
+    let error = SUPPLIER.encode_request(&tiff, &TARGET).unwrap_err();
+    assert_eq!(error.param.as_deref(), Some("messages[0].content[1]"));
+}
+
+#[test]
+fn usage_is_required_and_an_exception_is_reported() {
+    let no_usage = br#"{"output":{"message":{"role":"assistant","content":[{"text":"hi"}]}},"stopReason":"end_turn"}"#;
+    assert!(matches!(
+        SUPPLIER.decode_response(no_usage),
+        Err(SupplierError::InvalidReply(_))
+    ));
+    let bytes = stream_bytes(&[
+        serde_json::json!({"headers": {":event-type": "messageStart", ":message-type": "event"}, "payload": {"role": "assistant"}}),
+        serde_json::json!({"headers": {":exception-type": "throttlingException", ":message-type": "exception"}, "payload": {"message": "Too many tokens, please wait before trying again."}}),
+    ]);
+    let error = decode(&bytes, 1000).unwrap_err();
+    assert_eq!(
+        error.reported().unwrap().kind.as_deref(),
+        Some("throttlingException")
+    );
+    let error = SUPPLIER.decode_error(
+        403,
+        br#"{"message":"The security token included in the request is invalid."}"#,
+    );
+    assert_eq!(error.reported().unwrap().status, Some(403));
+}
