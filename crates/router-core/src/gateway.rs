@@ -14,7 +14,7 @@ use crate::store::{
     AttemptOutcome, AttemptRecord, NewRequest, Requester, ReserveError, SettleError, Settlement,
     Store, Voiding,
 };
-use crate::supplier::{AttemptError, EventStream, Retry, SupplierReply, Suppliers};
+use crate::supplier::{AttemptCall, AttemptError, EventStream, Retry, SupplierReply, Suppliers};
 use crate::thinking_seal::{self, SealError, SealKey, SealedDialect, SealedHistory, StreamSealer};
 use crate::trace::{self, RequestTrace};
 use futures::StreamExt;
@@ -330,15 +330,23 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
                 }
                 let started_at = SystemTime::now();
                 let started = Instant::now();
+                let call =
+                    AttemptCall::new(reservation.request_id, reservation.trace.attempt_context());
                 let result = match tokio::time::timeout_at(
                     deadline,
-                    inner.suppliers.attempt(route, attempt_request, deadline),
+                    inner
+                        .suppliers
+                        .attempt(route, attempt_request, deadline, &call),
                 )
                 .await
                 {
                     Ok(result) => result,
                     Err(_) => Err(AttemptError::timeout()),
                 };
+                let supplier_request_id = call.supplier_request_id().map(str::to_owned);
+                reservation
+                    .trace
+                    .supplier_replied(supplier_request_id.as_deref());
                 let mut record = AttemptRecord {
                     request_id: reservation.request_id,
                     attempt_no,
@@ -348,6 +356,7 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
                     started_at,
                     duration_ms: started.elapsed().as_millis() as u64,
                     outcome: AttemptOutcome::Succeeded,
+                    supplier_request_id,
                 };
                 let outcome = match &result {
                     Ok(_) => "succeeded",
@@ -386,7 +395,14 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
                         }));
                     }
                     Err(error) => {
-                        tracing::info!(request_id = %reservation.request_id, route = %route.id, attempt_no, error = %error, "attempt failed");
+                        tracing::info!(
+                            request_id = %reservation.request_id,
+                            route = %route.id,
+                            attempt_no,
+                            supplier_request_id = record.supplier_request_id.as_deref(),
+                            error = %error,
+                            "attempt failed"
+                        );
                         record.outcome = failed_outcome(&error);
                         self.record(record).await;
                         let retry = error.retry;
@@ -571,7 +587,7 @@ pub(crate) fn internal(error: &dyn std::fmt::Display) -> ApiError {
 pub(crate) struct Reservation<S: Store, P: Suppliers> {
     inner: Option<Arc<Inner<S, P>>>,
     pub(crate) request_id: Uuid,
-    trace: Arc<RequestTrace>,
+    pub(crate) trace: Arc<RequestTrace>,
     /// A stream's attempt, recorded when the stream ends: with the charge,
     /// or with the release if it fails or the client leaves.
     pub(crate) stream_attempt: Option<AttemptRecord>,
@@ -610,6 +626,9 @@ impl<S: Store, P: Suppliers> Reservation<S, P> {
             Ok(charged) => {
                 self.trace.settled(charged.0);
                 trace::reservation("settled");
+                if let Some(model) = self.trace.route_model_id() {
+                    trace::charged(&model, charged.0, reported.0, &usage);
+                }
                 if charged < reported {
                     // The hold is a ceiling (I4): the supplier reported more
                     // than the reservation bounded; the operator absorbs it.

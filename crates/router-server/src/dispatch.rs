@@ -7,6 +7,7 @@
 //! parameter (404) → the row's handler, which checks the body (400) or
 //! answers 503 `not_available` for a feature that has not landed.
 
+use crate::admin_listener::Listener;
 use crate::app::App;
 use crate::body::Incoming;
 use crate::caller::{Caller, misconfigured};
@@ -76,6 +77,8 @@ pub async fn guard(
             session::check_origin(&app.public_base, method, headers).map(|()| Caller::Anonymous)
         }
         AuthRule::Admin => admin::authorize(app, headers).map(|()| Caller::Operator),
+        AuthRule::Metrics => admin::authorize_scrape(app, headers, Listener::of(extensions))
+            .map(|()| Caller::Operator),
         AuthRule::ApiKey { scope } => auth::authenticate(app, headers, extensions, scope)
             .await
             .map(Caller::Key),
@@ -126,7 +129,8 @@ fn check_param(rule: ParamRule, param: Option<&str>) -> Result<(), ApiError> {
 pub async fn dispatch(app: Arc<App>, request: http::Request<Incoming>) -> Response<Body> {
     let request_id = Uuid::now_v7();
     let log = RequestLog::new(request_id, request.method().clone());
-    let response = route(app, request, request_id, &log).await;
+    let id_text = crate::correlation::begin(request.headers(), &log);
+    let response = route(app, request, request_id, id_text, &log).await;
     let code = response.extensions().get::<ReplyCode>().map(|c| c.0);
     log.head(response.status().as_u16(), code);
     // The line is written when `log` is dropped: here, or when a stream's
@@ -139,15 +143,21 @@ async fn route(
     app: Arc<App>,
     request: http::Request<Incoming>,
     request_id: Uuid,
+    id_text: String,
     log: &RequestLog,
 ) -> Response<Body> {
-    let id_text = request_id.to_string();
     let path = request.uri().path();
     let Ok(matched) = table().at(path) else {
         let error = ApiError::new(ErrorCode::NotFound, format!("No endpoint at `{path}`."));
         return reply::error(reply::Envelope::OpenAi, &error, &id_text);
     };
     let entry = matched.value;
+    // With `ROUTER_ADMIN_LISTEN`, each listener has only its side's routes.
+    let listener = Listener::of(request.extensions());
+    if !entry.routes.iter().all(|r| listener.serves(r)) {
+        let error = ApiError::new(ErrorCode::NotFound, format!("No endpoint at `{path}`."));
+        return reply::error(reply::Envelope::OpenAi, &error, &id_text);
+    }
     let Some(route) = entry
         .routes
         .iter()

@@ -137,7 +137,7 @@ fn guard_errors(route: &Route) -> Vec<ErrorCode> {
     let mut codes = match route.auth {
         AuthRule::Public => vec![],
         AuthRule::PublicSameOrigin => vec![ErrorCode::CrossOriginForbidden],
-        AuthRule::Admin => vec![ErrorCode::InvalidApiKey],
+        AuthRule::Admin | AuthRule::Metrics => vec![ErrorCode::InvalidApiKey],
         AuthRule::ApiKey { scope } => {
             let mut codes = vec![ErrorCode::InvalidApiKey, ErrorCode::IpNotAllowed];
             if scope.is_some() {
@@ -178,7 +178,7 @@ fn guard_errors(route: &Route) -> Vec<ErrorCode> {
 fn security(route: &Route) -> Vec<SecurityRequirement> {
     let names: &[&str] = match route.auth {
         AuthRule::Public | AuthRule::PublicSameOrigin => &[],
-        AuthRule::Admin => &[OPERATOR],
+        AuthRule::Admin | AuthRule::Metrics => &[OPERATOR],
         AuthRule::ApiKey { .. } => &[BEARER, X_API_KEY],
         AuthRule::ApiKeyOrSession { .. } => &[BEARER, X_API_KEY, SESSION],
         AuthRule::Session => &[SESSION],

@@ -1,6 +1,7 @@
 //! The accept loop: HTTP/1.1 and h2c on one listener, TCP_NODELAY on every
 //! socket, graceful drain on shutdown.
 
+use crate::admin_listener::Listener;
 use crate::app::App;
 use crate::client_addr::PeerAddr;
 use crate::connection::{Activity, Admission, ConnectionLimits, Tracked, Watched, watch};
@@ -28,6 +29,18 @@ const HTTP1_MAX_BUF: usize = 256 * 1024;
 /// under `limits` (see [`crate::connection`]).
 pub async fn serve(
     listener: TcpListener,
+    app: Arc<App>,
+    limits: ConnectionLimits,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), ServeError> {
+    serve_routes(listener, Listener::Both, app, limits, shutdown).await
+}
+
+/// [`serve`] on a listener that serves only the routes of `role` (the
+/// public and admin listeners of `ROUTER_ADMIN_LISTEN`).
+pub async fn serve_routes(
+    listener: TcpListener,
+    role: Listener,
     app: Arc<App>,
     limits: ConnectionLimits,
     shutdown: impl Future<Output = ()>,
@@ -83,6 +96,7 @@ pub async fn serve(
                     let in_progress = requests.request_started();
                     let mut request = request.map(|body| crate::body::Incoming::new(body, pace));
                     request.extensions_mut().insert(peer);
+                    request.extensions_mut().insert(role);
                     async move {
                         let response = dispatch(app, request).await;
                         Ok::<_, Infallible>(response.map(|body| Tracked::new(body, in_progress)))

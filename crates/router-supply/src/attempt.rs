@@ -9,7 +9,7 @@ use router_canonical::sse::{Decoder as SseDecoder, Frame};
 use router_canonical::{
     Request, StreamEvent, SupplierCodec, SupplierError, SupplierStreamDecoder, SupplierTarget,
 };
-use router_core::{AttemptError, Route, SupplierReply};
+use router_core::{AttemptCall, AttemptError, Route, SupplierReply};
 use std::collections::{HashMap, VecDeque};
 use std::pin::Pin;
 use std::sync::RwLock;
@@ -57,6 +57,7 @@ pub(crate) async fn attempt(
     route: &Route,
     request: &Request,
     deadline: Instant,
+    call: &AttemptCall,
 ) -> Result<SupplierReply, AttemptError> {
     let target = SupplierTarget {
         model: &route.upstream_model,
@@ -74,7 +75,11 @@ pub(crate) async fn attempt(
     for (name, value) in codec.headers(request, route.supplier.api_key.as_deref()) {
         builder = builder.header(name, value);
     }
+    for (name, value) in call.headers() {
+        builder = builder.header(name, value);
+    }
     let response = builder.send().await.map_err(|e| transport_error(&e))?;
+    call.supplier_replied(|name| response.headers().get(name)?.to_str().ok());
     let status = response.status();
     if !status.is_success() {
         let retry_after = response

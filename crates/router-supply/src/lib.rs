@@ -18,7 +18,9 @@ pub mod url_guard;
 mod videos;
 
 use router_canonical::{ApiError, ImageRequest, Request, UpstreamVideo, VideoRequest};
-use router_core::{AttemptError, Route, SubmitError, SupplierReply, Suppliers, VideoContent};
+use router_core::{
+    AttemptCall, AttemptError, Route, SubmitError, SupplierReply, Suppliers, VideoContent,
+};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -81,11 +83,12 @@ impl Suppliers for HttpSuppliers {
         route: &Route,
         request: &Request,
         deadline: Instant,
+        call: &AttemptCall,
     ) -> Result<SupplierReply, AttemptError> {
         match codecs::for_protocol(route.protocol) {
             Some(codec) => {
                 let url = self.urls.get(route, codec)?;
-                attempt::attempt(&self.client, url, codec, route, request, deadline).await
+                attempt::attempt(&self.client, url, codec, route, request, deadline, call).await
             }
             None => Err(AttemptError::conversion(ApiError::unsupported_conversion(
                 format!("routes cannot speak `{}`", route.protocol),

@@ -35,5 +35,6 @@ mod sessions;
 mod streaming;
 mod supplier_failures;
 mod thinking_signatures;
+mod trace_ids;
 mod uploads;
 mod videos;
