@@ -25,6 +25,7 @@ mod key_limits;
 mod key_policies;
 mod messages;
 mod observability;
+mod operator_metrics;
 mod prompt_cache;
 mod response_cache;
 mod responses;
