@@ -16,6 +16,7 @@ mod connections;
 mod crash;
 mod cross_protocol;
 mod data_protection;
+mod deployment;
 mod docs;
 mod experiments;
 mod harness;
