@@ -154,7 +154,7 @@ async fn route(
     let entry = matched.value;
     // With `ROUTER_ADMIN_LISTEN`, each listener has only its side's routes.
     let listener = Listener::of(request.extensions());
-    if !entry.routes.iter().all(|r| listener.serves(r)) {
+    if !listener.serves(entry.routes[0].path) {
         let error = ApiError::new(ErrorCode::NotFound, format!("No endpoint at `{path}`."));
         return reply::error(reply::Envelope::OpenAi, &error, &id_text);
     }
@@ -267,6 +267,24 @@ mod tests {
         );
         assert!(table().at("/v1/files").is_err());
         assert!(table().at("/public/models/").is_err());
+    }
+
+    /// `ROUTER_ADMIN_LISTEN`: each route is on one listener, the health
+    /// checks on both, the operator's routes on the admin one.
+    #[test]
+    fn each_route_is_on_exactly_one_listener_but_health_on_both() {
+        for route in &ROUTES {
+            assert!(Listener::Both.serves(route.path));
+            let public = Listener::Public.serves(route.path);
+            let admin = Listener::Admin.serves(route.path);
+            if matches!(route.path, "/healthz" | "/readyz") {
+                assert!(public && admin, "{}", route.path);
+            } else {
+                assert!(public != admin, "{}", route.path);
+            }
+            let operator = matches!(route.auth, AuthRule::Admin | AuthRule::Metrics);
+            assert_eq!(admin && !public, operator, "{}", route.path);
+        }
     }
 
     #[test]
