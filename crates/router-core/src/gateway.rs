@@ -16,7 +16,7 @@ use crate::store::{
 };
 use crate::supplier::{AttemptCall, AttemptError, EventStream, Retry, SupplierReply, Suppliers};
 use crate::thinking_seal::{self, SealError, SealKey, SealedDialect, SealedHistory, StreamSealer};
-use crate::trace::{self, RequestTrace};
+use crate::trace::{self, RequestTrace, TimedSpan};
 use futures::StreamExt;
 use router_canonical::{
     ApiError, Capability, ErrorCode, Field, NanoUsd, PromptCacheMode, Protocol, Request, Response,
@@ -254,6 +254,8 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
     ) -> Result<Reservation<S, P>, ApiError> {
         let request_id = new.request_id;
         let inner = self.inner.clone();
+        let started = SystemTime::now();
+        let timing = request_trace.clone();
         let (reply, outcome) = tokio::sync::oneshot::channel();
         tokio::spawn(async move {
             // The hold travels as its guard: if the client left before
@@ -274,11 +276,19 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
                 reservation.void("client_cancelled").await;
             }
         });
-        match outcome.await {
+        let result = match outcome.await {
             Ok(Ok(reservation)) => Ok(reservation),
             Ok(Err(refusal)) => Err(reserve_error(refusal)),
             Err(_) => Err(internal(&"the reservation task stopped")),
+        };
+        if timing.recording() {
+            let span = TimedSpan::ended_now("reservation", started, result.is_err());
+            timing.span(match &result {
+                Err(error) => span.with("router.code", error.code.as_str()),
+                Ok(_) => span,
+            });
         }
+        result
     }
 
     /// Attempts the plan's routes in order within one deadline, each at
@@ -364,6 +374,11 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
                 };
                 let first_byte = matches!(result, Ok(SupplierReply::Stream(_)));
                 trace::attempt_finished(route, outcome, started.elapsed(), first_byte);
+                if reservation.trace.recording() {
+                    reservation
+                        .trace
+                        .span(attempt_span(&call, route, &record, &result, outcome));
+                }
                 match result {
                     Ok(SupplierReply::Complete(mut response)) => {
                         if let Some(dialect) = thinking.sealed_dialect(route.protocol) {
@@ -500,6 +515,41 @@ impl ThinkingAttempts {
     }
 }
 
+/// The exported span of one supplier attempt: the span id its supplier was
+/// sent in `traceparent`.
+fn attempt_span(
+    call: &AttemptCall,
+    route: &Route,
+    record: &AttemptRecord,
+    result: &Result<SupplierReply, AttemptError>,
+    outcome: &'static str,
+) -> TimedSpan {
+    let mut span = TimedSpan {
+        name: "attempt",
+        span_id: call.trace.span_id_bytes(),
+        start: record.started_at,
+        end: SystemTime::now(),
+        failed: result.is_err(),
+        attributes: Vec::new(),
+    }
+    .with("router.attempt_no", i64::from(record.attempt_no))
+    .with("router.route_id", route.id.as_str())
+    .with("router.supplier_id", route.supplier.id.as_str())
+    .with("router.upstream_protocol", route.protocol.as_str())
+    .with("router.outcome", outcome);
+    if let Err(AttemptError {
+        upstream_status: Some(status),
+        ..
+    }) = result
+    {
+        span = span.with("http.response.status_code", i64::from(*status));
+    }
+    if let Some(id) = &record.supplier_request_id {
+        span = span.with("router.supplier_request_id", id.as_str());
+    }
+    span
+}
+
 fn failed_outcome(error: &AttemptError) -> AttemptOutcome {
     AttemptOutcome::Failed {
         upstream_status: error.upstream_status,
@@ -622,7 +672,16 @@ impl<S: Store, P: Suppliers> Reservation<S, P> {
             usage,
             attempt,
         };
-        match inner.store.settle(settlement).await {
+        let started = SystemTime::now();
+        let settled = inner.store.settle(settlement).await;
+        if self.trace.recording() {
+            let span = TimedSpan::ended_now("settlement", started, settled.is_err());
+            self.trace.span(match &settled {
+                Ok(charged) => span.with("router.charged_nano_usd", charged.0),
+                Err(_) => span,
+            });
+        }
+        match settled {
             Ok(charged) => {
                 self.trace.settled(charged.0);
                 trace::reservation("settled");
@@ -673,7 +732,15 @@ impl<S: Store, P: Suppliers> Reservation<S, P> {
                 attempt: self.stream_attempt.take(),
             };
             trace::reservation("voided");
-            if let Err(e) = inner.store.void(voiding).await {
+            let started = SystemTime::now();
+            let voided = inner.store.void(voiding).await;
+            if self.trace.recording() {
+                self.trace.span(
+                    TimedSpan::ended_now("release", started, voided.is_err())
+                        .with("router.reason", reason),
+                );
+            }
+            if let Err(e) = voided {
                 tracing::warn!(request_id = %self.request_id, error = %e, "could not void reservation");
             }
         }

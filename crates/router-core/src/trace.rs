@@ -11,7 +11,7 @@ use crate::catalog::{Model, Route};
 use crate::trace_context::TraceContext;
 use std::sync::atomic::{AtomicI64, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 /// One request's progress through the lifecycle.
 #[derive(Debug, Default)]
@@ -28,6 +28,11 @@ pub struct RequestTrace {
     /// The request's W3C trace context (the client's, or one the router
     /// started), set once by the server.
     context: OnceLock<TraceContext>,
+    /// The router's span of the request: a child of `context`.
+    request_span: OnceLock<TraceContext>,
+    /// The timed steps of the request, kept only when its spans are
+    /// exported (OTLP on and the trace sampled): otherwise never allocated.
+    timeline: OnceLock<Mutex<Vec<TimedSpan>>>,
     /// The supplier's request id of the last attempt that got a reply head.
     supplier_request_id: Mutex<Option<String>>,
 }
@@ -41,8 +46,42 @@ impl RequestTrace {
     }
 
     /// The request's trace context; set once, before the lifecycle starts.
-    pub fn set_context(&self, context: TraceContext) {
+    /// `record` keeps the timeline of its spans (when they are exported and
+    /// the trace is sampled).
+    pub fn set_context(&self, context: TraceContext, record: bool) {
+        let _ = self.request_span.set(context.child());
+        if record && context.sampled() {
+            let _ = self.timeline.set(Mutex::new(Vec::new()));
+        }
         let _ = self.context.set(context);
+    }
+
+    /// The router's span of the request (a child of the client's context).
+    pub fn request_span(&self) -> Option<&TraceContext> {
+        self.request_span.get()
+    }
+
+    /// Whether the request's steps are being timed ([`RequestTrace::span`]).
+    pub fn recording(&self) -> bool {
+        self.timeline.get().is_some()
+    }
+
+    /// One timed step of the request (`reservation`, `attempt`,
+    /// `settlement`, `release`), kept when recording.
+    pub fn span(&self, span: TimedSpan) {
+        if let Some(timeline) = self.timeline.get()
+            && let Ok(mut spans) = timeline.lock()
+        {
+            spans.push(span);
+        }
+    }
+
+    /// The timed steps so far, emptied (for the exporter).
+    pub fn take_timeline(&self) -> Vec<TimedSpan> {
+        self.timeline
+            .get()
+            .and_then(|t| t.lock().ok().map(|mut spans| std::mem::take(&mut *spans)))
+            .unwrap_or_default()
     }
 
     /// The request's trace context, if the server set one.
@@ -53,7 +92,7 @@ impl RequestTrace {
     /// The context of a new attempt: a child span of the request's (a new
     /// unsampled trace when the server set none).
     pub fn attempt_context(&self) -> TraceContext {
-        match self.context.get() {
+        match self.request_span.get() {
             Some(context) => context.child(),
             None => TraceContext::start(false),
         }
@@ -130,6 +169,64 @@ impl RequestTrace {
 
     pub(crate) fn settled(&self, charged_nano: i64) {
         self.charged.store(charged_nano, Ordering::Relaxed);
+    }
+}
+
+/// One timed step of a request, for its exported trace: a child span of
+/// the router's request span.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TimedSpan {
+    pub name: &'static str,
+    /// The attempt's own span id (the one its supplier was sent); a fresh
+    /// one for the other steps.
+    pub span_id: [u8; 8],
+    pub start: SystemTime,
+    pub end: SystemTime,
+    pub failed: bool,
+    pub attributes: Vec<(&'static str, SpanValue)>,
+}
+
+impl TimedSpan {
+    /// A step from `start` to now, under a fresh span id.
+    pub fn ended_now(name: &'static str, start: SystemTime, failed: bool) -> TimedSpan {
+        TimedSpan {
+            name,
+            span_id: TraceContext::start(false).span_id_bytes(),
+            start,
+            end: SystemTime::now(),
+            failed,
+            attributes: Vec::new(),
+        }
+    }
+
+    pub fn with(mut self, key: &'static str, value: impl Into<SpanValue>) -> TimedSpan {
+        self.attributes.push((key, value.into()));
+        self
+    }
+}
+
+/// An attribute's value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SpanValue {
+    Text(String),
+    Int(i64),
+}
+
+impl From<String> for SpanValue {
+    fn from(text: String) -> Self {
+        SpanValue::Text(text)
+    }
+}
+
+impl From<&str> for SpanValue {
+    fn from(text: &str) -> Self {
+        SpanValue::Text(text.to_owned())
+    }
+}
+
+impl From<i64> for SpanValue {
+    fn from(n: i64) -> Self {
+        SpanValue::Int(n)
     }
 }
 

@@ -22,6 +22,8 @@ pub struct TraceContext {
     flags: u8,
     /// The vendor entries of `tracestate`, passed on as received.
     state: Option<String>,
+    /// The span is the client's (from its `traceparent`), not the router's.
+    remote: bool,
 }
 
 impl TraceContext {
@@ -39,6 +41,7 @@ impl TraceContext {
             span_id,
             flags,
             state,
+            remote: true,
         })
     }
 
@@ -49,6 +52,7 @@ impl TraceContext {
             span_id: random_span_id(),
             flags: u8::from(sampled),
             state: None,
+            remote: false,
         }
     }
 
@@ -65,6 +69,7 @@ impl TraceContext {
     pub fn child(&self) -> Self {
         TraceContext {
             span_id: random_span_id(),
+            remote: false,
             ..self.clone()
         }
     }
@@ -89,6 +94,11 @@ impl TraceContext {
 
     pub fn sampled(&self) -> bool {
         self.flags & 1 == 1
+    }
+
+    /// Whether this span is the client's (its `traceparent`'s parent).
+    pub fn is_remote(&self) -> bool {
+        self.remote
     }
 
     /// The `traceparent` header naming this span as the parent (version 00).

@@ -50,6 +50,9 @@ pub struct ServerConfig {
     pub prompt_cache: crate::app::PromptCacheSettings,
     /// `ROUTER_METRICS`: record metrics for `/metrics`.
     pub metrics: bool,
+    /// `ROUTER_OTLP_ENDPOINT`: the OpenTelemetry collector spans are
+    /// exported to (`crate::otlp`); `None`: no export.
+    pub otlp_endpoint: Option<String>,
     /// `ROUTER_OBJECT_STORE`, `ROUTER_UPLOAD_TTL_SECS`, `ROUTER_UPLOAD_TOMBSTONE_SECS`,
     /// `ROUTER_UPLOAD_CONCURRENCY_PER_ACCOUNT`, `ROUTER_UPLOAD_CONCURRENCY_TOTAL`.
     pub uploads: router_uploads::UploadSettings,

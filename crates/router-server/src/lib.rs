@@ -33,6 +33,7 @@ pub mod messages;
 pub mod metrics;
 pub mod openapi;
 pub mod operation;
+pub mod otlp;
 pub mod ownership;
 pub mod process_metrics;
 pub mod public_url;

@@ -186,6 +186,18 @@ fn describe() {
         "router_db_pool_checkout_failures_total",
         "Pool checkouts that failed, by kind: timeout (none free in time), connect, other."
     );
+    describe_counter!(
+        "router_otlp_spans_exported_total",
+        "Spans sent to the OTLP collector (ROUTER_OTLP_ENDPOINT)."
+    );
+    describe_counter!(
+        "router_otlp_spans_failed_total",
+        "Spans whose export to the OTLP collector failed."
+    );
+    describe_counter!(
+        "router_otlp_spans_dropped_total",
+        "Spans dropped because the export queue was full."
+    );
     describe_gauge!(
         "router_metrics_scrape_errors",
         "1 when this scrape could not read the database gauges (they keep their last values)."

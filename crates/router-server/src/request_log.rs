@@ -252,6 +252,20 @@ impl Drop for Entry {
                 );
             }
         }
+        if self.trace.recording() {
+            crate::otlp::export(
+                crate::otlp::RequestSpan {
+                    method: self.method.as_str(),
+                    route: state.route,
+                    status: state.status,
+                    request_id: self.request_id,
+                    model: state.model.as_deref(),
+                    code,
+                    started: std::time::SystemTime::now() - latency,
+                },
+                &self.trace,
+            );
+        }
         metrics::counter!(
             "router_requests_total",
             "surface" => state.route,

@@ -27,6 +27,7 @@ mod key_policies;
 mod messages;
 mod observability;
 mod operator_metrics;
+mod otlp_export;
 mod prompt_cache;
 mod response_cache;
 mod responses;

@@ -23,6 +23,10 @@ pub(crate) async fn serve(config: ServerConfig) -> anyhow::Result<()> {
     if config.metrics {
         router_server::metrics::install();
     }
+    if let Some(base) = &config.otlp_endpoint {
+        router_server::otlp::install(base).context("ROUTER_OTLP_ENDPOINT")?;
+        tracing::info!(endpoint = %base, "exporting spans over OTLP");
+    }
     db.migrate().await.context("applying migrations")?;
     db.listen_for_changes()
         .await

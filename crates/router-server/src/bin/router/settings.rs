@@ -142,6 +142,10 @@ pub(crate) struct ServeArgs {
     /// Test-only admin routes (backdating, `as_of`): `1` to enable; never in production.
     #[arg(long, env = "ROUTER_ADMIN_TEST_HOOKS", default_value = "0")]
     admin_test_hooks: String,
+    /// Export each request's spans over OTLP/HTTP to this collector
+    /// (`http://host:4318`; spans go to `/v1/traces`). Unset: no export.
+    #[arg(long, env = "ROUTER_OTLP_ENDPOINT")]
+    otlp_endpoint: Option<String>,
     /// Record metrics for `GET /metrics`: `1` (default) or `0`.
     #[arg(long, env = "ROUTER_METRICS", default_value = "1")]
     metrics: String,
@@ -287,6 +291,18 @@ impl ServeArgs {
                 affinity_ttl: affinity_ttl(&self.prompt_cache_affinity_ttl_secs)?,
             },
             metrics: switch("ROUTER_METRICS", &self.metrics)?,
+            otlp_endpoint: match self
+                .otlp_endpoint
+                .as_deref()
+                .filter(|e| !e.trim().is_empty())
+            {
+                Some(base) => {
+                    router_server::otlp::traces_url(base)
+                        .map_err(|e| anyhow!("ROUTER_OTLP_ENDPOINT: {e}"))?;
+                    Some(base.trim().to_owned())
+                }
+                None => None,
+            },
             uploads: self.uploads()?,
             videos: router_server::videos::VideoSettings {
                 poll_interval: video_poll_interval(&self.video_poll_interval_ms)?,
