@@ -176,16 +176,40 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 fn random_trace_id() -> [u8; 16] {
-    // Version-4 UUIDs carry 122 random bits; a zero id is impossible.
-    *uuid::Uuid::new_v4().as_bytes()
+    loop {
+        let id = (u128::from(random_u64()) << 64 | u128::from(random_u64())).to_be_bytes();
+        if id != [0; 16] {
+            return id;
+        }
+    }
 }
 
 fn random_span_id() -> [u8; 8] {
-    let bytes = uuid::Uuid::new_v4().into_bytes();
-    let mut span = [0u8; 8];
-    span.copy_from_slice(&bytes[8..]);
-    // Bytes 8.. hold the variant bits, so they are never all zero.
-    span
+    loop {
+        let id = random_u64().to_be_bytes();
+        if id != [0; 8] {
+            return id;
+        }
+    }
+}
+
+/// Random 64-bit values for trace and span ids: SplitMix64 per thread,
+/// seeded once from the operating system (a v4 UUID's random bits), so a
+/// request's ids cost no system call. Ids must be unique and unguessable
+/// enough to keep traces apart (W3C Trace Context), not secret.
+fn random_u64() -> u64 {
+    use std::cell::Cell;
+    thread_local! {
+        static STATE: Cell<u64> = Cell::new(uuid::Uuid::new_v4().as_u64_pair().0);
+    }
+    STATE.with(|state| {
+        let next = state.get().wrapping_add(0x9e37_79b9_7f4a_7c15);
+        state.set(next);
+        let mut z = next;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    })
 }
 
 /// Whether a client's `x-request-id` is kept: 1 to 128 characters of

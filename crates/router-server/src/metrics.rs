@@ -180,7 +180,7 @@ fn describe() {
     );
     describe_histogram!(
         "router_db_pool_wait_seconds",
-        "Time a checkout waited for a pooled connection (only checkouts that found none free)."
+        "Time a checkout took when no idle connection was there (a new one opened, or a busy one freed)."
     );
     describe_counter!(
         "router_db_pool_checkout_failures_total",
@@ -206,7 +206,7 @@ fn describe() {
         "router_build_info",
         "1, labelled with the router's version and build profile."
     );
-    describe_counter!(
+    describe_gauge!(
         "process_cpu_seconds_total",
         "CPU time of the process (user and system), seconds."
     );

@@ -27,8 +27,10 @@ pub fn record(started: Option<SystemTime>) {
     if let Ok(stat) = std::fs::read_to_string("/proc/self/stat")
         && let Some(cpu) = cpu_seconds(&stat)
     {
-        // A counter the process owns alone: set to the kernel's total.
-        metrics::counter!("process_cpu_seconds_total").absolute(cpu as u64);
+        // The kernel's running total, in fractional seconds: a gauge, since
+        // the `metrics` crate's counters are whole numbers (`rate()` reads
+        // it the same).
+        metrics::gauge!("process_cpu_seconds_total").set(cpu);
     }
     if let Ok(status) = std::fs::read_to_string("/proc/self/status") {
         let (rss, virt, threads) = memory_and_threads(&status);

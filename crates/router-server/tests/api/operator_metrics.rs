@@ -288,6 +288,28 @@ async fn a_mixed_run_shows_money_tokens_holds_jobs_pool_and_process() {
     ] {
         assert!(text.contains(&format!("# HELP {name} ")), "{name}");
     }
+    // The series an operator pages on, for the record (`--no-capture`).
+    for line in text.lines().filter(|l| {
+        !l.starts_with('#')
+            && [
+                "router_holds",
+                "router_charged",
+                "router_tokens",
+                "router_settlement",
+                "router_credits",
+                "router_job_",
+                "router_video_supplier",
+                "router_db_pool",
+                "router_db_connections_max",
+                "router_build_info",
+                "process_",
+            ]
+            .iter()
+            .any(|p| l.starts_with(p))
+            && !l.contains("_bucket")
+    }) {
+        eprintln!("{line}");
+    }
     pending.abort();
 }
 
