@@ -211,7 +211,7 @@ fn error_schema(envelope: Envelope, schemas: &mut Schemas) -> RefOr<Schema> {
 fn common_headers(route: &Route, status: Option<u16>) -> Vec<(&'static str, &'static str)> {
     let mut headers = vec![(
         crate::reply::REQUEST_ID,
-        "This request's ID, as the request log records it.",
+        "This request's ID: the client's own `x-request-id` when it sent a well-formed one (1 to 128 of letters, digits and `-_.:+=/`), else the router's; the request log records both.",
     )];
     if route.envelope == Envelope::Messages {
         headers.push((
