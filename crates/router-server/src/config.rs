@@ -65,6 +65,7 @@ impl std::fmt::Debug for ServerConfig {
         f.debug_struct("ServerConfig")
             .field("listen", &self.listen)
             .field("admin_listen", &self.admin_listen)
+            .field("otlp_endpoint", &self.otlp_endpoint)
             .field("catalog_path", &self.catalog_path)
             .field(
                 "admin_token",

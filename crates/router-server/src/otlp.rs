@@ -43,6 +43,10 @@ static QUEUE_SENDER: OnceLock<mpsc::Sender<SpanData>> = OnceLock::new();
 pub enum OtlpError {
     #[error("`{0}` is not an http:// or https:// URL")]
     Endpoint(String),
+    #[error(
+        "the URL may not carry credentials (they would be logged); put them in OTEL_EXPORTER_OTLP_HEADERS"
+    )]
+    Credentials,
     #[error("cannot build the OTLP exporter: {0}")]
     Exporter(String),
 }
@@ -53,6 +57,9 @@ pub fn traces_url(base: &str) -> Result<String, OtlpError> {
     let url = url::Url::parse(base.trim()).map_err(|_| OtlpError::Endpoint(base.to_owned()))?;
     if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
         return Err(OtlpError::Endpoint(base.to_owned()));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(OtlpError::Credentials);
     }
     Ok(format!("{}/v1/traces", base.trim().trim_end_matches('/')))
 }
@@ -269,5 +276,7 @@ mod tests {
         for bad in ["collector:4318", "ftp://x", "", "http://"] {
             assert!(traces_url(bad).is_err(), "{bad}");
         }
+        let e = traces_url("https://user:secret@otel.example.com").unwrap_err();
+        assert!(!e.to_string().contains("secret"), "{e}");
     }
 }
