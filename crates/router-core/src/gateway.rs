@@ -15,9 +15,9 @@ use crate::store::{
     AttemptOutcome, AttemptRecord, NewRequest, Requester, ReserveError, SettleError, Settlement,
     Store, Voiding,
 };
-use crate::supplier::{AttemptError, EventStream, Retry, SupplierReply, Suppliers};
+use crate::supplier::{AttemptCall, AttemptError, EventStream, Retry, SupplierReply, Suppliers};
 use crate::thinking_seal::{self, SealError, SealKey, SealedDialect, SealedHistory, StreamSealer};
-use crate::trace::{self, RequestTrace};
+use crate::trace::{self, RequestTrace, TimedSpan};
 use futures::StreamExt;
 use router_canonical::{
     ApiError, Capability, ErrorCode, Field, NanoUsd, PromptCacheMode, Protocol, Request, Response,
@@ -264,6 +264,8 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
     ) -> Result<Reservation<S, P>, ApiError> {
         let request_id = new.request_id;
         let inner = self.inner.clone();
+        let started = SystemTime::now();
+        let timing = request_trace.clone();
         let (reply, outcome) = tokio::sync::oneshot::channel();
         tokio::spawn(async move {
             // The hold travels as its guard: if the client left before
@@ -284,11 +286,19 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
                 reservation.void("client_cancelled").await;
             }
         });
-        match outcome.await {
+        let result = match outcome.await {
             Ok(Ok(reservation)) => Ok(reservation),
             Ok(Err(refusal)) => Err(reserve_error(refusal)),
             Err(_) => Err(internal(&"the reservation task stopped")),
+        };
+        if timing.recording() {
+            let span = TimedSpan::ended_now("reservation", started, result.is_err());
+            timing.span(match &result {
+                Err(error) => span.with("router.code", error.code.as_str()),
+                Ok(_) => span,
+            });
         }
+        result
     }
 
     /// Attempts the plan's routes in order within one deadline, each at
@@ -341,16 +351,24 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
                 }
                 let started_at = SystemTime::now();
                 let started = Instant::now();
+                let call =
+                    AttemptCall::new(reservation.request_id, reservation.trace.attempt_context());
                 let result = tokio::select! {
                     result = tokio::time::timeout_at(
                         deadline,
-                        inner.suppliers.attempt(route, attempt_request, deadline),
+                        inner
+                            .suppliers
+                            .attempt(route, attempt_request, deadline, &call),
                     ) => match result {
                         Ok(result) => result,
                         Err(_) => Err(AttemptError::timeout()),
                     },
                     () = stop.stopped() => Err(AttemptError::shutdown()),
                 };
+                let supplier_request_id = call.supplier_request_id().map(str::to_owned);
+                reservation
+                    .trace
+                    .supplier_replied(supplier_request_id.as_deref());
                 let mut record = AttemptRecord {
                     request_id: reservation.request_id,
                     attempt_no,
@@ -360,6 +378,7 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
                     started_at,
                     duration_ms: started.elapsed().as_millis() as u64,
                     outcome: AttemptOutcome::Succeeded,
+                    supplier_request_id,
                 };
                 let outcome = match &result {
                     Ok(_) => "succeeded",
@@ -367,6 +386,11 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
                 };
                 let first_byte = matches!(result, Ok(SupplierReply::Stream(_)));
                 trace::attempt_finished(route, outcome, started.elapsed(), first_byte);
+                if reservation.trace.recording() {
+                    reservation
+                        .trace
+                        .span(attempt_span(&call, route, &record, &result, outcome));
+                }
                 match result {
                     Ok(SupplierReply::Complete(mut response)) => {
                         if let Some(dialect) = thinking.sealed_dialect(route.protocol) {
@@ -399,7 +423,14 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
                         }));
                     }
                     Err(error) => {
-                        tracing::info!(request_id = %reservation.request_id, route = %route.id, attempt_no, error = %error, "attempt failed");
+                        tracing::info!(
+                            request_id = %reservation.request_id,
+                            route = %route.id,
+                            attempt_no,
+                            supplier_request_id = record.supplier_request_id.as_deref(),
+                            error = %error,
+                            "attempt failed"
+                        );
                         record.outcome = failed_outcome(&error);
                         self.record(record).await;
                         let retry = error.retry;
@@ -503,6 +534,41 @@ impl ThinkingAttempts {
     }
 }
 
+/// The exported span of one supplier attempt: the span id its supplier was
+/// sent in `traceparent`.
+fn attempt_span(
+    call: &AttemptCall,
+    route: &Route,
+    record: &AttemptRecord,
+    result: &Result<SupplierReply, AttemptError>,
+    outcome: &'static str,
+) -> TimedSpan {
+    let mut span = TimedSpan {
+        name: "attempt",
+        span_id: call.trace.span_id_bytes(),
+        start: record.started_at,
+        end: SystemTime::now(),
+        failed: result.is_err(),
+        attributes: Vec::new(),
+    }
+    .with("router.attempt_no", i64::from(record.attempt_no))
+    .with("router.route_id", route.id.as_str())
+    .with("router.supplier_id", route.supplier.id.as_str())
+    .with("router.upstream_protocol", route.protocol.as_str())
+    .with("router.outcome", outcome);
+    if let Err(AttemptError {
+        upstream_status: Some(status),
+        ..
+    }) = result
+    {
+        span = span.with("http.response.status_code", i64::from(*status));
+    }
+    if let Some(id) = &record.supplier_request_id {
+        span = span.with("router.supplier_request_id", id.as_str());
+    }
+    span
+}
+
 fn failed_outcome(error: &AttemptError) -> AttemptOutcome {
     AttemptOutcome::Failed {
         upstream_status: error.upstream_status,
@@ -590,7 +656,7 @@ pub(crate) fn internal(error: &dyn std::fmt::Display) -> ApiError {
 pub(crate) struct Reservation<S: Store, P: Suppliers> {
     inner: Option<Arc<Inner<S, P>>>,
     pub(crate) request_id: Uuid,
-    trace: Arc<RequestTrace>,
+    pub(crate) trace: Arc<RequestTrace>,
     /// A stream's attempt, recorded when the stream ends: with the charge,
     /// or with the release if it fails or the client leaves.
     pub(crate) stream_attempt: Option<AttemptRecord>,
@@ -625,10 +691,22 @@ impl<S: Store, P: Suppliers> Reservation<S, P> {
             usage,
             attempt,
         };
-        match inner.store.settle(settlement).await {
+        let started = SystemTime::now();
+        let settled = inner.store.settle(settlement).await;
+        if self.trace.recording() {
+            let span = TimedSpan::ended_now("settlement", started, settled.is_err());
+            self.trace.span(match &settled {
+                Ok(charged) => span.with("router.charged_nano_usd", charged.0),
+                Err(_) => span,
+            });
+        }
+        match settled {
             Ok(charged) => {
                 self.trace.settled(charged.0);
                 trace::reservation("settled");
+                if let Some(model) = self.trace.route_model_id() {
+                    trace::charged(&model, charged.0, reported.0, &usage);
+                }
                 if charged < reported {
                     // The hold is a ceiling (I4): the supplier reported more
                     // than the reservation bounded; the operator absorbs it.
@@ -673,7 +751,15 @@ impl<S: Store, P: Suppliers> Reservation<S, P> {
                 attempt: self.stream_attempt.take(),
             };
             trace::reservation("voided");
-            if let Err(e) = inner.store.void(voiding).await {
+            let started = SystemTime::now();
+            let voided = inner.store.void(voiding).await;
+            if self.trace.recording() {
+                self.trace.span(
+                    TimedSpan::ended_now("release", started, voided.is_err())
+                        .with("router.reason", reason),
+                );
+            }
+            if let Err(e) = voided {
                 tracing::warn!(request_id = %self.request_id, error = %e, "could not void reservation");
             }
         }

@@ -136,6 +136,7 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
         let deadline = self.inner.config.image_deadline;
         let started_at = SystemTime::now();
         let started = Instant::now();
+        reservation.trace.attempt_started(&plan.route);
         let attempt = self.inner.suppliers.generate_image(&plan.route, &request);
         let result = tokio::select! {
             result = tokio::time::timeout(deadline, attempt) => match result {
@@ -150,6 +151,15 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
                 cause: AttemptCause::Observed("the client cancelled".into()),
             }),
         };
+        crate::trace::attempt_finished(
+            &plan.route,
+            match &result {
+                Ok(_) => "succeeded",
+                Err(error) => error.kind.as_str(),
+            },
+            started.elapsed(),
+            false,
+        );
         let mut record = AttemptRecord {
             request_id: reservation.request_id,
             attempt_no: 1,
@@ -159,6 +169,7 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
             started_at,
             duration_ms: started.elapsed().as_millis() as u64,
             outcome: AttemptOutcome::Succeeded,
+            supplier_request_id: None,
         };
         let png = match result {
             Ok(png) => png,

@@ -33,6 +33,7 @@ pub mod supplier;
 pub mod thinking_seal;
 pub mod throttle;
 pub mod trace;
+pub mod trace_context;
 pub mod video_jobs;
 pub mod videos;
 
@@ -46,8 +47,9 @@ pub use key_policy::{KeyLimit, KeyLimits, KeyPolicy, SpendWindow};
 pub use pipeline::{Call, HandleError, Handled, Reply};
 pub use routing::Plan;
 pub use supplier::{
-    AttemptCause, AttemptError, EventStream, FailureKind, Retry, SubmitError, SupplierReply,
-    Suppliers, VideoChunks, VideoContent,
+    AttemptCall, AttemptCause, AttemptError, EventStream, FailureKind, Retry, SubmitError,
+    SupplierReply, Suppliers, VideoChunks, VideoContent,
 };
 pub use thinking_seal::SealKey;
 pub use trace::RequestTrace;
+pub use trace_context::TraceContext;

@@ -192,6 +192,9 @@ pub struct AttemptRecord {
     pub started_at: SystemTime,
     pub duration_ms: u64,
     pub outcome: AttemptOutcome,
+    /// The supplier's own id of this call (its `x-request-id` or
+    /// `request-id` reply header), when it sent one.
+    pub supplier_request_id: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -5,6 +5,7 @@
 //! never reads message text.
 
 use crate::catalog::Route;
+use crate::trace_context::TraceContext;
 use bytes::Bytes;
 use futures::Stream;
 use router_canonical::{
@@ -14,8 +15,10 @@ use router_canonical::{
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::OnceLock;
 use std::time::Duration;
 use tokio::time::Instant;
+use uuid::Uuid;
 
 /// Canonical events of a supplier stream that has started. An `Err` item
 /// ends the stream (it is never retried: output was already returned).
@@ -323,14 +326,68 @@ fn no_videos() -> AttemptError {
     ))
 }
 
+/// What one attempt tells its supplier about the request (the router's
+/// request id, the W3C trace context of the attempt's span) and what the
+/// supplier tells back (its own request id), for the attempt's record.
+#[derive(Debug)]
+pub struct AttemptCall {
+    /// The router's request id (sent as `x-request-id` and
+    /// `x-client-request-id`).
+    pub request_id: Uuid,
+    /// The attempt's span: a child of the request's trace context.
+    pub trace: TraceContext,
+    supplier_request_id: OnceLock<String>,
+}
+
+impl AttemptCall {
+    pub fn new(request_id: Uuid, trace: TraceContext) -> Self {
+        AttemptCall {
+            request_id,
+            trace,
+            supplier_request_id: OnceLock::new(),
+        }
+    }
+
+    /// The headers that identify the attempt to its supplier.
+    pub fn headers(&self) -> Vec<(&'static str, String)> {
+        let id = self.request_id.to_string();
+        let mut headers = vec![
+            ("traceparent", self.trace.traceparent()),
+            ("x-request-id", id.clone()),
+            // OpenAI's name for a caller-chosen id it keeps for support.
+            ("x-client-request-id", id),
+        ];
+        if let Some(state) = self.trace.tracestate() {
+            headers.push(("tracestate", state.to_owned()));
+        }
+        headers
+    }
+
+    /// Keeps the supplier's request id read from its reply headers
+    /// ([`crate::trace_context::supplier_request_id`]); the first one wins.
+    pub fn supplier_replied<'a>(&self, header: impl Fn(&str) -> Option<&'a str>) {
+        if let Some(id) = crate::trace_context::supplier_request_id(header) {
+            let _ = self.supplier_request_id.set(id);
+        }
+    }
+
+    /// The supplier's request id, once its reply head arrived.
+    pub fn supplier_request_id(&self) -> Option<&str> {
+        self.supplier_request_id.get().map(String::as_str)
+    }
+}
+
 /// Sends one attempt to a route's supplier.
 pub trait Suppliers: Send + Sync + 'static {
-    /// One physical attempt. Must give up by `deadline`.
+    /// One physical attempt, identified to the supplier by `call` (whose
+    /// supplier request id it fills when the reply head arrives). Must give
+    /// up by `deadline`.
     fn attempt(
         &self,
         route: &Route,
         request: &Request,
         deadline: Instant,
+        call: &AttemptCall,
     ) -> impl Future<Output = Result<SupplierReply, AttemptError>> + Send;
 
     /// One image generation on an `images` route: the supplier's image (its

@@ -326,6 +326,7 @@ fn video_attempt(
         started_at: started.0,
         duration_ms: started.1.elapsed().as_millis() as u64,
         outcome,
+        supplier_request_id: None,
     }
 }
 
@@ -498,6 +499,14 @@ impl<S: Store + VideoStore, P: Suppliers> Gateway<S, P> {
         let fail = |error: ApiError| Err(CreateFailure::Job { video, error });
         let started = (SystemTime::now(), tokio::time::Instant::now());
         let result = self.suppliers().submit_video(&route, &request).await;
+        crate::trace::video_call(
+            &route,
+            "submit",
+            match &result {
+                Ok(_) => "succeeded",
+                Err(SubmitError::NotSent(e) | SubmitError::Sent(e)) => e.kind.as_str(),
+            },
+        );
         let store = self.store();
         match decide(result) {
             Submitted::Accepted(task) => {
@@ -619,11 +628,14 @@ impl<S: Store + VideoStore, P: Suppliers> Gateway<S, P> {
         let route = find_route(&self.catalog(), &job.route_id)
             .ok_or_else(|| PollError::RouteGone(job.route_id.clone()))?;
         let task_id = job.upstream_task_id.clone().ok_or(PollError::NoTask)?;
-        let task = self
-            .suppliers()
-            .poll_video(&route, &task_id)
-            .await
-            .map_err(PollError::Supplier)?;
+        let task = self.suppliers().poll_video(&route, &task_id).await;
+        crate::trace::video_call(
+            &route,
+            "poll",
+            task.as_ref()
+                .map_or_else(|e| e.kind.as_str(), |_| "succeeded"),
+        );
+        let task = task.map_err(PollError::Supplier)?;
         let store = self.store();
         match task.state {
             UpstreamState::Queued | UpstreamState::InProgress => {
@@ -685,11 +697,15 @@ impl<S: Store + VideoStore, P: Suppliers> Gateway<S, P> {
             return Err(PollError::Copy(ContentCopyError::NotConfigured));
         }
         let started = (SystemTime::now(), tokio::time::Instant::now());
-        let download = self
-            .suppliers()
-            .video_content(route, task_id)
-            .await
-            .map_err(PollError::Supplier)?;
+        let download = self.suppliers().video_content(route, task_id).await;
+        crate::trace::video_call(
+            route,
+            "content",
+            download
+                .as_ref()
+                .map_or_else(|e| e.kind.as_str(), |_| "succeeded"),
+        );
+        let download = download.map_err(PollError::Supplier)?;
         let content_type = download
             .content_type
             .filter(|t| t.starts_with("video/"))

@@ -196,6 +196,7 @@ impl Suppliers for ScriptedSuppliers {
         route: &Route,
         _request: &Request,
         _deadline: Instant,
+        _call: &router_core::AttemptCall,
     ) -> Result<SupplierReply, AttemptError> {
         self.calls
             .lock()
@@ -443,6 +444,7 @@ async fn inconsistent_usage_is_invalid_and_not_charged() {
             _: &Route,
             _: &Request,
             _: Instant,
+            _: &router_core::AttemptCall,
         ) -> Result<SupplierReply, AttemptError> {
             Ok(SupplierReply::Complete(self.0.clone()))
         }

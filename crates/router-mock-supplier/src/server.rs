@@ -215,13 +215,25 @@ async fn route(
     } else if bedrock_endpoint::is_bedrock_path(path) {
         endpoint::serve::<Bedrock>(request, playbook, connection).await
     } else if path.ends_with("/chat/completions") {
-        endpoint::serve::<Chat>(request, playbook, connection).await
+        with_request_id(
+            "x-request-id",
+            endpoint::serve::<Chat>(request, playbook, connection).await,
+        )
     } else if path.ends_with("/messages") {
-        endpoint::serve::<Messages>(request, playbook, connection).await
+        with_request_id(
+            "request-id",
+            endpoint::serve::<Messages>(request, playbook, connection).await,
+        )
     } else if path.ends_with("/responses") {
-        endpoint::serve::<Responses>(request, playbook, connection).await
+        with_request_id(
+            "x-request-id",
+            endpoint::serve::<Responses>(request, playbook, connection).await,
+        )
     } else if path.ends_with("/images/generations") {
-        endpoint::serve::<Images>(request, playbook, connection).await
+        with_request_id(
+            "x-request-id",
+            endpoint::serve::<Images>(request, playbook, connection).await,
+        )
     } else if path.contains("/images/content/") && request.method() == http::Method::GET {
         images_endpoint::serve_content(path, request.uri().query())
     } else if videos_endpoint::is_videos_path(path) {
@@ -230,4 +242,19 @@ async fn route(
         let message = format!("the mock supplier has no endpoint at {path}");
         error_response(StatusCode::NOT_FOUND, &message)
     }
+}
+
+/// Every protocol answer names itself as a real supplier's does: OpenAI's
+/// `x-request-id`, Anthropic's `request-id`, `req_mock_<serial>` (a router
+/// keeps it on the attempt's record).
+fn with_request_id(
+    header: &'static str,
+    mut response: Response<ResponseBody>,
+) -> Response<ResponseBody> {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let serial = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    if let Ok(value) = http::HeaderValue::from_str(&format!("req_mock_{serial}")) {
+        response.headers_mut().insert(header, value);
+    }
+    response
 }

@@ -35,6 +35,30 @@ pub fn authorize(app: &App, headers: &http::HeaderMap) -> Result<(), ApiError> {
     }
 }
 
+/// `GET /metrics`: the operator token, or the scraper token
+/// (`ROUTER_METRICS_TOKEN`) when one is set; on the admin listener any
+/// caller when none is set (see `admin_listener`).
+pub fn authorize_scrape(
+    app: &App,
+    headers: &http::HeaderMap,
+    listener: crate::admin_listener::Listener,
+) -> Result<(), ApiError> {
+    let Some(scrape_token) = app.metrics_token.as_deref() else {
+        if listener == crate::admin_listener::Listener::Admin {
+            return Ok(());
+        }
+        return authorize(app, headers);
+    };
+    let presented = headers
+        .get(http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    match presented {
+        Some(token) if bool::from(token.as_bytes().ct_eq(scrape_token.as_bytes())) => Ok(()),
+        _ => authorize(app, headers),
+    }
+}
+
 fn parse_id(id: Option<&str>) -> Result<Uuid, ApiError> {
     id.and_then(|s| Uuid::parse_str(s).ok())
         .ok_or_else(|| ApiError::new(ErrorCode::NotFound, "No such resource."))
@@ -72,10 +96,10 @@ pub async fn grant_credits(
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
     let id = parse_id(id)?;
-    let view = app
-        .operator
-        .credit_account(id, input(request).await?)
-        .await?;
+    let credits: router_operator::Credits = input(request).await?;
+    let amount = credits.amount_nano_usd;
+    let view = app.operator.credit_account(id, credits).await?;
+    metrics::counter!("router_credits_granted_nano_usd_total").increment(amount.max(0) as u64);
     Ok(reply::json_value(StatusCode::OK, &view, request_id))
 }
 

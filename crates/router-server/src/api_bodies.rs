@@ -193,6 +193,10 @@ pub struct AdminAttempt {
     failure_kind: Option<String>,
     #[schema(required)]
     retryable: Option<bool>,
+    /// The supplier's own id of this call (its `x-request-id` or
+    /// `request-id` answer header), when it sent one.
+    #[schema(required)]
+    supplier_request_id: Option<String>,
 }
 
 /// One ledger entry of a request.

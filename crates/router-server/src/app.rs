@@ -15,6 +15,8 @@ pub type RouterGateway = Gateway<Database, HttpSuppliers>;
 pub struct App {
     pub gateway: RouterGateway,
     pub admin_token: Option<String>,
+    /// `ROUTER_METRICS_TOKEN`: a token that opens `/metrics` only.
+    pub metrics_token: Option<String>,
     /// Proxies whose `X-Forwarded-For`/`Forwarded` are believed (`ROUTER_TRUSTED_PROXIES`).
     pub trusted_proxies: TrustedProxies,
     /// The published catalog: the release in force and its precomputed

@@ -10,10 +10,15 @@ use std::time::Duration;
 #[derive(Clone)]
 pub struct ServerConfig {
     pub listen: SocketAddr,
+    /// `ROUTER_ADMIN_LISTEN`: the admin API and `/metrics` on this address
+    /// only (`admin_listener`); `None`: every route on `listen`.
+    pub admin_listen: Option<SocketAddr>,
     pub database_url: String,
     pub catalog_path: String,
     /// The operator token guarding `/admin/`; `None` disables the admin API.
     pub admin_token: Option<String>,
+    /// `ROUTER_METRICS_TOKEN`: opens `/metrics` only (for a scraper).
+    pub metrics_token: Option<String>,
     /// The routing deadline shared by all attempts (180 s in production).
     pub deadline: Duration,
     pub hold_lease: Duration,
@@ -45,6 +50,9 @@ pub struct ServerConfig {
     pub prompt_cache: crate::app::PromptCacheSettings,
     /// `ROUTER_METRICS`: record metrics for `/metrics`.
     pub metrics: bool,
+    /// `ROUTER_OTLP_ENDPOINT`: the OpenTelemetry collector spans are
+    /// exported to (`crate::otlp`); `None`: no export.
+    pub otlp_endpoint: Option<String>,
     /// `ROUTER_OBJECT_STORE`, `ROUTER_UPLOAD_TTL_SECS`, `ROUTER_UPLOAD_TOMBSTONE_SECS`,
     /// `ROUTER_UPLOAD_CONCURRENCY_PER_ACCOUNT`, `ROUTER_UPLOAD_CONCURRENCY_TOTAL`.
     pub uploads: router_uploads::UploadSettings,
@@ -56,10 +64,16 @@ impl std::fmt::Debug for ServerConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ServerConfig")
             .field("listen", &self.listen)
+            .field("admin_listen", &self.admin_listen)
+            .field("otlp_endpoint", &self.otlp_endpoint)
             .field("catalog_path", &self.catalog_path)
             .field(
                 "admin_token",
                 &self.admin_token.as_ref().map(|_| "<redacted>"),
+            )
+            .field(
+                "metrics_token",
+                &self.metrics_token.as_ref().map(|_| "<redacted>"),
             )
             .field("deadline", &self.deadline)
             .field("hold_lease", &self.hold_lease)

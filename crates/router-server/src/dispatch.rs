@@ -7,6 +7,7 @@
 //! parameter (404) → the row's handler, which checks the body (400) or
 //! answers 503 `not_available` for a feature that has not landed.
 
+use crate::admin_listener::Listener;
 use crate::app::App;
 use crate::body::Incoming;
 use crate::caller::{Caller, misconfigured};
@@ -77,6 +78,8 @@ pub async fn guard(
             session::check_origin(&app.public_base, method, headers).map(|()| Caller::Anonymous)
         }
         AuthRule::Admin => admin::authorize(app, headers).map(|()| Caller::Operator),
+        AuthRule::Metrics => admin::authorize_scrape(app, headers, Listener::of(extensions))
+            .map(|()| Caller::Operator),
         AuthRule::ApiKey { scope } => auth::authenticate(app, headers, extensions, scope)
             .await
             .map(Caller::Key),
@@ -134,8 +137,10 @@ pub async fn dispatch(app: Arc<App>, request: http::Request<Incoming>) -> Respon
             .unwrap_or(peer.0);
         log.client(client);
     }
+    let id_text = crate::correlation::begin(request.headers(), &log);
     let mut response =
-        crate::request_log::for_request(request_id, route(app, request, request_id, &log)).await;
+        crate::request_log::for_request(request_id, route(app, request, request_id, id_text, &log))
+            .await;
     let code = response.extensions().get::<ReplyCode>().map(|c| c.0);
     log.head(response.status().as_u16(), code);
     // The line is written when the last copy of `log` is dropped: the
@@ -150,15 +155,21 @@ async fn route(
     app: Arc<App>,
     request: http::Request<Incoming>,
     request_id: Uuid,
+    id_text: String,
     log: &RequestLog,
 ) -> Response<Body> {
-    let id_text = request_id.to_string();
     let path = request.uri().path();
     let Ok(matched) = table().at(path) else {
         let error = ApiError::new(ErrorCode::NotFound, format!("No endpoint at `{path}`."));
         return reply::error(reply::Envelope::OpenAi, &error, &id_text);
     };
     let entry = matched.value;
+    // With `ROUTER_ADMIN_LISTEN`, each listener has only its side's routes.
+    let listener = Listener::of(request.extensions());
+    if !listener.serves(entry.routes[0].path) {
+        let error = ApiError::new(ErrorCode::NotFound, format!("No endpoint at `{path}`."));
+        return reply::error(reply::Envelope::OpenAi, &error, &id_text);
+    }
     let Some(route) = entry
         .routes
         .iter()
@@ -268,6 +279,24 @@ mod tests {
         );
         assert!(table().at("/v1/files").is_err());
         assert!(table().at("/public/models/").is_err());
+    }
+
+    /// `ROUTER_ADMIN_LISTEN`: each route is on one listener, the health
+    /// checks on both, the operator's routes on the admin one.
+    #[test]
+    fn each_route_is_on_exactly_one_listener_but_health_on_both() {
+        for route in &ROUTES {
+            assert!(Listener::Both.serves(route.path));
+            let public = Listener::Public.serves(route.path);
+            let admin = Listener::Admin.serves(route.path);
+            if matches!(route.path, "/healthz" | "/readyz") {
+                assert!(public && admin, "{}", route.path);
+            } else {
+                assert!(public != admin, "{}", route.path);
+            }
+            let operator = matches!(route.auth, AuthRule::Admin | AuthRule::Metrics);
+            assert_eq!(admin && !public, operator, "{}", route.path);
+        }
     }
 
     #[test]

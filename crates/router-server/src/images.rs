@@ -31,7 +31,7 @@ pub async fn handle(
     request_id: Uuid,
     log: &RequestLog,
 ) -> Response<Body> {
-    let id_text = request_id.to_string();
+    let id_text = log.reply_id();
     match run(app, request, key, request_id, &id_text, log).await {
         Ok(response) => response,
         Err(error) => reply::error(Envelope::OpenAi, &error, &id_text),

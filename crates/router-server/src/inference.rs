@@ -51,7 +51,7 @@ pub async fn handle<C: ClientCodec>(
     request_id: Uuid,
     log: &RequestLog,
 ) -> Response<Body> {
-    let id_text = request_id.to_string();
+    let id_text = log.reply_id();
     match run(surface, app, request, key, request_id, &id_text, log).await {
         Ok(response) => response,
         Err(error) => surface.error(&error, &id_text),

@@ -194,7 +194,7 @@ async fn scheduled_pass(app: &App, job: &JobSpec, holder: &str, every: Duration)
             return every;
         }
     }
-    let outcome = (job.run)(app).await;
+    let outcome = timed_pass(app, job).await;
     if let Err(e) = &outcome {
         tracing::warn!(job = job.name, error = %e, "job pass failed");
     }
@@ -207,12 +207,21 @@ async fn scheduled_pass(app: &App, job: &JobSpec, holder: &str, every: Duration)
         .max(MIN_PAUSE)
 }
 
+/// One pass of `job`, counted and timed (`router_job_passes_total`,
+/// `router_job_duration_seconds`).
+async fn timed_pass(app: &App, job: &JobSpec) -> Result<u64, JobError> {
+    let started = std::time::Instant::now();
+    let outcome = (job.run)(app).await;
+    crate::metrics::job_pass(job.name, outcome.is_ok(), started.elapsed());
+    outcome
+}
+
 /// `POST /admin/jobs/{name}/run`: one pass now, whatever the schedule.
 pub async fn run_now(app: &App, name: Option<&str>) -> Result<serde_json::Value, ApiError> {
     let job = name
         .and_then(find)
         .ok_or_else(|| ApiError::new(ErrorCode::NotFound, "No such job."))?;
-    let processed = (job.run)(app).await.map_err(|e| {
+    let processed = timed_pass(app, job).await.map_err(|e| {
         tracing::error!(job = job.name, error = %e, "manual job pass failed");
         ApiError::new(
             ErrorCode::InternalError,

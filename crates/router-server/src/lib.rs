@@ -7,6 +7,7 @@
 #![warn(unreachable_pub)]
 
 pub mod admin;
+pub mod admin_listener;
 pub mod api_bodies;
 pub mod app;
 pub mod auth;
@@ -18,6 +19,7 @@ pub mod client_addr;
 pub mod client_stream;
 pub mod config;
 pub mod connection;
+pub mod correlation;
 pub mod data_protection;
 pub mod dispatch;
 pub mod docs;
@@ -30,7 +32,9 @@ pub mod messages;
 pub mod metrics;
 pub mod openapi;
 pub mod operation;
+pub mod otlp;
 pub mod ownership;
+pub mod process_metrics;
 pub mod public_url;
 pub mod query;
 pub mod reply;
@@ -48,4 +52,4 @@ mod test_headers;
 
 pub use app::App;
 pub use config::ServerConfig;
-pub use server::{ServeError, serve};
+pub use server::{ServeError, serve, serve_routes};

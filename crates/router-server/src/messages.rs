@@ -14,18 +14,16 @@ use http::{Response, StatusCode};
 use router_canonical::{ApiError, ErrorCode};
 use router_core::store::ApiKeyRecord;
 use std::sync::Arc;
-use uuid::Uuid;
 
 pub async fn handle_count_tokens(
     app: Arc<App>,
     request: http::Request<Incoming>,
     key: ApiKeyRecord,
-    request_id: Uuid,
+    id_text: &str,
 ) -> Response<Body> {
-    let id_text = request_id.to_string();
-    match count_tokens(app, request, key, &id_text).await {
+    match count_tokens(app, request, key, id_text).await {
         Ok(response) => response,
-        Err(error) => MESSAGES.error(&error, &id_text),
+        Err(error) => MESSAGES.error(&error, id_text),
     }
 }
 

@@ -1,8 +1,13 @@
-//! `GET /metrics` (operator token): the Prometheus text format, every series
-//! prefixed `router_`. Counters and histograms are recorded where things
-//! happen (`router_core::trace` for attempts, retries and reservations;
-//! `request_log` for requests; the relay for open streams; the reaper);
-//! gauges of the pool and the catalog are read when scraped.
+//! `GET /metrics` (operator token, or `ROUTER_METRICS_TOKEN`): the
+//! Prometheus text format, every series of the router prefixed `router_`,
+//! and the standard `process_*` series. Counters and histograms are
+//! recorded where things happen (`router_core::trace` for attempts,
+//! retries, reservations, charges and video calls; `request_log` for
+//! requests; the relay for open streams; the jobs; the store's pool);
+//! gauges of the pool, the catalog and the process are read when scraped,
+//! and so are the gauges of state every instance shares (holds outstanding,
+//! jobs' last passes), from the database: each instance then reports the
+//! same value, so a dashboard takes one (`max`), never the sum.
 //!
 //! One recorder per process, installed by the binary at start-up (and by
 //! the API tests); until then the `metrics` macros record nothing.
@@ -16,6 +21,9 @@ use router_core::product_codes;
 use std::sync::OnceLock;
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+
+/// When the recorder was installed: the process's start, near enough.
+static STARTED: OnceLock<std::time::SystemTime> = OnceLock::new();
 
 /// Upper bounds of the latency histograms, in seconds: milliseconds up to
 /// the 180-second routing deadline.
@@ -35,7 +43,14 @@ pub fn install() -> bool {
     match built {
         Ok(handle) => {
             let _ = HANDLE.set(handle);
+            let _ = STARTED.set(std::time::SystemTime::now());
             describe();
+            metrics::gauge!(
+                "router_build_info",
+                "version" => env!("CARGO_PKG_VERSION"),
+                "profile" => if cfg!(debug_assertions) { "debug" } else { "release" }
+            )
+            .set(1.0);
             true
         }
         Err(e) => {
@@ -100,11 +115,122 @@ fn describe() {
         "router_catalog_routes",
         "Routes in the catalog being served."
     );
+    describe_counter!(
+        "router_charged_nano_usd_total",
+        "Nano-USD charged at settlement, by catalog model."
+    );
+    describe_counter!(
+        "router_tokens_total",
+        "Tokens of settled requests, by model and kind (input, output, cache_read, cache_write, reasoning)."
+    );
+    describe_counter!(
+        "router_settlement_shortfalls_total",
+        "Settlements capped at the hold (the supplier reported more than was reserved), by model."
+    );
+    describe_counter!(
+        "router_settlement_shortfall_nano_usd_total",
+        "Nano-USD reported above the hold and not charged (absorbed by the operator), by model."
+    );
+    describe_counter!(
+        "router_credits_granted_nano_usd_total",
+        "Nano-USD of credits granted through the admin API on this instance."
+    );
+    describe_counter!(
+        "router_video_supplier_calls_total",
+        "Calls to video suppliers by route, call (submit, poll, content) and outcome."
+    );
+    describe_counter!(
+        "router_job_passes_total",
+        "Background job passes run by this instance, by job and outcome (succeeded, failed)."
+    );
+    describe_histogram!(
+        "router_job_duration_seconds",
+        "Time one background job pass took on this instance, by job."
+    );
+    describe_gauge!(
+        "router_job_last_finished_timestamp_seconds",
+        "When the job's last pass (on any instance) finished, Unix seconds; from the database."
+    );
+    describe_gauge!(
+        "router_job_last_failed",
+        "1 when the job's last finished pass (on any instance) failed; from the database."
+    );
+    describe_gauge!(
+        "router_holds_outstanding",
+        "Holds not yet settled or released, across all instances; from the database."
+    );
+    describe_gauge!(
+        "router_holds_outstanding_nano_usd",
+        "Nano-USD held by outstanding holds, across all instances; from the database."
+    );
+    describe_gauge!(
+        "router_holds_expired",
+        "Outstanding holds past their expiry that the reaper has not released yet; from the database."
+    );
+    describe_gauge!(
+        "router_holds_oldest_age_seconds",
+        "Age of the oldest outstanding hold; from the database."
+    );
+    describe_gauge!(
+        "router_db_connections_max",
+        "The most database connections this process's pool opens (ROUTER_DB_POOL_SIZE)."
+    );
+    describe_gauge!(
+        "router_db_pool_waiting",
+        "Requests waiting for a pooled database connection now."
+    );
+    describe_histogram!(
+        "router_db_pool_wait_seconds",
+        "Time a checkout took when no idle connection was there (a new one opened, or a busy one freed)."
+    );
+    describe_counter!(
+        "router_db_pool_checkout_failures_total",
+        "Pool checkouts that failed, by kind: timeout (none free in time), connect, other."
+    );
+    describe_counter!(
+        "router_otlp_spans_exported_total",
+        "Spans sent to the OTLP collector (ROUTER_OTLP_ENDPOINT)."
+    );
+    describe_counter!(
+        "router_otlp_spans_failed_total",
+        "Spans whose export to the OTLP collector failed."
+    );
+    describe_counter!(
+        "router_otlp_spans_dropped_total",
+        "Spans dropped because the export queue was full."
+    );
+    describe_gauge!(
+        "router_metrics_scrape_errors",
+        "1 when this scrape could not read the database gauges (they keep their last values)."
+    );
+    describe_gauge!(
+        "router_build_info",
+        "1, labelled with the router's version and build profile."
+    );
+    describe_gauge!(
+        "process_cpu_seconds_total",
+        "CPU time of the process (user and system), seconds."
+    );
+    describe_gauge!(
+        "process_resident_memory_bytes",
+        "Resident memory of the process."
+    );
+    describe_gauge!(
+        "process_virtual_memory_bytes",
+        "Virtual memory of the process."
+    );
+    describe_gauge!("process_open_fds", "Open file descriptors.");
+    describe_gauge!("process_max_fds", "The descriptor limit (soft).");
+    describe_gauge!("process_threads", "Threads of the process.");
+    describe_gauge!(
+        "process_start_time_seconds",
+        "When the process started, Unix seconds."
+    );
 }
 
 /// `GET /metrics`: the Prometheus text exposition.
-pub fn reply(app: &App, request_id: &str) -> Result<Reply, ApiError> {
-    let text = render(app).ok_or_else(|| {
+pub async fn reply(app: &App, request_id: &str) -> Result<Reply, ApiError> {
+    let text = render(app).await.ok_or_else(|| {
         ApiError::new(
             product_codes::NOT_AVAILABLE,
             "Metrics are not recorded in this process.",
@@ -121,17 +247,70 @@ pub fn reply(app: &App, request_id: &str) -> Result<Reply, ApiError> {
 
 /// The text exposition, with the gauges read now; `None` when no recorder
 /// is installed.
-pub fn render(app: &App) -> Option<String> {
+pub async fn render(app: &App) -> Option<String> {
     let handle = HANDLE.get()?;
-    let (open, in_use) = app.database().pool_connections();
+    let (open, in_use, waiting, max) = app.database().pool_status();
     metrics::gauge!("router_db_connections_open").set(open as f64);
     metrics::gauge!("router_db_connections_in_use").set(in_use as f64);
+    metrics::gauge!("router_db_pool_waiting").set(waiting as f64);
+    metrics::gauge!("router_db_connections_max").set(max as f64);
     let catalog = app.gateway.catalog();
     let models: Vec<_> = catalog.models().collect();
     let routes: usize = models.iter().map(|m| catalog.routes(&m.id).len()).sum();
     metrics::gauge!("router_catalog_models").set(models.len() as f64);
     metrics::gauge!("router_catalog_routes").set(routes as f64);
+    let shared = shared_state(app).await;
+    metrics::gauge!("router_metrics_scrape_errors").set(if shared { 0.0 } else { 1.0 });
+    crate::process_metrics::record(STARTED.get().copied());
     Some(handle.render())
+}
+
+/// The gauges of state every instance shares, read from the database;
+/// `false` when it could not be read (the last values stay).
+async fn shared_state(app: &App) -> bool {
+    let db = app.database();
+    let (holds, jobs) = tokio::join!(db.outstanding_holds(), db.job_passes());
+    let mut ok = true;
+    match holds {
+        Ok(holds) => {
+            metrics::gauge!("router_holds_outstanding").set(holds.count as f64);
+            metrics::gauge!("router_holds_outstanding_nano_usd").set(holds.nano_usd as f64);
+            metrics::gauge!("router_holds_expired").set(holds.expired as f64);
+            metrics::gauge!("router_holds_oldest_age_seconds").set(holds.oldest_age_secs as f64);
+        }
+        Err(e) => {
+            tracing::debug!(error = %e, "metrics: cannot read outstanding holds");
+            ok = false;
+        }
+    }
+    match jobs {
+        Ok(jobs) => {
+            for job in jobs {
+                if let Some(finished) = job.last_finished_at {
+                    metrics::gauge!("router_job_last_finished_timestamp_seconds", "job" => job.name.clone())
+                        .set(finished.timestamp() as f64);
+                }
+                metrics::gauge!("router_job_last_failed", "job" => job.name)
+                    .set(if job.last_failed { 1.0 } else { 0.0 });
+            }
+        }
+        Err(e) => {
+            tracing::debug!(error = %e, "metrics: cannot read job passes");
+            ok = false;
+        }
+    }
+    ok
+}
+
+/// One background job pass ended on this instance.
+pub fn job_pass(job: &'static str, succeeded: bool, took: std::time::Duration) {
+    metrics::counter!(
+        "router_job_passes_total",
+        "job" => job,
+        "outcome" => if succeeded { "succeeded" } else { "failed" }
+    )
+    .increment(1);
+    metrics::histogram!("router_job_duration_seconds", "job" => job).record(took.as_secs_f64());
 }
 
 /// A stream relay in progress: counted while it lives.

@@ -138,7 +138,7 @@ fn guard_errors(route: &Route) -> Vec<ErrorCode> {
     let mut codes = match route.auth {
         AuthRule::Public => vec![],
         AuthRule::PublicSameOrigin => vec![product_codes::CROSS_ORIGIN_FORBIDDEN],
-        AuthRule::Admin => vec![ErrorCode::InvalidApiKey],
+        AuthRule::Admin | AuthRule::Metrics => vec![ErrorCode::InvalidApiKey],
         AuthRule::ApiKey { scope } => {
             let mut codes = vec![ErrorCode::InvalidApiKey, product_codes::IP_NOT_ALLOWED];
             if scope.is_some() {
@@ -179,7 +179,7 @@ fn guard_errors(route: &Route) -> Vec<ErrorCode> {
 fn security(route: &Route) -> Vec<SecurityRequirement> {
     let names: &[&str] = match route.auth {
         AuthRule::Public | AuthRule::PublicSameOrigin => &[],
-        AuthRule::Admin => &[OPERATOR],
+        AuthRule::Admin | AuthRule::Metrics => &[OPERATOR],
         AuthRule::ApiKey { .. } => &[BEARER, X_API_KEY],
         AuthRule::ApiKeyOrSession { .. } => &[BEARER, X_API_KEY, SESSION],
         AuthRule::Session => &[SESSION],
@@ -212,7 +212,7 @@ fn error_schema(envelope: Envelope, schemas: &mut Schemas) -> RefOr<Schema> {
 fn common_headers(route: &Route, status: Option<u16>) -> Vec<(&'static str, &'static str)> {
     let mut headers = vec![(
         crate::reply::REQUEST_ID,
-        "This request's ID, as the request log records it.",
+        "This request's ID: the client's own `x-request-id` when it sent a well-formed one (1 to 128 of letters, digits and `-_.:+=/`), else the router's; the request log records both.",
     )];
     if route.envelope == Envelope::Messages {
         headers.push((

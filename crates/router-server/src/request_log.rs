@@ -61,6 +61,8 @@ struct State {
     code: Option<&'static str>,
     /// The client's address (the peer, or what a trusted proxy forwarded).
     client: Option<IpAddr>,
+    /// The client's own well-formed `x-request-id` (`correlation`).
+    client_request_id: Option<String>,
 }
 
 impl RequestLog {
@@ -77,6 +79,23 @@ impl RequestLog {
                 ..State::default()
             }),
         }))
+    }
+
+    /// The client's well-formed `x-request-id`, kept for its answers.
+    pub fn client_request_id(&self, id: &str) {
+        self.update(|s| s.client_request_id = Some(id.to_owned()));
+    }
+
+    /// The id the answers carry (`x-request-id`, `request-id`, an error
+    /// body's `requestId`): the client's own when it sent a well-formed
+    /// one, else the router's request id.
+    pub fn reply_id(&self) -> String {
+        self.0
+            .state
+            .lock()
+            .ok()
+            .and_then(|s| s.client_request_id.clone())
+            .unwrap_or_else(|| self.0.request_id.to_string())
     }
 
     /// The route the path matched.
@@ -174,6 +193,12 @@ struct JsonLine<'a> {
 struct Fields<'a> {
     message: &'static str,
     request_id: Uuid,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    client_request_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trace_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    supplier_request_id: Option<&'a str>,
     method: &'a str,
     route: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -217,6 +242,8 @@ impl Drop for Entry {
         let bytes_sent = self.bytes_sent.load(Ordering::Relaxed);
         if tracing::enabled!(target: "router::request", tracing::Level::INFO) {
             let route_id = self.trace.route_id();
+            let trace_id = self.trace.context().map(|c| c.trace_id());
+            let supplier_request_id = self.trace.supplier_request_id();
             let latency_ms = u64::try_from(latency.as_millis()).unwrap_or(u64::MAX);
             if JSON_LINES.get().is_some() {
                 let line = JsonLine {
@@ -226,6 +253,9 @@ impl Drop for Entry {
                     fields: Fields {
                         message: "request",
                         request_id: self.request_id,
+                        client_request_id: state.client_request_id.as_deref(),
+                        trace_id: trace_id.as_deref(),
+                        supplier_request_id: supplier_request_id.as_deref(),
                         method: self.method.as_str(),
                         route: state.route,
                         account_id: state.account_id,
@@ -253,6 +283,9 @@ impl Drop for Entry {
                 tracing::info!(
                     target: "router::request",
                     request_id = %self.request_id,
+                    client_request_id = state.client_request_id.as_deref(),
+                    trace_id = trace_id.as_deref(),
+                    supplier_request_id = supplier_request_id.as_deref(),
                     method = %self.method,
                     route = state.route,
                     account_id = state.account_id.map(tracing::field::display),
@@ -270,6 +303,20 @@ impl Drop for Entry {
                     "request"
                 );
             }
+        }
+        if self.trace.recording() {
+            crate::otlp::export(
+                crate::otlp::RequestSpan {
+                    method: self.method.as_str(),
+                    route: state.route,
+                    status: state.status,
+                    request_id: self.request_id,
+                    model: state.model.as_deref(),
+                    code,
+                    started: std::time::SystemTime::now() - latency,
+                },
+                &self.trace,
+            );
         }
         metrics::counter!(
             "router_requests_total",

@@ -59,6 +59,10 @@ pub enum AuthRule {
     Session,
     /// The operator token (`ROUTER_ADMIN_TOKEN`).
     Admin,
+    /// `/metrics`: the operator token or the scraper's
+    /// (`ROUTER_METRICS_TOKEN`); on the admin listener
+    /// (`ROUTER_ADMIN_LISTEN`) no token unless a scraper token is set.
+    Metrics,
 }
 
 /// What the guard checks of the path parameter after authorization, before
@@ -225,7 +229,7 @@ const fn key_or_session(scope: Scope) -> AuthRule {
     AuthRule::ApiKeyOrSession { scope }
 }
 
-use AuthRule::{Admin, Public, PublicSameOrigin, Session};
+use AuthRule::{Admin, Metrics, Public, PublicSameOrigin, Session};
 use Envelope::{Messages as MessagesEnv, OpenAi, Public as Detail, Video};
 use ErrorCode as E;
 use Handler::Document;
@@ -635,7 +639,7 @@ pub static ROUTES: [Route; 63] = [
             errors: INFERENCE_ERRORS,
         }),
     row(POST, "/v1/messages/count_tokens", key(INFERENCE), MessagesEnv,
-        key!(|c, key| Ok(messages::handle_count_tokens(c.app, c.request, key, c.request_id).await)),
+        key!(|c, key| Ok(messages::handle_count_tokens(c.app, c.request, key, c.id).await)),
         Operation {
             summary: "Count input tokens (a free local estimate)", tag: "inference",
             params: COUNT_TOKENS_PARAMS,
@@ -967,8 +971,8 @@ pub static ROUTES: [Route; 63] = [
             ],
             ..Operation::new("", "")
         }),
-    row(GET, "/metrics", Admin, OpenAi,
-        any!(|c, _| metrics::reply(&c.app, c.id)),
+    row(GET, "/metrics", Metrics, OpenAi,
+        any!(|c, _| metrics::reply(&c.app, c.id).await),
         Operation {
             summary: "Metrics in the Prometheus text format", tag: "operations",
             replies: &[json(200, "Counters, gauges and histograms prefixed `router_` (docs/operations.md).", &[("text/plain", string)])],
@@ -1240,8 +1244,11 @@ mod tests {
                 assert_eq!(route.auth, key(INFERENCE), "{}", route.path);
                 assert!(matches!(route.handler, Handler::Key(_)), "{}", route.path);
             }
-            if route.path.starts_with("/admin/") || route.path == "/metrics" {
+            if route.path.starts_with("/admin/") {
                 assert_eq!(route.auth, Admin, "{}", route.path);
+            }
+            if route.path == "/metrics" {
+                assert_eq!(route.auth, Metrics, "{}", route.path);
             }
         }
     }

@@ -11,6 +11,7 @@
 //! its attempt recorded, and the connections get [`STOP_GRACE`] to write
 //! that before the process ends.
 
+use crate::admin_listener::Listener;
 use crate::app::App;
 use crate::client_addr::PeerAddr;
 use crate::connection::{Activity, Admission, ConnectionLimits, InFlight, Tracked, Watched, watch};
@@ -44,6 +45,18 @@ pub const STOP_GRACE: Duration = Duration::from_secs(5);
 /// [`crate::connection`]).
 pub async fn serve(
     listener: TcpListener,
+    app: Arc<App>,
+    limits: ConnectionLimits,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), ServeError> {
+    serve_routes(listener, Listener::Both, app, limits, shutdown).await
+}
+
+/// [`serve`] on a listener that serves only the routes of `role` (the
+/// public and admin listeners of `ROUTER_ADMIN_LISTEN`).
+pub async fn serve_routes(
+    listener: TcpListener,
+    role: Listener,
     app: Arc<App>,
     limits: ConnectionLimits,
     shutdown: impl Future<Output = ()>,
@@ -102,6 +115,7 @@ pub async fn serve(
                     let counted = InFlight::enter(&in_flight);
                     let mut request = request.map(|body| crate::body::Incoming::new(body, pace));
                     request.extensions_mut().insert(peer);
+                    request.extensions_mut().insert(role);
                     async move {
                         let mut response = dispatch(app, request).await;
                         let log = response.extensions_mut().remove::<crate::request_log::RequestLog>();

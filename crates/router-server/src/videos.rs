@@ -143,7 +143,7 @@ pub async fn create(
     request_id: Uuid,
     log: &RequestLog,
 ) -> Reply {
-    let id_text = request_id.to_string();
+    let id_text = log.reply_id();
     let created = async {
         let (parts, body) = request.into_parts();
         // O-02 first (a huge body is refused whatever it says), then O-34.

@@ -398,6 +398,7 @@ struct SettleBatchStatement<'a> {
     upstream_protocols: Vec<&'static str>,
     started_ats: Vec<DateTime<Utc>>,
     durations_ms: Vec<i64>,
+    supplier_request_ids: Vec<Option<&'a str>>,
 }
 
 impl<'a> SettleBatchStatement<'a> {
@@ -429,6 +430,7 @@ impl<'a> SettleBatchStatement<'a> {
         self.upstream_protocols.push(columns.upstream_protocol);
         self.started_ats.push(columns.started_at);
         self.durations_ms.push(columns.duration_ms);
+        self.supplier_request_ids.push(columns.supplier_request_id);
         Ok(())
     }
 }
@@ -455,6 +457,7 @@ impl QueryFragment<Pg> for SettleBatchStatement<'_> {
         p.bind::<Array<Text>, _>("upstream_protocols", &self.upstream_protocols)?;
         p.bind::<Array<Timestamptz>, _>("started_ats", &self.started_ats)?;
         p.bind::<Array<BigInt>, _>("durations_ms", &self.durations_ms)?;
+        p.bind::<Array<Nullable<Text>>, _>("supplier_request_ids", &self.supplier_request_ids)?;
         p.finish(
             ", t AS (
                 -- One settlement per request: two racing settlements of the
@@ -463,12 +466,13 @@ impl QueryFragment<Pg> for SettleBatchStatement<'_> {
                 FROM p, unnest(p.request_ids, p.reported, p.txn_ids, p.input_tokens,
                                p.output_tokens, p.cache_read_tokens, p.cache_write_tokens,
                                p.reasoning_tokens, p.route_ids, p.attempt_nos, p.supplier_ids,
-                               p.upstream_protocols, p.started_ats, p.durations_ms)
+                               p.upstream_protocols, p.started_ats, p.durations_ms,
+                               p.supplier_request_ids)
                     WITH ORDINALITY
                     AS t (request_id, reported, txn_id, input_tokens, output_tokens,
                           cache_read_tokens, cache_write_tokens, reasoning_tokens, route_id,
                           attempt_no, supplier_id, upstream_protocol, started_at, duration_ms,
-                          ordinal)
+                          supplier_request_id, ordinal)
                 ORDER BY t.request_id, t.ordinal
             ), hold AS (
                 UPDATE holds h
@@ -508,9 +512,10 @@ impl QueryFragment<Pg> for SettleBatchStatement<'_> {
             ), attempt AS (
                 -- Only with the charge: a second settlement writes nothing at all.
                 INSERT INTO attempts (request_id, attempt_no, route_id, supplier_id,
-                                      upstream_protocol, started_at, duration_ms, outcome)
+                                      upstream_protocol, started_at, duration_ms, outcome,
+                                      supplier_request_id)
                 SELECT request_id, attempt_no, route_id, supplier_id, upstream_protocol,
-                       started_at, duration_ms, 'succeeded'
+                       started_at, duration_ms, 'succeeded', supplier_request_id
                 FROM settled
             ), ledger AS (
                 INSERT INTO ledger_entries (txn_id, request_id, account_id, ledger_account,
@@ -565,6 +570,7 @@ pub async fn void(conn: &mut AsyncPgConnection, voiding: &Voiding) -> Result<(),
         upstream_protocol: columns.as_ref().map(|c| c.upstream_protocol),
         started_at: columns.as_ref().map(|c| c.started_at),
         duration_ms: columns.as_ref().map(|c| c.duration_ms),
+        supplier_request_id: columns.as_ref().and_then(|c| c.supplier_request_id),
         outcome: outcome.map(|o| o.0),
         upstream_status: outcome.and_then(|o| o.1),
         failure_kind: outcome.and_then(|o| o.2),
@@ -586,6 +592,7 @@ struct VoidStatement<'a> {
     upstream_protocol: Option<&'static str>,
     started_at: Option<DateTime<Utc>>,
     duration_ms: Option<i64>,
+    supplier_request_id: Option<&'a str>,
     outcome: Option<&'static str>,
     upstream_status: Option<i32>,
     failure_kind: Option<&'a str>,
@@ -607,6 +614,7 @@ impl QueryFragment<Pg> for VoidStatement<'_> {
         p.bind::<Nullable<Integer>, _>("upstream_status", &self.upstream_status)?;
         p.bind::<Nullable<Text>, _>("failure_kind", &self.failure_kind)?;
         p.bind::<Nullable<Bool>, _>("retryable", &self.retryable)?;
+        p.bind::<Nullable<Text>, _>("supplier_request_id", &self.supplier_request_id)?;
         p.finish(
             ", hold AS (
                 UPDATE holds h
@@ -623,10 +631,11 @@ impl QueryFragment<Pg> for VoidStatement<'_> {
             ), attempt AS (
                 INSERT INTO attempts (request_id, attempt_no, route_id, supplier_id,
                                       upstream_protocol, started_at, duration_ms, outcome,
-                                      upstream_status, failure_kind, retryable)
+                                      upstream_status, failure_kind, retryable,
+                                      supplier_request_id)
                 SELECT p.request_id, p.attempt_no, p.route_id, p.supplier_id,
                        p.upstream_protocol, p.started_at, p.duration_ms, p.outcome,
-                       p.upstream_status, p.failure_kind, p.retryable
+                       p.upstream_status, p.failure_kind, p.retryable, p.supplier_request_id
                 FROM p, hold
                 WHERE p.attempt_no IS NOT NULL
             )

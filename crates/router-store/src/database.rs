@@ -184,7 +184,39 @@ impl Database {
     /// A connection from the pool, for composing the query functions of this
     /// crate (they all take `&mut AsyncPgConnection`).
     pub async fn connection(&self) -> Result<PooledConnection, StoreError> {
-        self.pool.get().await.map_err(pool_error)
+        // Only a checkout that had to wait is timed: the common one finds a
+        // connection at once and costs the hot path nothing more.
+        if self.pool.status().available > 0 {
+            return self.pool.get().await.map_err(pool_checkout_failed);
+        }
+        let started = std::time::Instant::now();
+        let checkout = self.pool.get().await;
+        metrics::histogram!("router_db_pool_wait_seconds").record(started.elapsed().as_secs_f64());
+        checkout.map_err(pool_checkout_failed)
+    }
+
+    /// Holds outstanding across every instance (`/metrics`).
+    pub async fn outstanding_holds(&self) -> Result<crate::gauges::OutstandingHolds, StoreError> {
+        let mut conn = self.connection().await?;
+        crate::gauges::outstanding_holds(&mut conn).await
+    }
+
+    /// Every background job's last pass (`/metrics`).
+    pub async fn job_passes(&self) -> Result<Vec<crate::gauges::JobPass>, StoreError> {
+        let mut conn = self.connection().await?;
+        crate::gauges::job_passes(&mut conn).await
+    }
+
+    /// The pool now: (open, in use, futures waiting for a connection, the
+    /// most it opens).
+    pub fn pool_status(&self) -> (usize, usize, usize, usize) {
+        let status = self.pool.status();
+        (
+            status.size,
+            status.size.saturating_sub(status.available),
+            status.waiting,
+            status.max_size,
+        )
     }
 
     /// Closes the pooled connections unused for `max_idle` or longer and
@@ -811,4 +843,17 @@ where
 
 fn batching_stopped() -> StoreError {
     StoreError::Unavailable("the billing batch queue has stopped".into())
+}
+
+/// A checkout that failed: counted by kind (a timeout waiting for a free
+/// connection, or a new connection that could not be made), then the error.
+fn pool_checkout_failed(error: diesel_async::pooled_connection::deadpool::PoolError) -> StoreError {
+    use deadpool::managed::PoolError;
+    let kind = match &error {
+        PoolError::Timeout(_) => "timeout",
+        PoolError::Backend(_) => "connect",
+        _ => "other",
+    };
+    metrics::counter!("router_db_pool_checkout_failures_total", "kind" => kind).increment(1);
+    pool_error(error)
 }

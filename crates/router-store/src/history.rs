@@ -59,6 +59,8 @@ pub(crate) struct AttemptColumns<'a> {
     pub(crate) upstream_protocol: &'static str,
     pub(crate) started_at: DateTime<Utc>,
     pub(crate) duration_ms: i64,
+    /// At most 200 characters (the column's check); a longer one is dropped.
+    pub(crate) supplier_request_id: Option<&'a str>,
 }
 
 impl<'a> AttemptColumns<'a> {
@@ -73,6 +75,10 @@ impl<'a> AttemptColumns<'a> {
             started_at: to_db(attempt.started_at),
             duration_ms: i64::try_from(attempt.duration_ms)
                 .map_err(|_| out_of_range("duration_ms"))?,
+            supplier_request_id: attempt
+                .supplier_request_id
+                .as_deref()
+                .filter(|id| (1..=200).contains(&id.chars().count())),
         })
     }
 }
@@ -100,13 +106,14 @@ impl QueryFragment<Pg> for RecordAttemptStatement<'_> {
         p.bind::<Nullable<Integer>, _>("upstream_status", &self.upstream_status)?;
         p.bind::<Nullable<Text>, _>("failure_kind", &self.failure_kind)?;
         p.bind::<Nullable<Bool>, _>("retryable", &self.retryable)?;
+        p.bind::<Nullable<Text>, _>("supplier_request_id", &columns.supplier_request_id)?;
         p.finish(
             "INSERT INTO attempts (request_id, attempt_no, route_id, supplier_id, upstream_protocol,
                                    started_at, duration_ms, outcome, upstream_status, failure_kind,
-                                   retryable)
+                                   retryable, supplier_request_id)
             SELECT p.request_id, p.attempt_no, p.route_id, p.supplier_id, p.upstream_protocol,
                    p.started_at, p.duration_ms, p.outcome, p.upstream_status, p.failure_kind,
-                   p.retryable
+                   p.retryable, p.supplier_request_id
             FROM p",
         )
     }
@@ -197,6 +204,8 @@ pub struct AttemptView {
     pub upstream_status: Option<i32>,
     pub failure_kind: Option<String>,
     pub retryable: Option<bool>,
+    /// The supplier's own id of the call, when it sent one.
+    pub supplier_request_id: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -262,6 +271,7 @@ struct AttemptRow {
     upstream_status: Option<i32>,
     failure_kind: Option<String>,
     retryable: Option<bool>,
+    supplier_request_id: Option<String>,
 }
 
 #[derive(Queryable)]
@@ -393,6 +403,7 @@ fn request_view(
                 upstream_status: row.upstream_status,
                 failure_kind: row.failure_kind,
                 retryable: row.retryable,
+                supplier_request_id: row.supplier_request_id,
             })
             .collect(),
         ledger_entries: ledger

@@ -33,6 +33,7 @@ mod database;
 mod error;
 pub mod experiments;
 mod front;
+pub mod gauges;
 mod group_commit;
 pub mod history;
 pub mod jobs;

@@ -114,6 +114,7 @@ diesel::table! {
         upstream_status -> Nullable<Int4>,
         failure_kind -> Nullable<Text>,
         retryable -> Nullable<Bool>,
+        supplier_request_id -> Nullable<Text>,
     }
 }
 

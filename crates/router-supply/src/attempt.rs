@@ -10,7 +10,7 @@ use router_canonical::sse::{Decoder as SseDecoder, Frame};
 use router_canonical::{
     Request, StreamEvent, StreamFraming, SupplierCodec, SupplierError, SupplierStreamDecoder,
 };
-use router_core::{AttemptError, Route, SupplierReply};
+use router_core::{AttemptCall, AttemptError, Route, SupplierReply};
 use std::collections::{HashMap, VecDeque};
 use std::pin::Pin;
 use std::sync::RwLock;
@@ -55,6 +55,7 @@ pub(crate) async fn attempt(
     route: &Route,
     request: &Request,
     deadline: Instant,
+    call: &AttemptCall,
 ) -> Result<SupplierReply, AttemptError> {
     let target = connection::target(route);
     let body = codec
@@ -66,11 +67,15 @@ pub(crate) async fn attempt(
     for (name, value) in headers {
         builder = builder.header(name, value);
     }
+    for (name, value) in call.headers() {
+        builder = builder.header(name, value);
+    }
     let response = builder
         .body(body)
         .send()
         .await
         .map_err(|e| transport_error(&e))?;
+    call.supplier_replied(|name| response.headers().get(name)?.to_str().ok());
     let status = response.status();
     if !status.is_success() {
         let retry_after = response

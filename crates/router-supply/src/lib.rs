@@ -20,7 +20,9 @@ pub mod url_guard;
 mod videos;
 
 use router_canonical::{ApiError, ImageRequest, Request, UpstreamVideo, VideoRequest};
-use router_core::{AttemptError, Route, SubmitError, SupplierReply, Suppliers, VideoContent};
+use router_core::{
+    AttemptCall, AttemptError, Route, SubmitError, SupplierReply, Suppliers, VideoContent,
+};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -83,6 +85,7 @@ impl Suppliers for HttpSuppliers {
         route: &Route,
         request: &Request,
         deadline: Instant,
+        call: &AttemptCall,
     ) -> Result<SupplierReply, AttemptError> {
         let compat = codecs::chat_compat(route);
         let codec = match &compat {
@@ -92,7 +95,7 @@ impl Suppliers for HttpSuppliers {
         match codec {
             Some(codec) => {
                 let url = self.urls.get(route, codec, request.stream)?;
-                attempt::attempt(&self.client, url, codec, route, request, deadline).await
+                attempt::attempt(&self.client, url, codec, route, request, deadline, call).await
             }
             None => Err(AttemptError::conversion(ApiError::unsupported_conversion(
                 format!("routes cannot speak `{}`", route.protocol),

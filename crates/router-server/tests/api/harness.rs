@@ -522,6 +522,7 @@ pub async fn build_app(
     let app = Arc::new(App {
         gateway,
         admin_token: Some(ADMIN_TOKEN.to_owned()),
+        metrics_token: None,
         trusted_proxies,
         catalog,
         docs: Docs::new(&PublicBaseUrl::for_listen(addr)).unwrap(),

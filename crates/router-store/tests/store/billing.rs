@@ -502,6 +502,7 @@ async fn attempts_are_recorded_in_order() {
             kind: "status".to_owned(),
             retryable: true,
         },
+        supplier_request_id: Some("req_overloaded_1".to_owned()),
     };
     let succeeded = AttemptRecord {
         attempt_no: 2,
@@ -509,6 +510,7 @@ async fn attempts_are_recorded_in_order() {
         upstream_protocol: Protocol::Chat,
         duration_ms: 1_204,
         outcome: AttemptOutcome::Succeeded,
+        supplier_request_id: None,
         ..failed.clone()
     };
     // Recorded out of order; the view sorts by attempt number.
@@ -527,6 +529,12 @@ async fn attempts_are_recorded_in_order() {
     assert_eq!(attempts[0].retryable, Some(true));
     assert_eq!(attempts[0].upstream_protocol, "messages");
     assert_eq!(attempts[0].duration_ms, 812);
+    // Issue 30: the supplier's own request id is kept on its attempt.
+    assert_eq!(
+        attempts[0].supplier_request_id.as_deref(),
+        Some("req_overloaded_1")
+    );
+    assert_eq!(attempts[1].supplier_request_id, None);
     assert_eq!(attempts[1].attempt_no, 2);
     assert_eq!(attempts[1].outcome, "succeeded");
     assert_eq!(attempts[1].route_id, "acme-fallback");

@@ -91,6 +91,7 @@ async fn each_lifecycle_step_is_one_cached_statement() {
                 kind: "status".to_owned(),
                 retryable: true,
             },
+            supplier_request_id: None,
         };
         history::record_attempt(&mut conn, &attempt).await.unwrap();
         expect("record_attempt", recorder.take());

@@ -113,6 +113,7 @@ pub fn settlement(request_id: Uuid, reported: i64) -> Settlement {
             started_at: SystemTime::now(),
             duration_ms: 12,
             outcome: AttemptOutcome::Succeeded,
+            supplier_request_id: Some("req_seed_1".to_owned()),
         },
     }
 }

@@ -4,6 +4,7 @@
 use anyhow::Context;
 use router_catalog::{CatalogViews, PublishedCatalog};
 use router_core::{Catalog, Gateway, GatewayConfig, SealKey};
+use router_server::admin_listener::Listener;
 use router_server::docs::Docs;
 use router_server::{App, ServerConfig};
 use router_store::Database;
@@ -26,6 +27,10 @@ pub(crate) async fn serve(
     tracing::info!(?config, "starting router");
     if config.metrics {
         router_server::metrics::install();
+    }
+    if let Some(base) = &config.otlp_endpoint {
+        router_server::otlp::install(base).context("ROUTER_OTLP_ENDPOINT")?;
+        tracing::info!(endpoint = %base, "exporting spans over OTLP");
     }
     db.migrate().await.context("applying migrations")?;
     warnings.extend(crate::checks::of_catalog(
@@ -61,11 +66,30 @@ pub(crate) async fn serve(
         .await
         .with_context(|| format!("ROUTER_LISTEN: cannot bind {}", config.listen))?;
     tracing::info!(listen = %listener.local_addr()?, "router listening");
+    // `ROUTER_ADMIN_LISTEN`: the operator's routes on their own listener.
+    let public_role = match config.admin_listen {
+        Some(admin_listen) => {
+            let admin = tokio::net::TcpListener::bind(admin_listen)
+                .await
+                .with_context(|| format!("ROUTER_ADMIN_LISTEN: cannot bind {admin_listen}"))?;
+            tracing::info!(listen = %admin.local_addr()?, "admin API listening");
+            tokio::spawn(router_server::serve_routes(
+                admin,
+                Listener::Admin,
+                app.clone(),
+                config.connections.clone(),
+                shutdown_signal(),
+            ));
+            Listener::Public
+        }
+        None => Listener::Both,
+    };
     // On a worker thread, not on this one (`block_on`): a connection's task
     // is then spawned where it will run, instead of waking a worker thread
     // for every accepted connection.
-    tokio::spawn(router_server::serve(
+    tokio::spawn(router_server::serve_routes(
         listener,
+        public_role,
         app,
         config.connections.clone(),
         shutdown_signal(),
@@ -126,6 +150,7 @@ pub(crate) async fn app(
     Ok(App {
         gateway,
         admin_token: config.admin_token.clone(),
+        metrics_token: config.metrics_token.clone(),
         trusted_proxies: config.trusted_proxies.clone(),
         docs,
         public_base: config.public_base.clone(),

@@ -30,6 +30,10 @@ pub(crate) struct ServeArgs {
         default_value = "127.0.0.1:8080"
     )]
     listen: String,
+    /// A second listen address for the admin API and `/metrics` only; when
+    /// set, `ROUTER_LISTEN` no longer serves them. Unset: one listener.
+    #[arg(long, env = "ROUTER_ADMIN_LISTEN")]
+    admin_listen: Option<String>,
     /// PostgreSQL URL.
     #[arg(long, global = true, env = "DATABASE_URL", hide_env_values = true)]
     database_url: Option<String>,
@@ -242,6 +246,10 @@ pub(crate) struct ServeArgs {
         default_value = "0"
     )]
     admin_test_hooks: String,
+    /// Export each request's spans over OTLP/HTTP to this collector
+    /// (`http://host:4318`; spans go to `/v1/traces`). Unset: no export.
+    #[arg(long, env = "ROUTER_OTLP_ENDPOINT")]
+    otlp_endpoint: Option<String>,
     /// Record metrics for `GET /metrics`: `1` (default) or `0`.
     #[arg(long, global = true, env = "ROUTER_METRICS", default_value = "1")]
     metrics: String,
@@ -412,6 +420,8 @@ impl ServeArgs {
         telegram_api_base(&self.telegram_api_base, &channels)?;
         Ok(ServerConfig {
             listen,
+            admin_listen: self.admin_listen(listen)?,
+            metrics_token: metrics_token()?,
             database_url: self.database_url()?,
             catalog_path: self.catalog.clone(),
             admin_token: std::env::var("ROUTER_ADMIN_TOKEN")
@@ -441,11 +451,43 @@ impl ServeArgs {
                 affinity_ttl: affinity_ttl(&self.prompt_cache_affinity_ttl_secs)?,
             },
             metrics: switch("ROUTER_METRICS", &self.metrics)?,
+            otlp_endpoint: match self
+                .otlp_endpoint
+                .as_deref()
+                .filter(|e| !e.trim().is_empty())
+            {
+                Some(base) => {
+                    router_server::otlp::traces_url(base)
+                        .map_err(|e| anyhow!("ROUTER_OTLP_ENDPOINT: {e}"))?;
+                    Some(base.trim().to_owned())
+                }
+                None => None,
+            },
             uploads: self.uploads()?,
             videos: router_server::videos::VideoSettings {
                 poll_interval: video_poll_interval(&self.video_poll_interval_ms)?,
             },
         })
+    }
+
+    /// `ROUTER_ADMIN_LISTEN`: an address:port other than `listen`.
+    fn admin_listen(&self, listen: SocketAddr) -> anyhow::Result<Option<SocketAddr>> {
+        let Some(text) = self
+            .admin_listen
+            .as_deref()
+            .filter(|t| !t.trim().is_empty())
+        else {
+            return Ok(None);
+        };
+        let admin: SocketAddr = text.trim().parse().map_err(|_| {
+            anyhow!("ROUTER_ADMIN_LISTEN: `{text}` is not an address:port (e.g. 127.0.0.1:9090)")
+        })?;
+        if admin == listen {
+            bail!(
+                "ROUTER_ADMIN_LISTEN: `{text}` is ROUTER_LISTEN's address; give the admin API its own"
+            );
+        }
+        Ok(Some(admin))
     }
 
     /// The client connection limits.
@@ -537,6 +579,26 @@ fn mask(variable: &str, value: serde_json::Value) -> serde_json::Value {
             _ => value,
         },
     }
+}
+
+/// `ROUTER_METRICS_TOKEN` (environment only, like the operator token): at
+/// least 16 characters, never the operator token itself.
+fn metrics_token() -> anyhow::Result<Option<String>> {
+    let Some(token) = std::env::var("ROUTER_METRICS_TOKEN")
+        .ok()
+        .filter(|t| !t.is_empty())
+    else {
+        return Ok(None);
+    };
+    if token.chars().count() < 16 || token.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        bail!("ROUTER_METRICS_TOKEN: must be at least 16 characters, without spaces");
+    }
+    if std::env::var("ROUTER_ADMIN_TOKEN").ok().as_deref() == Some(token.as_str()) {
+        bail!(
+            "ROUTER_METRICS_TOKEN: must differ from ROUTER_ADMIN_TOKEN (a scraper must not hold the operator token)"
+        );
+    }
+    Ok(Some(token))
 }
 
 /// A whole number of seconds, at least 1.
