@@ -337,7 +337,7 @@ fn input_item(
             return Err(if kind == "item_reference" {
                 ApiError::invalid(
                     base,
-                    "item references are not supported: this gateway is stateless; send the referenced items themselves",
+                    "item references are not supported: this gateway is stateless; send the referenced items themselves (with the AI SDK, set the OpenAI provider option `store: false`)",
                 )
             } else {
                 ApiError::invalid(

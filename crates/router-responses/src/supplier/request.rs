@@ -159,7 +159,7 @@ fn check_convertible(req: &Request) -> Result<(), ApiError> {
         && thinking.mode != ThinkingMode::Disabled
     {
         return Err(ApiError::unsupported_conversion(
-            "a `thinking` configuration cannot be sent to a Responses supplier: use `reasoning.effort`",
+            "a `thinking` configuration cannot be sent to a Responses supplier, which takes a reasoning effort only: leave `thinking` out, or choose a model with a Messages or Chat route that supports thinking",
         )
         .with_param("thinking"));
     }

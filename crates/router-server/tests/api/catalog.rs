@@ -199,6 +199,7 @@ async fn supply_is_anonymous_and_filtered_like_routing() {
     // L-06.
     for bad in [
         "/v1/models/supply",
+        "/v1/models/supply?model=",
         "/v1/models/supply?model=m-supply&min_discount_percent=100",
         "/v1/models/supply?model=m-supply&min_discount_percent=abc",
         "/v1/models/supply?model=m-supply&zdr=maybe",
