@@ -81,3 +81,13 @@ pub fn field_name(field: Field) -> &'static str {
         Field::Penalties => "frequency_penalty",
     }
 }
+
+impl ResponsesClient {
+    /// Validate a `POST /v1/responses/input_tokens` body (the Responses
+    /// API's token count): the fields of a create body, read as
+    /// [`ClientCodec::parse_request`] reads them, with `input` optional and
+    /// no images (a local estimate cannot count them).
+    pub fn parse_input_tokens(&self, body: &[u8]) -> Result<Request, ApiError> {
+        request::input_tokens(body)
+    }
+}

@@ -23,7 +23,7 @@ use crate::surfaces::{CHAT, COMPLETIONS, MESSAGES, RESPONSES};
 // The catalog's modules are named in full where used, one reference a line.
 use crate::{
     admin, channels, data_protection, health, images, inference, messages, metrics, sign_in,
-    uploads, videos,
+    token_count, uploads, videos,
 };
 use http::Method;
 use router_canonical::{ApiError, ErrorCode};
@@ -591,7 +591,7 @@ const CLEAR_COOKIE: &[Header] = &[Header {
 /// envelope, handler (and path check), then its description; kept out of
 /// rustfmt so each stays one block.
 #[rustfmt::skip]
-pub static ROUTES: [Route; 63] = [
+pub static ROUTES: [Route; 64] = [
     // Inference (B..E).
     row(POST, "/v1/chat/completions", key(INFERENCE), OpenAi,
         key!(|c, key| Ok(inference::handle(&CHAT, c.app, c.request, key, c.request_id, c.log).await)),
@@ -610,6 +610,15 @@ pub static ROUTES: [Route; 63] = [
             body: body(INFERENCE_BODY, &[(JSON, schema::<router_responses::wire::request::ResponsesRequest>)]),
             replies: &[inference(200, &[(JSON, schema::<router_responses::wire::response::ResponseObject>), (SSE, schema::<router_responses::wire::event::ServerEvent>)], INFERENCE_HEADERS)],
             errors: INFERENCE_ERRORS,
+        }),
+    row(POST, "/v1/responses/input_tokens", key(INFERENCE), OpenAi,
+        key!(|c, key| Ok(token_count::handle_input_tokens(c.app, c.request, key, c.request_id).await)),
+        Operation {
+            summary: "Count a response's input tokens (a free local estimate)", tag: "inference",
+            body: body(INFERENCE_BODY, &[(JSON, schema::<router_responses::wire::request::InputTokensRequest>)]),
+            replies: &[Reply { status: 200, description: "The estimate: `{object: \"response.input_tokens\", input_tokens}`.", content: &[(JSON, schema::<crate::token_count::ResponseInputTokens>)], headers: &[Header { name: "x-ci-token-count-estimated", description: "`true`: a local estimate.", schema: estimated }] }],
+            errors: &[E::InvalidParameter, E::ModelNotAllowed, E::ModelNotFound, E::PayloadTooLarge, E::RequestTimeout],
+            ..Operation::new("", "")
         }),
     row(POST, "/v1/messages", key(INFERENCE), MessagesEnv,
         key!(|c, key| Ok(inference::handle(&MESSAGES, c.app, c.request, key, c.request_id, c.log).await)),

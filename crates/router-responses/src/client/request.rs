@@ -59,10 +59,31 @@ const MEDIA_PARTS: [&str; 7] = [
 ];
 
 pub(crate) fn request(body: &[u8]) -> Result<Request, ApiError> {
-    convert_request(parse::request_body(body)?)
+    convert_request(parse::request_body(body)?, Endpoint::Responses)
 }
 
-fn convert_request(wire: ResponsesRequest) -> Result<Request, ApiError> {
+/// A `POST /v1/responses/input_tokens` body: the create body's fields, read
+/// the same way, with `input` optional (instructions and tools alone count
+/// too); media cannot be estimated locally (CF-04).
+pub(crate) fn input_tokens(body: &[u8]) -> Result<Request, ApiError> {
+    let request = convert_request(parse::request_body(body)?, Endpoint::InputTokens)?;
+    if request.has_images() {
+        return Err(ApiError::invalid(
+            "input",
+            "images cannot be counted by the local estimate: count the text alone",
+        ));
+    }
+    Ok(request)
+}
+
+/// Which endpoint a body arrived on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Endpoint {
+    Responses,
+    InputTokens,
+}
+
+fn convert_request(wire: ResponsesRequest, endpoint: Endpoint) -> Result<Request, ApiError> {
     let ResponsesRequest {
         model,
         input,
@@ -121,8 +142,14 @@ fn convert_request(wire: ResponsesRequest) -> Result<Request, ApiError> {
             "`background` must be false: background responses are stored, and this gateway is stateless",
         ));
     }
-    let input = input.ok_or_else(|| ApiError::invalid("input", "`input` is required"))?;
-    if matches!(&input, Input::Items(items) if items.is_empty()) {
+    let input = match (input, endpoint) {
+        (Some(input), _) => input,
+        (None, Endpoint::InputTokens) => Input::Items(Vec::new()),
+        (None, Endpoint::Responses) => {
+            return Err(ApiError::invalid("input", "`input` is required"));
+        }
+    };
+    if endpoint == Endpoint::Responses && matches!(&input, Input::Items(items) if items.is_empty()) {
         return Err(ApiError::invalid(
             "input",
             "`input` must be a string or contain at least one item",

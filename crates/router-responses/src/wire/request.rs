@@ -84,6 +84,32 @@ pub struct ResponsesRequest {
     pub extra: Map<String, Value>,
 }
 
+/// The body of `POST /v1/responses/input_tokens`, for the OpenAPI
+/// description: what a create body says about its input (model, input,
+/// instructions, tools and the choices that change a count). Other members
+/// are read as on `POST /v1/responses` (server-side state refused, the rest
+/// ignored).
+#[cfg(feature = "openapi")]
+#[derive(utoipa::ToSchema)]
+#[schema(as = ResponsesInputTokensRequest)]
+pub struct InputTokensRequest {
+    /// A routing field of every inference body.
+    #[schema(minimum = 0, maximum = 99.99)]
+    pub min_discount_percent: Option<f64>,
+    /// A routing field of every inference body.
+    pub zdr: Option<bool>,
+    #[schema(min_length = 1)]
+    pub model: String,
+    /// Optional here: instructions and tools alone count too. No images.
+    pub input: Option<Input>,
+    pub instructions: Option<String>,
+    pub tools: Option<Vec<ToolDefinition>>,
+    pub tool_choice: Option<ToolChoice>,
+    pub parallel_tool_calls: Option<bool>,
+    pub reasoning: Option<ReasoningParam>,
+    pub text: Option<TextParam>,
+}
+
 /// `input`: a string (one user message) or an array of items.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Input {

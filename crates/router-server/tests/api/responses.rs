@@ -179,3 +179,69 @@ async fn stream_ends_with_response_completed_carrying_usage_and_cost() {
         .collect();
     assert!(numbers.windows(2).all(|w| w[1] > w[0]), "{numbers:?}");
 }
+
+/// Issue 29: `POST /v1/responses/input_tokens` answers like count_tokens
+/// (D-37..D-42 on the Responses surface): a free local estimate, no
+/// supplier call, no reservation, no request record, even at zero balance.
+#[tokio::test(flavor = "multi_thread")]
+async fn input_tokens_is_a_free_local_estimate() {
+    let r = TestRouter::start().await;
+    let broke = r.customer(0, &["inference"]).await;
+    let body = json!({"model": "m-text", "instructions": "Be brief.", "input": "hello world"});
+    let resp = r.post("/v1/responses/input_tokens", &broke.key, &body).await;
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.headers()["x-ci-token-count-estimated"], "true");
+    let id = request_id(&resp);
+    let short: Value = resp.json().await.unwrap();
+    assert_eq!(short["object"], "response.input_tokens", "{short}");
+    let short = short["input_tokens"].as_u64().unwrap();
+    assert!(short > 0);
+    // Monotonic in the input (D-42); tools count too.
+    let mut long = body.clone();
+    long["input"] = json!("hello world ".repeat(10));
+    long["tools"] = json!([{"type": "function", "name": "f", "parameters": {"type": "object"}}]);
+    let long: Value = r
+        .post("/v1/responses/input_tokens", &broke.key, &long)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert!(long["input_tokens"].as_u64().unwrap() > short, "{long}");
+    // No input at all: instructions alone count.
+    let resp = r
+        .post(
+            "/v1/responses/input_tokens",
+            &broke.key,
+            &json!({"model": "m-text", "instructions": "Be brief."}),
+        )
+        .await;
+    assert_eq!(resp.status(), 200);
+    assert_eq!(r.mock.call_count(), 0);
+    let (status, _) = r
+        .admin(reqwest::Method::GET, &format!("/admin/requests/{id}"), None)
+        .await;
+    assert_eq!(status, 404, "input_tokens leaves no request record");
+    assert_eq!(r.account(&broke.account_id).await["balance_nano_usd"], 0);
+
+    // Refusals in the OpenAI envelope: no model, server-side state, an
+    // image (not countable locally), an unknown model.
+    for (body, status, code) in [
+        (json!({"input": "x"}), 400, "invalid_parameter"),
+        (
+            json!({"model": "m-text", "input": "x", "previous_response_id": "resp_1"}),
+            400,
+            "invalid_parameter",
+        ),
+        (
+            json!({"model": "m-text", "input": [{"role": "user", "content": [
+                {"type": "input_image", "image_url": "https://example.com/a.png"}]}]}),
+            400,
+            "invalid_parameter",
+        ),
+        (json!({"model": "nope", "input": "x"}), 404, "model_not_found"),
+    ] {
+        let resp = r.post("/v1/responses/input_tokens", &broke.key, &body).await;
+        expect_error(resp, status, code).await;
+    }
+    assert_eq!(r.mock.call_count(), 0);
+}
