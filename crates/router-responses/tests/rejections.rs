@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 fn parse_request(body: &[u8]) -> Result<Request, ApiError> {
     ResponsesClient
         .parse_request(&(), body)
-        .map(|(request, ())| request)
+        .map(|(request, _)| request)
 }
 
 fn base() -> Value {

@@ -32,7 +32,7 @@ const UPSTREAM: &str = "supplier-model";
 fn parse_request(body: &[u8]) -> Result<Request, ApiError> {
     ResponsesClient
         .parse_request(&(), body)
-        .map(|(request, ())| request)
+        .map(|(request, _)| request)
 }
 
 fn encode_request(request: &Request, model: &str) -> Result<Vec<u8>, ApiError> {

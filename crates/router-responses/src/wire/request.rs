@@ -503,6 +503,9 @@ pub struct CacheControl {
 pub struct FunctionCallItem {
     pub call_id: String,
     pub name: String,
+    /// The `namespace` tool the function belongs to, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
     /// JSON text as the model produced it; never reparsed.
     pub arguments: String,
     /// The item id (`fc_...`) of a replayed call; never sent (the stateless
@@ -570,14 +573,20 @@ pub struct ToolDefinition {
     pub name: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    /// Required-but-nullable in the reference; always sent.
-    #[serde(default)]
+    /// Required-but-nullable in the reference; the router always sends it
+    /// for a function tool (a namespace has none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parameters: Option<Value>,
     /// `null`/absent means *true* on the Responses API (unlike Chat).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strict: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_control: Option<CacheControl>,
+    /// The function tools a `type: "namespace"` tool groups under its
+    /// `name` (Codex sends its MCP tools so).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(no_recursion))]
+    pub tools: Option<Vec<ToolDefinition>>,
 }
 
 /// `tool_choice`: a mode string or `{type: "function", name}`.
