@@ -1241,6 +1241,16 @@ def main() -> int:
         check(len(models_page.data) > 0, "GET /v1/models listed no model")
         for model in models_page.data:
             check(model.object == "model" and isinstance(model.created, int), f"{model!r}")
+        # Issue 29: the same list in Anthropic's format, as Claude Code's model
+        # discovery asks for it (`limit=1000`), parsed strictly by that SDK.
+        anthropic_page = anthropic_client.models.list(limit=1000)
+        check(
+            [m.id for m in anthropic_page.data] == [m.id for m in models_page.data],
+            f"Anthropic models.list() differs: {anthropic_page!r}",
+        )
+        for model in anthropic_page.data:
+            check(model.type == "model" and model.display_name and model.created_at, f"{model!r}")
+        check(anthropic_page.has_more is False, f"{anthropic_page!r}")
     except Exception as error:  # noqa: BLE001 - any failure is the finding
         print(f"conformance[{CLIENT}] GET /v1/models via models.list(): {error!r}", file=sys.stderr)
         return 1

@@ -611,6 +611,14 @@ pub struct ModelEntry {
     id: String,
     /// `model`.
     object: String,
+    /// `model` (Anthropic's model object).
+    #[schema(rename = "type")]
+    kind: String,
+    /// The name to show (the ID).
+    display_name: String,
+    /// `created` as RFC 3339 (Anthropic's model object).
+    #[schema(format = DateTime)]
+    created_at: String,
     /// Unix seconds.
     created: i64,
     owned_by: String,
@@ -635,6 +643,14 @@ pub struct ModelList {
     /// `list`.
     object: String,
     data: Vec<ModelEntry>,
+    /// Whether models follow this page (Anthropic's list envelope).
+    has_more: bool,
+    /// The first model's ID, `null` for an empty page.
+    #[schema(required)]
+    first_id: Option<String>,
+    /// The last model's ID, `null` for an empty page.
+    #[schema(required)]
+    last_id: Option<String>,
     /// The SHA-256 of exactly `data`.
     pricing_version: String,
     /// Always `null`: prices are the configured catalog's.

@@ -520,6 +520,13 @@ fn instant(_: &mut Schemas) -> RefOr<Schema> {
         .format(Some(SchemaFormat::KnownFormat(KnownFormat::DateTime)))
         .into()
 }
+fn list_limit(_: &mut Schemas) -> RefOr<Schema> {
+    ObjectBuilder::new()
+        .schema_type(Type::Integer)
+        .minimum(Some(1))
+        .maximum(Some(1000))
+        .into()
+}
 fn page_limit(_: &mut Schemas) -> RefOr<Schema> {
     ObjectBuilder::new()
         .schema_type(Type::Integer)
@@ -735,10 +742,16 @@ pub static ROUTES: [Route; 64] = [
             ..Operation::new("", "")
         }),
     row(GET, "/v1/models", key(INFERENCE), OpenAi,
-        key!(|c, key| Ok(crate::catalog_api::list_models(&c.app.catalog.current(), &key, c.id))),
+        key!(|c, key| crate::catalog_api::list_models(&c.app.catalog.current(), &key, c.request.uri(), c.id)),
         Operation {
-            summary: "The models this key may use (OpenAI list envelope)", tag: "catalog",
+            summary: "The models this key may use (OpenAI list envelope, Anthropic's too)", tag: "catalog",
+            params: &[
+                Param { name: "limit", place: In::Query, required: false, schema: list_limit, description: "At most this many models (1 to 1000; default: all)." },
+                Param { name: "after_id", place: In::Query, required: false, schema: string, description: "Only the models after this ID." },
+                Param { name: "before_id", place: In::Query, required: false, schema: string, description: "Only the models before this ID." },
+            ],
             replies: &[json(200, "The models.", &[(JSON, schema::<bodies::ModelList>)])],
+            errors: &[E::InvalidParameter],
             ..Operation::new("", "")
         }),
     row(GET, "/v1/models/supply", key(INFERENCE), OpenAi,
