@@ -23,6 +23,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -358,6 +359,43 @@ def llm_cli(env: Env, model: str, case: str) -> Any:
     return done.stdout.strip()
 
 
+def aisdk(provider: str) -> Callable[[Env, str, str], Any]:
+    """The AI SDK (Node, conformance/clients/node/aisdk.mjs) with one of its providers."""
+
+    def run(env: Env, model: str, case: str) -> Any:
+        fixtures = {
+            "prompt": PROMPT,
+            "tool_prompt": TOOL_PROMPT,
+            "tool_name": TOOL_NAME,
+            "tool_result": TOOL_RESULT,
+            "max_tokens": MAX_TOKENS,
+        }
+        # An ES module resolves its imports from its own folder (not NODE_PATH): it runs from a
+        # copy next to the installed node_modules.
+        script = Path(os.environ["CLIENTS_NODE_MODULES"]).parent / "aisdk.mjs"
+        shutil.copyfile(Path(__file__).parent / "node" / "aisdk.mjs", script)
+        done = subprocess.run(
+            ["node", str(script), provider, case, model],
+            env={
+                **os.environ,
+                "NODE_PATH": os.environ["CLIENTS_NODE_MODULES"],
+                "CLIENTS_BASE_URL": env.base,
+                "CLIENTS_FIXTURES": json.dumps(fixtures),
+            },
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        check(done.returncode == 0, f"node exited {done.returncode}: {done.stderr.strip()[-600:]}")
+        if case == "tool":
+            # The tool ran in Node; aisdk.mjs fails the cell itself when it did not.
+            RAN.append("Paris")
+        return json.loads(done.stdout.strip().splitlines()[-1])["got"]
+
+    return run
+
+
 # client -> (its protocol, the function)
 CLIENTS: dict[str, tuple[str, Callable[[Env, str, str], Any]]] = {
     "openai-agents": ("chat", openai_agents),
@@ -369,6 +407,9 @@ CLIENTS: dict[str, tuple[str, Callable[[Env, str, str], Any]]] = {
     "litellm-openai": ("chat", litellm_openai),
     "litellm-anthropic": ("messages", litellm_anthropic),
     "llm-cli": ("chat", llm_cli),
+    "aisdk-openai-chat": ("chat", aisdk("openai-chat")),
+    "aisdk-openai-responses": ("responses", aisdk("openai-responses")),
+    "aisdk-anthropic": ("messages", aisdk("anthropic")),
 }
 # The converted route of each client protocol.
 CONVERTED = {"chat": "messages", "responses": "chat", "messages": "chat"}
@@ -392,7 +433,7 @@ def scripts(case: str) -> list[dict[str, Any]]:
     return [{"text": REPLY, "usage": USAGE}]
 
 
-def expect(case: str, got: Any, calls: list[dict[str, Any]], path: str, upstream: str) -> None:
+def expect(client: str, case: str, got: Any, calls: list[dict[str, Any]], path: str, upstream: str) -> None:
     mine = [c for c in calls if isinstance(c.get("body"), dict) and c["body"].get("model") == upstream]
     check(mine, f"the supplier got no call for {upstream}; calls: {[c.get('path') for c in calls]}")
     check(all(c["path"] == path for c in mine), f"supplier paths {[c['path'] for c in mine]}, expected {path}")
@@ -403,6 +444,10 @@ def expect(case: str, got: Any, calls: list[dict[str, Any]], path: str, upstream
         check(len(mine) == 2, f"{len(mine)} supplier calls, expected 2")
         check(TOOL_NAME in tool_names(first), f"tools sent {tool_names(first)!r}")
         check(TOOL_RESULT in text_of(mine[1]["body"]), "the tool result did not reach the supplier")
+        if path == "/v1/messages" and client == "aisdk-anthropic":
+            # Its tools carry `eager_input_streaming`: forwarded on the native route.
+            sent = [t.get("eager_input_streaming") for t in first.get("tools") or []]
+            check(sent == [True], f"eager_input_streaming sent {sent!r}")
         return
     if case == "structured":
         check(got == STRUCTURED, f"the client got {got!r}")
@@ -419,6 +464,7 @@ STRUCTURED_TOOL = {
     "langchain-anthropic": "Weather",
     "pydantic-ai-openai": "final_result",
     "pydantic-ai-anthropic": "final_result",
+    "aisdk-anthropic": "json",
 }
 
 
@@ -439,7 +485,7 @@ def run_cell(env: Env, client: str, case: str, route: str) -> dict[str, Any]:
         env.mock.push(upstream, reply)
     try:
         got = run(env, model, case)
-        expect(case, got, env.mock.calls(), path, upstream)
+        expect(client, case, got, env.mock.calls(), path, upstream)
     except CheckFailed as error:
         return {"outcome": "fail", "detail": str(error)}
     except Exception as error:  # noqa: BLE001 - any client failure is the finding

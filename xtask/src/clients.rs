@@ -25,6 +25,8 @@ use crate::{display, target_dir, workspace_root};
 
 const REQUIREMENTS: &str = "conformance/clients/requirements.txt";
 const RUNNER: &str = "conformance/clients/clients.py";
+const NODE_PACKAGE: &str = "conformance/clients/node/package.json";
+const NODE_LOCK: &str = "conformance/clients/node/package-lock.json";
 const EXPECTED: &str = "conformance/clients/expected.json";
 /// The runner reads the router API key from this variable (kept off its command line).
 const API_KEY_ENV: &str = "CLIENTS_API_KEY";
@@ -50,6 +52,7 @@ pub fn run(args: &[String]) -> Result<bool> {
     let work = target_dir().join("clients");
     fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
     let python = python_venv(&work.join("venv"), REQUIREMENTS, "the agent clients")?;
+    let node_modules = node_modules(&work.join("node"))?;
 
     // Dropping `children` stops the router and the mock on every way out.
     let mut children = Children::default();
@@ -70,6 +73,7 @@ pub fn run(args: &[String]) -> Result<bool> {
         .arg(&results)
         .env(API_KEY_ENV, &target.api_key)
         .env("CLIENTS_WORK", &work)
+        .env("CLIENTS_NODE_MODULES", &node_modules)
         // No client may reach anything but the loopback router.
         .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
         .env("NO_PROXY", "127.0.0.1,localhost")
@@ -123,6 +127,32 @@ pub fn run(args: &[String]) -> Result<bool> {
         unexpected.len()
     );
     Ok(unexpected.is_empty())
+}
+
+/// The AI SDK's pinned packages under `prefix` (installed again when the lock changes);
+/// returns their `node_modules`.
+fn node_modules(prefix: &Path) -> Result<std::path::PathBuf> {
+    let root = workspace_root();
+    let lock =
+        fs::read_to_string(root.join(NODE_LOCK)).with_context(|| format!("reading {NODE_LOCK}"))?;
+    let modules = prefix.join("node_modules");
+    let stamp = modules.join(".clients-package-lock.json");
+    if fs::read_to_string(&stamp).unwrap_or_default() != lock {
+        eprintln!("xtask clients: installing the AI SDK into {}", prefix.display());
+        fs::create_dir_all(prefix)?;
+        fs::copy(root.join(NODE_PACKAGE), prefix.join("package.json"))?;
+        fs::copy(root.join(NODE_LOCK), prefix.join("package-lock.json"))?;
+        crate::run_checked(
+            Command::new("npm")
+                .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
+                .arg("--prefix")
+                .arg(prefix)
+                .stdin(Stdio::null())
+                .stdout(std::io::stderr()),
+        )?;
+        fs::write(&stamp, &lock)?;
+    }
+    Ok(modules)
 }
 
 /// Every cell of `expected.json`: `pass`, `n/a`, or the setting it uses (as text).
