@@ -396,6 +396,45 @@ def aisdk(provider: str) -> Callable[[Env, str, str], Any]:
     return run
 
 
+def claude_code(env: Env, model: str, case: str) -> Any:
+    """Claude Code, non-interactive (`claude -p`), with the router as its Anthropic API."""
+    home = Path(os.environ["CLIENTS_WORK"]) / "claude-home"
+    home.mkdir(parents=True, exist_ok=True)
+    prompt = TOOL_PROMPT if case == "tool" else PROMPT
+    command = [os.environ["CLIENTS_CLAUDE"], "-p", prompt, "--model", model]
+    if case == "tool":
+        # Its own Bash tool, allowed up front (print mode asks no one).
+        command += ["--allowedTools", "Bash"]
+    if case == "stream":
+        command += ["--output-format", "stream-json", "--verbose"]
+    done = subprocess.run(
+        command,
+        env={
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": str(home),
+            "ANTHROPIC_BASE_URL": env.base,
+            "ANTHROPIC_AUTH_TOKEN": env.key,
+            "ANTHROPIC_SMALL_FAST_MODEL": model,
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_ERROR_REPORTING": "1",
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=home,
+    )
+    check(done.returncode == 0, f"claude exited {done.returncode}: {(done.stdout + done.stderr).strip()[-600:]}")
+    if case == "stream":
+        result = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+        finals = [r.get("result") for r in result if r.get("type") == "result"]
+        check(finals, f"no result event: {done.stdout[-400:]}")
+        return finals[-1]
+    return done.stdout.strip()
+
+
 # client -> (its protocol, the function)
 CLIENTS: dict[str, tuple[str, Callable[[Env, str, str], Any]]] = {
     "openai-agents": ("chat", openai_agents),
@@ -410,6 +449,7 @@ CLIENTS: dict[str, tuple[str, Callable[[Env, str, str], Any]]] = {
     "aisdk-openai-chat": ("chat", aisdk("openai-chat")),
     "aisdk-openai-responses": ("responses", aisdk("openai-responses")),
     "aisdk-anthropic": ("messages", aisdk("anthropic")),
+    "claude-code": ("messages", claude_code),
 }
 # The converted route of each client protocol.
 CONVERTED = {"chat": "messages", "responses": "chat", "messages": "chat"}
@@ -438,6 +478,11 @@ def expect(client: str, case: str, got: Any, calls: list[dict[str, Any]], path: 
     check(mine, f"the supplier got no call for {upstream}; calls: {[c.get('path') for c in calls]}")
     check(all(c["path"] == path for c in mine), f"supplier paths {[c['path'] for c in mine]}, expected {path}")
     first = mine[0]["body"]
+    if case == "tool" and client == "claude-code":
+        check(got == TOOL_REPLY, f"the client got {got!r}")
+        check("Bash" in tool_names(first), f"tools sent {tool_names(first)!r}")
+        check(any(TOOL_RESULT in text_of(c["body"]) for c in mine[1:]), "the Bash output did not reach the supplier")
+        return
     if case == "tool":
         check(got == TOOL_REPLY, f"the client got {got!r}")
         check(RAN == ["Paris"], f"the tool ran for {RAN!r}")
@@ -481,7 +526,16 @@ def run_cell(env: Env, client: str, case: str, route: str) -> dict[str, Any]:
     model, upstream, path = MODELS[route_protocol]
     RAN.clear()
     env.mock.reset()
-    for reply in structured_scripts(client) if case == "structured" else scripts(case):
+    replies = structured_scripts(client) if case == "structured" else scripts(case)
+    if client == "claude-code" and case == "tool":
+        # Claude Code's own tool: Bash runs `echo` and the output is the tool result.
+        replies = [
+            {"text": "", "tool_calls": [{"id": "toolu_1", "name": "Bash", "arguments": json.dumps({"command": f"echo '{TOOL_RESULT}'", "description": "Weather"})}], "usage": USAGE},
+        ] + [{"text": TOOL_REPLY, "usage": USAGE}] * 6
+    elif client == "claude-code":
+        # Besides the answer it may ask for a title: every call gets the reply.
+        replies = replies * 6
+    for reply in replies:
         env.mock.push(upstream, reply)
     try:
         got = run(env, model, case)

@@ -25,8 +25,16 @@ use crate::{display, target_dir, workspace_root};
 
 const REQUIREMENTS: &str = "conformance/clients/requirements.txt";
 const RUNNER: &str = "conformance/clients/clients.py";
-const NODE_PACKAGE: &str = "conformance/clients/node/package.json";
-const NODE_LOCK: &str = "conformance/clients/node/package-lock.json";
+/// The AI SDK, and the coding agents (Claude Code, Codex CLI): two installs, so the large
+/// one is redone only when its own pins change.
+const AI_SDK: (&str, &str) = (
+    "conformance/clients/node/package.json",
+    "conformance/clients/node/package-lock.json",
+);
+const AGENTS: (&str, &str) = (
+    "conformance/clients/agents/package.json",
+    "conformance/clients/agents/package-lock.json",
+);
 const EXPECTED: &str = "conformance/clients/expected.json";
 /// The runner reads the router API key from this variable (kept off its command line).
 const API_KEY_ENV: &str = "CLIENTS_API_KEY";
@@ -52,7 +60,8 @@ pub fn run(args: &[String]) -> Result<bool> {
     let work = target_dir().join("clients");
     fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
     let python = python_venv(&work.join("venv"), REQUIREMENTS, "the agent clients")?;
-    let node_modules = node_modules(&work.join("node"))?;
+    let node_modules = node_modules(&work.join("node"), AI_SDK, "the AI SDK")?;
+    let agents = node_modules(&work.join("agents"), AGENTS, "Claude Code and Codex CLI")?;
 
     // Dropping `children` stops the router and the mock on every way out.
     let mut children = Children::default();
@@ -74,6 +83,8 @@ pub fn run(args: &[String]) -> Result<bool> {
         .env(API_KEY_ENV, &target.api_key)
         .env("CLIENTS_WORK", &work)
         .env("CLIENTS_NODE_MODULES", &node_modules)
+        .env("CLIENTS_CLAUDE", agents.join(".bin").join("claude"))
+        .env("CLIENTS_CODEX", agents.join(".bin").join("codex"))
         // No client may reach anything but the loopback router.
         .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
         .env("NO_PROXY", "127.0.0.1,localhost")
@@ -129,19 +140,23 @@ pub fn run(args: &[String]) -> Result<bool> {
     Ok(unexpected.is_empty())
 }
 
-/// The AI SDK's pinned packages under `prefix` (installed again when the lock changes);
-/// returns their `node_modules`.
-fn node_modules(prefix: &Path) -> Result<std::path::PathBuf> {
+/// The pinned packages of `(package.json, package-lock.json)` under `prefix` (installed
+/// again when the lock changes); returns their `node_modules`.
+fn node_modules(
+    prefix: &Path,
+    (package, lock_file): (&str, &str),
+    what: &str,
+) -> Result<std::path::PathBuf> {
     let root = workspace_root();
     let lock =
-        fs::read_to_string(root.join(NODE_LOCK)).with_context(|| format!("reading {NODE_LOCK}"))?;
+        fs::read_to_string(root.join(lock_file)).with_context(|| format!("reading {lock_file}"))?;
     let modules = prefix.join("node_modules");
     let stamp = modules.join(".clients-package-lock.json");
     if fs::read_to_string(&stamp).unwrap_or_default() != lock {
-        eprintln!("xtask clients: installing the AI SDK into {}", prefix.display());
+        eprintln!("xtask clients: installing {what} into {}", prefix.display());
         fs::create_dir_all(prefix)?;
-        fs::copy(root.join(NODE_PACKAGE), prefix.join("package.json"))?;
-        fs::copy(root.join(NODE_LOCK), prefix.join("package-lock.json"))?;
+        fs::copy(root.join(package), prefix.join("package.json"))?;
+        fs::copy(root.join(lock_file), prefix.join("package-lock.json"))?;
         crate::run_checked(
             Command::new("npm")
                 .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
