@@ -60,7 +60,7 @@ pub fn run(args: &[String]) -> Result<bool> {
     let work = target_dir().join("clients");
     fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
     let python = python_venv(&work.join("venv"), REQUIREMENTS, "the agent clients")?;
-    let node_modules = node_modules(&work.join("node"), AI_SDK, "the AI SDK")?;
+    let ai_sdk = node_modules(&work.join("node"), AI_SDK, "the AI SDK")?;
     let agents = node_modules(&work.join("agents"), AGENTS, "Claude Code and Codex CLI")?;
 
     // Dropping `children` stops the router and the mock on every way out.
@@ -82,7 +82,7 @@ pub fn run(args: &[String]) -> Result<bool> {
         .arg(&results)
         .env(API_KEY_ENV, &target.api_key)
         .env("CLIENTS_WORK", &work)
-        .env("CLIENTS_NODE_MODULES", &node_modules)
+        .env("CLIENTS_NODE_MODULES", &ai_sdk)
         .env("CLIENTS_CLAUDE", agents.join(".bin").join("claude"))
         .env("CLIENTS_CODEX", agents.join(".bin").join("codex"))
         // No client may reach anything but the loopback router.
