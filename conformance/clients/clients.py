@@ -435,6 +435,40 @@ def claude_code(env: Env, model: str, case: str) -> Any:
     return done.stdout.strip()
 
 
+def codex(env: Env, model: str, case: str) -> Any:
+    """Codex CLI, non-interactive (`codex exec`), with the router as a Responses provider of
+    its config.toml, as docs/guide/responses.md#codex shows."""
+    home = Path(os.environ["CLIENTS_WORK"]) / "codex-home"
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text(
+        f'model = "{model}"\n'
+        'model_provider = "router"\n'
+        'web_search = "disabled"\n'
+        "\n[model_providers.router]\n"
+        'name = "Router"\n'
+        f'base_url = "{env.openai_base}"\n'
+        'env_key = "ROUTER_API_KEY"\n'
+        'wire_api = "responses"\n'
+    )
+    done = subprocess.run(
+        [os.environ["CLIENTS_CODEX"], "exec", "--skip-git-repo-check", TOOL_PROMPT if case == "tool" else PROMPT],
+        env={
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": str(home),
+            "CODEX_HOME": str(home),
+            "ROUTER_API_KEY": env.key,
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=home,
+        stdin=subprocess.DEVNULL,
+    )
+    check(done.returncode == 0, f"codex exited {done.returncode}: {(done.stdout + done.stderr).strip()[-800:]}")
+    return done.stdout.strip()
+
+
 # client -> (its protocol, the function)
 CLIENTS: dict[str, tuple[str, Callable[[Env, str, str], Any]]] = {
     "openai-agents": ("chat", openai_agents),
@@ -450,6 +484,7 @@ CLIENTS: dict[str, tuple[str, Callable[[Env, str, str], Any]]] = {
     "aisdk-openai-responses": ("responses", aisdk("openai-responses")),
     "aisdk-anthropic": ("messages", aisdk("anthropic")),
     "claude-code": ("messages", claude_code),
+    "codex": ("responses", codex),
 }
 # The converted route of each client protocol.
 CONVERTED = {"chat": "messages", "responses": "chat", "messages": "chat"}
@@ -478,9 +513,12 @@ def expect(client: str, case: str, got: Any, calls: list[dict[str, Any]], path: 
     check(mine, f"the supplier got no call for {upstream}; calls: {[c.get('path') for c in calls]}")
     check(all(c["path"] == path for c in mine), f"supplier paths {[c['path'] for c in mine]}, expected {path}")
     first = mine[0]["body"]
-    if case == "tool" and client == "claude-code":
+    if os.environ.get("CLIENTS_DEBUG"):
+        print(f"DEBUG {path} tools={json.dumps(first.get('tools'))[:3000]}", file=sys.stderr)
+    if case == "tool" and client in ("claude-code", "codex"):
         check(got == TOOL_REPLY, f"the client got {got!r}")
-        check("Bash" in tool_names(first), f"tools sent {tool_names(first)!r}")
+        own = "Bash" if client == "claude-code" else "exec_command"
+        check(own in tool_names(first), f"tools sent {tool_names(first)!r}")
         check(any(TOOL_RESULT in text_of(c["body"]) for c in mine[1:]), "the Bash output did not reach the supplier")
         return
     if case == "tool":
@@ -532,7 +570,12 @@ def run_cell(env: Env, client: str, case: str, route: str) -> dict[str, Any]:
         replies = [
             {"text": "", "tool_calls": [{"id": "toolu_1", "name": "Bash", "arguments": json.dumps({"command": f"echo '{TOOL_RESULT}'", "description": "Weather"})}], "usage": USAGE},
         ] + [{"text": TOOL_REPLY, "usage": USAGE}] * 6
-    elif client == "claude-code":
+    elif client == "codex" and case == "tool":
+        # Codex's own command tool runs `echo` and the output is the tool result.
+        replies = [
+            {"text": "", "tool_calls": [{"id": "call_1", "name": "exec_command", "arguments": json.dumps({"cmd": f"echo '{TOOL_RESULT}'"})}], "usage": USAGE},
+        ] + [{"text": TOOL_REPLY, "usage": USAGE}] * 6
+    elif client in ("claude-code", "codex"):
         # Besides the answer it may ask for a title: every call gets the reply.
         replies = replies * 6
     for reply in replies:
