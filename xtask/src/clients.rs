@@ -94,7 +94,9 @@ pub fn run(args: &[String]) -> Result<bool> {
         command.args(["--only", only]);
     }
     eprintln!("xtask clients: {}", display(&command));
-    let status = command.status().context("could not start the clients runner")?;
+    let status = command
+        .status()
+        .context("could not start the clients runner")?;
     if !status.success() {
         eprintln!("xtask clients: the runner failed ({status})");
     }
@@ -104,7 +106,10 @@ pub fn run(args: &[String]) -> Result<bool> {
     let mut unexpected = Vec::new();
     let mut passed = 0;
     let mut skipped = 0;
-    println!("{:<26} {:<11} {:<10} {:<9} declared", "client", "case", "route", "outcome");
+    println!(
+        "{:<26} {:<11} {:<10} {:<9} declared",
+        "client", "case", "route", "outcome"
+    );
     for (id, declared) in &expected {
         let (client, case, route) = id;
         if only

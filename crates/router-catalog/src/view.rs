@@ -459,9 +459,8 @@ impl CatalogViews {
             .iter()
             .filter(|(m, _)| policy.allows_model(m))
             .collect();
-        let position = |id: &str, list: &[&(Arc<Model>, Value)]| {
-            list.iter().position(|(m, _)| m.id == id)
-        };
+        let position =
+            |id: &str, list: &[&(Arc<Model>, Value)]| list.iter().position(|(m, _)| m.id == id);
         if let Some(after) = &query.after_id {
             let start = position(after, &allowed).map_or(allowed.len(), |i| i + 1);
             allowed.drain(..start);

@@ -483,7 +483,8 @@ internal_cost = { input = 1, output = 1 }
         assert_eq!(err.param.as_deref(), Some("messages[0].role"));
         // It says what the model lacks and what to choose instead (issue 29).
         assert!(
-            err.message.contains("needs a native route speaking the `messages` protocol")
+            err.message
+                .contains("needs a native route speaking the `messages` protocol")
                 && err.message.contains("`gpt-only`")
                 && err.message.contains("`protocols`"),
             "{}",
@@ -505,10 +506,8 @@ internal_cost = { input = 1, output = 1 }
             plan(&catalog, &request, Protocol::Messages).unwrap().routes[0].id,
             "native"
         );
-        request.native.as_mut().unwrap().betas = vec![
-            "context-1m-2025-08-07".into(),
-            "bogus-2099-01-01".into(),
-        ];
+        request.native.as_mut().unwrap().betas =
+            vec!["context-1m-2025-08-07".into(), "bogus-2099-01-01".into()];
         let err = plan(&catalog, &request, Protocol::Messages).unwrap_err();
         assert_eq!(err.param.as_deref(), Some("anthropic-beta"));
         // Only the refused identifier is named, and where it is allowed.

@@ -232,10 +232,9 @@ impl AttemptError {
                     "The upstream rejected the request.",
                 )
             }
-            (_, FailureKind::Timeout, _) => ApiError::new(
-                ErrorCode::UpstreamUnavailable,
-                DEADLINE_PASSED,
-            ),
+            (_, FailureKind::Timeout, _) => {
+                ApiError::new(ErrorCode::UpstreamUnavailable, DEADLINE_PASSED)
+            }
             (_, FailureKind::Transport, _) => ApiError::new(
                 ErrorCode::UpstreamUnavailable,
                 "Every eligible route failed; the last could not be reached.",

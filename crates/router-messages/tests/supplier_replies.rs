@@ -1518,7 +1518,8 @@ fn current_tool_members_are_forwarded_to_a_native_route() {
         .unwrap(),
     )
     .unwrap();
-    let sent: Value = serde_json::from_slice(&encode_request(&request, "up", 777).unwrap()).unwrap();
+    let sent: Value =
+        serde_json::from_slice(&encode_request(&request, "up", 777).unwrap()).unwrap();
     assert_eq!(
         sent["tools"],
         json!([
@@ -1530,6 +1531,12 @@ fn current_tool_members_are_forwarded_to_a_native_route() {
     // The canonical tool has no room for them: any other supplier's codec
     // sends the tool without them (they only stream or load).
     let canonical = serde_json::to_value(&request.tools[0]).unwrap();
-    assert_eq!(canonical, json!({"name": "f", "parameters": {"type": "object"}}));
-    assert_eq!(request.native_only.as_deref(), Some("tools[0].input_examples"));
+    assert_eq!(
+        canonical,
+        json!({"name": "f", "parameters": {"type": "object"}})
+    );
+    assert_eq!(
+        request.native_only.as_deref(),
+        Some("tools[0].input_examples")
+    );
 }

@@ -93,7 +93,11 @@ impl ToolNamespaces {
 }
 
 /// One `namespace` group for the native fields.
-pub(crate) fn namespace_group(name: &str, description: Option<&str>, tools: &[(String, String)]) -> Value {
+pub(crate) fn namespace_group(
+    name: &str,
+    description: Option<&str>,
+    tools: &[(String, String)],
+) -> Value {
     let mut group = Map::new();
     group.insert("name".to_owned(), Value::String(name.to_owned()));
     if let Some(description) = description {

@@ -378,16 +378,24 @@ fn a_reply_without_a_cost_has_no_usage_cost() {
         created: 1,
         cost: None,
     };
-    let body: Value =
-        serde_json::from_slice(&ResponsesClient.encode_response(&response, &ctx, &Default::default())).unwrap();
+    let body: Value = serde_json::from_slice(&ResponsesClient.encode_response(
+        &response,
+        &ctx,
+        &Default::default(),
+    ))
+    .unwrap();
     assert_eq!(body["usage"]["total_tokens"], 4);
     assert!(body["usage"].get("cost").is_none(), "{body}");
     let ctx = ReplyContext {
         cost: Some(NanoUsd(1_500)),
         ..ctx
     };
-    let body: Value =
-        serde_json::from_slice(&ResponsesClient.encode_response(&response, &ctx, &Default::default())).unwrap();
+    let body: Value = serde_json::from_slice(&ResponsesClient.encode_response(
+        &response,
+        &ctx,
+        &Default::default(),
+    ))
+    .unwrap();
     assert_eq!(body["usage"]["cost"], 0.0000015);
 }
 

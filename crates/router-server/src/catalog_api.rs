@@ -126,7 +126,10 @@ pub fn list_models(
     request_id: &str,
 ) -> Result<Reply, ApiError> {
     let query = ListQuery::read(&query(uri)?)?;
-    Ok(json_reply(views.listing_page(&key.policy, &query), request_id))
+    Ok(json_reply(
+        views.listing_page(&key.policy, &query),
+        request_id,
+    ))
 }
 
 /// `GET /v1/models/supply` (L-05..L-08, GP-30).

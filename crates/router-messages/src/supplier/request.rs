@@ -456,9 +456,7 @@ fn tool(t: &Tool, native: Option<&Value>) -> ToolDefinition {
         strict: t.strict,
         eager_input_streaming: member("eager_input_streaming").and_then(Value::as_bool),
         defer_loading: member("defer_loading").and_then(Value::as_bool),
-        input_examples: member("input_examples")
-            .and_then(Value::as_array)
-            .cloned(),
+        input_examples: member("input_examples").and_then(Value::as_array).cloned(),
         extra: Map::new(),
     }
 }

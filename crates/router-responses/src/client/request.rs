@@ -155,7 +155,8 @@ fn convert_request(
             return Err(ApiError::invalid("input", "`input` is required"));
         }
     };
-    if endpoint == Endpoint::Responses && matches!(&input, Input::Items(items) if items.is_empty()) {
+    if endpoint == Endpoint::Responses && matches!(&input, Input::Items(items) if items.is_empty())
+    {
         return Err(ApiError::invalid(
             "input",
             "`input` must be a string or contain at least one item",

@@ -138,7 +138,10 @@ impl Finish {
 /// followed by the response id's stem, so ids are stable per response.
 /// A call of a namespaced function named as the client declared it: its
 /// `namespace` and its own `name`, not the flat name the route saw.
-pub(crate) fn named_call(mut call: FunctionCallOutput, namespaces: &ToolNamespaces) -> FunctionCallOutput {
+pub(crate) fn named_call(
+    mut call: FunctionCallOutput,
+    namespaces: &ToolNamespaces,
+) -> FunctionCallOutput {
     if let Some((namespace, name)) = namespaces.resolve(&call.name) {
         call.namespace = Some(namespace.to_owned());
         call.name = name.to_owned();

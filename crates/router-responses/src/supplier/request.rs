@@ -33,7 +33,9 @@
 //!   offer) and a tool result's `is_error` flag and participant `name`s
 //!   (no Responses field; the Chat encoder drops them too).
 
-use crate::convert::{NATIVE_ALLOWLIST, TOOL_NAMESPACES, ToolNamespaces, VERBOSITY, reasoning_item};
+use crate::convert::{
+    NATIVE_ALLOWLIST, TOOL_NAMESPACES, ToolNamespaces, VERBOSITY, reasoning_item,
+};
 use crate::wire::request::{
     self as wire, FunctionCallItem, FunctionCallOutputItem, InputImagePart, InputItem,
     JsonSchemaFormat, MessageContent, MessageItem, MessageRole, NamedToolChoice, ReasoningParam,

@@ -152,7 +152,12 @@ impl StreamDecoder {
                 match f.item {
                     Some(OutputItem::FunctionCall(call)) => {
                         self.open_item(Key::Item { output_index: oi }, events)?;
-                        self.start_tool(oi, call.call_id, called_name(call.name, call.namespace), events);
+                        self.start_tool(
+                            oi,
+                            call.call_id,
+                            called_name(call.name, call.namespace),
+                            events,
+                        );
                         self.push_text(&call.arguments, events);
                     }
                     Some(OutputItem::Reasoning(_)) => {
@@ -560,7 +565,12 @@ impl StreamDecoder {
                         return Ok(());
                     }
                     self.open_item(key, events)?;
-                    self.start_tool(oi, call.call_id, called_name(call.name, call.namespace), events);
+                    self.start_tool(
+                        oi,
+                        call.call_id,
+                        called_name(call.name, call.namespace),
+                        events,
+                    );
                 }
                 self.fill(&call.arguments, events);
                 self.close(events);

@@ -177,7 +177,11 @@ async fn models_list_is_also_anthropics_and_pages() {
     assert_eq!(ids(&back["data"]), every[1..2]);
     assert_eq!(back["has_more"], true);
 
-    for bad in ["/v1/models?limit=0", "/v1/models?limit=1001", "/v1/models?limit=x"] {
+    for bad in [
+        "/v1/models?limit=0",
+        "/v1/models?limit=1001",
+        "/v1/models?limit=x",
+    ] {
         expect_error(get(&r, bad, Some(&k)).await, 400, "invalid_parameter").await;
     }
 }

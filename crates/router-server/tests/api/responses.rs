@@ -188,7 +188,9 @@ async fn input_tokens_is_a_free_local_estimate() {
     let r = TestRouter::start().await;
     let broke = r.customer(0, &["inference"]).await;
     let body = json!({"model": "m-text", "instructions": "Be brief.", "input": "hello world"});
-    let resp = r.post("/v1/responses/input_tokens", &broke.key, &body).await;
+    let resp = r
+        .post("/v1/responses/input_tokens", &broke.key, &body)
+        .await;
     assert_eq!(resp.status(), 200);
     assert_eq!(resp.headers()["x-ci-token-count-estimated"], "true");
     let id = request_id(&resp);
@@ -238,9 +240,15 @@ async fn input_tokens_is_a_free_local_estimate() {
             400,
             "invalid_parameter",
         ),
-        (json!({"model": "nope", "input": "x"}), 404, "model_not_found"),
+        (
+            json!({"model": "nope", "input": "x"}),
+            404,
+            "model_not_found",
+        ),
     ] {
-        let resp = r.post("/v1/responses/input_tokens", &broke.key, &body).await;
+        let resp = r
+            .post("/v1/responses/input_tokens", &broke.key, &body)
+            .await;
         expect_error(resp, status, code).await;
     }
     assert_eq!(r.mock.call_count(), 0);
@@ -257,17 +265,17 @@ async fn a_namespace_tool_is_flattened_on_a_converted_route_and_named_back() {
     let c = r.rich_customer().await;
     let body = |stream: bool| {
         json!({"model": "m-text", "stream": stream,
-            "input": [
-                {"role": "user", "content": "file it"},
-                {"type": "function_call", "call_id": "call_0", "namespace": "mcp__github__",
-                 "name": "search_issues", "arguments": "{}"},
-                {"type": "function_call_output", "call_id": "call_0", "output": "[]"}
-            ],
-            "tools": [{"type": "namespace", "name": "mcp__github__", "description": "GitHub.",
-                "tools": [
-                    {"type": "function", "name": "search_issues", "parameters": {"type": "object"}},
-                    {"type": "function", "name": "create_issue", "parameters": {"type": "object"}}
-                ]}]})
+        "input": [
+            {"role": "user", "content": "file it"},
+            {"type": "function_call", "call_id": "call_0", "namespace": "mcp__github__",
+             "name": "search_issues", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "call_0", "output": "[]"}
+        ],
+        "tools": [{"type": "namespace", "name": "mcp__github__", "description": "GitHub.",
+            "tools": [
+                {"type": "function", "name": "search_issues", "parameters": {"type": "object"}},
+                {"type": "function", "name": "create_issue", "parameters": {"type": "object"}}
+            ]}]})
     };
     for stream in [false, true] {
         r.mock.enqueue(Script::Reply(MockReply {
@@ -292,15 +300,16 @@ async fn a_namespace_tool_is_flattened_on_a_converted_route_and_named_back() {
             ["mcp__github__search_issues", "mcp__github__create_issue"]
         );
         assert_eq!(
-            sent["messages"][1]["tool_calls"][0]["function"]["name"],
-            "mcp__github__search_issues",
+            sent["messages"][1]["tool_calls"][0]["function"]["name"], "mcp__github__search_issues",
             "{sent}"
         );
         let call = if stream {
             let events = sse_events(&resp.text().await.unwrap());
             let added = events
                 .iter()
-                .find(|(n, d)| n == "response.output_item.added" && d["item"]["type"] == "function_call")
+                .find(|(n, d)| {
+                    n == "response.output_item.added" && d["item"]["type"] == "function_call"
+                })
                 .map(|(_, d)| d["item"].clone())
                 .unwrap();
             assert_eq!(added["name"], "create_issue", "{added}");
