@@ -510,7 +510,7 @@ def scripts(case: str) -> list[dict[str, Any]]:
 
 def expect(client: str, case: str, got: Any, calls: list[dict[str, Any]], path: str, upstream: str) -> None:
     mine = [c for c in calls if isinstance(c.get("body"), dict) and c["body"].get("model") == upstream]
-    check(mine, f"the supplier got no call for {upstream}; calls: {[c.get('path') for c in calls]}")
+    check(mine, f"the supplier got no call for {upstream}; calls: {[c.get('path') for c in calls]}; the client got {str(got)[:300]!r}")
     check(all(c["path"] == path for c in mine), f"supplier paths {[c['path'] for c in mine]}, expected {path}")
     first = mine[0]["body"]
     if os.environ.get("CLIENTS_DEBUG"):
@@ -613,6 +613,14 @@ def main() -> int:
                         result = {"outcome": "n/a"}
                     else:
                         result = run_cell(env, client, case, route)
+                    if isinstance(declared, dict) and "refused" in declared:
+                        # A declared refusal: the client must fail with the router's words,
+                        # and the supplier must not have been called.
+                        said = result.get("detail", "")
+                        upstream = MODELS[CONVERTED[CLIENTS[client][0]] if route == "converted" else CLIENTS[client][0]][1]
+                        called = [c for c in env.mock.calls() if isinstance(c.get("body"), dict) and c["body"].get("model") == upstream]
+                        refused = result["outcome"] == "fail" and declared["refused"] in said and not called
+                        result = {"outcome": "refused" if refused else "fail", "detail": said}
                     record = {"client": client, "case": case, "route": route, "seconds": round(time.monotonic() - started, 2), **result}
                     results.write(json.dumps(record) + "\n")
                     results.flush()

@@ -122,7 +122,13 @@ pub fn run(args: &[String]) -> Result<bool> {
             .get(id)
             .cloned()
             .unwrap_or_else(|| ("missing".to_owned(), String::new()));
-        let want = if declared == "n/a" { "n/a" } else { "pass" };
+        let want = if declared == "n/a" {
+            "n/a"
+        } else if declared.starts_with("refused: ") {
+            "refused"
+        } else {
+            "pass"
+        };
         println!("{client:<26} {case:<11} {route:<10} {outcome:<9} {declared}");
         if outcome == want {
             if want == "n/a" {
@@ -186,9 +192,15 @@ fn declared(path: &Path) -> Result<BTreeMap<CellId, String>> {
             for (route, outcome) in routes.as_object().context("a case's routes")? {
                 let outcome = match outcome {
                     Value::String(s) if s == "pass" || s == "n/a" => s.clone(),
-                    Value::Object(o) => match o.get("setting").and_then(Value::as_str) {
-                        Some(setting) => format!("setting: {setting}"),
-                        None => bail!("{client}/{case}/{route}: an object names its `setting`"),
+                    Value::Object(o) => match (
+                        o.get("setting").and_then(Value::as_str),
+                        o.get("refused").and_then(Value::as_str),
+                    ) {
+                        (Some(setting), None) => format!("setting: {setting}"),
+                        (None, Some(words)) => format!("refused: {words}"),
+                        _ => bail!(
+                            "{client}/{case}/{route}: an object names its `setting` or `refused`"
+                        ),
                     },
                     other => bail!("{client}/{case}/{route}: unknown outcome {other}"),
                 };
