@@ -619,6 +619,13 @@ pub struct ModelEntry {
     /// `created` as RFC 3339 (Anthropic's model object).
     #[schema(format = DateTime)]
     created_at: String,
+    /// `active` (Anthropic's model object).
+    lifecycle: String,
+    /// `context_length` (Anthropic's model object).
+    #[schema(required)]
+    max_input_tokens: Option<u32>,
+    /// `max_output_tokens` (Anthropic's model object).
+    max_tokens: u32,
     /// Unix seconds.
     created: i64,
     owned_by: String,

@@ -155,6 +155,9 @@ async fn models_list_is_also_anthropics_and_pages() {
         assert_eq!(model["object"], "model");
         assert_eq!(model["type"], "model");
         assert_eq!(model["display_name"], model["id"]);
+        assert_eq!(model["lifecycle"], "active");
+        assert_eq!(model["max_tokens"], model["max_output_tokens"]);
+        assert_eq!(model["max_input_tokens"], model["context_length"]);
         assert!(model["created"].is_i64(), "{model}");
         let at = model["created_at"].as_str().unwrap();
         assert!(chrono::DateTime::parse_from_rfc3339(at).is_ok(), "{at}");
