@@ -261,7 +261,7 @@ class ChatSurface {
 }
 
 class ResponsesSurface {
-  // Responses has no stop sequences and no count_tokens.
+  // Responses has no stop sequences; its count is `responses.inputTokens.count` (issue 29).
   static CASES = new Set([
     'text',
     'system',
@@ -271,6 +271,7 @@ class ResponsesSurface {
     'image',
     'temperature',
     'high_temperature',
+    'count_tokens',
   ]);
 
   constructor(client, live) {
@@ -325,6 +326,9 @@ class ResponsesSurface {
       case 'high_temperature':
         params.temperature = temperatureOf(cell.case);
         break;
+      case 'count_tokens':
+        params.instructions = F.system_text;
+        break;
       default:
         throw new NotApplicable(cell.case);
     }
@@ -332,7 +336,22 @@ class ResponsesSurface {
   }
 
   send(cell) {
-    return this.create(this.request(cell), cell.stream);
+    const params = this.request(cell);
+    if (cell.case === 'count_tokens') return this.countTokens(params);
+    return this.create(params, cell.stream);
+  }
+
+  // The Responses count (issue 29): no `store`, stream or output limit in its body.
+  async countTokens(params) {
+    const body = { model: params.model, input: params.input, instructions: params.instructions };
+    const inputTokens = this.client.responses.inputTokens ?? this.client.beta.responses.inputTokens;
+    const { data, response } = await inputTokens.count(body).withResponse();
+    check(data.object === 'response.input_tokens', `object ${data.object}`);
+    const seen = newSeen();
+    seen.model = params.model;
+    seen.countedTokens = data.input_tokens;
+    seen.estimatedHeader = response.headers.get('x-ci-token-count-estimated');
+    return seen;
   }
 
   // The next turn: the first reply's output items (reasoning included) sent back as input.

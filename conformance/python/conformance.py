@@ -290,8 +290,11 @@ class ChatSurface:
 
 
 class ResponsesSurface:
-    # Responses has no stop sequences and no count_tokens.
-    CASES = {"text", "system", "tool_call", "tool_result", "thinking", "image", "temperature", "high_temperature"}
+    # Responses has no stop sequences; its count is `responses.input_tokens.count` (issue 29).
+    CASES = {
+        "text", "system", "tool_call", "tool_result", "thinking", "image", "temperature", "high_temperature",
+        "count_tokens",
+    }
 
     def __init__(self, client: openai.OpenAI, live: bool) -> None:
         self.client = client
@@ -337,12 +340,31 @@ class ResponsesSurface:
             ]
         elif case in ("temperature", "high_temperature"):
             kwargs["temperature"] = temperature_of(case)
+        elif case == "count_tokens":
+            kwargs["instructions"] = SYSTEM_TEXT
         elif case != "text":
             raise NotApplicable(case)
         return kwargs
 
     def send(self, cell: Cell) -> Seen:
-        return self.create(self.request(cell), cell.stream)
+        kwargs = self.request(cell)
+        if cell.case == "count_tokens":
+            if cell.stream:
+                raise NotApplicable("count_tokens has no stream form")
+            return self.count_tokens(kwargs)
+        return self.create(kwargs, cell.stream)
+
+    def count_tokens(self, kwargs: dict[str, Any]) -> Seen:
+        # The count body takes no `store` (nor a stream or output limit).
+        body = {k: kwargs[k] for k in ("model", "input", "instructions") if k in kwargs}
+        raw = self.client.responses.input_tokens.with_raw_response.count(**body)
+        counted = raw.parse()
+        check(counted.object == "response.input_tokens", f"object {counted.object!r}")
+        return Seen(
+            model=kwargs["model"],
+            counted_tokens=counted.input_tokens,
+            estimated_header=raw.headers.get("x-ci-token-count-estimated"),
+        )
 
     def round_trip(self, cell: Cell, first: Seen, stream: bool) -> Seen:
         """The next turn: the first reply's output items (reasoning included) sent back as input."""
@@ -1241,6 +1263,21 @@ def main() -> int:
         check(len(models_page.data) > 0, "GET /v1/models listed no model")
         for model in models_page.data:
             check(model.object == "model" and isinstance(model.created, int), f"{model!r}")
+        # Issue 29: the same list in Anthropic's format, as Claude Code's model
+        # discovery asks for it (`limit=1000`), with that SDK's default parsing: its
+        # strict ModelInfo types `capabilities.thinking` and `.image_input` as objects,
+        # while the spec's `capabilities` (GP-18) holds booleans under those names.
+        anthropic_page = anthropic.Anthropic(
+            api_key=args.api_key, base_url=base, max_retries=0, timeout=60,
+            default_headers={"anthropic-version": ANTHROPIC_VERSION},
+        ).models.list(limit=1000)
+        check(
+            [m.id for m in anthropic_page.data] == [m.id for m in models_page.data],
+            f"Anthropic models.list() differs: {anthropic_page!r}",
+        )
+        for model in anthropic_page.data:
+            check(model.type == "model" and model.display_name and model.created_at, f"{model!r}")
+        check(anthropic_page.has_more is False, f"{anthropic_page!r}")
     except Exception as error:  # noqa: BLE001 - any failure is the finding
         print(f"conformance[{CLIENT}] GET /v1/models via models.list(): {error!r}", file=sys.stderr)
         return 1

@@ -110,7 +110,7 @@ pub(crate) struct Target {
     /// The operator token, when we started the router.
     pub(crate) admin_token: Option<String>,
     /// The mock supplier's control URL when we started it.
-    mock_url: Option<String>,
+    pub(crate) mock_url: Option<String>,
     /// The docs checks' no-scope key and IP-restricted key, when we provisioned them.
     docs_keys: Option<(String, String)>,
     /// The S3 endpoint (moto) the router stores uploads in, and the operator token, when

@@ -6,6 +6,7 @@
 //! what they share (where the workspace and its target dir are, how to call cargo).
 
 mod bench;
+mod clients;
 mod conformance;
 mod db;
 mod demo;
@@ -39,6 +40,10 @@ commands:
                       with --against: the model whose only route speaks each protocol
       --client python|node   only this client (repeatable; default both)
       --only TEXT     only cells whose id inbound/case/route/json|stream contains TEXT
+  clients       agent frameworks and client libraries (OpenAI Agents SDK, LangChain,
+                pydantic-ai, litellm, the llm CLI) at pinned versions against a local
+                router and mock supplier, over conformance/clients/expected.json
+      --only TEXT     only cells whose id client/case/route contains TEXT
   schemathesis  Schemathesis with every check against /openapi.json of a local router and
                 mock supplier; fails on any failure
       --max-examples N   test cases per operation and phase (default 12)
@@ -65,6 +70,7 @@ fn main() -> ExitCode {
         "test" => test::run(rest),
         "demo" => demo::run(rest).map(|()| true),
         "conformance" => conformance::run(rest),
+        "clients" => clients::run(rest),
         "schemathesis" => schemathesis::run(rest),
         "bench" => bench::run(rest),
         "help" | "-h" | "--help" => {

@@ -3,7 +3,8 @@
 //! Steps: fmt check, clippy, tests (nextest when installed), doc tests, `cargo package` of the
 //! published wire crates, then the conformance
 //! matrix (`cargo xtask conformance`: the official SDKs against a local router and mock
-//! supplier) and schemathesis (`cargo xtask schemathesis`: the served OpenAPI document
+//! supplier), the real clients' tool round trips (`cargo xtask clients --only /tool/`) and
+//! schemathesis (`cargo xtask schemathesis`: the served OpenAPI document
 //! against the router that serves it). Every step runs even after one fails, so a single run
 //! shows everything that is wrong (tests run with `--no-fail-fast` for the same reason); the
 //! last line sums up. Every step gets stdin from /dev/null, so nothing ever waits for a
@@ -150,6 +151,19 @@ pub fn run(args: &[String]) -> Result<bool> {
     steps.push(Step {
         name: "conformance",
         command: conformance,
+    });
+    // The real clients' quick subset: every client's tool round trip, on a native and a
+    // converted route (the whole matrix is `cargo xtask clients`).
+    let mut clients = match std::env::current_exe() {
+        Ok(xtask) => Command::new(xtask),
+        Err(_) => cargo(["run", "--quiet", "--package", "xtask", "--"]),
+    };
+    clients
+        .args(["clients", "--only", "/tool/"])
+        .current_dir(workspace_root());
+    steps.push(Step {
+        name: "clients",
+        command: clients,
     });
     let mut schemathesis = match std::env::current_exe() {
         Ok(xtask) => Command::new(xtask),

@@ -31,7 +31,7 @@ mod viewer;
 
 pub use changes::{ChangesQuery, Cursor};
 pub use error::CatalogError;
-pub use models::{CompareQuery, SupplyQuery};
+pub use models::{CompareQuery, ListQuery, SupplyQuery};
 pub use params::Params;
 pub use release::{Described, Reloaded, record};
 pub use view::{

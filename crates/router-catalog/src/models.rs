@@ -186,6 +186,53 @@ fn parse_count(text: &str, max: u64) -> Option<u64> {
     text.parse::<u64>().ok().filter(|n| *n <= max)
 }
 
+/// What `GET /v1/models` asks beyond the key: Anthropic's list paging
+/// (`limit`, `after_id`, `before_id`), which Claude Code's model discovery
+/// sends. Without them the whole list is one page.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListQuery {
+    /// At most this many models (1 to [`MAX_LIST_LIMIT`]).
+    pub limit: Option<usize>,
+    /// Only the models after this ID, in list order.
+    pub after_id: Option<String>,
+    /// Only the models before this ID, in list order.
+    pub before_id: Option<String>,
+}
+
+/// The largest `limit` of `GET /v1/models`, as on Anthropic's list.
+pub const MAX_LIST_LIMIT: u64 = 1000;
+
+impl ListQuery {
+    /// `limit`, `after_id` and `before_id`, in that order.
+    pub fn read(params: &(impl Params + ?Sized)) -> Result<ListQuery, CatalogError> {
+        let limit = match params.one("limit")? {
+            None => None,
+            Some(text) => Some(
+                parse_count(text, MAX_LIST_LIMIT)
+                    .filter(|n| *n >= 1)
+                    .ok_or(CatalogError::Count {
+                        param: "limit",
+                        min: 1,
+                        max: MAX_LIST_LIMIT,
+                    })? as usize,
+            ),
+        };
+        let id = |name: &'static str| -> Result<Option<String>, CatalogError> {
+            Ok(params.one(name)?.map(str::to_owned))
+        };
+        Ok(ListQuery {
+            limit,
+            after_id: id("after_id")?,
+            before_id: id("before_id")?,
+        })
+    }
+
+    /// Whether the query asks for less than the whole list.
+    pub fn pages(&self) -> bool {
+        self.limit.is_some() || self.after_id.is_some() || self.before_id.is_some()
+    }
+}
+
 /// What `/v1/models/compare` asks.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CompareQuery {

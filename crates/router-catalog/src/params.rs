@@ -11,9 +11,11 @@ pub trait Params {
     /// given twice (ambiguous).
     fn one(&self, name: &str) -> Result<Option<&str>, CatalogError>;
 
-    /// The value of `name`, which must be given.
+    /// The value of `name`, which must be given and not empty (`?model=`
+    /// names nothing, like a missing `model`).
     fn required(&self, name: &'static str) -> Result<&str, CatalogError> {
         self.one(name)?
+            .filter(|value| !value.is_empty())
             .ok_or(CatalogError::Required { param: name })
     }
 }

@@ -160,6 +160,14 @@ pub fn model_entry(catalog: &Catalog, model: &Model) -> Value {
     json!({
         "id": model.id,
         "object": "model",
+        // Anthropic's model object too (`type`, `display_name`,
+        // `created_at`), so both SDKs' `models.list()` read the list.
+        "type": "model",
+        "display_name": model.id,
+        "created_at": unix_rfc3339(model.created),
+        "lifecycle": "active",
+        "max_input_tokens": model.context_length,
+        "max_tokens": model.max_output_tokens,
         "created": model.created,
         "owned_by": model.vendor.as_deref().unwrap_or("router"),
         "aliases": model.aliases,
@@ -297,6 +305,13 @@ impl Cached {
     }
 }
 
+/// Unix seconds as RFC 3339 UTC, to the second (Anthropic's `created_at`).
+fn unix_rfc3339(seconds: i64) -> String {
+    chrono::DateTime::from_timestamp(seconds, 0)
+        .unwrap_or_default()
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
 /// An instant as the views and the feed write it: RFC 3339, UTC, in
 /// microseconds (one format, so such strings order as their instants).
 pub(crate) fn rfc3339(at: chrono::DateTime<chrono::Utc>) -> String {
@@ -424,12 +439,56 @@ impl CatalogViews {
         sha256_hex(canonical_json(&data).as_bytes())
     }
 
+    /// `GET /v1/models` with Anthropic's paging: the page `query` asks
+    /// for, in list order, `has_more` when models follow it.
+    pub fn listing_page(
+        &self,
+        policy: &router_core::KeyPolicy,
+        query: &crate::ListQuery,
+    ) -> bytes::Bytes {
+        if !query.pages() {
+            return self.listing(policy);
+        }
+        self.render(policy, query)
+    }
+
     fn render_listing(&self, policy: &router_core::KeyPolicy) -> bytes::Bytes {
-        let allowed: Vec<&(Arc<Model>, Value)> = self
+        self.render(policy, &crate::ListQuery::default())
+    }
+
+    fn render(&self, policy: &router_core::KeyPolicy, query: &crate::ListQuery) -> bytes::Bytes {
+        let mut allowed: Vec<&(Arc<Model>, Value)> = self
             .entries
             .iter()
             .filter(|(m, _)| policy.allows_model(m))
             .collect();
+        let position =
+            |id: &str, list: &[&(Arc<Model>, Value)]| list.iter().position(|(m, _)| m.id == id);
+        if let Some(after) = &query.after_id {
+            let start = position(after, &allowed).map_or(allowed.len(), |i| i + 1);
+            allowed.drain(..start);
+        }
+        let mut more_before = false;
+        if let Some(before) = &query.before_id {
+            let end = position(before, &allowed).unwrap_or(0);
+            allowed.truncate(end);
+            // Paging backwards: the page is the last `limit` before the ID.
+            if let Some(limit) = query.limit
+                && allowed.len() > limit
+            {
+                allowed.drain(..allowed.len() - limit);
+                more_before = true;
+            }
+        }
+        let mut has_more = more_before;
+        if let Some(limit) = query.limit
+            && allowed.len() > limit
+        {
+            allowed.truncate(limit);
+            has_more = true;
+        }
+        let first_id = allowed.first().map(|(m, _)| m.id.clone());
+        let last_id = allowed.last().map(|(m, _)| m.id.clone());
         let data: Vec<Value> = allowed.iter().map(|(_, e)| e.clone()).collect();
         let data = Value::Array(data);
         // L-02, GP-59: the hash of exactly the `data` returned.
@@ -443,6 +502,10 @@ impl CatalogViews {
         let body = json!({
             "object": "list",
             "data": data,
+            // Anthropic's list envelope too.
+            "has_more": has_more,
+            "first_id": first_id,
+            "last_id": last_id,
             "pricing_version": version,
             "pricing_checked_at": null,
             "pricing_observed_at": self.info.observed_at,

@@ -15,7 +15,9 @@ use crate::store::{
     AttemptOutcome, AttemptRecord, NewRequest, Requester, ReserveError, SettleError, Settlement,
     Store, Voiding,
 };
-use crate::supplier::{AttemptCall, AttemptError, EventStream, Retry, SupplierReply, Suppliers};
+use crate::supplier::{
+    AttemptCall, AttemptError, DEADLINE_PASSED, EventStream, Retry, SupplierReply, Suppliers,
+};
 use crate::thinking_seal::{self, SealError, SealKey, SealedDialect, SealedHistory, StreamSealer};
 use crate::trace::{self, RequestTrace, TimedSpan};
 use futures::StreamExt;
@@ -462,6 +464,10 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
             }
         }
         let mut error = final_error(last_error.as_ref());
+        // Out of time, whatever the last attempt said: say so.
+        if error.code == ErrorCode::UpstreamUnavailable && Instant::now() >= deadline {
+            error = ApiError::new(ErrorCode::UpstreamUnavailable, DEADLINE_PASSED);
+        }
         // Only vision routes were planned for image input: when none could
         // serve it, say so rather than fall back to text-only supply (H-05).
         if error.code == ErrorCode::UpstreamUnavailable
@@ -592,10 +598,7 @@ fn validated_charge(model: &Model, route: &Route, usage: &Usage) -> Result<NanoU
 fn final_error(last: Option<&AttemptError>) -> ApiError {
     match last {
         Some(last) => last.public_error(),
-        None => ApiError::new(
-            ErrorCode::UpstreamUnavailable,
-            "No route completed the request before the routing deadline.",
-        ),
+        None => ApiError::new(ErrorCode::UpstreamUnavailable, DEADLINE_PASSED),
     }
 }
 
@@ -808,8 +811,8 @@ fn check_output_limit(model: &Model, request: &Request) -> Result<(), ApiError> 
             ErrorCode::InvalidParameter,
             Field::MaxOutputTokens,
             format!(
-                "The output limit is {limit}, above this model's maximum of {}.",
-                model.max_output_tokens
+                "The output limit is {limit}, above this model's maximum of {max}: ask for at most {max} output tokens.",
+                max = model.max_output_tokens
             ),
         )),
         _ => Ok(()),

@@ -112,6 +112,7 @@ pub fn plan(catalog: &Catalog, request: &Request, inbound: Protocol) -> Result<P
         return Err(no_configured_route(
             request,
             inbound,
+            &model,
             catalog.routes(&model.id),
             &requirements,
         ));
@@ -204,6 +205,20 @@ fn allow_betas<'a>(
     if betas.is_empty() {
         return Ok(routes);
     }
+    let Some(closest) = routes
+        .iter()
+        .max_by_key(|r| betas.iter().filter(|b| r.betas.contains(b)).count())
+        .copied()
+    else {
+        return Ok(routes);
+    };
+    // Name only what the closest route refuses, not every identifier sent
+    // (a coding agent sends several, most of them allowed).
+    let refused: Vec<&str> = betas
+        .iter()
+        .filter(|b| !closest.betas.contains(b))
+        .map(String::as_str)
+        .collect();
     let routes: Vec<&Arc<Route>> = routes
         .into_iter()
         .filter(|r| r.allows_betas(betas))
@@ -212,8 +227,8 @@ fn allow_betas<'a>(
         return Err(ApiError::invalid(
             "anthropic-beta",
             format!(
-                "No route of this model accepts the beta feature(s) `{}`.",
-                betas.join(",")
+                "No route of this model accepts the beta feature(s) `{}`. The router's operator allows an identifier by listing it in the `betas` of the model's native Messages route in the catalog.",
+                refused.join(",")
             ),
         ));
     }
@@ -225,6 +240,7 @@ fn allow_betas<'a>(
 fn no_configured_route(
     request: &Request,
     inbound: Protocol,
+    model: &Model,
     model_routes: &[Arc<Route>],
     req: &Requirements,
 ) -> ApiError {
@@ -236,7 +252,8 @@ fn no_configured_route(
         return ApiError::invalid(
             param.clone(),
             format!(
-                "`{param}` can only be served by a route speaking the `{inbound}` protocol, and this model has none."
+                "`{param}` needs a native route speaking the `{inbound}` protocol, and the model `{}` has none: it cannot be converted without changing its meaning. Choose a model whose `protocols` (GET /v1/models) include `{inbound}`.",
+                request.model
             ),
         );
     }
@@ -265,6 +282,12 @@ fn no_configured_route(
         Some(Capability::Stop) => refuse(
             Field::StopSequences,
             "This model has no route that supports stop sequences.",
+        ),
+        // A model that accepts images publicly but has no vision supply in
+        // this catalog is out of capacity, not wrongly asked (H-08).
+        Some(Capability::Vision) if model.image_input => ApiError::new(
+            product_codes::IMAGE_CAPACITY_UNAVAILABLE,
+            "No vision route is currently available for this model.",
         ),
         Some(Capability::Vision) => ApiError::for_field(
             ErrorCode::UnsupportedParameter,
@@ -461,6 +484,15 @@ internal_cost = { input = 1, output = 1 }
         let err = plan(&catalog, &native, Protocol::Messages).unwrap_err();
         assert_eq!(err.code, ErrorCode::InvalidParameter);
         assert_eq!(err.param.as_deref(), Some("messages[0].role"));
+        // It says what the model lacks and what to choose instead (issue 29).
+        assert!(
+            err.message
+                .contains("needs a native route speaking the `messages` protocol")
+                && err.message.contains("`gpt-only`")
+                && err.message.contains("`protocols`"),
+            "{}",
+            err.message
+        );
     }
 
     #[test]
@@ -477,9 +509,18 @@ internal_cost = { input = 1, output = 1 }
             plan(&catalog, &request, Protocol::Messages).unwrap().routes[0].id,
             "native"
         );
-        request.native.as_mut().unwrap().betas = vec!["bogus-2099-01-01".into()];
+        request.native.as_mut().unwrap().betas =
+            vec!["context-1m-2025-08-07".into(), "bogus-2099-01-01".into()];
         let err = plan(&catalog, &request, Protocol::Messages).unwrap_err();
         assert_eq!(err.param.as_deref(), Some("anthropic-beta"));
+        // Only the refused identifier is named, and where it is allowed.
+        assert!(
+            err.message.contains("`bogus-2099-01-01`")
+                && !err.message.contains("context-1m")
+                && err.message.contains("`betas`"),
+            "{}",
+            err.message
+        );
     }
 
     #[test]
@@ -564,5 +605,81 @@ internal_cost = { input = 1, output = 1 }
         request.sampling.temperature = None;
         let err = plan(&catalog, &request, Protocol::Chat).unwrap_err();
         assert_eq!(err.field, Some(Field::Stream), "{err:?}");
+    }
+}
+
+#[cfg(test)]
+mod vision_tests {
+    use super::*;
+    use router_canonical::{ContentPart, ImageSource, Message, Role};
+
+    /// H-08: a model that accepts images but has no vision route in the
+    /// catalog is out of image capacity (503), unlike a model that does
+    /// not take images at all (400).
+    #[test]
+    fn an_image_model_without_a_vision_route_is_out_of_capacity() {
+        let catalog = Catalog::from_toml(
+            r#"
+[[suppliers]]
+id = "s"
+base_url = "http://127.0.0.1:1/v1"
+
+[[models]]
+id = "seer"
+pricing = "fixed"
+image_input = true
+rates = { input = 1, output = 1 }
+
+[[routes]]
+id = "text"
+model = "seer"
+supplier = "s"
+upstream_model = "t"
+protocol = "chat"
+capabilities = ["streaming"]
+internal_cost = { input = 1, output = 1 }
+
+[[models]]
+id = "blind"
+pricing = "fixed"
+rates = { input = 1, output = 1 }
+
+[[routes]]
+id = "blind-text"
+model = "blind"
+supplier = "s"
+upstream_model = "b"
+protocol = "chat"
+capabilities = ["streaming"]
+internal_cost = { input = 1, output = 1 }
+"#,
+            |_| None,
+        )
+        .unwrap();
+        let image = |model: &str| Request {
+            model: model.into(),
+            messages: vec![Message {
+                role: Role::User,
+                content: vec![ContentPart::Image {
+                    source: ImageSource::Url {
+                        url: "https://example.com/a.png".into(),
+                    },
+                    detail: None,
+                    cache_control: None,
+                }],
+                content_was_string: false,
+                name: None,
+            }],
+            ..Default::default()
+        };
+        let err = plan(&catalog, &image("seer"), Protocol::Chat).unwrap_err();
+        assert_eq!(
+            err.code,
+            product_codes::IMAGE_CAPACITY_UNAVAILABLE,
+            "{err:?}"
+        );
+        assert_eq!(err.status(), 503);
+        let err = plan(&catalog, &image("blind"), Protocol::Chat).unwrap_err();
+        assert_eq!(err.code, ErrorCode::UnsupportedParameter, "{err:?}");
     }
 }

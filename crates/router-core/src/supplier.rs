@@ -255,11 +255,31 @@ impl AttemptError {
                     "The upstream rejected the request.",
                 )
             }
+            (_, FailureKind::Timeout, _) => {
+                ApiError::new(ErrorCode::UpstreamUnavailable, DEADLINE_PASSED)
+            }
+            (_, FailureKind::Transport, _) => ApiError::new(
+                ErrorCode::UpstreamUnavailable,
+                "Every eligible route failed; the last could not be reached.",
+            ),
+            (_, FailureKind::Status, _) if self.overloaded() => ApiError::new(
+                ErrorCode::UpstreamUnavailable,
+                "Every eligible route failed; the last was overloaded.",
+            ),
+            (_, FailureKind::Status, _) => ApiError::new(
+                ErrorCode::UpstreamUnavailable,
+                "Every eligible route failed; the last answered with a server error.",
+            ),
             _ => ApiError::new(
                 ErrorCode::UpstreamUnavailable,
-                "No route completed the request before the routing deadline.",
+                "Every eligible route failed; the last broke off before its reply.",
             ),
         }
+    }
+
+    /// A supplier's "too many requests" or "overloaded" answer.
+    fn overloaded(&self) -> bool {
+        matches!(self.upstream_status, Some(429 | 503 | 529))
     }
 
     /// The public error of a stream that failed after output reached the
@@ -292,6 +312,10 @@ fn shutdown_error() -> ApiError {
     )
     .with_retry_after(Some(1))
 }
+
+/// The 503 of a request whose routing deadline passed before any route
+/// answered.
+pub const DEADLINE_PASSED: &str = "No route completed the request before the routing deadline.";
 
 /// A video submission that got no task. Whether the request may have
 /// reached the supplier is what decides the money: nothing sent is released
@@ -518,5 +542,33 @@ mod tests {
                 .code,
             ErrorCode::InvalidUpstreamResponse
         );
+    }
+
+    /// Issue 29: a 503 after every route failed fast says what happened to
+    /// the last one; only a passed deadline speaks of the deadline.
+    #[test]
+    fn the_last_failure_is_what_the_503_says() {
+        let says = |error: AttemptError| {
+            let public = error.public_error();
+            assert_eq!(public.code, ErrorCode::UpstreamUnavailable);
+            public.message
+        };
+        assert_eq!(
+            says(AttemptError::status(529, None)),
+            "Every eligible route failed; the last was overloaded."
+        );
+        assert_eq!(
+            says(AttemptError::status(429, None)),
+            "Every eligible route failed; the last was overloaded."
+        );
+        assert_eq!(
+            says(AttemptError::status(500, None)),
+            "Every eligible route failed; the last answered with a server error."
+        );
+        assert_eq!(
+            says(AttemptError::transport("refused")),
+            "Every eligible route failed; the last could not be reached."
+        );
+        assert_eq!(says(AttemptError::timeout()), DEADLINE_PASSED);
     }
 }

@@ -28,6 +28,8 @@ pages![
     "responses",
     "messages",
     "completions",
+    "claude-code",
+    "agents",
     "routing",
     "errors",
     "limits",

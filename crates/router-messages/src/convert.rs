@@ -11,6 +11,12 @@ pub(crate) const ANTHROPIC_VERSION: &str = "2023-06-01";
 /// Top-level members kept verbatim for native Messages routes (D-23).
 pub(crate) const NATIVE_FIELDS: [&str; 3] = ["context_management", "metadata", "output_config"];
 
+/// The key, among the native fields, of the tool members only a Messages
+/// supplier understands (`eager_input_streaming`, `defer_loading`,
+/// `input_examples`): an object from tool name to those members, added back
+/// to the tool on a native route.
+pub(crate) const NATIVE_TOOL_MEMBERS: &str = "tool_members";
+
 /// At most this many stop sequences (D-13).
 pub(crate) const MAX_STOP_SEQUENCES: usize = 4;
 

@@ -390,9 +390,25 @@ fn every_messages_rule_rejects_with_its_param() {
             "unknown tool member",
             with(
                 "tools",
-                json!([{"name": "f", "input_schema": {"type": "object"}, "input_examples": []}]),
+                json!([{"name": "f", "input_schema": {"type": "object"}, "allowed_callers": []}]),
             ),
-            Some("tools[0].input_examples"),
+            Some("tools[0].allowed_callers"),
+        ),
+        (
+            "eager_input_streaming not a boolean",
+            with(
+                "tools",
+                json!([{"name": "f", "input_schema": {"type": "object"}, "eager_input_streaming": "yes"}]),
+            ),
+            Some("tools[0].eager_input_streaming"),
+        ),
+        (
+            "input example not an object",
+            with(
+                "tools",
+                json!([{"name": "f", "input_schema": {"type": "object"}, "input_examples": [{"a": 1}, 2]}]),
+            ),
+            Some("tools[0].input_examples[1]"),
         ),
         (
             "tool cache_control ttl 2h",
@@ -1240,6 +1256,13 @@ fn the_boundaries_of_each_rule_are_accepted() {
             with("min_discount_percent", json!(99.99)),
         ),
         ("zdr true", with("zdr", json!(true))),
+        (
+            "current Anthropic tool members",
+            with(
+                "tools",
+                json!([{"type": "custom", "name": "f", "input_schema": {"type": "object"}, "eager_input_streaming": true, "defer_loading": false, "input_examples": [{"a": 1}], "cache_control": {"type": "ephemeral"}}]),
+            ),
+        ),
     ];
     rejection::check_accepted(parse_request, &accepted);
 }
@@ -1365,6 +1388,22 @@ fn native_only_names_the_first_native_feature() {
             None,
         ),
         ("plain image", user_block(png("image/png")), None),
+        (
+            "tool input_examples change what the model sees",
+            with(
+                "tools",
+                json!([{"name": "f", "input_schema": {"type": "object"}, "input_examples": [{"a": 1}]}]),
+            ),
+            Some("tools[0].input_examples"),
+        ),
+        (
+            "eager_input_streaming and defer_loading only stream or load",
+            with(
+                "tools",
+                json!([{"name": "f", "input_schema": {"type": "object"}, "eager_input_streaming": true, "defer_loading": true}]),
+            ),
+            None,
+        ),
     ];
     for (name, body, expected) in cases {
         let request = parse_request(&body).unwrap_or_else(|err| panic!("{name}: {err:?}"));

@@ -1483,3 +1483,42 @@ fn native_system_turns_stay_in_place() {
         json!({"role": "system", "content": "mid"})
     );
 }
+
+/// Current Anthropic tool members reach a native route as sent; a request
+/// from another protocol has none to carry (issue 29, D-16).
+#[test]
+fn current_tool_members_are_forwarded_to_a_native_route() {
+    let request = parse_request(
+        &serde_json::to_vec(&json!({
+            "model": "m", "max_tokens": 64,
+            "messages": [{"role": "user", "content": "hi"}],
+            "tools": [
+                {"name": "f", "input_schema": {"type": "object"}, "eager_input_streaming": true, "defer_loading": true, "input_examples": [{"a": 1}]},
+                {"name": "g", "input_schema": {"type": "object"}}
+            ]
+        }))
+        .unwrap(),
+    )
+    .unwrap();
+    let sent: Value =
+        serde_json::from_slice(&encode_request(&request, "up", 777).unwrap()).unwrap();
+    assert_eq!(
+        sent["tools"],
+        json!([
+            {"name": "f", "input_schema": {"type": "object"}, "eager_input_streaming": true, "defer_loading": true, "input_examples": [{"a": 1}]},
+            {"name": "g", "input_schema": {"type": "object"}}
+        ])
+    );
+
+    // The canonical tool has no room for them: any other supplier's codec
+    // sends the tool without them (they only stream or load).
+    let canonical = serde_json::to_value(&request.tools[0]).unwrap();
+    assert_eq!(
+        canonical,
+        json!({"name": "f", "parameters": {"type": "object"}})
+    );
+    assert_eq!(
+        request.native_only.as_deref(),
+        Some("tools[0].input_examples")
+    );
+}

@@ -9,6 +9,7 @@ mod stream;
 
 pub use stream::StreamEncoder;
 
+use crate::convert::ToolNamespaces;
 use router_canonical::{
     ApiError, ClientCodec, Field, HeaderSource, Protocol, ReplyContext, Request, Response,
     StreamContext,
@@ -33,7 +34,9 @@ use router_canonical::{
 pub struct ResponsesClient;
 
 impl ClientCodec for ResponsesClient {
-    type Extra = ();
+    /// The functions of the request's `namespace` tools, to name a call
+    /// as the client declared it.
+    type Extra = ToolNamespaces;
     type StreamEncoder = StreamEncoder;
 
     fn protocol(&self) -> Protocol {
@@ -45,16 +48,21 @@ impl ClientCodec for ResponsesClient {
         &self,
         _headers: &dyn HeaderSource,
         body: &[u8],
-    ) -> Result<(Request, ()), ApiError> {
-        Ok((request::request(body)?, ()))
+    ) -> Result<(Request, ToolNamespaces), ApiError> {
+        request::request(body)
     }
 
-    fn encode_response(&self, response: &Response, reply: &ReplyContext<'_>, (): &()) -> Vec<u8> {
-        response::response(response, reply)
+    fn encode_response(
+        &self,
+        response: &Response,
+        reply: &ReplyContext<'_>,
+        namespaces: &ToolNamespaces,
+    ) -> Vec<u8> {
+        response::response(response, reply, namespaces)
     }
 
-    fn stream_encoder(&self, stream: StreamContext, (): ()) -> StreamEncoder {
-        StreamEncoder::new(stream)
+    fn stream_encoder(&self, stream: StreamContext, namespaces: ToolNamespaces) -> StreamEncoder {
+        StreamEncoder::new(stream).with_namespaces(namespaces)
     }
 
     /// The OpenAI error envelope, `{"error": {"message", "type", "param",
@@ -79,5 +87,15 @@ pub fn field_name(field: Field) -> &'static str {
         Field::Stream => "stream",
         Field::Temperature => "temperature",
         Field::Penalties => "frequency_penalty",
+    }
+}
+
+impl ResponsesClient {
+    /// Validate a `POST /v1/responses/input_tokens` body (the Responses
+    /// API's token count): the fields of a create body, read as
+    /// [`ClientCodec::parse_request`] reads them, with `input` optional and
+    /// no images (a local estimate cannot count them).
+    pub fn parse_input_tokens(&self, body: &[u8]) -> Result<Request, ApiError> {
+        request::input_tokens(body)
     }
 }

@@ -4,6 +4,8 @@
 //! same way; the router's reply and a supplier request write the same way).
 
 use crate::wire::request::{ReasoningItem, ReasoningText, summary_text};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
 
 /// Unknown top-level fields that are forwarded to Responses suppliers (CF-03).
 /// Everything else unknown is accepted and dropped; `service_tier`,
@@ -20,6 +22,106 @@ pub(crate) const NATIVE_ALLOWLIST: [&str; 6] = [
 
 /// The native field that carries `text.verbosity`.
 pub(crate) const VERBOSITY: &str = "verbosity";
+
+/// The native field that carries a request's `namespace` tools, for a
+/// Responses route to receive them grouped as sent:
+/// `[{name, description, tools: [{flat, name}]}]`.
+pub(crate) const TOOL_NAMESPACES: &str = "tool_namespaces";
+
+/// The flat function name a function of a `namespace` tool is known by in
+/// the canonical request (and on a converted route): the namespace and the
+/// name joined by `__`, or directly when the namespace already ends in `_`
+/// (Codex's `mcp__server__` namespaces give `mcp__server__tool`).
+pub fn flat_name(namespace: &str, name: &str) -> String {
+    if namespace.ends_with('_') {
+        format!("{namespace}{name}")
+    } else {
+        format!("{namespace}__{name}")
+    }
+}
+
+/// The functions of a request's `namespace` tools, by flat name: what a
+/// reply's call names are mapped back to (the namespace and the name as the
+/// client declared them). The Responses client codec's per-request extra.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolNamespaces {
+    by_flat_name: BTreeMap<String, (String, String)>,
+}
+
+impl ToolNamespaces {
+    /// Record `name` of `namespace` under `flat`.
+    pub(crate) fn insert(&mut self, flat: String, namespace: &str, name: &str) {
+        self.by_flat_name
+            .insert(flat, (namespace.to_owned(), name.to_owned()));
+    }
+
+    /// The namespace and name a flat call name stands for, if any.
+    pub fn resolve(&self, flat: &str) -> Option<(&str, &str)> {
+        self.by_flat_name
+            .get(flat)
+            .map(|(namespace, name)| (namespace.as_str(), name.as_str()))
+    }
+
+    /// Whether `flat` is a namespaced function's name.
+    pub fn contains(&self, flat: &str) -> bool {
+        self.by_flat_name.contains_key(flat)
+    }
+
+    /// The map carried in a request's native fields ([`TOOL_NAMESPACES`]).
+    pub(crate) fn from_native(value: &Value) -> Self {
+        let mut namespaces = ToolNamespaces::default();
+        for group in value.as_array().into_iter().flatten() {
+            let Some(namespace) = group.get("name").and_then(Value::as_str) else {
+                continue;
+            };
+            for tool in group
+                .get("tools")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                if let (Some(flat), Some(name)) = (
+                    tool.get("flat").and_then(Value::as_str),
+                    tool.get("name").and_then(Value::as_str),
+                ) {
+                    namespaces.insert(flat.to_owned(), namespace, name);
+                }
+            }
+        }
+        namespaces
+    }
+}
+
+/// One `namespace` group for the native fields.
+pub(crate) fn namespace_group(
+    name: &str,
+    description: Option<&str>,
+    tools: &[(String, String)],
+) -> Value {
+    let mut group = Map::new();
+    group.insert("name".to_owned(), Value::String(name.to_owned()));
+    if let Some(description) = description {
+        group.insert(
+            "description".to_owned(),
+            Value::String(description.to_owned()),
+        );
+    }
+    group.insert(
+        "tools".to_owned(),
+        Value::Array(
+            tools
+                .iter()
+                .map(|(flat, name)| {
+                    let mut tool = Map::new();
+                    tool.insert("flat".to_owned(), Value::String(flat.clone()));
+                    tool.insert("name".to_owned(), Value::String(name.clone()));
+                    Value::Object(tool)
+                })
+                .collect(),
+        ),
+    );
+    Value::Object(group)
+}
 
 /// The separator between reasoning summary parts in one thinking text.
 pub(crate) const SUMMARY_SEPARATOR: &str = "\n\n";

@@ -126,6 +126,7 @@ pub mod supplier;
 pub mod wire;
 
 pub use client::{ResponsesClient, StreamEncoder};
+pub use convert::{ToolNamespaces, flat_name};
 pub use supplier::{DecodeError, ResponsesSupplier, StreamDecoder};
 
 pub use router_canonical::openai_error::{ErrorEnvelope, ErrorObject};

@@ -329,13 +329,13 @@ fn a_finish_event_ends_the_stream_as_finish_does_without_a_cost() {
         usage,
     };
 
-    let mut by_event = ResponsesClient.stream_encoder(stream_ctx(), ());
+    let mut by_event = ResponsesClient.stream_encoder(stream_ctx(), Default::default());
     let mut a = Vec::new();
     for event in text_block().iter().chain([&finish]) {
         by_event.event(event, &mut a);
     }
 
-    let mut by_finish = ResponsesClient.stream_encoder(stream_ctx(), ());
+    let mut by_finish = ResponsesClient.stream_encoder(stream_ctx(), Default::default());
     let mut b = Vec::new();
     for event in &text_block() {
         by_finish.event(event, &mut b);
@@ -372,16 +372,24 @@ fn a_reply_without_a_cost_has_no_usage_cost() {
         created: 1,
         cost: None,
     };
-    let body: Value =
-        serde_json::from_slice(&ResponsesClient.encode_response(&response, &ctx, &())).unwrap();
+    let body: Value = serde_json::from_slice(&ResponsesClient.encode_response(
+        &response,
+        &ctx,
+        &Default::default(),
+    ))
+    .unwrap();
     assert_eq!(body["usage"]["total_tokens"], 4);
     assert!(body["usage"].get("cost").is_none(), "{body}");
     let ctx = ReplyContext {
         cost: Some(NanoUsd(1_500)),
         ..ctx
     };
-    let body: Value =
-        serde_json::from_slice(&ResponsesClient.encode_response(&response, &ctx, &())).unwrap();
+    let body: Value = serde_json::from_slice(&ResponsesClient.encode_response(
+        &response,
+        &ctx,
+        &Default::default(),
+    ))
+    .unwrap();
     assert_eq!(body["usage"]["cost"], 0.0000015);
 }
 

@@ -89,7 +89,7 @@ fn check_client_stream(case: &Path, bytes: &[u8]) {
 
 fn run_case(case: &Path, golden: &mut Golden) {
     let request = fs::read(case.join("request.json")).expect("every case has a request.json");
-    let (canonical, ()) = ResponsesClient
+    let (canonical, namespaces) = ResponsesClient
         .parse_request(&(), &request)
         .unwrap_or_else(|err| panic!("{}: request rejected: {err:?}", case.display()));
     golden.json(
@@ -126,7 +126,7 @@ fn run_case(case: &Path, golden: &mut Golden) {
         golden.json(
             case,
             "response.json",
-            &serde_json::from_slice(&ResponsesClient.encode_response(&response, &ctx, &()))
+            &serde_json::from_slice(&ResponsesClient.encode_response(&response, &ctx, &namespaces))
                 .unwrap(),
         );
     }
@@ -156,7 +156,7 @@ fn run_case(case: &Path, golden: &mut Golden) {
             model: canonical.model.clone(),
             created: CREATED,
         };
-        let mut encoder = ResponsesClient.stream_encoder(ctx, ());
+        let mut encoder = ResponsesClient.stream_encoder(ctx, namespaces.clone());
         let mut out = Vec::new();
         for event in &events {
             match finish_of(event) {

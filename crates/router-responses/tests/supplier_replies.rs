@@ -40,7 +40,7 @@ fn decode_response(body: &[u8]) -> Result<Response, DecodeError> {
 }
 
 fn encode_response(response: &Response, ctx: &ReplyContext<'_>) -> Vec<u8> {
-    ResponsesClient.encode_response(response, ctx, &())
+    ResponsesClient.encode_response(response, ctx, &Default::default())
 }
 
 fn error_body(error: &ApiError) -> Vec<u8> {
@@ -1169,7 +1169,7 @@ fn streamed_blocks_become_items_and_the_finish_carries_cost() {
     events.push(StreamEvent::Usage {
         usage: Usage::default(),
     });
-    let mut encoder = ResponsesClient.stream_encoder(stream_ctx(), ());
+    let mut encoder = ResponsesClient.stream_encoder(stream_ctx(), Default::default());
     let mut out = Vec::new();
     for e in &events {
         encoder.event(e, &mut out);
@@ -1234,7 +1234,7 @@ fn streamed_blocks_become_items_and_the_finish_carries_cost() {
 
 #[test]
 fn a_streamed_length_stop_ends_with_response_incomplete() {
-    let mut encoder = ResponsesClient.stream_encoder(stream_ctx(), ());
+    let mut encoder = ResponsesClient.stream_encoder(stream_ctx(), Default::default());
     let mut out = Vec::new();
     for e in block(0, BlockKind::Text, &[BlockDelta::Text("cut".into())]) {
         encoder.event(&e, &mut out);
@@ -1258,7 +1258,7 @@ fn a_streamed_length_stop_ends_with_response_incomplete() {
 
 #[test]
 fn thinking_streams_as_a_reasoning_summary() {
-    let mut encoder = ResponsesClient.stream_encoder(stream_ctx(), ());
+    let mut encoder = ResponsesClient.stream_encoder(stream_ctx(), Default::default());
     let mut out = Vec::new();
     for e in block(
         0,
@@ -1302,7 +1302,7 @@ fn thinking_streams_as_a_reasoning_summary() {
 
 #[test]
 fn a_failure_mid_stream_ends_with_error_and_response_failed() {
-    let mut encoder = ResponsesClient.stream_encoder(stream_ctx(), ());
+    let mut encoder = ResponsesClient.stream_encoder(stream_ctx(), Default::default());
     let mut out = Vec::new();
     encoder.event(
         &StreamEvent::Start {
@@ -1353,7 +1353,7 @@ fn a_failure_mid_stream_ends_with_error_and_response_failed() {
     // A rate limit keeps its meaning in the closed list of codes.
     const SPEND_LIMIT: ErrorCode =
         ErrorCode::Product(&ProductCode::new("api_key_spend_limit_exceeded", 429));
-    let mut encoder = ResponsesClient.stream_encoder(stream_ctx(), ());
+    let mut encoder = ResponsesClient.stream_encoder(stream_ctx(), Default::default());
     let mut out = Vec::new();
     encoder.error(&ApiError::new(SPEND_LIMIT, "limit"), &mut out);
     let frames = client_frames(&out);

@@ -606,6 +606,21 @@ pub struct ModelEntry {
     id: String,
     /// `model`.
     object: String,
+    /// `model` (Anthropic's model object).
+    #[schema(rename = "type")]
+    kind: String,
+    /// The name to show (the ID).
+    display_name: String,
+    /// `created` as RFC 3339 (Anthropic's model object).
+    #[schema(format = DateTime)]
+    created_at: String,
+    /// `active` (Anthropic's model object).
+    lifecycle: String,
+    /// `context_length` (Anthropic's model object).
+    #[schema(required)]
+    max_input_tokens: Option<u32>,
+    /// `max_output_tokens` (Anthropic's model object).
+    max_tokens: u32,
     /// Unix seconds.
     created: i64,
     owned_by: String,
@@ -630,6 +645,14 @@ pub struct ModelList {
     /// `list`.
     object: String,
     data: Vec<ModelEntry>,
+    /// Whether models follow this page (Anthropic's list envelope).
+    has_more: bool,
+    /// The first model's ID, `null` for an empty page.
+    #[schema(required)]
+    first_id: Option<String>,
+    /// The last model's ID, `null` for an empty page.
+    #[schema(required)]
+    last_id: Option<String>,
     /// The SHA-256 of exactly `data`.
     pricing_version: String,
     /// Always `null`: prices are the configured catalog's.

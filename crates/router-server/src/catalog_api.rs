@@ -14,7 +14,7 @@ use crate::reply::{self, Reply};
 use http::header::{CACHE_CONTROL, CONTENT_TYPE, ETAG, HeaderValue, IF_NONE_MATCH};
 use http::{Response, StatusCode};
 use router_canonical::ApiError;
-use router_catalog::models::{self, CompareQuery, SupplyQuery};
+use router_catalog::models::{self, CompareQuery, ListQuery, SupplyQuery};
 use router_catalog::{Cached, CatalogError, CatalogViews, ChangesQuery, Params, Viewer};
 use router_core::store::ApiKeyRecord;
 
@@ -117,9 +117,19 @@ pub fn catalog_models(views: &CatalogViews, headers: &http::HeaderMap, request_i
     public_reply(views.catalog_models(), headers, request_id)
 }
 
-/// `GET /v1/models` (L-01..L-04): the key's models only.
-pub fn list_models(views: &CatalogViews, key: &ApiKeyRecord, request_id: &str) -> Reply {
-    json_reply(views.listing(&key.policy), request_id)
+/// `GET /v1/models` (L-01..L-04): the key's models only, in one page
+/// unless Anthropic's `limit`, `after_id` or `before_id` ask for less.
+pub fn list_models(
+    views: &CatalogViews,
+    key: &ApiKeyRecord,
+    uri: &http::Uri,
+    request_id: &str,
+) -> Result<Reply, ApiError> {
+    let query = ListQuery::read(&query(uri)?)?;
+    Ok(json_reply(
+        views.listing_page(&key.policy, &query),
+        request_id,
+    ))
 }
 
 /// `GET /v1/models/supply` (L-05..L-08, GP-30).

@@ -44,6 +44,7 @@ pub mod server;
 pub mod session;
 pub mod sign_in;
 pub mod surfaces;
+pub mod token_count;
 pub mod uploads;
 pub mod videos;
 

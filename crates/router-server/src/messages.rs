@@ -9,9 +9,8 @@ use crate::body::MESSAGES_BODY_LIMIT;
 use crate::inference::{self, Headers};
 use crate::reply::{self, Body};
 use crate::surfaces::MESSAGES;
-use http::header::HeaderValue;
-use http::{Response, StatusCode};
-use router_canonical::{ApiError, ErrorCode};
+use http::Response;
+use router_canonical::ApiError;
 use router_core::store::ApiKeyRecord;
 use std::sync::Arc;
 
@@ -39,29 +38,10 @@ async fn count_tokens(
     let canonical = MESSAGES
         .codec
         .parse_count_tokens(&Headers(&inbound.parts.headers), &inbound.body)?;
-    if app.gateway.catalog().model(&canonical.model).is_none() {
-        return Err(ApiError::new(
-            ErrorCode::ModelNotFound,
-            format!(
-                "The model `{}` does not exist or is not available.",
-                canonical.model
-            ),
-        )
-        .with_param("model"));
-    }
-    crate::auth::check_model(&app.gateway.catalog(), &inbound.key, &canonical.model)?;
-    // Tokenizing up to 8 MiB is CPU work: keep it off the I/O threads.
-    let input_tokens =
-        tokio::task::spawn_blocking(move || router_tokens::estimate_input_tokens(&canonical))
-            .await
-            .map_err(|_| ApiError::new(ErrorCode::InternalError, "Token counting failed."))?;
+    let input_tokens = crate::token_count::estimate(&app, &inbound.key, canonical).await?;
     let body = serde_json::to_vec(&InputTokens { input_tokens }).unwrap_or_default();
-    let mut response = reply::json(StatusCode::OK, body, id_text);
+    let mut response = crate::token_count::estimated_reply(body, id_text);
     reply::set_messages_request_id(response.headers_mut(), id_text);
-    response.headers_mut().insert(
-        "x-ci-token-count-estimated",
-        HeaderValue::from_static("true"),
-    );
     Ok(response)
 }
 

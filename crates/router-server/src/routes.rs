@@ -23,7 +23,7 @@ use crate::surfaces::{CHAT, COMPLETIONS, MESSAGES, RESPONSES};
 // The catalog's modules are named in full where used, one reference a line.
 use crate::{
     admin, channels, data_protection, health, images, inference, messages, metrics, sign_in,
-    uploads, videos,
+    token_count, uploads, videos,
 };
 use http::Method;
 use router_canonical::{ApiError, ErrorCode};
@@ -538,6 +538,13 @@ fn instant(_: &mut Schemas) -> RefOr<Schema> {
         .format(Some(SchemaFormat::KnownFormat(KnownFormat::DateTime)))
         .into()
 }
+fn list_limit(_: &mut Schemas) -> RefOr<Schema> {
+    ObjectBuilder::new()
+        .schema_type(Type::Integer)
+        .minimum(Some(1))
+        .maximum(Some(1000))
+        .into()
+}
 fn page_limit(_: &mut Schemas) -> RefOr<Schema> {
     ObjectBuilder::new()
         .schema_type(Type::Integer)
@@ -609,7 +616,7 @@ const CLEAR_COOKIE: &[Header] = &[Header {
 /// envelope, handler (and path check), then its description; kept out of
 /// rustfmt so each stays one block.
 #[rustfmt::skip]
-pub static ROUTES: [Route; 63] = [
+pub static ROUTES: [Route; 64] = [
     // Inference (B..E).
     row(POST, "/v1/chat/completions", key(INFERENCE), OpenAi,
         key!(|c, key| Ok(inference::handle(&CHAT, c.app, c.request, key, c.request_id, c.log).await)),
@@ -628,6 +635,15 @@ pub static ROUTES: [Route; 63] = [
             body: body(INFERENCE_BODY, &[(JSON, schema::<router_responses::wire::request::ResponsesRequest>)]),
             replies: &[inference(200, &[(JSON, schema::<router_responses::wire::response::ResponseObject>), (SSE, schema::<router_responses::wire::event::ServerEvent>)], INFERENCE_HEADERS)],
             errors: INFERENCE_ERRORS,
+        }),
+    row(POST, "/v1/responses/input_tokens", key(INFERENCE), OpenAi,
+        key!(|c, key| Ok(token_count::handle_input_tokens(c.app, c.request, key, c.request_id).await)),
+        Operation {
+            summary: "Count a response's input tokens (a free local estimate)", tag: "inference",
+            body: body(INFERENCE_BODY, &[(JSON, schema::<router_responses::wire::request::InputTokensRequest>)]),
+            replies: &[Reply { status: 200, description: "The estimate: `{object: \"response.input_tokens\", input_tokens}`.", content: &[(JSON, schema::<crate::token_count::ResponseInputTokens>)], headers: &[Header { name: "x-ci-token-count-estimated", description: "`true`: a local estimate.", schema: estimated }] }],
+            errors: &[E::InvalidParameter, P::MODEL_NOT_ALLOWED, E::ModelNotFound, E::PayloadTooLarge, E::RequestTimeout],
+            ..Operation::new("", "")
         }),
     row(POST, "/v1/messages", key(INFERENCE), MessagesEnv,
         key!(|c, key| Ok(inference::handle(&MESSAGES, c.app, c.request, key, c.request_id, c.log).await)),
@@ -744,10 +760,16 @@ pub static ROUTES: [Route; 63] = [
             ..Operation::new("", "")
         }),
     row(GET, "/v1/models", key(INFERENCE), OpenAi,
-        key!(|c, key| Ok(crate::catalog_api::list_models(&c.app.catalog.current(), &key, c.id))),
+        key!(|c, key| crate::catalog_api::list_models(&c.app.catalog.current(), &key, c.request.uri(), c.id)),
         Operation {
-            summary: "The models this key may use (OpenAI list envelope)", tag: "catalog",
+            summary: "The models this key may use (OpenAI list envelope, Anthropic's too)", tag: "catalog",
+            params: &[
+                Param { name: "limit", place: In::Query, required: false, schema: list_limit, description: "At most this many models (1 to 1000; default: all)." },
+                Param { name: "after_id", place: In::Query, required: false, schema: string, description: "Only the models after this ID." },
+                Param { name: "before_id", place: In::Query, required: false, schema: string, description: "Only the models before this ID." },
+            ],
             replies: &[json(200, "The models.", &[(JSON, schema::<bodies::ModelList>)])],
+            errors: &[E::InvalidParameter],
             ..Operation::new("", "")
         }),
     row(GET, "/v1/models/supply", key(INFERENCE), OpenAi,

@@ -57,7 +57,9 @@ pub(crate) fn check_headers(headers: &RequestHeaders<'_>) -> Result<Vec<String>,
         Some(v) if v != ANTHROPIC_VERSION => {
             return Err(ApiError::invalid(
                 "anthropic-version",
-                format!("`anthropic-version` `{v}` is not supported: use {ANTHROPIC_VERSION}"),
+                format!(
+                    "`anthropic-version` `{v}` is not supported: use {ANTHROPIC_VERSION}; the current Anthropic SDKs send a newer version by default, so set the header yourself (Python `default_headers={{\"anthropic-version\": \"{ANTHROPIC_VERSION}\"}}`, TypeScript `defaultHeaders`)"
+                ),
             ));
         }
         Some(_) => {}

@@ -14,7 +14,7 @@
 //! field could switch on server features or change billing.
 
 use super::content::{block, check_cache_control, text_part};
-use crate::convert::MAX_STOP_SEQUENCES;
+use crate::convert::{MAX_STOP_SEQUENCES, NATIVE_TOOL_MEMBERS};
 use crate::wire::request::{
     self as wire, Content, ContentBlock, InputMessage, MessagesRequest, WireRole,
 };
@@ -196,6 +196,7 @@ fn convert_request(wire: MessagesRequest, endpoint: Endpoint) -> Result<Request,
         messages.push(message(i, m, endpoint, &mut native_only)?);
     }
 
+    let mut tool_members = Map::new();
     let tools = match tools {
         None => Vec::new(),
         Some(tools) => {
@@ -208,7 +209,7 @@ fn convert_request(wire: MessagesRequest, endpoint: Endpoint) -> Result<Request,
             tools
                 .into_iter()
                 .enumerate()
-                .map(|(i, t)| tool(i, t, endpoint))
+                .map(|(i, t)| tool(i, t, endpoint, &mut tool_members, &mut native_only))
                 .collect::<Result<Vec<_>, _>>()?
         }
     };
@@ -236,6 +237,9 @@ fn convert_request(wire: MessagesRequest, endpoint: Endpoint) -> Result<Request,
     }
 
     let mut fields = Map::new();
+    if !tool_members.is_empty() {
+        fields.insert(NATIVE_TOOL_MEMBERS.to_owned(), Value::Object(tool_members));
+    }
     if let Some(value) = context_management {
         if !value.is_object() {
             return Err(ApiError::invalid(
@@ -398,7 +402,19 @@ fn message(
 /// A client tool with an object `input_schema` (D-16); typed hosted and
 /// server tools are rejected (D-17). count_tokens takes any tool object and
 /// counts its name, description and schema (CF-21).
-fn tool(i: usize, t: wire::ToolDefinition, endpoint: Endpoint) -> Result<Tool, ApiError> {
+///
+/// The members only Messages knows go to `members` (by tool name), for a
+/// native route: `eager_input_streaming` and `defer_loading` change only how
+/// the reply is streamed or the tool loaded, so a converted route drops
+/// them; `input_examples` change what the model sees, so they pin the
+/// request to a native route.
+fn tool(
+    i: usize,
+    t: wire::ToolDefinition,
+    endpoint: Endpoint,
+    members: &mut Map<String, Value>,
+    native_only: &mut Option<String>,
+) -> Result<Tool, ApiError> {
     let base = format!("tools[{i}]");
     let wire::ToolDefinition {
         kind,
@@ -407,6 +423,9 @@ fn tool(i: usize, t: wire::ToolDefinition, endpoint: Endpoint) -> Result<Tool, A
         input_schema,
         cache_control,
         strict,
+        eager_input_streaming,
+        defer_loading,
+        input_examples,
         extra,
     } = t;
     if endpoint == Endpoint::CountTokens {
@@ -444,6 +463,26 @@ fn tool(i: usize, t: wire::ToolDefinition, endpoint: Endpoint) -> Result<Tool, A
             ));
         }
     };
+    let mut native = Map::new();
+    if let Some(eager) = eager_input_streaming {
+        native.insert("eager_input_streaming".to_owned(), Value::Bool(eager));
+    }
+    if let Some(defer) = defer_loading {
+        native.insert("defer_loading".to_owned(), Value::Bool(defer));
+    }
+    if let Some(examples) = input_examples {
+        if let Some(j) = examples.iter().position(|e| !e.is_object()) {
+            return Err(ApiError::invalid(
+                format!("{base}.input_examples[{j}]"),
+                "an input example must be an object of the tool's input",
+            ));
+        }
+        pin(native_only, format!("{base}.input_examples"));
+        native.insert("input_examples".to_owned(), Value::Array(examples));
+    }
+    if !native.is_empty() {
+        members.insert(name.clone(), Value::Object(native));
+    }
     Ok(Tool {
         name,
         description,

@@ -14,7 +14,7 @@
 //! * the name of a JSON schema, and `strict: false` (Messages always
 //!   enforces the schema, which satisfies a non-strict request too).
 
-use crate::convert::{MAX_STOP_SEQUENCES, NATIVE_FIELDS, tool_input};
+use crate::convert::{MAX_STOP_SEQUENCES, NATIVE_FIELDS, NATIVE_TOOL_MEMBERS, tool_input};
 use crate::wire::request::{
     self as wire, Content, ContentBlock, ImageBlock, InputMessage, MessagesRequest,
     RedactedThinkingBlock, TextBlock, ThinkingBlock, ToolDefinition, ToolResultBlock, ToolUseBlock,
@@ -91,7 +91,13 @@ fn messages_request(
         temperature: sampling.temperature,
         top_p: sampling.top_p,
         stream: Some(req.stream),
-        tools: (!req.tools.is_empty()).then(|| req.tools.iter().map(tool).collect()),
+        tools: (!req.tools.is_empty()).then(|| {
+            let members = native_tool_members(req);
+            req.tools
+                .iter()
+                .map(|t| tool(t, members.and_then(|m| m.get(&t.name))))
+                .collect()
+        }),
         tool_choice: tool_choice(req, native_request),
         thinking: thinking(req, native_request)?,
         context_management: None,
@@ -427,7 +433,20 @@ fn data_url(url: &str) -> Option<(String, String)> {
     Some((media_type.to_ascii_lowercase(), data.to_owned()))
 }
 
-fn tool(t: &Tool) -> ToolDefinition {
+/// The client's Messages-only tool members, by tool name, when the request
+/// came in over Messages.
+fn native_tool_members(req: &Request) -> Option<&Map<String, Value>> {
+    match &req.native {
+        Some(native) if native.protocol == Some(Protocol::Messages) => native
+            .fields
+            .get(NATIVE_TOOL_MEMBERS)
+            .and_then(Value::as_object),
+        _ => None,
+    }
+}
+
+fn tool(t: &Tool, native: Option<&Value>) -> ToolDefinition {
+    let member = |key: &str| native.and_then(|n| n.get(key));
     ToolDefinition {
         kind: None,
         name: Some(t.name.clone()),
@@ -435,6 +454,9 @@ fn tool(t: &Tool) -> ToolDefinition {
         input_schema: Some(t.parameters.clone()),
         cache_control: t.cache_control.as_ref().map(wire_cache_control),
         strict: t.strict,
+        eager_input_streaming: member("eager_input_streaming").and_then(Value::as_bool),
+        defer_loading: member("defer_loading").and_then(Value::as_bool),
+        input_examples: member("input_examples").and_then(Value::as_array).cloned(),
         extra: Map::new(),
     }
 }

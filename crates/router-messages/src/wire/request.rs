@@ -420,6 +420,18 @@ pub struct ToolDefinition {
     pub cache_control: Option<CacheControl>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub strict: Option<bool>,
+    /// Stream the tool's input without buffering it (how the reply is
+    /// streamed only: dropped on a converted route).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub eager_input_streaming: Option<bool>,
+    /// Keep the tool out of the initial prompt until it is searched for
+    /// (how the tool is loaded only: dropped on a converted route).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub defer_loading: Option<bool>,
+    /// Example inputs shown to the model: they change what it sees, so a
+    /// request with them needs a native Messages route.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input_examples: Option<Vec<Value>>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }

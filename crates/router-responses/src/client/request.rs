@@ -34,7 +34,10 @@
 //!   Responses [`ContentPart::Opaque`] part and makes the request
 //!   native-only: only a Responses route carries it without loss.
 
-use crate::convert::{NATIVE_ALLOWLIST, VERBOSITY, thinking};
+use crate::convert::{
+    NATIVE_ALLOWLIST, TOOL_NAMESPACES, ToolNamespaces, VERBOSITY, flat_name, namespace_group,
+    thinking,
+};
 use crate::wire::request::{
     self as wire, ContentPart as WirePart, Input, InputItem, MessageContent, MessageItem,
     MessageRole, ResponsesRequest, TextFormat, ToolChoiceMode,
@@ -58,11 +61,35 @@ const MEDIA_PARTS: [&str; 7] = [
     "document",
 ];
 
-pub(crate) fn request(body: &[u8]) -> Result<Request, ApiError> {
-    convert_request(parse::request_body(body)?)
+pub(crate) fn request(body: &[u8]) -> Result<(Request, ToolNamespaces), ApiError> {
+    convert_request(parse::request_body(body)?, Endpoint::Responses)
 }
 
-fn convert_request(wire: ResponsesRequest) -> Result<Request, ApiError> {
+/// A `POST /v1/responses/input_tokens` body: the create body's fields, read
+/// the same way, with `input` optional (instructions and tools alone count
+/// too); media cannot be estimated locally (CF-04).
+pub(crate) fn input_tokens(body: &[u8]) -> Result<Request, ApiError> {
+    let (request, _) = convert_request(parse::request_body(body)?, Endpoint::InputTokens)?;
+    if request.has_images() {
+        return Err(ApiError::invalid(
+            "input",
+            "images cannot be counted by the local estimate: count the text alone",
+        ));
+    }
+    Ok(request)
+}
+
+/// Which endpoint a body arrived on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Endpoint {
+    Responses,
+    InputTokens,
+}
+
+fn convert_request(
+    wire: ResponsesRequest,
+    endpoint: Endpoint,
+) -> Result<(Request, ToolNamespaces), ApiError> {
     let ResponsesRequest {
         model,
         input,
@@ -121,8 +148,14 @@ fn convert_request(wire: ResponsesRequest) -> Result<Request, ApiError> {
             "`background` must be false: background responses are stored, and this gateway is stateless",
         ));
     }
-    let input = input.ok_or_else(|| ApiError::invalid("input", "`input` is required"))?;
-    if matches!(&input, Input::Seq(items) if items.is_empty()) {
+    let input = match (input, endpoint) {
+        (Some(input), _) => input,
+        (None, Endpoint::InputTokens) => Input::Seq(Vec::new()),
+        (None, Endpoint::Responses) => {
+            return Err(ApiError::invalid("input", "`input` is required"));
+        }
+    };
+    if endpoint == Endpoint::Responses && matches!(&input, Input::Seq(items) if items.is_empty()) {
         return Err(ApiError::invalid(
             "input",
             "`input` must be a string or contain at least one item",
@@ -170,12 +203,32 @@ fn convert_request(wire: ResponsesRequest) -> Result<Request, ApiError> {
             turn.flush(&mut messages);
         }
     }
-    let tools = tools
-        .unwrap_or_default()
-        .into_iter()
-        .enumerate()
-        .map(|(i, t)| tool(i, t))
-        .collect::<Result<Vec<_>, _>>()?;
+    let mut namespaces = ToolNamespaces::default();
+    let mut groups = Vec::new();
+    let mut canonical_tools = Vec::new();
+    for (i, t) in tools.unwrap_or_default().into_iter().enumerate() {
+        if t.kind == "namespace" {
+            namespace(i, t, &mut canonical_tools, &mut namespaces, &mut groups)?;
+        } else {
+            canonical_tools.push(tool(&format!("tools[{i}]"), t)?);
+        }
+    }
+    // A flat name must not shadow another tool: the reply could not say
+    // which one was called.
+    let mut seen = std::collections::BTreeSet::new();
+    if let Some(i) = canonical_tools
+        .iter()
+        .position(|t| !seen.insert(t.name.as_str()))
+    {
+        return Err(ApiError::invalid(
+            "tools",
+            format!(
+                "two tools are named `{}` (a namespace's functions are known as `namespace__name`): rename one",
+                canonical_tools[i].name
+            ),
+        ));
+    }
+    let tools = canonical_tools;
     let (response_format, verbosity) = match text {
         Some(text) => (
             text.format.map(convert_text_format).transpose()?,
@@ -184,7 +237,18 @@ fn convert_request(wire: ResponsesRequest) -> Result<Request, ApiError> {
         None => (None, None),
     };
 
-    Ok(Request {
+    let mut native = native_fields(extra, verbosity)?;
+    if !groups.is_empty() {
+        native
+            .get_or_insert_with(|| NativeFields {
+                protocol: Some(Protocol::Responses),
+                fields: Map::new(),
+                betas: Vec::new(),
+            })
+            .fields
+            .insert(TOOL_NAMESPACES.to_owned(), Value::Array(groups));
+    }
+    let request = Request {
         model,
         messages,
         tools,
@@ -195,13 +259,14 @@ fn convert_request(wire: ResponsesRequest) -> Result<Request, ApiError> {
         response_format,
         stream: stream.unwrap_or(false),
         end_user: user.or(safety_identifier),
-        native: native_fields(extra, verbosity)?,
+        native,
         routing,
         inbound: Some(Protocol::Responses),
         native_only,
         prompt_cache: PromptCacheMode::Passthrough,
         thinking_signed_by: None,
-    })
+    };
+    Ok((request, namespaces))
 }
 
 /// `reasoning_effort` is an alias of `reasoning.effort` (C-09); both are
@@ -289,7 +354,11 @@ fn input_item(
         InputItem::FunctionCall(call) => turn.push(
             vec![ContentPart::ToolCall {
                 id: call.call_id,
-                name: call.name,
+                // A namespaced call is known by its flat name.
+                name: match &call.namespace {
+                    Some(namespace) => flat_name(namespace, &call.name),
+                    None => call.name,
+                },
                 arguments: call.arguments,
             }],
             None,
@@ -337,7 +406,7 @@ fn input_item(
             return Err(if kind == "item_reference" {
                 ApiError::invalid(
                     base,
-                    "item references are not supported: this gateway is stateless; send the referenced items themselves",
+                    "item references are not supported: this gateway is stateless; send the referenced items themselves (with the AI SDK, set the OpenAI provider option `store: false`)",
                 )
             } else {
                 ApiError::invalid(
@@ -507,25 +576,25 @@ fn image_part(path: &str, part: WirePart) -> Result<ContentPart, ApiError> {
 
 /// Image URLs are `https:`, `http:`, or a base64 `data:` URL of one of the
 /// four image types (GP-02).
-fn tool(i: usize, t: wire::ToolDefinition) -> Result<Tool, ApiError> {
+fn tool(base: &str, t: wire::ToolDefinition) -> Result<Tool, ApiError> {
     if t.kind != "function" {
         return Err(ApiError::invalid(
-            format!("tools[{i}].type"),
+            format!("{base}.type"),
             format!(
-                "tools of type `{}` are not supported: only client `function` tools",
+                "tools of type `{}` are not supported: the router serves function tools only (and `namespace` groups of them), no hosted tools. In Codex, set `web_search = \"disabled\"` in config.toml",
                 t.kind
             ),
         ));
     }
     let name = t.name.ok_or_else(|| {
-        ApiError::invalid(format!("tools[{i}].name"), "a function tool needs a `name`")
+        ApiError::invalid(format!("{base}.name"), "a function tool needs a `name`")
     })?;
     let parameters = match t.parameters {
         None | Some(Value::Null) => empty_object_schema(),
         Some(Value::Object(schema)) => Value::Object(schema),
         Some(_) => {
             return Err(ApiError::invalid(
-                format!("tools[{i}].parameters"),
+                format!("{base}.parameters"),
                 "`parameters` must be a JSON Schema object",
             ));
         }
@@ -537,6 +606,39 @@ fn tool(i: usize, t: wire::ToolDefinition) -> Result<Tool, ApiError> {
         strict: t.strict,
         cache_control: t.cache_control.map(cache_control),
     })
+}
+
+/// A `namespace` tool: its function tools, each known by its flat name
+/// ([`flat_name`]) in the canonical request, recorded in `namespaces` (for
+/// the reply) and in `groups` (for a Responses route, which gets the group
+/// as sent).
+fn namespace(
+    i: usize,
+    t: wire::ToolDefinition,
+    tools: &mut Vec<Tool>,
+    namespaces: &mut ToolNamespaces,
+    groups: &mut Vec<Value>,
+) -> Result<(), ApiError> {
+    let base = format!("tools[{i}]");
+    let name = t.name.filter(|n| !n.is_empty()).ok_or_else(|| {
+        ApiError::invalid(format!("{base}.name"), "a namespace tool needs a `name`")
+    })?;
+    let members = t.tools.filter(|m| !m.is_empty()).ok_or_else(|| {
+        ApiError::invalid(
+            format!("{base}.tools"),
+            "a namespace tool needs a non-empty `tools` array of function tools",
+        )
+    })?;
+    let mut group = Vec::with_capacity(members.len());
+    for (j, member) in members.into_iter().enumerate() {
+        let mut function = tool(&format!("{base}.tools[{j}]"), member)?;
+        let flat = flat_name(&name, &function.name);
+        namespaces.insert(flat.clone(), &name, &function.name);
+        group.push((flat.clone(), std::mem::replace(&mut function.name, flat)));
+        tools.push(function);
+    }
+    groups.push(namespace_group(&name, t.description.as_deref(), &group));
+    Ok(())
 }
 
 /// The schema of a tool without `parameters`: an object with no members.

@@ -8,7 +8,7 @@
 //! members (`tools`, `tool_choice`, `text`, ...) carry the protocol defaults:
 //! the reply is built from the canonical response, not the request.
 
-use crate::convert::reasoning_item;
+use crate::convert::{ToolNamespaces, reasoning_item};
 use crate::wire::response::{
     FunctionCallOutput, IncompleteDetails, InputTokensDetails, OutputContent, OutputItem,
     OutputMessage, OutputRefusal, OutputText, OutputTokensDetails, ResponseError, ResponseObject,
@@ -18,7 +18,11 @@ use crate::wire::to_json_bytes;
 use router_canonical::{NanoUsd, OutputBlock, ReplyContext, Response, StopReason, Usage};
 use serde_json::{Number, Value};
 
-pub(crate) fn response(resp: &Response, ctx: &ReplyContext<'_>) -> Vec<u8> {
+pub(crate) fn response(
+    resp: &Response,
+    ctx: &ReplyContext<'_>,
+    namespaces: &ToolNamespaces,
+) -> Vec<u8> {
     let finish = Finish::of(&resp.stop_reason);
     let mut output = Vec::new();
     let mut message: Option<OutputMessage> = None;
@@ -55,13 +59,17 @@ pub(crate) fn response(resp: &Response, ctx: &ReplyContext<'_>) -> Vec<u8> {
                 id,
                 name,
                 arguments,
-            } => output.push(OutputItem::FunctionCall(FunctionCallOutput {
-                id: Some(item_id("fc", ctx.id, index)),
-                status: Some("completed".to_owned()),
-                call_id: id.clone(),
-                name: name.clone(),
-                arguments: arguments.clone(),
-            })),
+            } => output.push(OutputItem::FunctionCall(named_call(
+                FunctionCallOutput {
+                    id: Some(item_id("fc", ctx.id, index)),
+                    status: Some("completed".to_owned()),
+                    call_id: id.clone(),
+                    name: name.clone(),
+                    namespace: None,
+                    arguments: arguments.clone(),
+                },
+                namespaces,
+            ))),
             OutputBlock::Thinking { text, signature } => {
                 output.push(OutputItem::Reasoning(reasoning_item(
                     Some(item_id("rs", ctx.id, index)),
@@ -128,6 +136,19 @@ impl Finish {
 
 /// The id of the router's output item `index`: `msg_`, `fc_` or `rs_`
 /// followed by the response id's stem, so ids are stable per response.
+/// A call of a namespaced function named as the client declared it: its
+/// `namespace` and its own `name`, not the flat name the route saw.
+pub(crate) fn named_call(
+    mut call: FunctionCallOutput,
+    namespaces: &ToolNamespaces,
+) -> FunctionCallOutput {
+    if let Some((namespace, name)) = namespaces.resolve(&call.name) {
+        call.namespace = Some(namespace.to_owned());
+        call.name = name.to_owned();
+    }
+    call
+}
+
 pub(crate) fn item_id(prefix: &str, response_id: &str, index: usize) -> String {
     let stem = response_id.strip_prefix("resp_").unwrap_or(response_id);
     format!("{prefix}_{stem}_{index}")

@@ -1,8 +1,10 @@
 //! Canonical stream events written as a Responses client's named
 //! `response.*` SSE events ([`StreamEncoder`]).
 
-use super::response::{Finish, ResponseHead, item_id, output_text, response_object, usage};
-use crate::convert::reasoning_item;
+use super::response::{
+    Finish, ResponseHead, item_id, named_call, output_text, response_object, usage,
+};
+use crate::convert::{ToolNamespaces, reasoning_item};
 use crate::wire::event::ServerEvent;
 use crate::wire::request::{ReasoningText, summary_text};
 use crate::wire::response::{
@@ -34,6 +36,8 @@ pub struct StreamEncoder {
     /// The message item text and refusal blocks are written to.
     message: Option<OutputMessage>,
     block: Option<Block>,
+    /// The request's namespaced functions, named as declared in the calls.
+    namespaces: ToolNamespaces,
 }
 
 #[derive(Debug)]
@@ -80,7 +84,14 @@ impl StreamEncoder {
             output: Vec::new(),
             message: None,
             block: None,
+            namespaces: ToolNamespaces::default(),
         }
+    }
+
+    /// Name the calls of the request's namespaced functions as declared.
+    pub fn with_namespaces(mut self, namespaces: ToolNamespaces) -> Self {
+        self.namespaces = namespaces;
+        self
     }
 
     fn head(&self) -> ResponseHead<'_> {
@@ -179,13 +190,17 @@ impl StreamEncoder {
             BlockKind::ToolCall { id, name } => {
                 self.message_done(false, out);
                 let output_index = self.next_output_index();
-                let call = FunctionCallOutput {
-                    id: Some(item_id("fc", &self.ctx.id, output_index)),
-                    status: Some("in_progress".to_owned()),
-                    call_id: id.clone(),
-                    name: name.clone(),
-                    arguments: String::new(),
-                };
+                let call = named_call(
+                    FunctionCallOutput {
+                        id: Some(item_id("fc", &self.ctx.id, output_index)),
+                        status: Some("in_progress".to_owned()),
+                        call_id: id.clone(),
+                        name: name.clone(),
+                        namespace: None,
+                        arguments: String::new(),
+                    },
+                    &self.namespaces,
+                );
                 let sequence_number = self.next_sequence();
                 self.write(
                     &ServerEvent::OutputItemAdded {

@@ -33,7 +33,9 @@
 //!   offer) and a tool result's `is_error` flag and participant `name`s
 //!   (no Responses field; the Chat encoder drops them too).
 
-use crate::convert::{NATIVE_ALLOWLIST, VERBOSITY, reasoning_item};
+use crate::convert::{
+    NATIVE_ALLOWLIST, TOOL_NAMESPACES, ToolNamespaces, VERBOSITY, reasoning_item,
+};
 use crate::wire::request::{
     self as wire, FunctionCallItem, FunctionCallOutputItem, InputImagePart, InputItem,
     JsonSchemaFormat, MessageContent, MessageItem, MessageRole, NamedToolChoice, ReasoningParam,
@@ -72,13 +74,25 @@ pub(crate) fn responses_request(
         instructions = Some(text.to_owned());
         messages = rest;
     }
+    let native_fields = native_fields(req);
+    // A client's namespace tools go to a Responses route grouped as sent,
+    // and its calls of them by their own names (issue 29).
+    let groups = native_fields.get(TOOL_NAMESPACES).filter(|_| native);
+    let namespaces = groups.map(ToolNamespaces::from_native).unwrap_or_default();
     let mut items = Vec::new();
     for message in messages {
         push_items(message, native, replay_thinking, &mut items)?;
     }
+    for item in &mut items {
+        if let InputItem::FunctionCall(call) = item
+            && let Some((namespace, name)) = namespaces.resolve(&call.name)
+        {
+            call.namespace = Some(namespace.to_owned());
+            call.name = name.to_owned();
+        }
+    }
     let sampling = &req.sampling;
     let reasoning = &req.reasoning;
-    let native_fields = native_fields(req);
     let verbosity = native_fields
         .get(VERBOSITY)
         .and_then(Value::as_str)
@@ -93,7 +107,7 @@ pub(crate) fn responses_request(
         max_output_tokens: sampling.max_output_tokens,
         temperature: sampling.temperature,
         top_p: sampling.top_p,
-        tools: (!req.tools.is_empty()).then(|| req.tools.iter().map(|t| tool(t, native)).collect()),
+        tools: (!req.tools.is_empty()).then(|| tools(req, native, groups, &namespaces)),
         tool_choice: req.tool_choice.as_ref().map(tool_choice),
         parallel_tool_calls: req.parallel_tool_calls,
         // C-08, GP-74: explicit effort only, verbatim, in the nested object.
@@ -159,7 +173,7 @@ fn check_convertible(req: &Request) -> Result<(), ApiError> {
         && thinking.mode != ThinkingMode::Disabled
     {
         return Err(ApiError::unsupported_conversion(
-            "a `thinking` configuration cannot be sent to a Responses supplier: use `reasoning.effort`",
+            "a `thinking` configuration cannot be sent to a Responses supplier, which takes a reasoning effort only: leave `thinking` out, or choose a model with a Messages or Chat route that supports thinking",
         )
         .with_param("thinking"));
     }
@@ -265,6 +279,7 @@ fn push_items(
                 out.push(InputItem::FunctionCall(FunctionCallItem {
                     call_id: id.clone(),
                     name: name.clone(),
+                    namespace: None,
                     arguments: arguments.clone(),
                     id: None,
                     status: None,
@@ -443,6 +458,58 @@ fn image(part: &ContentPart, native: bool) -> Result<wire::ContentPart, ApiError
     }))
 }
 
+/// The request's tools; on a native route the functions of a client's
+/// `namespace` tools are grouped again, each group where its first
+/// function stands, with the functions' own names.
+fn tools(
+    req: &Request,
+    native: bool,
+    groups: Option<&Value>,
+    namespaces: &ToolNamespaces,
+) -> Vec<ToolDefinition> {
+    let mut out = Vec::with_capacity(req.tools.len());
+    let mut emitted = std::collections::BTreeSet::new();
+    for t in &req.tools {
+        let Some((namespace, _)) = namespaces.resolve(&t.name) else {
+            out.push(tool(t, native));
+            continue;
+        };
+        if !emitted.insert(namespace.to_owned()) {
+            continue;
+        }
+        let group = groups
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .find(|g| g.get("name").and_then(Value::as_str) == Some(namespace));
+        let members = req
+            .tools
+            .iter()
+            .filter_map(|member| {
+                let (ns, name) = namespaces.resolve(&member.name)?;
+                (ns == namespace).then(|| {
+                    let mut function = tool(member, native);
+                    function.name = Some(name.to_owned());
+                    function
+                })
+            })
+            .collect();
+        out.push(ToolDefinition {
+            kind: "namespace".to_owned(),
+            name: Some(namespace.to_owned()),
+            description: group
+                .and_then(|g| g.get("description"))
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            parameters: None,
+            strict: None,
+            cache_control: None,
+            tools: Some(members),
+        });
+    }
+    out
+}
+
 fn tool(t: &Tool, native: bool) -> ToolDefinition {
     ToolDefinition {
         kind: "function".to_owned(),
@@ -456,6 +523,7 @@ fn tool(t: &Tool, native: bool) -> ToolDefinition {
             Some(t.strict.unwrap_or(false))
         },
         cache_control: marker(t.cache_control.as_ref(), native),
+        tools: None,
     }
 }
 

@@ -101,7 +101,7 @@ pub(crate) fn output_item(
         }
         OutputItem::FunctionCall(call) => out.push(OutputBlock::ToolCall {
             id: call.call_id,
-            name: call.name,
+            name: super::stream::called_name(call.name, call.namespace),
             arguments: call.arguments,
         }),
         OutputItem::Reasoning(item) => {

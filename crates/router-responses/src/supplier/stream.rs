@@ -152,7 +152,12 @@ impl StreamDecoder {
                 match f.item {
                     Some(OutputItem::FunctionCall(call)) => {
                         self.open_item(Key::Item { output_index: oi }, events)?;
-                        self.start_tool(oi, call.call_id, call.name, events);
+                        self.start_tool(
+                            oi,
+                            call.call_id,
+                            called_name(call.name, call.namespace),
+                            events,
+                        );
                         self.push_text(&call.arguments, events);
                     }
                     Some(OutputItem::Reasoning(_)) => {
@@ -560,7 +565,12 @@ impl StreamDecoder {
                         return Ok(());
                     }
                     self.open_item(key, events)?;
-                    self.start_tool(oi, call.call_id, call.name, events);
+                    self.start_tool(
+                        oi,
+                        call.call_id,
+                        called_name(call.name, call.namespace),
+                        events,
+                    );
                 }
                 self.fill(&call.arguments, events);
                 self.close(events);
@@ -680,5 +690,14 @@ impl SupplierStreamDecoder for StreamDecoder {
 
     fn is_finished(&self) -> bool {
         self.finished
+    }
+}
+
+/// The canonical name of a supplier's call: a namespaced function's flat
+/// name, as the request's tools carry it.
+pub(crate) fn called_name(name: String, namespace: Option<String>) -> String {
+    match namespace {
+        Some(namespace) => crate::convert::flat_name(&namespace, &name),
+        None => name,
     }
 }

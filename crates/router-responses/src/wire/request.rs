@@ -82,6 +82,32 @@ pub struct ResponsesRequest {
     pub extra: Map<String, Value>,
 }
 
+/// The body of `POST /v1/responses/input_tokens`, for the OpenAPI
+/// description: what a create body says about its input (model, input,
+/// instructions, tools and the choices that change a count). Other members
+/// are read as on `POST /v1/responses` (server-side state refused, the rest
+/// ignored).
+#[cfg(feature = "openapi")]
+#[derive(utoipa::ToSchema)]
+#[schema(as = ResponsesInputTokensRequest)]
+pub struct InputTokensRequest {
+    /// A routing field of every inference body.
+    #[schema(minimum = 0, maximum = 99.99)]
+    pub min_discount_percent: Option<f64>,
+    /// A routing field of every inference body.
+    pub zdr: Option<bool>,
+    #[schema(min_length = 1)]
+    pub model: String,
+    /// Optional here: instructions and tools alone count too. No images.
+    pub input: Option<Input>,
+    pub instructions: Option<String>,
+    pub tools: Option<Vec<ToolDefinition>>,
+    pub tool_choice: Option<ToolChoice>,
+    pub parallel_tool_calls: Option<bool>,
+    pub reasoning: Option<ReasoningParam>,
+    pub text: Option<TextParam>,
+}
+
 router_canonical::string_or_seq! {
     /// `input`: a string (one user message) or an array of items.
     pub type Input = StringOrSeq<InputKind> of InputItem;
@@ -419,6 +445,9 @@ pub struct CacheControl {
 pub struct FunctionCallItem {
     pub call_id: String,
     pub name: String,
+    /// The `namespace` tool the function belongs to, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
     /// JSON text as the model produced it; never reparsed.
     pub arguments: String,
     /// The item id (`fc_...`) of a replayed call; never sent (the stateless
@@ -486,14 +515,20 @@ pub struct ToolDefinition {
     pub name: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    /// Required-but-nullable in the reference; always sent.
-    #[serde(default)]
+    /// Required-but-nullable in the reference; the router always sends it
+    /// for a function tool (a namespace has none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parameters: Option<Value>,
     /// `null`/absent means *true* on the Responses API (unlike Chat).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strict: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_control: Option<CacheControl>,
+    /// The function tools a `type: "namespace"` tool groups under its
+    /// `name` (Codex sends its MCP tools so).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(no_recursion))]
+    pub tools: Option<Vec<ToolDefinition>>,
 }
 
 /// `tool_choice`: a mode string or `{type: "function", name}`.

@@ -209,6 +209,9 @@ pub struct FunctionCallOutput {
     pub status: Option<String>,
     pub call_id: String,
     pub name: String,
+    /// The `namespace` tool the function belongs to, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
     #[serde(default)]
     pub arguments: String,
 }

@@ -135,6 +135,59 @@ async fn models_list_is_the_openai_envelope_of_the_keys_models() {
     );
 }
 
+/// Issue 29: `/v1/models` is also Anthropic's model list (Claude Code's
+/// gateway model discovery: `GET /v1/models?limit=1000`), and pages with
+/// `limit`, `after_id` and `before_id`; the OpenAI fields stay (L-01).
+#[tokio::test]
+async fn models_list_is_also_anthropics_and_pages() {
+    let r = TestRouter::start().await;
+    let (k, _) = key(&r, &["inference"], json!({})).await;
+    let (status, all) = get_json(&r, "/v1/models", Some(&k)).await;
+    assert_eq!(status, 200);
+    let every = ids(&all["data"]);
+    assert!(every.len() >= 3, "{all}");
+    assert_eq!(all["object"], "list");
+    assert_eq!(all["has_more"], false);
+    assert_eq!(all["first_id"], json!(every[0]));
+    assert_eq!(all["last_id"], json!(every[every.len() - 1]));
+    for model in all["data"].as_array().unwrap() {
+        assert_eq!(model["object"], "model");
+        assert_eq!(model["type"], "model");
+        assert_eq!(model["display_name"], model["id"]);
+        assert_eq!(model["lifecycle"], "active");
+        assert_eq!(model["max_tokens"], model["max_output_tokens"]);
+        assert_eq!(model["max_input_tokens"], model["context_length"]);
+        assert!(model["created"].is_i64(), "{model}");
+        let at = model["created_at"].as_str().unwrap();
+        assert!(chrono::DateTime::parse_from_rfc3339(at).is_ok(), "{at}");
+    }
+    let (_, all_again) = get_json(&r, "/v1/models?limit=1000", Some(&k)).await;
+    assert_eq!(ids(&all_again["data"]), every);
+    assert_eq!(all_again["has_more"], false);
+
+    let (_, first) = get_json(&r, "/v1/models?limit=2", Some(&k)).await;
+    assert_eq!(ids(&first["data"]), every[..2]);
+    assert_eq!(first["has_more"], true);
+    assert_eq!(first["last_id"], json!(every[1]));
+    // The version is still the hash of exactly the `data` returned (L-02).
+    assert_ne!(first["pricing_version"], all["pricing_version"]);
+    let next = format!("/v1/models?limit=2&after_id={}", every[1]);
+    let (_, second) = get_json(&r, &next, Some(&k)).await;
+    assert_eq!(ids(&second["data"]), every[2..every.len().min(4)]);
+    let back = format!("/v1/models?limit=1&before_id={}", every[2]);
+    let (_, back) = get_json(&r, &back, Some(&k)).await;
+    assert_eq!(ids(&back["data"]), every[1..2]);
+    assert_eq!(back["has_more"], true);
+
+    for bad in [
+        "/v1/models?limit=0",
+        "/v1/models?limit=1001",
+        "/v1/models?limit=x",
+    ] {
+        expect_error(get(&r, bad, Some(&k)).await, 400, "invalid_parameter").await;
+    }
+}
+
 /// L-04, A-01, A-02, A-06, A-17.
 #[tokio::test]
 async fn models_list_needs_an_inference_key() {
@@ -198,6 +251,7 @@ async fn supply_is_anonymous_and_filtered_like_routing() {
     // L-06.
     for bad in [
         "/v1/models/supply",
+        "/v1/models/supply?model=",
         "/v1/models/supply?model=m-supply&min_discount_percent=100",
         "/v1/models/supply?model=m-supply&min_discount_percent=abc",
         "/v1/models/supply?model=m-supply&zdr=maybe",

@@ -73,6 +73,15 @@ async fn vendor_headers_are_checked() {
     };
     let resp = send(Some("2023-01-01"), None).await.unwrap();
     expect_messages_error(resp, 400, "invalid_request_error").await;
+    // Issue 29: the current SDKs' default version is refused, saying what
+    // to send and how.
+    let resp = send(Some("2026-10-21"), None).await.unwrap();
+    let body = expect_messages_error(resp, 400, "invalid_request_error").await;
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("use 2023-06-01") && message.contains("default_headers"),
+        "{message}"
+    );
     let resp = send(None, None).await.unwrap();
     expect_messages_error(resp, 400, "invalid_request_error").await;
     for bad in ["false", "yes"] {
@@ -125,6 +134,19 @@ async fn beta_identifiers_must_be_allowed_by_the_route() {
     };
     let resp = with_beta("bogus-2099-01-01").await.unwrap();
     expect_messages_error(resp, 400, "invalid_request_error").await;
+    // Issue 29: with allowed identifiers alongside, only the refused one is
+    // named, with where an operator allows it.
+    let resp = with_beta("context-1m-2025-08-07,bogus-2099-01-01")
+        .await
+        .unwrap();
+    let body = expect_messages_error(resp, 400, "invalid_request_error").await;
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("`bogus-2099-01-01`")
+            && !message.contains("context-1m")
+            && message.contains("`betas`"),
+        "{message}"
+    );
     // Known to Anthropic but not on this route's allowlist.
     let resp = with_beta("files-api-2025-04-14").await.unwrap();
     expect_messages_error(resp, 400, "invalid_request_error").await;
@@ -148,12 +170,15 @@ async fn max_tokens_above_the_model_maximum_is_rejected() {
     let (r, c) = TestRouter::start_rich().await;
     let mut body = messages_hello("m-claude");
     body["max_tokens"] = json!(8193);
-    expect_messages_error(
+    let error = expect_messages_error(
         r.messages(&c.key, &body).await,
         400,
         "invalid_request_error",
     )
     .await;
+    // Issue 29: the refusal names the maximum.
+    let message = error["error"]["message"].as_str().unwrap();
+    assert!(message.contains("at most 8192"), "{message}");
     body["max_tokens"] = json!(8192);
     assert_eq!(r.messages(&c.key, &body).await.status(), 200);
 }
@@ -191,7 +216,14 @@ async fn system_role_and_native_fields_select_a_native_route() {
         &image_tool_result,
     ] {
         let resp = r.messages(&c.key, body).await;
-        expect_messages_error(resp, 400, "invalid_request_error").await;
+        let error = expect_messages_error(resp, 400, "invalid_request_error").await;
+        // Issue 29: it says the model needs a native Messages route.
+        let message = error["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("needs a native route speaking the `messages` protocol")
+                && message.contains("`protocols`"),
+            "{message}"
+        );
     }
     assert_eq!(r.mock.call_count(), 0);
     assert_eq!(balance(&r, &c).await, before);

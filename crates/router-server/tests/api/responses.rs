@@ -166,3 +166,178 @@ async fn stream_ends_with_response_completed_carrying_usage_and_cost() {
         .collect();
     assert!(numbers.windows(2).all(|w| w[1] > w[0]), "{numbers:?}");
 }
+
+/// Issue 29: `POST /v1/responses/input_tokens` answers like count_tokens
+/// (D-37..D-42 on the Responses surface): a free local estimate, no
+/// supplier call, no reservation, no request record, even at zero balance.
+#[tokio::test(flavor = "multi_thread")]
+async fn input_tokens_is_a_free_local_estimate() {
+    let r = TestRouter::start().await;
+    let broke = r.customer(0, &["inference"]).await;
+    let body = json!({"model": "m-text", "instructions": "Be brief.", "input": "hello world"});
+    let resp = r
+        .post("/v1/responses/input_tokens", &broke.key, &body)
+        .await;
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.headers()["x-ci-token-count-estimated"], "true");
+    let id = request_id(&resp);
+    let short: Value = resp.json().await.unwrap();
+    assert_eq!(short["object"], "response.input_tokens", "{short}");
+    let short = short["input_tokens"].as_u64().unwrap();
+    assert!(short > 0);
+    // Monotonic in the input (D-42); tools count too.
+    let mut long = body.clone();
+    long["input"] = json!("hello world ".repeat(10));
+    long["tools"] = json!([{"type": "function", "name": "f", "parameters": {"type": "object"}}]);
+    let long: Value = r
+        .post("/v1/responses/input_tokens", &broke.key, &long)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert!(long["input_tokens"].as_u64().unwrap() > short, "{long}");
+    // No input at all: instructions alone count.
+    let resp = r
+        .post(
+            "/v1/responses/input_tokens",
+            &broke.key,
+            &json!({"model": "m-text", "instructions": "Be brief."}),
+        )
+        .await;
+    assert_eq!(resp.status(), 200);
+    assert_eq!(r.mock.call_count(), 0);
+    let (status, _) = r
+        .admin(reqwest::Method::GET, &format!("/admin/requests/{id}"), None)
+        .await;
+    assert_eq!(status, 404, "input_tokens leaves no request record");
+    assert_eq!(r.account(&broke.account_id).await["balance_nano_usd"], 0);
+
+    // Refusals in the OpenAI envelope: no model, server-side state, an
+    // image (not countable locally), an unknown model.
+    for (body, status, code) in [
+        (json!({"input": "x"}), 400, "invalid_parameter"),
+        (
+            json!({"model": "m-text", "input": "x", "previous_response_id": "resp_1"}),
+            400,
+            "invalid_parameter",
+        ),
+        (
+            json!({"model": "m-text", "input": [{"role": "user", "content": [
+                {"type": "input_image", "image_url": "https://example.com/a.png"}]}]}),
+            400,
+            "invalid_parameter",
+        ),
+        (
+            json!({"model": "nope", "input": "x"}),
+            404,
+            "model_not_found",
+        ),
+    ] {
+        let resp = r
+            .post("/v1/responses/input_tokens", &broke.key, &body)
+            .await;
+        expect_error(resp, status, code).await;
+    }
+    assert_eq!(r.mock.call_count(), 0);
+}
+
+/// Issue 29: Codex's `namespace` tool on a converted (Chat) route: its
+/// functions reach the supplier as flat function tools, the history's
+/// namespaced call by its flat name, and the reply's call comes back with
+/// the namespace and name the client declared, complete and streamed; a
+/// hosted tool is refused naming Codex's setting.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_namespace_tool_is_flattened_on_a_converted_route_and_named_back() {
+    let r = TestRouter::start().await;
+    let c = r.rich_customer().await;
+    let body = |stream: bool| {
+        json!({"model": "m-text", "stream": stream,
+        "input": [
+            {"role": "user", "content": "file it"},
+            {"type": "function_call", "call_id": "call_0", "namespace": "mcp__github__",
+             "name": "search_issues", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "call_0", "output": "[]"}
+        ],
+        "tools": [{"type": "namespace", "name": "mcp__github__", "description": "GitHub.",
+            "tools": [
+                {"type": "function", "name": "search_issues", "parameters": {"type": "object"}},
+                {"type": "function", "name": "create_issue", "parameters": {"type": "object"}}
+            ]}]})
+    };
+    for stream in [false, true] {
+        r.mock.enqueue(Script::Reply(MockReply {
+            tool_calls: vec![MockToolCall::new(
+                "call_1",
+                "mcp__github__create_issue",
+                r#"{"title":"t"}"#,
+            )],
+            ..MockReply::text("")
+        }));
+        let resp = responses(&r, &c.key, &body(stream)).await;
+        assert_eq!(resp.status(), 200);
+        let sent = r.mock.calls().last().unwrap().body.clone();
+        let names: Vec<&str> = sent["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["function"]["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            ["mcp__github__search_issues", "mcp__github__create_issue"]
+        );
+        assert_eq!(
+            sent["messages"][1]["tool_calls"][0]["function"]["name"], "mcp__github__search_issues",
+            "{sent}"
+        );
+        let call = if stream {
+            let events = sse_events(&resp.text().await.unwrap());
+            let added = events
+                .iter()
+                .find(|(n, d)| {
+                    n == "response.output_item.added" && d["item"]["type"] == "function_call"
+                })
+                .map(|(_, d)| d["item"].clone())
+                .unwrap();
+            assert_eq!(added["name"], "create_issue", "{added}");
+            assert_eq!(added["namespace"], "mcp__github__", "{added}");
+            let (_, done) = events.last().unwrap();
+            done["response"]["output"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|i| i["type"] == "function_call")
+                .cloned()
+                .unwrap()
+        } else {
+            let body: Value = resp.json().await.unwrap();
+            body["output"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|i| i["type"] == "function_call")
+                .cloned()
+                .unwrap()
+        };
+        assert_eq!(call["name"], "create_issue", "{call}");
+        assert_eq!(call["namespace"], "mcp__github__", "{call}");
+        assert_eq!(call["call_id"], "call_1");
+    }
+
+    // Hosted tools stay refused, and the refusal names Codex's setting.
+    let calls = r.mock.call_count();
+    let resp = responses(
+        &r,
+        &c.key,
+        &json!({"model": "m-text", "input": "hi", "tools": [{"type": "web_search"}]}),
+    )
+    .await;
+    let error = expect_error(resp, 400, "invalid_parameter").await;
+    assert_eq!(error["error"]["param"], "tools[0].type");
+    let message = error["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("function tools only") && message.contains("web_search = \"disabled\""),
+        "{message}"
+    );
+    assert_eq!(r.mock.call_count(), calls);
+}

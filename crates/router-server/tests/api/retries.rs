@@ -127,3 +127,25 @@ async fn supply_priced_fallback_charges_the_used_quote() {
         .unwrap();
     assert_eq!(body["usage"]["cost"], serde_json::json!(0.00006));
 }
+
+/// Issue 29: when every eligible route failed fast, the 503 says how the
+/// last one failed, not that a deadline passed (G-09, G-10).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_503_after_every_route_failed_fast_says_what_happened() {
+    let r = TestRouter::start().await;
+    let c = r.rich_customer().await;
+    r.mock.set_default(Script::Status {
+        status: 529,
+        body: None,
+        retry_after: None,
+    });
+    let start = Instant::now();
+    let resp = r.chat(&c.key, &hello("m-text")).await;
+    let error = expect_error(resp, 503, "upstream_unavailable").await;
+    assert!(start.elapsed() < Duration::from_secs(10));
+    assert_eq!(
+        error["error"]["message"],
+        "Every eligible route failed; the last was overloaded."
+    );
+    assert!(r.mock.call_count() >= 2);
+}
