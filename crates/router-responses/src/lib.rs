@@ -32,7 +32,8 @@
 //! let supplier = ResponsesSupplier { require_usage: true };
 //!
 //! // A client's request, validated into the canonical model (no headers here).
-//! let (request, ()) = client.parse_request(&(), br#"{
+//! // `namespaces`: how `namespace` tools were flattened, to name calls back.
+//! let (request, namespaces) = client.parse_request(&(), br#"{
 //!     "model": "acme/resp-1",
 //!     "instructions": "Be brief.",
 //!     "input": "Say hi",
@@ -75,7 +76,7 @@
 //!     created: 1700000001,
 //!     cost: Some(NanoUsd(1_500)),
 //! };
-//! let reply: serde_json::Value = serde_json::from_slice(&client.encode_response(&response, &ctx, &()))?;
+//! let reply: serde_json::Value = serde_json::from_slice(&client.encode_response(&response, &ctx, &namespaces))?;
 //! assert_eq!(reply["object"], "response");
 //! assert_eq!(reply["output"][0]["content"][0]["text"], "Hi!");
 //! assert_eq!(reply["usage"]["total_tokens"], 11);
@@ -95,7 +96,7 @@
 //! let mut decoder = supplier.stream_decoder();
 //! let mut encoder = client.stream_encoder(
 //!     StreamContext { id: "resp_router2".to_owned(), model: "acme/resp-1".to_owned(), created: 1700000001 },
-//!     (),
+//!     namespaces,
 //! );
 //! let mut out = Vec::new();
 //! for frame in &frames {

@@ -32,7 +32,7 @@ pub(crate) struct ServeArgs {
     listen: String,
     /// A second listen address for the admin API and `/metrics` only; when
     /// set, `ROUTER_LISTEN` no longer serves them. Unset: one listener.
-    #[arg(long, env = "ROUTER_ADMIN_LISTEN")]
+    #[arg(long, global = true, env = "ROUTER_ADMIN_LISTEN")]
     admin_listen: Option<String>,
     /// PostgreSQL URL.
     #[arg(long, global = true, env = "DATABASE_URL", hide_env_values = true)]
@@ -248,7 +248,7 @@ pub(crate) struct ServeArgs {
     admin_test_hooks: String,
     /// Export each request's spans over OTLP/HTTP to this collector
     /// (`http://host:4318`; spans go to `/v1/traces`). Unset: no export.
-    #[arg(long, env = "ROUTER_OTLP_ENDPOINT")]
+    #[arg(long, global = true, env = "ROUTER_OTLP_ENDPOINT")]
     otlp_endpoint: Option<String>,
     /// Record metrics for `GET /metrics`: `1` (default) or `0`.
     #[arg(long, global = true, env = "ROUTER_METRICS", default_value = "1")]
