@@ -233,10 +233,7 @@ pub async fn list_accounts(
         .load::<AccountViewRow>(conn)
         .await
         .map_err(store_error)?;
-    Ok(rows
-        .into_iter()
-        .map(account_view)
-        .collect())
+    Ok(rows.into_iter().map(account_view).collect())
 }
 
 /// The account and its wallet, or `None` when there is no such account.

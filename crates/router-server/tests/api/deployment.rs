@@ -285,34 +285,10 @@ async fn the_compose_settings_serve_a_request() {
         .status(),
         404
     );
-    let account: Value = post(
-        format!("{admin}/admin/accounts"),
-        json!({"email": "c@example.com"}),
-    )
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
-    let id = account["id"].as_str().unwrap();
-    post(
-        format!("{admin}/admin/accounts/{id}/credits"),
-        json!({"amount_nano_usd": 1_000_000_000_i64}),
-    )
-    .await
-    .unwrap();
-    let key: Value = post(
-        format!("{admin}/admin/api-keys"),
-        json!({"account_id": id, "scopes": ["inference"]}),
-    )
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
+    let key = funded_key_over_http(&client, &admin, "c@example.com", 1_000_000_000).await;
     let resp = client
         .post(format!("{public}/v1/chat/completions"))
-        .bearer_auth(key["key"].as_str().unwrap())
+        .bearer_auth(&key)
         .json(&hello("demo-chat"))
         .send()
         .await

@@ -1022,6 +1022,46 @@ pub fn spawn_hello(
     tokio::spawn(request.bearer_auth(key).json(&hello("m-text")).send())
 }
 
+/// An `inference` key of a new account for `email` holding `credits`
+/// nano-USD, made over the admin API of a router process at `admin_base`.
+pub async fn funded_key_over_http(
+    client: &reqwest::Client,
+    admin_base: &str,
+    email: &str,
+    credits: i64,
+) -> String {
+    let admin = |path: String, body: Value| {
+        client
+            .post(format!("{admin_base}{path}"))
+            .bearer_auth(ADMIN_TOKEN)
+            .json(&body)
+            .send()
+    };
+    let account: Value = admin("/admin/accounts".into(), json!({"email": email}))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = account["id"].as_str().unwrap();
+    admin(
+        format!("/admin/accounts/{id}/credits"),
+        json!({"amount_nano_usd": credits}),
+    )
+    .await
+    .unwrap();
+    let key: Value = admin(
+        "/admin/api-keys".into(),
+        json!({"account_id": id, "scopes": ["inference"]}),
+    )
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    key["key"].as_str().unwrap().to_owned()
+}
+
 pub fn request_id(resp: &reqwest::Response) -> String {
     resp.headers()
         .get("x-request-id")

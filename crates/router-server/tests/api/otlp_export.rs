@@ -118,39 +118,7 @@ fn attribute(span: &Span, key: &str) -> Option<String> {
 }
 
 async fn customer(client: &reqwest::Client, base: &str) -> String {
-    let admin = |path: String, body: Value| {
-        client
-            .post(format!("{base}{path}"))
-            .bearer_auth(ADMIN_TOKEN)
-            .json(&body)
-            .send()
-    };
-    let account: Value = admin(
-        "/admin/accounts".into(),
-        json!({"email": "otlp@example.com"}),
-    )
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
-    let id = account["id"].as_str().unwrap();
-    admin(
-        format!("/admin/accounts/{id}/credits"),
-        json!({"amount_nano_usd": 1_000_000_000_000_i64}),
-    )
-    .await
-    .unwrap();
-    let key: Value = admin(
-        "/admin/api-keys".into(),
-        json!({"account_id": id, "scopes": ["inference"]}),
-    )
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
-    key["key"].as_str().unwrap().to_owned()
+    funded_key_over_http(client, base, "otlp@example.com", 1_000_000_000_000).await
 }
 
 #[tokio::test(flavor = "multi_thread")]

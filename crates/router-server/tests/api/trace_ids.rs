@@ -262,36 +262,7 @@ async fn the_log_line_carries_the_ids() {
     )
     .await;
     let client = reqwest::Client::new();
-    let admin = |path: &str, body: Value| {
-        client
-            .post(format!("{base}{path}"))
-            .bearer_auth(ADMIN_TOKEN)
-            .json(&body)
-            .send()
-    };
-    let account: Value = admin("/admin/accounts", json!({"email": "trace@example.com"}))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let account_id = account["id"].as_str().unwrap();
-    admin(
-        &format!("/admin/accounts/{account_id}/credits"),
-        json!({"amount_nano_usd": 1_000_000_000_000_i64}),
-    )
-    .await
-    .unwrap();
-    let key: Value = admin(
-        "/admin/api-keys",
-        json!({"account_id": account_id, "scopes": ["inference"]}),
-    )
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
-    let key = key["key"].as_str().unwrap();
+    let key = &funded_key_over_http(&client, &base, "trace@example.com", 1_000_000_000_000).await;
     mock.enqueue_for("up-text-primary", Script::status(400));
     let resp = client
         .post(format!("{base}/v1/chat/completions"))
