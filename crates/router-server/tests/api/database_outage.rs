@@ -6,7 +6,7 @@
 use crate::harness::*;
 use router_mock_supplier::MockSupplier;
 use router_store::test_support::TestDatabase;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -102,35 +102,8 @@ async fn a_database_outage_is_a_retryable_503_on_every_surface() {
         }
         request.send()
     };
-    let account: Value = admin(
-        reqwest::Method::POST,
-        "/admin/accounts",
-        Some(json!({"email": "outage@example.com"})),
-    )
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
-    let account_id = account["id"].as_str().unwrap().to_owned();
-    admin(
-        reqwest::Method::POST,
-        &format!("/admin/accounts/{account_id}/credits"),
-        Some(json!({"amount_nano_usd": 1_000_000_000_000i64})),
-    )
-    .await
-    .unwrap();
-    let key: Value = admin(
-        reqwest::Method::POST,
-        "/admin/api-keys",
-        Some(json!({"account_id": account_id, "scopes": ["inference"]})),
-    )
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
-    let key = key["key"].as_str().unwrap().to_owned();
+    let (account_id, key) =
+        funded_account_over_http(&client, &base, "outage@example.com", 1_000_000_000_000).await;
     let chat = |key: String| {
         client
             .post(format!("{base}/v1/chat/completions"))

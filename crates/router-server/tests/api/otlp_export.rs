@@ -11,9 +11,8 @@ use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
 use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::Message;
-use router_mock_supplier::{MockReply, MockSupplier, Script};
+use router_mock_supplier::Script;
 use router_store::test_support::TestDatabase;
-use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -126,10 +125,7 @@ async fn spans_of_a_request_reach_the_collector_in_the_clients_trace() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let collector = Collector::default();
     let endpoint = collector.clone().start().await;
-    let mock = MockSupplier::start("127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
-    mock.set_default(Script::Reply(MockReply::text("exported")));
+    let mock = mock_answering("exported").await;
     // The primary route fails once with a 500, then answers.
     mock.enqueue_for("up-text-primary", Script::status(500));
     let db = TestDatabase::new().await;
@@ -287,11 +283,7 @@ async fn spans_of_a_request_reach_the_collector_in_the_clients_trace() {
 /// answered, and the start-up refuses a bad endpoint naming it.
 #[tokio::test(flavor = "multi_thread")]
 async fn an_absent_collector_never_holds_a_request_and_a_bad_endpoint_stops_start_up() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let mock = MockSupplier::start("127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
-    mock.set_default(Script::Reply(MockReply::text("fine")));
+    let mock = mock_answering("fine").await;
     let db = TestDatabase::new().await;
     // A port nothing listens on.
     let closed = {

@@ -5,7 +5,7 @@
 //! the request's log line (the real binary).
 
 use crate::harness::*;
-use router_mock_supplier::{MockReply, MockSupplier, RecordedCall, Script};
+use router_mock_supplier::{RecordedCall, Script};
 use router_store::test_support::TestDatabase;
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -245,11 +245,7 @@ async fn a_stream_records_its_supplier_id_with_the_charge() {
 /// supplier's id; a failed attempt's line names its supplier's id.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_log_line_carries_the_ids() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let mock = MockSupplier::start("127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
-    mock.set_default(Script::Reply(MockReply::text("traced")));
+    let mock = mock_answering("traced").await;
     let db = TestDatabase::new().await;
     let RouterProcess {
         mut child,
