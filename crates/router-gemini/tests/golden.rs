@@ -8,11 +8,6 @@
 //! supplier inputs follow Google's published `GenerateContentResponse`
 //! shape and samples. `UPDATE_GOLDEN=1` rewrites the expectations.
 
-#![expect(
-    clippy::unwrap_used,
-    reason = "test helpers: a panic is the failure report"
-)]
-
 use router_canonical::SupplierTarget;
 use router_gemini::GeminiSupplier;
 use router_wire_testkit::golden::{self, Golden};
