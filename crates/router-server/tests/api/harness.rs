@@ -1035,6 +1035,11 @@ pub async fn mock_answering(text: &str) -> MockSupplier {
     mock
 }
 
+/// Assert that `resp` is a 200, showing the body of any other answer.
+pub async fn assert_answered(resp: reqwest::Response, what: &str) {
+    assert_eq!(resp.status(), 200, "{what}: {}", resp.text().await.unwrap());
+}
+
 /// The values of the Prometheus samples `name{labels...}` in `text` whose
 /// labels include `labels`.
 pub fn metric_samples(text: &str, name: &str, labels: &[(&str, &str)]) -> Vec<f64> {
