@@ -162,17 +162,11 @@ type AccountColumns = (
     wallets::shortfall_nano,
     accounts::created_at,
 );
-const ACCOUNT_COLUMNS: AccountColumns = (
-    accounts::id,
-    accounts::email,
-    accounts::email_verified,
-    wallets::balance_nano,
-    wallets::held_nano,
-    wallets::shortfall_count,
-    wallets::shortfall_nano,
-    accounts::created_at,
-);
-/// One row of [`ACCOUNT_COLUMNS`].
+/// Diesel's columns are unit structs, so the tuple's default is the columns.
+fn account_columns() -> AccountColumns {
+    AccountColumns::default()
+}
+/// One row of [`account_columns`].
 type AccountViewRow = (Uuid, String, bool, i64, i64, i64, i64, DateTime<Utc>);
 
 fn account_view(
@@ -208,7 +202,7 @@ pub async fn list_accounts(
 ) -> Result<Vec<AccountView>, StoreError> {
     let mut query = accounts::table
         .inner_join(wallets::table)
-        .select(ACCOUNT_COLUMNS)
+        .select(account_columns())
         .order((accounts::created_at.desc(), accounts::id.desc()))
         .limit(limit)
         .into_boxed();
@@ -244,7 +238,7 @@ pub async fn get_account(
     let row = accounts::table
         .inner_join(wallets::table)
         .filter(accounts::id.eq(id))
-        .select(ACCOUNT_COLUMNS)
+        .select(account_columns())
         .first::<AccountViewRow>(conn)
         .await
         .optional()
