@@ -1035,6 +1035,24 @@ pub async fn mock_answering(text: &str) -> MockSupplier {
     mock
 }
 
+/// A Chat `hello(model)` to the router at `base` with `key` and the extra
+/// `headers` (name, value).
+pub async fn hello_with_headers(
+    client: &reqwest::Client,
+    base: &str,
+    key: &str,
+    model: &str,
+    headers: &[(&str, &str)],
+) -> reqwest::Response {
+    let mut request = client
+        .post(format!("{base}/v1/chat/completions"))
+        .bearer_auth(key);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    request.json(&hello(model)).send().await.unwrap()
+}
+
 /// Assert that `resp` is a 200, showing the body of any other answer.
 pub async fn assert_answered(resp: reqwest::Response, what: &str) {
     assert_eq!(resp.status(), 200, "{what}: {}", resp.text().await.unwrap());

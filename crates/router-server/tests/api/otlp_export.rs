@@ -137,14 +137,14 @@ async fn spans_of_a_request_reach_the_collector_in_the_clients_trace() {
     .await;
     let client = reqwest::Client::new();
     let key = customer(&client, &router.base).await;
-    let resp = client
-        .post(format!("{}/v1/chat/completions", router.base))
-        .bearer_auth(&key)
-        .header("traceparent", format!("00-{TRACE_ID}-{CLIENT_SPAN}-01"))
-        .json(&hello("m-text"))
-        .send()
-        .await
-        .unwrap();
+    let resp = hello_with_headers(
+        &client,
+        &router.base,
+        &key,
+        "m-text",
+        &[("traceparent", &format!("00-{TRACE_ID}-{CLIENT_SPAN}-01"))],
+    )
+    .await;
     assert_eq!(resp.status(), 200);
     resp.text().await.unwrap();
 
@@ -251,14 +251,14 @@ async fn spans_of_a_request_reach_the_collector_in_the_clients_trace() {
 
     // A client's unsampled trace is followed but not exported.
     let unsampled = "1af7651916cd43dd8448eb211c80319c";
-    let resp = client
-        .post(format!("{}/v1/chat/completions", router.base))
-        .bearer_auth(&key)
-        .header("traceparent", format!("00-{unsampled}-{CLIENT_SPAN}-00"))
-        .json(&hello("m-text"))
-        .send()
-        .await
-        .unwrap();
+    let resp = hello_with_headers(
+        &client,
+        &router.base,
+        &key,
+        "m-text",
+        &[("traceparent", &format!("00-{unsampled}-{CLIENT_SPAN}-00"))],
+    )
+    .await;
     assert_eq!(resp.status(), 200);
     resp.text().await.unwrap();
     tokio::time::sleep(Duration::from_millis(2500)).await;
