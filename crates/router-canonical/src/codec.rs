@@ -147,6 +147,21 @@ pub struct SupplierTarget<'a> {
     pub default_max_output_tokens: Option<u32>,
 }
 
+/// `segment` percent-encoded as one path segment (RFC 3986: everything but
+/// the unreserved characters), so a model ID with `/` or `:` stays one
+/// segment of a supplier path.
+pub fn encode_path_segment(segment: &str) -> String {
+    let mut out = String::with_capacity(segment.len());
+    for b in segment.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
 /// The supplier side of a protocol: encode requests for it, decode what it
 /// answers. Object safe: a gateway holds `&dyn SupplierCodec` per route.
 pub trait SupplierCodec: Send + Sync + 'static {

@@ -81,7 +81,7 @@ pub use capability::{Capability, CapabilitySet, Requirements};
 pub use codec::{
     ClientCodec, ClientStreamEncoder, HeaderSource, ReplyContext, StreamContext, StreamEnd,
     StreamFraming, SupplierCodec, SupplierError, SupplierFailure, SupplierStreamDecoder,
-    SupplierTarget,
+    SupplierTarget, encode_path_segment,
 };
 pub use error::{ApiError, ErrorCode, Field, ProductCode};
 pub use image::{GeneratedImage, ImageRequest, ImageSupplierCodec};

@@ -16,9 +16,10 @@
 
 use router_chat::{
     ChatClient, ChatSupplier, ClientCodec, ClientStreamEncoder, NanoUsd, ReplyContext,
-    StreamContext, StreamEnd, SupplierCodec, SupplierTarget, finish_of,
+    StreamContext, StreamEnd, SupplierTarget, finish_of,
 };
-use router_wire_testkit::golden::{self, Golden, frames};
+use router_wire_testkit::golden::{self, Golden};
+use router_wire_testkit::supplier;
 use std::fs;
 use std::path::Path;
 
@@ -50,22 +51,9 @@ fn run_case(case: &Path, golden: &mut Golden) {
         "canonical.json",
         &serde_json::to_value(&canonical).unwrap(),
     );
-    let upstream = SUPPLIER.encode_request(&canonical, &TARGET).unwrap();
-    golden.json(
-        case,
-        "upstream_request.json",
-        &serde_json::from_slice(&upstream).unwrap(),
-    );
+    supplier::upstream_request(case, golden, &SUPPLIER, &canonical, &TARGET);
 
-    if let Ok(body) = fs::read(case.join("supplier_response.json")) {
-        let response = SUPPLIER
-            .decode_response(&body)
-            .unwrap_or_else(|err| panic!("{}: supplier reply rejected: {err}", case.display()));
-        golden.json(
-            case,
-            "canonical_response.json",
-            &serde_json::to_value(&response).unwrap(),
-        );
+    if let Some(response) = supplier::canonical_response(case, golden, &SUPPLIER) {
         let reply = ReplyContext {
             id: ROUTER_ID,
             model: &canonical.model,
@@ -79,22 +67,7 @@ fn run_case(case: &Path, golden: &mut Golden) {
         );
     }
 
-    if let Ok(sse) = fs::read(case.join("supplier_stream.sse")) {
-        let mut decoder = SUPPLIER.stream_decoder();
-        let mut events = Vec::new();
-        for frame in frames(&sse) {
-            events.extend(
-                decoder
-                    .decode(&frame)
-                    .unwrap_or_else(|err| panic!("{}: stream rejected: {err}", case.display())),
-            );
-        }
-        assert!(decoder.is_finished(), "{}: no [DONE]", case.display());
-        golden.json(
-            case,
-            "canonical_events.json",
-            &serde_json::to_value(&events).unwrap(),
-        );
+    if let Some(events) = supplier::canonical_events(case, golden, &SUPPLIER, "[DONE]") {
         let mut encoder = CLIENT.stream_encoder(
             StreamContext {
                 id: ROUTER_ID.to_owned(),
@@ -122,14 +95,5 @@ fn run_case(case: &Path, golden: &mut Golden) {
 
 #[test]
 fn fixtures_match() {
-    let cases = golden::cases("chat");
-    assert!(
-        cases.len() >= 8,
-        "expected the golden cases, found {cases:?}"
-    );
-    let mut golden = Golden::new();
-    for case in &cases {
-        run_case(case, &mut golden);
-    }
-    golden.finish();
+    golden::run_cases("chat", 8, run_case);
 }

@@ -24,7 +24,7 @@ pub use stream::StreamDecoder;
 
 use router_canonical::{
     ApiError, Protocol, Request, Response, StreamFraming, SupplierCodec, SupplierError,
-    SupplierFailure, SupplierStreamDecoder, SupplierTarget,
+    SupplierFailure, SupplierStreamDecoder, SupplierTarget, encode_path_segment,
 };
 use serde::Deserialize;
 
@@ -34,19 +34,6 @@ pub struct ConverseSupplier {
     /// Whether a reply or stream without usage is invalid (the gateway
     /// bills by usage, so it turns this on).
     pub require_usage: bool,
-}
-
-/// `segment` percent-encoded as one path segment (a model ID's `:`).
-fn path_segment(segment: &str) -> String {
-    let mut out = String::with_capacity(segment.len());
-    for b in segment.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 impl SupplierCodec for ConverseSupplier {
@@ -65,7 +52,7 @@ impl SupplierCodec for ConverseSupplier {
         } else {
             "converse"
         };
-        format!("/model/{}/{action}", path_segment(target.model))
+        format!("/model/{}/{action}", encode_path_segment(target.model))
     }
 
     fn stream_framing(&self) -> StreamFraming {

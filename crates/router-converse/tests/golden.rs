@@ -11,10 +11,10 @@
     reason = "test helpers: a panic is the failure report"
 )]
 
-use router_canonical::eventstream::{Decoder, HeaderValue, Message};
 use router_canonical::{Request, StreamEvent, SupplierCodec, SupplierError, SupplierTarget};
 use router_converse::ConverseSupplier;
 use router_wire_testkit::golden::{self, Golden};
+use router_wire_testkit::supplier;
 use serde_json::Value;
 use std::fs;
 use std::path::Path;
@@ -27,87 +27,31 @@ const TARGET: SupplierTarget<'static> = SupplierTarget {
     default_max_output_tokens: Some(4096),
 };
 
-pub(crate) fn stream_bytes(messages: &[Value]) -> Vec<u8> {
-    let mut bytes = Vec::new();
-    for message in messages {
-        let headers = message["headers"]
-            .as_object()
-            .unwrap()
-            .iter()
-            .map(|(k, v)| {
-                (
-                    k.clone(),
-                    HeaderValue::String(v.as_str().unwrap().to_owned()),
-                )
-            })
-            .collect();
-        let payload = serde_json::to_vec(&message["payload"]).unwrap();
-        bytes.extend(Message { headers, payload }.encode());
-    }
-    bytes
+fn stream_bytes(messages: &[Value]) -> Vec<u8> {
+    supplier::event_stream_bytes(messages)
 }
 
 fn decode(bytes: &[u8], piece: usize) -> Result<(Vec<StreamEvent>, bool), SupplierError> {
-    let mut framing = Decoder::default();
-    let mut decoder = SUPPLIER.stream_decoder();
-    let mut events = Vec::new();
-    for chunk in bytes.chunks(piece) {
-        let mut messages = Vec::new();
-        framing.feed(chunk, &mut messages).unwrap();
-        for message in messages {
-            events.extend(decoder.decode(&message.into_frame().unwrap())?);
-        }
-    }
-    Ok((events, decoder.is_finished()))
+    supplier::decode_event_stream(&SUPPLIER, bytes, piece)
 }
 
 fn run_case(case: &Path, golden: &mut Golden) {
-    let canonical: Request =
-        serde_json::from_slice(&fs::read(case.join("canonical.json")).unwrap()).unwrap();
-    let upstream = SUPPLIER
-        .encode_request(&canonical, &TARGET)
-        .unwrap_or_else(|err| panic!("{}: encode_request failed: {err:?}", case.display()));
-    golden.json(
-        case,
-        "upstream_request.json",
-        &serde_json::from_slice(&upstream).unwrap(),
-    );
-    if let Ok(body) = fs::read(case.join("supplier_response.json")) {
-        let response = SUPPLIER
-            .decode_response(&body)
-            .unwrap_or_else(|err| panic!("{}: reply rejected: {err}", case.display()));
-        golden.json(
-            case,
-            "canonical_response.json",
-            &serde_json::to_value(&response).unwrap(),
-        );
-    }
+    let canonical = supplier::canonical_input(case);
+    supplier::upstream_request(case, golden, &SUPPLIER, &canonical, &TARGET);
+    supplier::canonical_response(case, golden, &SUPPLIER);
     if let Ok(fixture) = fs::read(case.join("supplier_stream.json")) {
         let messages: Vec<Value> = serde_json::from_slice(&fixture).unwrap();
         let bytes = stream_bytes(&messages);
         let (events, finished) = decode(&bytes, 5)
             .unwrap_or_else(|err| panic!("{}: stream rejected: {err}", case.display()));
         assert!(finished, "{}: no metadata", case.display());
-        golden.json(
-            case,
-            "canonical_events.json",
-            &serde_json::to_value(&events).unwrap(),
-        );
+        supplier::compare_events(case, golden, &events);
     }
 }
 
 #[test]
 fn fixtures_match() {
-    let cases = golden::cases("bedrock_converse");
-    assert!(
-        cases.len() >= 4,
-        "expected the golden cases, found {cases:?}"
-    );
-    let mut golden = Golden::new();
-    for case in &cases {
-        run_case(case, &mut golden);
-    }
-    golden.finish();
+    golden::run_cases("bedrock_converse", 4, run_case);
 }
 
 #[test]

@@ -10,6 +10,7 @@
 //! attempt on such a supplier fails before anything is sent
 //! ([`Auth::missing_secret`]). `Debug` never prints a secret.
 
+use router_canonical::encode_path_segment;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -352,19 +353,6 @@ pub fn expand_base_url(base_url: &str, model: &str) -> String {
         return base_url.to_owned();
     }
     base_url.replace(MODEL_PLACEHOLDER, &encode_path_segment(model))
-}
-
-/// RFC 3986 percent-encoding of everything but the unreserved characters.
-pub fn encode_path_segment(segment: &str) -> String {
-    let mut out = String::with_capacity(segment.len());
-    for b in segment.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -37,7 +37,7 @@ pub use stream::StreamDecoder;
 
 use router_canonical::{
     ApiError, Protocol, Request, Response, SupplierCodec, SupplierError, SupplierFailure,
-    SupplierStreamDecoder, SupplierTarget,
+    SupplierStreamDecoder, SupplierTarget, encode_path_segment,
 };
 
 /// The Gemini `generateContent` dialect.
@@ -46,19 +46,6 @@ pub struct GeminiSupplier {
     /// Whether a reply or stream without token counts is invalid (the
     /// gateway bills by usage, so it turns this on).
     pub require_usage: bool,
-}
-
-/// `segment` percent-encoded as one path segment.
-fn path_segment(segment: &str) -> String {
-    let mut out = String::with_capacity(segment.len());
-    for b in segment.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 impl SupplierCodec for GeminiSupplier {
@@ -74,7 +61,7 @@ impl SupplierCodec for GeminiSupplier {
     /// `/models/{model}:generateContent`, or
     /// `/models/{model}:streamGenerateContent?alt=sse` for a stream.
     fn request_path(&self, target: &SupplierTarget<'_>, stream: bool) -> String {
-        let model = path_segment(target.model);
+        let model = encode_path_segment(target.model);
         if stream {
             format!("/models/{model}:streamGenerateContent?alt=sse")
         } else {

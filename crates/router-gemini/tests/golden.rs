@@ -8,15 +8,10 @@
 //! supplier inputs follow Google's published `GenerateContentResponse`
 //! shape and samples. `UPDATE_GOLDEN=1` rewrites the expectations.
 
-#![expect(
-    clippy::unwrap_used,
-    reason = "test helpers: a panic is the failure report"
-)]
-
-use router_canonical::{Request, SupplierCodec, SupplierTarget};
+use router_canonical::SupplierTarget;
 use router_gemini::GeminiSupplier;
-use router_wire_testkit::golden::{self, Golden, frames};
-use std::fs;
+use router_wire_testkit::golden::{self, Golden};
+use router_wire_testkit::supplier;
 use std::path::Path;
 
 const SUPPLIER: GeminiSupplier = GeminiSupplier {
@@ -24,59 +19,17 @@ const SUPPLIER: GeminiSupplier = GeminiSupplier {
 };
 
 fn run_case(case: &Path, golden: &mut Golden) {
-    let canonical: Request =
-        serde_json::from_slice(&fs::read(case.join("canonical.json")).unwrap()).unwrap();
     let target = SupplierTarget {
         model: "gemini-2.5-flash",
         default_max_output_tokens: Some(4096),
     };
-    let upstream = SUPPLIER
-        .encode_request(&canonical, &target)
-        .unwrap_or_else(|err| panic!("{}: encode_request failed: {err:?}", case.display()));
-    golden.json(
-        case,
-        "upstream_request.json",
-        &serde_json::from_slice(&upstream).unwrap(),
-    );
-    if let Ok(body) = fs::read(case.join("supplier_response.json")) {
-        let response = SUPPLIER
-            .decode_response(&body)
-            .unwrap_or_else(|err| panic!("{}: reply rejected: {err}", case.display()));
-        golden.json(
-            case,
-            "canonical_response.json",
-            &serde_json::to_value(&response).unwrap(),
-        );
-    }
-    if let Ok(sse) = fs::read(case.join("supplier_stream.sse")) {
-        let mut decoder = SUPPLIER.stream_decoder();
-        let mut events = Vec::new();
-        for frame in frames(&sse) {
-            events.extend(
-                decoder
-                    .decode(&frame)
-                    .unwrap_or_else(|err| panic!("{}: stream rejected: {err}", case.display())),
-            );
-        }
-        assert!(decoder.is_finished(), "{}: no finish", case.display());
-        golden.json(
-            case,
-            "canonical_events.json",
-            &serde_json::to_value(&events).unwrap(),
-        );
-    }
+    let canonical = supplier::canonical_input(case);
+    supplier::upstream_request(case, golden, &SUPPLIER, &canonical, &target);
+    supplier::canonical_response(case, golden, &SUPPLIER);
+    supplier::canonical_events(case, golden, &SUPPLIER, "finish");
 }
 
 #[test]
 fn fixtures_match() {
-    let cases = golden::cases("gemini");
-    assert!(
-        cases.len() >= 5,
-        "expected the golden cases, found {cases:?}"
-    );
-    let mut golden = Golden::new();
-    for case in &cases {
-        run_case(case, &mut golden);
-    }
-    golden.finish();
+    golden::run_cases("gemini", 5, run_case);
 }

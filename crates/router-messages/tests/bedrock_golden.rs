@@ -13,10 +13,11 @@
     reason = "test helpers: a panic is the failure report"
 )]
 
-use router_canonical::eventstream::{Decoder, HeaderValue, Message};
+use router_canonical::eventstream::Message;
 use router_canonical::{Request, StreamFraming, SupplierError};
 use router_messages::{BedrockMessagesSupplier, SupplierCodec, SupplierTarget};
 use router_wire_testkit::golden::{self, Golden};
+use router_wire_testkit::supplier;
 use serde_json::Value;
 use std::fs;
 use std::path::Path;
@@ -36,23 +37,7 @@ fn target() -> SupplierTarget<'static> {
 /// The wire bytes of a stream fixture.
 fn stream_bytes(fixture: &[u8]) -> Vec<u8> {
     let messages: Vec<Value> = serde_json::from_slice(fixture).unwrap();
-    let mut bytes = Vec::new();
-    for message in messages {
-        let headers = message["headers"]
-            .as_object()
-            .unwrap()
-            .iter()
-            .map(|(k, v)| {
-                (
-                    k.clone(),
-                    HeaderValue::String(v.as_str().unwrap().to_owned()),
-                )
-            })
-            .collect();
-        let payload = serde_json::to_vec(&message["payload"]).unwrap();
-        bytes.extend(Message { headers, payload }.encode());
-    }
-    bytes
+    supplier::event_stream_bytes(&messages)
 }
 
 /// Decode a stream's bytes, fed in pieces of `piece` bytes.
@@ -60,40 +45,15 @@ fn decode_stream(
     bytes: &[u8],
     piece: usize,
 ) -> Result<(Vec<router_canonical::StreamEvent>, bool), SupplierError> {
-    let mut framing = Decoder::default();
-    let mut decoder = SUPPLIER.stream_decoder();
-    let mut events = Vec::new();
-    for chunk in bytes.chunks(piece) {
-        let mut messages = Vec::new();
-        framing.feed(chunk, &mut messages).unwrap();
-        for message in messages {
-            events.extend(decoder.decode(&message.into_frame().unwrap())?);
-        }
-    }
-    Ok((events, decoder.is_finished()))
+    supplier::decode_event_stream(&SUPPLIER, bytes, piece)
 }
 
 fn run_case(case: &Path, golden: &mut Golden) {
-    let canonical: Request =
-        serde_json::from_slice(&fs::read(case.join("canonical.json")).unwrap()).unwrap();
-    let upstream = SUPPLIER
-        .encode_request(&canonical, &target())
-        .unwrap_or_else(|err| panic!("{}: encode_request failed: {err:?}", case.display()));
-    let upstream: Value = serde_json::from_slice(&upstream).unwrap();
+    let canonical = supplier::canonical_input(case);
+    let upstream = supplier::upstream_request(case, golden, &SUPPLIER, &canonical, &target());
     assert_eq!(upstream["anthropic_version"], "bedrock-2023-05-31");
     assert!(upstream.get("model").is_none() && upstream.get("stream").is_none());
-    golden.json(case, "upstream_request.json", &upstream);
-
-    if let Ok(body) = fs::read(case.join("supplier_response.json")) {
-        let response = SUPPLIER
-            .decode_response(&body)
-            .unwrap_or_else(|err| panic!("{}: reply rejected: {err}", case.display()));
-        golden.json(
-            case,
-            "canonical_response.json",
-            &serde_json::to_value(&response).unwrap(),
-        );
-    }
+    supplier::canonical_response(case, golden, &SUPPLIER);
 
     if let Ok(fixture) = fs::read(case.join("supplier_stream.json")) {
         let bytes = stream_bytes(&fixture);
@@ -101,26 +61,13 @@ fn run_case(case: &Path, golden: &mut Golden) {
             .unwrap_or_else(|err| panic!("{}: stream rejected: {err}", case.display()));
         assert!(finished, "{}: no message_stop", case.display());
         assert_eq!(decode_stream(&bytes, bytes.len()).unwrap().0, events);
-        golden.json(
-            case,
-            "canonical_events.json",
-            &serde_json::to_value(&events).unwrap(),
-        );
+        supplier::compare_events(case, golden, &events);
     }
 }
 
 #[test]
 fn fixtures_match() {
-    let cases = golden::cases("bedrock_messages");
-    assert!(
-        cases.len() >= 2,
-        "expected the golden cases, found {cases:?}"
-    );
-    let mut golden = Golden::new();
-    for case in &cases {
-        run_case(case, &mut golden);
-    }
-    golden.finish();
+    golden::run_cases("bedrock_messages", 2, run_case);
 }
 
 #[test]

@@ -20,9 +20,10 @@
 use router_canonical::Request;
 use router_messages::{
     ClientCodec, ClientStreamEncoder, HeaderSource, MessagesClient, MessagesSupplier, ReplyContext,
-    StreamContext, SupplierCodec, SupplierTarget,
+    StreamContext, SupplierTarget,
 };
-use router_wire_testkit::golden::{self, Golden, frame_values, frames};
+use router_wire_testkit::golden::{self, Golden, frame_values};
+use router_wire_testkit::supplier;
 use serde_json::Value;
 use std::fs;
 use std::path::Path;
@@ -75,24 +76,9 @@ fn run_case(case: &Path, golden: &mut Golden) {
         model: UPSTREAM_MODEL,
         default_max_output_tokens: Some(DEFAULT_MAX_TOKENS),
     };
-    let upstream = SUPPLIER
-        .encode_request(&canonical, &target)
-        .unwrap_or_else(|err| panic!("{}: encode_request failed: {err:?}", case.display()));
-    golden.json(
-        case,
-        "upstream_request.json",
-        &serde_json::from_slice(&upstream).unwrap(),
-    );
+    supplier::upstream_request(case, golden, &SUPPLIER, &canonical, &target);
 
-    if let Ok(body) = fs::read(case.join("supplier_response.json")) {
-        let response = SUPPLIER
-            .decode_response(&body)
-            .unwrap_or_else(|err| panic!("{}: supplier reply rejected: {err}", case.display()));
-        golden.json(
-            case,
-            "canonical_response.json",
-            &serde_json::to_value(&response).unwrap(),
-        );
+    if let Some(response) = supplier::canonical_response(case, golden, &SUPPLIER) {
         let ctx = ReplyContext {
             id: ROUTER_ID,
             model: &canonical.model,
@@ -106,22 +92,7 @@ fn run_case(case: &Path, golden: &mut Golden) {
         );
     }
 
-    if let Ok(sse) = fs::read(case.join("supplier_stream.sse")) {
-        let mut decoder = SUPPLIER.stream_decoder();
-        let mut events = Vec::new();
-        for frame in frames(&sse) {
-            events.extend(
-                decoder
-                    .decode(&frame)
-                    .unwrap_or_else(|err| panic!("{}: stream rejected: {err}", case.display())),
-            );
-        }
-        assert!(decoder.is_finished(), "{}: no message_stop", case.display());
-        golden.json(
-            case,
-            "canonical_events.json",
-            &serde_json::to_value(&events).unwrap(),
-        );
+    if let Some(events) = supplier::canonical_events(case, golden, &SUPPLIER, "message_stop") {
         let stream = StreamContext {
             id: ROUTER_ID.to_owned(),
             model: canonical.model.clone(),
@@ -148,14 +119,5 @@ fn run_case(case: &Path, golden: &mut Golden) {
 
 #[test]
 fn fixtures_match() {
-    let cases = golden::cases("messages");
-    assert!(
-        cases.len() >= 12,
-        "expected the golden cases, found {cases:?}"
-    );
-    let mut golden = Golden::new();
-    for case in &cases {
-        run_case(case, &mut golden);
-    }
-    golden.finish();
+    golden::run_cases("messages", 12, run_case);
 }

@@ -6,6 +6,9 @@
 use bytes::Bytes;
 use http::HeaderMap;
 use ring::{digest, hmac};
+use serde_json::{Value, json};
+
+use crate::gemini_endpoint::percent_decode;
 
 /// The access key ID the mock's Bedrock endpoint knows.
 pub const MOCK_AWS_ACCESS_KEY_ID: &str = "AKIDMOCKSUPPLIER";
@@ -85,8 +88,8 @@ pub(crate) fn check_signature(
         .map(|p| {
             let (k, v) = p.split_once('=').unwrap_or((p, ""));
             (
-                encode(&crate::gemini_endpoint::percent_decode(k), true),
-                encode(&crate::gemini_endpoint::percent_decode(v), true),
+                encode(&percent_decode(k), true),
+                encode(&percent_decode(v), true),
             )
         })
         .collect();
@@ -138,6 +141,52 @@ fn encode(text: &str, slash: bool) -> String {
             }
         })
         .collect()
+}
+
+/// An event-stream message whose CRC does not match (the malformed event a
+/// script can ask an AWS endpoint for).
+pub(crate) const MALFORMED_MESSAGE: &[u8] = &[0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+
+/// The 403 `{"message"}` Bedrock answers when `check_signature` fails.
+pub(crate) fn signature_refusal(
+    headers: &HeaderMap,
+    path: &str,
+    query: Option<&str>,
+    body: &Bytes,
+) -> Option<(u16, Value)> {
+    check_signature("POST", headers, path, query, body)
+        .err()
+        .map(|message| (403, json!({"message": message})))
+}
+
+/// The model ID of a `…/model/{modelId}/{action}` path, percent-decoded.
+pub(crate) fn model_in_path(path: &str) -> String {
+    let tail = path.rsplit_once("/model/").map_or("", |(_, t)| t);
+    percent_decode(tail.split('/').next().unwrap_or_default())
+}
+
+/// A JSON event of type `kind`.
+pub(crate) fn json_event(kind: &str, payload: &Value) -> Bytes {
+    event_message(
+        &[
+            (":event-type", kind),
+            (":content-type", "application/json"),
+            (":message-type", "event"),
+        ],
+        payload.to_string().as_bytes(),
+    )
+}
+
+/// The `modelStreamErrorException` that ends a failed Bedrock stream.
+pub(crate) fn stream_exception(message: &str) -> Bytes {
+    event_message(
+        &[
+            (":exception-type", "modelStreamErrorException"),
+            (":content-type", "application/json"),
+            (":message-type", "exception"),
+        ],
+        json!({"message": message}).to_string().as_bytes(),
+    )
 }
 
 /// One event-stream message with string headers.

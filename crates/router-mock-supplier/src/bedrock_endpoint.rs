@@ -15,9 +15,10 @@ use bytes::Bytes;
 use http::HeaderMap;
 use serde_json::{Value, json};
 
-use crate::aws::{check_signature, event_message};
+use crate::aws::{
+    MALFORMED_MESSAGE, json_event, model_in_path, signature_refusal, stream_exception,
+};
 use crate::endpoint::{EventStream, WireProtocol};
-use crate::gemini_endpoint::percent_decode;
 use crate::messages_reply::{self, MessagesRequest};
 use crate::reply_identity::ReplyIdentity;
 use crate::script::MockReply;
@@ -33,22 +34,14 @@ pub(crate) fn is_bedrock_path(path: &str) -> bool {
 
 fn chunk(event: &Value) -> Bytes {
     let payload = json!({"bytes": STANDARD.encode(event.to_string()), "p": "abcdefgh"});
-    event_message(
-        &[
-            (":event-type", "chunk"),
-            (":content-type", "application/json"),
-            (":message-type", "event"),
-        ],
-        payload.to_string().as_bytes(),
-    )
+    json_event("chunk", &payload)
 }
 
 impl WireProtocol for Bedrock {
     type Request = MessagesRequest;
 
     const INVALID_JSON_BODY: &'static [u8] = b"{\"id\": \"msg_bdrk\", this is not json";
-    /// A message whose CRC does not match.
-    const MALFORMED_EVENT: &'static [u8] = &[0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+    const MALFORMED_EVENT: &'static [u8] = MALFORMED_MESSAGE;
 
     fn read_request(body: &Value) -> MessagesRequest {
         MessagesRequest::from_body(body)
@@ -56,8 +49,7 @@ impl WireProtocol for Bedrock {
 
     fn read_request_at(body: &Value, path: &str, _host: Option<&str>) -> MessagesRequest {
         let mut request = MessagesRequest::from_body(body);
-        let tail = path.rsplit_once("/model/").map_or("", |(_, t)| t);
-        request.model = percent_decode(tail.split('/').next().unwrap_or_default());
+        request.model = model_in_path(path);
         request.stream = path.ends_with("/invoke-with-response-stream");
         request
     }
@@ -68,8 +60,8 @@ impl WireProtocol for Bedrock {
         query: Option<&str>,
         body: &Bytes,
     ) -> Option<(u16, Value)> {
-        if let Err(message) = check_signature("POST", headers, path, query, body) {
-            return Some((403, json!({"message": message})));
+        if let Some(refusal) = signature_refusal(headers, path, query, body) {
+            return Some(refusal);
         }
         let parsed: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
         let malformed = if parsed.get("anthropic_version").and_then(Value::as_str)
@@ -121,14 +113,7 @@ impl WireProtocol for Bedrock {
     }
 
     fn stream_error_event(_identity: &ReplyIdentity, _events_sent: usize, message: &str) -> Bytes {
-        event_message(
-            &[
-                (":exception-type", "modelStreamErrorException"),
-                (":content-type", "application/json"),
-                (":message-type", "exception"),
-            ],
-            json!({"message": message}).to_string().as_bytes(),
-        )
+        stream_exception(message)
     }
 
     fn error_body(_status: u16, message: &str) -> Value {

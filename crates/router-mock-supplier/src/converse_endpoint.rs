@@ -12,9 +12,10 @@ use bytes::Bytes;
 use http::HeaderMap;
 use serde_json::{Value, json};
 
-use crate::aws::{check_signature, event_message};
+use crate::aws::{
+    MALFORMED_MESSAGE, json_event, model_in_path, signature_refusal, stream_exception,
+};
 use crate::endpoint::{EventStream, WireProtocol};
-use crate::gemini_endpoint::percent_decode;
 use crate::reply_identity::ReplyIdentity;
 use crate::script::{MockReply, MockUsage};
 use crate::sse::words;
@@ -66,28 +67,20 @@ fn tool_use_id(index: usize, id: &str) -> String {
 }
 
 fn event(kind: &str, payload: Value) -> Bytes {
-    event_message(
-        &[
-            (":event-type", kind),
-            (":content-type", "application/json"),
-            (":message-type", "event"),
-        ],
-        payload.to_string().as_bytes(),
-    )
+    json_event(kind, &payload)
 }
 
 impl WireProtocol for Converse {
     type Request = ConverseRequest;
 
     const INVALID_JSON_BODY: &'static [u8] = b"{\"output\": {\"message\": ";
-    const MALFORMED_EVENT: &'static [u8] = &[0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+    const MALFORMED_EVENT: &'static [u8] = MALFORMED_MESSAGE;
 
     fn read_request(body: &Value) -> ConverseRequest {
         Self::read_request_at(body, "", None)
     }
 
     fn read_request_at(body: &Value, path: &str, _host: Option<&str>) -> ConverseRequest {
-        let tail = path.rsplit_once("/model/").map_or("", |(_, t)| t);
         let system = body.get("system").map(text_chars).unwrap_or(0);
         let messages = body
             .get("messages")
@@ -101,7 +94,7 @@ impl WireProtocol for Converse {
             })
             .unwrap_or(0);
         ConverseRequest {
-            model: percent_decode(tail.split('/').next().unwrap_or_default()),
+            model: model_in_path(path),
             stream: path.ends_with("/converse-stream"),
             prompt_chars: system + messages,
         }
@@ -113,8 +106,8 @@ impl WireProtocol for Converse {
         query: Option<&str>,
         body: &Bytes,
     ) -> Option<(u16, Value)> {
-        if let Err(message) = check_signature("POST", headers, path, query, body) {
-            return Some((403, json!({"message": message})));
+        if let Some(refusal) = signature_refusal(headers, path, query, body) {
+            return Some(refusal);
         }
         let parsed: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
         for key in ["model", "stream"] {
@@ -217,14 +210,7 @@ impl WireProtocol for Converse {
     }
 
     fn stream_error_event(_identity: &ReplyIdentity, _events_sent: usize, message: &str) -> Bytes {
-        event_message(
-            &[
-                (":exception-type", "modelStreamErrorException"),
-                (":content-type", "application/json"),
-                (":message-type", "exception"),
-            ],
-            json!({"message": message}).to_string().as_bytes(),
-        )
+        stream_exception(message)
     }
 
     fn error_body(_status: u16, message: &str) -> Value {

@@ -29,9 +29,10 @@
 use router_canonical::codec::finish_of;
 use router_responses::{
     ClientCodec, ClientStreamEncoder, NanoUsd, ReplyContext, ResponsesClient, ResponsesSupplier,
-    StreamContext, StreamEnd, SupplierCodec, SupplierTarget,
+    StreamContext, StreamEnd, SupplierTarget,
 };
 use router_wire_testkit::golden::{self, Golden, frame_values, frames};
+use router_wire_testkit::supplier;
 use serde_json::Value;
 use std::fs;
 use std::path::Path;
@@ -101,12 +102,7 @@ fn run_case(case: &Path, golden: &mut Golden) {
         model: UPSTREAM_MODEL,
         default_max_output_tokens: None,
     };
-    let upstream = SUPPLIER.encode_request(&canonical, &target).unwrap();
-    golden.json(
-        case,
-        "upstream_request.json",
-        &serde_json::from_slice(&upstream).unwrap(),
-    );
+    supplier::upstream_request(case, golden, &SUPPLIER, &canonical, &target);
 
     if let Ok(body) = fs::read(case.join("supplier_response.json")) {
         let response = SUPPLIER
@@ -177,14 +173,5 @@ fn run_case(case: &Path, golden: &mut Golden) {
 
 #[test]
 fn fixtures_match() {
-    let cases = golden::cases("responses");
-    assert!(
-        cases.len() >= 10,
-        "expected the golden cases, found {cases:?}"
-    );
-    let mut golden = Golden::new();
-    for case in &cases {
-        run_case(case, &mut golden);
-    }
-    golden.finish();
+    golden::run_cases("responses", 10, run_case);
 }

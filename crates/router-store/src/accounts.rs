@@ -151,6 +151,48 @@ pub async fn grant_credits(
     .await
 }
 
+/// What an account listing reads: the account and its wallet.
+type AccountColumns = (
+    accounts::id,
+    accounts::email,
+    accounts::email_verified,
+    wallets::balance_nano,
+    wallets::held_nano,
+    wallets::shortfall_count,
+    wallets::shortfall_nano,
+    accounts::created_at,
+);
+/// Diesel's columns are unit structs, so the tuple's default is the columns.
+fn account_columns() -> AccountColumns {
+    AccountColumns::default()
+}
+/// One row of [`account_columns`].
+type AccountViewRow = (Uuid, String, bool, i64, i64, i64, i64, DateTime<Utc>);
+
+fn account_view(
+    (
+        id,
+        email,
+        email_verified,
+        balance_nano,
+        held_nano,
+        shortfall_count,
+        shortfall_nano,
+        created_at,
+    ): AccountViewRow,
+) -> AccountView {
+    AccountView {
+        id,
+        email,
+        email_verified,
+        balance_nano,
+        held_nano,
+        shortfall_count,
+        shortfall_nano,
+        created_at: rfc3339(created_at),
+    }
+}
+
 /// Up to `limit` accounts with their wallets, newest first; with `before`
 /// (an account's id), those created before it (the next page).
 pub async fn list_accounts(
@@ -160,16 +202,7 @@ pub async fn list_accounts(
 ) -> Result<Vec<AccountView>, StoreError> {
     let mut query = accounts::table
         .inner_join(wallets::table)
-        .select((
-            accounts::id,
-            accounts::email,
-            accounts::email_verified,
-            wallets::balance_nano,
-            wallets::held_nano,
-            wallets::shortfall_count,
-            wallets::shortfall_nano,
-            accounts::created_at,
-        ))
+        .select(account_columns())
         .order((accounts::created_at.desc(), accounts::id.desc()))
         .limit(limit)
         .into_boxed();
@@ -191,33 +224,10 @@ pub async fn list_accounts(
         );
     }
     let rows = query
-        .load::<(Uuid, String, bool, i64, i64, i64, i64, DateTime<Utc>)>(conn)
+        .load::<AccountViewRow>(conn)
         .await
         .map_err(store_error)?;
-    Ok(rows
-        .into_iter()
-        .map(
-            |(
-                id,
-                email,
-                email_verified,
-                balance_nano,
-                held_nano,
-                shortfall_count,
-                shortfall_nano,
-                created_at,
-            )| AccountView {
-                id,
-                email,
-                email_verified,
-                balance_nano,
-                held_nano,
-                shortfall_count,
-                shortfall_nano,
-                created_at: rfc3339(created_at),
-            },
-        )
-        .collect())
+    Ok(rows.into_iter().map(account_view).collect())
 }
 
 /// The account and its wallet, or `None` when there is no such account.
@@ -228,39 +238,10 @@ pub async fn get_account(
     let row = accounts::table
         .inner_join(wallets::table)
         .filter(accounts::id.eq(id))
-        .select((
-            accounts::id,
-            accounts::email,
-            accounts::email_verified,
-            wallets::balance_nano,
-            wallets::held_nano,
-            wallets::shortfall_count,
-            wallets::shortfall_nano,
-            accounts::created_at,
-        ))
-        .first::<(Uuid, String, bool, i64, i64, i64, i64, DateTime<Utc>)>(conn)
+        .select(account_columns())
+        .first::<AccountViewRow>(conn)
         .await
         .optional()
         .map_err(store_error)?;
-    Ok(row.map(
-        |(
-            id,
-            email,
-            email_verified,
-            balance_nano,
-            held_nano,
-            shortfall_count,
-            shortfall_nano,
-            created_at,
-        )| AccountView {
-            id,
-            email,
-            email_verified,
-            balance_nano,
-            held_nano,
-            shortfall_count,
-            shortfall_nano,
-            created_at: rfc3339(created_at),
-        },
-    ))
+    Ok(row.map(account_view))
 }

@@ -25,6 +25,21 @@ pub fn cases(protocol: &str) -> Vec<PathBuf> {
     cases
 }
 
+/// Run `run_case` over every case of `fixtures/<protocol>`, of which there
+/// must be at least `at_least`, and fail with every mismatch found.
+pub fn run_cases(protocol: &str, at_least: usize, mut run_case: impl FnMut(&Path, &mut Golden)) {
+    let cases = cases(protocol);
+    assert!(
+        cases.len() >= at_least,
+        "expected the golden cases, found {cases:?}"
+    );
+    let mut golden = Golden::new();
+    for case in &cases {
+        run_case(case, &mut golden);
+    }
+    golden.finish();
+}
+
 /// Whether the expectations are being rewritten (`UPDATE_GOLDEN=1`).
 pub fn updating() -> bool {
     std::env::var_os("UPDATE_GOLDEN").is_some_and(|v| v == "1")

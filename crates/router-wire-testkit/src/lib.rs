@@ -1,6 +1,6 @@
-//! Test-only helpers shared by the tests of the four wire crates
+//! Test-only helpers shared by the tests of the wire crates
 //! (`router-chat`, `router-messages`, `router-responses`,
-//! `router-completions`); each takes it as a `[dev-dependencies]` entry only.
+//! `router-completions`, `router-gemini`, `router-converse`); each takes it as a `[dev-dependencies]` entry only.
 //!
 //! * [`codecs`]: a body through a client codec, a request through a supplier one.
 //! * [`frames`]: SSE frames of each protocol's shape, from JSON values.
@@ -10,6 +10,8 @@
 //!   rejected (with the `param` each must name) and accepted bodies.
 //! * [`strategy`]: proptest strategies for the canonical values every wire
 //!   protocol carries the same way.
+//! * [`supplier`]: the supplier half of a golden case (upstream body, reply,
+//!   SSE or AWS event-stream events), the same for every dialect.
 //!
 //! What differs per protocol (the cases themselves, the conversions, the
 //! stream rules) stays in each crate's tests.
@@ -27,3 +29,4 @@ pub mod frames;
 pub mod golden;
 pub mod rejection;
 pub mod strategy;
+pub mod supplier;

@@ -21,7 +21,7 @@ use router_canonical::parse::InvalidJson;
 use router_canonical::sse::Frame;
 use router_canonical::{
     ApiError, ErrorCode, Protocol, Request, Response, StreamEvent, StreamFraming, SupplierCodec,
-    SupplierError, SupplierFailure, SupplierStreamDecoder, SupplierTarget,
+    SupplierError, SupplierFailure, SupplierStreamDecoder, SupplierTarget, encode_path_segment,
 };
 use serde::Deserialize;
 use serde_json::Value;
@@ -46,19 +46,6 @@ impl BedrockMessagesSupplier {
     }
 }
 
-/// `segment` percent-encoded as one path segment (a model ID's `:`).
-fn path_segment(segment: &str) -> String {
-    let mut out = String::with_capacity(segment.len());
-    for b in segment.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
 impl SupplierCodec for BedrockMessagesSupplier {
     fn protocol(&self) -> Protocol {
         Protocol::BedrockMessages
@@ -75,7 +62,7 @@ impl SupplierCodec for BedrockMessagesSupplier {
         } else {
             "invoke"
         };
-        format!("/model/{}/{action}", path_segment(target.model))
+        format!("/model/{}/{action}", encode_path_segment(target.model))
     }
 
     fn stream_framing(&self) -> StreamFraming {

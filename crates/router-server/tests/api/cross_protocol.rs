@@ -353,12 +353,7 @@ async fn every_inbound_protocol_over_the_supplier_only_dialects() {
     r.mock.reset();
     for model in ["m-gemini-only", "m-bedrock-only", "m-converse-only"] {
         let resp = r.chat(&c.key, &hello(model)).await;
-        assert_eq!(
-            resp.status(),
-            200,
-            "{model}: {}",
-            resp.text().await.unwrap()
-        );
+        assert_answered(resp, model).await;
     }
     let calls = r.mock.calls();
     let gemini = calls
@@ -612,12 +607,7 @@ internal_cost = { input = 1, output = 1 }
             {"role": "user", "content": "Hello"}
         ]});
         let resp = r.chat(&c.key, &body).await;
-        assert_eq!(
-            resp.status(),
-            200,
-            "{model}: {}",
-            resp.text().await.unwrap()
-        );
+        assert_answered(resp, model).await;
     }
     let calls = r.mock.calls();
     let azure = &calls[0];

@@ -6,7 +6,7 @@
 use crate::harness::*;
 use router_mock_supplier::MockSupplier;
 use router_store::test_support::TestDatabase;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -64,6 +64,14 @@ impl DatabaseProxy {
     }
 }
 
+/// The body of `resp`, after asserting it is a retryable 503.
+async fn retryable_body(resp: reqwest::Response) -> Value {
+    let (status, headers) = (resp.status().as_u16(), resp.headers().clone());
+    let body: Value = resp.json().await.unwrap();
+    assert_retryable(status, &headers, &body);
+    body
+}
+
 fn assert_retryable(status: u16, headers: &reqwest::header::HeaderMap, body: &Value) {
     assert_eq!(status, 503, "{body}");
     let retry_after: u64 = headers
@@ -102,35 +110,8 @@ async fn a_database_outage_is_a_retryable_503_on_every_surface() {
         }
         request.send()
     };
-    let account: Value = admin(
-        reqwest::Method::POST,
-        "/admin/accounts",
-        Some(json!({"email": "outage@example.com"})),
-    )
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
-    let account_id = account["id"].as_str().unwrap().to_owned();
-    admin(
-        reqwest::Method::POST,
-        &format!("/admin/accounts/{account_id}/credits"),
-        Some(json!({"amount_nano_usd": 1_000_000_000_000i64})),
-    )
-    .await
-    .unwrap();
-    let key: Value = admin(
-        reqwest::Method::POST,
-        "/admin/api-keys",
-        Some(json!({"account_id": account_id, "scopes": ["inference"]})),
-    )
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
-    let key = key["key"].as_str().unwrap().to_owned();
+    let (account_id, key) =
+        funded_account_over_http(&client, &base, "outage@example.com", 1_000_000_000_000).await;
     let chat = |key: String| {
         client
             .post(format!("{base}/v1/chat/completions"))
@@ -145,9 +126,7 @@ async fn a_database_outage_is_a_retryable_503_on_every_surface() {
     // Inference (OpenAI envelope), by a known and by an unknown key.
     for key in [key.clone(), "sk-unknown-key-0000".to_owned()] {
         let resp = chat(key).await.unwrap();
-        let (status, headers) = (resp.status().as_u16(), resp.headers().clone());
-        let body: Value = resp.json().await.unwrap();
-        assert_retryable(status, &headers, &body);
+        let body = retryable_body(resp).await;
         assert_eq!(body["error"]["code"], "service_unavailable", "{body}");
     }
     // Inference (Messages envelope).
@@ -159,9 +138,7 @@ async fn a_database_outage_is_a_retryable_503_on_every_surface() {
         .send()
         .await
         .unwrap();
-    let (status, headers) = (resp.status().as_u16(), resp.headers().clone());
-    let body: Value = resp.json().await.unwrap();
-    assert_retryable(status, &headers, &body);
+    let body = retryable_body(resp).await;
     assert_eq!(body["error"]["type"], "overloaded_error", "{body}");
     // The operator's API, and the request history.
     for path in [
@@ -169,9 +146,7 @@ async fn a_database_outage_is_a_retryable_503_on_every_surface() {
         format!("/admin/accounts/{account_id}/api-keys"),
     ] {
         let resp = admin(reqwest::Method::GET, &path, None).await.unwrap();
-        let (status, headers) = (resp.status().as_u16(), resp.headers().clone());
-        let body: Value = resp.json().await.unwrap();
-        assert_retryable(status, &headers, &body);
+        let body = retryable_body(resp).await;
         assert_eq!(
             body["error"]["code"], "service_unavailable",
             "{path}: {body}"
@@ -184,9 +159,7 @@ async fn a_database_outage_is_a_retryable_503_on_every_surface() {
         .send()
         .await
         .unwrap();
-    let (status, headers) = (resp.status().as_u16(), resp.headers().clone());
-    let body: Value = resp.json().await.unwrap();
-    assert_retryable(status, &headers, &body);
+    retryable_body(resp).await;
     // Readiness says so too.
     let ready = client.get(format!("{base}/readyz")).send().await.unwrap();
     assert_eq!(ready.status(), 503);

@@ -7,7 +7,6 @@
 //! real command; the systemd unit passes `systemd-analyze verify`.
 
 use crate::harness::*;
-use router_mock_supplier::{MockReply, MockSupplier, Script};
 use router_server::routes::{AuthRule, ROUTES};
 use router_store::test_support::TestDatabase;
 use serde_json::{Value, json};
@@ -219,10 +218,7 @@ fn the_compose_file_wires_postgres_the_router_and_the_mock() {
 async fn the_compose_settings_serve_a_request() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let (_, env) = compose();
-    let mock = MockSupplier::start("127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
-    mock.set_default(Script::Reply(MockReply::text("from the compose setup")));
+    let mock = mock_answering("from the compose setup").await;
     let db = TestDatabase::new().await;
     let dir = std::env::temp_dir().join(format!("router-compose-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -285,34 +281,10 @@ async fn the_compose_settings_serve_a_request() {
         .status(),
         404
     );
-    let account: Value = post(
-        format!("{admin}/admin/accounts"),
-        json!({"email": "c@example.com"}),
-    )
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
-    let id = account["id"].as_str().unwrap();
-    post(
-        format!("{admin}/admin/accounts/{id}/credits"),
-        json!({"amount_nano_usd": 1_000_000_000_i64}),
-    )
-    .await
-    .unwrap();
-    let key: Value = post(
-        format!("{admin}/admin/api-keys"),
-        json!({"account_id": id, "scopes": ["inference"]}),
-    )
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
+    let key = funded_key_over_http(&client, &admin, "c@example.com", 1_000_000_000).await;
     let resp = client
         .post(format!("{public}/v1/chat/completions"))
-        .bearer_auth(key["key"].as_str().unwrap())
+        .bearer_auth(&key)
         .json(&hello("demo-chat"))
         .send()
         .await

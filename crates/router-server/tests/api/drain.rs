@@ -42,36 +42,7 @@ async fn sigterm_drains_short_streams_and_stops_long_ones_with_an_error_and_no_h
         spawn_router_process(db.url(), &mock.base_url(), &[("ROUTER_DRAIN_SECS", "3")]).await;
     let client = reqwest::Client::new();
     let base = router.base.clone();
-    let admin = |path: &str, body: Value| {
-        client
-            .post(format!("{base}{path}"))
-            .bearer_auth(ADMIN_TOKEN)
-            .json(&body)
-            .send()
-    };
-    let account: Value = admin("/admin/accounts", json!({"email": "drain@example.com"}))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let account_id = account["id"].as_str().unwrap().to_owned();
-    admin(
-        &format!("/admin/accounts/{account_id}/credits"),
-        json!({"amount_nano_usd": 1_000_000_000_000i64}),
-    )
-    .await
-    .unwrap();
-    let key: Value = admin(
-        "/admin/api-keys",
-        json!({"account_id": account_id, "scopes": ["inference"]}),
-    )
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
-    let key = key["key"].as_str().unwrap().to_owned();
+    let key = funded_key_over_http(&client, &base, "drain@example.com", 1_000_000_000_000).await;
 
     // In order: a short Chat stream (~1.5 s), a long Chat stream (~20 s),
     // a long Messages stream, and a complete request the supplier never

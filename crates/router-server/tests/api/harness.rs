@@ -1022,6 +1022,113 @@ pub fn spawn_hello(
     tokio::spawn(request.bearer_auth(key).json(&hello("m-text")).send())
 }
 
+/// A mock supplier on loopback answering every call with `text` (and the
+/// TLS provider the router's clients need installed).
+pub async fn mock_answering(text: &str) -> MockSupplier {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mock = MockSupplier::start("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    mock.set_default(router_mock_supplier::Script::Reply(
+        router_mock_supplier::MockReply::text(text),
+    ));
+    mock
+}
+
+/// A Chat `hello(model)` to the router at `base` with `key` and the extra
+/// `headers` (name, value).
+pub async fn hello_with_headers(
+    client: &reqwest::Client,
+    base: &str,
+    key: &str,
+    model: &str,
+    headers: &[(&str, &str)],
+) -> reqwest::Response {
+    let mut request = client
+        .post(format!("{base}/v1/chat/completions"))
+        .bearer_auth(key);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    request.json(&hello(model)).send().await.unwrap()
+}
+
+/// Assert that `resp` is a 200, showing the body of any other answer.
+pub async fn assert_answered(resp: reqwest::Response, what: &str) {
+    assert_eq!(resp.status(), 200, "{what}: {}", resp.text().await.unwrap());
+}
+
+/// The values of the Prometheus samples `name{labels...}` in `text` whose
+/// labels include `labels`.
+pub fn metric_samples(text: &str, name: &str, labels: &[(&str, &str)]) -> Vec<f64> {
+    text.lines()
+        .filter(|line| !line.starts_with('#'))
+        .filter_map(|line| {
+            let (series, value) = line.rsplit_once(' ')?;
+            let (series_name, rest) = series.split_once('{').unwrap_or((series, ""));
+            (series_name == name
+                && labels
+                    .iter()
+                    .all(|(k, v)| rest.contains(&format!("{k}=\"{v}\""))))
+            .then(|| value.parse::<f64>().ok())
+            .flatten()
+        })
+        .collect()
+}
+
+/// An `inference` key of a new account for `email` holding `credits`
+/// nano-USD, made over the admin API of a router process at `admin_base`.
+pub async fn funded_key_over_http(
+    client: &reqwest::Client,
+    admin_base: &str,
+    email: &str,
+    credits: i64,
+) -> String {
+    funded_account_over_http(client, admin_base, email, credits)
+        .await
+        .1
+}
+
+/// A new account's id and an `inference` key of it, as
+/// [`funded_key_over_http`] makes them.
+pub async fn funded_account_over_http(
+    client: &reqwest::Client,
+    admin_base: &str,
+    email: &str,
+    credits: i64,
+) -> (String, String) {
+    let admin = |path: String, body: Value| {
+        client
+            .post(format!("{admin_base}{path}"))
+            .bearer_auth(ADMIN_TOKEN)
+            .json(&body)
+            .send()
+    };
+    let account: Value = admin("/admin/accounts".into(), json!({"email": email}))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = account["id"].as_str().unwrap();
+    admin(
+        format!("/admin/accounts/{id}/credits"),
+        json!({"amount_nano_usd": credits}),
+    )
+    .await
+    .unwrap();
+    let key: Value = admin(
+        "/admin/api-keys".into(),
+        json!({"account_id": id, "scopes": ["inference"]}),
+    )
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    (id.to_owned(), key["key"].as_str().unwrap().to_owned())
+}
+
 pub fn request_id(resp: &reqwest::Response) -> String {
     resp.headers()
         .get("x-request-id")

@@ -3,7 +3,7 @@
 //! per request and never a key, a supplier secret or request content.
 
 use crate::harness::*;
-use router_mock_supplier::{MockReply, MockSupplier, Script};
+use router_mock_supplier::Script;
 use router_store::test_support::TestDatabase;
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -11,19 +11,7 @@ use std::time::Duration;
 /// The value of the sample `name{labels...}` whose labels include `labels`
 /// (0 when absent).
 fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
-    text.lines()
-        .filter(|line| !line.starts_with('#'))
-        .filter_map(|line| {
-            let (series, value) = line.rsplit_once(' ')?;
-            let (series_name, rest) = series.split_once('{').unwrap_or((series, ""));
-            (series_name == name
-                && labels
-                    .iter()
-                    .all(|(k, v)| rest.contains(&format!("{k}=\"{v}\""))))
-            .then(|| value.parse::<f64>().ok())
-            .flatten()
-        })
-        .sum()
+    metric_samples(text, name, labels).into_iter().sum()
 }
 
 async fn scrape(r: &TestRouter) -> String {
@@ -148,11 +136,7 @@ const SUPPLIER_CONTENT: &str = "PRIVATE-REPLY-91d2";
 /// failures, bad keys, admin calls) and returns its log and the secrets it
 /// must not contain.
 async fn logged_round(level: &str) -> (String, Vec<String>) {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let mock = MockSupplier::start("127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
-    mock.set_default(Script::Reply(MockReply::text(SUPPLIER_CONTENT)));
+    let mock = mock_answering(SUPPLIER_CONTENT).await;
     let db = TestDatabase::new().await;
     let RouterProcess {
         mut child,

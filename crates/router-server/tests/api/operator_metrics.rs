@@ -11,20 +11,7 @@ use std::time::{Duration, Instant};
 /// The value of the sample `name{labels...}` whose labels include `labels`
 /// (summed over the others); `None` when no sample matches.
 fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
-    let values: Vec<f64> = text
-        .lines()
-        .filter(|line| !line.starts_with('#'))
-        .filter_map(|line| {
-            let (series, value) = line.rsplit_once(' ')?;
-            let (series_name, rest) = series.split_once('{').unwrap_or((series, ""));
-            (series_name == name
-                && labels
-                    .iter()
-                    .all(|(k, v)| rest.contains(&format!("{k}=\"{v}\""))))
-            .then(|| value.parse::<f64>().ok())
-            .flatten()
-        })
-        .collect();
+    let values = metric_samples(text, name, labels);
     (!values.is_empty()).then(|| values.iter().sum())
 }
 
@@ -376,11 +363,7 @@ async fn a_scraper_token_opens_the_metrics_only() {
 /// serves nothing else but the health checks.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_admin_api_lives_on_its_own_listener() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let mock = MockSupplier::start("127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
-    mock.set_default(Script::Reply(MockReply::text("hi")));
+    let mock = mock_answering("hi").await;
     let db = TestDatabase::new().await;
     let admin_base = format!("http://127.0.0.1:{}", free_port());
     let admin_addr = admin_base.trim_start_matches("http://").to_owned();

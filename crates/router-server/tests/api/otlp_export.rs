@@ -11,9 +11,8 @@ use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
 use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::Message;
-use router_mock_supplier::{MockReply, MockSupplier, Script};
+use router_mock_supplier::Script;
 use router_store::test_support::TestDatabase;
-use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -118,39 +117,7 @@ fn attribute(span: &Span, key: &str) -> Option<String> {
 }
 
 async fn customer(client: &reqwest::Client, base: &str) -> String {
-    let admin = |path: String, body: Value| {
-        client
-            .post(format!("{base}{path}"))
-            .bearer_auth(ADMIN_TOKEN)
-            .json(&body)
-            .send()
-    };
-    let account: Value = admin(
-        "/admin/accounts".into(),
-        json!({"email": "otlp@example.com"}),
-    )
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
-    let id = account["id"].as_str().unwrap();
-    admin(
-        format!("/admin/accounts/{id}/credits"),
-        json!({"amount_nano_usd": 1_000_000_000_000_i64}),
-    )
-    .await
-    .unwrap();
-    let key: Value = admin(
-        "/admin/api-keys".into(),
-        json!({"account_id": id, "scopes": ["inference"]}),
-    )
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
-    key["key"].as_str().unwrap().to_owned()
+    funded_key_over_http(client, base, "otlp@example.com", 1_000_000_000_000).await
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -158,10 +125,7 @@ async fn spans_of_a_request_reach_the_collector_in_the_clients_trace() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let collector = Collector::default();
     let endpoint = collector.clone().start().await;
-    let mock = MockSupplier::start("127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
-    mock.set_default(Script::Reply(MockReply::text("exported")));
+    let mock = mock_answering("exported").await;
     // The primary route fails once with a 500, then answers.
     mock.enqueue_for("up-text-primary", Script::status(500));
     let db = TestDatabase::new().await;
@@ -173,14 +137,14 @@ async fn spans_of_a_request_reach_the_collector_in_the_clients_trace() {
     .await;
     let client = reqwest::Client::new();
     let key = customer(&client, &router.base).await;
-    let resp = client
-        .post(format!("{}/v1/chat/completions", router.base))
-        .bearer_auth(&key)
-        .header("traceparent", format!("00-{TRACE_ID}-{CLIENT_SPAN}-01"))
-        .json(&hello("m-text"))
-        .send()
-        .await
-        .unwrap();
+    let resp = hello_with_headers(
+        &client,
+        &router.base,
+        &key,
+        "m-text",
+        &[("traceparent", &format!("00-{TRACE_ID}-{CLIENT_SPAN}-01"))],
+    )
+    .await;
     assert_eq!(resp.status(), 200);
     resp.text().await.unwrap();
 
@@ -287,14 +251,14 @@ async fn spans_of_a_request_reach_the_collector_in_the_clients_trace() {
 
     // A client's unsampled trace is followed but not exported.
     let unsampled = "1af7651916cd43dd8448eb211c80319c";
-    let resp = client
-        .post(format!("{}/v1/chat/completions", router.base))
-        .bearer_auth(&key)
-        .header("traceparent", format!("00-{unsampled}-{CLIENT_SPAN}-00"))
-        .json(&hello("m-text"))
-        .send()
-        .await
-        .unwrap();
+    let resp = hello_with_headers(
+        &client,
+        &router.base,
+        &key,
+        "m-text",
+        &[("traceparent", &format!("00-{unsampled}-{CLIENT_SPAN}-00"))],
+    )
+    .await;
     assert_eq!(resp.status(), 200);
     resp.text().await.unwrap();
     tokio::time::sleep(Duration::from_millis(2500)).await;
@@ -319,11 +283,7 @@ async fn spans_of_a_request_reach_the_collector_in_the_clients_trace() {
 /// answered, and the start-up refuses a bad endpoint naming it.
 #[tokio::test(flavor = "multi_thread")]
 async fn an_absent_collector_never_holds_a_request_and_a_bad_endpoint_stops_start_up() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let mock = MockSupplier::start("127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
-    mock.set_default(Script::Reply(MockReply::text("fine")));
+    let mock = mock_answering("fine").await;
     let db = TestDatabase::new().await;
     // A port nothing listens on.
     let closed = {

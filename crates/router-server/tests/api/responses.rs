@@ -241,6 +241,17 @@ async fn input_tokens_is_a_free_local_estimate() {
     assert_eq!(r.mock.call_count(), 0);
 }
 
+/// The first `function_call` item of a Responses `output` array.
+fn function_call(output: &Value) -> Value {
+    output
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["type"] == "function_call")
+        .cloned()
+        .unwrap()
+}
+
 /// Issue 29: Codex's `namespace` tool on a converted (Chat) route: its
 /// functions reach the supplier as flat function tools, the history's
 /// namespaced call by its flat name, and the reply's call comes back with
@@ -302,22 +313,10 @@ async fn a_namespace_tool_is_flattened_on_a_converted_route_and_named_back() {
             assert_eq!(added["name"], "create_issue", "{added}");
             assert_eq!(added["namespace"], "mcp__github__", "{added}");
             let (_, done) = events.last().unwrap();
-            done["response"]["output"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|i| i["type"] == "function_call")
-                .cloned()
-                .unwrap()
+            function_call(&done["response"]["output"])
         } else {
             let body: Value = resp.json().await.unwrap();
-            body["output"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|i| i["type"] == "function_call")
-                .cloned()
-                .unwrap()
+            function_call(&body["output"])
         };
         assert_eq!(call["name"], "create_issue", "{call}");
         assert_eq!(call["namespace"], "mcp__github__", "{call}");

@@ -5,7 +5,7 @@
 //! the request's log line (the real binary).
 
 use crate::harness::*;
-use router_mock_supplier::{MockReply, MockSupplier, RecordedCall, Script};
+use router_mock_supplier::{RecordedCall, Script};
 use router_store::test_support::TestDatabase;
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -40,17 +40,18 @@ fn router_id_of(call: &RecordedCall) -> String {
 async fn a_client_trace_reaches_the_supplier_and_its_request_id_is_kept() {
     let r = TestRouter::start().await;
     let c = r.rich_customer().await;
-    let resp = r
-        .client
-        .post(format!("{}/v1/chat/completions", r.base))
-        .bearer_auth(&c.key)
-        .header("traceparent", TRACEPARENT)
-        .header("tracestate", "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7")
-        .header("x-request-id", "client-abc:123/x")
-        .json(&hello("m-text"))
-        .send()
-        .await
-        .unwrap();
+    let resp = hello_with_headers(
+        &r.client,
+        &r.base,
+        &c.key,
+        "m-text",
+        &[
+            ("traceparent", TRACEPARENT),
+            ("tracestate", "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7"),
+            ("x-request-id", "client-abc:123/x"),
+        ],
+    )
+    .await;
     assert_eq!(resp.status(), 200);
     // The client's well-formed id is kept on the answer.
     assert_eq!(request_id(&resp), "client-abc:123/x");
@@ -86,15 +87,14 @@ async fn every_attempt_is_its_own_span_and_keeps_its_supplier_id() {
     // Two 500s on the primary route, then the fallback serves.
     r.mock.enqueue_for("up-text-primary", Script::status(500));
     r.mock.enqueue_for("up-text-primary", Script::status(500));
-    let resp = r
-        .client
-        .post(format!("{}/v1/chat/completions", r.base))
-        .bearer_auth(&c.key)
-        .header("traceparent", TRACEPARENT)
-        .json(&hello("m-text"))
-        .send()
-        .await
-        .unwrap();
+    let resp = hello_with_headers(
+        &r.client,
+        &r.base,
+        &c.key,
+        "m-text",
+        &[("traceparent", TRACEPARENT)],
+    )
+    .await;
     assert_eq!(resp.status(), 200);
     resp.text().await.unwrap();
     let calls = r.mock.calls();
@@ -245,11 +245,7 @@ async fn a_stream_records_its_supplier_id_with_the_charge() {
 /// supplier's id; a failed attempt's line names its supplier's id.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_log_line_carries_the_ids() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let mock = MockSupplier::start("127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
-    mock.set_default(Script::Reply(MockReply::text("traced")));
+    let mock = mock_answering("traced").await;
     let db = TestDatabase::new().await;
     let RouterProcess {
         mut child,
@@ -262,46 +258,19 @@ async fn the_log_line_carries_the_ids() {
     )
     .await;
     let client = reqwest::Client::new();
-    let admin = |path: &str, body: Value| {
-        client
-            .post(format!("{base}{path}"))
-            .bearer_auth(ADMIN_TOKEN)
-            .json(&body)
-            .send()
-    };
-    let account: Value = admin("/admin/accounts", json!({"email": "trace@example.com"}))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let account_id = account["id"].as_str().unwrap();
-    admin(
-        &format!("/admin/accounts/{account_id}/credits"),
-        json!({"amount_nano_usd": 1_000_000_000_000_i64}),
-    )
-    .await
-    .unwrap();
-    let key: Value = admin(
-        "/admin/api-keys",
-        json!({"account_id": account_id, "scopes": ["inference"]}),
-    )
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
-    let key = key["key"].as_str().unwrap();
+    let key = &funded_key_over_http(&client, &base, "trace@example.com", 1_000_000_000_000).await;
     mock.enqueue_for("up-text-primary", Script::status(400));
-    let resp = client
-        .post(format!("{base}/v1/chat/completions"))
-        .bearer_auth(key)
-        .header("traceparent", TRACEPARENT)
-        .header("x-request-id", "client-line-1")
-        .json(&hello("m-text"))
-        .send()
-        .await
-        .unwrap();
+    let resp = hello_with_headers(
+        &client,
+        &base,
+        key,
+        "m-text",
+        &[
+            ("traceparent", TRACEPARENT),
+            ("x-request-id", "client-line-1"),
+        ],
+    )
+    .await;
     assert_eq!(resp.status(), 200);
     assert_eq!(request_id(&resp), "client-line-1");
     resp.text().await.unwrap();

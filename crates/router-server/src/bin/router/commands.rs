@@ -75,6 +75,13 @@ pub(crate) struct KeyCreate {
     /// inference, account:read, account:write, usage:read (repeatable).
     #[arg(long = "scope")]
     scopes: Vec<String>,
+    #[command(flatten)]
+    policy: KeyPolicyArgs,
+}
+
+/// The expiry and policy flags `keys create` and `keys update` share.
+#[derive(Args, Debug)]
+pub(crate) struct KeyPolicyArgs {
     /// Unix seconds.
     #[arg(long)]
     expires_at: Option<u64>,
@@ -114,26 +121,8 @@ pub(crate) struct KeyUpdate {
     /// The key's scopes, all of them (repeatable).
     #[arg(long = "scope")]
     scopes: Vec<String>,
-    #[arg(long)]
-    expires_at: Option<u64>,
-    #[arg(long = "allowed-model")]
-    allowed_models: Vec<String>,
-    #[arg(long = "ip")]
-    ip_allowlist: Vec<String>,
-    #[arg(long)]
-    prompt_cache_mode: Option<String>,
-    #[arg(long)]
-    response_cache_ttl_seconds: Option<u64>,
-    #[arg(long = "spend-limit")]
-    spend_limits: Vec<String>,
-    #[arg(long)]
-    monthly_budget_nano_usd: Option<u64>,
-    #[arg(long)]
-    requests_per_minute: Option<u64>,
-    #[arg(long)]
-    requests_per_day: Option<u64>,
-    #[arg(long)]
-    max_concurrent_requests: Option<u64>,
+    #[command(flatten)]
+    policy: KeyPolicyArgs,
     /// Remove a part of the policy or the expiry (repeatable).
     #[arg(long = "clear", value_parser = CLEARABLE)]
     clear: Vec<String>,
@@ -163,23 +152,24 @@ fn key_patch(update: KeyUpdate) -> anyhow::Result<router_operator::ApiKeyPatch> 
     if !update.scopes.is_empty() {
         set("scopes", json!(update.scopes));
     }
-    if let Some(at) = update.expires_at {
+    if let Some(at) = update.policy.expires_at {
         set("expires_at", json!(at));
     }
-    if !update.allowed_models.is_empty() {
-        set("allowed_models", json!(update.allowed_models));
+    if !update.policy.allowed_models.is_empty() {
+        set("allowed_models", json!(update.policy.allowed_models));
     }
-    if !update.ip_allowlist.is_empty() {
-        set("ip_allowlist", json!(update.ip_allowlist));
+    if !update.policy.ip_allowlist.is_empty() {
+        set("ip_allowlist", json!(update.policy.ip_allowlist));
     }
-    if let Some(mode) = update.prompt_cache_mode {
+    if let Some(mode) = update.policy.prompt_cache_mode {
         set("prompt_cache_mode", json!(mode));
     }
-    if let Some(ttl) = update.response_cache_ttl_seconds {
+    if let Some(ttl) = update.policy.response_cache_ttl_seconds {
         set("response_cache_ttl_seconds", json!(ttl));
     }
-    if !update.spend_limits.is_empty() {
+    if !update.policy.spend_limits.is_empty() {
         let limits: Vec<Value> = update
+            .policy
             .spend_limits
             .iter()
             .map(|text| {
@@ -191,10 +181,16 @@ fn key_patch(update: KeyUpdate) -> anyhow::Result<router_operator::ApiKeyPatch> 
         set("spend_limits", Value::Array(limits));
     }
     for (name, value) in [
-        ("monthly_budget_nano_usd", update.monthly_budget_nano_usd),
-        ("requests_per_minute", update.requests_per_minute),
-        ("requests_per_day", update.requests_per_day),
-        ("max_concurrent_requests", update.max_concurrent_requests),
+        (
+            "monthly_budget_nano_usd",
+            update.policy.monthly_budget_nano_usd,
+        ),
+        ("requests_per_minute", update.policy.requests_per_minute),
+        ("requests_per_day", update.policy.requests_per_day),
+        (
+            "max_concurrent_requests",
+            update.policy.max_concurrent_requests,
+        ),
     ] {
         if let Some(value) = value {
             set(name, json!(value));
@@ -507,6 +503,7 @@ pub(crate) async fn keys(
 fn new_key(create: KeyCreate) -> anyhow::Result<NewApiKey> {
     let some = |values: Vec<String>| (!values.is_empty()).then_some(values);
     let spend_limits = create
+        .policy
         .spend_limits
         .iter()
         .map(|text| spend_limit(text))
@@ -514,16 +511,16 @@ fn new_key(create: KeyCreate) -> anyhow::Result<NewApiKey> {
     Ok(NewApiKey {
         account_id: uuid("account", &create.account)?,
         scopes: create.scopes,
-        expires_at: create.expires_at,
-        allowed_models: some(create.allowed_models),
-        ip_allowlist: some(create.ip_allowlist),
-        prompt_cache_mode: create.prompt_cache_mode,
-        response_cache_ttl_seconds: create.response_cache_ttl_seconds,
+        expires_at: create.policy.expires_at,
+        allowed_models: some(create.policy.allowed_models),
+        ip_allowlist: some(create.policy.ip_allowlist),
+        prompt_cache_mode: create.policy.prompt_cache_mode,
+        response_cache_ttl_seconds: create.policy.response_cache_ttl_seconds,
         spend_limits: (!spend_limits.is_empty()).then_some(spend_limits),
-        monthly_budget_nano_usd: create.monthly_budget_nano_usd,
-        requests_per_minute: create.requests_per_minute,
-        requests_per_day: create.requests_per_day,
-        max_concurrent_requests: create.max_concurrent_requests,
+        monthly_budget_nano_usd: create.policy.monthly_budget_nano_usd,
+        requests_per_minute: create.policy.requests_per_minute,
+        requests_per_day: create.policy.requests_per_day,
+        max_concurrent_requests: create.policy.max_concurrent_requests,
     })
 }
 
