@@ -726,11 +726,12 @@ pub struct ModelComparison {
 #[derive(ToSchema)]
 pub struct PriceChange {
     model_id: String,
-    /// `added`, `changed` or `removed`.
+    /// `updated` or `removed` (GP-28).
     kind: String,
     changed_at: String,
-    #[schema(value_type = Object)]
-    model: serde_json::Value,
+    /// The model's entry; `null` when the change removed it (GP-28).
+    #[schema(required, value_type = Option<Object>)]
+    model: Option<serde_json::Value>,
     #[schema(required, value_type = Option<Object>)]
     previous: Option<serde_json::Value>,
     #[schema(required, value_type = Option<Object>)]
