@@ -1135,9 +1135,12 @@ def image_kwargs(case: str, model: str) -> dict[str, Any]:
     return kwargs
 
 
-def run_image_cell(case: str, images: dict[str, Any], client: openai.OpenAI, mock: Mock | None) -> dict[str, Any]:
+def run_image_cell(
+    case: str, images: dict[str, Any], client: openai.OpenAI, mock: Mock | None, stream: bool = False
+) -> dict[str, Any]:
     """One `images` cell: images.generate through the SDK, strictly validated, then the receipt,
-    the PNG and (with the mock) what the supplier received."""
+    the PNG and (with the mock) what the supplier received. With `stream`, the SDK's
+    `stream=True`, which the router refuses before any supplier call."""
     upstream = images["upstream_model"]
     if mock is None:
         # Against a deployed router there is no image model to name here.
@@ -1150,7 +1153,11 @@ def run_image_cell(case: str, images: dict[str, Any], client: openai.OpenAI, moc
         except OSError as error:
             return {"outcome": "fail", "detail": f"could not script the mock supplier: {error}"}
     try:
-        raw = client.images.with_raw_response.generate(**image_kwargs(case, images["model"]))
+        kwargs = image_kwargs(case, images["model"])
+        if stream:
+            kwargs["stream"] = True
+        raw = client.images.with_raw_response.generate(**kwargs)
+        check(not stream, "images.generate(stream=True) was answered, not refused")
         response = raw.parse()
         check(isinstance(response, openai.types.ImagesResponse), f"parsed as {type(response).__name__}")
         check(response.data is not None and len(response.data) == 1, f"data {response.data!r}")
@@ -1323,8 +1330,8 @@ def main() -> int:
                 if args.only and args.only not in cell_id:
                     continue
                 started = time.monotonic()
-                # Image generation has no stream form.
-                result = run_image_cell(case, images, openai_client, mock) if not stream else {"outcome": "n/a"}
+                # Image generation has no stream form: `stream: true` is a declared refusal.
+                result = run_image_cell(case, images, openai_client, mock, stream)
                 record = {
                     "client": CLIENT,
                     "inbound": "images",

@@ -875,7 +875,7 @@ impl Matrix {
         for (cell, outcome) in &expected {
             if refusal(outcome).is_some() {
                 ensure!(
-                    refusals.contains_key(&(cell.case.clone(), cell.inbound.clone())),
+                    refusals.contains_key(&refusal_key(cell)),
                     "`expected.{}.{}.{}` is a refusal, but `refusals.{}.{}` does not say its \
                      param and message",
                     cell.inbound,
@@ -902,10 +902,7 @@ impl Matrix {
     /// declared `param` and message; `None` for a match or for a cell that is no refusal.
     fn refusal_mismatch(&self, cell: &CellId, seen: &Observed) -> Option<String> {
         refusal(&seen.outcome)?;
-        let Some(spec) = self
-            .refusals
-            .get(&(cell.case.clone(), cell.inbound.clone()))
-        else {
+        let Some(spec) = self.refusals.get(&refusal_key(cell)) else {
             return Some("no declared param and message".to_owned());
         };
         spec.mismatch(seen.param.as_deref(), seen.message.as_deref())
@@ -913,8 +910,9 @@ impl Matrix {
 }
 
 /// The image generation cells (`images` in the matrix): one surface and one
-/// route, both `images`, never streamed. Each case's outcome is declared
-/// for JSON; the stream form is `n/a`.
+/// route, both `images`. Each case's outcome is declared for JSON
+/// (`expected`) and for the SDK's `stream: true` (`expected_stream`, a
+/// declared refusal: image generation has no stream form; `n/a` if absent).
 fn images_cells(
     images: &Value,
     cases: &[String],
@@ -928,7 +926,16 @@ fn images_cells(
         );
         let outcome = outcome.as_str().context("an outcome is a string")?;
         check_outcome(outcome)?;
-        for (stream, outcome) in [(false, outcome), (true, "n/a")] {
+        let streamed = match images.get("expected_stream") {
+            Some(table) => object(table)
+                .context("`expected_stream`")?
+                .get(case)
+                .and_then(Value::as_str)
+                .with_context(|| format!("`expected_stream` has no `{case}`"))?,
+            None => "n/a",
+        };
+        check_outcome(streamed)?;
+        for (stream, outcome) in [(false, outcome), (true, streamed)] {
             let id = CellId {
                 inbound: IMAGES.to_owned(),
                 case: case.clone(),
@@ -938,18 +945,37 @@ fn images_cells(
             expected.insert(id, outcome.to_owned());
         }
     }
-    if let Some(table) = images.get("refusals") {
+    for (name, stream) in [("refusals", false), ("stream_refusals", true)] {
+        let Some(table) = images.get(name) else {
+            continue;
+        };
         for (case, spec) in object(table)? {
-            let spec =
-                RefusalSpec::from_json(spec).with_context(|| format!("`refusals.{case}`"))?;
+            let spec = RefusalSpec::from_json(spec).with_context(|| format!("`{name}.{case}`"))?;
             ensure!(
                 spec.param.is_some(),
-                "`refusals.{case}` must name the `param`"
+                "`{name}.{case}` must name the `param`"
             );
-            refusals.insert((case.clone(), IMAGES.to_owned()), spec);
+            let cell = CellId {
+                inbound: IMAGES.to_owned(),
+                case: case.clone(),
+                route: IMAGES.to_owned(),
+                stream,
+            };
+            refusals.insert(refusal_key(&cell), spec);
         }
     }
     Ok(())
+}
+
+/// Where a cell's declared refusal is kept: by case and inbound surface,
+/// except that image generation's stream form (the SDK's `stream: true`)
+/// has refusals of its own.
+fn refusal_key(cell: &CellId) -> (String, String) {
+    if cell.inbound == IMAGES && cell.stream {
+        (cell.case.clone(), format!("{IMAGES}:stream"))
+    } else {
+        (cell.case.clone(), cell.inbound.clone())
+    }
 }
 
 /// The inbound surface and route protocol of image generation.
@@ -1324,7 +1350,8 @@ mod tests {
         let cells = matrix.inbound.len() * grid_cases * matrix.routes.len() * 2;
         assert_eq!(grid, cells);
         assert!(matrix.expected.values().any(|outcome| outcome == "pass"));
-        // Image generation: every images case, JSON and (n/a) stream, covered by Python.
+        // Image generation: every images case, JSON and stream, covered by
+        // Python; the stream form is always refused (no partial images).
         assert!(!images.is_empty());
         for cell in images {
             assert_eq!(cell.route, IMAGES);
@@ -1334,7 +1361,11 @@ mod tests {
                 cell.label()
             );
             if cell.stream {
-                assert_eq!(matrix.expected[cell], "n/a");
+                assert!(
+                    refusal(&matrix.expected[cell]).is_some(),
+                    "{}",
+                    cell.label()
+                );
             }
         }
     }
