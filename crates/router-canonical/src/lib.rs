@@ -59,6 +59,7 @@
 #![warn(unreachable_pub)]
 
 pub mod capability;
+pub mod checksum;
 pub mod codec;
 pub mod error;
 pub mod eventstream;

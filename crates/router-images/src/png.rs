@@ -168,33 +168,9 @@ fn header(data: &[u8]) -> Result<PngInfo, PngError> {
     Ok(PngInfo { width, height })
 }
 
-/// CRC-32 (ISO 3309, the PNG one), table-driven.
-pub fn crc32(bytes: &[u8]) -> u32 {
-    const TABLE: [u32; 256] = {
-        let mut table = [0u32; 256];
-        let mut n = 0;
-        while n < 256 {
-            let mut c = n as u32;
-            let mut k = 0;
-            while k < 8 {
-                c = if c & 1 != 0 {
-                    0xEDB8_8320 ^ (c >> 1)
-                } else {
-                    c >> 1
-                };
-                k += 1;
-            }
-            table[n] = c;
-            n += 1;
-        }
-        table
-    };
-    let mut crc = 0xFFFF_FFFFu32;
-    for &b in bytes {
-        crc = TABLE[((crc ^ u32::from(b)) & 0xFF) as usize] ^ (crc >> 8);
-    }
-    crc ^ 0xFFFF_FFFF
-}
+/// CRC-32 (ISO 3309, the PNG one): the canonical crate's, shared with the
+/// AWS event stream.
+pub use router_canonical::checksum::crc32;
 
 /// Append one chunk (length, type, data, CRC) to `out`: for building test
 /// images and fixtures.
