@@ -94,10 +94,10 @@ pub async fn request_status(
     use crate::ownership::{Resource, owned_or_not_found, parse_id};
     let id = parse_id(Resource::Request, id.unwrap_or_default())?;
     let found = app
-        .database()
-        .get_request(id)
+        .operator
+        .account_request(Some(key.account_id), id)
         .await
-        .map_err(|e| e.api_error())?;
+        .map_err(ApiError::from)?;
     let view = owned_or_not_found(Resource::Request, found, key.account_id)?;
     let charged = view
         .charged_nano
