@@ -472,7 +472,7 @@ pub(crate) fn start_local(
     run_checked(&mut cargo([
         "build",
         "-p",
-        "router-server",
+        "router",
         "-p",
         "router-mock-supplier",
         "--bins",

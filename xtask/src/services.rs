@@ -55,7 +55,7 @@ pub(crate) fn release_binaries(build: bool) -> Result<(std::path::PathBuf, std::
             "build",
             "--release",
             "-p",
-            "router-server",
+            "router",
             "-p",
             "router-mock-supplier",
         ]))?;

@@ -156,6 +156,9 @@ mod tests {
         ] {
             assert_free_of(&closure, wing, &["router-server"]);
         }
+        // The HTTP edge knows nothing of the process around it (settings,
+        // start-up, the job registry).
+        assert_free_of(&closure, "router-server", &["router", "clap"]);
     }
 
     #[test]

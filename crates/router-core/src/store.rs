@@ -320,6 +320,14 @@ pub trait Store: Send + Sync + 'static {
     /// Release the whole hold without a charge, once.
     fn void(&self, voiding: Voiding) -> impl Future<Output = Result<(), SettleError>> + Send;
 
+    /// Releases every hold whose expiry is before `now` (its process died:
+    /// live requests extend theirs) and fails its request; how many. Safe
+    /// to run from every instance at once.
+    fn reap_expired_holds(
+        &self,
+        now: SystemTime,
+    ) -> impl Future<Output = Result<u64, StoreError>> + Send;
+
     /// The secret that authenticates router thinking signatures: the stored
     /// one, or `candidate` (fresh random bytes) stored now if there is none.
     /// Instances starting at once all get the same one. Never logged.
@@ -376,6 +384,9 @@ pub trait AffinityStore: Send + Sync + 'static {
         ttl_seconds: i32,
         preferred: bool,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Deletes preferences that expired long ago; how many.
+    fn purge_affinity(&self) -> impl Future<Output = Result<u64, StoreError>> + Send;
 }
 
 /// A request answered from the exact-response cache, for its history row:
@@ -419,6 +430,10 @@ pub trait ResponseCacheStore: Send + Sync + 'static {
         &self,
         hit: &CacheHit,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Deletes entries older than any key's TTL (reads check the TTL
+    /// themselves; this only bounds what is kept); how many.
+    fn purge_response_cache(&self) -> impl Future<Output = Result<u64, StoreError>> + Send;
 }
 
 // ---------------------------------------------------------------------------

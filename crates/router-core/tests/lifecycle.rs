@@ -96,6 +96,10 @@ impl Store for MemoryStore {
     async fn thinking_seal_key(&self, candidate: Vec<u8>) -> Result<Vec<u8>, StoreError> {
         Ok(candidate)
     }
+    // Holds here carry no expiry: no process dies under these tests.
+    async fn reap_expired_holds(&self, _now: std::time::SystemTime) -> Result<u64, StoreError> {
+        Ok(0)
+    }
 }
 
 // The pipeline's policies find nothing stored and keep nothing.
@@ -122,6 +126,9 @@ impl AffinityStore for MemoryStore {
     ) -> Result<(), StoreError> {
         Ok(())
     }
+    async fn purge_affinity(&self) -> Result<u64, StoreError> {
+        Ok(0)
+    }
 }
 
 impl ResponseCacheStore for MemoryStore {
@@ -138,6 +145,9 @@ impl ResponseCacheStore for MemoryStore {
     }
     async fn record_cache_hit(&self, _: &CacheHit) -> Result<(), StoreError> {
         Ok(())
+    }
+    async fn purge_response_cache(&self) -> Result<u64, StoreError> {
+        Ok(0)
     }
 }
 

@@ -51,6 +51,9 @@ pub struct App {
     /// Video jobs (`ROUTER_VIDEO_POLL_INTERVAL_MS`); their content goes to
     /// the uploads' object store.
     pub videos: router_core::video_jobs::VideoSettings,
+    /// The background jobs this process knows (`router::jobs::REGISTRY`):
+    /// `POST /admin/jobs/{name}/run` runs one pass of one of them.
+    pub jobs: &'static [router_core::jobs::JobSpec<App>],
 }
 
 impl App {

@@ -634,6 +634,10 @@ impl Store for Database {
         let mut conn = self.connection().await?;
         thinking_seal_keys::load_or_insert(&mut conn, &candidate).await
     }
+
+    async fn reap_expired_holds(&self, now: SystemTime) -> Result<u64, StoreError> {
+        Database::reap_expired_holds(self, now).await
+    }
 }
 
 /// The experiments `X-CI-Experiment` names, through the in-process front
@@ -710,6 +714,10 @@ impl AffinityStore for Database {
         }
         Ok(())
     }
+
+    async fn purge_affinity(&self) -> Result<u64, StoreError> {
+        Database::purge_affinity(self).await
+    }
 }
 
 /// Answers are stored as the canonical response's JSON, in the table and
@@ -753,6 +761,10 @@ impl ResponseCacheStore for Database {
     async fn record_cache_hit(&self, hit: &CacheHit) -> Result<(), StoreError> {
         let mut conn = self.connection().await?;
         response_cache::record_hit(&mut conn, hit).await
+    }
+
+    async fn purge_response_cache(&self) -> Result<u64, StoreError> {
+        Database::purge_response_cache(self).await
     }
 }
 

@@ -91,7 +91,7 @@ fn the_container_recipe_builds_the_workspace_binaries_with_its_toolchain() {
         }
     }
     let binaries = workspace_binaries();
-    assert!(built.contains(&("router-server".to_owned(), "router".to_owned())));
+    assert!(built.contains(&("router".to_owned(), "router".to_owned())));
     for pair in &built {
         assert!(
             binaries.contains(pair),

@@ -536,6 +536,7 @@ pub async fn build_app(
         // may go without, to prove they 404 then).
         test_hooks,
         videos,
+        jobs: router::jobs::REGISTRY,
     });
     app.catalog.spawn_follower();
     app

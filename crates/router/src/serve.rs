@@ -58,7 +58,7 @@ pub(crate) async fn serve(
     let app = Arc::new(app(&config, catalog, views, db.clone()).await?);
     app.catalog.spawn_follower();
     app.catalog.spawn_sighup_reload();
-    router_server::jobs::spawn_all(app.clone(), format!("router-{}", uuid::Uuid::now_v7()));
+    router::jobs::spawn_all(app.clone(), format!("router-{}", uuid::Uuid::now_v7()));
     spawn_pool_trimmer(db);
     // The tokenizer (~40 MB) is loaded by the first count_tokens call, on a
     // blocking thread: most deployments never pay for it.
@@ -162,6 +162,7 @@ pub(crate) async fn app(
         test_hooks: config.test_hooks,
         uploads,
         videos: config.videos,
+        jobs: router::jobs::REGISTRY,
     })
 }
 
@@ -169,7 +170,7 @@ pub(crate) async fn app(
 const DB_CONNECTION_MAX_IDLE: Duration = Duration::from_secs(60);
 
 /// Close database connections a past burst left idle (per process; the
-/// hold reaper is a job, `router_server::jobs`).
+/// hold reaper is a job, `router::jobs`).
 fn spawn_pool_trimmer(db: Database) {
     tokio::spawn(async move {
         let mut ticker = tokio::time::interval(DB_CONNECTION_MAX_IDLE / 2);
