@@ -2,7 +2,7 @@
 //! (A-01..A-05), the key's IP allowlist and model policy.
 
 use crate::app::App;
-use crate::client_addr::PeerAddr;
+use crate::client_addr::ClientAddr;
 use router_canonical::{ApiError, ErrorCode};
 use router_core::Catalog;
 use router_core::product_codes;
@@ -67,11 +67,8 @@ pub async fn authenticate(
             format!("This API key lacks the `{}` scope.", scope.as_str()),
         ));
     }
-    // The client address is worked out only for keys that have an allowlist.
     if record.policy.ip_allowlist.is_some() {
-        let client = extensions
-            .get::<PeerAddr>()
-            .and_then(|peer| app.trusted_proxies.client(peer.0, headers));
+        let client = extensions.get::<ClientAddr>().and_then(|c| c.client);
         if !record.policy.allows_ip(client) {
             return Err(ApiError::new(
                 product_codes::IP_NOT_ALLOWED,

@@ -14,10 +14,32 @@ use ipnet::IpNet;
 use router_core::key_policy::parse_network;
 use std::net::{IpAddr, SocketAddr};
 
-/// The TCP peer of a connection, put on each request by the accept loop
-/// (`server.rs`) as a request extension.
+/// Where a request came from, worked out once per request by the accept
+/// loop (`server.rs`) and carried as a request extension: the access line
+/// logs it, a key's IP allowlist checks it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PeerAddr(pub IpAddr);
+pub struct ClientAddr {
+    /// The TCP peer of the connection.
+    pub peer: IpAddr,
+    /// The client behind trusted proxies ([`TrustedProxies::client`]);
+    /// `None` when it cannot be known.
+    pub client: Option<IpAddr>,
+}
+
+impl ClientAddr {
+    pub fn of(peer: IpAddr, proxies: &TrustedProxies, headers: &http::HeaderMap) -> ClientAddr {
+        ClientAddr {
+            peer,
+            client: proxies.client(peer, headers),
+        }
+    }
+
+    /// What the access line shows: the client, or the peer when the
+    /// client cannot be known.
+    pub fn logged(&self) -> IpAddr {
+        self.client.unwrap_or(self.peer)
+    }
+}
 
 /// The proxies whose forwarding headers are believed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

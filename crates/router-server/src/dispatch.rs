@@ -130,12 +130,8 @@ fn check_param(rule: ParamRule, param: Option<&str>) -> Result<(), ApiError> {
 pub async fn dispatch(app: Arc<App>, request: http::Request<Incoming>) -> Response<Body> {
     let request_id = Uuid::now_v7();
     let log = RequestLog::new(request_id, request.method().clone());
-    if let Some(peer) = request.extensions().get::<crate::client_addr::PeerAddr>() {
-        let client = app
-            .trusted_proxies
-            .client(peer.0, request.headers())
-            .unwrap_or(peer.0);
-        log.client(client);
+    if let Some(client) = request.extensions().get::<crate::client_addr::ClientAddr>() {
+        log.client(client.logged());
     }
     let id_text = crate::correlation::begin(request.headers(), &log);
     let mut response =

@@ -13,7 +13,7 @@
 
 use crate::admin_listener::Listener;
 use crate::app::App;
-use crate::client_addr::PeerAddr;
+use crate::client_addr::ClientAddr;
 use crate::connection::{Activity, Admission, ConnectionLimits, InFlight, Tracked, Watched, watch};
 use crate::dispatch::dispatch;
 use hyper::service::service_fn;
@@ -104,9 +104,9 @@ pub async fn serve_routes(
                 let app = app.clone();
                 let activity = Activity::new();
                 let pace = limits.body;
-                // The peer rides on each request (an extension) for key IP
-                // allowlists; see `client_addr`.
-                let peer = PeerAddr(peer.ip());
+                // Each request carries its client address (an extension),
+                // resolved once behind trusted proxies; see `client_addr`.
+                let peer = peer.ip();
                 let requests = activity.clone();
                 let in_flight = in_flight.clone();
                 let service = service_fn(move |request: http::Request<hyper::body::Incoming>| {
@@ -114,7 +114,8 @@ pub async fn serve_routes(
                     let in_progress = requests.request_started();
                     let counted = InFlight::enter(&in_flight);
                     let mut request = request.map(|body| crate::body::Incoming::new(body, pace));
-                    request.extensions_mut().insert(peer);
+                    let client = ClientAddr::of(peer, &app.trusted_proxies, request.headers());
+                    request.extensions_mut().insert(client);
                     request.extensions_mut().insert(role);
                     async move {
                         let mut response = dispatch(app, request).await;
