@@ -107,16 +107,24 @@ pub struct ApiKeyPatch {
 #[derive(Debug, Clone, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Policy {
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub allowed_models: Option<Vec<String>>,
     /// Networks in CIDR form.
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub ip_allowlist: Option<Vec<String>>,
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    #[cfg_attr(feature = "openapi", schema(required, value_type = Option<String>))]
     pub prompt_cache_mode: Option<PromptCacheMode>,
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub response_cache_ttl_seconds: Option<i32>,
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub spend_limits: Option<Vec<SpendLimit>>,
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub monthly_budget_nano_usd: Option<i64>,
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub requests_per_minute: Option<i64>,
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub requests_per_day: Option<i64>,
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub max_concurrent_requests: Option<i64>,
     /// Goes up with every change of the policy.
     pub version: i64,
@@ -169,6 +177,7 @@ pub struct IssuedKey {
     pub account_id: Uuid,
     pub scopes: Vec<String>,
     /// Unix seconds, as set.
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub expires_at: Option<u64>,
     pub policy: Policy,
 }
@@ -196,8 +205,9 @@ pub struct ApiKey {
     pub scopes: Vec<String>,
     #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub created_at: DateTime<Utc>,
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub expires_at: Option<i64>,
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    #[cfg_attr(feature = "openapi", schema(required, value_type = Option<String>))]
     pub deleted_at: Option<DateTime<Utc>>,
     pub policy: Policy,
 }

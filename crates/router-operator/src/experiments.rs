@@ -70,6 +70,7 @@ pub struct ExperimentView {
     #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub status: ExperimentStatus,
     /// The promoted variant's name.
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub winner: Option<String>,
     pub variants: Vec<VariantView>,
 }
@@ -79,10 +80,12 @@ pub struct ExperimentView {
 pub struct VariantView {
     pub name: String,
     pub weight: u32,
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub system: Option<String>,
     /// Set when `system` is.
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    #[cfg_attr(feature = "openapi", schema(required, value_type = Option<String>))]
     pub system_mode: Option<SystemMode>,
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub model: Option<String>,
     /// Requests assigned this variant.
     pub assignments: i64,

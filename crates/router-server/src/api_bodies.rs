@@ -25,133 +25,13 @@ pub enum ScopeName {
     UsageRead,
 }
 
-/// `POST /admin/accounts`: the new account, its wallet empty.
-#[derive(ToSchema)]
-pub struct AdminNewAccount {
-    id: Uuid,
-    email: String,
-    email_verified: bool,
-    balance_nano_usd: i64,
-    held_nano_usd: i64,
-}
-
-/// `GET /admin/accounts/{id}`: an account and its wallet.
-#[derive(ToSchema)]
-pub struct AdminAccount {
-    id: Uuid,
-    email: String,
-    email_verified: bool,
-    balance_nano_usd: i64,
-    held_nano_usd: i64,
-    /// `balance_nano_usd - held_nano_usd`.
-    available_nano_usd: i64,
-    /// Settlements capped at their hold, and what they did not collect.
-    shortfall_count: i64,
-    shortfall_nano_usd: i64,
-    created_at: String,
-}
-
-/// `POST /admin/accounts/{id}/credits`: the wallet's new balance.
-#[derive(ToSchema)]
-pub struct AdminBalance {
-    account_id: Uuid,
-    balance_nano_usd: i64,
-}
-
-/// One rolling spend window of a key's policy.
-#[derive(ToSchema)]
-pub struct AdminSpendWindow {
-    amount_nano_usd: i64,
-    window_seconds: i64,
-}
-
-/// A key's policy; `null` is no restriction.
-#[derive(ToSchema)]
-pub struct AdminKeyPolicy {
-    #[schema(required)]
-    allowed_models: Option<Vec<String>>,
-    /// CIDR blocks.
-    #[schema(required)]
-    ip_allowlist: Option<Vec<String>>,
-    #[schema(required, value_type = Option<String>)]
-    prompt_cache_mode: Option<String>,
-    #[schema(required)]
-    response_cache_ttl_seconds: Option<i32>,
-    #[schema(required)]
-    spend_limits: Option<Vec<AdminSpendWindow>>,
-    #[schema(required)]
-    monthly_budget_nano_usd: Option<i64>,
-    #[schema(required)]
-    requests_per_minute: Option<i64>,
-    #[schema(required)]
-    requests_per_day: Option<i64>,
-    #[schema(required)]
-    max_concurrent_requests: Option<i64>,
-    /// Moves on every policy change.
-    version: i64,
-}
-
-/// `POST /admin/api-keys`: the key, its secret shown this once.
-#[derive(ToSchema)]
-pub struct AdminNewApiKey {
-    id: Uuid,
-    /// The secret; never shown again.
-    key: String,
-    prefix: String,
-    account_id: Uuid,
-    scopes: Vec<String>,
-    /// Unix seconds.
-    #[schema(required)]
-    expires_at: Option<i64>,
-    policy: AdminKeyPolicy,
-}
-
-/// An API key as the admin API shows it (no secret).
-#[derive(ToSchema)]
-pub struct AdminApiKey {
-    id: Uuid,
-    account_id: Uuid,
-    prefix: String,
-    scopes: Vec<String>,
-    created_at: String,
-    /// Unix seconds.
-    #[schema(required)]
-    expires_at: Option<i64>,
-    #[schema(required)]
-    deleted_at: Option<String>,
-    policy: AdminKeyPolicy,
-}
-
-/// A key's spend in one rolling window.
-#[derive(ToSchema)]
-pub struct AdminWindowSpend {
-    window_seconds: i64,
-    spent_nano_usd: i64,
-}
-
-/// A key's spend so far.
-#[derive(ToSchema)]
-pub struct AdminKeySpend {
-    month_to_date_nano_usd: i64,
-    held_nano_usd: i64,
-    windows: Vec<AdminWindowSpend>,
-}
-
-/// `GET /admin/api-keys/{id}`: the key with its spend.
-#[derive(ToSchema)]
-pub struct AdminApiKeyWithSpend {
-    #[serde(flatten)]
-    key: AdminApiKey,
-    spend: AdminKeySpend,
-}
-
 /// `GET /admin/accounts/{id}/api-keys`.
 #[derive(ToSchema)]
 pub struct AdminApiKeyList {
     /// `list`.
     #[schema(value_type = String, pattern = "^list$")]
     object: String,
-    data: Vec<AdminApiKey>,
+    data: Vec<router_operator::ApiKey>,
 }
 
 /// Token counts of a settled request.
@@ -255,50 +135,12 @@ pub struct AdminRequest {
     ledger: Vec<AdminLedgerEntry>,
 }
 
-/// `POST /admin/accounts/{id}/sessions`: the session, its cookie shown once.
-#[derive(ToSchema)]
-pub struct AdminNewSession {
-    id: Uuid,
-    account_id: Uuid,
-    cookie_name: String,
-    cookie_value: String,
-    expires_at: String,
-}
-
-/// One variant of an experiment, with how many requests it was assigned.
-#[derive(ToSchema)]
-pub struct AdminVariant {
-    name: String,
-    weight: u32,
-    #[schema(required)]
-    system: Option<String>,
-    /// `prepend` or `replace`; `null` without `system`.
-    #[schema(required)]
-    system_mode: Option<String>,
-    #[schema(required)]
-    model: Option<String>,
-    assignments: i64,
-}
-
-/// An A/B experiment.
-#[derive(ToSchema)]
-pub struct AdminExperiment {
-    id: Uuid,
-    account_id: Uuid,
-    slug: String,
-    /// `draft`, `running`, `paused` or `completed`.
-    status: String,
-    #[schema(required)]
-    winner: Option<String>,
-    variants: Vec<AdminVariant>,
-}
-
 /// `GET /admin/accounts/{id}/experiments`.
 #[derive(ToSchema)]
 pub struct AdminExperimentList {
     /// `list`.
     object: String,
-    data: Vec<AdminExperiment>,
+    data: Vec<router_operator::ExperimentView>,
 }
 
 /// `POST /admin/jobs/{name}/run`: one pass.

@@ -1007,7 +1007,7 @@ pub static ROUTES: [Route; 64] = [
         Operation {
             summary: "Create an account", tag: ADMIN,
             body: body(ADMIN_BODY, &[(JSON, schema::<router_operator::NewAccount>)]),
-            replies: &[json(201, "The account, its wallet empty.", &[(JSON, schema::<bodies::AdminNewAccount>)])],
+            replies: &[json(201, "The account, its wallet empty.", &[(JSON, schema::<router_operator::OpenedAccount>)])],
             errors: &[E::InvalidParameter, E::Conflict],
             ..Operation::new("", "")
         }),
@@ -1015,7 +1015,7 @@ pub static ROUTES: [Route; 64] = [
         any!(|c, _| admin::get_account(&c.app, c.param(), c.id).await),
         Operation {
             summary: "Read an account and its wallet", tag: ADMIN,
-            replies: &[json(200, "The account.", &[(JSON, schema::<bodies::AdminAccount>)])],
+            replies: &[json(200, "The account.", &[(JSON, schema::<router_operator::Account>)])],
             errors: &[E::NotFound],
             ..Operation::new("", "")
         }),
@@ -1024,7 +1024,7 @@ pub static ROUTES: [Route; 64] = [
         Operation {
             summary: "Grant credits to an account", tag: ADMIN,
             body: body(ADMIN_BODY, &[(JSON, schema::<router_operator::Credits>)]),
-            replies: &[json(200, "The new balance.", &[(JSON, schema::<bodies::AdminBalance>)])],
+            replies: &[json(200, "The new balance.", &[(JSON, schema::<router_operator::Balance>)])],
             errors: &[E::InvalidParameter, E::NotFound],
             ..Operation::new("", "")
         }),
@@ -1033,7 +1033,7 @@ pub static ROUTES: [Route; 64] = [
         Operation {
             summary: "Issue an API key", tag: ADMIN,
             body: body(ADMIN_BODY, &[(JSON, schema::<router_operator::NewApiKey>)]),
-            replies: &[json(201, "The key, its secret shown once, with its policy.", &[(JSON, schema::<bodies::AdminNewApiKey>)])],
+            replies: &[json(201, "The key, its secret shown once, with its policy.", &[(JSON, schema::<router_operator::IssuedKey>)])],
             errors: &[E::InvalidParameter, E::NotFound],
             ..Operation::new("", "")
         }),
@@ -1041,7 +1041,7 @@ pub static ROUTES: [Route; 64] = [
         any!(|c, _| admin::get_api_key(&c.app, c.param(), c.id).await),
         Operation {
             summary: "Read an API key, its policy and spend", tag: ADMIN,
-            replies: &[json(200, "The key.", &[(JSON, schema::<bodies::AdminApiKeyWithSpend>)])],
+            replies: &[json(200, "The key.", &[(JSON, schema::<router_operator::ApiKeyWithSpend>)])],
             errors: &[E::NotFound],
             ..Operation::new("", "")
         }),
@@ -1058,7 +1058,7 @@ pub static ROUTES: [Route; 64] = [
         Operation {
             summary: "Change an API key's scopes or policy", tag: ADMIN,
             body: body(ADMIN_BODY, &[(JSON, schema::<router_operator::ApiKeyPatch>)]),
-            replies: &[json(200, "The key.", &[(JSON, schema::<bodies::AdminApiKey>)])],
+            replies: &[json(200, "The key.", &[(JSON, schema::<router_operator::ApiKey>)])],
             errors: &[E::InvalidParameter, E::NotFound],
             ..Operation::new("", "")
         }),
@@ -1098,7 +1098,7 @@ pub static ROUTES: [Route; 64] = [
         Operation {
             summary: "Open a browser session for an account", tag: ADMIN,
             body: body(ADMIN_BODY, &[(JSON, schema::<router_operator::NewSession>)]),
-            replies: &[json(201, "The session; its cookie value is shown once.", &[(JSON, schema::<bodies::AdminNewSession>)])],
+            replies: &[json(201, "The session; its cookie value is shown once.", &[(JSON, schema::<router_operator::OpenedSession>)])],
             errors: &[E::InvalidParameter, E::NotFound],
             ..Operation::new("", "")
         }),
@@ -1115,7 +1115,7 @@ pub static ROUTES: [Route; 64] = [
         Operation {
             summary: "Create an A/B experiment (a draft)", tag: ADMIN,
             body: body(ADMIN_BODY, &[(JSON, schema::<router_operator::NewExperiment>)]),
-            replies: &[json(201, "The experiment, status `draft`.", &[(JSON, schema::<bodies::AdminExperiment>)])],
+            replies: &[json(201, "The experiment, status `draft`.", &[(JSON, schema::<router_operator::ExperimentView>)])],
             errors: &[E::InvalidParameter, E::NotFound, E::Conflict],
             ..Operation::new("", "")
         }),
@@ -1131,7 +1131,7 @@ pub static ROUTES: [Route; 64] = [
         any!(|c, _| admin::get_experiment(&c.app, c.param(), c.params.second.as_deref(), c.id).await),
         Operation {
             summary: "Read an experiment and its assignment counts", tag: ADMIN,
-            replies: &[json(200, "The experiment.", &[(JSON, schema::<bodies::AdminExperiment>)])],
+            replies: &[json(200, "The experiment.", &[(JSON, schema::<router_operator::ExperimentView>)])],
             errors: &[E::NotFound],
             ..Operation::new("", "")
         }),
@@ -1140,7 +1140,7 @@ pub static ROUTES: [Route; 64] = [
         Operation {
             summary: "Run, pause, complete or promote an experiment", tag: ADMIN,
             body: body(ADMIN_BODY, &[(JSON, schema::<router_operator::ExperimentPatch>)]),
-            replies: &[json(200, "The experiment.", &[(JSON, schema::<bodies::AdminExperiment>)])],
+            replies: &[json(200, "The experiment.", &[(JSON, schema::<router_operator::ExperimentView>)])],
             errors: &[E::InvalidParameter, E::NotFound, E::Conflict],
             ..Operation::new("", "")
         }),
