@@ -51,7 +51,7 @@ pub struct ServerConfig {
     /// `ROUTER_METRICS`: record metrics for `/metrics`.
     pub metrics: bool,
     /// `ROUTER_OTLP_ENDPOINT`: the OpenTelemetry collector spans are
-    /// exported to (`crate::otlp`); `None`: no export.
+    /// exported to (`router_telemetry::otlp`); `None`: no export.
     pub otlp_endpoint: Option<String>,
     /// `ROUTER_OBJECT_STORE`, `ROUTER_UPLOAD_TTL_SECS`, `ROUTER_UPLOAD_TOMBSTONE_SECS`,
     /// `ROUTER_UPLOAD_CONCURRENCY_PER_ACCOUNT`, `ROUTER_UPLOAD_CONCURRENCY_TOTAL`.

@@ -20,7 +20,7 @@ use router_core::trace_context::is_well_formed_request_id;
 pub fn begin(headers: &http::HeaderMap, log: &RequestLog) -> String {
     let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     // A trace the router starts is sampled when its spans are exported.
-    let export = crate::otlp::enabled();
+    let export = router_telemetry::otlp::enabled();
     let context =
         TraceContext::from_headers_or_start(text("traceparent"), text("tracestate"), export);
     log.trace().set_context(context, export);

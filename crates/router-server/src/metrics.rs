@@ -261,7 +261,7 @@ pub async fn render(app: &App) -> Option<String> {
     metrics::gauge!("router_catalog_routes").set(routes as f64);
     let shared = shared_state(app).await;
     metrics::gauge!("router_metrics_scrape_errors").set(if shared { 0.0 } else { 1.0 });
-    crate::process_metrics::record(STARTED.get().copied());
+    router_telemetry::process::record(STARTED.get().copied());
     Some(handle.render())
 }
 

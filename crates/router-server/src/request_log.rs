@@ -305,8 +305,8 @@ impl Drop for Entry {
             }
         }
         if self.trace.recording() {
-            crate::otlp::export(
-                crate::otlp::RequestSpan {
+            router_telemetry::otlp::export(
+                router_telemetry::otlp::RequestSpan {
                     method: self.method.as_str(),
                     route: state.route,
                     status: state.status,

@@ -29,7 +29,7 @@ pub(crate) async fn serve(
         router_server::metrics::install();
     }
     if let Some(base) = &config.otlp_endpoint {
-        router_server::otlp::install(base).context("ROUTER_OTLP_ENDPOINT")?;
+        router_telemetry::otlp::install(base).context("ROUTER_OTLP_ENDPOINT")?;
         tracing::info!(endpoint = %base, "exporting spans over OTLP");
     }
     db.migrate().await.context("applying migrations")?;

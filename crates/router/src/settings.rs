@@ -457,7 +457,7 @@ impl ServeArgs {
                 .filter(|e| !e.trim().is_empty())
             {
                 Some(base) => {
-                    router_server::otlp::traces_url(base)
+                    router_telemetry::otlp::traces_url(base)
                         .map_err(|e| anyhow!("ROUTER_OTLP_ENDPOINT: {e}"))?;
                     Some(base.trim().to_owned())
                 }
