@@ -28,6 +28,8 @@ mod params;
 pub mod release;
 pub mod view;
 mod viewer;
+#[cfg(feature = "openapi")]
+pub mod schema;
 
 pub use changes::{ChangesQuery, Cursor};
 pub use error::CatalogError;

@@ -63,6 +63,7 @@ pub async fn record(
 
 /// What a reload answers (`POST /admin/catalog/reload`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Reloaded {
     pub release: i64,
     /// Pricing-change rows the release appended (0: the file was unchanged).
@@ -74,6 +75,7 @@ pub struct Reloaded {
 
 /// The release in force (`GET /admin/catalog`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Described {
     pub release: i64,
     /// RFC 3339.

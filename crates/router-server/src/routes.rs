@@ -739,7 +739,7 @@ pub static ROUTES: [Route; 64] = [
         Operation {
             summary: "The public model list", tag: "catalog",
             params: &[PUBLIC_ZDR, IF_NONE_MATCH],
-            replies: &[Reply { status: 200, description: "Every listed model.", content: &[(JSON, schema::<bodies::PublicModels>)], headers: CACHED }, NOT_MODIFIED],
+            replies: &[Reply { status: 200, description: "Every listed model.", content: &[(JSON, schema::<router_catalog::schema::PublicModels>)], headers: CACHED }, NOT_MODIFIED],
             ..Operation::new("", "")
         }),
     row(GET, "/public/models/{*model_id}", Public, Detail,
@@ -747,7 +747,7 @@ pub static ROUTES: [Route; 64] = [
         Operation {
             summary: "One public model by ID or alias", tag: "catalog",
             params: &[PUBLIC_ZDR, IF_NONE_MATCH],
-            replies: &[Reply { status: 200, description: "The model entry, with its canonical `id`.", content: &[(JSON, schema::<bodies::ModelEntry>)], headers: CACHED }, NOT_MODIFIED],
+            replies: &[Reply { status: 200, description: "The model entry, with its canonical `id`.", content: &[(JSON, schema::<router_catalog::schema::ModelEntry>)], headers: CACHED }, NOT_MODIFIED],
             errors: &[E::NotFound],
             ..Operation::new("", "")
         }),
@@ -756,7 +756,7 @@ pub static ROUTES: [Route; 64] = [
         Operation {
             summary: "Logical models, capabilities and public tariffs", tag: "catalog",
             params: &[IF_NONE_MATCH],
-            replies: &[Reply { status: 200, description: "Every listed model.", content: &[(JSON, schema::<bodies::CatalogModels>)], headers: CACHED }, NOT_MODIFIED],
+            replies: &[Reply { status: 200, description: "Every listed model.", content: &[(JSON, schema::<router_catalog::schema::CatalogModels>)], headers: CACHED }, NOT_MODIFIED],
             ..Operation::new("", "")
         }),
     row(GET, "/v1/models", key(INFERENCE), OpenAi,
@@ -768,7 +768,7 @@ pub static ROUTES: [Route; 64] = [
                 Param { name: "after_id", place: In::Query, required: false, schema: string, description: "Only the models after this ID." },
                 Param { name: "before_id", place: In::Query, required: false, schema: string, description: "Only the models before this ID." },
             ],
-            replies: &[json(200, "The models.", &[(JSON, schema::<bodies::ModelList>)])],
+            replies: &[json(200, "The models.", &[(JSON, schema::<router_catalog::schema::ModelList>)])],
             errors: &[E::InvalidParameter],
             ..Operation::new("", "")
         }),
@@ -781,7 +781,7 @@ pub static ROUTES: [Route; 64] = [
                 Param { name: "min_discount_percent", place: In::Query, required: false, schema: percent, description: "Only offers at least this far below the official list price (0 to 99.99)." },
                 ZDR,
             ],
-            replies: &[json(200, "The offers, cheapest first.", &[(JSON, schema::<bodies::ModelSupply>)])],
+            replies: &[json(200, "The offers, cheapest first.", &[(JSON, schema::<router_catalog::schema::ModelSupply>)])],
             errors: &[E::InvalidParameter, P::LIST_PRICE_UNKNOWN, E::ModelNotFound, P::MODEL_NOT_ALLOWED],
             ..Operation::new("", "")
         }),
@@ -795,7 +795,7 @@ pub static ROUTES: [Route; 64] = [
                 Param { name: "completion_tokens", place: In::Query, required: false, schema: tokens, description: "Output tokens per request (default 0)." },
                 Param { name: "requests", place: In::Query, required: false, schema: requests, description: "How many requests (default 1)." },
             ],
-            replies: &[Reply { status: 200, description: "The estimates; not cached.", content: &[(JSON, schema::<bodies::ModelComparison>)], headers: &[NO_STORE] }],
+            replies: &[Reply { status: 200, description: "The estimates; not cached.", content: &[(JSON, schema::<router_catalog::schema::ModelComparison>)], headers: &[NO_STORE] }],
             errors: &[E::InvalidParameter],
             ..Operation::new("", "")
         }),
@@ -808,7 +808,7 @@ pub static ROUTES: [Route; 64] = [
                 Param { name: "limit", place: In::Query, required: false, schema: page_limit, description: "At most this many changes (1 to 100, default 100)." },
                 Param { name: "cursor", place: In::Query, required: false, schema: string, description: "The `next_cursor` of the previous page, with the same `since` and credential." },
             ],
-            replies: &[Reply { status: 200, description: "The changes; not cached.", content: &[(JSON, schema::<bodies::PriceChanges>)], headers: &[NO_STORE] }],
+            replies: &[Reply { status: 200, description: "The changes; not cached.", content: &[(JSON, schema::<router_catalog::schema::PriceChanges>)], headers: &[NO_STORE] }],
             errors: &[E::InvalidParameter],
             ..Operation::new("", "")
         }),
@@ -1082,14 +1082,14 @@ pub static ROUTES: [Route; 64] = [
         any!(|c, _| Ok(crate::catalog_api::describe(&c.app, c.id))),
         Operation {
             summary: "The catalog release in force", tag: ADMIN,
-            replies: &[json(200, "The release.", &[(JSON, schema::<bodies::AdminCatalog>)])],
+            replies: &[json(200, "The release.", &[(JSON, schema::<router_catalog::Described>)])],
             ..Operation::new("", "")
         }),
     row(POST, "/admin/catalog/reload", Admin, OpenAi,
         any!(|c, _| crate::catalog_api::reload(&c.app, c.id).await),
         Operation {
             summary: "Reload the catalog file as a new release", tag: ADMIN,
-            replies: &[json(200, "The release now in force.", &[(JSON, schema::<bodies::AdminCatalogReload>)])],
+            replies: &[json(200, "The release now in force.", &[(JSON, schema::<router_catalog::Reloaded>)])],
             errors: &[E::InvalidParameter],
             ..Operation::new("", "")
         }),
