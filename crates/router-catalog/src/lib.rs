@@ -26,10 +26,10 @@ pub mod error;
 pub mod models;
 mod params;
 pub mod release;
-pub mod view;
-mod viewer;
 #[cfg(feature = "openapi")]
 pub mod schema;
+pub mod view;
+mod viewer;
 
 pub use changes::{ChangesQuery, Cursor};
 pub use error::CatalogError;

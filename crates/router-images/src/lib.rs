@@ -23,6 +23,8 @@
 
 pub mod client;
 pub mod png;
+#[cfg(feature = "openapi")]
+pub mod schema;
 pub mod supplier;
 
 pub use router_canonical::ImageRequest;

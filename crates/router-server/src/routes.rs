@@ -882,8 +882,8 @@ pub static ROUTES: [Route; 64] = [
         key!(|c, key| Ok(images::handle(c.app, c.request, key, c.request_id, c.log).await)),
         Operation {
             summary: "Generate one PNG image", tag: "images",
-            body: body("JSON; unknown fields are refused (400).", &[(JSON, schema::<bodies::ImageGenerationRequest>)]),
-            replies: &[json(200, "The image and its receipt.", &[(JSON, schema::<bodies::ImageGeneration>)])],
+            body: body("JSON; unknown fields are refused (400).", &[(JSON, schema::<router_images::schema::ImageGenerationRequest>)]),
+            replies: &[json(200, "The image and its receipt.", &[(JSON, schema::<router_images::schema::ImageGeneration>)])],
             errors: &[E::InvalidParameter, P::INSUFFICIENT_CREDITS, P::MODEL_NOT_ALLOWED, E::ModelNotFound, E::PayloadTooLarge, E::RequestTimeout, P::GENERATION_TIMEOUT, E::InvalidUpstreamResponse, E::UpstreamError, E::RouteUnavailable],
             ..Operation::new("", "")
         }),
@@ -901,8 +901,8 @@ pub static ROUTES: [Route; 64] = [
         key!(|c, key| Ok(videos::create(c.app, c.request, key, c.request_id, c.log).await)),
         Operation {
             summary: "Create a video job", tag: "videos",
-            body: body("JSON (`Content-Type: application/json`), at most 256 KiB.", &[(JSON, schema::<bodies::VideoCreateRequest>)]),
-            replies: &[json(200, "The video, `status: \"queued\"`; a replay of the same `client_task_id` and request returns the same video.", &[(JSON, schema::<bodies::Video>)])],
+            body: body("JSON (`Content-Type: application/json`), at most 256 KiB.", &[(JSON, schema::<router_videos::schema::VideoCreateRequest>)]),
+            replies: &[json(200, "The video, `status: \"queued\"`; a replay of the same `client_task_id` and request returns the same video.", &[(JSON, schema::<router_videos::schema::Video>)])],
             errors: &[E::InvalidParameter, P::INSUFFICIENT_CREDITS, P::MODEL_NOT_ALLOWED, E::ModelNotFound, P::IDEMPOTENCY_CONFLICT, E::PayloadTooLarge, E::RequestTimeout, E::UpstreamError, E::UpstreamUnavailable, E::RouteUnavailable, P::ZDR_CAPACITY_UNAVAILABLE, P::SUBMISSION_UNKNOWN],
             ..Operation::new("", "")
         }),
@@ -910,7 +910,7 @@ pub static ROUTES: [Route; 64] = [
         key!(|c, key| videos::show(&c.app, &key, c.param(), c.id).await),
         Operation {
             summary: "Read a video job", tag: "videos",
-            replies: &[json(200, "The video: `status`, `progress`, `metadata.url` once completed.", &[(JSON, schema::<bodies::Video>)])],
+            replies: &[json(200, "The video: `status`, `progress`, `metadata.url` once completed.", &[(JSON, schema::<router_videos::schema::Video>)])],
             errors: &[P::TASK_NOT_FOUND],
             ..Operation::new("", "")
         }),

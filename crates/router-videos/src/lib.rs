@@ -24,6 +24,8 @@
 
 pub mod client;
 pub mod range;
+#[cfg(feature = "openapi")]
+pub mod schema;
 pub mod supplier;
 
 pub use router_canonical::{VideoReferences, VideoRequest};
