@@ -6,8 +6,8 @@
 //! here a request is parsed (`router_videos::client`), core is called, and
 //! the video object, its errors or its content are rendered.
 //!
-//! Video content is kept in the uploads' object store ([`VideoStorage`],
-//! the one adapter between core's `VideoObjects` port and it).
+//! Video content is kept in the uploads' object store (the adapter to
+//! core's `VideoObjects` port is `router_uploads::video_content`).
 
 use crate::app::App;
 use crate::body::Incoming;
@@ -19,13 +19,9 @@ use futures::StreamExt;
 use http::header::{ACCEPT_RANGES, CONTENT_LENGTH, CONTENT_RANGE, CONTENT_TYPE, HeaderValue};
 use http::{Response, StatusCode};
 use router_canonical::ApiError;
-use router_core::VideoChunks;
 use router_core::product_codes;
 use router_core::store::{ApiKeyRecord, VideoJob, VideoJobStatus};
-use router_core::video_jobs::{
-    ContentCopyError, CreateFailure, ID_PREFIX, VideoObjects, storage_failure,
-};
-use router_uploads::object_storage::{ObjectStorage, PutError};
+use router_core::video_jobs::{CreateFailure, ID_PREFIX, storage_failure};
 use router_videos::client::{VideoView, parse_create, render_video};
 use router_videos::range::{RangeOutcome, parse_range};
 use std::sync::Arc;
@@ -43,32 +39,6 @@ pub const VIDEO_ID_HEADER: &str = "x-video-id";
 impl Owned for VideoJob {
     fn owner(&self) -> Uuid {
         self.account_id
-    }
-}
-
-/// The uploads' object store as the place video content is kept.
-struct VideoStorage<'a>(Option<&'a ObjectStorage>);
-
-impl VideoStorage<'_> {
-    fn of(app: &App) -> VideoStorage<'_> {
-        VideoStorage(app.uploads.storage())
-    }
-}
-
-impl VideoObjects for VideoStorage<'_> {
-    fn configured(&self) -> bool {
-        self.0.is_some()
-    }
-
-    async fn put_video(&self, key: &str, chunks: VideoChunks) -> Result<u64, ContentCopyError> {
-        let storage = self.0.ok_or(ContentCopyError::NotConfigured)?;
-        storage
-            .put_chunks(key, chunks)
-            .await
-            .map_err(|error| match error {
-                PutError::Source(e) => ContentCopyError::Source(e),
-                PutError::Store(e) => ContentCopyError::Store(Box::new(e)),
-            })
     }
 }
 
@@ -153,9 +123,8 @@ pub async fn create(
         if let Some(model) = app.gateway.catalog().model(&video_request.model) {
             log.model(&model.id);
         }
-        let storage = VideoStorage::of(&app);
         app.gateway
-            .create_video(request_id, &key, video_request, app.videos, &storage)
+            .create_video(request_id, &key, video_request, app.videos, &app.uploads)
             .await
     };
     match created.await {
@@ -299,9 +268,7 @@ fn unsatisfiable(size: u64) -> Reply {
 /// submissions become `unknown`, then every due job is polled once.
 /// Returns how many jobs were polled.
 pub async fn poll_pass(app: &App) -> Result<u64, router_core::store::StoreError> {
-    app.gateway
-        .poll_videos(app.videos, &VideoStorage::of(app))
-        .await
+    app.gateway.poll_videos(app.videos, &app.uploads).await
 }
 
 // ---------------------------------------------------------------------------
