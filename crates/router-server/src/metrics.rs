@@ -164,6 +164,10 @@ fn describe() {
         "Nano-USD held by outstanding holds, across all instances; from the database."
     );
     describe_gauge!(
+        "router_credits_granted_nano_usd",
+        "Nano-USD of credit granted so far, through the admin API and the CLI alike; from the ledger."
+    );
+    describe_gauge!(
         "router_holds_expired",
         "Outstanding holds past their expiry that the reaper has not released yet; from the database."
     );
@@ -269,8 +273,19 @@ pub async fn render(app: &App) -> Option<String> {
 /// `false` when it could not be read (the last values stay).
 async fn shared_state(app: &App) -> bool {
     let db = app.database();
-    let (holds, jobs) = tokio::join!(db.outstanding_holds(), db.job_passes());
+    let (holds, granted, jobs) = tokio::join!(
+        db.outstanding_holds(),
+        db.credits_granted(),
+        db.job_passes()
+    );
     let mut ok = true;
+    match granted {
+        Ok(nano_usd) => metrics::gauge!("router_credits_granted_nano_usd").set(nano_usd as f64),
+        Err(e) => {
+            tracing::debug!(error = %e, "metrics: cannot read credits granted");
+            ok = false;
+        }
+    }
     match holds {
         Ok(holds) => {
             metrics::gauge!("router_holds_outstanding").set(holds.count as f64);

@@ -201,6 +201,12 @@ impl Database {
         crate::gauges::outstanding_holds(&mut conn).await
     }
 
+    /// Nano-USD of credit granted so far, by every path (`/metrics`).
+    pub async fn credits_granted(&self) -> Result<i64, StoreError> {
+        let mut conn = self.connection().await?;
+        crate::gauges::credits_granted(&mut conn).await
+    }
+
     /// Every background job's last pass (`/metrics`).
     pub async fn job_passes(&self) -> Result<Vec<crate::gauges::JobPass>, StoreError> {
         let mut conn = self.connection().await?;

@@ -1,5 +1,6 @@
 //! What `/metrics` reads from the database when it is scraped: state every
-//! instance shares (holds outstanding, background jobs' last passes), so
+//! instance shares (holds outstanding, credits granted, background jobs'
+//! last passes), so
 //! each instance reports the same value and a dashboard takes one of them
 //! (`max`) instead of adding instances up.
 
@@ -68,4 +69,23 @@ pub async fn job_passes(conn: &mut AsyncPgConnection) -> Result<Vec<JobPass>, St
     .load(conn)
     .await
     .map_err(store_error)
+}
+
+/// Every credit ever granted, through the admin API or the CLI, from the
+/// ledger's `grants` side (the partial index `ledger_entries_grants` keeps
+/// this an index-only read of the few grant rows).
+pub async fn credits_granted(conn: &mut AsyncPgConnection) -> Result<i64, StoreError> {
+    #[derive(QueryableByName)]
+    struct Granted {
+        #[diesel(sql_type = BigInt)]
+        nano_usd: i64,
+    }
+    let granted: Granted = diesel::sql_query(
+        "SELECT coalesce(-sum(amount_nano), 0)::bigint AS nano_usd
+         FROM ledger_entries WHERE ledger_account = 'grants'",
+    )
+    .get_result(conn)
+    .await
+    .map_err(store_error)?;
+    Ok(granted.nano_usd)
 }

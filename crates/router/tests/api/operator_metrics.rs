@@ -323,6 +323,41 @@ async fn status(client: &reqwest::Client, url: &str, token: Option<&str>) -> u16
 const SCRAPER_TOKEN: &str = "scrape-only-token-0123456789";
 
 /// `ROUTER_METRICS_TOKEN` opens `/metrics` and nothing else.
+/// Credits granted by the CLI reach `/metrics` too (issue 30, item 8): the
+/// gauge is read from the ledger, so every path and every instance count,
+/// while the per-instance counter sees only this instance's admin API.
+#[tokio::test(flavor = "multi_thread")]
+async fn credits_granted_by_the_cli_are_in_the_ledger_gauge() {
+    let r = TestRouter::start().await;
+    let c = r.customer(3_000_000_000, &["inference"]).await;
+    let before = scrape(&r).await;
+    assert_eq!(value(&before, "router_credits_granted_nano_usd", &[]), 3e9);
+
+    let catalog =
+        std::env::temp_dir().join(format!("router-metrics-{}.toml", uuid::Uuid::new_v4()));
+    std::fs::write(&catalog, CATALOG.replace("{BASE}", "http://127.0.0.1:9/v1")).unwrap();
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_router"))
+        .args(["accounts", "credit", &c.account_id, "--usd", "2.5"])
+        .env("DATABASE_URL", r.db.url())
+        .env("ROUTER_CATALOG", &catalog)
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let after = scrape(&r).await;
+    assert_eq!(value(&after, "router_credits_granted_nano_usd", &[]), 5.5e9);
+    // This instance's admin API granted only the first 3 USD.
+    assert_eq!(
+        value(&after, "router_credits_granted_nano_usd_total", &[]),
+        3e9
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_scraper_token_opens_the_metrics_only() {
     let _ = rustls::crypto::ring::default_provider().install_default();
