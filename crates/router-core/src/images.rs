@@ -16,7 +16,7 @@ use crate::catalog::{Modality, Model, Route};
 use crate::gateway::{Gateway, Reservation, internal};
 use crate::product_codes;
 use crate::store::{AttemptOutcome, AttemptRecord, NewRequest, Requester, Store};
-use crate::supplier::{AttemptCause, AttemptError, FailureKind, Suppliers};
+use crate::supplier::{AttemptCall, AttemptCause, AttemptError, FailureKind, Suppliers};
 use router_canonical::{ApiError, ErrorCode, ImageRequest, NanoUsd, Protocol, Usage};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -137,7 +137,11 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
         let started_at = SystemTime::now();
         let started = Instant::now();
         reservation.trace.attempt_started(&plan.route);
-        let attempt = self.inner.suppliers.generate_image(&plan.route, &request);
+        let call = AttemptCall::new(reservation.request_id, reservation.trace.attempt_context());
+        let attempt = self
+            .inner
+            .suppliers
+            .generate_image(&plan.route, &request, &call);
         let result = tokio::select! {
             result = tokio::time::timeout(deadline, attempt) => match result {
                 Ok(result) => result,
@@ -169,7 +173,7 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
             started_at,
             duration_ms: started.elapsed().as_millis() as u64,
             outcome: AttemptOutcome::Succeeded,
-            supplier_request_id: None,
+            supplier_request_id: call.supplier_request_id().map(str::to_owned),
         };
         let png = match result {
             Ok(png) => png,

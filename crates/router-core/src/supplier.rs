@@ -423,8 +423,9 @@ pub trait Suppliers: Send + Sync + 'static {
         &self,
         route: &Route,
         request: &ImageRequest,
+        call: &AttemptCall,
     ) -> impl Future<Output = Result<Vec<u8>, AttemptError>> + Send {
-        let _ = (route, request);
+        let _ = (route, request, call);
         std::future::ready(Err(AttemptError::conversion(
             ApiError::unsupported_conversion("this supplier client generates no images"),
         )))
@@ -438,8 +439,9 @@ pub trait Suppliers: Send + Sync + 'static {
         &self,
         route: &Route,
         request: &VideoRequest,
+        call: &AttemptCall,
     ) -> impl Future<Output = Result<UpstreamVideo, SubmitError>> + Send {
-        let _ = (route, request);
+        let _ = (route, request, call);
         std::future::ready(Err(SubmitError::NotSent(no_videos())))
     }
 
@@ -449,8 +451,9 @@ pub trait Suppliers: Send + Sync + 'static {
         &self,
         route: &Route,
         task_id: &str,
+        call: &AttemptCall,
     ) -> impl Future<Output = Result<UpstreamVideo, AttemptError>> + Send {
-        let _ = (route, task_id);
+        let _ = (route, task_id, call);
         std::future::ready(Err(no_videos()))
     }
 
@@ -459,8 +462,9 @@ pub trait Suppliers: Send + Sync + 'static {
         &self,
         route: &Route,
         task_id: &str,
+        call: &AttemptCall,
     ) -> impl Future<Output = Result<VideoContent, AttemptError>> + Send {
-        let _ = (route, task_id);
+        let _ = (route, task_id, call);
         std::future::ready(Err(no_videos()))
     }
 }

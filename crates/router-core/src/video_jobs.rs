@@ -38,8 +38,9 @@ use crate::store::{
     VideoJobStatus, VideoStore, Voiding,
 };
 use crate::supplier::{
-    AttemptCause, AttemptError, FailureKind, SubmitError, Suppliers, VideoChunks,
+    AttemptCall, AttemptCause, AttemptError, FailureKind, SubmitError, Suppliers, VideoChunks,
 };
+use crate::trace_context::TraceContext;
 use futures::StreamExt;
 use router_canonical::{
     ApiError, ErrorCode, NanoUsd, Protocol, UpstreamState, UpstreamVideo, Usage, VideoRequest,
@@ -400,6 +401,7 @@ impl<S: Store + VideoStore, P: Suppliers> Gateway<S, P> {
     pub async fn create_video(
         &self,
         request_id: Uuid,
+        trace: TraceContext,
         key: &ApiKeyRecord,
         request: VideoRequest,
         settings: VideoSettings,
@@ -453,7 +455,7 @@ impl<S: Store + VideoStore, P: Suppliers> Gateway<S, P> {
         let gateway = self.clone();
         let task = tokio::spawn(async move {
             gateway
-                .submit_video_job(job, plan.route, request, settings)
+                .submit_video_job(job, plan.route, request, settings, trace)
                 .await
         });
         task.await
@@ -494,11 +496,13 @@ impl<S: Store + VideoStore, P: Suppliers> Gateway<S, P> {
         route: Arc<Route>,
         request: VideoRequest,
         settings: VideoSettings,
+        trace: TraceContext,
     ) -> Result<VideoJob, CreateFailure> {
         let video = job.id;
+        let call = AttemptCall::new(job.request_id, trace);
         let fail = |error: ApiError| Err(CreateFailure::Job { video, error });
         let started = (SystemTime::now(), tokio::time::Instant::now());
-        let result = self.suppliers().submit_video(&route, &request).await;
+        let result = self.suppliers().submit_video(&route, &request, &call).await;
         crate::trace::video_call(
             &route,
             "submit",
@@ -628,7 +632,10 @@ impl<S: Store + VideoStore, P: Suppliers> Gateway<S, P> {
         let route = find_route(&self.catalog(), &job.route_id)
             .ok_or_else(|| PollError::RouteGone(job.route_id.clone()))?;
         let task_id = job.upstream_task_id.clone().ok_or(PollError::NoTask)?;
-        let task = self.suppliers().poll_video(&route, &task_id).await;
+        // A background call: the job's request id identifies it to the
+        // supplier, in a trace of its own.
+        let call = AttemptCall::new(job.request_id, TraceContext::start(false));
+        let task = self.suppliers().poll_video(&route, &task_id, &call).await;
         crate::trace::video_call(
             &route,
             "poll",
@@ -697,7 +704,8 @@ impl<S: Store + VideoStore, P: Suppliers> Gateway<S, P> {
             return Err(PollError::Copy(ContentCopyError::NotConfigured));
         }
         let started = (SystemTime::now(), tokio::time::Instant::now());
-        let download = self.suppliers().video_content(route, task_id).await;
+        let call = AttemptCall::new(job.request_id, TraceContext::start(false));
+        let download = self.suppliers().video_content(route, task_id, &call).await;
         crate::trace::video_call(
             route,
             "content",

@@ -120,5 +120,5 @@ pub use script::{
 };
 pub use server::MockSupplier;
 pub use videos_endpoint::{
-    DEFAULT_VIDEO_BYTES, LEAKY_VIDEO_ERROR, VideoCounts, VideoPlan, video_bytes,
+    DEFAULT_VIDEO_BYTES, LEAKY_VIDEO_ERROR, VideoCallIdentity, VideoCounts, VideoPlan, video_bytes,
 };

@@ -96,6 +96,7 @@ struct State {
     downloads: HashMap<String, usize>,
     content_bytes: Option<usize>,
     next: u64,
+    identities: Vec<VideoCallIdentity>,
 }
 
 /// The videos side of the mock (shared by every connection).
@@ -118,6 +119,18 @@ pub struct VideoCounts {
     /// Every creation body as received (JSON), with its `Authorization`
     /// header, in order.
     pub created: Vec<(serde_json::Value, Option<String>)>,
+    /// How every call identified itself, in order.
+    pub identities: Vec<VideoCallIdentity>,
+}
+
+/// What one videos call said of itself: which call, the caller's request
+/// id (`x-request-id`) and W3C `traceparent`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct VideoCallIdentity {
+    /// `create`, `poll` or `content`.
+    pub call: &'static str,
+    pub request_id: Option<String>,
+    pub traceparent: Option<String>,
 }
 
 impl Videos {
@@ -160,6 +173,7 @@ impl Videos {
             downloads: state.downloads.clone(),
             tasks: state.order.clone(),
             created: state.created.clone(),
+            identities: state.identities.clone(),
         }
     }
 
@@ -193,6 +207,26 @@ pub(crate) async fn serve(
 ) -> Response<ResponseBody> {
     let path = request.uri().path().to_owned();
     let method = request.method().clone();
+    let call = if method == Method::POST {
+        "create"
+    } else if path.ends_with("/content") {
+        "content"
+    } else {
+        "poll"
+    };
+    let header = |name: &str| {
+        request
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    let identity = VideoCallIdentity {
+        call,
+        request_id: header("x-request-id"),
+        traceparent: header("traceparent"),
+    };
+    videos.lock().identities.push(identity);
     if method == Method::POST && path.ends_with("/videos") {
         return create(request, videos, connection).await;
     }

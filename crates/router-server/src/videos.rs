@@ -124,7 +124,14 @@ pub async fn create(
             log.model(&model.id);
         }
         app.gateway
-            .create_video(request_id, &key, video_request, app.videos, &app.uploads)
+            .create_video(
+                request_id,
+                log.trace().attempt_context(),
+                &key,
+                video_request,
+                app.videos,
+                &app.uploads,
+            )
             .await
     };
     match created.await {

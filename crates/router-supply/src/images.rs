@@ -7,7 +7,7 @@ use crate::attempt::read_body;
 use crate::transport_error;
 use crate::url_guard::{self, UrlPolicy};
 use router_canonical::{GeneratedImage, ImageRequest, ImageSupplierCodec};
-use router_core::{AttemptError, Route};
+use router_core::{AttemptCall, AttemptError, Route};
 use router_images::ImagesSupplier;
 use std::time::Duration;
 
@@ -26,6 +26,7 @@ pub(crate) async fn generate(
     policy: UrlPolicy,
     route: &Route,
     request: &ImageRequest,
+    call: &AttemptCall,
 ) -> Result<Vec<u8>, AttemptError> {
     let codec: &dyn ImageSupplierCodec = &IMAGES;
     let url = reqwest::Url::parse(&format!("{}{}", route.supplier.base_url, codec.path()))
@@ -40,7 +41,11 @@ pub(crate) async fn generate(
     for (name, value) in codec.headers(route.supplier.api_key.as_deref()) {
         builder = builder.header(name, value);
     }
+    for (name, value) in call.headers() {
+        builder = builder.header(name, value);
+    }
     let response = builder.send().await.map_err(|e| transport_error(&e))?;
+    call.supplier_replied(|name| response.headers().get(name)?.to_str().ok());
     let status = response.status();
     if !status.is_success() {
         let mut body = Vec::new();

@@ -107,32 +107,36 @@ impl Suppliers for HttpSuppliers {
         &self,
         route: &Route,
         request: &ImageRequest,
+        call: &AttemptCall,
     ) -> Result<Vec<u8>, AttemptError> {
-        images::generate(&self.client, self.image_urls, route, request).await
+        images::generate(&self.client, self.image_urls, route, request, call).await
     }
 
     async fn submit_video(
         &self,
         route: &Route,
         request: &VideoRequest,
+        call: &AttemptCall,
     ) -> Result<UpstreamVideo, SubmitError> {
-        videos::submit(&self.client, route, request).await
+        videos::submit(&self.client, route, request, call).await
     }
 
     async fn poll_video(
         &self,
         route: &Route,
         task_id: &str,
+        call: &AttemptCall,
     ) -> Result<UpstreamVideo, AttemptError> {
-        videos::poll(&self.client, route, task_id).await
+        videos::poll(&self.client, route, task_id, call).await
     }
 
     async fn video_content(
         &self,
         route: &Route,
         task_id: &str,
+        call: &AttemptCall,
     ) -> Result<VideoContent, AttemptError> {
-        videos::content(&self.client, route, task_id).await
+        videos::content(&self.client, route, task_id, call).await
     }
 }
 

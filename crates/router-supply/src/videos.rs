@@ -15,7 +15,7 @@
 use crate::attempt::read_body;
 use crate::transport_error;
 use router_canonical::{UpstreamVideo, VideoRequest, VideoSupplierCodec};
-use router_core::{AttemptError, Route, SubmitError, VideoContent};
+use router_core::{AttemptCall, AttemptError, Route, SubmitError, VideoContent};
 use std::time::Duration;
 
 /// How long a submission may take before its answer counts as lost.
@@ -36,8 +36,17 @@ fn url(route: &Route, path: &str) -> Result<reqwest::Url, AttemptError> {
         .map_err(|e| AttemptError::transport(format!("supplier URL: {e}")))
 }
 
-fn with_headers(mut builder: reqwest::RequestBuilder, route: &Route) -> reqwest::RequestBuilder {
+/// The route's credentials and the call's identity (`traceparent`, the
+/// router's request id), as on every supplier call.
+fn with_headers(
+    mut builder: reqwest::RequestBuilder,
+    route: &Route,
+    call: &AttemptCall,
+) -> reqwest::RequestBuilder {
     for (name, value) in codec().headers(route.supplier.api_key.as_deref()) {
+        builder = builder.header(name, value);
+    }
+    for (name, value) in call.headers() {
         builder = builder.header(name, value);
     }
     builder
@@ -61,6 +70,7 @@ pub(crate) async fn submit(
     client: &reqwest::Client,
     route: &Route,
     request: &VideoRequest,
+    call: &AttemptCall,
 ) -> Result<UpstreamVideo, SubmitError> {
     let body = codec()
         .encode_create(request, &route.upstream_model)
@@ -71,17 +81,21 @@ pub(crate) async fn submit(
         .timeout(SUBMIT_TIMEOUT)
         .header(reqwest::header::CONTENT_TYPE, "application/json")
         .body(body);
-    let response = with_headers(builder, route).send().await.map_err(|error| {
-        let attempt = transport_error(&error);
-        if error.is_connect() {
-            SubmitError::NotSent(attempt)
-        } else {
-            SubmitError::Sent(attempt)
-        }
-    })?;
+    let response = with_headers(builder, route, call)
+        .send()
+        .await
+        .map_err(|error| {
+            let attempt = transport_error(&error);
+            if error.is_connect() {
+                SubmitError::NotSent(attempt)
+            } else {
+                SubmitError::Sent(attempt)
+            }
+        })?;
     if !response.status().is_success() {
         return Err(SubmitError::Sent(error_status(response).await));
     }
+    call.supplier_replied(|name| response.headers().get(name)?.to_str().ok());
     let body = read_body(response).await.map_err(SubmitError::Sent)?;
     codec()
         .decode_task(&body)
@@ -92,8 +106,9 @@ pub(crate) async fn submit(
 async fn get_ok(
     builder: reqwest::RequestBuilder,
     route: &Route,
+    call: &AttemptCall,
 ) -> Result<reqwest::Response, AttemptError> {
-    let response = with_headers(builder, route)
+    let response = with_headers(builder, route, call)
         .send()
         .await
         .map_err(|e| transport_error(&e))?;
@@ -109,9 +124,10 @@ pub(crate) async fn poll(
     client: &reqwest::Client,
     route: &Route,
     task_id: &str,
+    call: &AttemptCall,
 ) -> Result<UpstreamVideo, AttemptError> {
     let url = url(route, &codec().poll_path(task_id))?;
-    let response = get_ok(client.get(url).timeout(POLL_TIMEOUT), route).await?;
+    let response = get_ok(client.get(url).timeout(POLL_TIMEOUT), route, call).await?;
     let body = read_body(response).await?;
     codec()
         .decode_task(&body)
@@ -124,9 +140,10 @@ pub(crate) async fn content(
     client: &reqwest::Client,
     route: &Route,
     task_id: &str,
+    call: &AttemptCall,
 ) -> Result<VideoContent, AttemptError> {
     let url = url(route, &codec().content_path(task_id))?;
-    let response = get_ok(client.get(url), route).await?;
+    let response = get_ok(client.get(url), route, call).await?;
     let content_type = response
         .headers()
         .get(reqwest::header::CONTENT_TYPE)

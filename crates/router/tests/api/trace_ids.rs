@@ -313,3 +313,33 @@ async fn the_log_line_carries_the_ids() {
     assert_ne!(Some(failed_id), fields["supplier_request_id"].as_str());
     mock.shutdown();
 }
+
+/// An image generation's one supplier call is identified like an attempt
+/// of an inference request: a child span of the client's trace, the
+/// router's request id; the supplier's request id is kept on the attempt.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_image_generation_reaches_its_supplier_traced_and_its_request_id_is_kept() {
+    let (r, c) = TestRouter::start_rich().await;
+    let resp = r
+        .client
+        .post(format!("{}/v1/images/generations", r.base))
+        .bearer_auth(&c.key)
+        .header("traceparent", TRACEPARENT)
+        .json(&json!({"model": "m-img", "prompt": "a cat"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let id = request_id(&resp);
+    let calls = r.mock.calls();
+    assert_eq!(calls.len(), 1);
+    let (_, trace, span, _) = traceparent_of(&calls[0]);
+    assert_eq!(trace, TRACE_ID);
+    assert_ne!(span, CLIENT_SPAN);
+    assert_eq!(router_id_of(&calls[0]), id);
+    let record = r.request_record(&id).await;
+    let supplier_id = record["attempts"][0]["supplier_request_id"]
+        .as_str()
+        .unwrap();
+    assert!(supplier_id.starts_with("req_mock_"), "{record}");
+}

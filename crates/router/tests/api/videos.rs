@@ -1126,3 +1126,46 @@ async fn o04_o14_each_rule_refuses_with_400_and_o15_charges() {
     create_ok(&r, &c.key, &body("eight")).await;
     assert_eq!(wallet(&r, &c).await, (RICH, 500_000_000 + CHARGE_8S));
 }
+
+/// Tracing (issue 30, item 9) reaches video suppliers too: the submission
+/// joins the client's `traceparent` and names the request its hold belongs
+/// to; the poller's and the download's background calls name the same
+/// request, each in a trace of its own.
+#[tokio::test(flavor = "multi_thread")]
+async fn video_supplier_calls_carry_the_request_id_and_trace() {
+    const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let r = start().await;
+    let c = r.rich_customer().await;
+    let resp = r
+        .client
+        .post(format!("{}/v1/videos", r.base))
+        .bearer_auth(&c.key)
+        .header("traceparent", format!("00-{TRACE_ID}-00f067aa0ba902b7-01"))
+        .json(&body("traced"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let router_id = request_id(&resp);
+    let created: Value = resp.json().await.unwrap();
+    let id = created["id"].as_str().unwrap().to_owned();
+    for _ in 0..2 {
+        poll_pass(&r).await;
+    }
+    assert_eq!(video(&r, &c.key, &id).await["status"], "completed");
+
+    let identities = r.mock.video_counts().identities;
+    let calls: Vec<&str> = identities.iter().map(|i| i.call).collect();
+    assert_eq!(calls, ["create", "poll", "poll", "content"]);
+    for identity in &identities {
+        assert_eq!(
+            identity.request_id.as_deref(),
+            Some(router_id.as_str()),
+            "{identity:?}"
+        );
+        let traceparent = identity.traceparent.as_deref().expect("traceparent sent");
+        assert_eq!(traceparent.len(), 55, "{traceparent}");
+        let joins_client = traceparent.split('-').nth(1) == Some(TRACE_ID);
+        assert_eq!(joins_client, identity.call == "create", "{identity:?}");
+    }
+}
