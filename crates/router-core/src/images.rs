@@ -142,11 +142,15 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
             .inner
             .suppliers
             .generate_image(&plan.route, &request, &call);
+        let mut stop = self.shutdown().watcher();
         let result = tokio::select! {
             result = tokio::time::timeout(deadline, attempt) => match result {
                 Ok(result) => result,
                 Err(_) => Err(AttemptError::timeout()),
             },
+            // The router's drain ended with the supplier still working: the
+            // attempt is recorded, the hold voided, the client answered 503.
+            () = stop.stopped() => Err(AttemptError::shutdown()),
             // The client left while the supplier worked: nothing to deliver.
             () = reply.closed() => Err(AttemptError {
                 kind: FailureKind::Transport,
@@ -181,6 +185,8 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
                 let public = public_error(&error, deadline);
                 let reason = if reply.is_closed() {
                     "client_cancelled"
+                } else if error.kind == FailureKind::Shutdown {
+                    "shutdown"
                 } else {
                     public.code.as_str()
                 };
@@ -232,6 +238,7 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
 fn public_error(error: &AttemptError, deadline: Duration) -> ApiError {
     match (&error.cause, error.kind) {
         (AttemptCause::Conversion(public), _) => public.clone(),
+        (_, FailureKind::Shutdown) => crate::supplier::shutdown_error(),
         (_, FailureKind::Timeout) => ApiError::new(
             product_codes::GENERATION_TIMEOUT,
             format!(

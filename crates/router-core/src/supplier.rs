@@ -305,7 +305,7 @@ impl AttemptError {
 
 /// A request cut by the router's shutdown: retryable at once elsewhere
 /// (another instance behind the load balancer); nothing was charged.
-fn shutdown_error() -> ApiError {
+pub(crate) fn shutdown_error() -> ApiError {
     ApiError::new(
         ErrorCode::ServiceUnavailable,
         "The router shut down before the request finished; nothing was charged. Retry it.",

@@ -502,7 +502,16 @@ impl<S: Store + VideoStore, P: Suppliers> Gateway<S, P> {
         let call = AttemptCall::new(job.request_id, trace);
         let fail = |error: ApiError| Err(CreateFailure::Job { video, error });
         let started = (SystemTime::now(), tokio::time::Instant::now());
-        let result = self.suppliers().submit_video(&route, &request, &call).await;
+        let result = {
+            let mut stop = self.shutdown().watcher();
+            tokio::select! {
+                result = self.suppliers().submit_video(&route, &request, &call) => result,
+                // The drain ended mid-call: whether the supplier took the
+                // job is not known (GP-25), as for any call cut after it
+                // went out.
+                () = stop.stopped() => Err(SubmitError::Sent(AttemptError::shutdown())),
+            }
+        };
         crate::trace::video_call(
             &route,
             "submit",

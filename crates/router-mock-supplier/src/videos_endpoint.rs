@@ -38,6 +38,9 @@ pub enum VideoPlan {
     /// The creation body is read, the job is made, then the connection is
     /// reset without an answer.
     DropOnSubmit,
+    /// The creation body is read, the job is made, and no answer ever
+    /// comes (the connection stays open).
+    StallOnSubmit,
     /// The creation is refused with `status` and an OpenAI error `message`.
     Refuse { status: u16, message: String },
     /// The creation is answered with a redirect: `status` (a 3xx; anything
@@ -297,6 +300,9 @@ async fn create(
         // The connection task drops this future together with the socket.
         return std::future::pending().await;
     }
+    if plan == VideoPlan::StallOnSubmit {
+        return std::future::pending().await;
+    }
     json_reply(StatusCode::OK, &object)
 }
 
@@ -317,7 +323,9 @@ fn poll(id: &str, videos: &Videos) -> Response<ResponseBody> {
             Some(json!({"code": "video_generation_failed", "message": message})),
         ),
         VideoPlan::FailAfter { polls, .. } => ("in_progress", n * 100 / polls.max(1), None),
-        VideoPlan::Never | VideoPlan::DropOnSubmit => ("in_progress", (n * 10).min(90), None),
+        VideoPlan::Never | VideoPlan::DropOnSubmit | VideoPlan::StallOnSubmit => {
+            ("in_progress", (n * 10).min(90), None)
+        }
         VideoPlan::Refuse { .. } | VideoPlan::Redirect { .. } => ("failed", 0, None),
     };
     if status == "completed" && job.completed_at.is_none() {

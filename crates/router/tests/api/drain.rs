@@ -206,3 +206,143 @@ async fn sigterm_drains_short_streams_and_stops_long_ones_with_an_error_and_no_h
     assert!(reconciliation.is_consistent(), "{reconciliation:?}");
     mock.shutdown();
 }
+
+/// The drain's end stops image generations and video submissions too
+/// (issue 30, item 3): an image still waiting on its supplier gets the 503
+/// `service_unavailable` with its hold voided and its attempt recorded as
+/// `shutdown`; a video submission cut mid-call is `unknown` (the supplier
+/// may have taken it, GP-25), answered at once, its hold kept for the
+/// operator's reconciliation rather than lost with the process.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_drain_end_stops_image_generations_and_video_submissions() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mock = MockSupplier::start("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let db = TestDatabase::new().await;
+    let objects = std::env::temp_dir().join(format!("router-drain-{}", uuid::Uuid::new_v4()));
+    let store = format!("file://{}", objects.display());
+    let mut router = spawn_router_process(
+        db.url(),
+        &mock.base_url(),
+        &[("ROUTER_DRAIN_SECS", "2"), ("ROUTER_OBJECT_STORE", &store)],
+    )
+    .await;
+    let client = reqwest::Client::new();
+    let base = router.base.clone();
+    let key =
+        funded_key_over_http(&client, &base, "drain-media@example.com", 1_000_000_000_000).await;
+
+    mock.enqueue(Script::Stall);
+    let image = {
+        let request = client
+            .post(format!("{base}/v1/images/generations"))
+            .bearer_auth(&key)
+            .json(&json!({"model": "m-img", "prompt": "a cat"}))
+            .send();
+        tokio::spawn(async move {
+            let resp = request.await.unwrap();
+            let status = resp.status().as_u16();
+            let id = request_id(&resp);
+            (status, id, resp.json::<Value>().await.unwrap())
+        })
+    };
+    wait_for_calls(&mock, 1).await;
+    mock.set_video_plan(None, router_mock_supplier::VideoPlan::StallOnSubmit);
+    let video = {
+        let request = client
+            .post(format!("{base}/v1/videos"))
+            .bearer_auth(&key)
+            .json(
+                &json!({"model": "m-video", "prompt": "a cat surfing", "mode": "references",
+                          "resolution": "720p", "duration": 5, "client_task_id": "drained"}),
+            )
+            .send();
+        tokio::spawn(async move {
+            let resp = request.await.unwrap();
+            let status = resp.status().as_u16();
+            let video_id = resp
+                .headers()
+                .get("x-video-id")
+                .map(|v| v.to_str().unwrap().to_owned());
+            (status, video_id, resp.json::<Value>().await.unwrap())
+        })
+    };
+    let start = Instant::now();
+    while mock.video_counts().submissions < 1 {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "video not submitted"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+
+    let pid = router.child.id().unwrap().to_string();
+    let signalled = Instant::now();
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+
+    let (status, image_id, body) = image.await.unwrap();
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["error"]["code"], "service_unavailable", "{body}");
+    assert!(
+        signalled.elapsed() >= Duration::from_secs(2),
+        "stopped before the drain ended"
+    );
+    let (status, video_id, body) = video.await.unwrap();
+    assert!(status >= 500, "{status} {body}");
+    assert!(video_id.is_some(), "the unknown video is named: {body}");
+
+    let exit = tokio::time::timeout(Duration::from_secs(10), router.child.wait())
+        .await
+        .expect("the router exits after its drain")
+        .unwrap();
+    assert!(exit.success(), "{exit:?}");
+
+    let stopped = db
+        .database()
+        .get_request(image_id.parse().unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stopped.status, "failed", "{stopped:?}");
+    assert_eq!(
+        stopped.hold.as_ref().unwrap().status,
+        "released",
+        "{stopped:?}"
+    );
+    assert_eq!(stopped.charged_nano, None);
+    let attempt = stopped.attempts.last().expect("attempt recorded");
+    assert_eq!(
+        attempt.failure_kind.as_deref(),
+        Some("shutdown"),
+        "{stopped:?}"
+    );
+
+    let status: Vec<String> = {
+        use diesel_async::RunQueryDsl;
+        #[derive(diesel::QueryableByName)]
+        struct Row {
+            #[diesel(sql_type = diesel::sql_types::Text)]
+            status: String,
+        }
+        let mut conn = db.database().connection().await.unwrap();
+        diesel::sql_query("SELECT status FROM videos")
+            .load::<Row>(&mut conn)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|r| r.status)
+            .collect()
+    };
+    assert_eq!(status, ["unknown"]);
+    let reconciliation = db.database().reconcile().await.unwrap();
+    assert!(reconciliation.is_consistent(), "{reconciliation:?}");
+    let _ = std::fs::remove_dir_all(&objects);
+    mock.shutdown();
+}
