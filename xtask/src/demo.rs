@@ -31,7 +31,14 @@ const POLL: Duration = Duration::from_millis(200);
 
 struct Options {
     listen: String,
+    supplier_listen: String,
+    smtp_listen: String,
     build: bool,
+    /// The debug binaries instead of the release ones.
+    debug: bool,
+    /// Run every step, check where the demo's files went, stop, exit 0:
+    /// `cargo xtask test` runs this with `CARGO_TARGET_DIR` set elsewhere.
+    check: bool,
 }
 
 pub fn run(args: &[String]) -> Result<()> {
@@ -48,8 +55,9 @@ pub fn run(args: &[String]) -> Result<()> {
     let catalog = workspace_root().join(CATALOG);
     anyhow::ensure!(catalog.is_file(), "{} is missing", catalog.display());
     let router_addr = client_addr(&options.listen);
+    let (supplier_listen, smtp_listen) = (&options.supplier_listen, &options.smtp_listen);
     // Something already there (an earlier demo, say) would answer in our place.
-    for addr in [router_addr.as_str(), SUPPLIER_LISTEN, SMTP_LISTEN] {
+    for addr in [router_addr.as_str(), supplier_listen, smtp_listen] {
         anyhow::ensure!(
             !answers(addr),
             "something already listens on {addr}; stop it first (or pass --listen)"
@@ -57,7 +65,11 @@ pub fn run(args: &[String]) -> Result<()> {
     }
 
     let database_url = db::ensure_postgres()?;
-    let (router, supplier) = release_binaries(options.build)?;
+    let (router, supplier) = if options.debug {
+        debug_binaries(options.build)?
+    } else {
+        release_binaries(options.build)?
+    };
     for binary in [&router, &supplier] {
         anyhow::ensure!(
             binary.is_file(),
@@ -73,11 +85,20 @@ pub fn run(args: &[String]) -> Result<()> {
     // Dropping `children` stops them, on every way out of this function.
     let mut children = Children::default();
     let mut mock = Command::new(&supplier);
-    mock.args(["--listen", SUPPLIER_LISTEN, "--smtp-listen", SMTP_LISTEN]);
+    mock.args(["--listen", supplier_listen, "--smtp-listen", smtp_listen]);
     children.spawn("mock-supplier", mock)?;
     children.wait_until("mock-supplier", &stop, Duration::from_secs(30), || {
-        answers(SUPPLIER_LISTEN)
+        answers(supplier_listen)
     })?;
+    // The demo catalog names the mock at its default address.
+    let catalog = if *supplier_listen == SUPPLIER_LISTEN {
+        catalog
+    } else {
+        let moved = std::fs::read_to_string(&catalog)?.replace(SUPPLIER_LISTEN, supplier_listen);
+        let path = crate::target_dir().join("demo-catalog.toml");
+        std::fs::write(&path, moved)?;
+        path
+    };
 
     let mut gateway = Command::new(&router);
     gateway
@@ -86,7 +107,7 @@ pub fn run(args: &[String]) -> Result<()> {
         .env("ROUTER_LISTEN", &options.listen)
         .env("ROUTER_CATALOG", &catalog)
         .env("ROUTER_ADMIN_TOKEN", &admin_token)
-        .env("ROUTER_SMTP_URL", format!("smtp://{SMTP_LISTEN}"))
+        .env("ROUTER_SMTP_URL", format!("smtp://{smtp_listen}"))
         // The demo catalog's supplier reads its key from this variable.
         .env("MOCK_SUPPLIER_API_KEY", "demo")
         // Its Bedrock supplier signs with the credentials the mock checks
@@ -154,6 +175,9 @@ pub fn run(args: &[String]) -> Result<()> {
         png = png_path.display(),
     );
 
+    if options.check {
+        return check_files(&png_path);
+    }
     while !stop.load(Ordering::SeqCst) {
         if let Some((name, status)) = children.exited()? {
             bail!("{name} exited ({status})");
@@ -162,6 +186,47 @@ pub fn run(args: &[String]) -> Result<()> {
     }
     eprintln!("xtask demo: stopping");
     Ok(())
+}
+
+/// `--check`: the demo's files are under the target directory cargo uses
+/// (`CARGO_TARGET_DIR` when set), which need not be the workspace's
+/// `target/` (issue 30: the demo once wrote there and failed).
+fn check_files(png: &std::path::Path) -> Result<()> {
+    let target = crate::target_dir();
+    anyhow::ensure!(
+        png.starts_with(&target) && png.is_file(),
+        "the demo image is at {}, not under the target directory {}",
+        png.display(),
+        target.display()
+    );
+    if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR").filter(|d| !d.is_empty()) {
+        anyhow::ensure!(
+            png.starts_with(workspace_root().join(dir)),
+            "the demo image is at {}, not under CARGO_TARGET_DIR",
+            png.display()
+        );
+    }
+    eprintln!(
+        "xtask demo: every step ran; its files are under {}",
+        target.display()
+    );
+    Ok(())
+}
+
+/// The debug binaries of the router and the mock supplier, built first
+/// unless `build` is false.
+fn debug_binaries(build: bool) -> Result<(std::path::PathBuf, std::path::PathBuf)> {
+    if build {
+        crate::run_checked(&mut crate::cargo([
+            "build",
+            "-p",
+            "router",
+            "-p",
+            "router-mock-supplier",
+        ]))?;
+    }
+    let debug = crate::target_dir().join("debug");
+    Ok((debug.join("router"), debug.join("mock-supplier")))
 }
 
 /// Generate one image with `demo-image`, save it, and say what came back:
@@ -245,19 +310,38 @@ fn first_upload(router_addr: &str, api_key: &str, png: &std::path::Path) -> Resu
 fn parse(args: &[String]) -> Result<Options> {
     let mut options = Options {
         listen: DEFAULT_LISTEN.to_owned(),
+        supplier_listen: SUPPLIER_LISTEN.to_owned(),
+        smtp_listen: SMTP_LISTEN.to_owned(),
         build: true,
+        debug: false,
+        check: false,
     };
     let mut args = args.iter();
     while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--no-build" => options.build = false,
-            "--listen" => {
-                options.listen = args.next().context("--listen needs an address")?.clone();
+        let (name, inline) = match arg.split_once('=') {
+            Some((name, value)) => (name, Some(value.to_owned())),
+            None => (arg.as_str(), None),
+        };
+        let mut value = || -> Result<String> {
+            match &inline {
+                Some(value) => Ok(value.clone()),
+                None => args
+                    .next()
+                    .cloned()
+                    .with_context(|| format!("{name} needs an address")),
             }
-            other => match other.strip_prefix("--listen=") {
-                Some(listen) => options.listen = listen.to_owned(),
-                None => bail!("unknown option `{other}`; expected --listen ADDR or --no-build"),
-            },
+        };
+        match name {
+            "--no-build" => options.build = false,
+            "--debug" => options.debug = true,
+            "--check" => options.check = true,
+            "--listen" => options.listen = value()?,
+            "--supplier-listen" => options.supplier_listen = value()?,
+            "--smtp-listen" => options.smtp_listen = value()?,
+            other => bail!(
+                "unknown option `{other}`; expected --listen ADDR, --supplier-listen ADDR, \
+                 --smtp-listen ADDR, --no-build, --debug or --check"
+            ),
         }
     }
     Ok(options)

@@ -30,7 +30,11 @@ commands:
                 against the database from `db`
   demo          build and run the gateway with a mock supplier, an account and an API key
       --listen ADDR   address for the gateway (default 127.0.0.1:8080)
+      --supplier-listen ADDR, --smtp-listen ADDR   the mock supplier's HTTP and SMTP
+                      addresses (default 127.0.0.1:9100 and 127.0.0.1:9125)
       --no-build      use the release binaries already in the target dir
+      --debug         the debug binaries instead
+      --check         run every step, check the files landed under the target dir, stop
   conformance   the official OpenAI and Anthropic SDKs (Python and Node) against a local
                 router and mock supplier, over conformance/matrix.json; fails on any
                 cell that differs from the matrix

@@ -3,7 +3,8 @@
 //! Steps: fmt check, clippy, tests (nextest when installed), doc tests, `cargo package` of the
 //! published wire crates, then the conformance
 //! matrix (`cargo xtask conformance`: the official SDKs against a local router and mock
-//! supplier), the real clients' tool round trips (`cargo xtask clients --only /tool/`) and
+//! supplier), the demo's steps with `CARGO_TARGET_DIR` elsewhere (`cargo xtask demo --check`),
+//! the real clients' tool round trips (`cargo xtask clients --only /tool/`) and
 //! schemathesis (`cargo xtask schemathesis`: the served OpenAPI document
 //! against the router that serves it). Every step runs even after one fails, so a single run
 //! shows everything that is wrong (tests run with `--no-fail-fast` for the same reason); the
@@ -83,6 +84,38 @@ struct Step {
 }
 
 /// Returns whether every step passed.
+/// `xtask demo --check --debug --no-build` in a target folder of its own.
+fn demo_check() -> Result<Command> {
+    let elsewhere = std::env::temp_dir().join(format!("router-demo-check-{}", std::process::id()));
+    let debug = elsewhere.join("debug");
+    std::fs::create_dir_all(&debug)?;
+    for binary in ["router", "mock-supplier"] {
+        let link = debug.join(binary);
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(crate::target_dir().join("debug").join(binary), &link)?;
+    }
+    let port = || -> Result<String> {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+        Ok(listener.local_addr()?.to_string())
+    };
+    let mut demo = match std::env::current_exe() {
+        Ok(xtask) => Command::new(xtask),
+        Err(_) => cargo(["run", "--quiet", "--package", "xtask", "--"]),
+    };
+    demo.args([
+        "demo",
+        "--check",
+        "--debug",
+        "--no-build",
+        "--listen",
+        &port()?,
+    ])
+    .args(["--supplier-listen", &port()?, "--smtp-listen", &port()?])
+    .env("CARGO_TARGET_DIR", &elsewhere)
+    .current_dir(workspace_root());
+    Ok(demo)
+}
+
 pub fn run(args: &[String]) -> Result<bool> {
     if !args.is_empty() {
         bail!("`test` takes no arguments, got {args:?}");
@@ -151,6 +184,14 @@ pub fn run(args: &[String]) -> Result<bool> {
     steps.push(Step {
         name: "conformance",
         command: conformance,
+    });
+    // The demo's steps, as a newcomer runs them, with `CARGO_TARGET_DIR`
+    // somewhere other than the workspace's `target/` (issue 30): a fresh
+    // folder holding only links to the debug binaries the conformance step
+    // built, on free loopback ports.
+    steps.push(Step {
+        name: "demo",
+        command: demo_check()?,
     });
     // The real clients' quick subset: every client's tool round trip, on a native and a
     // converted route (the whole matrix is `cargo xtask clients`).
