@@ -31,9 +31,25 @@ pub enum Auth {
     Header { name: String, secret: Secret },
     /// AWS Signature Version 4 over the whole request (Bedrock).
     SigV4(SigV4Settings),
+    /// `Authorization: Bearer` with an OAuth access token exchanged for a
+    /// signed assertion of a Google service account (Vertex AI). The
+    /// secret is the path of the account's JSON key file, as Google's own
+    /// libraries read it (`GOOGLE_APPLICATION_CREDENTIALS` by default).
+    GoogleServiceAccount { credentials: Secret, scope: String },
+    /// `Authorization: Bearer` with the access token of the machine's own
+    /// service account, from the metadata server of Compute Engine, GKE or
+    /// Cloud Run (`host`: `GCE_METADATA_HOST` when set, as Google's
+    /// libraries read it).
+    GoogleMetadata { host: String, scope: String },
     /// Nothing (a local server).
     None,
 }
+
+/// The OAuth scope Google tokens are asked for unless the file names one.
+pub const GOOGLE_CLOUD_SCOPE: &str = "https://www.googleapis.com/auth/cloud-platform";
+
+/// Where the metadata server answers unless `GCE_METADATA_HOST` says.
+pub const GOOGLE_METADATA_HOST: &str = "metadata.google.internal";
 
 /// AWS SigV4 signing settings and the credentials read from the
 /// environment.
@@ -94,6 +110,16 @@ impl fmt::Debug for Auth {
                 .field("secret_access_key", &s.secret_access_key)
                 .field("session_token", &s.session_token)
                 .finish(),
+            Auth::GoogleServiceAccount { credentials, scope } => f
+                .debug_struct("GoogleServiceAccount")
+                .field("credentials", credentials)
+                .field("scope", scope)
+                .finish(),
+            Auth::GoogleMetadata { host, scope } => f
+                .debug_struct("GoogleMetadata")
+                .field("host", host)
+                .field("scope", scope)
+                .finish(),
             Auth::None => f.write_str("None"),
         }
     }
@@ -103,8 +129,13 @@ impl Auth {
     /// The environment variable a request needs but the process lacks.
     pub fn missing_secret(&self) -> Option<&str> {
         let needed: Vec<&Secret> = match self {
-            Auth::Dialect | Auth::None => Vec::new(),
-            Auth::Bearer(secret) | Auth::Header { secret, .. } => vec![secret],
+            Auth::Dialect | Auth::None | Auth::GoogleMetadata { .. } => Vec::new(),
+            Auth::Bearer(secret)
+            | Auth::Header { secret, .. }
+            | Auth::GoogleServiceAccount {
+                credentials: secret,
+                ..
+            } => vec![secret],
             Auth::SigV4(s) => std::iter::once(&s.access_key_id)
                 .chain(Some(&s.secret_access_key))
                 .chain(s.session_token.as_ref())
@@ -139,7 +170,33 @@ pub(crate) enum AuthFile {
         #[serde(default)]
         session_token_env: Option<String>,
     },
+    GoogleServiceAccount {
+        #[serde(default = "default_google_credentials_env")]
+        credentials_env: String,
+        #[serde(default)]
+        scope: Option<String>,
+    },
+    GoogleMetadata {
+        #[serde(default)]
+        scope: Option<String>,
+    },
     None,
+}
+
+fn default_google_credentials_env() -> String {
+    "GOOGLE_APPLICATION_CREDENTIALS".to_owned()
+}
+
+/// An OAuth scope is a URL (or a bare name) with no space or control.
+fn check_scope(scope: Option<String>) -> Result<String, ConnectionProblem> {
+    let scope = scope.unwrap_or_else(|| GOOGLE_CLOUD_SCOPE.to_owned());
+    if scope.is_empty() || !scope.bytes().all(|b| (0x21..0x7f).contains(&b)) {
+        return Err(problem(
+            "auth.scope",
+            format!("`{scope}` is not an OAuth scope"),
+        ));
+    }
+    Ok(scope)
 }
 
 fn default_access_key_env() -> String {
@@ -274,6 +331,34 @@ pub(crate) fn connection(
                 secret_access_key: Secret::read(&secret_access_key_env, env),
                 session_token: session_token_env.map(|v| Secret::read(&v, env)),
             })
+        }
+        (
+            Some(AuthFile::GoogleServiceAccount {
+                credentials_env,
+                scope,
+            }),
+            None,
+        ) => {
+            check_variable("auth.credentials_env", &credentials_env)?;
+            Auth::GoogleServiceAccount {
+                credentials: Secret::read(&credentials_env, env),
+                scope: check_scope(scope)?,
+            }
+        }
+        (Some(AuthFile::GoogleMetadata { scope }), None) => {
+            let host = env("GCE_METADATA_HOST")
+                .filter(|h| !h.is_empty())
+                .unwrap_or_else(|| GOOGLE_METADATA_HOST.to_owned());
+            if host.contains(['/', '?', '#', '@', ' ']) {
+                return Err(problem(
+                    "auth",
+                    format!("GCE_METADATA_HOST `{host}` is not a host[:port]"),
+                ));
+            }
+            Auth::GoogleMetadata {
+                host,
+                scope: check_scope(scope)?,
+            }
         }
     };
     for (name, value) in &query {
@@ -438,6 +523,46 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.auth.missing_secret(), Some("AWS_SESSION_TOKEN"));
+    }
+
+    #[test]
+    fn google_schemes_read_their_variables_and_check_the_scope() {
+        let vertex = "https://us-central1-aiplatform.googleapis.com/v1/projects/p/locations/l/publishers/google";
+        let c = load(
+            vertex,
+            None,
+            r#"{ type = "google_service_account" }"#,
+            &[],
+            &[],
+        )
+        .unwrap();
+        let Auth::GoogleServiceAccount { credentials, scope } = &c.auth else {
+            panic!("{:?}", c.auth);
+        };
+        assert_eq!(credentials.variable, "GOOGLE_APPLICATION_CREDENTIALS");
+        assert_eq!(scope, GOOGLE_CLOUD_SCOPE);
+        // The key file's path is unset in this environment.
+        assert_eq!(
+            c.auth.missing_secret(),
+            Some("GOOGLE_APPLICATION_CREDENTIALS")
+        );
+        let c = load(vertex, None, r#"{ type = "google_metadata" }"#, &[], &[]).unwrap();
+        assert_eq!(
+            c.auth,
+            Auth::GoogleMetadata {
+                host: GOOGLE_METADATA_HOST.into(),
+                scope: GOOGLE_CLOUD_SCOPE.into()
+            }
+        );
+        assert!(c.auth.missing_secret().is_none());
+        let bad = load(
+            vertex,
+            None,
+            r#"{ type = "google_metadata", scope = "two scopes" }"#,
+            &[],
+            &[],
+        );
+        assert_eq!(bad.err().map(|p| p.field), Some("auth.scope"));
     }
 
     /// Base URL, `api_key_env`, `auth`, query, headers, and the field the

@@ -94,6 +94,7 @@ mod control;
 mod converse_endpoint;
 mod endpoint;
 mod gemini_endpoint;
+mod google_auth;
 mod images_endpoint;
 mod messages_endpoint;
 mod messages_reply;
@@ -113,6 +114,7 @@ mod videos_endpoint;
 pub mod webhook_sink;
 
 pub use aws::{MOCK_AWS_ACCESS_KEY_ID, MOCK_AWS_SECRET_ACCESS_KEY};
+pub use google_auth::{MOCK_GOOGLE_CLIENT_EMAIL, MOCK_GOOGLE_PRIVATE_KEY};
 pub use recorded_call::RecordedCall;
 pub use script::{
     DEFAULT_STREAM_ERROR_MESSAGE, DEFAULT_THINKING_SIGNATURE, ImageAnswer, MockImage, MockReply,

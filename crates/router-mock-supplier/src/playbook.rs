@@ -17,6 +17,8 @@ pub(crate) struct Playbook {
     inner: Mutex<PlaybookState>,
     /// The videos endpoint's jobs, plans and counters.
     pub(crate) videos: crate::videos_endpoint::Videos,
+    /// Google access tokens issued.
+    pub(crate) google: crate::google_auth::GoogleTokens,
 }
 
 #[derive(Debug)]
@@ -37,6 +39,7 @@ impl Default for Playbook {
                 calls: Vec::new(),
             }),
             videos: crate::videos_endpoint::Videos::default(),
+            google: crate::google_auth::GoogleTokens::default(),
         }
     }
 }

@@ -22,6 +22,7 @@ use crate::control;
 use crate::converse_endpoint::{self, Converse};
 use crate::endpoint;
 use crate::gemini_endpoint::{self, Gemini};
+use crate::google_auth;
 use crate::images_endpoint::{self, Images};
 use crate::messages_endpoint::Messages;
 use crate::playbook::Playbook;
@@ -127,6 +128,11 @@ impl MockSupplier {
     }
 
     /// Video submissions, polls and downloads seen so far.
+    /// Google access tokens issued: (service account, metadata server).
+    pub fn google_tokens_issued(&self) -> (usize, usize) {
+        self.playbook.google.issued()
+    }
+
     pub fn video_counts(&self) -> VideoCounts {
         self.playbook.videos.counts()
     }
@@ -208,6 +214,8 @@ async fn route(
     let path = request.uri().path();
     if path.starts_with(control::PREFIX) {
         control::serve(request, playbook).await
+    } else if google_auth::is_token_path(request.method(), path) {
+        google_auth::serve(request, &playbook.google).await
     } else if gemini_endpoint::is_gemini_path(path) {
         endpoint::serve::<Gemini>(request, playbook, connection).await
     } else if converse_endpoint::is_converse_path(path) {

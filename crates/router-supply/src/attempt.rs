@@ -45,6 +45,13 @@ impl UrlCache {
     }
 }
 
+/// Who an attempt is, to its supplier: the call's ids and, for a supplier
+/// whose tokens the router fetches (Google), the bearer token.
+pub(crate) struct Identity<'a> {
+    pub(crate) call: &'a AttemptCall,
+    pub(crate) bearer: Option<&'a str>,
+}
+
 /// The most of an error reply the router reads to classify it.
 const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
 
@@ -55,14 +62,15 @@ pub(crate) async fn attempt(
     route: &Route,
     request: &Request,
     deadline: Instant,
-    call: &AttemptCall,
+    identity: Identity<'_>,
 ) -> Result<SupplierReply, AttemptError> {
+    let call = identity.call;
     let target = connection::target(route);
     let body = codec
         .encode_request(request, &target)
         .map_err(AttemptError::conversion)?;
     let remaining = deadline.saturating_duration_since(Instant::now());
-    let headers = connection::headers(route, codec, request, &url, &body)?;
+    let headers = connection::headers(route, codec, request, &url, &body, identity.bearer)?;
     let mut builder = client.post(url).timeout(remaining);
     for (name, value) in headers {
         builder = builder.header(name, value);

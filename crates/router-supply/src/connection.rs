@@ -48,6 +48,7 @@ pub(crate) fn headers(
     request: &Request,
     url: &reqwest::Url,
     body: &[u8],
+    bearer: Option<&str>,
 ) -> Result<Vec<(String, String)>, AttemptError> {
     let supplier = &route.supplier;
     if let Some(variable) = supplier.auth.missing_secret() {
@@ -69,6 +70,12 @@ pub(crate) fn headers(
     );
     match &supplier.auth {
         Auth::Dialect | Auth::None => {}
+        Auth::GoogleServiceAccount { .. } | Auth::GoogleMetadata { .. } => {
+            let token = bearer.ok_or_else(|| {
+                AttemptError::unconfigured(format!("supplier `{}`: no access token", supplier.id))
+            })?;
+            headers.push(("authorization".to_owned(), format!("Bearer {token}")));
+        }
         Auth::Bearer(secret) => {
             if let Some(key) = &secret.value {
                 headers.push(("authorization".to_owned(), format!("Bearer {key}")));
@@ -184,7 +191,7 @@ internal_cost = { input = 1, output = 1 }
             url.as_str(),
             "https://res.openai.azure.com/openai/deployments/gpt-4o-prod/chat/completions?api-version=2024-10-21"
         );
-        let headers = headers(&routes[0], codec(), &Request::default(), &url, b"{}").unwrap();
+        let headers = headers(&routes[0], codec(), &Request::default(), &url, b"{}", None).unwrap();
         assert!(headers.contains(&("api-key".into(), "az-secret".into())));
         assert!(headers.contains(&("x-ms-client".into(), "router".into())));
         assert!(
@@ -201,7 +208,8 @@ internal_cost = { input = 1, output = 1 }
             _ => None,
         });
         let url = endpoint(&routes[1], codec(), false).unwrap();
-        let error = headers(&routes[1], codec(), &Request::default(), &url, b"{}").unwrap_err();
+        let error =
+            headers(&routes[1], codec(), &Request::default(), &url, b"{}", None).unwrap_err();
         assert_eq!(error.retry, router_core::Retry::NextRoute);
         let text = error.to_string();
         assert!(text.contains("AWS_SESSION_TOKEN"), "{text}");
@@ -217,7 +225,7 @@ internal_cost = { input = 1, output = 1 }
             _ => None,
         });
         let url = endpoint(&routes[1], codec(), false).unwrap();
-        let headers = headers(&routes[1], codec(), &Request::default(), &url, b"{}").unwrap();
+        let headers = headers(&routes[1], codec(), &Request::default(), &url, b"{}", None).unwrap();
         let find = |name: &str| {
             headers
                 .iter()

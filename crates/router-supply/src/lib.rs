@@ -13,6 +13,7 @@
 mod attempt;
 mod codecs;
 mod connection;
+mod google_auth;
 mod images;
 mod retry_after;
 mod sigv4;
@@ -44,6 +45,8 @@ pub enum SupplyError {
 pub struct HttpSuppliers {
     client: reqwest::Client,
     urls: Arc<attempt::UrlCache>,
+    /// OAuth tokens of Google suppliers (service account, metadata server).
+    google: Arc<google_auth::GoogleTokens>,
     /// Where an image answer's `url` may point (public addresses only,
     /// unless loopback is allowed for tests and the demo).
     image_urls: url_guard::UrlPolicy,
@@ -68,6 +71,7 @@ impl HttpSuppliers {
         Ok(HttpSuppliers {
             client,
             urls: Arc::default(),
+            google: Arc::default(),
             image_urls: url_guard::UrlPolicy::default(),
         })
     }
@@ -95,7 +99,16 @@ impl Suppliers for HttpSuppliers {
         match codec {
             Some(codec) => {
                 let url = self.urls.get(route, codec, request.stream)?;
-                attempt::attempt(&self.client, url, codec, route, request, deadline, call).await
+                let supplier = &route.supplier;
+                let bearer = self
+                    .google
+                    .bearer(&self.client, &supplier.id, &supplier.auth)
+                    .await?;
+                let identity = attempt::Identity {
+                    call,
+                    bearer: bearer.as_deref(),
+                };
+                attempt::attempt(&self.client, url, codec, route, request, deadline, identity).await
             }
             None => Err(AttemptError::conversion(ApiError::unsupported_conversion(
                 format!("routes cannot speak `{}`", route.protocol),

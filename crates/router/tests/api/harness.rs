@@ -1255,10 +1255,19 @@ pub async fn spawn_router_process(
     supplier_base: &str,
     env: &[(&str, &str)],
 ) -> RouterProcess {
+    spawn_router_process_with_catalog(db_url, &CATALOG.replace("{BASE}", supplier_base), env).await
+}
+
+/// [`spawn_router_process`] with the catalog `catalog_text`.
+pub async fn spawn_router_process_with_catalog(
+    db_url: &str,
+    catalog_text: &str,
+    env: &[(&str, &str)],
+) -> RouterProcess {
     let dir = std::env::temp_dir().join(format!("router-process-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).unwrap();
     let catalog = dir.join("catalog.toml");
-    std::fs::write(&catalog, CATALOG.replace("{BASE}", supplier_base)).unwrap();
+    std::fs::write(&catalog, catalog_text).unwrap();
     let port = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()

@@ -21,6 +21,7 @@ mod deployment;
 mod docs;
 mod drain;
 mod experiments;
+mod google_auth;
 mod harness;
 mod images;
 mod jobs;
