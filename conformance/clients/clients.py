@@ -6,8 +6,9 @@ router and the mock supplier started by the xtask. Each cell is client x case x 
 - case: `text` (a plain prompt), `stream` (the same, streamed), `tool` (a tool round trip: the
   model calls the tool, the client runs it and sends the result back, the model answers) and
   `structured` (structured output parsed into the client's own type);
-- route: `native` (a route speaking the client's own protocol) or `converted` (a route of
-  another protocol).
+- route: `native` (a route speaking the client's own protocol), `converted` (a route of
+  another protocol), `gemini` (a model served only by a Gemini `generateContent` route) or
+  `bedrock` (a model served only by Claude on Amazon Bedrock, SigV4-signed).
 
 A cell passes when the client got what the mock was scripted to say (the text, the tool call,
 the parsed object) and the supplier received what the client asked for (the prompt, the tool
@@ -46,12 +47,28 @@ ANTHROPIC_VERSION = "2023-06-01"
 # Every client keeps its output ask within the conformance models' maximum.
 MAX_TOKENS = 1024
 
-# route protocol -> (router model, upstream model, supplier path)
+# route protocol -> (router model, upstream model, supplier path; `{stream}` is the dialect's
+# streaming variant of the path, for the dialects whose path says whether it streams)
 MODELS = {
     "chat": ("conf-chat", "conf-up-chat", "/v1/chat/completions"),
     "responses": ("conf-responses", "conf-up-responses", "/v1/responses"),
     "messages": ("conf-messages", "conf-up-messages", "/v1/messages"),
+    "gemini": ("conf-gemini", "conf-up-gemini", "/v1beta/models/conf-up-gemini:{stream}"),
+    "bedrock": ("conf-bedrock", "conf-up-bedrock", "/v1/model/conf-up-bedrock/{stream}"),
 }
+# The path of each dialect whose path says whether it streams: (plain, streamed).
+STREAM_PATHS = {
+    "gemini": ("generateContent", "streamGenerateContent"),
+    "bedrock": ("invoke", "invoke-with-response-stream"),
+}
+
+
+def paths(route_protocol: str) -> tuple[str, ...]:
+    """The supplier paths a cell on this route may call."""
+    path = MODELS[route_protocol][2]
+    if route_protocol in STREAM_PATHS:
+        return tuple(path.format(stream=s) for s in STREAM_PATHS[route_protocol])
+    return (path,)
 
 
 class CheckFailed(Exception):
@@ -100,6 +117,8 @@ def tool_names(body: dict[str, Any]) -> list[str]:
     names = []
     for tool in body.get("tools") or []:
         names.append(tool.get("name") or (tool.get("function") or {}).get("name") or "")
+        # Gemini groups its function declarations.
+        names.extend(f.get("name", "") for f in tool.get("functionDeclarations") or [])
     return names
 
 
@@ -508,10 +527,12 @@ def scripts(case: str) -> list[dict[str, Any]]:
     return [{"text": REPLY, "usage": USAGE}]
 
 
-def expect(client: str, case: str, got: Any, calls: list[dict[str, Any]], path: str, upstream: str) -> None:
-    mine = [c for c in calls if isinstance(c.get("body"), dict) and c["body"].get("model") == upstream]
+def expect(client: str, case: str, got: Any, calls: list[dict[str, Any]], route_protocol: str, upstream: str) -> None:
+    allowed = paths(route_protocol)
+    path = allowed[0]
+    mine = [c for c in calls if c.get("model") == upstream]
     check(mine, f"the supplier got no call for {upstream}; calls: {[c.get('path') for c in calls]}; the client got {str(got)[:300]!r}")
-    check(all(c["path"] == path for c in mine), f"supplier paths {[c['path'] for c in mine]}, expected {path}")
+    check(all(c["path"] in allowed for c in mine), f"supplier paths {[c['path'] for c in mine]}, expected one of {allowed}")
     first = mine[0]["body"]
     if os.environ.get("CLIENTS_DEBUG"):
         print(f"DEBUG {path} tools={json.dumps(first.get('tools'))[:3000]}", file=sys.stderr)
@@ -538,7 +559,10 @@ def expect(client: str, case: str, got: Any, calls: list[dict[str, Any]], path: 
     check(got == REPLY, f"the client got {got!r}")
     check(PROMPT in text_of(first), "the prompt did not reach the supplier")
     if case == "stream":
-        check(first.get("stream") is True, "the supplier was not asked to stream")
+        if route_protocol in STREAM_PATHS:
+            check(mine[0]["path"] == allowed[1], f"the supplier was not asked to stream: {mine[0]['path']}")
+        else:
+            check(first.get("stream") is True, "the supplier was not asked to stream")
 
 
 # How each client asks for structured output: a JSON schema (the reply is the JSON text) or a
@@ -560,8 +584,8 @@ def structured_scripts(client: str) -> list[dict[str, Any]]:
 
 def run_cell(env: Env, client: str, case: str, route: str) -> dict[str, Any]:
     protocol, run = CLIENTS[client]
-    route_protocol = protocol if route == "native" else CONVERTED[protocol]
-    model, upstream, path = MODELS[route_protocol]
+    route_protocol = {"native": protocol, "converted": CONVERTED[protocol]}.get(route, route)
+    model, upstream, _ = MODELS[route_protocol]
     RAN.clear()
     env.mock.reset()
     replies = structured_scripts(client) if case == "structured" else scripts(case)
@@ -582,7 +606,7 @@ def run_cell(env: Env, client: str, case: str, route: str) -> dict[str, Any]:
         env.mock.push(upstream, reply)
     try:
         got = run(env, model, case)
-        expect(client, case, got, env.mock.calls(), path, upstream)
+        expect(client, case, got, env.mock.calls(), route_protocol, upstream)
     except CheckFailed as error:
         return {"outcome": "fail", "detail": str(error)}
     except Exception as error:  # noqa: BLE001 - any client failure is the finding
@@ -617,8 +641,10 @@ def main() -> int:
                         # A declared refusal: the client must fail with the router's words,
                         # and the supplier must not have been called.
                         said = result.get("detail", "")
-                        upstream = MODELS[CONVERTED[CLIENTS[client][0]] if route == "converted" else CLIENTS[client][0]][1]
-                        called = [c for c in env.mock.calls() if isinstance(c.get("body"), dict) and c["body"].get("model") == upstream]
+                        protocol = CLIENTS[client][0]
+                        route_protocol = {"native": protocol, "converted": CONVERTED[protocol]}.get(route, route)
+                        upstream = MODELS[route_protocol][1]
+                        called = [c for c in env.mock.calls() if c.get("model") == upstream]
                         refused = result["outcome"] == "fail" and declared["refused"] in said and not called
                         result = {"outcome": "refused" if refused else "fail", "detail": said}
                     record = {"client": client, "case": case, "route": route, "seconds": round(time.monotonic() - started, 2), **result}

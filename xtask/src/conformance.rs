@@ -526,6 +526,13 @@ pub(crate) fn start_local(
             .env("ROUTER_CATALOG", &catalog)
             .env("ROUTER_ADMIN_TOKEN", &admin_token)
             .env(SUPPLIER_KEY_ENV, "conformance")
+            // The Bedrock routes sign with the credentials the mock checks
+            // (router_mock_supplier::MOCK_AWS_ACCESS_KEY_ID and _SECRET_ACCESS_KEY).
+            .env("CONFORMANCE_AWS_ACCESS_KEY_ID", "AKIDMOCKSUPPLIER")
+            .env(
+                "CONFORMANCE_AWS_SECRET_ACCESS_KEY",
+                "mock/supplier/secret/EXAMPLEKEY",
+            )
             // The `image_url` cell: the local mock serves its images on loopback.
             .env("ROUTER_IMAGE_URL_ALLOW_LOOPBACK", "true")
             // Video jobs complete within a second or two (the mock: two polls).

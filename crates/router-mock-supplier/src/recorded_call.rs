@@ -43,9 +43,10 @@ impl RecordedCall {
             .map(|(_, value)| value.as_str())
     }
 
-    /// The form `GET /_mock/calls` returns: `{"path", "headers", "body"}`,
-    /// where `headers` is an object from lowercase name to value (repeated
-    /// headers joined with `", "`).
+    /// The form `GET /_mock/calls` returns: `{"path", "model", "headers",
+    /// "body"}`, where `model` is [`RecordedCall::model`] (or null) and
+    /// `headers` an object from lowercase name to value (repeated headers
+    /// joined with `", "`).
     pub(crate) fn to_control_json(&self) -> Value {
         let mut headers = Map::new();
         for (name, value) in &self.headers {
@@ -59,7 +60,7 @@ impl RecordedCall {
                 }
             }
         }
-        json!({ "path": self.path, "headers": headers, "body": self.body })
+        json!({ "path": self.path, "model": self.model(), "headers": headers, "body": self.body })
     }
 }
 
