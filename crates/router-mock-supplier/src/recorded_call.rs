@@ -96,6 +96,7 @@ mod tests {
             call.to_control_json(),
             json!({
                 "path": "/v1/chat/completions",
+                "model": "m",
                 "headers": {"x-a": "1, 3", "x-b": "2"},
                 "body": {"model": "m"},
             })
