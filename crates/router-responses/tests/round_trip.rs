@@ -263,7 +263,13 @@ fn native() -> impl Strategy<Value = Option<NativeFields>> {
 fn request() -> impl Strategy<Value = Request> {
     (
         messages(),
-        prop::collection::vec(tool(), 0..3),
+        // Two tools of one name are refused (a namespace's functions are
+        // flattened to `namespace__name`, so names must stay distinct).
+        prop::collection::vec(tool(), 0..3).prop_filter("distinct tool names", |tools| {
+            let names: std::collections::HashSet<&str> =
+                tools.iter().map(|t| t.name.as_str()).collect();
+            names.len() == tools.len()
+        }),
         prop::option::of(tool_choice()),
         prop::option::of(any::<bool>()),
         sampling(),
