@@ -19,6 +19,8 @@
 //! - `data_protection.rs`: the account's zero-data-retention switch.
 //! - `experiments.rs`: create, show, list, move through their statuses.
 //! - `requests.rs`: one request's history.
+//! - `usage.rs`: an account's spend from the ledger (by day, model and
+//!   key), each key's month and last use, the filtered request list.
 //! - `error.rs`: [`OperatorError`], [`Refusal`], [`Resource`].
 //! - Rows: `router_store` (`accounts`, `api_keys`, `sessions`,
 //!   `experiments`, `history`, `data_protection`).
@@ -31,6 +33,7 @@ pub mod experiments;
 pub mod requests;
 pub mod sessions;
 pub mod sign_in;
+pub mod usage;
 
 pub use accounts::{Account, Balance, Credits, NewAccount, OpenedAccount};
 pub use api_keys::{
