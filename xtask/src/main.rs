@@ -6,6 +6,7 @@
 //! what they share (where the workspace and its target dir are, how to call cargo).
 
 mod bench;
+mod browser;
 mod clients;
 mod conformance;
 mod db;
@@ -44,6 +45,10 @@ commands:
                 pydantic-ai, litellm, the llm CLI) at pinned versions against a local
                 router and mock supplier, over conformance/clients/expected.json
       --only TEXT     only cells whose id client/case/route contains TEXT
+  browser       the account dashboard in headless Chromium (Debian's chromium and
+                chromium-driver, installed when missing) against a local router and mock
+                supplier: sign-in by mailed link, usage, keys, digests, data protection, a
+                cross-origin post; screenshots in target/dashboard-screenshots/
   schemathesis  Schemathesis with every check against /openapi.json of a local router and
                 mock supplier; fails on any failure
       --max-examples N   test cases per operation and phase (default 12)
@@ -72,6 +77,7 @@ fn main() -> ExitCode {
         "conformance" => conformance::run(rest),
         "clients" => clients::run(rest),
         "schemathesis" => schemathesis::run(rest),
+        "browser" => browser::run(rest),
         "bench" => bench::run(rest),
         "help" | "-h" | "--help" => {
             println!("{USAGE}");
