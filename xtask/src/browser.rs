@@ -14,6 +14,8 @@
 //! they are installed with apt-get (as root; CI runs as root on a clean machine).
 
 use std::fs;
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
@@ -28,7 +30,7 @@ use signal_hook::consts::signal::{SIGHUP, SIGINT, SIGTERM};
 
 use crate::conformance::{Extras, start_local};
 use crate::services::{
-    Children, answers, file_form, free_loopback_port, http, http_timed, http_with,
+    Children, answers, file_form, free_loopback_port, http, http_with,
     provision_account, random_hex,
 };
 use crate::{run_checked, target_dir};
@@ -49,7 +51,7 @@ const CHROMIUM_FLAGS: [&str; 9] = [
     "--disable-dev-shm-usage",
 ];
 /// The WebDriver name of an element reference.
-const ELEMENT: &str = "element-6066-11e4-a52f-4a7ec9c4d54a";
+const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 const WAIT: Duration = Duration::from_secs(20);
 const DESKTOP: (u32, u32) = (1280, 900);
 const PHONE: (u32, u32) = (390, 844);
@@ -264,7 +266,6 @@ impl Browser {
             "/execute/sync",
             Some(&json!({"script": script, "args": args})),
         )
-        .map(|answer| answer["value"].clone())
     }
 
     /// Runs an async `script` whose last argument is the callback.
@@ -274,7 +275,6 @@ impl Browser {
             "/execute/async",
             Some(&json!({"script": script, "args": args})),
         )
-        .map(|answer| answer["value"].clone())
     }
 
     /// Polls `condition` (a JS expression) until it is truthy; fails after `WAIT`.
@@ -329,7 +329,7 @@ impl Browser {
     fn screenshot(&self, path: &Path) -> Result<()> {
         let answer = self.cmd("GET", "/screenshot", None)?;
         let png = base64::engine::general_purpose::STANDARD
-            .decode(answer["value"].as_str().unwrap_or_default())
+            .decode(answer.as_str().unwrap_or_default())
             .context("the screenshot is not base64")?;
         fs::write(path, png).with_context(|| format!("writing {}", path.display()))
     }
@@ -341,20 +341,11 @@ impl Browser {
 
 /// One WebDriver command; a non-2xx answer is an error with WebDriver's message.
 fn call(driver: &str, method: &str, path: &str, body: Option<&Value>) -> Result<Value> {
-    let body = body.map(Value::to_string);
-    let response = http_timed(
-        driver,
-        method,
-        path,
-        None,
-        body.as_deref()
-            .map(|body| ("application/json", body.as_bytes())),
-        Duration::from_secs(60),
-    )
-    .with_context(|| format!("WebDriver {method} {path}"))?;
-    let value: Value = serde_json::from_str(&response.body)
-        .with_context(|| format!("WebDriver {method} {path}: {}", response.body))?;
-    if !(200..300).contains(&response.status) {
+    let (status, text) =
+        exchange(driver, method, path, body).with_context(|| format!("WebDriver {method} {path}"))?;
+    let value: Value = serde_json::from_str(&text)
+        .with_context(|| format!("WebDriver {method} {path}: {text}"))?;
+    if !(200..300).contains(&status) {
         bail!(
             "WebDriver {method} {path}: {} {}",
             value["value"]["error"],
@@ -362,6 +353,51 @@ fn call(driver: &str, method: &str, path: &str, body: Option<&Value>) -> Result<
         );
     }
     Ok(value["value"].clone())
+}
+
+/// One HTTP/1.1 exchange with chromedriver, which keeps its connections open whatever the
+/// request asks: the answer ends at its `Content-Length`, not at the connection's end.
+fn exchange(addr: &str, method: &str, path: &str, body: Option<&Value>) -> Result<(u16, String)> {
+    let body = body.map(Value::to_string).unwrap_or_default();
+    let mut stream = TcpStream::connect(addr)?;
+    stream.set_read_timeout(Some(Duration::from_secs(120)))?;
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes())?;
+    let mut raw = Vec::new();
+    let mut buffer = [0u8; 64 * 1024];
+    loop {
+        let read = stream.read(&mut buffer)?;
+        raw.extend_from_slice(&buffer[..read]);
+        if let Some(split) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&raw[..split]).into_owned();
+            let length = head
+                .lines()
+                .filter_map(|line| line.split_once(':'))
+                .find(|(name, _)| name.eq_ignore_ascii_case("content-length"))
+                .and_then(|(_, value)| value.trim().parse::<usize>().ok());
+            let status = head
+                .split_whitespace()
+                .nth(1)
+                .and_then(|s| s.parse().ok())
+                .context("no status line")?;
+            let have = raw.len() - split - 4;
+            match length {
+                Some(length) if have >= length => {
+                    let text = String::from_utf8_lossy(&raw[split + 4..split + 4 + length]);
+                    return Ok((status, text.into_owned()));
+                }
+                None if read == 0 => {
+                    return Ok((status, String::from_utf8_lossy(&raw[split + 4..]).into_owned()));
+                }
+                _ => {}
+            }
+        }
+        ensure!(read > 0, "the connection ended before the answer did");
+    }
 }
 
 /// What the scenarios share.

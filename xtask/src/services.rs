@@ -391,20 +391,8 @@ pub(crate) fn http_with(
     bearer: Option<&str>,
     body: Option<(&str, &[u8])>,
 ) -> Result<Response> {
-    http_timed(addr, method, path, bearer, body, Duration::from_secs(10))
-}
-
-/// [`http_with`], waiting up to `timeout` for the answer (a browser's start, say).
-pub(crate) fn http_timed(
-    addr: &str,
-    method: &str,
-    path: &str,
-    bearer: Option<&str>,
-    body: Option<(&str, &[u8])>,
-    timeout: Duration,
-) -> Result<Response> {
     let mut stream = connect(addr)?;
-    stream.set_read_timeout(Some(timeout))?;
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
     stream.set_write_timeout(Some(Duration::from_secs(10)))?;
 
     let mut request = format!(
