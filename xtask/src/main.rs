@@ -27,8 +27,8 @@ usage: cargo xtask <command> [options]
 commands:
   db [start]    find or start PostgreSQL; the last line of stdout is DATABASE_URL=...
   db stop       stop the private cluster that `db` started
-  test          fmt, clippy, tests, doc tests, the conformance matrix and schemathesis,
-                against the database from `db`
+  test          fmt, clippy, tests, doc tests, the conformance matrix, the browser tests and
+                schemathesis, against the database from `db`
   demo          build and run the gateway with a mock supplier, an account and an API key
       --listen ADDR   address for the gateway (default 127.0.0.1:8080)
       --no-build      use the release binaries already in the target dir
