@@ -30,8 +30,8 @@ use signal_hook::consts::signal::{SIGHUP, SIGINT, SIGTERM};
 
 use crate::conformance::{Extras, start_local};
 use crate::services::{
-    Children, answers, file_form, free_loopback_port, http, http_with,
-    provision_account, random_hex,
+    Children, answers, file_form, free_loopback_port, http, http_with, provision_account,
+    random_hex,
 };
 use crate::{run_checked, target_dir};
 
@@ -132,12 +132,18 @@ pub fn run(args: &[String]) -> Result<bool> {
         mail_log: work.join("logs").join("mock-supplier.log"),
         shots,
     };
-    let scenarios: [(&str, fn(&Run) -> Result<()>); 7] = [
+    let scenarios: [(&str, Scenario); 7] = [
         ("sign in through the mailed magic link", Run::sign_in),
-        ("an API request's charge appears in usage", Run::charge_in_usage),
+        (
+            "an API request's charge appears in usage",
+            Run::charge_in_usage,
+        ),
         ("create a key, use it, revoke it", Run::key_lifecycle),
         ("connect the email digest and send a report", Run::digest),
-        ("zero data retention refuses uploads", Run::zero_data_retention),
+        (
+            "zero data retention refuses uploads",
+            Run::zero_data_retention,
+        ),
         ("a cross-origin form post is refused", Run::cross_origin),
         ("every page at desktop and phone width", Run::screenshots),
     ];
@@ -287,9 +293,15 @@ impl Browser {
             }
             if Instant::now() >= deadline {
                 let text = self
-                    .script("return document.body ? document.body.innerText : ''", json!([]))
+                    .script(
+                        "return document.body ? document.body.innerText : ''",
+                        json!([]),
+                    )
                     .unwrap_or_default();
-                bail!("waited {}s for {what}; the page says: {text}", WAIT.as_secs());
+                bail!(
+                    "waited {}s for {what}; the page says: {text}",
+                    WAIT.as_secs()
+                );
             }
             sleep(Duration::from_millis(100));
         }
@@ -341,8 +353,8 @@ impl Browser {
 
 /// One WebDriver command; a non-2xx answer is an error with WebDriver's message.
 fn call(driver: &str, method: &str, path: &str, body: Option<&Value>) -> Result<Value> {
-    let (status, text) =
-        exchange(driver, method, path, body).with_context(|| format!("WebDriver {method} {path}"))?;
+    let (status, text) = exchange(driver, method, path, body)
+        .with_context(|| format!("WebDriver {method} {path}"))?;
     let value: Value = serde_json::from_str(&text)
         .with_context(|| format!("WebDriver {method} {path}: {text}"))?;
     if !(200..300).contains(&status) {
@@ -391,7 +403,10 @@ fn exchange(addr: &str, method: &str, path: &str, body: Option<&Value>) -> Resul
                     return Ok((status, text.into_owned()));
                 }
                 None if read == 0 => {
-                    return Ok((status, String::from_utf8_lossy(&raw[split + 4..]).into_owned()));
+                    return Ok((
+                        status,
+                        String::from_utf8_lossy(&raw[split + 4..]).into_owned(),
+                    ));
                 }
                 _ => {}
             }
@@ -399,6 +414,9 @@ fn exchange(addr: &str, method: &str, path: &str, body: Option<&Value>) -> Resul
         ensure!(read > 0, "the connection ended before the answer did");
     }
 }
+
+/// One scenario: a person's task in the signed-in browser.
+type Scenario = fn(&Run) -> Result<()>;
 
 /// What the scenarios share.
 struct Run {
@@ -471,7 +489,9 @@ impl Run {
             "POST",
             "/v1/chat/completions",
             Some(key),
-            Some(r#"{"model":"conf-chat","messages":[{"role":"user","content":"Hello from the browser test"}]}"#),
+            Some(
+                r#"{"model":"conf-chat","messages":[{"role":"user","content":"Hello from the browser test"}]}"#,
+            ),
         )
     }
 
@@ -496,7 +516,10 @@ impl Run {
             .find(|word| word.contains("/api/auth/sign-in?token="))
             .with_context(|| format!("no sign-in link in the mail: {mail}"))?
             .to_owned();
-        ensure!(link.starts_with(&self.base), "the link {link} is not this router's");
+        ensure!(
+            link.starts_with(&self.base),
+            "the link {link} is not this router's"
+        );
         b.goto(&link)?;
         b.wait("document.getElementById('redeem')", "the sign-in button")?;
         self.shot("sign-in-link-desktop")?;
@@ -506,7 +529,11 @@ impl Run {
             "the usage page after signing in",
         )?;
         let shown = b.text("#email")?;
-        ensure!(shown == self.email, "signed in as {shown}, not {}", self.email);
+        ensure!(
+            shown == self.email,
+            "signed in as {shown}, not {}",
+            self.email
+        );
 
         // The same link again: spent, and the page says so plainly.
         b.goto(&link)?;
@@ -554,7 +581,10 @@ impl Run {
         );
         let shown = b.text("#total")?;
         let expected = after["body"]["total"]["usd"].as_str().unwrap_or_default();
-        ensure!(shown == expected, "the page shows {shown}, the API {expected}");
+        ensure!(
+            shown == expected,
+            "the page shows {shown}, the API {expected}"
+        );
         ensure!(shown != "$0.00", "the charge does not show: {shown}");
 
         // The request's page: its charge, and no supplier or route named.
@@ -581,7 +611,11 @@ impl Run {
         ensure!(secret.len() > 20, "the key shown: {secret}");
         self.shot("keys-created-desktop")?;
         let answer = self.chat(&secret)?;
-        ensure!(answer.status == 200, "the new key was refused: {}", answer.body);
+        ensure!(
+            answer.status == 200,
+            "the new key was refused: {}",
+            answer.body
+        );
 
         let keys = self.fetch("GET", "/api/keys")?;
         let new = keys["body"]["data"]
@@ -759,7 +793,11 @@ impl Run {
             ("/account/requests", "requests", "requests"),
             (detail.as_str(), "requests", "request-detail"),
             ("/account/keys", "keys", "keys"),
-            ("/account/data-protection", "data-protection", "data-protection"),
+            (
+                "/account/data-protection",
+                "data-protection",
+                "data-protection",
+            ),
             ("/account/digests", "digests", "digests"),
         ];
         for (size, width) in [(DESKTOP, "desktop"), (PHONE, "phone")] {

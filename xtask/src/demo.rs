@@ -178,17 +178,24 @@ pub fn run(args: &[String]) -> Result<()> {
 /// Asks the router to mail `email` a sign-in link and reads it from the mock's log.
 fn sign_in_link(router_addr: &str, email: &str, mock_log: &std::path::Path) -> Result<String> {
     let body = serde_json::json!({ "email": email }).to_string();
-    let response = http(router_addr, "POST", "/api/auth/magic-link", None, Some(&body))?;
+    let response = http(
+        router_addr,
+        "POST",
+        "/api/auth/magic-link",
+        None,
+        Some(&body),
+    )?;
     if response.status != 202 {
-        return Err(response.error().context("asking for the demo's sign-in link"));
+        return Err(response
+            .error()
+            .context("asking for the demo's sign-in link"));
     }
     let deadline = std::time::Instant::now() + Duration::from_secs(15);
     loop {
         let log = std::fs::read_to_string(mock_log).unwrap_or_default();
         let link = log
             .split_whitespace()
-            .filter(|word| word.contains("/api/auth/sign-in?token="))
-            .last();
+            .rfind(|word| word.contains("/api/auth/sign-in?token="));
         if let Some(link) = link {
             return Ok(link.to_owned());
         }

@@ -8,7 +8,10 @@ pub enum DashboardError {
     /// The operator wing refused or failed (its own `ApiError`).
     Operator(OperatorError),
     /// A query parameter that is not what the endpoint reads: 400 naming it.
-    Invalid { param: &'static str, message: String },
+    Invalid {
+        param: &'static str,
+        message: String,
+    },
 }
 
 impl From<OperatorError> for DashboardError {

@@ -30,11 +30,7 @@ pub fn usd(nano: i64) -> String {
     let dollars = magnitude / NANO_PER_USD;
     let fraction = format!("{:09}", magnitude % NANO_PER_USD);
     let kept = fraction.trim_end_matches('0');
-    let decimals = if kept.len() < 2 {
-        &fraction[..2]
-    } else {
-        kept
-    };
+    let decimals = if kept.len() < 2 { &fraction[..2] } else { kept };
     format!("{sign}${dollars}.{decimals}")
 }
 

@@ -175,7 +175,9 @@ mod tests {
         let shell = shell(None).unwrap();
         for (i, part) in shell.split("src=\"").skip(1).enumerate() {
             let src = part.split('"').next().unwrap();
-            let name = src.strip_prefix(ASSETS).unwrap_or_else(|| panic!("{i}: {src}"));
+            let name = src
+                .strip_prefix(ASSETS)
+                .unwrap_or_else(|| panic!("{i}: {src}"));
             assert!(asset(name).is_some(), "{src}");
         }
         for part in shell.split("href=\"").skip(1) {

@@ -162,9 +162,9 @@ pub fn parse_filter(query: Option<&str>) -> Result<RequestFilter, DashboardError
                 _ => return Err(invalid("status", "One of reserved, succeeded, failed.")),
             },
             "from" if !value.is_empty() => {
-                filter.from = Some(day_start(value).ok_or_else(|| {
-                    invalid("from", "A UTC date, YYYY-MM-DD.")
-                })?);
+                filter.from = Some(
+                    day_start(value).ok_or_else(|| invalid("from", "A UTC date, YYYY-MM-DD."))?,
+                );
             }
             "to" if !value.is_empty() => {
                 // Inclusive: requests created before the next day.
@@ -234,11 +234,18 @@ impl Dashboard<'_> {
         let by_model = spend
             .by_model
             .into_iter()
-            .map(|SpendLine { name, requests, spend_nano, .. }| ModelSpend {
-                model: name,
-                requests,
-                spend: Money::of(spend_nano),
-            })
+            .map(
+                |SpendLine {
+                     name,
+                     requests,
+                     spend_nano,
+                     ..
+                 }| ModelSpend {
+                    model: name,
+                    requests,
+                    spend: Money::of(spend_nano),
+                },
+            )
             .collect();
         let by_key = spend
             .by_key
@@ -254,7 +261,11 @@ impl Dashboard<'_> {
             object: "usage",
             balance: Money::of(account.balance_nano_usd),
             held: Money::of(account.held_nano_usd),
-            available: Money::of(account.balance_nano_usd.saturating_sub(account.held_nano_usd)),
+            available: Money::of(
+                account
+                    .balance_nano_usd
+                    .saturating_sub(account.held_nano_usd),
+            ),
             total: Money::of(total),
             days,
             by_model,
@@ -295,7 +306,9 @@ impl Dashboard<'_> {
         id: Option<&str>,
     ) -> Result<RequestDetail, DashboardError> {
         let unknown = || DashboardError::Operator(OperatorError::NotFound(Resource::Request));
-        let id = id.and_then(|id| Uuid::parse_str(id).ok()).ok_or_else(unknown)?;
+        let id = id
+            .and_then(|id| Uuid::parse_str(id).ok())
+            .ok_or_else(unknown)?;
         let view = self
             .operator
             .account_request(Some(account_id), id)
@@ -365,11 +378,20 @@ mod tests {
         assert_eq!(f.model.as_deref(), Some("demo-chat"));
         assert_eq!(f.api_key_id, Some(key));
         assert_eq!(f.status.as_deref(), Some("failed"));
-        assert_eq!(f.from, Some(Utc.with_ymd_and_hms(2026, 1, 2, 0, 0, 0).unwrap()));
-        assert_eq!(f.to, Some(Utc.with_ymd_and_hms(2026, 1, 4, 0, 0, 0).unwrap()));
+        assert_eq!(
+            f.from,
+            Some(Utc.with_ymd_and_hms(2026, 1, 2, 0, 0, 0).unwrap())
+        );
+        assert_eq!(
+            f.to,
+            Some(Utc.with_ymd_and_hms(2026, 1, 4, 0, 0, 0).unwrap())
+        );
         assert_eq!(f.limit, 7);
         assert_eq!(parse_filter(None).unwrap().limit, DEFAULT_LIMIT);
-        assert_eq!(parse_filter(Some("model=&status=")).unwrap(), parse_filter(None).unwrap());
+        assert_eq!(
+            parse_filter(Some("model=&status=")).unwrap(),
+            parse_filter(None).unwrap()
+        );
         for (query, param) in [
             ("status=done", "status"),
             ("key=abc", "key"),

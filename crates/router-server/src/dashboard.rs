@@ -40,7 +40,10 @@ fn document(
             "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
         ),
     );
-    headers.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+    headers.insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
     reply::set_request_id(headers, request_id);
     response
 }
@@ -145,9 +148,7 @@ pub async fn requests(
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
     let filter = router_dashboard::usage::parse_filter(query)?;
-    let list = dashboard(app)
-        .requests(session.account_id, &filter)
-        .await?;
+    let list = dashboard(app).requests(session.account_id, &filter).await?;
     Ok(reply::json_value(StatusCode::OK, &list, request_id))
 }
 

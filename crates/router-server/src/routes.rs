@@ -22,8 +22,8 @@ use crate::request_log::RequestLog;
 use crate::surfaces::{CHAT, COMPLETIONS, MESSAGES, RESPONSES};
 // The catalog's modules are named in full where used, one reference a line.
 use crate::{
-    admin, channels, dashboard, data_protection, health, images, inference, messages, metrics, sign_in,
-    token_count, uploads, videos,
+    admin, channels, dashboard, data_protection, health, images, inference, messages, metrics,
+    sign_in, token_count, uploads, videos,
 };
 use http::Method;
 use router_canonical::{ApiError, ErrorCode};
@@ -648,12 +648,48 @@ fn request_limit(_: &mut Schemas) -> RefOr<Schema> {
 }
 /// The filters of `GET /api/requests`.
 const REQUEST_FILTERS: &[Param] = &[
-    Param { name: "model", place: In::Query, required: false, schema: string, description: "Only this model (as requested)." },
-    Param { name: "key", place: In::Query, required: false, schema: uuid_text, description: "Only requests made with this key (its id)." },
-    Param { name: "status", place: In::Query, required: false, schema: request_status, description: "Only requests in this state." },
-    Param { name: "from", place: In::Query, required: false, schema: date, description: "Created on or after this UTC day." },
-    Param { name: "to", place: In::Query, required: false, schema: date, description: "Created on or before this UTC day." },
-    Param { name: "limit", place: In::Query, required: false, schema: request_limit, description: "At most this many (1 to 200, default 50)." },
+    Param {
+        name: "model",
+        place: In::Query,
+        required: false,
+        schema: string,
+        description: "Only this model (as requested).",
+    },
+    Param {
+        name: "key",
+        place: In::Query,
+        required: false,
+        schema: uuid_text,
+        description: "Only requests made with this key (its id).",
+    },
+    Param {
+        name: "status",
+        place: In::Query,
+        required: false,
+        schema: request_status,
+        description: "Only requests in this state.",
+    },
+    Param {
+        name: "from",
+        place: In::Query,
+        required: false,
+        schema: date,
+        description: "Created on or after this UTC day.",
+    },
+    Param {
+        name: "to",
+        place: In::Query,
+        required: false,
+        schema: date,
+        description: "Created on or before this UTC day.",
+    },
+    Param {
+        name: "limit",
+        place: In::Query,
+        required: false,
+        schema: request_limit,
+        description: "At most this many (1 to 200, default 50).",
+    },
 ];
 
 // ---------------------------------------------------------------------------

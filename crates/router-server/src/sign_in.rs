@@ -90,10 +90,8 @@ pub fn sign_in_page(
 ) -> Response<Body> {
     let token = query_token(request.uri().query().unwrap_or_default());
     let action = app.public_base.join("/api/auth/sign-in");
-    let body = router_dashboard::pages::sign_in_page(
-        &action,
-        token.as_deref().filter(|t| is_token(t)),
-    );
+    let body =
+        router_dashboard::pages::sign_in_page(&action, token.as_deref().filter(|t| is_token(t)));
     html(StatusCode::OK, body, request_id)
 }
 

@@ -72,7 +72,10 @@ async fn an_owner_creates_uses_changes_and_revokes_a_key() {
     let secret = issued["key"].as_str().unwrap().to_owned();
     let id = issued["id"].as_str().unwrap().to_owned();
     assert_eq!(issued["account_id"], customer.account_id);
-    assert_eq!(issued["policy"]["monthly_budget_nano_usd"], 5_000_000_000_i64);
+    assert_eq!(
+        issued["policy"]["monthly_budget_nano_usd"],
+        5_000_000_000_i64
+    );
 
     // The new key works, and its charge shows in the list as this month's spend.
     let resp = r.chat(&secret, &hello("m-text")).await;
@@ -85,10 +88,18 @@ async fn an_owner_creates_uses_changes_and_revokes_a_key() {
     assert_eq!(keys.len(), 2, "{keys:?}");
     let new = keys.iter().find(|k| k["id"] == id.as_str()).unwrap();
     assert_eq!(new["spend_this_month"]["nano_usd"], charged);
-    assert!(new["spend_this_month"]["usd"].as_str().unwrap().starts_with('$'));
+    assert!(
+        new["spend_this_month"]["usd"]
+            .as_str()
+            .unwrap()
+            .starts_with('$')
+    );
     assert!(new["last_used_at"].is_string(), "{new}");
     assert!(new["revoked_at"].is_null());
-    assert!(new.get("key").is_none(), "the secret is never listed: {new}");
+    assert!(
+        new.get("key").is_none(),
+        "the secret is never listed: {new}"
+    );
     assert_eq!(new["prefix"], issued["prefix"]);
 
     // A policy change: allowed models, then another model is refused.
@@ -106,7 +117,12 @@ async fn an_owner_creates_uses_changes_and_revokes_a_key() {
     )
     .await;
     assert_eq!(changed["policy"]["allowed_models"], json!(["m-text"]));
-    expect_error(r.chat(&secret, &hello("m-supply")).await, 403, "model_not_allowed").await;
+    expect_error(
+        r.chat(&secret, &hello("m-supply")).await,
+        403,
+        "model_not_allowed",
+    )
+    .await;
 
     // Revoked: refused at once, listed with `revoked_at`, not revocable twice.
     let resp = session_call(
@@ -119,11 +135,20 @@ async fn an_owner_creates_uses_changes_and_revokes_a_key() {
     )
     .await;
     assert_eq!(resp.status(), 204);
-    expect_error(r.chat(&secret, &hello("m-text")).await, 401, "invalid_api_key").await;
+    expect_error(
+        r.chat(&secret, &hello("m-text")).await,
+        401,
+        "invalid_api_key",
+    )
+    .await;
     let keys = list(&r, &cookie).await;
     let revoked = keys.iter().find(|k| k["id"] == id.as_str()).unwrap();
     assert!(revoked["revoked_at"].is_string(), "{revoked}");
-    assert_eq!(keys.last().unwrap()["id"], id.as_str(), "revoked keys come last");
+    assert_eq!(
+        keys.last().unwrap()["id"],
+        id.as_str(),
+        "revoked keys come last"
+    );
     let resp = session_call(
         &r,
         reqwest::Method::DELETE,
@@ -147,7 +172,10 @@ async fn another_accounts_key_is_unknown() {
     let origin = Some(r.base.as_str());
 
     for (method, body) in [
-        (reqwest::Method::PATCH, Some(json!({"requests_per_minute": 1}))),
+        (
+            reqwest::Method::PATCH,
+            Some(json!({"requests_per_minute": 1})),
+        ),
         (reqwest::Method::DELETE, None),
     ] {
         for path in [
@@ -180,7 +208,15 @@ async fn key_mutations_need_the_routers_origin() {
     let id = before[0]["id"].as_str().unwrap().to_owned();
     let new = json!({"scopes": ["inference"]});
     for origin in [None, Some("https://evil.example.com"), Some("null")] {
-        let resp = session_call(&r, reqwest::Method::POST, "/api/keys", &cookie, origin, Some(new.clone())).await;
+        let resp = session_call(
+            &r,
+            reqwest::Method::POST,
+            "/api/keys",
+            &cookie,
+            origin,
+            Some(new.clone()),
+        )
+        .await;
         expect_error(resp, 403, "cross_origin_forbidden").await;
         let resp = session_call(
             &r,
@@ -192,7 +228,15 @@ async fn key_mutations_need_the_routers_origin() {
         )
         .await;
         expect_error(resp, 403, "cross_origin_forbidden").await;
-        let resp = session_call(&r, reqwest::Method::DELETE, &format!("/api/keys/{id}"), &cookie, origin, None).await;
+        let resp = session_call(
+            &r,
+            reqwest::Method::DELETE,
+            &format!("/api/keys/{id}"),
+            &cookie,
+            origin,
+            None,
+        )
+        .await;
         expect_error(resp, 403, "cross_origin_forbidden").await;
     }
     // The right origin with `Sec-Fetch-Site: cross-site` is a cross-site form post.
@@ -220,7 +264,10 @@ async fn api_keys_cannot_call_the_session_endpoints() {
     // no credential is 401.
     let r = TestRouter::start().await;
     let writer = r
-        .customer(0, &["inference", "account:read", "account:write", "usage:read"])
+        .customer(
+            0,
+            &["inference", "account:read", "account:write", "usage:read"],
+        )
         .await;
     for path in ["/api/keys", "/api/usage", "/api/requests"] {
         expect_error(r.get(path, &writer.key).await, 403, "session_required").await;
@@ -245,17 +292,40 @@ async fn key_bodies_are_validated() {
     let (_c, cookie) = signed_in(&r, 0).await;
     let origin = Some(r.base.as_str());
     let cases = [
-        (json!({"scopes": ["inference"], "account_id": uuid::Uuid::now_v7()}), "account_id"),
+        (
+            json!({"scopes": ["inference"], "account_id": uuid::Uuid::now_v7()}),
+            "account_id",
+        ),
         (json!({"scopes": ["inference"], "colour": "blue"}), "colour"),
         (json!({"scopes": ["root"]}), "scopes[0]"),
-        (json!({"scopes": ["inference"], "allowed_models": ["m-text", "no-such-model"]}), "allowed_models[1]"),
-        (json!({"scopes": ["inference"], "ip_allowlist": ["10.0.0.0/8", "nowhere"]}), "ip_allowlist[1]"),
-        (json!({"scopes": ["inference"], "spend_limits": [{"amount_nano_usd": 1, "window_seconds": 0}]}), "spend_limits[0].window_seconds"),
-        (json!({"scopes": ["inference"], "requests_per_minute": -1}), "requests_per_minute"),
+        (
+            json!({"scopes": ["inference"], "allowed_models": ["m-text", "no-such-model"]}),
+            "allowed_models[1]",
+        ),
+        (
+            json!({"scopes": ["inference"], "ip_allowlist": ["10.0.0.0/8", "nowhere"]}),
+            "ip_allowlist[1]",
+        ),
+        (
+            json!({"scopes": ["inference"], "spend_limits": [{"amount_nano_usd": 1, "window_seconds": 0}]}),
+            "spend_limits[0].window_seconds",
+        ),
+        (
+            json!({"scopes": ["inference"], "requests_per_minute": -1}),
+            "requests_per_minute",
+        ),
         (json!({}), "scopes"),
     ];
     for (body, param) in cases {
-        let resp = session_call(&r, reqwest::Method::POST, "/api/keys", &cookie, origin, Some(body.clone())).await;
+        let resp = session_call(
+            &r,
+            reqwest::Method::POST,
+            "/api/keys",
+            &cookie,
+            origin,
+            Some(body.clone()),
+        )
+        .await;
         let error = expect_error(resp, 400, "invalid_parameter").await;
         let named = error["error"]["param"].as_str().unwrap_or_default();
         assert!(
@@ -279,7 +349,10 @@ async fn usage_and_requests_are_the_ledgers_without_suppliers() {
 
     let usage = json_of(r.get_with_cookie("/api/usage", &cookie).await, 200).await;
     assert_eq!(usage["balance"]["nano_usd"], account["balance_nano_usd"]);
-    assert_eq!(usage["balance"]["nano_usd"], 1_000_000_000_000_i64 - charged);
+    assert_eq!(
+        usage["balance"]["nano_usd"],
+        1_000_000_000_000_i64 - charged
+    );
     assert_eq!(usage["held"]["nano_usd"], 0);
     assert_eq!(usage["available"]["nano_usd"], usage["balance"]["nano_usd"]);
     assert_eq!(usage["total"]["nano_usd"], charged);
@@ -289,7 +362,10 @@ async fn usage_and_requests_are_the_ledgers_without_suppliers() {
     assert_eq!(days[29]["day"], today.as_str());
     assert_eq!(days[29]["spend"]["nano_usd"], charged);
     assert_eq!(days[29]["requests"], 1);
-    assert_eq!(usage["by_model"], json!([{"model": "m-text", "requests": 1, "spend": {"nano_usd": charged, "usd": usage["total"]["usd"]}}]));
+    assert_eq!(
+        usage["by_model"],
+        json!([{"model": "m-text", "requests": 1, "spend": {"nano_usd": charged, "usd": usage["total"]["usd"]}}])
+    );
     assert_eq!(usage["by_key"][0]["spend"]["nano_usd"], charged);
 
     let listed = json_of(r.get_with_cookie("/api/requests", &cookie).await, 200).await;
@@ -304,18 +380,37 @@ async fn usage_and_requests_are_the_ledgers_without_suppliers() {
         (&*format!("key={key_id}&from={today}&to={today}"), 1),
         ("to=2000-01-01", 0),
     ] {
-        let body = json_of(r.get_with_cookie(&format!("/api/requests?{query}"), &cookie).await, 200).await;
+        let body = json_of(
+            r.get_with_cookie(&format!("/api/requests?{query}"), &cookie)
+                .await,
+            200,
+        )
+        .await;
         assert_eq!(body["data"].as_array().unwrap().len(), count, "{query}");
     }
-    for (query, param) in [("status=done", "status"), ("key=x", "key"), ("from=tomorrow", "from"), ("limit=0", "limit")] {
-        let resp = r.get_with_cookie(&format!("/api/requests?{query}"), &cookie).await;
+    for (query, param) in [
+        ("status=done", "status"),
+        ("key=x", "key"),
+        ("from=tomorrow", "from"),
+        ("limit=0", "limit"),
+    ] {
+        let resp = r
+            .get_with_cookie(&format!("/api/requests?{query}"), &cookie)
+            .await;
         let error = expect_error(resp, 400, "invalid_parameter").await;
         assert_eq!(error["error"]["param"], param);
     }
 
-    let resp = r.get_with_cookie(&format!("/api/requests/{id}"), &cookie).await;
+    let resp = r
+        .get_with_cookie(&format!("/api/requests/{id}"), &cookie)
+        .await;
     let text = resp.text().await.unwrap();
-    for private in ["acme-secret-supplier", "text-primary", "up-text", "supplier"] {
+    for private in [
+        "acme-secret-supplier",
+        "text-primary",
+        "up-text",
+        "supplier",
+    ] {
         assert!(!text.contains(private), "{private} in {text}");
     }
     let detail: Value = serde_json::from_str(&text).unwrap();
@@ -325,7 +420,9 @@ async fn usage_and_requests_are_the_ledgers_without_suppliers() {
 
     // Another account's request is unknown.
     let (_other, other_cookie) = signed_in(&r, 0).await;
-    let resp = r.get_with_cookie(&format!("/api/requests/{id}"), &other_cookie).await;
+    let resp = r
+        .get_with_cookie(&format!("/api/requests/{id}"), &other_cookie)
+        .await;
     expect_error(resp, 404, "not_found").await;
     let body = json_of(r.get_with_cookie("/api/requests", &other_cookie).await, 200).await;
     assert_eq!(body["data"], json!([]));
@@ -334,19 +431,52 @@ async fn usage_and_requests_are_the_ledgers_without_suppliers() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_pages_and_assets_are_served_from_the_binary() {
     let r = TestRouter::start().await;
-    for path in ["/", "/account/usage", "/account/keys", "/account/sign-in", "/account/digests"] {
+    for path in [
+        "/",
+        "/account/usage",
+        "/account/keys",
+        "/account/sign-in",
+        "/account/digests",
+    ] {
         let resp = r.get_plain(path).await;
         assert_eq!(resp.status(), 200, "{path}");
-        assert!(resp.headers()["content-type"].to_str().unwrap().starts_with("text/html"));
-        assert!(resp.headers()["content-security-policy"].to_str().unwrap().contains("default-src 'self'"));
-        assert!(resp.text().await.unwrap().contains("/dashboard/assets/app.js"));
+        assert!(
+            resp.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with("text/html")
+        );
+        assert!(
+            resp.headers()["content-security-policy"]
+                .to_str()
+                .unwrap()
+                .contains("default-src 'self'")
+        );
+        assert!(
+            resp.text()
+                .await
+                .unwrap()
+                .contains("/dashboard/assets/app.js")
+        );
     }
-    for (path, kind) in [("/dashboard/assets/app.js", "text/javascript"), ("/dashboard/assets/app.css", "text/css")] {
+    for (path, kind) in [
+        ("/dashboard/assets/app.js", "text/javascript"),
+        ("/dashboard/assets/app.css", "text/css"),
+    ] {
         let resp = r.get_plain(path).await;
         assert_eq!(resp.status(), 200, "{path}");
-        assert!(resp.headers()["content-type"].to_str().unwrap().starts_with(kind));
+        assert!(
+            resp.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with(kind)
+        );
     }
-    for path in ["/account/nope", "/account/requests/nope", "/dashboard/assets/nope.js"] {
+    for path in [
+        "/account/nope",
+        "/account/requests/nope",
+        "/dashboard/assets/nope.js",
+    ] {
         expect_error(r.get_plain(path).await, 404, "not_found").await;
     }
 }
