@@ -8,7 +8,7 @@
 //! digest and send a report that reaches the SMTP sink; turn on zero data retention and see
 //! an upload refused; post a form to the router from another origin and see it refused. Then
 //! every page is photographed at desktop and phone width into
-//! `target/dashboard-screenshots/`.
+//! `target/dashboard-screenshots/`, and the person signs out.
 //!
 //! Chromium and chromedriver are Debian's `chromium` and `chromium-driver`; when missing,
 //! they are installed with apt-get (as root; CI runs as root on a clean machine).
@@ -132,7 +132,7 @@ pub fn run(args: &[String]) -> Result<bool> {
         mail_log: work.join("logs").join("mock-supplier.log"),
         shots,
     };
-    let scenarios: [(&str, Scenario); 7] = [
+    let scenarios: [(&str, Scenario); 8] = [
         ("sign in through the mailed magic link", Run::sign_in),
         (
             "an API request's charge appears in usage",
@@ -146,6 +146,7 @@ pub fn run(args: &[String]) -> Result<bool> {
         ),
         ("a cross-origin form post is refused", Run::cross_origin),
         ("every page at desktop and phone width", Run::screenshots),
+        ("sign out", Run::sign_out),
     ];
     let mut failed = Vec::new();
     for (name, scenario) in scenarios {
@@ -689,6 +690,17 @@ impl Run {
             "the report does not list the model: {report}"
         );
         self.shot("digests-sent-desktop")?;
+        // At once again: one report a minute, and the page says how long to wait.
+        b.click("#send-report")?;
+        b.wait(
+            "/Try again in [0-9]+ seconds/.test(document.getElementById('digest-status').textContent)",
+            "the rate limit's wait",
+        )?;
+        self.shot("digests-rate-limited-desktop")?;
+        ensure!(
+            self.mails_to(&self.email).len() == before + 1,
+            "a rate-limited report was sent"
+        );
         Ok(())
     }
 
@@ -814,6 +826,20 @@ impl Run {
             }
         }
         b.resize(DESKTOP)
+    }
+
+    fn sign_out(&self) -> Result<()> {
+        let b = &self.browser;
+        self.open("/account/usage", "usage")?;
+        b.click("#sign-out")?;
+        b.wait(
+            "location.pathname === '/account/sign-in' && document.body.dataset.ready === 'sign-in'",
+            "the sign-in page after signing out",
+        )?;
+        let session = self.fetch("GET", "/api/auth/session")?;
+        ensure!(session["status"] == 401, "still signed in: {session}");
+        // Every page is the sign-in form now.
+        self.open("/account/keys", "sign-in")
     }
 }
 

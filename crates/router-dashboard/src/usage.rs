@@ -138,7 +138,8 @@ pub struct AttemptSummary {
 }
 
 /// The filters of `GET /api/requests`, from its query string. An unknown
-/// parameter is ignored; a known one that does not parse is refused.
+/// parameter is ignored, and so is an empty `model`; any other parameter
+/// that is not exactly what it should be is refused, naming it.
 pub fn parse_filter(query: Option<&str>) -> Result<RequestFilter, DashboardError> {
     let mut filter = RequestFilter {
         limit: DEFAULT_LIMIT,
@@ -149,35 +150,37 @@ pub fn parse_filter(query: Option<&str>) -> Result<RequestFilter, DashboardError
         message: message.to_owned(),
     };
     for (name, value) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
-        let value = value.trim();
         match &*name {
-            "model" if !value.is_empty() => filter.model = Some(value.to_owned()),
-            "key" if !value.is_empty() => {
+            "model" => filter.model = Some(value.into_owned()).filter(|m| !m.is_empty()),
+            "key" => {
                 filter.api_key_id = Some(
-                    Uuid::parse_str(value).map_err(|_| invalid("key", "An API key id (UUID)."))?,
+                    Some(&*value)
+                        .filter(|v| v.len() == 36)
+                        .and_then(|v| Uuid::parse_str(v).ok())
+                        .ok_or_else(|| invalid("key", "An API key id (UUID)."))?,
                 );
             }
-            "status" if !value.is_empty() => match value {
-                "reserved" | "succeeded" | "failed" => filter.status = Some(value.to_owned()),
+            "status" => match &*value {
+                "reserved" | "succeeded" | "failed" => filter.status = Some(value.into_owned()),
                 _ => return Err(invalid("status", "One of reserved, succeeded, failed.")),
             },
-            "from" if !value.is_empty() => {
+            "from" => {
                 filter.from = Some(
-                    day_start(value).ok_or_else(|| invalid("from", "A UTC date, YYYY-MM-DD."))?,
+                    day_start(&value).ok_or_else(|| invalid("from", "A UTC date, YYYY-MM-DD."))?,
                 );
             }
-            "to" if !value.is_empty() => {
+            "to" => {
                 // Inclusive: requests created before the next day.
                 filter.to = Some(
-                    day_start(value)
+                    day_start(&value)
                         .and_then(|day| day.checked_add_days(Days::new(1)))
                         .ok_or_else(|| invalid("to", "A UTC date, YYYY-MM-DD."))?,
                 );
             }
             "limit" => {
-                filter.limit = value
-                    .parse::<i64>()
-                    .ok()
+                filter.limit = Some(&*value)
+                    .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+                    .and_then(|v| v.parse::<i64>().ok())
                     .filter(|n| (1..=router_operator::usage::MAX_REQUESTS).contains(n))
                     .ok_or_else(|| invalid("limit", "A whole number from 1 to 200."))?;
             }
@@ -187,7 +190,19 @@ pub fn parse_filter(query: Option<&str>) -> Result<RequestFilter, DashboardError
     Ok(filter)
 }
 
+/// Midnight UTC of a `YYYY-MM-DD` date (exactly that form).
 fn day_start(text: &str) -> Option<DateTime<Utc>> {
+    let b = text.as_bytes();
+    let digits = |range: std::ops::Range<usize>| b[range].iter().all(u8::is_ascii_digit);
+    let well_formed = b.len() == 10
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && digits(0..4)
+        && digits(5..7)
+        && digits(8..10);
+    if !well_formed {
+        return None;
+    }
     let day = NaiveDate::parse_from_str(text, "%Y-%m-%d").ok()?;
     Some(day.and_time(NaiveTime::MIN).and_utc())
 }
@@ -388,10 +403,7 @@ mod tests {
         );
         assert_eq!(f.limit, 7);
         assert_eq!(parse_filter(None).unwrap().limit, DEFAULT_LIMIT);
-        assert_eq!(
-            parse_filter(Some("model=&status=")).unwrap(),
-            parse_filter(None).unwrap()
-        );
+        assert_eq!(parse_filter(Some("model=")).unwrap(), parse_filter(None).unwrap());
         for (query, param) in [
             ("status=done", "status"),
             ("key=abc", "key"),
@@ -399,6 +411,14 @@ mod tests {
             ("to=yesterday", "to"),
             ("limit=0", "limit"),
             ("limit=201", "limit"),
+            ("limit=+5", "limit"),
+            ("limit= 5", "limit"),
+            ("status=", "status"),
+            ("status=%20failed", "status"),
+            ("from=2026-1-02", "from"),
+            ("to=", "to"),
+            ("key=", "key"),
+            ("key=0193a5b2c3d44e5f8a9b0c1d2e3f4a5b", "key"),
         ] {
             match parse_filter(Some(query)) {
                 Err(DashboardError::Invalid { param: p, .. }) => assert_eq!(p, param, "{query}"),
