@@ -173,17 +173,16 @@ impl Dashboard<'_> {
     }
 
     /// The key if it is the account's and not revoked; otherwise unknown.
+    /// Looked up among the account's own keys, so another account's key is
+    /// never even read.
     async fn owned_live_key(&self, account_id: Uuid, id: Uuid) -> Result<(), DashboardError> {
-        let unknown = || DashboardError::Operator(OperatorError::NotFound(Resource::ApiKey));
-        let key = match self.operator.api_key(id).await {
-            Ok(key) => key.key,
-            Err(OperatorError::NotFound(_)) => return Err(unknown()),
-            Err(e) => return Err(e.into()),
-        };
-        if key.account_id != account_id || key.deleted_at.is_some() {
-            return Err(unknown());
+        let keys = self.operator.api_keys(account_id).await?.data;
+        match keys.iter().find(|key| key.id == id) {
+            Some(key) if key.deleted_at.is_none() => Ok(()),
+            _ => Err(DashboardError::Operator(OperatorError::NotFound(
+                Resource::ApiKey,
+            ))),
         }
-        Ok(())
     }
 }
 

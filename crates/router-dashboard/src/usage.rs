@@ -403,7 +403,10 @@ mod tests {
         );
         assert_eq!(f.limit, 7);
         assert_eq!(parse_filter(None).unwrap().limit, DEFAULT_LIMIT);
-        assert_eq!(parse_filter(Some("model=")).unwrap(), parse_filter(None).unwrap());
+        assert_eq!(
+            parse_filter(Some("model=")).unwrap(),
+            parse_filter(None).unwrap()
+        );
         for (query, param) in [
             ("status=done", "status"),
             ("key=abc", "key"),

@@ -71,9 +71,18 @@ impl Operator {
     }
 }
 
-/// `value` as `T`; a field that does not fit (missing, unknown, of another
-/// type) is [`OperatorError::Body`] naming its path (`body` for the whole).
+/// `value`, a JSON object, as `T`; a field that does not fit (missing,
+/// unknown, of another type) is [`OperatorError::Body`] naming its path
+/// (`body` for the whole, or for anything but an object).
 pub fn from_json<T: DeserializeOwned>(value: serde_json::Value) -> Result<T, OperatorError> {
+    // Every input is an object: serde would also read a struct from an array
+    // of its fields in order (`[null, null]`), which no caller means.
+    if !value.is_object() {
+        return Err(OperatorError::Body {
+            param: "body".to_owned(),
+            source: serde::de::Error::custom("expected a JSON object"),
+        });
+    }
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
         OperatorError::Body {

@@ -89,7 +89,7 @@ pub async fn create_key(
     request: http::Request<Incoming>,
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
-    let new = json_body(request, ADMIN_BODY_LIMIT).await?;
+    let new = router_operator::from_json(json_body(request, ADMIN_BODY_LIMIT).await?)?;
     let issued = dashboard(app)
         .create_key(&app.gateway.catalog(), session.account_id, new)
         .await?;
@@ -109,7 +109,7 @@ pub async fn update_key(
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
     let id = router_dashboard::keys::parse_key_id(id)?;
-    let patch = json_body(request, ADMIN_BODY_LIMIT).await?;
+    let patch = router_operator::from_json(json_body(request, ADMIN_BODY_LIMIT).await?)?;
     let key = dashboard(app)
         .update_key(&app.gateway.catalog(), session.account_id, id, patch)
         .await?;
