@@ -41,7 +41,7 @@ export function table(caption, columns, rows, empty) {
   if (!rows.length) return el("p", { class: "hint" }, empty);
   return el("div", { class: "table-wrap" },
     el("table", { class: "stacked" },
-      el("caption", { class: "skip" }, caption),
+      el("caption", { class: "sr-only" }, caption),
       el("thead", {}, el("tr", {}, columns.map(([h, , n]) => el("th", { scope: "col", class: n ? "num" : null }, h)))),
       el("tbody", {}, rows.map((row) => el("tr", {},
         columns.map(([h, cell, n]) => el("td", { "data-label": h, class: n ? "num" : null }, cell(row))))))));
