@@ -1,12 +1,13 @@
 //! `cargo xtask browser`: the account dashboard in headless Chromium, driven over WebDriver
-//! (chromedriver speaks plain JSON over HTTP, so the xtask's own HTTP/1.1 client is enough),
+//! (chromedriver speaks plain JSON over HTTP, so a small HTTP/1.1 exchange here is enough),
 //! against a local router and mock supplier whose SMTP sink captures the router's mail.
 //!
 //! Scenarios, in order, each a person's task: sign in through the mailed magic link (and see
 //! a spent link refused plainly); see a charge made by an API request appear in usage, equal
-//! to the ledger's; create a key, use it, revoke it and see it refused; connect the email
-//! digest and send a report that reaches the SMTP sink; turn on zero data retention and see
-//! an upload refused; post a form to the router from another origin and see it refused. Then
+//! to the ledger's; create a key, use it, change its policy, revoke it and see it refused;
+//! connect the email digest and send a report that reaches the SMTP sink (and see the wait
+//! of the one-a-minute limit); turn on zero data retention and see an upload refused; post a
+//! form to the router from another origin and see it refused. Then
 //! every page is photographed at desktop and phone width into
 //! `target/dashboard-screenshots/`, and the person signs out.
 //!
@@ -253,6 +254,12 @@ impl Browser {
         let id = self.find(css)?;
         self.cmd("POST", &format!("/element/{id}/click"), Some(&json!({})))
             .with_context(|| format!("clicking {css}"))
+            .map(drop)
+    }
+
+    fn clear(&self, css: &str) -> Result<()> {
+        let id = self.find(css)?;
+        self.cmd("POST", &format!("/element/{id}/clear"), Some(&json!({})))
             .map(drop)
     }
 
@@ -632,6 +639,33 @@ impl Run {
             "the policy: {new}"
         );
         let prefix = new["prefix"].as_str().unwrap_or_default().to_owned();
+        let id = new["id"].as_str().unwrap_or_default().to_owned();
+
+        // A policy change: requests per minute from 100 to 50, an allowed model.
+        self.open("/account/keys", "keys")?;
+        b.click(&format!("button[data-edit='{prefix}']"))?;
+        b.wait("document.getElementById('edit-key')", "the policy form")?;
+        b.clear("#edit-key input[name=rpm]")?;
+        b.type_into("#edit-key input[name=rpm]", "50")?;
+        b.type_into("#edit-key input[name=models]", "conf-chat")?;
+        self.shot("keys-change-policy-desktop")?;
+        b.click("#edit-key button[type=submit]")?;
+        b.wait(
+            "!document.getElementById('edit-key') && document.getElementById('toast').textContent === 'Saved.'",
+            "the saved policy",
+        )?;
+        let keys = self.fetch("GET", "/api/keys")?;
+        let changed = keys["body"]["data"]
+            .as_array()
+            .and_then(|keys| keys.iter().find(|k| k["id"] == id.as_str()))
+            .cloned()
+            .context("the changed key")?;
+        ensure!(
+            changed["policy"]["requests_per_minute"] == 50
+                && changed["policy"]["allowed_models"] == json!(["conf-chat"]),
+            "the changed policy: {changed}"
+        );
+
         self.open("/account/keys", "keys")?;
         b.click(&format!("button[data-revoke='{prefix}']"))?;
         b.accept_alert()?;

@@ -286,7 +286,7 @@ async function keys(main) {
       ["This month", (k) => k.spend_this_month.usd, true],
       ["Last used", (k) => when(k.last_used_at)],
       ["", (k) => (k.revoked_at ? el("span", { class: "badge off" }, `revoked ${when(k.revoked_at)}`) : el("div", { class: "row" },
-        el("button", { type: "button", class: "quiet", "aria-label": `Change the policy of ${k.prefix}`, onclick: () => edit(k) }, "Change policy"),
+        el("button", { type: "button", class: "quiet", "aria-label": `Change the policy of ${k.prefix}`, "data-edit": k.prefix, onclick: () => edit(k) }, "Change policy"),
         el("button", { type: "button", class: "danger", "aria-label": `Revoke ${k.prefix}`, "data-revoke": k.prefix, onclick: () => revoke(k) }, "Revoke")))],
     ], rows, "No keys yet."));
   }
