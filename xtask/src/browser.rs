@@ -110,7 +110,7 @@ pub fn run(args: &[String]) -> Result<bool> {
         json!({}),
     )?;
 
-    let driver_port = free_loopback_port()?;
+    let driver_port = free_dual_stack_port()?;
     let mut chromedriver = Command::new(CHROMEDRIVER);
     chromedriver.args([&format!("--port={driver_port}"), "--allowed-ips=127.0.0.1"]);
     children.spawn_logged(
@@ -139,7 +139,10 @@ pub fn run(args: &[String]) -> Result<bool> {
             "an API request's charge appears in usage",
             Run::charge_in_usage,
         ),
-        ("create a key, use it, revoke it", Run::key_lifecycle),
+        (
+            "create a key, use it, change its policy, revoke it",
+            Run::key_lifecycle,
+        ),
         ("connect the email digest and send a report", Run::digest),
         (
             "zero data retention refuses uploads",
@@ -172,6 +175,19 @@ pub fn run(args: &[String]) -> Result<bool> {
         run.shots.display()
     );
     Ok(failed.is_empty())
+}
+
+/// A loopback port free on IPv4 and IPv6 both: chromedriver listens on both and exits
+/// when the IPv6 one is taken.
+fn free_dual_stack_port() -> Result<u16> {
+    for _ in 0..20 {
+        let port = free_loopback_port()?;
+        match std::net::TcpListener::bind(("::1", port)) {
+            Err(error) if error.kind() == std::io::ErrorKind::AddrInUse => continue,
+            _ => return Ok(port),
+        }
+    }
+    bail!("no loopback port free on both IPv4 and IPv6 in 20 tries")
 }
 
 /// Installs Debian's Chromium and chromedriver when either is missing.
@@ -613,6 +629,7 @@ impl Run {
         let b = &self.browser;
         self.open("/account/keys", "keys")?;
         b.type_into("#new-rpm", "100")?;
+        b.type_into("#new-budget", "5.25")?;
         b.click("#create-key button[type=submit]")?;
         b.wait("document.getElementById('new-key')", "the new key")?;
         let secret = b.text("#new-key")?;
@@ -634,8 +651,10 @@ impl Run {
             })
             .cloned()
             .context("the new key in the list")?;
+        // USD typed on the page becomes exact nano-USD (no float on the way).
         ensure!(
-            new["policy"]["requests_per_minute"] == 100,
+            new["policy"]["requests_per_minute"] == 100
+                && new["policy"]["monthly_budget_nano_usd"] == 5_250_000_000_i64,
             "the policy: {new}"
         );
         let prefix = new["prefix"].as_str().unwrap_or_default().to_owned();

@@ -72,3 +72,11 @@ export function nanoFromUsd(text) {
   if (nano > BigInt(Number.MAX_SAFE_INTEGER)) throw new Error(`"${text}" is too large.`);
   return Number(nano);
 }
+
+/** Integer nano-USD as USD text ("12.50"), exactly; "" for null. */
+export function usdFromNano(nano) {
+  if (nano === null || nano === undefined) return "";
+  const n = BigInt(nano);
+  const fraction = (n % 1000000000n).toString().padStart(9, "0").replace(/0+$/, "").padEnd(2, "0");
+  return `${n / 1000000000n}.${fraction}`;
+}

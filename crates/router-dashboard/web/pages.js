@@ -1,7 +1,7 @@
 // One function per page: each draws into `main` from the JSON endpoints.
 // Amounts come from the server as exact USD text; nothing here does money
 // arithmetic with floats.
-import { call, el, nanoFromUsd, problem, table, toast, when } from "./api.js";
+import { call, el, nanoFromUsd, problem, table, toast, usdFromNano, when } from "./api.js";
 
 const SCOPES = ["inference", "account:read", "account:write", "usage:read"];
 const FREQUENCIES = ["daily", "weekly", "monthly", "off"];
@@ -183,8 +183,8 @@ function policySummary(p) {
   const parts = [];
   if (p.allowed_models) parts.push(`models: ${p.allowed_models.join(", ")}`);
   if (p.ip_allowlist) parts.push(`networks: ${p.ip_allowlist.join(", ")}`);
-  if (p.monthly_budget_nano_usd !== null) parts.push(`budget ${p.monthly_budget_nano_usd} nano-USD/month`);
-  for (const w of p.spend_limits || []) parts.push(`${w.amount_nano_usd} nano-USD per ${w.window_seconds} s`);
+  if (p.monthly_budget_nano_usd !== null) parts.push(`budget $${usdFromNano(p.monthly_budget_nano_usd)}/month`);
+  for (const w of p.spend_limits || []) parts.push(`$${usdFromNano(w.amount_nano_usd)} per ${w.window_seconds / 3600} h`);
   if (p.requests_per_minute !== null) parts.push(`${p.requests_per_minute}/min`);
   if (p.requests_per_day !== null) parts.push(`${p.requests_per_day}/day`);
   if (p.max_concurrent_requests !== null) parts.push(`${p.max_concurrent_requests} at once`);
@@ -204,13 +204,11 @@ function policyFields(prefix, p) {
     const node = el("input", { type, id, name, value: value ?? "", inputmode: type === "number" ? "numeric" : null, min: type === "number" ? "1" : null });
     return { node, field: el("label", { for: id }, label, hint ? el("span", { class: "hint" }, hint) : null, node) };
   };
-  const money = (nano) => (nano === null || nano === undefined ? "" : (BigInt(nano) / 1000000000n).toString() +
-    "." + (BigInt(nano) % 1000000000n).toString().padStart(9, "0").replace(/0+$/, "").padEnd(2, "0"));
   const models = input("models", "Allowed models", "Comma-separated; empty allows every model.", p?.allowed_models?.join(", "));
   const ips = input("ips", "Allowed networks", "CIDR, comma-separated; empty allows any address.", p?.ip_allowlist?.join(", "));
-  const budget = input("budget", "Monthly budget (USD)", "Empty: no budget.", money(p?.monthly_budget_nano_usd));
+  const budget = input("budget", "Monthly budget (USD)", "Empty: no budget.", usdFromNano(p?.monthly_budget_nano_usd));
   const window = p?.spend_limits?.[0];
-  const limit = input("limit", "Spend limit (USD)", "Within the window below; empty: none.", money(window?.amount_nano_usd));
+  const limit = input("limit", "Spend limit (USD)", "Within the window below; empty: none.", usdFromNano(window?.amount_nano_usd));
   const hours = input("hours", "Spend limit window (hours)", null, window ? String(window.window_seconds / 3600) : "24", "number");
   const rpm = input("rpm", "Requests per minute", null, p?.requests_per_minute, "number");
   const rpd = input("rpd", "Requests per day", null, p?.requests_per_day, "number");
