@@ -164,7 +164,7 @@ pub fn run(args: &[String]) -> Result<bool> {
             }
         }
     }
-    run.browser.quit();
+    drop(run.browser);
     drop(children);
     let _ = fs::remove_dir_all(&profile);
     println!(
@@ -372,6 +372,13 @@ impl Browser {
 
     fn quit(&self) {
         let _ = self.cmd("DELETE", "", None);
+    }
+}
+
+/// Chromium outlives chromedriver's SIGTERM: the session is ended on every way out.
+impl Drop for Browser {
+    fn drop(&mut self) {
+        self.quit();
     }
 }
 
