@@ -540,6 +540,9 @@ pub(crate) fn start_local(
         if let Some(smtp_addr) = &smtp_addr {
             command.env("ROUTER_SMTP_URL", format!("smtp://{smtp_addr}"));
         }
+        if extras.test_hooks {
+            command.env("ROUTER_ADMIN_TEST_HOOKS", "1");
+        }
         if extras.folder_store && s3_endpoint.is_none() {
             let folder = work.join("objects");
             command.env(
@@ -604,6 +607,8 @@ pub(crate) struct Extras {
     pub(crate) mail: bool,
     /// Uploads and video content go to a folder under the work dir (unless S3 is there).
     pub(crate) folder_store: bool,
+    /// `ROUTER_ADMIN_TEST_HOOKS=1`: the browser tests backdate a request for a digest.
+    pub(crate) test_hooks: bool,
 }
 
 /// Writes the catalog with the mock supplier's URL in place; returns its path.

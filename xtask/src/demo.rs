@@ -1,5 +1,6 @@
 //! `cargo xtask demo`: the gateway and a mock supplier, running, with an account, credits and
-//! an API key, for a person to try with curl. Stops both on ctrl-c.
+//! an API key, for a person to try with curl, and the account dashboard with a ready sign-in
+//! link. Stops both on ctrl-c.
 
 use std::process::Command;
 use std::sync::Arc;
@@ -86,7 +87,10 @@ pub fn run(args: &[String]) -> Result<()> {
     let mut children = Children::default();
     let mut mock = Command::new(&supplier);
     mock.args(["--listen", supplier_listen, "--smtp-listen", smtp_listen]);
-    children.spawn("mock-supplier", mock)?;
+    // The mock prints each email it receives; the demo reads the first sign-in link from
+    // this log and shows every later mail in the terminal as it arrives.
+    let mock_log = crate::target_dir().join("demo-mock-supplier.log");
+    children.spawn_logged("mock-supplier", mock, &mock_log)?;
     children.wait_until("mock-supplier", &stop, Duration::from_secs(30), || {
         answers(supplier_listen)
     })?;
@@ -143,6 +147,7 @@ pub fn run(args: &[String]) -> Result<()> {
         DEMO_CREDITS_NANO_USD,
         serde_json::json!({}),
     )?;
+    let sign_in_link = sign_in_link(&router_addr, &email, &mock_log)?;
     let (image, png_path) = first_image(&router_addr, &api_key)?;
     let upload = first_upload(&router_addr, &api_key, &png_path)?;
     println!(
@@ -168,8 +173,12 @@ pub fn run(args: &[String]) -> Result<()> {
          \"mode\":\"references\",\"resolution\":\"720p\",\"duration\":5,\"client_task_id\":\"cat-1\"}}'\n\
          curl http://{router_addr}/v1/videos/VIDEO_ID -H \"Authorization: Bearer {api_key}\"\n\
          curl -o cat.mp4 http://{router_addr}/v1/videos/VIDEO_ID/content -H \"Authorization: Bearer {api_key}\"\n\n\
-         Sign in as {email} in a browser: ask for a link, then open the one printed below\n\
-         (the mock supplier stands in for a mail server):\n\
+         The account dashboard (usage, requests, API keys, data protection, digests):\n\
+         http://{router_addr}/\n\
+         Sign in as {email} with this link (it works once, within 15 minutes):\n\
+         {sign_in_link}\n\
+         For another link, ask on the page or with curl; the mock supplier stands in for a mail\n\
+         server, and every mail it receives is printed here:\n\
          curl http://{router_addr}/api/auth/magic-link -H 'content-type: application/json' \
          -d '{{\"email\":\"{email}\"}}'\n",
         png = png_path.display(),
@@ -178,10 +187,12 @@ pub fn run(args: &[String]) -> Result<()> {
     if options.check {
         return check_files(&png_path);
     }
+    let mut shown = std::fs::metadata(&mock_log).map_or(0, |m| m.len());
     while !stop.load(Ordering::SeqCst) {
         if let Some((name, status)) = children.exited()? {
             bail!("{name} exited ({status})");
         }
+        shown = show_new_mail(&mock_log, shown);
         sleep(POLL);
     }
     eprintln!("xtask demo: stopping");
@@ -227,6 +238,56 @@ fn debug_binaries(build: bool) -> Result<(std::path::PathBuf, std::path::PathBuf
     }
     let debug = crate::target_dir().join("debug");
     Ok((debug.join("router"), debug.join("mock-supplier")))
+}
+
+/// Asks the router to mail `email` a sign-in link and reads it from the mock's log.
+fn sign_in_link(router_addr: &str, email: &str, mock_log: &std::path::Path) -> Result<String> {
+    let body = serde_json::json!({ "email": email }).to_string();
+    let response = http(
+        router_addr,
+        "POST",
+        "/api/auth/magic-link",
+        None,
+        Some(&body),
+    )?;
+    if response.status != 202 {
+        return Err(response
+            .error()
+            .context("asking for the demo's sign-in link"));
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let log = std::fs::read_to_string(mock_log).unwrap_or_default();
+        let link = log
+            .split_whitespace()
+            .rfind(|word| word.contains("/api/auth/sign-in?token="));
+        if let Some(link) = link {
+            return Ok(link.to_owned());
+        }
+        anyhow::ensure!(
+            std::time::Instant::now() < deadline,
+            "no sign-in mail in {} within 15 s",
+            mock_log.display()
+        );
+        sleep(POLL);
+    }
+}
+
+/// Prints what the mock wrote to `log` after byte `from` (the mails it received); answers
+/// where it stopped.
+fn show_new_mail(log: &std::path::Path, from: u64) -> u64 {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut file) = std::fs::File::open(log) else {
+        return from;
+    };
+    let mut text = String::new();
+    if file.seek(SeekFrom::Start(from)).is_err() || file.read_to_string(&mut text).is_err() {
+        return from;
+    }
+    if !text.is_empty() {
+        print!("{text}");
+    }
+    from + text.len() as u64
 }
 
 /// Generate one image with `demo-image`, save it, and say what came back:

@@ -6,6 +6,7 @@
 //! what they share (where the workspace and its target dir are, how to call cargo).
 
 mod bench;
+mod browser;
 mod clients;
 mod conformance;
 mod db;
@@ -26,8 +27,8 @@ usage: cargo xtask <command> [options]
 commands:
   db [start]    find or start PostgreSQL; the last line of stdout is DATABASE_URL=...
   db stop       stop the private cluster that `db` started
-  test          fmt, clippy, tests, doc tests, the conformance matrix and schemathesis,
-                against the database from `db`
+  test          fmt, clippy, tests, doc tests, the conformance matrix, the browser tests and
+                schemathesis, against the database from `db`
   demo          build and run the gateway with a mock supplier, an account and an API key
       --listen ADDR   address for the gateway (default 127.0.0.1:8080)
       --supplier-listen ADDR, --smtp-listen ADDR   the mock supplier's HTTP and SMTP
@@ -48,6 +49,10 @@ commands:
                 pydantic-ai, litellm, the llm CLI) at pinned versions against a local
                 router and mock supplier, over conformance/clients/expected.json
       --only TEXT     only cells whose id client/case/route contains TEXT
+  browser       the account dashboard in headless Chromium (Debian's chromium and
+                chromium-driver, installed when missing) against a local router and mock
+                supplier: sign-in by mailed link, usage, keys, digests, data protection, a
+                cross-origin post; screenshots in target/dashboard-screenshots/
   schemathesis  Schemathesis with every check against /openapi.json of a local router and
                 mock supplier; fails on any failure
       --max-examples N   test cases per operation and phase (default 12)
@@ -76,6 +81,7 @@ fn main() -> ExitCode {
         "conformance" => conformance::run(rest),
         "clients" => clients::run(rest),
         "schemathesis" => schemathesis::run(rest),
+        "browser" => browser::run(rest),
         "bench" => bench::run(rest),
         "help" | "-h" | "--help" => {
             println!("{USAGE}");

@@ -67,6 +67,7 @@ pub fn run(args: &[String]) -> Result<bool> {
         Extras {
             mail: true,
             folder_store: true,
+            test_hooks: false,
         },
     )?;
     let admin_token = target

@@ -4,7 +4,8 @@
 //! published wire crates, then the conformance
 //! matrix (`cargo xtask conformance`: the official SDKs against a local router and mock
 //! supplier), the demo's steps with `CARGO_TARGET_DIR` elsewhere (`cargo xtask demo --check`),
-//! the real clients' tool round trips (`cargo xtask clients --only /tool/`) and
+//! the real clients' tool round trips (`cargo xtask clients --only /tool/`), the
+//! account dashboard in headless Chromium (`cargo xtask browser`) and
 //! schemathesis (`cargo xtask schemathesis`: the served OpenAPI document
 //! against the router that serves it). Every step runs even after one fails, so a single run
 //! shows everything that is wrong (tests run with `--no-fail-fast` for the same reason); the
@@ -205,6 +206,17 @@ pub fn run(args: &[String]) -> Result<bool> {
     steps.push(Step {
         name: "clients",
         command: clients,
+    });
+    // The account dashboard in headless Chromium (installs chromium and chromium-driver
+    // from Debian when missing).
+    let mut browser = match std::env::current_exe() {
+        Ok(xtask) => Command::new(xtask),
+        Err(_) => cargo(["run", "--quiet", "--package", "xtask", "--"]),
+    };
+    browser.arg("browser").current_dir(workspace_root());
+    steps.push(Step {
+        name: "browser",
+        command: browser,
     });
     let mut schemathesis = match std::env::current_exe() {
         Ok(xtask) => Command::new(xtask),

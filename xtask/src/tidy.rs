@@ -153,6 +153,7 @@ mod tests {
             "router-notify",
             "router-catalog",
             "router-operator",
+            "router-dashboard",
         ] {
             assert_free_of(&closure, wing, &["router-server"]);
         }

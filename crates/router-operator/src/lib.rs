@@ -19,6 +19,8 @@
 //! - `data_protection.rs`: the account's zero-data-retention switch.
 //! - `experiments.rs`: create, show, list, move through their statuses.
 //! - `requests.rs`: one request's history.
+//! - `usage.rs`: an account's spend from the ledger (by day, model and
+//!   key), each key's month and last use, the filtered request list.
 //! - `error.rs`: [`OperatorError`], [`Refusal`], [`Resource`].
 //! - Rows: `router_store` (`accounts`, `api_keys`, `sessions`,
 //!   `experiments`, `history`, `data_protection`).
@@ -31,6 +33,7 @@ pub mod experiments;
 pub mod requests;
 pub mod sessions;
 pub mod sign_in;
+pub mod usage;
 
 pub use accounts::{Account, Balance, Credits, NewAccount, OpenedAccount};
 pub use api_keys::{
@@ -68,9 +71,18 @@ impl Operator {
     }
 }
 
-/// `value` as `T`; a field that does not fit (missing, unknown, of another
-/// type) is [`OperatorError::Body`] naming its path (`body` for the whole).
+/// `value`, a JSON object, as `T`; a field that does not fit (missing,
+/// unknown, of another type) is [`OperatorError::Body`] naming its path
+/// (`body` for the whole, or for anything but an object).
 pub fn from_json<T: DeserializeOwned>(value: serde_json::Value) -> Result<T, OperatorError> {
+    // Every input is an object: serde would also read a struct from an array
+    // of its fields in order (`[null, null]`), which no caller means.
+    if !value.is_object() {
+        return Err(OperatorError::Body {
+            param: "body".to_owned(),
+            source: serde::de::Error::custom("expected a JSON object"),
+        });
+    }
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
         OperatorError::Body {

@@ -20,6 +20,7 @@ pub mod client_stream;
 pub mod config;
 pub mod connection;
 pub mod correlation;
+pub mod dashboard;
 pub mod data_protection;
 pub mod dispatch;
 pub mod docs;

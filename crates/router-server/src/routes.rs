@@ -22,8 +22,8 @@ use crate::request_log::RequestLog;
 use crate::surfaces::{CHAT, COMPLETIONS, MESSAGES, RESPONSES};
 // The catalog's modules are named in full where used, one reference a line.
 use crate::{
-    admin, channels, data_protection, health, images, inference, messages, metrics, sign_in,
-    token_count, uploads, videos,
+    admin, channels, dashboard, data_protection, health, images, inference, messages, metrics,
+    sign_in, token_count, uploads, videos,
 };
 use http::Method;
 use router_canonical::{ApiError, ErrorCode};
@@ -606,6 +606,91 @@ const CLEAR_COOKIE: &[Header] = &[Header {
     description: "The session cookie, expired.",
     schema: string,
 }];
+const PAGE_HEADERS: &[Header] = &[
+    Header {
+        name: "cache-control",
+        description: "`no-cache`.",
+        schema: string,
+    },
+    Header {
+        name: "content-security-policy",
+        description: "Only the router's own scripts and styles; never framed.",
+        schema: string,
+    },
+];
+const ASSET_HEADERS: &[Header] = &[Header {
+    name: "cache-control",
+    description: "`public, max-age=300`.",
+    schema: string,
+}];
+fn request_status(_: &mut Schemas) -> RefOr<Schema> {
+    one_of(&["reserved", "succeeded", "failed"])
+}
+fn uuid_text(_: &mut Schemas) -> RefOr<Schema> {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .format(Some(SchemaFormat::KnownFormat(KnownFormat::Uuid)))
+        .into()
+}
+fn date(_: &mut Schemas) -> RefOr<Schema> {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .format(Some(SchemaFormat::KnownFormat(KnownFormat::Date)))
+        .into()
+}
+fn request_limit(_: &mut Schemas) -> RefOr<Schema> {
+    ObjectBuilder::new()
+        .schema_type(Type::Integer)
+        .minimum(Some(1))
+        .maximum(Some(200))
+        .default(Some(50.into()))
+        .into()
+}
+/// The filters of `GET /api/requests`.
+const REQUEST_FILTERS: &[Param] = &[
+    Param {
+        name: "model",
+        place: In::Query,
+        required: false,
+        schema: string,
+        description: "Only this model (as requested).",
+    },
+    Param {
+        name: "key",
+        place: In::Query,
+        required: false,
+        schema: uuid_text,
+        description: "Only requests made with this key (its id).",
+    },
+    Param {
+        name: "status",
+        place: In::Query,
+        required: false,
+        schema: request_status,
+        description: "Only requests in this state.",
+    },
+    Param {
+        name: "from",
+        place: In::Query,
+        required: false,
+        schema: date,
+        description: "Created on or after this UTC day.",
+    },
+    Param {
+        name: "to",
+        place: In::Query,
+        required: false,
+        schema: date,
+        description: "Created on or before this UTC day.",
+    },
+    Param {
+        name: "limit",
+        place: In::Query,
+        required: false,
+        schema: request_limit,
+        description: "At most this many (1 to 200, default 50).",
+    },
+];
 
 // ---------------------------------------------------------------------------
 // The table.
@@ -616,7 +701,7 @@ const CLEAR_COOKIE: &[Header] = &[Header {
 /// envelope, handler (and path check), then its description; kept out of
 /// rustfmt so each stays one block.
 #[rustfmt::skip]
-pub static ROUTES: [Route; 64] = [
+pub static ROUTES: [Route; 74] = [
     // Inference (B..E).
     row(POST, "/v1/chat/completions", key(INFERENCE), OpenAi,
         key!(|c, key| Ok(inference::handle(&CHAT, c.app, c.request, key, c.request_id, c.log).await)),
@@ -973,6 +1058,87 @@ pub static ROUTES: [Route; 64] = [
         Operation {
             summary: "Sign out: end the session and clear the cookie", tag: "sessions",
             replies: &[Reply { status: 204, description: "Signed out.", content: &[], headers: CLEAR_COOKIE }],
+            ..Operation::new("", "")
+        }),
+    // The account dashboard (router-dashboard; dashboard.rs).
+    row(GET, "/", Public, OpenAi,
+        any!(|c, _| dashboard::page(None, c.id)),
+        Operation {
+            summary: "The account dashboard: sign in, or your usage once signed in", tag: "dashboard",
+            replies: &[Reply { status: 200, description: "The dashboard's HTML page.", content: &[("text/html", string)], headers: PAGE_HEADERS }],
+            ..Operation::new("", "")
+        }),
+    row(GET, "/account/{*page}", Public, OpenAi,
+        any!(|c, _| dashboard::page(c.param(), c.id)),
+        Operation {
+            summary: "A page of the account dashboard", tag: "dashboard",
+            replies: &[Reply { status: 200, description: "The dashboard's HTML page: `sign-in`, `usage`, `requests`, `requests/{id}`, `keys`, `data-protection` or `digests`.", content: &[("text/html", string)], headers: PAGE_HEADERS }],
+            errors: &[E::NotFound],
+            ..Operation::new("", "")
+        }),
+    row(GET, "/dashboard/assets/{name}", Public, OpenAi,
+        any!(|c, _| dashboard::asset(c.param(), c.id)),
+        Operation {
+            summary: "A stylesheet or script of the dashboard (embedded)", tag: "dashboard",
+            replies: &[Reply { status: 200, description: "The file.", content: &[("text/css", string), ("text/javascript", string)], headers: ASSET_HEADERS }],
+            errors: &[E::NotFound],
+            ..Operation::new("", "")
+        }),
+    row(GET, "/api/keys", Session, OpenAi,
+        any!(|c, caller| dashboard::list_keys(&c.app, &caller.session()?, c.id).await),
+        Operation {
+            summary: "Your API keys, with this month's spend and last use", tag: "dashboard",
+            replies: &[json(200, "The account's keys, live ones first; revoked ones carry `revoked_at`.", &[(JSON, schema::<router_dashboard::keys::KeyList>)])],
+            ..Operation::new("", "")
+        }),
+    row(POST, "/api/keys", Session, OpenAi,
+        any!(|c, caller| dashboard::create_key(&c.app, &caller.session()?, c.request, c.id).await),
+        Operation {
+            summary: "Create an API key for your account", tag: "dashboard",
+            body: body("JSON: scopes and the key's policy; unknown fields are refused (400).", &[(JSON, schema::<router_dashboard::keys::NewKey>)]),
+            replies: &[Reply { status: 201, description: "The key; its secret is shown in this answer only.", content: &[(JSON, schema::<router_operator::IssuedKey>)], headers: &[NO_STORE] }],
+            errors: &[E::InvalidParameter, E::PayloadTooLarge, E::RequestTimeout],
+            ..Operation::new("", "")
+        }),
+    row(PATCH, "/api/keys/{id}", Session, OpenAi,
+        any!(|c, caller| dashboard::update_key(&c.app, &caller.session()?, c.request, c.params.first.as_deref(), c.id).await),
+        Operation {
+            summary: "Change one of your keys' scopes or policy", tag: "dashboard",
+            body: body("JSON: each field present is changed, `null` clears it; unknown fields are refused (400).", &[(JSON, schema::<router_operator::ApiKeyPatch>)]),
+            replies: &[json(200, "The key.", &[(JSON, schema::<router_operator::ApiKey>)])],
+            errors: &[E::InvalidParameter, E::NotFound, E::PayloadTooLarge, E::RequestTimeout],
+            ..Operation::new("", "")
+        }),
+    row(DELETE, "/api/keys/{id}", Session, OpenAi,
+        any!(|c, caller| dashboard::revoke_key(&c.app, &caller.session()?, c.param(), c.id).await),
+        Operation {
+            summary: "Revoke one of your keys", tag: "dashboard",
+            replies: &[empty(204, "Revoked: requests with it are refused at once.")],
+            errors: &[E::NotFound],
+            ..Operation::new("", "")
+        }),
+    row(GET, "/api/usage", Session, OpenAi,
+        any!(|c, caller| dashboard::usage(&c.app, &caller.session()?, c.id).await),
+        Operation {
+            summary: "Your balance and the last 30 days' spend by day, model and key", tag: "dashboard",
+            replies: &[json(200, "Amounts from the ledger, as integer nano-USD and USD text.", &[(JSON, schema::<router_dashboard::usage::UsageView>)])],
+            ..Operation::new("", "")
+        }),
+    row(GET, "/api/requests", Session, OpenAi,
+        any!(|c, caller| dashboard::requests(&c.app, &caller.session()?, c.request.uri().query(), c.id).await),
+        Operation {
+            summary: "Your requests, newest first, with filters", tag: "dashboard",
+            params: REQUEST_FILTERS,
+            replies: &[json(200, "The requests, each with its charge from the ledger.", &[(JSON, schema::<router_dashboard::usage::RequestList>)])],
+            errors: &[E::InvalidParameter],
+            ..Operation::new("", "")
+        }),
+    row(GET, "/api/requests/{id}", Session, OpenAi,
+        any!(|c, caller| dashboard::request(&c.app, &caller.session()?, c.param(), c.id).await),
+        Operation {
+            summary: "One of your requests: attempts by route protocol, tokens, charge", tag: "dashboard",
+            replies: &[json(200, "The request, without any supplier identity.", &[(JSON, schema::<router_dashboard::usage::RequestDetail>)])],
+            errors: &[E::NotFound],
             ..Operation::new("", "")
         }),
     // Health.

@@ -90,17 +90,8 @@ pub fn sign_in_page(
 ) -> Response<Body> {
     let token = query_token(request.uri().query().unwrap_or_default());
     let action = app.public_base.join("/api/auth/sign-in");
-    let body = match token.filter(|t| is_token(t)) {
-        Some(token) => format!(
-            "<!doctype html><html><head><meta charset=\"utf-8\"><title>Sign in to Router</title></head>\
-             <body><form method=\"post\" action=\"{action}\">\
-             <input type=\"hidden\" name=\"token\" value=\"{token}\">\
-             <button type=\"submit\">Sign in to Router</button></form></body></html>"
-        ),
-        None => "<!doctype html><html><head><meta charset=\"utf-8\"><title>Sign in to Router</title></head>\
-                 <body><p>This sign-in link is incomplete. Ask for a new one.</p></body></html>"
-            .to_owned(),
-    };
+    let body =
+        router_dashboard::pages::sign_in_page(&action, token.as_deref().filter(|t| is_token(t)));
     html(StatusCode::OK, body, request_id)
 }
 
@@ -143,11 +134,7 @@ pub async fn redeem(
         .await
         .map_err(ApiError::from)?
         .ok_or_else(invalid)?;
-    let body = format!(
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>Signed in</title></head>\
-         <body><p>You are signed in to Router until {}.</p></body></html>",
-        session.expires_at
-    );
+    let body = router_dashboard::pages::signed_in_page(&session.expires_at);
     let mut response = html(StatusCode::OK, body, request_id);
     set_cookie(
         &mut response,

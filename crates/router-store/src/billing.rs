@@ -1041,10 +1041,12 @@ pub async fn key_spend(
     .map_err(store_error)?;
     let mut windows = Vec::with_capacity(window_seconds.len());
     for &seconds in window_seconds {
+        // A window may be up to i64::MAX seconds, beyond any interval: one of a
+        // thousand years already covers every request.
         let spent: ChargedRow = diesel::sql_query(
             "SELECT coalesce(sum(charged_nano), 0)::bigint AS charged FROM requests
              WHERE api_key_id = $1 AND status = 'succeeded'
-               AND created_at > now() - $2 * interval '1 second'",
+               AND created_at > now() - least($2, 31536000000) * interval '1 second'",
         )
         .bind::<SqlUuid, _>(key_id)
         .bind::<BigInt, _>(seconds)

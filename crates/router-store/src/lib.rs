@@ -50,6 +50,7 @@ pub mod test_support;
 pub mod thinking_seal_keys;
 mod timestamps;
 pub mod uploads;
+pub mod usage;
 pub mod videos;
 
 pub use accounts::{AccountRow, AccountView};

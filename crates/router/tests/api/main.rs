@@ -15,6 +15,7 @@ mod completions;
 mod connections;
 mod crash;
 mod cross_protocol;
+mod dashboard_keys;
 mod data_protection;
 mod database_outage;
 mod deployment;
