@@ -479,12 +479,23 @@ impl Run {
 
     /// A JSON endpoint as the signed-in page calls it: `{status, body}`.
     fn fetch(&self, method: &str, path: &str) -> Result<Value> {
+        self.fetch_with(method, path, None)
+    }
+
+    /// `fetch` from the page (same origin, the session's cookie), with a
+    /// JSON body when one is given.
+    fn fetch_with(&self, method: &str, path: &str, body: Option<Value>) -> Result<Value> {
         self.browser.script_async(
             "const done = arguments[arguments.length - 1];
-             fetch(arguments[1], {method: arguments[0], credentials: 'same-origin'})
+             const init = {method: arguments[0], credentials: 'same-origin'};
+             if (arguments[2] !== null) {
+               init.headers = {'content-type': 'application/json'};
+               init.body = JSON.stringify(arguments[2]);
+             }
+             fetch(arguments[1], init)
                .then(async (r) => done({status: r.status, body: await r.json().catch(() => null)}))
                .catch((e) => done({status: 0, body: String(e)}));",
-            json!([method, path]),
+            json!([method, path, body]),
         )
     }
 
@@ -667,6 +678,15 @@ impl Run {
         let prefix = new["prefix"].as_str().unwrap_or_default().to_owned();
         let id = new["id"].as_str().unwrap_or_default().to_owned();
 
+        // Two spend windows (the form edits the first): a change through the
+        // page keeps the second as it is.
+        let windows = json!({"spend_limits": [
+            {"amount_nano_usd": 1_000_000_000_i64, "window_seconds": 3600},
+            {"amount_nano_usd": 9_000_000_000_i64, "window_seconds": 86400},
+        ]});
+        let set = self.fetch_with("PATCH", &format!("/api/keys/{id}"), Some(windows.clone()))?;
+        ensure!(set["status"] == 200, "setting two spend windows: {set}");
+
         // A policy change: requests per minute from 100 to 50, an allowed model.
         self.open("/account/keys", "keys")?;
         b.click(&format!("button[data-edit='{prefix}']"))?;
@@ -690,6 +710,10 @@ impl Run {
             changed["policy"]["requests_per_minute"] == 50
                 && changed["policy"]["allowed_models"] == json!(["conf-chat"]),
             "the changed policy: {changed}"
+        );
+        ensure!(
+            changed["policy"]["spend_limits"] == windows["spend_limits"],
+            "the spend windows after the page's change: {changed}"
         );
 
         self.open("/account/keys", "keys")?;

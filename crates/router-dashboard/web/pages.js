@@ -208,7 +208,10 @@ function policyFields(prefix, p) {
   const ips = input("ips", "Allowed networks", "CIDR, comma-separated; empty allows any address.", p?.ip_allowlist?.join(", "));
   const budget = input("budget", "Monthly budget (USD)", "Empty: no budget.", usdFromNano(p?.monthly_budget_nano_usd));
   const window = p?.spend_limits?.[0];
-  const limit = input("limit", "Spend limit (USD)", "Within the window below; empty: none.", usdFromNano(window?.amount_nano_usd));
+  // The form edits the first window; any others (set through the admin API) are kept as they are.
+  const others = (p?.spend_limits || []).slice(1).map((w) => ({ amount_nano_usd: w.amount_nano_usd, window_seconds: w.window_seconds }));
+  const kept = others.length ? `${others.length} more window(s) kept as they are.` : null;
+  const limit = input("limit", "Spend limit (USD)", kept ? `Within the window below; empty: none. ${kept}` : "Within the window below; empty: none.", usdFromNano(window?.amount_nano_usd));
   const hours = input("hours", "Spend limit window (hours)", null, window ? String(window.window_seconds / 3600) : "24", "number");
   const rpm = input("rpm", "Requests per minute", null, p?.requests_per_minute, "number");
   const rpd = input("rpd", "Requests per day", null, p?.requests_per_day, "number");
@@ -221,7 +224,9 @@ function policyFields(prefix, p) {
       allowed_models: list(models.node.value),
       ip_allowlist: list(ips.node.value),
       monthly_budget_nano_usd: nanoFromUsd(budget.node.value),
-      spend_limits: amount === null ? null : [{ amount_nano_usd: amount, window_seconds: seconds }],
+      spend_limits: amount === null
+        ? (others.length ? others : null)
+        : [{ amount_nano_usd: amount, window_seconds: seconds }, ...others],
       requests_per_minute: whole(rpm.node.value),
       requests_per_day: whole(rpd.node.value),
       max_concurrent_requests: whole(conc.node.value),
