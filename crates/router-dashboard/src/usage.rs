@@ -34,7 +34,7 @@ pub struct UsageView {
     /// One entry per UTC day, oldest first, days without spend included.
     pub days: Vec<DayView>,
     pub by_model: Vec<ModelSpend>,
-    pub by_key: Vec<KeySpend>,
+    pub by_key: Vec<SpendByKey>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -57,7 +57,7 @@ pub struct ModelSpend {
 
 #[derive(Debug, Clone, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct KeySpend {
+pub struct SpendByKey {
     pub api_key_id: String,
     pub prefix: String,
     pub requests: i64,
@@ -265,7 +265,7 @@ impl Dashboard<'_> {
         let by_key = spend
             .by_key
             .into_iter()
-            .map(|line| KeySpend {
+            .map(|line| SpendByKey {
                 api_key_id: line.name,
                 prefix: line.prefix,
                 requests: line.requests,

@@ -914,10 +914,10 @@ async fn admit_limited(
             "WITH c AS (
                 SELECT created_at, charged_nano FROM requests
                 WHERE api_key_id = $1 AND status = 'succeeded' AND charged_nano > 0
-                  AND created_at > now() - $2 * interval '1 second'
+                  AND created_at > now() - least($2, 31536000000) * interval '1 second'
             ), total AS (SELECT coalesce(sum(charged_nano), 0)::bigint AS charged FROM c)
             SELECT total.charged,
-                   (SELECT greatest(1, ceil(extract(epoch FROM r.created_at + $2 * interval '1 second' - now())))::bigint
+                   (SELECT greatest(1, ceil(extract(epoch FROM r.created_at + least($2, 31536000000) * interval '1 second' - now())))::bigint
                     FROM (SELECT created_at,
                                  sum(charged_nano) OVER (ORDER BY created_at
                                                          ROWS UNBOUNDED PRECEDING) AS dropped

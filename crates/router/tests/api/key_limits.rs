@@ -111,6 +111,24 @@ async fn an_exhausted_spend_window_refuses_with_retry_after_and_no_call() {
     assert_eq!(r.mock.call_count(), calls);
 }
 
+/// A spend window as long as the store's bigint allows (i64::MAX seconds,
+/// beyond any interval PostgreSQL has) is "forever", not a 500: the first
+/// request fits and is charged, the next one is refused with a Retry-After.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_spend_window_of_i64_max_seconds_is_forever_not_a_failure() {
+    let r = TestRouter::start().await;
+    let hold = reservation_of_hello(&r).await;
+    let (key, _) = limited_key(
+        &r,
+        json!({"spend_limits": [{"amount_nano_usd": hold, "window_seconds": i64::MAX}]}),
+    )
+    .await;
+    assert_eq!(r.chat(&key, &hello("m-text")).await.status(), 200);
+    let resp = r.chat(&key, &hello("m-text")).await;
+    assert!(retry_after(&resp).is_some_and(|s| s >= 1));
+    expect_error(resp, 429, "api_key_spend_limit_exceeded").await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_monthly_budget_refuses_with_the_next_month_as_retry_after() {
     let r = TestRouter::start().await;
