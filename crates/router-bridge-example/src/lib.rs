@@ -12,8 +12,8 @@
 use router_chat::{ChatClient, ChatExtra};
 use router_messages::sse::Decoder;
 use router_messages::{
-    ApiError, ClientCodec, ClientStreamEncoder, MessagesSupplier, ReplyContext, Request,
-    StreamContext, SupplierCodec, SupplierError, SupplierTarget,
+    ApiError, ClientCodec, ClientStreamEncoder, ErrorReply, HeaderSource, MessagesSupplier,
+    ReplyContext, Request, StreamContext, SupplierCodec, SupplierError, SupplierTarget,
 };
 
 /// A Chat front for one Messages model.
@@ -106,9 +106,21 @@ impl Bridge {
         Ok(self.chat.encode_response(&response, &reply, &call.extra))
     }
 
-    /// An error status from Anthropic, classified.
-    pub fn upstream_error(&self, status: u16, body: &[u8]) -> BridgeError {
-        BridgeError::Supplier(self.messages.decode_error(status, body))
+    /// An error status from Anthropic with its headers, classified (its
+    /// category, and the wait its `Retry-After` asks for).
+    pub fn upstream_error(
+        &self,
+        status: u16,
+        headers: &dyn HeaderSource,
+        body: &[u8],
+    ) -> BridgeError {
+        BridgeError::Supplier(self.messages.decode_error(status, headers, body))
+    }
+
+    /// What to answer the caller for a supplier failure: status,
+    /// `Retry-After` and the Chat error envelope, in one call.
+    pub fn supplier_error_reply(&self, error: &SupplierError) -> ErrorReply {
+        self.chat.supplier_error_reply(error)
     }
 
     /// Anthropic's SSE stream, re-encoded as the caller's Chat chunks. A

@@ -1,6 +1,7 @@
 //! The bridge example, end to end on recorded Messages replies.
 
 use router_bridge_example::{Bridge, BridgeError};
+use router_messages::SupplierErrorCategory;
 use serde_json::Value;
 
 const CHAT_REQUEST: &[u8] = br#"{
@@ -85,14 +86,29 @@ fn supplier_failures_keep_their_kind() {
     let bridge = Bridge::new("claude-1", 1024);
     let overloaded =
         br#"{"type": "error", "error": {"type": "overloaded_error", "message": "busy"}}"#;
-    match bridge.upstream_error(529, overloaded) {
+    match bridge.upstream_error(529, &[("retry-after", "4")], overloaded) {
         BridgeError::Supplier(error) => {
             let failure = error.reported().expect("a reported failure");
             assert_eq!(failure.status, Some(529));
             assert_eq!(failure.kind.as_deref(), Some("overloaded_error"));
+            assert_eq!(error.category(), SupplierErrorCategory::Overloaded);
+            assert!(error.retryable());
+            // The caller's answer, in its own (Chat) envelope.
+            let reply = bridge.supplier_error_reply(&error);
+            assert_eq!((reply.status, reply.retry_after), (503, Some(4)));
+            let body: Value = serde_json::from_slice(&reply.body).unwrap();
+            assert_eq!(body["error"]["code"], "upstream_unavailable");
+            assert_eq!(body["error"]["type"], "api_error");
+            assert!(!body.to_string().contains("busy"), "{body}");
         }
         other => panic!("{other:?}"),
     }
+    let BridgeError::Supplier(denied) = bridge.upstream_error(401, &(), b"{}") else {
+        panic!("a supplier error");
+    };
+    assert_eq!(denied.category(), SupplierErrorCategory::Authentication);
+    assert!(!denied.retryable());
+    assert_eq!(bridge.supplier_error_reply(&denied).status, 502);
     let call = bridge.parse(CHAT_REQUEST).unwrap();
     match bridge.reply(&call, "chatcmpl-1", 7, b"not json") {
         Err(BridgeError::Supplier(error)) => assert!(error.reported().is_none()),

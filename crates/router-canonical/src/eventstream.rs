@@ -14,6 +14,15 @@
 use crate::checksum::crc32;
 use crate::sse::Frame;
 
+/// The error type of an AWS error reply, from its `x-amzn-ErrorType` header
+/// (`ThrottlingException:http://internal.amazon.com/...` reads as
+/// `ThrottlingException`).
+pub fn amzn_error_type(headers: &dyn crate::header::HeaderSource) -> Option<String> {
+    let value = headers.header("x-amzn-errortype")?;
+    let kind = value.split(':').next().unwrap_or(value).trim();
+    (!kind.is_empty()).then(|| kind.to_owned())
+}
+
 /// The largest message the decoder accepts by default: 4 MiB, as for SSE.
 pub const DEFAULT_MESSAGE_LIMIT: usize = 4 * 1024 * 1024;
 

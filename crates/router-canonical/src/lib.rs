@@ -63,6 +63,7 @@ pub mod checksum;
 pub mod codec;
 pub mod error;
 pub mod eventstream;
+pub mod header;
 pub mod image;
 pub mod money;
 pub mod openai_error;
@@ -76,13 +77,14 @@ pub mod response;
 pub mod routing_options;
 pub mod sse;
 pub mod stream;
+pub mod supplier_error;
 pub mod video;
 
 pub use capability::{Capability, CapabilitySet, Requirements};
 pub use codec::{
-    ClientCodec, ClientStreamEncoder, HeaderSource, ReplyContext, StreamContext, StreamEnd,
-    StreamFraming, SupplierCodec, SupplierError, SupplierFailure, SupplierStreamDecoder,
-    SupplierTarget, encode_path_segment,
+    ClientCodec, ClientStreamEncoder, ErrorReply, HeaderSource, ReplyContext, StreamContext,
+    StreamEnd, StreamFraming, SupplierCodec, SupplierStreamDecoder, SupplierTarget,
+    encode_path_segment,
 };
 pub use error::{ApiError, ErrorCode, Field, ProductCode};
 pub use image::{GeneratedImage, ImageRequest, ImageSupplierCodec};
@@ -95,6 +97,9 @@ pub use request::{
 pub use response::{OutputBlock, Response, StopReason, Usage};
 pub use routing_options::{Percent, RoutingOptions};
 pub use stream::{BlockDelta, BlockKind, StreamEvent};
+pub use supplier_error::{
+    SupplierError, SupplierErrorCategory, SupplierFailure, parse_retry_after,
+};
 pub use video::{
     UpstreamState, UpstreamVideo, VideoReferences, VideoRequest, VideoStatus, VideoSupplierCodec,
 };

@@ -7,8 +7,9 @@
 //! a shape. Messages has an envelope of its own (in router-messages).
 
 use crate::ApiError;
-use crate::codec::SupplierFailure;
+use crate::header::HeaderSource;
 use crate::parse::to_json_bytes_or;
+use crate::supplier_error::SupplierFailure;
 use serde::{Deserialize, Serialize};
 
 /// The body sent should serializing an envelope ever fail: a well-formed
@@ -74,6 +75,17 @@ pub struct SupplierErrorObject {
 }
 
 impl SupplierErrorObject {
+    /// This object's detail on `reply` (the status and `Retry-After` of an
+    /// error reply).
+    pub fn failure_of(self, reply: SupplierFailure) -> SupplierFailure {
+        SupplierFailure {
+            kind: self.kind,
+            code: self.code,
+            message: self.message,
+            ..reply
+        }
+    }
+
     /// The canonical failure this object reports, under `status` when it
     /// came as an error reply.
     pub fn failure(self, status: Option<u16>) -> SupplierFailure {
@@ -82,6 +94,7 @@ impl SupplierErrorObject {
             kind: self.kind,
             code: self.code,
             message: self.message,
+            retry_after: None,
         }
     }
 }
@@ -105,9 +118,9 @@ pub fn bearer_auth(api_key: Option<&str>) -> Vec<(&'static str, String)> {
 }
 
 /// Read an OpenAI-protocol error reply (`{"error": {...}}`) with HTTP
-/// `status`. A body in another shape still reports the failure, without
-/// detail.
-pub fn supplier_failure(status: u16, body: &[u8]) -> SupplierFailure {
+/// `status` and its headers (for `Retry-After`). A body in another shape
+/// still reports the failure, without detail.
+pub fn supplier_failure(status: u16, headers: &dyn HeaderSource, body: &[u8]) -> SupplierFailure {
     #[derive(Deserialize)]
     struct Envelope {
         error: SupplierErrorObject,
@@ -115,7 +128,7 @@ pub fn supplier_failure(status: u16, body: &[u8]) -> SupplierFailure {
     serde_json::from_slice::<Envelope>(body)
         .map(|envelope| envelope.error)
         .unwrap_or_default()
-        .failure(Some(status))
+        .failure_of(SupplierFailure::from_reply(status, headers))
 }
 
 #[cfg(test)]
@@ -126,20 +139,16 @@ mod tests {
     fn a_supplier_error_reply_is_read_leniently() {
         let failure = supplier_failure(
             429,
+            &[("retry-after", "3")],
             br#"{"error": {"message": "slow down", "type": "rate_limit_error", "code": 42}}"#,
         );
         assert_eq!(failure.status, Some(429));
         assert_eq!(failure.kind.as_deref(), Some("rate_limit_error"));
         assert_eq!(failure.code.as_deref(), Some("42"));
         assert_eq!(failure.message.as_deref(), Some("slow down"));
-        let failure = supplier_failure(500, b"<html>oops</html>");
-        assert_eq!(
-            failure,
-            SupplierFailure {
-                status: Some(500),
-                ..SupplierFailure::default()
-            }
-        );
+        assert_eq!(failure.retry_after, Some(std::time::Duration::from_secs(3)));
+        let failure = supplier_failure(500, &(), b"<html>oops</html>");
+        assert_eq!(failure, SupplierFailure::with_status(500));
     }
 
     #[test]

@@ -165,9 +165,14 @@ pub trait VideoSupplierCodec: Send + Sync + 'static {
     /// Read a success reply to a create or a poll.
     fn decode_task(&self, body: &[u8]) -> Result<UpstreamVideo, SupplierError>;
 
-    /// Read an error reply (`status` is not 2xx): always
-    /// [`SupplierError::Reported`].
-    fn decode_error(&self, status: u16, body: &[u8]) -> SupplierError;
+    /// Read an error reply (`status` is not 2xx) with its headers: always
+    /// [`SupplierError::Reported`], with the `Retry-After` it asks for.
+    fn decode_error(
+        &self,
+        status: u16,
+        headers: &dyn crate::header::HeaderSource,
+        body: &[u8],
+    ) -> SupplierError;
 }
 
 #[cfg(test)]

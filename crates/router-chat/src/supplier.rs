@@ -67,9 +67,14 @@ impl SupplierCodec for ChatSupplier {
     }
 
     /// The OpenAI error shape, `{"error": {"message", "type", "code"}}`.
-    fn decode_error(&self, status: u16, body: &[u8]) -> SupplierError {
+    fn decode_error(
+        &self,
+        status: u16,
+        headers: &dyn router_canonical::HeaderSource,
+        body: &[u8],
+    ) -> SupplierError {
         SupplierError::Reported(router_canonical::openai_error::supplier_failure(
-            status, body,
+            status, headers, body,
         ))
     }
 

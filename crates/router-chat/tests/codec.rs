@@ -117,28 +117,26 @@ fn the_supplier_codec_works_through_trait_objects() {
 
     let error = codec.decode_error(
         429,
+        &(),
         br#"{"error": {"message": "slow down", "type": "rate_limit_error", "code": "rate_limited"}}"#,
     );
     assert_eq!(
         error,
-        SupplierError::Reported(SupplierFailure {
-            status: Some(429),
-            kind: Some("rate_limit_error".into()),
-            code: Some("rate_limited".into()),
-            message: Some("slow down".into()),
-        })
+        SupplierError::Reported(
+            SupplierFailure::with_status(429)
+                .kind("rate_limit_error")
+                .code("rate_limited")
+                .message("slow down")
+        )
     );
 }
 
 #[test]
 fn an_unreadable_error_reply_is_still_reported() {
-    let error = ChatSupplier::default().decode_error(502, b"<html>Bad gateway</html>");
+    let error = ChatSupplier::default().decode_error(502, &(), b"<html>Bad gateway</html>");
     assert_eq!(
         error,
-        SupplierError::Reported(SupplierFailure {
-            status: Some(502),
-            ..SupplierFailure::default()
-        })
+        SupplierError::Reported(SupplierFailure::with_status(502))
     );
 }
 
@@ -183,12 +181,11 @@ fn an_in_stream_error_is_a_reported_failure_without_status() {
     .unwrap_err();
     assert_eq!(
         error,
-        SupplierError::Reported(SupplierFailure {
-            status: None,
-            kind: Some("server_error".into()),
-            code: None,
-            message: Some("overloaded".into()),
-        })
+        SupplierError::Reported(
+            SupplierFailure::default()
+                .kind("server_error")
+                .message("overloaded")
+        )
     );
 }
 

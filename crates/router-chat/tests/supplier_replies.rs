@@ -274,12 +274,12 @@ fn a_supplier_error_frame_is_an_upstream_error() {
     let error = SupplierError::from(err);
     assert_eq!(
         error.reported(),
-        Some(&SupplierFailure {
-            status: None,
-            kind: Some("server_error".into()),
-            code: Some("529".into()),
-            message: Some("overloaded".into()),
-        })
+        Some(
+            &SupplierFailure::default()
+                .kind("server_error")
+                .code("529")
+                .message("overloaded")
+        )
     );
     assert!(
         !error.to_string().contains("overloaded"),

@@ -77,19 +77,22 @@ impl SupplierCodec for ConverseSupplier {
     }
 
     /// Bedrock's error body, `{"message": ...}`, read leniently.
-    fn decode_error(&self, status: u16, body: &[u8]) -> SupplierError {
+    fn decode_error(
+        &self,
+        status: u16,
+        headers: &dyn router_canonical::HeaderSource,
+        body: &[u8],
+    ) -> SupplierError {
         #[derive(Deserialize, Default)]
         struct ErrorBody {
             #[serde(default, alias = "Message")]
             message: Option<String>,
         }
         let body: ErrorBody = serde_json::from_slice(body).unwrap_or_default();
-        SupplierError::Reported(SupplierFailure {
-            status: Some(status),
-            kind: None,
-            code: None,
-            message: body.message,
-        })
+        let mut failure = SupplierFailure::from_reply(status, headers);
+        failure.kind = router_canonical::eventstream::amzn_error_type(headers);
+        failure.message = body.message;
+        SupplierError::Reported(failure)
     }
 
     fn stream_decoder(&self) -> Box<dyn SupplierStreamDecoder> {

@@ -872,9 +872,9 @@ mod tests {
         for error in [
             AttemptError::transport("connection reset"),
             AttemptError::timeout(),
-            AttemptError::supplier(SupplierError::invalid(NoId), None),
+            AttemptError::supplier(SupplierError::invalid(NoId)),
             // A failure reported in a 2xx body carries no status to refuse by.
-            AttemptError::supplier(SupplierError::Reported(SupplierFailure::default()), None),
+            AttemptError::supplier(SupplierError::Reported(SupplierFailure::default())),
         ] {
             let outcome = decide(Err(SubmitError::Sent(error.clone())));
             assert!(

@@ -92,16 +92,20 @@ impl SupplierCodec for GeminiSupplier {
 
     /// Google's error shape, `{"error": {"code", "message", "status"}}`,
     /// read leniently.
-    fn decode_error(&self, status: u16, body: &[u8]) -> SupplierError {
+    fn decode_error(
+        &self,
+        status: u16,
+        headers: &dyn router_canonical::HeaderSource,
+        body: &[u8],
+    ) -> SupplierError {
         let error = serde_json::from_slice::<wire::ErrorBody>(body)
             .map(|body| body.error)
             .unwrap_or_default();
-        SupplierError::Reported(SupplierFailure {
-            status: Some(status),
-            kind: error.status,
-            code: error.code.map(|c| c.to_string()),
-            message: error.message,
-        })
+        let mut failure = SupplierFailure::from_reply(status, headers);
+        failure.kind = error.status;
+        failure.code = error.code.map(|c| c.to_string());
+        failure.message = error.message;
+        SupplierError::Reported(failure)
     }
 
     fn stream_decoder(&self) -> Box<dyn SupplierStreamDecoder> {

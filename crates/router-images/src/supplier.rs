@@ -101,8 +101,13 @@ impl ImageSupplierCodec for ImagesSupplier {
         }
     }
 
-    fn decode_error(&self, status: u16, body: &[u8]) -> SupplierError {
-        SupplierError::Reported(supplier_failure(status, body))
+    fn decode_error(
+        &self,
+        status: u16,
+        headers: &dyn router_canonical::HeaderSource,
+        body: &[u8],
+    ) -> SupplierError {
+        SupplierError::Reported(supplier_failure(status, headers, body))
     }
 }
 
@@ -147,7 +152,8 @@ mod tests {
             let error = ImagesSupplier.decode_response(bad).unwrap_err();
             assert!(matches!(error, SupplierError::InvalidReply(_)), "{error}");
         }
-        let reported = ImagesSupplier.decode_error(500, br#"{"error":{"type":"server_error"}}"#);
+        let reported =
+            ImagesSupplier.decode_error(500, &(), br#"{"error":{"type":"server_error"}}"#);
         assert_eq!(reported.reported().and_then(|f| f.status), Some(500));
     }
 }

@@ -88,7 +88,7 @@
 //! assert_eq!(reply["usage"]["cache_read_input_tokens"], 10);
 //!
 //! // A supplier's error reply keeps its status and type.
-//! let error = supplier.decode_error(529, br#"{"type": "error", "error": {"type": "overloaded_error", "message": "busy"}}"#);
+//! let error = supplier.decode_error(529, &(), br#"{"type": "error", "error": {"type": "overloaded_error", "message": "busy"}}"#);
 //! assert_eq!(error.reported().and_then(|f| f.kind.as_deref()), Some("overloaded_error"));
 //!
 //! // A supplier's stream, decoded into canonical events and encoded for the client.
@@ -143,8 +143,8 @@ pub use supplier::{BedrockMessagesSupplier, DecodeError, MessagesSupplier};
 pub use router_canonical::parse::InvalidJson;
 pub use router_canonical::sse;
 pub use router_canonical::{
-    ApiError, BlockDelta, BlockKind, ClientCodec, ClientStreamEncoder, ErrorCode, HeaderSource,
-    NanoUsd, OutputBlock, Protocol, ReplyContext, Request, Response, StopReason, StreamContext,
-    StreamEnd, StreamEvent, SupplierCodec, SupplierError, SupplierFailure, SupplierStreamDecoder,
-    SupplierTarget, Usage,
+    ApiError, BlockDelta, BlockKind, ClientCodec, ClientStreamEncoder, ErrorCode, ErrorReply,
+    HeaderSource, NanoUsd, OutputBlock, Protocol, ReplyContext, Request, Response, StopReason,
+    StreamContext, StreamEnd, StreamEvent, SupplierCodec, SupplierError, SupplierErrorCategory,
+    SupplierFailure, SupplierStreamDecoder, SupplierTarget, Usage,
 };

@@ -95,14 +95,17 @@ impl SupplierCodec for MessagesSupplier {
 
     /// Read `{"type": "error", "error": {"type", "message"}}` leniently: a
     /// body in another shape still reports the failure, without detail.
-    fn decode_error(&self, status: u16, body: &[u8]) -> SupplierError {
+    fn decode_error(
+        &self,
+        status: u16,
+        headers: &dyn router_canonical::HeaderSource,
+        body: &[u8],
+    ) -> SupplierError {
         let ErrorObject { kind, message, .. } = response::error_object(body);
-        SupplierError::Reported(SupplierFailure {
-            status: Some(status),
-            kind,
-            code: None,
-            message,
-        })
+        let mut failure = SupplierFailure::from_reply(status, headers);
+        failure.kind = kind;
+        failure.message = message;
+        SupplierError::Reported(failure)
     }
 
     fn stream_decoder(&self) -> Box<dyn SupplierStreamDecoder> {

@@ -113,6 +113,7 @@ fn an_exception_in_the_stream_is_the_suppliers_reported_failure() {
 fn an_error_reply_keeps_bedrocks_message() {
     let error = SUPPLIER.decode_error(
         400,
+        &(),
         br#"{"message":"Malformed input request: #: extraneous key [foo] is not permitted"}"#,
     );
     let failure = error.reported().unwrap();

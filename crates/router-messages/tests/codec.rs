@@ -112,12 +112,11 @@ fn the_suppliers_own_failure_is_reported_without_a_status() {
     ] {
         assert_eq!(
             SupplierError::from(err),
-            SupplierError::Reported(SupplierFailure {
-                status: None,
-                kind: Some("overloaded_error".into()),
-                code: None,
-                message: Some("busy".into()),
-            })
+            SupplierError::Reported(
+                SupplierFailure::default()
+                    .kind("overloaded_error")
+                    .message("busy")
+            )
         );
     }
     // An error object where a message object was expected (a 200 reply).
@@ -254,16 +253,16 @@ fn the_supplier_codec_works_through_trait_objects() {
     // Decode an error reply.
     let err = codec.decode_error(
         429,
+        &(),
         br#"{"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}}"#,
     );
     assert_eq!(
         err,
-        SupplierError::Reported(SupplierFailure {
-            status: Some(429),
-            kind: Some("rate_limit_error".into()),
-            code: None,
-            message: Some("slow down".into()),
-        })
+        SupplierError::Reported(
+            SupplierFailure::with_status(429)
+                .kind("rate_limit_error")
+                .message("slow down")
+        )
     );
 }
 
@@ -277,11 +276,8 @@ fn an_unreadable_error_reply_is_still_reported() {
         br#"{"type": "error"}"#,
     ] {
         assert_eq!(
-            codec.decode_error(502, body),
-            SupplierError::Reported(SupplierFailure {
-                status: Some(502),
-                ..SupplierFailure::default()
-            }),
+            codec.decode_error(502, &(), body),
+            SupplierError::Reported(SupplierFailure::with_status(502)),
             "{}",
             String::from_utf8_lossy(body)
         );

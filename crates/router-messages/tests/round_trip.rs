@@ -610,6 +610,6 @@ proptest! {
         let _ = MessagesClient.parse_count_tokens_body(&body);
         let _ = MessagesSupplier { require_usage: true }.decode_response(&body);
         let _ = MessagesSupplier::default().decode_response(&body);
-        let _ = MessagesSupplier::default().decode_error(500, &body);
+        let _ = MessagesSupplier::default().decode_error(500, &(), &body);
     }
 }

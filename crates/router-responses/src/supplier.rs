@@ -80,8 +80,13 @@ impl SupplierCodec for ResponsesSupplier {
 
     /// An OpenAI-shaped error reply (`{"error": {"type", "code",
     /// "message"}}`), read leniently.
-    fn decode_error(&self, status: u16, body: &[u8]) -> SupplierError {
-        SupplierError::Reported(supplier_failure(status, body))
+    fn decode_error(
+        &self,
+        status: u16,
+        headers: &dyn router_canonical::HeaderSource,
+        body: &[u8],
+    ) -> SupplierError {
+        SupplierError::Reported(supplier_failure(status, headers, body))
     }
 
     fn stream_decoder(&self) -> Box<dyn SupplierStreamDecoder> {

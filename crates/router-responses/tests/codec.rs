@@ -125,34 +125,31 @@ fn the_supplier_codec_works_through_the_trait_object() {
     .unwrap_err();
     assert_eq!(
         err.reported(),
-        Some(&SupplierFailure {
-            status: None,
-            kind: None,
-            code: Some("rate_limit_exceeded".into()),
-            message: Some("slow".into()),
-        })
+        Some(
+            &SupplierFailure::default()
+                .code("rate_limit_exceeded")
+                .message("slow")
+        )
     );
 
     // Decode an error reply: the OpenAI shape, and a body that is not.
     let err = codec.decode_error(
         429,
+        &(),
         br#"{"error": {"message": "slow down", "type": "rate_limit_error", "code": "rate_limit_exceeded"}}"#,
     );
     assert_eq!(
         err,
-        SupplierError::Reported(SupplierFailure {
-            status: Some(429),
-            kind: Some("rate_limit_error".into()),
-            code: Some("rate_limit_exceeded".into()),
-            message: Some("slow down".into()),
-        })
+        SupplierError::Reported(
+            SupplierFailure::with_status(429)
+                .kind("rate_limit_error")
+                .code("rate_limit_exceeded")
+                .message("slow down")
+        )
     );
     assert_eq!(
-        codec.decode_error(502, b"<html>bad gateway</html>"),
-        SupplierError::Reported(SupplierFailure {
-            status: Some(502),
-            ..SupplierFailure::default()
-        })
+        codec.decode_error(502, &(), b"<html>bad gateway</html>"),
+        SupplierError::Reported(SupplierFailure::with_status(502))
     );
 }
 
@@ -168,12 +165,12 @@ fn the_suppliers_own_failure_is_reported_without_a_status() {
     };
     assert_eq!(
         SupplierError::from(err),
-        SupplierError::Reported(SupplierFailure {
-            status: None,
-            kind: Some("server_error".into()),
-            code: Some("500".into()),
-            message: Some("boom".into()),
-        })
+        SupplierError::Reported(
+            SupplierFailure::default()
+                .kind("server_error")
+                .code("500")
+                .message("boom")
+        )
     );
 }
 

@@ -341,12 +341,11 @@ fn a_failed_reply_is_the_suppliers_error() {
     );
     assert_eq!(
         SupplierError::from(err),
-        SupplierError::Reported(SupplierFailure {
-            status: None,
-            kind: None,
-            code: Some("server_error".into()),
-            message: Some("secret upstream detail".into()),
-        })
+        SupplierError::Reported(
+            SupplierFailure::default()
+                .code("server_error")
+                .message("secret upstream detail")
+        )
     );
 }
 

@@ -2,7 +2,7 @@
 //! between dialects is the codec's; timeouts, status classification and
 //! stream prebuffering are shared here.
 
-use crate::{MAX_RESPONSE_BYTES, connection, error_chain, parse_retry_after, transport_error};
+use crate::{MAX_RESPONSE_BYTES, ReplyHeaders, connection, error_chain, transport_error};
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
 use router_canonical::eventstream::Decoder as AwsDecoder;
@@ -78,18 +78,14 @@ pub(crate) async fn attempt(
     call.supplier_replied(|name| response.headers().get(name)?.to_str().ok());
     let status = response.status();
     if !status.is_success() {
-        let retry_after = response
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| parse_retry_after(v, SystemTime::now()));
+        let headers = response.headers().clone();
         // The status decides; the body only adds detail, so a body that
         // cannot be read is no reason to fail differently.
         let body = read_capped(response, MAX_ERROR_BODY_BYTES)
             .await
             .unwrap_or_default();
-        let error = codec.decode_error(status.as_u16(), &body);
-        return Err(AttemptError::supplier(error, retry_after));
+        let error = codec.decode_error(status.as_u16(), &ReplyHeaders(&headers), &body);
+        return Err(AttemptError::supplier(error));
     }
     if request.stream {
         let framing = match codec.stream_framing() {
@@ -108,7 +104,7 @@ pub(crate) async fn attempt(
             }
             SupplierReply::Complete(response)
         })
-        .map_err(|error| AttemptError::supplier(error, None))
+        .map_err(AttemptError::supplier)
 }
 
 fn unix_now() -> i64 {
@@ -247,7 +243,7 @@ async fn start_stream(
             ));
         }
         Err(StreamFailure::Transport(detail)) => return Err(AttemptError::transport(detail)),
-        Err(StreamFailure::Decoded(error)) => return Err(AttemptError::supplier(error, None)),
+        Err(StreamFailure::Decoded(error)) => return Err(AttemptError::supplier(error)),
     };
     stream.pending.push_front(first);
     let events = futures::stream::unfold(Some(stream), |state| async move {

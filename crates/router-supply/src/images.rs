@@ -43,6 +43,7 @@ pub(crate) async fn generate(
     let response = builder.send().await.map_err(|e| transport_error(&e))?;
     let status = response.status();
     if !status.is_success() {
+        let headers = response.headers().clone();
         let mut body = Vec::new();
         let mut response = response;
         while let Ok(Some(chunk)) = response.chunk().await {
@@ -51,15 +52,16 @@ pub(crate) async fn generate(
                 break;
             }
         }
-        return Err(AttemptError::supplier(
-            codec.decode_error(status.as_u16(), &body),
-            None,
-        ));
+        return Err(AttemptError::supplier(codec.decode_error(
+            status.as_u16(),
+            &crate::ReplyHeaders(&headers),
+            &body,
+        )));
     }
     let body = read_body(response).await?;
     let png = match codec
         .decode_response(&body)
-        .map_err(|e| AttemptError::supplier(e, None))?
+        .map_err(AttemptError::supplier)?
     {
         GeneratedImage::Bytes(bytes) => bytes,
         GeneratedImage::Url(url) => url_guard::download(&url, policy, DOWNLOAD_TIMEOUT)

@@ -47,6 +47,7 @@ fn with_headers(mut builder: reqwest::RequestBuilder, route: &Route) -> reqwest:
 /// the codec reads it (the body only adds detail).
 async fn error_status(mut response: reqwest::Response) -> AttemptError {
     let status = response.status().as_u16();
+    let headers = response.headers().clone();
     let mut body = Vec::new();
     while let Ok(Some(chunk)) = response.chunk().await {
         body.extend_from_slice(&chunk);
@@ -54,7 +55,7 @@ async fn error_status(mut response: reqwest::Response) -> AttemptError {
             break;
         }
     }
-    AttemptError::supplier(codec().decode_error(status, &body), None)
+    AttemptError::supplier(codec().decode_error(status, &crate::ReplyHeaders(&headers), &body))
 }
 
 pub(crate) async fn submit(
@@ -85,7 +86,7 @@ pub(crate) async fn submit(
     let body = read_body(response).await.map_err(SubmitError::Sent)?;
     codec()
         .decode_task(&body)
-        .map_err(|error| SubmitError::Sent(AttemptError::supplier(error, None)))
+        .map_err(|error| SubmitError::Sent(AttemptError::supplier(error)))
 }
 
 /// Sends a GET; a reply other than 2xx is its classified error status.
@@ -113,9 +114,7 @@ pub(crate) async fn poll(
     let url = url(route, &codec().poll_path(task_id))?;
     let response = get_ok(client.get(url).timeout(POLL_TIMEOUT), route).await?;
     let body = read_body(response).await?;
-    codec()
-        .decode_task(&body)
-        .map_err(|error| AttemptError::supplier(error, None))
+    codec().decode_task(&body).map_err(AttemptError::supplier)
 }
 
 /// The completed video's content, chunk by chunk as it arrives (never whole

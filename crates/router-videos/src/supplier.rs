@@ -178,8 +178,13 @@ impl VideoSupplierCodec for OpenAiVideosSupplier {
         })
     }
 
-    fn decode_error(&self, status: u16, body: &[u8]) -> SupplierError {
-        SupplierError::Reported(supplier_failure(status, body))
+    fn decode_error(
+        &self,
+        status: u16,
+        headers: &dyn router_canonical::HeaderSource,
+        body: &[u8],
+    ) -> SupplierError {
+        SupplierError::Reported(supplier_failure(status, headers, body))
     }
 }
 
@@ -399,12 +404,13 @@ mod tests {
     fn error_replies_are_reported() {
         let reported = OpenAiVideosSupplier.decode_error(
             429,
+            &(),
             br#"{"error":{"type":"rate_limit_error","message":"slow down"}}"#,
         );
         let failure = reported.reported().unwrap();
         assert_eq!(failure.status, Some(429));
         assert_eq!(failure.kind.as_deref(), Some("rate_limit_error"));
-        let html = OpenAiVideosSupplier.decode_error(502, b"<html>");
+        let html = OpenAiVideosSupplier.decode_error(502, &(), b"<html>");
         assert_eq!(html.reported().and_then(|f| f.status), Some(502));
     }
 }

@@ -92,8 +92,13 @@ impl SupplierCodec for CompatChatSupplier {
         self.chat.decode_response(body)
     }
 
-    fn decode_error(&self, status: u16, body: &[u8]) -> SupplierError {
-        self.chat.decode_error(status, body)
+    fn decode_error(
+        &self,
+        status: u16,
+        headers: &dyn router_canonical::HeaderSource,
+        body: &[u8],
+    ) -> SupplierError {
+        self.chat.decode_error(status, headers, body)
     }
 
     fn stream_decoder(&self) -> Box<dyn SupplierStreamDecoder> {

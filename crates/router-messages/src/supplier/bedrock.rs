@@ -121,20 +121,23 @@ impl SupplierCodec for BedrockMessagesSupplier {
     }
 
     /// Bedrock's error body is `{"message": "..."}`; the type travels in
-    /// the `x-amzn-ErrorType` header, which a status already classifies.
-    fn decode_error(&self, status: u16, body: &[u8]) -> SupplierError {
+    /// the `x-amzn-ErrorType` header (`ThrottlingException:http://...`).
+    fn decode_error(
+        &self,
+        status: u16,
+        headers: &dyn router_canonical::HeaderSource,
+        body: &[u8],
+    ) -> SupplierError {
         #[derive(Deserialize, Default)]
         struct ErrorBody {
             #[serde(default, alias = "Message")]
             message: Option<String>,
         }
         let body: ErrorBody = serde_json::from_slice(body).unwrap_or_default();
-        SupplierError::Reported(SupplierFailure {
-            status: Some(status),
-            kind: None,
-            code: None,
-            message: body.message,
-        })
+        let mut failure = SupplierFailure::from_reply(status, headers);
+        failure.kind = router_canonical::eventstream::amzn_error_type(headers);
+        failure.message = body.message;
+        SupplierError::Reported(failure)
     }
 
     fn stream_decoder(&self) -> Box<dyn SupplierStreamDecoder> {
@@ -190,12 +193,11 @@ impl SupplierStreamDecoder for BedrockStreamDecoder {
             // `internalServerException`, ...): the supplier's own failure.
             Some(kind) if kind.ends_with("Exception") => {
                 let exception: Exception = serde_json::from_str(&frame.data).unwrap_or_default();
-                Err(SupplierError::Reported(SupplierFailure {
-                    status: None,
-                    kind: Some(kind.to_owned()),
-                    code: None,
-                    message: exception.message,
-                }))
+                Err(SupplierError::Reported(SupplierFailure::in_reply(
+                    Some(kind.to_owned()),
+                    None,
+                    exception.message,
+                )))
             }
             // Unknown events are dropped, as unknown Messages events are.
             _ => Ok(Vec::new()),
