@@ -81,6 +81,88 @@ fn a_messages_stream_becomes_chat_chunks_without_an_unasked_usage_chunk() {
     assert!(out.ends_with("data: [DONE]\n\n"), "{out}");
 }
 
+/// The supplier's bytes as they arrive, in odd-sized pieces, give the same
+/// Chat stream as the whole; an error event mid-stream ends the Chat stream
+/// with Chat's error frame; a stream cut short does too.
+#[test]
+fn a_stream_translates_chunk_by_chunk_and_ends_with_an_error_frame_on_failure() {
+    let bridge = Bridge::new("claude-1", 1024);
+    let start = concat!(
+        "event: message_start\n",
+        "data: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_s\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-1\",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":9,\"output_tokens\":1}}}\n\n",
+        "event: content_block_start\n",
+        "data: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+        "event: content_block_delta\n",
+        "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Sunny\"}}\n\n",
+    );
+    let end = concat!(
+        "event: content_block_stop\n",
+        "data: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+        "event: message_delta\n",
+        "data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":7}}\n\n",
+        "event: message_stop\n",
+        "data: {\"type\":\"message_stop\"}\n\n",
+    );
+    let whole = format!("{start}{end}");
+    let all_at_once = bridge
+        .stream(
+            bridge.parse(CHAT_REQUEST).unwrap(),
+            "chatcmpl-1",
+            7,
+            whole.as_bytes(),
+        )
+        .unwrap();
+    let mut translator =
+        bridge.stream_translator(bridge.parse(CHAT_REQUEST).unwrap(), "chatcmpl-1", 7);
+    let mut piecewise = Vec::new();
+    for piece in whole.as_bytes().chunks(13) {
+        translator.feed(piece, &mut piecewise).unwrap();
+    }
+    translator.finish(&mut piecewise).unwrap();
+    assert_eq!(piecewise, all_at_once);
+    let text = String::from_utf8(piecewise).unwrap();
+    assert!(text.contains(r#""content":"Sunny""#), "{text}");
+    assert!(text.ends_with("data: [DONE]\n\n"), "{text}");
+
+    let failing = format!(
+        "{start}event: error\ndata: {{\"type\":\"error\",\"error\":{{\"type\":\"overloaded_error\",\"message\":\"busy\"}}}}\n\n"
+    );
+    let (out, error) = bridge
+        .stream(
+            bridge.parse(CHAT_REQUEST).unwrap(),
+            "chatcmpl-1",
+            7,
+            failing.as_bytes(),
+        )
+        .unwrap_err();
+    let BridgeError::Supplier(error) = error else {
+        panic!("a supplier error");
+    };
+    assert_eq!(error.category(), SupplierErrorCategory::Overloaded);
+    let out = String::from_utf8(out).unwrap();
+    assert!(out.contains(r#""content":"Sunny""#), "{out}");
+    assert!(out.contains(r#""code":"upstream_unavailable""#), "{out}");
+    assert!(!out.contains("busy"), "{out}");
+
+    let (out, error) = bridge
+        .stream(
+            bridge.parse(CHAT_REQUEST).unwrap(),
+            "chatcmpl-1",
+            7,
+            start.as_bytes(),
+        )
+        .unwrap_err();
+    let BridgeError::Supplier(error) = error else {
+        panic!("a supplier error");
+    };
+    assert_eq!(error.category(), SupplierErrorCategory::InvalidReply);
+    assert!(
+        String::from_utf8(out)
+            .unwrap()
+            .contains(r#""code":"upstream_error""#)
+    );
+}
+
 #[test]
 fn supplier_failures_keep_their_kind() {
     let bridge = Bridge::new("claude-1", 1024);

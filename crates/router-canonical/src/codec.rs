@@ -24,7 +24,11 @@ pub use crate::header::HeaderSource;
 pub use crate::supplier_error::{SupplierError, SupplierErrorCategory, SupplierFailure};
 
 /// What a reply states that the supplier's answer did not.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+///
+/// Built with [`ReplyContext::new`] (and [`ReplyContext::with_cost`]);
+/// new members may be added, hence `#[non_exhaustive]`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ReplyContext<'a> {
     /// The reply's id (`chatcmpl-…`, `msg_…`, `resp_…`).
     pub id: &'a str,
@@ -37,23 +41,92 @@ pub struct ReplyContext<'a> {
     pub cost: Option<NanoUsd>,
 }
 
+impl<'a> ReplyContext<'a> {
+    /// A reply with this id, model name and creation time (Unix seconds),
+    /// reporting no charge.
+    pub const fn new(id: &'a str, model: &'a str, created: i64) -> Self {
+        ReplyContext {
+            id,
+            model,
+            created,
+            cost: None,
+        }
+    }
+
+    /// This context reporting `cost` as the charge (`None`: no charge shown).
+    pub const fn with_cost(mut self, cost: Option<NanoUsd>) -> Self {
+        self.cost = cost;
+        self
+    }
+}
+
 /// What every frame of a client stream repeats.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Built with [`StreamContext::new`]; new members may be added, hence
+/// `#[non_exhaustive]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct StreamContext {
+    /// The stream's reply id (`chatcmpl-…`, `msg_…`, `resp_…`).
     pub id: String,
+    /// The model name to show the client.
     pub model: String,
     /// Unix seconds.
     pub created: i64,
 }
 
+impl StreamContext {
+    /// A stream with this id, model name and creation time (Unix seconds).
+    pub fn new(id: impl Into<String>, model: impl Into<String>, created: i64) -> Self {
+        StreamContext {
+            id: id.into(),
+            model: model.into(),
+            created,
+        }
+    }
+}
+
 /// How a successful stream ends: the stop reason, the final usage and,
 /// where the protocol has a place for it, the charge.
+///
+/// Built with [`StreamEnd::new`] and its setters; new members may be
+/// added, hence `#[non_exhaustive]`.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub struct StreamEnd<'a> {
+    /// Why generation stopped.
     pub stop_reason: &'a StopReason,
+    /// The stop sequence that ended it, if one did.
     pub stop_sequence: Option<&'a str>,
+    /// The whole stream's token usage.
     pub usage: &'a Usage,
+    /// The charge to report, where the protocol has a place for it.
     pub cost: Option<NanoUsd>,
+}
+
+impl<'a> StreamEnd<'a> {
+    /// An ending for this stop reason and usage, with no stop sequence and
+    /// no charge.
+    pub const fn new(stop_reason: &'a StopReason, usage: &'a Usage) -> Self {
+        StreamEnd {
+            stop_reason,
+            stop_sequence: None,
+            usage,
+            cost: None,
+        }
+    }
+
+    /// This ending with the stop sequence that ended the stream.
+    pub const fn with_stop_sequence(mut self, stop_sequence: Option<&'a str>) -> Self {
+        self.stop_sequence = stop_sequence;
+        self
+    }
+
+    /// This ending reporting `cost` as the charge.
+    pub const fn with_cost(mut self, cost: Option<NanoUsd>) -> Self {
+        self.cost = cost;
+        self
+    }
 }
 
 /// The client side of a protocol: parse its requests, render its replies.
@@ -159,10 +232,33 @@ pub fn finish_of(event: &StreamEvent) -> Option<StreamEnd<'_>> {
 /// Where a supplier request goes: what the route calls the model, and the
 /// output cap a protocol that requires one (Messages `max_tokens`) uses
 /// when the client set none.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+///
+/// Built with [`SupplierTarget::new`]; new members may be added, hence
+/// `#[non_exhaustive]`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SupplierTarget<'a> {
+    /// The supplier's name for the model.
     pub model: &'a str,
+    /// The output cap to send when the request sets none and the protocol
+    /// requires one.
     pub default_max_output_tokens: Option<u32>,
+}
+
+impl<'a> SupplierTarget<'a> {
+    /// A request for the supplier's model `model`, with no default cap.
+    pub const fn new(model: &'a str) -> Self {
+        SupplierTarget {
+            model,
+            default_max_output_tokens: None,
+        }
+    }
+
+    /// This target with the output cap used when the request sets none.
+    pub const fn with_default_max_output_tokens(mut self, cap: Option<u32>) -> Self {
+        self.default_max_output_tokens = cap;
+        self
+    }
 }
 
 /// `segment` percent-encoded as one path segment (RFC 3986: everything but

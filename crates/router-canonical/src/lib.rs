@@ -78,6 +78,8 @@ pub mod routing_options;
 pub mod sse;
 pub mod stream;
 pub mod supplier_error;
+pub mod surface;
+pub mod translate;
 pub mod video;
 
 pub use capability::{Capability, CapabilitySet, Requirements};

@@ -33,7 +33,7 @@
 //!
 //! // The body for a Chat supplier, with the supplier's own model name.
 //! let supplier = ChatSupplier::default();
-//! let target = SupplierTarget { model: "chat-1-2025", default_max_output_tokens: None };
+//! let target = SupplierTarget::new("chat-1-2025");
 //! let upstream: serde_json::Value =
 //!     serde_json::from_slice(&supplier.encode_request(&request, &target)?)?;
 //! assert_eq!(upstream["model"], "chat-1-2025");
@@ -52,12 +52,7 @@
 //! assert_eq!(response.text(), "Hi!");
 //!
 //! // ...and written back to the client under your own id, model and charge.
-//! let reply = ReplyContext {
-//!     id: "chatcmpl-gw-1",
-//!     model: "acme/chat-1",
-//!     created: 1700000001,
-//!     cost: Some(NanoUsd(1_500)),
-//! };
+//! let reply = ReplyContext::new("chatcmpl-gw-1", "acme/chat-1", 1700000001).with_cost(Some(NanoUsd(1_500)));
 //! let body: serde_json::Value =
 //!     serde_json::from_slice(&client.encode_response(&response, &reply, &extra))?;
 //! assert_eq!(body["choices"][0]["message"]["content"], "Hi!");
@@ -73,19 +68,12 @@ mod native;
 pub mod supplier;
 pub mod wire;
 
-pub use client::{ChatClient, ChatExtra};
-pub use supplier::{ChatCompat, ChatSupplier, CompatChatSupplier, DecodeError};
+pub use client::{ChatClient, ChatExtra, StreamEncoder};
+pub use supplier::{ChatCompat, ChatSupplier, CompatChatSupplier, DecodeError, StreamDecoder};
 
 /// The canonical model this crate translates to and from, whole.
 pub use router_canonical as canonical;
-pub use router_canonical::codec::{
-    ClientCodec, ClientStreamEncoder, HeaderSource, ReplyContext, StreamContext, StreamEnd,
-    SupplierCodec, SupplierError, SupplierFailure, SupplierStreamDecoder, SupplierTarget,
-    finish_of,
-};
 pub use router_canonical::openai_error::{ErrorEnvelope, ErrorObject};
-pub use router_canonical::parse::InvalidJson;
-pub use router_canonical::sse::Frame;
-pub use router_canonical::{
-    ApiError, ErrorCode, NanoUsd, Protocol, Request, Response, StopReason, StreamEvent, Usage,
-};
+/// The names every wire crate exports at the same paths: `sse`,
+/// `ErrorCode`, the codec traits, stream and error types.
+pub use router_canonical::surface::*;

@@ -69,10 +69,7 @@ fn the_supplier_codec_works_through_trait_objects() {
         stream: true,
         ..Request::default()
     };
-    let target = SupplierTarget {
-        model: "up",
-        default_max_output_tokens: Some(99),
-    };
+    let target = SupplierTarget::new("up").with_default_max_output_tokens(Some(99));
     let body: Value =
         serde_json::from_slice(&codec.encode_request(&request, &target).unwrap()).unwrap();
     assert_eq!(body["model"], "up");
@@ -241,11 +238,7 @@ fn a_malformed_reply_is_invalid() {
 // The client codec
 
 fn stream_context() -> StreamContext {
-    StreamContext {
-        id: "chatcmpl-x".into(),
-        model: "public".into(),
-        created: 7,
-    }
+    StreamContext::new("chatcmpl-x", "public", 7)
 }
 
 fn finish_event() -> StreamEvent {
@@ -347,12 +340,7 @@ fn a_reply_without_a_cost_has_no_usage_cost() {
         usage: Usage::default(),
         created: 0,
     };
-    let reply = ReplyContext {
-        id: "chatcmpl-r",
-        model: "public",
-        created: 5,
-        cost: None,
-    };
+    let reply = ReplyContext::new("chatcmpl-r", "public", 5);
     let body: Value = serde_json::from_slice(&ChatClient::default().encode_response(
         &response,
         &reply,

@@ -454,11 +454,7 @@ fn keep_alive_and_empty_frames_are_skipped() {
 
 fn encoder() -> StreamEncoder {
     CLIENT.stream_encoder(
-        StreamContext {
-            id: "chatcmpl-x".into(),
-            model: "public/model".into(),
-            created: 7,
-        },
+        StreamContext::new("chatcmpl-x", "public/model", 7),
         ChatExtra::default(),
     )
 }
@@ -547,16 +543,15 @@ fn a_late_failure_is_an_error_frame_without_done() {
 fn finish_refusal_maps_to_content_filter() {
     let mut out = Vec::new();
     encoder().finish(
-        &StreamEnd {
-            stop_reason: &StopReason::Refusal,
-            stop_sequence: None,
-            usage: &Usage {
+        &StreamEnd::new(
+            &StopReason::Refusal,
+            &Usage {
                 input_tokens: 1,
                 output_tokens: 2,
                 ..Usage::default()
             },
-            cost: Some(NanoUsd(1_000_000_000)),
-        },
+        )
+        .with_cost(Some(NanoUsd(1_000_000_000))),
         &mut out,
     );
     let lines = data_lines(&out);
@@ -727,12 +722,7 @@ fn response_json_shapes() {
         usage: Usage::default(),
         created: 0,
     };
-    let ctx = ReplyContext {
-        id: "chatcmpl-r",
-        model: "public",
-        created: 5,
-        cost: Some(NanoUsd::ZERO),
-    };
+    let ctx = ReplyContext::new("chatcmpl-r", "public", 5).with_cost(Some(NanoUsd::ZERO));
     let body: Value =
         serde_json::from_slice(&CLIENT.encode_response(&response, &ctx, &ChatExtra::default()))
             .unwrap();

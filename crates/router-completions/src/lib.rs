@@ -20,7 +20,7 @@
 //!
 //! `echo: true` (E-05, GP-55) is not something a supplier does: the parser
 //! hands the prompt back in [`CompletionRequest::echo`], and the server passes
-//! it on in [`ResponseContext::echo`] or [`StreamContext::echo`], which put it
+//! it on in [`ResponseContext::echo`] or [`CompletionStreamContext::echo`], which put it
 //! in front of the generated text.
 //!
 //! ```
@@ -88,9 +88,12 @@ pub mod client;
 pub mod wire;
 
 pub use client::{
-    CompletionRequest, CompletionsClient, DEFAULT_MAX_TOKENS, ResponseContext, StreamContext,
-    StreamEncoder, encode_response, error_body, parse_request,
+    CompletionRequest, CompletionStreamContext, CompletionsClient, DEFAULT_MAX_TOKENS,
+    ResponseContext, StreamEncoder, encode_response, error_body, parse_request,
 };
-pub use router_canonical::{
-    ApiError, ClientCodec, ClientStreamEncoder, NanoUsd, Request, Response, StreamEnd, StreamEvent,
-};
+/// The canonical model this crate translates to and from, whole.
+pub use router_canonical as canonical;
+pub use router_canonical::openai_error::{ErrorEnvelope, ErrorObject};
+/// The names every wire crate exports at the same paths: `sse`,
+/// `ErrorCode`, the codec traits, stream and error types.
+pub use router_canonical::surface::*;

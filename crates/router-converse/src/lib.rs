@@ -22,10 +22,13 @@ mod stream;
 pub use error::DecodeError;
 pub use stream::StreamDecoder;
 
-use router_canonical::{
-    ApiError, Protocol, Request, Response, StreamFraming, SupplierCodec, SupplierError,
-    SupplierFailure, SupplierStreamDecoder, SupplierTarget, encode_path_segment,
-};
+/// The canonical model this crate translates to and from, whole.
+pub use router_canonical as canonical;
+/// The names every wire crate exports at the same paths: `sse`,
+/// `ErrorCode`, the codec traits, stream and error types.
+pub use router_canonical::surface::*;
+
+use router_canonical::encode_path_segment;
 use serde::Deserialize;
 
 /// The Bedrock Converse dialect.

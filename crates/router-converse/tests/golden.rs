@@ -24,10 +24,9 @@ use std::path::Path;
 const SUPPLIER: ConverseSupplier = ConverseSupplier {
     require_usage: true,
 };
-const TARGET: SupplierTarget<'static> = SupplierTarget {
-    model: "us.anthropic.claude-3-7-sonnet-20250219-v1:0",
-    default_max_output_tokens: Some(4096),
-};
+const TARGET: SupplierTarget<'static> =
+    SupplierTarget::new("us.anthropic.claude-3-7-sonnet-20250219-v1:0")
+        .with_default_max_output_tokens(Some(4096));
 
 fn stream_bytes(messages: &[Value]) -> Vec<u8> {
     supplier::event_stream_bytes(messages)

@@ -13,10 +13,7 @@ use router_gemini::GeminiSupplier;
 const SUPPLIER: GeminiSupplier = GeminiSupplier {
     require_usage: true,
 };
-const TARGET: SupplierTarget<'static> = SupplierTarget {
-    model: "gemini-2.5-pro",
-    default_max_output_tokens: None,
-};
+const TARGET: SupplierTarget<'static> = SupplierTarget::new("gemini-2.5-pro");
 
 fn hello() -> Request {
     Request {

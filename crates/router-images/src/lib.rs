@@ -25,5 +25,10 @@ pub mod client;
 pub mod png;
 pub mod supplier;
 
-pub use router_canonical::ImageRequest;
+/// The canonical model this crate translates to and from, whole.
+pub use router_canonical as canonical;
+/// The names every wire crate exports at the same paths: `sse`,
+/// `ErrorCode`, the codec traits, stream and error types.
+pub use router_canonical::surface::*;
+pub use router_canonical::{GeneratedImage, ImageRequest, ImageSupplierCodec};
 pub use supplier::ImagesSupplier;

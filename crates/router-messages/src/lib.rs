@@ -61,7 +61,7 @@
 //!
 //! // The body for a Messages supplier, with the supplier's own model name.
 //! let supplier = MessagesSupplier { require_usage: true };
-//! let target = SupplierTarget { model: "claude-1-20250101", default_max_output_tokens: Some(4096) };
+//! let target = SupplierTarget::new("claude-1-20250101").with_default_max_output_tokens(Some(4096));
 //! let upstream: serde_json::Value =
 //!     serde_json::from_slice(&supplier.encode_request(&request, &target)?)?;
 //! assert_eq!(upstream["model"], "claude-1-20250101");
@@ -81,7 +81,7 @@
 //! assert_eq!(response.usage.input_tokens, 13); // ...the canonical count includes it.
 //!
 //! // ...written back to the client under your id and the public model name.
-//! let ctx = ReplyContext { id: "msg_router_1", model: "acme/claude-1", created: 0, cost: None };
+//! let ctx = ReplyContext::new("msg_router_1", "acme/claude-1", 0);
 //! let reply: serde_json::Value = serde_json::from_slice(&client.encode_response(&response, &ctx, &()))?;
 //! assert_eq!(reply["id"], "msg_router_1");
 //! assert_eq!(reply["usage"]["input_tokens"], 3);
@@ -109,7 +109,7 @@
 //! let mut frames = Vec::new();
 //! Decoder::default().feed(supplier_sse.as_bytes(), &mut frames)?;
 //! let mut decoder = supplier.stream_decoder();
-//! let stream = StreamContext { id: "msg_router_2".into(), model: "acme/claude-1".into(), created: 0 };
+//! let stream = StreamContext::new("msg_router_2", "acme/claude-1", 0);
 //! let mut encoder = client.stream_encoder(stream, ());
 //! let mut client_sse = Vec::new();
 //! for frame in &frames {
@@ -137,14 +137,11 @@ mod convert;
 pub mod supplier;
 pub mod wire;
 
-pub use client::MessagesClient;
-pub use supplier::{BedrockMessagesSupplier, DecodeError, MessagesSupplier};
+pub use client::{ErrorEnvelope, MessagesClient, StreamEncoder};
+pub use supplier::{BedrockMessagesSupplier, DecodeError, MessagesSupplier, StreamDecoder};
 
-pub use router_canonical::parse::InvalidJson;
-pub use router_canonical::sse;
-pub use router_canonical::{
-    ApiError, BlockDelta, BlockKind, ClientCodec, ClientStreamEncoder, ErrorCode, ErrorReply,
-    HeaderSource, NanoUsd, OutputBlock, Protocol, ReplyContext, Request, Response, StopReason,
-    StreamContext, StreamEnd, StreamEvent, SupplierCodec, SupplierError, SupplierErrorCategory,
-    SupplierFailure, SupplierStreamDecoder, SupplierTarget, Usage,
-};
+/// The canonical model this crate translates to and from, whole.
+pub use router_canonical as canonical;
+/// The names every wire crate exports at the same paths: `sse`,
+/// `ErrorCode`, the codec traits, stream and error types.
+pub use router_canonical::surface::*;

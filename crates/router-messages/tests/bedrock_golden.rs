@@ -28,10 +28,7 @@ const SUPPLIER: BedrockMessagesSupplier = BedrockMessagesSupplier {
 };
 
 fn target() -> SupplierTarget<'static> {
-    SupplierTarget {
-        model: MODEL,
-        default_max_output_tokens: Some(4096),
-    }
+    SupplierTarget::new(MODEL).with_default_max_output_tokens(Some(4096))
 }
 
 /// The wire bytes of a stream fixture.

@@ -19,10 +19,8 @@ use router_messages::{
 };
 use serde_json::{Value, json};
 
-const TARGET: SupplierTarget<'static> = SupplierTarget {
-    model: "claude-up",
-    default_max_output_tokens: Some(512),
-};
+const TARGET: SupplierTarget<'static> =
+    SupplierTarget::new("claude-up").with_default_max_output_tokens(Some(512));
 
 /// A JSON body with the supported `anthropic-version` and, optionally, betas.
 struct Headers(Option<&'static str>);
@@ -317,10 +315,7 @@ fn a_request_without_an_output_limit_needs_the_targets_default() {
         messages: vec![Message::text(Role::User, "hi")],
         ..Request::default()
     };
-    let no_default = SupplierTarget {
-        default_max_output_tokens: None,
-        ..TARGET
-    };
+    let no_default = TARGET.with_default_max_output_tokens(None);
     let err = codec.encode_request(&request, &no_default).unwrap_err();
     assert_eq!(err.code, ErrorCode::UnsupportedConversion);
     // The request's own limit needs no default.
@@ -377,11 +372,7 @@ fn usage_is_optional_unless_required() {
 // The client codec
 
 fn stream() -> StreamContext {
-    StreamContext {
-        id: "msg_router".into(),
-        model: "pub/model".into(),
-        created: 1_700_000_000,
-    }
+    StreamContext::new("msg_router", "pub/model", 1_700_000_000)
 }
 
 #[test]
@@ -421,12 +412,9 @@ fn a_finish_event_writes_the_ending_that_finish_writes_without_cost() {
     }
     // A Messages stream has no place for a cost: it is not written.
     encoder.finish(
-        &StreamEnd {
-            stop_reason: &StopReason::StopSequence,
-            stop_sequence: Some("END"),
-            usage: &usage,
-            cost: Some(NanoUsd(1_234)),
-        },
+        &StreamEnd::new(&StopReason::StopSequence, &usage)
+            .with_stop_sequence(Some("END"))
+            .with_cost(Some(NanoUsd(1_234))),
         &mut by_finish,
     );
     assert_eq!(
@@ -446,17 +434,9 @@ fn the_client_reply_ignores_cost_and_creation_time() {
     let response = MessagesSupplier::default()
         .decode_response(br#"{"content": [{"type": "text", "text": "x"}], "usage": {"input_tokens": 1, "output_tokens": 1}}"#)
         .unwrap();
-    let plain = ReplyContext {
-        id: "msg_r",
-        model: "pub/model",
-        created: 0,
-        cost: None,
-    };
-    let charged = ReplyContext {
-        created: 1_700_000_000,
-        cost: Some(NanoUsd(5)),
-        ..plain
-    };
+    let plain = ReplyContext::new("msg_r", "pub/model", 0);
+    let charged =
+        ReplyContext::new("msg_r", "pub/model", 1_700_000_000).with_cost(Some(NanoUsd(5)));
     assert_eq!(
         client.encode_response(&response, &plain, &()),
         client.encode_response(&response, &charged, &())

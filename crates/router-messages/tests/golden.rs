@@ -72,19 +72,12 @@ fn canonical(case: &Path, golden: &mut Golden) -> Request {
 
 fn run_case(case: &Path, golden: &mut Golden) {
     let canonical = canonical(case, golden);
-    let target = SupplierTarget {
-        model: UPSTREAM_MODEL,
-        default_max_output_tokens: Some(DEFAULT_MAX_TOKENS),
-    };
+    let target = SupplierTarget::new(UPSTREAM_MODEL)
+        .with_default_max_output_tokens(Some(DEFAULT_MAX_TOKENS));
     supplier::upstream_request(case, golden, &SUPPLIER, &canonical, &target);
 
     if let Some(response) = supplier::canonical_response(case, golden, &SUPPLIER) {
-        let ctx = ReplyContext {
-            id: ROUTER_ID,
-            model: &canonical.model,
-            created: 0,
-            cost: None,
-        };
+        let ctx = ReplyContext::new(ROUTER_ID, &canonical.model, 0);
         golden.json(
             case,
             "response.json",
@@ -93,11 +86,7 @@ fn run_case(case: &Path, golden: &mut Golden) {
     }
 
     if let Some(events) = supplier::canonical_events(case, golden, &SUPPLIER, "message_stop") {
-        let stream = StreamContext {
-            id: ROUTER_ID.to_owned(),
-            model: canonical.model.clone(),
-            created: 0,
-        };
+        let stream = StreamContext::new(ROUTER_ID.to_owned(), canonical.model.clone(), 0);
         let mut encoder = MessagesClient.stream_encoder(stream, ());
         let mut out = Vec::new();
         for event in &events {

@@ -45,7 +45,7 @@
 //! assert_eq!(request.reasoning.effort.as_deref(), Some("low"));
 //!
 //! // The body for a Responses supplier, with the route's own model name.
-//! let target = SupplierTarget { model: "resp-1-2025", default_max_output_tokens: None };
+//! let target = SupplierTarget::new("resp-1-2025");
 //! let upstream: serde_json::Value =
 //!     serde_json::from_slice(&supplier.encode_request(&request, &target)?)?;
 //! assert_eq!(upstream["model"], "resp-1-2025");
@@ -70,12 +70,7 @@
 //! assert_eq!(response.text(), "Hi!");
 //!
 //! // ...and written back to the client under your id and public model.
-//! let ctx = ReplyContext {
-//!     id: "resp_router1",
-//!     model: "acme/resp-1",
-//!     created: 1700000001,
-//!     cost: Some(NanoUsd(1_500)),
-//! };
+//! let ctx = ReplyContext::new("resp_router1", "acme/resp-1", 1700000001).with_cost(Some(NanoUsd(1_500)));
 //! let reply: serde_json::Value = serde_json::from_slice(&client.encode_response(&response, &ctx, &namespaces))?;
 //! assert_eq!(reply["object"], "response");
 //! assert_eq!(reply["output"][0]["content"][0]["text"], "Hi!");
@@ -95,7 +90,7 @@
 //! Decoder::default().feed(stream.as_bytes(), &mut frames)?;
 //! let mut decoder = supplier.stream_decoder();
 //! let mut encoder = client.stream_encoder(
-//!     StreamContext { id: "resp_router2".to_owned(), model: "acme/resp-1".to_owned(), created: 1700000001 },
+//!     StreamContext::new("resp_router2".to_owned(), "acme/resp-1".to_owned(), 1700000001),
 //!     namespaces,
 //! );
 //! let mut out = Vec::new();
@@ -130,11 +125,9 @@ pub use client::{ResponsesClient, StreamEncoder};
 pub use convert::{ToolNamespaces, flat_name};
 pub use supplier::{DecodeError, ResponsesSupplier, StreamDecoder};
 
+/// The canonical model this crate translates to and from, whole.
+pub use router_canonical as canonical;
 pub use router_canonical::openai_error::{ErrorEnvelope, ErrorObject};
-pub use router_canonical::parse::InvalidJson;
-pub use router_canonical::sse::Frame;
-pub use router_canonical::{
-    ApiError, ClientCodec, ClientStreamEncoder, HeaderSource, NanoUsd, Protocol, ReplyContext,
-    Request, Response, StopReason, StreamContext, StreamEnd, StreamEvent, SupplierCodec,
-    SupplierError, SupplierFailure, SupplierStreamDecoder, SupplierTarget, Usage,
-};
+/// The names every wire crate exports at the same paths: `sse`,
+/// `ErrorCode`, the codec traits, stream and error types.
+pub use router_canonical::surface::*;

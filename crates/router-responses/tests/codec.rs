@@ -73,10 +73,7 @@ fn the_supplier_codec_works_through_the_trait_object() {
         messages: vec![Message::text(Role::User, "Hi")],
         ..Request::default()
     };
-    let target = SupplierTarget {
-        model: "m-2025",
-        default_max_output_tokens: Some(99),
-    };
+    let target = SupplierTarget::new("m-2025").with_default_max_output_tokens(Some(99));
     let body: Value =
         serde_json::from_slice(&codec.encode_request(&request, &target).unwrap()).unwrap();
     assert_eq!(body["model"], "m-2025");
@@ -286,11 +283,7 @@ fn when_required_missing_usage_is_an_invalid_reply() {
 // The client codec
 
 fn stream_ctx() -> StreamContext {
-    StreamContext {
-        id: "resp_abc".into(),
-        model: "acme/m".into(),
-        created: 1_700_000_000,
-    }
+    StreamContext::new("resp_abc", "acme/m", 1_700_000_000)
 }
 
 fn text_block() -> Vec<StreamEvent> {
@@ -337,15 +330,7 @@ fn a_finish_event_ends_the_stream_as_finish_does_without_a_cost() {
     for event in &text_block() {
         by_finish.event(event, &mut b);
     }
-    by_finish.finish(
-        &StreamEnd {
-            stop_reason: &StopReason::MaxTokens,
-            stop_sequence: None,
-            usage: &usage,
-            cost: None,
-        },
-        &mut b,
-    );
+    by_finish.finish(&StreamEnd::new(&StopReason::MaxTokens, &usage), &mut b);
     assert_eq!(a, b);
 
     let last = last_data(&a);
@@ -363,12 +348,7 @@ fn a_reply_without_a_cost_has_no_usage_cost() {
     let response = ResponsesSupplier::default()
         .decode_reply(&reply(Some(json!({"input_tokens": 3, "output_tokens": 1}))))
         .unwrap();
-    let ctx = ReplyContext {
-        id: "resp_abc",
-        model: "acme/m",
-        created: 1,
-        cost: None,
-    };
+    let ctx = ReplyContext::new("resp_abc", "acme/m", 1);
     let body: Value = serde_json::from_slice(&ResponsesClient.encode_response(
         &response,
         &ctx,
@@ -377,10 +357,7 @@ fn a_reply_without_a_cost_has_no_usage_cost() {
     .unwrap();
     assert_eq!(body["usage"]["total_tokens"], 4);
     assert!(body["usage"].get("cost").is_none(), "{body}");
-    let ctx = ReplyContext {
-        cost: Some(NanoUsd(1_500)),
-        ..ctx
-    };
+    let ctx = ctx.with_cost(Some(NanoUsd(1_500)));
     let body: Value = serde_json::from_slice(&ResponsesClient.encode_response(
         &response,
         &ctx,
@@ -418,10 +395,7 @@ fn a_messages_client_asking_for_effort_gets_reasoning_state_it_can_send_back() {
         ..Request::default()
     };
     request.reasoning.effort = Some("high".into());
-    let target = SupplierTarget {
-        model: "up",
-        default_max_output_tokens: None,
-    };
+    let target = SupplierTarget::new("up");
     let codec: &dyn SupplierCodec = &ResponsesSupplier::default();
     let body: Value =
         serde_json::from_slice(&codec.encode_request(&request, &target).unwrap()).unwrap();

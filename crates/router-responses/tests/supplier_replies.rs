@@ -55,12 +55,7 @@ fn finish(
     cost: NanoUsd,
     out: &mut Vec<u8>,
 ) {
-    let end = StreamEnd {
-        stop_reason,
-        stop_sequence: None,
-        usage,
-        cost: Some(cost),
-    };
+    let end = StreamEnd::new(stop_reason, usage).with_cost(Some(cost));
     encoder.finish(&end, out);
 }
 
@@ -979,12 +974,8 @@ fn response(output: Vec<OutputBlock>, stop_reason: StopReason) -> Response {
     }
 }
 
-const CTX: ReplyContext<'static> = ReplyContext {
-    id: "resp_abc",
-    model: "acme/m",
-    created: 1_700_000_000,
-    cost: Some(NanoUsd(2_500_000)),
-};
+const CTX: ReplyContext<'static> =
+    ReplyContext::new("resp_abc", "acme/m", 1_700_000_000).with_cost(Some(NanoUsd(2_500_000)));
 
 /// The members the OpenAI SDKs' `Response` model requires.
 fn assert_sdk_shape(value: &Value) {
@@ -1102,11 +1093,7 @@ fn a_length_stop_is_an_incomplete_response() {
 // StreamEncoder
 
 fn stream_ctx() -> StreamContext {
-    StreamContext {
-        id: "resp_abc".into(),
-        model: "acme/m".into(),
-        created: 1_700_000_000,
-    }
+    StreamContext::new("resp_abc", "acme/m", 1_700_000_000)
 }
 
 fn client_frames(bytes: &[u8]) -> Vec<(String, Value)> {

@@ -5,11 +5,9 @@
 use crate::{MAX_RESPONSE_BYTES, ReplyHeaders, connection, error_chain, transport_error};
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
-use router_canonical::eventstream::Decoder as AwsDecoder;
-use router_canonical::sse::{Decoder as SseDecoder, Frame};
-use router_canonical::{
-    Request, StreamEvent, StreamFraming, SupplierCodec, SupplierError, SupplierStreamDecoder,
-};
+use router_canonical::sse::Frame;
+use router_canonical::translate::FrameDecoder;
+use router_canonical::{Request, StreamEvent, SupplierCodec, SupplierError, SupplierStreamDecoder};
 use router_core::{AttemptCall, AttemptError, Route, SupplierReply};
 use std::collections::{HashMap, VecDeque};
 use std::pin::Pin;
@@ -88,10 +86,7 @@ pub(crate) async fn attempt(
         return Err(AttemptError::supplier(error));
     }
     if request.stream {
-        let framing = match codec.stream_framing() {
-            StreamFraming::Sse => Framing::Sse(SseDecoder::default()),
-            StreamFraming::AwsEventStream => Framing::Aws(AwsDecoder::default()),
-        };
+        let framing = FrameDecoder::new(codec.stream_framing());
         return start_stream(response, framing, codec.stream_decoder()).await;
     }
     let bytes = read_body(response).await?;
@@ -146,32 +141,9 @@ pub(crate) async fn read_body(mut response: reqwest::Response) -> Result<Vec<u8>
 
 type ByteStream = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
 
-/// How a stream's bytes become frames for the codec's decoder.
-enum Framing {
-    Sse(SseDecoder),
-    Aws(AwsDecoder),
-}
-
-impl Framing {
-    fn feed(&mut self, chunk: &[u8], frames: &mut Vec<Frame>) -> Result<(), SupplierError> {
-        match self {
-            Framing::Sse(sse) => sse.feed(chunk, frames).map_err(SupplierError::invalid),
-            Framing::Aws(aws) => {
-                let mut messages = Vec::new();
-                aws.feed(chunk, &mut messages)
-                    .map_err(SupplierError::invalid)?;
-                for message in messages {
-                    frames.push(message.into_frame().map_err(SupplierError::invalid)?);
-                }
-                Ok(())
-            }
-        }
-    }
-}
-
 struct SupplierStream {
     bytes: ByteStream,
-    framing: Framing,
+    framing: FrameDecoder,
     decoder: Box<dyn SupplierStreamDecoder>,
     pending: VecDeque<StreamEvent>,
     frames: Vec<Frame>,
@@ -224,7 +196,7 @@ enum StreamFailure {
 /// still an ordinary (retryable) attempt failure (G-11).
 async fn start_stream(
     response: reqwest::Response,
-    framing: Framing,
+    framing: FrameDecoder,
     decoder: Box<dyn SupplierStreamDecoder>,
 ) -> Result<SupplierReply, AttemptError> {
     let mut stream = SupplierStream {

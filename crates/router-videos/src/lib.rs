@@ -26,5 +26,12 @@ pub mod client;
 pub mod range;
 pub mod supplier;
 
-pub use router_canonical::{VideoReferences, VideoRequest};
+/// The canonical model this crate translates to and from, whole.
+pub use router_canonical as canonical;
+/// The names every wire crate exports at the same paths: `sse`,
+/// `ErrorCode`, the codec traits, stream and error types.
+pub use router_canonical::surface::*;
+pub use router_canonical::{
+    UpstreamVideo, VideoReferences, VideoRequest, VideoStatus, VideoSupplierCodec,
+};
 pub use supplier::OpenAiVideosSupplier;

@@ -175,10 +175,7 @@ mod tests {
         }
     }
 
-    const TARGET: SupplierTarget<'static> = SupplierTarget {
-        model: "llama3.1:8b",
-        default_max_output_tokens: None,
-    };
+    const TARGET: SupplierTarget<'static> = SupplierTarget::new("llama3.1:8b");
 
     fn body(codec: &CompatChatSupplier, stream: bool) -> Value {
         serde_json::from_slice(

@@ -18,7 +18,7 @@ use router_canonical::{ApiError, BlockDelta, StreamEvent};
 
 /// What every chunk of the client's stream repeats, and the prompt to echo.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StreamContext {
+pub struct CompletionStreamContext {
     /// The router's completion id.
     pub id: String,
     /// The public model ID the client asked for.
@@ -40,8 +40,8 @@ pub struct StreamEncoder {
 }
 
 impl StreamEncoder {
-    pub fn new(ctx: StreamContext) -> Self {
-        let StreamContext {
+    pub fn new(ctx: CompletionStreamContext) -> Self {
+        let CompletionStreamContext {
             id,
             model,
             created,
@@ -156,7 +156,7 @@ mod tests {
     use serde_json::{Value, json};
 
     fn encoder(echo: Option<&str>) -> StreamEncoder {
-        StreamEncoder::new(StreamContext {
+        StreamEncoder::new(CompletionStreamContext {
             id: "cmpl-1".into(),
             model: "acme/text".into(),
             created: 7,
@@ -271,12 +271,8 @@ mod tests {
             );
         }
         enc.finish(
-            &StreamEnd {
-                stop_reason: &StopReason::ContentFilter,
-                stop_sequence: None,
-                usage: &Usage::default(),
-                cost: Some(NanoUsd::ZERO),
-            },
+            &StreamEnd::new(&StopReason::ContentFilter, &Usage::default())
+                .with_cost(Some(NanoUsd::ZERO)),
             &mut out,
         );
         let frames = data(&out);
@@ -306,12 +302,7 @@ mod tests {
             &mut out,
         );
         enc.finish(
-            &StreamEnd {
-                stop_reason: &StopReason::EndTurn,
-                stop_sequence: None,
-                usage: &Usage::default(),
-                cost: Some(NanoUsd(5)),
-            },
+            &StreamEnd::new(&StopReason::EndTurn, &Usage::default()).with_cost(Some(NanoUsd(5))),
             &mut out,
         );
         for frame in data(&out).iter().filter(|f| *f != "[DONE]") {

@@ -184,7 +184,7 @@ impl ClientStreamEncoder for StreamEncoder {
             stop_reason,
             stop_sequence,
             usage,
-            cost: _,
+            ..
         } = *end;
         if self.finished {
             return;
