@@ -10,6 +10,7 @@ use std::str::FromStr;
 /// request is ever routed to them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Protocol {
     Chat,
     Responses,

@@ -19,6 +19,7 @@ pub struct Response {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum OutputBlock {
     Text {
         text: String,
@@ -56,6 +57,7 @@ impl Response {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum StopReason {
     /// Natural end (Chat `stop`, Messages `end_turn`).
     EndTurn,

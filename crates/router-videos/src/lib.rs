@@ -19,6 +19,25 @@
 //! assert_eq!(refused.param.as_deref(), Some("client_task_id"));
 //! # Ok::<(), router_canonical::ApiError>(())
 //! ```
+//!
+//! # Stability
+//!
+//! This crate belongs to the router wire family (`router-canonical`,
+//! `router-chat`, `router-messages`, `router-responses`,
+//! `router-completions`, `router-images`, `router-videos`), released
+//! together at one version; `CHANGELOG.md` in the repository lists every
+//! release. Semantic versioning, as Cargo reads it before 1.0: a `0.x.y`
+//! patch release never breaks a caller, a `0.x` minor release may. Enums
+//! that grow with the protocols (`StreamEvent`, `OutputBlock`,
+//! `StopReason`, `BlockDelta`, `BlockKind`, `ContentPart`, `Role`,
+//! `Protocol`, `ErrorCode`, `SupplierErrorCategory`, `SupplierError`) and
+//! the structs a caller builds (`ReplyContext`, `StreamContext`,
+//! `StreamEnd`, `SupplierTarget`, `SupplierFailure`, `ErrorReply`) are
+//! `#[non_exhaustive]`: match them with a wildcard arm and build them with
+//! their constructors, and a new variant or member breaks nothing. The
+//! minimum supported Rust version (`rust-version`, now 1.88) stays at least
+//! six releases behind the newest stable and is raised only in a minor
+//! release.
 
 #![warn(unreachable_pub)]
 

@@ -38,6 +38,8 @@ pub(crate) fn response(resp: &Response, ctx: &ReplyContext<'_>) -> Vec<u8> {
             }),
             // Opaque to every client; Chat has nowhere to put it.
             OutputBlock::RedactedThinking { .. } => {}
+            // A block kind added later has no place in a Chat reply.
+            _ => {}
         }
     }
     let completion = ChatCompletion {
@@ -90,5 +92,7 @@ pub(crate) fn finish_reason(stop: &StopReason) -> FinishReason {
         // one arrive, the turn has ended as far as a Chat client can tell.
         StopReason::PauseTurn => FinishReason::Stop,
         StopReason::Other(other) => FinishReason::Other(other.clone()),
+        // A stop reason added later: generation ended.
+        _ => FinishReason::Stop,
     }
 }

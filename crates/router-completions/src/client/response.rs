@@ -60,6 +60,8 @@ pub(crate) fn finish_reason(stop: &StopReason) -> FinishReason {
         | StopReason::ToolUse
         | StopReason::PauseTurn
         | StopReason::Other(_) => FinishReason::Stop,
+        // A stop reason added later: generation ended.
+        _ => FinishReason::Stop,
     }
 }
 

@@ -71,6 +71,8 @@ fn output_block(block: &OutputBlock, refused: &mut bool) -> ContentBlock {
             cache_control: None,
             extra: Map::new(),
         }),
+        // A block kind added later has no Messages form: an empty text block.
+        _ => ContentBlock::text(""),
     }
 }
 
@@ -102,5 +104,7 @@ pub(crate) fn stop_reason(stop: &StopReason) -> WireStopReason {
         StopReason::ContentFilter | StopReason::Refusal => WireStopReason::Refusal,
         StopReason::PauseTurn => WireStopReason::PauseTurn,
         StopReason::Other(other) => WireStopReason::Other(other.clone()),
+        // A stop reason added later: the turn ended.
+        _ => WireStopReason::EndTurn,
     }
 }

@@ -93,11 +93,10 @@ impl ClientStreamEncoder for StreamEncoder {
         }
         match event {
             StreamEvent::Start { .. } => {}
-            StreamEvent::Usage { usage } => {
-                if !self.started {
-                    self.usage = *usage;
-                    self.start(out);
-                }
+            // Usage once the stream started goes to the wildcard arm: nothing.
+            StreamEvent::Usage { usage } if !self.started => {
+                self.usage = *usage;
+                self.start(out);
             }
             StreamEvent::BlockStart { index, block } => {
                 self.start(out);
@@ -128,6 +127,8 @@ impl ClientStreamEncoder for StreamEncoder {
                         cache_control: None,
                         extra: Map::new(),
                     }),
+                    // A block kind added later has no Messages form: an empty text block.
+                    _ => ContentBlock::text(""),
                 };
                 write(
                     &Event::ContentBlockStart {
@@ -154,6 +155,8 @@ impl ClientStreamEncoder for StreamEncoder {
                     BlockDelta::ToolArguments(partial_json) => Delta::InputJsonDelta {
                         partial_json: partial_json.clone(),
                     },
+                    // A delta kind added later has no Messages form.
+                    _ => return,
                 };
                 write(
                     &Event::ContentBlockDelta {
@@ -174,6 +177,8 @@ impl ClientStreamEncoder for StreamEncoder {
                     self.finish(&end, out);
                 }
             }
+            // Usage after the start, and an event added later, write nothing.
+            _ => {}
         }
     }
 

@@ -200,6 +200,8 @@ fn conversation(
             Role::User => WireRole::User,
             Role::Assistant => WireRole::Assistant,
             Role::System | Role::Developer | Role::Tool => WireRole::System,
+            // A role added later speaks as the user.
+            _ => WireRole::User,
         };
         let blocks = message
             .content
@@ -398,6 +400,11 @@ fn block(part: &ContentPart, role: Role) -> Result<Option<ContentBlock>, ApiErro
             return Err(ApiError::unsupported_conversion(format!(
                 "a content part of the {protocol} protocol cannot be sent to a Messages supplier"
             )));
+        }
+        _ => {
+            return Err(ApiError::unsupported_conversion(
+                "this content part cannot be sent to a Messages supplier",
+            ));
         }
     };
     Ok(Some(block))

@@ -242,6 +242,7 @@ impl StreamDecoder {
                 | BlockDelta::Signature(s)
                 | BlockDelta::ToolArguments(s)
                 | BlockDelta::Refusal(s) => s.is_empty(),
+                _ => false,
             };
             if !empty {
                 events.push(StreamEvent::Delta { index, delta });
@@ -313,6 +314,7 @@ fn delta_kind(delta: &BlockDelta) -> &'static str {
         BlockDelta::Thinking(_) => "thinking_delta",
         BlockDelta::Signature(_) => "signature_delta",
         BlockDelta::ToolArguments(_) => "input_json_delta",
+        _ => "text_delta",
     }
 }
 

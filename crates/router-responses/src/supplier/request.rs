@@ -209,6 +209,8 @@ fn message_role(role: Role) -> Option<MessageRole> {
         Role::User => Some(MessageRole::User),
         Role::Assistant => Some(MessageRole::Assistant),
         Role::Tool => None,
+        // A role added later speaks as the user.
+        _ => Some(MessageRole::User),
     }
 }
 
@@ -311,6 +313,11 @@ fn push_items(
                 }
             }
             ContentPart::RedactedThinking { .. } => {}
+            _ => {
+                return Err(ApiError::unsupported_conversion(
+                    "this content part cannot be sent to a Responses supplier",
+                ));
+            }
         }
     }
     if message.content.is_empty() {
