@@ -233,7 +233,7 @@ pub struct ApiError {
     #[serde(skip)]
     pub field: Option<Field>,
     /// Seconds (≥ 1) after which the request may succeed, sent as the
-    /// reply's `Retry-After` header (a 429 whose reset time is known, GP-08).
+    /// reply's `Retry-After` header (a 429 whose reset time is known).
     #[serde(skip)]
     pub retry_after: Option<u64>,
 }

@@ -584,7 +584,7 @@ mod tests {
         assert_eq!(written, r#""a""#);
     }
 
-    /// C-12, GP-02: one `input_image` rule for Chat and Responses.
+    /// One `input_image` rule for Chat and Responses.
     #[test]
     fn an_input_image_has_exactly_one_source() {
         let p = "input[0].content[1]";

@@ -57,9 +57,9 @@ pub struct Request {
     /// The protocol whose suppliers issued the signatures of the thinking
     /// parts in `messages`, when it is not the inbound protocol's (`None`:
     /// they are the inbound protocol's). An encoder replays signed thinking
-    /// only to a supplier of that protocol. The router sets it when it
-    /// restores thinking it had signed itself (see router-core's
-    /// `thinking_seal`); parsers leave it `None`.
+    /// only to a supplier of that protocol. A gateway that signs thinking
+    /// itself sets it when it restores such thinking; parsers leave it
+    /// `None`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinking_signed_by: Option<Protocol>,
 }
@@ -297,7 +297,7 @@ pub enum ImageSource {
         file_id: String,
         /// Where the reference sits in the client's own body
         /// (`input[1].content[0].file_id`), so that one the server cannot
-        /// resolve is named in the client's terms (GP-42). Never sent to a
+        /// resolve is named in the client's terms. Never sent to a
         /// supplier.
         #[serde(default, skip_serializing_if = "String::is_empty")]
         param: String,

@@ -500,8 +500,8 @@ mod tests {
     }
 
     /// The status decides: every status the gateway retries on the same
-    /// route (G-09: 404, 408, 409, 425, 429, 5xx) is retryable or
-    /// `NotFound`; the others (G-10) are neither.
+    /// route (404, 408, 409, 425, 429, 5xx) is retryable or
+    /// `NotFound`; the others are neither.
     #[test]
     fn the_status_decides_the_category() {
         use SupplierErrorCategory as C;

@@ -12,8 +12,7 @@ use crate::codec::SupplierError;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-/// Reference media of a video request: absolute public `http(s)` URLs only
-/// (GP-20), checked when parsed; the router never fetches them itself.
+/// Reference media of a video request: absolute public `http(s)` URLs only, checked when parsed; the router never fetches them itself.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
 pub struct VideoReferences {
     pub images: Vec<String>,
@@ -33,12 +32,12 @@ impl VideoReferences {
 }
 
 /// One video to generate, as validated from the client's body (every rule
-/// that needs no catalog has passed; the catalog's are
-/// `router_core::videos::check_against`).
+/// that needs no catalog has passed; the rules of a model catalog, such as
+/// listed durations and sizes, are the caller's).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
 pub struct VideoRequest {
     /// The logical model ID (or alias) exactly as submitted; it is what the
-    /// video object shows throughout (O-22).
+    /// video object shows throughout.
     pub model: String,
     pub prompt: String,
     pub mode: String,
@@ -47,12 +46,12 @@ pub struct VideoRequest {
     pub duration_seconds: u32,
     pub aspect_ratio: Option<String>,
     pub references: VideoReferences,
-    /// The client's idempotency key (O-14): 1–128 of `[A-Za-z0-9_.-]`.
+    /// The client's idempotency key: 1–128 of `[A-Za-z0-9_.-]`.
     pub client_task_id: String,
 }
 
 impl VideoRequest {
-    /// The GP-26 normalization of this request, as a lowercase hex SHA-256.
+    /// The normalization of this request, as a lowercase hex SHA-256.
     /// The parsed request is what is hashed, so two bodies that differ only
     /// in key order, whitespace or numeric spelling (`5` and `5.0`) have the
     /// same fingerprint, while any string differing by one character (the
@@ -72,15 +71,15 @@ impl VideoRequest {
     }
 }
 
-/// The public status of a video (O-21, GP-22).
+/// The public status of a video.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum VideoStatus {
     Queued,
     InProgress,
     Completed,
     Failed,
-    /// Submission was attempted but the supplier's task is unconfirmed
-    /// (O-19, GP-25): held until an operator reconciles it.
+    /// Submission was attempted but the supplier's task is unconfirmed:
+    /// held until an operator reconciles it.
     Unknown,
 }
 
@@ -109,7 +108,7 @@ impl VideoStatus {
         VideoStatus::ALL.into_iter().find(|s| s.as_str() == name)
     }
 
-    /// Completed and failed never change again (O-24).
+    /// Completed and failed never change again.
     pub fn is_terminal(self) -> bool {
         matches!(self, VideoStatus::Completed | VideoStatus::Failed)
     }
@@ -122,7 +121,7 @@ pub enum UpstreamState {
     InProgress,
     Completed,
     /// `reason` is the supplier's own text: kept for operators, never shown
-    /// to a client (P-08); the client sees a generic public reason.
+    /// to a client; the client sees a generic public reason.
     Failed {
         reason: String,
     },
@@ -192,7 +191,7 @@ mod tests {
         }
     }
 
-    /// GP-26: the fingerprint is stored for a video's lifetime, so its form
+    /// The fingerprint is stored for a video's lifetime, so its form
     /// must not drift between releases; this pins it.
     #[test]
     fn the_fingerprint_is_a_stable_hex_sha256() {
@@ -213,7 +212,7 @@ mod tests {
     /// "client_task_id":"job-1"}]` (no spaces), computed outside Rust.
     const GOLDEN: &str = "32630da655e77b7c4883799b6083b5df734c12acb60867d2320f083a2d5b9d22";
 
-    /// GP-26: strings exactly, every field counts.
+    /// Strings exactly, every field counts.
     #[test]
     fn every_field_changes_the_fingerprint() {
         let base = request().fingerprint();

@@ -1,4 +1,4 @@
-//! The complete PNG check (N-02, N-09): an image is delivered and charged
+//! The complete PNG check: an image is delivered and charged
 //! only if every byte of it is a well-formed PNG.
 //!
 //! Checked, per the PNG specification (ISO/IEC 15948): the 8-byte
@@ -231,7 +231,7 @@ mod tests {
         assert!(png.ends_with(&[0, 0, 0, 0, b'I', b'E', b'N', b'D', 0xAE, 0x42, 0x60, 0x82]));
     }
 
-    /// N-09: every cut of a valid PNG is refused.
+    /// Every cut of a valid PNG is refused.
     #[test]
     fn every_truncation_is_refused() {
         let png = tiny_png();

@@ -3,7 +3,7 @@
 //! [{b64_json} | {url}]}`.
 //!
 //! The request names neither size, quality nor format, so the supplier's
-//! defaults apply (automatic dimensions, N-04). `response_format` is not
+//! defaults apply (automatic dimensions). `response_format` is not
 //! sent either: GPT image models refuse it and always answer `b64_json`,
 //! DALL-E models default to `url`; the decoder takes either.
 

@@ -20,7 +20,7 @@ use router_canonical::{
 };
 use serde_json::{Map, Value};
 
-/// Content-part types that carry media other than images (CF-09).
+/// Content-part types that carry media other than images.
 const MEDIA_PARTS: [&str; 7] = [
     "file",
     "input_file",
@@ -183,8 +183,8 @@ fn token_limit(
     }
 }
 
-/// `reasoning_effort` and `reasoning.effort` are one setting (B-13); kept
-/// verbatim, never defaulted or clamped (B-15).
+/// `reasoning_effort` and `reasoning.effort` are one setting; kept
+/// verbatim, never defaulted or clamped.
 fn effort(top: Option<String>, nested: Option<String>) -> Result<Option<String>, ApiError> {
     match (top, nested) {
         (Some(a), Some(b)) if a != b => Err(ApiError::invalid(
@@ -362,7 +362,7 @@ fn content_part(path: &str, part: wire::ContentPart) -> Result<ContentPart, ApiE
 }
 
 /// Image URLs are `https:`, `http:`, or a base64 `data:` URL of one of the
-/// four image types (GP-02).
+/// four image types.
 fn tool(i: usize, t: wire::ToolDefinition) -> Result<Tool, ApiError> {
     if t.kind != "function" {
         return Err(ApiError::invalid(

@@ -66,7 +66,7 @@ pub(crate) fn response(resp: &Response, ctx: &ReplyContext<'_>) -> Vec<u8> {
     to_json_bytes(&completion)
 }
 
-/// Chat usage, with the charge in `cost` (USD, GP-03) when there is one.
+/// Chat usage, with the charge in `cost` (USD) when there is one.
 pub(crate) fn usage(usage: &Usage, cost: Option<NanoUsd>) -> ChatUsage {
     ChatUsage {
         prompt_tokens: usage.input_tokens,

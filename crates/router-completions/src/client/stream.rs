@@ -1,7 +1,7 @@
 //! Completions streaming: canonical events to the client's `text_completion`
-//! chunks in SSE `data:` frames (E-08, GP-04).
+//! chunks in SSE `data:` frames.
 //!
-//! The stream is: the echoed prompt when `echo` was set (GP-55), one chunk
+//! The stream is: the echoed prompt when `echo` was set, one chunk
 //! per non-empty text delta, a chunk carrying `finish_reason`, a chunk with
 //! `choices: []` and `usage` (cost included), then `data: [DONE]`. A failure
 //! after the stream started ends it with `data: {"error": {...}}` and no
@@ -55,7 +55,7 @@ impl StreamEncoder {
         }
     }
 
-    /// The echoed prompt as the stream's first chunk (GP-55), once. An empty
+    /// The echoed prompt as the stream's first chunk, once. An empty
     /// prompt has nothing to echo.
     fn flush_echo(&mut self, out: &mut Vec<u8>) {
         if let Some(prompt) = self.echo.take()

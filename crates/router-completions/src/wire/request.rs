@@ -61,7 +61,7 @@ pub struct CompletionBody {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
     /// Every other top-level property: the common routing fields, then
-    /// anything unknown (accepted and dropped, E-12).
+    /// anything unknown (accepted and dropped).
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -69,7 +69,7 @@ pub struct CompletionBody {
 router_canonical::string_or_seq! {
     /// `prompt` in each shape OpenAI defines: a string, or an array of
     /// strings, token IDs or token-ID batches. Only a string and an array of
-    /// exactly one string are served (E-03); the validator names the others.
+    /// exactly one string are served; the validator names the others.
     /// An array is read whole, as JSON values, rather than rejected here so
     /// that every prompt error carries `param: "prompt"` (not `prompt[0]`).
     pub type Prompt = StringOrSeq<PromptKind> of Value;
@@ -87,7 +87,7 @@ router_canonical::string_or_seq! {
 }
 
 /// `stream_options`: `include_usage` is accepted; the usage chunk is always
-/// sent, because it carries the cost (GP-04).
+/// sent, because it carries the cost.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = CompletionStreamOptions))]
 pub struct StreamOptions {

@@ -50,7 +50,7 @@ pub enum FinishReason {
     ContentFilter,
 }
 
-/// `usage`, with the router's settled charge in `cost` (USD, GP-03).
+/// `usage`, with the router's settled charge in `cost` (USD).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = CompletionUsage))]
 pub struct CompletionUsage {

@@ -1,7 +1,7 @@
 //! Writing canonical stream events as a Messages client's SSE events.
 //!
 //! The encoder writes every event with an `event:` name equal to its
-//! payload's `type` (D-31). `message_start` carries the input tokens a
+//! payload's `type`. `message_start` carries the input tokens a
 //! supplier reported early: it is written at the `Usage` that follows
 //! `Start` (a Messages supplier's own `message_start` gives both at once),
 //! or else at the first block (or the finish); then one `ping`.

@@ -2,7 +2,7 @@
 //!
 //! What Messages cannot carry is an `unsupported_conversion` error (an
 //! unresolved upload, another protocol's opaque part, a one-hour cache marker
-//! from another protocol (F-11), tool arguments that are not a JSON object,
+//! from another protocol, tool arguments that are not a JSON object,
 //! a temperature above 1, penalties, `json_object` output), with documented
 //! exceptions that drop hints rather than meaning:
 //!
@@ -128,7 +128,7 @@ fn native_fields(req: &Request) -> Map<String, Value> {
     }
 }
 
-/// F-11: a converted request keeps five-minute markers; a one-hour marker
+/// A converted request keeps five-minute markers; a one-hour marker
 /// is a promise the conversion cannot keep.
 fn no_one_hour_markers(req: &Request) -> Result<(), ApiError> {
     fn one_hour(cc: Option<&CacheControl>) -> bool {
@@ -166,7 +166,7 @@ fn is_system(role: Role) -> bool {
 /// System and developer messages of a converted request all become the
 /// top-level `system`, in order. A request that came in over Messages has at
 /// most one leading system message from its `system` field; a later system
-/// message was a `system` turn in `messages` and stays in place (CF-05).
+/// message was a `system` turn in `messages` and stays in place.
 /// (A `system` turn that came first, without a `system` field, is sent as
 /// the `system` field: the same instruction at the same place.)
 fn conversation(
@@ -545,7 +545,7 @@ fn metadata(req: &Request, native: Option<&Value>) -> Option<Value> {
 }
 
 /// The client's `output_config` (native requests), with the explicit effort
-/// (GP-74: never synthesized) and the JSON schema of `response_format`.
+/// (never synthesized) and the JSON schema of `response_format`.
 fn output_config(req: &Request, native: Option<&Value>) -> Result<Option<Value>, ApiError> {
     let mut config = match native {
         Some(Value::Object(map)) => map.clone(),
@@ -587,7 +587,7 @@ fn output_config(req: &Request, native: Option<&Value>) -> Result<Option<Value>,
     Ok((!config.is_empty()).then_some(Value::Object(config)))
 }
 
-/// `x-ci-prompt-cache: on` (F-08): when the request carries no marker at
+/// `x-ci-prompt-cache: on`: when the request carries no marker at
 /// all, mark the last block of the last message that can take one with the
 /// five-minute default.
 fn add_cache_marker(wire: &mut MessagesRequest) {

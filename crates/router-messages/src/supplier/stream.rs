@@ -6,7 +6,7 @@
 //! open), `message_start` becomes `Start` plus the early `Usage`, and
 //! `message_stop` becomes `Finish` with the usage merged from
 //! `message_start` and `message_delta`. `ping` and unknown event types are
-//! dropped (D-30); an `error` event fails the stream.
+//! dropped; an `error` event fails the stream.
 
 use super::MessagesSupplier;
 use super::error::DecodeError;
