@@ -209,3 +209,36 @@ fn a_bad_chat_request_is_refused_in_the_chat_envelope() {
     assert_eq!(body["error"]["code"], "invalid_parameter");
     assert_eq!(body["error"]["param"], "messages");
 }
+
+/// Messages has no log probabilities: a Chat caller asking for them is
+/// refused naming the field, not answered with `logprobs: null`.
+#[test]
+fn logprobs_are_refused_by_a_messages_supplier_naming_the_field() {
+    let bridge = Bridge::new("claude-1", 1024);
+    for (body, param) in [
+        (
+            br#"{"model": "m", "messages": [{"role": "user", "content": "hi"}], "logprobs": true}"#
+                .as_slice(),
+            "logprobs",
+        ),
+        (
+            br#"{"model": "m", "messages": [{"role": "user", "content": "hi"}], "top_logprobs": 2}"#
+                .as_slice(),
+            "top_logprobs",
+        ),
+    ] {
+        let call = bridge.parse(body).unwrap();
+        assert_eq!(call.request.native_only.as_deref(), Some(param));
+        let Err(BridgeError::Client(error)) = bridge.upstream_request(&call) else {
+            panic!("{param} was dropped");
+        };
+        assert_eq!(error.code.as_str(), "unsupported_conversion");
+        assert_eq!(error.param.as_deref(), Some(param));
+    }
+    // `logprobs: false` asks for nothing.
+    let call = bridge
+        .parse(br#"{"model": "m", "messages": [{"role": "user", "content": "hi"}], "logprobs": false}"#)
+        .unwrap();
+    assert!(call.request.native_only.is_none());
+    assert!(bridge.upstream_request(&call).is_ok());
+}

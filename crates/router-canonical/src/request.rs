@@ -69,6 +69,23 @@ impl Request {
     pub fn thinking_signer(&self) -> Option<Protocol> {
         self.thinking_signed_by.or(self.inbound)
     }
+
+    /// Refuse, naming the field, to send this request to a supplier of
+    /// `protocol` when it holds something only its inbound protocol carries
+    /// ([`Request::native_only`]) and `protocol` is another: every supplier
+    /// encoder checks this first, so a translation never drops such a field
+    /// silently (a Chat `logprobs`, a Messages beta, ...).
+    pub fn refuse_native_only(&self, protocol: Protocol) -> Result<(), crate::ApiError> {
+        match (&self.native_only, self.inbound) {
+            (Some(param), Some(inbound)) if inbound.rides() != protocol => {
+                Err(crate::ApiError::unsupported_conversion(format!(
+                    "`{param}` is carried only by a `{inbound}` supplier, not by `{protocol}`"
+                ))
+                .with_param(param.clone()))
+            }
+            _ => Ok(()),
+        }
+    }
 }
 
 /// What the router does with prompt-cache markers (`x-ci-prompt-cache`).

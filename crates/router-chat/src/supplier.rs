@@ -54,6 +54,7 @@ impl SupplierCodec for ChatSupplier {
         request: &Request,
         target: &SupplierTarget<'_>,
     ) -> Result<Vec<u8>, ApiError> {
+        request.refuse_native_only(self.protocol())?;
         request::request(request, target.model)
     }
 

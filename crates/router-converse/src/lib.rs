@@ -67,6 +67,7 @@ impl SupplierCodec for ConverseSupplier {
         request: &Request,
         target: &SupplierTarget<'_>,
     ) -> Result<Vec<u8>, ApiError> {
+        request.refuse_native_only(self.protocol())?;
         request::encode(request, target)
     }
 

@@ -78,6 +78,7 @@ impl SupplierCodec for GeminiSupplier {
         request: &Request,
         target: &SupplierTarget<'_>,
     ) -> Result<Vec<u8>, ApiError> {
+        request.refuse_native_only(self.protocol())?;
         request::encode(request, target)
     }
 

@@ -64,6 +64,7 @@ impl SupplierCodec for MessagesSupplier {
         request: &Request,
         target: &SupplierTarget<'_>,
     ) -> Result<Vec<u8>, ApiError> {
+        request.refuse_native_only(self.protocol())?;
         request::request(request, target)
     }
 

@@ -78,6 +78,7 @@ impl SupplierCodec for BedrockMessagesSupplier {
         request: &Request,
         target: &SupplierTarget<'_>,
     ) -> Result<Vec<u8>, ApiError> {
+        request.refuse_native_only(self.protocol())?;
         let body = request::request(request, target)?;
         let serialization = |err: serde_json::Error| {
             ApiError::new(
