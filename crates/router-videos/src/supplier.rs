@@ -8,8 +8,8 @@
 //!   suppliers that take them: `aspect_ratio`, and `references:
 //!   {image_urls?, video_urls?, audio_urls?}` (always plural lists). A model
 //!   whose supplier is OpenAI itself lists no aspect ratios and no reference
-//!  caps, so they never reach it. `mode` is the router's and is not
-//!  sent; nor is `client_task_id` (the router's idempotency).
+//!   caps, so they never reach it. `mode` is the router's and is not
+//!   sent; nor is `client_task_id` (the router's idempotency).
 //! * create and poll (`GET /videos/{id}`) answer the video object `{id,
 //!   object: "video", status: queued | in_progress | completed | failed,
 //!   progress?, error?: {code, message}, ...}`;

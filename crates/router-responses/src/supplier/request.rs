@@ -18,7 +18,7 @@
 //!   answer does not depend on the earlier turns' hidden reasoning. Redacted
 //!   thinking is Anthropic-only and left out likewise.
 //! * Prompt-cache markers travel only on a native pass-through (inbound
-//!  Responses); on a conversion they are dropped as annotations.
+//!   Responses); on a conversion they are dropped as annotations.
 //! * A tool without `strict` keeps the non-strict meaning of the protocol it
 //!   came from: the Responses API reads an absent `strict` as `true`, so a
 //!   converted tool is sent `strict: false` explicitly.
