@@ -101,7 +101,9 @@ fn check_members(object: &Map<String, Value>) -> Result<(), ApiError> {
 /// The receipt of a settled image: what was charged for which request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Receipt<'a> {
+    /// The request the image was generated for.
     pub request_id: &'a str,
+    /// What was charged for it.
     pub charged: NanoUsd,
 }
 

@@ -18,12 +18,16 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum DecodeError {
+    /// The body is not an images reply (the parser's reason).
     #[error("the reply is not an images reply: {0}")]
     Json(String),
+    /// The reply holds this many images, not one.
     #[error("the reply holds {0} images, not one")]
     Count(usize),
+    /// The image has neither `b64_json` nor `url`.
     #[error("the image has neither `b64_json` nor `url`")]
     Empty,
+    /// `b64_json` is not valid base64.
     #[error("`b64_json` is not valid base64")]
     Base64,
 }

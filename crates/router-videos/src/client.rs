@@ -280,6 +280,7 @@ pub struct VideoView {
     pub id: String,
     /// The logical model ID as submitted.
     pub model: String,
+    /// Where the video is in its life.
     pub status: VideoStatus,
     /// 0–100.
     pub progress: u8,

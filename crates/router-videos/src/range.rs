@@ -27,7 +27,12 @@ pub enum RangeOutcome {
     /// No `Range`: the whole file, 200.
     Full,
     /// One satisfiable range, 206; `start <= end < size`, `end` inclusive.
-    Partial { start: u64, end: u64 },
+    Partial {
+        /// The first byte.
+        start: u64,
+        /// The last byte, inclusive.
+        end: u64,
+    },
     /// A well-formed single range no byte satisfies: the empty 416 with
     /// `Content-Range: bytes */size`.
     Unsatisfiable,

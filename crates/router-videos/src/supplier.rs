@@ -34,10 +34,13 @@ pub const MAX_TASK_ID: usize = 256;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum DecodeError {
+    /// The body is not a video object (the parser's reason).
     #[error("the reply is not a video object: {0}")]
     Json(String),
+    /// The task ID is empty, too long or not a safe path segment.
     #[error("the task ID is empty, too long or not a safe path segment")]
     TaskId,
+    /// A status the dialect does not define.
     #[error("unknown video status `{0}`")]
     Status(String),
 }

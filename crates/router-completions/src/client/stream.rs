@@ -40,6 +40,7 @@ pub struct StreamEncoder {
 }
 
 impl StreamEncoder {
+    /// An encoder for one streamed reply.
     pub fn new(ctx: CompletionStreamContext) -> Self {
         let CompletionStreamContext {
             id,
