@@ -10,7 +10,6 @@
 use crate::ApiError;
 use crate::codec::SupplierError;
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
 /// Reference media of a video request: absolute public `http(s)` URLs only, checked when parsed; the router never fetches them itself.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
@@ -51,23 +50,22 @@ pub struct VideoRequest {
 }
 
 impl VideoRequest {
-    /// The normalization of this request, as a lowercase hex SHA-256.
-    /// The parsed request is what is hashed, so two bodies that differ only
-    /// in key order, whitespace or numeric spelling (`5` and `5.0`) have the
-    /// same fingerprint, while any string differing by one character (the
-    /// model as submitted included) does not. Every field takes part (an
-    /// absent aspect ratio as `null`, the client task ID too), in a fixed
-    /// order, under a version tag so a later form cannot collide with this.
+    /// The normalized text of this request, for a fingerprint of it (a
+    /// gateway hashes it to recognize a replayed submission).
+    /// The parsed request is what is written, so two bodies that differ only
+    /// in key order, whitespace or numeric spelling (`5` and `5.0`) give the
+    /// same text, while any string differing by one character (the model as
+    /// submitted included) does not. Every field takes part (an absent
+    /// aspect ratio as `null`, the client task ID too), in a fixed order,
+    /// under a version tag so a later form cannot collide with this.
     ///
-    /// The hashed text is the compact JSON `["video-request/v1", {model,
-    /// prompt, mode, resolution, duration_seconds, aspect_ratio, references:
+    /// The text is the compact JSON `["video-request/v1", {model, prompt,
+    /// mode, resolution, duration_seconds, aspect_ratio, references:
     /// {images, videos, audios}, client_task_id}]`, members in that order.
-    pub fn fingerprint(&self) -> String {
+    pub fn fingerprint_input(&self) -> Vec<u8> {
         // Serializing a struct gives its fields in declaration order, and
         // serde_json escapes strings one way only: the text is canonical.
-        let canonical =
-            serde_json::to_vec(&("video-request/v1", self)).unwrap_or_else(|_| Vec::new());
-        format!("{:x}", Sha256::digest(&canonical))
+        serde_json::to_vec(&("video-request/v1", self)).unwrap_or_else(|_| Vec::new())
     }
 }
 
@@ -191,31 +189,23 @@ mod tests {
         }
     }
 
-    /// The fingerprint is stored for a video's lifetime, so its form
-    /// must not drift between releases; this pins it.
+    /// A fingerprint of this text is stored for a video's lifetime, so its
+    /// form must not drift between releases; this pins it.
     #[test]
-    fn the_fingerprint_is_a_stable_hex_sha256() {
-        let fingerprint = request().fingerprint();
-        assert_eq!(fingerprint.len(), 64);
-        assert!(
-            fingerprint
-                .bytes()
-                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+    fn the_fingerprint_input_is_pinned() {
+        assert_eq!(
+            String::from_utf8(request().fingerprint_input()).unwrap(),
+            GOLDEN_INPUT
         );
-        assert_eq!(fingerprint, request().fingerprint());
-        assert_eq!(fingerprint, GOLDEN);
     }
 
-    /// SHA-256 of `["video-request/v1",{"model":"vendor/vid","prompt":"a cat",
-    /// "mode":"references","resolution":"720p","duration_seconds":5,
-    /// "aspect_ratio":null,"references":{"images":[],"videos":[],"audios":[]},
-    /// "client_task_id":"job-1"}]` (no spaces), computed outside Rust.
-    const GOLDEN: &str = "32630da655e77b7c4883799b6083b5df734c12acb60867d2320f083a2d5b9d22";
+    /// The pinned text (its SHA-256 is pinned in the gateway's tests).
+    pub(crate) const GOLDEN_INPUT: &str = r#"["video-request/v1",{"model":"vendor/vid","prompt":"a cat","mode":"references","resolution":"720p","duration_seconds":5,"aspect_ratio":null,"references":{"images":[],"videos":[],"audios":[]},"client_task_id":"job-1"}]"#;
 
     /// Strings exactly, every field counts.
     #[test]
     fn every_field_changes_the_fingerprint() {
-        let base = request().fingerprint();
+        let base = request().fingerprint_input();
         let changed = [
             VideoRequest {
                 model: "vendor/VID".into(),
@@ -262,7 +252,7 @@ mod tests {
         ];
         let mut seen = std::collections::HashSet::from([base]);
         for request in changed {
-            assert!(seen.insert(request.fingerprint()), "{request:?}");
+            assert!(seen.insert(request.fingerprint_input()), "{request:?}");
         }
     }
 

@@ -405,7 +405,7 @@ impl<S: Store + VideoStore, P: Suppliers> Gateway<S, P> {
         settings: VideoSettings,
         objects: &impl VideoObjects,
     ) -> Result<VideoJob, CreateFailure> {
-        let fingerprint = request.fingerprint();
+        let fingerprint = crate::fingerprint::video_request(&request);
         // A replay answers before any catalog rule: the job exists whatever
         // the catalog says now (GP-26).
         let existing = self

@@ -693,7 +693,7 @@ mod tests {
     /// change the fingerprint; any parameter does.
     #[test]
     fn the_fingerprint_ignores_form_not_content() {
-        let fingerprint = |text: &str| parse_create(text.as_bytes()).unwrap().fingerprint();
+        let fingerprint = |text: &str| parse_create(text.as_bytes()).unwrap().fingerprint_input();
         let a = fingerprint(
             r#"{"model":"m","prompt":"p","mode":"references","resolution":"720p","duration":5,"client_task_id":"k","references":{"image_urls":["https://a.example/1","https://a.example/2"]}}"#,
         );
