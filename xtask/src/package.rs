@@ -10,7 +10,11 @@
 //! 3. `cargo test` of that workspace: every package's own unit and doc tests
 //!    from the unpacked sources, and the consumer's translations against the
 //!    packages, never against the workspace's paths;
-//! 4. with the MSRV toolchain installed (`rustup toolchain install 1.88`),
+//! 4. `cargo semver-checks` (pinned, installed under the target dir on
+//!    first use) of every published crate against the newest release tag
+//!    `wire-v<version>` older than the manifests' version; before a second
+//!    release exists there is nothing to compare, and the step says so;
+//! 5. with the MSRV toolchain installed (`rustup toolchain install 1.88`),
 //!    `cargo +1.88 check` of the same workspace; without it, clippy's
 //!    `incompatible_msrv` lint (run by `cargo xtask test`) is the check.
 
@@ -24,6 +28,12 @@ use crate::{cargo, display, workspace_root};
 /// The minimum supported Rust version of the published crates (their
 /// manifests' `rust-version`).
 const MSRV: &str = "1.88";
+
+/// The `cargo-semver-checks` release the semver check installs and runs.
+const SEMVER_CHECKS_VERSION: &str = "0.51.0";
+
+/// A release of the family is tagged `wire-v<version>`.
+const TAG_PREFIX: &str = "wire-v";
 
 /// The crates published for other services: the canonical model and the
 /// six wire crates.
@@ -117,6 +127,7 @@ pub fn run(args: &[String]) -> Result<bool> {
     let mut test = cargo(["test", "--workspace", "--no-fail-fast"]);
     test.current_dir(&unpacked).env("CARGO_TARGET_DIR", &target);
     let mut passed = status_of(&mut test)?;
+    passed &= semver_check(&version_key(&workspace_version()?))?;
     if msrv_installed() {
         let mut check = Command::new("cargo");
         check
@@ -168,13 +179,18 @@ fn unpack(packages: &Path, into: &Path) -> Result<Vec<String>> {
     Ok(members)
 }
 
-/// The family's version, from the workspace manifest.
+/// The family's version, from `router-canonical`'s manifest (every published
+/// crate has the same).
 fn workspace_version() -> Result<String> {
-    let manifest = std::fs::read_to_string(workspace_root().join("Cargo.toml"))
-        .context("reading Cargo.toml")?;
+    let manifest = std::fs::read_to_string(
+        workspace_root()
+            .join("crates")
+            .join(PUBLISHED_CRATES[0])
+            .join("Cargo.toml"),
+    )
+    .context("reading the family's manifest")?;
     manifest
         .lines()
-        .skip_while(|line| line.trim() != "[workspace.package]")
         .find_map(|line| {
             let value = line
                 .trim()
@@ -183,7 +199,7 @@ fn workspace_version() -> Result<String> {
                 .strip_prefix('=')?;
             Some(value.trim().trim_matches('"').to_owned())
         })
-        .context("no version in [workspace.package]")
+        .context("no version in router-canonical's manifest")
 }
 
 /// A workspace of the unpacked packages and the consumer, every published
@@ -228,4 +244,76 @@ fn msrv_installed() -> bool {
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|status| status.success())
+}
+
+/// `0.2.0` as `[0, 2, 0]`, for ordering release tags.
+fn version_key(version: &str) -> Vec<u64> {
+    version
+        .split('.')
+        .map(|part| part.parse().unwrap_or(0))
+        .collect()
+}
+
+/// The newest `wire-v*` tag older than `current`, if any.
+fn previous_release(current: &[u64]) -> Result<Option<String>> {
+    let output = Command::new("git")
+        .args(["tag", "--list", &format!("{TAG_PREFIX}*")])
+        .current_dir(workspace_root())
+        .stdin(Stdio::null())
+        .output()
+        .context("listing the release tags")?;
+    let mut older: Vec<(Vec<u64>, String)> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|tag| {
+            let key = version_key(tag.strip_prefix(TAG_PREFIX)?);
+            (key.as_slice() < current).then(|| (key, tag.to_owned()))
+        })
+        .collect();
+    older.sort();
+    Ok(older.pop().map(|(_, tag)| tag))
+}
+
+/// `cargo semver-checks` of every published crate against the previous
+/// release; whether it passed (true when there is none to compare).
+fn semver_check(current: &[u64]) -> Result<bool> {
+    let Some(baseline) = previous_release(current)? else {
+        eprintln!(
+            "xtask package: no release tag `{TAG_PREFIX}*` older than this version: \
+             no semver baseline yet"
+        );
+        return Ok(true);
+    };
+    let tools = crate::target_dir().join("tools");
+    let installed = tools.join("bin").join("cargo-semver-checks");
+    let runs = |program: &Path| {
+        Command::new(program)
+            .args(["semver-checks", "--version"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success())
+    };
+    if !runs(&installed) {
+        let mut install = cargo(["install", "cargo-semver-checks", "--locked"]);
+        install
+            .args(["--version", SEMVER_CHECKS_VERSION, "--root"])
+            .arg(&tools);
+        if !status_of(&mut install)? {
+            return Ok(false);
+        }
+    }
+    let mut check = Command::new(&installed);
+    check
+        .args([
+            "semver-checks",
+            "check-release",
+            "--baseline-rev",
+            &baseline,
+        ])
+        .current_dir(workspace_root());
+    for krate in PUBLISHED_CRATES {
+        check.args(["--package", krate]);
+    }
+    status_of(&mut check)
 }
