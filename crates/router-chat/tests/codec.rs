@@ -57,9 +57,7 @@ fn source(error: &SupplierError) -> &DecodeError {
 
 #[test]
 fn the_supplier_codec_works_through_trait_objects() {
-    let codec: &dyn SupplierCodec = &ChatSupplier {
-        require_usage: true,
-    };
+    let codec: &dyn SupplierCodec = &ChatSupplier::new().with_require_usage(true);
     assert_eq!(codec.protocol(), Protocol::Chat);
     assert_eq!(codec.path(), "/chat/completions");
 
@@ -153,9 +151,7 @@ fn usage_is_optional_unless_required() {
         Some(StreamEvent::Finish { usage, .. }) if *usage == Usage::default()
     ));
 
-    let strict = ChatSupplier {
-        require_usage: true,
-    };
+    let strict = ChatSupplier::new().with_require_usage(true);
     let error = strict.decode_response(&body).unwrap_err();
     assert!(matches!(error, SupplierError::InvalidReply(_)), "{error:?}");
     assert_eq!(source(&error), &DecodeError::MissingUsage);
@@ -309,9 +305,7 @@ fn the_usage_chunk_is_written_when_asked_for_or_always() {
             },
         ),
         (
-            ChatClient {
-                always_include_usage: true,
-            },
+            ChatClient::new().with_always_include_usage(true),
             ChatExtra::default(),
         ),
     ] {

@@ -30,12 +30,8 @@ const CREATED: i64 = 1_735_689_600;
 const COST: NanoUsd = NanoUsd(123_456);
 
 /// The codecs as the gateway sets them: usage is always reported and required.
-const CLIENT: ChatClient = ChatClient {
-    always_include_usage: true,
-};
-const SUPPLIER: ChatSupplier = ChatSupplier {
-    require_usage: true,
-};
+const CLIENT: ChatClient = ChatClient::new().with_always_include_usage(true);
+const SUPPLIER: ChatSupplier = ChatSupplier::new().with_require_usage(true);
 const TARGET: SupplierTarget<'static> = SupplierTarget::new(UPSTREAM_MODEL);
 
 fn run_case(case: &Path, golden: &mut Golden) {

@@ -23,12 +23,8 @@ use router_wire_testkit::frames::{data as frame, data_lines, done};
 use serde_json::{Value, json};
 
 /// The codecs as a gateway that bills by usage sets them.
-const SUPPLIER: ChatSupplier = ChatSupplier {
-    require_usage: true,
-};
-const CLIENT: ChatClient = ChatClient {
-    always_include_usage: true,
-};
+const SUPPLIER: ChatSupplier = ChatSupplier::new().with_require_usage(true);
+const CLIENT: ChatClient = ChatClient::new().with_always_include_usage(true);
 
 fn decode_response(body: &[u8]) -> Result<Response, DecodeError> {
     SUPPLIER.decode_reply(body)

@@ -31,11 +31,27 @@ use router_canonical::{
 /// [`SupplierError`] whose kind says what a caller may do next; the typed
 /// [`DecodeError`] is its source.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct MessagesSupplier {
     /// Whether a reply or stream without token counts is invalid. Off (the
     /// default), missing counts read as zero; a gateway that bills by usage
     /// turns it on so such a reply is refused.
     pub require_usage: bool,
+}
+
+impl MessagesSupplier {
+    /// The protocol's defaults: a reply without usage reads as zero usage.
+    pub const fn new() -> Self {
+        MessagesSupplier {
+            require_usage: false,
+        }
+    }
+
+    /// This codec refusing (`true`) or accepting a reply without usage.
+    pub const fn with_require_usage(mut self, require_usage: bool) -> Self {
+        self.require_usage = require_usage;
+        self
+    }
 }
 
 impl SupplierCodec for MessagesSupplier {

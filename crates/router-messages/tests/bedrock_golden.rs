@@ -23,9 +23,7 @@ use std::fs;
 use std::path::Path;
 
 const MODEL: &str = "anthropic.claude-3-5-sonnet-20241022-v2:0";
-const SUPPLIER: BedrockMessagesSupplier = BedrockMessagesSupplier {
-    require_usage: true,
-};
+const SUPPLIER: BedrockMessagesSupplier = BedrockMessagesSupplier::new().with_require_usage(true);
 
 fn target() -> SupplierTarget<'static> {
     SupplierTarget::new(MODEL).with_default_max_output_tokens(Some(4096))

@@ -196,9 +196,7 @@ fn every_other_decode_error_is_an_invalid_reply() {
 
 #[test]
 fn the_supplier_codec_works_through_trait_objects() {
-    let codec: &dyn SupplierCodec = &MessagesSupplier {
-        require_usage: true,
-    };
+    let codec: &dyn SupplierCodec = &MessagesSupplier::new().with_require_usage(true);
     assert_eq!(codec.protocol(), Protocol::Messages);
     assert_eq!(codec.path(), "/messages");
 
@@ -334,9 +332,7 @@ fn a_request_without_an_output_limit_needs_the_targets_default() {
 #[test]
 fn usage_is_optional_unless_required() {
     let lenient = MessagesSupplier::default();
-    let strict = MessagesSupplier {
-        require_usage: true,
-    };
+    let strict = MessagesSupplier::new().with_require_usage(true);
     let reply = br#"{"id": "msg_1", "type": "message", "role": "assistant", "model": "m",
         "content": [{"type": "text", "text": "x"}], "stop_reason": "end_turn", "stop_sequence": null}"#;
     assert_eq!(

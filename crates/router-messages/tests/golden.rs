@@ -32,9 +32,7 @@ const UPSTREAM_MODEL: &str = "claude-supplier-model-20250101";
 const DEFAULT_MAX_TOKENS: u32 = 4096;
 const ROUTER_ID: &str = "msg_router_0001";
 /// The gateway's setting: a reply without usage is invalid.
-const SUPPLIER: MessagesSupplier = MessagesSupplier {
-    require_usage: true,
-};
+const SUPPLIER: MessagesSupplier = MessagesSupplier::new().with_require_usage(true);
 
 /// A case's `headers.json`, plus the JSON content type.
 struct Headers(Value);

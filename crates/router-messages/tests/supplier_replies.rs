@@ -28,9 +28,7 @@ use router_wire_testkit::frames::named as frame;
 use serde_json::{Value, json};
 
 /// The gateway's setting: a reply without usage is invalid.
-const SUPPLIER: MessagesSupplier = MessagesSupplier {
-    require_usage: true,
-};
+const SUPPLIER: MessagesSupplier = MessagesSupplier::new().with_require_usage(true);
 
 /// A JSON body with the supported `anthropic-version`.
 const JSON: FixedHeaders = FixedHeaders(&[

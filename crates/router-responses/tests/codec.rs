@@ -60,9 +60,7 @@ fn decode_stream(
 
 #[test]
 fn the_supplier_codec_works_through_the_trait_object() {
-    let supplier = ResponsesSupplier {
-        require_usage: true,
-    };
+    let supplier = ResponsesSupplier::new().with_require_usage(true);
     let codec: &dyn SupplierCodec = &supplier;
     assert_eq!(codec.protocol(), Protocol::Responses);
     assert_eq!(codec.path(), "/responses");
@@ -255,9 +253,7 @@ fn by_default_missing_usage_reads_as_zero() {
 
 #[test]
 fn when_required_missing_usage_is_an_invalid_reply() {
-    let supplier = ResponsesSupplier {
-        require_usage: true,
-    };
+    let supplier = ResponsesSupplier::new().with_require_usage(true);
     assert_eq!(
         supplier.decode_reply(&reply(None)),
         Err(DecodeError::MissingUsage)

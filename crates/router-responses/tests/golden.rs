@@ -43,9 +43,7 @@ const CREATED: i64 = 1_735_689_600;
 /// $0.000123456: shows `usage.cost` keeps all nine fraction digits.
 const COST: NanoUsd = NanoUsd(123_456);
 /// The supplier codec as a gateway that bills by usage sets it.
-const SUPPLIER: ResponsesSupplier = ResponsesSupplier {
-    require_usage: true,
-};
+const SUPPLIER: ResponsesSupplier = ResponsesSupplier::new().with_require_usage(true);
 
 /// The Responses stream rules every client stream must keep.
 fn check_client_stream(case: &Path, bytes: &[u8]) {

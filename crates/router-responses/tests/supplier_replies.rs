@@ -23,9 +23,7 @@ use router_wire_testkit::frames::typed as event;
 use serde_json::{Value, json};
 
 /// The supplier codec as a gateway that bills by usage sets it.
-const SUPPLIER: ResponsesSupplier = ResponsesSupplier {
-    require_usage: true,
-};
+const SUPPLIER: ResponsesSupplier = ResponsesSupplier::new().with_require_usage(true);
 
 fn parse_request(body: &[u8]) -> Result<Request, ApiError> {
     codecs::parse(&ResponsesClient, &(), body)

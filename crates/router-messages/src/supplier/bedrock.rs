@@ -33,9 +33,25 @@ pub const BEDROCK_ANTHROPIC_VERSION: &str = "bedrock-2023-05-31";
 /// authentication (the route's supplier settings), AWS event-stream
 /// streaming. Carries what [`MessagesSupplier`] carries.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct BedrockMessagesSupplier {
     /// As [`MessagesSupplier::require_usage`].
     pub require_usage: bool,
+}
+
+impl BedrockMessagesSupplier {
+    /// The protocol's defaults: a reply without usage reads as zero usage.
+    pub const fn new() -> Self {
+        BedrockMessagesSupplier {
+            require_usage: false,
+        }
+    }
+
+    /// This codec refusing (`true`) or accepting a reply without usage.
+    pub const fn with_require_usage(mut self, require_usage: bool) -> Self {
+        self.require_usage = require_usage;
+        self
+    }
 }
 
 impl BedrockMessagesSupplier {
