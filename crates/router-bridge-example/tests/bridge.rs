@@ -242,3 +242,34 @@ fn logprobs_are_refused_by_a_messages_supplier_naming_the_field() {
     assert!(call.request.native_only.is_none());
     assert!(bridge.upstream_request(&call).is_ok());
 }
+
+/// A supplier's refusal names the field in the caller's protocol.
+#[test]
+fn a_refusal_names_the_field_in_the_callers_terms() {
+    let bridge = Bridge::new("claude-1", 1024);
+    for (body, param) in [
+        (
+            br#"{"model": "m", "messages": [{"role": "user", "content": "hi"}], "temperature": 1.5}"#
+                .as_slice(),
+            "temperature",
+        ),
+        (
+            br#"{"model": "m", "messages": [{"role": "user", "content": "hi"}], "presence_penalty": 0.5}"#
+                .as_slice(),
+            "presence_penalty",
+        ),
+        (
+            br#"{"model": "m", "messages": [{"role": "user", "content": "hi"}], "stop": ["a", "b", "c", "d", "e"]}"#
+                .as_slice(),
+            "stop",
+        ),
+    ] {
+        let call = bridge.parse(body).unwrap();
+        let Err(BridgeError::Client(error)) = bridge.upstream_request(&call) else {
+            panic!("{param} was carried");
+        };
+        let envelope: Value = serde_json::from_slice(&bridge.error_body(&error)).unwrap();
+        assert_eq!(envelope["error"]["code"], "unsupported_conversion");
+        assert_eq!(envelope["error"]["param"], param, "{envelope}");
+    }
+}

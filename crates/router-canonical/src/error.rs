@@ -280,6 +280,13 @@ impl ApiError {
         }
     }
 
+    /// This error about the canonical `field`, which the client's codec
+    /// names in its own protocol's terms ([`ApiError::named_in`]).
+    pub fn with_field(mut self, field: Field) -> Self {
+        self.field = Some(field);
+        self
+    }
+
     pub fn with_param(mut self, param: impl Into<String>) -> Self {
         self.param = Some(param.into());
         self

@@ -21,7 +21,7 @@ use crate::wire::request::{
     WireRole,
 };
 use router_canonical::{
-    ApiError, CacheControl, ContentPart, ErrorCode, ImageSource, Message, PromptCacheMode,
+    ApiError, CacheControl, ContentPart, ErrorCode, Field, ImageSource, Message, PromptCacheMode,
     Protocol, Request, ResponseFormat, Role, SupplierTarget, ThinkingMode, Tool, ToolChoice,
 };
 use serde_json::{Map, Value};
@@ -54,14 +54,16 @@ fn messages_request(
     if sampling.stop.len() > MAX_STOP_SEQUENCES || sampling.stop.iter().any(String::is_empty) {
         return Err(ApiError::unsupported_conversion(format!(
             "a Messages supplier takes at most {MAX_STOP_SEQUENCES} non-empty stop sequences"
-        )));
+        ))
+        .with_field(Field::StopSequences));
     }
     if let Some(t) = sampling.temperature
         && t > 1.0
     {
         return Err(ApiError::unsupported_conversion(format!(
             "temperature {t} cannot be sent to a Messages supplier, which accepts 0 to 1"
-        )));
+        ))
+        .with_field(Field::Temperature));
     }
     for (name, value) in [
         ("frequency_penalty", sampling.frequency_penalty),
@@ -70,7 +72,8 @@ fn messages_request(
         if value.is_some_and(|v| v != 0.0) {
             return Err(ApiError::unsupported_conversion(format!(
                 "`{name}` cannot be sent to a Messages supplier"
-            )));
+            ))
+            .with_param(name));
         }
     }
     // Messages requires a limit: the client's, else the target's default.
@@ -81,6 +84,7 @@ fn messages_request(
             ApiError::unsupported_conversion(
                 "a Messages supplier requires `max_tokens`: the request sets no output limit and the target gives no default",
             )
+            .with_field(Field::MaxOutputTokens)
         })?;
     let mut wire = MessagesRequest {
         model: Some(target.model.to_owned()),
