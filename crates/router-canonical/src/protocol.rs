@@ -12,11 +12,17 @@ use std::str::FromStr;
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Protocol {
+    /// OpenAI Chat Completions.
     Chat,
+    /// OpenAI Responses.
     Responses,
+    /// Anthropic Messages.
     Messages,
+    /// Legacy OpenAI Completions (a client surface only).
     Completions,
+    /// OpenAI Images generation.
     Images,
+    /// Video generation.
     Videos,
     /// Google's Gemini API (`generateContent`, `streamGenerateContent`),
     /// also Vertex AI's publisher models. A supplier dialect only.

@@ -7,7 +7,9 @@
 /// One SSE frame. `data` joins multiple `data:` lines with `\n`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Frame {
+    /// The `event:` field, if any.
     pub event: Option<String>,
+    /// The `data:` lines, joined by newlines.
     pub data: String,
 }
 
