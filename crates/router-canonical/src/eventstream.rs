@@ -34,10 +34,20 @@ const OVERHEAD: usize = 16;
 pub enum EventStreamError {
     /// A message larger than the limit.
     #[error("event-stream message of {length} bytes exceeds {limit} bytes")]
-    TooLarge { length: usize, limit: usize },
+    TooLarge {
+        /// The message's length, in bytes.
+        length: usize,
+        /// The limit.
+        limit: usize,
+    },
     /// The prelude's lengths do not fit together.
     #[error("event-stream prelude is inconsistent (total {total}, headers {headers})")]
-    BadPrelude { total: usize, headers: usize },
+    BadPrelude {
+        /// The total length the prelude states.
+        total: usize,
+        /// The headers' length it states.
+        headers: usize,
+    },
     /// The prelude's CRC does not match.
     #[error("event-stream prelude CRC does not match")]
     PreludeCrc,

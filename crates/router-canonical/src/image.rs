@@ -19,6 +19,7 @@ use crate::{ApiError, Protocol};
 pub struct ImageRequest {
     /// The public model ID (or alias) the client asked for.
     pub model: String,
+    /// What to draw.
     pub prompt: String,
     /// The client's end-user identifier, passed to the supplier as given.
     pub user: Option<String>,

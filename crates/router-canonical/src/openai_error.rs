@@ -16,9 +16,11 @@ use serde::{Deserialize, Serialize};
 /// `internal_error` envelope, never a panic.
 pub const INTERNAL_ERROR_BODY: &[u8] = br#"{"error":{"message":"the router could not serialize its response","type":"api_error","param":null,"code":"internal_error"}}"#;
 
+/// The OpenAI error body: `{"error": {...}}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = OpenAiError))]
 pub struct ErrorEnvelope {
+    /// The error.
     pub error: ErrorObject,
 }
 
@@ -26,6 +28,7 @@ pub struct ErrorEnvelope {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = OpenAiErrorObject))]
 pub struct ErrorObject {
+    /// A message safe to show the client.
     pub message: String,
     /// Follows from the HTTP status (`invalid_request_error`, `authentication_error`, ...).
     #[serde(rename = "type")]
@@ -66,10 +69,13 @@ pub fn openai_error_body(error: &ApiError) -> Vec<u8> {
 /// every member may be absent or `null`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 pub struct SupplierErrorObject {
+    /// The error type (`rate_limit_error`, ...).
     #[serde(default, rename = "type")]
     pub kind: Option<String>,
+    /// The error code, as text (some suppliers send a number).
     #[serde(default, deserialize_with = "code_text")]
     pub code: Option<String>,
+    /// The supplier's message.
     #[serde(default)]
     pub message: Option<String>,
 }

@@ -47,6 +47,7 @@ impl Protocol {
         }
     }
 
+    /// The protocol's catalog name (`chat`, `messages`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
             Protocol::Chat => "chat",
@@ -93,6 +94,7 @@ impl fmt::Display for Protocol {
 #[error(
     "unknown protocol `{0}` (expected chat, responses, messages, completions, images, videos, gemini, bedrock_messages or bedrock_converse)"
 )]
+/// A catalog name that is no protocol.
 pub struct UnknownProtocol(pub String);
 
 impl FromStr for Protocol {

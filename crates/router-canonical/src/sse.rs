@@ -13,10 +13,16 @@ pub struct Frame {
     pub data: String,
 }
 
+/// Why bytes are not a valid SSE stream.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SseError {
+    /// A frame larger than the limit.
     #[error("SSE frame exceeds {limit} bytes")]
-    FrameTooLarge { limit: usize },
+    FrameTooLarge {
+        /// The limit, in bytes.
+        limit: usize,
+    },
+    /// A frame is not UTF-8.
     #[error("SSE stream is not valid UTF-8")]
     InvalidUtf8,
 }

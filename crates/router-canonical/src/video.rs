@@ -14,8 +14,11 @@ use serde::Serialize;
 /// Reference media of a video request: absolute public `http(s)` URLs only, checked when parsed; the router never fetches them itself.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
 pub struct VideoReferences {
+    /// Reference images, by URL.
     pub images: Vec<String>,
+    /// Reference videos, by URL.
     pub videos: Vec<String>,
+    /// Reference audio, by URL.
     pub audios: Vec<String>,
 }
 
@@ -25,6 +28,7 @@ impl VideoReferences {
         self.images.len() + self.videos.len() + self.audios.len()
     }
 
+    /// Whether there is no reference at all.
     pub fn is_empty(&self) -> bool {
         self.total() == 0
     }
@@ -38,12 +42,17 @@ pub struct VideoRequest {
     /// The logical model ID (or alias) exactly as submitted; it is what the
     /// video object shows throughout.
     pub model: String,
+    /// What to generate.
     pub prompt: String,
+    /// The generation mode (`text`, `references`, ...).
     pub mode: String,
+    /// The resolution (`720p`, ...).
     pub resolution: String,
     /// Whole seconds (a body's `5.0` is 5).
     pub duration_seconds: u32,
+    /// The aspect ratio, when set.
     pub aspect_ratio: Option<String>,
+    /// The reference media.
     pub references: VideoReferences,
     /// The client's idempotency key: 1–128 of `[A-Za-z0-9_.-]`.
     pub client_task_id: String,
@@ -72,9 +81,13 @@ impl VideoRequest {
 /// The public status of a video.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum VideoStatus {
+    /// Waiting to start.
     Queued,
+    /// Being generated.
     InProgress,
+    /// Done; the content can be downloaded.
     Completed,
+    /// Failed; nothing to download.
     Failed,
     /// Submission was attempted but the supplier's task is unconfirmed:
     /// held until an operator reconciles it.
@@ -82,6 +95,7 @@ pub enum VideoStatus {
 }
 
 impl VideoStatus {
+    /// Every status.
     pub const ALL: [VideoStatus; 5] = [
         VideoStatus::Queued,
         VideoStatus::InProgress,
@@ -115,12 +129,16 @@ impl VideoStatus {
 /// A supplier task's state, as its reply says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum UpstreamState {
+    /// The supplier has not started.
     Queued,
+    /// The supplier is generating.
     InProgress,
+    /// The supplier finished.
     Completed,
     /// `reason` is the supplier's own text: kept for operators, never shown
     /// to a client; the client sees a generic public reason.
     Failed {
+        /// The supplier's reason.
         reason: String,
     },
 }
@@ -130,6 +148,7 @@ pub enum UpstreamState {
 pub struct UpstreamVideo {
     /// The supplier's task ID, used for every later poll and download.
     pub task_id: String,
+    /// Where the task is.
     pub state: UpstreamState,
     /// 0–100 (clamped when decoded; 100 when completed).
     pub progress: u8,
