@@ -448,6 +448,7 @@ where
 pub trait SeqSchema: SeqKind {
     /// The component name (`ChatMessageContent`).
     const NAME: &'static str;
+    /// The component's description.
     const DESCRIPTION: &'static str;
     /// The schema of one element of the array.
     fn element() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>;
