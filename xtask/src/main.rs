@@ -11,6 +11,7 @@ mod clients;
 mod conformance;
 mod db;
 mod demo;
+mod package;
 mod schemathesis;
 mod services;
 mod test;
@@ -66,6 +67,8 @@ commands:
       --profile       sample the router with perf under saturation; name the top costs
       --scale-out     add a second router process behind the same PostgreSQL
       --no-build      use the release binaries already in the target dir
+  package       cargo package (verified) of the published wire crates, then their own tests
+                from the unpacked packages and wire-consumer/ built against them
   help          print this text";
 
 fn main() -> ExitCode {
@@ -82,6 +85,7 @@ fn main() -> ExitCode {
         "clients" => clients::run(rest),
         "schemathesis" => schemathesis::run(rest),
         "browser" => browser::run(rest),
+        "package" => package::run(rest),
         "bench" => bench::run(rest),
         "help" | "-h" | "--help" => {
             println!("{USAGE}");

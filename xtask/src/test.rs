@@ -19,66 +19,6 @@ use anyhow::{Result, bail};
 
 use crate::{cargo, db, display, workspace_root};
 
-/// The crates published for other services: the canonical model and the
-/// six wire crates.
-const PUBLISHED_CRATES: [&str; 7] = [
-    "router-canonical",
-    "router-chat",
-    "router-messages",
-    "router-responses",
-    "router-completions",
-    "router-images",
-    "router-videos",
-];
-
-/// Where `cargo package` verifies, apart from the workspace's own builds.
-/// Under the target dir cargo uses (`crate::target_dir`).
-const PACKAGE_TARGET: &str = "package-verify";
-
-/// Cargo verifies a package against its siblings through a temporary local
-/// registry. It extracts each sibling under `$CARGO_HOME/registry/src` once
-/// and then reuses that folder, and it takes a registry crate's build as
-/// fresh by name and version alone; so a second run would verify against
-/// the first run's sources. None of these crates comes from a real
-/// registry: their extracted folders, and their builds in the verify
-/// target, can go (the dependencies' builds stay).
-fn forget_packaged_sources() {
-    let ours = |name: &str| {
-        let name = name.replace('_', "-");
-        PUBLISHED_CRATES.iter().any(|published| {
-            name.trim_start_matches("lib")
-                .strip_prefix(published)
-                .is_some_and(|rest| rest.is_empty() || rest.starts_with(['-', '.']))
-        })
-    };
-    let remove_ours_in = |dir: std::path::PathBuf| {
-        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            if ours(&entry.file_name().to_string_lossy()) {
-                let path = entry.path();
-                let _ = std::fs::remove_dir_all(&path).or_else(|_| std::fs::remove_file(&path));
-            }
-        }
-    };
-    let verify = crate::target_dir().join(PACKAGE_TARGET).join("debug");
-    for sub in [".fingerprint", "deps", "build"] {
-        remove_ours_in(verify.join(sub));
-    }
-    let cargo_home = std::env::var_os("CARGO_HOME")
-        .map(std::path::PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME").map(|home| std::path::Path::new(&home).join(".cargo"))
-        });
-    if let Some(home) = cargo_home {
-        for registry in std::fs::read_dir(home.join("registry").join("src"))
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            remove_ours_in(registry.path());
-        }
-    }
-}
-
 struct Step {
     name: &'static str,
     command: Command,
@@ -165,13 +105,13 @@ pub fn run(args: &[String]) -> Result<bool> {
         command: cargo(["test", "--workspace", "--doc", "--no-fail-fast"]),
     });
     // The wire crates are a product for other Rust services: each must
-    // package and build on its own, as `cargo publish` would check.
-    forget_packaged_sources();
-    let mut package = cargo(["package", "--allow-dirty", "--quiet"]);
-    package.env("CARGO_TARGET_DIR", crate::target_dir().join(PACKAGE_TARGET));
-    for krate in PUBLISHED_CRATES {
-        package.args(["--package", krate]);
-    }
+    // package, build and pass its own tests on its own, and an outside
+    // crate must build against the packages (`cargo xtask package`).
+    let mut package = match std::env::current_exe() {
+        Ok(xtask) => Command::new(xtask),
+        Err(_) => cargo(["run", "--quiet", "--package", "xtask", "--"]),
+    };
+    package.arg("package").current_dir(workspace_root());
     steps.push(Step {
         name: "package",
         command: package,

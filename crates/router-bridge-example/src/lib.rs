@@ -10,10 +10,9 @@
 //! headers from [`Bridge::upstream_headers`] to `{base}{path}`.
 
 use router_chat::{ChatClient, ChatExtra};
-use router_messages::sse::Decoder;
 use router_messages::{
-    ApiError, ClientCodec, ClientStreamEncoder, MessagesSupplier, ReplyContext, Request,
-    StreamContext, SupplierCodec, SupplierError, SupplierTarget,
+    ApiError, ClientCodec, ErrorReply, HeaderSource, MessagesSupplier, ReplyContext, Request,
+    StreamContext, StreamTranslator, SupplierCodec, SupplierError, SupplierTarget,
 };
 
 /// A Chat front for one Messages model.
@@ -64,10 +63,8 @@ impl Bridge {
 
     /// The Messages body for Anthropic.
     pub fn upstream_request(&self, call: &Call) -> Result<Vec<u8>, BridgeError> {
-        let target = SupplierTarget {
-            model: &self.upstream_model,
-            default_max_output_tokens: Some(self.default_max_tokens),
-        };
+        let target = SupplierTarget::new(&self.upstream_model)
+            .with_default_max_output_tokens(Some(self.default_max_tokens));
         self.messages
             .encode_request(&call.request, &target)
             .map_err(BridgeError::Client)
@@ -97,60 +94,58 @@ impl Bridge {
             .messages
             .decode_response(body)
             .map_err(BridgeError::Supplier)?;
-        let reply = ReplyContext {
-            id,
-            model: &call.request.model,
-            created,
-            cost: None,
-        };
+        let reply = ReplyContext::new(id, &call.request.model, created);
         Ok(self.chat.encode_response(&response, &reply, &call.extra))
     }
 
-    /// An error status from Anthropic, classified.
-    pub fn upstream_error(&self, status: u16, body: &[u8]) -> BridgeError {
-        BridgeError::Supplier(self.messages.decode_error(status, body))
+    /// An error status from Anthropic with its headers, classified (its
+    /// category, and the wait its `Retry-After` asks for).
+    pub fn upstream_error(
+        &self,
+        status: u16,
+        headers: &dyn HeaderSource,
+        body: &[u8],
+    ) -> BridgeError {
+        BridgeError::Supplier(self.messages.decode_error(status, headers, body))
     }
 
-    /// Anthropic's SSE stream, re-encoded as the caller's Chat chunks. A
-    /// real service feeds bytes as they arrive; this one takes them whole.
+    /// What to answer the caller for a supplier failure: status,
+    /// `Retry-After` and the Chat error envelope, in one call.
+    pub fn supplier_error_reply(&self, error: &SupplierError) -> ErrorReply {
+        self.chat.supplier_error_reply(error)
+    }
+
+    /// A translator of Anthropic's SSE stream into the caller's Chat
+    /// chunks: feed it the supplier's bytes as they arrive.
+    pub fn stream_translator(
+        &self,
+        call: Call,
+        id: &str,
+        created: i64,
+    ) -> StreamTranslator<router_chat::StreamEncoder> {
+        let stream = StreamContext::new(id, call.request.model.clone(), created);
+        StreamTranslator::new(&self.messages, self.chat.stream_encoder(stream, call.extra))
+    }
+
+    /// Anthropic's SSE stream, re-encoded as the caller's Chat chunks, taken
+    /// whole. If it fails, the Chat stream written so far (ending with
+    /// Chat's error frame) comes with the supplier's error.
     pub fn stream(
         &self,
         call: Call,
         id: &str,
         created: i64,
         sse: &[u8],
-    ) -> Result<Vec<u8>, BridgeError> {
-        let mut frames = Vec::new();
-        Decoder::default()
-            .feed(sse, &mut frames)
-            .map_err(|e| BridgeError::Supplier(SupplierError::invalid(e)))?;
-        let mut decoder = self.messages.stream_decoder();
-        let stream = StreamContext {
-            id: id.to_owned(),
-            model: call.request.model.clone(),
-            created,
-        };
-        let mut encoder = self.chat.stream_encoder(stream, call.extra);
+    ) -> Result<Vec<u8>, (Vec<u8>, BridgeError)> {
+        let mut translator = self.stream_translator(call, id, created);
         let mut out = Vec::new();
-        for frame in &frames {
-            match decoder.decode(frame) {
-                Ok(events) => events
-                    .iter()
-                    .for_each(|event| encoder.event(event, &mut out)),
-                Err(error) => {
-                    // The stream already started: end it with Chat's error frame.
-                    encoder.error(
-                        &ApiError::new(
-                            router_chat::ErrorCode::UpstreamError,
-                            "the upstream failed",
-                        ),
-                        &mut out,
-                    );
-                    return Err(BridgeError::Supplier(error));
-                }
-            }
+        let result = translator
+            .feed(sse, &mut out)
+            .and_then(|()| translator.finish(&mut out));
+        match result {
+            Ok(()) => Ok(out),
+            Err(error) => Err((out, BridgeError::Supplier(error))),
         }
-        Ok(out)
     }
 
     /// The Chat error envelope for a caller.

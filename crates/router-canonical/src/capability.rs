@@ -8,18 +8,26 @@ use std::str::FromStr;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Capability {
+    /// The route accepts tool definitions and returns tool calls.
     Tools,
+    /// The route accepts images in the input.
     Vision,
+    /// The route honours stop sequences.
     Stop,
+    /// The route takes a reasoning effort.
     Reasoning,
+    /// The route takes a thinking configuration.
     Thinking,
+    /// The route honours structured output.
     ResponseFormat,
+    /// The route streams.
     Streaming,
     /// The route honours prompt-cache markers (automatic `cache_control`).
     PromptCache,
 }
 
 impl Capability {
+    /// Every capability.
     pub const ALL: [Capability; 8] = [
         Capability::Tools,
         Capability::Vision,
@@ -31,6 +39,7 @@ impl Capability {
         Capability::PromptCache,
     ];
 
+    /// The capability's catalog name.
     pub fn as_str(self) -> &'static str {
         match self {
             Capability::Tools => "tools",
@@ -51,6 +60,7 @@ impl fmt::Display for Capability {
     }
 }
 
+/// A catalog name that is no capability.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown capability `{0}`")]
 pub struct UnknownCapability(pub String);
@@ -70,18 +80,22 @@ impl FromStr for Capability {
 pub struct CapabilitySet(u16);
 
 impl CapabilitySet {
+    /// Add `c`.
     pub fn insert(&mut self, c: Capability) {
         self.0 |= 1 << (c as u16);
     }
 
+    /// Whether `c` is in the set.
     pub fn contains(self, c: Capability) -> bool {
         self.0 & (1 << (c as u16)) != 0
     }
 
+    /// Whether every capability of `other` is in this set.
     pub fn is_superset_of(self, other: CapabilitySet) -> bool {
         self.0 & other.0 == other.0
     }
 
+    /// The capabilities in the set, in order.
     pub fn iter(self) -> impl Iterator<Item = Capability> {
         Capability::ALL
             .into_iter()
@@ -102,6 +116,7 @@ impl FromIterator<Capability> for CapabilitySet {
 /// What routing must honour for one request.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Requirements {
+    /// The capabilities a route must have.
     pub capabilities: CapabilitySet,
     /// Only a route speaking the inbound protocol can carry this request
     /// without loss (native-only fields, `system` role in Messages, ...).
@@ -114,10 +129,12 @@ pub struct Requirements {
 }
 
 impl Requirements {
+    /// Require `c`.
     pub fn require(&mut self, c: Capability) {
         self.capabilities.insert(c);
     }
 
+    /// Whether `c` is required.
     pub fn needs(&self, c: Capability) -> bool {
         self.capabilities.contains(c)
     }

@@ -19,27 +19,16 @@
 use crate::response::{Response, StopReason, Usage};
 use crate::sse::Frame;
 use crate::{ApiError, NanoUsd, Protocol, Request, StreamEvent};
-use std::error::Error;
-use std::fmt;
-use std::sync::Arc;
 
-/// Read access to a request's HTTP headers, by lower-case name.
-///
-/// Implemented for `()` (no headers) so a library user without HTTP can
-/// call a codec directly.
-pub trait HeaderSource {
-    /// The header's value, if present and valid UTF-8.
-    fn header(&self, name: &str) -> Option<&str>;
-}
-
-impl HeaderSource for () {
-    fn header(&self, _name: &str) -> Option<&str> {
-        None
-    }
-}
+pub use crate::header::HeaderSource;
+pub use crate::supplier_error::{SupplierError, SupplierErrorCategory, SupplierFailure};
 
 /// What a reply states that the supplier's answer did not.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+///
+/// Built with [`ReplyContext::new`] (and [`ReplyContext::with_cost`]);
+/// new members may be added, hence `#[non_exhaustive]`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ReplyContext<'a> {
     /// The reply's id (`chatcmpl-…`, `msg_…`, `resp_…`).
     pub id: &'a str,
@@ -52,23 +41,92 @@ pub struct ReplyContext<'a> {
     pub cost: Option<NanoUsd>,
 }
 
+impl<'a> ReplyContext<'a> {
+    /// A reply with this id, model name and creation time (Unix seconds),
+    /// reporting no charge.
+    pub const fn new(id: &'a str, model: &'a str, created: i64) -> Self {
+        ReplyContext {
+            id,
+            model,
+            created,
+            cost: None,
+        }
+    }
+
+    /// This context reporting `cost` as the charge (`None`: no charge shown).
+    pub const fn with_cost(mut self, cost: Option<NanoUsd>) -> Self {
+        self.cost = cost;
+        self
+    }
+}
+
 /// What every frame of a client stream repeats.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Built with [`StreamContext::new`]; new members may be added, hence
+/// `#[non_exhaustive]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct StreamContext {
+    /// The stream's reply id (`chatcmpl-…`, `msg_…`, `resp_…`).
     pub id: String,
+    /// The model name to show the client.
     pub model: String,
     /// Unix seconds.
     pub created: i64,
 }
 
+impl StreamContext {
+    /// A stream with this id, model name and creation time (Unix seconds).
+    pub fn new(id: impl Into<String>, model: impl Into<String>, created: i64) -> Self {
+        StreamContext {
+            id: id.into(),
+            model: model.into(),
+            created,
+        }
+    }
+}
+
 /// How a successful stream ends: the stop reason, the final usage and,
 /// where the protocol has a place for it, the charge.
+///
+/// Built with [`StreamEnd::new`] and its setters; new members may be
+/// added, hence `#[non_exhaustive]`.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub struct StreamEnd<'a> {
+    /// Why generation stopped.
     pub stop_reason: &'a StopReason,
+    /// The stop sequence that ended it, if one did.
     pub stop_sequence: Option<&'a str>,
+    /// The whole stream's token usage.
     pub usage: &'a Usage,
+    /// The charge to report, where the protocol has a place for it.
     pub cost: Option<NanoUsd>,
+}
+
+impl<'a> StreamEnd<'a> {
+    /// An ending for this stop reason and usage, with no stop sequence and
+    /// no charge.
+    pub const fn new(stop_reason: &'a StopReason, usage: &'a Usage) -> Self {
+        StreamEnd {
+            stop_reason,
+            stop_sequence: None,
+            usage,
+            cost: None,
+        }
+    }
+
+    /// This ending with the stop sequence that ended the stream.
+    pub const fn with_stop_sequence(mut self, stop_sequence: Option<&'a str>) -> Self {
+        self.stop_sequence = stop_sequence;
+        self
+    }
+
+    /// This ending reporting `cost` as the charge.
+    pub const fn with_cost(mut self, cost: Option<NanoUsd>) -> Self {
+        self.cost = cost;
+        self
+    }
 }
 
 /// The client side of a protocol: parse its requests, render its replies.
@@ -104,6 +162,39 @@ pub trait ClientCodec: Send + Sync + 'static {
 
     /// The protocol's error envelope for `error`, as a JSON body.
     fn error_body(&self, error: &ApiError) -> Vec<u8>;
+
+    /// A supplier's failure as this protocol's client is answered: the
+    /// public error of [`SupplierError::to_api_error`] (its status, its
+    /// `Retry-After` and this protocol's envelope), in one call.
+    fn supplier_error_reply(&self, error: &SupplierError) -> ErrorReply {
+        ErrorReply::new(&error.to_api_error(), |public| self.error_body(public))
+    }
+}
+
+/// An error reply ready to send: status, `Retry-After` and body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ErrorReply {
+    /// The HTTP status.
+    pub status: u16,
+    /// The `Retry-After` header's value in seconds, when there is one.
+    pub retry_after: Option<u64>,
+    /// The protocol's error envelope, JSON.
+    pub body: Vec<u8>,
+    /// The public error the reply renders.
+    pub error: ApiError,
+}
+
+impl ErrorReply {
+    /// The reply for `error`, its body rendered by `render`.
+    pub fn new(error: &ApiError, render: impl FnOnce(&ApiError) -> Vec<u8>) -> Self {
+        ErrorReply {
+            status: error.status(),
+            retry_after: error.retry_after,
+            body: render(error),
+            error: error.clone(),
+        }
+    }
 }
 
 /// Writes canonical stream events as one protocol's SSE frames.
@@ -141,10 +232,33 @@ pub fn finish_of(event: &StreamEvent) -> Option<StreamEnd<'_>> {
 /// Where a supplier request goes: what the route calls the model, and the
 /// output cap a protocol that requires one (Messages `max_tokens`) uses
 /// when the client set none.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+///
+/// Built with [`SupplierTarget::new`]; new members may be added, hence
+/// `#[non_exhaustive]`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SupplierTarget<'a> {
+    /// The supplier's name for the model.
     pub model: &'a str,
+    /// The output cap to send when the request sets none and the protocol
+    /// requires one.
     pub default_max_output_tokens: Option<u32>,
+}
+
+impl<'a> SupplierTarget<'a> {
+    /// A request for the supplier's model `model`, with no default cap.
+    pub const fn new(model: &'a str) -> Self {
+        SupplierTarget {
+            model,
+            default_max_output_tokens: None,
+        }
+    }
+
+    /// This target with the output cap used when the request sets none.
+    pub const fn with_default_max_output_tokens(mut self, cap: Option<u32>) -> Self {
+        self.default_max_output_tokens = cap;
+        self
+    }
 }
 
 /// `segment` percent-encoded as one path segment (RFC 3986: everything but
@@ -203,10 +317,11 @@ pub trait SupplierCodec: Send + Sync + 'static {
     /// Read a complete (non-streaming) success reply.
     fn decode_response(&self, body: &[u8]) -> Result<Response, SupplierError>;
 
-    /// Read an error reply (`status` is not 2xx). Always a
-    /// [`SupplierError::Reported`]; its detail is whatever the body says in
-    /// the protocol's error shape.
-    fn decode_error(&self, status: u16, body: &[u8]) -> SupplierError;
+    /// Read an error reply (`status` is not 2xx) with its headers. Always a
+    /// [`SupplierError::Reported`]: its detail is whatever the body says in
+    /// the protocol's error shape, and the wait its `Retry-After` header
+    /// asks for (start from [`SupplierFailure::from_reply`]).
+    fn decode_error(&self, status: u16, headers: &dyn HeaderSource, body: &[u8]) -> SupplierError;
 
     /// A decoder for one streamed reply.
     fn stream_decoder(&self) -> Box<dyn SupplierStreamDecoder>;
@@ -231,127 +346,9 @@ pub trait SupplierStreamDecoder: Send {
     fn is_finished(&self) -> bool;
 }
 
-/// What a supplier reported about its own failure, in whatever detail its
-/// protocol gives. Never shown to clients verbatim.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SupplierFailure {
-    /// The HTTP status of an error reply; `None` for a failure reported
-    /// inside a success reply or a stream.
-    pub status: Option<u16>,
-    /// The protocol's error type (`rate_limit_error`, `server_error`).
-    pub kind: Option<String>,
-    /// The protocol's error code, where it has one.
-    pub code: Option<String>,
-    pub message: Option<String>,
-}
-
-/// Why a supplier's answer yields no canonical value. The kind decides what
-/// a gateway may do next: a reported failure may be tried elsewhere; an
-/// invalid or unrepresentable reply means the supplier answered, so trying
-/// again could pay twice.
-#[derive(Debug, Clone, thiserror::Error)]
-#[non_exhaustive]
-pub enum SupplierError {
-    /// The supplier reported a failure: an error reply, an error body in a
-    /// success reply, or an error event in a stream.
-    #[error("the supplier reported a failure{}", describe_failure(.0))]
-    Reported(SupplierFailure),
-    /// The reply is not valid in the protocol: bad JSON, a missing member,
-    /// events out of order, implausible usage.
-    #[error("invalid supplier reply: {0}")]
-    InvalidReply(Arc<dyn Error + Send + Sync>),
-    /// The reply is valid in the protocol but holds a construct the
-    /// canonical model cannot represent (an unknown content type).
-    #[error("unsupported construct in the supplier reply: {0}")]
-    Unsupported(Arc<dyn Error + Send + Sync>),
-}
-
-impl SupplierError {
-    /// An invalid reply, keeping the decoder's typed error as its source.
-    pub fn invalid(error: impl Error + Send + Sync + 'static) -> Self {
-        SupplierError::InvalidReply(Arc::new(error))
-    }
-
-    /// An unrepresentable construct, keeping the decoder's typed error.
-    pub fn unsupported(error: impl Error + Send + Sync + 'static) -> Self {
-        SupplierError::Unsupported(Arc::new(error))
-    }
-
-    /// The failure the supplier reported, if that is what this is.
-    pub fn reported(&self) -> Option<&SupplierFailure> {
-        match self {
-            SupplierError::Reported(failure) => Some(failure),
-            _ => None,
-        }
-    }
-}
-
-impl PartialEq for SupplierError {
-    /// Reported failures compare by content; decoder errors by their text.
-    fn eq(&self, other: &Self) -> bool {
-        match (self, other) {
-            (SupplierError::Reported(a), SupplierError::Reported(b)) => a == b,
-            (SupplierError::InvalidReply(a), SupplierError::InvalidReply(b))
-            | (SupplierError::Unsupported(a), SupplierError::Unsupported(b)) => {
-                a.to_string() == b.to_string()
-            }
-            _ => false,
-        }
-    }
-}
-
-fn describe_failure(failure: &SupplierFailure) -> String {
-    let mut text = String::new();
-    if let Some(status) = failure.status {
-        text.push_str(&format!(" (HTTP {status})"));
-    }
-    for (label, value) in [("type", &failure.kind), ("code", &failure.code)] {
-        if let Some(value) = value {
-            text.push_str(&format!(", {label} {value}"));
-        }
-    }
-    text
-}
-
-impl fmt::Display for SupplierFailure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(describe_failure(self).trim_start_matches(", "))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[derive(Debug, thiserror::Error)]
-    #[error("no choices")]
-    struct NoChoices;
-
-    #[test]
-    fn a_decoder_error_keeps_its_type() {
-        let error = SupplierError::invalid(NoChoices);
-        let SupplierError::InvalidReply(source) = &error else {
-            panic!("wrong kind");
-        };
-        assert!(source.downcast_ref::<NoChoices>().is_some());
-        assert_eq!(error.to_string(), "invalid supplier reply: no choices");
-        assert!(error.reported().is_none());
-    }
-
-    #[test]
-    fn a_reported_failure_describes_itself() {
-        let failure = SupplierFailure {
-            status: Some(429),
-            kind: Some("rate_limit_error".into()),
-            ..SupplierFailure::default()
-        };
-        let error = SupplierError::Reported(failure.clone());
-        assert_eq!(
-            error.to_string(),
-            "the supplier reported a failure (HTTP 429), type rate_limit_error"
-        );
-        assert_eq!(error.reported().unwrap(), &failure);
-    }
 
     #[test]
     fn a_finish_event_is_a_stream_end_without_cost() {

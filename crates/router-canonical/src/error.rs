@@ -17,27 +17,42 @@ use std::fmt;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ErrorCode {
+    /// 400: a field of the request is invalid (`param` names it).
     InvalidParameter,
+    /// 400: the request holds what the target protocol cannot carry.
     UnsupportedConversion,
+    /// 400: a parameter this service does not support.
     UnsupportedParameter,
+    /// 401: the credential is missing or not valid.
     InvalidApiKey,
+    /// 404: no such model.
     ModelNotFound,
+    /// 404: no such resource.
     NotFound,
+    /// 405: the path exists, not with this method.
     MethodNotAllowed,
+    /// 409: the request conflicts with the resource's state.
     Conflict,
+    /// 413: the body is larger than accepted.
     PayloadTooLarge,
     /// The request's body did not arrive in time: nothing for the body
     /// idle timeout, or below the minimum rate (408).
     RequestTimeout,
+    /// 429: too many requests; retry after `Retry-After`.
     RateLimitExceeded,
+    /// 502: the supplier rejected the request.
     UpstreamError,
+    /// 502: the supplier answered something invalid.
     InvalidUpstreamResponse,
+    /// 503: no supplier could answer (unreachable, overloaded, failing).
     UpstreamUnavailable,
+    /// 503: no route can serve the model now.
     RouteUnavailable,
     /// The service itself cannot answer now (its database unreachable, a
     /// connection not free in time, shutting down): retry after
     /// `Retry-After`; nothing was charged.
     ServiceUnavailable,
+    /// 500: the service failed.
     InternalError,
     /// A code outside the protocols, defined by the product that answers it.
     Product(&'static ProductCode),
@@ -70,10 +85,12 @@ impl ProductCode {
         ProductCode { code, status }
     }
 
+    /// The wire string.
     pub const fn as_str(self) -> &'static str {
         self.code
     }
 
+    /// The HTTP status.
     pub const fn http_status(self) -> u16 {
         self.status
     }
@@ -101,6 +118,7 @@ impl ErrorCode {
         ErrorCode::InternalError,
     ];
 
+    /// The wire string (`invalid_parameter`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
             ErrorCode::InvalidParameter => "invalid_parameter",
@@ -124,6 +142,7 @@ impl ErrorCode {
         }
     }
 
+    /// The HTTP status the code is answered with.
     pub fn http_status(self) -> u16 {
         match self {
             ErrorCode::InvalidParameter
@@ -206,15 +225,25 @@ impl fmt::Display for ErrorCode {
 /// exhaustive: a new field must be named by every codec.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Field {
+    /// The output cap (`max_tokens`, `max_output_tokens`, ...).
     MaxOutputTokens,
+    /// Stop sequences (`stop`, `stop_sequences`).
     StopSequences,
+    /// An image in the input.
     ImageInput,
+    /// The tool definitions.
     Tools,
+    /// The reasoning effort.
     ReasoningEffort,
+    /// The thinking configuration.
     Thinking,
+    /// The structured output format.
     ResponseFormat,
+    /// Streaming.
     Stream,
+    /// The sampling temperature.
     Temperature,
+    /// Frequency and presence penalties.
     Penalties,
 }
 
@@ -223,7 +252,9 @@ pub enum Field {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 #[error("{code}: {message}")]
 pub struct ApiError {
+    /// The stable code (it decides the status and the envelope's type).
     pub code: ErrorCode,
+    /// A message safe to show the client.
     pub message: String,
     /// The offending field as the client named it (a path such as
     /// `messages[2].content`), or a header.
@@ -233,12 +264,13 @@ pub struct ApiError {
     #[serde(skip)]
     pub field: Option<Field>,
     /// Seconds (≥ 1) after which the request may succeed, sent as the
-    /// reply's `Retry-After` header (a 429 whose reset time is known, GP-08).
+    /// reply's `Retry-After` header (a 429 whose reset time is known).
     #[serde(skip)]
     pub retry_after: Option<u64>,
 }
 
 impl ApiError {
+    /// An error with this code and message.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         ApiError {
             code,
@@ -249,6 +281,7 @@ impl ApiError {
         }
     }
 
+    /// An `invalid_parameter` error about `param`.
     pub fn invalid(param: impl Into<String>, message: impl Into<String>) -> Self {
         ApiError {
             code: ErrorCode::InvalidParameter,
@@ -280,6 +313,14 @@ impl ApiError {
         }
     }
 
+    /// This error about the canonical `field`, which the client's codec
+    /// names in its own protocol's terms ([`ApiError::named_in`]).
+    pub fn with_field(mut self, field: Field) -> Self {
+        self.field = Some(field);
+        self
+    }
+
+    /// This error naming the offending field or header.
     pub fn with_param(mut self, param: impl Into<String>) -> Self {
         self.param = Some(param.into());
         self
@@ -291,10 +332,12 @@ impl ApiError {
         self
     }
 
+    /// An `unsupported_conversion` error.
     pub fn unsupported_conversion(message: impl Into<String>) -> Self {
         ApiError::new(ErrorCode::UnsupportedConversion, message)
     }
 
+    /// The HTTP status.
     pub fn status(&self) -> u16 {
         self.code.http_status()
     }

@@ -14,24 +14,50 @@
 use crate::checksum::crc32;
 use crate::sse::Frame;
 
+/// The error type of an AWS error reply, from its `x-amzn-ErrorType` header
+/// (`ThrottlingException:http://internal.amazon.com/...` reads as
+/// `ThrottlingException`).
+pub fn amzn_error_type(headers: &dyn crate::header::HeaderSource) -> Option<String> {
+    let value = headers.header("x-amzn-errortype")?;
+    let kind = value.split(':').next().unwrap_or(value).trim();
+    (!kind.is_empty()).then(|| kind.to_owned())
+}
+
 /// The largest message the decoder accepts by default: 4 MiB, as for SSE.
 pub const DEFAULT_MESSAGE_LIMIT: usize = 4 * 1024 * 1024;
 
 /// Prelude (12 bytes) plus the message CRC (4 bytes).
 const OVERHEAD: usize = 16;
 
+/// Why bytes are not a valid event stream.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EventStreamError {
+    /// A message larger than the limit.
     #[error("event-stream message of {length} bytes exceeds {limit} bytes")]
-    TooLarge { length: usize, limit: usize },
+    TooLarge {
+        /// The message's length, in bytes.
+        length: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// The prelude's lengths do not fit together.
     #[error("event-stream prelude is inconsistent (total {total}, headers {headers})")]
-    BadPrelude { total: usize, headers: usize },
+    BadPrelude {
+        /// The total length the prelude states.
+        total: usize,
+        /// The headers' length it states.
+        headers: usize,
+    },
+    /// The prelude's CRC does not match.
     #[error("event-stream prelude CRC does not match")]
     PreludeCrc,
+    /// The message's CRC does not match.
     #[error("event-stream message CRC does not match")]
     MessageCrc,
+    /// A header is malformed (what is wrong).
     #[error("event-stream header is malformed: {0}")]
     BadHeader(&'static str),
+    /// A header name or string is not UTF-8.
     #[error("event-stream payload is not valid UTF-8")]
     InvalidUtf8,
 }
@@ -39,22 +65,32 @@ pub enum EventStreamError {
 /// A header value (the ten types of the format).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HeaderValue {
+    /// A boolean.
     Bool(bool),
+    /// A signed byte.
     Byte(i8),
+    /// A 16-bit integer.
     Short(i16),
+    /// A 32-bit integer.
     Int(i32),
+    /// A 64-bit integer.
     Long(i64),
+    /// Bytes.
     Bytes(Vec<u8>),
+    /// A UTF-8 string.
     String(String),
     /// Milliseconds since the Unix epoch.
     Timestamp(i64),
+    /// A UUID.
     Uuid([u8; 16]),
 }
 
 /// One decoded message.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Message {
+    /// The headers, in order.
     pub headers: Vec<(String, HeaderValue)>,
+    /// The payload.
     pub payload: Vec<u8>,
 }
 
@@ -198,6 +234,7 @@ impl Default for Decoder {
 }
 
 impl Decoder {
+    /// A decoder refusing messages larger than `limit` bytes.
     pub fn new(limit: usize) -> Self {
         Decoder {
             buf: Vec::new(),

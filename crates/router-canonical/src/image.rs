@@ -19,6 +19,7 @@ use crate::{ApiError, Protocol};
 pub struct ImageRequest {
     /// The public model ID (or alias) the client asked for.
     pub model: String,
+    /// What to draw.
     pub prompt: String,
     /// The client's end-user identifier, passed to the supplier as given.
     pub user: Option<String>,
@@ -58,7 +59,12 @@ pub trait ImageSupplierCodec: Send + Sync + 'static {
     /// Read a success reply: exactly one image, as bytes or a URL.
     fn decode_response(&self, body: &[u8]) -> Result<GeneratedImage, SupplierError>;
 
-    /// Read an error reply (`status` is not 2xx): always
-    /// [`SupplierError::Reported`].
-    fn decode_error(&self, status: u16, body: &[u8]) -> SupplierError;
+    /// Read an error reply (`status` is not 2xx) with its headers: always
+    /// [`SupplierError::Reported`], with the `Retry-After` it asks for.
+    fn decode_error(
+        &self,
+        status: u16,
+        headers: &dyn crate::header::HeaderSource,
+        body: &[u8],
+    ) -> SupplierError;
 }

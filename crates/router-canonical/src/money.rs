@@ -10,19 +10,24 @@ use std::fmt;
 #[serde(transparent)]
 pub struct NanoUsd(pub i64);
 
+/// Nano-USD in one US dollar.
 pub const NANOS_PER_USD: i64 = 1_000_000_000;
 
 impl NanoUsd {
+    /// Nothing.
     pub const ZERO: NanoUsd = NanoUsd(0);
 
+    /// The sum, or `None` on overflow.
     pub fn checked_add(self, other: NanoUsd) -> Option<NanoUsd> {
         self.0.checked_add(other.0).map(NanoUsd)
     }
 
+    /// The difference, or `None` on overflow.
     pub fn checked_sub(self, other: NanoUsd) -> Option<NanoUsd> {
         self.0.checked_sub(other.0).map(NanoUsd)
     }
 
+    /// Whether the amount is below zero.
     pub fn is_negative(self) -> bool {
         self.0 < 0
     }
@@ -64,7 +69,9 @@ pub struct PricePerMTok(pub i64);
 /// A rate card for one model or route: what a million tokens of each kind cost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Rates {
+    /// The price of input tokens.
     pub input: PricePerMTok,
+    /// The price of output tokens.
     pub output: PricePerMTok,
     /// Cache reads; defaults to the input price when not configured.
     pub cache_read: Option<PricePerMTok>,
@@ -72,6 +79,7 @@ pub struct Rates {
     pub cache_write: Option<PricePerMTok>,
 }
 
+/// A charge too large to represent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("charge does not fit in i64 nano-USD")]
 pub struct ChargeOverflow;

@@ -7,17 +7,20 @@
 //! a shape. Messages has an envelope of its own (in router-messages).
 
 use crate::ApiError;
-use crate::codec::SupplierFailure;
+use crate::header::HeaderSource;
 use crate::parse::to_json_bytes_or;
+use crate::supplier_error::SupplierFailure;
 use serde::{Deserialize, Serialize};
 
 /// The body sent should serializing an envelope ever fail: a well-formed
 /// `internal_error` envelope, never a panic.
 pub const INTERNAL_ERROR_BODY: &[u8] = br#"{"error":{"message":"the router could not serialize its response","type":"api_error","param":null,"code":"internal_error"}}"#;
 
+/// The OpenAI error body: `{"error": {...}}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = OpenAiError))]
 pub struct ErrorEnvelope {
+    /// The error.
     pub error: ErrorObject,
 }
 
@@ -25,6 +28,7 @@ pub struct ErrorEnvelope {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = OpenAiErrorObject))]
 pub struct ErrorObject {
+    /// A message safe to show the client.
     pub message: String,
     /// Follows from the HTTP status (`invalid_request_error`, `authentication_error`, ...).
     #[serde(rename = "type")]
@@ -65,15 +69,29 @@ pub fn openai_error_body(error: &ApiError) -> Vec<u8> {
 /// every member may be absent or `null`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 pub struct SupplierErrorObject {
+    /// The error type (`rate_limit_error`, ...).
     #[serde(default, rename = "type")]
     pub kind: Option<String>,
+    /// The error code, as text (some suppliers send a number).
     #[serde(default, deserialize_with = "code_text")]
     pub code: Option<String>,
+    /// The supplier's message.
     #[serde(default)]
     pub message: Option<String>,
 }
 
 impl SupplierErrorObject {
+    /// This object's detail on `reply` (the status and `Retry-After` of an
+    /// error reply).
+    pub fn failure_of(self, reply: SupplierFailure) -> SupplierFailure {
+        SupplierFailure {
+            kind: self.kind,
+            code: self.code,
+            message: self.message,
+            ..reply
+        }
+    }
+
     /// The canonical failure this object reports, under `status` when it
     /// came as an error reply.
     pub fn failure(self, status: Option<u16>) -> SupplierFailure {
@@ -82,6 +100,7 @@ impl SupplierErrorObject {
             kind: self.kind,
             code: self.code,
             message: self.message,
+            retry_after: None,
         }
     }
 }
@@ -105,9 +124,9 @@ pub fn bearer_auth(api_key: Option<&str>) -> Vec<(&'static str, String)> {
 }
 
 /// Read an OpenAI-protocol error reply (`{"error": {...}}`) with HTTP
-/// `status`. A body in another shape still reports the failure, without
-/// detail.
-pub fn supplier_failure(status: u16, body: &[u8]) -> SupplierFailure {
+/// `status` and its headers (for `Retry-After`). A body in another shape
+/// still reports the failure, without detail.
+pub fn supplier_failure(status: u16, headers: &dyn HeaderSource, body: &[u8]) -> SupplierFailure {
     #[derive(Deserialize)]
     struct Envelope {
         error: SupplierErrorObject,
@@ -115,7 +134,7 @@ pub fn supplier_failure(status: u16, body: &[u8]) -> SupplierFailure {
     serde_json::from_slice::<Envelope>(body)
         .map(|envelope| envelope.error)
         .unwrap_or_default()
-        .failure(Some(status))
+        .failure_of(SupplierFailure::from_reply(status, headers))
 }
 
 #[cfg(test)]
@@ -126,20 +145,16 @@ mod tests {
     fn a_supplier_error_reply_is_read_leniently() {
         let failure = supplier_failure(
             429,
+            &[("retry-after", "3")],
             br#"{"error": {"message": "slow down", "type": "rate_limit_error", "code": 42}}"#,
         );
         assert_eq!(failure.status, Some(429));
         assert_eq!(failure.kind.as_deref(), Some("rate_limit_error"));
         assert_eq!(failure.code.as_deref(), Some("42"));
         assert_eq!(failure.message.as_deref(), Some("slow down"));
-        let failure = supplier_failure(500, b"<html>oops</html>");
-        assert_eq!(
-            failure,
-            SupplierFailure {
-                status: Some(500),
-                ..SupplierFailure::default()
-            }
-        );
+        assert_eq!(failure.retry_after, Some(std::time::Duration::from_secs(3)));
+        let failure = supplier_failure(500, &(), b"<html>oops</html>");
+        assert_eq!(failure, SupplierFailure::with_status(500));
     }
 
     #[test]

@@ -167,9 +167,13 @@ pub fn in_range(
 /// `top_p` 0 to 1, the penalties -2 to 2.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct OpenAiSampling {
+    /// Sampling temperature, 0 to 2.
     pub temperature: Option<f64>,
+    /// Nucleus sampling mass, 0 to 1.
     pub top_p: Option<f64>,
+    /// Penalty on repeated tokens, -2 to 2.
     pub frequency_penalty: Option<f64>,
+    /// Penalty on present tokens, -2 to 2.
     pub presence_penalty: Option<f64>,
 }
 
@@ -336,13 +340,16 @@ pub fn typed<T: DeserializeOwned, E: de::Error>(map: Map<String, Value>) -> Resu
 /// crate gives it a name with a type alias
 /// (`type Content = StringOrSeq<ContentKind>`).
 pub enum StringOrSeq<K: SeqKind> {
+    /// The string form.
     Text(String),
+    /// The array form.
     Seq(Vec<K::Element>),
 }
 
 /// One string-or-array member of a protocol: see [`StringOrSeq`]. Usually
 /// an uninhabited enum, only ever used as a type.
 pub trait SeqKind {
+    /// The array's element type.
     type Element;
     /// What serde reports was expected instead ("a string or an array of
     /// content blocks").
@@ -441,6 +448,7 @@ where
 pub trait SeqSchema: SeqKind {
     /// The component name (`ChatMessageContent`).
     const NAME: &'static str;
+    /// The component's description.
     const DESCRIPTION: &'static str;
     /// The schema of one element of the array.
     fn element() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>;
@@ -521,7 +529,9 @@ macro_rules! string_or_seq {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid supplier JSON at `{path}`: {message}")]
 pub struct InvalidJson {
+    /// Where in the reply (`.` for the root).
     pub path: String,
+    /// What is wrong there.
     pub message: String,
 }
 
@@ -584,7 +594,7 @@ mod tests {
         assert_eq!(written, r#""a""#);
     }
 
-    /// C-12, GP-02: one `input_image` rule for Chat and Responses.
+    /// One `input_image` rule for Chat and Responses.
     #[test]
     fn an_input_image_has_exactly_one_source() {
         let p = "input[0].content[1]";

@@ -10,12 +10,19 @@ use std::str::FromStr;
 /// request is ever routed to them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Protocol {
+    /// OpenAI Chat Completions.
     Chat,
+    /// OpenAI Responses.
     Responses,
+    /// Anthropic Messages.
     Messages,
+    /// Legacy OpenAI Completions (a client surface only).
     Completions,
+    /// OpenAI Images generation.
     Images,
+    /// Video generation.
     Videos,
     /// Google's Gemini API (`generateContent`, `streamGenerateContent`),
     /// also Vertex AI's publisher models. A supplier dialect only.
@@ -40,6 +47,7 @@ impl Protocol {
         }
     }
 
+    /// The protocol's catalog name (`chat`, `messages`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
             Protocol::Chat => "chat",
@@ -86,6 +94,7 @@ impl fmt::Display for Protocol {
 #[error(
     "unknown protocol `{0}` (expected chat, responses, messages, completions, images, videos, gemini, bedrock_messages or bedrock_converse)"
 )]
+/// A catalog name that is no protocol.
 pub struct UnknownProtocol(pub String);
 
 impl FromStr for Protocol {

@@ -1,8 +1,7 @@
 //! Which hosts count as public: the pure half of the SSRF rules
 //! (RELIABILITY.md §3 f), shared by the router's downloads (which also
 //! check every address a name resolves to) and by request validation that
-//! must refuse a URL without fetching or resolving it (video references,
-//! GP-20).
+//! must refuse a URL without fetching or resolving it (video references).
 //!
 //! Refused: loopback, RFC 1918, link-local (169.254/16, the cloud metadata
 //! address), CGNAT 100.64/10, 0.0.0.0/8, multicast, reserved and

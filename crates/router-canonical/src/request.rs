@@ -13,18 +13,25 @@ pub struct Request {
     /// The conversation, system and developer instructions included, in order.
     /// A protocol with a separate `system` field puts it first as `Role::System`.
     pub messages: Vec<Message>,
+    /// The tools the model may call.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<Tool>,
+    /// Whether and which tool the model must call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_choice: Option<ToolChoice>,
+    /// Whether the model may call several tools in one turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parallel_tool_calls: Option<bool>,
+    /// Sampling and length controls.
     #[serde(default)]
     pub sampling: Sampling,
+    /// Reasoning effort and thinking.
     #[serde(default)]
     pub reasoning: Reasoning,
+    /// Structured output.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response_format: Option<ResponseFormat>,
+    /// Whether the reply is streamed.
     #[serde(default)]
     pub stream: bool,
     /// A stable end-user identifier (`user`, `metadata.user_id`, `X-CI-End-User`).
@@ -57,9 +64,9 @@ pub struct Request {
     /// The protocol whose suppliers issued the signatures of the thinking
     /// parts in `messages`, when it is not the inbound protocol's (`None`:
     /// they are the inbound protocol's). An encoder replays signed thinking
-    /// only to a supplier of that protocol. The router sets it when it
-    /// restores thinking it had signed itself (see router-core's
-    /// `thinking_seal`); parsers leave it `None`.
+    /// only to a supplier of that protocol. A gateway that signs thinking
+    /// itself sets it when it restores such thinking; parsers leave it
+    /// `None`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinking_signed_by: Option<Protocol>,
 }
@@ -68,6 +75,23 @@ impl Request {
     /// The protocol whose suppliers signed this request's thinking parts.
     pub fn thinking_signer(&self) -> Option<Protocol> {
         self.thinking_signed_by.or(self.inbound)
+    }
+
+    /// Refuse, naming the field, to send this request to a supplier of
+    /// `protocol` when it holds something only its inbound protocol carries
+    /// ([`Request::native_only`]) and `protocol` is another: every supplier
+    /// encoder checks this first, so a translation never drops such a field
+    /// silently (a Chat `logprobs`, a Messages beta, ...).
+    pub fn refuse_native_only(&self, protocol: Protocol) -> Result<(), crate::ApiError> {
+        match (&self.native_only, self.inbound) {
+            (Some(param), Some(inbound)) if inbound.rides() != protocol => {
+                Err(crate::ApiError::unsupported_conversion(format!(
+                    "`{param}` is carried only by a `{inbound}` supplier, not by `{protocol}`"
+                ))
+                .with_param(param.clone()))
+            }
+            _ => Ok(()),
+        }
     }
 }
 
@@ -86,6 +110,7 @@ pub enum PromptCacheMode {
 }
 
 impl PromptCacheMode {
+    /// Whether markers travel unchanged.
     pub fn is_passthrough(&self) -> bool {
         *self == PromptCacheMode::Passthrough
     }
@@ -104,7 +129,9 @@ impl PromptCacheMode {
 /// Fields kept verbatim for a same-protocol route.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct NativeFields {
+    /// The protocol they belong to.
     pub protocol: Option<Protocol>,
+    /// The members, as the client sent them.
     pub fields: Map<String, Value>,
     /// Beta feature identifiers (Messages `anthropic-beta`), forwarded as a
     /// header to a native route that allows each of them.
@@ -115,19 +142,25 @@ pub struct NativeFields {
 /// Sampling and length controls.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Sampling {
+    /// Sampling temperature.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f64>,
+    /// Nucleus sampling mass.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub top_p: Option<f64>,
     /// Stop sequences; empty imposes nothing.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stop: Vec<String>,
+    /// The output cap, in tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_output_tokens: Option<u32>,
+    /// A seed for repeatable sampling.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<i64>,
+    /// Penalty on repeated tokens, by frequency.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub frequency_penalty: Option<f64>,
+    /// Penalty on tokens already present.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub presence_penalty: Option<f64>,
 }
@@ -135,8 +168,10 @@ pub struct Sampling {
 /// Reasoning controls. Effort is a free string: no default, no clamping.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Reasoning {
+    /// The reasoning effort (`low`, `medium`, `high`, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub effort: Option<String>,
+    /// Extended thinking, where the protocol configures it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinking: Option<ThinkingConfig>,
     /// Responses-style summary request (`reasoning.summary`), kept for Responses routes.
@@ -144,34 +179,50 @@ pub struct Reasoning {
     pub summary: Option<String>,
 }
 
+/// Extended thinking (Messages `thinking`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ThinkingConfig {
+    /// On, off or adaptive.
     pub mode: ThinkingMode,
+    /// The thinking budget, in tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget_tokens: Option<u32>,
+    /// How thinking is shown (Messages `display`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub display: Option<String>,
 }
 
+/// Whether the model thinks.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ThinkingMode {
+    /// No thinking.
     Disabled,
+    /// Thinking within the budget.
     Enabled,
+    /// The model decides.
     Adaptive,
 }
 
+/// Who speaks a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Role {
+    /// The system prompt.
     System,
+    /// Developer instructions (OpenAI `developer`).
     Developer,
+    /// The user.
     User,
+    /// The model.
     Assistant,
+    /// A tool's result (Chat `tool`).
     Tool,
 }
 
 impl Role {
+    /// The role's lower-case name.
     pub fn as_str(self) -> &'static str {
         match self {
             Role::System => "system",
@@ -183,8 +234,10 @@ impl Role {
     }
 }
 
+/// One message of the conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
+    /// Who speaks.
     pub role: Role,
     /// The parts of the message. A plain string becomes one `Text` part.
     pub content: Vec<ContentPart>,
@@ -192,11 +245,13 @@ pub struct Message {
     /// null), so an encoder of the same shape can reproduce it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub content_was_string: bool,
+    /// The participant's name, where the protocol has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
 }
 
 impl Message {
+    /// A message of one text part.
     pub fn text(role: Role, text: impl Into<String>) -> Self {
         Message {
             role,
@@ -232,111 +287,158 @@ pub struct CacheControl {
     pub ttl: Option<String>,
 }
 
+/// One part of a message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ContentPart {
+    /// Text.
     Text {
+        /// The text.
         text: String,
+        /// A prompt-cache marker ending here.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cache_control: Option<CacheControl>,
     },
+    /// An image.
     Image {
+        /// Where the image is.
         source: ImageSource,
+        /// The detail level asked for (OpenAI `detail`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         detail: Option<String>,
+        /// A prompt-cache marker ending here.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cache_control: Option<CacheControl>,
     },
     /// An assistant's call of a client tool. `arguments` is JSON text as the
     /// model produced it (it may be partial or invalid JSON; never reparsed).
     ToolCall {
+        /// The call's ID.
         id: String,
+        /// The tool's name.
         name: String,
+        /// The arguments, a JSON text.
         arguments: String,
     },
     /// The result of a tool call, sent back by the client.
     ToolResult {
+        /// The call it answers.
         tool_call_id: String,
+        /// The result's content.
         content: Vec<ContentPart>,
+        /// Whether the tool failed.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         is_error: bool,
+        /// A prompt-cache marker ending here.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cache_control: Option<CacheControl>,
     },
+    /// The model's earlier reasoning, replayed.
     Thinking {
+        /// The reasoning text.
         text: String,
+        /// Its supplier's signature.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         signature: Option<String>,
     },
+    /// Encrypted reasoning, replayed as is.
     RedactedThinking {
+        /// The opaque data.
         data: String,
     },
     /// A non-media part the router does not interpret, passed through to a
     /// route of the protocol it came from.
     Opaque {
+        /// The protocol it belongs to.
         protocol: Protocol,
+        /// The part as the client sent it.
         value: Value,
     },
 }
 
+/// Where an image is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ImageSource {
     /// `https:`, `http:` or `data:` URL.
     Url {
+        /// The URL.
         url: String,
     },
+    /// Inline.
     Base64 {
+        /// Its media type (`image/png`, ...).
         media_type: String,
+        /// The bytes, base64.
         data: String,
     },
     /// A temporary upload of this account (`file_id`).
     Upload {
+        /// The upload's ID.
         file_id: String,
         /// Where the reference sits in the client's own body
         /// (`input[1].content[0].file_id`), so that one the server cannot
-        /// resolve is named in the client's terms (GP-42). Never sent to a
+        /// resolve is named in the client's terms. Never sent to a
         /// supplier.
         #[serde(default, skip_serializing_if = "String::is_empty")]
         param: String,
     },
 }
 
+/// A tool the model may call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Tool {
+    /// The tool's name.
     pub name: String,
+    /// What it does, for the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// JSON Schema of the arguments (always an object schema).
     pub parameters: Value,
+    /// Whether its arguments must match the schema exactly.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strict: Option<bool>,
+    /// A prompt-cache marker ending here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_control: Option<CacheControl>,
 }
 
+/// Whether and which tool the model must call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ToolChoice {
+    /// The model decides.
     Auto,
+    /// No tool.
     None,
     /// The model must call some tool (Chat `required`, Messages `any`).
     Required,
+    /// This tool.
     Tool {
+        /// The tool's name.
         name: String,
     },
 }
 
+/// Structured output.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ResponseFormat {
+    /// Free text.
     Text,
+    /// Any JSON object.
     JsonObject,
+    /// JSON matching a schema.
     JsonSchema {
+        /// The schema's name.
         name: String,
+        /// The JSON schema (`null`: none given).
         schema: Value,
+        /// Whether the schema is enforced exactly.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         strict: Option<bool>,
+        /// What the output is, for the model.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         description: Option<String>,
     },
@@ -382,6 +484,7 @@ impl Request {
         req
     }
 
+    /// Whether any message holds an image.
     pub fn has_images(&self) -> bool {
         fn part_has_image(p: &ContentPart) -> bool {
             match p {

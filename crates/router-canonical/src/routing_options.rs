@@ -9,7 +9,9 @@ use serde_json::{Map, Value};
 /// A percentage as an exact decimal: `units / 10^scale` percent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Percent {
+    /// The digits, as an integer.
     pub units: i64,
+    /// How many of them are decimals.
     pub scale: u32,
 }
 
@@ -50,6 +52,7 @@ impl Percent {
     }
 }
 
+/// A gateway's routing constraints read from a request body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct RoutingOptions {
     /// Explicit minimum savings against the verified list price, for input

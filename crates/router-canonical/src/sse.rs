@@ -7,14 +7,22 @@
 /// One SSE frame. `data` joins multiple `data:` lines with `\n`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Frame {
+    /// The `event:` field, if any.
     pub event: Option<String>,
+    /// The `data:` lines, joined by newlines.
     pub data: String,
 }
 
+/// Why bytes are not a valid SSE stream.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SseError {
+    /// A frame larger than the limit.
     #[error("SSE frame exceeds {limit} bytes")]
-    FrameTooLarge { limit: usize },
+    FrameTooLarge {
+        /// The limit, in bytes.
+        limit: usize,
+    },
+    /// A frame is not UTF-8.
     #[error("SSE stream is not valid UTF-8")]
     InvalidUtf8,
 }

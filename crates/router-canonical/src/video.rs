@@ -10,14 +10,15 @@
 use crate::ApiError;
 use crate::codec::SupplierError;
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
-/// Reference media of a video request: absolute public `http(s)` URLs only
-/// (GP-20), checked when parsed; the router never fetches them itself.
+/// Reference media of a video request: absolute public `http(s)` URLs only, checked when parsed; the router never fetches them itself.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
 pub struct VideoReferences {
+    /// Reference images, by URL.
     pub images: Vec<String>,
+    /// Reference videos, by URL.
     pub videos: Vec<String>,
+    /// Reference audio, by URL.
     pub audios: Vec<String>,
 }
 
@@ -27,64 +28,74 @@ impl VideoReferences {
         self.images.len() + self.videos.len() + self.audios.len()
     }
 
+    /// Whether there is no reference at all.
     pub fn is_empty(&self) -> bool {
         self.total() == 0
     }
 }
 
 /// One video to generate, as validated from the client's body (every rule
-/// that needs no catalog has passed; the catalog's are
-/// `router_core::videos::check_against`).
+/// that needs no catalog has passed; the rules of a model catalog, such as
+/// listed durations and sizes, are the caller's).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
 pub struct VideoRequest {
     /// The logical model ID (or alias) exactly as submitted; it is what the
-    /// video object shows throughout (O-22).
+    /// video object shows throughout.
     pub model: String,
+    /// What to generate.
     pub prompt: String,
+    /// The generation mode (`text`, `references`, ...).
     pub mode: String,
+    /// The resolution (`720p`, ...).
     pub resolution: String,
     /// Whole seconds (a body's `5.0` is 5).
     pub duration_seconds: u32,
+    /// The aspect ratio, when set.
     pub aspect_ratio: Option<String>,
+    /// The reference media.
     pub references: VideoReferences,
-    /// The client's idempotency key (O-14): 1–128 of `[A-Za-z0-9_.-]`.
+    /// The client's idempotency key: 1–128 of `[A-Za-z0-9_.-]`.
     pub client_task_id: String,
 }
 
 impl VideoRequest {
-    /// The GP-26 normalization of this request, as a lowercase hex SHA-256.
-    /// The parsed request is what is hashed, so two bodies that differ only
-    /// in key order, whitespace or numeric spelling (`5` and `5.0`) have the
-    /// same fingerprint, while any string differing by one character (the
-    /// model as submitted included) does not. Every field takes part (an
-    /// absent aspect ratio as `null`, the client task ID too), in a fixed
-    /// order, under a version tag so a later form cannot collide with this.
+    /// The normalized text of this request, for a fingerprint of it (a
+    /// gateway hashes it to recognize a replayed submission).
+    /// The parsed request is what is written, so two bodies that differ only
+    /// in key order, whitespace or numeric spelling (`5` and `5.0`) give the
+    /// same text, while any string differing by one character (the model as
+    /// submitted included) does not. Every field takes part (an absent
+    /// aspect ratio as `null`, the client task ID too), in a fixed order,
+    /// under a version tag so a later form cannot collide with this.
     ///
-    /// The hashed text is the compact JSON `["video-request/v1", {model,
-    /// prompt, mode, resolution, duration_seconds, aspect_ratio, references:
+    /// The text is the compact JSON `["video-request/v1", {model, prompt,
+    /// mode, resolution, duration_seconds, aspect_ratio, references:
     /// {images, videos, audios}, client_task_id}]`, members in that order.
-    pub fn fingerprint(&self) -> String {
+    pub fn fingerprint_input(&self) -> Vec<u8> {
         // Serializing a struct gives its fields in declaration order, and
         // serde_json escapes strings one way only: the text is canonical.
-        let canonical =
-            serde_json::to_vec(&("video-request/v1", self)).unwrap_or_else(|_| Vec::new());
-        format!("{:x}", Sha256::digest(&canonical))
+        serde_json::to_vec(&("video-request/v1", self)).unwrap_or_else(|_| Vec::new())
     }
 }
 
-/// The public status of a video (O-21, GP-22).
+/// The public status of a video.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum VideoStatus {
+    /// Waiting to start.
     Queued,
+    /// Being generated.
     InProgress,
+    /// Done; the content can be downloaded.
     Completed,
+    /// Failed; nothing to download.
     Failed,
-    /// Submission was attempted but the supplier's task is unconfirmed
-    /// (O-19, GP-25): held until an operator reconciles it.
+    /// Submission was attempted but the supplier's task is unconfirmed:
+    /// held until an operator reconciles it.
     Unknown,
 }
 
 impl VideoStatus {
+    /// Every status.
     pub const ALL: [VideoStatus; 5] = [
         VideoStatus::Queued,
         VideoStatus::InProgress,
@@ -109,7 +120,7 @@ impl VideoStatus {
         VideoStatus::ALL.into_iter().find(|s| s.as_str() == name)
     }
 
-    /// Completed and failed never change again (O-24).
+    /// Completed and failed never change again.
     pub fn is_terminal(self) -> bool {
         matches!(self, VideoStatus::Completed | VideoStatus::Failed)
     }
@@ -118,12 +129,16 @@ impl VideoStatus {
 /// A supplier task's state, as its reply says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum UpstreamState {
+    /// The supplier has not started.
     Queued,
+    /// The supplier is generating.
     InProgress,
+    /// The supplier finished.
     Completed,
     /// `reason` is the supplier's own text: kept for operators, never shown
-    /// to a client (P-08); the client sees a generic public reason.
+    /// to a client; the client sees a generic public reason.
     Failed {
+        /// The supplier's reason.
         reason: String,
     },
 }
@@ -133,6 +148,7 @@ pub enum UpstreamState {
 pub struct UpstreamVideo {
     /// The supplier's task ID, used for every later poll and download.
     pub task_id: String,
+    /// Where the task is.
     pub state: UpstreamState,
     /// 0–100 (clamped when decoded; 100 when completed).
     pub progress: u8,
@@ -165,9 +181,14 @@ pub trait VideoSupplierCodec: Send + Sync + 'static {
     /// Read a success reply to a create or a poll.
     fn decode_task(&self, body: &[u8]) -> Result<UpstreamVideo, SupplierError>;
 
-    /// Read an error reply (`status` is not 2xx): always
-    /// [`SupplierError::Reported`].
-    fn decode_error(&self, status: u16, body: &[u8]) -> SupplierError;
+    /// Read an error reply (`status` is not 2xx) with its headers: always
+    /// [`SupplierError::Reported`], with the `Retry-After` it asks for.
+    fn decode_error(
+        &self,
+        status: u16,
+        headers: &dyn crate::header::HeaderSource,
+        body: &[u8],
+    ) -> SupplierError;
 }
 
 #[cfg(test)]
@@ -187,31 +208,23 @@ mod tests {
         }
     }
 
-    /// GP-26: the fingerprint is stored for a video's lifetime, so its form
-    /// must not drift between releases; this pins it.
+    /// A fingerprint of this text is stored for a video's lifetime, so its
+    /// form must not drift between releases; this pins it.
     #[test]
-    fn the_fingerprint_is_a_stable_hex_sha256() {
-        let fingerprint = request().fingerprint();
-        assert_eq!(fingerprint.len(), 64);
-        assert!(
-            fingerprint
-                .bytes()
-                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+    fn the_fingerprint_input_is_pinned() {
+        assert_eq!(
+            String::from_utf8(request().fingerprint_input()).unwrap(),
+            GOLDEN_INPUT
         );
-        assert_eq!(fingerprint, request().fingerprint());
-        assert_eq!(fingerprint, GOLDEN);
     }
 
-    /// SHA-256 of `["video-request/v1",{"model":"vendor/vid","prompt":"a cat",
-    /// "mode":"references","resolution":"720p","duration_seconds":5,
-    /// "aspect_ratio":null,"references":{"images":[],"videos":[],"audios":[]},
-    /// "client_task_id":"job-1"}]` (no spaces), computed outside Rust.
-    const GOLDEN: &str = "32630da655e77b7c4883799b6083b5df734c12acb60867d2320f083a2d5b9d22";
+    /// The pinned text (its SHA-256 is pinned in the gateway's tests).
+    pub(crate) const GOLDEN_INPUT: &str = r#"["video-request/v1",{"model":"vendor/vid","prompt":"a cat","mode":"references","resolution":"720p","duration_seconds":5,"aspect_ratio":null,"references":{"images":[],"videos":[],"audios":[]},"client_task_id":"job-1"}]"#;
 
-    /// GP-26: strings exactly, every field counts.
+    /// Strings exactly, every field counts.
     #[test]
     fn every_field_changes_the_fingerprint() {
-        let base = request().fingerprint();
+        let base = request().fingerprint_input();
         let changed = [
             VideoRequest {
                 model: "vendor/VID".into(),
@@ -258,7 +271,7 @@ mod tests {
         ];
         let mut seen = std::collections::HashSet::from([base]);
         for request in changed {
-            assert!(seen.insert(request.fingerprint()), "{request:?}");
+            assert!(seen.insert(request.fingerprint_input()), "{request:?}");
         }
     }
 

@@ -19,9 +19,26 @@ use router_canonical::{ApiError, Field, Protocol, Request, Response};
 /// when the request asked for one (`stream_options.include_usage`). A
 /// gateway that always reports usage sets `always_include_usage`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ChatClient {
     /// End every stream with the usage chunk, whether or not it was asked for.
     pub always_include_usage: bool,
+}
+
+impl ChatClient {
+    /// The protocol's defaults.
+    pub const fn new() -> Self {
+        ChatClient {
+            always_include_usage: false,
+        }
+    }
+
+    /// This codec ending every stream with the usage chunk (`true`), or only
+    /// when the request asked for it.
+    pub const fn with_always_include_usage(mut self, always: bool) -> Self {
+        self.always_include_usage = always;
+        self
+    }
 }
 
 /// What a Chat reply needs from the request besides its canonical form.

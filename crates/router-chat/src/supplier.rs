@@ -23,9 +23,25 @@ use router_canonical::{ApiError, Protocol, Request, Response};
 /// stream without it decodes with zero usage. A gateway that bills by usage
 /// sets `require_usage` so such a reply is invalid instead.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ChatSupplier {
     /// Refuse a reply (or stream) that reports no usage as invalid.
     pub require_usage: bool,
+}
+
+impl ChatSupplier {
+    /// The protocol's defaults: a reply without usage reads as zero usage.
+    pub const fn new() -> Self {
+        ChatSupplier {
+            require_usage: false,
+        }
+    }
+
+    /// This codec refusing (`true`) or accepting a reply without usage.
+    pub const fn with_require_usage(mut self, require_usage: bool) -> Self {
+        self.require_usage = require_usage;
+        self
+    }
 }
 
 impl ChatSupplier {
@@ -54,6 +70,7 @@ impl SupplierCodec for ChatSupplier {
         request: &Request,
         target: &SupplierTarget<'_>,
     ) -> Result<Vec<u8>, ApiError> {
+        request.refuse_native_only(self.protocol())?;
         request::request(request, target.model)
     }
 
@@ -67,9 +84,14 @@ impl SupplierCodec for ChatSupplier {
     }
 
     /// The OpenAI error shape, `{"error": {"message", "type", "code"}}`.
-    fn decode_error(&self, status: u16, body: &[u8]) -> SupplierError {
+    fn decode_error(
+        &self,
+        status: u16,
+        headers: &dyn router_canonical::HeaderSource,
+        body: &[u8],
+    ) -> SupplierError {
         SupplierError::Reported(router_canonical::openai_error::supplier_failure(
-            status, body,
+            status, headers, body,
         ))
     }
 

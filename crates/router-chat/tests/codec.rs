@@ -57,9 +57,7 @@ fn source(error: &SupplierError) -> &DecodeError {
 
 #[test]
 fn the_supplier_codec_works_through_trait_objects() {
-    let codec: &dyn SupplierCodec = &ChatSupplier {
-        require_usage: true,
-    };
+    let codec: &dyn SupplierCodec = &ChatSupplier::new().with_require_usage(true);
     assert_eq!(codec.protocol(), Protocol::Chat);
     assert_eq!(codec.path(), "/chat/completions");
 
@@ -69,10 +67,7 @@ fn the_supplier_codec_works_through_trait_objects() {
         stream: true,
         ..Request::default()
     };
-    let target = SupplierTarget {
-        model: "up",
-        default_max_output_tokens: Some(99),
-    };
+    let target = SupplierTarget::new("up").with_default_max_output_tokens(Some(99));
     let body: Value =
         serde_json::from_slice(&codec.encode_request(&request, &target).unwrap()).unwrap();
     assert_eq!(body["model"], "up");
@@ -117,28 +112,26 @@ fn the_supplier_codec_works_through_trait_objects() {
 
     let error = codec.decode_error(
         429,
+        &(),
         br#"{"error": {"message": "slow down", "type": "rate_limit_error", "code": "rate_limited"}}"#,
     );
     assert_eq!(
         error,
-        SupplierError::Reported(SupplierFailure {
-            status: Some(429),
-            kind: Some("rate_limit_error".into()),
-            code: Some("rate_limited".into()),
-            message: Some("slow down".into()),
-        })
+        SupplierError::Reported(
+            SupplierFailure::with_status(429)
+                .kind("rate_limit_error")
+                .code("rate_limited")
+                .message("slow down")
+        )
     );
 }
 
 #[test]
 fn an_unreadable_error_reply_is_still_reported() {
-    let error = ChatSupplier::default().decode_error(502, b"<html>Bad gateway</html>");
+    let error = ChatSupplier::default().decode_error(502, &(), b"<html>Bad gateway</html>");
     assert_eq!(
         error,
-        SupplierError::Reported(SupplierFailure {
-            status: Some(502),
-            ..SupplierFailure::default()
-        })
+        SupplierError::Reported(SupplierFailure::with_status(502))
     );
 }
 
@@ -158,9 +151,7 @@ fn usage_is_optional_unless_required() {
         Some(StreamEvent::Finish { usage, .. }) if *usage == Usage::default()
     ));
 
-    let strict = ChatSupplier {
-        require_usage: true,
-    };
+    let strict = ChatSupplier::new().with_require_usage(true);
     let error = strict.decode_response(&body).unwrap_err();
     assert!(matches!(error, SupplierError::InvalidReply(_)), "{error:?}");
     assert_eq!(source(&error), &DecodeError::MissingUsage);
@@ -183,12 +174,11 @@ fn an_in_stream_error_is_a_reported_failure_without_status() {
     .unwrap_err();
     assert_eq!(
         error,
-        SupplierError::Reported(SupplierFailure {
-            status: None,
-            kind: Some("server_error".into()),
-            code: None,
-            message: Some("overloaded".into()),
-        })
+        SupplierError::Reported(
+            SupplierFailure::default()
+                .kind("server_error")
+                .message("overloaded")
+        )
     );
 }
 
@@ -244,11 +234,7 @@ fn a_malformed_reply_is_invalid() {
 // The client codec
 
 fn stream_context() -> StreamContext {
-    StreamContext {
-        id: "chatcmpl-x".into(),
-        model: "public".into(),
-        created: 7,
-    }
+    StreamContext::new("chatcmpl-x", "public", 7)
 }
 
 fn finish_event() -> StreamEvent {
@@ -319,9 +305,7 @@ fn the_usage_chunk_is_written_when_asked_for_or_always() {
             },
         ),
         (
-            ChatClient {
-                always_include_usage: true,
-            },
+            ChatClient::new().with_always_include_usage(true),
             ChatExtra::default(),
         ),
     ] {
@@ -350,12 +334,7 @@ fn a_reply_without_a_cost_has_no_usage_cost() {
         usage: Usage::default(),
         created: 0,
     };
-    let reply = ReplyContext {
-        id: "chatcmpl-r",
-        model: "public",
-        created: 5,
-        cost: None,
-    };
+    let reply = ReplyContext::new("chatcmpl-r", "public", 5);
     let body: Value = serde_json::from_slice(&ChatClient::default().encode_response(
         &response,
         &reply,

@@ -16,7 +16,7 @@
 
 use router_chat::{
     ChatClient, ChatSupplier, ClientCodec, ClientStreamEncoder, NanoUsd, ReplyContext,
-    StreamContext, StreamEnd, SupplierTarget, finish_of,
+    StreamContext, SupplierTarget, finish_of,
 };
 use router_wire_testkit::golden::{self, Golden};
 use router_wire_testkit::supplier;
@@ -30,16 +30,9 @@ const CREATED: i64 = 1_735_689_600;
 const COST: NanoUsd = NanoUsd(123_456);
 
 /// The codecs as the gateway sets them: usage is always reported and required.
-const CLIENT: ChatClient = ChatClient {
-    always_include_usage: true,
-};
-const SUPPLIER: ChatSupplier = ChatSupplier {
-    require_usage: true,
-};
-const TARGET: SupplierTarget<'static> = SupplierTarget {
-    model: UPSTREAM_MODEL,
-    default_max_output_tokens: None,
-};
+const CLIENT: ChatClient = ChatClient::new().with_always_include_usage(true);
+const SUPPLIER: ChatSupplier = ChatSupplier::new().with_require_usage(true);
+const TARGET: SupplierTarget<'static> = SupplierTarget::new(UPSTREAM_MODEL);
 
 fn run_case(case: &Path, golden: &mut Golden) {
     let request = fs::read(case.join("request.json")).expect("every case has a request.json");
@@ -54,12 +47,7 @@ fn run_case(case: &Path, golden: &mut Golden) {
     supplier::upstream_request(case, golden, &SUPPLIER, &canonical, &TARGET);
 
     if let Some(response) = supplier::canonical_response(case, golden, &SUPPLIER) {
-        let reply = ReplyContext {
-            id: ROUTER_ID,
-            model: &canonical.model,
-            created: CREATED,
-            cost: Some(COST),
-        };
+        let reply = ReplyContext::new(ROUTER_ID, &canonical.model, CREATED).with_cost(Some(COST));
         golden.json(
             case,
             "response.json",
@@ -69,23 +57,13 @@ fn run_case(case: &Path, golden: &mut Golden) {
 
     if let Some(events) = supplier::canonical_events(case, golden, &SUPPLIER, "[DONE]") {
         let mut encoder = CLIENT.stream_encoder(
-            StreamContext {
-                id: ROUTER_ID.to_owned(),
-                model: canonical.model.clone(),
-                created: CREATED,
-            },
+            StreamContext::new(ROUTER_ID.to_owned(), canonical.model.clone(), CREATED),
             extra,
         );
         let mut out = Vec::new();
         for event in &events {
             match finish_of(event) {
-                Some(end) => encoder.finish(
-                    &StreamEnd {
-                        cost: Some(COST),
-                        ..end
-                    },
-                    &mut out,
-                ),
+                Some(end) => encoder.finish(&end.with_cost(Some(COST)), &mut out),
                 None => encoder.event(event, &mut out),
             }
         }

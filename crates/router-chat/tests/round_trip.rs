@@ -237,27 +237,44 @@ fn request() -> impl Strategy<Value = Request> {
                 stream,
                 end_user,
                 native,
-            )| Request {
-                model: UPSTREAM.to_owned(),
-                messages,
-                tools,
-                tool_choice,
-                parallel_tool_calls,
-                sampling,
-                reasoning: Reasoning {
-                    effort,
-                    thinking,
-                    summary: None,
-                },
-                response_format,
-                stream,
-                end_user,
-                native,
-                routing: Default::default(),
-                inbound: Some(Protocol::Chat),
-                native_only: None,
-                prompt_cache: Default::default(),
-                thinking_signed_by: None,
+            )| {
+                // The parser pins a request asking for log probabilities to Chat.
+                let fields = native.as_ref().map(|n| &n.fields);
+                let native_only = match fields {
+                    Some(f) if f.get("logprobs") == Some(&serde_json::Value::Bool(true)) => {
+                        Some("logprobs".to_owned())
+                    }
+                    Some(f)
+                        if f.get("top_logprobs")
+                            .and_then(|v| v.as_u64())
+                            .is_some_and(|n| n > 0) =>
+                    {
+                        Some("top_logprobs".to_owned())
+                    }
+                    _ => None,
+                };
+                Request {
+                    model: UPSTREAM.to_owned(),
+                    messages,
+                    tools,
+                    tool_choice,
+                    parallel_tool_calls,
+                    sampling,
+                    reasoning: Reasoning {
+                        effort,
+                        thinking,
+                        summary: None,
+                    },
+                    response_format,
+                    stream,
+                    end_user,
+                    native,
+                    routing: Default::default(),
+                    inbound: Some(Protocol::Chat),
+                    native_only,
+                    prompt_cache: Default::default(),
+                    thinking_signed_by: None,
+                }
             },
         )
 }

@@ -23,12 +23,8 @@ use router_wire_testkit::frames::{data as frame, data_lines, done};
 use serde_json::{Value, json};
 
 /// The codecs as a gateway that bills by usage sets them.
-const SUPPLIER: ChatSupplier = ChatSupplier {
-    require_usage: true,
-};
-const CLIENT: ChatClient = ChatClient {
-    always_include_usage: true,
-};
+const SUPPLIER: ChatSupplier = ChatSupplier::new().with_require_usage(true);
+const CLIENT: ChatClient = ChatClient::new().with_always_include_usage(true);
 
 fn decode_response(body: &[u8]) -> Result<Response, DecodeError> {
     SUPPLIER.decode_reply(body)
@@ -274,12 +270,12 @@ fn a_supplier_error_frame_is_an_upstream_error() {
     let error = SupplierError::from(err);
     assert_eq!(
         error.reported(),
-        Some(&SupplierFailure {
-            status: None,
-            kind: Some("server_error".into()),
-            code: Some("529".into()),
-            message: Some("overloaded".into()),
-        })
+        Some(
+            &SupplierFailure::default()
+                .kind("server_error")
+                .code("529")
+                .message("overloaded")
+        )
     );
     assert!(
         !error.to_string().contains("overloaded"),
@@ -454,11 +450,7 @@ fn keep_alive_and_empty_frames_are_skipped() {
 
 fn encoder() -> StreamEncoder {
     CLIENT.stream_encoder(
-        StreamContext {
-            id: "chatcmpl-x".into(),
-            model: "public/model".into(),
-            created: 7,
-        },
+        StreamContext::new("chatcmpl-x", "public/model", 7),
         ChatExtra::default(),
     )
 }
@@ -547,16 +539,15 @@ fn a_late_failure_is_an_error_frame_without_done() {
 fn finish_refusal_maps_to_content_filter() {
     let mut out = Vec::new();
     encoder().finish(
-        &StreamEnd {
-            stop_reason: &StopReason::Refusal,
-            stop_sequence: None,
-            usage: &Usage {
+        &StreamEnd::new(
+            &StopReason::Refusal,
+            &Usage {
                 input_tokens: 1,
                 output_tokens: 2,
                 ..Usage::default()
             },
-            cost: Some(NanoUsd(1_000_000_000)),
-        },
+        )
+        .with_cost(Some(NanoUsd(1_000_000_000))),
         &mut out,
     );
     let lines = data_lines(&out);
@@ -727,12 +718,7 @@ fn response_json_shapes() {
         usage: Usage::default(),
         created: 0,
     };
-    let ctx = ReplyContext {
-        id: "chatcmpl-r",
-        model: "public",
-        created: 5,
-        cost: Some(NanoUsd::ZERO),
-    };
+    let ctx = ReplyContext::new("chatcmpl-r", "public", 5).with_cost(Some(NanoUsd::ZERO));
     let body: Value =
         serde_json::from_slice(&CLIENT.encode_response(&response, &ctx, &ChatExtra::default()))
             .unwrap();

@@ -8,7 +8,7 @@ mod response;
 pub mod stream;
 
 pub use envelope::error_body;
-pub use stream::{StreamContext, StreamEncoder};
+pub use stream::{CompletionStreamContext, StreamEncoder};
 
 use router_canonical::codec::{self, ClientCodec, HeaderSource};
 use router_canonical::{ApiError, Field, NanoUsd, Protocol, Request, Response};
@@ -55,7 +55,7 @@ impl ClientCodec for CompletionsClient {
     }
 
     fn stream_encoder(&self, stream: codec::StreamContext, echo: Option<String>) -> StreamEncoder {
-        StreamEncoder::new(StreamContext {
+        StreamEncoder::new(CompletionStreamContext {
             id: stream.id,
             model: stream.model,
             created: stream.created,

@@ -7,7 +7,7 @@
 //! hand in `from_wire.rs`, `to_wire.rs` and `stream.rs`.
 //!
 //! Open world: unknown top-level request fields land in a `#[serde(flatten)]`
-//! map (accepted, E-12). Outgoing optionals are skipped when absent, except
+//! map (accepted). Outgoing optionals are skipped when absent, except
 //! the members OpenAI's schema defines as required-but-nullable
 //! (`choices[].logprobs`, a stream chunk's `finish_reason`, `error.param`),
 //! which a client expects to see as `null`.

@@ -11,8 +11,8 @@
 
 use router_canonical::{NanoUsd, Response, StreamEvent};
 use router_completions::{
-    ClientStreamEncoder, ResponseContext, StreamContext, StreamEncoder, StreamEnd, encode_response,
-    parse_request,
+    ClientStreamEncoder, CompletionStreamContext, ResponseContext, StreamEncoder, StreamEnd,
+    encode_response, parse_request,
 };
 use router_wire_testkit::golden::{self, Golden};
 use std::fs;
@@ -66,7 +66,7 @@ fn run_case(case: &Path, golden: &mut Golden) {
         outputs += 1;
         let events: Vec<StreamEvent> = serde_json::from_slice(&body)
             .unwrap_or_else(|err| panic!("{}: bad canonical_events.json: {err}", case.display()));
-        let mut encoder = StreamEncoder::new(StreamContext {
+        let mut encoder = StreamEncoder::new(CompletionStreamContext {
             id: ROUTER_ID.to_owned(),
             model: parsed.request.model.clone(),
             created: CREATED,
@@ -78,12 +78,7 @@ fn run_case(case: &Path, golden: &mut Golden) {
                 StreamEvent::Finish {
                     stop_reason, usage, ..
                 } => encoder.finish(
-                    &StreamEnd {
-                        stop_reason,
-                        stop_sequence: None,
-                        usage,
-                        cost: Some(COST),
-                    },
+                    &StreamEnd::new(stop_reason, usage).with_cost(Some(COST)),
                     &mut out,
                 ),
                 other => encoder.event(other, &mut out),

@@ -13,8 +13,8 @@ use router_canonical::{
     StreamEvent, Usage,
 };
 use router_completions::{
-    ClientStreamEncoder, ResponseContext, StreamContext, StreamEncoder, StreamEnd, encode_response,
-    parse_request,
+    ClientStreamEncoder, CompletionStreamContext, ResponseContext, StreamEncoder, StreamEnd,
+    encode_response, parse_request,
 };
 use router_wire_testkit::strategy::quarter;
 use serde_json::{Map, Value, json};
@@ -228,7 +228,7 @@ proptest! {
     ) {
         let b = json!({"model": "acme/text", "prompt": [prompt], "echo": echo, "stream": true});
         let parsed = parse_request(&serde_json::to_vec(&b).unwrap()).unwrap();
-        let mut encoder = StreamEncoder::new(StreamContext {
+        let mut encoder = StreamEncoder::new(CompletionStreamContext {
             id: "cmpl-1".into(),
             model: "acme/text".into(),
             created: 1,
@@ -246,7 +246,7 @@ proptest! {
             );
         }
         encoder.event(&StreamEvent::BlockStop { index: 0 }, &mut out);
-        encoder.finish(&StreamEnd { stop_reason: &StopReason::MaxTokens, stop_sequence: None, usage: &Usage::default(), cost: Some(NanoUsd(1)) }, &mut out);
+        encoder.finish(&StreamEnd::new(&StopReason::MaxTokens, &Usage::default()).with_cost(Some(NanoUsd(1))), &mut out);
 
         let (texts, data) = stream_texts(&out);
         let expected = if echo { format!("{prompt}{generated}") } else { generated.clone() };

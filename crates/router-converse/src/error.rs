@@ -29,12 +29,9 @@ pub enum DecodeError {
 impl From<DecodeError> for SupplierError {
     fn from(err: DecodeError) -> Self {
         match err {
-            DecodeError::Exception { kind, message } => SupplierError::Reported(SupplierFailure {
-                status: None,
-                kind: Some(kind),
-                code: None,
-                message,
-            }),
+            DecodeError::Exception { kind, message } => {
+                SupplierError::Reported(SupplierFailure::in_reply(Some(kind), None, message))
+            }
             DecodeError::UnsupportedBlock { .. } => SupplierError::unsupported(err),
             _ => SupplierError::invalid(err),
         }

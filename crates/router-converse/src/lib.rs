@@ -22,10 +22,13 @@ mod stream;
 pub use error::DecodeError;
 pub use stream::StreamDecoder;
 
-use router_canonical::{
-    ApiError, Protocol, Request, Response, StreamFraming, SupplierCodec, SupplierError,
-    SupplierFailure, SupplierStreamDecoder, SupplierTarget, encode_path_segment,
-};
+/// The canonical model this crate translates to and from, whole.
+pub use router_canonical as canonical;
+/// The names every wire crate exports at the same paths: `sse`,
+/// `ErrorCode`, the codec traits, stream and error types.
+pub use router_canonical::surface::*;
+
+use router_canonical::encode_path_segment;
 use serde::Deserialize;
 
 /// The Bedrock Converse dialect.
@@ -64,6 +67,7 @@ impl SupplierCodec for ConverseSupplier {
         request: &Request,
         target: &SupplierTarget<'_>,
     ) -> Result<Vec<u8>, ApiError> {
+        request.refuse_native_only(self.protocol())?;
         request::encode(request, target)
     }
 
@@ -77,19 +81,22 @@ impl SupplierCodec for ConverseSupplier {
     }
 
     /// Bedrock's error body, `{"message": ...}`, read leniently.
-    fn decode_error(&self, status: u16, body: &[u8]) -> SupplierError {
+    fn decode_error(
+        &self,
+        status: u16,
+        headers: &dyn router_canonical::HeaderSource,
+        body: &[u8],
+    ) -> SupplierError {
         #[derive(Deserialize, Default)]
         struct ErrorBody {
             #[serde(default, alias = "Message")]
             message: Option<String>,
         }
         let body: ErrorBody = serde_json::from_slice(body).unwrap_or_default();
-        SupplierError::Reported(SupplierFailure {
-            status: Some(status),
-            kind: None,
-            code: None,
-            message: body.message,
-        })
+        let mut failure = SupplierFailure::from_reply(status, headers);
+        failure.kind = router_canonical::eventstream::amzn_error_type(headers);
+        failure.message = body.message;
+        SupplierError::Reported(failure)
     }
 
     fn stream_decoder(&self) -> Box<dyn SupplierStreamDecoder> {

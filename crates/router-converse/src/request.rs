@@ -173,6 +173,12 @@ fn conversation(messages: &[Message]) -> Result<(Vec<Value>, Vec<Value>), ApiErr
             }
             Role::User | Role::Tool => "user",
             Role::Assistant => "assistant",
+            _ => {
+                return Err(unsupported(
+                    format!("messages[{i}].role"),
+                    "this role cannot be sent to a Converse supplier",
+                ));
+            }
         };
         let mut blocks = Vec::new();
         for (j, part) in message.content.iter().enumerate() {
@@ -258,6 +264,12 @@ fn block(message: &Message, part: &ContentPart, param: &str) -> Result<Option<Va
             return Err(unsupported(
                 param,
                 format!("a {protocol} part cannot be sent to a Converse supplier"),
+            ));
+        }
+        _ => {
+            return Err(unsupported(
+                param,
+                "this content part cannot be sent to a Converse supplier",
             ));
         }
     }))

@@ -11,7 +11,9 @@
     reason = "test helpers: a panic is the failure report"
 )]
 
-use router_canonical::{Request, StreamEvent, SupplierCodec, SupplierError, SupplierTarget};
+use router_canonical::{
+    Request, StreamEvent, SupplierCodec, SupplierError, SupplierErrorCategory, SupplierTarget,
+};
 use router_converse::ConverseSupplier;
 use router_wire_testkit::golden::{self, Golden};
 use router_wire_testkit::supplier;
@@ -22,10 +24,9 @@ use std::path::Path;
 const SUPPLIER: ConverseSupplier = ConverseSupplier {
     require_usage: true,
 };
-const TARGET: SupplierTarget<'static> = SupplierTarget {
-    model: "us.anthropic.claude-3-7-sonnet-20250219-v1:0",
-    default_max_output_tokens: Some(4096),
-};
+const TARGET: SupplierTarget<'static> =
+    SupplierTarget::new("us.anthropic.claude-3-7-sonnet-20250219-v1:0")
+        .with_default_max_output_tokens(Some(4096));
 
 fn stream_bytes(messages: &[Value]) -> Vec<u8> {
     supplier::event_stream_bytes(messages)
@@ -126,9 +127,35 @@ fn usage_is_required_and_an_exception_is_reported() {
         error.reported().unwrap().kind.as_deref(),
         Some("throttlingException")
     );
+    assert_eq!(error.category(), SupplierErrorCategory::RateLimited);
+    assert!(error.retryable());
     let error = SUPPLIER.decode_error(
         403,
+        &(),
         br#"{"message":"The security token included in the request is invalid."}"#,
     );
     assert_eq!(error.reported().unwrap().status, Some(403));
+    assert_eq!(error.category(), SupplierErrorCategory::Permission);
+}
+
+/// Bedrock names an error reply's type in `x-amzn-ErrorType`, and its wait
+/// in `Retry-After`; both reach the supplier error.
+#[test]
+fn an_error_reply_reads_its_type_and_wait_from_the_headers() {
+    let error = SUPPLIER.decode_error(
+        429,
+        &[
+            (
+                "X-Amzn-ErrorType",
+                "ThrottlingException:http://internal.amazon.com/coral/com.amazon.bedrock/",
+            ),
+            ("Retry-After", "2"),
+        ],
+        br#"{"message":"Too many requests"}"#,
+    );
+    let failure = error.reported().unwrap();
+    assert_eq!(failure.kind.as_deref(), Some("ThrottlingException"));
+    assert_eq!(error.supplier_code(), Some("ThrottlingException"));
+    assert_eq!(error.retry_after(), Some(std::time::Duration::from_secs(2)));
+    assert_eq!(error.category(), SupplierErrorCategory::RateLimited);
 }

@@ -12,9 +12,10 @@
 //! own tags, so the encoding is unambiguous (two different values never
 //! feed the same bytes) while strings are passed through untouched.
 //!
-//! Not this: the GP-26 fingerprint of a video request
-//! (`router_canonical::VideoRequest::fingerprint`), a SHA-256 of compact
-//! JSON text kept for a video's lifetime, whose value must not change.
+//! Not this: the GP-26 fingerprint of a video request ([`video_request`]),
+//! a SHA-256 of the compact JSON text `router_canonical` pins
+//! (`VideoRequest::fingerprint_input`), kept for a video's lifetime, whose
+//! value must not change.
 
 use serde::Serialize;
 use serde::ser::{self, Serializer};
@@ -299,6 +300,12 @@ impl ser::SerializeMap for &mut Fingerprint {
     }
 }
 
+/// The GP-26 fingerprint of a video request: the lowercase hex SHA-256 of
+/// its normalized text.
+pub fn video_request(request: &router_canonical::VideoRequest) -> String {
+    format!("{:x}", Sha256::digest(request.fingerprint_input()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -376,5 +383,29 @@ mod tests {
             d.finish()
         };
         assert_ne!(of(&[b"ab", b"c"]), of(&[b"a", b"bc"]));
+    }
+
+    /// The video fingerprint is stored for a video's lifetime (GP-26): its
+    /// value for a pinned request must never change.
+    #[test]
+    fn the_video_fingerprint_is_a_stable_hex_sha256() {
+        let request = router_canonical::VideoRequest {
+            model: "vendor/vid".into(),
+            prompt: "a cat".into(),
+            mode: "references".into(),
+            resolution: "720p".into(),
+            duration_seconds: 5,
+            aspect_ratio: None,
+            references: router_canonical::VideoReferences::default(),
+            client_task_id: "job-1".into(),
+        };
+        // SHA-256 of `["video-request/v1",{"model":"vendor/vid","prompt":"a cat",
+        // "mode":"references","resolution":"720p","duration_seconds":5,
+        // "aspect_ratio":null,"references":{"images":[],"videos":[],"audios":[]},
+        // "client_task_id":"job-1"}]` (no spaces), computed outside Rust.
+        assert_eq!(
+            video_request(&request),
+            "32630da655e77b7c4883799b6083b5df734c12acb60867d2320f083a2d5b9d22"
+        );
     }
 }

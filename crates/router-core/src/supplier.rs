@@ -10,7 +10,7 @@ use bytes::Bytes;
 use futures::Stream;
 use router_canonical::{
     ApiError, ErrorCode, ImageRequest, Request, Response, StreamEvent, SupplierError,
-    SupplierFailure, UpstreamVideo, VideoRequest,
+    SupplierErrorCategory, SupplierFailure, UpstreamVideo, VideoRequest,
 };
 use std::fmt;
 use std::future::Future;
@@ -151,36 +151,34 @@ impl AttemptError {
     /// are not (G-10), a 3xx included: redirects are never followed, and
     /// asking again would only be redirected again.
     pub fn status(status: u16, retry_after: Option<Duration>) -> Self {
-        Self::supplier(
-            SupplierError::Reported(SupplierFailure {
-                status: Some(status),
-                ..SupplierFailure::default()
-            }),
-            retry_after,
-        )
+        let mut failure = SupplierFailure::with_status(status);
+        failure.retry_after = retry_after;
+        Self::supplier(SupplierError::Reported(failure))
     }
 
     /// What a supplier codec made of the supplier's answer (G-09..G-12,
-    /// GP-47): an error status is classified by its status; a failure
-    /// reported in a success reply or before a stream's first output is not
-    /// retried on this route, but another route may serve; an invalid or
-    /// unrepresentable reply stops the request (a supplier answered, so a
-    /// second attempt could pay twice).
-    pub fn supplier(error: SupplierError, retry_after: Option<Duration>) -> Self {
+    /// GP-47): an error status is classified by its category
+    /// ([`same_route_retry`]), waiting the `Retry-After` the supplier
+    /// asked for; a failure reported in a success reply or before a
+    /// stream's first output is not retried on this route, but another
+    /// route may serve; an invalid or unrepresentable reply stops the
+    /// request (a supplier answered, so a second attempt could pay twice).
+    pub fn supplier(error: SupplierError) -> Self {
         let (kind, retry, upstream_status) = match error.reported() {
-            Some(SupplierFailure {
-                status: Some(status),
-                ..
-            }) => {
-                let status = *status;
-                let retryable =
-                    matches!(status, 404 | 408 | 409 | 425 | 429) || (500..600).contains(&status);
-                let retry = if retryable {
-                    Retry::SameRoute { after: retry_after }
+            Some(
+                failure @ SupplierFailure {
+                    status: Some(status),
+                    ..
+                },
+            ) => {
+                let retry = if same_route_retry(failure.category()) {
+                    Retry::SameRoute {
+                        after: failure.retry_after,
+                    }
                 } else {
                     Retry::NextRoute
                 };
-                (FailureKind::Status, retry, Some(status))
+                (FailureKind::Status, retry, Some(*status))
             }
             Some(_) => (FailureKind::Reported, Retry::NextRoute, None),
             None => (FailureKind::InvalidResponse, Retry::Stop, None),
@@ -277,9 +275,15 @@ impl AttemptError {
         }
     }
 
-    /// A supplier's "too many requests" or "overloaded" answer.
+    /// A supplier's "too many requests" or "overloaded" answer (HTTP 429,
+    /// 503 or 529).
     fn overloaded(&self) -> bool {
-        matches!(self.upstream_status, Some(429 | 503 | 529))
+        self.upstream_status.is_some_and(|status| {
+            matches!(
+                SupplierErrorCategory::of_status(status),
+                SupplierErrorCategory::RateLimited | SupplierErrorCategory::Overloaded
+            )
+        })
     }
 
     /// The public error of a stream that failed after output reached the
@@ -301,6 +305,14 @@ impl AttemptError {
             ),
         }
     }
+}
+
+/// Whether a supplier's error status of this category is retried on the
+/// same route: every retryable category (429, 503, 529, 408, 409, 425 and
+/// the other 5xx), and a 404 (G-09: a deployment may answer it while a model
+/// rolls out). The others (400, 401, 402, 403, 413, 422, ...) are not (G-10).
+pub fn same_route_retry(category: SupplierErrorCategory) -> bool {
+    category.retryable() || category == SupplierErrorCategory::NotFound
 }
 
 /// A request cut by the router's shutdown: retryable at once elsewhere
@@ -478,21 +490,38 @@ mod tests {
     struct NoChoices;
 
     fn reported(status: Option<u16>) -> SupplierError {
-        SupplierError::Reported(SupplierFailure {
-            status,
-            kind: Some("server_error".into()),
-            ..SupplierFailure::default()
-        })
+        let mut failure = SupplierFailure::default().kind("server_error");
+        failure.status = status;
+        SupplierError::Reported(failure)
+    }
+
+    /// The retry table by category is the table by status it replaced
+    /// (G-09, G-10): 404, 408, 409, 425, 429 and 5xx on the same route,
+    /// waiting the supplier's `Retry-After`; every other status on the next.
+    #[test]
+    fn the_retry_table_by_category_is_the_spec_table() {
+        let wait = Some(Duration::from_secs(2));
+        for status in 100..=999 {
+            let error = AttemptError::status(status, wait);
+            let g09 = matches!(status, 404 | 408 | 409 | 425 | 429) || (500..600).contains(&status);
+            let expected = if g09 {
+                Retry::SameRoute { after: wait }
+            } else {
+                Retry::NextRoute
+            };
+            assert_eq!(error.retry, expected, "HTTP {status}");
+            assert_eq!(error.kind, FailureKind::Status);
+        }
     }
 
     #[test]
     fn an_error_status_is_retried_by_its_status() {
         // G-09, G-10
-        let error = AttemptError::supplier(reported(Some(503)), None);
+        let error = AttemptError::supplier(reported(Some(503)));
         assert_eq!(error.kind, FailureKind::Status);
         assert_eq!(error.retry, Retry::SameRoute { after: None });
         assert_eq!(error.upstream_status, Some(503));
-        let error = AttemptError::supplier(reported(Some(400)), None);
+        let error = AttemptError::supplier(reported(Some(400)));
         assert_eq!(error.retry, Retry::NextRoute);
         assert_eq!(error.public_error().code, ErrorCode::UpstreamError);
     }
@@ -512,7 +541,7 @@ mod tests {
     #[test]
     fn a_failure_reported_in_a_success_reply_is_an_upstream_error() {
         // GP-47: a supplier rejection, not an invalid reply; another route may serve.
-        let error = AttemptError::supplier(reported(None), None);
+        let error = AttemptError::supplier(reported(None));
         assert_eq!(error.kind, FailureKind::Reported);
         assert_eq!(error.retry, Retry::NextRoute);
         assert_eq!(error.public_error().code, ErrorCode::UpstreamError);
@@ -527,7 +556,7 @@ mod tests {
     #[test]
     fn an_invalid_reply_stops_and_keeps_its_typed_cause() {
         // G-12
-        let error = AttemptError::supplier(SupplierError::invalid(NoChoices), None);
+        let error = AttemptError::supplier(SupplierError::invalid(NoChoices));
         assert_eq!(error.kind, FailureKind::InvalidResponse);
         assert_eq!(error.retry, Retry::Stop);
         assert_eq!(
@@ -538,7 +567,7 @@ mod tests {
             panic!("the cause lost its kind: {error}");
         };
         assert!(source.downcast_ref::<NoChoices>().is_some());
-        let unsupported = AttemptError::supplier(SupplierError::unsupported(NoChoices), None);
+        let unsupported = AttemptError::supplier(SupplierError::unsupported(NoChoices));
         assert_eq!(unsupported.retry, Retry::Stop);
         assert_eq!(
             AttemptError::stream_failed(SupplierError::invalid(NoChoices))

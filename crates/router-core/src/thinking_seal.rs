@@ -74,6 +74,8 @@ impl SealedDialect {
             | Protocol::BedrockMessages
             | Protocol::Images
             | Protocol::Videos => None,
+            // A protocol added later carries no thinking until it says so.
+            _ => None,
         }
     }
 

@@ -407,7 +407,7 @@ impl<S: Store + VideoStore, P: Suppliers> Gateway<S, P> {
         settings: VideoSettings,
         objects: &impl VideoObjects,
     ) -> Result<VideoJob, CreateFailure> {
-        let fingerprint = request.fingerprint();
+        let fingerprint = crate::fingerprint::video_request(&request);
         // A replay answers before any catalog rule: the job exists whatever
         // the catalog says now (GP-26).
         let existing = self
@@ -889,9 +889,9 @@ mod tests {
         for error in [
             AttemptError::transport("connection reset"),
             AttemptError::timeout(),
-            AttemptError::supplier(SupplierError::invalid(NoId), None),
+            AttemptError::supplier(SupplierError::invalid(NoId)),
             // A failure reported in a 2xx body carries no status to refuse by.
-            AttemptError::supplier(SupplierError::Reported(SupplierFailure::default()), None),
+            AttemptError::supplier(SupplierError::Reported(SupplierFailure::default())),
         ] {
             let outcome = decide(Err(SubmitError::Sent(error.clone())));
             assert!(

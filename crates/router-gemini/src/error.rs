@@ -36,19 +36,13 @@ pub enum DecodeError {
 impl From<DecodeError> for SupplierError {
     fn from(err: DecodeError) -> Self {
         match err {
-            DecodeError::Blocked { reason } => SupplierError::Reported(SupplierFailure {
-                status: None,
-                kind: Some("prompt_blocked".into()),
-                code: Some(reason),
-                message: None,
-            }),
+            DecodeError::Blocked { reason } => SupplierError::Reported(
+                SupplierFailure::default()
+                    .kind("prompt_blocked")
+                    .code(reason),
+            ),
             DecodeError::ErrorReply { status, message } => {
-                SupplierError::Reported(SupplierFailure {
-                    status: None,
-                    kind: status,
-                    code: None,
-                    message,
-                })
+                SupplierError::Reported(SupplierFailure::in_reply(status, None, message))
             }
             DecodeError::UnsupportedPart { .. } => SupplierError::unsupported(err),
             _ => SupplierError::invalid(err),

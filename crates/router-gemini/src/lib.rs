@@ -35,10 +35,13 @@ mod wire;
 pub use error::DecodeError;
 pub use stream::StreamDecoder;
 
-use router_canonical::{
-    ApiError, Protocol, Request, Response, SupplierCodec, SupplierError, SupplierFailure,
-    SupplierStreamDecoder, SupplierTarget, encode_path_segment,
-};
+/// The canonical model this crate translates to and from, whole.
+pub use router_canonical as canonical;
+/// The names every wire crate exports at the same paths: `sse`,
+/// `ErrorCode`, the codec traits, stream and error types.
+pub use router_canonical::surface::*;
+
+use router_canonical::encode_path_segment;
 
 /// The Gemini `generateContent` dialect.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -75,6 +78,7 @@ impl SupplierCodec for GeminiSupplier {
         request: &Request,
         target: &SupplierTarget<'_>,
     ) -> Result<Vec<u8>, ApiError> {
+        request.refuse_native_only(self.protocol())?;
         request::encode(request, target)
     }
 
@@ -92,16 +96,20 @@ impl SupplierCodec for GeminiSupplier {
 
     /// Google's error shape, `{"error": {"code", "message", "status"}}`,
     /// read leniently.
-    fn decode_error(&self, status: u16, body: &[u8]) -> SupplierError {
+    fn decode_error(
+        &self,
+        status: u16,
+        headers: &dyn router_canonical::HeaderSource,
+        body: &[u8],
+    ) -> SupplierError {
         let error = serde_json::from_slice::<wire::ErrorBody>(body)
             .map(|body| body.error)
             .unwrap_or_default();
-        SupplierError::Reported(SupplierFailure {
-            status: Some(status),
-            kind: error.status,
-            code: error.code.map(|c| c.to_string()),
-            message: error.message,
-        })
+        let mut failure = SupplierFailure::from_reply(status, headers);
+        failure.kind = error.status;
+        failure.code = error.code.map(|c| c.to_string());
+        failure.message = error.message;
+        SupplierError::Reported(failure)
     }
 
     fn stream_decoder(&self) -> Box<dyn SupplierStreamDecoder> {

@@ -203,6 +203,12 @@ fn conversation(messages: &[Message]) -> Result<(Option<Content>, Vec<Content>),
             }
             Role::User | Role::Tool => "user",
             Role::Assistant => "model",
+            _ => {
+                return Err(unsupported(
+                    format!("messages[{i}].role"),
+                    "this role cannot be sent to a Gemini supplier",
+                ));
+            }
         };
         let mut parts = Vec::new();
         for (j, part) in message.content.iter().enumerate() {
@@ -324,6 +330,12 @@ fn encode_part(
             return Err(unsupported(
                 param(),
                 format!("a {protocol} part cannot be sent to a Gemini supplier"),
+            ));
+        }
+        _ => {
+            return Err(unsupported(
+                param(),
+                "this content part cannot be sent to a Gemini supplier",
             ));
         }
     }))

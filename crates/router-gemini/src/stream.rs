@@ -148,6 +148,7 @@ impl StreamDecoder {
                 }
                 Some(OutputBlock::RedactedThinking { .. } | OutputBlock::Refusal { .. }) | None => {
                 }
+                Some(_) => {}
             }
         }
         if let Some(finish) = candidate.finish_reason {

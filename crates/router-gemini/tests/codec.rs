@@ -13,10 +13,7 @@ use router_gemini::GeminiSupplier;
 const SUPPLIER: GeminiSupplier = GeminiSupplier {
     require_usage: true,
 };
-const TARGET: SupplierTarget<'static> = SupplierTarget {
-    model: "gemini-2.5-pro",
-    default_max_output_tokens: None,
-};
+const TARGET: SupplierTarget<'static> = SupplierTarget::new("gemini-2.5-pro");
 
 fn hello() -> Request {
     Request {
@@ -139,12 +136,13 @@ fn a_blocked_prompt_and_an_error_reply_are_reported() {
     assert_eq!(error.reported().unwrap().code.as_deref(), Some("SAFETY"));
     let error = SUPPLIER.decode_error(
         429,
+        &(),
         br#"{"error":{"code":429,"message":"Resource has been exhausted (e.g. check quota).","status":"RESOURCE_EXHAUSTED"}}"#,
     );
     let failure = error.reported().unwrap();
     assert_eq!(failure.status, Some(429));
     assert_eq!(failure.kind.as_deref(), Some("RESOURCE_EXHAUSTED"));
-    let error = SUPPLIER.decode_error(500, b"<html>oops</html>");
+    let error = SUPPLIER.decode_error(500, &(), b"<html>oops</html>");
     assert_eq!(error.reported().unwrap().status, Some(500));
 }
 

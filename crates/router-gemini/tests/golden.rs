@@ -19,10 +19,7 @@ const SUPPLIER: GeminiSupplier = GeminiSupplier {
 };
 
 fn run_case(case: &Path, golden: &mut Golden) {
-    let target = SupplierTarget {
-        model: "gemini-2.5-flash",
-        default_max_output_tokens: Some(4096),
-    };
+    let target = SupplierTarget::new("gemini-2.5-flash").with_default_max_output_tokens(Some(4096));
     let canonical = supplier::canonical_input(case);
     supplier::upstream_request(case, golden, &SUPPLIER, &canonical, &target);
     supplier::canonical_response(case, golden, &SUPPLIER);

@@ -1,7 +1,7 @@
 //! The client side: the OpenAI Images generation request the gateway
 //! accepts, and its reply.
 //!
-//! The request is the OpenAI Images one, narrowed by the spec (GP-27):
+//! The request is the OpenAI Images one, narrowed by the spec:
 //! `{model, prompt, n?: 1, size?: "auto", quality?: "auto",
 //! response_format?: "b64_json", output_format?: "png", user?}`. Any other
 //! value of those, an edit (`image`, `mask`), streaming (`stream`,
@@ -101,7 +101,9 @@ fn check_members(object: &Map<String, Value>) -> Result<(), ApiError> {
 /// The receipt of a settled image: what was charged for which request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Receipt<'a> {
+    /// The request the image was generated for.
     pub request_id: &'a str,
+    /// What was charged for it.
     pub charged: NanoUsd,
 }
 
@@ -125,7 +127,7 @@ struct ReceiptJson<'a> {
 }
 
 /// The JSON reply for one validated PNG: `{created, data: [{b64_json}],
-/// receipt: {request_id, charged_usd, status: "settled"}}` (GP-27).
+/// receipt: {request_id, charged_usd, status: "settled"}}`.
 pub fn encode_response(created: i64, png: &[u8], receipt: &Receipt<'_>) -> Vec<u8> {
     to_json_bytes(&ImagesReply {
         created,
@@ -159,7 +161,7 @@ mod tests {
         assert!(parse_request(nulls.as_bytes()).is_ok());
     }
 
-    /// N-04..N-07, GP-27: every refused value names its member.
+    /// Every refused value names its member.
     #[test]
     fn other_values_edits_and_streaming_are_named() {
         let base = r#""model":"m","prompt":"p""#;

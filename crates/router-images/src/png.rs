@@ -1,4 +1,4 @@
-//! The complete PNG check (N-02, N-09): an image is delivered and charged
+//! The complete PNG check: an image is delivered and charged
 //! only if every byte of it is a well-formed PNG.
 //!
 //! Checked, per the PNG specification (ISO/IEC 15948): the 8-byte
@@ -24,24 +24,58 @@ pub const MAX_PIXELS: u64 = 64 * 1024 * 1024;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum PngError {
+    /// The PNG signature is missing.
     #[error("not a PNG: the signature is missing")]
     Signature,
+    /// A chunk ends past the data.
     #[error("truncated PNG: chunk {index} ends past the data")]
-    Truncated { index: usize },
+    Truncated {
+        /// The chunk's position, from 0.
+        index: usize,
+    },
+    /// A chunk type is not four ASCII letters.
     #[error("chunk {index} has an invalid type")]
-    ChunkType { index: usize },
+    ChunkType {
+        /// The chunk's position, from 0.
+        index: usize,
+    },
+    /// A chunk fails its CRC.
     #[error("chunk {index} (`{kind}`) fails its CRC")]
-    Crc { index: usize, kind: String },
+    Crc {
+        /// The chunk's position, from 0.
+        index: usize,
+        /// The chunk's type.
+        kind: String,
+    },
+    /// The first chunk is not a 13-byte IHDR.
     #[error("the first chunk is not a 13-byte IHDR")]
     HeaderFirst,
+    /// IHDR appears again.
     #[error("IHDR appears again at chunk {index}")]
-    HeaderRepeated { index: usize },
+    HeaderRepeated {
+        /// The chunk's position, from 0.
+        index: usize,
+    },
+    /// The dimensions are zero or implausibly large.
     #[error("implausible dimensions {width}x{height}")]
-    Dimensions { width: u32, height: u32 },
+    Dimensions {
+        /// Width in pixels.
+        width: u32,
+        /// Height in pixels.
+        height: u32,
+    },
+    /// The bit depth is not valid for the colour type.
     #[error("invalid bit depth {bit_depth} for colour type {color_type}")]
-    Format { bit_depth: u8, color_type: u8 },
+    Format {
+        /// Bits per sample.
+        bit_depth: u8,
+        /// The IHDR colour type.
+        color_type: u8,
+    },
+    /// IDAT chunks are missing or not consecutive.
     #[error("IDAT chunks are missing or not consecutive")]
     ImageData,
+    /// IEND is missing, not empty, or not last.
     #[error("IEND is missing, not empty, or not last")]
     End,
 }
@@ -49,7 +83,9 @@ pub enum PngError {
 /// What the header of a valid PNG says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PngInfo {
+    /// Width in pixels.
     pub width: u32,
+    /// Height in pixels.
     pub height: u32,
 }
 
@@ -231,7 +267,7 @@ mod tests {
         assert!(png.ends_with(&[0, 0, 0, 0, b'I', b'E', b'N', b'D', 0xAE, 0x42, 0x60, 0x82]));
     }
 
-    /// N-09: every cut of a valid PNG is refused.
+    /// Every cut of a valid PNG is refused.
     #[test]
     fn every_truncation_is_refused() {
         let png = tiny_png();

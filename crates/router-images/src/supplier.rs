@@ -3,7 +3,7 @@
 //! [{b64_json} | {url}]}`.
 //!
 //! The request names neither size, quality nor format, so the supplier's
-//! defaults apply (automatic dimensions, N-04). `response_format` is not
+//! defaults apply (automatic dimensions). `response_format` is not
 //! sent either: GPT image models refuse it and always answer `b64_json`,
 //! DALL-E models default to `url`; the decoder takes either.
 
@@ -18,12 +18,16 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum DecodeError {
+    /// The body is not an images reply (the parser's reason).
     #[error("the reply is not an images reply: {0}")]
     Json(String),
+    /// The reply holds this many images, not one.
     #[error("the reply holds {0} images, not one")]
     Count(usize),
+    /// The image has neither `b64_json` nor `url`.
     #[error("the image has neither `b64_json` nor `url`")]
     Empty,
+    /// `b64_json` is not valid base64.
     #[error("`b64_json` is not valid base64")]
     Base64,
 }
@@ -101,8 +105,13 @@ impl ImageSupplierCodec for ImagesSupplier {
         }
     }
 
-    fn decode_error(&self, status: u16, body: &[u8]) -> SupplierError {
-        SupplierError::Reported(supplier_failure(status, body))
+    fn decode_error(
+        &self,
+        status: u16,
+        headers: &dyn router_canonical::HeaderSource,
+        body: &[u8],
+    ) -> SupplierError {
+        SupplierError::Reported(supplier_failure(status, headers, body))
     }
 }
 
@@ -147,7 +156,8 @@ mod tests {
             let error = ImagesSupplier.decode_response(bad).unwrap_err();
             assert!(matches!(error, SupplierError::InvalidReply(_)), "{error}");
         }
-        let reported = ImagesSupplier.decode_error(500, br#"{"error":{"type":"server_error"}}"#);
+        let reported =
+            ImagesSupplier.decode_error(500, &(), br#"{"error":{"type":"server_error"}}"#);
         assert_eq!(reported.reported().and_then(|f| f.status), Some(500));
     }
 }

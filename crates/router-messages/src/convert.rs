@@ -4,11 +4,11 @@
 
 use serde_json::{Map, Value};
 
-/// The only `anthropic-version` the router speaks (D-03, GP-31), to clients
+/// The only `anthropic-version` the router speaks, to clients
 /// and suppliers alike.
 pub(crate) const ANTHROPIC_VERSION: &str = "2023-06-01";
 
-/// Top-level members kept verbatim for native Messages routes (D-23).
+/// Top-level members kept verbatim for native Messages routes.
 pub(crate) const NATIVE_FIELDS: [&str; 3] = ["context_management", "metadata", "output_config"];
 
 /// The key, among the native fields, of the tool members only a Messages
@@ -17,7 +17,7 @@ pub(crate) const NATIVE_FIELDS: [&str; 3] = ["context_management", "metadata", "
 /// to the tool on a native route.
 pub(crate) const NATIVE_TOOL_MEMBERS: &str = "tool_members";
 
-/// At most this many stop sequences (D-13).
+/// At most this many stop sequences.
 pub(crate) const MAX_STOP_SEQUENCES: usize = 4;
 
 /// Tool arguments as the `input` object. Empty arguments (a call without

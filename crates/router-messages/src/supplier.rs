@@ -31,11 +31,27 @@ use router_canonical::{
 /// [`SupplierError`] whose kind says what a caller may do next; the typed
 /// [`DecodeError`] is its source.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct MessagesSupplier {
     /// Whether a reply or stream without token counts is invalid. Off (the
     /// default), missing counts read as zero; a gateway that bills by usage
     /// turns it on so such a reply is refused.
     pub require_usage: bool,
+}
+
+impl MessagesSupplier {
+    /// The protocol's defaults: a reply without usage reads as zero usage.
+    pub const fn new() -> Self {
+        MessagesSupplier {
+            require_usage: false,
+        }
+    }
+
+    /// This codec refusing (`true`) or accepting a reply without usage.
+    pub const fn with_require_usage(mut self, require_usage: bool) -> Self {
+        self.require_usage = require_usage;
+        self
+    }
 }
 
 impl SupplierCodec for MessagesSupplier {
@@ -64,6 +80,7 @@ impl SupplierCodec for MessagesSupplier {
         request: &Request,
         target: &SupplierTarget<'_>,
     ) -> Result<Vec<u8>, ApiError> {
+        request.refuse_native_only(self.protocol())?;
         request::request(request, target)
     }
 
@@ -95,14 +112,17 @@ impl SupplierCodec for MessagesSupplier {
 
     /// Read `{"type": "error", "error": {"type", "message"}}` leniently: a
     /// body in another shape still reports the failure, without detail.
-    fn decode_error(&self, status: u16, body: &[u8]) -> SupplierError {
+    fn decode_error(
+        &self,
+        status: u16,
+        headers: &dyn router_canonical::HeaderSource,
+        body: &[u8],
+    ) -> SupplierError {
         let ErrorObject { kind, message, .. } = response::error_object(body);
-        SupplierError::Reported(SupplierFailure {
-            status: Some(status),
-            kind,
-            code: None,
-            message,
-        })
+        let mut failure = SupplierFailure::from_reply(status, headers);
+        failure.kind = kind;
+        failure.message = message;
+        SupplierError::Reported(failure)
     }
 
     fn stream_decoder(&self) -> Box<dyn SupplierStreamDecoder> {

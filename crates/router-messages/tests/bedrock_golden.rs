@@ -23,15 +23,10 @@ use std::fs;
 use std::path::Path;
 
 const MODEL: &str = "anthropic.claude-3-5-sonnet-20241022-v2:0";
-const SUPPLIER: BedrockMessagesSupplier = BedrockMessagesSupplier {
-    require_usage: true,
-};
+const SUPPLIER: BedrockMessagesSupplier = BedrockMessagesSupplier::new().with_require_usage(true);
 
 fn target() -> SupplierTarget<'static> {
-    SupplierTarget {
-        model: MODEL,
-        default_max_output_tokens: Some(4096),
-    }
+    SupplierTarget::new(MODEL).with_default_max_output_tokens(Some(4096))
 }
 
 /// The wire bytes of a stream fixture.
@@ -113,6 +108,7 @@ fn an_exception_in_the_stream_is_the_suppliers_reported_failure() {
 fn an_error_reply_keeps_bedrocks_message() {
     let error = SUPPLIER.decode_error(
         400,
+        &(),
         br#"{"message":"Malformed input request: #: extraneous key [foo] is not permitted"}"#,
     );
     let failure = error.reported().unwrap();

@@ -19,10 +19,8 @@ use router_messages::{
 };
 use serde_json::{Value, json};
 
-const TARGET: SupplierTarget<'static> = SupplierTarget {
-    model: "claude-up",
-    default_max_output_tokens: Some(512),
-};
+const TARGET: SupplierTarget<'static> =
+    SupplierTarget::new("claude-up").with_default_max_output_tokens(Some(512));
 
 /// A JSON body with the supported `anthropic-version` and, optionally, betas.
 struct Headers(Option<&'static str>);
@@ -112,12 +110,11 @@ fn the_suppliers_own_failure_is_reported_without_a_status() {
     ] {
         assert_eq!(
             SupplierError::from(err),
-            SupplierError::Reported(SupplierFailure {
-                status: None,
-                kind: Some("overloaded_error".into()),
-                code: None,
-                message: Some("busy".into()),
-            })
+            SupplierError::Reported(
+                SupplierFailure::default()
+                    .kind("overloaded_error")
+                    .message("busy")
+            )
         );
     }
     // An error object where a message object was expected (a 200 reply).
@@ -199,9 +196,7 @@ fn every_other_decode_error_is_an_invalid_reply() {
 
 #[test]
 fn the_supplier_codec_works_through_trait_objects() {
-    let codec: &dyn SupplierCodec = &MessagesSupplier {
-        require_usage: true,
-    };
+    let codec: &dyn SupplierCodec = &MessagesSupplier::new().with_require_usage(true);
     assert_eq!(codec.protocol(), Protocol::Messages);
     assert_eq!(codec.path(), "/messages");
 
@@ -254,16 +249,16 @@ fn the_supplier_codec_works_through_trait_objects() {
     // Decode an error reply.
     let err = codec.decode_error(
         429,
+        &(),
         br#"{"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}}"#,
     );
     assert_eq!(
         err,
-        SupplierError::Reported(SupplierFailure {
-            status: Some(429),
-            kind: Some("rate_limit_error".into()),
-            code: None,
-            message: Some("slow down".into()),
-        })
+        SupplierError::Reported(
+            SupplierFailure::with_status(429)
+                .kind("rate_limit_error")
+                .message("slow down")
+        )
     );
 }
 
@@ -277,11 +272,8 @@ fn an_unreadable_error_reply_is_still_reported() {
         br#"{"type": "error"}"#,
     ] {
         assert_eq!(
-            codec.decode_error(502, body),
-            SupplierError::Reported(SupplierFailure {
-                status: Some(502),
-                ..SupplierFailure::default()
-            }),
+            codec.decode_error(502, &(), body),
+            SupplierError::Reported(SupplierFailure::with_status(502)),
             "{}",
             String::from_utf8_lossy(body)
         );
@@ -321,10 +313,7 @@ fn a_request_without_an_output_limit_needs_the_targets_default() {
         messages: vec![Message::text(Role::User, "hi")],
         ..Request::default()
     };
-    let no_default = SupplierTarget {
-        default_max_output_tokens: None,
-        ..TARGET
-    };
+    let no_default = TARGET.with_default_max_output_tokens(None);
     let err = codec.encode_request(&request, &no_default).unwrap_err();
     assert_eq!(err.code, ErrorCode::UnsupportedConversion);
     // The request's own limit needs no default.
@@ -343,9 +332,7 @@ fn a_request_without_an_output_limit_needs_the_targets_default() {
 #[test]
 fn usage_is_optional_unless_required() {
     let lenient = MessagesSupplier::default();
-    let strict = MessagesSupplier {
-        require_usage: true,
-    };
+    let strict = MessagesSupplier::new().with_require_usage(true);
     let reply = br#"{"id": "msg_1", "type": "message", "role": "assistant", "model": "m",
         "content": [{"type": "text", "text": "x"}], "stop_reason": "end_turn", "stop_sequence": null}"#;
     assert_eq!(
@@ -381,11 +368,7 @@ fn usage_is_optional_unless_required() {
 // The client codec
 
 fn stream() -> StreamContext {
-    StreamContext {
-        id: "msg_router".into(),
-        model: "pub/model".into(),
-        created: 1_700_000_000,
-    }
+    StreamContext::new("msg_router", "pub/model", 1_700_000_000)
 }
 
 #[test]
@@ -425,12 +408,9 @@ fn a_finish_event_writes_the_ending_that_finish_writes_without_cost() {
     }
     // A Messages stream has no place for a cost: it is not written.
     encoder.finish(
-        &StreamEnd {
-            stop_reason: &StopReason::StopSequence,
-            stop_sequence: Some("END"),
-            usage: &usage,
-            cost: Some(NanoUsd(1_234)),
-        },
+        &StreamEnd::new(&StopReason::StopSequence, &usage)
+            .with_stop_sequence(Some("END"))
+            .with_cost(Some(NanoUsd(1_234))),
         &mut by_finish,
     );
     assert_eq!(
@@ -450,17 +430,9 @@ fn the_client_reply_ignores_cost_and_creation_time() {
     let response = MessagesSupplier::default()
         .decode_response(br#"{"content": [{"type": "text", "text": "x"}], "usage": {"input_tokens": 1, "output_tokens": 1}}"#)
         .unwrap();
-    let plain = ReplyContext {
-        id: "msg_r",
-        model: "pub/model",
-        created: 0,
-        cost: None,
-    };
-    let charged = ReplyContext {
-        created: 1_700_000_000,
-        cost: Some(NanoUsd(5)),
-        ..plain
-    };
+    let plain = ReplyContext::new("msg_r", "pub/model", 0);
+    let charged =
+        ReplyContext::new("msg_r", "pub/model", 1_700_000_000).with_cost(Some(NanoUsd(5)));
     assert_eq!(
         client.encode_response(&response, &plain, &()),
         client.encode_response(&response, &charged, &())

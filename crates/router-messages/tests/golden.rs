@@ -32,9 +32,7 @@ const UPSTREAM_MODEL: &str = "claude-supplier-model-20250101";
 const DEFAULT_MAX_TOKENS: u32 = 4096;
 const ROUTER_ID: &str = "msg_router_0001";
 /// The gateway's setting: a reply without usage is invalid.
-const SUPPLIER: MessagesSupplier = MessagesSupplier {
-    require_usage: true,
-};
+const SUPPLIER: MessagesSupplier = MessagesSupplier::new().with_require_usage(true);
 
 /// A case's `headers.json`, plus the JSON content type.
 struct Headers(Value);
@@ -72,19 +70,12 @@ fn canonical(case: &Path, golden: &mut Golden) -> Request {
 
 fn run_case(case: &Path, golden: &mut Golden) {
     let canonical = canonical(case, golden);
-    let target = SupplierTarget {
-        model: UPSTREAM_MODEL,
-        default_max_output_tokens: Some(DEFAULT_MAX_TOKENS),
-    };
+    let target = SupplierTarget::new(UPSTREAM_MODEL)
+        .with_default_max_output_tokens(Some(DEFAULT_MAX_TOKENS));
     supplier::upstream_request(case, golden, &SUPPLIER, &canonical, &target);
 
     if let Some(response) = supplier::canonical_response(case, golden, &SUPPLIER) {
-        let ctx = ReplyContext {
-            id: ROUTER_ID,
-            model: &canonical.model,
-            created: 0,
-            cost: None,
-        };
+        let ctx = ReplyContext::new(ROUTER_ID, &canonical.model, 0);
         golden.json(
             case,
             "response.json",
@@ -93,11 +84,7 @@ fn run_case(case: &Path, golden: &mut Golden) {
     }
 
     if let Some(events) = supplier::canonical_events(case, golden, &SUPPLIER, "message_stop") {
-        let stream = StreamContext {
-            id: ROUTER_ID.to_owned(),
-            model: canonical.model.clone(),
-            created: 0,
-        };
+        let stream = StreamContext::new(ROUTER_ID.to_owned(), canonical.model.clone(), 0);
         let mut encoder = MessagesClient.stream_encoder(stream, ());
         let mut out = Vec::new();
         for event in &events {

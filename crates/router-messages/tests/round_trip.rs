@@ -608,8 +608,8 @@ proptest! {
     fn parse_never_panics(body in prop::collection::vec(any::<u8>(), 0..256)) {
         let _ = parse_request(&body);
         let _ = MessagesClient.parse_count_tokens_body(&body);
-        let _ = MessagesSupplier { require_usage: true }.decode_response(&body);
+        let _ = MessagesSupplier::new().with_require_usage(true).decode_response(&body);
         let _ = MessagesSupplier::default().decode_response(&body);
-        let _ = MessagesSupplier::default().decode_error(500, &body);
+        let _ = MessagesSupplier::default().decode_error(500, &(), &body);
     }
 }

@@ -20,18 +20,15 @@ use router_canonical::{
 };
 use router_messages::client::StreamEncoder;
 use router_messages::{
-    ClientCodec, ClientStreamEncoder, DecodeError, MessagesClient, MessagesSupplier,
-    ReplyContext as ResponseContext, StreamContext, StreamEnd, SupplierCodec, SupplierError,
-    SupplierStreamDecoder,
+    ClientCodec, ClientStreamEncoder, DecodeError, MessagesClient, MessagesSupplier, ReplyContext,
+    StreamContext, StreamEnd, SupplierCodec, SupplierError, SupplierStreamDecoder,
 };
 use router_wire_testkit::codecs::{self, FixedHeaders};
 use router_wire_testkit::frames::named as frame;
 use serde_json::{Value, json};
 
 /// The gateway's setting: a reply without usage is invalid.
-const SUPPLIER: MessagesSupplier = MessagesSupplier {
-    require_usage: true,
-};
+const SUPPLIER: MessagesSupplier = MessagesSupplier::new().with_require_usage(true);
 
 /// A JSON body with the supported `anthropic-version`.
 const JSON: FixedHeaders = FixedHeaders(&[
@@ -57,7 +54,7 @@ fn typed(err: &SupplierError) -> Option<&DecodeError> {
     }
 }
 
-fn encode_response(response: &Response, ctx: &ResponseContext<'_>) -> Vec<u8> {
+fn encode_response(response: &Response, ctx: &ReplyContext<'_>) -> Vec<u8> {
     MessagesClient.encode_response(response, ctx, &())
 }
 
@@ -148,12 +145,7 @@ fn usage_counts_cache_in_the_canonical_input() {
         }
     );
     // ...and the client sees Anthropic's split again.
-    let ctx = ResponseContext {
-        id: "msg_r",
-        model: "pub/model",
-        created: 0,
-        cost: None,
-    };
+    let ctx = ReplyContext::new("msg_r", "pub/model", 0);
     let client: Value = serde_json::from_slice(&encode_response(&response, &ctx)).unwrap();
     assert_eq!(
         client["usage"],
@@ -196,12 +188,7 @@ fn unknown_provider_members_are_dropped_from_the_client_reply() {
             },
         ]
     );
-    let ctx = ResponseContext {
-        id: "msg_r",
-        model: "pub/model",
-        created: 0,
-        cost: None,
-    };
+    let ctx = ReplyContext::new("msg_r", "pub/model", 0);
     let client = String::from_utf8(encode_response(&response, &ctx)).unwrap();
     for leaked in ["provider", "caller", "server_tool_use", "msg_1"] {
         assert!(!client.contains(leaked), "{leaked} leaked: {client}");
@@ -787,12 +774,7 @@ fn client_reply_has_exactly_the_d29_shape() {
         ],
         StopReason::ToolUse,
     );
-    let ctx = ResponseContext {
-        id: "msg_router",
-        model: "pub/model",
-        created: 0,
-        cost: None,
-    };
+    let ctx = ReplyContext::new("msg_router", "pub/model", 0);
     let value: Value = serde_json::from_slice(&encode_response(&resp, &ctx)).unwrap();
     assert_eq!(
         value,
@@ -815,12 +797,7 @@ fn client_reply_has_exactly_the_d29_shape() {
 
 #[test]
 fn refusals_and_filters_read_as_refusal() {
-    let ctx = ResponseContext {
-        id: "msg_r",
-        model: "m",
-        created: 0,
-        cost: None,
-    };
+    let ctx = ReplyContext::new("msg_r", "m", 0);
     let refused = response(
         vec![OutputBlock::Refusal {
             text: "I can't help with that.".into(),
@@ -863,14 +840,7 @@ fn sse_events(bytes: &[u8]) -> Vec<(String, Value)> {
 }
 
 fn encoder() -> StreamEncoder {
-    MessagesClient.stream_encoder(
-        StreamContext {
-            id: "msg_router".into(),
-            model: "pub/model".into(),
-            created: 0,
-        },
-        (),
-    )
+    MessagesClient.stream_encoder(StreamContext::new("msg_router", "pub/model", 0), ())
 }
 
 /// Canonical events as the Chat decoder produces them: no early usage,
@@ -1047,17 +1017,15 @@ fn early_usage_reaches_message_start_and_refusal_sets_the_stop_reason() {
     );
     // Finish without BlockStop: the encoder closes the block itself.
     enc.finish(
-        &StreamEnd {
-            stop_reason: &StopReason::EndTurn,
-            stop_sequence: None,
-            usage: &Usage {
+        &StreamEnd::new(
+            &StopReason::EndTurn,
+            &Usage {
                 input_tokens: 50,
                 output_tokens: 2,
                 cache_creation_input_tokens: 20,
                 ..Usage::default()
             },
-            cost: None,
-        },
+        ),
         &mut out,
     );
     let events = sse_events(&out);
@@ -1104,12 +1072,7 @@ fn a_failure_mid_stream_ends_with_an_error_event() {
     );
     enc.error(&err, &mut out);
     enc.finish(
-        &StreamEnd {
-            stop_reason: &StopReason::EndTurn,
-            stop_sequence: None,
-            usage: &Usage::default(),
-            cost: None,
-        },
+        &StreamEnd::new(&StopReason::EndTurn, &Usage::default()),
         &mut out,
     );
     let events = sse_events(&out);

@@ -7,7 +7,7 @@ use crate::wire::request::{ReasoningItem, ReasoningText, summary_text};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
-/// Unknown top-level fields that are forwarded to Responses suppliers (CF-03).
+/// Unknown top-level fields that are forwarded to Responses suppliers.
 /// Everything else unknown is accepted and dropped; `service_tier`,
 /// `max_tool_calls`, `stream_options` and the like are never forwarded.
 /// `text.verbosity` travels as the native field `verbosity`.

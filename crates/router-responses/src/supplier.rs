@@ -24,11 +24,27 @@ use router_canonical::{
 /// unresolved upload, another protocol's opaque part, ...) is refused with
 /// `unsupported_conversion` rather than dropped.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ResponsesSupplier {
     /// Whether a reply or stream without usage is invalid. `false` (the
     /// default, as the protocol allows it) reads missing usage as zero; a
     /// gateway that bills by usage sets `true`.
     pub require_usage: bool,
+}
+
+impl ResponsesSupplier {
+    /// The protocol's defaults: a reply without usage reads as zero usage.
+    pub const fn new() -> Self {
+        ResponsesSupplier {
+            require_usage: false,
+        }
+    }
+
+    /// This codec refusing (`true`) or accepting a reply without usage.
+    pub const fn with_require_usage(mut self, require_usage: bool) -> Self {
+        self.require_usage = require_usage;
+        self
+    }
 }
 
 impl ResponsesSupplier {
@@ -66,6 +82,7 @@ impl SupplierCodec for ResponsesSupplier {
         request: &Request,
         target: &SupplierTarget<'_>,
     ) -> Result<Vec<u8>, ApiError> {
+        request.refuse_native_only(self.protocol())?;
         request::request(request, target.model)
     }
 
@@ -80,8 +97,13 @@ impl SupplierCodec for ResponsesSupplier {
 
     /// An OpenAI-shaped error reply (`{"error": {"type", "code",
     /// "message"}}`), read leniently.
-    fn decode_error(&self, status: u16, body: &[u8]) -> SupplierError {
-        SupplierError::Reported(supplier_failure(status, body))
+    fn decode_error(
+        &self,
+        status: u16,
+        headers: &dyn router_canonical::HeaderSource,
+        body: &[u8],
+    ) -> SupplierError {
+        SupplierError::Reported(supplier_failure(status, headers, body))
     }
 
     fn stream_decoder(&self) -> Box<dyn SupplierStreamDecoder> {

@@ -60,9 +60,7 @@ fn decode_stream(
 
 #[test]
 fn the_supplier_codec_works_through_the_trait_object() {
-    let supplier = ResponsesSupplier {
-        require_usage: true,
-    };
+    let supplier = ResponsesSupplier::new().with_require_usage(true);
     let codec: &dyn SupplierCodec = &supplier;
     assert_eq!(codec.protocol(), Protocol::Responses);
     assert_eq!(codec.path(), "/responses");
@@ -73,10 +71,7 @@ fn the_supplier_codec_works_through_the_trait_object() {
         messages: vec![Message::text(Role::User, "Hi")],
         ..Request::default()
     };
-    let target = SupplierTarget {
-        model: "m-2025",
-        default_max_output_tokens: Some(99),
-    };
+    let target = SupplierTarget::new("m-2025").with_default_max_output_tokens(Some(99));
     let body: Value =
         serde_json::from_slice(&codec.encode_request(&request, &target).unwrap()).unwrap();
     assert_eq!(body["model"], "m-2025");
@@ -125,34 +120,31 @@ fn the_supplier_codec_works_through_the_trait_object() {
     .unwrap_err();
     assert_eq!(
         err.reported(),
-        Some(&SupplierFailure {
-            status: None,
-            kind: None,
-            code: Some("rate_limit_exceeded".into()),
-            message: Some("slow".into()),
-        })
+        Some(
+            &SupplierFailure::default()
+                .code("rate_limit_exceeded")
+                .message("slow")
+        )
     );
 
     // Decode an error reply: the OpenAI shape, and a body that is not.
     let err = codec.decode_error(
         429,
+        &(),
         br#"{"error": {"message": "slow down", "type": "rate_limit_error", "code": "rate_limit_exceeded"}}"#,
     );
     assert_eq!(
         err,
-        SupplierError::Reported(SupplierFailure {
-            status: Some(429),
-            kind: Some("rate_limit_error".into()),
-            code: Some("rate_limit_exceeded".into()),
-            message: Some("slow down".into()),
-        })
+        SupplierError::Reported(
+            SupplierFailure::with_status(429)
+                .kind("rate_limit_error")
+                .code("rate_limit_exceeded")
+                .message("slow down")
+        )
     );
     assert_eq!(
-        codec.decode_error(502, b"<html>bad gateway</html>"),
-        SupplierError::Reported(SupplierFailure {
-            status: Some(502),
-            ..SupplierFailure::default()
-        })
+        codec.decode_error(502, &(), b"<html>bad gateway</html>"),
+        SupplierError::Reported(SupplierFailure::with_status(502))
     );
 }
 
@@ -168,12 +160,12 @@ fn the_suppliers_own_failure_is_reported_without_a_status() {
     };
     assert_eq!(
         SupplierError::from(err),
-        SupplierError::Reported(SupplierFailure {
-            status: None,
-            kind: Some("server_error".into()),
-            code: Some("500".into()),
-            message: Some("boom".into()),
-        })
+        SupplierError::Reported(
+            SupplierFailure::default()
+                .kind("server_error")
+                .code("500")
+                .message("boom")
+        )
     );
 }
 
@@ -261,9 +253,7 @@ fn by_default_missing_usage_reads_as_zero() {
 
 #[test]
 fn when_required_missing_usage_is_an_invalid_reply() {
-    let supplier = ResponsesSupplier {
-        require_usage: true,
-    };
+    let supplier = ResponsesSupplier::new().with_require_usage(true);
     assert_eq!(
         supplier.decode_reply(&reply(None)),
         Err(DecodeError::MissingUsage)
@@ -289,11 +279,7 @@ fn when_required_missing_usage_is_an_invalid_reply() {
 // The client codec
 
 fn stream_ctx() -> StreamContext {
-    StreamContext {
-        id: "resp_abc".into(),
-        model: "acme/m".into(),
-        created: 1_700_000_000,
-    }
+    StreamContext::new("resp_abc", "acme/m", 1_700_000_000)
 }
 
 fn text_block() -> Vec<StreamEvent> {
@@ -340,15 +326,7 @@ fn a_finish_event_ends_the_stream_as_finish_does_without_a_cost() {
     for event in &text_block() {
         by_finish.event(event, &mut b);
     }
-    by_finish.finish(
-        &StreamEnd {
-            stop_reason: &StopReason::MaxTokens,
-            stop_sequence: None,
-            usage: &usage,
-            cost: None,
-        },
-        &mut b,
-    );
+    by_finish.finish(&StreamEnd::new(&StopReason::MaxTokens, &usage), &mut b);
     assert_eq!(a, b);
 
     let last = last_data(&a);
@@ -366,12 +344,7 @@ fn a_reply_without_a_cost_has_no_usage_cost() {
     let response = ResponsesSupplier::default()
         .decode_reply(&reply(Some(json!({"input_tokens": 3, "output_tokens": 1}))))
         .unwrap();
-    let ctx = ReplyContext {
-        id: "resp_abc",
-        model: "acme/m",
-        created: 1,
-        cost: None,
-    };
+    let ctx = ReplyContext::new("resp_abc", "acme/m", 1);
     let body: Value = serde_json::from_slice(&ResponsesClient.encode_response(
         &response,
         &ctx,
@@ -380,10 +353,7 @@ fn a_reply_without_a_cost_has_no_usage_cost() {
     .unwrap();
     assert_eq!(body["usage"]["total_tokens"], 4);
     assert!(body["usage"].get("cost").is_none(), "{body}");
-    let ctx = ReplyContext {
-        cost: Some(NanoUsd(1_500)),
-        ..ctx
-    };
+    let ctx = ctx.with_cost(Some(NanoUsd(1_500)));
     let body: Value = serde_json::from_slice(&ResponsesClient.encode_response(
         &response,
         &ctx,
@@ -421,10 +391,7 @@ fn a_messages_client_asking_for_effort_gets_reasoning_state_it_can_send_back() {
         ..Request::default()
     };
     request.reasoning.effort = Some("high".into());
-    let target = SupplierTarget {
-        model: "up",
-        default_max_output_tokens: None,
-    };
+    let target = SupplierTarget::new("up");
     let codec: &dyn SupplierCodec = &ResponsesSupplier::default();
     let body: Value =
         serde_json::from_slice(&codec.encode_request(&request, &target).unwrap()).unwrap();

@@ -29,7 +29,7 @@
 use router_canonical::codec::finish_of;
 use router_responses::{
     ClientCodec, ClientStreamEncoder, NanoUsd, ReplyContext, ResponsesClient, ResponsesSupplier,
-    StreamContext, StreamEnd, SupplierTarget,
+    StreamContext, SupplierTarget,
 };
 use router_wire_testkit::golden::{self, Golden, frame_values, frames};
 use router_wire_testkit::supplier;
@@ -43,9 +43,7 @@ const CREATED: i64 = 1_735_689_600;
 /// $0.000123456: shows `usage.cost` keeps all nine fraction digits.
 const COST: NanoUsd = NanoUsd(123_456);
 /// The supplier codec as a gateway that bills by usage sets it.
-const SUPPLIER: ResponsesSupplier = ResponsesSupplier {
-    require_usage: true,
-};
+const SUPPLIER: ResponsesSupplier = ResponsesSupplier::new().with_require_usage(true);
 
 /// The Responses stream rules every client stream must keep.
 fn check_client_stream(case: &Path, bytes: &[u8]) {
@@ -98,10 +96,7 @@ fn run_case(case: &Path, golden: &mut Golden) {
         "canonical.json",
         &serde_json::to_value(&canonical).unwrap(),
     );
-    let target = SupplierTarget {
-        model: UPSTREAM_MODEL,
-        default_max_output_tokens: None,
-    };
+    let target = SupplierTarget::new(UPSTREAM_MODEL);
     supplier::upstream_request(case, golden, &SUPPLIER, &canonical, &target);
 
     if let Ok(body) = fs::read(case.join("supplier_response.json")) {
@@ -113,12 +108,7 @@ fn run_case(case: &Path, golden: &mut Golden) {
             "canonical_response.json",
             &serde_json::to_value(&response).unwrap(),
         );
-        let ctx = ReplyContext {
-            id: ROUTER_ID,
-            model: &canonical.model,
-            created: CREATED,
-            cost: Some(COST),
-        };
+        let ctx = ReplyContext::new(ROUTER_ID, &canonical.model, CREATED).with_cost(Some(COST));
         golden.json(
             case,
             "response.json",
@@ -147,22 +137,12 @@ fn run_case(case: &Path, golden: &mut Golden) {
             "canonical_events.json",
             &serde_json::to_value(&events).unwrap(),
         );
-        let ctx = StreamContext {
-            id: ROUTER_ID.to_owned(),
-            model: canonical.model.clone(),
-            created: CREATED,
-        };
+        let ctx = StreamContext::new(ROUTER_ID.to_owned(), canonical.model.clone(), CREATED);
         let mut encoder = ResponsesClient.stream_encoder(ctx, namespaces.clone());
         let mut out = Vec::new();
         for event in &events {
             match finish_of(event) {
-                Some(end) => encoder.finish(
-                    &StreamEnd {
-                        cost: Some(COST),
-                        ..end
-                    },
-                    &mut out,
-                ),
+                Some(end) => encoder.finish(&end.with_cost(Some(COST)), &mut out),
                 None => encoder.event(event, &mut out),
             }
         }

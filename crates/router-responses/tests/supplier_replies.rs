@@ -23,9 +23,7 @@ use router_wire_testkit::frames::typed as event;
 use serde_json::{Value, json};
 
 /// The supplier codec as a gateway that bills by usage sets it.
-const SUPPLIER: ResponsesSupplier = ResponsesSupplier {
-    require_usage: true,
-};
+const SUPPLIER: ResponsesSupplier = ResponsesSupplier::new().with_require_usage(true);
 
 fn parse_request(body: &[u8]) -> Result<Request, ApiError> {
     codecs::parse(&ResponsesClient, &(), body)
@@ -55,12 +53,7 @@ fn finish(
     cost: NanoUsd,
     out: &mut Vec<u8>,
 ) {
-    let end = StreamEnd {
-        stop_reason,
-        stop_sequence: None,
-        usage,
-        cost: Some(cost),
-    };
+    let end = StreamEnd::new(stop_reason, usage).with_cost(Some(cost));
     encoder.finish(&end, out);
 }
 
@@ -341,12 +334,11 @@ fn a_failed_reply_is_the_suppliers_error() {
     );
     assert_eq!(
         SupplierError::from(err),
-        SupplierError::Reported(SupplierFailure {
-            status: None,
-            kind: None,
-            code: Some("server_error".into()),
-            message: Some("secret upstream detail".into()),
-        })
+        SupplierError::Reported(
+            SupplierFailure::default()
+                .code("server_error")
+                .message("secret upstream detail")
+        )
     );
 }
 
@@ -980,12 +972,8 @@ fn response(output: Vec<OutputBlock>, stop_reason: StopReason) -> Response {
     }
 }
 
-const CTX: ReplyContext<'static> = ReplyContext {
-    id: "resp_abc",
-    model: "acme/m",
-    created: 1_700_000_000,
-    cost: Some(NanoUsd(2_500_000)),
-};
+const CTX: ReplyContext<'static> =
+    ReplyContext::new("resp_abc", "acme/m", 1_700_000_000).with_cost(Some(NanoUsd(2_500_000)));
 
 /// The members the OpenAI SDKs' `Response` model requires.
 fn assert_sdk_shape(value: &Value) {
@@ -1103,11 +1091,7 @@ fn a_length_stop_is_an_incomplete_response() {
 // StreamEncoder
 
 fn stream_ctx() -> StreamContext {
-    StreamContext {
-        id: "resp_abc".into(),
-        model: "acme/m".into(),
-        created: 1_700_000_000,
-    }
+    StreamContext::new("resp_abc", "acme/m", 1_700_000_000)
 }
 
 fn client_frames(bytes: &[u8]) -> Vec<(String, Value)> {

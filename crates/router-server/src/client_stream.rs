@@ -100,12 +100,9 @@ fn encode(encoder: &mut impl ClientStreamEncoder, item: &StreamItem) -> Vec<u8> 
             usage,
             cost,
         } => {
-            let end = StreamEnd {
-                stop_reason,
-                stop_sequence: stop_sequence.as_deref(),
-                usage,
-                cost: Some(*cost),
-            };
+            let end = StreamEnd::new(stop_reason, usage)
+                .with_stop_sequence(stop_sequence.as_deref())
+                .with_cost(Some(*cost));
             encoder.finish(&end, &mut buf);
         }
         StreamItem::Failed(error) => encoder.error(error, &mut buf),

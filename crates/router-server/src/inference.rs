@@ -109,31 +109,18 @@ async fn run<C: ClientCodec>(
     let id = format!("{}{}", surface.id_prefix, request_id.simple());
     let mut response = match reply {
         Reply::Cached(cached) => {
-            let reply = ReplyContext {
-                id: &id,
-                model: &model,
-                created: unix_now(),
-                cost: Some(router_canonical::NanoUsd::ZERO),
-            };
+            let reply = ReplyContext::new(&id, &model, unix_now())
+                .with_cost(Some(router_canonical::NanoUsd::ZERO));
             let body = codec.encode_response(&cached, &reply, &extra);
             reply::json(StatusCode::OK, body, id_text)
         }
         Reply::Complete { response, cost } => {
-            let reply = ReplyContext {
-                id: &id,
-                model: &model,
-                created: response.created,
-                cost: Some(cost),
-            };
+            let reply = ReplyContext::new(&id, &model, response.created).with_cost(Some(cost));
             let body = codec.encode_response(&response, &reply, &extra);
             reply::json(StatusCode::OK, body, id_text)
         }
         Reply::Stream(live) => {
-            let stream = StreamContext {
-                id,
-                model,
-                created: unix_now(),
-            };
+            let stream = StreamContext::new(id, model, unix_now());
             client_stream::relay(
                 live,
                 codec.stream_encoder(stream, extra),

@@ -49,9 +49,7 @@ fn canonical_signature_param(_body: &[u8], error: &SealError) -> String {
 /// `POST /v1/chat/completions`. The usage chunk (with the cost) ends every
 /// stream, asked for or not (B-22, GP-04).
 pub static CHAT: Surface<ChatClient> = Surface {
-    codec: ChatClient {
-        always_include_usage: true,
-    },
+    codec: ChatClient::new().with_always_include_usage(true),
     body_limit: INFERENCE_BODY_LIMIT,
     id_prefix: "chatcmpl-",
     messages_request_id: false,

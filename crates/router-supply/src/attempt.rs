@@ -2,14 +2,12 @@
 //! between dialects is the codec's; timeouts, status classification and
 //! stream prebuffering are shared here.
 
-use crate::{MAX_RESPONSE_BYTES, connection, error_chain, parse_retry_after, transport_error};
+use crate::{MAX_RESPONSE_BYTES, ReplyHeaders, connection, error_chain, transport_error};
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
-use router_canonical::eventstream::Decoder as AwsDecoder;
-use router_canonical::sse::{Decoder as SseDecoder, Frame};
-use router_canonical::{
-    Request, StreamEvent, StreamFraming, SupplierCodec, SupplierError, SupplierStreamDecoder,
-};
+use router_canonical::sse::Frame;
+use router_canonical::translate::FrameDecoder;
+use router_canonical::{Request, StreamEvent, SupplierCodec, SupplierError, SupplierStreamDecoder};
 use router_core::{AttemptCall, AttemptError, Route, SupplierReply};
 use std::collections::{HashMap, VecDeque};
 use std::pin::Pin;
@@ -86,24 +84,17 @@ pub(crate) async fn attempt(
     call.supplier_replied(|name| response.headers().get(name)?.to_str().ok());
     let status = response.status();
     if !status.is_success() {
-        let retry_after = response
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| parse_retry_after(v, SystemTime::now()));
+        let headers = response.headers().clone();
         // The status decides; the body only adds detail, so a body that
         // cannot be read is no reason to fail differently.
         let body = read_capped(response, MAX_ERROR_BODY_BYTES)
             .await
             .unwrap_or_default();
-        let error = codec.decode_error(status.as_u16(), &body);
-        return Err(AttemptError::supplier(error, retry_after));
+        let error = codec.decode_error(status.as_u16(), &ReplyHeaders(&headers), &body);
+        return Err(AttemptError::supplier(error));
     }
     if request.stream {
-        let framing = match codec.stream_framing() {
-            StreamFraming::Sse => Framing::Sse(SseDecoder::default()),
-            StreamFraming::AwsEventStream => Framing::Aws(AwsDecoder::default()),
-        };
+        let framing = FrameDecoder::new(codec.stream_framing());
         return start_stream(response, framing, codec.stream_decoder()).await;
     }
     let bytes = read_body(response).await?;
@@ -116,7 +107,7 @@ pub(crate) async fn attempt(
             }
             SupplierReply::Complete(response)
         })
-        .map_err(|error| AttemptError::supplier(error, None))
+        .map_err(AttemptError::supplier)
 }
 
 fn unix_now() -> i64 {
@@ -158,32 +149,9 @@ pub(crate) async fn read_body(mut response: reqwest::Response) -> Result<Vec<u8>
 
 type ByteStream = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
 
-/// How a stream's bytes become frames for the codec's decoder.
-enum Framing {
-    Sse(SseDecoder),
-    Aws(AwsDecoder),
-}
-
-impl Framing {
-    fn feed(&mut self, chunk: &[u8], frames: &mut Vec<Frame>) -> Result<(), SupplierError> {
-        match self {
-            Framing::Sse(sse) => sse.feed(chunk, frames).map_err(SupplierError::invalid),
-            Framing::Aws(aws) => {
-                let mut messages = Vec::new();
-                aws.feed(chunk, &mut messages)
-                    .map_err(SupplierError::invalid)?;
-                for message in messages {
-                    frames.push(message.into_frame().map_err(SupplierError::invalid)?);
-                }
-                Ok(())
-            }
-        }
-    }
-}
-
 struct SupplierStream {
     bytes: ByteStream,
-    framing: Framing,
+    framing: FrameDecoder,
     decoder: Box<dyn SupplierStreamDecoder>,
     pending: VecDeque<StreamEvent>,
     frames: Vec<Frame>,
@@ -236,7 +204,7 @@ enum StreamFailure {
 /// still an ordinary (retryable) attempt failure (G-11).
 async fn start_stream(
     response: reqwest::Response,
-    framing: Framing,
+    framing: FrameDecoder,
     decoder: Box<dyn SupplierStreamDecoder>,
 ) -> Result<SupplierReply, AttemptError> {
     let mut stream = SupplierStream {
@@ -255,7 +223,7 @@ async fn start_stream(
             ));
         }
         Err(StreamFailure::Transport(detail)) => return Err(AttemptError::transport(detail)),
-        Err(StreamFailure::Decoded(error)) => return Err(AttemptError::supplier(error, None)),
+        Err(StreamFailure::Decoded(error)) => return Err(AttemptError::supplier(error)),
     };
     stream.pending.push_front(first);
     let events = futures::stream::unfold(Some(stream), |state| async move {

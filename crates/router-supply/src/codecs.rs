@@ -14,24 +14,17 @@ use router_messages::{BedrockMessagesSupplier, MessagesSupplier};
 use router_responses::ResponsesSupplier;
 use router_videos::OpenAiVideosSupplier;
 
-static CHAT: ChatSupplier = ChatSupplier {
-    require_usage: true,
-};
-static MESSAGES: MessagesSupplier = MessagesSupplier {
-    require_usage: true,
-};
-static RESPONSES: ResponsesSupplier = ResponsesSupplier {
-    require_usage: true,
-};
+static CHAT: ChatSupplier = ChatSupplier::new().with_require_usage(true);
+static MESSAGES: MessagesSupplier = MessagesSupplier::new().with_require_usage(true);
+static RESPONSES: ResponsesSupplier = ResponsesSupplier::new().with_require_usage(true);
 static GEMINI: GeminiSupplier = GeminiSupplier {
     require_usage: true,
 };
 static CONVERSE: ConverseSupplier = ConverseSupplier {
     require_usage: true,
 };
-static BEDROCK_MESSAGES: BedrockMessagesSupplier = BedrockMessagesSupplier {
-    require_usage: true,
-};
+static BEDROCK_MESSAGES: BedrockMessagesSupplier =
+    BedrockMessagesSupplier::new().with_require_usage(true);
 
 /// The codec of a route's protocol. `Completions` is inbound only (it
 /// rides the Chat path), so no route speaks it and it has no codec.
@@ -63,7 +56,7 @@ pub(crate) fn chat_compat(route: &Route) -> Option<CompatChatSupplier> {
             ChatCompat::StreamWithoutDone => compat.stream_without_done = true,
         }
     }
-    Some(CompatChatSupplier { chat: CHAT, compat })
+    Some(CompatChatSupplier::new(CHAT, compat))
 }
 
 /// The video dialect of `videos` routes (the only one: OpenAI videos).

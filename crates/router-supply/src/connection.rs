@@ -12,10 +12,8 @@ use std::time::SystemTime;
 
 /// The target a route's requests are encoded for.
 pub(crate) fn target(route: &Route) -> SupplierTarget<'_> {
-    SupplierTarget {
-        model: &route.upstream_model,
-        default_max_output_tokens: Some(route.max_output_tokens),
-    }
+    SupplierTarget::new(&route.upstream_model)
+        .with_default_max_output_tokens(Some(route.max_output_tokens))
 }
 
 /// The URL of one request on `route`.

@@ -48,6 +48,7 @@ pub(crate) async fn generate(
     call.supplier_replied(|name| response.headers().get(name)?.to_str().ok());
     let status = response.status();
     if !status.is_success() {
+        let headers = response.headers().clone();
         let mut body = Vec::new();
         let mut response = response;
         while let Ok(Some(chunk)) = response.chunk().await {
@@ -56,15 +57,16 @@ pub(crate) async fn generate(
                 break;
             }
         }
-        return Err(AttemptError::supplier(
-            codec.decode_error(status.as_u16(), &body),
-            None,
-        ));
+        return Err(AttemptError::supplier(codec.decode_error(
+            status.as_u16(),
+            &crate::ReplyHeaders(&headers),
+            &body,
+        )));
     }
     let body = read_body(response).await?;
     let png = match codec
         .decode_response(&body)
-        .map_err(|e| AttemptError::supplier(e, None))?
+        .map_err(AttemptError::supplier)?
     {
         GeneratedImage::Bytes(bytes) => bytes,
         GeneratedImage::Url(url) => url_guard::download(&url, policy, DOWNLOAD_TIMEOUT)

@@ -15,7 +15,6 @@ mod codecs;
 mod connection;
 mod google_auth;
 mod images;
-mod retry_after;
 mod sigv4;
 pub mod url_guard;
 mod videos;
@@ -29,7 +28,15 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 pub use codecs::video_codec;
-pub use retry_after::parse_retry_after;
+
+/// A supplier reply's headers, as a codec's `decode_error` reads them.
+struct ReplyHeaders<'a>(&'a reqwest::header::HeaderMap);
+
+impl router_canonical::HeaderSource for ReplyHeaders<'_> {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.0.get(name)?.to_str().ok()
+    }
+}
 
 /// Largest non-streaming supplier body the router reads.
 const MAX_RESPONSE_BYTES: usize = 32 * 1024 * 1024;

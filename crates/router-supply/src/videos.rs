@@ -56,6 +56,7 @@ fn with_headers(
 /// the codec reads it (the body only adds detail).
 async fn error_status(mut response: reqwest::Response) -> AttemptError {
     let status = response.status().as_u16();
+    let headers = response.headers().clone();
     let mut body = Vec::new();
     while let Ok(Some(chunk)) = response.chunk().await {
         body.extend_from_slice(&chunk);
@@ -63,7 +64,7 @@ async fn error_status(mut response: reqwest::Response) -> AttemptError {
             break;
         }
     }
-    AttemptError::supplier(codec().decode_error(status, &body), None)
+    AttemptError::supplier(codec().decode_error(status, &crate::ReplyHeaders(&headers), &body))
 }
 
 pub(crate) async fn submit(
@@ -99,7 +100,7 @@ pub(crate) async fn submit(
     let body = read_body(response).await.map_err(SubmitError::Sent)?;
     codec()
         .decode_task(&body)
-        .map_err(|error| SubmitError::Sent(AttemptError::supplier(error, None)))
+        .map_err(|error| SubmitError::Sent(AttemptError::supplier(error)))
 }
 
 /// Sends a GET; a reply other than 2xx is its classified error status.
@@ -129,9 +130,7 @@ pub(crate) async fn poll(
     let url = url(route, &codec().poll_path(task_id))?;
     let response = get_ok(client.get(url).timeout(POLL_TIMEOUT), route, call).await?;
     let body = read_body(response).await?;
-    codec()
-        .decode_task(&body)
-        .map_err(|error| AttemptError::supplier(error, None))
+    codec().decode_task(&body).map_err(AttemptError::supplier)
 }
 
 /// The completed video's content, chunk by chunk as it arrives (never whole

@@ -81,6 +81,7 @@ fn part_tokens(part: &ContentPart) -> u64 {
         | ContentPart::Opaque { .. } => {
             text_tokens(&serde_json::to_string(part).unwrap_or_default())
         }
+        _ => text_tokens(&serde_json::to_string(part).unwrap_or_default()),
     }
 }
 

@@ -1,18 +1,17 @@
 //! The client side: the create body the gateway accepts, the video object
 //! and the video error envelope.
 //!
-//! The create body (spec §POST /v1/videos, GP-20, GP-21):
+//! The create body (spec §POST /v1/videos):
 //! `{model, prompt, mode, resolution, duration, aspect_ratio?, references?,
 //! client_task_id}` with `references: {image_url | image_urls[], video_url |
-//! video_urls[], audio_url | audio_urls[]}`. As for image generation
-//! (GP-27), the body is strict: an unknown member is a 400
+//! video_urls[], audio_url | audio_urls[]}`. As for image generation, the body is strict: an unknown member is a 400
 //! `invalid_parameter` naming it (a misspelt `aspect_ratio` must not pass
 //! silently into a paid job), and `null` counts as absent, as the OpenAI
 //! SDKs send it for an unset optional. Every refusal names its member in
 //! `param`, with a path for nested ones (`references.image_urls[1]`).
 //!
 //! What needs the catalog (the model, the prompt's length, listed and
-//! priced values, reference caps) is `router_core::videos::check_against`.
+//! priced values, reference caps) is the caller's, against its own catalog.
 
 use router_canonical::parse::{json_object, required_text};
 use router_canonical::public_host::{is_local_name, is_public_ip};
@@ -20,13 +19,13 @@ use router_canonical::{ApiError, VideoReferences, VideoRequest, VideoStatus};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-/// The longest `client_task_id` (O-14).
+/// The longest `client_task_id`.
 pub const MAX_CLIENT_TASK_ID: usize = 128;
 
 /// The public failure reason shown when the record carries none.
 pub const DEFAULT_FAIL_REASON: &str = "The video could not be generated.";
 
-/// The relative content path of video `id` (`metadata.url`, O-21).
+/// The relative content path of video `id` (`metadata.url`).
 pub fn content_path(id: &str) -> String {
     format!("/v1/videos/{id}/content")
 }
@@ -94,7 +93,7 @@ fn present<'a>(object: &'a Map<String, Value>, name: &str) -> Option<&'a Value> 
     object.get(name).filter(|v| !v.is_null())
 }
 
-/// Whole seconds: `5` and `5.0` are the same duration (GP-26); a fraction,
+/// Whole seconds: `5` and `5.0` are the same duration; a fraction,
 /// a string, zero or a negative number is not a duration.
 fn duration(value: Option<&Value>) -> Result<u32, ApiError> {
     let refuse = |why: &str| ApiError::invalid("duration", format!("`duration` {why}."));
@@ -119,7 +118,7 @@ fn duration(value: Option<&Value>) -> Result<u32, ApiError> {
     }
 }
 
-/// O-14: 1–128 letters, digits, `_`, `-` or `.`.
+/// 1–128 letters, digits, `_`, `-` or `.`.
 fn client_task_id(value: Option<&Value>) -> Result<String, ApiError> {
     let refuse =
         |why: &str| ApiError::invalid("client_task_id", format!("`client_task_id` {why}."));
@@ -151,7 +150,7 @@ const KINDS: [(&str, &str); 3] = [
     ("audio_url", "audio_urls"),
 ];
 
-/// GP-20, O-10..O-12: the reference object.
+/// The reference object.
 fn references(value: &Value) -> Result<VideoReferences, ApiError> {
     let Value::Object(object) = value else {
         return Err(ApiError::invalid(
@@ -178,7 +177,7 @@ fn references(value: &Value) -> Result<VideoReferences, ApiError> {
 }
 
 /// The URLs of one kind: its singular member or its plural one (never
-/// both, O-11; the plural with at least two entries, O-12).
+/// both; the plural with at least two entries).
 fn kind(object: &Map<String, Value>, one: &str, many: &str) -> Result<Vec<String>, ApiError> {
     match (present(object, one), present(object, many)) {
         (Some(_), Some(_)) => Err(ApiError::invalid(
@@ -223,7 +222,7 @@ fn reference_url(value: &Value, param: &str) -> Result<String, ApiError> {
 }
 
 /// Why `text` is not an absolute `http(s)` URL to a public host, judged
-/// without fetching or resolving it (O-10, GP-20). The host is read by the
+/// without fetching or resolving it. The host is read by the
 /// WHATWG rules, so every IPv4 spelling (`2130706433`, `0x7f.1`,
 /// `0177.0.0.1`, `127.1`) is the address it means; names are judged by
 /// form only (a name that resolves to a private address is the fetcher's
@@ -279,8 +278,9 @@ fn public_name(name: &str) -> Result<(), &'static str> {
 pub struct VideoView {
     /// The router's video ID (never the supplier's task ID).
     pub id: String,
-    /// The logical model ID as submitted (O-22).
+    /// The logical model ID as submitted.
     pub model: String,
+    /// Where the video is in its life.
     pub status: VideoStatus,
     /// 0–100.
     pub progress: u8,
@@ -325,12 +325,12 @@ impl Metadata {
     }
 }
 
-/// The video object (O-21) as JSON: `{id, object: "video", model, status,
+/// The video object as JSON: `{id, object: "video", model, status,
 /// progress, created_at, completed_at?, metadata?: {url?, fail_reason?}}`.
 /// `completed_at` only in a terminal status, `metadata.url` only when
 /// completed, `metadata.fail_reason` only when failed; `metadata` itself
 /// only when it holds one of them. `progress` is capped at 100 and is 100
-/// once completed (GP-22).
+/// once completed.
 pub fn render_video(view: &VideoView) -> Vec<u8> {
     let completed = view.status == VideoStatus::Completed;
     let failed = view.status == VideoStatus::Failed;
@@ -363,7 +363,7 @@ pub fn render_video(view: &VideoView) -> Vec<u8> {
 }
 
 /// A video error: the standard envelope plus `error.requestId`, equal to
-/// the reply's `x-request-id` (P-03, O-31):
+/// The reply's `x-request-id`:
 /// `{"error": {"message", "type", "param", "code", "requestId"}}`.
 pub fn render_error(error: &ApiError, request_id: &str) -> Vec<u8> {
     #[derive(Serialize)]
@@ -450,7 +450,7 @@ mod tests {
         assert!(nulls.references.is_empty());
     }
 
-    /// O-03, O-04, O-05, O-07, O-08, O-14: every required member.
+    /// Every required member.
     #[test]
     fn every_required_member_is_named_when_missing() {
         for name in [
@@ -470,7 +470,7 @@ mod tests {
         }
     }
 
-    /// GP-26: `5.0` is `5`; a fraction, a string, zero or a negative is not a duration.
+    /// `5.0` is `5`; a fraction, a string, zero or a negative is not a duration.
     #[test]
     fn duration_is_whole_seconds() {
         for (value, seconds) in [(json!(5), 5), (json!(5.0), 5), (json!(10), 10)] {
@@ -499,7 +499,7 @@ mod tests {
         }
     }
 
-    /// O-14: 1–128 of `[A-Za-z0-9_.-]`.
+    /// 1–128 of `[A-Za-z0-9_.-]`.
     #[test]
     fn client_task_id_rules() {
         let longest: String = "aZ9_.-".repeat(22)[..128].to_owned();
@@ -549,7 +549,7 @@ mod tests {
         );
     }
 
-    /// O-09: references only with `mode: "references"` (even an empty object).
+    /// references only with `mode: "references"` (even an empty object).
     #[test]
     fn references_need_the_references_mode() {
         let with_mode = |mode: &str, references: Value| {
@@ -602,7 +602,7 @@ mod tests {
         }
     }
 
-    /// O-10, GP-20: the SSRF and non-URL corpus, refused without fetching.
+    /// The SSRF and non-URL corpus, refused without fetching.
     #[test]
     fn only_public_http_urls_are_references() {
         let refused = [
@@ -689,11 +689,11 @@ mod tests {
         assert!(message.contains("http"), "{message}");
     }
 
-    /// GP-26, O-16/O-17: key order, whitespace and `5` vs `5.0` do not
+    /// key order, whitespace and `5` vs `5.0` do not
     /// change the fingerprint; any parameter does.
     #[test]
     fn the_fingerprint_ignores_form_not_content() {
-        let fingerprint = |text: &str| parse_create(text.as_bytes()).unwrap().fingerprint();
+        let fingerprint = |text: &str| parse_create(text.as_bytes()).unwrap().fingerprint_input();
         let a = fingerprint(
             r#"{"model":"m","prompt":"p","mode":"references","resolution":"720p","duration":5,"client_task_id":"k","references":{"image_urls":["https://a.example/1","https://a.example/2"]}}"#,
         );
@@ -730,7 +730,7 @@ mod tests {
         serde_json::from_slice(&render_video(view)).unwrap()
     }
 
-    /// O-01, O-21, O-22: the object in each status.
+    /// The object in each status.
     #[test]
     fn the_video_object_shows_what_each_status_allows() {
         let queued = rendered(&VideoView {
@@ -779,7 +779,7 @@ mod tests {
         assert_eq!(capped["progress"], 100);
     }
 
-    /// P-03, O-31: the standard envelope plus `requestId`.
+    /// The standard envelope plus `requestId`.
     #[test]
     fn errors_carry_the_request_id() {
         // A gateway's product code (router-core defines this one), rendered

@@ -1,26 +1,6 @@
-//! Video generation (`/v1/videos*`), the pure parts: no I/O.
-//!
-//! * [`client`]: the create body the gateway accepts into a canonical
-//!   [`VideoRequest`] (every rule that needs no catalog), the video object
-//!   (O-21) and the video error envelope with `error.requestId` (P-03).
-//! * [`range`]: the content endpoint's `Range` header (O-26..O-29, GP-24,
-//!   CF-13).
-//! * [`supplier`]: [`OpenAiVideosSupplier`], the OpenAI videos supplier
-//!   dialect, a [`router_canonical::VideoSupplierCodec`].
-//!
-//! ```
-//! use router_videos::client::parse_create;
-//!
-//! let request = parse_create(br#"{"model": "vid-1", "prompt": "a cat", "mode": "references",
-//!     "resolution": "720p", "duration": 5.0, "client_task_id": "job-1"}"#)?;
-//! assert_eq!(request.duration_seconds, 5);
-//! let refused = parse_create(br#"{"model": "vid-1", "prompt": "a cat", "mode": "references",
-//!     "resolution": "720p", "duration": 5, "client_task_id": "a b"}"#).unwrap_err();
-//! assert_eq!(refused.param.as_deref(), Some("client_task_id"));
-//! # Ok::<(), router_canonical::ApiError>(())
-//! ```
-
+#![doc = include_str!("../README.md")]
 #![warn(unreachable_pub)]
+#![warn(missing_docs)]
 
 pub mod client;
 pub mod range;
@@ -28,5 +8,12 @@ pub mod range;
 pub mod schema;
 pub mod supplier;
 
-pub use router_canonical::{VideoReferences, VideoRequest};
+/// The canonical model this crate translates to and from, whole.
+pub use router_canonical as canonical;
+/// The names every wire crate exports at the same paths: `sse`,
+/// `ErrorCode`, the codec traits, stream and error types.
+pub use router_canonical::surface::*;
+pub use router_canonical::{
+    UpstreamVideo, VideoReferences, VideoRequest, VideoStatus, VideoSupplierCodec,
+};
 pub use supplier::OpenAiVideosSupplier;

@@ -1,4 +1,4 @@
-//! The content endpoint's `Range` header (O-26..O-29, GP-24, CF-13).
+//! The content endpoint's `Range` header.
 //!
 //! One range of the `bytes` unit (compared case-insensitively, RFC 9110
 //! §14.1), in one of the three RFC 9110 forms, with optional whitespace
@@ -11,11 +11,11 @@
 //! | `-n` | the last `n` bytes (all of them when `n ≥ size`) | `n > 0` and `size > 0` |
 //!
 //! A well-formed range that no byte satisfies is [`RangeOutcome::Unsatisfiable`]
-//! (the empty 416 of O-28, CF-14): a start at or past the end, `-0`, and
+//! (an empty 416): a start at or past the end, `-0`, and
 //! every range of an empty file (size 0 has no byte to satisfy anything; it
 //! is served whole, 200 with no body, only when no `Range` is sent).
-//! Everything else is [`RangeOutcome::Invalid`] (416 `invalid_range`, O-29,
-//! CF-13): another unit, several ranges (any `,`), `a > b` (GP-24), a
+//! Everything else is [`RangeOutcome::Invalid`] (416 `invalid_range`):
+//! another unit, several ranges (any `,`), `a > b`, a
 //! missing number on both sides, signs, spaces or anything but ASCII digits
 //! inside a number, and a number too large for `u64` (the reliability plan's
 //! "20-digit overflow → `invalid_range`": no file is that large, so such a
@@ -27,12 +27,17 @@ pub enum RangeOutcome {
     /// No `Range`: the whole file, 200.
     Full,
     /// One satisfiable range, 206; `start <= end < size`, `end` inclusive.
-    Partial { start: u64, end: u64 },
+    Partial {
+        /// The first byte.
+        start: u64,
+        /// The last byte, inclusive.
+        end: u64,
+    },
     /// A well-formed single range no byte satisfies: the empty 416 with
-    /// `Content-Range: bytes */size` (O-28, CF-14).
+    /// `Content-Range: bytes */size`.
     Unsatisfiable,
     /// Malformed, another unit, several ranges, or start > end: 416
-    /// `invalid_range` in the JSON envelope (O-29, CF-13).
+    /// `invalid_range` in the JSON envelope.
     Invalid,
 }
 
@@ -128,14 +133,14 @@ mod tests {
         parse_range(Some(header), SIZE)
     }
 
-    /// O-26: no header is the whole file.
+    /// no header is the whole file.
     #[test]
     fn no_header_is_the_full_file() {
         assert_eq!(parse_range(None, SIZE), Full);
         assert_eq!(parse_range(None, 0), Full);
     }
 
-    /// O-27, GP-24: the three single-range forms, the end clamped.
+    /// The three single-range forms, the end clamped.
     #[test]
     fn the_three_forms_are_served() {
         assert_eq!(at("bytes=0-99"), Partial { start: 0, end: 99 });
@@ -183,7 +188,7 @@ mod tests {
         );
     }
 
-    /// O-28, CF-14: well formed, nothing to serve.
+    /// well formed, nothing to serve.
     #[test]
     fn a_start_at_or_past_the_end_is_unsatisfiable() {
         for header in [
@@ -210,7 +215,7 @@ mod tests {
         assert_eq!(parse_range(Some("bytes=abc"), 0), Invalid);
     }
 
-    /// O-29, CF-13, GP-24: malformed, another unit, several ranges, start > end.
+    /// malformed, another unit, several ranges, start > end.
     #[test]
     fn malformed_ranges_are_invalid() {
         for header in [

@@ -8,8 +8,8 @@
 //!   suppliers that take them: `aspect_ratio`, and `references:
 //!   {image_urls?, video_urls?, audio_urls?}` (always plural lists). A model
 //!   whose supplier is OpenAI itself lists no aspect ratios and no reference
-//!   caps, so they never reach it. `mode` is the router's (GP-21) and is not
-//!   sent; nor is `client_task_id` (the router's idempotency, O-16).
+//!   caps, so they never reach it. `mode` is the router's and is not
+//!   sent; nor is `client_task_id` (the router's idempotency).
 //! * create and poll (`GET /videos/{id}`) answer the video object `{id,
 //!   object: "video", status: queued | in_progress | completed | failed,
 //!   progress?, error?: {code, message}, ...}`;
@@ -34,10 +34,13 @@ pub const MAX_TASK_ID: usize = 256;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum DecodeError {
+    /// The body is not a video object (the parser's reason).
     #[error("the reply is not a video object: {0}")]
     Json(String),
+    /// The task ID is empty, too long or not a safe path segment.
     #[error("the task ID is empty, too long or not a safe path segment")]
     TaskId,
+    /// A status the dialect does not define.
     #[error("unknown video status `{0}`")]
     Status(String),
 }
@@ -178,8 +181,13 @@ impl VideoSupplierCodec for OpenAiVideosSupplier {
         })
     }
 
-    fn decode_error(&self, status: u16, body: &[u8]) -> SupplierError {
-        SupplierError::Reported(supplier_failure(status, body))
+    fn decode_error(
+        &self,
+        status: u16,
+        headers: &dyn router_canonical::HeaderSource,
+        body: &[u8],
+    ) -> SupplierError {
+        SupplierError::Reported(supplier_failure(status, headers, body))
     }
 }
 
@@ -399,12 +407,13 @@ mod tests {
     fn error_replies_are_reported() {
         let reported = OpenAiVideosSupplier.decode_error(
             429,
+            &(),
             br#"{"error":{"type":"rate_limit_error","message":"slow down"}}"#,
         );
         let failure = reported.reported().unwrap();
         assert_eq!(failure.status, Some(429));
         assert_eq!(failure.kind.as_deref(), Some("rate_limit_error"));
-        let html = OpenAiVideosSupplier.decode_error(502, b"<html>");
+        let html = OpenAiVideosSupplier.decode_error(502, &(), b"<html>");
         assert_eq!(html.reported().and_then(|f| f.status), Some(502));
     }
 }

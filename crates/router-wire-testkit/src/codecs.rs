@@ -34,9 +34,7 @@ pub fn encode<S: SupplierCodec>(
     model: &str,
     default_max_output_tokens: Option<u32>,
 ) -> Result<Vec<u8>, ApiError> {
-    let target = SupplierTarget {
-        model,
-        default_max_output_tokens,
-    };
+    let target =
+        SupplierTarget::new(model).with_default_max_output_tokens(default_max_output_tokens);
     supplier.encode_request(request, &target)
 }

@@ -20,7 +20,7 @@ use router_canonical::{
 };
 use serde_json::{Map, Value};
 
-/// Content-part types that carry media other than images (CF-09).
+/// Content-part types that carry media other than images.
 const MEDIA_PARTS: [&str; 7] = [
     "file",
     "input_file",
@@ -137,7 +137,7 @@ fn convert_request(wire: ChatRequest) -> Result<Request, ApiError> {
         .map(|(i, t)| tool(i, t))
         .collect::<Result<Vec<_>, _>>()?;
 
-    Ok(Request {
+    let mut request = Request {
         model,
         messages,
         tools,
@@ -149,12 +149,14 @@ fn convert_request(wire: ChatRequest) -> Result<Request, ApiError> {
         stream: stream.unwrap_or(false),
         end_user: user,
         native: native_fields(extra)?,
+        native_only: None,
         routing,
         inbound: Some(Protocol::Chat),
-        native_only: None,
         prompt_cache: PromptCacheMode::Passthrough,
         thinking_signed_by: None,
-    })
+    };
+    request.native_only = logprobs_asked(&request.native);
+    Ok(request)
 }
 
 fn token_limit(
@@ -183,8 +185,8 @@ fn token_limit(
     }
 }
 
-/// `reasoning_effort` and `reasoning.effort` are one setting (B-13); kept
-/// verbatim, never defaulted or clamped (B-15).
+/// `reasoning_effort` and `reasoning.effort` are one setting; kept
+/// verbatim, never defaulted or clamped.
 fn effort(top: Option<String>, nested: Option<String>) -> Result<Option<String>, ApiError> {
     match (top, nested) {
         (Some(a), Some(b)) if a != b => Err(ApiError::invalid(
@@ -362,7 +364,7 @@ fn content_part(path: &str, part: wire::ContentPart) -> Result<ContentPart, ApiE
 }
 
 /// Image URLs are `https:`, `http:`, or a base64 `data:` URL of one of the
-/// four image types (GP-02).
+/// four image types.
 fn tool(i: usize, t: wire::ToolDefinition) -> Result<Tool, ApiError> {
     if t.kind != "function" {
         return Err(ApiError::invalid(
@@ -434,6 +436,24 @@ fn convert_response_format(format: wire::ResponseFormat) -> ResponseFormat {
             strict: json_schema.strict,
             description: json_schema.description,
         },
+    }
+}
+
+/// `logprobs: true` (or a `top_logprobs`) asks for what only a Chat supplier
+/// returns: the request keeps to Chat routes, and any other supplier refuses
+/// it naming the field rather than answering `logprobs: null`.
+fn logprobs_asked(native: &Option<NativeFields>) -> Option<String> {
+    let fields = &native.as_ref()?.fields;
+    if fields.get("logprobs").and_then(Value::as_bool) == Some(true) {
+        Some("logprobs".to_owned())
+    } else if fields
+        .get("top_logprobs")
+        .and_then(Value::as_u64)
+        .is_some_and(|n| n > 0)
+    {
+        Some("top_logprobs".to_owned())
+    } else {
+        None
     }
 }
 

@@ -38,6 +38,8 @@ pub(crate) fn response(resp: &Response, ctx: &ReplyContext<'_>) -> Vec<u8> {
             }),
             // Opaque to every client; Chat has nowhere to put it.
             OutputBlock::RedactedThinking { .. } => {}
+            // A block kind added later has no place in a Chat reply.
+            _ => {}
         }
     }
     let completion = ChatCompletion {
@@ -64,7 +66,7 @@ pub(crate) fn response(resp: &Response, ctx: &ReplyContext<'_>) -> Vec<u8> {
     to_json_bytes(&completion)
 }
 
-/// Chat usage, with the charge in `cost` (USD, GP-03) when there is one.
+/// Chat usage, with the charge in `cost` (USD) when there is one.
 pub(crate) fn usage(usage: &Usage, cost: Option<NanoUsd>) -> ChatUsage {
     ChatUsage {
         prompt_tokens: usage.input_tokens,
@@ -90,5 +92,7 @@ pub(crate) fn finish_reason(stop: &StopReason) -> FinishReason {
         // one arrive, the turn has ended as far as a Chat client can tell.
         StopReason::PauseTurn => FinishReason::Stop,
         StopReason::Other(other) => FinishReason::Other(other.clone()),
+        // A stop reason added later: generation ended.
+        _ => FinishReason::Stop,
     }
 }

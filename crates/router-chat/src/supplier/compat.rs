@@ -17,6 +17,7 @@ use serde_json::Value;
 
 /// The named deviations one route's server has.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ChatCompat {
     /// `developer` turns go as `system` (chat templates without the role).
     pub developer_as_system: bool,
@@ -29,11 +30,57 @@ pub struct ChatCompat {
     pub stream_without_done: bool,
 }
 
+impl ChatCompat {
+    /// No deviation: the server speaks Chat Completions as OpenAI does.
+    pub const fn new() -> Self {
+        ChatCompat {
+            developer_as_system: false,
+            max_tokens: false,
+            no_stream_options: false,
+            stream_without_done: false,
+        }
+    }
+
+    /// With [`ChatCompat::developer_as_system`] set to `on`.
+    pub const fn with_developer_as_system(mut self, on: bool) -> Self {
+        self.developer_as_system = on;
+        self
+    }
+
+    /// With [`ChatCompat::max_tokens`] set to `on`.
+    pub const fn with_max_tokens(mut self, on: bool) -> Self {
+        self.max_tokens = on;
+        self
+    }
+
+    /// With [`ChatCompat::no_stream_options`] set to `on`.
+    pub const fn with_no_stream_options(mut self, on: bool) -> Self {
+        self.no_stream_options = on;
+        self
+    }
+
+    /// With [`ChatCompat::stream_without_done`] set to `on`.
+    pub const fn with_stream_without_done(mut self, on: bool) -> Self {
+        self.stream_without_done = on;
+        self
+    }
+}
+
 /// [`ChatSupplier`] with a server's [`ChatCompat`] options.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CompatChatSupplier {
+    /// The Chat codec underneath.
     pub chat: ChatSupplier,
+    /// The server's deviations.
     pub compat: ChatCompat,
+}
+
+impl CompatChatSupplier {
+    /// `chat` with the deviations `compat`.
+    pub const fn new(chat: ChatSupplier, compat: ChatCompat) -> Self {
+        CompatChatSupplier { chat, compat }
+    }
 }
 
 impl SupplierCodec for CompatChatSupplier {
@@ -92,8 +139,13 @@ impl SupplierCodec for CompatChatSupplier {
         self.chat.decode_response(body)
     }
 
-    fn decode_error(&self, status: u16, body: &[u8]) -> SupplierError {
-        self.chat.decode_error(status, body)
+    fn decode_error(
+        &self,
+        status: u16,
+        headers: &dyn router_canonical::HeaderSource,
+        body: &[u8],
+    ) -> SupplierError {
+        self.chat.decode_error(status, headers, body)
     }
 
     fn stream_decoder(&self) -> Box<dyn SupplierStreamDecoder> {
@@ -170,10 +222,7 @@ mod tests {
         }
     }
 
-    const TARGET: SupplierTarget<'static> = SupplierTarget {
-        model: "llama3.1:8b",
-        default_max_output_tokens: None,
-    };
+    const TARGET: SupplierTarget<'static> = SupplierTarget::new("llama3.1:8b");
 
     fn body(codec: &CompatChatSupplier, stream: bool) -> Value {
         serde_json::from_slice(

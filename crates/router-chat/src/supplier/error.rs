@@ -66,12 +66,7 @@ impl From<DecodeError> for SupplierError {
                 kind,
                 code,
                 message,
-            } => SupplierError::Reported(SupplierFailure {
-                status: None,
-                kind,
-                code,
-                message,
-            }),
+            } => SupplierError::Reported(SupplierFailure::in_reply(kind, code, message)),
             DecodeError::UnknownContent { .. } | DecodeError::UnknownToolCallType { .. } => {
                 SupplierError::unsupported(err)
             }
@@ -99,12 +94,12 @@ mod tests {
         };
         assert_eq!(
             SupplierError::from(reported),
-            SupplierError::Reported(SupplierFailure {
-                status: None,
-                kind: Some("server_error".into()),
-                code: Some("529".into()),
-                message: Some("overloaded".into()),
-            })
+            SupplierError::Reported(
+                SupplierFailure::default()
+                    .kind("server_error")
+                    .code("529")
+                    .message("overloaded")
+            )
         );
         for unsupported in [
             DecodeError::UnknownContent {

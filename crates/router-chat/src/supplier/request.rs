@@ -96,6 +96,8 @@ fn chat_role(role: Role) -> ChatRole {
         Role::User => ChatRole::User,
         Role::Assistant => ChatRole::Assistant,
         Role::Tool => ChatRole::Tool,
+        // A role added later speaks as the user.
+        _ => ChatRole::User,
     }
 }
 
@@ -265,6 +267,9 @@ fn content_part(part: &ContentPart) -> Result<wire::ContentPart, ApiError> {
         | ContentPart::Thinking { .. }
         | ContentPart::RedactedThinking { .. } => Err(ApiError::unsupported_conversion(
             "a tool result may hold only text and images when sent to a Chat supplier",
+        )),
+        _ => Err(ApiError::unsupported_conversion(
+            "this content part cannot be sent to a Chat supplier",
         )),
     }
 }

@@ -1,9 +1,8 @@
 //! The OpenAI error envelope: `{"error": {"message", "type", "param", "code"}}`.
 //!
 //! The router renders its canonical [`ApiError`] in this shape for
-//! Completions clients (E-13, GP-05), both as a response body and as the
-//! terminal `data:` frame of a stream that fails after it started (GP-04,
-//! P-17). The shape is shared with the other OpenAI surfaces through
+//! Completions clients, both as a response body and as the
+//! terminal `data:` frame of a stream that fails after it started. The shape is shared with the other OpenAI surfaces through
 //! [`router_canonical::openai_error`], so the wire crates stay independent of
 //! each other.
 

@@ -1,10 +1,10 @@
 //! Wire -> canonical: validate a client's Completions body into the canonical
-//! request that rides the Chat path (E-09, CF-11).
+//! request that rides the Chat path.
 //!
 //! Every rejection is a 400 `invalid_parameter` whose `param` is the path of
 //! the offending field, made here before any routing or network work. Shape
-//! errors come from `serde_path_to_error`; value rules (E-02..E-07, GP-55,
-//! CF-01) are checked by hand below.
+//! errors come from `serde_path_to_error`; value rules are checked by hand
+//! below.
 
 use crate::client::CompletionRequest;
 use crate::wire::request::{CompletionBody, Prompt, Stop};
@@ -15,7 +15,7 @@ use router_canonical::{
 };
 use serde_json::Value;
 
-/// The output limit when the client sends no `max_tokens` (E-04, Q-17).
+/// The output limit when the client sends no `max_tokens`.
 pub(crate) const DEFAULT_MAX_TOKENS: u32 = 128;
 
 /// The most stop sequences the legacy protocol takes.
@@ -121,7 +121,7 @@ fn convert(wire: CompletionBody) -> Result<CompletionRequest, ApiError> {
     Ok(CompletionRequest { request, echo })
 }
 
-/// The one prompt string (E-02, E-03).
+/// The one prompt string.
 fn prompt_text(prompt: Option<Prompt>) -> Result<String, ApiError> {
     let reject = |message: &str| Err(ApiError::invalid("prompt", message));
     match prompt {

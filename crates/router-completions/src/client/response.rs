@@ -35,7 +35,7 @@ pub(crate) fn response(resp: &Response, ctx: &ResponseContext<'_>) -> Vec<u8> {
     to_json_bytes(&completion)
 }
 
-/// Usage, with the charge in `cost` (USD, GP-03) when there is one.
+/// Usage, with the charge in `cost` (USD) when there is one.
 pub(crate) fn usage(usage: &Usage, cost: Option<NanoUsd>) -> CompletionUsage {
     CompletionUsage {
         prompt_tokens: usage.input_tokens,
@@ -60,6 +60,8 @@ pub(crate) fn finish_reason(stop: &StopReason) -> FinishReason {
         | StopReason::ToolUse
         | StopReason::PauseTurn
         | StopReason::Other(_) => FinishReason::Stop,
+        // A stop reason added later: generation ended.
+        _ => FinishReason::Stop,
     }
 }
 

@@ -1,7 +1,7 @@
 //! Completions streaming: canonical events to the client's `text_completion`
-//! chunks in SSE `data:` frames (E-08, GP-04).
+//! chunks in SSE `data:` frames.
 //!
-//! The stream is: the echoed prompt when `echo` was set (GP-55), one chunk
+//! The stream is: the echoed prompt when `echo` was set, one chunk
 //! per non-empty text delta, a chunk carrying `finish_reason`, a chunk with
 //! `choices: []` and `usage` (cost included), then `data: [DONE]`. A failure
 //! after the stream started ends it with `data: {"error": {...}}` and no
@@ -18,7 +18,7 @@ use router_canonical::{ApiError, BlockDelta, StreamEvent};
 
 /// What every chunk of the client's stream repeats, and the prompt to echo.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StreamContext {
+pub struct CompletionStreamContext {
     /// The router's completion id.
     pub id: String,
     /// The public model ID the client asked for.
@@ -40,8 +40,9 @@ pub struct StreamEncoder {
 }
 
 impl StreamEncoder {
-    pub fn new(ctx: StreamContext) -> Self {
-        let StreamContext {
+    /// An encoder for one streamed reply.
+    pub fn new(ctx: CompletionStreamContext) -> Self {
+        let CompletionStreamContext {
             id,
             model,
             created,
@@ -55,7 +56,7 @@ impl StreamEncoder {
         }
     }
 
-    /// The echoed prompt as the stream's first chunk (GP-55), once. An empty
+    /// The echoed prompt as the stream's first chunk, once. An empty
     /// prompt has nothing to echo.
     fn flush_echo(&mut self, out: &mut Vec<u8>) {
         if let Some(prompt) = self.echo.take()
@@ -156,7 +157,7 @@ mod tests {
     use serde_json::{Value, json};
 
     fn encoder(echo: Option<&str>) -> StreamEncoder {
-        StreamEncoder::new(StreamContext {
+        StreamEncoder::new(CompletionStreamContext {
             id: "cmpl-1".into(),
             model: "acme/text".into(),
             created: 7,
@@ -271,12 +272,8 @@ mod tests {
             );
         }
         enc.finish(
-            &StreamEnd {
-                stop_reason: &StopReason::ContentFilter,
-                stop_sequence: None,
-                usage: &Usage::default(),
-                cost: Some(NanoUsd::ZERO),
-            },
+            &StreamEnd::new(&StopReason::ContentFilter, &Usage::default())
+                .with_cost(Some(NanoUsd::ZERO)),
             &mut out,
         );
         let frames = data(&out);
@@ -306,12 +303,7 @@ mod tests {
             &mut out,
         );
         enc.finish(
-            &StreamEnd {
-                stop_reason: &StopReason::EndTurn,
-                stop_sequence: None,
-                usage: &Usage::default(),
-                cost: Some(NanoUsd(5)),
-            },
+            &StreamEnd::new(&StopReason::EndTurn, &Usage::default()).with_cost(Some(NanoUsd(5))),
             &mut out,
         );
         for frame in data(&out).iter().filter(|f| *f != "[DONE]") {

@@ -22,46 +22,62 @@ use serde_json::{Map, Value};
 )]
 #[serde(default, expecting = "a JSON object")]
 pub struct CompletionBody {
+    /// The model to complete with (required).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(required = true, nullable = false))]
     pub model: Option<String>,
+    /// The text to continue (required).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(required = true, nullable = false))]
     pub prompt: Option<Prompt>,
+    /// The most tokens to generate.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
+    /// Put the prompt in front of the generated text.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub echo: Option<bool>,
+    /// How many completions to generate; only 1 is served.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub n: Option<u32>,
+    /// Server-side candidates; only 1 is served.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub best_of: Option<u32>,
+    /// Log probabilities; only `null` is served.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub logprobs: Option<Value>,
     /// Insertion is not supported: `null`, `""` or absent.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, max_length = 0))]
     pub suffix: Option<Value>,
+    /// Sampling temperature.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f64>,
+    /// Nucleus sampling mass.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub top_p: Option<f64>,
+    /// Penalty on repeated tokens, by frequency.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub frequency_penalty: Option<f64>,
+    /// Penalty on tokens already present.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub presence_penalty: Option<f64>,
+    /// A seed for repeatable sampling, where the supplier honours one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub seed: Option<i64>,
+    /// Sequences that end generation.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stop: Option<Stop>,
+    /// Answer as a stream of server-sent events.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stream: Option<bool>,
+    /// Options of a streamed reply.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stream_options: Option<StreamOptions>,
+    /// The caller's end-user identifier.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
     /// Every other top-level property: the common routing fields, then
-    /// anything unknown (accepted and dropped, E-12).
+    /// anything unknown (accepted and dropped).
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -69,7 +85,7 @@ pub struct CompletionBody {
 router_canonical::string_or_seq! {
     /// `prompt` in each shape OpenAI defines: a string, or an array of
     /// strings, token IDs or token-ID batches. Only a string and an array of
-    /// exactly one string are served (E-03); the validator names the others.
+    /// exactly one string are served; the validator names the others.
     /// An array is read whole, as JSON values, rather than rejected here so
     /// that every prompt error carries `param: "prompt"` (not `prompt[0]`).
     pub type Prompt = StringOrSeq<PromptKind> of Value;
@@ -87,12 +103,14 @@ router_canonical::string_or_seq! {
 }
 
 /// `stream_options`: `include_usage` is accepted; the usage chunk is always
-/// sent, because it carries the cost (GP-04).
+/// sent, because it carries the cost.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = CompletionStreamOptions))]
 pub struct StreamOptions {
+    /// Accepted; the usage chunk is always sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub include_usage: Option<bool>,
+    /// Any other member, accepted and dropped.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }

@@ -15,20 +15,28 @@ pub const TEXT_COMPLETION: &str = "text_completion";
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = CompletionTextCompletion))]
 pub struct TextCompletion {
+    /// The completion's ID.
     pub id: String,
+    /// Always `text_completion`.
     pub object: String,
+    /// Unix seconds.
     pub created: i64,
+    /// The model the caller asked for.
     pub model: String,
+    /// The one completion (or its delta, on a chunk).
     pub choices: Vec<Choice>,
     /// On the reply, and on the last chunk of a stream only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<CompletionUsage>,
 }
 
+/// One completion, or the delta of one in a stream.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = CompletionChoice))]
 pub struct Choice {
+    /// The generated text (with the prompt in front when `echo` was set).
     pub text: String,
+    /// Always 0.
     pub index: u32,
     /// The router never returns log probabilities: always `null`.
     #[serde(default)]
@@ -45,17 +53,23 @@ pub struct Choice {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = CompletionFinishReason))]
 #[serde(rename_all = "snake_case")]
 pub enum FinishReason {
+    /// A natural end or a stop sequence.
     Stop,
+    /// The token limit.
     Length,
+    /// The supplier's content filter or a refusal.
     ContentFilter,
 }
 
-/// `usage`, with the router's settled charge in `cost` (USD, GP-03).
+/// `usage`, with the router's settled charge in `cost` (USD).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = CompletionUsage))]
 pub struct CompletionUsage {
+    /// Input tokens.
     pub prompt_tokens: u64,
+    /// Generated tokens.
     pub completion_tokens: u64,
+    /// Input and generated tokens.
     pub total_tokens: u64,
     /// Absent when the caller reports no charge.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -25,8 +25,8 @@ fn not_counted(path: &str, kind: &str) -> ApiError {
 }
 
 /// One block of a message. User turns take text, image and tool_result;
-/// assistant turns text, thinking, redacted_thinking and tool_use (D-24,
-/// D-25); a system turn takes text.
+/// assistant turns text, thinking, redacted_thinking and tool_use; a
+/// system turn takes text.
 pub(super) fn block(
     path: &str,
     role: Role,

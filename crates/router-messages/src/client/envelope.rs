@@ -1,9 +1,9 @@
 //! The Messages error envelope: `{"type": "error", "error": {"type", "message"}}`.
 //!
 //! A canonical [`ApiError`] is rendered in this shape for Messages and
-//! count_tokens clients (P-02, D-34): the `type` follows from the HTTP
-//! status (GP-06) and there is no `code` member. The same object is the
-//! payload of a stream's terminal `error` event (D-33).
+//! count_tokens clients: the `type` follows from the HTTP
+//! status and there is no `code` member. The same object is the
+//! payload of a stream's terminal `error` event.
 
 use crate::wire::event::ErrorObject;
 use crate::wire::to_json_bytes;

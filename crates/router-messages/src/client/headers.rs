@@ -28,7 +28,7 @@ impl<'a> RequestHeaders<'a> {
     }
 }
 
-/// Messages bodies must be declared JSON (D-07, GP-52).
+/// Messages bodies must be declared JSON.
 pub(crate) fn require_json(headers: &dyn HeaderSource) -> Result<(), ApiError> {
     let is_json = headers
         .header("content-type")
@@ -45,7 +45,7 @@ pub(crate) fn require_json(headers: &dyn HeaderSource) -> Result<(), ApiError> {
 }
 
 /// Check the version and browser headers; the beta identifiers, split on
-/// commas, trimmed, empties dropped (GP-32).
+/// commas, trimmed, empties dropped.
 pub(crate) fn check_headers(headers: &RequestHeaders<'_>) -> Result<Vec<String>, ApiError> {
     match headers.version.map(str::trim) {
         None => {
@@ -84,11 +84,11 @@ pub(crate) fn check_headers(headers: &RequestHeaders<'_>) -> Result<Vec<String>,
 
 /// Check the Messages headers and record the beta identifiers on the request.
 ///
-/// `anthropic-version` must be `2023-06-01` (missing is a 400, GP-31);
+/// `anthropic-version` must be `2023-06-01` (missing is a 400);
 /// `anthropic-dangerous-direct-browser-access` must be `true` when present.
 /// `anthropic-beta` is split on commas, trimmed and stored in
 /// `request.native.betas`; a non-empty list pins the request to a native
-/// route. Whether each identifier is allowed is the route's decision (D-04).
+/// route. Whether each identifier is allowed is the route's decision.
 pub(crate) fn apply_headers(
     request: &mut Request,
     headers: &RequestHeaders<'_>,

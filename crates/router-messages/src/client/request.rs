@@ -9,7 +9,7 @@
 //! tools) are checked by hand below.
 //!
 //! Unlike the OpenAI surfaces, Messages rejects every member it does not
-//! know (CF-03, D-28), at the top level and inside messages, blocks, tools,
+//! know, at the top level and inside messages, blocks, tools,
 //! `tool_choice` and `thinking`: on a native route an unverified Anthropic
 //! field could switch on server features or change billing.
 
@@ -30,15 +30,15 @@ use serde_json::{Map, Value};
 /// (Messages names no schema; OpenAI requires a name).
 const OUTPUT_FORMAT_NAME: &str = "output";
 
-/// At most this many messages (CF-06) and tools (D-16); the stop sequence
+/// At most this many messages and tools; the stop sequence
 /// limit is shared with the supplier encoder.
 const MAX_MESSAGES: usize = 100_000;
 const MAX_TOOLS: usize = 128;
-/// The smallest thinking budget (D-19).
+/// The smallest thinking budget.
 const MIN_THINKING_BUDGET: u32 = 1024;
 
 /// Which endpoint a body arrived on: count_tokens takes looser shapes but no
-/// media or opaque history (CF-21, CF-04).
+/// media or opaque history.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Endpoint {
     Messages,
@@ -302,8 +302,8 @@ fn unknown_top_level(key: &str, endpoint: Endpoint) -> ApiError {
     ApiError::invalid(key, format!("unknown field `{key}`: {why}"))
 }
 
-/// `system`: a non-empty string or text blocks (D-12); count_tokens also
-/// takes an empty string, which counts nothing (CF-21).
+/// `system`: a non-empty string or text blocks; count_tokens also
+/// takes an empty string, which counts nothing.
 fn system_message(system: Content, endpoint: Endpoint) -> Result<Option<Message>, ApiError> {
     match system {
         Content::Text(text) if text.is_empty() => match endpoint {
@@ -399,9 +399,9 @@ fn message(
     })
 }
 
-/// A client tool with an object `input_schema` (D-16); typed hosted and
-/// server tools are rejected (D-17). count_tokens takes any tool object and
-/// counts its name, description and schema (CF-21).
+/// A client tool with an object `input_schema`; typed hosted and
+/// server tools are rejected. count_tokens takes any tool object and
+/// counts its name, description and schema.
 ///
 /// The members only Messages knows go to `members` (by tool name), for a
 /// native route: `eager_input_streaming` and `defer_loading` change only how
@@ -492,7 +492,7 @@ fn tool(
     })
 }
 
-/// `tool_choice` and what `disable_parallel_tool_use` says about parallel calls (D-18).
+/// `tool_choice` and what `disable_parallel_tool_use` says about parallel calls.
 fn convert_tool_choice(choice: wire::ToolChoice) -> Result<(ToolChoice, Option<bool>), ApiError> {
     let wire::ToolChoice {
         kind,
@@ -535,7 +535,7 @@ fn convert_tool_choice(choice: wire::ToolChoice) -> Result<(ToolChoice, Option<b
     Ok((choice, disable_parallel_tool_use.map(|disable| !disable)))
 }
 
-/// `thinking` (D-19, D-20, D-22).
+/// `thinking`.
 fn convert_thinking(
     t: wire::Thinking,
     max_tokens: Option<u32>,
@@ -639,7 +639,7 @@ fn check_metadata(value: &Value) -> Result<Option<String>, ApiError> {
     Ok(user_id)
 }
 
-/// `output_config`: `effort` (a free string, B-15) and `format` (a JSON
+/// `output_config`: `effort` (a free string) and `format` (a JSON
 /// schema) are read into the canonical request; the whole object is also
 /// kept verbatim for native routes.
 fn check_output_config(

@@ -10,8 +10,8 @@ use crate::wire::to_json_bytes;
 use router_canonical::{OutputBlock, ReplyContext, Response, StopReason, Usage};
 use serde_json::{Map, Value};
 
-/// The client's `message` object (D-29) under the reply's id and model. It
-/// has no creation time and no cost: the Messages schema is fixed (GP-03).
+/// The client's `message` object under the reply's id and model. It
+/// has no creation time and no cost: the Messages schema is fixed.
 pub(crate) fn response(resp: &Response, ctx: &ReplyContext<'_>) -> Vec<u8> {
     let mut refused = false;
     let content = resp
@@ -39,7 +39,7 @@ pub(crate) fn response(resp: &Response, ctx: &ReplyContext<'_>) -> Vec<u8> {
 
 /// One output block for a client. A refusal is a text block (the stop
 /// reason says `refusal`); a thinking block always carries a `signature`
-/// (empty when its supplier gave none, D-29).
+/// (empty when its supplier gave none).
 fn output_block(block: &OutputBlock, refused: &mut bool) -> ContentBlock {
     match block {
         OutputBlock::Text { text } => ContentBlock::text(text.clone()),
@@ -71,6 +71,8 @@ fn output_block(block: &OutputBlock, refused: &mut bool) -> ContentBlock {
             cache_control: None,
             extra: Map::new(),
         }),
+        // A block kind added later has no Messages form: an empty text block.
+        _ => ContentBlock::text(""),
     }
 }
 
@@ -102,5 +104,7 @@ pub(crate) fn stop_reason(stop: &StopReason) -> WireStopReason {
         StopReason::ContentFilter | StopReason::Refusal => WireStopReason::Refusal,
         StopReason::PauseTurn => WireStopReason::PauseTurn,
         StopReason::Other(other) => WireStopReason::Other(other.clone()),
+        // A stop reason added later: the turn ended.
+        _ => WireStopReason::EndTurn,
     }
 }

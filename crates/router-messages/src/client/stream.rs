@@ -1,7 +1,7 @@
 //! Writing canonical stream events as a Messages client's SSE events.
 //!
 //! The encoder writes every event with an `event:` name equal to its
-//! payload's `type` (D-31). `message_start` carries the input tokens a
+//! payload's `type`. `message_start` carries the input tokens a
 //! supplier reported early: it is written at the `Usage` that follows
 //! `Start` (a Messages supplier's own `message_start` gives both at once),
 //! or else at the first block (or the finish); then one `ping`.
@@ -93,11 +93,10 @@ impl ClientStreamEncoder for StreamEncoder {
         }
         match event {
             StreamEvent::Start { .. } => {}
-            StreamEvent::Usage { usage } => {
-                if !self.started {
-                    self.usage = *usage;
-                    self.start(out);
-                }
+            // Usage once the stream started goes to the wildcard arm: nothing.
+            StreamEvent::Usage { usage } if !self.started => {
+                self.usage = *usage;
+                self.start(out);
             }
             StreamEvent::BlockStart { index, block } => {
                 self.start(out);
@@ -128,6 +127,8 @@ impl ClientStreamEncoder for StreamEncoder {
                         cache_control: None,
                         extra: Map::new(),
                     }),
+                    // A block kind added later has no Messages form: an empty text block.
+                    _ => ContentBlock::text(""),
                 };
                 write(
                     &Event::ContentBlockStart {
@@ -154,6 +155,8 @@ impl ClientStreamEncoder for StreamEncoder {
                     BlockDelta::ToolArguments(partial_json) => Delta::InputJsonDelta {
                         partial_json: partial_json.clone(),
                     },
+                    // A delta kind added later has no Messages form.
+                    _ => return,
                 };
                 write(
                     &Event::ContentBlockDelta {
@@ -174,6 +177,8 @@ impl ClientStreamEncoder for StreamEncoder {
                     self.finish(&end, out);
                 }
             }
+            // Usage after the start, and an event added later, write nothing.
+            _ => {}
         }
     }
 
@@ -184,7 +189,7 @@ impl ClientStreamEncoder for StreamEncoder {
             stop_reason,
             stop_sequence,
             usage,
-            cost: _,
+            ..
         } = *end;
         if self.finished {
             return;

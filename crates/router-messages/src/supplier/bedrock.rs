@@ -33,9 +33,25 @@ pub const BEDROCK_ANTHROPIC_VERSION: &str = "bedrock-2023-05-31";
 /// authentication (the route's supplier settings), AWS event-stream
 /// streaming. Carries what [`MessagesSupplier`] carries.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct BedrockMessagesSupplier {
     /// As [`MessagesSupplier::require_usage`].
     pub require_usage: bool,
+}
+
+impl BedrockMessagesSupplier {
+    /// The protocol's defaults: a reply without usage reads as zero usage.
+    pub const fn new() -> Self {
+        BedrockMessagesSupplier {
+            require_usage: false,
+        }
+    }
+
+    /// This codec refusing (`true`) or accepting a reply without usage.
+    pub const fn with_require_usage(mut self, require_usage: bool) -> Self {
+        self.require_usage = require_usage;
+        self
+    }
 }
 
 impl BedrockMessagesSupplier {
@@ -78,6 +94,7 @@ impl SupplierCodec for BedrockMessagesSupplier {
         request: &Request,
         target: &SupplierTarget<'_>,
     ) -> Result<Vec<u8>, ApiError> {
+        request.refuse_native_only(self.protocol())?;
         let body = request::request(request, target)?;
         let serialization = |err: serde_json::Error| {
             ApiError::new(
@@ -121,20 +138,23 @@ impl SupplierCodec for BedrockMessagesSupplier {
     }
 
     /// Bedrock's error body is `{"message": "..."}`; the type travels in
-    /// the `x-amzn-ErrorType` header, which a status already classifies.
-    fn decode_error(&self, status: u16, body: &[u8]) -> SupplierError {
+    /// the `x-amzn-ErrorType` header (`ThrottlingException:http://...`).
+    fn decode_error(
+        &self,
+        status: u16,
+        headers: &dyn router_canonical::HeaderSource,
+        body: &[u8],
+    ) -> SupplierError {
         #[derive(Deserialize, Default)]
         struct ErrorBody {
             #[serde(default, alias = "Message")]
             message: Option<String>,
         }
         let body: ErrorBody = serde_json::from_slice(body).unwrap_or_default();
-        SupplierError::Reported(SupplierFailure {
-            status: Some(status),
-            kind: None,
-            code: None,
-            message: body.message,
-        })
+        let mut failure = SupplierFailure::from_reply(status, headers);
+        failure.kind = router_canonical::eventstream::amzn_error_type(headers);
+        failure.message = body.message;
+        SupplierError::Reported(failure)
     }
 
     fn stream_decoder(&self) -> Box<dyn SupplierStreamDecoder> {
@@ -190,12 +210,11 @@ impl SupplierStreamDecoder for BedrockStreamDecoder {
             // `internalServerException`, ...): the supplier's own failure.
             Some(kind) if kind.ends_with("Exception") => {
                 let exception: Exception = serde_json::from_str(&frame.data).unwrap_or_default();
-                Err(SupplierError::Reported(SupplierFailure {
-                    status: None,
-                    kind: Some(kind.to_owned()),
-                    code: None,
-                    message: exception.message,
-                }))
+                Err(SupplierError::Reported(SupplierFailure::in_reply(
+                    Some(kind.to_owned()),
+                    None,
+                    exception.message,
+                )))
             }
             // Unknown events are dropped, as unknown Messages events are.
             _ => Ok(Vec::new()),

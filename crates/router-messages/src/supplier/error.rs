@@ -70,12 +70,7 @@ impl From<DecodeError> for SupplierError {
         match err {
             DecodeError::SupplierError { kind, message }
             | DecodeError::ErrorReply { kind, message } => {
-                SupplierError::Reported(SupplierFailure {
-                    status: None,
-                    kind,
-                    code: None,
-                    message,
-                })
+                SupplierError::Reported(SupplierFailure::in_reply(kind, None, message))
             }
             DecodeError::UnknownContent { .. } | DecodeError::UnknownDelta { .. } => {
                 SupplierError::unsupported(err)

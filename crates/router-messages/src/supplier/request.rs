@@ -2,7 +2,7 @@
 //!
 //! What Messages cannot carry is an `unsupported_conversion` error (an
 //! unresolved upload, another protocol's opaque part, a one-hour cache marker
-//! from another protocol (F-11), tool arguments that are not a JSON object,
+//! from another protocol, tool arguments that are not a JSON object,
 //! a temperature above 1, penalties, `json_object` output), with documented
 //! exceptions that drop hints rather than meaning:
 //!
@@ -21,7 +21,7 @@ use crate::wire::request::{
     WireRole,
 };
 use router_canonical::{
-    ApiError, CacheControl, ContentPart, ErrorCode, ImageSource, Message, PromptCacheMode,
+    ApiError, CacheControl, ContentPart, ErrorCode, Field, ImageSource, Message, PromptCacheMode,
     Protocol, Request, ResponseFormat, Role, SupplierTarget, ThinkingMode, Tool, ToolChoice,
 };
 use serde_json::{Map, Value};
@@ -54,14 +54,16 @@ fn messages_request(
     if sampling.stop.len() > MAX_STOP_SEQUENCES || sampling.stop.iter().any(String::is_empty) {
         return Err(ApiError::unsupported_conversion(format!(
             "a Messages supplier takes at most {MAX_STOP_SEQUENCES} non-empty stop sequences"
-        )));
+        ))
+        .with_field(Field::StopSequences));
     }
     if let Some(t) = sampling.temperature
         && t > 1.0
     {
         return Err(ApiError::unsupported_conversion(format!(
             "temperature {t} cannot be sent to a Messages supplier, which accepts 0 to 1"
-        )));
+        ))
+        .with_field(Field::Temperature));
     }
     for (name, value) in [
         ("frequency_penalty", sampling.frequency_penalty),
@@ -70,7 +72,8 @@ fn messages_request(
         if value.is_some_and(|v| v != 0.0) {
             return Err(ApiError::unsupported_conversion(format!(
                 "`{name}` cannot be sent to a Messages supplier"
-            )));
+            ))
+            .with_param(name));
         }
     }
     // Messages requires a limit: the client's, else the target's default.
@@ -81,6 +84,7 @@ fn messages_request(
             ApiError::unsupported_conversion(
                 "a Messages supplier requires `max_tokens`: the request sets no output limit and the target gives no default",
             )
+            .with_field(Field::MaxOutputTokens)
         })?;
     let mut wire = MessagesRequest {
         model: Some(target.model.to_owned()),
@@ -128,7 +132,7 @@ fn native_fields(req: &Request) -> Map<String, Value> {
     }
 }
 
-/// F-11: a converted request keeps five-minute markers; a one-hour marker
+/// A converted request keeps five-minute markers; a one-hour marker
 /// is a promise the conversion cannot keep.
 fn no_one_hour_markers(req: &Request) -> Result<(), ApiError> {
     fn one_hour(cc: Option<&CacheControl>) -> bool {
@@ -166,7 +170,7 @@ fn is_system(role: Role) -> bool {
 /// System and developer messages of a converted request all become the
 /// top-level `system`, in order. A request that came in over Messages has at
 /// most one leading system message from its `system` field; a later system
-/// message was a `system` turn in `messages` and stays in place (CF-05).
+/// message was a `system` turn in `messages` and stays in place.
 /// (A `system` turn that came first, without a `system` field, is sent as
 /// the `system` field: the same instruction at the same place.)
 fn conversation(
@@ -200,6 +204,8 @@ fn conversation(
             Role::User => WireRole::User,
             Role::Assistant => WireRole::Assistant,
             Role::System | Role::Developer | Role::Tool => WireRole::System,
+            // A role added later speaks as the user.
+            _ => WireRole::User,
         };
         let blocks = message
             .content
@@ -399,6 +405,11 @@ fn block(part: &ContentPart, role: Role) -> Result<Option<ContentBlock>, ApiErro
                 "a content part of the {protocol} protocol cannot be sent to a Messages supplier"
             )));
         }
+        _ => {
+            return Err(ApiError::unsupported_conversion(
+                "this content part cannot be sent to a Messages supplier",
+            ));
+        }
     };
     Ok(Some(block))
 }
@@ -538,7 +549,7 @@ fn metadata(req: &Request, native: Option<&Value>) -> Option<Value> {
 }
 
 /// The client's `output_config` (native requests), with the explicit effort
-/// (GP-74: never synthesized) and the JSON schema of `response_format`.
+/// (never synthesized) and the JSON schema of `response_format`.
 fn output_config(req: &Request, native: Option<&Value>) -> Result<Option<Value>, ApiError> {
     let mut config = match native {
         Some(Value::Object(map)) => map.clone(),
@@ -580,7 +591,7 @@ fn output_config(req: &Request, native: Option<&Value>) -> Result<Option<Value>,
     Ok((!config.is_empty()).then_some(Value::Object(config)))
 }
 
-/// `x-ci-prompt-cache: on` (F-08): when the request carries no marker at
+/// `x-ci-prompt-cache: on`: when the request carries no marker at
 /// all, mark the last block of the last message that can take one with the
 /// five-minute default.
 fn add_cache_marker(wire: &mut MessagesRequest) {

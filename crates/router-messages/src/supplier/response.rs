@@ -59,9 +59,8 @@ pub(crate) fn response(body: &[u8], require_usage: bool) -> Result<Response, Dec
 }
 
 /// One block of a supplier's output. Citations on text are annotations of
-/// features the router rejects and are dropped with other unknown members
-/// (D-30); a block type the canonical model cannot represent is
-/// [`DecodeError::UnknownContent`], an unsupported reply (CF-08).
+/// features the router rejects and are dropped with other unknown members; a block type the canonical model cannot represent is
+/// [`DecodeError::UnknownContent`], an unsupported reply.
 pub(crate) fn output_block(path: &str, block: ContentBlock) -> Result<OutputBlock, DecodeError> {
     Ok(match block {
         ContentBlock::Text(b) => OutputBlock::Text { text: b.text },

@@ -6,7 +6,7 @@
 //! open), `message_start` becomes `Start` plus the early `Usage`, and
 //! `message_stop` becomes `Finish` with the usage merged from
 //! `message_start` and `message_delta`. `ping` and unknown event types are
-//! dropped (D-30); an `error` event fails the stream.
+//! dropped; an `error` event fails the stream.
 
 use super::MessagesSupplier;
 use super::error::DecodeError;
@@ -242,6 +242,7 @@ impl StreamDecoder {
                 | BlockDelta::Signature(s)
                 | BlockDelta::ToolArguments(s)
                 | BlockDelta::Refusal(s) => s.is_empty(),
+                _ => false,
             };
             if !empty {
                 events.push(StreamEvent::Delta { index, delta });
@@ -313,6 +314,7 @@ fn delta_kind(delta: &BlockDelta) -> &'static str {
         BlockDelta::Thinking(_) => "thinking_delta",
         BlockDelta::Signature(_) => "signature_delta",
         BlockDelta::ToolArguments(_) => "input_json_delta",
+        _ => "text_delta",
     }
 }
 

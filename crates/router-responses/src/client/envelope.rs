@@ -1,6 +1,6 @@
 //! The OpenAI error envelope: `{"error": {"message", "type", "param", "code"}}`.
 //!
-//! Responses clients get the same envelope as Chat clients (P-01, GP-05) for
+//! Responses clients get the same envelope as Chat clients for
 //! a failed request. A stream that fails after it started ends with an
 //! `error` event and `response.failed` instead (see [`super::StreamEncoder`]).
 //! The shape lives in [`router_canonical::openai_error`].

@@ -50,7 +50,7 @@ use router_canonical::{
 };
 use serde_json::{Map, Value};
 
-/// Content-part types that carry media other than images (CF-09).
+/// Content-part types that carry media other than images.
 const MEDIA_PARTS: [&str; 7] = [
     "input_file",
     "input_audio",
@@ -67,7 +67,7 @@ pub(crate) fn request(body: &[u8]) -> Result<(Request, ToolNamespaces), ApiError
 
 /// A `POST /v1/responses/input_tokens` body: the create body's fields, read
 /// the same way, with `input` optional (instructions and tools alone count
-/// too); media cannot be estimated locally (CF-04).
+/// too); media cannot be estimated locally.
 pub(crate) fn input_tokens(body: &[u8]) -> Result<Request, ApiError> {
     let (request, _) = convert_request(parse::request_body(body)?, Endpoint::InputTokens)?;
     if request.has_images() {
@@ -269,7 +269,7 @@ fn convert_request(
     Ok((request, namespaces))
 }
 
-/// `reasoning_effort` is an alias of `reasoning.effort` (C-09); both are
+/// `reasoning_effort` is an alias of `reasoning.effort`; both are
 /// allowed only when equal. Kept verbatim, never defaulted or clamped.
 fn effort(alias: Option<String>, nested: Option<String>) -> Result<Option<String>, ApiError> {
     match (alias, nested) {
@@ -524,7 +524,7 @@ fn text_part(p: wire::TextPart) -> ContentPart {
     }
 }
 
-/// An image part of any of the three accepted shapes (C-12, GP-02).
+/// An image part of any of the three accepted shapes.
 fn image_part(path: &str, part: WirePart) -> Result<ContentPart, ApiError> {
     let p = match part {
         WirePart::InputImage(p) => p,
@@ -575,7 +575,7 @@ fn image_part(path: &str, part: WirePart) -> Result<ContentPart, ApiError> {
 }
 
 /// Image URLs are `https:`, `http:`, or a base64 `data:` URL of one of the
-/// four image types (GP-02).
+/// four image types.
 fn tool(base: &str, t: wire::ToolDefinition) -> Result<Tool, ApiError> {
     if t.kind != "function" {
         return Err(ApiError::invalid(

@@ -202,7 +202,7 @@ pub(crate) fn response_object(
     }
 }
 
-/// Responses usage with the charge, when there is one, in `cost` (USD, GP-03).
+/// Responses usage with the charge, when there is one, in `cost` (USD).
 pub(crate) fn usage(usage: &Usage, cost: Option<NanoUsd>) -> ResponseUsage {
     ResponseUsage {
         input_tokens: usage.input_tokens,

@@ -233,6 +233,8 @@ impl StreamEncoder {
                 });
             }
             BlockKind::RedactedThinking { .. } => self.block = Some(Block::Skipped { index }),
+            // A block kind added later has no Responses form.
+            _ => {}
         }
     }
 
@@ -485,12 +487,14 @@ impl ClientStreamEncoder for StreamEncoder {
         match event {
             StreamEvent::BlockStart { index, block } => self.block_start(*index, block, out),
             StreamEvent::Delta { index, delta } => self.delta(*index, delta, out),
-            StreamEvent::BlockStop { index } => {
-                if self.block.as_ref().is_some_and(|b| b.index() == *index) {
-                    self.block_stop(out);
-                }
+            StreamEvent::BlockStop { index }
+                if self.block.as_ref().is_some_and(|b| b.index() == *index) =>
+            {
+                self.block_stop(out);
             }
             StreamEvent::Start { .. } | StreamEvent::Usage { .. } | StreamEvent::Finish { .. } => {}
+            // The stop of a block not open, and an event added later, write nothing.
+            _ => {}
         }
     }
 

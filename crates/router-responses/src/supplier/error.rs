@@ -73,12 +73,7 @@ impl From<DecodeError> for SupplierError {
                 kind,
                 code,
                 message,
-            } => SupplierError::Reported(SupplierFailure {
-                status: None,
-                kind,
-                code,
-                message,
-            }),
+            } => SupplierError::Reported(SupplierFailure::in_reply(kind, code, message)),
             DecodeError::UnknownOutputItem { .. } | DecodeError::UnknownContent { .. } => {
                 SupplierError::unsupported(err)
             }

@@ -18,12 +18,11 @@
 //!   answer does not depend on the earlier turns' hidden reasoning. Redacted
 //!   thinking is Anthropic-only and left out likewise.
 //! * Prompt-cache markers travel only on a native pass-through (inbound
-//!   Responses); on a conversion they are dropped as annotations (GP-53).
+//!   Responses); on a conversion they are dropped as annotations.
 //! * A tool without `strict` keeps the non-strict meaning of the protocol it
 //!   came from: the Responses API reads an absent `strict` as `true`, so a
 //!   converted tool is sent `strict: false` explicitly.
-//! * Explicit reasoning effort goes in `reasoning.effort`, never synthesized
-//!   (C-08, GP-74); `reasoning.summary` beside it.
+//! * Explicit reasoning effort goes in `reasoning.effort`, never synthesized; `reasoning.summary` beside it.
 //! * What Responses cannot say is an `unsupported_conversion`, never a silent
 //!   drop of behaviour: stop sequences, non-zero frequency or presence
 //!   penalties, enabled or adaptive `thinking`, an unresolved upload, another
@@ -209,6 +208,8 @@ fn message_role(role: Role) -> Option<MessageRole> {
         Role::User => Some(MessageRole::User),
         Role::Assistant => Some(MessageRole::Assistant),
         Role::Tool => None,
+        // A role added later speaks as the user.
+        _ => Some(MessageRole::User),
     }
 }
 
@@ -311,6 +312,11 @@ fn push_items(
                 }
             }
             ContentPart::RedactedThinking { .. } => {}
+            _ => {
+                return Err(ApiError::unsupported_conversion(
+                    "this content part cannot be sent to a Responses supplier",
+                ));
+            }
         }
     }
     if message.content.is_empty() {
