@@ -6,10 +6,14 @@
 //!
 //! Refused: loopback, RFC 1918, link-local (169.254/16, the cloud metadata
 //! address), CGNAT 100.64/10, 0.0.0.0/8, multicast, reserved and
-//! documentation ranges, `::1`, `::`, `fc00::/7`, `fe80::/10`, and the
-//! IPv4-mapped, -compatible and NAT64 IPv6 forms of any of them; and the
-//! names `localhost` and `*.localhost` (RFC 6761), which never leave the
-//! machine.
+//! documentation ranges, `::1`, `::`, `fc00::/7`, `fe80::/10`, the
+//! deprecated site-local `fec0::/10`, the discard prefix `100::/64`, the
+//! local-use NAT64 prefix `64:ff9b:1::/48`, Teredo `2001::/32` (its client
+//! address is obfuscated, so it cannot be judged) and the rest of the IETF
+//! protocol block `2001::/23`, and the IPv4-mapped, -compatible, -translated
+//! (`::ffff:0:a.b.c.d`), NAT64 and 6to4 (`2002:a.b.c.d::/48`) IPv6 forms of
+//! any refused IPv4 address; and the names `localhost` and `*.localhost`
+//! (RFC 6761), which never leave the machine.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -28,12 +32,23 @@ pub fn is_public_ip(ip: IpAddr, allow_loopback: bool) -> bool {
             if v6.is_loopback() {
                 return allow_loopback;
             }
+            let s = v6.segments();
             !(v6.is_unspecified()
                 || v6.is_multicast()
                 || v6.is_unique_local()
                 || v6.is_unicast_link_local()
-                // 2001:db8::/32 documentation.
-                || (v6.segments()[0] == 0x2001 && v6.segments()[1] == 0x0db8))
+                // fec0::/10, site-local: deprecated, still routed inside some sites.
+                || (s[0] & 0xffc0) == 0xfec0
+                // 100::/64, discard-only.
+                || (s[0] == 0x0100 && s[1..4] == [0, 0, 0])
+                // 64:ff9b:1::/48, NAT64 for local use (RFC 8215).
+                || (s[0] == 0x64 && s[1] == 0xff9b && s[2] == 1)
+                // 2001::/23: Teredo, benchmarking, ORCHID and other protocol
+                // assignments; none is a supplier.
+                || (s[0] == 0x2001 && s[1] < 0x0200)
+                // 2001:db8::/32 and 3fff::/20, documentation.
+                || (s[0] == 0x2001 && s[1] == 0x0db8)
+                || (s[0] & 0xfff0) == 0x3ff0)
         }
     }
 }
@@ -58,7 +73,8 @@ fn v4_public(ip: Ipv4Addr, allow_loopback: bool) -> bool {
 }
 
 /// The IPv4 address inside an IPv4-mapped (`::ffff:a.b.c.d`), IPv4-compatible
-/// (`::a.b.c.d`) or NAT64 (`64:ff9b::a.b.c.d`) IPv6 address.
+/// (`::a.b.c.d`), IPv4-translated (`::ffff:0:a.b.c.d`), NAT64
+/// (`64:ff9b::a.b.c.d`) or 6to4 (`2002:a.b.c.d::/48`) IPv6 address.
 fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
     let s = ip.segments();
     let [a, b, c, d] = [s[6] >> 8, s[6] & 0xff, s[7] >> 8, s[7] & 0xff].map(|x| x as u8);
@@ -66,7 +82,9 @@ fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
     match s {
         [0, 0, 0, 0, 0, 0xffff, _, _] => Some(tail),
         [0, 0, 0, 0, 0, 0, _, _] if !ip.is_loopback() && !ip.is_unspecified() => Some(tail),
+        [0, 0, 0, 0, 0xffff, 0, _, _] => Some(tail),
         [0x64, 0xff9b, 0, 0, 0, 0, _, _] => Some(tail),
+        [0x2002, hi, lo, ..] => Some(Ipv4Addr::from((u32::from(hi) << 16) | u32::from(lo))),
         _ => None,
     }
 }
@@ -133,12 +151,35 @@ mod tests {
             "::127.0.0.1",
             "::10.0.0.1",
             "64:ff9b::a9fe:a9fe",
+            // Issue 33: the IPv6 special forms.
+            "fec0::1",
+            "feff::1",
+            "2002:7f00:1::",
+            "2002:7f00:0001::1",
+            "2002:a00:1::1",
+            "2002:a9fe:a9fe::",
+            "2002:c0a8:101::1",
+            "64:ff9b:1::a00:1",
+            "64:ff9b:1::808:808",
+            "::ffff:0:7f00:1",
+            "::ffff:0:a00:1",
+            "2001::1",
+            "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+            "2001:2::1",
+            "2001:10::1",
+            "100::1",
+            "100::ffff:ffff:ffff:ffff",
+            "3fff::1",
         ] {
             let ip: IpAddr = ip.parse().unwrap();
             assert!(!is_public_ip(ip, true), "{ip}");
         }
         // Public addresses in the embedded forms are judged as the IPv4 address.
         assert!(is_public_ip("::ffff:8.8.8.8".parse().unwrap(), false));
+        assert!(is_public_ip("2002:808:808::1".parse().unwrap(), false));
+        assert!(is_public_ip("::ffff:0:808:808".parse().unwrap(), false));
+        assert!(is_public_ip("2001:4860:4860::8888".parse().unwrap(), false));
+        assert!(is_public_ip("100:0:0:1::1".parse().unwrap(), false));
         assert!(is_public_ip("100.128.0.1".parse().unwrap(), false));
     }
 
