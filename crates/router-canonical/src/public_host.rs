@@ -102,6 +102,58 @@ pub fn is_local_name(host: &str) -> bool {
             .is_some_and(|tail| tail.eq_ignore_ascii_case(".localhost"))
 }
 
+/// Why `text` is not an absolute `http(s)` URL to a public host, judged
+/// without fetching or resolving it (O-10, GP-20; image URLs in inference requests too). The host is read by the
+/// WHATWG rules, so every IPv4 spelling (`2130706433`, `0x7f.1`,
+/// `0177.0.0.1`, `127.1`) is the address it means; names are judged by
+/// form only (a name that resolves to a private address is the fetcher's
+/// to refuse, RELIABILITY.md §3 f).
+pub fn public_url(text: &str) -> Result<(), &'static str> {
+    // Leading or trailing spaces and controls would be silently stripped
+    // by the parser: what is checked must be what is sent.
+    if text.trim() != text || text.chars().any(char::is_control) {
+        return Err("it has surrounding spaces or control characters");
+    }
+    let url = url::Url::parse(text).map_err(
+        |_| "it is not an absolute URL (uploads, file IDs and raw base64 are not accepted)",
+    )?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err("only http and https are accepted (not data:, blob: or others)");
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err("credentials in the URL are not accepted");
+    }
+    match url.host() {
+        None => Err("it has no host"),
+        Some(url::Host::Ipv4(ip)) if !is_public_ip(ip.into(), false) => {
+            Err("its address is not public")
+        }
+        Some(url::Host::Ipv6(ip)) if !is_public_ip(ip.into(), false) => {
+            Err("its address is not public")
+        }
+        Some(url::Host::Ipv4(_) | url::Host::Ipv6(_)) => Ok(()),
+        Some(url::Host::Domain(name)) => public_name(name),
+    }
+}
+
+/// A host name that can be public: not `localhost` or under it, not a
+/// single label (`intranet`, `metadata`), not under a special-use suffix
+/// that never resolves on the public internet.
+fn public_name(name: &str) -> Result<(), &'static str> {
+    const PRIVATE_SUFFIXES: [&str; 4] = [".local", ".internal", ".home.arpa", ".localdomain"];
+    let bare = name.strip_suffix('.').unwrap_or(name).to_ascii_lowercase();
+    if is_local_name(&bare) {
+        return Err("localhost is not public");
+    }
+    if !bare.contains('.') {
+        return Err("a single-label host is not public");
+    }
+    if PRIVATE_SUFFIXES.iter().any(|suffix| bare.ends_with(suffix)) {
+        return Err("the host is under a private-use domain");
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

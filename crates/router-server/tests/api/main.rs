@@ -21,6 +21,7 @@ mod deployment;
 mod docs;
 mod drain;
 mod experiments;
+mod hardening;
 mod harness;
 mod images;
 mod jobs;
