@@ -191,7 +191,9 @@ fn every_rule_rejects_with_its_param() {
         ),
         (
             "input_image with both",
-            part(json!({"type": "input_image", "image_url": "https://img.example/a.png", "file_id": "f"})),
+            part(
+                json!({"type": "input_image", "image_url": "https://img.example/a.png", "file_id": "f"}),
+            ),
             Some("messages[0].content[0]"),
         ),
         (
@@ -563,7 +565,9 @@ fn the_boundaries_of_each_rule_are_accepted() {
         ),
         (
             "image url source",
-            part(json!({"type": "image", "source": {"type": "url", "url": "https://img.example/a.png"}})),
+            part(
+                json!({"type": "image", "source": {"type": "url", "url": "https://img.example/a.png"}}),
+            ),
         ),
         (
             "data URL",

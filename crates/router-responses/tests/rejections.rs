@@ -303,7 +303,9 @@ fn every_rule_rejects_with_its_param() {
         ),
         (
             "image in an assistant message",
-            assistant_part(json!({"type": "input_image", "image_url": "https://img.example/a.png"})),
+            assistant_part(
+                json!({"type": "input_image", "image_url": "https://img.example/a.png"}),
+            ),
             Some("input[0].content[0].type"),
         ),
         // media parts (CF-09)
@@ -335,7 +337,9 @@ fn every_rule_rejects_with_its_param() {
         ),
         (
             "input_image with both",
-            part(json!({"type": "input_image", "image_url": "https://img.example/a.png", "file_id": "f"})),
+            part(
+                json!({"type": "input_image", "image_url": "https://img.example/a.png", "file_id": "f"}),
+            ),
             Some("input[0].content[0]"),
         ),
         (
@@ -355,7 +359,9 @@ fn every_rule_rejects_with_its_param() {
         ),
         (
             "input_image detail 1",
-            part(json!({"type": "input_image", "image_url": "https://img.example/a.png", "detail": 1})),
+            part(
+                json!({"type": "input_image", "image_url": "https://img.example/a.png", "detail": 1}),
+            ),
             Some("input[0].content[0].detail"),
         ),
         (
@@ -742,7 +748,9 @@ fn the_boundaries_of_each_rule_are_accepted() {
         // C-12, GP-02
         (
             "input_image https",
-            part(json!({"type": "input_image", "image_url": "https://img.example/a.png", "detail": "auto"})),
+            part(
+                json!({"type": "input_image", "image_url": "https://img.example/a.png", "detail": "auto"}),
+            ),
         ),
         (
             "input_image file_id",
@@ -758,7 +766,9 @@ fn the_boundaries_of_each_rule_are_accepted() {
         ),
         (
             "image part",
-            part(json!({"type": "image", "source": {"type": "url", "url": "https://img.example/a.png"}})),
+            part(
+                json!({"type": "image", "source": {"type": "url", "url": "https://img.example/a.png"}}),
+            ),
         ),
         (
             "function tool",

@@ -45,3 +45,51 @@ async fn image_urls_to_private_addresses_never_reach_a_supplier() {
     assert_eq!(r.mock.call_count(), 0);
     assert_eq!(canary.hits(), 0);
 }
+
+/// A polyglot: a file that starts and ends like an image but carries an
+/// HTML page or a ZIP archive. The attack's PNG shell had no IDAT at all.
+#[tokio::test]
+async fn polyglot_uploads_are_refused_as_unsupported() {
+    use router_images::png::{SIGNATURE, tiny_png, write_chunk};
+    let r = TestRouter::start_uploads(test_uploads()).await;
+    let c = r.rich_customer().await;
+    let html = b"<!DOCTYPE html><html><script>fetch('/v1/uploads')</script></html>";
+    let zip = b"PK\x03\x04\x14\0\0\0\0\0evil.shPK\x05\x06\0\0\0\0\0\0";
+    let tiny = tiny_png();
+    let mut png_shell = SIGNATURE.to_vec();
+    png_shell.extend_from_slice(&tiny[8..33]); // IHDR
+    write_chunk(&mut png_shell, b"tEXt", html);
+    write_chunk(&mut png_shell, b"prVt", zip);
+    write_chunk(&mut png_shell, b"IEND", &[]);
+    let mut png_with_idat = tiny[..33].to_vec();
+    write_chunk(&mut png_with_idat, b"tEXt", html);
+    png_with_idat.extend_from_slice(&tiny[33..]);
+    // GIF: a 1x1 image after a comment extension holding the page.
+    let mut gif = b"GIF89a\x01\0\x01\0\x80\0\0\0\0\0\xff\xff\xff\x21\xfe".to_vec();
+    gif.push(html.len() as u8);
+    gif.extend_from_slice(html);
+    gif.extend_from_slice(b"\0\x2c\0\0\0\0\x01\0\x01\0\0\x02\x02\x44\x01\0\x3b");
+    // JPEG: SOI, a comment holding the archive, a frame, a scan, EOI.
+    let mut jpeg = vec![0xFF, 0xD8, 0xFF, 0xFE];
+    jpeg.extend_from_slice(&((zip.len() + 2) as u16).to_be_bytes());
+    jpeg.extend_from_slice(zip);
+    jpeg.extend_from_slice(&[0xFF, 0xC0, 0, 11, 8, 0, 1, 0, 1, 1, 1, 0x11, 0]);
+    jpeg.extend_from_slice(&[
+        0xFF, 0xDA, 0, 8, 1, 1, 0, 0, 0x3F, 0, 0x12, 0x34, 0xFF, 0xD9,
+    ]);
+    for (what, mime, bytes) in [
+        ("PNG without IDAT", "image/png", &png_shell),
+        ("PNG with HTML text", "image/png", &png_with_idat),
+        ("GIF with an HTML comment", "image/gif", &gif),
+        ("JPEG with a ZIP comment", "image/jpeg", &jpeg),
+    ] {
+        let resp = crate::uploads::upload(&r, &c.key, mime, bytes).await;
+        let body = expect_error(resp, 415, "unsupported_file_type").await;
+        assert_eq!(body["error"]["param"], "file", "{what}: {body}");
+    }
+    // The same shells without the cargo are images.
+    let mut clean_gif = b"GIF89a\x01\0\x01\0\x80\0\0\0\0\0\xff\xff\xff".to_vec();
+    clean_gif.extend_from_slice(b"\x2c\0\0\0\0\x01\0\x01\0\0\x02\x02\x44\x01\0\x3b");
+    let resp = crate::uploads::upload(&r, &c.key, "image/gif", &clean_gif).await;
+    assert_eq!(resp.status(), 201);
+}
