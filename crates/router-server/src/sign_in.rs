@@ -4,7 +4,8 @@
 //! 1. `POST /api/auth/magic-link {email}` always answers the same 202,
 //!    whether an account has that address or not; for one that does, a
 //!    single-use link valid for 15 minutes is emailed (at most one a minute).
-//!    The email is sent after the answer, so its timing tells nothing either.
+//!    The address is looked up, the link written and the email sent after
+//!    the answer, so its timing tells nothing either.
 //! 2. The link opens `GET /api/auth/sign-in?token=…`, a page with one
 //!    button; it does not spend the link, because mail scanners fetch every
 //!    link they see. The button posts the token to `POST /api/auth/sign-in`,
@@ -52,26 +53,34 @@ pub async fn request_link(
     if !is_email_address(email) {
         return Err(ApiError::invalid("email", "Enter one email address."));
     }
-    let issued = app
-        .operator
-        .issue_sign_in_link(email)
-        .await
-        .map_err(ApiError::from)?;
-    if let Some(IssuedLink { email, token }) = issued {
-        let link = app
-            .public_base
-            .join(&format!("/api/auth/sign-in?token={token}"));
+    // The link is issued and sent after the answer: looking the address up
+    // and writing a link takes database time only for a known address, so
+    // doing it before the answer would tell an attacker which addresses
+    // have accounts (issue 33 measured ~40 µs).
+    let email = email.to_owned();
+    let operator = app.operator.clone();
+    let public_base = app.public_base.clone();
+    tokio::spawn(async move {
+        let issued = match operator.issue_sign_in_link(&email).await {
+            Ok(issued) => issued,
+            Err(e) => {
+                tracing::warn!(error = %e, "no sign-in link was issued");
+                return;
+            }
+        };
+        let Some(IssuedLink { email, token }) = issued else {
+            return;
+        };
+        let link = public_base.join(&format!("/api/auth/sign-in?token={token}"));
         let minutes = MAGIC_LINK_TTL.as_secs() / 60;
         let text = format!(
-            "Open this link to sign in to Router:\n\n{link}\n\n\
+            "Open this link to sign in to Router as {email}:\n\n{link}\n\n\
              It works once, within {minutes} minutes. If you did not ask to sign in, ignore this email.\n"
         );
-        tokio::spawn(async move {
-            if let Err(e) = mailer.send(&email, "Your Router sign-in link", text).await {
-                tracing::warn!(error = %e, "the sign-in email was not sent");
-            }
-        });
-    }
+        if let Err(e) = mailer.send(&email, "Your Router sign-in link", text).await {
+            tracing::warn!(error = %e, "the sign-in email was not sent");
+        }
+    });
     Ok(reply::json_value(
         StatusCode::ACCEPTED,
         &json!({
