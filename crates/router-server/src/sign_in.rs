@@ -19,7 +19,10 @@ use crate::body::Incoming;
 use crate::body::{ADMIN_BODY_LIMIT, json_body, read_limited};
 use crate::reply::{self, Body};
 use crate::session::{self, Session};
-use http::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue, SET_COOKIE};
+use http::header::{
+    CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE, HeaderValue, REFERRER_POLICY, SET_COOKIE,
+    X_CONTENT_TYPE_OPTIONS, X_FRAME_OPTIONS,
+};
 use http::{Response, StatusCode};
 use router_canonical::ApiError;
 use router_core::product_codes;
@@ -91,26 +94,59 @@ pub async fn request_link(
     ))
 }
 
-/// `GET /api/auth/sign-in?token=…`: the page behind the emailed link.
-pub fn sign_in_page(
+/// `GET /api/auth/sign-in?token=…`: the page behind the emailed link. It
+/// names the account the link signs into (someone who was sent a link for
+/// another person's session sees whose it is) and spends nothing.
+pub async fn sign_in_page(
     app: &App,
     request: &http::Request<Incoming>,
     request_id: &str,
-) -> Response<Body> {
+) -> Result<Response<Body>, ApiError> {
     let token = query_token(request.uri().query().unwrap_or_default());
     let action = app.public_base.join("/api/auth/sign-in");
-    let body = match token.filter(|t| is_token(t)) {
-        Some(token) => format!(
+    let page = |text: &str| {
+        format!(
             "<!doctype html><html><head><meta charset=\"utf-8\"><title>Sign in to Router</title></head>\
-             <body><form method=\"post\" action=\"{action}\">\
-             <input type=\"hidden\" name=\"token\" value=\"{token}\">\
-             <button type=\"submit\">Sign in to Router</button></form></body></html>"
-        ),
-        None => "<!doctype html><html><head><meta charset=\"utf-8\"><title>Sign in to Router</title></head>\
-                 <body><p>This sign-in link is incomplete. Ask for a new one.</p></body></html>"
-            .to_owned(),
+             <body>{text}</body></html>"
+        )
     };
-    html(StatusCode::OK, body, request_id)
+    let body = match token.filter(|t| is_token(t)) {
+        Some(token) => match app
+            .operator
+            .sign_in_link_email(&token)
+            .await
+            .map_err(ApiError::from)?
+        {
+            Some(email) => page(&format!(
+                "<form method=\"post\" action=\"{action}\">\
+                 <p>Sign in to Router as <strong>{}</strong>.</p>\
+                 <input type=\"hidden\" name=\"token\" value=\"{token}\">\
+                 <button type=\"submit\">Sign in to Router</button></form>",
+                escape_html(&email)
+            )),
+            None => page(
+                "<p>This sign-in link is unknown, already used or expired. Ask for a new one.</p>",
+            ),
+        },
+        None => page("<p>This sign-in link is incomplete. Ask for a new one.</p>"),
+    };
+    Ok(html(StatusCode::OK, body, request_id))
+}
+
+/// Text safe inside HTML content.
+fn escape_html(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -211,6 +247,18 @@ fn html(status: StatusCode, body: String, request_id: &str) -> Response<Body> {
         HeaderValue::from_static("text/html; charset=utf-8"),
     );
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    // The pages hold a live token and a sign-in button: never framed
+    // (clickjacking), never sniffed, scripts and other origins' content
+    // refused, and the token in the URL never sent on as a Referer.
+    headers.insert(
+        CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'none'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+        ),
+    );
+    headers.insert(X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    headers.insert(REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
     reply::set_request_id(headers, request_id);
     response
 }
@@ -231,5 +279,13 @@ mod tests {
         let t = "ab".repeat(32);
         assert_eq!(query_token(&format!("x=1&token={t}")), Some(t.clone()));
         assert_eq!(query_token("x=1"), None);
+    }
+
+    #[test]
+    fn html_text_is_escaped() {
+        assert_eq!(
+            escape_html("<a href=\"x\">&'</a>"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;&lt;/a&gt;"
+        );
     }
 }

@@ -367,6 +367,12 @@ impl Database {
         sessions::issue_magic_link(&mut conn, email).await
     }
 
+    /// The address a live sign-in link signs into, without spending it.
+    pub async fn magic_link_email(&self, token: &str) -> Result<Option<String>, StoreError> {
+        let mut conn = self.connection().await?;
+        sessions::magic_link_email(&mut conn, token).await
+    }
+
     /// Spends a sign-in link and opens a session; `None` for a bad link.
     pub async fn redeem_magic_link(
         &self,

@@ -129,9 +129,15 @@ async fn the_magic_link_answer_does_not_depend_on_the_address() {
         .unwrap_or_else(|_| panic!("{email}: the answer waited for the database"))
         .unwrap();
         assert_eq!(resp.status(), 202, "{email}");
-        assert!(started.elapsed() < std::time::Duration::from_secs(1), "{email}");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(1),
+            "{email}"
+        );
     }
-    diesel::sql_query("COMMIT").execute(&mut lock).await.unwrap();
+    diesel::sql_query("COMMIT")
+        .execute(&mut lock)
+        .await
+        .unwrap();
     let mail = r
         .smtp
         .as_ref()
@@ -142,4 +148,72 @@ async fn the_magic_link_answer_does_not_depend_on_the_address() {
     let text = mail[0].body_text();
     assert!(text.contains("as known@example.com"), "{text}");
     assert!(text.contains("/api/auth/sign-in?token="), "{text}");
+}
+
+/// The sign-in pages are never framed or sniffed and keep the token out of
+/// Referer; the page behind a link says which account it signs into
+/// (escaped), and says so without spending it.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_sign_in_page_names_its_account_and_cannot_be_framed() {
+    let r = TestRouter::start_with_mail().await;
+    let (status, _) = r
+        .admin(
+            reqwest::Method::POST,
+            "/admin/accounts",
+            Some(json!({"email": "Page.Owner@example.com", "email_verified": true})),
+        )
+        .await;
+    assert_eq!(status, 201);
+    let resp = r
+        .client
+        .post(format!("{}/api/auth/magic-link", r.base))
+        .json(&json!({"email": "page.owner@example.com"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 202);
+    let mail = r
+        .smtp
+        .as_ref()
+        .unwrap()
+        .wait_for(1, std::time::Duration::from_secs(10))
+        .await;
+    let text = mail[0].body_text();
+    let token = text
+        .split_whitespace()
+        .find_map(|w| w.split_once("token=").map(|(_, t)| t.to_owned()))
+        .unwrap();
+    for (query, says) in [
+        (
+            format!("token={token}"),
+            "as <strong>Page.Owner@example.com</strong>",
+        ),
+        (
+            format!("token={}", "0".repeat(64)),
+            "unknown, already used or expired",
+        ),
+        ("".to_owned(), "incomplete"),
+    ] {
+        let resp = r.get_plain(&format!("/api/auth/sign-in?{query}")).await;
+        assert_eq!(resp.status(), 200);
+        let headers = resp.headers().clone();
+        assert_eq!(headers["x-frame-options"], "DENY");
+        assert_eq!(headers["x-content-type-options"], "nosniff");
+        assert_eq!(headers["referrer-policy"], "no-referrer");
+        let csp = headers["content-security-policy"].to_str().unwrap();
+        assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
+        let page = resp.text().await.unwrap();
+        assert!(page.contains(says), "{query}: {page}");
+    }
+    // Showing the page twice spent nothing: the link still signs in.
+    let resp = r
+        .client
+        .post(format!("{}/api/auth/sign-in", r.base))
+        .header("origin", &r.base)
+        .json(&json!({"token": token}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.headers()["x-frame-options"], "DENY");
 }
