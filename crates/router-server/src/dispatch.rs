@@ -77,9 +77,36 @@ pub async fn guard(
         AuthRule::PublicSameOrigin => {
             session::check_origin(&app.public_base, method, headers).map(|()| Caller::Anonymous)
         }
-        AuthRule::Admin => admin::authorize(app, headers).map(|()| Caller::Operator),
-        AuthRule::Metrics => admin::authorize_scrape(app, headers, Listener::of(extensions))
-            .map(|()| Caller::Operator),
+        AuthRule::Admin | AuthRule::Metrics => {
+            // An address that failed too often is refused before its token
+            // is compared (admin_throttle.rs).
+            let client = extensions
+                .get::<crate::client_addr::PeerAddr>()
+                .map(|peer| {
+                    app.trusted_proxies
+                        .client(peer.0, headers)
+                        .unwrap_or(peer.0)
+                });
+            let now = std::time::Instant::now();
+            if let Some(wait) = client.and_then(|c| app.admin_failures.blocked(c, now)) {
+                return Err(ApiError::new(
+                    product_codes::RATE_LIMITED,
+                    "Too many failed operator authentications from this address; try again later.",
+                )
+                .with_retry_after(Some(wait)));
+            }
+            let authorized = if rule == AuthRule::Admin {
+                admin::authorize(app, headers)
+            } else {
+                admin::authorize_scrape(app, headers, Listener::of(extensions))
+            };
+            if authorized.is_err()
+                && let Some(client) = client
+            {
+                app.admin_failures.failed(client, now);
+            }
+            authorized.map(|()| Caller::Operator)
+        }
         AuthRule::ApiKey { scope } => auth::authenticate(app, headers, extensions, scope)
             .await
             .map(Caller::Key),

@@ -138,7 +138,9 @@ fn guard_errors(route: &Route) -> Vec<ErrorCode> {
     let mut codes = match route.auth {
         AuthRule::Public => vec![],
         AuthRule::PublicSameOrigin => vec![product_codes::CROSS_ORIGIN_FORBIDDEN],
-        AuthRule::Admin | AuthRule::Metrics => vec![ErrorCode::InvalidApiKey],
+        AuthRule::Admin | AuthRule::Metrics => {
+            vec![ErrorCode::InvalidApiKey, product_codes::RATE_LIMITED]
+        }
         AuthRule::ApiKey { scope } => {
             let mut codes = vec![ErrorCode::InvalidApiKey, product_codes::IP_NOT_ALLOWED];
             if scope.is_some() {

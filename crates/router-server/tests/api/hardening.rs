@@ -217,3 +217,76 @@ async fn the_sign_in_page_names_its_account_and_cannot_be_framed() {
     assert_eq!(resp.status(), 200);
     assert_eq!(resp.headers()["x-frame-options"], "DENY");
 }
+
+/// Failed operator authentication is limited per client address, through
+/// the real binary with its default (30 a minute): after 30 wrong tokens the
+/// address gets 429 with Retry-After, even with the right token (it is not
+/// compared); another address (told apart by a trusted proxy) still gets in.
+#[tokio::test(flavor = "multi_thread")]
+async fn failed_admin_authentication_is_limited_per_address() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let db = router_store::test_support::TestDatabase::new().await;
+    let router = spawn_router_process(
+        db.url(),
+        "http://127.0.0.1:9",
+        &[("ROUTER_TRUSTED_PROXIES", "127.0.0.1")],
+    )
+    .await;
+    let client = reqwest::Client::new();
+    let accounts = |client_address: &str, token: &str| {
+        client
+            .get(format!(
+                "{}/admin/accounts/{}",
+                router.base,
+                uuid::Uuid::nil()
+            ))
+            .header("x-forwarded-for", client_address)
+            .bearer_auth(token)
+            .send()
+    };
+    for attempt in 0..30 {
+        let guess = format!("guess-{attempt:04}-xxxxxxxxxxxx");
+        let resp = accounts("203.0.113.7", &guess).await.unwrap();
+        assert_eq!(resp.status(), 401, "attempt {attempt}");
+    }
+    for token in ["one-more-wrong-guess-xx", ADMIN_TOKEN] {
+        let resp = accounts("203.0.113.7", token).await.unwrap();
+        let retry_after: u64 = resp.headers()["retry-after"]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!((1..=60).contains(&retry_after), "{retry_after}");
+        expect_error(resp, 429, "rate_limited").await;
+    }
+    assert_eq!(
+        accounts("203.0.113.8", ADMIN_TOKEN).await.unwrap().status(),
+        404
+    );
+}
+
+/// A one-character operator token stops start-up with one line naming it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_short_admin_token_stops_start_up() {
+    let catalog =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/demo-catalog.toml");
+    for token in ["x", "fifteen-chars-x", "sixteen chars xx"] {
+        let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_router"))
+            .args(["serve"])
+            .env("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none")
+            .env("ROUTER_CATALOG", &catalog)
+            .env("ROUTER_LISTEN", "127.0.0.1:0")
+            .env("ROUTER_ADMIN_TOKEN", token)
+            .env_remove("ROUTER_LOG")
+            .output()
+            .await
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{token}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        assert!(stderr.starts_with("router: ROUTER_ADMIN_TOKEN"), "{stderr}");
+        if token.len() > 1 {
+            assert!(!stderr.contains(token), "the token is not echoed: {stderr}");
+        }
+    }
+}
