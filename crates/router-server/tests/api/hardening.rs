@@ -290,3 +290,38 @@ async fn a_short_admin_token_stops_start_up() {
         }
     }
 }
+
+/// The admin API takes one email address per account, once whatever its
+/// case (the magic link then has one account to pick).
+#[tokio::test]
+async fn account_emails_are_one_address_unique_in_any_case() {
+    let r = TestRouter::start().await;
+    let create = |email: &str| {
+        r.admin(
+            reqwest::Method::POST,
+            "/admin/accounts",
+            Some(json!({"email": email, "email_verified": true})),
+        )
+    };
+    for bad in [
+        "",
+        "not an address",
+        "a@localhost",
+        "<a@example.com>",
+        "a@example.com\r\nBcc: victim@example.com",
+        "a@b.example,c@d.example",
+        "\"quoted\"@example.com",
+    ] {
+        let (status, body) = create(bad).await;
+        assert_eq!(status, 400, "{bad:?}: {body}");
+        assert_eq!(body["error"]["code"], "invalid_parameter", "{body}");
+        assert_eq!(body["error"]["param"], "email", "{body}");
+    }
+    let (status, _) = create("Mixed.Case@Example.com").await;
+    assert_eq!(status, 201);
+    for again in ["mixed.case@example.com", "MIXED.CASE@EXAMPLE.COM"] {
+        let (status, body) = create(again).await;
+        assert_eq!(status, 409, "{again}: {body}");
+        assert_eq!(body["error"]["param"], "email");
+    }
+}
