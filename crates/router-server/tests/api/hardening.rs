@@ -325,3 +325,90 @@ async fn account_emails_are_one_address_unique_in_any_case() {
         assert_eq!(body["error"]["param"], "email");
     }
 }
+
+/// A credential, `Origin` or `Sec-Fetch-Site` header sent twice is refused,
+/// not resolved first-wins, even when the first copy is the good one.
+#[tokio::test]
+async fn repeated_credential_and_origin_headers_are_refused() {
+    let (r, c) = TestRouter::start_rich().await;
+    let chat = |headers: &[(&str, String)]| {
+        let mut request = r
+            .client
+            .post(format!("{}/v1/chat/completions", r.base))
+            .json(&hello("m-text"));
+        for (name, value) in headers {
+            request = request.header(*name, value);
+        }
+        request.send()
+    };
+    let bearer = format!("Bearer {}", c.key);
+    let repeated = [
+        vec![
+            ("authorization", bearer.clone()),
+            ("authorization", bearer.clone()),
+        ],
+        vec![("x-api-key", c.key.clone()), ("x-api-key", c.key.clone())],
+        vec![
+            ("authorization", bearer.clone()),
+            ("authorization", "Bearer sk-someone-else".to_owned()),
+        ],
+    ];
+    for headers in &repeated {
+        expect_error(chat(headers).await.unwrap(), 401, "invalid_api_key").await;
+    }
+    assert_eq!(
+        chat(&[("authorization", bearer)]).await.unwrap().status(),
+        200
+    );
+    assert_eq!(r.mock.call_count(), 1);
+
+    // The operator token twice.
+    let resp = r
+        .client
+        .get(format!("{}/admin/accounts/{}", r.base, c.account_id))
+        .header("authorization", format!("Bearer {ADMIN_TOKEN}"))
+        .header("authorization", format!("Bearer {ADMIN_TOKEN}"))
+        .send()
+        .await
+        .unwrap();
+    expect_error(resp, 401, "invalid_api_key").await;
+
+    // A session's mutation with Origin or Sec-Fetch-Site twice.
+    let cookie = r.session_cookie(&c.account_id).await;
+    let sign_out = |extra: Vec<(&'static str, String)>| {
+        let mut request = r
+            .client
+            .post(format!("{}/api/auth/sign-out", r.base))
+            .header("cookie", &cookie);
+        for (name, value) in extra {
+            request = request.header(name, value);
+        }
+        request.send()
+    };
+    for extra in [
+        vec![
+            ("origin", r.base.clone()),
+            ("origin", "https://evil.example".to_owned()),
+        ],
+        vec![("origin", r.base.clone()), ("origin", r.base.clone())],
+        vec![
+            ("origin", r.base.clone()),
+            ("sec-fetch-site", "same-origin".to_owned()),
+            ("sec-fetch-site", "same-origin".to_owned()),
+        ],
+    ] {
+        expect_error(
+            sign_out(extra).await.unwrap(),
+            403,
+            "cross_origin_forbidden",
+        )
+        .await;
+    }
+    assert_eq!(
+        sign_out(vec![("origin", r.base.clone())])
+            .await
+            .unwrap()
+            .status(),
+        204
+    );
+}
