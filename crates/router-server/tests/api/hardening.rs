@@ -412,3 +412,63 @@ async fn repeated_credential_and_origin_headers_are_refused() {
         204
     );
 }
+
+/// Through the binary at TRACE: a complete request the client abandons is
+/// logged 499 `client_closed` (it was status 0), and no SQL parameter (an
+/// account's email here) nor any fetched URL line reaches the log.
+#[tokio::test(flavor = "multi_thread")]
+async fn trace_logs_hold_no_sql_parameters_and_cancelled_requests_are_499() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mock = mock_answering("fine").await;
+    let db = router_store::test_support::TestDatabase::new().await;
+    let mut router = spawn_router_process(
+        db.url(),
+        &mock.base_url(),
+        &[("ROUTER_LOG", "trace"), ("ROUTER_LOG_FORMAT", "json")],
+    )
+    .await;
+    let client = reqwest::Client::new();
+    let email = format!("sql-param-{}@example.com", uuid::Uuid::new_v4().simple());
+    let key = funded_key_over_http(&client, &router.base, &email, 1_000_000_000_000).await;
+    mock.enqueue_for("up-text-primary", slow_reply(5_000));
+    let abandoned = client
+        .post(format!("{}/v1/chat/completions", router.base))
+        .bearer_auth(&key)
+        .timeout(std::time::Duration::from_millis(500))
+        .json(&hello("m-text"))
+        .send()
+        .await;
+    assert!(abandoned.unwrap_err().is_timeout());
+    // The abandoned request's hold is released by the dropped handler.
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    router.child.start_kill().unwrap();
+    router.child.wait().await.unwrap();
+    let log = tokio::time::timeout(std::time::Duration::from_secs(10), router.stderr)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(log.lines().count() > 20, "trace logging is on: {log}");
+    assert!(!log.contains("with parameters"), "an SQL parameter line");
+    assert!(!log.contains(&email), "the email is in the log");
+    assert!(!log.contains(&key), "the key is in the log");
+    let lines: Vec<serde_json::Value> = log
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect();
+    assert!(
+        !lines.iter().any(|l| l["target"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("reqwest") || t.starts_with("tokio_postgres"))
+            && matches!(l["level"].as_str(), Some("DEBUG" | "TRACE"))),
+        "a reqwest or tokio-postgres debug line"
+    );
+    let chats: Vec<&serde_json::Value> = lines
+        .iter()
+        .filter(|l| {
+            l["target"] == "router::request" && l["fields"]["route"] == "/v1/chat/completions"
+        })
+        .collect();
+    assert_eq!(chats.len(), 1, "{chats:?}");
+    assert_eq!(chats[0]["fields"]["status"], 499);
+    assert_eq!(chats[0]["fields"]["code"], "client_closed");
+}
