@@ -4,8 +4,7 @@
 //!
 //! The guard's order: credential (401) → scope, session rule or origin
 //! (403) → the key's policies (403, once they land in `auth`) → the path
-//! parameter (404) → the row's handler, which checks the body (400) or
-//! answers 503 `not_available` for a feature that has not landed.
+//! parameter (404) → the row's handler, which checks the body (400).
 
 use crate::admin_listener::Listener;
 use crate::app::App;
@@ -261,20 +260,8 @@ async fn route(
             bytes::Bytes::from_static(crate::openapi::json()),
             &id_text,
         )),
-        Handler::NotAvailable => Err(not_available(route)),
     };
     result.unwrap_or_else(|e| reply::error(route.envelope, &e, &id_text))
-}
-
-/// The answer of a route whose feature has not landed.
-fn not_available(route: &Route) -> ApiError {
-    ApiError::new(
-        product_codes::NOT_AVAILABLE,
-        format!(
-            "`{} {}` is not available yet on this router.",
-            route.method, route.path
-        ),
-    )
 }
 
 #[cfg(test)]

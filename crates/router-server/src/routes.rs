@@ -142,9 +142,6 @@ pub enum Handler {
     /// from this table, so the table cannot name its generator without a
     /// module cycle.
     Document,
-    /// The feature has not landed: 503 `not_available` after the guard. Its
-    /// own issue puts a real handler in the row.
-    NotAvailable,
 }
 
 /// A `Handler::Key`: `key!(|call, key| answer)`, the body an expression of

@@ -351,11 +351,7 @@ async fn concurrent_reservations_never_overdraw_the_wallet() {
     let funded = funded_account(&db, 37_000).await;
     let mut instances = vec![db.database().clone()];
     for _ in 0..3 {
-        instances.push(
-            router_store::Database::connect(db.url(), 8)
-                .await
-                .unwrap(),
-        );
+        instances.push(router_store::Database::connect(db.url(), 8).await.unwrap());
     }
     let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(200));
     let reservations = (0..200).map(|i| {
