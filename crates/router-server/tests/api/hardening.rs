@@ -472,3 +472,51 @@ async fn trace_logs_hold_no_sql_parameters_and_cancelled_requests_are_499() {
     assert_eq!(chats[0]["fields"]["status"], 499);
     assert_eq!(chats[0]["fields"]["code"], "client_closed");
 }
+
+/// `ROUTER_SESSION_TTL_SECS` is the lifetime of a session opened without
+/// one, through the binary (issue 33: never checked).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_session_lifetime_setting_is_what_a_session_lasts() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let db = router_store::test_support::TestDatabase::new().await;
+    let router = spawn_router_process(
+        db.url(),
+        "http://127.0.0.1:9",
+        &[("ROUTER_SESSION_TTL_SECS", "321")],
+    )
+    .await;
+    let client = reqwest::Client::new();
+    let (account_id, _) =
+        funded_account_over_http(&client, &router.base, "ttl@example.com", 0).await;
+    let opened_at = chrono::Utc::now();
+    let body: serde_json::Value = client
+        .post(format!(
+            "{}/admin/accounts/{account_id}/sessions",
+            router.base
+        ))
+        .bearer_auth(ADMIN_TOKEN)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let expires: chrono::DateTime<chrono::Utc> =
+        body["expires_at"].as_str().unwrap().parse().unwrap();
+    let lasts = (expires - opened_at).num_seconds();
+    assert!((319..=323).contains(&lasts), "{lasts} s: {body}");
+    // The session is live for its cookie.
+    let cookie = format!(
+        "{}={}",
+        body["cookie_name"].as_str().unwrap(),
+        body["cookie_value"].as_str().unwrap()
+    );
+    let resp = client
+        .get(format!("{}/api/auth/session", router.base))
+        .header("cookie", cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+}

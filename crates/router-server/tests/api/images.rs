@@ -566,7 +566,10 @@ async fn n10_the_cancel_race_charges_or_releases_exactly_once_100_times() {
     // Both outcomes of the race were seen (issue 33: the test could pass
     // with only one ever happening).
     assert!(delivered >= 10, "delivered {delivered}");
-    assert!(released >= 1, "no admitted request was released: {charged}/{released}");
+    assert!(
+        released >= 1,
+        "no admitted request was released: {charged}/{released}"
+    );
     println!(
         "figure: cancel race 100 runs: charged {charged} (delivered {delivered}), released {released}, cancelled before admission {not_admitted}, double outcomes 0"
     );
