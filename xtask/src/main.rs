@@ -10,6 +10,7 @@ mod clients;
 mod conformance;
 mod db;
 mod demo;
+mod reliability;
 mod schemathesis;
 mod services;
 mod test;
@@ -57,6 +58,13 @@ commands:
       --profile       sample the router with perf under saturation; name the top costs
       --scale-out     add a second router process behind the same PostgreSQL
       --no-build      use the release binaries already in the target dir
+  reliability   the reliability suite against the real router binary, PostgreSQL and the
+                mock supplier: N=1000/K=137 concurrency (wallet, spend limit, monthly
+                budget, two routers), I1-I7 sampled at REPEATABLE READ, a PostgreSQL
+                outage under load, slow clients against every timeout, a connection
+                flood, an SSRF corpus, secrets in logs at TRACE; one figure line a part
+      --quick         the debug build and smaller limit cases (a step of `test`)
+      --only PART     only parts whose name contains PART
   help          print this text";
 
 fn main() -> ExitCode {
@@ -73,6 +81,7 @@ fn main() -> ExitCode {
         "clients" => clients::run(rest),
         "schemathesis" => schemathesis::run(rest),
         "bench" => bench::run(rest),
+        "reliability" => reliability::run(rest),
         "help" | "-h" | "--help" => {
             println!("{USAGE}");
             Ok(true)
