@@ -11,6 +11,9 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+/// A surface's request body carrying an image URL.
+type BodyFor = fn(&str) -> Value;
+
 /// The corpus: `{P}` is the canary's port.
 fn corpus(port: u16) -> Vec<String> {
     let literal = [
@@ -129,7 +132,7 @@ pub async fn run(suite: &Suite) -> Result<(String, bool)> {
     let urls = corpus(port);
     let mut refused = 0usize;
     let mut escapes = Vec::new();
-    let surfaces: [(&str, fn(&str) -> Value); 3] = [
+    let surfaces: [(&str, BodyFor); 3] = [
         ("/v1/chat/completions", |url| {
             json!({"model": "m-text", "messages": [{"role": "user", "content": [
                 {"type": "text", "text": "what is this"},
