@@ -113,6 +113,8 @@ pub struct Sampled {
     pub first: Option<String>,
     /// Reads that failed (the database was down on purpose).
     pub failed_reads: u64,
+    /// The first failed read's error.
+    pub first_error: Option<String>,
 }
 
 /// Samples the books every `interval` until the returned flag is set; the
@@ -140,11 +142,16 @@ pub fn spawn_sampler(
                             seen.first.get_or_insert_with(|| format!("{books:?}"));
                         }
                     }
-                    Err(_) => {
+                    // Before the first router has migrated the fresh
+                    // database there are no books to read.
+                    Err(_) if seen.reads == 0 => conn = None,
+                    Err(e) => {
                         seen.failed_reads += 1;
+                        seen.first_error.get_or_insert_with(|| format!("{e:#}"));
                         conn = None;
                     }
                 },
+                None if seen.reads == 0 => {}
                 None => seen.failed_reads += 1,
             }
             tokio::time::sleep(interval).await;

@@ -5,7 +5,9 @@
 //! `cargo xtask reliability` (`--quick` inside `cargo xtask test`).
 //!
 //! Parts: concurrency (N=1000/K=137 through a wallet; through a key's
-//! spend limit and monthly budget; across two router processes) with the
+//! spend limit and monthly budget; across two router processes); mixed load
+//! (streams, 20% supplier failures, clients leaving before and after
+//! output) with the
 //! books sampled at REPEATABLE READ throughout (I1–I7); a PostgreSQL outage
 //! under load; slow senders and idle connections against every timeout; a
 //! connection flood against the caps; an SSRF corpus; and a grep of every
@@ -15,6 +17,7 @@ mod concurrency;
 mod connections;
 mod harness;
 mod invariants;
+mod mixed;
 mod outage;
 mod secrets;
 mod ssrf;
@@ -94,6 +97,9 @@ async fn run() -> Result<bool> {
     if wanted("concurrency") {
         report("concurrency", concurrency::run(&suite).await);
     }
+    if wanted("mixed") {
+        report("mixed", mixed::run(&suite).await);
+    }
     if wanted("outage") {
         report("outage", outage::run(&suite).await);
     }
@@ -113,9 +119,13 @@ async fn run() -> Result<bool> {
         "invariants",
         Ok((
             format!(
-                "invariants: I1-I7 sampled at REPEATABLE READ while every part ran: {} snapshot reads ({} failed while the database was cut), violations {}{}",
+                "invariants: I1-I7 sampled at REPEATABLE READ while every part ran: {} snapshot reads ({} failed{}), violations {}{}",
                 sampled.reads,
                 sampled.failed_reads,
+                sampled
+                    .first_error
+                    .map(|e| format!(": {e}"))
+                    .unwrap_or_default(),
                 sampled.violations,
                 sampled
                     .first
