@@ -63,7 +63,8 @@ commands:
                 budget, two routers), I1-I7 sampled at REPEATABLE READ, a PostgreSQL
                 outage under load, slow clients against every timeout, a connection
                 flood, an SSRF corpus, secrets in logs at TRACE; one figure line a part
-      --quick         the debug build and smaller limit cases (a step of `test`)
+                and SIGKILL at the crash points K1, K2, K4, K6 (the debug build)
+      --quick         smaller limit cases, flood and kill counts (a step of `test`)
       --only PART     only parts whose name contains PART
   help          print this text";
 

@@ -10,11 +10,14 @@
 //! output) with the
 //! books sampled at REPEATABLE READ throughout (I1–I7); a PostgreSQL outage
 //! under load; slow senders and idle connections against every timeout; a
-//! connection flood against the caps; an SSRF corpus; and a grep of every
-//! log (at TRACE) for every secret.
+//! connection flood against the caps; an SSRF corpus; SIGKILL at the crash
+//! points K1, K2, K4 and K6 (the router binary must have them: a debug
+//! build, or a release build with the `failpoints` feature); and a grep of
+//! every log (at TRACE) for every secret.
 
 mod concurrency;
 mod connections;
+mod crashes;
 mod harness;
 mod invariants;
 mod mixed;
@@ -111,6 +114,9 @@ async fn run() -> Result<bool> {
     }
     if wanted("ssrf") {
         report("ssrf", ssrf::run(&suite).await);
+    }
+    if wanted("crashes") {
+        report("crashes", crashes::run(&suite).await);
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let sampled = sampler.await?;
