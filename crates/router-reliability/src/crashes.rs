@@ -108,8 +108,10 @@ pub async fn run(suite: &Suite) -> Result<(String, bool)> {
                 .router(&format!("{name}-restart"), &suite.db_url, &env)
                 .await?;
             slowest_ready = slowest_ready.max(started.elapsed());
-            // The hold's lease (3 s) runs out, the reaper (every 1 s) acts.
-            let until = Instant::now() + Duration::from_secs(15);
+            // The hold's lease (3 s) runs out, the reaper (every 1 s) acts;
+            // unless the killed router held the reaper's own job lease (a
+            // pass in progress takes it for 60 s), then it acts after that.
+            let until = Instant::now() + Duration::from_secs(75);
             let mut holds = holds_of(suite, account).await?;
             while holds.held > 0 && Instant::now() < until {
                 tokio::time::sleep(Duration::from_millis(250)).await;
