@@ -218,14 +218,6 @@ pub async fn run(suite: &Suite) -> Result<(String, bool)> {
         && exact(&rolling, n_small, k_small)
         && exact(&monthly, n_small, k_small)
         && exact(&across, n_small, k_small);
-    if !ok
-        && wallet.other.len() + rolling.other.len() + monthly.other.len() + across.other.len() > 0
-    {
-        eprintln!(
-            "concurrency: unexpected statuses {:?} {:?} {:?} {:?}",
-            wallet.other, rolling.other, monthly.other, across.other
-        );
-    }
     let line = format!(
         "concurrency: N={n}/K={k} wallet {}x200 {}x402{} supplier calls {} ledger {} (available left {} = hold - 1); \
          N={n_small}/K={k_small} spend limit {}x200 {}x429{}, monthly budget {}x200 {}x429{}, \

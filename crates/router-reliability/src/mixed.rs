@@ -54,7 +54,10 @@ pub async fn run(suite: &Suite) -> Result<(String, bool)> {
                 let stream = i % 4 < 2;
                 let body = json!({"model": "m-text", "max_tokens": 50, "stream": stream,
                                   "messages": [{"role": "user", "content": "hello"}]});
+                // Five source addresses: 600 clients from one would pass its
+                // connection cap (256), and the router would rightly close them.
                 let client = reqwest::Client::builder()
+                    .local_address(std::net::IpAddr::from([127, 0, 3, (i % 5) as u8 + 1]))
                     .timeout(if i % 4 == 2 {
                         // Leaves before any output.
                         Duration::from_millis(5)
@@ -119,7 +122,7 @@ pub async fn run(suite: &Suite) -> Result<(String, bool)> {
     let ok = exact && books.reserved == 0 && errors_500 == 0;
     let line = format!(
         "mixed: {total} requests (half streamed, a quarter left before output, a quarter left after the first chunk), 20% supplier failures: \
-         {ok_count}x200 {failed}x502/503 {left} left early, 500s {errors_500}; {} requests recorded, {} still held, ledger {}",
+         {ok_count}x200 {failed}x502/503 {left} left before an answer, 500s {errors_500}; {} requests recorded, {} still held, ledger {}",
         books.requests,
         books.reserved,
         if exact { "exact" } else { "OFF" }
