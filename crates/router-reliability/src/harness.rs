@@ -85,6 +85,21 @@ impl Suite {
             .batch_execute(&format!("CREATE DATABASE {db_name}"))
             .await?;
         let db_url = with_database(&cluster_url, &db_name)?;
+        // Migrated before anything reads it: the sampler's snapshots and a
+        // migration's ALTER TABLEs can deadlock.
+        let migrate = tokio::process::Command::new(&router_bin)
+            .arg("migrate")
+            .env("DATABASE_URL", &db_url)
+            .env_remove("ROUTER_LOG")
+            .output()
+            .await
+            .with_context(|| format!("running {} migrate", router_bin.display()))?;
+        if !migrate.status.success() {
+            bail!(
+                "router migrate failed: {}",
+                String::from_utf8_lossy(&migrate.stderr)
+            );
+        }
         std::fs::create_dir_all(&work)?;
         let mock = MockSupplier::start("127.0.0.1:0".parse()?).await?;
         let catalog = work.join("catalog.toml");

@@ -66,6 +66,8 @@ pub struct Database {
     reservations: Arc<GroupCommit<NewRequest, Result<bool, StoreError>>>,
     /// A settlement's output is its charge, `None` when it was no longer held.
     settlements: Arc<GroupCommit<Settlement, Result<Option<NanoUsd>, StoreError>>>,
+    /// Limited admissions of one key, one at a time in this process.
+    key_turns: Arc<crate::key_turns::KeyTurns>,
     /// Kept for migrations, which run on a dedicated connection. May carry a
     /// password: never logged (see the `Debug` impl).
     url: Arc<str>,
@@ -123,6 +125,7 @@ impl Database {
             responses: Arc::default(),
             experiments: Arc::default(),
             affinity: Arc::default(),
+            key_turns: Arc::default(),
             url: url.into(),
         };
         database.ping().await?;
@@ -594,7 +597,10 @@ impl Store for Database {
     async fn reserve(&self, request: NewRequest) -> Result<(), ReserveError> {
         billing::check_reservation(&request)?;
         if request.key_limited {
-            // Not batched: the key's row is locked for the whole check.
+            // Not batched: the key's row is locked for the whole check. The
+            // key's admissions in this process wait their turn before they
+            // take a connection (key_turns.rs).
+            let _turn = self.key_turns.take(request.api_key_id).await;
             let mut conn = self.connection().await?;
             return billing::reserve_limited(&mut conn, &request).await;
         }
