@@ -12,6 +12,7 @@ mod conformance;
 mod db;
 mod demo;
 mod package;
+mod reliability;
 mod schemathesis;
 mod services;
 mod test;
@@ -69,6 +70,14 @@ commands:
       --no-build      use the release binaries already in the target dir
   package       cargo package (verified) of the published wire crates, then their own tests
                 from the unpacked packages and wire-consumer/ built against them
+  reliability   the reliability suite against the real router binary, PostgreSQL and the
+                mock supplier: N=1000/K=137 concurrency (wallet, spend limit, monthly
+                budget, two routers), I1-I7 sampled at REPEATABLE READ, a PostgreSQL
+                outage under load, slow clients against every timeout, a connection
+                flood, an SSRF corpus, secrets in logs at TRACE; one figure line a part
+                and SIGKILL at the crash points K1, K2, K4, K6 (the debug build)
+      --quick         smaller limit cases, flood and kill counts (a step of `test`)
+      --only PART     only parts whose name contains PART
   help          print this text";
 
 fn main() -> ExitCode {
@@ -87,6 +96,7 @@ fn main() -> ExitCode {
         "browser" => browser::run(rest),
         "package" => package::run(rest),
         "bench" => bench::run(rest),
+        "reliability" => reliability::run(rest),
         "help" | "-h" | "--help" => {
             println!("{USAGE}");
             Ok(true)

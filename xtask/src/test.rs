@@ -7,7 +7,8 @@
 //! the real clients' tool round trips (`cargo xtask clients --only /tool/`), the
 //! account dashboard in headless Chromium (`cargo xtask browser`) and
 //! schemathesis (`cargo xtask schemathesis`: the served OpenAPI document
-//! against the router that serves it). Every step runs even after one fails, so a single run
+//! against the router that serves it) and the quick reliability suite (`cargo xtask
+//! reliability --quick`). Every step runs even after one fails, so a single run
 //! shows everything that is wrong (tests run with `--no-fail-fast` for the same reason); the
 //! last line sums up. Every step gets stdin from /dev/null, so nothing ever waits for a
 //! person: CI runs this with `CI=true` and no terminal, and needs no other switch.
@@ -168,6 +169,17 @@ pub fn run(args: &[String]) -> Result<bool> {
     steps.push(Step {
         name: "schemathesis",
         command: schemathesis,
+    });
+    let mut reliability = match std::env::current_exe() {
+        Ok(xtask) => Command::new(xtask),
+        Err(_) => cargo(["run", "--quiet", "--package", "xtask", "--"]),
+    };
+    reliability
+        .args(["reliability", "--quick"])
+        .current_dir(workspace_root());
+    steps.push(Step {
+        name: "reliability",
+        command: reliability,
     });
 
     let total = steps.len();

@@ -241,8 +241,9 @@ pub fn input_image_source(
 /// OpenAI surfaces.
 pub const IMAGE_MEDIA_TYPES: [&str; 4] = ["image/jpeg", "image/png", "image/gif", "image/webp"];
 
-/// An image URL on an OpenAI surface: `https:`, `http:`, or a base64 `data:`
-/// URL of one of [`IMAGE_MEDIA_TYPES`]; else a 400 naming `param`.
+/// An image URL on an OpenAI surface: `https:` or `http:` to a public host
+/// ([`public_http_image_url`]), or a base64 `data:` URL of one of
+/// [`IMAGE_MEDIA_TYPES`]; else a 400 naming `param`.
 pub fn check_image_url(param: &str, url: &str) -> Result<(), ApiError> {
     fn strip_prefix_ci<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
         let head = s.get(..prefix.len())?;
@@ -250,7 +251,7 @@ pub fn check_image_url(param: &str, url: &str) -> Result<(), ApiError> {
             .then(|| &s[prefix.len()..])
     }
     if strip_prefix_ci(url, "https://").is_some() || strip_prefix_ci(url, "http://").is_some() {
-        return Ok(());
+        return public_http_image_url(param, url);
     }
     if let Some(rest) = strip_prefix_ci(url, "data:")
         && let Some((media_type, _)) = rest.split_once(";base64,")
@@ -264,6 +265,19 @@ pub fn check_image_url(param: &str, url: &str) -> Result<(), ApiError> {
         param,
         "an image URL must be https:, http:, or a base64 data: URL of a JPEG, PNG, GIF or WebP image",
     ))
+}
+
+/// An `http(s)` image URL a supplier will fetch must name a public host by
+/// the same rules as video references ([`crate::public_host::public_url`]):
+/// the router forwards it, so a private or metadata address would make the
+/// supplier (or a self-hosted model server next to the router) fetch it.
+pub fn public_http_image_url(param: &str, url: &str) -> Result<(), ApiError> {
+    crate::public_host::public_url(url).map_err(|why| {
+        ApiError::invalid(
+            param,
+            format!("an image URL must be a publicly reachable http(s) URL: {why}"),
+        )
+    })
 }
 
 /// A base64 image source at `path`: its media type must be one of
@@ -598,12 +612,12 @@ mod tests {
     #[test]
     fn an_input_image_has_exactly_one_source() {
         let p = "input[0].content[1]";
-        let url = || Some("https://x/a.png".to_owned());
+        let url = || Some("https://img.example/a.png".to_owned());
         let file = || Some("file-1".to_owned());
         assert_eq!(
             input_image_source(p, url(), None).unwrap(),
             ImageSource::Url {
-                url: "https://x/a.png".into()
+                url: "https://img.example/a.png".into()
             }
         );
         assert_eq!(
@@ -689,7 +703,21 @@ mod tests {
 
     #[test]
     fn image_urls_are_web_or_base64_images() {
-        assert!(check_image_url("u", "HTTPS://x/a.png").is_ok());
+        assert!(check_image_url("u", "HTTPS://img.example/a.png").is_ok());
+        // Issue 33: a URL the supplier would fetch names a public host.
+        for url in [
+            "http://127.0.0.1/a.png",
+            "http://169.254.169.254/latest/meta-data",
+            "https://[::ffff:10.0.0.1]/a.png",
+            "https://[2002:7f00:1::]/a.png",
+            "http://2130706433/a.png",
+            "http://localhost/a.png",
+            "http://metadata/computeMetadata/v1/",
+            "https://user:pw@img.example/a.png",
+        ] {
+            let err = check_image_url("u", url).unwrap_err();
+            assert_eq!(err.param.as_deref(), Some("u"), "{url}");
+        }
         assert!(check_image_url("u", "data:image/PNG;base64,iVBORw0KGgo=").is_ok());
         assert!(check_image_url("u", "data:image/bmp;base64,Qk0=").is_err());
         let err = check_image_url("u", "ftp://x/a.png").unwrap_err();

@@ -6,7 +6,9 @@
 //! release and the last entry's `(changed_at, position)`, bound to `since`,
 //! the credential and the key's policy version, and signed (HMAC-SHA256)
 //! with a secret kept in PostgreSQL, so every instance accepts every
-//! instance's cursors and nobody can forge or edit one.
+//! instance's cursors and nobody can forge or edit one. The credential is
+//! bound by a keyed tag, never carried in the clear: a cursor shown in a log
+//! or a shared link does not tell the key's (or session's) id (issue 33).
 
 use crate::view::rfc3339;
 use crate::{CatalogError, Params, PublishedCatalog, Viewer};
@@ -21,7 +23,11 @@ use serde_json::{Value, json};
 pub(crate) const MAX_LIMIT: usize = 100;
 /// The longest cursor read (L-23).
 const MAX_CURSOR_CHARS: usize = 2048;
-const CURSOR_VERSION: u8 = 1;
+/// 2: the credential bound by a tag (1 carried the key's id in the clear;
+/// such a cursor is refused, and the client starts again from `since`).
+const CURSOR_VERSION: u8 = 2;
+/// Bytes of the credential tag.
+const BINDING_LEN: usize = 16;
 
 /// What a cursor carries.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,12 +37,28 @@ pub struct Cursor {
     pub since: i64,
     /// The last entry served: its `changed_at` (µs) and position.
     pub after: (i64, i64),
-    pub credential_kind: u8,
-    pub credential: uuid::Uuid,
-    pub policy_version: i64,
+    /// [`binding`] of the credential and its policy version.
+    pub binding: [u8; BINDING_LEN],
 }
 
-const PAYLOAD_LEN: usize = 1 + 8 + 8 + 8 + 8 + 1 + 16 + 8;
+const PAYLOAD_LEN: usize = 1 + 8 + 8 + 8 + 8 + BINDING_LEN;
+
+/// The tag that binds a cursor to a credential kind, its id and policy
+/// version, under the deployment's cursor key: equal for the same viewer,
+/// and telling nothing about the id without the key.
+pub fn binding(
+    key: &hmac::Key,
+    (kind, credential, policy_version): (u8, uuid::Uuid, i64),
+) -> [u8; BINDING_LEN] {
+    let mut message = b"pricing-cursor-binding".to_vec();
+    message.push(kind);
+    message.extend_from_slice(credential.as_bytes());
+    message.extend_from_slice(&policy_version.to_be_bytes());
+    let tag = hmac::sign(key, &message);
+    let mut out = [0u8; BINDING_LEN];
+    out.copy_from_slice(&tag.as_ref()[..BINDING_LEN]);
+    out
+}
 
 impl Cursor {
     fn payload(&self) -> Vec<u8> {
@@ -46,9 +68,7 @@ impl Cursor {
         out.extend_from_slice(&self.since.to_be_bytes());
         out.extend_from_slice(&self.after.0.to_be_bytes());
         out.extend_from_slice(&self.after.1.to_be_bytes());
-        out.push(self.credential_kind);
-        out.extend_from_slice(self.credential.as_bytes());
-        out.extend_from_slice(&self.policy_version.to_be_bytes());
+        out.extend_from_slice(&self.binding);
         out
     }
 
@@ -80,9 +100,7 @@ impl Cursor {
             release: i64_at(1)?,
             since: i64_at(9)?,
             after: (i64_at(17)?, i64_at(25)?),
-            credential_kind: payload[33],
-            credential: uuid::Uuid::from_slice(payload.get(34..50)?).ok()?,
-            policy_version: i64_at(50)?,
+            binding: payload.get(33..33 + BINDING_LEN)?.try_into().ok()?,
         })
     }
 }
@@ -194,12 +212,8 @@ impl PublishedCatalog {
                 let cursor =
                     Cursor::open(text, self.cursor_key().await?).ok_or(CatalogError::Cursor)?;
                 // L-24: same since, same credential, same model-policy context.
-                let (kind, credential, policy_version) = viewer.binding();
-                if cursor.since != since_micros
-                    || cursor.credential_kind != kind
-                    || cursor.credential != credential
-                    || cursor.policy_version != policy_version
-                {
+                let expected = binding(self.cursor_key().await?, viewer.binding());
+                if cursor.since != since_micros || cursor.binding != expected {
                     return Err(CatalogError::Cursor);
                 }
                 Some(cursor)
@@ -250,16 +264,14 @@ impl PublishedCatalog {
         }
         let next_cursor = match (visible.peek(), last) {
             (Some(_), Some(after)) => {
-                let (credential_kind, credential, policy_version) = viewer.binding();
+                let key = self.cursor_key().await?;
                 let cursor = Cursor {
                     release,
                     since: since_micros,
                     after,
-                    credential_kind,
-                    credential,
-                    policy_version,
+                    binding: binding(key, viewer.binding()),
                 };
-                Value::String(cursor.seal(self.cursor_key().await?))
+                Value::String(cursor.seal(key))
             }
             _ => Value::Null,
         };
@@ -285,10 +297,29 @@ mod tests {
             release: 3,
             since: 1_700_000_000_000_000,
             after: (1_700_000_000_123_456, 42),
-            credential_kind: 1,
-            credential: uuid::Uuid::from_u128(0x1234),
-            policy_version: 5,
+            binding: binding(&key(), (1, uuid::Uuid::from_u128(0x1234), 5)),
         }
+    }
+
+    /// Issue 33: the cursor carried the key's id in the clear.
+    #[test]
+    fn a_cursor_does_not_carry_the_credential_id() {
+        let id = uuid::Uuid::from_u128(0x0123_4567_89ab_cdef_0123_4567_89ab_cdef);
+        let cursor = Cursor {
+            binding: binding(&key(), (1, id, 5)),
+            ..sample()
+        };
+        let bytes = URL_SAFE_NO_PAD.decode(cursor.seal(&key())).unwrap();
+        let raw = id.as_bytes();
+        assert!(!bytes.windows(raw.len()).any(|w| w == raw));
+        assert!(!bytes.windows(4).any(|w| w == &raw[..4]));
+        // Each part of the binding changes the tag.
+        let tag = binding(&key(), (1, id, 5));
+        assert_ne!(tag, binding(&key(), (2, id, 5)));
+        assert_ne!(tag, binding(&key(), (1, uuid::Uuid::from_u128(1), 5)));
+        assert_ne!(tag, binding(&key(), (1, id, 6)));
+        let other = hmac::Key::new(hmac::HMAC_SHA256, &[8u8; 32]);
+        assert_ne!(tag, binding(&other, (1, id, 5)));
     }
 
     #[test]

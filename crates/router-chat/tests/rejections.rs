@@ -191,7 +191,9 @@ fn every_rule_rejects_with_its_param() {
         ),
         (
             "input_image with both",
-            part(json!({"type": "input_image", "image_url": "https://x/a.png", "file_id": "f"})),
+            part(
+                json!({"type": "input_image", "image_url": "https://img.example/a.png", "file_id": "f"}),
+            ),
             Some("messages[0].content[0]"),
         ),
         (
@@ -234,7 +236,7 @@ fn every_rule_rejects_with_its_param() {
         ),
         (
             "video_url part",
-            part(json!({"type": "video_url", "video_url": {"url": "https://x/v.mp4"}})),
+            part(json!({"type": "video_url", "video_url": {"url": "https://img.example/v.mp4"}})),
             Some("messages[0].content[0].type"),
         ),
         (
@@ -555,7 +557,7 @@ fn the_boundaries_of_each_rule_are_accepted() {
         ("unknown part", part(json!({"type": "future_part", "x": 1}))),
         (
             "bare image_url",
-            part(json!({"type": "image_url", "image_url": "https://x/a.png"})),
+            part(json!({"type": "image_url", "image_url": "https://img.example/a.png"})),
         ),
         (
             "input_image file_id",
@@ -563,7 +565,9 @@ fn the_boundaries_of_each_rule_are_accepted() {
         ),
         (
             "image url source",
-            part(json!({"type": "image", "source": {"type": "url", "url": "https://x/a.png"}})),
+            part(
+                json!({"type": "image", "source": {"type": "url", "url": "https://img.example/a.png"}}),
+            ),
         ),
         (
             "data URL",

@@ -316,6 +316,7 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
         mut reservation: Reservation<S, P>,
     ) -> Result<Outcome<S, P>, ApiError> {
         let thinking = ThinkingAttempts { inbound, history };
+        crate::failpoints::reached("K1").await;
         let inner = &self.inner;
         let deadline = Instant::now() + inner.config.deadline;
         let mut stop = inner.shutdown.watcher();
@@ -395,6 +396,7 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
                 }
                 match result {
                     Ok(SupplierReply::Complete(mut response)) => {
+                        crate::failpoints::reached("K2").await;
                         if let Some(dialect) = thinking.sealed_dialect(route.protocol) {
                             inner.seal_key.seal_response(dialect, &mut response);
                         }
@@ -684,6 +686,7 @@ impl<S: Store, P: Suppliers> Reservation<S, P> {
         usage: Usage,
         mut attempt: AttemptRecord,
     ) -> Result<NanoUsd, ApiError> {
+        crate::failpoints::reached("K4").await;
         let Some(inner) = self.inner.take() else {
             return Err(internal(&"reservation already finished"));
         };
@@ -696,6 +699,9 @@ impl<S: Store, P: Suppliers> Reservation<S, P> {
         };
         let started = SystemTime::now();
         let settled = inner.store.settle(settlement).await;
+        if settled.is_ok() {
+            crate::failpoints::reached("K6").await;
+        }
         if self.trace.recording() {
             let span = TimedSpan::ended_now("settlement", started, settled.is_err());
             self.trace.span(match &settled {

@@ -17,6 +17,7 @@ pub mod affinity;
 pub mod catalog;
 pub mod connection;
 pub mod experiments;
+pub mod failpoints;
 pub mod fingerprint;
 pub mod gateway;
 pub mod image_input;

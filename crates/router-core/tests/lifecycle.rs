@@ -29,6 +29,8 @@ struct Ledger {
     held: i64,
     holds: HashMap<Uuid, (i64, &'static str)>,
     charged: i64,
+    /// The cost each settlement handed the store, before its cap.
+    reported: Vec<i64>,
     attempts: Vec<AttemptRecord>,
     /// How long the reply to a reservation takes after the store committed it.
     reserve_reply_delay: Duration,
@@ -74,6 +76,7 @@ impl Store for MemoryStore {
             return Err(SettleError::NotReserved(s.request_id));
         }
         // The hold is a ceiling (I4), as in the PostgreSQL store.
+        l.reported.push(s.reported.0);
         let charge = s.reported.0.min(amount);
         l.holds.insert(s.request_id, (amount, "settled"));
         l.held -= amount;
@@ -676,9 +679,13 @@ async fn a_client_leaving_after_the_hold_is_sent_but_before_it_is_read_leaves_no
     assert!(h.suppliers.calls().is_empty());
 }
 
-/// The hold is a ceiling (RELIABILITY.md I4; B-21, G-18): a supplier that
-/// reports far more output than `max_tokens` is charged the hold, and the
-/// cost the client sees is that charge, for a complete reply and a stream.
+/// The hold is a ceiling (RELIABILITY.md I4; B-21, G-18). The cap is the
+/// store's (PostgreSQL: the store's `a_batch_caps_each_settlement_at_its_own_hold`,
+/// through the API: `billing::usage_beyond_max_tokens_is_charged_exactly_the_hold`);
+/// what core owns is checked here: it hands the store the whole reported
+/// cost (never a figure of its own) and gives the client the charge the
+/// store answers, usage unchanged, for a complete reply and a stream
+/// (issue 33: the test asserted only the cap its own store applied).
 #[tokio::test(start_paused = true)]
 async fn usage_beyond_the_reservation_costs_the_client_exactly_the_hold() {
     let h = harness(RICH);
@@ -695,6 +702,7 @@ async fn usage_beyond_the_reservation_costs_the_client_exactly_the_hold() {
     };
     // 10 in + 1000 out at 1 and 2 USD/MTok would be 2_010_000 nano.
     assert!(hold < 2_010_000);
+    assert_eq!(h.store.0.lock().unwrap().reported, [2_010_000]);
     assert_eq!(cost, hold);
     assert_eq!(h.store.0.lock().unwrap().charged, hold);
 
@@ -719,6 +727,7 @@ async fn usage_beyond_the_reservation_costs_the_client_exactly_the_hold() {
     assert_eq!(cost.0, hold, "the final chunk carries the charge");
     assert_eq!(usage.output_tokens, 1_000, "usage stays as reported");
     assert_eq!(h.store.0.lock().unwrap().charged, 2 * hold);
+    assert_eq!(h.store.0.lock().unwrap().reported, [2_010_000, 2_010_000]);
 }
 
 /// A vision model whose preferred route takes images and whose fallback is

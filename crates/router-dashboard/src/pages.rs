@@ -117,24 +117,45 @@ fn document(title: &str, main: &str) -> String {
     )
 }
 
-/// The page a mailed link opens: one button that spends the link (a mail
-/// scanner's GET does not), or a note that the link is incomplete.
-pub fn sign_in_page(action: &str, token: Option<&str>) -> String {
-    match token {
-        Some(token) => document(
+/// What the link behind a sign-in mail is, as its page shows it.
+#[derive(Debug, Clone, Copy)]
+pub enum SignInLink<'a> {
+    /// A live link: the account it signs into (named on the page, so a
+    /// person sent someone else's link sees whose it is) and its token.
+    For { token: &'a str, email: &'a str },
+    /// A well-formed token the store does not know: spent, expired or never issued.
+    Unknown,
+    /// No token, or not one the router issues.
+    Incomplete,
+}
+
+/// The page a mailed link opens: the account it signs into and one button
+/// that spends the link (a mail scanner's GET does not), or a note that the
+/// link is incomplete, or unknown, spent or expired.
+pub fn sign_in_page(action: &str, link: SignInLink<'_>) -> String {
+    match link {
+        SignInLink::For { token, email } => document(
             "Sign in to Router",
             &format!(
                 "<h1>Sign in to Router</h1>\
-                 <p>Press the button to finish signing in on this device.</p>\
+                 <p>Sign in to Router as <strong>{email}</strong>. Press the button to finish \
+                 signing in on this device.</p>\
                  <form id=\"redeem\" method=\"post\" action=\"{action}\">\
                  <input type=\"hidden\" name=\"token\" value=\"{token}\">\
                  <button type=\"submit\">Sign in to Router</button></form>\
                  <p id=\"status\" role=\"status\" aria-live=\"polite\"></p>",
                 action = escape(action),
                 token = escape(token),
+                email = escape(email),
             ),
         ),
-        None => document(
+        SignInLink::Unknown => document(
+            "Sign in to Router",
+            "<h1>This sign-in link has expired or was already used</h1>\
+             <p>This sign-in link is unknown, already used or expired. \
+             <a href=\"/account/sign-in\">Ask for a new one</a>.</p>",
+        ),
+        SignInLink::Incomplete => document(
             "Sign in to Router",
             "<h1>This sign-in link is incomplete</h1>\
              <p>Copy the whole link from the email, or <a href=\"/account/sign-in\">ask for a new one</a>.</p>",
@@ -204,9 +225,17 @@ mod tests {
 
     #[test]
     fn sign_in_pages_escape_what_they_show() {
-        let page = sign_in_page("https://r.example/api/auth/sign-in?a=\"b", Some("ab<c"));
+        let page = sign_in_page(
+            "https://r.example/api/auth/sign-in?a=\"b",
+            SignInLink::For {
+                token: "ab<c",
+                email: "<b>@example.com",
+            },
+        );
         assert!(page.contains("value=\"ab&lt;c\""));
         assert!(page.contains("sign-in?a=&quot;b"));
-        assert!(sign_in_page("/x", None).contains("incomplete"));
+        assert!(page.contains("as <strong>&lt;b&gt;@example.com</strong>"));
+        assert!(sign_in_page("/x", SignInLink::Incomplete).contains("incomplete"));
+        assert!(sign_in_page("/x", SignInLink::Unknown).contains("already used or expired"));
     }
 }

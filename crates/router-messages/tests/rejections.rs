@@ -736,7 +736,7 @@ fn every_messages_rule_rejects_with_its_param() {
         (
             "image source unknown member",
             user_block(
-                json!({"type": "image", "source": {"type": "url", "url": "https://x/a.png", "x": 1}}),
+                json!({"type": "image", "source": {"type": "url", "url": "https://img.example/a.png", "x": 1}}),
             ),
             Some("messages[0].content[0].source.x"),
         ),
@@ -1187,13 +1187,13 @@ fn the_boundaries_of_each_rule_are_accepted() {
         (
             "image url",
             user_block(
-                json!({"type": "image", "source": {"type": "url", "url": "https://x/a.png"}}),
+                json!({"type": "image", "source": {"type": "url", "url": "https://img.example/a.png"}}),
             ),
         ),
         (
             "image http url",
             user_block(
-                json!({"type": "image", "source": {"type": "url", "url": "http://x/a.png"}}),
+                json!({"type": "image", "source": {"type": "url", "url": "http://img.example/a.png"}}),
             ),
         ),
         (

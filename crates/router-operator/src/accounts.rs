@@ -25,6 +25,36 @@ pub struct Credits {
     pub amount_nano_usd: i64,
 }
 
+/// Whether `text` is one email address as an account holds it (issue 33:
+/// the admin API once took anything): at most 254 characters, one `@`; a
+/// dot-atom local part of at most 64 characters; a domain of at least two
+/// labels of letters, digits and inner hyphens (at most 63 each). Letters
+/// beyond ASCII are allowed (internationalized addresses); spaces, quotes,
+/// controls, angle brackets and IP-literal domains are not.
+pub fn is_email_address(text: &str) -> bool {
+    const ATEXT: &str = "!#$%&'*+/=?^_`{|}~-";
+    let Some((local, domain)) = text.rsplit_once('@') else {
+        return false;
+    };
+    let atom = |part: &str, allowed: &dyn Fn(char) -> bool| {
+        !part.is_empty()
+            && part
+                .split('.')
+                .all(|piece| !piece.is_empty() && piece.chars().all(allowed))
+    };
+    let label_ok = |label: &str| {
+        (1..=63).contains(&label.len())
+            && !label.starts_with('-')
+            && !label.ends_with('-')
+            && label.chars().all(|c| c.is_alphanumeric() || c == '-')
+    };
+    text.len() <= 254
+        && local.chars().count() <= 64
+        && atom(local, &|c| c.is_alphanumeric() || ATEXT.contains(c))
+        && domain.split('.').count() >= 2
+        && domain.split('.').all(label_ok)
+}
+
 /// A new account: its wallet is empty.
 #[derive(Debug, Clone, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -82,6 +112,9 @@ impl Operator {
     /// Creates an account with an empty wallet; an email in use is
     /// [`Refusal::EmailTaken`].
     pub async fn create_account(&self, new: NewAccount) -> Result<OpenedAccount, OperatorError> {
+        if !is_email_address(&new.email) {
+            return Err(Refusal::InvalidEmail.into());
+        }
         let account = self
             .database
             .create_account(&new.email, new.email_verified)
@@ -150,5 +183,45 @@ impl Operator {
             account_id: id,
             balance_nano_usd: balance.0,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_email_address;
+
+    #[test]
+    fn email_addresses_are_one_address() {
+        for good in [
+            "a@example.com",
+            "First.Last+tag@sub.example.co.uk",
+            "o'brien@example.ie",
+            "josé@exämple.de",
+        ] {
+            assert!(is_email_address(good), "{good}");
+        }
+        for bad in [
+            "",
+            "plain",
+            "@example.com",
+            "a@",
+            "a@localhost",
+            "a@@example.com",
+            "a b@example.com",
+            "a@exa mple.com",
+            "\"a\"@example.com",
+            "a@example.com\n",
+            "<a@example.com>",
+            "a@[127.0.0.1]",
+            "a..b@example.com",
+            ".a@example.com",
+            "a@-example.com",
+            "a@example..com",
+            "x@y.z,b@example.com",
+            &format!("{}@example.com", "a".repeat(65)),
+            &format!("a@{}.com", "b".repeat(250)),
+        ] {
+            assert!(!is_email_address(bad), "{bad}");
+        }
     }
 }

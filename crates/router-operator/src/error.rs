@@ -63,6 +63,9 @@ impl std::fmt::Display for Resource {
 pub enum Refusal {
     #[error("an account with this email exists")]
     EmailTaken,
+    /// Not one email address (sign-in links and digests go to it).
+    #[error("not an email address")]
+    InvalidEmail,
     #[error("a credit that is not positive")]
     NonPositiveAmount,
     /// A credit that would take the balance past i64 nano-USD.
@@ -156,6 +159,10 @@ impl From<Refusal> for ApiError {
                 "An account with this email already exists.",
             )
             .with_param("email"),
+            Refusal::InvalidEmail => ApiError::invalid(
+                "email",
+                "`email` must be one email address (local@domain.example, at most 254 characters).",
+            ),
             Refusal::NonPositiveAmount => ApiError::invalid(
                 "amount_nano_usd",
                 "The amount must be a positive integer of nano-USD.",

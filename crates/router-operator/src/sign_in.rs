@@ -56,6 +56,19 @@ impl Operator {
         })
     }
 
+    /// The address of the account a live sign-in link signs into (the
+    /// link stays unspent); `None` for a malformed, unknown, spent or
+    /// expired one.
+    pub async fn sign_in_link_email(&self, token: &str) -> Result<Option<String>, OperatorError> {
+        if !is_token(token) {
+            return Ok(None);
+        }
+        self.database
+            .magic_link_email(token)
+            .await
+            .map_err(OperatorError::store)
+    }
+
     /// Spends a sign-in link and opens a session of the default lifetime;
     /// `None` for a token that is malformed, unknown, spent or expired.
     pub async fn redeem_sign_in_link(

@@ -303,7 +303,9 @@ fn every_rule_rejects_with_its_param() {
         ),
         (
             "image in an assistant message",
-            assistant_part(json!({"type": "input_image", "image_url": "https://x/a.png"})),
+            assistant_part(
+                json!({"type": "input_image", "image_url": "https://img.example/a.png"}),
+            ),
             Some("input[0].content[0].type"),
         ),
         // media parts (CF-09)
@@ -324,7 +326,7 @@ fn every_rule_rejects_with_its_param() {
         ),
         (
             "video_url part",
-            part(json!({"type": "video_url", "video_url": {"url": "https://x/v.mp4"}})),
+            part(json!({"type": "video_url", "video_url": {"url": "https://img.example/v.mp4"}})),
             Some("input[0].content[0].type"),
         ),
         // images (C-12, GP-02)
@@ -335,12 +337,14 @@ fn every_rule_rejects_with_its_param() {
         ),
         (
             "input_image with both",
-            part(json!({"type": "input_image", "image_url": "https://x/a.png", "file_id": "f"})),
+            part(
+                json!({"type": "input_image", "image_url": "https://img.example/a.png", "file_id": "f"}),
+            ),
             Some("input[0].content[0]"),
         ),
         (
             "input_image url object",
-            part(json!({"type": "input_image", "image_url": {"url": "https://x/a.png"}})),
+            part(json!({"type": "input_image", "image_url": {"url": "https://img.example/a.png"}})),
             Some("input[0].content[0].image_url"),
         ),
         (
@@ -355,7 +359,9 @@ fn every_rule_rejects_with_its_param() {
         ),
         (
             "input_image detail 1",
-            part(json!({"type": "input_image", "image_url": "https://x/a.png", "detail": 1})),
+            part(
+                json!({"type": "input_image", "image_url": "https://img.example/a.png", "detail": 1}),
+            ),
             Some("input[0].content[0].detail"),
         ),
         (
@@ -742,7 +748,9 @@ fn the_boundaries_of_each_rule_are_accepted() {
         // C-12, GP-02
         (
             "input_image https",
-            part(json!({"type": "input_image", "image_url": "https://x/a.png", "detail": "auto"})),
+            part(
+                json!({"type": "input_image", "image_url": "https://img.example/a.png", "detail": "auto"}),
+            ),
         ),
         (
             "input_image file_id",
@@ -754,11 +762,13 @@ fn the_boundaries_of_each_rule_are_accepted() {
         ),
         (
             "image_url part",
-            part(json!({"type": "image_url", "image_url": "https://x/a.png"})),
+            part(json!({"type": "image_url", "image_url": "https://img.example/a.png"})),
         ),
         (
             "image part",
-            part(json!({"type": "image", "source": {"type": "url", "url": "https://x/a.png"}})),
+            part(
+                json!({"type": "image", "source": {"type": "url", "url": "https://img.example/a.png"}}),
+            ),
         ),
         (
             "function tool",

@@ -23,8 +23,8 @@ pub fn authorize(app: &App, headers: &http::HeaderMap) -> Result<(), ApiError> {
         )
     };
     let expected = app.admin_token.as_deref().ok_or_else(unauthorized)?;
-    let presented = headers
-        .get(http::header::AUTHORIZATION)
+    let presented = crate::auth::single_header(headers, "authorization")
+        .map_err(|_| unauthorized())?
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .ok_or_else(unauthorized)?;
@@ -49,8 +49,9 @@ pub fn authorize_scrape(
         }
         return authorize(app, headers);
     };
-    let presented = headers
-        .get(http::header::AUTHORIZATION)
+    let presented = crate::auth::single_header(headers, "authorization")
+        .ok()
+        .flatten()
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
     match presented {

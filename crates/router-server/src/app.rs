@@ -15,6 +15,9 @@ pub type RouterGateway = Gateway<Database, HttpSuppliers>;
 pub struct App {
     pub gateway: RouterGateway,
     pub admin_token: Option<String>,
+    /// Failed operator authentication per client address
+    /// (`ROUTER_ADMIN_AUTH_FAILURES_PER_MINUTE`).
+    pub admin_failures: crate::admin_throttle::AdminAuthThrottle,
     /// `ROUTER_METRICS_TOKEN`: a token that opens `/metrics` only.
     pub metrics_token: Option<String>,
     /// Proxies whose `X-Forwarded-For`/`Forwarded` are believed (`ROUTER_TRUSTED_PROXIES`).

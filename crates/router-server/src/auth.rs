@@ -12,10 +12,33 @@ fn invalid_key() -> ApiError {
     ApiError::new(ErrorCode::InvalidApiKey, "Invalid or missing API key.")
 }
 
+/// A header sent more than once where one value decides (a credential,
+/// `Origin`, `Sec-Fetch-Site`).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Repeated;
+
+/// The one value of `name`: `None` when absent, [`Repeated`] when sent
+/// twice or more. Taking the first would let whoever adds a copy (a client
+/// behind a proxy that adds its own, a script that can add one header)
+/// choose which counts (issue 33).
+pub fn single_header<'h>(
+    headers: &'h http::HeaderMap,
+    name: &str,
+) -> Result<Option<&'h http::HeaderValue>, Repeated> {
+    let mut values = headers.get_all(name).iter();
+    let first = values.next();
+    match values.next() {
+        Some(_) => Err(Repeated),
+        None => Ok(first),
+    }
+}
+
 /// The presented key: Bearer and `x-api-key` must agree when both are sent
-/// (A-03, GP-35); a non-Bearer Authorization is malformed.
+/// (A-03, GP-35); a non-Bearer Authorization is malformed; either
+/// sent twice is refused.
 pub fn presented_key(headers: &http::HeaderMap) -> Result<&str, ApiError> {
-    let bearer = match headers.get(http::header::AUTHORIZATION) {
+    let once = |name| single_header(headers, name).map_err(|Repeated| invalid_key());
+    let bearer = match once("authorization")? {
         Some(value) => {
             let text = value.to_str().map_err(|_| invalid_key())?;
             let (scheme, token) = text.split_once(' ').ok_or_else(invalid_key)?;
@@ -26,7 +49,7 @@ pub fn presented_key(headers: &http::HeaderMap) -> Result<&str, ApiError> {
         }
         None => None,
     };
-    let api_key = match headers.get("x-api-key") {
+    let api_key = match once("x-api-key")? {
         Some(value) => Some(value.to_str().map_err(|_| invalid_key())?.trim()),
         None => None,
     };
@@ -118,6 +141,15 @@ mod tests {
             .is_err()
         );
         assert!(presented_key(&headers(&[("authorization", "Basic abc")])).is_err());
+        // A credential header sent twice, even with one value, is refused.
+        for name in ["authorization", "x-api-key"] {
+            let value = if name == "authorization" {
+                "Bearer k1"
+            } else {
+                "k1"
+            };
+            assert!(presented_key(&headers(&[(name, value), (name, value)])).is_err());
+        }
         assert!(presented_key(&headers(&[("authorization", "Bearer ")])).is_err());
         assert!(presented_key(&headers(&[])).is_err());
     }

@@ -17,6 +17,8 @@ pub struct ServerConfig {
     pub catalog_path: String,
     /// The operator token guarding `/admin/`; `None` disables the admin API.
     pub admin_token: Option<String>,
+    /// `ROUTER_ADMIN_AUTH_FAILURES_PER_MINUTE` (0: no limit).
+    pub admin_auth_failures_per_minute: u32,
     /// `ROUTER_METRICS_TOKEN`: opens `/metrics` only (for a scraper).
     pub metrics_token: Option<String>,
     /// The routing deadline shared by all attempts (180 s in production).

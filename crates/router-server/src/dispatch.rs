@@ -4,8 +4,7 @@
 //!
 //! The guard's order: credential (401) → scope, session rule or origin
 //! (403) → the key's policies (403, once they land in `auth`) → the path
-//! parameter (404) → the row's handler, which checks the body (400) or
-//! answers 503 `not_available` for a feature that has not landed.
+//! parameter (404) → the row's handler, which checks the body (400).
 
 use crate::admin_listener::Listener;
 use crate::app::App;
@@ -77,9 +76,32 @@ pub async fn guard(
         AuthRule::PublicSameOrigin => {
             session::check_origin(&app.public_base, method, headers).map(|()| Caller::Anonymous)
         }
-        AuthRule::Admin => admin::authorize(app, headers).map(|()| Caller::Operator),
-        AuthRule::Metrics => admin::authorize_scrape(app, headers, Listener::of(extensions))
-            .map(|()| Caller::Operator),
+        AuthRule::Admin | AuthRule::Metrics => {
+            // An address that failed too often is refused before its token
+            // is compared (admin_throttle.rs).
+            let client = extensions
+                .get::<crate::client_addr::ClientAddr>()
+                .map(|c| c.logged());
+            let now = std::time::Instant::now();
+            if let Some(wait) = client.and_then(|c| app.admin_failures.blocked(c, now)) {
+                return Err(ApiError::new(
+                    product_codes::RATE_LIMITED,
+                    "Too many failed operator authentications from this address; try again later.",
+                )
+                .with_retry_after(Some(wait)));
+            }
+            let authorized = if rule == AuthRule::Admin {
+                admin::authorize(app, headers)
+            } else {
+                admin::authorize_scrape(app, headers, Listener::of(extensions))
+            };
+            if authorized.is_err()
+                && let Some(client) = client
+            {
+                app.admin_failures.failed(client, now);
+            }
+            authorized.map(|()| Caller::Operator)
+        }
         AuthRule::ApiKey { scope } => auth::authenticate(app, headers, extensions, scope)
             .await
             .map(Caller::Key),
@@ -230,20 +252,8 @@ async fn route(
             bytes::Bytes::from_static(crate::openapi::json()),
             &id_text,
         )),
-        Handler::NotAvailable => Err(not_available(route)),
     };
     result.unwrap_or_else(|e| reply::error(route.envelope, &e, &id_text))
-}
-
-/// The answer of a route whose feature has not landed.
-fn not_available(route: &Route) -> ApiError {
-    ApiError::new(
-        product_codes::NOT_AVAILABLE,
-        format!(
-            "`{} {}` is not available yet on this router.",
-            route.method, route.path
-        ),
-    )
 }
 
 #[cfg(test)]

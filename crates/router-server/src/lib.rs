@@ -8,6 +8,7 @@
 
 pub mod admin;
 pub mod admin_listener;
+pub mod admin_throttle;
 pub mod api_bodies;
 pub mod app;
 pub mod auth;

@@ -12,7 +12,7 @@
 
 use crate::operation::{self, In, Schemas};
 use crate::reply::{DetailError, Envelope, VideoError};
-use crate::routes::{AuthRule, Handler, ParamRule, ROUTES, Route};
+use crate::routes::{AuthRule, ParamRule, ROUTES, Route};
 use crate::session;
 use router_canonical::ErrorCode;
 use router_core::product_codes;
@@ -20,7 +20,6 @@ use router_core::store::Scope;
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 use utoipa::openapi::encoding::EncodingBuilder;
-use utoipa::openapi::extensions::ExtensionsBuilder;
 use utoipa::openapi::header::HeaderBuilder;
 use utoipa::openapi::path::{
     HttpMethod, OperationBuilder, ParameterBuilder, ParameterIn, PathItem,
@@ -138,7 +137,9 @@ fn guard_errors(route: &Route) -> Vec<ErrorCode> {
     let mut codes = match route.auth {
         AuthRule::Public => vec![],
         AuthRule::PublicSameOrigin => vec![product_codes::CROSS_ORIGIN_FORBIDDEN],
-        AuthRule::Admin | AuthRule::Metrics => vec![ErrorCode::InvalidApiKey],
+        AuthRule::Admin | AuthRule::Metrics => {
+            vec![ErrorCode::InvalidApiKey, product_codes::RATE_LIMITED]
+        }
         AuthRule::ApiKey { scope } => {
             let mut codes = vec![ErrorCode::InvalidApiKey, product_codes::IP_NOT_ALLOWED];
             if scope.is_some() {
@@ -169,9 +170,6 @@ fn guard_errors(route: &Route) -> Vec<ErrorCode> {
         ParamRule::None => {}
         ParamRule::ChannelId => codes.push(product_codes::CHANNEL_NOT_FOUND),
         ParamRule::Platform => codes.push(ErrorCode::NotFound),
-    }
-    if matches!(route.handler, Handler::NotAvailable) {
-        codes.push(product_codes::NOT_AVAILABLE);
     }
     codes
 }
@@ -366,13 +364,6 @@ fn operation(route: &Route, schemas: &mut Schemas) -> utoipa::openapi::path::Ope
     for (status, response) in responses {
         op = op.response(status.to_string(), response.build());
     }
-    if matches!(route.handler, Handler::NotAvailable) {
-        op = op.extensions(Some(
-            ExtensionsBuilder::new()
-                .add("x-not-available", true)
-                .build(),
-        ));
-    }
     op.build()
 }
 
@@ -474,16 +465,10 @@ mod tests {
                     "{method} {path} lacks its 401"
                 );
             }
-            if matches!(route.handler, Handler::NotAvailable) {
-                assert_eq!(op["x-not-available"], true, "{path}");
-                assert!(responses.contains_key("503"), "{path}");
-            } else {
-                assert!(op.get("x-not-available").is_none(), "{path}");
-                assert!(
-                    responses.keys().any(|s| s.starts_with('2')),
-                    "{method} {path} has no success"
-                );
-            }
+            assert!(
+                responses.keys().any(|s| s.starts_with('2')),
+                "{method} {path} has no success"
+            );
             let params = op["parameters"].as_array().cloned().unwrap_or_default();
             for name in path_parameters(route.path) {
                 assert!(
@@ -513,12 +498,10 @@ mod tests {
             let at = format!("{} {}", route.method, route.path);
             assert!(!api.summary.is_empty(), "{at}: no summary");
             assert!(!api.tag.is_empty(), "{at}: no tag");
-            if !matches!(route.handler, Handler::NotAvailable) {
-                assert!(
-                    api.replies.iter().any(|r| (200..300).contains(&r.status)),
-                    "{at}: no success"
-                );
-            }
+            assert!(
+                api.replies.iter().any(|r| (200..300).contains(&r.status)),
+                "{at}: no success"
+            );
             for reply in api.replies {
                 assert!(!reply.description.is_empty(), "{at} {}", reply.status);
             }

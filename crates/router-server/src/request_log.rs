@@ -230,6 +230,14 @@ impl Drop for Entry {
             Ok(state) => std::mem::take(state),
             Err(poisoned) => std::mem::take(poisoned.into_inner()),
         };
+        // No answer head: the client left before one was ready (a complete
+        // request's handler is dropped with its connection). Logged as the
+        // 499 of common proxies, `client_closed` like a stream left midway,
+        // never as status 0 (issue 33).
+        if state.status == 0 {
+            state.status = CLIENT_CLOSED_STATUS;
+            state.code = Some("client_closed");
+        }
         // An experiment variant's model, when core's pipeline applied one.
         if let Some(model) = self.trace.variant_model_id() {
             state.model = Some(model);
@@ -374,6 +382,10 @@ pub fn install_panic_hook() {
     }));
 }
 
+/// The status logged for a request whose client left before its answer's
+/// head (nginx's "client closed request"; never sent on the wire).
+pub const CLIENT_CLOSED_STATUS: u16 = 499;
+
 /// Status codes as static labels (no allocation per request).
 fn status_label(status: u16) -> &'static str {
     match status {
@@ -391,6 +403,7 @@ fn status_label(status: u16) -> &'static str {
         409 => "409",
         413 => "413",
         429 => "429",
+        499 => "499",
         500 => "500",
         502 => "502",
         503 => "503",

@@ -142,9 +142,6 @@ pub enum Handler {
     /// from this table, so the table cannot name its generator without a
     /// module cycle.
     Document,
-    /// The feature has not landed: 503 `not_available` after the guard. Its
-    /// own issue puts a real handler in the row.
-    NotAvailable,
 }
 
 /// A `Handler::Key`: `key!(|call, key| answer)`, the body an expression of
@@ -1030,11 +1027,11 @@ pub static ROUTES: [Route; 74] = [
             ..Operation::new("", "")
         }),
     row(GET, "/api/auth/sign-in", Public, OpenAi,
-        any!(|c, _| Ok(sign_in::sign_in_page(&c.app, &c.request, c.id))),
+        any!(|c, _| sign_in::sign_in_page(&c.app, &c.request, c.id).await),
         Operation {
             summary: "The sign-in page a link opens (spends nothing)", tag: "sessions",
             params: &[Param { name: "token", place: In::Query, required: false, schema: string, description: "The token of the emailed link; without a well-formed one the page says the link is incomplete." }],
-            replies: &[json(200, "An HTML page: one button that signs in, or a note that the link is incomplete.", &[("text/html", string)])],
+            replies: &[json(200, "An HTML page: the account the link signs into and one button that signs in, or a note that the link is incomplete, unknown, used or expired. Never framed (`frame-ancestors 'none'`, `X-Frame-Options: DENY`), `nosniff`, `Referrer-Policy: no-referrer`.", &[("text/html", string)])],
             ..Operation::new("", "")
         }),
     row(POST, "/api/auth/sign-in", PublicSameOrigin, OpenAi,

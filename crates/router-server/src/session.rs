@@ -34,17 +34,23 @@ pub struct Session {
     pub expires_at: String,
 }
 
-/// The value of this router's session cookie in a `Cookie` header, if sent.
+/// The value of this router's session cookie in the `Cookie` headers, if
+/// sent once. Two different values (a sibling subdomain can plant a second
+/// cookie of the same name) are no session: neither is trusted.
 fn cookie_value(headers: &http::HeaderMap) -> Option<&str> {
-    headers
+    let mut values = headers
         .get_all(http::header::COOKIE)
         .iter()
         .filter_map(|value| value.to_str().ok())
         .flat_map(|value| value.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == COOKIE_NAME)
-        .map(|(_, value)| value.trim())
-        .filter(|value| !value.is_empty())
+        .filter(|(name, _)| *name == COOKIE_NAME)
+        .map(|(_, value)| value.trim());
+    let first = values.next()?;
+    if values.any(|other| other != first) {
+        return None;
+    }
+    Some(first).filter(|value| !value.is_empty())
 }
 
 /// The request's live session, if its cookie names one. An unknown,
@@ -77,11 +83,20 @@ pub fn check_origin(
     if matches!(*method, http::Method::GET | http::Method::HEAD) {
         return Ok(());
     }
-    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    // Each of these sent twice is refused: first-wins would let an added
+    // copy decide.
+    let mut repeated = false;
+    let mut header = |name: &str| match crate::auth::single_header(headers, name) {
+        Ok(value) => value.and_then(|v| v.to_str().ok()),
+        Err(_) => {
+            repeated = true;
+            None
+        }
+    };
     let cross_site = header("sec-fetch-site").is_some_and(|v| v.eq_ignore_ascii_case("cross-site"));
     let claimed = header("origin").or_else(|| header("referer"));
     match claimed {
-        Some(url) if !cross_site && public.is_same_origin(url) => Ok(()),
+        Some(url) if !repeated && !cross_site && public.is_same_origin(url) => Ok(()),
         _ => Err(ApiError::new(
             product_codes::CROSS_ORIGIN_FORBIDDEN,
             format!(
@@ -148,7 +163,28 @@ mod tests {
             ("origin", "https://r.example.com"),
             ("sec-fetch-site", "cross-site")
         ]));
+        // Repeated, even with the router's own value first: refused.
+        assert!(!ok(&[
+            ("origin", "https://r.example.com"),
+            ("origin", "https://evil.example.com")
+        ]));
+        assert!(!ok(&[
+            ("origin", "https://r.example.com"),
+            ("sec-fetch-site", "same-origin"),
+            ("sec-fetch-site", "cross-site")
+        ]));
         assert!(check_origin(&public, &http::Method::GET, &headers(&[])).is_ok());
+    }
+
+    #[test]
+    fn two_different_session_cookies_are_no_session() {
+        let two = headers(&[
+            ("cookie", "router_session=a"),
+            ("cookie", "router_session=b"),
+        ]);
+        assert_eq!(cookie_value(&two), None);
+        let same = headers(&[("cookie", "router_session=a; router_session=a")]);
+        assert_eq!(cookie_value(&same), Some("a"));
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! 1. `POST /api/auth/magic-link {email}` always answers the same 202,
 //!    whether an account has that address or not; for one that does, a
 //!    single-use link valid for 15 minutes is emailed (at most one a minute).
-//!    The email is sent after the answer, so its timing tells nothing either.
+//!    The address is looked up, the link written and the email sent after
+//!    the answer, so its timing tells nothing either.
 //! 2. The link opens `GET /api/auth/sign-in?token=…`, a page with one
 //!    button; it does not spend the link, because mail scanners fetch every
 //!    link they see. The button posts the token to `POST /api/auth/sign-in`,
@@ -18,10 +19,14 @@ use crate::body::Incoming;
 use crate::body::{ADMIN_BODY_LIMIT, json_body, read_limited};
 use crate::reply::{self, Body};
 use crate::session::{self, Session};
-use http::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue, SET_COOKIE};
+use http::header::{
+    CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE, HeaderValue, REFERRER_POLICY, SET_COOKIE,
+    X_CONTENT_TYPE_OPTIONS, X_FRAME_OPTIONS,
+};
 use http::{Response, StatusCode};
 use router_canonical::ApiError;
 use router_core::product_codes;
+use router_dashboard::pages::SignInLink;
 use router_notify::mail::is_email_address;
 use router_operator::sign_in::{IssuedLink, MAGIC_LINK_TTL, is_token};
 use serde::Deserialize;
@@ -52,26 +57,34 @@ pub async fn request_link(
     if !is_email_address(email) {
         return Err(ApiError::invalid("email", "Enter one email address."));
     }
-    let issued = app
-        .operator
-        .issue_sign_in_link(email)
-        .await
-        .map_err(ApiError::from)?;
-    if let Some(IssuedLink { email, token }) = issued {
-        let link = app
-            .public_base
-            .join(&format!("/api/auth/sign-in?token={token}"));
+    // The link is issued and sent after the answer: looking the address up
+    // and writing a link takes database time only for a known address, so
+    // doing it before the answer would tell an attacker which addresses
+    // have accounts (issue 33 measured ~40 µs).
+    let email = email.to_owned();
+    let operator = app.operator.clone();
+    let public_base = app.public_base.clone();
+    tokio::spawn(async move {
+        let issued = match operator.issue_sign_in_link(&email).await {
+            Ok(issued) => issued,
+            Err(e) => {
+                tracing::warn!(error = %e, "no sign-in link was issued");
+                return;
+            }
+        };
+        let Some(IssuedLink { email, token }) = issued else {
+            return;
+        };
+        let link = public_base.join(&format!("/api/auth/sign-in?token={token}"));
         let minutes = MAGIC_LINK_TTL.as_secs() / 60;
         let text = format!(
-            "Open this link to sign in to Router:\n\n{link}\n\n\
+            "Open this link to sign in to Router as {email}:\n\n{link}\n\n\
              It works once, within {minutes} minutes. If you did not ask to sign in, ignore this email.\n"
         );
-        tokio::spawn(async move {
-            if let Err(e) = mailer.send(&email, "Your Router sign-in link", text).await {
-                tracing::warn!(error = %e, "the sign-in email was not sent");
-            }
-        });
-    }
+        if let Err(e) = mailer.send(&email, "Your Router sign-in link", text).await {
+            tracing::warn!(error = %e, "the sign-in email was not sent");
+        }
+    });
     Ok(reply::json_value(
         StatusCode::ACCEPTED,
         &json!({
@@ -82,17 +95,41 @@ pub async fn request_link(
     ))
 }
 
-/// `GET /api/auth/sign-in?token=…`: the page behind the emailed link.
-pub fn sign_in_page(
+/// `GET /api/auth/sign-in?token=…`: the page behind the emailed link. It
+/// names the account the link signs into (someone who was sent a link for
+/// another person's session sees whose it is) and spends nothing.
+pub async fn sign_in_page(
     app: &App,
     request: &http::Request<Incoming>,
     request_id: &str,
-) -> Response<Body> {
+) -> Result<Response<Body>, ApiError> {
     let token = query_token(request.uri().query().unwrap_or_default());
     let action = app.public_base.join("/api/auth/sign-in");
-    let body =
-        router_dashboard::pages::sign_in_page(&action, token.as_deref().filter(|t| is_token(t)));
-    html(StatusCode::OK, body, request_id)
+    let link = match token.filter(|t| is_token(t)) {
+        Some(token) => match app
+            .operator
+            .sign_in_link_email(&token)
+            .await
+            .map_err(ApiError::from)?
+        {
+            Some(email) => Some((token, email)),
+            None => {
+                return Ok(html(
+                    StatusCode::OK,
+                    router_dashboard::pages::sign_in_page(&action, SignInLink::Unknown),
+                    request_id,
+                ));
+            }
+        },
+        None => None,
+    };
+    let body = match &link {
+        Some((token, email)) => {
+            router_dashboard::pages::sign_in_page(&action, SignInLink::For { token, email })
+        }
+        None => router_dashboard::pages::sign_in_page(&action, SignInLink::Incomplete),
+    };
+    Ok(html(StatusCode::OK, body, request_id))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -189,6 +226,18 @@ fn html(status: StatusCode, body: String, request_id: &str) -> Response<Body> {
         HeaderValue::from_static("text/html; charset=utf-8"),
     );
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    // The pages hold a live token and a sign-in button: never framed
+    // (clickjacking), never sniffed, scripts and other origins' content
+    // refused, and the token in the URL never sent on as a Referer.
+    headers.insert(
+        CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+        ),
+    );
+    headers.insert(X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    headers.insert(REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
     reply::set_request_id(headers, request_id);
     response
 }

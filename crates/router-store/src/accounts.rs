@@ -65,7 +65,10 @@ pub async fn create_account(
             .get_result::<(Uuid, String, bool, DateTime<Utc>)>(conn)
             .await
             .map_err(|error| {
-                if is_unique_violation(&error, "accounts_email_key") {
+                // The same address, or the same in another case.
+                if is_unique_violation(&error, "accounts_email_key")
+                    || is_unique_violation(&error, "accounts_email_lower_key")
+                {
                     AdminError::EmailTaken
                 } else {
                     error.into()

@@ -1067,3 +1067,23 @@ struct ChargedRow {
     #[diesel(sql_type = BigInt)]
     charged: i64,
 }
+
+/// Where a request's settlement stands, read after a settlement whose
+/// outcome is unknown (the connection broke around its commit): the hold's
+/// status (`held`, `settled`, `released`) and the request's charge; `None`
+/// for no hold.
+pub async fn settlement_outcome(
+    conn: &mut AsyncPgConnection,
+    request_id: Uuid,
+) -> Result<Option<(String, Option<i64>)>, StoreError> {
+    use crate::schema::{holds, requests};
+    use diesel::{ExpressionMethods, JoinOnDsl, OptionalExtension, QueryDsl};
+    holds::table
+        .inner_join(requests::table.on(requests::id.eq(holds::request_id)))
+        .filter(holds::request_id.eq(request_id))
+        .select((holds::status, requests::charged_nano))
+        .first::<(String, Option<i64>)>(conn)
+        .await
+        .optional()
+        .map_err(store_error)
+}

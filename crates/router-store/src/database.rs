@@ -66,6 +66,8 @@ pub struct Database {
     reservations: Arc<GroupCommit<NewRequest, Result<bool, StoreError>>>,
     /// A settlement's output is its charge, `None` when it was no longer held.
     settlements: Arc<GroupCommit<Settlement, Result<Option<NanoUsd>, StoreError>>>,
+    /// Limited admissions of one key, one at a time in this process.
+    key_turns: Arc<crate::key_turns::KeyTurns>,
     /// Kept for migrations, which run on a dedicated connection. May carry a
     /// password: never logged (see the `Debug` impl).
     url: Arc<str>,
@@ -123,6 +125,7 @@ impl Database {
             responses: Arc::default(),
             experiments: Arc::default(),
             affinity: Arc::default(),
+            key_turns: Arc::default(),
             url: url.into(),
         };
         database.ping().await?;
@@ -373,6 +376,12 @@ impl Database {
         sessions::issue_magic_link(&mut conn, email).await
     }
 
+    /// The address a live sign-in link signs into, without spending it.
+    pub async fn magic_link_email(&self, token: &str) -> Result<Option<String>, StoreError> {
+        let mut conn = self.connection().await?;
+        sessions::magic_link_email(&mut conn, token).await
+    }
+
     /// Spends a sign-in link and opens a session; `None` for a bad link.
     pub async fn redeem_magic_link(
         &self,
@@ -594,7 +603,10 @@ impl Store for Database {
     async fn reserve(&self, request: NewRequest) -> Result<(), ReserveError> {
         billing::check_reservation(&request)?;
         if request.key_limited {
-            // Not batched: the key's row is locked for the whole check.
+            // Not batched: the key's row is locked for the whole check. The
+            // key's admissions in this process wait their turn before they
+            // take a connection (key_turns.rs).
+            let _turn = self.key_turns.take(request.api_key_id).await;
             let mut conn = self.connection().await?;
             return billing::reserve_limited(&mut conn, &request).await;
         }
@@ -626,6 +638,9 @@ impl Store for Database {
         match self.settlements.submit(settlement).await {
             Some(Ok(Some(charge))) => Ok(charge),
             Some(Ok(None)) => Err(SettleError::NotReserved(request_id)),
+            Some(Err(error @ StoreError::Unavailable(_))) => {
+                self.settlement_outcome(request_id, error).await
+            }
             Some(Err(error)) => Err(error.into()),
             None => Err(batching_stopped().into()),
         }
@@ -833,6 +848,48 @@ where
             }
         }
     })
+}
+
+/// How long a settlement whose outcome is unknown waits for the database to
+/// say whether it committed.
+const SETTLEMENT_OUTCOME_WAIT: Duration = Duration::from_secs(10);
+
+impl Database {
+    /// A settlement failed with the database unreachable: the connection
+    /// may have broken after its COMMIT reached the server, so the request
+    /// may be charged although the answer was lost (RELIABILITY.md D1: the
+    /// client sees success exactly when the settlement committed; the
+    /// reliability suite's outage part found such charges). Its hold is read
+    /// again, retrying while the database is away, for at most
+    /// [`SETTLEMENT_OUTCOME_WAIT`]: settled is the success it was; still held
+    /// is the failure it was (the caller voids it); unknown after the wait
+    /// stays the failure, and the hold is left to the reaper.
+    async fn settlement_outcome(
+        &self,
+        request_id: Uuid,
+        error: StoreError,
+    ) -> Result<NanoUsd, SettleError> {
+        let give_up = Instant::now() + SETTLEMENT_OUTCOME_WAIT;
+        let mut pause = Duration::from_millis(100);
+        loop {
+            let read = match self.connection().await {
+                Ok(mut conn) => billing::settlement_outcome(&mut conn, request_id).await,
+                Err(e) => Err(e),
+            };
+            match read {
+                Ok(Some((status, charged))) if status == "settled" => {
+                    return Ok(NanoUsd(charged.unwrap_or(0)));
+                }
+                Ok(Some((status, _))) if status == "held" => return Err(error.into()),
+                Ok(_) => return Err(SettleError::NotReserved(request_id)),
+                Err(_) if Instant::now() + pause < give_up => {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(1));
+                }
+                Err(_) => return Err(error.into()),
+            }
+        }
+    }
 }
 
 /// A batch statement: `billing::reserve_batch` or `billing::settle_batch`,

@@ -38,6 +38,7 @@ mod group_commit;
 pub mod history;
 pub mod jobs;
 pub mod key_cache;
+mod key_turns;
 pub mod listener;
 pub mod migrations;
 mod prepared;

@@ -130,6 +130,25 @@ pub async fn issue_magic_link(
     Ok(MagicLinkIssue::Issued { token, email })
 }
 
+/// The address of the account a live sign-in link signs into, without
+/// spending it (the page behind the link names it); `None` when the link is
+/// unknown, used or expired.
+pub async fn magic_link_email(
+    conn: &mut AsyncPgConnection,
+    token: &str,
+) -> Result<Option<String>, StoreError> {
+    magic_links::table
+        .inner_join(accounts::table)
+        .filter(magic_links::token_hash.eq(&sha256(token)[..]))
+        .filter(magic_links::used_at.is_null())
+        .filter(magic_links::expires_at.gt(now))
+        .select(accounts::email)
+        .first(conn)
+        .await
+        .optional()
+        .map_err(store_error)
+}
+
 /// Spends a sign-in link and opens a session lasting `ttl`: `None` when the
 /// link is unknown, used or expired. Two redeemers of one link race on one
 /// row update; exactly one wins.

@@ -97,6 +97,8 @@ pub enum Unsupported {
     /// Data follows the format's end, or it is cut short.
     Incomplete,
     Header,
+    /// Its structure is broken or carries another file or markup (a polyglot).
+    Structure,
     /// Too large on a side or in pixels (a decompression bomb).
     Dimensions,
 }
@@ -109,6 +111,7 @@ impl Unsupported {
             Unsupported::Content => "The file is not a PNG, JPEG, WebP or GIF image.".to_owned(),
             Unsupported::Incomplete => "The file is not one complete image (data follows its end, or it is cut short).".to_owned(),
             Unsupported::Header => "The image's header cannot be read.".to_owned(),
+            Unsupported::Structure => "The file is not one well-formed image: its structure is broken, or it carries markup or another file.".to_owned(),
             Unsupported::Dimensions => format!(
                 "Images may be at most {MAX_SIDE} pixels on a side and {MAX_PIXELS} pixels in all."
             ),

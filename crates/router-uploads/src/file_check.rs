@@ -65,10 +65,24 @@ pub(crate) async fn check_file(part: &FilePart) -> Result<(&'static str, i32, i3
         return unsupported(Unsupported::Incomplete);
     }
     let path = part.spool.path.clone();
-    let Ok(size) = tokio::task::spawn_blocking(move || imagesize::size(path))
-        .await
-        .map_err(|_| UploadError::Unavailable)?
-    else {
+    // The whole file (at most 10 MiB) is read once, off the async threads:
+    // its structure (a polyglot is refused) and then its header.
+    let read = tokio::task::spawn_blocking(move || {
+        let bytes = std::fs::read(path).ok()?;
+        Some((
+            crate::structure::check(detected, &bytes),
+            imagesize::blob_size(&bytes),
+        ))
+    })
+    .await
+    .map_err(|_| UploadError::Unavailable)?;
+    let Some((structure, size)) = read else {
+        return Err(UploadError::Unavailable);
+    };
+    if structure.is_err() {
+        return unsupported(Unsupported::Structure);
+    }
+    let Ok(size) = size else {
         return unsupported(Unsupported::Header);
     };
     let pixels = (size.width as u64).saturating_mul(size.height as u64);

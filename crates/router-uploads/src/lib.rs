@@ -42,6 +42,7 @@ pub mod object_storage;
 mod record;
 mod references;
 mod spool;
+pub mod structure;
 pub mod video_content;
 
 pub use error::{Shape, Unsupported, UploadError};

@@ -14,7 +14,6 @@
 //! priced values, reference caps) is the caller's, against its own catalog.
 
 use router_canonical::parse::{json_object, required_text};
-use router_canonical::public_host::{is_local_name, is_public_ip};
 use router_canonical::{ApiError, VideoReferences, VideoRequest, VideoStatus};
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -221,57 +220,7 @@ fn reference_url(value: &Value, param: &str) -> Result<String, ApiError> {
     Ok(text.clone())
 }
 
-/// Why `text` is not an absolute `http(s)` URL to a public host, judged
-/// without fetching or resolving it. The host is read by the
-/// WHATWG rules, so every IPv4 spelling (`2130706433`, `0x7f.1`,
-/// `0177.0.0.1`, `127.1`) is the address it means; names are judged by
-/// form only (a name that resolves to a private address is the fetcher's
-/// to refuse, RELIABILITY.md §3 f).
-pub fn public_url(text: &str) -> Result<(), &'static str> {
-    // Leading or trailing spaces and controls would be silently stripped
-    // by the parser: what is checked must be what is sent.
-    if text.trim() != text || text.chars().any(char::is_control) {
-        return Err("it has surrounding spaces or control characters");
-    }
-    let url = url::Url::parse(text).map_err(
-        |_| "it is not an absolute URL (uploads, file IDs and raw base64 are not accepted)",
-    )?;
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err("only http and https are accepted (not data:, blob: or others)");
-    }
-    if !url.username().is_empty() || url.password().is_some() {
-        return Err("credentials in the URL are not accepted");
-    }
-    match url.host() {
-        None => Err("it has no host"),
-        Some(url::Host::Ipv4(ip)) if !is_public_ip(ip.into(), false) => {
-            Err("its address is not public")
-        }
-        Some(url::Host::Ipv6(ip)) if !is_public_ip(ip.into(), false) => {
-            Err("its address is not public")
-        }
-        Some(url::Host::Ipv4(_) | url::Host::Ipv6(_)) => Ok(()),
-        Some(url::Host::Domain(name)) => public_name(name),
-    }
-}
-
-/// A host name that can be public: not `localhost` or under it, not a
-/// single label (`intranet`, `metadata`), not under a special-use suffix
-/// that never resolves on the public internet.
-fn public_name(name: &str) -> Result<(), &'static str> {
-    const PRIVATE_SUFFIXES: [&str; 4] = [".local", ".internal", ".home.arpa", ".localdomain"];
-    let bare = name.strip_suffix('.').unwrap_or(name).to_ascii_lowercase();
-    if is_local_name(&bare) {
-        return Err("localhost is not public");
-    }
-    if !bare.contains('.') {
-        return Err("a single-label host is not public");
-    }
-    if PRIVATE_SUFFIXES.iter().any(|suffix| bare.ends_with(suffix)) {
-        return Err("the host is under a private-use domain");
-    }
-    Ok(())
-}
+pub use router_canonical::public_host::public_url;
 
 /// What the video object shows, from the router's record of the video.
 #[derive(Debug, Clone, PartialEq, Eq)]

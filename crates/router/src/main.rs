@@ -150,13 +150,25 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     })
 }
 
+/// Libraries whose debug and trace lines carry secrets, held at info
+/// whatever `ROUTER_LOG` asks (issue 33): tokio-postgres logs every SQL
+/// parameter (webhook URLs with their tokens, emails, as byte arrays);
+/// reqwest logs every URL it fetches, query string included (a supplier
+/// image's signed URL, a Gemini key in `?key=`).
+const SECRET_BEARING_LOGS: [&str; 2] = ["tokio_postgres=info", "reqwest=info"];
+
 /// JSON lines or human text on stderr; `ROUTER_LOG` (`--log`) filters
 /// (default `default_level`; one that cannot be read falls back to it, and
 /// `config check` and the start of `serve` warn about it).
 fn init_logging(format: LogFormat, filter: Option<&str>, default_level: &str) {
-    let filter = filter
+    let mut filter = filter
         .and_then(|f| tracing_subscriber::EnvFilter::try_new(f).ok())
         .unwrap_or_else(|| default_level.into());
+    for cap in SECRET_BEARING_LOGS {
+        if let Ok(directive) = cap.parse() {
+            filter = filter.add_directive(directive);
+        }
+    }
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);

@@ -150,6 +150,9 @@ pub(crate) async fn app(
     Ok(App {
         gateway,
         admin_token: config.admin_token.clone(),
+        admin_failures: router_server::admin_throttle::AdminAuthThrottle::new(
+            config.admin_auth_failures_per_minute,
+        ),
         metrics_token: config.metrics_token.clone(),
         trusted_proxies: config.trusted_proxies.clone(),
         docs,

@@ -291,6 +291,16 @@ pub(crate) struct ServeArgs {
         default_value = "64"
     )]
     upload_concurrency_total: String,
+    /// Failed operator authentications a client address may make in a
+    /// minute before every operator route answers it 429 until the minute
+    /// ends; 0: no limit.
+    #[arg(
+        long,
+        global = true,
+        env = "ROUTER_ADMIN_AUTH_FAILURES_PER_MINUTE",
+        default_value = "30"
+    )]
+    admin_auth_failures_per_minute: String,
     /// How often each active video job is polled, in milliseconds (100 to
     /// 3600000), across all instances.
     #[arg(
@@ -424,9 +434,18 @@ impl ServeArgs {
             metrics_token: metrics_token()?,
             database_url: self.database_url()?,
             catalog_path: self.catalog.clone(),
-            admin_token: std::env::var("ROUTER_ADMIN_TOKEN")
-                .ok()
-                .filter(|t| !t.is_empty()),
+            admin_token: admin_token()?,
+            admin_auth_failures_per_minute: match self
+                .admin_auth_failures_per_minute
+                .trim()
+                .parse::<u32>()
+            {
+                Ok(n) => n,
+                Err(_) => bail!(
+                    "ROUTER_ADMIN_AUTH_FAILURES_PER_MINUTE: `{}` is not a whole number (0: no limit)",
+                    self.admin_auth_failures_per_minute
+                ),
+            },
             deadline: seconds("ROUTER_DEADLINE_SECS", &self.deadline_secs)?,
             hold_lease: seconds("ROUTER_HOLD_LEASE_SECS", &self.hold_lease_secs)?,
             image_deadline: image_deadline(&self.image_deadline_secs)?,
@@ -596,6 +615,30 @@ fn metrics_token() -> anyhow::Result<Option<String>> {
     if std::env::var("ROUTER_ADMIN_TOKEN").ok().as_deref() == Some(token.as_str()) {
         bail!(
             "ROUTER_METRICS_TOKEN: must differ from ROUTER_ADMIN_TOKEN (a scraper must not hold the operator token)"
+        );
+    }
+    Ok(Some(token))
+}
+
+/// The fewest characters an operator token may have: a one-character
+/// token was accepted once (issue 33). `config check` still warns below
+/// [`crate::checks::MIN_ADMIN_TOKEN_CHARS`].
+pub(crate) const ADMIN_TOKEN_FLOOR_CHARS: usize = 16;
+
+/// `ROUTER_ADMIN_TOKEN`, when set: at least [`ADMIN_TOKEN_FLOOR_CHARS`]
+/// characters, without spaces.
+fn admin_token() -> anyhow::Result<Option<String>> {
+    let Some(token) = std::env::var("ROUTER_ADMIN_TOKEN")
+        .ok()
+        .filter(|t| !t.is_empty())
+    else {
+        return Ok(None);
+    };
+    let chars = token.chars().count();
+    if chars < ADMIN_TOKEN_FLOOR_CHARS || token.chars().any(|c| c.is_whitespace() || c.is_control())
+    {
+        bail!(
+            "ROUTER_ADMIN_TOKEN: {chars} characters; at least {ADMIN_TOKEN_FLOOR_CHARS} are required, without spaces (use `openssl rand -hex 32`)"
         );
     }
     Ok(Some(token))

@@ -224,6 +224,7 @@ fn image_part(path: &str, b: wire::ImageBlock) -> Result<ContentPart, ApiError> 
                     "an image URL must be https: or http:",
                 ));
             }
+            router_canonical::parse::public_http_image_url(&format!("{path}.source.url"), &url)?;
             ImageSource::Url { url }
         }
         wire::ImageSource::File { file_id } => ImageSource::Upload {

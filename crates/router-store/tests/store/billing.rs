@@ -340,15 +340,28 @@ async fn a_zero_charge_settles_without_ledger_entries() {
     assert_books_agree(&db).await;
 }
 
+/// Four `Database` instances (four processes' worth of group commits, each
+/// batching its own reservations) race on one wallet, so batches really run
+/// at once and only the wallet's `FOR UPDATE` keeps them from each reading
+/// the same available balance (issue 33: with one instance, the test passed
+/// with the lock deleted).
 #[tokio::test(flavor = "multi_thread")]
 async fn concurrent_reservations_never_overdraw_the_wallet() {
-    let db = TestDatabase::with_pool_size(32).await;
+    let db = TestDatabase::with_pool_size(8).await;
     let funded = funded_account(&db, 37_000).await;
-
-    let reservations = (0..200).map(|_| {
-        let db = db.database().clone();
+    let mut instances = vec![db.database().clone()];
+    for _ in 0..3 {
+        instances.push(router_store::Database::connect(db.url(), 8).await.unwrap());
+    }
+    let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(200));
+    let reservations = (0..200).map(|i| {
+        let db = instances[i % instances.len()].clone();
         let request = new_request(&funded, 1_000);
-        tokio::spawn(async move { db.reserve(request).await })
+        let barrier = barrier.clone();
+        tokio::spawn(async move {
+            barrier.wait().await;
+            db.reserve(request).await
+        })
     });
     let results = futures::future::join_all(reservations).await;
 

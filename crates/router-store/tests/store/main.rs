@@ -6,6 +6,7 @@
 // (clippy's allow-unwrap-in-tests covers only the test functions).
 #![expect(clippy::unwrap_used)]
 
+mod accounts_email;
 mod api_keys;
 mod billing;
 mod catalog_releases;

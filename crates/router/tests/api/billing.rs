@@ -45,31 +45,35 @@ async fn success_writes_one_balanced_charge_equal_to_the_reported_cost() {
     assert_eq!(account["held_nano_usd"], 0);
 }
 
+/// A wallet that can hold exactly K=5 requests at once (one nano-USD short
+/// of a sixth) against 20 at once: exactly 5 are admitted and reach the
+/// supplier, 15 are 402 (issue 33: "some but not all" passed whatever the
+/// count).
 #[tokio::test(flavor = "multi_thread")]
 async fn concurrent_requests_never_overspend() {
     let r = TestRouter::start().await;
-    // Worst case of one request: (bytes of input bound) * 1 + 1000 out * 2 USD/MTok;
-    // a wallet for a handful of reservations admits only that many at once.
-    let c = r.customer(10_000_000, &["inference"]).await;
+    let probe = r.rich_customer().await;
+    let resp = r.chat(&probe.key, &hello("m-text")).await;
+    let hold = r.request_record(&request_id(&resp)).await["hold"]["amount_nano"]
+        .as_i64()
+        .unwrap();
+    let c = r.customer(6 * hold - 1, &["inference"]).await;
     r.mock.set_default(Script::Reply(MockReply {
-        delay_ms: 300,
+        delay_ms: 1_500,
         ..MockReply::text("slow")
     }));
-    let mut handles = Vec::new();
-    for _ in 0..12 {
-        handles.push(spawn_hello(&r.client, &r.base, &c.key));
-    }
+    let calls_before = r.mock.call_count();
+    let handles: Vec<_> = (0..20)
+        .map(|_| spawn_hello(&r.client, &r.base, &c.key))
+        .collect();
     let mut statuses = Vec::new();
     for h in handles {
         statuses.push(h.await.unwrap().unwrap().status().as_u16());
     }
     let ok = statuses.iter().filter(|s| **s == 200).count();
     let poor = statuses.iter().filter(|s| **s == 402).count();
-    assert_eq!(ok + poor, 12, "{statuses:?}");
-    assert!(
-        ok >= 1 && poor >= 1,
-        "the wallet admits some but not all at once: {statuses:?}"
-    );
+    assert_eq!((ok, poor), (5, 15), "{statuses:?}");
+    assert_eq!(r.mock.call_count() - calls_before, 5);
     let account = r.account(&c.account_id).await;
     assert!(account["balance_nano_usd"].as_i64().unwrap() >= 0);
     assert_eq!(account["held_nano_usd"], 0);

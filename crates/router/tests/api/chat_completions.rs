@@ -51,6 +51,8 @@ async fn alias_resolves_and_response_names_the_requested_id() {
         .await
         .unwrap();
     assert_eq!(body["model"], "text-alias");
+    // The supplier was asked for the model the alias stands for.
+    assert_eq!(r.called_models(), ["up-text-primary"]);
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -409,7 +409,7 @@ async fn config_check_warns_on_each_misconfiguration_and_strict_fails() {
     let env = [
         ("DATABASE_URL", url.as_str()),
         ("ROUTER_CATALOG", catalog.to_str().unwrap()),
-        ("ROUTER_ADMIN_TOKEN", "x"),
+        ("ROUTER_ADMIN_TOKEN", "short-operator-tk"),
         ("ROUTER_ADMIN_TEST_HOOKS", "1"),
         ("ROUTER_IMAGE_URL_ALLOW_LOOPBACK", "true"),
         ("ROUTER_LOG", "info,[[["),
@@ -443,7 +443,7 @@ async fn config_check_warns_on_each_misconfiguration_and_strict_fails() {
     assert!(settings.len() >= 36, "{settings:?}");
     assert_eq!(settings["ROUTER_DEADLINE_SECS"], "180");
     assert_eq!(settings["ROUTER_TELEGRAM_BOT_TOKEN"], "***");
-    assert_eq!(settings["ROUTER_ADMIN_TOKEN"], "set (1 characters)");
+    assert_eq!(settings["ROUTER_ADMIN_TOKEN"], "set (17 characters)");
     assert!(!run.stdout.contains("telegram-secret"));
     assert_eq!(summary["migrations"]["applied"], 0);
 

@@ -23,6 +23,7 @@ mod docs;
 mod drain;
 mod experiments;
 mod google_auth;
+mod hardening;
 mod harness;
 mod images;
 mod jobs;

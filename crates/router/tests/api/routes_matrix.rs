@@ -10,7 +10,7 @@ use router_canonical::ErrorCode;
 use router_core::product_codes;
 use router_core::store::Scope;
 use router_server::reply::Envelope;
-use router_server::routes::{AuthRule, Handler, ParamRule, ROUTES, Route};
+use router_server::routes::{AuthRule, ParamRule, ROUTES, Route};
 use serde_json::{Value, json};
 
 /// One way a request can present itself.
@@ -65,10 +65,7 @@ enum Expected {
 }
 
 fn expected(route: &Route, credential: &Credential) -> Expected {
-    let through = || match route.handler {
-        Handler::NotAvailable => Expected::Error(product_codes::NOT_AVAILABLE),
-        _ => Expected::Handled,
-    };
+    let through = || Expected::Handled;
     let key_rule = |scope: Option<Scope>| match credential {
         Credential::Scopes(scopes) if scope.is_none_or(|s| scopes.contains(&s)) => through(),
         Credential::AllScopesXApiKey => through(),
@@ -105,14 +102,13 @@ fn expected(route: &Route, credential: &Credential) -> Expected {
     }
 }
 
-/// The codes only a guard (or a not-landed route) answers with.
-const GUARD_CODES: [ErrorCode; 6] = [
+/// The codes only a guard answers with.
+const GUARD_CODES: [ErrorCode; 5] = [
     ErrorCode::InvalidApiKey,
     product_codes::AUTHENTICATION_REQUIRED,
     product_codes::INSUFFICIENT_SCOPE,
     product_codes::SESSION_REQUIRED,
     product_codes::CROSS_ORIGIN_FORBIDDEN,
-    product_codes::NOT_AVAILABLE,
 ];
 
 /// The route's path with its parameter filled in: valid (`bad = false`) or
@@ -311,12 +307,10 @@ async fn every_route_by_every_credential_answers_as_its_row_says() {
         if route.param != ParamRule::None {
             let all = Credential::Scopes(Scope::ALL.to_vec());
             let want = match expected(route, &all) {
-                Expected::Error(product_codes::NOT_AVAILABLE) | Expected::Handled => {
-                    Expected::Error(match route.param {
-                        ParamRule::ChannelId => product_codes::CHANNEL_NOT_FOUND,
-                        _ => ErrorCode::NotFound,
-                    })
-                }
+                Expected::Handled => Expected::Error(match route.param {
+                    ParamRule::ChannelId => product_codes::CHANNEL_NOT_FOUND,
+                    _ => ErrorCode::NotFound,
+                }),
                 refused => refused,
             };
             let resp = r

@@ -208,7 +208,19 @@ async fn absent_floor_with_unknown_list_price_charges_customer_rates() {
         let text = resp.text().await.unwrap();
         assert!(!text.contains("discount"), "{surface:?}: {text}");
         let record = r.request_record(&id).await;
-        assert!(record["charged_nano_usd"].as_i64().unwrap() > 0, "{record}");
+        // m-text's customer rates: 1 and 2 USD per million tokens, 1,000 and
+        // 2,000 nano-USD a token (issue 33: "more than 0" passed any price).
+        let usage = &record["usage"];
+        let (input, output) = (
+            usage["input_tokens"].as_i64().unwrap(),
+            usage["output_tokens"].as_i64().unwrap(),
+        );
+        assert!(input > 0 && output > 0, "{record}");
+        assert_eq!(
+            record["charged_nano_usd"].as_i64().unwrap(),
+            input * 1_000 + output * 2_000,
+            "{surface:?}: {record}"
+        );
     }
 }
 

@@ -146,6 +146,7 @@ async fn every_setting_works_as_a_flag_after_serve() {
         ("ROUTER_UPLOAD_TOMBSTONE_SECS", "0"),
         ("ROUTER_UPLOAD_CONCURRENCY_PER_ACCOUNT", "0"),
         ("ROUTER_UPLOAD_CONCURRENCY_TOTAL", "0"),
+        ("ROUTER_ADMIN_AUTH_FAILURES_PER_MINUTE", "many"),
         ("ROUTER_VIDEO_POLL_INTERVAL_MS", "50"),
         ("ROUTER_METRICS", "maybe"),
         ("ROUTER_ADMIN_TEST_HOOKS", "yes"),

@@ -179,7 +179,12 @@ fn form_type() -> String {
     format!("multipart/form-data; boundary={BOUNDARY}")
 }
 
-async fn upload(r: &TestRouter, key: &str, content_type: &str, data: &[u8]) -> reqwest::Response {
+pub async fn upload(
+    r: &TestRouter,
+    key: &str,
+    content_type: &str,
+    data: &[u8],
+) -> reqwest::Response {
     post_body(
         r,
         key,

@@ -1,0 +1,57 @@
+//! `cargo xtask reliability`: the reliability suite (`crates/router-reliability`) against the
+//! real `router` binary, PostgreSQL from `db` and the mock supplier: concurrency with exact
+//! admissions through a wallet, a key's spend limit, its monthly budget and two router
+//! processes; the books sampled at REPEATABLE READ throughout (I1-I7); a PostgreSQL outage
+//! under load; slow senders and idle connections against every timeout; a connection flood;
+//! an SSRF corpus; a secrets grep of every log at TRACE. Each part prints one figure line; the
+//! command fails on any violation. Both runs use the debug build, which has the crash points
+//! (`router_core::failpoints`; a release build has them only with the `failpoints` feature,
+//! and the project never builds a release with it); `--quick` (a step of `cargo xtask test`)
+//! runs smaller limit cases, a smaller flood and two kills per crash point instead of ten.
+
+use anyhow::{Result, bail};
+
+use crate::{cargo, db, run_checked, target_dir, workspace_root};
+
+pub fn run(args: &[String]) -> Result<bool> {
+    let mut quick = false;
+    let mut only = None;
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        match arg.as_str() {
+            "--quick" => quick = true,
+            "--only" => only = rest.next().cloned(),
+            other => bail!("`reliability` takes --quick and --only PART, got {other}"),
+        }
+    }
+    let database_url = db::ensure_postgres()?;
+    // `--bin` names both binaries: a lone `--bin router` would build no
+    // binary of router-reliability.
+    run_checked(&mut cargo([
+        "build",
+        "-p",
+        "router",
+        "-p",
+        "router-reliability",
+        "--bin",
+        "router",
+        "--bin",
+        "router-reliability",
+    ]))?;
+    let bin = target_dir().join("debug");
+    let mut suite = std::process::Command::new(bin.join("router-reliability"));
+    suite
+        .arg("--router")
+        .arg(bin.join("router"))
+        .arg("--work")
+        .arg(target_dir().join("reliability"))
+        .env("DATABASE_URL", &database_url)
+        .current_dir(workspace_root());
+    if quick {
+        suite.arg("--quick");
+    }
+    if let Some(only) = only {
+        suite.args(["--only", &only]);
+    }
+    Ok(suite.status()?.success())
+}
