@@ -151,7 +151,14 @@ pub fn parse_filter(query: Option<&str>) -> Result<RequestFilter, DashboardError
     };
     for (name, value) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
         match &*name {
-            "model" => filter.model = Some(value.into_owned()).filter(|m| !m.is_empty()),
+            "model" => {
+                // A model id is printable text; a control character (NUL
+                // above all, which PostgreSQL refuses in text) names none.
+                if value.chars().any(char::is_control) {
+                    return Err(invalid("model", "A model id, without control characters."));
+                }
+                filter.model = Some(value.into_owned()).filter(|m| !m.is_empty());
+            }
             "key" => {
                 filter.api_key_id = Some(
                     Some(&*value)
@@ -403,6 +410,8 @@ mod tests {
         );
         assert_eq!(f.limit, 7);
         assert_eq!(parse_filter(None).unwrap().limit, DEFAULT_LIMIT);
+        // A NUL (which PostgreSQL refuses in text) is the client's mistake.
+        assert!(parse_filter(Some("model=a%00b")).is_err());
         assert_eq!(
             parse_filter(Some("model=")).unwrap(),
             parse_filter(None).unwrap()

@@ -12,6 +12,15 @@ use uuid::Uuid;
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct NewAccount {
+    /// One email address ([`is_email_address`]); the pattern states an
+    /// ASCII subset of what is accepted.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            max_length = 254,
+            pattern = "^[A-Za-z0-9_%+-]{1,16}(\\.[A-Za-z0-9_%+-]{1,16}){0,2}@[A-Za-z0-9]([A-Za-z0-9-]{0,18}[A-Za-z0-9])?(\\.[A-Za-z0-9]([A-Za-z0-9-]{0,18}[A-Za-z0-9])?){1,3}$"
+        )
+    )]
     pub email: String,
     #[serde(default)]
     pub email_verified: bool,

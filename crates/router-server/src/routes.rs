@@ -623,6 +623,13 @@ const ASSET_HEADERS: &[Header] = &[Header {
 fn request_status(_: &mut Schemas) -> RefOr<Schema> {
     one_of(&["reserved", "succeeded", "failed"])
 }
+/// Printable text: no control characters (a NUL above all, which no id holds).
+fn printable_text(_: &mut Schemas) -> RefOr<Schema> {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .pattern(Some("^[^\\x00-\\x1f\\x7f-\\x9f]*$"))
+        .into()
+}
 fn uuid_text(_: &mut Schemas) -> RefOr<Schema> {
     ObjectBuilder::new()
         .schema_type(Type::String)
@@ -649,7 +656,7 @@ const REQUEST_FILTERS: &[Param] = &[
         name: "model",
         place: In::Query,
         required: false,
-        schema: string,
+        schema: printable_text,
         description: "Only this model (as requested).",
     },
     Param {

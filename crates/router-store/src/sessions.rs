@@ -91,43 +91,49 @@ pub async fn issue_magic_link(
     conn: &mut AsyncPgConnection,
     email: &str,
 ) -> Result<MagicLinkIssue, StoreError> {
-    let account: Option<(Uuid, String)> = accounts::table
-        .filter(
-            sql::<Bool>("lower(email) = lower(")
-                .bind::<Text, _>(email)
-                .sql(")"),
-        )
-        .select((accounts::id, accounts::email))
-        .first(conn)
-        .await
-        .optional()
-        .map_err(store_error)?;
-    let Some((account_id, email)) = account else {
-        return Ok(MagicLinkIssue::NoAccount);
-    };
-    let gap_start = Utc::now() - MAGIC_LINK_RESEND_GAP;
-    let recent: Option<DateTime<Utc>> = magic_links::table
-        .filter(magic_links::account_id.eq(account_id))
-        .filter(magic_links::created_at.gt(gap_start))
-        .select(magic_links::created_at)
-        .first(conn)
-        .await
-        .optional()
-        .map_err(store_error)?;
-    if recent.is_some() {
-        return Ok(MagicLinkIssue::Throttled);
-    }
-    let token = random_hex(TOKEN_BYTES);
-    diesel::insert_into(magic_links::table)
-        .values((
-            magic_links::token_hash.eq(&sha256(&token)[..]),
-            magic_links::account_id.eq(account_id),
-            magic_links::expires_at.eq(Utc::now() + MAGIC_LINK_TTL),
-        ))
-        .execute(conn)
-        .await
-        .map_err(store_error)?;
-    Ok(MagicLinkIssue::Issued { token, email })
+    let email = email.to_owned();
+    conn.transaction(async move |conn| {
+        // The account row is locked while the resend gap is checked and the
+        // link written: two requests for one address at once (the link is
+        // issued after the answer, so nothing orders them) send one mail.
+        let account: Option<(Uuid, String)> = accounts::table
+            .filter(
+                sql::<Bool>("lower(email) = lower(")
+                    .bind::<Text, _>(&email)
+                    .sql(")"),
+            )
+            .select((accounts::id, accounts::email))
+            .for_update()
+            .first(conn)
+            .await
+            .optional()?;
+        let Some((account_id, email)) = account else {
+            return Ok(MagicLinkIssue::NoAccount);
+        };
+        let gap_start = Utc::now() - MAGIC_LINK_RESEND_GAP;
+        let recent: Option<DateTime<Utc>> = magic_links::table
+            .filter(magic_links::account_id.eq(account_id))
+            .filter(magic_links::created_at.gt(gap_start))
+            .select(magic_links::created_at)
+            .first(conn)
+            .await
+            .optional()?;
+        if recent.is_some() {
+            return Ok(MagicLinkIssue::Throttled);
+        }
+        let token = random_hex(TOKEN_BYTES);
+        diesel::insert_into(magic_links::table)
+            .values((
+                magic_links::token_hash.eq(&sha256(&token)[..]),
+                magic_links::account_id.eq(account_id),
+                magic_links::expires_at.eq(Utc::now() + MAGIC_LINK_TTL),
+            ))
+            .execute(conn)
+            .await?;
+        Ok(MagicLinkIssue::Issued { token, email })
+    })
+    .await
+    .map_err(store_error)
 }
 
 /// The address of the account a live sign-in link signs into, without
