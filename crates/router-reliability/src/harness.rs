@@ -22,7 +22,7 @@ const CATALOG: &str = r#"
 [[suppliers]]
 id = "mock"
 base_url = "{BASE}"
-api_key_env = "ROUTER_TEST_SUPPLIER_KEY"
+api_key_env = "TEST_SUPPLIER_KEY"
 
 [[models]]
 id = "m-text"
@@ -158,7 +158,7 @@ impl Suite {
             .env("ROUTER_LISTEN", format!("127.0.0.1:{port}"))
             .env("ROUTER_CATALOG", &self.catalog)
             .env("ROUTER_ADMIN_TOKEN", ADMIN_TOKEN)
-            .env("ROUTER_TEST_SUPPLIER_KEY", SUPPLIER_KEY)
+            .env("TEST_SUPPLIER_KEY", SUPPLIER_KEY)
             .env("ROUTER_LOG", "trace")
             .env("ROUTER_LOG_FORMAT", "json")
             .stdout(std::process::Stdio::null())

@@ -253,68 +253,15 @@ pub async fn reply(app: &App, request_id: &str) -> Result<Reply, ApiError> {
 /// is installed.
 pub async fn render(app: &App) -> Option<String> {
     let handle = HANDLE.get()?;
-    let (open, in_use, waiting, max) = app.database().pool_status();
-    metrics::gauge!("router_db_connections_open").set(open as f64);
-    metrics::gauge!("router_db_connections_in_use").set(in_use as f64);
-    metrics::gauge!("router_db_pool_waiting").set(waiting as f64);
-    metrics::gauge!("router_db_connections_max").set(max as f64);
     let catalog = app.gateway.catalog();
     let models: Vec<_> = catalog.models().collect();
     let routes: usize = models.iter().map(|m| catalog.routes(&m.id).len()).sum();
     metrics::gauge!("router_catalog_models").set(models.len() as f64);
     metrics::gauge!("router_catalog_routes").set(routes as f64);
-    let shared = shared_state(app).await;
+    let shared = router_telemetry::database::record(app.database()).await;
     metrics::gauge!("router_metrics_scrape_errors").set(if shared { 0.0 } else { 1.0 });
     router_telemetry::process::record(STARTED.get().copied());
     Some(handle.render())
-}
-
-/// The gauges of state every instance shares, read from the database;
-/// `false` when it could not be read (the last values stay).
-async fn shared_state(app: &App) -> bool {
-    let db = app.database();
-    let (holds, granted, jobs) = tokio::join!(
-        db.outstanding_holds(),
-        db.credits_granted(),
-        db.job_passes()
-    );
-    let mut ok = true;
-    match granted {
-        Ok(nano_usd) => metrics::gauge!("router_credits_granted_nano_usd").set(nano_usd as f64),
-        Err(e) => {
-            tracing::debug!(error = %e, "metrics: cannot read credits granted");
-            ok = false;
-        }
-    }
-    match holds {
-        Ok(holds) => {
-            metrics::gauge!("router_holds_outstanding").set(holds.count as f64);
-            metrics::gauge!("router_holds_outstanding_nano_usd").set(holds.nano_usd as f64);
-            metrics::gauge!("router_holds_expired").set(holds.expired as f64);
-            metrics::gauge!("router_holds_oldest_age_seconds").set(holds.oldest_age_secs as f64);
-        }
-        Err(e) => {
-            tracing::debug!(error = %e, "metrics: cannot read outstanding holds");
-            ok = false;
-        }
-    }
-    match jobs {
-        Ok(jobs) => {
-            for job in jobs {
-                if let Some(finished) = job.last_finished_at {
-                    metrics::gauge!("router_job_last_finished_timestamp_seconds", "job" => job.name.clone())
-                        .set(finished.timestamp() as f64);
-                }
-                metrics::gauge!("router_job_last_failed", "job" => job.name)
-                    .set(if job.last_failed { 1.0 } else { 0.0 });
-            }
-        }
-        Err(e) => {
-            tracing::debug!(error = %e, "metrics: cannot read job passes");
-            ok = false;
-        }
-    }
-    ok
 }
 
 /// One background job pass ended on this instance.

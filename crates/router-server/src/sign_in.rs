@@ -105,30 +105,21 @@ pub async fn sign_in_page(
 ) -> Result<Response<Body>, ApiError> {
     let token = query_token(request.uri().query().unwrap_or_default());
     let action = app.public_base.join("/api/auth/sign-in");
-    let link = match token.filter(|t| is_token(t)) {
-        Some(token) => match app
+    let token = token.filter(|t| is_token(t));
+    let email = match &token {
+        Some(token) => app
             .operator
-            .sign_in_link_email(&token)
+            .sign_in_link_email(token)
             .await
-            .map_err(ApiError::from)?
-        {
-            Some(email) => Some((token, email)),
-            None => {
-                return Ok(html(
-                    StatusCode::OK,
-                    router_dashboard::pages::sign_in_page(&action, SignInLink::Unknown),
-                    request_id,
-                ));
-            }
-        },
+            .map_err(ApiError::from)?,
         None => None,
     };
-    let body = match &link {
-        Some((token, email)) => {
-            router_dashboard::pages::sign_in_page(&action, SignInLink::For { token, email })
-        }
-        None => router_dashboard::pages::sign_in_page(&action, SignInLink::Incomplete),
+    let link = match (&token, &email) {
+        (Some(token), Some(email)) => SignInLink::For { token, email },
+        (Some(_), None) => SignInLink::Unknown,
+        (None, _) => SignInLink::Incomplete,
     };
+    let body = router_dashboard::pages::sign_in_page(&action, link);
     Ok(html(StatusCode::OK, body, request_id))
 }
 

@@ -25,7 +25,6 @@ const ASSERTION_LIFETIME: Duration = Duration::from_secs(3600);
 /// How long a token exchange may take.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(20);
 
-#[derive(Clone)]
 struct Token {
     value: String,
     renew_at: SystemTime,

@@ -429,7 +429,7 @@ async fn config_check_warns_on_each_misconfiguration_and_strict_fails() {
         "ROUTER_IMAGE_URL_ALLOW_LOOPBACK",
         "ROUTER_ADMIN_TOKEN",
         "ROUTER_LOG",
-        "ROUTER_TEST_SUPPLIER_KEY",
+        "TEST_SUPPLIER_KEY",
         "model m-off",
         "migrations not applied",
     ] {
@@ -491,7 +491,7 @@ async fn config_check_warns_on_each_misconfiguration_and_strict_fails() {
     let clean = [
         ("DATABASE_URL", url.as_str()),
         ("ROUTER_CATALOG", catalog.to_str().unwrap()),
-        ("ROUTER_TEST_SUPPLIER_KEY", "k"),
+        ("TEST_SUPPLIER_KEY", "k"),
         ("ROUTER_ADMIN_TOKEN", "0123456789abcdef0123456789abcdef"),
     ];
     diesel_async::RunQueryDsl::execute(
@@ -522,11 +522,7 @@ async fn config_check_warns_on_each_misconfiguration_and_strict_fails() {
         .unwrap();
     process.child.wait().await.unwrap();
     let log = (&mut process.stderr).await.unwrap();
-    for expected in [
-        "ROUTER_ADMIN_TEST_HOOKS",
-        "ROUTER_TEST_SUPPLIER_KEY",
-        "m-off",
-    ] {
+    for expected in ["ROUTER_ADMIN_TEST_HOOKS", "TEST_SUPPLIER_KEY", "m-off"] {
         assert!(
             log.lines()
                 .any(|l| l.contains("configuration: ") && l.contains(expected)),

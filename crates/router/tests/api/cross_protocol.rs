@@ -50,12 +50,12 @@ const DIALECT_CATALOG: &str = r#"
 [[suppliers]]
 id = "gemini-supplier"
 base_url = "{BASE}"
-api_key_env = "ROUTER_TEST_GEMINI_KEY"
+api_key_env = "TEST_GEMINI_KEY"
 
 [[suppliers]]
 id = "bedrock-supplier"
 base_url = "{BASE}"
-auth = { type = "sigv4", region = "us-east-1", service = "bedrock", access_key_id_env = "ROUTER_TEST_AWS_ACCESS_KEY_ID", secret_access_key_env = "ROUTER_TEST_AWS_SECRET_ACCESS_KEY" }
+auth = { type = "sigv4", region = "us-east-1", service = "bedrock", access_key_id_env = "TEST_AWS_ACCESS_KEY_ID", secret_access_key_env = "TEST_AWS_SECRET_ACCESS_KEY" }
 
 [[models]]
 id = "m-gemini-only"
@@ -388,10 +388,7 @@ async fn every_inbound_protocol_over_the_supplier_only_dialects() {
 /// failure; nothing is charged.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_bedrock_request_signed_with_the_wrong_secret_is_refused() {
-    let catalog = DIALECT_CATALOG.replace(
-        "ROUTER_TEST_AWS_SECRET_ACCESS_KEY",
-        "ROUTER_TEST_SOME_OTHER_SECRET",
-    );
+    let catalog = DIALECT_CATALOG.replace("TEST_AWS_SECRET_ACCESS_KEY", "TEST_SOME_OTHER_SECRET");
     let r = TestRouter::start_with_catalog(&catalog).await;
     let c = r.rich_customer().await;
     let resp = r.chat(&c.key, &hello("m-bedrock-only")).await;
@@ -561,7 +558,7 @@ async fn azure_and_local_servers_are_chat_routes_with_their_settings() {
 [[suppliers]]
 id = "azure"
 base_url = "{BASE}/openai/deployments/{model}"
-auth = { type = "header", name = "api-key", key_env = "ROUTER_TEST_AZURE_KEY" }
+auth = { type = "header", name = "api-key", key_env = "TEST_AZURE_KEY" }
 query = { api-version = "2024-10-21" }
 headers = { x-ms-client-name = "router" }
 

@@ -45,7 +45,7 @@ pub const CATALOG: &str = r#"
 [[suppliers]]
 id = "acme-secret-supplier"
 base_url = "{BASE}"
-api_key_env = "ROUTER_TEST_SUPPLIER_KEY"
+api_key_env = "TEST_SUPPLIER_KEY"
 
 [[models]]
 id = "m-text"
@@ -484,10 +484,8 @@ pub async fn build_app(
     let env: router_catalog::CatalogEnv = Arc::new(|name| {
         Some(
             match name {
-                "ROUTER_TEST_AWS_ACCESS_KEY_ID" => router_mock_supplier::MOCK_AWS_ACCESS_KEY_ID,
-                "ROUTER_TEST_AWS_SECRET_ACCESS_KEY" => {
-                    router_mock_supplier::MOCK_AWS_SECRET_ACCESS_KEY
-                }
+                "TEST_AWS_ACCESS_KEY_ID" => router_mock_supplier::MOCK_AWS_ACCESS_KEY_ID,
+                "TEST_AWS_SECRET_ACCESS_KEY" => router_mock_supplier::MOCK_AWS_SECRET_ACCESS_KEY,
                 _ => "supplier-secret-key",
             }
             .to_owned(),

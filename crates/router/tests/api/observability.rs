@@ -146,7 +146,7 @@ async fn logged_round(level: &str) -> (String, Vec<String>) {
         db.url(),
         &mock.base_url(),
         &[
-            ("ROUTER_TEST_SUPPLIER_KEY", SUPPLIER_SECRET),
+            ("TEST_SUPPLIER_KEY", SUPPLIER_SECRET),
             ("ROUTER_LOG", level),
             ("ROUTER_LOG_FORMAT", "json"),
         ],
