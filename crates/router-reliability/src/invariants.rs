@@ -18,7 +18,8 @@ pub struct Books {
     /// posted charges).
     #[diesel(sql_type = BigInt)]
     i1: i64,
-    /// I2: a wallet whose `held_nano` is not the sum of its live holds.
+    /// I2: a wallet whose `held_nano` is not the sum of its live holds and
+    /// active credit leases.
     #[diesel(sql_type = BigInt)]
     i2: i64,
     /// I3: a wallet whose balance less its holds is negative.
@@ -59,7 +60,9 @@ SELECT
                                          AND l.account_id = w.account_id), 0)) AS i1,
   (SELECT count(*) FROM wallets w
    WHERE w.held_nano <> coalesce((SELECT sum(h.amount_nano) FROM holds h
-                                  WHERE h.status = 'held' AND h.account_id = w.account_id), 0)) AS i2,
+                                  WHERE h.status = 'held' AND h.account_id = w.account_id), 0)
+                        + coalesce((SELECT sum(c.amount_nano) FROM credit_leases c
+                                    WHERE c.status = 'active' AND c.account_id = w.account_id), 0)) AS i2,
   (SELECT count(*) FROM wallets WHERE balance_nano - held_nano < 0) AS i3,
   (SELECT count(*) FROM holds WHERE status NOT IN ('held', 'settled', 'released'))
   + (SELECT count(*) FROM (SELECT l.request_id, -sum(l.amount_nano) AS debit

@@ -17,7 +17,8 @@ pub struct Reconciliation {
     /// Wallets whose balance differs from the sum of their ledger entries.
     #[diesel(sql_type = BigInt)]
     pub wallets_off_ledger: i64,
-    /// Wallets whose `held_nano` differs from the sum of their live holds.
+    /// Wallets whose `held_nano` differs from the sum of their live holds and
+    /// active credit leases.
     #[diesel(sql_type = BigInt)]
     pub wallets_off_holds: i64,
     /// Requests whose wallet debits exceed their hold (the hold is a
@@ -50,6 +51,9 @@ pub async fn reconcile(conn: &mut AsyncPgConnection) -> Result<Reconciliation, S
              WHERE w.held_nano <> coalesce((
                 SELECT sum(h.amount_nano) FROM holds h
                 WHERE h.status = 'held' AND h.account_id = w.account_id), 0)
+                + coalesce((
+                SELECT sum(c.amount_nano) FROM credit_leases c
+                WHERE c.status = 'active' AND c.account_id = w.account_id), 0)
             ) AS wallets_off_holds,
             (SELECT count(*) FROM (
                 SELECT l.request_id, -sum(l.amount_nano) AS debit FROM ledger_entries l

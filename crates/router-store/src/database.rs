@@ -15,6 +15,8 @@ use crate::group_commit::{BatchSlots, GroupCommit};
 use crate::history::{self, RequestView};
 use crate::jobs;
 use crate::key_cache::KeyCache;
+use crate::lease_book::LeaseBook;
+use crate::leases::LeasedSettlement;
 use crate::listener;
 use crate::migrations;
 use crate::response_cache::{self, ResponseFront};
@@ -68,6 +70,11 @@ pub struct Database {
     settlements: Arc<GroupCommit<Settlement, Result<Option<NanoUsd>, StoreError>>>,
     /// Limited admissions of one key, one at a time in this process.
     key_turns: Arc<crate::key_turns::KeyTurns>,
+    /// Credit leases, once [`Database::enable_credit_leases`] turned them on.
+    pub(crate) leases: Arc<std::sync::OnceLock<Arc<LeaseBook>>>,
+    /// Settlements of requests admitted from a lease, gathered like the others.
+    pub(crate) leased_settlements:
+        Arc<GroupCommit<LeasedSettlement, Result<Option<NanoUsd>, StoreError>>>,
     /// Kept for migrations, which run on a dedicated connection. May carry a
     /// password: never logged (see the `Debug` impl).
     url: Arc<str>,
@@ -120,6 +127,12 @@ impl Database {
         let database = Database {
             reservations: Arc::new(group_commit(&pool, &wallet_writes, billing::reserve_batch)),
             settlements: Arc::new(group_commit(&pool, &wallet_writes, billing::settle_batch)),
+            leased_settlements: Arc::new(group_commit(
+                &pool,
+                &wallet_writes,
+                crate::leases::settle_batch,
+            )),
+            leases: Arc::default(),
             pool,
             keys: Arc::default(),
             responses: Arc::default(),
@@ -156,6 +169,11 @@ impl Database {
             self.experiments.clone(),
         ];
         listener::start(self.url.clone(), subscribers).await
+    }
+
+    /// The database's URL, for the dedicated connections of listeners.
+    pub(crate) fn url(&self) -> Arc<str> {
+        self.url.clone()
     }
 
     /// Catalog release numbers as they are announced (see
@@ -252,6 +270,15 @@ impl Database {
     pub async fn reap_expired_holds(&self, now: SystemTime) -> Result<u64, StoreError> {
         let mut conn = self.connection().await?;
         let mut total = 0;
+        // Leases whose holder stopped renewing them (issue 34): released
+        // whole, like an orphaned hold (counted with the holds).
+        loop {
+            let released = crate::leases::reap_expired(&mut conn, now).await?;
+            total += released;
+            if released < 500 {
+                break;
+            }
+        }
         loop {
             let released = billing::reap_expired_holds(&mut conn, now).await?;
             total += released;
@@ -602,37 +629,39 @@ impl Store for Database {
 
     async fn reserve(&self, request: NewRequest) -> Result<(), ReserveError> {
         billing::check_reservation(&request)?;
-        if request.key_limited {
-            // Not batched: the key's row is locked for the whole check. The
-            // key's admissions in this process wait their turn before they
-            // take a connection (key_turns.rs).
-            let _turn = self.key_turns.take(request.api_key_id).await;
-            let mut conn = self.connection().await?;
-            return billing::reserve_limited(&mut conn, &request).await;
-        }
-        let (key_id, policy_version) = (request.api_key_id, request.policy_version);
-        match self.reservations.submit(request).await {
-            Some(Ok(true)) => Ok(()),
-            Some(Ok(false)) => {
-                let mut conn = self.connection().await?;
-                Err(billing::refusal(&mut conn, key_id, policy_version).await)
-            }
-            Some(Err(error)) => Err(error.into()),
-            None => Err(batching_stopped().into()),
+        match self.lease_book() {
+            Some(book) => self.reserve_with_leases(book, request).await,
+            None => self.reserve_direct(request).await,
         }
     }
 
     async fn extend_hold(&self, request_id: Uuid, until: SystemTime) -> Result<(), StoreError> {
+        // A leased request has no hold row yet: its lease is kept alive.
+        if self.lease_book().is_some_and(|b| b.is_leased(request_id)) {
+            return Ok(());
+        }
         let mut conn = self.connection().await?;
         billing::extend_hold(&mut conn, request_id, until).await
     }
 
     async fn record_attempt(&self, attempt: AttemptRecord) -> Result<(), StoreError> {
+        let attempt = match self.lease_book() {
+            Some(book) => match book.buffer_attempt(attempt) {
+                Ok(()) => return Ok(()),
+                Err(attempt) => attempt,
+            },
+            None => attempt,
+        };
         let mut conn = self.connection().await?;
         history::record_attempt(&mut conn, &attempt).await
     }
 
     async fn settle(&self, settlement: Settlement) -> Result<NanoUsd, SettleError> {
+        if let Some(book) = self.lease_book()
+            && let Some(leased) = book.leased(settlement.request_id)
+        {
+            return self.settle_leased(book, leased, settlement).await;
+        }
         billing::check_settlement(&settlement)?;
         let request_id = settlement.request_id;
         match self.settlements.submit(settlement).await {
@@ -647,10 +676,14 @@ impl Store for Database {
     }
 
     async fn void(&self, voiding: Voiding) -> Result<(), SettleError> {
+        if let Some(book) = self.lease_book()
+            && let Some(leased) = book.leased(voiding.request_id)
+        {
+            return self.void_leased(book, leased, &voiding).await;
+        }
         let mut conn = self.connection().await?;
         billing::void(&mut conn, &voiding).await
     }
-
     async fn thinking_seal_key(&self, candidate: Vec<u8>) -> Result<Vec<u8>, StoreError> {
         let mut conn = self.connection().await?;
         thinking_seal_keys::load_or_insert(&mut conn, &candidate).await
@@ -848,6 +881,31 @@ where
             }
         }
     })
+}
+
+impl Database {
+    /// A reservation straight against the wallet (group-committed), or, for
+    /// a key with limits, on the key's exclusive path.
+    pub(crate) async fn reserve_direct(&self, request: NewRequest) -> Result<(), ReserveError> {
+        if request.key_limited {
+            // Not batched: the key's row is locked for the whole check. The
+            // key's admissions in this process wait their turn before they
+            // take a connection (key_turns.rs).
+            let _turn = self.key_turns.take(request.api_key_id).await;
+            let mut conn = self.connection().await?;
+            return billing::reserve_limited(&mut conn, &request).await;
+        }
+        let (key_id, policy_version) = (request.api_key_id, request.policy_version);
+        match self.reservations.submit(request).await {
+            Some(Ok(true)) => Ok(()),
+            Some(Ok(false)) => {
+                let mut conn = self.connection().await?;
+                Err(billing::refusal(&mut conn, key_id, policy_version).await)
+            }
+            Some(Err(error)) => Err(error.into()),
+            None => Err(batching_stopped().into()),
+        }
+    }
 }
 
 /// How long a settlement whose outcome is unknown waits for the database to

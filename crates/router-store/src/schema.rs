@@ -85,6 +85,7 @@ diesel::table! {
         created_at -> Timestamptz,
         released_at -> Nullable<Timestamptz>,
         api_key_id -> Nullable<Uuid>,
+        lease_id -> Nullable<Uuid>,
     }
 }
 

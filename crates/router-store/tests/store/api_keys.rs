@@ -137,6 +137,7 @@ async fn the_secret_is_stored_nowhere() {
         "data_protection_changes",
         "uploads",
         "videos",
+        "credit_leases",
     ];
     let mut hash_found = 0;
     for table in tables {

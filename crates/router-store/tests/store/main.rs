@@ -15,6 +15,7 @@ mod data_protection;
 mod integrity;
 mod jobs;
 mod key_policies;
+mod leases;
 mod ledger;
 mod migrations;
 mod round_trips;

@@ -1,0 +1,2 @@
+ALTER TABLE holds DROP COLUMN lease_id;
+DROP TABLE credit_leases;

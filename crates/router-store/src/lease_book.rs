@@ -1,0 +1,734 @@
+//! Credit leases, the in-process side (issue 34; the statements are in
+//! [`crate::leases`]).
+//!
+//! With leases on, an instance holds, per busy account, one lease: part of
+//! the wallet's available balance, held in PostgreSQL like any hold. A
+//! request of a key without limits is then admitted by taking its
+//! reservation from the lease's free part here, under one mutex, with no
+//! round trip; its settlement still commits in PostgreSQL before the
+//! response is sent (group-committed, [`crate::leases::settle_batch`]), and
+//! writes the request's history row with it.
+//!
+//! The book keeps, per lease, `free + outstanding = the lease's amount in
+//! the database`: a settlement lowers both sides by its charge and gives
+//! the rest of its reservation back to `free`; a voiding gives it all back.
+//!
+//! The rules that keep the money exact:
+//! - nothing is admitted beyond `free`, so a lease never pays for more than
+//!   it holds, and a lease never holds more than the wallet had available;
+//! - a lease is used only while its expiry, renewed in the background, is
+//!   comfortably ahead, so a request never rides a lease the reaper may
+//!   have released; a dead instance's leases return within their life;
+//! - a request the lease cannot cover goes the direct way; if that is
+//!   refused for credit while leases hold funds, every holder is asked to
+//!   give its unused part back ([`crate::leases::RECALL_CHANNEL`]) and the
+//!   request is retried, so no request is refused because funds sit in
+//!   another instance's lease (no false 402);
+//! - while the change listener is down, recalls cannot be heard: no lease is
+//!   used and their free parts go back.
+
+use crate::Database;
+use crate::leases::{self, LeasedRequest, LeasedSettlement};
+use router_core::store::{AttemptRecord, NewRequest, ReserveError, StoreError};
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+use uuid::Uuid;
+
+/// How leases are sized and kept (the `ROUTER_CREDIT_LEASE_*` settings).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseSettings {
+    /// A lease's life without renewal: a dead instance's leases go back to
+    /// their wallets within it.
+    pub ttl: Duration,
+    /// The share of an account's available balance one lease takes, 1-100.
+    pub share_percent: i64,
+    /// A lease unused this long with nothing in flight is returned.
+    pub idle: Duration,
+    /// How long a request refused for credit waits for other instances to
+    /// give leased funds back before its refusal stands.
+    pub recall_wait: Duration,
+    /// A lease is taken only when it covers at least this many of the
+    /// reservations that asked for it: a small balance is not leased.
+    pub min_requests: i64,
+}
+
+impl Default for LeaseSettings {
+    fn default() -> Self {
+        LeaseSettings {
+            ttl: Duration::from_secs(30),
+            share_percent: 25,
+            idle: Duration::from_secs(10),
+            recall_wait: Duration::from_secs(2),
+            min_requests: 16,
+        }
+    }
+}
+
+/// After a recall, or when nothing could be leased, the account is not
+/// leased again for this long.
+const COOLDOWN: Duration = Duration::from_secs(5);
+
+/// One instance's leases and the requests admitted from them.
+pub(crate) struct LeaseBook {
+    settings: LeaseSettings,
+    /// This instance, as written on its lease rows (for operators).
+    holder: String,
+    /// Whether recalls can be heard (the change listener is up).
+    listening: AtomicBool,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    /// Per account, its lease.
+    leases: HashMap<Uuid, Lease>,
+    /// Per request admitted from a lease, what its end must write.
+    requests: HashMap<Uuid, LeasedRequest>,
+    /// Accounts whose lease is being taken or topped up.
+    busy: HashSet<Uuid>,
+    /// Accounts not to lease until the instant.
+    cooldown: HashMap<Uuid, Instant>,
+}
+
+struct Lease {
+    id: Uuid,
+    free: i64,
+    outstanding: i64,
+    /// What the lease aims to hold free: top-ups bring `free` back to it.
+    target: i64,
+    /// Past this the lease may be near its expiry in the database: it
+    /// admits nothing more (renewals push it forward).
+    usable_until: Instant,
+    last_used: Instant,
+    /// Recalled, idle or unheard: admits nothing, returns what comes back.
+    draining: bool,
+}
+
+/// What admission found in the book.
+pub(crate) enum Take {
+    /// Reserved from the lease. `grow` is a top-up to start (lease, amount).
+    Admitted { grow: Option<(Uuid, i64)> },
+    /// Not from a lease; `acquire` says to take one for the account.
+    Direct { acquire: bool },
+}
+
+/// Work the book asks for after a request ended.
+enum Followup {
+    Nothing,
+    GiveBack(Uuid, i64),
+    Close(Uuid),
+}
+
+impl LeaseBook {
+    pub(crate) fn new(settings: LeaseSettings, holder: String) -> Self {
+        LeaseBook {
+            settings,
+            holder,
+            listening: AtomicBool::new(false),
+            state: Mutex::default(),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        // A panic under the lock leaves plain numbers behind; keep serving.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Admits `request` from its account's lease when the lease can cover it.
+    pub(crate) fn take(&self, request: &NewRequest) -> Take {
+        if request.key_limited || !self.listening.load(Ordering::Acquire) {
+            return Take::Direct { acquire: false };
+        }
+        let now = Instant::now();
+        let amount = request.reserve.0;
+        let mut state = self.state();
+        let state = &mut *state;
+        if let Some(lease) = state.leases.get_mut(&request.account_id)
+            && !lease.draining
+            && now < lease.usable_until
+        {
+            if lease.free >= amount {
+                lease.free -= amount;
+                lease.outstanding += amount;
+                lease.last_used = now;
+                let lease_id = lease.id;
+                let wanted = lease.target - lease.free;
+                let grow = (lease.free < lease.target / 2 && state.busy.insert(request.account_id))
+                    .then_some((lease_id, wanted));
+                state.requests.insert(
+                    request.request_id,
+                    LeasedRequest {
+                        lease_id,
+                        request: request.clone(),
+                        admitted_at: SystemTime::now(),
+                        attempts: Vec::new(),
+                    },
+                );
+                return Take::Admitted { grow };
+            }
+            // Too small for this one: top it up for the next, go direct now.
+            let grow = state.busy.insert(request.account_id);
+            return Take::Direct { acquire: grow };
+        }
+        let leased = state.leases.contains_key(&request.account_id);
+        let cooling = state
+            .cooldown
+            .get(&request.account_id)
+            .is_some_and(|until| now < *until);
+        let acquire = !leased && !cooling && state.busy.insert(request.account_id);
+        Take::Direct { acquire }
+    }
+
+    pub(crate) fn is_leased(&self, request_id: Uuid) -> bool {
+        self.state().requests.contains_key(&request_id)
+    }
+
+    pub(crate) fn leased(&self, request_id: Uuid) -> Option<LeasedRequest> {
+        self.state().requests.get(&request_id).cloned()
+    }
+
+    /// Keeps a failed attempt of a leased request until its end writes it;
+    /// gives it back when the request is not leased.
+    pub(crate) fn buffer_attempt(&self, attempt: AttemptRecord) -> Result<(), AttemptRecord> {
+        match self.state().requests.get_mut(&attempt.request_id) {
+            Some(leased) => {
+                leased.attempts.push(attempt);
+                Ok(())
+            }
+            None => Err(attempt),
+        }
+    }
+
+    /// A leased request ended: `charge` when it was settled for that much,
+    /// `None` when it was voided (or its write found the lease gone: then
+    /// `lease_gone`).
+    fn ended(&self, request_id: Uuid, charge: Option<i64>, lease_gone: bool) -> Followup {
+        let mut state = self.state();
+        let Some(leased) = state.requests.remove(&request_id) else {
+            return Followup::Nothing;
+        };
+        let account_id = leased.request.account_id;
+        let Some(lease) = state.leases.get_mut(&account_id) else {
+            return Followup::Nothing;
+        };
+        if lease.id != leased.lease_id {
+            return Followup::Nothing;
+        }
+        let amount = leased.request.reserve.0;
+        lease.outstanding -= amount;
+        if lease_gone {
+            // Released by the reaper: nothing of it is ours any more.
+            lease.draining = true;
+            lease.free = 0;
+            if lease.outstanding == 0 {
+                state.leases.remove(&account_id);
+            }
+            return Followup::Nothing;
+        }
+        lease.free += amount - charge.unwrap_or(0);
+        if !lease.draining {
+            return Followup::Nothing;
+        }
+        if lease.outstanding == 0 {
+            let id = lease.id;
+            state.leases.remove(&account_id);
+            return Followup::Close(id);
+        }
+        match std::mem::take(&mut lease.free) {
+            0 => Followup::Nothing,
+            free => Followup::GiveBack(lease.id, free),
+        }
+    }
+
+    fn acquired(&self, account_id: Uuid, lease_id: Uuid, amount: i64, usable_until: Instant) {
+        let mut state = self.state();
+        state.busy.remove(&account_id);
+        if amount == 0 {
+            state.cooldown.insert(account_id, Instant::now() + COOLDOWN);
+            return;
+        }
+        state.leases.insert(
+            account_id,
+            Lease {
+                id: lease_id,
+                free: amount,
+                outstanding: 0,
+                target: amount,
+                usable_until,
+                last_used: Instant::now(),
+                draining: false,
+            },
+        );
+    }
+
+    fn grown(&self, account_id: Uuid, lease_id: Uuid, added: i64) -> Followup {
+        let mut state = self.state();
+        state.busy.remove(&account_id);
+        match state.leases.get_mut(&account_id) {
+            Some(lease) if lease.id == lease_id => {
+                lease.free += added;
+                if lease.draining && lease.free > 0 {
+                    let free = std::mem::take(&mut lease.free);
+                    return Followup::GiveBack(lease_id, free);
+                }
+                Followup::Nothing
+            }
+            // The lease ended meanwhile: what was added goes back.
+            _ if added > 0 => Followup::GiveBack(lease_id, added),
+            _ => Followup::Nothing,
+        }
+    }
+
+    /// Stops leasing `account_id` for a while and takes its lease's free
+    /// part out of the book: (lease, amount to give back, close it).
+    fn recall(&self, account_id: Uuid) -> Option<(Uuid, i64, bool)> {
+        let mut state = self.state();
+        state.cooldown.insert(account_id, Instant::now() + COOLDOWN);
+        let lease = state.leases.get_mut(&account_id)?;
+        lease.draining = true;
+        let free = std::mem::take(&mut lease.free);
+        let (id, close) = (lease.id, lease.outstanding == 0);
+        if close {
+            state.leases.remove(&account_id);
+        }
+        Some((id, free, close))
+    }
+
+    fn own_lease(&self, account_id: Uuid) -> Option<Uuid> {
+        self.state().leases.get(&account_id).map(|l| l.id)
+    }
+
+    /// The keeper's pass: leases to renew, and leases to close (idle or
+    /// draining with nothing in flight). When recalls cannot be heard,
+    /// every lease drains.
+    fn keeper_pass(&self) -> (Vec<Uuid>, Vec<Uuid>, Vec<(Uuid, i64)>) {
+        let listening = self.listening.load(Ordering::Acquire);
+        let now = Instant::now();
+        let mut state = self.state();
+        let (mut renew, mut close, mut give_back) = (Vec::new(), Vec::new(), Vec::new());
+        state.leases.retain(|_, lease| {
+            if !listening || now.duration_since(lease.last_used) >= self.settings.idle {
+                lease.draining = true;
+            }
+            if lease.draining && lease.outstanding == 0 {
+                close.push(lease.id);
+                return false;
+            }
+            if lease.draining && lease.free > 0 {
+                give_back.push((lease.id, std::mem::take(&mut lease.free)));
+            }
+            renew.push(lease.id);
+            true
+        });
+        (renew, close, give_back)
+    }
+
+    fn renewed(&self, ids: &[Uuid], usable_until: Instant) {
+        let mut state = self.state();
+        for lease in state.leases.values_mut() {
+            if ids.contains(&lease.id) {
+                lease.usable_until = lease.usable_until.max(usable_until);
+            }
+        }
+    }
+
+    /// How much this instance holds in leases (free and in flight), for tests
+    /// and metrics.
+    pub(crate) fn held(&self) -> i64 {
+        self.state()
+            .leases
+            .values()
+            .map(|l| l.free + l.outstanding)
+            .sum()
+    }
+}
+
+impl crate::listener::Subscriber for LeaseRecalls {
+    fn channel(&self) -> &'static str {
+        leases::RECALL_CHANNEL
+    }
+
+    fn notified(&self, payload: &str) {
+        let Ok(account_id) = payload.parse::<Uuid>() else {
+            tracing::warn!(payload = %payload, "unreadable lease recall");
+            return;
+        };
+        let database = self.0.clone();
+        tokio::spawn(async move { database.answer_recall(account_id).await });
+    }
+
+    fn set_listening(&self, listening: bool) {
+        if let Some(book) = self.0.lease_book() {
+            book.listening.store(listening, Ordering::Release);
+        }
+    }
+}
+
+/// The listener's handle on the leases: recalls are answered through the
+/// database.
+pub(crate) struct LeaseRecalls(pub(crate) Database);
+
+impl Database {
+    /// Turns credit leases on for this instance (see the module docs): its
+    /// reservations of keys without limits are taken from per-account
+    /// leases while the change listener is up. Starts the keeper, which
+    /// renews, tops up and returns leases.
+    pub async fn enable_credit_leases(&self, settings: LeaseSettings) -> Result<(), StoreError> {
+        let holder = format!(
+            "{}:{}",
+            std::env::var("HOSTNAME").unwrap_or_else(|_| "router".into()),
+            std::process::id()
+        );
+        let book = Arc::new(LeaseBook::new(settings, holder));
+        if self.leases.set(book).is_err() {
+            return Ok(());
+        }
+        crate::listener::start(self.url(), vec![Arc::new(LeaseRecalls(self.clone()))]).await?;
+        let database = self.clone();
+        tokio::spawn(async move { database.keep_leases().await });
+        Ok(())
+    }
+
+    pub(crate) fn lease_book(&self) -> Option<&Arc<LeaseBook>> {
+        self.leases.get()
+    }
+
+    /// What this instance holds in credit leases, in nano-USD (0 without them).
+    pub fn leased_nano(&self) -> i64 {
+        self.lease_book().map_or(0, |book| book.held())
+    }
+
+    /// Admission with leases on: from the lease, or the direct way (with a
+    /// recall when that is refused for credit while leases hold funds).
+    pub(crate) async fn reserve_with_leases(
+        &self,
+        book: &Arc<LeaseBook>,
+        request: NewRequest,
+    ) -> Result<(), ReserveError> {
+        match book.take(&request) {
+            Take::Admitted { grow } => {
+                if let Some((lease_id, wanted)) = grow {
+                    let database = self.clone();
+                    let account_id = request.account_id;
+                    tokio::spawn(
+                        async move { database.grow_lease(account_id, lease_id, wanted).await },
+                    );
+                }
+                Ok(())
+            }
+            Take::Direct { acquire } => {
+                let (account_id, amount) = (request.account_id, request.reserve.0);
+                let reserved = match self.reserve_direct(request.clone()).await {
+                    Err(ReserveError::InsufficientCredits) => {
+                        self.reserve_after_recall(book, account_id, request).await
+                    }
+                    other => other,
+                };
+                // After this request's own hold: the lease is sized from
+                // what is left, and takes nothing this request needed.
+                if acquire {
+                    let database = self.clone();
+                    match book.own_lease(account_id) {
+                        Some(lease_id) => {
+                            let wanted = amount.saturating_mul(book.settings.min_requests);
+                            tokio::spawn(async move {
+                                database.grow_lease(account_id, lease_id, wanted).await
+                            });
+                        }
+                        None => {
+                            tokio::spawn(async move {
+                                database.acquire_lease(account_id, amount).await
+                            });
+                        }
+                    }
+                }
+                reserved
+            }
+        }
+    }
+
+    /// A direct reservation was refused for credit: asks every lease of the
+    /// account to give its unused part back, and retries until it is
+    /// admitted, no lease of the account holds unanswered funds, or the
+    /// recall wait is over.
+    async fn reserve_after_recall(
+        &self,
+        book: &Arc<LeaseBook>,
+        account_id: Uuid,
+        request: NewRequest,
+    ) -> Result<(), ReserveError> {
+        let own_gave_back = self.answer_recall(account_id).await;
+        let mut conn = self.connection().await?;
+        let others =
+            leases::unanswered(&mut conn, account_id, book.own_lease(account_id), None).await?;
+        drop(conn);
+        if others == 0 {
+            return if own_gave_back {
+                self.reserve_direct(request).await
+            } else {
+                Err(ReserveError::InsufficientCredits)
+            };
+        }
+        let asked = {
+            let mut conn = self.connection().await?;
+            leases::recall(&mut conn, account_id).await?
+        };
+        let give_up = Instant::now() + book.settings.recall_wait;
+        let mut pause = Duration::from_millis(5);
+        loop {
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_millis(200));
+            let unanswered = {
+                let mut conn = self.connection().await?;
+                leases::unanswered(
+                    &mut conn,
+                    account_id,
+                    book.own_lease(account_id),
+                    Some(asked),
+                )
+                .await?
+            };
+            match self.reserve_direct(request.clone()).await {
+                Err(ReserveError::InsufficientCredits)
+                    if unanswered > 0 && Instant::now() < give_up => {}
+                other => return other,
+            }
+        }
+    }
+
+    /// Gives this instance's unused lease funds of `account_id` back (a
+    /// recall, from another instance or this one) and stops leasing the
+    /// account for a while. Whether anything was given back.
+    pub(crate) async fn answer_recall(&self, account_id: Uuid) -> bool {
+        let Some(book) = self.lease_book() else {
+            return false;
+        };
+        let Some((lease_id, free, close)) = book.recall(account_id) else {
+            return false;
+        };
+        let mut conn = match self.connection().await {
+            Ok(conn) => conn,
+            Err(error) => {
+                tracing::warn!(%error, "lease recall not answered");
+                return false;
+            }
+        };
+        let answered = if close {
+            leases::give_back(&mut conn, lease_id, 0, true).await.and(
+                leases::close(&mut conn, lease_id)
+                    .await
+                    .map(|c| c.is_some()),
+            )
+        } else {
+            leases::give_back(&mut conn, lease_id, free, true).await
+        };
+        match answered {
+            Ok(_) => free > 0 || close,
+            Err(error) => {
+                tracing::warn!(%error, "lease recall not answered");
+                false
+            }
+        }
+    }
+
+    async fn acquire_lease(&self, account_id: Uuid, reservation: i64) {
+        let Some(book) = self.lease_book() else {
+            return;
+        };
+        let lease_id = Uuid::now_v7();
+        let started = Instant::now();
+        let minimum = reservation.saturating_mul(book.settings.min_requests);
+        let acquired = match self.connection().await {
+            Ok(mut conn) => {
+                leases::acquire(
+                    &mut conn,
+                    lease_id,
+                    account_id,
+                    &book.holder,
+                    book.settings.share_percent,
+                    minimum,
+                    SystemTime::now() + book.settings.ttl,
+                )
+                .await
+            }
+            Err(error) => Err(error),
+        };
+        let amount = acquired.unwrap_or_else(|error| {
+            tracing::debug!(%error, "no lease taken");
+            0
+        });
+        book.acquired(
+            account_id,
+            lease_id,
+            amount,
+            started + book.settings.ttl / 2,
+        );
+    }
+
+    async fn grow_lease(&self, account_id: Uuid, lease_id: Uuid, wanted: i64) {
+        let Some(book) = self.lease_book() else {
+            return;
+        };
+        let started = Instant::now();
+        let added = match self.connection().await {
+            Ok(mut conn) => leases::grow(
+                &mut conn,
+                lease_id,
+                wanted.max(0),
+                book.settings.share_percent,
+                SystemTime::now() + book.settings.ttl,
+            )
+            .await
+            .unwrap_or(0),
+            Err(_) => 0,
+        };
+        if added > 0 {
+            book.renewed(&[lease_id], started + book.settings.ttl / 2);
+        }
+        let followup = book.grown(account_id, lease_id, added);
+        self.follow_up(followup).await;
+    }
+
+    async fn follow_up(&self, followup: Followup) {
+        let outcome = match followup {
+            Followup::Nothing => return,
+            Followup::GiveBack(lease_id, amount) => match self.connection().await {
+                Ok(mut conn) => leases::give_back(&mut conn, lease_id, amount, false)
+                    .await
+                    .map(|_| ()),
+                Err(error) => Err(error),
+            },
+            Followup::Close(lease_id) => match self.connection().await {
+                Ok(mut conn) => leases::close(&mut conn, lease_id).await.map(|_| ()),
+                Err(error) => Err(error),
+            },
+        };
+        if let Err(error) = outcome {
+            // The lease keeps the funds until it expires and is reaped.
+            tracing::warn!(%error, "lease funds not given back");
+        }
+    }
+
+    /// Renews, returns and closes leases every quarter of their life.
+    async fn keep_leases(self) {
+        let Some(book) = self.lease_book().cloned() else {
+            return;
+        };
+        let every = (book.settings.ttl / 4).max(Duration::from_millis(100));
+        loop {
+            tokio::time::sleep(every).await;
+            let (renew, close, give_back) = book.keeper_pass();
+            for (lease_id, amount) in give_back {
+                self.follow_up(Followup::GiveBack(lease_id, amount)).await;
+            }
+            for lease_id in close {
+                self.follow_up(Followup::Close(lease_id)).await;
+            }
+            if renew.is_empty() {
+                continue;
+            }
+            let started = Instant::now();
+            let renewed = match self.connection().await {
+                Ok(mut conn) => {
+                    leases::renew(&mut conn, &renew, SystemTime::now() + book.settings.ttl).await
+                }
+                Err(error) => Err(error),
+            };
+            match renewed {
+                Ok(_) => book.renewed(&renew, started + book.settings.ttl / 2),
+                Err(error) => tracing::warn!(%error, "leases not renewed"),
+            }
+        }
+    }
+
+    /// Settles a request admitted from a lease (see [`leases::settle_batch`]).
+    pub(crate) async fn settle_leased(
+        &self,
+        book: &LeaseBook,
+        leased: LeasedRequest,
+        settlement: router_core::store::Settlement,
+    ) -> Result<router_canonical::NanoUsd, router_core::store::SettleError> {
+        use router_core::store::SettleError;
+        crate::billing::check_settlement(&settlement)?;
+        let request_id = settlement.request_id;
+        let outcome = self
+            .leased_settlements
+            .submit(LeasedSettlement { leased, settlement })
+            .await;
+        let outcome = match outcome {
+            Some(Err(error @ StoreError::Unavailable(_))) => {
+                self.leased_settlement_outcome(request_id, error).await
+            }
+            Some(outcome) => outcome,
+            None => Err(StoreError::Unavailable("batching stopped".into())),
+        };
+        match outcome {
+            Ok(Some(charge)) => {
+                let followup = book.ended(request_id, Some(charge.0), false);
+                self.follow_up(followup).await;
+                Ok(charge)
+            }
+            Ok(None) => {
+                let followup = book.ended(request_id, None, true);
+                self.follow_up(followup).await;
+                Err(SettleError::NotReserved(request_id))
+            }
+            // Not settled: the request stays leased, and its voiding ends it.
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// Voids a request admitted from a lease: its rows are written, and its
+    /// reservation goes back to the lease.
+    pub(crate) async fn void_leased(
+        &self,
+        book: &LeaseBook,
+        leased: LeasedRequest,
+        voiding: &router_core::store::Voiding,
+    ) -> Result<(), router_core::store::SettleError> {
+        let request_id = leased.request.request_id;
+        let written = match self.connection().await {
+            Ok(mut conn) => leases::void(&mut conn, &leased, voiding).await,
+            Err(error) => Err(error),
+        };
+        // Written or not, nothing was charged: the reservation is free again
+        // (the lease's amount in the database never counted it apart).
+        let followup = book.ended(request_id, None, false);
+        self.follow_up(followup).await;
+        match written {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(router_core::store::SettleError::NotReserved(request_id)),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// Whether a leased settlement whose commit went unanswered was
+    /// written: its history row tells, read for up to ten seconds.
+    async fn leased_settlement_outcome(
+        &self,
+        request_id: Uuid,
+        error: StoreError,
+    ) -> Result<Option<router_canonical::NanoUsd>, StoreError> {
+        let give_up = Instant::now() + Duration::from_secs(10);
+        let mut pause = Duration::from_millis(100);
+        loop {
+            let read = match self.connection().await {
+                Ok(mut conn) => crate::billing::settlement_outcome(&mut conn, request_id).await,
+                Err(e) => Err(e),
+            };
+            match read {
+                Ok(Some((status, charged))) if status == "settled" => {
+                    return Ok(Some(router_canonical::NanoUsd(charged.unwrap_or(0))));
+                }
+                Ok(_) => return Err(error),
+                Err(_) if Instant::now() + pause < give_up => {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(1));
+                }
+                Err(_) => return Err(error),
+            }
+        }
+    }
+}

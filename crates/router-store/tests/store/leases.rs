@@ -1,0 +1,272 @@
+//! Credit leases (issue 34): requests admitted from an instance's lease in
+//! memory, settled exactly in PostgreSQL, with no overspend and no false
+//! 402 across instances.
+
+use crate::seed::{
+    Funded, assert_books_agree, count, funded_account, new_request, settlement, voiding, wallet,
+};
+use router_core::store::{AttemptOutcome, AttemptRecord, ReserveError, SettleError, Store};
+use router_store::test_support::TestDatabase;
+use router_store::{Database, LeaseSettings};
+use std::time::{Duration, Instant, SystemTime};
+
+fn settings(share_percent: i64, min_requests: i64) -> LeaseSettings {
+    LeaseSettings {
+        share_percent,
+        min_requests,
+        ..LeaseSettings::default()
+    }
+}
+
+/// An instance of its own (pool, batches, leases) on the test database.
+async fn instance(db: &TestDatabase, settings: LeaseSettings) -> Database {
+    let instance = Database::connect(db.url(), 8).await.unwrap();
+    instance.enable_credit_leases(settings).await.unwrap();
+    instance
+}
+
+/// Reserves (direct) one request, which asks for a lease, waits until the
+/// instance holds one, and voids the request: the lease is the share of the
+/// balance less that reservation.
+async fn warm(instance: &Database, funded: &Funded, reserve: i64) {
+    let first = new_request(funded, reserve);
+    let id = first.request_id;
+    instance.reserve(first).await.unwrap();
+    let give_up = Instant::now() + Duration::from_secs(10);
+    while instance.leased_nano() == 0 {
+        assert!(Instant::now() < give_up, "no lease was taken");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    instance.void(voiding(id, "warm_up")).await.unwrap();
+}
+
+async fn active_leases(db: &TestDatabase, funded: &Funded) -> i64 {
+    count(
+        db,
+        &format!(
+            "SELECT coalesce(sum(amount_nano), 0)::bigint AS n FROM credit_leases
+             WHERE status = 'active' AND account_id = '{}'",
+            funded.account_id
+        ),
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_leased_request_is_admitted_without_a_hold_row_and_settles_exactly() {
+    let db = TestDatabase::new().await;
+    let funded = funded_account(&db, 1_001_000).await;
+    let leasing = instance(&db, settings(50, 4)).await;
+    warm(&leasing, &funded, 1_000).await;
+
+    // The lease is half the available balance, held on the wallet: the
+    // account's view shows it as held.
+    assert_eq!(active_leases(&db, &funded).await, 500_000);
+    assert_eq!(wallet(&db, funded.account_id).await, (1_001_000, 500_000));
+
+    let holds_before = count(&db, "SELECT count(*) AS n FROM holds").await;
+    let mut ids = Vec::new();
+    for _ in 0..10 {
+        let request = new_request(&funded, 3_000);
+        ids.push(request.request_id);
+        leasing.reserve(request).await.unwrap();
+    }
+    // Admitted in memory: no row was written for them yet.
+    assert_eq!(
+        count(&db, "SELECT count(*) AS n FROM holds").await,
+        holds_before
+    );
+
+    // A failed attempt before the success is kept and written with it.
+    let failed = AttemptRecord {
+        outcome: AttemptOutcome::Failed {
+            upstream_status: Some(503),
+            kind: "status".into(),
+            retryable: true,
+        },
+        ..settlement(ids[0], 0).attempt
+    };
+    leasing.record_attempt(failed).await.unwrap();
+    let mut settled = 0;
+    for id in &ids[..9] {
+        let mut success = settlement(*id, 1_234);
+        success.attempt.attempt_no = 2;
+        settled += leasing.settle(success).await.unwrap().0;
+    }
+    // Usage beyond the reservation costs exactly the reservation (I4).
+    let capped = leasing.settle(settlement(ids[9], 9_999)).await.unwrap();
+    assert_eq!(capped.0, 3_000);
+    settled += capped.0;
+    assert_eq!(settled, 9 * 1_234 + 3_000);
+    // Exactly once: a second settlement charges nothing.
+    assert!(matches!(
+        leasing.settle(settlement(ids[1], 1_234)).await,
+        Err(SettleError::NotReserved(_))
+    ));
+
+    let view = leasing.get_request(ids[0]).await.unwrap().unwrap();
+    assert_eq!(view.status, "succeeded");
+    assert_eq!(view.charged_nano, Some(1_234));
+    assert_eq!(view.reserved_nano, 3_000);
+    assert_eq!(view.hold.as_ref().unwrap().status, "settled");
+    assert_eq!(
+        view.attempts
+            .iter()
+            .map(|a| a.outcome.as_str())
+            .collect::<Vec<_>>(),
+        ["failed", "succeeded"]
+    );
+    // Balance down by the charges; the lease and the held amount by the same.
+    assert_eq!(
+        wallet(&db, funded.account_id).await,
+        (1_001_000 - settled, 500_000 - settled)
+    );
+    assert_eq!(active_leases(&db, &funded).await, 500_000 - settled);
+    assert_eq!(leasing.leased_nano(), 500_000 - settled);
+    assert_books_agree(&db).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_voided_leased_request_is_recorded_and_its_reservation_returns_to_the_lease() {
+    let db = TestDatabase::new().await;
+    let funded = funded_account(&db, 101_000).await;
+    let leasing = instance(&db, settings(50, 4)).await;
+    warm(&leasing, &funded, 1_000).await;
+    let request = new_request(&funded, 10_000);
+    let id = request.request_id;
+    leasing.reserve(request).await.unwrap();
+    assert_eq!(leasing.leased_nano(), 50_000);
+    leasing.void(voiding(id, "upstream_error")).await.unwrap();
+    let view = leasing.get_request(id).await.unwrap().unwrap();
+    assert_eq!(view.status, "failed");
+    assert_eq!(view.error_reason.as_deref(), Some("upstream_error"));
+    assert_eq!(view.hold.unwrap().status, "released");
+    assert_eq!(wallet(&db, funded.account_id).await, (101_000, 50_000));
+    assert!(matches!(
+        leasing.void(voiding(id, "again")).await,
+        Err(SettleError::NotReserved(_))
+    ));
+    assert_books_agree(&db).await;
+}
+
+/// N=200 against a wallet that pays for exactly K=37, over two instances
+/// whose leases hold most of it: exactly 37 are admitted (no overspend, no
+/// false 402: funds stranded in a lease are recalled), and after every
+/// settlement the books are exact.
+#[tokio::test(flavor = "multi_thread")]
+async fn two_leasing_instances_admit_exactly_what_the_wallet_pays() {
+    let db = TestDatabase::with_pool_size(8).await;
+    let funded = funded_account(&db, 37_000 + 2_000).await;
+    let a = instance(&db, settings(50, 4)).await;
+    let b = instance(&db, settings(50, 4)).await;
+    warm(&a, &funded, 1_000).await;
+    warm(&b, &funded, 1_000).await;
+    // The warm-ups cost nothing; spend 2,000 so that 37,000 is left.
+    for instance in [&a, &b] {
+        let request = new_request(&funded, 1_000);
+        let id = request.request_id;
+        instance.reserve(request).await.unwrap();
+        instance.settle(settlement(id, 1_000)).await.unwrap();
+    }
+    assert!(a.leased_nano() > 0 && b.leased_nano() > 0);
+
+    let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(200));
+    let racing = (0..200).map(|i| {
+        let instance = if i % 2 == 0 { a.clone() } else { b.clone() };
+        let request = new_request(&funded, 1_000);
+        let barrier = barrier.clone();
+        tokio::spawn(async move {
+            barrier.wait().await;
+            let id = request.request_id;
+            instance.reserve(request).await.map(|()| (instance, id))
+        })
+    });
+    let results = futures::future::join_all(racing).await;
+    let mut admitted = Vec::new();
+    let mut refused = 0;
+    for result in results {
+        match result.unwrap() {
+            Ok(ok) => admitted.push(ok),
+            Err(ReserveError::InsufficientCredits) => refused += 1,
+            Err(other) => panic!("unexpected refusal {other:?}"),
+        }
+    }
+    assert_eq!((admitted.len(), refused), (37, 163));
+    for (instance, id) in admitted {
+        assert_eq!(
+            instance.settle(settlement(id, 1_000)).await.unwrap().0,
+            1_000
+        );
+    }
+    let (balance, _) = wallet(&db, funded.account_id).await;
+    assert_eq!(balance, 0);
+    assert_eq!(
+        count(
+            &db,
+            "SELECT count(*) AS n FROM requests WHERE status = 'succeeded'"
+        )
+        .await,
+        39
+    );
+    assert_books_agree(&db).await;
+}
+
+/// A small balance spread over two instances: a request the wallet can pay
+/// is admitted although part of the balance sat in the other's lease.
+#[tokio::test(flavor = "multi_thread")]
+async fn funds_in_another_instances_lease_are_recalled_not_refused() {
+    let db = TestDatabase::new().await;
+    let funded = funded_account(&db, 5_000).await;
+    let a = instance(&db, settings(50, 1)).await;
+    let b = instance(&db, LeaseSettings::default()).await;
+    warm(&a, &funded, 1_000).await;
+    assert_eq!(active_leases(&db, &funded).await, 2_000);
+
+    // 3,500 of 5,000: only with A's lease given back.
+    let request = new_request(&funded, 3_500);
+    let id = request.request_id;
+    b.reserve(request).await.expect("admitted after the recall");
+    assert_eq!(b.settle(settlement(id, 3_500)).await.unwrap().0, 3_500);
+    assert_eq!(wallet(&db, funded.account_id).await.0, 1_500);
+    // A answered the recall and stopped leasing the account.
+    assert_eq!(active_leases(&db, &funded).await, 0);
+    assert_eq!(a.leased_nano(), 0);
+    // What no instance can pay is still refused.
+    assert!(matches!(
+        b.reserve(new_request(&funded, 1_600)).await,
+        Err(ReserveError::InsufficientCredits)
+    ));
+    assert_books_agree(&db).await;
+}
+
+/// A dead instance's lease goes back to the wallet once it expires.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_reaper_returns_an_expired_lease_and_a_live_one_is_renewed() {
+    let db = TestDatabase::new().await;
+    let funded = funded_account(&db, 101_000).await;
+    let leasing = instance(
+        &db,
+        LeaseSettings {
+            ttl: Duration::from_millis(800),
+            ..settings(50, 4)
+        },
+    )
+    .await;
+    warm(&leasing, &funded, 1_000).await;
+    // Renewed while the instance lives: still active well past one life.
+    let request = new_request(&funded, 1_000);
+    let id = request.request_id;
+    leasing.reserve(request).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(2_000)).await;
+    assert_eq!(db.reap_expired_holds(SystemTime::now()).await.unwrap(), 0);
+    assert_eq!(active_leases(&db, &funded).await, 50_000);
+    leasing.settle(settlement(id, 400)).await.unwrap();
+
+    // As if the holder died: its lease is not renewed and the reaper, on
+    // any instance, releases it whole after its expiry.
+    let later = SystemTime::now() + Duration::from_secs(3_600);
+    assert_eq!(db.reap_expired_holds(later).await.unwrap(), 1);
+    assert_eq!(active_leases(&db, &funded).await, 0);
+    assert_eq!(wallet(&db, funded.account_id).await, (100_600, 0));
+    assert_books_agree(&db).await;
+}
