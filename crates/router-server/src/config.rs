@@ -60,6 +60,9 @@ pub struct ServerConfig {
     pub uploads: router_uploads::UploadSettings,
     /// `ROUTER_VIDEO_POLL_INTERVAL_MS`.
     pub videos: router_core::video_jobs::VideoSettings,
+    /// `ROUTER_CREDIT_LEASES` and `ROUTER_CREDIT_LEASE_*`: per-instance
+    /// credit leases (`router_store::lease_book`); `None`: off.
+    pub credit_leases: Option<router_store::LeaseSettings>,
 }
 
 impl std::fmt::Debug for ServerConfig {

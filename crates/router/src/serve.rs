@@ -45,6 +45,16 @@ pub(crate) async fn serve(
     db.listen_for_changes()
         .await
         .context("listening for changes (API keys, response cache, experiments)")?;
+    if let Some(settings) = &config.credit_leases {
+        db.enable_credit_leases(settings.clone())
+            .await
+            .context("listening for credit lease recalls")?;
+        tracing::info!(
+            ttl_secs = settings.ttl.as_secs(),
+            share_percent = settings.share_percent,
+            "credit leases on"
+        );
+    }
     let catalog = Arc::new(catalog);
     let (views, recorded) =
         router_catalog::record(&db, catalog.clone(), &config.catalog_path, &catalog_text)

@@ -238,6 +238,35 @@ pub(crate) struct ServeArgs {
         default_value = "300"
     )]
     prompt_cache_affinity_ttl_secs: String,
+    /// Credit leases: `1` to admit requests of keys without limits from a
+    /// per-instance lease of the account's balance, in memory (issue 34).
+    #[arg(long, global = true, env = "ROUTER_CREDIT_LEASES", default_value = "0")]
+    credit_leases: String,
+    /// Seconds a credit lease lives without renewal (a dead instance's
+    /// leases return within it).
+    #[arg(
+        long,
+        global = true,
+        env = "ROUTER_CREDIT_LEASE_TTL_SECS",
+        default_value = "30"
+    )]
+    credit_lease_ttl_secs: String,
+    /// The share of an account's available balance one lease takes, in percent (1-100).
+    #[arg(
+        long,
+        global = true,
+        env = "ROUTER_CREDIT_LEASE_SHARE_PERCENT",
+        default_value = "25"
+    )]
+    credit_lease_share_percent: String,
+    /// Seconds a lease unused with nothing in flight is kept before it is returned.
+    #[arg(
+        long,
+        global = true,
+        env = "ROUTER_CREDIT_LEASE_IDLE_SECS",
+        default_value = "10"
+    )]
+    credit_lease_idle_secs: String,
     /// Test-only admin routes (backdating, `as_of`): `1` to enable; never in production.
     #[arg(
         long,
@@ -462,6 +491,7 @@ impl ServeArgs {
             channels,
             session_ttl: seconds("ROUTER_SESSION_TTL_SECS", &self.session_ttl_secs)?,
             test_hooks: switch("ROUTER_ADMIN_TEST_HOOKS", &self.admin_test_hooks)?,
+            credit_leases: self.credit_leases()?,
             prompt_cache: router_server::app::PromptCacheSettings {
                 min_prefix_tokens: count(
                     "ROUTER_PROMPT_CACHE_MIN_PREFIX_TOKENS",
@@ -547,6 +577,26 @@ impl ServeArgs {
             },
             drain: seconds("ROUTER_DRAIN_SECS", &self.drain_secs)?,
         })
+    }
+
+    /// `ROUTER_CREDIT_LEASES` and its sizes; `None` when leases are off.
+    fn credit_leases(&self) -> anyhow::Result<Option<router_store::LeaseSettings>> {
+        if !switch("ROUTER_CREDIT_LEASES", &self.credit_leases)? {
+            return Ok(None);
+        }
+        let share_percent = match self.credit_lease_share_percent.trim().parse::<i64>() {
+            Ok(n) if (1..=100).contains(&n) => n,
+            _ => bail!(
+                "ROUTER_CREDIT_LEASE_SHARE_PERCENT: `{}` is not a whole number from 1 to 100",
+                self.credit_lease_share_percent
+            ),
+        };
+        Ok(Some(router_store::LeaseSettings {
+            ttl: seconds("ROUTER_CREDIT_LEASE_TTL_SECS", &self.credit_lease_ttl_secs)?,
+            share_percent,
+            idle: seconds("ROUTER_CREDIT_LEASE_IDLE_SECS", &self.credit_lease_idle_secs)?,
+            ..router_store::LeaseSettings::default()
+        }))
     }
 
     /// The upload settings; a store that cannot be used stops start-up.
