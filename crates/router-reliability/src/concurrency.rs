@@ -97,7 +97,8 @@ async fn case(
         .await?;
     let charged = charged_of(suite, &account).await?;
     let ledger_exact = view["balance_nano_usd"].as_i64() == Some(credits - charged)
-        && view["held_nano_usd"].as_i64() == Some(0)
+        && view["held_nano_usd"].as_i64()
+            == Some(crate::harness::leased_of(suite, &account).await?)
         && charged == i64::try_from(admitted)? * hold;
     let available = view["available_nano_usd"].as_i64().unwrap_or(-1);
     Ok(Case {

@@ -131,7 +131,8 @@ pub async fn run(suite: &Suite) -> Result<(String, bool)> {
                 .await?;
             let charged: i64 = suite_charged(suite, account).await?;
             if view["balance_nano_usd"].as_i64() != Some(credits - charged)
-                || view["held_nano_usd"].as_i64() != Some(0)
+                || view["held_nano_usd"].as_i64()
+                    != Some(crate::harness::leased_of(suite, &account.to_string()).await?)
             {
                 wrong.push(format!("{point} kill {kill}: the wallet is off: {view}"));
             }

@@ -164,6 +164,13 @@ impl Suite {
             .stdout(std::process::Stdio::null())
             .stderr(file)
             .kill_on_drop(true);
+        // Credit leases (issue 34) are on for every router of a run when the
+        // suite itself is started with `ROUTER_CREDIT_LEASES=1`.
+        for (name, value) in std::env::vars() {
+            if name.starts_with("ROUTER_CREDIT_LEASE") {
+                command.env(name, value);
+            }
+        }
         for (name, value) in env {
             command.env(name, value);
         }
@@ -342,6 +349,26 @@ pub async fn hold_of_one_request(suite: &Suite, base: &str) -> Result<i64> {
 }
 
 /// The one request body every load sends.
+/// What `account`'s active credit leases hold (0 without leases): the
+/// part of its `held_nano` that is not a request's hold.
+pub async fn leased_of(suite: &Suite, account: &str) -> Result<i64> {
+    use diesel_async::RunQueryDsl;
+    #[derive(diesel::QueryableByName)]
+    struct Sum {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        n: i64,
+    }
+    let mut conn = suite.connection().await?;
+    let sum: Sum = diesel::sql_query(format!(
+        "SELECT coalesce(sum(amount_nano), 0)::bigint AS n FROM credit_leases
+         WHERE status = 'active' AND account_id = '{}'",
+        uuid::Uuid::parse_str(account).context("account id")?
+    ))
+    .get_result(&mut conn)
+    .await?;
+    Ok(sum.n)
+}
+
 pub fn hello() -> Value {
     json!({"model": "m-text", "max_tokens": 50, "messages": [{"role": "user", "content": "hello"}]})
 }

@@ -112,13 +112,14 @@ pub async fn run(suite: &Suite) -> Result<(String, bool)> {
     let view: Value = suite
         .admin_get(&router.base, &format!("/admin/accounts/{account}"))
         .await?;
+    let leased = crate::harness::leased_of(suite, &account.to_string()).await?;
     router.stop().await?;
     let ok_count = statuses.iter().filter(|s| **s == 200).count();
     let failed = statuses.iter().filter(|s| matches!(**s, 502 | 503)).count();
     let left = statuses.iter().filter(|s| **s == 0).count();
     let errors_500 = statuses.iter().filter(|s| **s == 500).count();
     let exact = view["balance_nano_usd"].as_i64() == Some(credits - books.charged)
-        && view["held_nano_usd"].as_i64() == Some(0);
+        && view["held_nano_usd"].as_i64() == Some(leased);
     let ok = exact && books.reserved == 0 && errors_500 == 0;
     let line = format!(
         "mixed: {total} requests (half streamed, a quarter left before output, a quarter left after the first chunk), 20% supplier failures: \

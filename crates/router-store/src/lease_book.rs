@@ -77,6 +77,9 @@ pub(crate) struct LeaseBook {
     holder: String,
     /// Whether recalls can be heard (the change listener is up).
     listening: AtomicBool,
+    /// False after a statement found the database unavailable, until one
+    /// succeeds: no lease admits a request whose end could not be written.
+    healthy: AtomicBool,
     state: Mutex<State>,
 }
 
@@ -90,6 +93,10 @@ struct State {
     busy: HashSet<Uuid>,
     /// Accounts not to lease until the instant.
     cooldown: HashMap<Uuid, Instant>,
+    /// Leased requests whose end could not be written (the database was
+    /// unavailable), with how they end if they were not settled: still
+    /// outstanding on their lease until the keeper writes them.
+    unresolved: HashMap<Uuid, router_core::store::Voiding>,
 }
 
 struct Lease {
@@ -127,6 +134,7 @@ impl LeaseBook {
             settings,
             holder,
             listening: AtomicBool::new(false),
+            healthy: AtomicBool::new(true),
             state: Mutex::default(),
         }
     }
@@ -138,7 +146,10 @@ impl LeaseBook {
 
     /// Admits `request` from its account's lease when the lease can cover it.
     pub(crate) fn take(&self, request: &NewRequest) -> Take {
-        if request.key_limited || !self.listening.load(Ordering::Acquire) {
+        if request.key_limited
+            || !self.listening.load(Ordering::Acquire)
+            || !self.healthy.load(Ordering::Acquire)
+        {
             return Take::Direct { acquire: false };
         }
         let now = Instant::now();
@@ -296,6 +307,23 @@ impl LeaseBook {
         Some((id, free, close))
     }
 
+    fn unresolved(&self, voiding: router_core::store::Voiding) {
+        self.healthy.store(false, Ordering::Release);
+        self.state().unresolved.insert(voiding.request_id, voiding);
+    }
+
+    fn take_unresolved(&self) -> Vec<(LeasedRequest, router_core::store::Voiding)> {
+        let mut state = self.state();
+        let ids: Vec<Uuid> = state.unresolved.keys().copied().collect();
+        ids.into_iter()
+            .filter_map(|id| {
+                let voiding = state.unresolved.remove(&id)?;
+                let leased = state.requests.get(&id)?.clone();
+                Some((leased, voiding))
+            })
+            .collect()
+    }
+
     fn own_lease(&self, account_id: Uuid) -> Option<Uuid> {
         self.state().leases.get(&account_id).map(|l| l.id)
     }
@@ -423,6 +451,12 @@ impl Database {
                 let reserved = match self.reserve_direct(request.clone()).await {
                     Err(ReserveError::InsufficientCredits) => {
                         self.reserve_after_recall(book, account_id, request).await
+                    }
+                    Err(ReserveError::Store(StoreError::Unavailable(cause))) => {
+                        // Leased admissions stop until the database answers
+                        // again: their ends could not be written.
+                        book.healthy.store(false, Ordering::Release);
+                        Err(ReserveError::Store(StoreError::Unavailable(cause)))
                     }
                     other => other,
                 };
@@ -619,6 +653,7 @@ impl Database {
         let every = (book.settings.ttl / 4).max(Duration::from_millis(100));
         loop {
             tokio::time::sleep(every).await;
+            self.resolve_unwritten(&book).await;
             let (renew, close, give_back) = book.keeper_pass();
             for (lease_id, amount) in give_back {
                 self.follow_up(Followup::GiveBack(lease_id, amount)).await;
@@ -627,6 +662,12 @@ impl Database {
                 self.follow_up(Followup::Close(lease_id)).await;
             }
             if renew.is_empty() {
+                if !book.healthy.load(Ordering::Acquire)
+                    && book.state().unresolved.is_empty()
+                    && self.ping().await.is_ok()
+                {
+                    book.healthy.store(true, Ordering::Release);
+                }
                 continue;
             }
             let started = Instant::now();
@@ -637,8 +678,42 @@ impl Database {
                 Err(error) => Err(error),
             };
             match renewed {
-                Ok(_) => book.renewed(&renew, started + book.settings.ttl / 2),
+                Ok(_) => {
+                    book.renewed(&renew, started + book.settings.ttl / 2);
+                    if book.state().unresolved.is_empty() {
+                        book.healthy.store(true, Ordering::Release);
+                    }
+                }
                 Err(error) => tracing::warn!(%error, "leases not renewed"),
+            }
+        }
+    }
+
+    /// Writes the ends of leased requests that could not be written when
+    /// they ended: settled after all (the commit's answer was lost), or
+    /// failed. Until then their reservations stay outstanding.
+    async fn resolve_unwritten(&self, book: &LeaseBook) {
+        for (leased, voiding) in book.take_unresolved() {
+            let request_id = leased.request.request_id;
+            let written = match self.connection().await {
+                Ok(mut conn) => {
+                    match crate::billing::settlement_outcome(&mut conn, request_id).await {
+                        Ok(Some((status, charged))) if status == "settled" => Ok(charged),
+                        Ok(Some(_)) => Ok(None),
+                        Ok(None) => leases::void(&mut conn, &leased, &voiding)
+                            .await
+                            .map(|_| None),
+                        Err(error) => Err(error),
+                    }
+                }
+                Err(error) => Err(error),
+            };
+            match written {
+                Ok(charged) => {
+                    let followup = book.ended(request_id, charged.or(None), false);
+                    self.follow_up(followup).await;
+                }
+                Err(_) => book.unresolved(voiding),
             }
         }
     }
@@ -675,8 +750,16 @@ impl Database {
                 self.follow_up(followup).await;
                 Err(SettleError::NotReserved(request_id))
             }
-            // Not settled: the request stays leased, and its voiding ends it.
-            Err(error) => Err(error.into()),
+            // Not known to be settled, and core leaves a failed commit to
+            // the reaper: the keeper writes its end once it can.
+            Err(error) => {
+                book.unresolved(router_core::store::Voiding {
+                    request_id,
+                    reason: "service_unavailable".into(),
+                    attempt: None,
+                });
+                Err(error.into())
+            }
         }
     }
 
@@ -693,14 +776,19 @@ impl Database {
             Ok(mut conn) => leases::void(&mut conn, &leased, voiding).await,
             Err(error) => Err(error),
         };
-        // Written or not, nothing was charged: the reservation is free again
-        // (the lease's amount in the database never counted it apart).
+        if let Err(error) = written {
+            // Nothing was charged, but its rows are not written yet: the
+            // keeper writes them once it can.
+            book.unresolved(voiding.clone());
+            return Err(error.into());
+        }
+        // Nothing was charged: the reservation is free again (the lease's
+        // amount in the database never counted it apart).
         let followup = book.ended(request_id, None, false);
         self.follow_up(followup).await;
         match written {
             Ok(true) => Ok(()),
-            Ok(false) => Err(router_core::store::SettleError::NotReserved(request_id)),
-            Err(error) => Err(error.into()),
+            _ => Err(router_core::store::SettleError::NotReserved(request_id)),
         }
     }
 

@@ -594,7 +594,10 @@ impl ServeArgs {
         Ok(Some(router_store::LeaseSettings {
             ttl: seconds("ROUTER_CREDIT_LEASE_TTL_SECS", &self.credit_lease_ttl_secs)?,
             share_percent,
-            idle: seconds("ROUTER_CREDIT_LEASE_IDLE_SECS", &self.credit_lease_idle_secs)?,
+            idle: seconds(
+                "ROUTER_CREDIT_LEASE_IDLE_SECS",
+                &self.credit_lease_idle_secs,
+            )?,
             ..router_store::LeaseSettings::default()
         }))
     }
