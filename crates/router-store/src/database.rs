@@ -647,8 +647,8 @@ impl Store for Database {
     async fn record_attempt(&self, attempt: AttemptRecord) -> Result<(), StoreError> {
         let attempt = match self.lease_book() {
             Some(book) => match book.buffer_attempt(attempt) {
-                Ok(()) => return Ok(()),
-                Err(attempt) => attempt,
+                None => return Ok(()),
+                Some(attempt) => attempt,
             },
             None => attempt,
         };

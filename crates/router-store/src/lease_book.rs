@@ -201,14 +201,14 @@ impl LeaseBook {
     }
 
     /// Keeps a failed attempt of a leased request until its end writes it;
-    /// gives it back when the request is not leased.
-    pub(crate) fn buffer_attempt(&self, attempt: AttemptRecord) -> Result<(), AttemptRecord> {
+    /// gives it back (`Some`) when the request is not leased.
+    pub(crate) fn buffer_attempt(&self, attempt: AttemptRecord) -> Option<AttemptRecord> {
         match self.state().requests.get_mut(&attempt.request_id) {
             Some(leased) => {
                 leased.attempts.push(attempt);
-                Ok(())
+                None
             }
-            None => Err(attempt),
+            None => Some(attempt),
         }
     }
 
