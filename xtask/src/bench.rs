@@ -62,7 +62,7 @@ const OPEN_STREAMS: usize = 1000;
 const ROUTER_READY: Duration = Duration::from_secs(60);
 const PROMPT: &str = "Say hello to the benchmark.";
 
-const USAGE: &str = "usage: cargo xtask bench [--quick] [--duration SECS] [--protocols chat,messages,responses,completions] [--peers litellm,portkey] [--profile] [--scale-out] [--docs-only] [--uploads-only] [--no-build]";
+const USAGE: &str = "usage: cargo xtask bench [--quick] [--duration SECS] [--protocols chat,messages,responses,completions] [--peers litellm,portkey] [--profile] [--scale-out] [--docs-only] [--uploads-only] [--leases] [--no-build]";
 /// The documentation search measured (`GET /v1/docs?q=...`): a few terms, as an agent asks.
 const DOCS_QUERY: &str = "q=streaming+usage+cost&limit=4";
 /// The rate of the docs search case (the figure: p50 and p99 at 1,000 rps).
@@ -244,6 +244,8 @@ impl Protocol {
 
 struct Options {
     quick: bool,
+    /// `--leases`: the router runs with credit leases (`ROUTER_CREDIT_LEASES=1`).
+    leases: bool,
     duration: Duration,
     protocols: Vec<Protocol>,
     peers: Vec<Peer>,
@@ -266,6 +268,7 @@ impl Options {
 fn parse(args: &[String]) -> Result<Options> {
     let mut options = Options {
         quick: false,
+        leases: false,
         duration: Duration::from_secs(20),
         protocols: Protocol::ALL.to_vec(),
         peers: Vec::new(),
@@ -279,6 +282,7 @@ fn parse(args: &[String]) -> Result<Options> {
     for_each_flag(args, |flag, value| {
         match flag {
             "--quick" => options.quick = true,
+            "--leases" => options.leases = true,
             "--no-build" => options.build = false,
             "--profile" => options.profile = true,
             "--scale-out" => options.scale_out = true,
@@ -774,6 +778,7 @@ pub fn run(args: &[String]) -> Result<bool> {
         admin_token: &admin_token,
         logs: &work.join("logs"),
         object_store: &work.join("uploads-store"),
+        leases: options.leases,
     };
     launch.migrate()?;
     let router_addr = launch.start(&mut children, &stop, "router", ROUTER_CORE)?;
@@ -1033,6 +1038,8 @@ struct RouterLaunch<'a> {
     logs: &'a Path,
     /// The folder uploads are stored in.
     object_store: &'a Path,
+    /// `--leases`.
+    leases: bool,
 }
 
 impl RouterLaunch<'_> {
@@ -1053,7 +1060,11 @@ impl RouterLaunch<'_> {
             // 1,000 open streams must not meet the per-address cap.
             .env("ROUTER_MAX_CONNECTIONS_PER_ADDRESS", "0")
             // The upload case sends 50 uploads of one account at once.
-            .env("ROUTER_UPLOAD_CONCURRENCY_PER_ACCOUNT", "64");
+            .env("ROUTER_UPLOAD_CONCURRENCY_PER_ACCOUNT", "64")
+            .env(
+                "ROUTER_CREDIT_LEASES",
+                if self.leases { "1" } else { "0" },
+            );
         command
     }
 
