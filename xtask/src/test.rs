@@ -8,7 +8,7 @@
 //! account dashboard in headless Chromium (`cargo xtask browser`) and
 //! schemathesis (`cargo xtask schemathesis`: the served OpenAPI document
 //! against the router that serves it) and the quick reliability suite (`cargo xtask
-//! reliability --quick`). Every step runs even after one fails, so a single run
+//! reliability --quick`, without and with credit leases). Every step runs even after one fails, so a single run
 //! shows everything that is wrong (tests run with `--no-fail-fast` for the same reason); the
 //! last line sums up. Every step gets stdin from /dev/null, so nothing ever waits for a
 //! person: CI runs this with `CI=true` and no terminal, and needs no other switch.
@@ -180,6 +180,21 @@ pub fn run(args: &[String]) -> Result<bool> {
     steps.push(Step {
         name: "reliability",
         command: reliability,
+    });
+    // The same parts with credit leases on (issue 34): every money rule must
+    // hold on the leased path too, with a short lease life for the crashes.
+    let mut leased = match std::env::current_exe() {
+        Ok(xtask) => Command::new(xtask),
+        Err(_) => cargo(["run", "--quiet", "--package", "xtask", "--"]),
+    };
+    leased
+        .args(["reliability", "--quick"])
+        .env("ROUTER_CREDIT_LEASES", "1")
+        .env("ROUTER_CREDIT_LEASE_TTL_SECS", "2")
+        .current_dir(workspace_root());
+    steps.push(Step {
+        name: "reliability with leases",
+        command: leased,
     });
 
     let total = steps.len();
