@@ -1271,19 +1271,19 @@ def main() -> int:
         for model in models_page.data:
             check(model.object == "model" and isinstance(model.created, int), f"{model!r}")
         # Issue 29: the same list in Anthropic's format, as Claude Code's model
-        # discovery asks for it (`limit=1000`), with that SDK's default parsing: its
-        # strict ModelInfo types `capabilities.thinking` and `.image_input` as objects,
-        # while the spec's `capabilities` (GP-18) holds booleans under those names.
-        anthropic_page = anthropic.Anthropic(
-            api_key=args.api_key, base_url=base, max_retries=0, timeout=60,
-            default_headers={"anthropic-version": ANTHROPIC_VERSION},
-        ).models.list(limit=1000)
+        # discovery asks for it (`limit=1000`), parsed strictly: a request carrying
+        # `anthropic-version` gets `capabilities` as Anthropic's ModelCapabilities
+        # objects (the router's flags, GP-18, go to every other client).
+        anthropic_page = anthropic_client.models.list(limit=1000)
         check(
             [m.id for m in anthropic_page.data] == [m.id for m in models_page.data],
             f"Anthropic models.list() differs: {anthropic_page!r}",
         )
         for model in anthropic_page.data:
             check(model.type == "model" and model.display_name and model.created_at, f"{model!r}")
+            caps = model.capabilities
+            check(caps is not None and isinstance(caps.thinking.supported, bool), f"{model!r}")
+            check(isinstance(caps.image_input.supported, bool), f"{model!r}")
         check(anthropic_page.has_more is False, f"{anthropic_page!r}")
     except Exception as error:  # noqa: BLE001 - any failure is the finding
         print(f"conformance[{CLIENT}] GET /v1/models via models.list(): {error!r}", file=sys.stderr)

@@ -1061,10 +1061,7 @@ impl RouterLaunch<'_> {
             .env("ROUTER_MAX_CONNECTIONS_PER_ADDRESS", "0")
             // The upload case sends 50 uploads of one account at once.
             .env("ROUTER_UPLOAD_CONCURRENCY_PER_ACCOUNT", "64")
-            .env(
-                "ROUTER_CREDIT_LEASES",
-                if self.leases { "1" } else { "0" },
-            );
+            .env("ROUTER_CREDIT_LEASES", if self.leases { "1" } else { "0" });
         command
     }
 

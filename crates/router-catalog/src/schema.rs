@@ -39,6 +39,8 @@ pub struct ModelEntry {
     /// `text`, `image` or `video`.
     modality: String,
     protocols: Vec<String>,
+    /// The router's capability flags (GP-18); for a request carrying
+    /// `anthropic-version`, Anthropic's `ModelCapabilities` objects.
     #[schema(value_type = Object)]
     capabilities: serde_json::Value,
     #[schema(required)]

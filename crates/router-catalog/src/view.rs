@@ -149,6 +149,53 @@ fn capabilities(model: &Model, routes: &[&Arc<Route>]) -> Value {
     Value::Object(caps)
 }
 
+/// A model entry's `capabilities` in the shape of Anthropic's
+/// `ModelCapabilities` (every key present, each an object with
+/// `supported`), read from the entry's router flags and protocols. Only
+/// what the router carries is claimed: no batch API, citations, PDF input
+/// or server tools; context management, effort levels and adaptive
+/// thinking only where the model has a native Messages route, which is the
+/// only way the router passes them on.
+fn anthropic_capabilities(entry: &Value) -> Value {
+    let flag = |name: &str| entry["capabilities"][name].as_bool().unwrap_or(false);
+    let native = entry["protocols"]
+        .as_array()
+        .is_some_and(|protocols| protocols.iter().any(|p| p == "messages"));
+    let on = |supported: bool| json!({ "supported": supported });
+    let thinking = flag("thinking");
+    let effort = flag("reasoning") || (native && thinking);
+    json!({
+        "batch": on(false),
+        "citations": on(false),
+        "code_execution": on(false),
+        "context_management": { "supported": native },
+        "effort": {
+            "supported": effort,
+            "low": on(effort),
+            "medium": on(effort),
+            "high": on(effort),
+            "max": on(effort && native),
+        },
+        "image_input": on(flag("vision")),
+        "pdf_input": on(false),
+        "server_tools": {
+            "supported": false,
+            "code_execution": on(false),
+            "web_search": on(false),
+        },
+        "structured_outputs": on(flag("response_format")),
+        "thinking": {
+            "supported": thinking,
+            "types": {
+                "enabled": on(thinking),
+                "adaptive": on(thinking && native),
+                "disabled": on(true),
+                "between_tools": on(false),
+            },
+        },
+    })
+}
+
 /// One model entry (GP-18): the OpenAI model object plus what the spec
 /// names. Its routes are summarised, never identified.
 pub fn model_entry(catalog: &Catalog, model: &Model) -> Value {
@@ -449,14 +496,32 @@ impl CatalogViews {
         if !query.pages() {
             return self.listing(policy);
         }
-        self.render(policy, query)
+        self.render(policy, query, false)
+    }
+
+    /// The listing as an Anthropic client reads it (a request carrying
+    /// `anthropic-version`): each model's `capabilities` in Anthropic's
+    /// shape ([`anthropic_capabilities`]) instead of the router's flags
+    /// (GP-18), so a strict `ModelInfo` parses. Rendered on each call:
+    /// clients list models rarely.
+    pub fn anthropic_listing_page(
+        &self,
+        policy: &router_core::KeyPolicy,
+        query: &crate::ListQuery,
+    ) -> bytes::Bytes {
+        self.render(policy, query, true)
     }
 
     fn render_listing(&self, policy: &router_core::KeyPolicy) -> bytes::Bytes {
-        self.render(policy, &crate::ListQuery::default())
+        self.render(policy, &crate::ListQuery::default(), false)
     }
 
-    fn render(&self, policy: &router_core::KeyPolicy, query: &crate::ListQuery) -> bytes::Bytes {
+    fn render(
+        &self,
+        policy: &router_core::KeyPolicy,
+        query: &crate::ListQuery,
+        anthropic: bool,
+    ) -> bytes::Bytes {
         let mut allowed: Vec<&(Arc<Model>, Value)> = self
             .entries
             .iter()
@@ -489,7 +554,16 @@ impl CatalogViews {
         }
         let first_id = allowed.first().map(|(m, _)| m.id.clone());
         let last_id = allowed.last().map(|(m, _)| m.id.clone());
-        let data: Vec<Value> = allowed.iter().map(|(_, e)| e.clone()).collect();
+        let data: Vec<Value> = allowed
+            .iter()
+            .map(|(_, e)| {
+                let mut entry = e.clone();
+                if anthropic {
+                    entry["capabilities"] = anthropic_capabilities(e);
+                }
+                entry
+            })
+            .collect();
         let data = Value::Array(data);
         // L-02, GP-59: the hash of exactly the `data` returned.
         let version = sha256_hex(canonical_json(&data).as_bytes());

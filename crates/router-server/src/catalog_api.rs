@@ -119,17 +119,24 @@ pub fn catalog_models(views: &CatalogViews, headers: &http::HeaderMap, request_i
 
 /// `GET /v1/models` (L-01..L-04): the key's models only, in one page
 /// unless Anthropic's `limit`, `after_id` or `before_id` ask for less.
+///
+/// An Anthropic client (a request with `anthropic-version`) gets each
+/// model's `capabilities` in Anthropic's shape; every other client the
+/// router's flags (GP-18).
 pub fn list_models(
     views: &CatalogViews,
     key: &ApiKeyRecord,
     uri: &http::Uri,
+    headers: &http::HeaderMap,
     request_id: &str,
 ) -> Result<Reply, ApiError> {
     let query = ListQuery::read(&query(uri)?)?;
-    Ok(json_reply(
-        views.listing_page(&key.policy, &query),
-        request_id,
-    ))
+    let body = if headers.contains_key("anthropic-version") {
+        views.anthropic_listing_page(&key.policy, &query)
+    } else {
+        views.listing_page(&key.policy, &query)
+    };
+    Ok(json_reply(body, request_id))
 }
 
 /// `GET /v1/models/supply` (L-05..L-08, GP-30).

@@ -371,6 +371,14 @@ const ANTHROPIC_VERSION: Param = Param {
     schema: anthropic_version,
     description: "The Messages API version: `2023-06-01`.",
 };
+/// On `GET /v1/models`: any value marks an Anthropic client.
+const ANTHROPIC_CLIENT: Param = Param {
+    name: "anthropic-version",
+    place: In::Header,
+    required: false,
+    schema: string,
+    description: "Sent by Anthropic's clients: each model's `capabilities` then has Anthropic's shape (`{supported: bool, ...}` objects) instead of the router's flags.",
+};
 const ANTHROPIC_BETA: Param = Param {
     name: "anthropic-beta",
     place: In::Header,
@@ -849,13 +857,14 @@ pub static ROUTES: [Route; 74] = [
             ..Operation::new("", "")
         }),
     row(GET, "/v1/models", key(INFERENCE), OpenAi,
-        key!(|c, key| crate::catalog_api::list_models(&c.app.catalog.current(), &key, c.request.uri(), c.id)),
+        key!(|c, key| crate::catalog_api::list_models(&c.app.catalog.current(), &key, c.request.uri(), c.request.headers(), c.id)),
         Operation {
             summary: "The models this key may use (OpenAI list envelope, Anthropic's too)", tag: "catalog",
             params: &[
                 Param { name: "limit", place: In::Query, required: false, schema: list_limit, description: "At most this many models (1 to 1000; default: all)." },
                 Param { name: "after_id", place: In::Query, required: false, schema: string, description: "Only the models after this ID." },
                 Param { name: "before_id", place: In::Query, required: false, schema: string, description: "Only the models before this ID." },
+                ANTHROPIC_CLIENT,
             ],
             replies: &[json(200, "The models.", &[(JSON, schema::<router_catalog::schema::ModelList>)])],
             errors: &[E::InvalidParameter],

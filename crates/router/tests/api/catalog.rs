@@ -188,6 +188,89 @@ async fn models_list_is_also_anthropics_and_pages() {
     }
 }
 
+/// Issue 29: an Anthropic client (`anthropic-version` sent, as every
+/// Anthropic SDK does) reads each model's `capabilities` in Anthropic's
+/// `ModelCapabilities` shape, every key an object with `supported`, so a
+/// strict `ModelInfo` parses; every other client keeps the router's flags
+/// (GP-18). The same models, pages and envelope either way.
+#[tokio::test]
+async fn an_anthropic_client_reads_capabilities_in_anthropics_shape() {
+    let r = TestRouter::start().await;
+    let (k, _) = key(&r, &["inference"], json!({})).await;
+    let (_, flags) = get_json(&r, "/v1/models", Some(&k)).await;
+    let anthropic: Value = r
+        .client
+        .get(format!("{}/v1/models", r.base))
+        .bearer_auth(&k)
+        .header("anthropic-version", "2026-10-21")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(ids(&anthropic["data"]), ids(&flags["data"]));
+    assert_eq!(anthropic["has_more"], false);
+    let supported = |v: &Value| v["supported"].as_bool().unwrap_or_else(|| panic!("{v}"));
+    for (model, plain) in anthropic["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(flags["data"].as_array().unwrap())
+    {
+        let caps = &model["capabilities"];
+        for key in [
+            "batch",
+            "citations",
+            "code_execution",
+            "context_management",
+            "effort",
+            "image_input",
+            "pdf_input",
+            "server_tools",
+            "structured_outputs",
+            "thinking",
+        ] {
+            supported(&caps[key]);
+        }
+        for level in ["low", "medium", "high", "max"] {
+            supported(&caps["effort"][level]);
+        }
+        for tool in ["code_execution", "web_search"] {
+            supported(&caps["server_tools"][tool]);
+        }
+        for kind in ["enabled", "adaptive", "disabled", "between_tools"] {
+            supported(&caps["thinking"]["types"][kind]);
+        }
+        // Read from the router's own flags for the same model.
+        let flag = |name: &str| plain["capabilities"][name].as_bool().unwrap();
+        assert_eq!(supported(&caps["image_input"]), flag("vision"), "{model}");
+        assert_eq!(supported(&caps["thinking"]), flag("thinking"), "{model}");
+        assert_eq!(
+            supported(&caps["structured_outputs"]),
+            flag("response_format"),
+            "{model}"
+        );
+        let native = plain["protocols"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p == "messages");
+        assert_eq!(supported(&caps["context_management"]), native, "{model}");
+        assert!(!supported(&caps["batch"]) && !supported(&caps["server_tools"]));
+        assert!(plain["capabilities"]["tools"].is_boolean(), "{plain}");
+    }
+    // At least one model of the test catalog thinks, natively.
+    assert!(
+        anthropic["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["capabilities"]["thinking"]["types"]["adaptive"]["supported"] == true),
+        "{anthropic}"
+    );
+}
+
 /// L-04, A-01, A-02, A-06, A-17.
 #[tokio::test]
 async fn models_list_needs_an_inference_key() {
