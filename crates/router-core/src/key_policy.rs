@@ -55,6 +55,14 @@ pub struct KeyLimits {
 impl KeyLimits {
     /// Whether any limit is set: only then does a reservation lock the key
     /// row exclusively and count its requests.
+    /// Whether the only limits set are on spend (rolling windows, the
+    /// monthly budget): true also when none is set.
+    pub fn spend_only(&self) -> bool {
+        self.requests_per_minute.is_none()
+            && self.requests_per_day.is_none()
+            && self.max_concurrent_requests.is_none()
+    }
+
     pub fn any(&self) -> bool {
         self.spend_limits.is_some()
             || self.monthly_budget_nano_usd.is_some()

@@ -82,6 +82,8 @@ pub struct Requester {
     pub policy_version: i64,
     /// Whether the key sets any limit (see [`NewRequest::key_limited`]).
     pub key_limited: bool,
+    /// Whether its limits are on spend only (see [`NewRequest::key_spend_only`]).
+    pub key_spend_only: bool,
 }
 
 impl Requester {
@@ -91,6 +93,7 @@ impl Requester {
             api_key_id: key.key_id,
             policy_version: key.policy.version,
             key_limited: key.policy.limits.any(),
+            key_spend_only: key.policy.limits.spend_only(),
         }
     }
 }
@@ -109,6 +112,11 @@ pub struct NewRequest {
     /// takes the key's exclusive path, which reads the limits afresh from
     /// the locked key row.
     pub key_limited: bool,
+    /// Whether the key's limits, if any, are spend limits and a monthly
+    /// budget only (no request rates, no concurrency): such a key's
+    /// admissions may be taken from a credit lease of the key's own
+    /// (`router-store`'s lease book), which counts against its limits.
+    pub key_spend_only: bool,
     /// The public model ID the client asked for.
     pub model: String,
     pub inbound_protocol: Protocol,
@@ -144,6 +152,7 @@ impl NewRequest {
             api_key_id: requester.api_key_id,
             policy_version: requester.policy_version,
             key_limited: requester.key_limited,
+            key_spend_only: requester.key_spend_only,
             model: model.into(),
             inbound_protocol: inbound,
             recorded_protocol: inbound.rides(),

@@ -344,6 +344,7 @@ fn admission() -> Admission {
             api_key_id: Uuid::new_v4(),
             policy_version: 0,
             key_limited: false,
+            key_spend_only: true,
         },
         inbound: Protocol::Chat,
         experiment: None,

@@ -966,14 +966,88 @@ async fn admit_limited(
     }
 }
 
+/// What a key whose only limits are on spend may still commit: the least,
+/// over its spend windows and its monthly budget, of the limit less the
+/// charges in it and less what its live holds and leases hold; `None` when
+/// the key's policy is no longer `policy_version` or it has a request limit.
+/// Run with the key row locked `FOR UPDATE` (as [`reserve_limited`] locks
+/// it), so no admission of the key runs meanwhile. `i64::MAX` when no limit
+/// is set.
+pub(crate) async fn key_spend_allowance(
+    conn: &mut AsyncPgConnection,
+    key_id: Uuid,
+    policy_version: i64,
+) -> Result<Option<i64>, diesel::result::Error> {
+    use crate::api_keys::{LIMIT_COLUMNS, LimitRow, limits_from_row};
+    use crate::schema::api_keys;
+    use diesel::{ExpressionMethods, OptionalExtension, QueryDsl};
+    let row: Option<(i64, LimitRow)> = api_keys::table
+        .filter(api_keys::id.eq(key_id))
+        .select((api_keys::policy_version, LIMIT_COLUMNS))
+        .for_update()
+        .first(conn)
+        .await
+        .optional()?;
+    let Some((version, limits)) = row else {
+        return Ok(None);
+    };
+    let limits = limits_from_row(limits);
+    if version != policy_version || !limits.spend_only() {
+        return Ok(None);
+    }
+    let held = live_holds(conn, key_id).await?.held;
+    let mut allowance = i64::MAX;
+    for window in limits.spend_limits.iter().flatten() {
+        let spent: Charged = diesel::sql_query(
+            "SELECT coalesce(sum(charged_nano), 0)::bigint AS charged FROM requests
+             WHERE api_key_id = $1 AND status = 'succeeded' AND charged_nano > 0
+               AND created_at > now() - least($2, 31536000000) * interval '1 second'",
+        )
+        .bind::<SqlUuid, _>(key_id)
+        .bind::<BigInt, _>(window.window_seconds)
+        .get_result(conn)
+        .await?;
+        allowance = allowance.min(
+            window
+                .amount_nano_usd
+                .saturating_sub(spent.charged)
+                .saturating_sub(held),
+        );
+    }
+    if let Some(budget) = limits.monthly_budget_nano_usd {
+        let month: Charged = diesel::sql_query(
+            "SELECT coalesce(sum(charged_nano), 0)::bigint AS charged FROM requests
+             WHERE api_key_id = $1 AND status = 'succeeded'
+               AND created_at >= date_trunc('month', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'",
+        )
+        .bind::<SqlUuid, _>(key_id)
+        .get_result(conn)
+        .await?;
+        allowance = allowance.min(budget.saturating_sub(month.charged).saturating_sub(held));
+    }
+    Ok(Some(allowance.max(0)))
+}
+
+#[derive(diesel::QueryableByName)]
+struct Charged {
+    #[diesel(sql_type = BigInt)]
+    charged: i64,
+}
+
 /// A key's live requests: its unreleased holds, and what they hold.
 async fn live_holds(
     conn: &mut AsyncPgConnection,
     key_id: Uuid,
 ) -> Result<LiveRow, diesel::result::Error> {
+    // A key's credit lease (issue 34) is spend the key has committed to,
+    // like a live hold: it counts against every spend limit and the budget.
     diesel::sql_query(
-        "SELECT count(*) AS requests, coalesce(sum(amount_nano), 0)::bigint AS held
-         FROM holds WHERE api_key_id = $1 AND released_at IS NULL",
+        "SELECT (SELECT count(*) FROM holds WHERE api_key_id = $1 AND released_at IS NULL)
+                    AS requests,
+                ((SELECT coalesce(sum(amount_nano), 0) FROM holds
+                  WHERE api_key_id = $1 AND released_at IS NULL)
+                 + (SELECT coalesce(sum(amount_nano), 0) FROM credit_leases
+                    WHERE api_key_id = $1 AND status = 'active'))::bigint AS held",
     )
     .bind::<SqlUuid, _>(key_id)
     .get_result(conn)

@@ -66,6 +66,19 @@ impl Default for LeaseSettings {
     }
 }
 
+/// Refusals a recall may lift: the wallet's, or a key's spend limit or
+/// budget (funds committed to leases count against both).
+fn recallable(refusal: &ReserveError) -> bool {
+    matches!(
+        refusal,
+        ReserveError::InsufficientCredits
+            | ReserveError::KeyLimit {
+                limit: router_core::KeyLimit::Spend | router_core::KeyLimit::MonthlyBudget,
+                ..
+            }
+    )
+}
+
 /// After a recall, or when nothing could be leased, the account is not
 /// leased again for this long.
 const COOLDOWN: Duration = Duration::from_secs(5);
@@ -83,14 +96,31 @@ pub(crate) struct LeaseBook {
     state: Mutex<State>,
 }
 
+/// Which lease a request rides: its account's (keys without limits), or
+/// its key's own (a key whose only limits are on spend).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct LeaseKey {
+    account_id: Uuid,
+    api_key_id: Option<Uuid>,
+}
+
+impl LeaseKey {
+    fn of(request: &NewRequest) -> LeaseKey {
+        LeaseKey {
+            account_id: request.account_id,
+            api_key_id: request.key_limited.then_some(request.api_key_id),
+        }
+    }
+}
+
 #[derive(Default)]
 struct State {
-    /// Per account, its lease.
-    leases: HashMap<Uuid, Lease>,
+    /// Per account (and per key with spend limits), its lease.
+    leases: HashMap<LeaseKey, Lease>,
     /// Per request admitted from a lease, what its end must write.
     requests: HashMap<Uuid, LeasedRequest>,
-    /// Accounts whose lease is being taken or topped up.
-    busy: HashSet<Uuid>,
+    /// Leases being taken or topped up.
+    busy: HashSet<LeaseKey>,
     /// Accounts not to lease until the instant.
     cooldown: HashMap<Uuid, Instant>,
     /// Leased requests whose end could not be written (the database was
@@ -101,6 +131,9 @@ struct State {
 
 struct Lease {
     id: Uuid,
+    /// A key's lease: the policy version it was sized under. A request
+    /// admitted under another version (the key changed) does not use it.
+    policy_version: Option<i64>,
     free: i64,
     outstanding: i64,
     /// What the lease aims to hold free: top-ups bring `free` back to it.
@@ -146,7 +179,7 @@ impl LeaseBook {
 
     /// Admits `request` from its account's lease when the lease can cover it.
     pub(crate) fn take(&self, request: &NewRequest) -> Take {
-        if request.key_limited
+        if (request.key_limited && !request.key_spend_only)
             || !self.listening.load(Ordering::Acquire)
             || !self.healthy.load(Ordering::Acquire)
         {
@@ -154,9 +187,19 @@ impl LeaseBook {
         }
         let now = Instant::now();
         let amount = request.reserve.0;
+        let key = LeaseKey::of(request);
         let mut state = self.state();
         let state = &mut *state;
-        if let Some(lease) = state.leases.get_mut(&request.account_id)
+        if let Some(lease) = state.leases.get_mut(&key)
+            && lease
+                .policy_version
+                .is_some_and(|v| v != request.policy_version)
+        {
+            // The key changed since its lease was sized: it drains, and
+            // the next lease is sized under the new limits.
+            lease.draining = true;
+        }
+        if let Some(lease) = state.leases.get_mut(&key)
             && !lease.draining
             && now < lease.usable_until
         {
@@ -166,7 +209,7 @@ impl LeaseBook {
                 lease.last_used = now;
                 let lease_id = lease.id;
                 let wanted = lease.target - lease.free;
-                let grow = (lease.free < lease.target / 2 && state.busy.insert(request.account_id))
+                let grow = (lease.free < lease.target / 2 && state.busy.insert(key))
                     .then_some((lease_id, wanted));
                 state.requests.insert(
                     request.request_id,
@@ -180,15 +223,15 @@ impl LeaseBook {
                 return Take::Admitted { grow };
             }
             // Too small for this one: top it up for the next, go direct now.
-            let grow = state.busy.insert(request.account_id);
+            let grow = state.busy.insert(key);
             return Take::Direct { acquire: grow };
         }
-        let leased = state.leases.contains_key(&request.account_id);
+        let leased = state.leases.contains_key(&key);
         let cooling = state
             .cooldown
             .get(&request.account_id)
             .is_some_and(|until| now < *until);
-        let acquire = !leased && !cooling && state.busy.insert(request.account_id);
+        let acquire = !leased && !cooling && state.busy.insert(key);
         Take::Direct { acquire }
     }
 
@@ -220,8 +263,8 @@ impl LeaseBook {
         let Some(leased) = state.requests.remove(&request_id) else {
             return Followup::Nothing;
         };
-        let account_id = leased.request.account_id;
-        let Some(lease) = state.leases.get_mut(&account_id) else {
+        let key = LeaseKey::of(&leased.request);
+        let Some(lease) = state.leases.get_mut(&key) else {
             return Followup::Nothing;
         };
         if lease.id != leased.lease_id {
@@ -234,7 +277,7 @@ impl LeaseBook {
             lease.draining = true;
             lease.free = 0;
             if lease.outstanding == 0 {
-                state.leases.remove(&account_id);
+                state.leases.remove(&key);
             }
             return Followup::Nothing;
         }
@@ -244,7 +287,7 @@ impl LeaseBook {
         }
         if lease.outstanding == 0 {
             let id = lease.id;
-            state.leases.remove(&account_id);
+            state.leases.remove(&key);
             return Followup::Close(id);
         }
         match std::mem::take(&mut lease.free) {
@@ -253,17 +296,29 @@ impl LeaseBook {
         }
     }
 
-    fn acquired(&self, account_id: Uuid, lease_id: Uuid, amount: i64, usable_until: Instant) {
+    fn acquired(
+        &self,
+        key: LeaseKey,
+        policy_version: Option<i64>,
+        lease_id: Uuid,
+        amount: i64,
+        usable_until: Instant,
+    ) {
         let mut state = self.state();
-        state.busy.remove(&account_id);
+        state.busy.remove(&key);
         if amount == 0 {
-            state.cooldown.insert(account_id, Instant::now() + COOLDOWN);
+            if key.api_key_id.is_none() {
+                state
+                    .cooldown
+                    .insert(key.account_id, Instant::now() + COOLDOWN);
+            }
             return;
         }
         state.leases.insert(
-            account_id,
+            key,
             Lease {
                 id: lease_id,
+                policy_version,
                 free: amount,
                 outstanding: 0,
                 target: amount,
@@ -274,10 +329,10 @@ impl LeaseBook {
         );
     }
 
-    fn grown(&self, account_id: Uuid, lease_id: Uuid, added: i64) -> Followup {
+    fn grown(&self, key: LeaseKey, lease_id: Uuid, added: i64) -> Followup {
         let mut state = self.state();
-        state.busy.remove(&account_id);
-        match state.leases.get_mut(&account_id) {
+        state.busy.remove(&key);
+        match state.leases.get_mut(&key) {
             Some(lease) if lease.id == lease_id => {
                 lease.free += added;
                 if lease.draining && lease.free > 0 {
@@ -292,19 +347,38 @@ impl LeaseBook {
         }
     }
 
-    /// Stops leasing `account_id` for a while and takes its lease's free
-    /// part out of the book: (lease, amount to give back, close it).
-    fn recall(&self, account_id: Uuid) -> Option<(Uuid, i64, bool)> {
+    /// Stops leasing `account_id` for a while and takes the free parts of
+    /// its leases (the account's and its keys') out of the book: per lease,
+    /// (lease, amount to give back, close it).
+    fn recall(&self, account_id: Uuid) -> Vec<(Uuid, i64, bool)> {
         let mut state = self.state();
         state.cooldown.insert(account_id, Instant::now() + COOLDOWN);
-        let lease = state.leases.get_mut(&account_id)?;
-        lease.draining = true;
-        let free = std::mem::take(&mut lease.free);
-        let (id, close) = (lease.id, lease.outstanding == 0);
-        if close {
-            state.leases.remove(&account_id);
+        let mut recalled = Vec::new();
+        state.leases.retain(|key, lease| {
+            if key.account_id != account_id {
+                return true;
+            }
+            lease.draining = true;
+            let free = std::mem::take(&mut lease.free);
+            let close = lease.outstanding == 0;
+            recalled.push((lease.id, free, close));
+            !close
+        });
+        recalled
+    }
+
+    /// Every key's lease drains (a key changed: the next lease of each is
+    /// sized under its new limits); their free parts to give back.
+    fn drain_key_leases(&self) -> Vec<(Uuid, i64)> {
+        let mut state = self.state();
+        let mut drained = Vec::new();
+        for (key, lease) in state.leases.iter_mut() {
+            if key.api_key_id.is_some() && !lease.draining {
+                lease.draining = true;
+                drained.push((lease.id, std::mem::take(&mut lease.free)));
+            }
         }
-        Some((id, free, close))
+        drained
     }
 
     fn unresolved(&self, voiding: router_core::store::Voiding) {
@@ -324,8 +398,8 @@ impl LeaseBook {
             .collect()
     }
 
-    fn own_lease(&self, account_id: Uuid) -> Option<Uuid> {
-        self.state().leases.get(&account_id).map(|l| l.id)
+    fn own_lease(&self, key: LeaseKey) -> Option<Uuid> {
+        self.state().leases.get(&key).map(|l| l.id)
     }
 
     /// The keeper's pass: leases to renew, and leases to close (idle or
@@ -398,22 +472,60 @@ impl crate::listener::Subscriber for LeaseRecalls {
 /// database.
 pub(crate) struct LeaseRecalls(pub(crate) Database);
 
+/// Key changes reach the leases too: a key's lease is sized under its
+/// limits, so every key's lease drains when a key changes (key changes are
+/// rare; the next lease of each key is sized afresh).
+pub(crate) struct KeyChanges(pub(crate) Database);
+
+impl crate::listener::Subscriber for KeyChanges {
+    fn channel(&self) -> &'static str {
+        crate::api_keys::API_KEY_CHANGED_CHANNEL
+    }
+
+    fn notified(&self, _payload: &str) {
+        let Some(book) = self.0.lease_book() else {
+            return;
+        };
+        let drained = book.drain_key_leases();
+        if drained.is_empty() {
+            return;
+        }
+        let database = self.0.clone();
+        tokio::spawn(async move {
+            for (lease_id, free) in drained {
+                database.follow_up(Followup::GiveBack(lease_id, free)).await;
+            }
+        });
+    }
+
+    fn set_listening(&self, _listening: bool) {}
+}
+
 impl Database {
     /// Turns credit leases on for this instance (see the module docs): its
-    /// reservations of keys without limits are taken from per-account
-    /// leases while the change listener is up. Starts the keeper, which
-    /// renews, tops up and returns leases.
+    /// reservations of keys without limits, and of keys whose only limits
+    /// are on spend, are taken from leases while the change listener is up.
+    /// Starts the keeper, which renews, tops up and returns leases.
     pub async fn enable_credit_leases(&self, settings: LeaseSettings) -> Result<(), StoreError> {
+        // Unique per instance, also for two instances in one process.
         let holder = format!(
-            "{}:{}",
+            "{}:{}:{}",
             std::env::var("HOSTNAME").unwrap_or_else(|_| "router".into()),
-            std::process::id()
+            std::process::id(),
+            &Uuid::new_v4().simple().to_string()[..8]
         );
         let book = Arc::new(LeaseBook::new(settings, holder));
         if self.leases.set(book).is_err() {
             return Ok(());
         }
-        crate::listener::start(self.url(), vec![Arc::new(LeaseRecalls(self.clone()))]).await?;
+        crate::listener::start(
+            self.url(),
+            vec![
+                Arc::new(LeaseRecalls(self.clone())),
+                Arc::new(KeyChanges(self.clone())),
+            ],
+        )
+        .await?;
         let database = self.clone();
         tokio::spawn(async move { database.keep_leases().await });
         Ok(())
@@ -429,28 +541,30 @@ impl Database {
     }
 
     /// Admission with leases on: from the lease, or the direct way (with a
-    /// recall when that is refused for credit while leases hold funds).
+    /// recall when that is refused for credit, or by a key's spend limit or
+    /// budget, while leases hold funds).
     pub(crate) async fn reserve_with_leases(
         &self,
         book: &Arc<LeaseBook>,
         request: NewRequest,
     ) -> Result<(), ReserveError> {
+        let key = LeaseKey::of(&request);
+        let policy = request.key_limited.then_some(request.policy_version);
         match book.take(&request) {
             Take::Admitted { grow } => {
                 if let Some((lease_id, wanted)) = grow {
                     let database = self.clone();
-                    let account_id = request.account_id;
-                    tokio::spawn(
-                        async move { database.grow_lease(account_id, lease_id, wanted).await },
-                    );
+                    tokio::spawn(async move {
+                        database.grow_lease(key, policy, lease_id, wanted).await
+                    });
                 }
                 Ok(())
             }
             Take::Direct { acquire } => {
-                let (account_id, amount) = (request.account_id, request.reserve.0);
+                let amount = request.reserve.0;
                 let reserved = match self.reserve_direct(request.clone()).await {
-                    Err(ReserveError::InsufficientCredits) => {
-                        self.reserve_after_recall(book, account_id, request).await
+                    Err(refusal) if recallable(&refusal) => {
+                        self.reserve_after_recall(book, request, refusal).await
                     }
                     Err(ReserveError::Store(StoreError::Unavailable(cause))) => {
                         // Leased admissions stop until the database answers
@@ -464,16 +578,16 @@ impl Database {
                 // what is left, and takes nothing this request needed.
                 if acquire {
                     let database = self.clone();
-                    match book.own_lease(account_id) {
+                    match book.own_lease(key) {
                         Some(lease_id) => {
                             let wanted = amount.saturating_mul(book.settings.min_requests);
                             tokio::spawn(async move {
-                                database.grow_lease(account_id, lease_id, wanted).await
+                                database.grow_lease(key, policy, lease_id, wanted).await
                             });
                         }
                         None => {
                             tokio::spawn(async move {
-                                database.acquire_lease(account_id, amount).await
+                                database.acquire_lease(key, policy, amount).await
                             });
                         }
                     }
@@ -483,26 +597,28 @@ impl Database {
         }
     }
 
-    /// A direct reservation was refused for credit: asks every lease of the
-    /// account to give its unused part back, and retries until it is
-    /// admitted, no lease of the account holds unanswered funds, or the
-    /// recall wait is over.
+    /// A direct reservation was refused for credit (or by a key's spend
+    /// limit or budget): asks every lease of the account to give its unused
+    /// part back, and retries until it is admitted, no lease of the account
+    /// holds unanswered funds, or the recall wait is over. The refusal
+    /// stands otherwise.
     async fn reserve_after_recall(
         &self,
         book: &Arc<LeaseBook>,
-        account_id: Uuid,
         request: NewRequest,
+        refusal: ReserveError,
     ) -> Result<(), ReserveError> {
+        let account_id = request.account_id;
         let own_gave_back = self.answer_recall(account_id).await;
-        let mut conn = self.connection().await?;
-        let others =
-            leases::unanswered(&mut conn, account_id, book.own_lease(account_id), None).await?;
-        drop(conn);
+        let others = {
+            let mut conn = self.connection().await?;
+            leases::unanswered(&mut conn, account_id, &book.holder, None).await?
+        };
         if others == 0 {
             return if own_gave_back {
                 self.reserve_direct(request).await
             } else {
-                Err(ReserveError::InsufficientCredits)
+                Err(refusal)
             };
         }
         let asked = {
@@ -516,32 +632,28 @@ impl Database {
             pause = (pause * 2).min(Duration::from_millis(200));
             let unanswered = {
                 let mut conn = self.connection().await?;
-                leases::unanswered(
-                    &mut conn,
-                    account_id,
-                    book.own_lease(account_id),
-                    Some(asked),
-                )
-                .await?
+                leases::unanswered(&mut conn, account_id, &book.holder, Some(asked)).await?
             };
             match self.reserve_direct(request.clone()).await {
-                Err(ReserveError::InsufficientCredits)
-                    if unanswered > 0 && Instant::now() < give_up => {}
+                Err(refusal)
+                    if recallable(&refusal) && unanswered > 0 && Instant::now() < give_up => {}
                 other => return other,
             }
         }
     }
 
-    /// Gives this instance's unused lease funds of `account_id` back (a
-    /// recall, from another instance or this one) and stops leasing the
-    /// account for a while. Whether anything was given back.
+    /// Gives this instance's unused lease funds of `account_id` (its own
+    /// lease and its keys') back (a recall, from another instance or this
+    /// one) and stops leasing the account for a while. Whether anything was
+    /// given back.
     pub(crate) async fn answer_recall(&self, account_id: Uuid) -> bool {
         let Some(book) = self.lease_book() else {
             return false;
         };
-        let Some((lease_id, free, close)) = book.recall(account_id) else {
+        let recalled = book.recall(account_id);
+        if recalled.is_empty() {
             return false;
-        };
+        }
         let mut conn = match self.connection().await {
             Ok(conn) => conn,
             Err(error) => {
@@ -549,44 +661,39 @@ impl Database {
                 return false;
             }
         };
-        let answered = if close {
-            leases::give_back(&mut conn, lease_id, 0, true).await.and(
-                leases::close(&mut conn, lease_id)
+        let mut gave_back = false;
+        for (lease_id, free, close) in recalled {
+            let answered = match leases::give_back(&mut conn, lease_id, free, true).await {
+                Ok(_) if close => leases::close(&mut conn, lease_id)
                     .await
                     .map(|c| c.is_some()),
-            )
-        } else {
-            leases::give_back(&mut conn, lease_id, free, true).await
-        };
-        match answered {
-            Ok(_) => free > 0 || close,
-            Err(error) => {
-                tracing::warn!(%error, "lease recall not answered");
-                false
+                other => other,
+            };
+            match answered {
+                Ok(_) => gave_back |= free > 0 || close,
+                Err(error) => tracing::warn!(%error, "lease recall not answered"),
             }
         }
+        gave_back
     }
 
-    async fn acquire_lease(&self, account_id: Uuid, reservation: i64) {
+    async fn acquire_lease(&self, key: LeaseKey, policy_version: Option<i64>, reservation: i64) {
         let Some(book) = self.lease_book() else {
             return;
         };
         let lease_id = Uuid::now_v7();
         let started = Instant::now();
-        let minimum = reservation.saturating_mul(book.settings.min_requests);
+        let new = leases::NewLease {
+            lease_id,
+            account_id: key.account_id,
+            key: key.api_key_id.zip(policy_version),
+            holder: &book.holder,
+            share_percent: book.settings.share_percent,
+            minimum: reservation.saturating_mul(book.settings.min_requests),
+            expires_at: SystemTime::now() + book.settings.ttl,
+        };
         let acquired = match self.connection().await {
-            Ok(mut conn) => {
-                leases::acquire(
-                    &mut conn,
-                    lease_id,
-                    account_id,
-                    &book.holder,
-                    book.settings.share_percent,
-                    minimum,
-                    SystemTime::now() + book.settings.ttl,
-                )
-                .await
-            }
+            Ok(mut conn) => leases::acquire(&mut conn, &new).await,
             Err(error) => Err(error),
         };
         let amount = acquired.unwrap_or_else(|error| {
@@ -594,14 +701,21 @@ impl Database {
             0
         });
         book.acquired(
-            account_id,
+            key,
+            policy_version,
             lease_id,
             amount,
             started + book.settings.ttl / 2,
         );
     }
 
-    async fn grow_lease(&self, account_id: Uuid, lease_id: Uuid, wanted: i64) {
+    async fn grow_lease(
+        &self,
+        key: LeaseKey,
+        policy_version: Option<i64>,
+        lease_id: Uuid,
+        wanted: i64,
+    ) {
         let Some(book) = self.lease_book() else {
             return;
         };
@@ -610,6 +724,7 @@ impl Database {
             Ok(mut conn) => leases::grow(
                 &mut conn,
                 lease_id,
+                key.api_key_id.zip(policy_version),
                 wanted.max(0),
                 book.settings.share_percent,
                 SystemTime::now() + book.settings.ttl,
@@ -621,7 +736,7 @@ impl Database {
         if added > 0 {
             book.renewed(&[lease_id], started + book.settings.ttl / 2);
         }
-        let followup = book.grown(account_id, lease_id, added);
+        let followup = book.grown(key, lease_id, added);
         self.follow_up(followup).await;
     }
 

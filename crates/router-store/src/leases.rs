@@ -63,18 +63,57 @@ pub struct LeasedSettlement {
     pub settlement: Settlement,
 }
 
-/// Takes a lease of `account_id` for `holder`: `share_percent` of the
-/// wallet's available balance, if that is at least `minimum`; nothing
-/// otherwise. Returns the amount leased (0 when none was).
+/// A lease to take: for the account (keys without limits) or for one key
+/// whose only limits are on spend.
+#[derive(Debug, Clone)]
+pub struct NewLease<'a> {
+    pub lease_id: Uuid,
+    pub account_id: Uuid,
+    /// The key and the policy version its admissions were made under.
+    pub key: Option<(Uuid, i64)>,
+    pub holder: &'a str,
+    pub share_percent: i64,
+    /// Nothing is leased below this.
+    pub minimum: i64,
+    pub expires_at: SystemTime,
+}
+
+/// `share` percent of `amount`, rounded down, without overflow.
+fn share_of(amount: i64, share_percent: i64) -> i64 {
+    (amount / 100) * share_percent + (amount % 100) * share_percent / 100
+}
+
+/// Takes a lease: `share_percent` of the wallet's available balance (and,
+/// for a key, at most that share of what the key's limits still allow), if
+/// that is at least `minimum`; nothing otherwise. Returns the amount leased
+/// (0 when none was). A key's lease locks the key row first, as a limited
+/// admission does, so no admission of the key runs meanwhile.
 pub async fn acquire(
     conn: &mut AsyncPgConnection,
-    lease_id: Uuid,
-    account_id: Uuid,
-    holder: &str,
-    share_percent: i64,
-    minimum: i64,
-    expires_at: SystemTime,
+    lease: &NewLease<'_>,
 ) -> Result<i64, StoreError> {
+    use diesel_async::AsyncConnection;
+    conn.transaction::<_, Failed, _>(async |conn| {
+        let cap = match lease.key {
+            None => i64::MAX,
+            Some((key_id, policy_version)) => {
+                match crate::billing::key_spend_allowance(conn, key_id, policy_version).await? {
+                    Some(allowance) => share_of(allowance, lease.share_percent),
+                    None => return Ok(0),
+                }
+            }
+        };
+        Ok(insert_lease(conn, lease, cap).await?)
+    })
+    .await
+    .map_err(StoreError::from)
+}
+
+async fn insert_lease(
+    conn: &mut AsyncPgConnection,
+    lease: &NewLease<'_>,
+    cap: i64,
+) -> Result<i64, diesel::result::Error> {
     #[derive(diesel::QueryableByName)]
     struct Granted {
         #[diesel(sql_type = BigInt)]
@@ -85,11 +124,13 @@ pub async fn acquire(
             SELECT account_id, greatest(balance_nano - held_nano, 0) AS available
             FROM wallets WHERE account_id = $2 FOR UPDATE
         ), g AS (
-            SELECT account_id, (available / 100) * $4 + (available % 100) * $4 / 100 AS amount
+            SELECT account_id,
+                   least($8, (available / 100) * $4 + (available % 100) * $4 / 100) AS amount
             FROM w
         ), lease AS (
-            INSERT INTO credit_leases (id, account_id, holder, amount_nano, status, expires_at)
-            SELECT $1, g.account_id, $3, g.amount, 'active', $6 FROM g
+            INSERT INTO credit_leases (id, account_id, api_key_id, holder, amount_nano, status,
+                                       expires_at)
+            SELECT $1, g.account_id, $7, $3, g.amount, 'active', $6 FROM g
             WHERE g.amount >= $5 AND g.amount > 0
             RETURNING amount_nano
         ), held AS (
@@ -98,28 +139,55 @@ pub async fn acquire(
         )
         SELECT amount_nano AS amount FROM lease",
     )
-    .bind::<SqlUuid, _>(lease_id)
-    .bind::<SqlUuid, _>(account_id)
-    .bind::<Text, _>(holder)
-    .bind::<BigInt, _>(share_percent)
-    .bind::<BigInt, _>(minimum)
-    .bind::<Timestamptz, _>(to_db(expires_at))
+    .bind::<SqlUuid, _>(lease.lease_id)
+    .bind::<SqlUuid, _>(lease.account_id)
+    .bind::<Text, _>(lease.holder)
+    .bind::<BigInt, _>(lease.share_percent)
+    .bind::<BigInt, _>(lease.minimum)
+    .bind::<Timestamptz, _>(to_db(lease.expires_at))
+    .bind::<Nullable<SqlUuid>, _>(lease.key.map(|(key_id, _)| key_id))
+    .bind::<BigInt, _>(cap)
     .load(conn)
-    .await
-    .map_err(store_error)?;
+    .await?;
     Ok(granted.into_iter().next().map_or(0, |g| g.amount))
 }
 
 /// Adds to an active lease up to `wanted`, within `share_percent` of the
-/// wallet's available balance. Returns what was added (0 when the lease is
-/// no longer active or nothing is available).
+/// wallet's available balance (and, for a key's lease, of what the key's
+/// limits still allow, read with the key row locked first). Returns what
+/// was added (0 when the lease is no longer active or nothing is available).
 pub async fn grow(
+    conn: &mut AsyncPgConnection,
+    lease_id: Uuid,
+    key: Option<(Uuid, i64)>,
+    wanted: i64,
+    share_percent: i64,
+    expires_at: SystemTime,
+) -> Result<i64, StoreError> {
+    use diesel_async::AsyncConnection;
+    conn.transaction::<_, Failed, _>(async |conn| {
+        let wanted = match key {
+            None => wanted,
+            Some((key_id, policy_version)) => {
+                match crate::billing::key_spend_allowance(conn, key_id, policy_version).await? {
+                    Some(allowance) => wanted.min(share_of(allowance, share_percent)),
+                    None => return Ok(0),
+                }
+            }
+        };
+        Ok(add_to_lease(conn, lease_id, wanted, share_percent, expires_at).await?)
+    })
+    .await
+    .map_err(StoreError::from)
+}
+
+async fn add_to_lease(
     conn: &mut AsyncPgConnection,
     lease_id: Uuid,
     wanted: i64,
     share_percent: i64,
     expires_at: SystemTime,
-) -> Result<i64, StoreError> {
+) -> Result<i64, diesel::result::Error> {
     #[derive(diesel::QueryableByName)]
     struct Added {
         #[diesel(sql_type = BigInt)]
@@ -152,8 +220,7 @@ pub async fn grow(
     .bind::<BigInt, _>(share_percent)
     .bind::<Timestamptz, _>(to_db(expires_at))
     .load(conn)
-    .await
-    .map_err(store_error)?;
+    .await?;
     Ok(added.into_iter().next().map_or(0, |a| a.added))
 }
 
@@ -303,12 +370,12 @@ pub async fn recall(
     Ok(asked.at)
 }
 
-/// How many of `account_id`'s active leases, other than `own`, have not
-/// answered a recall made at `asked`.
+/// How many of `account_id`'s active leases held by another holder than
+/// `holder` have not answered a recall made at `asked`.
 pub async fn unanswered(
     conn: &mut AsyncPgConnection,
     account_id: Uuid,
-    own: Option<Uuid>,
+    holder: &str,
     asked: Option<DateTime<Utc>>,
 ) -> Result<i64, StoreError> {
     #[derive(diesel::QueryableByName)]
@@ -319,11 +386,11 @@ pub async fn unanswered(
     let count: Count = diesel::sql_query(
         "SELECT count(*) AS n FROM credit_leases
          WHERE account_id = $1 AND status = 'active' AND amount_nano > 0
-           AND id IS DISTINCT FROM $2
+           AND holder <> $2
            AND ($3::timestamptz IS NULL OR recalled_at IS NULL OR recalled_at < $3)",
     )
     .bind::<SqlUuid, _>(account_id)
-    .bind::<Nullable<SqlUuid>, _>(own)
+    .bind::<Text, _>(holder)
     .bind::<Nullable<Timestamptz>, _>(asked)
     .get_result(conn)
     .await

@@ -11,6 +11,10 @@
 CREATE TABLE credit_leases (
     id          uuid        PRIMARY KEY,
     account_id  uuid        NOT NULL REFERENCES wallets (account_id),
+    -- A key's own lease (a key whose only limits are on spend): it also
+    -- counts against that key's spend limits and monthly budget, as a live
+    -- hold of the key does. Null for the account's lease (keys without limits).
+    api_key_id  uuid,
     -- The instance that holds it (for operators; never trusted for money).
     holder      text        NOT NULL,
     amount_nano bigint      NOT NULL CHECK (amount_nano >= 0),
@@ -27,6 +31,8 @@ CREATE TABLE credit_leases (
 -- The reaper's scan and the recall check: only active leases.
 CREATE INDEX credit_leases_active ON credit_leases (account_id) WHERE status = 'active';
 CREATE INDEX credit_leases_active_expiry ON credit_leases (expires_at) WHERE status = 'active';
+CREATE INDEX credit_leases_key_active ON credit_leases (api_key_id)
+    WHERE status = 'active' AND api_key_id IS NOT NULL;
 
 -- A request admitted from a lease: its hold row is written with its
 -- settlement (or voiding), already settled or released, and names the

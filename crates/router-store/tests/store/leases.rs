@@ -270,3 +270,137 @@ async fn the_reaper_returns_an_expired_lease_and_a_live_one_is_renewed() {
     assert_eq!(wallet(&db, funded.account_id).await, (100_600, 0));
     assert_books_agree(&db).await;
 }
+
+/// Sets a spend limit of `amount` per hour on the funded key; the key's
+/// requests then carry its new policy version, limited on spend only.
+async fn spend_limited(db: &Database, funded: &Funded, amount: i64) -> i64 {
+    use router_store::api_keys::ApiKeyChange;
+    let change = ApiKeyChange {
+        spend_limits: Some(Some(vec![router_core::SpendWindow {
+            amount_nano_usd: amount,
+            window_seconds: 3_600,
+        }])),
+        ..ApiKeyChange::default()
+    };
+    db.update_api_key(funded.api_key_id, &change)
+        .await
+        .unwrap()
+        .policy
+        .version
+}
+
+fn limited_request(funded: &Funded, reserve: i64, version: i64) -> router_core::store::NewRequest {
+    router_core::store::NewRequest {
+        key_limited: true,
+        key_spend_only: true,
+        policy_version: version,
+        ..new_request(funded, reserve)
+    }
+}
+
+/// Issue 34: a key's spend limit rides its own lease, which counts against
+/// the limit like a live hold: N=200 over two instances against a limit
+/// that allows exactly 37 (after the warm-ups' 2) → exactly 37 admitted,
+/// 163 refused by the spend limit, never more (no overspend of the key) and
+/// never fewer (no false 429: funds in a lease are recalled).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_keys_spend_limit_rides_its_lease_and_admits_exactly_what_it_allows() {
+    let db = TestDatabase::with_pool_size(8).await;
+    let funded = funded_account(&db, 10_000_000).await;
+    let version = spend_limited(&db, &funded, 39_000).await;
+    let a = instance(&db, settings(50, 4)).await;
+    let b = instance(&db, settings(50, 4)).await;
+    for leasing in [&a, &b] {
+        let first = limited_request(&funded, 1_000, version);
+        let id = first.request_id;
+        leasing.reserve(first).await.unwrap();
+        let give_up = Instant::now() + Duration::from_secs(10);
+        while leasing.leased_nano() == 0 {
+            assert!(Instant::now() < give_up, "no key lease was taken");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(
+            leasing.settle(settlement(id, 1_000)).await.unwrap().0,
+            1_000
+        );
+    }
+    // Each lease holds a share of what the key still allows, held on the wallet.
+    let key_leases = count(
+        &db,
+        &format!(
+            "SELECT coalesce(sum(amount_nano), 0)::bigint AS n FROM credit_leases
+             WHERE status = 'active' AND api_key_id = '{}'",
+            funded.api_key_id
+        ),
+    )
+    .await;
+    assert!(key_leases > 0 && key_leases <= 37_000, "{key_leases}");
+
+    let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(200));
+    let racing = (0..200).map(|i| {
+        let leasing = if i % 2 == 0 { a.clone() } else { b.clone() };
+        let request = limited_request(&funded, 1_000, version);
+        let barrier = barrier.clone();
+        tokio::spawn(async move {
+            barrier.wait().await;
+            let id = request.request_id;
+            leasing.reserve(request).await.map(|()| (leasing, id))
+        })
+    });
+    let mut admitted = Vec::new();
+    let mut refused = 0;
+    for result in futures::future::join_all(racing).await {
+        match result.unwrap() {
+            Ok(ok) => admitted.push(ok),
+            Err(ReserveError::KeyLimit {
+                limit: router_core::KeyLimit::Spend,
+                ..
+            }) => refused += 1,
+            Err(other) => panic!("unexpected refusal {other:?}"),
+        }
+    }
+    assert_eq!((admitted.len(), refused), (37, 163));
+    for (leasing, id) in admitted {
+        leasing.settle(settlement(id, 1_000)).await.unwrap();
+    }
+    let charged = count(
+        &db,
+        &format!(
+            "SELECT coalesce(sum(charged_nano), 0)::bigint AS n FROM requests
+             WHERE api_key_id = '{}'",
+            funded.api_key_id
+        ),
+    )
+    .await;
+    assert_eq!(charged, 39_000);
+    assert_books_agree(&db).await;
+}
+
+/// A key's lease is sized under its limits: when the key changes, its lease
+/// drains and gives its free part back (the next one is sized afresh).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_key_change_drains_the_keys_lease() {
+    let db = TestDatabase::new().await;
+    let funded = funded_account(&db, 10_000_000).await;
+    let version = spend_limited(&db, &funded, 100_000).await;
+    let leasing = instance(&db, settings(50, 4)).await;
+    let first = limited_request(&funded, 1_000, version);
+    let id = first.request_id;
+    leasing.reserve(first).await.unwrap();
+    let give_up = Instant::now() + Duration::from_secs(10);
+    while leasing.leased_nano() == 0 {
+        assert!(Instant::now() < give_up, "no key lease was taken");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    leasing.void(voiding(id, "warm_up")).await.unwrap();
+    // Half of what the key allows (100,000 less the warm-up's live hold).
+    assert_eq!(leasing.leased_nano(), 49_500);
+    spend_limited(&db, &funded, 10_000).await;
+    let give_up = Instant::now() + Duration::from_secs(10);
+    while active_leases(&db, &funded).await > 0 {
+        assert!(Instant::now() < give_up, "the key's lease did not drain");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(wallet(&db, funded.account_id).await, (10_000_000, 0));
+    assert_books_agree(&db).await;
+}

@@ -83,6 +83,7 @@ pub fn expiring_request(funded: &Funded, reserve: i64, hold_expires_at: SystemTi
         api_key_id: funded.api_key_id,
         policy_version: 0,
         key_limited: false,
+        key_spend_only: true,
         model: "acme/chat-large".to_owned(),
         inbound_protocol: Protocol::Completions,
         recorded_protocol: Protocol::Chat,
