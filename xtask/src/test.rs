@@ -191,6 +191,8 @@ pub fn run(args: &[String]) -> Result<bool> {
         .args(["reliability", "--quick"])
         .env("ROUTER_CREDIT_LEASES", "1")
         .env("ROUTER_CREDIT_LEASE_TTL_SECS", "2")
+        // Large enough a share that keys' spend limits are leased too.
+        .env("ROUTER_CREDIT_LEASE_SHARE_PERCENT", "50")
         .current_dir(workspace_root());
     steps.push(Step {
         name: "reliability with leases",

@@ -369,6 +369,44 @@ pub async fn leased_of(suite: &Suite, account: &str) -> Result<i64> {
     Ok(sum.n)
 }
 
+/// With credit leases on: how many leases the routers took (and how many
+/// for keys with spend limits), and how many requests were admitted from
+/// them. The run proves the leased path only if some were.
+pub async fn lease_figures(suite: &Suite) -> Result<(String, bool)> {
+    use diesel_async::RunQueryDsl;
+    #[derive(diesel::QueryableByName)]
+    struct Figures {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        leases: i64,
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        key_leases: i64,
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        leased_requests: i64,
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        key_leased_requests: i64,
+    }
+    let mut conn = suite.connection().await?;
+    let f: Figures = diesel::sql_query(
+        "SELECT (SELECT count(*) FROM credit_leases) AS leases,
+                (SELECT count(*) FROM credit_leases WHERE api_key_id IS NOT NULL) AS key_leases,
+                (SELECT count(*) FROM holds WHERE lease_id IS NOT NULL) AS leased_requests,
+                (SELECT count(*) FROM holds h JOIN credit_leases c ON c.id = h.lease_id
+                 WHERE c.api_key_id IS NOT NULL) AS key_leased_requests",
+    )
+    .get_result(&mut conn)
+    .await?;
+    Ok((
+        format!(
+            "leases: {} taken ({} for keys with spend limits), {} requests admitted from them ({} on keys' leases)",
+            f.leases, f.key_leases, f.leased_requests, f.key_leased_requests
+        ),
+        // The concurrency cases fire every request at once, before a key's
+        // lease exists: keys' leased admissions are proven by the store's
+        // two-instance race (`leases::a_keys_spend_limit_rides_its_lease…`).
+        f.leases > 0 && f.leased_requests > 0,
+    ))
+}
+
 pub fn hello() -> Value {
     json!({"model": "m-text", "max_tokens": 50, "messages": [{"role": "user", "content": "hello"}]})
 }

@@ -142,6 +142,9 @@ async fn run() -> Result<bool> {
         )),
     );
     report("secrets", secrets::run(&suite));
+    if std::env::var("ROUTER_CREDIT_LEASES").is_ok_and(|v| v == "1") {
+        report("leases", harness::lease_figures(&suite).await);
+    }
     suite.finish().await?;
     println!(
         "reliability: {} in {} s",
