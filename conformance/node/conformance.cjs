@@ -96,7 +96,9 @@ class Mock {
 
   async calls(upstreamModel) {
     const { calls } = await this.call('GET', '/_mock/calls');
-    return calls.filter((c) => c.body && typeof c.body === 'object' && c.body.model === upstreamModel);
+    // The mock names each call's model: the body's `model`, or the path's for the dialects
+    // that put it there (Gemini, Bedrock).
+    return calls.filter((c) => c.body && typeof c.body === 'object' && c.model === upstreamModel);
   }
 }
 
@@ -114,7 +116,7 @@ function scriptedReply(cell) {
     case 'thinking':
       return { ...reply, reasoning_content: F.reasoning, thinking_signature: F.signature };
     case 'stop':
-      return cell.route === 'messages'
+      return dialect(cell.route) === 'messages'
         ? { ...reply, text: F.stop_text, finish_reason: 'stop_sequence', stop_sequence: F.stop_sequence }
         : { ...reply, text: F.stop_text };
     default:
@@ -653,12 +655,22 @@ function expectReply(cell, seen, live) {
     check(seen.toolCalls.length === 1, `expected one tool call, got ${JSON.stringify(seen.toolCalls)}`);
     const [id, name, args] = seen.toolCalls[0];
     check(name === F.tool_name, `tool name ${name}`);
-    check(id === F.tool_call_id, `tool call id ${id}, the supplier sent ${F.tool_call_id}`);
+    if (cell.route === 'gemini') {
+      // No ID on the wire: the codec numbers the reply's calls (router-gemini).
+      check(id === F.gemini_first_call_id, `tool call id ${id}, expected ${F.gemini_first_call_id}`);
+    } else {
+      check(id === F.tool_call_id, `tool call id ${id}, the supplier sent ${F.tool_call_id}`);
+    }
     check(deepEqual(JSON.parse(args), F.tool_arguments), `tool arguments ${args}`);
     check(seen.stop === 'tool_use', `stop reason ${seen.stop}, expected tool use`);
     check(seen.text.trim() === '', `unexpected text ${JSON.stringify(seen.text)}`);
-    // The supplier streams the arguments in several fragments; they must not arrive as one.
-    if (cell.stream) check(seen.argumentDeltas > 1, `the tool arguments arrived in ${seen.argumentDeltas} delta(s)`);
+    if (cell.stream && cell.route === 'gemini') {
+      // Gemini streams a function call whole, in one chunk: one delta, not cut up.
+      check(seen.argumentDeltas === 1, `the tool arguments arrived in ${seen.argumentDeltas} delta(s)`);
+    } else if (cell.stream) {
+      // The supplier streams the arguments in several fragments; they must not arrive as one.
+      check(seen.argumentDeltas > 1, `the tool arguments arrived in ${seen.argumentDeltas} delta(s)`);
+    }
     return;
   }
   check(seen.toolCalls.length === 0, `unexpected tool calls ${JSON.stringify(seen.toolCalls)}`);
@@ -668,7 +680,7 @@ function expectReply(cell, seen, live) {
     check(seen.stop === 'end', `stop reason ${seen.stop}`);
   } else if (cell.case === 'stop') {
     check(seen.text === F.stop_text, `text ${JSON.stringify(seen.text)}`);
-    if (cell.inbound === 'messages' && cell.route === 'messages') {
+    if (cell.inbound === 'messages' && dialect(cell.route) === 'messages') {
       check(seen.stop === 'stop_sequence', `stop reason ${seen.stop}, expected stop_sequence`);
       check(seen.stopSequence === F.stop_sequence, `stop_sequence ${seen.stopSequence}`);
     } else {
@@ -682,7 +694,7 @@ function expectReply(cell, seen, live) {
     check(seen.reasoning === F.reasoning, `reasoning ${JSON.stringify(seen.reasoning)}, the supplier sent ${F.reasoning}`);
     if (cell.inbound === 'messages') {
       check(typeof seen.signature === 'string', 'the thinking block has no signature');
-      if (cell.route === 'messages') {
+      if (dialect(cell.route) === 'messages') {
         check(seen.signature === F.signature, `signature ${seen.signature}, the supplier sent ${F.signature}`);
       } else {
         // No Anthropic signature exists on a converted route: the router issues its own.
@@ -696,7 +708,7 @@ function expectReply(cell, seen, live) {
 // Responses: the reasoning item carries the supplier's reasoning state to send back.
 function expectReasoningState(cell, seen) {
   if (cell.case !== 'thinking' || cell.inbound !== 'responses') return;
-  if (['responses', 'messages'].includes(cell.route)) {
+  if (['responses', 'messages'].includes(dialect(cell.route))) {
     // A Responses supplier's `encrypted_content`, or a Messages supplier's thinking signature.
     check(
       seen.encryptedContent === F.signature,
@@ -734,9 +746,61 @@ function textOf(content) {
 
 const asList = (value) => (Array.isArray(value) ? value : []);
 
+// The dialect each route protocol speaks to the supplier: Claude on Bedrock is the Messages body
+// (InvokeModel), Converse and Gemini have their own.
+const DIALECTS = {
+  chat: 'chat',
+  responses: 'responses',
+  messages: 'messages',
+  bedrock_messages: 'messages',
+  gemini: 'gemini',
+  bedrock_converse: 'converse',
+};
+const dialect = (route) => DIALECTS[route];
+
+// Where the route's dialect is called: fixed for the OpenAI and Messages endpoints; with the
+// model in the path (and another method for a stream) for Gemini and Bedrock.
+function upstreamPath(route, upstreamModel, stream) {
+  let at = F.upstream_paths[route];
+  if (at && typeof at === 'object') at = stream ? at.stream : at.json;
+  return at.replace('{model}', upstreamModel);
+}
+
+// The conversation turns: Responses input items, Gemini contents, or messages.
+function history(route, body) {
+  const kind = dialect(route);
+  const turns = kind === 'responses' ? body.input : kind === 'gemini' ? body.contents : body.messages;
+  return asList(turns).filter((turn) => turn && typeof turn === 'object');
+}
+
+function partsOf(route, turn) {
+  return asList(dialect(route) === 'gemini' ? turn.parts : turn.content).filter(
+    (part) => part && typeof part === 'object',
+  );
+}
+
+function assistantTurns(route, body) {
+  const role = dialect(route) === 'gemini' ? 'model' : 'assistant';
+  return history(route, body).filter((turn) => turn.role === role);
+}
+
+// The stop sequences (`what` = stop) or the temperature, where the dialect keeps them.
+function upstreamSampling(route, body, what) {
+  const kind = dialect(route);
+  if (kind === 'gemini' || kind === 'converse') {
+    const config = (kind === 'gemini' ? body.generationConfig : body.inferenceConfig) ?? {};
+    return what === 'stop' ? config.stopSequences : config.temperature;
+  }
+  if (what === 'stop') return kind === 'messages' ? body.stop_sequences : body.stop;
+  return body.temperature;
+}
+
 function upstreamSystem(route, body) {
-  if (route === 'messages') return textOf(body.system);
-  if (route === 'responses') {
+  const kind = dialect(route);
+  // Messages: a string or text blocks; Converse: a list of `{text}` blocks.
+  if (kind === 'messages' || kind === 'converse') return textOf(body.system);
+  if (kind === 'gemini') return textOf(body.systemInstruction?.parts);
+  if (kind === 'responses') {
     return (
       textOf(body.instructions) +
       asList(body.input)
@@ -752,15 +816,21 @@ function upstreamSystem(route, body) {
 }
 
 function upstreamToolResult(route, body) {
-  if (route === 'chat') {
+  const kind = dialect(route);
+  if (kind === 'chat') {
     const message = asList(body.messages).find((m) => m.role === 'tool');
     if (message) return [message.tool_call_id, textOf(message.content)];
-  } else if (route === 'responses') {
+  } else if (kind === 'responses') {
     const item = asList(body.input).find((i) => i && i.type === 'function_call_output');
     if (item) return [item.call_id, textOf(item.output)];
+  } else if (kind === 'converse') {
+    for (const turn of history(route, body)) {
+      const block = partsOf(route, turn).find((b) => b.toolResult && typeof b.toolResult === 'object');
+      if (block) return [block.toolResult.toolUseId, textOf(block.toolResult.content)];
+    }
   } else {
-    for (const message of asList(body.messages)) {
-      const block = asList(message.content).find((b) => b.type === 'tool_result');
+    for (const turn of history(route, body)) {
+      const block = partsOf(route, turn).find((b) => b.type === 'tool_result');
       if (block) return [block.tool_use_id, textOf(block.content)];
     }
   }
@@ -768,21 +838,75 @@ function upstreamToolResult(route, body) {
 }
 
 function upstreamToolCallIds(route, body) {
-  if (route === 'chat') return asList(body.messages).flatMap((m) => asList(m.tool_calls).map((c) => c.id));
-  if (route === 'responses') {
+  const kind = dialect(route);
+  if (kind === 'chat') return asList(body.messages).flatMap((m) => asList(m.tool_calls).map((c) => c.id));
+  if (kind === 'responses') {
     return asList(body.input)
       .filter((i) => i && i.type === 'function_call')
       .map((i) => i.call_id);
   }
-  return asList(body.messages).flatMap((m) =>
-    asList(m.content)
+  if (kind === 'converse') {
+    return history(route, body).flatMap((turn) =>
+      partsOf(route, turn)
+        .filter((b) => b.toolUse && typeof b.toolUse === 'object')
+        .map((b) => b.toolUse.toolUseId),
+    );
+  }
+  return history(route, body).flatMap((turn) =>
+    partsOf(route, turn)
       .filter((b) => b.type === 'tool_use')
       .map((b) => b.id),
   );
 }
 
+// The earlier call and its result, paired in the dialect's way: by ID, or on Gemini (whose calls
+// carry none from the router) by the function's name.
+function expectUpstreamToolResult(route, body) {
+  const dump = JSON.stringify(body).slice(0, 400);
+  if (dialect(route) === 'gemini') {
+    const parts = history(route, body).flatMap((turn) => partsOf(route, turn));
+    const calls = parts.filter((p) => p.functionCall && typeof p.functionCall === 'object').map((p) => p.functionCall);
+    check(calls.length === 1, `upstream functionCall parts: ${dump}`);
+    check(calls[0].name === F.tool_name, `upstream functionCall: ${JSON.stringify(calls[0])}`);
+    check(deepEqual(calls[0].args, F.previous_arguments), `upstream functionCall args: ${JSON.stringify(calls[0])}`);
+    const responses = parts
+      .filter((p) => p.functionResponse && typeof p.functionResponse === 'object')
+      .map((p) => p.functionResponse);
+    check(responses.length === 1, `upstream functionResponse parts: ${dump}`);
+    check(responses[0].name === F.tool_name, `upstream functionResponse: ${JSON.stringify(responses[0])}`);
+    check(responses[0].response?.output === F.tool_result, `upstream functionResponse.response: ${JSON.stringify(responses[0])}`);
+    return;
+  }
+  const [id, result] = upstreamToolResult(route, body);
+  check(id === F.previous_call_id, `tool result id upstream is ${id}`);
+  check(result.includes(F.tool_result), `tool result upstream is ${JSON.stringify(result)}`);
+  check(upstreamToolCallIds(route, body).includes(F.previous_call_id), `no earlier tool call upstream: ${dump}`);
+}
+
 // The tool definition in the route's dialect, its schema unchanged.
 function expectUpstreamTool(cell, body) {
+  const kind = dialect(cell.route);
+  if (kind === 'gemini') {
+    const declarations = asList(body.tools).flatMap((tool) => asList(tool.functionDeclarations));
+    check(declarations.length === 1, `upstream functionDeclarations: ${JSON.stringify(body.tools).slice(0, 400)}`);
+    const tool = declarations[0];
+    const shown = JSON.stringify(tool);
+    check(tool.name === F.tool_name, `upstream tool: ${shown}`);
+    check(tool.description === F.tool_description, `upstream tool description: ${shown}`);
+    // A JSON Schema goes as `parametersJsonSchema` (`parameters` is Google's OpenAPI subset).
+    check(deepEqual(tool.parametersJsonSchema, F.tool_schema), `upstream tool parametersJsonSchema: ${shown}`);
+    return;
+  }
+  if (kind === 'converse') {
+    const tools = asList(body.toolConfig?.tools);
+    check(tools.length === 1, `upstream toolConfig.tools: ${JSON.stringify(tools).slice(0, 400)}`);
+    const spec = tools[0].toolSpec ?? {};
+    const shown = JSON.stringify(spec);
+    check(spec.name === F.tool_name, `upstream toolSpec: ${shown}`);
+    check(spec.description === F.tool_description, `upstream toolSpec description: ${shown}`);
+    check(deepEqual(spec.inputSchema, { json: F.tool_schema }), `upstream toolSpec inputSchema: ${shown}`);
+    return;
+  }
   const tools = asList(body.tools);
   check(tools.length === 1, `upstream tools: ${JSON.stringify(tools).slice(0, 400)}`);
   const tool = tools[0];
@@ -790,14 +914,14 @@ function expectUpstreamTool(cell, body) {
   // A Responses client said `strict: false`; the others said nothing. A converted tool keeps
   // the non-strict meaning: a Responses supplier reads an absent `strict` as true, so it is
   // sent false there explicitly; Chat reads absent as false.
-  const strict = cell.inbound === 'responses' || cell.route === 'responses' ? false : undefined;
-  if (cell.route === 'chat') {
+  const strict = cell.inbound === 'responses' || kind === 'responses' ? false : undefined;
+  if (kind === 'chat') {
     const fn = tool.function ?? {};
     check(tool.type === 'function' && fn.name === F.tool_name, `upstream tool: ${shown}`);
     check(fn.description === F.tool_description, `upstream tool description: ${shown}`);
     check(deepEqual(fn.parameters, F.tool_schema), `upstream tool parameters: ${shown}`);
     check(fn.strict === strict, `upstream tool strict ${fn.strict}, expected ${strict}`);
-  } else if (cell.route === 'responses') {
+  } else if (kind === 'responses') {
     check(tool.type === 'function' && tool.name === F.tool_name, `upstream tool: ${shown}`);
     check(tool.description === F.tool_description, `upstream tool description: ${shown}`);
     check(deepEqual(tool.parameters, F.tool_schema), `upstream tool parameters: ${shown}`);
@@ -819,53 +943,59 @@ function dataUrl(url) {
 
 // One image part in the user turn, in the route's own form, with its media type.
 function expectUpstreamImage(route, body) {
-  const turns =
-    route === 'responses'
-      ? asList(body.input).filter((item) => item && item.role === 'user')
-      : asList(body.messages).filter((m) => m.role === 'user');
+  const kind = dialect(route);
+  const turns = history(route, body).filter((turn) => turn.role === 'user');
   check(turns.length === 1, `upstream user turns: ${JSON.stringify(turns).slice(0, 400)}`);
-  const parts = turns[0].content;
-  check(Array.isArray(parts), `upstream user content is not a list of parts: ${JSON.stringify(parts)}`);
-  const kind = { chat: 'image_url', responses: 'input_image', messages: 'image' }[route];
-  const images = parts.filter((part) => part.type === kind);
-  check(images.length === 1, `expected one \`${kind}\` part upstream: ${JSON.stringify(parts).slice(0, 400)}`);
-  const image = images[0];
-  const shown = JSON.stringify(image).slice(0, 200);
+  const parts = partsOf(route, turns[0]);
+  check(parts.length > 0, `upstream user content is not a list of parts: ${JSON.stringify(turns[0]).slice(0, 400)}`);
+  let image;
   let mediaType;
   let data;
-  if (route === 'chat') {
-    [mediaType, data] = dataUrl(image.image_url?.url);
-  } else if (route === 'responses') {
-    [mediaType, data] = dataUrl(image.image_url);
+  let prompts;
+  if (kind === 'gemini') {
+    const images = parts.filter((p) => p.inlineData && typeof p.inlineData === 'object').map((p) => p.inlineData);
+    check(images.length === 1, `expected one \`inlineData\` part upstream: ${JSON.stringify(parts).slice(0, 400)}`);
+    image = images[0];
+    [mediaType, data] = [image.mimeType, image.data];
+    prompts = parts.filter((p) => 'text' in p).map((p) => p.text);
+  } else if (kind === 'converse') {
+    // An image block: its format by name, its bytes base64 in JSON.
+    const images = parts.filter((p) => p.image && typeof p.image === 'object').map((p) => p.image);
+    check(images.length === 1, `expected one \`image\` block upstream: ${JSON.stringify(parts).slice(0, 400)}`);
+    image = images[0];
+    mediaType = typeof image.format === 'string' ? `image/${image.format}` : null;
+    data = image.source?.bytes;
+    prompts = parts.filter((p) => 'text' in p).map((p) => p.text);
   } else {
-    check(image.source?.type === 'base64', `upstream image source: ${shown}`);
-    [mediaType, data] = [image.source.media_type, image.source.data];
+    const type = { chat: 'image_url', responses: 'input_image', messages: 'image' }[kind];
+    const images = parts.filter((part) => part.type === type);
+    check(images.length === 1, `expected one \`${type}\` part upstream: ${JSON.stringify(parts).slice(0, 400)}`);
+    image = images[0];
+    if (kind === 'chat') {
+      [mediaType, data] = dataUrl(image.image_url?.url);
+    } else if (kind === 'responses') {
+      [mediaType, data] = dataUrl(image.image_url);
+    } else {
+      check(image.source?.type === 'base64', `upstream image source: ${JSON.stringify(image).slice(0, 200)}`);
+      [mediaType, data] = [image.source.media_type, image.source.data];
+    }
+    const text = { chat: 'text', responses: 'input_text', messages: 'text' }[kind];
+    prompts = parts.filter((part) => part.type === text).map((part) => part.text);
   }
+  const shown = JSON.stringify(image).slice(0, 200);
   check(mediaType === 'image/png', `upstream image media type ${mediaType}: ${shown}`);
   check(data === F.png_base64, `upstream image data differs: ${shown}`);
-  const text = { chat: 'text', responses: 'input_text', messages: 'text' }[route];
-  const prompts = parts.filter((part) => part.type === text).map((part) => part.text);
   check(deepEqual(prompts, [F.image_prompt]), `upstream text beside the image: ${JSON.stringify(prompts)}`);
 }
 
-// Messages: the thinking budget reaches the supplier as sent, converted routes included (a Chat
-// supplier gets the `thinking` object as is, GP-50; a Responses route refuses it).
-function expectUpstreamThinkingBudget(cell, body) {
-  if (cell.inbound !== 'messages') return;
-  const expected = { type: 'enabled', budget_tokens: F.thinking_budget };
-  check(
-    deepEqual(body.thinking, expected),
-    `upstream thinking ${JSON.stringify(body.thinking)}, expected ${JSON.stringify(expected)}`,
-  );
-}
-
 // Responses: the reasoning state the client sent back reaches the supplier on the next turn,
-// in the route's form; a Chat supplier has none, and the router documents dropping it.
+// in the route's form; a Chat or Gemini supplier takes none, and the router documents dropping it.
 function expectUpstreamReasoningState(cell, calls) {
   if (cell.inbound !== 'responses') return;
   const body = calls[1].body;
   const dump = JSON.stringify(body).slice(0, 600);
-  if (cell.route === 'responses') {
+  const kind = dialect(cell.route);
+  if (kind === 'responses') {
     const items = asList(body.input).filter((item) => item && item.type === 'reasoning');
     check(items.length === 1, `no reasoning item sent back upstream: ${dump}`);
     check(items[0].encrypted_content === F.signature, `encrypted_content sent back upstream: ${JSON.stringify(items[0])}`);
@@ -873,36 +1003,51 @@ function expectUpstreamReasoningState(cell, calls) {
       .map((part) => part.text ?? '')
       .join('');
     check(summary === F.reasoning, `reasoning summary sent back upstream: ${JSON.stringify(items[0])}`);
-  } else if (cell.route === 'messages') {
-    const blocks = asList(body.messages)
-      .filter((m) => m.role === 'assistant')
-      .flatMap((m) => asList(m.content))
+  } else if (kind === 'messages') {
+    const blocks = assistantTurns(cell.route, body)
+      .flatMap((turn) => partsOf(cell.route, turn))
       .filter((b) => b.type === 'thinking');
     check(blocks.length === 1, `no thinking block sent back upstream: ${dump}`);
     check(blocks[0].signature === F.signature, `signature sent back upstream: ${JSON.stringify(blocks[0])}`);
     check(blocks[0].thinking === F.reasoning, `thinking sent back upstream: ${JSON.stringify(blocks[0])}`);
   } else {
-    const assistant = asList(body.messages).filter((m) => m.role === 'assistant');
+    const assistant = assistantTurns(cell.route, body);
     check(assistant.length === 1, `no assistant turn upstream: ${dump}`);
-    check(textOf(assistant[0].content) === F.reply_text, `assistant turn upstream: ${JSON.stringify(assistant[0])}`);
-    check(
-      !Object.keys(assistant[0]).some((key) => key.startsWith('reasoning') || key === 'thinking'),
-      `a Chat supplier was sent reasoning history: ${JSON.stringify(assistant[0])}`,
-    );
+    if (kind === 'gemini') {
+      const parts = partsOf(cell.route, assistant[0]);
+      check(!parts.some((p) => p.thought), `a thought sent back to Gemini: ${JSON.stringify(parts)}`);
+      check(textOf(parts) === F.reply_text, `model turn upstream: ${JSON.stringify(assistant[0])}`);
+    } else {
+      check(textOf(assistant[0].content) === F.reply_text, `assistant turn upstream: ${JSON.stringify(assistant[0])}`);
+      check(
+        !Object.keys(assistant[0]).some((key) => key.startsWith('reasoning') || key === 'thinking'),
+        `a Chat supplier was sent reasoning history: ${JSON.stringify(assistant[0])}`,
+      );
+    }
   }
-  const turns = cell.route === 'responses' ? asList(body.input) : asList(body.messages);
+  const turns = history(cell.route, body);
   const last = turns[turns.length - 1];
-  check(textOf(last?.content) === F.round_trip_prompt, `last turn upstream: ${JSON.stringify(last)}`);
+  const content = kind === 'gemini' ? partsOf(cell.route, last ?? {}) : last?.content;
+  check(textOf(content) === F.round_trip_prompt, `last turn upstream: ${JSON.stringify(last)}`);
 }
 
 function expectUpstream(cell, calls, requests) {
   check(calls.length === requests, `the supplier got ${calls.length} calls, expected ${requests}`);
   if (!calls.length) return;
+  const expectedPath = upstreamPath(cell.route, cell.upstreamModel, cell.stream);
   for (const call of calls) {
     check(
-      call.path === F.upstream_paths[cell.route],
-      `the supplier was called at ${call.path}, not the ${cell.route} endpoint`,
+      call.path === expectedPath,
+      `the supplier was called at ${call.path}, not the ${cell.route} endpoint ${expectedPath}`,
     );
+    if (cell.route === 'bedrock_messages') {
+      // InvokeModel: the model and the streaming choice are in the path, the version in the body.
+      check(
+        call.body.anthropic_version === F.bedrock_anthropic_version,
+        `anthropic_version upstream is ${JSON.stringify(call.body.anthropic_version)}`,
+      );
+      check(!('model' in call.body) && !('stream' in call.body), `model or stream in a Bedrock body: ${Object.keys(call.body)}`);
+    }
   }
   const body = calls[0].body;
   const dump = JSON.stringify(body);
@@ -913,35 +1058,28 @@ function expectUpstream(cell, calls, requests) {
     case 'tool_call':
       expectUpstreamTool(cell, body);
       break;
-    case 'tool_result': {
-      const [id, result] = upstreamToolResult(cell.route, body);
-      check(id === F.previous_call_id, `tool result id upstream is ${id}`);
-      check(result.includes(F.tool_result), `tool result upstream is ${JSON.stringify(result)}`);
-      check(
-        upstreamToolCallIds(cell.route, body).includes(F.previous_call_id),
-        `no earlier tool call upstream: ${dump.slice(0, 400)}`,
-      );
+    case 'tool_result':
+      expectUpstreamToolResult(cell.route, body);
       break;
-    }
     case 'stop': {
-      const key = cell.route === 'messages' ? 'stop_sequences' : 'stop';
-      const value = body[key];
-      check(deepEqual(value, [F.stop_sequence]) || value === F.stop_sequence, `upstream ${key} is ${JSON.stringify(value)}`);
+      const value = upstreamSampling(cell.route, body, 'stop');
+      check(
+        deepEqual(value, [F.stop_sequence]) || value === F.stop_sequence,
+        `upstream stop sequences are ${JSON.stringify(value)}: ${dump.slice(0, 400)}`,
+      );
       break;
     }
     case 'image':
       expectUpstreamImage(cell.route, body);
       break;
     case 'temperature':
-    case 'high_temperature':
-      check(
-        body.temperature === temperatureOf(cell.case),
-        `upstream temperature ${body.temperature}, sent ${temperatureOf(cell.case)}`,
-      );
+    case 'high_temperature': {
+      const value = upstreamSampling(cell.route, body, 'temperature');
+      check(value === temperatureOf(cell.case), `upstream temperature ${value}, sent ${temperatureOf(cell.case)}`);
       break;
+    }
     case 'thinking':
       expectUpstreamThinking(cell, calls);
-      expectUpstreamThinkingBudget(cell, body);
       expectUpstreamReasoningState(cell, calls);
       break;
     default:
@@ -951,44 +1089,69 @@ function expectUpstream(cell, calls, requests) {
 
 function expectUpstreamThinking(cell, calls) {
   const body = calls[0].body;
+  const kind = dialect(cell.route);
   if (cell.inbound === 'messages') {
     // The budget reaches the supplier as sent, converted routes included (a Chat supplier gets
-    // the `thinking` object as is, GP-50; a Responses route refuses it, GP-74).
+    // the `thinking` object as is, GP-50; a Responses route refuses it, GP-74), in the dialect's
+    // own field: Gemini's `thinkingConfig` (thoughts included, to be shown), Converse's
+    // `additionalModelRequestFields` (as Claude reads it).
     const expected = { type: 'enabled', budget_tokens: F.thinking_budget };
-    check(
-      JSON.stringify(body.thinking) === JSON.stringify(expected),
-      `upstream thinking ${JSON.stringify(body.thinking)}, expected ${JSON.stringify(expected)}`,
-    );
-    if (cell.route === 'chat') {
+    if (kind === 'gemini') {
+      const config = body.generationConfig?.thinkingConfig;
+      const wanted = { includeThoughts: true, thinkingBudget: F.thinking_budget };
+      check(deepEqual(config, wanted), `upstream thinkingConfig ${JSON.stringify(config)}, expected ${JSON.stringify(wanted)}`);
+    } else if (kind === 'converse') {
+      const extra = body.additionalModelRequestFields ?? {};
+      check(deepEqual(extra.thinking, expected), `upstream additionalModelRequestFields ${JSON.stringify(extra)}`);
+    } else {
+      check(
+        deepEqual(body.thinking, expected),
+        `upstream thinking ${JSON.stringify(body.thinking)}, expected ${JSON.stringify(expected)}`,
+      );
+    }
+    const second = calls[1].body;
+    check(!JSON.stringify(second).includes('rtr1.'), 'a router signature reached the supplier');
+    const assistant = assistantTurns(cell.route, second);
+    check(assistant.length === 1, `the assistant turn did not reach the supplier: ${JSON.stringify(second).slice(0, 400)}`);
+    if (kind === 'chat') {
       // The router's signature round-tripped (the second turn succeeded); a Chat supplier has
       // no field for reasoning history, so none reaches it, and no router signature.
-      const second = calls[1].body;
-      const assistant = asList(second.messages).filter((m) => m.role === 'assistant');
-      check(assistant.length === 1, `the assistant turn did not reach the supplier: ${JSON.stringify(second).slice(0, 400)}`);
       check(
         !Object.keys(assistant[0]).some((key) => key.startsWith('reasoning') || key === 'thinking'),
         `reasoning history sent to a Chat supplier: ${JSON.stringify(assistant[0])}`,
       );
-      check(!JSON.stringify(second).includes('rtr1.'), 'a router signature reached the supplier');
-      return;
+    } else if (kind === 'gemini') {
+      // Gemini takes no thought text back (router-gemini): the model turn is the text only.
+      const parts = partsOf(cell.route, assistant[0]);
+      check(!parts.some((p) => p.thought), `a thought sent back to Gemini: ${JSON.stringify(parts)}`);
+      check(textOf(parts) === F.reply_text, `model turn upstream: ${JSON.stringify(assistant[0])}`);
+    } else if (kind === 'converse') {
+      // The router's seal held Converse's own signature: it goes back as reasoningContent.
+      const blocks = partsOf(cell.route, assistant[0])
+        .filter((p) => p.reasoningContent)
+        .map((p) => p.reasoningContent.reasoningText ?? {});
+      check(blocks.length > 0, `the reasoning was not sent back to the supplier: ${JSON.stringify(assistant[0])}`);
+      check(blocks[0].signature === F.signature, `signature sent back upstream: ${JSON.stringify(blocks[0])}`);
+      check(blocks[0].text === F.reasoning, `reasoning sent back upstream: ${JSON.stringify(blocks[0])}`);
+    } else {
+      // The second turn carries the thinking block back, signature intact.
+      const blocks = partsOf(cell.route, assistant[0]).filter((b) => b.type === 'thinking');
+      check(blocks.length > 0, 'the thinking block was not sent back to the supplier');
+      check(blocks[0].signature === F.signature, `signature sent back upstream: ${JSON.stringify(blocks[0])}`);
+      check(blocks[0].thinking === F.reasoning, `thinking sent back upstream: ${JSON.stringify(blocks[0])}`);
     }
-    if (cell.route !== 'messages') return;
-    const blocks = asList(calls[1].body.messages)
-      .filter((m) => m.role === 'assistant')
-      .flatMap((m) => asList(m.content))
-      .filter((b) => b.type === 'thinking');
-    check(blocks.length > 0, 'the thinking block was not sent back to the supplier');
-    check(blocks[0].signature === F.signature, `signature sent back upstream: ${JSON.stringify(blocks[0])}`);
-    check(blocks[0].thinking === F.reasoning, `thinking sent back upstream: ${JSON.stringify(blocks[0])}`);
     return;
   }
-  // An explicit effort travels in the route's own field (B-16, C-08, GP-74).
+  // An explicit effort travels in the route's own field (B-16, C-08, GP-74); Gemini has none and
+  // takes the budget it stands for (router-gemini: low = 1024, as Google's own OpenAI-compatible
+  // endpoint maps it).
+  if (kind === 'gemini') {
+    const config = body.generationConfig?.thinkingConfig ?? {};
+    check(config.thinkingBudget === 1024, `upstream thinkingConfig ${JSON.stringify(config)} for effort low`);
+    return;
+  }
   const effort =
-    cell.route === 'chat'
-      ? body.reasoning_effort
-      : cell.route === 'responses'
-        ? body.reasoning?.effort
-        : body.output_config?.effort;
+    kind === 'chat' ? body.reasoning_effort : kind === 'responses' ? body.reasoning?.effort : body.output_config?.effort;
   check(effort === 'low', `upstream effort is ${JSON.stringify(effort)}: ${JSON.stringify(body).slice(0, 400)}`);
 }
 

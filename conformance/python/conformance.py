@@ -21,7 +21,11 @@ With `--mock-url` (the mock supplier's control endpoint) each cell first scripts
 reply for the route's upstream model, checks exactly what came back, and afterwards checks what
 the supplier received, in its own dialect (the system prompt, the tool definition, the tool
 result turn, the stop sequence, the image and its media type, the temperature, the effort or
-thinking budget, the reasoning state sent back on the next turn). A Messages client served by a
+thinking budget, the reasoning state sent back on the next turn), each route protocol read in its own dialect's
+fields (Gemini `systemInstruction`, `functionResponse`, `generationConfig`, `inlineData`,
+`thinkingConfig`; Converse `system`, `toolResult`, `inferenceConfig`, `image` blocks,
+`additionalModelRequestFields`; Claude on Bedrock the Messages body with its
+`anthropic_version`). A Messages client served by a
 converted route gets a router signature (`rtr1.`), which must round-trip. Without it (a deployed
 router and real models) the
 checks are on shape only: text is present, a forced tool call names the tool with JSON
@@ -88,6 +92,26 @@ THINKING_MAX_TOKENS = FIXTURES["thinking_max_tokens"]
 # Against a deployed router, keep real models short.
 LIVE_MAX_TOKENS = FIXTURES["live_max_tokens"]
 UPSTREAM_PATHS = FIXTURES["upstream_paths"]
+# Claude on Bedrock: the Messages body names this version instead of a header.
+BEDROCK_ANTHROPIC_VERSION = FIXTURES["bedrock_anthropic_version"]
+# The ID router-gemini gives the first function call of a Gemini reply that carries none
+# (Gemini's `functionCall.id` is optional and the mock, like older models, sends none).
+GEMINI_FIRST_CALL_ID = FIXTURES["gemini_first_call_id"]
+
+# The dialect each route protocol speaks to the supplier: Claude on Bedrock is the Messages
+# body (InvokeModel), Converse and Gemini have their own.
+DIALECTS = {
+    "chat": "chat",
+    "responses": "responses",
+    "messages": "messages",
+    "bedrock_messages": "messages",
+    "gemini": "gemini",
+    "bedrock_converse": "converse",
+}
+
+
+def dialect(route: str) -> str:
+    return DIALECTS[route]
 # The Messages version the router speaks (spec, Versioning 2); the SDKs default to a newer one.
 ANTHROPIC_VERSION = FIXTURES["anthropic_version"]
 
@@ -166,8 +190,10 @@ class Mock:
         self._call("POST", "/_mock/scripts", {"model": upstream_model, "script": {"kind": "reply", **reply}})
 
     def calls(self, upstream_model: str) -> list[dict[str, Any]]:
+        # The mock names each call's model: the body's `model`, or the path's for the
+        # dialects that put it there (Gemini, Bedrock).
         calls = self._call("GET", "/_mock/calls")["calls"]
-        return [c for c in calls if isinstance(c.get("body"), dict) and c["body"].get("model") == upstream_model]
+        return [c for c in calls if isinstance(c.get("body"), dict) and c.get("model") == upstream_model]
 
 
 def scripted_reply(cell: Cell) -> dict[str, Any]:
@@ -186,7 +212,7 @@ def scripted_reply(cell: Cell) -> dict[str, Any]:
         reply["thinking_signature"] = SIGNATURE
     elif cell.case == "stop":
         reply["text"] = STOP_TEXT
-        if cell.route == "messages":
+        if dialect(cell.route) == "messages":
             reply["finish_reason"] = "stop_sequence"
             reply["stop_sequence"] = STOP_SEQUENCE
     return reply
@@ -702,11 +728,18 @@ def expect_reply(cell: Cell, seen: Seen, live: bool) -> None:
         check(len(seen.tool_calls) == 1, f"expected one tool call, got {seen.tool_calls}")
         call_id, name, arguments = seen.tool_calls[0]
         check(name == TOOL_NAME, f"tool name {name!r}")
-        check(call_id == TOOL_CALL_ID, f"tool call id {call_id!r}, the supplier sent {TOOL_CALL_ID!r}")
+        if cell.route == "gemini":
+            # No ID on the wire: the codec numbers the reply's calls (router-gemini).
+            check(call_id == GEMINI_FIRST_CALL_ID, f"tool call id {call_id!r}, expected {GEMINI_FIRST_CALL_ID!r}")
+        else:
+            check(call_id == TOOL_CALL_ID, f"tool call id {call_id!r}, the supplier sent {TOOL_CALL_ID!r}")
         check(json.loads(arguments) == TOOL_ARGUMENTS, f"tool arguments {arguments!r}")
         check(seen.stop == "tool_use", f"stop reason {seen.stop!r}, expected tool use")
         check(seen.text.strip() == "", f"unexpected text {seen.text!r}")
-        if cell.stream:
+        if cell.stream and cell.route == "gemini":
+            # Gemini streams a function call whole, in one chunk: one delta, not cut up.
+            check(seen.argument_deltas == 1, f"the tool arguments arrived in {seen.argument_deltas} delta(s)")
+        elif cell.stream:
             # The supplier streams the arguments in several fragments; they must not arrive as one.
             check(seen.argument_deltas > 1, f"the tool arguments arrived in {seen.argument_deltas} delta(s)")
         return
@@ -717,7 +750,7 @@ def expect_reply(cell: Cell, seen: Seen, live: bool) -> None:
         check(seen.stop == "end", f"stop reason {seen.stop!r}")
     elif case == "stop":
         check(seen.text == STOP_TEXT, f"text {seen.text!r}")
-        if cell.inbound == "messages" and cell.route == "messages":
+        if cell.inbound == "messages" and dialect(cell.route) == "messages":
             check(seen.stop == "stop_sequence", f"stop reason {seen.stop!r}, expected stop_sequence")
             check(seen.stop_sequence == STOP_SEQUENCE, f"stop_sequence {seen.stop_sequence!r}")
         else:
@@ -730,7 +763,7 @@ def expect_reply(cell: Cell, seen: Seen, live: bool) -> None:
         check(seen.reasoning == REASONING, f"reasoning {seen.reasoning!r}, the supplier sent {REASONING!r}")
         if cell.inbound == "messages":
             check(isinstance(seen.signature, str), "the thinking block has no signature")
-            if cell.route == "messages":
+            if dialect(cell.route) == "messages":
                 check(seen.signature == SIGNATURE, f"signature {seen.signature!r}, the supplier sent {SIGNATURE!r}")
             else:
                 # No Anthropic signature exists on a converted route: the router issues its own.
@@ -742,7 +775,7 @@ def expect_reasoning_state(cell: Cell, seen: Seen) -> None:
     """Responses: the reasoning item carries the supplier's reasoning state to send back."""
     if cell.case != "thinking" or cell.inbound != "responses":
         return
-    if cell.route in ("responses", "messages"):
+    if dialect(cell.route) in ("responses", "messages"):
         # A Responses supplier's `encrypted_content`, or a Messages supplier's thinking signature.
         check(
             seen.encrypted_content == SIGNATURE,
@@ -767,16 +800,34 @@ def expect_live(cell: Cell, seen: Seen) -> None:
         check(seen.signature != "", "a thinking block with an empty signature")
 
 
+def upstream_path(route: str, upstream_model: str, stream: bool) -> str:
+    """Where the route's dialect is called: fixed for the OpenAI and Messages endpoints; with
+    the model in the path (and another method for a stream) for Gemini and Bedrock."""
+    path = UPSTREAM_PATHS[route]
+    if isinstance(path, dict):
+        path = path["stream" if stream else "json"]
+    return path.replace("{model}", upstream_model)
+
+
 def expect_upstream(cell: Cell, calls: list[dict[str, Any]], requests: int) -> None:
     """What the mock supplier received, in the route's dialect."""
     check(len(calls) == requests, f"the supplier got {len(calls)} calls, expected {requests}")
     if not calls:
         return
+    expected_path = upstream_path(cell.route, cell.upstream_model, cell.stream)
     for call in calls:
         check(
-            call["path"] == UPSTREAM_PATHS[cell.route],
-            f"the supplier was called at {call['path']}, not the {cell.route} endpoint",
+            call["path"] == expected_path,
+            f"the supplier was called at {call['path']}, not the {cell.route} endpoint {expected_path}",
         )
+        if cell.route == "bedrock_messages":
+            # InvokeModel: the model and the streaming choice are in the path, the version in the body.
+            sent = call["body"]
+            check(
+                sent.get("anthropic_version") == BEDROCK_ANTHROPIC_VERSION,
+                f"anthropic_version upstream is {sent.get('anthropic_version')!r}",
+            )
+            check("model" not in sent and "stream" not in sent, f"model or stream in a Bedrock body: {sorted(sent)}")
     body = calls[0]["body"]
     dump = json.dumps(body)
     route, case = cell.route, cell.case
@@ -785,64 +836,120 @@ def expect_upstream(cell: Cell, calls: list[dict[str, Any]], requests: int) -> N
     elif case == "tool_call":
         expect_upstream_tool(cell, body)
     elif case == "tool_result":
-        call_id, result = upstream_tool_result(route, body)
-        check(call_id == PREVIOUS_CALL_ID, f"tool result id upstream is {call_id!r}")
-        check(TOOL_RESULT in result, f"tool result upstream is {result!r}")
-        check(PREVIOUS_CALL_ID in upstream_tool_call_ids(route, body), f"no earlier tool call upstream: {dump[:400]}")
+        expect_upstream_tool_result(route, body)
     elif case == "stop":
-        key = "stop_sequences" if route == "messages" else "stop"
-        value = body.get(key)
-        check(value in ([STOP_SEQUENCE], STOP_SEQUENCE), f"upstream {key} is {value!r}")
+        value = upstream_sampling(route, body, "stop")
+        check(value in ([STOP_SEQUENCE], STOP_SEQUENCE), f"upstream stop sequences are {value!r}: {dump[:400]}")
     elif case == "image":
         expect_upstream_image(route, body)
     elif case in ("temperature", "high_temperature"):
         expected = temperature_of(case)
-        check(body.get("temperature") == expected, f"upstream temperature {body.get('temperature')!r}, sent {expected}")
+        value = upstream_sampling(route, body, "temperature")
+        check(value == expected, f"upstream temperature {value!r}, sent {expected}: {dump[:400]}")
     elif case == "thinking":
         expect_upstream_thinking(cell, calls)
-        expect_upstream_thinking_budget(cell, body)
         expect_upstream_reasoning_state(cell, calls)
     else:
         check(USER_TEXT in dump, "the user's text did not reach the supplier")
 
 
+def upstream_sampling(route: str, body: dict[str, Any], what: str) -> Any:
+    """The stop sequences (`what` = stop) or the temperature, where the dialect keeps them."""
+    kind = dialect(route)
+    if kind == "gemini":
+        config = body.get("generationConfig") or {}
+        return config.get({"stop": "stopSequences", "temperature": "temperature"}[what])
+    if kind == "converse":
+        config = body.get("inferenceConfig") or {}
+        return config.get({"stop": "stopSequences", "temperature": "temperature"}[what])
+    if what == "stop":
+        return body.get("stop_sequences" if kind == "messages" else "stop")
+    return body.get("temperature")
+
+
+def history(route: str, body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The conversation turns of a body whose turns are role-tagged messages."""
+    kind = dialect(route)
+    if kind == "responses":
+        return [item for item in body.get("input") or [] if isinstance(item, dict)]
+    if kind == "gemini":
+        return [turn for turn in body.get("contents") or [] if isinstance(turn, dict)]
+    return [message for message in body.get("messages") or [] if isinstance(message, dict)]
+
+
+def parts_of(route: str, turn: dict[str, Any]) -> list[dict[str, Any]]:
+    key = "parts" if dialect(route) == "gemini" else "content"
+    parts = turn.get(key)
+    return [part for part in parts if isinstance(part, dict)] if isinstance(parts, list) else []
+
+
+def assistant_turns(route: str, body: dict[str, Any]) -> list[dict[str, Any]]:
+    role = "model" if dialect(route) == "gemini" else "assistant"
+    return [turn for turn in history(route, body) if turn.get("role") == role]
+
+
 def expect_upstream_thinking(cell: Cell, calls: list[dict[str, Any]]) -> None:
     body = calls[0]["body"]
+    kind = dialect(cell.route)
     if cell.inbound == "messages":
         # The budget reaches the supplier as sent, converted routes included (a Chat supplier
-        # gets the `thinking` object as is, GP-50; a Responses route refuses it, GP-74).
+        # gets the `thinking` object as is, GP-50; a Responses route refuses it, GP-74), in the
+        # dialect's own field: Gemini's `thinkingConfig` (thoughts included, to be shown),
+        # Converse's `additionalModelRequestFields` (as Claude reads it).
         expected = {"type": "enabled", "budget_tokens": THINKING_BUDGET}
-        check(body.get("thinking") == expected, f"upstream thinking {body.get('thinking')!r}, expected {expected!r}")
-        if cell.route == "chat":
+        if kind == "gemini":
+            config = (body.get("generationConfig") or {}).get("thinkingConfig")
+            wanted = {"includeThoughts": True, "thinkingBudget": THINKING_BUDGET}
+            check(config == wanted, f"upstream thinkingConfig {config!r}, expected {wanted!r}")
+        elif kind == "converse":
+            extra = body.get("additionalModelRequestFields") or {}
+            check(extra.get("thinking") == expected, f"upstream additionalModelRequestFields {extra!r}")
+        else:
+            check(body.get("thinking") == expected, f"upstream thinking {body.get('thinking')!r}, expected {expected!r}")
+        second = calls[1]["body"]
+        check("rtr1." not in json.dumps(second), "a router signature reached the supplier")
+        assistant = assistant_turns(cell.route, second)
+        check(len(assistant) == 1, f"the assistant turn did not reach the supplier: {json.dumps(second)[:400]}")
+        if kind == "chat":
             # The router's signature round-tripped (the second turn succeeded); a Chat supplier
             # has no field for reasoning history, so none reaches it, and no router signature.
-            second = calls[1]["body"]
-            assistant = [m for m in second.get("messages", []) if m.get("role") == "assistant"]
-            check(len(assistant) == 1, f"the assistant turn did not reach the supplier: {json.dumps(second)[:400]}")
             check(
                 not any(key.startswith("reasoning") or key == "thinking" for key in assistant[0]),
                 f"reasoning history sent to a Chat supplier: {assistant[0]!r}",
             )
-            check("rtr1." not in json.dumps(second), "a router signature reached the supplier")
-        if cell.route == "messages":
-            # The second turn carries the thinking block back, signature intact.
-            history = calls[1]["body"].get("messages", [])
+        elif kind == "gemini":
+            # Gemini takes no thought text back (router-gemini): the model turn is the text only.
+            parts = parts_of(cell.route, assistant[0])
+            check(not any(part.get("thought") for part in parts), f"a thought sent back to Gemini: {parts!r}")
+            check(text_of(parts) == REPLY_TEXT, f"model turn upstream: {assistant[0]!r}")
+        elif kind == "converse":
+            # The router's seal held Converse's own signature: it goes back as reasoningContent.
             blocks = [
-                block
-                for message in history
-                if message.get("role") == "assistant" and isinstance(message.get("content"), list)
-                for block in message["content"]
-                if block.get("type") == "thinking"
+                (part.get("reasoningContent") or {}).get("reasoningText") or {}
+                for part in parts_of(cell.route, assistant[0])
+                if "reasoningContent" in part
             ]
+            check(blocks, f"the reasoning was not sent back to the supplier: {assistant[0]!r}")
+            check(blocks[0].get("signature") == SIGNATURE, f"signature sent back upstream: {blocks[0]!r}")
+            check(blocks[0].get("text") == REASONING, f"reasoning sent back upstream: {blocks[0]!r}")
+        else:
+            # The second turn carries the thinking block back, signature intact.
+            blocks = [block for block in parts_of(cell.route, assistant[0]) if block.get("type") == "thinking"]
             check(blocks, "the thinking block was not sent back to the supplier")
             check(blocks[0].get("signature") == SIGNATURE, f"signature sent back upstream: {blocks[0]!r}")
             check(blocks[0].get("thinking") == REASONING, f"thinking sent back upstream: {blocks[0]!r}")
         return
-    # An explicit effort travels in the route's own field (B-16, C-08, GP-74).
-    if cell.route == "chat":
+    # An explicit effort travels in the route's own field (B-16, C-08, GP-74); Gemini has
+    # none and takes the budget it stands for (router-gemini: low = 1024, as Google's own
+    # OpenAI-compatible endpoint maps it).
+    if kind == "chat":
         effort = body.get("reasoning_effort")
-    elif cell.route == "responses":
+    elif kind == "responses":
         effort = (body.get("reasoning") or {}).get("effort")
+    elif kind == "gemini":
+        config = (body.get("generationConfig") or {}).get("thinkingConfig") or {}
+        check(config.get("thinkingBudget") == 1024, f"upstream thinkingConfig {config!r} for effort low")
+        return
     else:
         effort = (body.get("output_config") or {}).get("effort")
     check(effort == "low", f"upstream effort is {effort!r}: {json.dumps(body)[:400]}")
@@ -850,21 +957,43 @@ def expect_upstream_thinking(cell: Cell, calls: list[dict[str, Any]]) -> None:
 
 def expect_upstream_tool(cell: Cell, body: dict[str, Any]) -> None:
     """The tool definition in the route's dialect, its schema unchanged."""
+    kind = dialect(cell.route)
+    if kind == "gemini":
+        declarations = [
+            declaration
+            for tool in body.get("tools") or []
+            for declaration in tool.get("functionDeclarations") or []
+        ]
+        check(len(declarations) == 1, f"upstream functionDeclarations: {json.dumps(body.get('tools'))[:400]}")
+        tool = declarations[0]
+        check(tool.get("name") == TOOL_NAME, f"upstream tool: {tool!r}")
+        check(tool.get("description") == TOOL_DESCRIPTION, f"upstream tool description: {tool!r}")
+        # A JSON Schema goes as `parametersJsonSchema` (`parameters` is Google's OpenAPI subset).
+        check(tool.get("parametersJsonSchema") == TOOL_SCHEMA, f"upstream tool parametersJsonSchema: {tool!r}")
+        return
+    if kind == "converse":
+        tools = (body.get("toolConfig") or {}).get("tools") or []
+        check(len(tools) == 1, f"upstream toolConfig.tools: {json.dumps(tools)[:400]}")
+        spec = tools[0].get("toolSpec") or {}
+        check(spec.get("name") == TOOL_NAME, f"upstream toolSpec: {spec!r}")
+        check(spec.get("description") == TOOL_DESCRIPTION, f"upstream toolSpec description: {spec!r}")
+        check(spec.get("inputSchema") == {"json": TOOL_SCHEMA}, f"upstream toolSpec inputSchema: {spec!r}")
+        return
     tools = body.get("tools") or []
     check(len(tools) == 1, f"upstream tools: {json.dumps(tools)[:400]}")
     tool = tools[0]
     # A Responses client said `strict: false`; the others said nothing. A converted tool keeps
     # the non-strict meaning: a Responses supplier reads an absent `strict` as true, so it is
     # sent false there explicitly; Chat reads absent as false.
-    strict = False if cell.inbound == "responses" or cell.route == "responses" else None
-    if cell.route == "chat":
+    strict = False if cell.inbound == "responses" or kind == "responses" else None
+    if kind == "chat":
         check(tool.get("type") == "function", f"upstream tool: {tool!r}")
         function = tool.get("function") or {}
         check(function.get("name") == TOOL_NAME, f"upstream tool: {tool!r}")
         check(function.get("description") == TOOL_DESCRIPTION, f"upstream tool description: {tool!r}")
         check(function.get("parameters") == TOOL_SCHEMA, f"upstream tool parameters: {tool!r}")
         check(function.get("strict") == strict, f"upstream tool strict {function.get('strict')!r}, expected {strict!r}")
-    elif cell.route == "responses":
+    elif kind == "responses":
         check(tool.get("type") == "function", f"upstream tool: {tool!r}")
         check(tool.get("name") == TOOL_NAME, f"upstream tool: {tool!r}")
         check(tool.get("description") == TOOL_DESCRIPTION, f"upstream tool description: {tool!r}")
@@ -877,6 +1006,29 @@ def expect_upstream_tool(cell: Cell, body: dict[str, Any]) -> None:
         check("parameters" not in tool and "function" not in tool, f"upstream tool not in Messages form: {tool!r}")
 
 
+def expect_upstream_tool_result(route: str, body: dict[str, Any]) -> None:
+    """The earlier call and its result, paired in the dialect's way: by ID, or on Gemini (whose
+    calls carry none from the router) by the function's name."""
+    dump = json.dumps(body)[:400]
+    if dialect(route) == "gemini":
+        calls = [part["functionCall"] for turn in history(route, body) for part in parts_of(route, turn)
+                 if isinstance(part.get("functionCall"), dict)]
+        check(len(calls) == 1, f"upstream functionCall parts: {dump}")
+        check(calls[0].get("name") == TOOL_NAME, f"upstream functionCall: {calls[0]!r}")
+        check(calls[0].get("args") == PREVIOUS_ARGUMENTS, f"upstream functionCall args: {calls[0]!r}")
+        responses = [part["functionResponse"] for turn in history(route, body) for part in parts_of(route, turn)
+                     if isinstance(part.get("functionResponse"), dict)]
+        check(len(responses) == 1, f"upstream functionResponse parts: {dump}")
+        check(responses[0].get("name") == TOOL_NAME, f"upstream functionResponse: {responses[0]!r}")
+        output = (responses[0].get("response") or {}).get("output")
+        check(output == TOOL_RESULT, f"upstream functionResponse.response: {responses[0]!r}")
+        return
+    call_id, result = upstream_tool_result(route, body)
+    check(call_id == PREVIOUS_CALL_ID, f"tool result id upstream is {call_id!r}")
+    check(TOOL_RESULT in result, f"tool result upstream is {result!r}")
+    check(PREVIOUS_CALL_ID in upstream_tool_call_ids(route, body), f"no earlier tool call upstream: {dump}")
+
+
 def data_url(url: Any) -> tuple[str | None, str | None]:
     """(media type, base64 data) of a `data:<type>;base64,<data>` URL."""
     if not isinstance(url, str) or not url.startswith("data:") or ";base64," not in url:
@@ -887,77 +1039,84 @@ def data_url(url: Any) -> tuple[str | None, str | None]:
 
 def expect_upstream_image(route: str, body: dict[str, Any]) -> None:
     """One image part in the user turn, in the route's own form, with its media type."""
-    if route == "responses":
-        turns = [item for item in body.get("input") or [] if isinstance(item, dict) and item.get("role") == "user"]
-    else:
-        turns = [message for message in body.get("messages", []) if message.get("role") == "user"]
+    kind = dialect(route)
+    turns = [turn for turn in history(route, body) if turn.get("role") == "user"]
     check(len(turns) == 1, f"upstream user turns: {json.dumps(turns)[:400]}")
-    parts = turns[0].get("content")
-    check(isinstance(parts, list), f"upstream user content is not a list of parts: {parts!r}")
-    kind = {"chat": "image_url", "responses": "input_image", "messages": "image"}[route]
-    images = [part for part in parts if part.get("type") == kind]
-    check(len(images) == 1, f"expected one `{kind}` part upstream: {json.dumps(parts)[:400]}")
-    image = images[0]
-    if route == "chat":
-        url = (image.get("image_url") or {}).get("url")
-        media_type, data = data_url(url)
-    elif route == "responses":
-        media_type, data = data_url(image.get("image_url"))
+    parts = parts_of(route, turns[0])
+    check(parts, f"upstream user content is not a list of parts: {json.dumps(turns[0])[:400]}")
+    if kind == "gemini":
+        images = [part["inlineData"] for part in parts if isinstance(part.get("inlineData"), dict)]
+        check(len(images) == 1, f"expected one `inlineData` part upstream: {json.dumps(parts)[:400]}")
+        media_type, data = images[0].get("mimeType"), images[0].get("data")
+        prompts = [part.get("text") for part in parts if "text" in part]
+    elif kind == "converse":
+        # An image block: its format by name, its bytes base64 in JSON.
+        images = [part["image"] for part in parts if isinstance(part.get("image"), dict)]
+        check(len(images) == 1, f"expected one `image` block upstream: {json.dumps(parts)[:400]}")
+        image_format = images[0].get("format")
+        media_type = f"image/{image_format}" if isinstance(image_format, str) else None
+        data = (images[0].get("source") or {}).get("bytes")
+        prompts = [part.get("text") for part in parts if "text" in part]
     else:
-        source = image.get("source") or {}
-        check(source.get("type") == "base64", f"upstream image source: {json.dumps(source)[:200]}")
-        media_type, data = source.get("media_type"), source.get("data")
-    check(media_type == "image/png", f"upstream image media type {media_type!r}: {json.dumps(image)[:200]}")
-    check(data == PNG_BASE64, f"upstream image data differs: {json.dumps(image)[:200]}")
-    text = {"chat": "text", "responses": "input_text", "messages": "text"}[route]
-    prompts = [part.get("text") for part in parts if part.get("type") == text]
+        part_type = {"chat": "image_url", "responses": "input_image", "messages": "image"}[kind]
+        images = [part for part in parts if part.get("type") == part_type]
+        check(len(images) == 1, f"expected one `{part_type}` part upstream: {json.dumps(parts)[:400]}")
+        image = images[0]
+        if kind == "chat":
+            media_type, data = data_url((image.get("image_url") or {}).get("url"))
+        elif kind == "responses":
+            media_type, data = data_url(image.get("image_url"))
+        else:
+            source = image.get("source") or {}
+            check(source.get("type") == "base64", f"upstream image source: {json.dumps(source)[:200]}")
+            media_type, data = source.get("media_type"), source.get("data")
+        text = {"chat": "text", "responses": "input_text", "messages": "text"}[kind]
+        prompts = [part.get("text") for part in parts if part.get("type") == text]
+    check(media_type == "image/png", f"upstream image media type {media_type!r}: {json.dumps(images[0])[:200]}")
+    check(data == PNG_BASE64, f"upstream image data differs: {json.dumps(images[0])[:200]}")
     check(prompts == [IMAGE_PROMPT], f"upstream text beside the image: {prompts!r}")
-
-
-def expect_upstream_thinking_budget(cell: Cell, body: dict[str, Any]) -> None:
-    """Messages: the thinking budget reaches the supplier as sent, converted routes included
-    (a Chat supplier gets the `thinking` object as is, GP-50; a Responses route refuses it)."""
-    if cell.inbound != "messages":
-        return
-    thinking = body.get("thinking")
-    expected = {"type": "enabled", "budget_tokens": THINKING_BUDGET}
-    check(thinking == expected, f"upstream thinking {thinking!r}, expected {expected!r}")
 
 
 def expect_upstream_reasoning_state(cell: Cell, calls: list[dict[str, Any]]) -> None:
     """Responses: the reasoning state the client sent back reaches the supplier on the next turn,
-    in the route's form; a Chat supplier has none, and the router documents dropping it."""
+    in the route's form; a Chat or Gemini supplier takes none, and the router documents dropping it."""
     if cell.inbound != "responses":
         return
     body = calls[1]["body"]
     dump = json.dumps(body)[:600]
-    if cell.route == "responses":
+    kind = dialect(cell.route)
+    if kind == "responses":
         items = [item for item in body.get("input") or [] if isinstance(item, dict) and item.get("type") == "reasoning"]
         check(len(items) == 1, f"no reasoning item sent back upstream: {dump}")
         check(items[0].get("encrypted_content") == SIGNATURE, f"encrypted_content sent back upstream: {items[0]!r}")
         summary = "".join(part.get("text", "") for part in items[0].get("summary") or [])
         check(summary == REASONING, f"reasoning summary sent back upstream: {items[0]!r}")
-    elif cell.route == "messages":
+    elif kind == "messages":
         blocks = [
             block
-            for message in body.get("messages", [])
-            if message.get("role") == "assistant" and isinstance(message.get("content"), list)
-            for block in message["content"]
+            for message in assistant_turns(cell.route, body)
+            for block in parts_of(cell.route, message)
             if block.get("type") == "thinking"
         ]
         check(len(blocks) == 1, f"no thinking block sent back upstream: {dump}")
         check(blocks[0].get("signature") == SIGNATURE, f"signature sent back upstream: {blocks[0]!r}")
         check(blocks[0].get("thinking") == REASONING, f"thinking sent back upstream: {blocks[0]!r}")
     else:
-        assistant = [message for message in body.get("messages", []) if message.get("role") == "assistant"]
+        assistant = assistant_turns(cell.route, body)
         check(len(assistant) == 1, f"no assistant turn upstream: {dump}")
-        check(text_of(assistant[0].get("content")) == REPLY_TEXT, f"assistant turn upstream: {assistant[0]!r}")
-        check(
-            not any(key.startswith("reasoning") or key == "thinking" for key in assistant[0]),
-            f"a Chat supplier was sent reasoning history: {assistant[0]!r}",
-        )
-    last = (body.get("input") if cell.route == "responses" else body.get("messages", []))[-1]
-    check(text_of(last.get("content")) == ROUND_TRIP_PROMPT, f"last turn upstream: {last!r}")
+        if kind == "gemini":
+            parts = parts_of(cell.route, assistant[0])
+            check(not any(part.get("thought") for part in parts), f"a thought sent back to Gemini: {parts!r}")
+            check(text_of(parts) == REPLY_TEXT, f"model turn upstream: {assistant[0]!r}")
+        else:
+            check(text_of(assistant[0].get("content")) == REPLY_TEXT, f"assistant turn upstream: {assistant[0]!r}")
+            check(
+                not any(key.startswith("reasoning") or key == "thinking" for key in assistant[0]),
+                f"a Chat supplier was sent reasoning history: {assistant[0]!r}",
+            )
+    turns = history(cell.route, body)
+    last = parts_of(cell.route, turns[-1]) if kind == "gemini" else turns[-1].get("content")
+    check(text_of(last) == ROUND_TRIP_PROMPT, f"last turn upstream: {turns[-1]!r}")
 
 
 def text_of(content: Any) -> str:
@@ -969,9 +1128,13 @@ def text_of(content: Any) -> str:
 
 
 def upstream_system(route: str, body: dict[str, Any]) -> str:
-    if route == "messages":
+    kind = dialect(route)
+    if kind in ("messages", "converse"):
+        # Messages: a string or text blocks; Converse: a list of `{text}` blocks.
         return text_of(body.get("system"))
-    if route == "responses":
+    if kind == "gemini":
+        return text_of((body.get("systemInstruction") or {}).get("parts"))
+    if kind == "responses":
         found = text_of(body.get("instructions"))
         items = body.get("input") if isinstance(body.get("input"), list) else []
         return found + "".join(
@@ -985,39 +1148,54 @@ def upstream_system(route: str, body: dict[str, Any]) -> str:
 
 
 def upstream_tool_result(route: str, body: dict[str, Any]) -> tuple[str | None, str]:
-    if route == "chat":
+    kind = dialect(route)
+    if kind == "chat":
         for message in body.get("messages", []):
             if message.get("role") == "tool":
                 return message.get("tool_call_id"), text_of(message.get("content"))
-    elif route == "responses":
+    elif kind == "responses":
         for item in body.get("input") or []:
             if isinstance(item, dict) and item.get("type") == "function_call_output":
                 return item.get("call_id"), text_of(item.get("output"))
+    elif kind == "converse":
+        for message in history(route, body):
+            for block in parts_of(route, message):
+                result = block.get("toolResult")
+                if isinstance(result, dict):
+                    return result.get("toolUseId"), text_of(result.get("content"))
     else:
-        for message in body.get("messages", []):
-            for block in message.get("content") if isinstance(message.get("content"), list) else []:
+        for message in history(route, body):
+            for block in parts_of(route, message):
                 if block.get("type") == "tool_result":
                     return block.get("tool_use_id"), text_of(block.get("content"))
     return None, ""
 
 
 def upstream_tool_call_ids(route: str, body: dict[str, Any]) -> list[str]:
-    if route == "chat":
+    kind = dialect(route)
+    if kind == "chat":
         return [
             call.get("id")
             for message in body.get("messages", [])
             for call in message.get("tool_calls") or []
         ]
-    if route == "responses":
+    if kind == "responses":
         return [
             item.get("call_id")
             for item in body.get("input") or []
             if isinstance(item, dict) and item.get("type") == "function_call"
         ]
+    if kind == "converse":
+        return [
+            block["toolUse"].get("toolUseId")
+            for message in history(route, body)
+            for block in parts_of(route, message)
+            if isinstance(block.get("toolUse"), dict)
+        ]
     return [
         block.get("id")
-        for message in body.get("messages", [])
-        for block in (message.get("content") if isinstance(message.get("content"), list) else [])
+        for message in history(route, body)
+        for block in parts_of(route, message)
         if block.get("type") == "tool_use"
     ]
 

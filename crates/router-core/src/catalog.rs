@@ -104,10 +104,6 @@ pub enum Problem {
     MissingInternalCost { route: String },
     #[error("route `{route}`: `compat` applies only to `chat` routes")]
     CompatOnChatOnly { route: String },
-    #[error(
-        "route `{route}`: `images` and `videos` routes take a supplier with `api_key_env` only (no `auth`, `query`, `headers` or `{{model}}`)"
-    )]
-    MediaConnection { route: String },
     #[error("supplier `{supplier}`: {problem}")]
     Connection {
         supplier: String,
@@ -819,17 +815,6 @@ fn route_from_file(
     if !r.compat.is_empty() && r.protocol != Protocol::Chat {
         return Err(Problem::CompatOnChatOnly { route: id });
     }
-    // Image and video calls apply no connection settings yet: refuse them
-    // rather than send an unauthenticated request.
-    let plain_supplier = supplier.auth == crate::connection::Auth::Dialect
-        && supplier.query.is_empty()
-        && supplier.headers.is_empty()
-        && !supplier
-            .base_url
-            .contains(crate::connection::MODEL_PLACEHOLDER);
-    if r.protocol.is_media() && !plain_supplier {
-        return Err(Problem::MediaConnection { route: id });
-    }
     let mut capabilities = CapabilitySet::default();
     for name in &r.capabilities {
         let c: Capability = name.parse().map_err(|_| Problem::UnknownCapability {
@@ -944,17 +929,29 @@ quote = { input = 30, output = 40 }
         assert!(Catalog::from_toml(&unknown, |_| None).is_err());
     }
 
+    /// Image and video routes take every connection setting inference
+    /// routes do (an Azure OpenAI resource's images deployment: `{model}`
+    /// in the base URL, `api-key`, `api-version`).
     #[test]
-    fn media_routes_refuse_suppliers_with_connection_settings() {
+    fn media_routes_take_suppliers_with_connection_settings() {
         let text = IMAGES.replace(
             "base_url = \"http://127.0.0.1:9/v1\"",
-            "base_url = \"http://127.0.0.1:9/v1\"\nquery = { api-version = \"1\" }",
+            "base_url = \"http://127.0.0.1:9/openai/deployments/{model}\"\n\
+             auth = { type = \"header\", name = \"api-key\", key_env = \"AZ\" }\n\
+             query = { api-version = \"2025-04-01-preview\" }\nheaders = { x-ms-client = \"r\" }",
+        );
+        let catalog =
+            Catalog::from_toml(&text, |v| (v == "AZ").then(|| "secret".to_owned())).unwrap();
+        let supplier = &catalog.routes("m-img")[0].supplier;
+        assert_eq!(
+            supplier.query,
+            vec![("api-version".to_owned(), "2025-04-01-preview".to_owned())]
         );
         assert!(matches!(
-            Catalog::from_toml(&text, |_| None).unwrap_err().problem(),
-            Some(Problem::MediaConnection { .. })
+            &supplier.auth,
+            crate::connection::Auth::Header { name, secret }
+                if name == "api-key" && secret.value.as_deref() == Some("secret")
         ));
-        assert!(Catalog::from_toml(IMAGES, |_| None).is_ok());
     }
 
     #[test]

@@ -14,6 +14,17 @@ pub struct Plan {
     pub requirements: Requirements,
 }
 
+/// Whether a route of `protocol` takes a temperature above 1: a Messages
+/// body (Anthropic's, or Claude's on Bedrock) caps it at 1 (CF-01).
+fn carries_temperature_above_one(protocol: Protocol) -> bool {
+    !protocol.is_messages_body()
+}
+
+/// Whether a route of `protocol` takes frequency and presence penalties.
+fn carries_penalties(protocol: Protocol) -> bool {
+    !protocol.is_messages_body() && protocol != Protocol::BedrockConverse
+}
+
 /// Whether a route speaking `route_protocol` can carry a request that came
 /// in as `inbound` with these requirements, without losing meaning.
 fn protocol_compatible(inbound: Protocol, route_protocol: Protocol, req: &Requirements) -> bool {
@@ -25,13 +36,11 @@ fn protocol_compatible(inbound: Protocol, route_protocol: Protocol, req: &Requir
         return false;
     }
     // Messages caps temperature at 1 (CF-01): never clamp, route elsewhere.
-    if req.temperature_above_one && route_protocol.is_messages_body() {
+    if req.temperature_above_one && !carries_temperature_above_one(route_protocol) {
         return false;
     }
     // Nor does it have penalties: dropping them would change the output.
-    if req.penalties
-        && (route_protocol.is_messages_body() || route_protocol == Protocol::BedrockConverse)
-    {
+    if req.penalties && !carries_penalties(route_protocol) {
         return false;
     }
     // A Responses route has no stop sequences (B-19).
@@ -274,8 +283,8 @@ fn no_configured_route(
             })
     });
     let temperature =
-        req.temperature_above_one && unmet(&|r: &Route| r.protocol != Protocol::Messages);
-    let penalties = req.penalties && unmet(&|r: &Route| r.protocol != Protocol::Messages);
+        req.temperature_above_one && unmet(&|r: &Route| carries_temperature_above_one(r.protocol));
+    let penalties = req.penalties && unmet(&|r: &Route| carries_penalties(r.protocol));
     let refuse =
         |field, message: &str| ApiError::for_field(ErrorCode::InvalidParameter, field, message);
     match feature {
@@ -605,6 +614,67 @@ internal_cost = { input = 1, output = 1 }
         request.sampling.temperature = None;
         let err = plan(&catalog, &request, Protocol::Chat).unwrap_err();
         assert_eq!(err.field, Some(Field::Stream), "{err:?}");
+    }
+
+    /// CF-01 holds for Claude's Messages body on Bedrock as for Anthropic's:
+    /// a model served only there refuses a temperature above 1 for its
+    /// temperature, and a Converse-only model refuses penalties for them,
+    /// before any supplier is called (found by the conformance matrix's
+    /// `bedrock_messages` column).
+    #[test]
+    fn bedrock_routes_name_the_parameter_they_cannot_carry() {
+        let catalog = Catalog::from_toml(
+            r#"
+[[suppliers]]
+id = "s"
+base_url = "http://127.0.0.1:1/v1"
+
+[[models]]
+id = "bedrock-claude"
+pricing = "fixed"
+rates = { input = 1, output = 1 }
+
+[[routes]]
+id = "invoke"
+model = "bedrock-claude"
+supplier = "s"
+upstream_model = "anthropic.claude"
+protocol = "bedrock_messages"
+internal_cost = { input = 1, output = 1 }
+
+[[models]]
+id = "converse-only"
+pricing = "fixed"
+rates = { input = 1, output = 1 }
+
+[[routes]]
+id = "converse"
+model = "converse-only"
+supplier = "s"
+upstream_model = "amazon.nova"
+protocol = "bedrock_converse"
+internal_cost = { input = 1, output = 1 }
+"#,
+            |_| None,
+        )
+        .unwrap();
+        let mut request = Request {
+            model: "bedrock-claude".into(),
+            messages: vec![Message::text(Role::User, "hi")],
+            ..Default::default()
+        };
+        request.sampling.temperature = Some(1.5);
+        let err = plan(&catalog, &request, Protocol::Chat).unwrap_err();
+        assert_eq!(err.code, ErrorCode::InvalidParameter, "{err:?}");
+        assert_eq!(err.field, Some(Field::Temperature), "{err:?}");
+        // Converse takes the temperature, but no penalties.
+        request.model = "converse-only".into();
+        assert!(plan(&catalog, &request, Protocol::Chat).is_ok());
+        request.sampling.temperature = None;
+        request.sampling.presence_penalty = Some(0.5);
+        let err = plan(&catalog, &request, Protocol::Chat).unwrap_err();
+        assert_eq!(err.code, ErrorCode::InvalidParameter, "{err:?}");
+        assert_eq!(err.field, Some(Field::Penalties), "{err:?}");
     }
 }
 

@@ -25,6 +25,16 @@ impl WireProtocol for Chat {
         ChatRequest::from_body(body)
     }
 
+    /// Azure's gate for a deployment path (`crate::azure`).
+    fn check_request(
+        headers: &http::HeaderMap,
+        path: &str,
+        query: Option<&str>,
+        _body: &Bytes,
+    ) -> Option<(u16, Value)> {
+        crate::azure::refusal(headers, path, query)
+    }
+
     fn model(request: &ChatRequest) -> &str {
         &request.model
     }

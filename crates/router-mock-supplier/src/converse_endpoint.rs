@@ -18,7 +18,10 @@ use crate::aws::{
 use crate::endpoint::{EventStream, WireProtocol};
 use crate::reply_identity::ReplyIdentity;
 use crate::script::{MockReply, MockUsage};
-use crate::sse::words;
+use crate::sse::{fragments, words};
+
+/// `toolUse.input` fragments of a stream are at most this many characters.
+const INPUT_FRAGMENT_CHARS: usize = 8;
 use crate::usage_estimate::{effective_usage, text_chars};
 
 #[derive(Debug)]
@@ -189,7 +192,13 @@ impl WireProtocol for Converse {
         }
         for (i, call) in reply.tool_calls.iter().enumerate() {
             events.push(event("contentBlockStart", json!({"contentBlockIndex": index, "start": {"toolUse": {"toolUseId": tool_use_id(i, &call.id), "name": call.name}}})));
-            events.push(event("contentBlockDelta", json!({"contentBlockIndex": index, "delta": {"toolUse": {"input": call.arguments}}})));
+            // The input JSON arrives in fragments, as ConverseStream sends it.
+            for fragment in fragments(&call.arguments, INPUT_FRAGMENT_CHARS) {
+                events.push(event(
+                    "contentBlockDelta",
+                    json!({"contentBlockIndex": index, "delta": {"toolUse": {"input": fragment}}}),
+                ));
+            }
             events.push(event(
                 "contentBlockStop",
                 json!({"contentBlockIndex": index}),

@@ -51,6 +51,16 @@ impl WireProtocol for Images {
         }
     }
 
+    /// Azure's gate for a deployment path (`crate::azure`).
+    fn check_request(
+        headers: &http::HeaderMap,
+        path: &str,
+        query: Option<&str>,
+        _body: &Bytes,
+    ) -> Option<(u16, Value)> {
+        crate::azure::refusal(headers, path, query)
+    }
+
     fn model(request: &ImagesRequest) -> &str {
         &request.model
     }

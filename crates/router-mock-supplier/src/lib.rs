@@ -27,7 +27,10 @@
 //! # Endpoints
 //!
 //! The protocol is chosen by the end of the path, so any prefix works
-//! (`/v1/...`, `/openai/deployments/x/...`):
+//! (`/v1/...`, `/openai/deployments/x/...`). Under `/openai/deployments/`
+//! the Chat, Images and videos endpoints answer as Azure OpenAI does: 401
+//! without an `api-key` (or bearer) header, 404 without an `api-version`
+//! query parameter:
 //!
 //! | path ends in        | protocol          | stream (`"stream": true`)                                          | errors                                     |
 //! |---------------------|-------------------|--------------------------------------------------------------------|--------------------------------------------|
@@ -86,6 +89,7 @@
 #![warn(unreachable_pub)]
 
 mod aws;
+mod azure;
 mod bedrock_endpoint;
 mod chat_endpoint;
 mod chat_reply;

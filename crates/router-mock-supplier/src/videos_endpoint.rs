@@ -126,14 +126,21 @@ pub struct VideoCounts {
     pub identities: Vec<VideoCallIdentity>,
 }
 
-/// What one videos call said of itself: which call, the caller's request
-/// id (`x-request-id`) and W3C `traceparent`.
+/// What one videos call said of itself: which call, where it went, the
+/// caller's request id (`x-request-id`), W3C `traceparent` and credential.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct VideoCallIdentity {
     /// `create`, `poll` or `content`.
     pub call: &'static str,
+    /// The path, and the query string as sent (Azure's `api-version`).
+    pub path: String,
+    pub query: Option<String>,
     pub request_id: Option<String>,
     pub traceparent: Option<String>,
+    /// The `authorization` header (a bearer key or a SigV4 signature).
+    pub authorization: Option<String>,
+    /// The `api-key` header (an Azure resource's key).
+    pub api_key: Option<String>,
 }
 
 impl Videos {
@@ -226,10 +233,20 @@ pub(crate) async fn serve(
     };
     let identity = VideoCallIdentity {
         call,
+        path: path.clone(),
+        query: request.uri().query().map(str::to_owned),
         request_id: header("x-request-id"),
         traceparent: header("traceparent"),
+        authorization: header("authorization"),
+        api_key: header("api-key"),
     };
     videos.lock().identities.push(identity);
+    if let Some((status, body)) =
+        crate::azure::refusal(request.headers(), &path, request.uri().query())
+    {
+        let status = StatusCode::from_u16(status).unwrap_or(StatusCode::UNAUTHORIZED);
+        return json_reply(status, &body);
+    }
     if method == Method::POST && path.ends_with("/videos") {
         return create(request, videos, connection).await;
     }

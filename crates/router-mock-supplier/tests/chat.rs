@@ -332,6 +332,7 @@ async fn calls_are_recorded_with_path_headers_and_body() {
             "http://{}/openai/deployments/x/chat/completions?api-version=1",
             mock.addr()
         ))
+        .header("api-key", "az-key")
         .json(&second)
         .send()
         .await

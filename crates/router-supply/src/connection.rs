@@ -22,9 +22,16 @@ pub(crate) fn endpoint(
     codec: &dyn SupplierCodec,
     stream: bool,
 ) -> Result<reqwest::Url, AttemptError> {
+    url(route, &codec.request_path(&target(route), stream))
+}
+
+/// The URL of `path` on `route`'s supplier: the base URL with `{model}`
+/// filled in, the path, and the supplier's extra query parameters after
+/// any the path has. Every kind of route (inference, images, videos) is
+/// reached this way.
+pub(crate) fn url(route: &Route, path: &str) -> Result<reqwest::Url, AttemptError> {
     let supplier = &route.supplier;
     let base = expand_base_url(&supplier.base_url, &route.upstream_model);
-    let path = codec.request_path(&target(route), stream);
     let mut url = reqwest::Url::parse(&format!("{base}{path}"))
         .map_err(|e| AttemptError::transport(format!("supplier URL: {e}")))?;
     if !supplier.query.is_empty() {
@@ -36,7 +43,7 @@ pub(crate) fn endpoint(
     Ok(url)
 }
 
-/// Every header of one request: content type, the dialect's, the
+/// Every header of one inference request: content type, the dialect's, the
 /// supplier's authentication (a SigV4 signature over `url` and `body`) and
 /// its static headers. Fails, before anything is sent, when a credential
 /// the supplier names is not set in this process.
@@ -46,6 +53,34 @@ pub(crate) fn headers(
     request: &Request,
     url: &reqwest::Url,
     body: &[u8],
+    bearer: Option<&str>,
+) -> Result<Vec<(String, String)>, AttemptError> {
+    let outgoing = Outgoing {
+        method: "POST",
+        url,
+        body: Some(body),
+    };
+    request_headers(route, &outgoing, |key| codec.headers(request, key), bearer)
+}
+
+/// One request as the supplier will see it, for the headers that depend on
+/// it (a SigV4 signature covers the method, URL and body).
+pub(crate) struct Outgoing<'a> {
+    pub(crate) method: &'static str,
+    pub(crate) url: &'a reqwest::Url,
+    /// A JSON body; `None` for a GET.
+    pub(crate) body: Option<&'a [u8]>,
+}
+
+/// Every header of one request on `route`, of any kind: content type (with
+/// a body), the dialect's own (`dialect` gets the supplier's key when the
+/// supplier authenticates the dialect's way), the supplier's
+/// authentication and its static headers. Fails, before anything is sent,
+/// when a credential the supplier names is not set in this process.
+pub(crate) fn request_headers(
+    route: &Route,
+    outgoing: &Outgoing<'_>,
+    dialect: impl FnOnce(Option<&str>) -> Vec<(&'static str, String)>,
     bearer: Option<&str>,
 ) -> Result<Vec<(String, String)>, AttemptError> {
     let supplier = &route.supplier;
@@ -59,10 +94,12 @@ pub(crate) fn headers(
         Auth::Dialect => supplier.api_key.as_deref(),
         _ => None,
     };
-    let mut headers = vec![("content-type".to_owned(), "application/json".to_owned())];
+    let mut headers = Vec::new();
+    if outgoing.body.is_some() {
+        headers.push(("content-type".to_owned(), "application/json".to_owned()));
+    }
     headers.extend(
-        codec
-            .headers(request, dialect_key)
+        dialect(dialect_key)
             .into_iter()
             .map(|(name, value)| (name.to_owned(), value)),
     );
@@ -85,6 +122,7 @@ pub(crate) fn headers(
             }
         }
         Auth::SigV4(settings) => {
+            let url = outgoing.url;
             let host = match url.port() {
                 Some(port) => format!("{}:{port}", url.host_str().unwrap_or_default()),
                 None => url.host_str().unwrap_or_default().to_owned(),
@@ -93,14 +131,19 @@ pub(crate) fn headers(
             let now = SystemTime::now()
                 .duration_since(SystemTime::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs() as i64);
+            let signed_headers: &[(&str, &str)] = if outgoing.body.is_some() {
+                &[("content-type", "application/json")]
+            } else {
+                &[]
+            };
             let signed = sigv4::sign(
                 &sigv4::Unsigned {
-                    method: "POST",
+                    method: outgoing.method,
                     host: &host,
                     path: url.path(),
                     query: &query,
-                    headers: &[("content-type", "application/json")],
-                    payload: body,
+                    headers: signed_headers,
+                    payload: outgoing.body.unwrap_or_default(),
                 },
                 &sigv4::Credentials {
                     access_key_id: settings.access_key_id.value.as_deref().unwrap_or_default(),
@@ -240,5 +283,59 @@ internal_cost = { input = 1, output = 1 }
         ));
         assert_eq!(find("x-amz-security-token"), Some("token"));
         assert_eq!(find("x-amz-date").map(str::len), Some(16));
+    }
+
+    /// The same settings reach an image or video call: its own path under
+    /// the deployment, `api-version` after it, the `api-key`; a GET (a
+    /// video poll) has no content type, and a SigV4 signature covers the
+    /// GET without one.
+    #[test]
+    fn media_calls_get_the_same_connection_settings() {
+        let routes = routes(|v| match v {
+            "AZURE_KEY" => Some("az-secret".into()),
+            "AWS_ACCESS_KEY_ID" => Some("AKID".into()),
+            "AWS_SECRET_ACCESS_KEY" => Some("aws-secret".into()),
+            "AWS_SESSION_TOKEN" => Some("token".into()),
+            _ => None,
+        });
+        let images = url(&routes[0], "/images/generations").unwrap();
+        assert_eq!(
+            images.as_str(),
+            "https://res.openai.azure.com/openai/deployments/gpt-4o-prod/images/generations?api-version=2024-10-21"
+        );
+        let poll = url(&routes[0], "/videos/video_1").unwrap();
+        let get = Outgoing {
+            method: "GET",
+            url: &poll,
+            body: None,
+        };
+        let headers = request_headers(&routes[0], &get, |_| Vec::new(), None).unwrap();
+        assert_eq!(
+            headers,
+            vec![
+                ("api-key".to_owned(), "az-secret".to_owned()),
+                ("x-ms-client".to_owned(), "router".to_owned()),
+            ]
+        );
+        let poll = url(&routes[1], "/videos/video_1").unwrap();
+        let get = Outgoing {
+            method: "GET",
+            url: &poll,
+            body: None,
+        };
+        let headers = request_headers(&routes[1], &get, |_| Vec::new(), None).unwrap();
+        let authorization = &headers
+            .iter()
+            .find(|(n, _)| n == "authorization")
+            .unwrap()
+            .1;
+        assert!(
+            authorization.contains("SignedHeaders=host;x-amz-date;x-amz-security-token, "),
+            "{authorization}"
+        );
+        assert!(
+            !headers.iter().any(|(n, _)| n == "content-type"),
+            "{headers:?}"
+        );
     }
 }

@@ -1,9 +1,13 @@
 //! One image generation against an `images` route: encode with the image
 //! codec, send, read the answer, download a `url` answer under the URL
 //! rules (`url_guard`), and check the bytes are one complete PNG. No retry
-//! here or above: the attempt is the only one (N-08).
+//! here or above: the attempt is the only one (N-08). The route's
+//! connection settings apply as on inference routes (`connection`): the
+//! `{model}` of the base URL, extra query parameters (Azure's
+//! `api-version`), the supplier's authentication and static headers.
 
 use crate::attempt::read_body;
+use crate::connection::{self, Outgoing};
 use crate::transport_error;
 use crate::url_guard::{self, UrlPolicy};
 use router_canonical::{GeneratedImage, ImageRequest, ImageSupplierCodec};
@@ -27,18 +31,21 @@ pub(crate) async fn generate(
     route: &Route,
     request: &ImageRequest,
     call: &AttemptCall,
+    bearer: Option<&str>,
 ) -> Result<Vec<u8>, AttemptError> {
     let codec: &dyn ImageSupplierCodec = &IMAGES;
-    let url = reqwest::Url::parse(&format!("{}{}", route.supplier.base_url, codec.path()))
-        .map_err(|e| AttemptError::transport(format!("supplier URL: {e}")))?;
+    let url = connection::url(route, codec.path())?;
     let body = codec
         .encode_request(request, &route.upstream_model)
         .map_err(AttemptError::conversion)?;
-    let mut builder = client
-        .post(url)
-        .header(reqwest::header::CONTENT_TYPE, "application/json")
-        .body(body);
-    for (name, value) in codec.headers(route.supplier.api_key.as_deref()) {
+    let outgoing = Outgoing {
+        method: "POST",
+        url: &url,
+        body: Some(&body),
+    };
+    let headers = connection::request_headers(route, &outgoing, |key| codec.headers(key), bearer)?;
+    let mut builder = client.post(url).body(body);
+    for (name, value) in headers {
         builder = builder.header(name, value);
     }
     for (name, value) in call.headers() {

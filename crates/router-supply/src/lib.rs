@@ -83,6 +83,15 @@ impl HttpSuppliers {
         })
     }
 
+    /// The OAuth token of a route whose supplier authenticates with Google
+    /// tokens the router fetches; `None` for every other scheme.
+    async fn bearer(&self, route: &Route) -> Result<Option<String>, AttemptError> {
+        let supplier = &route.supplier;
+        self.google
+            .bearer(&self.client, &supplier.id, &supplier.auth)
+            .await
+    }
+
     /// These clients with `policy` for downloading image URLs.
     pub fn with_image_url_policy(mut self, policy: url_guard::UrlPolicy) -> Self {
         self.image_urls = policy;
@@ -106,11 +115,7 @@ impl Suppliers for HttpSuppliers {
         match codec {
             Some(codec) => {
                 let url = self.urls.get(route, codec, request.stream)?;
-                let supplier = &route.supplier;
-                let bearer = self
-                    .google
-                    .bearer(&self.client, &supplier.id, &supplier.auth)
-                    .await?;
+                let bearer = self.bearer(route).await?;
                 let identity = attempt::Identity {
                     call,
                     bearer: bearer.as_deref(),
@@ -129,7 +134,16 @@ impl Suppliers for HttpSuppliers {
         request: &ImageRequest,
         call: &AttemptCall,
     ) -> Result<Vec<u8>, AttemptError> {
-        images::generate(&self.client, self.image_urls, route, request, call).await
+        let bearer = self.bearer(route).await?;
+        images::generate(
+            &self.client,
+            self.image_urls,
+            route,
+            request,
+            call,
+            bearer.as_deref(),
+        )
+        .await
     }
 
     async fn submit_video(
@@ -138,7 +152,12 @@ impl Suppliers for HttpSuppliers {
         request: &VideoRequest,
         call: &AttemptCall,
     ) -> Result<UpstreamVideo, SubmitError> {
-        videos::submit(&self.client, route, request, call).await
+        let bearer = self.bearer(route).await.map_err(SubmitError::NotSent)?;
+        let identity = videos::VideoCall {
+            call,
+            bearer: bearer.as_deref(),
+        };
+        videos::submit(&self.client, route, request, identity).await
     }
 
     async fn poll_video(
@@ -147,7 +166,12 @@ impl Suppliers for HttpSuppliers {
         task_id: &str,
         call: &AttemptCall,
     ) -> Result<UpstreamVideo, AttemptError> {
-        videos::poll(&self.client, route, task_id, call).await
+        let bearer = self.bearer(route).await?;
+        let identity = videos::VideoCall {
+            call,
+            bearer: bearer.as_deref(),
+        };
+        videos::poll(&self.client, route, task_id, identity).await
     }
 
     async fn video_content(
@@ -156,7 +180,12 @@ impl Suppliers for HttpSuppliers {
         task_id: &str,
         call: &AttemptCall,
     ) -> Result<VideoContent, AttemptError> {
-        videos::content(&self.client, route, task_id, call).await
+        let bearer = self.bearer(route).await?;
+        let identity = videos::VideoCall {
+            call,
+            bearer: bearer.as_deref(),
+        };
+        videos::content(&self.client, route, task_id, identity).await
     }
 }
 

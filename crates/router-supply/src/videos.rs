@@ -11,8 +11,14 @@
 //! sent nothing; anything after the request went out may have made the
 //! job. What that means for the money is core's decision
 //! (`router_core::video_jobs`).
+//!
+//! The route's connection settings apply to every call as on inference
+//! routes (`connection`): the `{model}` of the base URL, extra query
+//! parameters, the supplier's authentication (a SigV4 signature per call)
+//! and static headers.
 
 use crate::attempt::read_body;
+use crate::connection::{self, Outgoing};
 use crate::transport_error;
 use router_canonical::{UpstreamVideo, VideoRequest, VideoSupplierCodec};
 use router_core::{AttemptCall, AttemptError, Route, SubmitError, VideoContent};
@@ -31,25 +37,48 @@ fn codec() -> &'static dyn VideoSupplierCodec {
     crate::codecs::video_codec()
 }
 
-fn url(route: &Route, path: &str) -> Result<reqwest::Url, AttemptError> {
-    reqwest::Url::parse(&format!("{}{path}", route.supplier.base_url))
-        .map_err(|e| AttemptError::transport(format!("supplier URL: {e}")))
+/// Who a call is, to the supplier: the call's identity (`traceparent`, the
+/// router's request id) and, for a supplier whose tokens the router fetches
+/// (Google), the bearer token.
+#[derive(Clone, Copy)]
+pub(crate) struct VideoCall<'a> {
+    pub(crate) call: &'a AttemptCall,
+    pub(crate) bearer: Option<&'a str>,
 }
 
-/// The route's credentials and the call's identity (`traceparent`, the
-/// router's request id), as on every supplier call.
-fn with_headers(
-    mut builder: reqwest::RequestBuilder,
+/// A request to `path` on the route's supplier with the route's connection
+/// settings and the call's identity, as on every supplier call; a JSON
+/// `body` makes it a POST, none a GET.
+fn request(
+    client: &reqwest::Client,
     route: &Route,
-    call: &AttemptCall,
-) -> reqwest::RequestBuilder {
-    for (name, value) in codec().headers(route.supplier.api_key.as_deref()) {
+    path: &str,
+    body: Option<Vec<u8>>,
+    identity: VideoCall<'_>,
+) -> Result<reqwest::RequestBuilder, AttemptError> {
+    let url = connection::url(route, path)?;
+    let outgoing = Outgoing {
+        method: if body.is_some() { "POST" } else { "GET" },
+        url: &url,
+        body: body.as_deref(),
+    };
+    let headers = connection::request_headers(
+        route,
+        &outgoing,
+        |key| codec().headers(key),
+        identity.bearer,
+    )?;
+    let mut builder = match body {
+        Some(body) => client.post(url).body(body),
+        None => client.get(url),
+    };
+    for (name, value) in headers {
         builder = builder.header(name, value);
     }
-    for (name, value) in call.headers() {
+    for (name, value) in identity.call.headers() {
         builder = builder.header(name, value);
     }
-    builder
+    Ok(builder)
 }
 
 /// An error status, classified by its status with the supplier's error as
@@ -70,19 +99,17 @@ async fn error_status(mut response: reqwest::Response) -> AttemptError {
 pub(crate) async fn submit(
     client: &reqwest::Client,
     route: &Route,
-    request: &VideoRequest,
-    call: &AttemptCall,
+    video: &VideoRequest,
+    identity: VideoCall<'_>,
 ) -> Result<UpstreamVideo, SubmitError> {
+    let call = identity.call;
     let body = codec()
-        .encode_create(request, &route.upstream_model)
+        .encode_create(video, &route.upstream_model)
         .map_err(|public| SubmitError::NotSent(AttemptError::conversion(public)))?;
-    let url = url(route, codec().create_path()).map_err(SubmitError::NotSent)?;
-    let builder = client
-        .post(url)
+    let builder = request(client, route, codec().create_path(), Some(body), identity)
+        .map_err(SubmitError::NotSent)?;
+    let response = builder
         .timeout(SUBMIT_TIMEOUT)
-        .header(reqwest::header::CONTENT_TYPE, "application/json")
-        .body(body);
-    let response = with_headers(builder, route, call)
         .send()
         .await
         .map_err(|error| {
@@ -104,15 +131,8 @@ pub(crate) async fn submit(
 }
 
 /// Sends a GET; a reply other than 2xx is its classified error status.
-async fn get_ok(
-    builder: reqwest::RequestBuilder,
-    route: &Route,
-    call: &AttemptCall,
-) -> Result<reqwest::Response, AttemptError> {
-    let response = with_headers(builder, route, call)
-        .send()
-        .await
-        .map_err(|e| transport_error(&e))?;
+async fn get_ok(builder: reqwest::RequestBuilder) -> Result<reqwest::Response, AttemptError> {
+    let response = builder.send().await.map_err(|e| transport_error(&e))?;
     if !response.status().is_success() {
         return Err(error_status(response).await);
     }
@@ -125,10 +145,10 @@ pub(crate) async fn poll(
     client: &reqwest::Client,
     route: &Route,
     task_id: &str,
-    call: &AttemptCall,
+    identity: VideoCall<'_>,
 ) -> Result<UpstreamVideo, AttemptError> {
-    let url = url(route, &codec().poll_path(task_id))?;
-    let response = get_ok(client.get(url).timeout(POLL_TIMEOUT), route, call).await?;
+    let builder = request(client, route, &codec().poll_path(task_id), None, identity)?;
+    let response = get_ok(builder.timeout(POLL_TIMEOUT)).await?;
     let body = read_body(response).await?;
     codec().decode_task(&body).map_err(AttemptError::supplier)
 }
@@ -139,10 +159,16 @@ pub(crate) async fn content(
     client: &reqwest::Client,
     route: &Route,
     task_id: &str,
-    call: &AttemptCall,
+    identity: VideoCall<'_>,
 ) -> Result<VideoContent, AttemptError> {
-    let url = url(route, &codec().content_path(task_id))?;
-    let response = get_ok(client.get(url), route, call).await?;
+    let builder = request(
+        client,
+        route,
+        &codec().content_path(task_id),
+        None,
+        identity,
+    )?;
+    let response = get_ok(builder).await?;
     let content_type = response
         .headers()
         .get(reqwest::header::CONTENT_TYPE)

@@ -574,3 +574,84 @@ async fn n10_the_cancel_race_charges_or_releases_exactly_once_100_times() {
         "figure: cancel race 100 runs: charged {charged} (delivered {delivered}), released {released}, cancelled before admission {not_admitted}, double outcomes 0"
     );
 }
+
+/// Issue 32: an `images` route takes the connection settings inference
+/// routes do, here an Azure OpenAI image deployment (the deployment in the
+/// path, `api-key`, the required `api-version`, a static header), with the
+/// real `router` binary reading the key from its environment. The mock
+/// answers as Azure does (401 without a key, 404 without `api-version`), so
+/// the image is only made when every setting arrived.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_images_route_on_an_azure_deployment_sends_its_connection_settings() {
+    const CATALOG: &str = r#"
+[[suppliers]]
+id = "azure-images"
+base_url = "{BASE}/openai/deployments/{model}"
+auth = { type = "header", name = "api-key", key_env = "TEST_AZURE_IMAGES_KEY" }
+query = { api-version = "2025-04-01-preview" }
+headers = { x-ms-client-name = "router" }
+
+[[models]]
+id = "m-azure-img"
+modality = "image"
+image_price = 40_000_000
+
+[[routes]]
+id = "azure-dalle"
+model = "m-azure-img"
+supplier = "azure-images"
+upstream_model = "dall-e-3-prod"
+protocol = "images"
+image_cost = 30_000_000
+"#;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mock = router_mock_supplier::MockSupplier::start("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let db = router_store::test_support::TestDatabase::new().await;
+    // The deployment path is on the mock's root, not under its `/v1`.
+    let root = format!("http://{}", mock.addr());
+    let router = spawn_router_process_with_catalog(
+        db.url(),
+        &CATALOG.replace("{BASE}", &root),
+        &[("TEST_AZURE_IMAGES_KEY", "az-images-secret")],
+    )
+    .await;
+    let client = reqwest::Client::new();
+    let key = funded_key_over_http(&client, &router.base, "azure-images@example.com", RICH).await;
+    let resp = client
+        .post(format!("{}/v1/images/generations", router.base))
+        .bearer_auth(&key)
+        .json(&json!({"model": "m-azure-img", "prompt": "a cat"}))
+        .send()
+        .await
+        .unwrap();
+    let status = resp.status();
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert!(decode_png(&body).starts_with(b"\x89PNG\r\n\x1a\n"));
+    assert_eq!(body["receipt"]["status"], "settled", "{body}");
+
+    let calls = mock.calls();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    let call = &calls[0];
+    assert_eq!(
+        call.path,
+        "/openai/deployments/dall-e-3-prod/images/generations"
+    );
+    assert_eq!(
+        call.query.as_deref(),
+        Some("api-version=2025-04-01-preview")
+    );
+    assert_eq!(call.header("api-key"), Some("az-images-secret"));
+    assert_eq!(call.header("x-ms-client-name"), Some("router"));
+    assert_eq!(
+        call.header("authorization"),
+        None,
+        "no bearer beside the api-key"
+    );
+    assert_eq!(
+        call.body,
+        json!({"model": "dall-e-3-prod", "prompt": "a cat", "n": 1})
+    );
+}

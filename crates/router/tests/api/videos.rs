@@ -1169,3 +1169,79 @@ async fn video_supplier_calls_carry_the_request_id_and_trace() {
         assert_eq!(joins_client, identity.call == "create", "{identity:?}");
     }
 }
+
+/// Issue 32: a `videos` route takes the connection settings inference
+/// routes do. On an Azure OpenAI deployment every call of the job (the
+/// submission, each poll, the download) goes under the deployment path
+/// with `api-version` and the resource's `api-key`, never a bearer; the
+/// mock answers as Azure does without them (401, 404), so the job only
+/// completes when every call carried them.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_videos_route_on_an_azure_deployment_sends_its_connection_settings_on_every_call() {
+    let r = TestRouter::start_with_catalog(
+        r#"
+[[suppliers]]
+id = "azure-videos"
+base_url = "{BASE}/openai/deployments/{model}"
+auth = { type = "header", name = "api-key", key_env = "TEST_AZURE_VIDEOS_KEY" }
+query = { api-version = "2025-04-01-preview" }
+
+[[models]]
+id = "m-vid-azure"
+modality = "video"
+
+[models.video]
+resolutions = ["720p"]
+durations = [8]
+aspect_ratios = ["16:9"]
+max_prompt_length = 100
+references = { images = 1, total = 1 }
+rates = { "720p" = { minimum = 500_000_000, per_second = 100_000_000 } }
+
+[[routes]]
+id = "azure-sora"
+model = "m-vid-azure"
+supplier = "azure-videos"
+upstream_model = "sora-prod"
+protocol = "videos"
+internal_cost = { input = 0, output = 0 }
+"#,
+    )
+    .await;
+    let c = r.rich_customer().await;
+    let mut request = body("azure-job");
+    request["model"] = json!("m-vid-azure");
+    let created = create_ok(&r, &c.key, &request).await;
+    let id = created["id"].as_str().unwrap().to_owned();
+    for _ in 0..2 {
+        poll_pass(&r).await;
+    }
+    assert_eq!(video(&r, &c.key, &id).await["status"], "completed");
+    assert_eq!(wallet(&r, &c).await, (RICH - CHARGE_8S, 0));
+
+    let identities = r.mock.video_counts().identities;
+    let calls: Vec<&str> = identities.iter().map(|i| i.call).collect();
+    assert_eq!(calls, ["create", "poll", "poll", "content"]);
+    let task = &r.mock.video_counts().tasks[0];
+    for identity in &identities {
+        // `{BASE}` is the mock's `/v1`.
+        let expected_path = match identity.call {
+            "create" => "/v1/openai/deployments/sora-prod/videos".to_owned(),
+            "poll" => format!("/v1/openai/deployments/sora-prod/videos/{task}"),
+            _ => format!("/v1/openai/deployments/sora-prod/videos/{task}/content"),
+        };
+        assert_eq!(identity.path, expected_path, "{identity:?}");
+        assert_eq!(
+            identity.query.as_deref(),
+            Some("api-version=2025-04-01-preview"),
+            "{identity:?}"
+        );
+        // The harness gives every key variable the same test key.
+        assert_eq!(
+            identity.api_key.as_deref(),
+            Some("supplier-secret-key"),
+            "{identity:?}"
+        );
+        assert_eq!(identity.authorization, None, "{identity:?}");
+    }
+}
