@@ -760,6 +760,27 @@ impl Database {
         }
     }
 
+    /// At shutdown, after the drain: no more admissions from leases, and
+    /// every lease goes back to its wallet now instead of at its expiry
+    /// (one with a request still outstanding gives back its free part; the
+    /// reaper returns the rest after the lease's life). How many leases
+    /// were returned.
+    pub async fn return_credit_leases(&self) -> usize {
+        let Some(book) = self.lease_book() else {
+            return 0;
+        };
+        book.listening.store(false, Ordering::Release);
+        let (_renew, close, give_back) = book.keeper_pass();
+        let returned = close.len();
+        for (lease_id, amount) in give_back {
+            self.follow_up(Followup::GiveBack(lease_id, amount)).await;
+        }
+        for lease_id in close {
+            self.follow_up(Followup::Close(lease_id)).await;
+        }
+        returned
+    }
+
     /// Renews, returns and closes leases every quarter of their life.
     async fn keep_leases(self) {
         let Some(book) = self.lease_book().cloned() else {

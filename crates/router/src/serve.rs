@@ -69,6 +69,7 @@ pub(crate) async fn serve(
     app.catalog.spawn_follower();
     app.catalog.spawn_sighup_reload();
     router::jobs::spawn_all(app.clone(), format!("router-{}", uuid::Uuid::now_v7()));
+    let leases_db = db.clone();
     spawn_pool_trimmer(db);
     // The tokenizer (~40 MB) is loaded by the first count_tokens call, on a
     // blocking thread: most deployments never pay for it.
@@ -106,6 +107,10 @@ pub(crate) async fn serve(
     ))
     .await
     .context("the accept loop panicked")??;
+    let returned = leases_db.return_credit_leases().await;
+    if returned > 0 {
+        tracing::info!(returned, "credit leases returned");
+    }
     tracing::info!("router stopped");
     Ok(())
 }

@@ -404,3 +404,28 @@ async fn a_key_change_drains_the_keys_lease() {
     assert_eq!(wallet(&db, funded.account_id).await, (10_000_000, 0));
     assert_books_agree(&db).await;
 }
+
+/// At shutdown (after the drain) an instance returns its leases at once,
+/// instead of leaving the funds held until the leases expire.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stopping_instance_returns_its_leases() {
+    let db = TestDatabase::new().await;
+    let funded = funded_account(&db, 101_000).await;
+    let leasing = instance(&db, settings(50, 4)).await;
+    warm(&leasing, &funded, 1_000).await;
+    let request = new_request(&funded, 2_000);
+    let id = request.request_id;
+    leasing.reserve(request).await.unwrap();
+    leasing.settle(settlement(id, 700)).await.unwrap();
+    assert_eq!(active_leases(&db, &funded).await, 49_300);
+    assert_eq!(leasing.return_credit_leases().await, 1);
+    assert_eq!(active_leases(&db, &funded).await, 0);
+    assert_eq!(wallet(&db, funded.account_id).await, (100_300, 0));
+    // Nothing more is admitted from a lease: the next request goes direct.
+    let request = new_request(&funded, 1_000);
+    let id = request.request_id;
+    leasing.reserve(request).await.unwrap();
+    assert_eq!(wallet(&db, funded.account_id).await, (100_300, 1_000));
+    leasing.void(voiding(id, "done")).await.unwrap();
+    assert_books_agree(&db).await;
+}
