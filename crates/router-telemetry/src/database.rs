@@ -15,6 +15,8 @@ pub async fn record(db: &Database) -> bool {
     metrics::gauge!("router_db_connections_in_use").set(in_use as f64);
     metrics::gauge!("router_db_pool_waiting").set(waiting as f64);
     metrics::gauge!("router_db_connections_max").set(max as f64);
+    // This instance's own: what its credit leases hold, free and in flight.
+    metrics::gauge!("router_credit_leases_nano_usd").set(db.leased_nano() as f64);
     let (holds, granted, jobs) = tokio::join!(
         db.outstanding_holds(),
         db.credits_granted(),
