@@ -255,8 +255,10 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
         self.reserve(new, admission.trace).await
     }
 
-    /// Takes the hold in a task of its own: if the client leaves while the
-    /// statement is in flight (this future dropped), the task still sees the
+    /// Takes the hold. A store that answers at once (a credit lease, in
+    /// memory) is answered inline, with no task hand-off. Otherwise the
+    /// statement finishes in a task of its own: if the client leaves while
+    /// it is in flight (this future dropped), the task still sees the
     /// outcome and voids a hold nobody will use. Voiding from a drop guard
     /// instead could race the reservation's commit and leave it to the reaper.
     pub(crate) async fn reserve(
@@ -268,8 +270,7 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
         let inner = self.inner.clone();
         let started = SystemTime::now();
         let timing = request_trace.clone();
-        let (reply, outcome) = tokio::sync::oneshot::channel();
-        tokio::spawn(async move {
+        let mut reserving = Box::pin(async move {
             // The hold travels as its guard: if the client left before
             // reading it (the receiver gone, or dropped with the guard
             // unread inside), dropping the guard voids the hold. Sending a
@@ -284,11 +285,23 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
                 Ok(_) => "reserved",
                 Err(_) => "refused",
             });
-            if let Err(Ok(mut reservation)) = reply.send(result) {
-                reservation.void("client_cancelled").await;
-            }
+            result
         });
-        let result = match outcome.await {
+        // The first poll, here: nothing is in flight if it is ready, so a
+        // client leaving later drops the guard, which voids the hold.
+        let outcome = match futures::poll!(reserving.as_mut()) {
+            std::task::Poll::Ready(result) => Ok(result),
+            std::task::Poll::Pending => {
+                let (reply, outcome) = tokio::sync::oneshot::channel();
+                tokio::spawn(async move {
+                    if let Err(Ok(mut reservation)) = reply.send(reserving.await) {
+                        reservation.void("client_cancelled").await;
+                    }
+                });
+                outcome.await
+            }
+        };
+        let result = match outcome {
             Ok(Ok(reservation)) => Ok(reservation),
             Ok(Err(refusal)) => Err(reserve_error(refusal)),
             Err(_) => Err(internal(&"the reservation task stopped")),

@@ -662,6 +662,9 @@ async fn a_client_leaving_while_the_hold_is_taken_leaves_no_hold() {
 #[tokio::test(start_paused = true)]
 async fn a_client_leaving_after_the_hold_is_sent_but_before_it_is_read_leaves_no_hold() {
     let h = harness(1_000_000);
+    // A store that does not answer on the first poll (a database): the
+    // reservation finishes in a task of its own.
+    h.store.0.lock().unwrap().reserve_reply_delay = Duration::from_millis(1);
     let mut handler = Box::pin(h.gateway.run(admission(), request("fixed")));
     // First poll: the reservation task is spawned; its answer is awaited.
     assert!(futures::poll!(handler.as_mut()).is_pending());
@@ -678,6 +681,29 @@ async fn a_client_leaving_after_the_hold_is_sent_but_before_it_is_read_leaves_no
     let statuses: Vec<&str> = ledger.holds.values().map(|(_, status)| *status).collect();
     assert_eq!(statuses, ["released"]);
     assert!(h.suppliers.calls().is_empty());
+}
+
+/// A store that answers on the first poll (a credit lease, in memory) is
+/// answered inline, with no task hand-off (issue 34); a client leaving
+/// after that drops the hold's guard, and the hold is still released.
+#[tokio::test(start_paused = true)]
+async fn a_hold_answered_at_once_is_taken_inline_and_released_when_the_client_leaves() {
+    let h = harness(1_000_000);
+    h.suppliers.push("fixed-primary", Step::Hang);
+    let mut handler = Box::pin(h.gateway.run(admission(), request("fixed")));
+    // One poll: the hold is taken and the supplier is being called.
+    assert!(futures::poll!(handler.as_mut()).is_pending());
+    assert!(
+        h.store.0.lock().unwrap().held > 0,
+        "the hold was taken inline"
+    );
+    drop(handler);
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let ledger = h.store.0.lock().unwrap();
+    assert_eq!(ledger.held, 0);
+    let statuses: Vec<&str> = ledger.holds.values().map(|(_, status)| *status).collect();
+    assert_eq!(statuses, ["released"]);
+    assert_eq!(ledger.charged, 0);
 }
 
 /// The hold is a ceiling (RELIABILITY.md I4; B-21, G-18). The cap is the
