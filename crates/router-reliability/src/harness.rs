@@ -39,6 +39,27 @@ protocol = "chat"
 capabilities = ["tools", "stop", "streaming", "response_format"]
 priority = 10
 internal_cost = { input = 900_000_000, output = 900_000_000 }
+
+# Video jobs (crash point K7): held at creation, 720p for 5 s is 0.10 USD.
+[[models]]
+id = "m-video"
+modality = "video"
+
+[models.video]
+resolutions = ["720p"]
+durations = [5]
+aspect_ratios = ["16:9"]
+max_prompt_length = 200
+references = { images = 2, videos = 1, audios = 1, audio_videos = 1, total = 3 }
+rates = { "720p" = { minimum = 100_000_000, per_second = 20_000_000 } }
+
+[[routes]]
+id = "video-primary"
+model = "m-video"
+supplier = "mock"
+upstream_model = "up-video"
+protocol = "videos"
+internal_cost = { input = 0, output = 0 }
 "#;
 
 pub struct Suite {
