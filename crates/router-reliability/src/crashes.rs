@@ -381,16 +381,15 @@ async fn video_point(
             .execute(&mut conn)
             .await?;
         }
-        let (status, body) = suite
-            .admin(&router.base, "/admin/jobs/video-poller/run", json!({}))
-            .await?;
+        let (status, body) = suite.run_job(&router.base, "video-poller").await?;
         if status != 200 {
             bail!("K7: the video poller answered {status} {body}");
         }
         // The reaper must leave an unknown job's hold alone.
-        let _ = suite
-            .admin(&router.base, "/admin/jobs/hold-reaper/run", json!({}))
-            .await?;
+        let (status, body) = suite.run_job(&router.base, "hold-reaper").await?;
+        if status != 200 {
+            bail!("K7: the hold reaper answered {status} {body}");
+        }
         let after = video_of(suite, account, &task)
             .await?
             .context("K7: the job is gone")?;

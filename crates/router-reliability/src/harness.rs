@@ -167,6 +167,27 @@ impl Suite {
         database_url: &str,
         env: &[(&str, &str)],
     ) -> Result<RouterProcess> {
+        self.start_router(name, database_url, env, "/readyz").await
+    }
+
+    /// [`Suite::router`], returned once it answers `/healthz` (alive, not
+    /// necessarily ready).
+    pub async fn router_alive(
+        &self,
+        name: &str,
+        database_url: &str,
+        env: &[(&str, &str)],
+    ) -> Result<RouterProcess> {
+        self.start_router(name, database_url, env, "/healthz").await
+    }
+
+    async fn start_router(
+        &self,
+        name: &str,
+        database_url: &str,
+        env: &[(&str, &str)],
+        probe: &str,
+    ) -> Result<RouterProcess> {
         let port = free_port()?;
         let log = self.work.join(format!("{name}.log"));
         let file = std::fs::File::create(&log)?;
@@ -201,7 +222,7 @@ impl Suite {
         while started.elapsed() < Duration::from_secs(60) {
             if let Ok(resp) = self
                 .client
-                .get(format!("{}/readyz", router.base))
+                .get(format!("{}{probe}", router.base))
                 .send()
                 .await
                 && resp.status() == 200
@@ -211,7 +232,7 @@ impl Suite {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         bail!(
-            "router {name} did not become ready; its log: {}",
+            "router {name} did not answer {probe}; its log: {}",
             router.log.display()
         )
     }
@@ -223,6 +244,20 @@ impl Suite {
             .post(format!("{base}{path}"))
             .bearer_auth(ADMIN_TOKEN)
             .json(&body)
+            .send()
+            .await?;
+        let status = resp.status().as_u16();
+        let body = resp.json().await.unwrap_or(Value::Null);
+        Ok((status, body))
+    }
+
+    /// `POST /admin/jobs/{job}/run` (no body): one pass of a background
+    /// job now; the status and JSON body.
+    pub async fn run_job(&self, base: &str, job: &str) -> Result<(u16, Value)> {
+        let resp = self
+            .client
+            .post(format!("{base}/admin/jobs/{job}/run"))
+            .bearer_auth(ADMIN_TOKEN)
             .send()
             .await?;
         let status = resp.status().as_u16();

@@ -106,6 +106,18 @@ async fn run() -> Result<bool> {
     if wanted("outage") {
         report("outage", outage::run(&suite).await);
     }
+    if wanted("outage black hole") {
+        report(
+            "outage black hole",
+            outage::path_fault(&suite, "black hole").await,
+        );
+    }
+    if wanted("outage locked wallet") {
+        report("outage locked wallet", outage::locked_wallet(&suite).await);
+    }
+    if wanted("outage at boot") {
+        report("outage at boot", outage::down_at_boot(&suite).await);
+    }
     if wanted("slow clients") {
         report("slow clients", connections::slow_clients(&suite).await);
     }
