@@ -16,12 +16,16 @@ use crate::{cargo, db, run_checked, target_dir, workspace_root};
 pub fn run(args: &[String]) -> Result<bool> {
     let mut quick = false;
     let mut only = None;
+    let mut soak_secs = None;
     let mut rest = args.iter();
     while let Some(arg) = rest.next() {
         match arg.as_str() {
             "--quick" => quick = true,
             "--only" => only = rest.next().cloned(),
-            other => bail!("`reliability` takes --quick and --only PART, got {other}"),
+            "--soak-secs" => soak_secs = rest.next().cloned(),
+            other => bail!(
+                "`reliability` takes --quick, --only PART and --soak-secs N, got {other}"
+            ),
         }
     }
     let database_url = db::ensure_postgres()?;
@@ -52,6 +56,9 @@ pub fn run(args: &[String]) -> Result<bool> {
     }
     if let Some(only) = only {
         suite.args(["--only", &only]);
+    }
+    if let Some(secs) = soak_secs {
+        suite.args(["--soak-secs", &secs]);
     }
     Ok(suite.status()?.success())
 }

@@ -40,6 +40,21 @@ capabilities = ["tools", "stop", "streaming", "response_format"]
 priority = 10
 internal_cost = { input = 900_000_000, output = 900_000_000 }
 
+# Image generation (the SSRF corpus as the supplier's image URL): 0.04 USD
+# an image.
+[[models]]
+id = "m-image"
+modality = "image"
+image_price = 40_000_000
+
+[[routes]]
+id = "image-primary"
+model = "m-image"
+supplier = "mock"
+upstream_model = "up-image"
+protocol = "images"
+image_cost = 30_000_000
+
 # Video jobs (crash point K7): held at creation, 720p for 5 s is 0.10 USD.
 [[models]]
 id = "m-video"

@@ -23,6 +23,7 @@ mod invariants;
 mod mixed;
 mod outage;
 mod secrets;
+mod soak;
 mod ssrf;
 
 use anyhow::{Context, Result};
@@ -30,7 +31,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-const USAGE: &str = "usage: router-reliability --router PATH [--quick] [--work DIR] [--only PART]";
+const USAGE: &str =
+    "usage: router-reliability --router PATH [--quick] [--work DIR] [--only PART] [--soak-secs N]";
 
 fn main() -> ExitCode {
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -59,6 +61,7 @@ async fn run() -> Result<bool> {
     let mut router = None;
     let mut work = None;
     let mut only: Option<String> = None;
+    let mut soak_secs: Option<u64> = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -66,6 +69,13 @@ async fn run() -> Result<bool> {
             "--router" => router = args.next().map(PathBuf::from),
             "--work" => work = args.next().map(PathBuf::from),
             "--only" => only = args.next(),
+            "--soak-secs" => {
+                soak_secs = Some(
+                    args.next()
+                        .and_then(|s| s.parse().ok())
+                        .context("--soak-secs takes a number of seconds")?,
+                )
+            }
             other => anyhow::bail!("unknown argument {other}; {USAGE}"),
         }
     }
@@ -127,8 +137,20 @@ async fn run() -> Result<bool> {
     if wanted("ssrf") {
         report("ssrf", ssrf::run(&suite).await);
     }
+    if wanted("ssrf channels") {
+        report("ssrf channels", ssrf::channels(&suite).await);
+    }
+    if wanted("ssrf image downloads") {
+        report("ssrf image downloads", ssrf::image_downloads(&suite).await);
+    }
     if wanted("crashes") {
         report("crashes", crashes::run(&suite).await);
+    }
+    // The soak: 10 minutes in the full run; in the quick run only when
+    // `--soak-secs` asks for it.
+    let soak = soak_secs.or((!quick).then_some(600));
+    if let Some(secs) = soak.filter(|_| wanted("soak")) {
+        report("soak", soak::run(&suite, secs).await);
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let sampled = sampler.await?;
