@@ -23,9 +23,9 @@ pub fn run(args: &[String]) -> Result<bool> {
             "--quick" => quick = true,
             "--only" => only = rest.next().cloned(),
             "--soak-secs" => soak_secs = rest.next().cloned(),
-            other => bail!(
-                "`reliability` takes --quick, --only PART and --soak-secs N, got {other}"
-            ),
+            other => {
+                bail!("`reliability` takes --quick, --only PART and --soak-secs N, got {other}")
+            }
         }
     }
     let database_url = db::ensure_postgres()?;

@@ -495,10 +495,7 @@ async fn reaper_lease(
             .await;
     });
     if !parked(&armed.log, "K1").await {
-        bail!(
-            "KR: the request never reached K1 ({})",
-            armed.log.display()
-        );
+        bail!("KR: the request never reached K1 ({})", armed.log.display());
     }
     armed
         .stop()

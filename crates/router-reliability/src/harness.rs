@@ -40,6 +40,65 @@ capabilities = ["tools", "stop", "streaming", "response_format"]
 priority = 10
 internal_cost = { input = 900_000_000, output = 900_000_000 }
 
+# The fault matrix: routes A and B of one model on the mock (A preferred:
+# higher priority), and a model whose first route reaches the mock through the suite's TCP fault proxy.
+[[suppliers]]
+id = "mock-proxied"
+base_url = "{PROXIED}"
+api_key_env = "TEST_SUPPLIER_KEY"
+
+[[models]]
+id = "m-fault"
+pricing = "fixed"
+rates = { input = 1_000_000_000, output = 2_000_000_000 }
+max_output_tokens = 1000
+
+[[routes]]
+id = "fault-a"
+model = "m-fault"
+supplier = "mock"
+upstream_model = "up-fault-a"
+protocol = "chat"
+capabilities = ["streaming"]
+priority = 20
+internal_cost = { input = 900_000_000, output = 900_000_000 }
+
+[[routes]]
+id = "fault-b"
+model = "m-fault"
+supplier = "mock"
+upstream_model = "up-fault-b"
+protocol = "chat"
+capabilities = ["streaming"]
+priority = 10
+internal_cost = { input = 900_000_000, output = 900_000_000 }
+
+[[models]]
+id = "m-proxied"
+pricing = "fixed"
+rates = { input = 1_000_000_000, output = 2_000_000_000 }
+max_output_tokens = 1000
+
+[[routes]]
+id = "proxied-a"
+model = "m-proxied"
+supplier = "mock-proxied"
+upstream_model = "up-proxied-a"
+protocol = "chat"
+capabilities = ["streaming"]
+priority = 20
+internal_cost = { input = 900_000_000, output = 900_000_000 }
+
+[[routes]]
+id = "proxied-b"
+model = "m-proxied"
+supplier = "mock"
+upstream_model = "up-proxied-b"
+protocol = "chat"
+capabilities = ["streaming"]
+priority = 10
+internal_cost = { input = 900_000_000, output = 900_000_000 }
+
 # Image generation (the SSRF corpus as the supplier's image URL): 0.04 USD
 # an image.
 [[models]]
@@ -85,6 +144,8 @@ pub struct Suite {
     pub db_name: String,
     pub db_url: String,
     pub mock: MockSupplier,
+    /// The TCP fault proxy in front of the mock (supplier `mock-proxied`).
+    pub supplier_proxy: crate::fault_proxy::FaultProxy,
     catalog: PathBuf,
     /// Every router log file, for the secrets grep.
     pub logs: Mutex<Vec<PathBuf>>,
@@ -139,7 +200,22 @@ impl Suite {
         std::fs::create_dir_all(&work)?;
         let mock = MockSupplier::start("127.0.0.1:0".parse()?).await?;
         let catalog = work.join("catalog.toml");
-        std::fs::write(&catalog, CATALOG.replace("{BASE}", &mock.base_url()))?;
+        let mock_address = mock
+            .base_url()
+            .strip_prefix("http://")
+            .and_then(|rest| rest.split('/').next())
+            .context("the mock's address")?
+            .to_owned();
+        let supplier_proxy =
+            crate::fault_proxy::FaultProxy::start(mock_address, crate::fault_proxy::Path::Up)
+                .await?;
+        let proxied = format!("http://127.0.0.1:{}/v1", supplier_proxy.port);
+        std::fs::write(
+            &catalog,
+            CATALOG
+                .replace("{BASE}", &mock.base_url())
+                .replace("{PROXIED}", &proxied),
+        )?;
         Ok(Suite {
             quick,
             router_bin,
@@ -148,6 +224,7 @@ impl Suite {
             db_name,
             db_url,
             mock,
+            supplier_proxy,
             catalog,
             logs: Mutex::new(Vec::new()),
             secrets: Mutex::new(Vec::new()),

@@ -18,6 +18,8 @@
 mod concurrency;
 mod connections;
 mod crashes;
+mod fault_proxy;
+mod faults;
 mod harness;
 mod invariants;
 mod mixed;
@@ -112,6 +114,9 @@ async fn run() -> Result<bool> {
     }
     if wanted("mixed") {
         report("mixed", mixed::run(&suite).await);
+    }
+    if wanted("faults") {
+        report("faults", faults::run(&suite).await);
     }
     if wanted("outage") {
         report("outage", outage::run(&suite).await);

@@ -13,106 +13,14 @@
 //! no hold left after recovery; the first success after the fault ended,
 //! and how long it took (≤ 5 s).
 
-use crate::harness::{RouterProcess, Suite, free_port, hello};
+use crate::fault_proxy::{FaultProxy, Path};
+use crate::harness::{RouterProcess, Suite, hello};
 use anyhow::{Context, Result};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl, SimpleAsyncConnection};
 use serde_json::json;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-
-/// What the proxy does with the traffic.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Path {
-    Up,
-    /// Every connection cut, new ones refused (closed at once).
-    Cut,
-    /// Connections accepted, nothing forwarded in either direction.
-    BlackHole,
-}
-
-/// A proxy to `upstream` whose path can be cut or black-holed.
-struct FaultProxy {
-    port: u16,
-    path: tokio::sync::watch::Sender<Path>,
-}
-
-impl FaultProxy {
-    async fn start(upstream: String, initial: Path) -> Result<FaultProxy> {
-        let port = free_port()?;
-        let listener = TcpListener::bind(("127.0.0.1", port)).await?;
-        let (path, watch) = tokio::sync::watch::channel(initial);
-        tokio::spawn(async move {
-            while let Ok((inbound, _)) = listener.accept().await {
-                if *watch.borrow() == Path::Cut {
-                    drop(inbound);
-                    continue;
-                }
-                let upstream = upstream.clone();
-                let watch = watch.clone();
-                tokio::spawn(async move {
-                    // A connection made in a black hole waits for the path.
-                    let mut wait = watch.clone();
-                    if wait.wait_for(|p| *p != Path::BlackHole).await.is_err()
-                        || *wait.borrow() == Path::Cut
-                    {
-                        return;
-                    }
-                    let Ok(outbound) = TcpStream::connect(&upstream).await else {
-                        return;
-                    };
-                    let (in_read, in_write) = inbound.into_split();
-                    let (out_read, out_write) = outbound.into_split();
-                    tokio::select! {
-                        _ = pump(in_read, out_write, watch.clone()) => {}
-                        _ = pump(out_read, in_write, watch) => {}
-                    }
-                });
-            }
-        });
-        Ok(FaultProxy { port, path })
-    }
-
-    fn set(&self, path: Path) {
-        self.path.send_replace(path);
-    }
-}
-
-/// Copies `from` to `to` while the path is up; holds back (reads nothing)
-/// while it is black-holed; ends when it is cut or either side closes.
-async fn pump(
-    mut from: tokio::net::tcp::OwnedReadHalf,
-    mut to: tokio::net::tcp::OwnedWriteHalf,
-    mut path: tokio::sync::watch::Receiver<Path>,
-) {
-    let mut buf = vec![0u8; 16 * 1024];
-    loop {
-        let now = *path.borrow_and_update();
-        match now {
-            Path::Cut => return,
-            Path::BlackHole => {
-                if path.changed().await.is_err() {
-                    return;
-                }
-            }
-            Path::Up => {
-                tokio::select! {
-                    read = from.read(&mut buf) => match read {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => {
-                            if to.write_all(&buf[..n]).await.is_err() {
-                                return;
-                            }
-                        }
-                    },
-                    changed = path.changed() => if changed.is_err() { return },
-                }
-            }
-        }
-    }
-}
 
 /// `host:port` of a postgres URL.
 fn host_port(url: &str) -> Option<String> {
@@ -221,9 +129,7 @@ impl Verdict {
             && self.calls_without_hold == 0
             && self.success_without_settlement == 0
             && self.stuck == 0
-            && self
-                .recovery
-                .is_some_and(|r| r <= Duration::from_secs(5))
+            && self.recovery.is_some_and(|r| r <= Duration::from_secs(5))
     }
 
     fn figures(&self) -> String {
@@ -340,7 +246,9 @@ pub async fn path_fault(suite: &Suite, fault: &str) -> Result<(String, bool)> {
         ),
     };
     let (proxy, url) = proxied(suite, Path::Up).await?;
-    let router = suite.router(&format!("outage-{fault}"), &url, &OUTAGE_ENV).await?;
+    let router = suite
+        .router(&format!("outage-{fault}"), &url, &OUTAGE_ENV)
+        .await?;
     let (account, key) = suite
         .customer(&router.base, 1_000_000_000_000, json!({}))
         .await?;
@@ -392,7 +300,9 @@ pub async fn path_fault(suite: &Suite, fault: &str) -> Result<(String, bool)> {
 /// with `--quick`) while 4 clients load that account and 4 another.
 pub async fn locked_wallet(suite: &Suite) -> Result<(String, bool)> {
     let locked_for = Duration::from_secs(if suite.quick { 4 } else { 10 });
-    let router = suite.router("outage-locked", &suite.db_url, &OUTAGE_ENV).await?;
+    let router = suite
+        .router("outage-locked", &suite.db_url, &OUTAGE_ENV)
+        .await?;
     let (locked_account, locked_key) = suite
         .customer(&router.base, 1_000_000_000_000, json!({}))
         .await?;
@@ -491,7 +401,9 @@ async fn holds_of_both(suite: &Suite, a: &str, b: &str) -> Result<i64> {
 pub async fn down_at_boot(suite: &Suite) -> Result<(String, bool)> {
     let down_for = Duration::from_secs(if suite.quick { 3 } else { 6 });
     // The customer is made beforehand, on a router that reaches it.
-    let plain = suite.router("boot-plain", &suite.db_url, &OUTAGE_ENV).await?;
+    let plain = suite
+        .router("boot-plain", &suite.db_url, &OUTAGE_ENV)
+        .await?;
     let (account, key) = suite
         .customer(&plain.base, 1_000_000_000_000, json!({}))
         .await?;

@@ -136,7 +136,11 @@ pub async fn run(suite: &Suite, secs: u64) -> Result<(String, bool)> {
         ok_n as f64 / run_for.as_secs_f64(),
         rss_early / 1024,
         rss_late / 1024,
-        if rss_flat && fds_flat && db_flat { "yes" } else { "NO" },
+        if rss_flat && fds_flat && db_flat {
+            "yes"
+        } else {
+            "NO"
+        },
     );
     Ok((line, ok))
 }

@@ -206,7 +206,10 @@ pub async fn channels(suite: &Suite) -> Result<(String, bool)> {
     let mut urls = corpus(port);
     let https: Vec<String> = urls
         .iter()
-        .filter_map(|u| u.strip_prefix("http://").map(|rest| format!("https://{rest}")))
+        .filter_map(|u| {
+            u.strip_prefix("http://")
+                .map(|rest| format!("https://{rest}"))
+        })
         .collect();
     urls.extend(https);
     let path = format!("/admin/accounts/{account}/channels");

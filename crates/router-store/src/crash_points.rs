@@ -20,13 +20,9 @@ pub(crate) async fn settle_batch(
     if !router_core::failpoints::armed("K5") {
         return billing::settle_batch(conn, settlements).await;
     }
-    conn.batch_execute("BEGIN")
-        .await
-        .map_err(store_error)?;
+    conn.batch_execute("BEGIN").await.map_err(store_error)?;
     let settled = billing::settle_batch(conn, settlements).await?;
     router_core::failpoints::reached("K5").await;
-    conn.batch_execute("COMMIT")
-        .await
-        .map_err(store_error)?;
+    conn.batch_execute("COMMIT").await.map_err(store_error)?;
     Ok(settled)
 }

@@ -143,10 +143,7 @@ const MIN_PAUSE: Duration = Duration::from_millis(10);
 async fn scheduled_pass(app: &App, job: &JobSpec, holder: &str, every: Duration) -> Duration {
     let started = tokio::time::Instant::now();
     let db = app.database();
-    match db
-        .try_lease_job(job.name, holder, PASS_LEASE)
-        .await
-    {
+    match db.try_lease_job(job.name, holder, PASS_LEASE).await {
         Ok(true) => {}
         Ok(false) => {
             // Another instance holds it: ask again when its lease runs out.

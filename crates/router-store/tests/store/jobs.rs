@@ -66,7 +66,9 @@ async fn a_renewed_lease_is_kept_and_a_dead_holders_lease_ends_with_its_term() {
         assert!(!db.try_lease_job("reaper", "other", term).await.unwrap());
     }
     assert!(
-        !db.renew_job_lease("reaper", "stranger", term).await.unwrap(),
+        !db.renew_job_lease("reaper", "stranger", term)
+            .await
+            .unwrap(),
         "only the holder renews"
     );
     // The holder dies: no more renewals. Within one term another takes it.
