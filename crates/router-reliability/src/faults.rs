@@ -452,7 +452,7 @@ async fn play(suite: &Suite, base: &str, row: &Row) -> Result<()> {
             let last = text
                 .lines()
                 .filter_map(|l| l.strip_prefix("data: "))
-                .last()
+                .next_back()
                 .unwrap_or_default();
             if !last.contains("\"error\"") || !last.contains(code) || text.contains("[DONE]") {
                 problems.push(format!("the stream's end: {last}"));
