@@ -5,7 +5,6 @@
 //! forwarded either way; what was sent is delivered once the path heals, as
 //! TCP's retransmission would).
 
-use crate::harness::free_port;
 use anyhow::Result;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -28,8 +27,8 @@ pub struct FaultProxy {
 
 impl FaultProxy {
     pub async fn start(upstream: String, initial: Path) -> Result<FaultProxy> {
-        let port = free_port()?;
-        let listener = TcpListener::bind(("127.0.0.1", port)).await?;
+        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        let port = listener.local_addr()?.port();
         let (path, watch) = tokio::sync::watch::channel(initial);
         tokio::spawn(async move {
             while let Ok((inbound, _)) = listener.accept().await {
