@@ -7,13 +7,16 @@
 //! Parts: concurrency (N=1000/K=137 through a wallet; through a key's
 //! spend limit and monthly budget; across two router processes); mixed load
 //! (streams, 20% supplier failures, clients leaving before and after
-//! output) with the
-//! books sampled at REPEATABLE READ throughout (I1–I7); a PostgreSQL outage
-//! under load; slow senders and idle connections against every timeout; a
-//! connection flood against the caps; an SSRF corpus; SIGKILL at the crash
-//! points K1, K2, K4 and K6 (the router binary must have them: a debug
-//! build, or a release build with the `failpoints` feature); and a grep of
-//! every log (at TRACE) for every secret.
+//! output); the fault matrix (mock supplier and the suite's TCP fault
+//! proxy); PostgreSQL cut, black-holed, a wallet row locked and down at
+//! boot; slow senders and idle connections against every timeout; a
+//! connection flood against the caps; an SSRF corpus against request image
+//! parts, channel destinations and supplier image downloads; SIGKILL at the
+//! crash points K1–K7 and in a reaper pass holding its lease (the router
+//! binary must have them: a debug build, or a release build with the
+//! `failpoints` feature); a soak (full run, or `--soak-secs`); the books
+//! sampled at REPEATABLE READ throughout (I1–I7); and a grep of every log
+//! (at TRACE) for every secret.
 
 mod concurrency;
 mod connections;
