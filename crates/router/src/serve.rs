@@ -26,6 +26,11 @@ pub(crate) async fn serve(
         .with_context(|| format!("ROUTER_LISTEN: cannot bind {}", config.listen))?;
     let db = match Database::connect(&config.database_url, config.database_pool_size).await {
         Ok(db) => db,
+        // A server that answers and refuses (no such role or database, a
+        // wrong password) will not change its mind: one line, and stop.
+        Err(error) if refused_by_the_server(&error.to_string()) => {
+            return Err(anyhow::anyhow!("{error}")).context("DATABASE_URL: cannot connect");
+        }
         Err(error) => {
             // Not an exit (a restart loop under an orchestrator): the
             // router listens, says it is not ready, and retries
@@ -189,6 +194,19 @@ const CONNECT_RETRY_FIRST: Duration = Duration::from_millis(250);
 /// serving within 5 s); an attempt every 2 s costs a down database nothing.
 const CONNECT_RETRY_MAX: Duration = Duration::from_secs(2);
 
+/// Whether a failed connection was refused by a PostgreSQL server that
+/// answered (the settings are wrong), rather than the server being away.
+fn refused_by_the_server(error: &str) -> bool {
+    [
+        "does not exist",
+        "password authentication failed",
+        "no pg_hba.conf entry",
+        "authentication",
+    ]
+    .iter()
+    .any(|refusal| error.contains(refusal))
+}
+
 /// Connects to the database, retrying until it answers; a line once a
 /// minute says why it still cannot.
 async fn connect_retrying(url: &str, pool_size: usize) -> Database {
@@ -199,6 +217,16 @@ async fn connect_retrying(url: &str, pool_size: usize) -> Database {
             Ok(db) => {
                 tracing::info!("the database is reachable; starting");
                 return db;
+            }
+            Err(error) if refused_by_the_server(&error.to_string()) => {
+                // Reachable now, but refusing: say so each time, at most
+                // once a minute (the operator must fix the setting).
+                static REFUSED: router_core::throttle::Throttle =
+                    router_core::throttle::Throttle::new();
+                if let Some(held_back) = REFUSED.allow(Duration::from_secs(60)) {
+                    tracing::error!(error = %error, held_back, "DATABASE_URL: the database refuses the connection");
+                }
+                pause = CONNECT_RETRY_MAX;
             }
             Err(error) => {
                 static UNREACHABLE: router_core::throttle::Throttle =
