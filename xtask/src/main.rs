@@ -72,12 +72,14 @@ commands:
                 from the unpacked packages and wire-consumer/ built against them
   reliability   the reliability suite against the real router binary, PostgreSQL and the
                 mock supplier: N=1000/K=137 concurrency (wallet, spend limit, monthly
-                budget, two routers), I1-I7 sampled at REPEATABLE READ, a PostgreSQL
-                outage under load, slow clients against every timeout, a connection
-                flood, an SSRF corpus, secrets in logs at TRACE; one figure line a part
-                and SIGKILL at the crash points K1, K2, K4, K6 (the debug build)
-      --quick         smaller limit cases, flood and kill counts (a step of `test`)
+                budget, two routers), I1-I7 sampled at REPEATABLE READ, PostgreSQL
+                cut, black-holed, a wallet row locked and down at boot, slow clients
+                against every timeout, a connection flood, an SSRF corpus, SIGKILL at
+                the crash points K1-K7 and in a reaper pass (the debug build), a soak,
+                secrets in logs at TRACE; one figure line a part
+      --quick         smaller limit cases, flood and kill counts, no soak (a step of `test`)
       --only PART     only parts whose name contains PART
+      --soak-secs N   the soak's length (default 600 s; with --quick, runs it)
   help          print this text";
 
 fn main() -> ExitCode {

@@ -7,25 +7,45 @@
 //! the feature has no point and reads no variable.
 //!
 //! The points: `K1` the hold committed, before any supplier call; `K2` the
-//! supplier's complete answer received, before settling; `K4` about to
-//! settle; `K6` the settlement committed, before the answer is written.
+//! supplier's complete answer received, before settling; `K3` mid-stream
+//! (a content event handed to the client, before the next one is read);
+//! `K4` about to settle; `K5` inside the settlement's transaction, its
+//! statement run, before COMMIT (`router_store`, which runs the settlement
+//! batch in an explicit transaction only while `K5` is armed); `K6` the
+//! settlement committed, before the answer is written; `K7` a video
+//! submission accepted by the supplier, before its task id is stored.
+
+/// Whether `point` is armed in this process.
+#[cfg(any(debug_assertions, feature = "failpoints"))]
+pub fn armed(point: &str) -> bool {
+    static ARMED: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    ARMED
+        .get_or_init(|| {
+            std::env::var("FAILPOINTS")
+                .unwrap_or_default()
+                .split(',')
+                .map(|p| p.trim().to_owned())
+                .filter(|p| !p.is_empty())
+                .collect()
+        })
+        .iter()
+        .any(|p| p == point)
+}
 
 /// Waits forever at `point` when it is armed; returns at once otherwise.
 #[cfg(any(debug_assertions, feature = "failpoints"))]
 pub async fn reached(point: &'static str) {
-    static ARMED: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
-    let armed = ARMED.get_or_init(|| {
-        std::env::var("FAILPOINTS")
-            .unwrap_or_default()
-            .split(',')
-            .map(|p| p.trim().to_owned())
-            .filter(|p| !p.is_empty())
-            .collect()
-    });
-    if armed.iter().any(|p| p == point) {
+    if armed(point) {
         tracing::warn!(point, "failpoint reached");
         std::future::pending::<()>().await;
     }
+}
+
+/// A release build without the `failpoints` feature: no point is armed.
+#[cfg(not(any(debug_assertions, feature = "failpoints")))]
+#[inline(always)]
+pub fn armed(_point: &str) -> bool {
+    false
 }
 
 /// A release build without the `failpoints` feature: no point.

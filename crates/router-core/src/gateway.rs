@@ -931,6 +931,9 @@ impl<S: Store, P: Suppliers> LiveStream<S, P> {
         if self.done {
             return None;
         }
+        if self.output_forwarded {
+            crate::failpoints::reached("K3").await;
+        }
         if Instant::now() >= self.next_extension
             && let Some(lease) = self
                 .reservation

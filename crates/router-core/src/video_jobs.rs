@@ -523,6 +523,7 @@ impl<S: Store + VideoStore, P: Suppliers> Gateway<S, P> {
         let store = self.store();
         match decide(result) {
             Submitted::Accepted(task) => {
+                crate::failpoints::reached("K7").await;
                 let in_progress = matches!(
                     task.state,
                     UpstreamState::InProgress | UpstreamState::Completed

@@ -8,7 +8,12 @@
 //!   127.0.0.1;
 //! - a literal host must be public (`router_canonical::public_host`): no
 //!   loopback, private, link-local (the cloud metadata address), CGNAT,
-//!   unique-local or reserved address, and no `localhost` name;
+//!   unique-local or reserved address; a name must be one that can be
+//!   public: not `localhost`, not a single label (`metadata`, `intranet`),
+//!   not under `.local`, `.internal`, `.home.arpa` or `.localdomain`
+//!   (`metadata.google.internal`), the same rule as image URLs in requests;
+//! - no surrounding spaces or control characters (the parser would strip
+//!   them: what is checked must be what is sent);
 //! - at delivery, every address the host resolves to must be public too,
 //!   and the connection goes to those addresses
 //!   (`router_supply::url_guard::pin`), so a later DNS answer cannot
@@ -22,7 +27,7 @@
 //! again before every delivery (channels stored before these rules, names
 //! that resolve elsewhere since).
 
-use router_canonical::public_host::{is_local_name, is_public_ip};
+use router_canonical::public_host::{self, is_local_name, is_public_ip};
 use router_supply::url_guard::{self, UrlError, UrlPolicy};
 use std::net::IpAddr;
 use url::{Host, Url};
@@ -34,6 +39,8 @@ use url::{Host, Url};
 pub enum DestinationError {
     #[error("must be an https URL with a host")]
     NotUrl,
+    #[error("must not have surrounding spaces or control characters")]
+    Spaces,
     #[error("must not carry credentials (user:password@)")]
     Credentials,
     #[error("must use https (plain http only to loopback, when loopback is allowed)")]
@@ -49,6 +56,9 @@ pub enum DestinationError {
 /// The form of a destination, before any DNS: what provisioning and
 /// start-up check.
 pub fn check(text: &str, policy: UrlPolicy) -> Result<Url, DestinationError> {
+    if text.trim() != text || text.chars().any(char::is_control) {
+        return Err(DestinationError::Spaces);
+    }
     let url = url_guard::check_url(text).map_err(|e| match e {
         UrlError::Credentials => DestinationError::Credentials,
         _ => DestinationError::NotUrl,
@@ -62,7 +72,11 @@ pub fn check(text: &str, policy: UrlPolicy) -> Result<Url, DestinationError> {
             }
             true
         }
-        Some(Host::Domain(_)) => false,
+        Some(Host::Domain(_)) => {
+            // Names by form (no DNS here): the image-URL rule's.
+            public_host::public_url(text).map_err(|_| DestinationError::NotPublic)?;
+            false
+        }
         None => return Err(DestinationError::NotUrl),
     };
     if url.scheme() != "https" && !loopback {
@@ -146,6 +160,17 @@ mod tests {
             ("https://[fd00::1]/x", DestinationError::NotPublic),
             ("https://[::ffff:127.0.0.1]/x", DestinationError::NotPublic),
             ("https://localhost/x", DestinationError::NotPublic),
+            // Issue 33: private-use names, as for image URLs.
+            ("https://metadata/x", DestinationError::NotPublic),
+            (
+                "https://metadata.google.internal/computeMetadata/v1/",
+                DestinationError::NotPublic,
+            ),
+            ("https://printer.local/x", DestinationError::NotPublic),
+            ("https://router.home.arpa/x", DestinationError::NotPublic),
+            ("https://hooks.slack.com/x\n", DestinationError::Spaces),
+            (" https://hooks.slack.com/x", DestinationError::Spaces),
+            ("https://hooks.sl\tack.com/x", DestinationError::Spaces),
             (
                 "https://user:pass@hooks.slack.com/x",
                 DestinationError::Credentials,

@@ -39,6 +39,101 @@ protocol = "chat"
 capabilities = ["tools", "stop", "streaming", "response_format"]
 priority = 10
 internal_cost = { input = 900_000_000, output = 900_000_000 }
+
+# The fault matrix: routes A and B of one model on the mock (A preferred:
+# higher priority), and a model whose first route reaches the mock through the suite's TCP fault proxy.
+[[suppliers]]
+id = "mock-proxied"
+base_url = "{PROXIED}"
+api_key_env = "TEST_SUPPLIER_KEY"
+
+[[models]]
+id = "m-fault"
+pricing = "fixed"
+rates = { input = 1_000_000_000, output = 2_000_000_000 }
+max_output_tokens = 1000
+
+[[routes]]
+id = "fault-a"
+model = "m-fault"
+supplier = "mock"
+upstream_model = "up-fault-a"
+protocol = "chat"
+capabilities = ["streaming"]
+priority = 20
+internal_cost = { input = 900_000_000, output = 900_000_000 }
+
+[[routes]]
+id = "fault-b"
+model = "m-fault"
+supplier = "mock"
+upstream_model = "up-fault-b"
+protocol = "chat"
+capabilities = ["streaming"]
+priority = 10
+internal_cost = { input = 900_000_000, output = 900_000_000 }
+
+[[models]]
+id = "m-proxied"
+pricing = "fixed"
+rates = { input = 1_000_000_000, output = 2_000_000_000 }
+max_output_tokens = 1000
+
+[[routes]]
+id = "proxied-a"
+model = "m-proxied"
+supplier = "mock-proxied"
+upstream_model = "up-proxied-a"
+protocol = "chat"
+capabilities = ["streaming"]
+priority = 20
+internal_cost = { input = 900_000_000, output = 900_000_000 }
+
+[[routes]]
+id = "proxied-b"
+model = "m-proxied"
+supplier = "mock"
+upstream_model = "up-proxied-b"
+protocol = "chat"
+capabilities = ["streaming"]
+priority = 10
+internal_cost = { input = 900_000_000, output = 900_000_000 }
+
+# Image generation (the SSRF corpus as the supplier's image URL): 0.04 USD
+# an image.
+[[models]]
+id = "m-image"
+modality = "image"
+image_price = 40_000_000
+
+[[routes]]
+id = "image-primary"
+model = "m-image"
+supplier = "mock"
+upstream_model = "up-image"
+protocol = "images"
+image_cost = 30_000_000
+
+# Video jobs (crash point K7): held at creation, 720p for 5 s is 0.10 USD.
+[[models]]
+id = "m-video"
+modality = "video"
+
+[models.video]
+resolutions = ["720p"]
+durations = [5]
+aspect_ratios = ["16:9"]
+max_prompt_length = 200
+references = { images = 2, videos = 1, audios = 1, audio_videos = 1, total = 3 }
+rates = { "720p" = { minimum = 100_000_000, per_second = 20_000_000 } }
+
+[[routes]]
+id = "video-primary"
+model = "m-video"
+supplier = "mock"
+upstream_model = "up-video"
+protocol = "videos"
+internal_cost = { input = 0, output = 0 }
 "#;
 
 pub struct Suite {
@@ -49,6 +144,8 @@ pub struct Suite {
     pub db_name: String,
     pub db_url: String,
     pub mock: MockSupplier,
+    /// The TCP fault proxy in front of the mock (supplier `mock-proxied`).
+    pub supplier_proxy: crate::fault_proxy::FaultProxy,
     catalog: PathBuf,
     /// Every router log file, for the secrets grep.
     pub logs: Mutex<Vec<PathBuf>>,
@@ -103,7 +200,22 @@ impl Suite {
         std::fs::create_dir_all(&work)?;
         let mock = MockSupplier::start("127.0.0.1:0".parse()?).await?;
         let catalog = work.join("catalog.toml");
-        std::fs::write(&catalog, CATALOG.replace("{BASE}", &mock.base_url()))?;
+        let mock_address = mock
+            .base_url()
+            .strip_prefix("http://")
+            .and_then(|rest| rest.split('/').next())
+            .context("the mock's address")?
+            .to_owned();
+        let supplier_proxy =
+            crate::fault_proxy::FaultProxy::start(mock_address, crate::fault_proxy::Path::Up)
+                .await?;
+        let proxied = format!("http://127.0.0.1:{}/v1", supplier_proxy.port);
+        std::fs::write(
+            &catalog,
+            CATALOG
+                .replace("{BASE}", &mock.base_url())
+                .replace("{PROXIED}", &proxied),
+        )?;
         Ok(Suite {
             quick,
             router_bin,
@@ -112,6 +224,7 @@ impl Suite {
             db_name,
             db_url,
             mock,
+            supplier_proxy,
             catalog,
             logs: Mutex::new(Vec::new()),
             secrets: Mutex::new(Vec::new()),
@@ -145,6 +258,27 @@ impl Suite {
         name: &str,
         database_url: &str,
         env: &[(&str, &str)],
+    ) -> Result<RouterProcess> {
+        self.start_router(name, database_url, env, "/readyz").await
+    }
+
+    /// [`Suite::router`], returned once it answers `/healthz` (alive, not
+    /// necessarily ready).
+    pub async fn router_alive(
+        &self,
+        name: &str,
+        database_url: &str,
+        env: &[(&str, &str)],
+    ) -> Result<RouterProcess> {
+        self.start_router(name, database_url, env, "/healthz").await
+    }
+
+    async fn start_router(
+        &self,
+        name: &str,
+        database_url: &str,
+        env: &[(&str, &str)],
+        probe: &str,
     ) -> Result<RouterProcess> {
         let port = free_port()?;
         let log = self.work.join(format!("{name}.log"));
@@ -187,7 +321,7 @@ impl Suite {
         while started.elapsed() < Duration::from_secs(60) {
             if let Ok(resp) = self
                 .client
-                .get(format!("{}/readyz", router.base))
+                .get(format!("{}{probe}", router.base))
                 .send()
                 .await
                 && resp.status() == 200
@@ -197,7 +331,7 @@ impl Suite {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         bail!(
-            "router {name} did not become ready; its log: {}",
+            "router {name} did not answer {probe}; its log: {}",
             router.log.display()
         )
     }
@@ -209,6 +343,20 @@ impl Suite {
             .post(format!("{base}{path}"))
             .bearer_auth(ADMIN_TOKEN)
             .json(&body)
+            .send()
+            .await?;
+        let status = resp.status().as_u16();
+        let body = resp.json().await.unwrap_or(Value::Null);
+        Ok((status, body))
+    }
+
+    /// `POST /admin/jobs/{job}/run` (no body): one pass of a background
+    /// job now; the status and JSON body.
+    pub async fn run_job(&self, base: &str, job: &str) -> Result<(u16, Value)> {
+        let resp = self
+            .client
+            .post(format!("{base}/admin/jobs/{job}/run"))
+            .bearer_auth(ADMIN_TOKEN)
             .send()
             .await?;
         let status = resp.status().as_u16();

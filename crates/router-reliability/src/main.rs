@@ -7,22 +7,28 @@
 //! Parts: concurrency (N=1000/K=137 through a wallet; through a key's
 //! spend limit and monthly budget; across two router processes); mixed load
 //! (streams, 20% supplier failures, clients leaving before and after
-//! output) with the
-//! books sampled at REPEATABLE READ throughout (I1–I7); a PostgreSQL outage
-//! under load; slow senders and idle connections against every timeout; a
-//! connection flood against the caps; an SSRF corpus; SIGKILL at the crash
-//! points K1, K2, K4 and K6 (the router binary must have them: a debug
-//! build, or a release build with the `failpoints` feature); and a grep of
-//! every log (at TRACE) for every secret.
+//! output); the fault matrix (mock supplier and the suite's TCP fault
+//! proxy); PostgreSQL cut, black-holed, a wallet row locked and down at
+//! boot; slow senders and idle connections against every timeout; a
+//! connection flood against the caps; an SSRF corpus against request image
+//! parts, channel destinations and supplier image downloads; SIGKILL at the
+//! crash points K1–K7 and in a reaper pass holding its lease (the router
+//! binary must have them: a debug build, or a release build with the
+//! `failpoints` feature); a soak (full run, or `--soak-secs`); the books
+//! sampled at REPEATABLE READ throughout (I1–I7); and a grep of every log
+//! (at TRACE) for every secret.
 
 mod concurrency;
 mod connections;
 mod crashes;
+mod fault_proxy;
+mod faults;
 mod harness;
 mod invariants;
 mod mixed;
 mod outage;
 mod secrets;
+mod soak;
 mod ssrf;
 
 use anyhow::{Context, Result};
@@ -30,7 +36,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-const USAGE: &str = "usage: router-reliability --router PATH [--quick] [--work DIR] [--only PART]";
+const USAGE: &str =
+    "usage: router-reliability --router PATH [--quick] [--work DIR] [--only PART] [--soak-secs N]";
 
 fn main() -> ExitCode {
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -59,6 +66,7 @@ async fn run() -> Result<bool> {
     let mut router = None;
     let mut work = None;
     let mut only: Option<String> = None;
+    let mut soak_secs: Option<u64> = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -66,6 +74,13 @@ async fn run() -> Result<bool> {
             "--router" => router = args.next().map(PathBuf::from),
             "--work" => work = args.next().map(PathBuf::from),
             "--only" => only = args.next(),
+            "--soak-secs" => {
+                soak_secs = Some(
+                    args.next()
+                        .and_then(|s| s.parse().ok())
+                        .context("--soak-secs takes a number of seconds")?,
+                )
+            }
             other => anyhow::bail!("unknown argument {other}; {USAGE}"),
         }
     }
@@ -103,8 +118,23 @@ async fn run() -> Result<bool> {
     if wanted("mixed") {
         report("mixed", mixed::run(&suite).await);
     }
+    if wanted("faults") {
+        report("faults", faults::run(&suite).await);
+    }
     if wanted("outage") {
         report("outage", outage::run(&suite).await);
+    }
+    if wanted("outage black hole") {
+        report(
+            "outage black hole",
+            outage::path_fault(&suite, "black hole").await,
+        );
+    }
+    if wanted("outage locked wallet") {
+        report("outage locked wallet", outage::locked_wallet(&suite).await);
+    }
+    if wanted("outage at boot") {
+        report("outage at boot", outage::down_at_boot(&suite).await);
     }
     if wanted("slow clients") {
         report("slow clients", connections::slow_clients(&suite).await);
@@ -115,8 +145,20 @@ async fn run() -> Result<bool> {
     if wanted("ssrf") {
         report("ssrf", ssrf::run(&suite).await);
     }
+    if wanted("ssrf channels") {
+        report("ssrf channels", ssrf::channels(&suite).await);
+    }
+    if wanted("ssrf image downloads") {
+        report("ssrf image downloads", ssrf::image_downloads(&suite).await);
+    }
     if wanted("crashes") {
         report("crashes", crashes::run(&suite).await);
+    }
+    // The soak: 10 minutes in the full run; in the quick run only when
+    // `--soak-secs` asks for it.
+    let soak = soak_secs.or((!quick).then_some(600));
+    if let Some(secs) = soak.filter(|_| wanted("soak")) {
+        report("soak", soak::run(&suite, secs).await);
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let sampled = sampler.await?;

@@ -1,12 +1,19 @@
-//! An SSRF corpus against the places a client's URL reaches the router:
-//! image parts of Chat, Responses and Messages (forwarded to suppliers,
-//! which fetch them). Every URL names loopback (a canary listening here),
-//! a private, link-local, metadata or special-use address, in every
-//! spelling the WHATWG parser reads, or a non-http scheme. Each must be
-//! refused with 400 before any supplier call, and the canary never hit.
+//! An SSRF corpus against the places a URL someone else chose reaches the
+//! router: image parts of Chat, Responses and Messages (forwarded to
+//! suppliers, which fetch them); channel destinations (Slack and Discord
+//! webhook URLs, a Telegram `api_base`, which receive webhook secrets and
+//! the bot token); and the image URLs a supplier answers (which the router
+//! downloads). Every URL names loopback (a canary listening here), a
+//! private, link-local, metadata or special-use address, in every spelling
+//! the WHATWG parser reads, or a non-http scheme. Client URLs must be
+//! refused with 400 before any supplier call; channel destinations (each
+//! also in its `https` form) with 400 and nothing stored; a supplier's image
+//! URL must never be fetched, the request failing without a charge and
+//! without a 500. The canary is never hit.
 
 use crate::harness::{Suite, free_port};
 use anyhow::Result;
+use router_mock_supplier::{ImageAnswer, MockImage, Script};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -113,17 +120,23 @@ fn corpus(port: u16) -> Vec<String> {
         .collect()
 }
 
-pub async fn run(suite: &Suite) -> Result<(String, bool)> {
+/// A loopback listener that counts connections: its port and the count.
+async fn canary() -> Result<(u16, Arc<AtomicUsize>, tokio::task::JoinHandle<()>)> {
     let port = free_port()?;
     let canary = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     let hits = Arc::new(AtomicUsize::new(0));
     let counted = hits.clone();
-    let canary_task = tokio::spawn(async move {
+    let task = tokio::spawn(async move {
         while let Ok((stream, _)) = canary.accept().await {
             counted.fetch_add(1, Ordering::Relaxed);
             drop(stream);
         }
     });
+    Ok((port, hits, task))
+}
+
+pub async fn run(suite: &Suite) -> Result<(String, bool)> {
+    let (port, hits, canary_task) = canary().await?;
     let router = suite.router("ssrf", &suite.db_url, &[]).await?;
     let (_, key) = suite
         .customer(&router.base, 1_000_000_000_000, json!({}))
@@ -178,6 +191,131 @@ pub async fn run(suite: &Suite) -> Result<(String, bool)> {
         urls.len(),
         surfaces.len(),
         escapes.len()
+    );
+    Ok((line, ok))
+}
+
+/// The corpus as channel destinations: each URL as given and, when it is
+/// `http`, in its `https` form too (the rules want https, so only that form
+/// tests the address rules), as a Slack and a Discord webhook URL and a
+/// Telegram `api_base`, provisioned by the operator.
+pub async fn channels(suite: &Suite) -> Result<(String, bool)> {
+    let (port, hits, canary_task) = canary().await?;
+    let router = suite.router("ssrf-channels", &suite.db_url, &[]).await?;
+    let (account, _) = suite.customer(&router.base, 0, json!({})).await?;
+    let mut urls = corpus(port);
+    let https: Vec<String> = urls
+        .iter()
+        .filter_map(|u| {
+            u.strip_prefix("http://")
+                .map(|rest| format!("https://{rest}"))
+        })
+        .collect();
+    urls.extend(https);
+    let path = format!("/admin/accounts/{account}/channels");
+    let mut refused = 0usize;
+    let mut escapes = Vec::new();
+    for url in &urls {
+        for body in [
+            json!({"platform": "slack", "frequency": "daily", "webhook_url": url}),
+            json!({"platform": "discord", "frequency": "daily", "webhook_url": url}),
+            json!({"platform": "telegram", "frequency": "daily", "chat_id": "4242", "api_base": url}),
+        ] {
+            let (status, answer) = suite.admin(&router.base, &path, body.clone()).await?;
+            if status == 400 {
+                refused += 1;
+            } else {
+                escapes.push(format!("{} {url:?}: {status} {answer}", body["platform"]));
+            }
+        }
+    }
+    let stored = channels_of(suite, &account).await?;
+    router.stop().await?;
+    canary_task.abort();
+    let canary_hits = hits.load(Ordering::Relaxed);
+    for escape in &escapes {
+        eprintln!("ssrf channels: not refused: {escape}");
+    }
+    let cases = urls.len() * 3;
+    let ok = escapes.is_empty() && stored == 0 && canary_hits == 0;
+    let line = format!(
+        "ssrf channels: {} destinations (the corpus and its https forms) x 3 (Slack, Discord webhook, Telegram api_base): \
+         {refused}/{cases} refused with 400, escapes {}, channels stored {stored}, canary hits {canary_hits}",
+        urls.len(),
+        escapes.len()
+    );
+    Ok((line, ok))
+}
+
+async fn channels_of(suite: &Suite, account: &str) -> Result<i64> {
+    use diesel_async::RunQueryDsl;
+    #[derive(diesel::QueryableByName)]
+    struct N {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        n: i64,
+    }
+    let mut conn = suite.connection().await?;
+    let n: N = diesel::sql_query(format!(
+        "SELECT count(*) AS n FROM channels WHERE account_id = '{account}'"
+    ))
+    .get_result(&mut conn)
+    .await?;
+    Ok(n.n)
+}
+
+/// The corpus as the image URL a supplier answers: the router must not
+/// download it (the canary is never hit), and the request ends without a
+/// charge, never with a 500 and never a 200.
+pub async fn image_downloads(suite: &Suite) -> Result<(String, bool)> {
+    let (port, hits, canary_task) = canary().await?;
+    let router = suite.router("ssrf-images", &suite.db_url, &[]).await?;
+    let credits = 1_000_000_000_000i64;
+    let (account, key) = suite.customer(&router.base, credits, json!({})).await?;
+    let urls = corpus(port);
+    let mut refused = 0usize;
+    let mut escapes = Vec::new();
+    for url in &urls {
+        suite.mock.enqueue_for(
+            "up-image",
+            Script::Image(MockImage {
+                answer: ImageAnswer::Url,
+                url: Some(url.clone()),
+                ..MockImage::default()
+            }),
+        );
+        let resp = suite
+            .client
+            .post(format!("{}/v1/images/generations", router.base))
+            .bearer_auth(&key)
+            .json(&json!({"model": "m-image", "prompt": "a lighthouse"}))
+            .send()
+            .await?;
+        let status = resp.status().as_u16();
+        if (400..500).contains(&status) || (status > 500 && status < 600) {
+            refused += 1;
+        } else {
+            escapes.push(format!("{url:?}: {status}"));
+        }
+    }
+    let view = suite
+        .admin_get(&router.base, &format!("/admin/accounts/{account}"))
+        .await?;
+    router.stop().await?;
+    canary_task.abort();
+    let canary_hits = hits.load(Ordering::Relaxed);
+    for escape in &escapes {
+        eprintln!("ssrf images: not refused: {escape}");
+    }
+    let untouched = view["balance_nano_usd"].as_i64() == Some(credits)
+        && view["held_nano_usd"].as_i64() == Some(0);
+    let ok = escapes.is_empty() && canary_hits == 0 && untouched;
+    let line = format!(
+        "ssrf image downloads: corpus {} URLs as the supplier's image URL: {refused}/{} failed without a download (no 200, no 500), \
+         escapes {}, charged nothing: {}, canary hits {canary_hits}",
+        urls.len(),
+        urls.len(),
+        escapes.len(),
+        if untouched { "yes" } else { "NO" },
     );
     Ok((line, ok))
 }

@@ -149,6 +149,14 @@ fn check_param(rule: ParamRule, param: Option<&str>) -> Result<(), ApiError> {
     }
 }
 
+/// The error envelope of the route at `path` (the OpenAI one when no
+/// route is there).
+pub fn envelope_of(path: &str) -> reply::Envelope {
+    table()
+        .at(path)
+        .map_or(reply::Envelope::OpenAi, |m| m.value.routes[0].envelope)
+}
+
 pub async fn dispatch(app: Arc<App>, request: http::Request<Incoming>) -> Response<Body> {
     let request_id = Uuid::now_v7();
     let log = RequestLog::new(request_id, request.method().clone());

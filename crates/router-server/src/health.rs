@@ -22,6 +22,15 @@ pub fn healthz(request_id: &str) -> Response<Body> {
     health(StatusCode::OK, "ok", request_id)
 }
 
+/// `/readyz` without a database: 503 `database unavailable`.
+pub fn not_ready(request_id: &str) -> Response<Body> {
+    health(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "database unavailable",
+        request_id,
+    )
+}
+
 pub async fn readyz(app: &App, request_id: &str) -> Response<Body> {
     // A load balancer still probing a stopping router moves its traffic.
     if app.gateway.shutdown().is_draining() {
@@ -36,11 +45,7 @@ pub async fn readyz(app: &App, request_id: &str) -> Response<Body> {
             if let Some(held_back) = NOT_READY.allow(std::time::Duration::from_secs(60)) {
                 tracing::warn!(error = %e, held_back, "not ready");
             }
-            health(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "database unavailable",
-                request_id,
-            )
+            not_ready(request_id)
         }
     }
 }

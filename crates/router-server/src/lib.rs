@@ -43,6 +43,7 @@ pub mod routes;
 pub mod server;
 pub mod session;
 pub mod sign_in;
+pub mod starting;
 pub mod surfaces;
 pub mod token_count;
 pub mod uploads;

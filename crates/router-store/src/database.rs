@@ -126,7 +126,11 @@ impl Database {
         let wallet_writes = BatchSlots::new(BATCHES_IN_FLIGHT);
         let database = Database {
             reservations: Arc::new(group_commit(&pool, &wallet_writes, billing::reserve_batch)),
-            settlements: Arc::new(group_commit(&pool, &wallet_writes, billing::settle_batch)),
+            settlements: Arc::new(group_commit(
+                &pool,
+                &wallet_writes,
+                crate::crash_points::settle_batch,
+            )),
             leased_settlements: Arc::new(group_commit(
                 &pool,
                 &wallet_writes,
@@ -585,6 +589,17 @@ impl Database {
     ) -> Result<bool, StoreError> {
         let mut conn = self.connection().await?;
         jobs::try_lease(&mut conn, name, holder, lease).await
+    }
+
+    /// Extends a running pass's job lease (see [`jobs::renew`]).
+    pub async fn renew_job_lease(
+        &self,
+        name: &str,
+        holder: &str,
+        lease: Duration,
+    ) -> Result<bool, StoreError> {
+        let mut conn = self.connection().await?;
+        jobs::renew(&mut conn, name, holder, lease).await
     }
 
     /// How long until a job's lease runs out (see [`jobs::due_in`]).

@@ -39,6 +39,32 @@ pub async fn try_lease(
     Ok(taken == 1)
 }
 
+/// Extends `holder`'s lease of job `name` to `lease` from now, while its
+/// pass runs: a pass holds a short lease and renews it, so that a holder
+/// that died mid-pass keeps the job from the other instances for one short
+/// lease at most. `false` when `holder` no longer holds it (another
+/// instance took it after it ran out; the pass goes on, its items are
+/// claimed `FOR UPDATE SKIP LOCKED` anyway).
+pub async fn renew(
+    conn: &mut AsyncPgConnection,
+    name: &str,
+    holder: &str,
+    lease: Duration,
+) -> Result<bool, StoreError> {
+    let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
+    let renewed = diesel::sql_query(
+        "UPDATE job_leases SET leased_until = now() + $3 * interval '1 millisecond'
+          WHERE name = $1 AND leased_by = $2",
+    )
+    .bind::<Text, _>(name)
+    .bind::<Text, _>(holder)
+    .bind::<BigInt, _>(lease_ms)
+    .execute(conn)
+    .await
+    .map_err(store_error)?;
+    Ok(renewed == 1)
+}
+
 /// How long until job `name`'s lease runs out (zero when it has, or when
 /// the job has no row yet): when another instance's pass may be due.
 pub async fn due_in(conn: &mut AsyncPgConnection, name: &str) -> Result<Duration, StoreError> {

@@ -28,6 +28,7 @@ mod backoff;
 pub mod billing;
 pub mod catalog_releases;
 pub mod channels;
+mod crash_points;
 pub mod data_protection;
 mod database;
 mod error;

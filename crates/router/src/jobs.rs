@@ -93,12 +93,21 @@ async fn purge_response_cache(app: &App) -> Result<u64, JobError> {
 
 /// Releases holds of requests that died with their process.
 async fn reap_expired_holds(app: &App) -> Result<u64, JobError> {
+    // The reliability suite kills a router here, its pass holding the
+    // job's lease (`router_core::failpoints`).
+    router_core::failpoints::reached("KR").await;
     Ok(app.gateway.reap_expired_holds().await?)
 }
 
-/// A lease outlives a pass by this much at least, so a slow pass is not
-/// taken over mid-way.
-const MIN_LEASE: Duration = Duration::from_secs(60);
+/// The lease a running pass holds, renewed every [`RENEW_EVERY`] while it
+/// runs: a slow pass keeps its job, and an instance that died mid-pass
+/// keeps it from the others for this long at most (it was 60 s whatever
+/// the job's interval, issue 33: a killed router delayed every other
+/// instance's hold reaper by up to a minute).
+const PASS_LEASE: Duration = Duration::from_secs(10);
+/// How often a running pass renews its lease: three renewals a lease, so
+/// one slow or failed renewal does not lose it.
+const RENEW_EVERY: Duration = Duration::from_millis(3_300);
 
 /// Runs every job in the background on this instance until the process
 /// ends; `holder` names this instance on the lease rows.
@@ -134,10 +143,7 @@ const MIN_PAUSE: Duration = Duration::from_millis(10);
 async fn scheduled_pass(app: &App, job: &JobSpec, holder: &str, every: Duration) -> Duration {
     let started = tokio::time::Instant::now();
     let db = app.database();
-    match db
-        .try_lease_job(job.name, holder, every.max(MIN_LEASE))
-        .await
-    {
+    match db.try_lease_job(job.name, holder, PASS_LEASE).await {
         Ok(true) => {}
         Ok(false) => {
             // Another instance holds it: ask again when its lease runs out.
@@ -156,7 +162,7 @@ async fn scheduled_pass(app: &App, job: &JobSpec, holder: &str, every: Duration)
             return every;
         }
     }
-    let outcome = timed_pass(app, job).await;
+    let outcome = renewing_lease(db, job.name, holder, timed_pass(app, job)).await;
     if let Err(e) = &outcome {
         tracing::warn!(job = job.name, error = %e, "job pass failed");
     }
@@ -167,4 +173,28 @@ async fn scheduled_pass(app: &App, job: &JobSpec, holder: &str, every: Duration)
     (started + every)
         .saturating_duration_since(tokio::time::Instant::now())
         .max(MIN_PAUSE)
+}
+
+/// Runs `pass`, renewing `holder`'s lease of job `name` every
+/// [`RENEW_EVERY`] until it ends.
+async fn renewing_lease<T>(
+    db: &router_store::Database,
+    name: &str,
+    holder: &str,
+    pass: impl std::future::Future<Output = T>,
+) -> T {
+    let mut pass = std::pin::pin!(pass);
+    let mut renew =
+        tokio::time::interval_at(tokio::time::Instant::now() + RENEW_EVERY, RENEW_EVERY);
+    renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            outcome = &mut pass => return outcome,
+            _ = renew.tick() => match db.renew_job_lease(name, holder, PASS_LEASE).await {
+                Ok(true) => {}
+                Ok(false) => tracing::warn!(job = name, "the job's lease was taken over while its pass ran"),
+                Err(e) => tracing::warn!(job = name, error = %e, "could not renew the job's lease"),
+            },
+        }
+    }
 }

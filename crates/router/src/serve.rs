@@ -21,9 +21,30 @@ pub(crate) async fn serve(
     // What can be refused is checked before the first log line, so that a
     // bad setting stops start-up with one line (printed by `main`).
     let (catalog, catalog_text) = load_catalog(&config.catalog_path)?;
-    let db = Database::connect(&config.database_url, config.database_pool_size)
+    let listener = tokio::net::TcpListener::bind(config.listen)
         .await
-        .context("DATABASE_URL: cannot connect")?;
+        .with_context(|| format!("ROUTER_LISTEN: cannot bind {}", config.listen))?;
+    let db = match Database::connect(&config.database_url, config.database_pool_size).await {
+        Ok(db) => db,
+        // A server that answers and refuses (no such role or database, a
+        // wrong password) will not change its mind: one line, and stop.
+        Err(error) if refused_by_the_server(&error.to_string()) => {
+            return Err(anyhow::anyhow!("{error}")).context("DATABASE_URL: cannot connect");
+        }
+        Err(error) => {
+            // Not an exit (a restart loop under an orchestrator): the
+            // router listens, says it is not ready, and retries
+            // (RELIABILITY.md D5).
+            tracing::warn!(error = %error, listen = %listener.local_addr()?,
+                "the database is unreachable at start; answering 503 until it is");
+            router_server::starting::serve_until(
+                &listener,
+                &config.connections,
+                connect_retrying(&config.database_url, config.database_pool_size),
+            )
+            .await
+        }
+    };
     tracing::info!(?config, "starting router");
     if config.metrics {
         router_server::metrics::install();
@@ -73,9 +94,6 @@ pub(crate) async fn serve(
     spawn_pool_trimmer(db);
     // The tokenizer (~40 MB) is loaded by the first count_tokens call, on a
     // blocking thread: most deployments never pay for it.
-    let listener = tokio::net::TcpListener::bind(config.listen)
-        .await
-        .with_context(|| format!("ROUTER_LISTEN: cannot bind {}", config.listen))?;
     tracing::info!(listen = %listener.local_addr()?, "router listening");
     // `ROUTER_ADMIN_LISTEN`: the operator's routes on their own listener.
     let public_role = match config.admin_listen {
@@ -182,6 +200,59 @@ pub(crate) async fn app(
         videos: config.videos,
         jobs: router::jobs::REGISTRY,
     })
+}
+
+/// The first pause between two attempts to reach the database at start;
+/// doubled up to [`CONNECT_RETRY_MAX`].
+const CONNECT_RETRY_FIRST: Duration = Duration::from_millis(250);
+/// At most this after the database returns, the router starts (D5 wants it
+/// serving within 5 s); an attempt every 2 s costs a down database nothing.
+const CONNECT_RETRY_MAX: Duration = Duration::from_secs(2);
+
+/// Whether a failed connection was refused by a PostgreSQL server that
+/// answered (the settings are wrong), rather than the server being away.
+fn refused_by_the_server(error: &str) -> bool {
+    [
+        "does not exist",
+        "password authentication failed",
+        "no pg_hba.conf entry",
+        "authentication",
+    ]
+    .iter()
+    .any(|refusal| error.contains(refusal))
+}
+
+/// Connects to the database, retrying until it answers; a line once a
+/// minute says why it still cannot.
+async fn connect_retrying(url: &str, pool_size: usize) -> Database {
+    let mut pause = CONNECT_RETRY_FIRST;
+    loop {
+        tokio::time::sleep(pause).await;
+        match Database::connect(url, pool_size).await {
+            Ok(db) => {
+                tracing::info!("the database is reachable; starting");
+                return db;
+            }
+            Err(error) if refused_by_the_server(&error.to_string()) => {
+                // Reachable now, but refusing: say so each time, at most
+                // once a minute (the operator must fix the setting).
+                static REFUSED: router_core::throttle::Throttle =
+                    router_core::throttle::Throttle::new();
+                if let Some(held_back) = REFUSED.allow(Duration::from_secs(60)) {
+                    tracing::error!(error = %error, held_back, "DATABASE_URL: the database refuses the connection");
+                }
+                pause = CONNECT_RETRY_MAX;
+            }
+            Err(error) => {
+                static UNREACHABLE: router_core::throttle::Throttle =
+                    router_core::throttle::Throttle::new();
+                if let Some(held_back) = UNREACHABLE.allow(Duration::from_secs(60)) {
+                    tracing::warn!(error = %error, held_back, "the database is still unreachable");
+                }
+                pause = (pause * 2).min(CONNECT_RETRY_MAX);
+            }
+        }
+    }
 }
 
 /// How long a pooled database connection may stay unused before it is closed.

@@ -49,3 +49,33 @@ async fn one_of_many_instances_takes_a_pass_and_the_next_waits() {
     tokio::time::sleep(Duration::from_millis(20)).await;
     assert!(lease(&db, "reaper", "next").await);
 }
+
+/// Issue 33: a pass holds a short lease and renews it while it runs; a
+/// holder that stops renewing (its process died mid-pass) keeps the job from
+/// the other instances for one short lease at most, and a stranger cannot
+/// renew a lease it does not hold.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_renewed_lease_is_kept_and_a_dead_holders_lease_ends_with_its_term() {
+    let db = TestDatabase::new().await;
+    let term = Duration::from_millis(600);
+    assert!(db.try_lease_job("reaper", "alive", term).await.unwrap());
+    // Renewed within each term, the lease outlives several terms.
+    for _ in 0..3 {
+        tokio::time::sleep(term / 2).await;
+        assert!(db.renew_job_lease("reaper", "alive", term).await.unwrap());
+        assert!(!db.try_lease_job("reaper", "other", term).await.unwrap());
+    }
+    assert!(
+        !db.renew_job_lease("reaper", "stranger", term)
+            .await
+            .unwrap(),
+        "only the holder renews"
+    );
+    // The holder dies: no more renewals. Within one term another takes it.
+    tokio::time::sleep(term + Duration::from_millis(100)).await;
+    assert!(db.try_lease_job("reaper", "other", term).await.unwrap());
+    assert!(
+        !db.renew_job_lease("reaper", "alive", term).await.unwrap(),
+        "a lease taken over is not the old holder's to renew"
+    );
+}

@@ -333,8 +333,16 @@ async fn start_up_refuses_each_bad_setting_naming_it() {
         let env: Vec<(&str, &str)> = env.iter().map(|(n, v)| (*n, v.as_str())).collect();
         router(&env, &["serve"]).await.refused_naming(name);
     }
-    // The database is checked last: a valid setup that cannot reach it says so.
-    let env = base(("ROUTER_LOG_FORMAT", "json"));
+    // The database is checked last: a valid setup whose server refuses the
+    // connection (no such role) says so. One that cannot reach the server
+    // at all waits for it, not ready (issue 33, database_outage.rs).
+    let mut refusing = url::Url::parse(&std::env::var("DATABASE_URL").unwrap()).unwrap();
+    refusing.set_username("no_such_role_33").unwrap();
+    refusing.set_password(None).unwrap();
+    let refusing = refusing.to_string();
+    let mut env = base(("ROUTER_LOG_FORMAT", "json"));
+    env.retain(|(name, _)| *name != "DATABASE_URL");
+    env.push(("DATABASE_URL", refusing));
     let env: Vec<(&str, &str)> = env.iter().map(|(n, v)| (*n, v.as_str())).collect();
     router(&env, &["serve"])
         .await

@@ -201,3 +201,70 @@ async fn a_database_outage_is_a_retryable_503_on_every_surface() {
     assert!((1..=6).contains(&unavailable), "{unavailable} lines: {log}");
     mock.shutdown();
 }
+
+/// Issue 33 (RELIABILITY.md D5): a router started while PostgreSQL is
+/// unreachable does not exit (an orchestrator would restart it in a loop):
+/// it listens, is alive (`/healthz` 200) but not ready (`/readyz` 503),
+/// answers inference a retryable 503 in the protocol's envelope, and is
+/// ready and serving once the database is reachable.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_router_started_without_its_database_waits_not_ready_and_then_serves() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mock = MockSupplier::start("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let db = TestDatabase::new().await;
+    let proxy = DatabaseProxy::start(db.url()).await;
+    proxy.set_down(true);
+    let mut router = spawn_router_process_alive(&proxy.url, &mock.base_url(), &[]).await;
+    let client = reqwest::Client::new();
+    let base = router.base.clone();
+    let ready = client.get(format!("{base}/readyz")).send().await.unwrap();
+    assert_eq!(ready.status(), 503);
+    let body: Value = ready.json().await.unwrap();
+    assert_eq!(body["status"], "database unavailable", "{body}");
+    let resp = client
+        .post(format!("{base}/v1/chat/completions"))
+        .bearer_auth("sk-any-key-0000")
+        .json(&hello("m-text"))
+        .send()
+        .await
+        .unwrap();
+    let body = retryable_body(resp).await;
+    assert_eq!(body["error"]["code"], "service_unavailable", "{body}");
+    let resp = client
+        .post(format!("{base}/v1/messages"))
+        .header("x-api-key", "sk-any-key-0000")
+        .header("anthropic-version", "2023-06-01")
+        .json(&messages_hello("m-claude"))
+        .send()
+        .await
+        .unwrap();
+    let body = retryable_body(resp).await;
+    assert_eq!(body["error"]["type"], "overloaded_error", "{body}");
+    assert!(
+        router.child.try_wait().unwrap().is_none(),
+        "the router exited"
+    );
+
+    proxy.set_down(false);
+    let back = std::time::Instant::now();
+    loop {
+        let ready = client.get(format!("{base}/readyz")).send().await;
+        if ready.is_ok_and(|r| r.status() == 200) {
+            break;
+        }
+        assert!(back.elapsed() < Duration::from_secs(15), "never ready");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (_, key) =
+        funded_account_over_http(&client, &base, "late@example.com", 1_000_000_000_000).await;
+    let resp = client
+        .post(format!("{base}/v1/chat/completions"))
+        .bearer_auth(&key)
+        .json(&hello("m-text"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+}

@@ -1264,6 +1264,26 @@ pub async fn spawn_router_process_with_catalog(
     catalog_text: &str,
     env: &[(&str, &str)],
 ) -> RouterProcess {
+    spawn_router_process_until(db_url, catalog_text, env, "/readyz").await
+}
+
+/// [`spawn_router_process`], returned once it answers `/healthz` (alive,
+/// not necessarily ready: its database may be unreachable).
+pub async fn spawn_router_process_alive(
+    db_url: &str,
+    supplier_base: &str,
+    env: &[(&str, &str)],
+) -> RouterProcess {
+    let catalog = CATALOG.replace("{BASE}", supplier_base);
+    spawn_router_process_until(db_url, &catalog, env, "/healthz").await
+}
+
+async fn spawn_router_process_until(
+    db_url: &str,
+    catalog_text: &str,
+    env: &[(&str, &str)],
+    probe: &str,
+) -> RouterProcess {
     let dir = std::env::temp_dir().join(format!("router-process-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).unwrap();
     let catalog = dir.join("catalog.toml");
@@ -1298,7 +1318,7 @@ pub async fn spawn_router_process_with_catalog(
     let client = reqwest::Client::new();
     let start = std::time::Instant::now();
     while start.elapsed() < Duration::from_secs(30) {
-        if let Ok(resp) = client.get(format!("{base}/readyz")).send().await
+        if let Ok(resp) = client.get(format!("{base}{probe}")).send().await
             && resp.status() == 200
         {
             return RouterProcess {
@@ -1309,7 +1329,7 @@ pub async fn spawn_router_process_with_catalog(
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    panic!("router did not become ready");
+    panic!("router did not answer {probe}");
 }
 
 /// Runs a raw SQL statement on the router's database (a test playing
