@@ -743,7 +743,17 @@ impl<S: Store, P: Suppliers> Reservation<S, P> {
                 Ok(charged)
             }
             Err(SettleError::NotReserved(id)) => {
-                Err(internal(&format!("request {id} was no longer reserved")))
+                // The hold was released before the success could be
+                // settled (the request outlived its hold lease while the
+                // database was away, and the reaper freed it; or its credit
+                // lease expired): nothing was charged, and a retry is
+                // the client's answer, as for any outage (issue 33).
+                tracing::warn!(request_id = %id, "the hold was released before settlement");
+                Err(ApiError::new(
+                    ErrorCode::ServiceUnavailable,
+                    "The service is briefly unavailable; retry shortly.",
+                )
+                .with_retry_after(Some(crate::store::OUTAGE_RETRY_AFTER_SECS)))
             }
             Err(SettleError::Store(e)) => {
                 // The outcome of a failed commit is unknown; the hold stays

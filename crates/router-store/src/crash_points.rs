@@ -26,3 +26,19 @@ pub(crate) async fn settle_batch(
     conn.batch_execute("COMMIT").await.map_err(store_error)?;
     Ok(settled)
 }
+
+/// [`crate::leases::settle_batch`] (credit leases), stopped at `K5` the
+/// same way.
+pub(crate) async fn settle_leased_batch(
+    conn: &mut AsyncPgConnection,
+    items: &[crate::leases::LeasedSettlement],
+) -> Result<Vec<Option<NanoUsd>>, StoreError> {
+    if !router_core::failpoints::armed("K5") {
+        return crate::leases::settle_batch(conn, items).await;
+    }
+    conn.batch_execute("BEGIN").await.map_err(store_error)?;
+    let settled = crate::leases::settle_batch(conn, items).await?;
+    router_core::failpoints::reached("K5").await;
+    conn.batch_execute("COMMIT").await.map_err(store_error)?;
+    Ok(settled)
+}

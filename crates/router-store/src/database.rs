@@ -134,7 +134,7 @@ impl Database {
             leased_settlements: Arc::new(group_commit(
                 &pool,
                 &wallet_writes,
-                crate::leases::settle_batch,
+                crate::crash_points::settle_leased_batch,
             )),
             leases: Arc::default(),
             pool,
