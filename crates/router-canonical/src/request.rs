@@ -174,7 +174,11 @@ pub struct Reasoning {
     /// Extended thinking, where the protocol configures it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinking: Option<ThinkingConfig>,
-    /// Responses-style summary request (`reasoning.summary`), kept for Responses routes.
+    /// Responses-style summary request (`reasoning.summary`): sent to
+    /// Responses suppliers. Chat and Messages have no field for it, and
+    /// Responses clients send `"auto"` on every request, so their encoders
+    /// drop it (a preference, not a refusal): a Chat route produces no
+    /// summary, a Messages route returns its own summarized thinking.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<String>,
 }

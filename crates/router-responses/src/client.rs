@@ -2,14 +2,15 @@
 //! a caller's request into the canonical model and writes canonical replies,
 //! stream events and errors as Responses JSON and SSE.
 
+mod echo;
 mod envelope;
 mod request;
 mod response;
 mod stream;
 
+pub use echo::{RequestEcho, ResponsesExtra};
 pub use stream::StreamEncoder;
 
-use crate::convert::ToolNamespaces;
 use router_canonical::{
     ApiError, ClientCodec, Field, HeaderSource, Protocol, ReplyContext, Request, Response,
     StreamContext,
@@ -29,14 +30,22 @@ use router_canonical::{
 /// `prompt`s and `background: true` are refused.
 ///
 /// Replies and streams carry `usage.cost` (USD) when the
-/// [`ReplyContext`] or stream ending states a cost.
+/// [`ReplyContext`] or stream ending states a cost, and repeat what the
+/// request set (`instructions`, `max_output_tokens`, `reasoning`, `tools`,
+/// `tool_choice`, ...) as OpenAI's `response` object does: the
+/// [`RequestEcho`] in the [`ResponsesExtra`] that `parse_request` returns.
+///
+/// `reasoning.summary` is kept in [`Reasoning::summary`](router_canonical::Reasoning::summary)
+/// and sent to Responses suppliers only: Chat and Messages have no field
+/// for it, and clients send `summary: "auto"` on every request, so it is
+/// accepted for every route and a Chat route produces no summary.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ResponsesClient;
 
 impl ClientCodec for ResponsesClient {
-    /// The functions of the request's `namespace` tools, to name a call
-    /// as the client declared it.
-    type Extra = ToolNamespaces;
+    /// The request members the reply echoes, and the functions of its
+    /// `namespace` tools, to name a call as the client declared it.
+    type Extra = ResponsesExtra;
     type StreamEncoder = StreamEncoder;
 
     fn protocol(&self) -> Protocol {
@@ -48,7 +57,7 @@ impl ClientCodec for ResponsesClient {
         &self,
         _headers: &dyn HeaderSource,
         body: &[u8],
-    ) -> Result<(Request, ToolNamespaces), ApiError> {
+    ) -> Result<(Request, ResponsesExtra), ApiError> {
         request::request(body)
     }
 
@@ -56,13 +65,13 @@ impl ClientCodec for ResponsesClient {
         &self,
         response: &Response,
         reply: &ReplyContext<'_>,
-        namespaces: &ToolNamespaces,
+        extra: &ResponsesExtra,
     ) -> Vec<u8> {
-        response::response(response, reply, namespaces)
+        response::response(response, reply, extra)
     }
 
-    fn stream_encoder(&self, stream: StreamContext, namespaces: ToolNamespaces) -> StreamEncoder {
-        StreamEncoder::new(stream).with_namespaces(namespaces)
+    fn stream_encoder(&self, stream: StreamContext, extra: ResponsesExtra) -> StreamEncoder {
+        StreamEncoder::new(stream).with_extra(extra)
     }
 
     /// The OpenAI error envelope, `{"error": {"message", "type", "param",

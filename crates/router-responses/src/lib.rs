@@ -7,7 +7,7 @@ mod convert;
 pub mod supplier;
 pub mod wire;
 
-pub use client::{ResponsesClient, StreamEncoder};
+pub use client::{RequestEcho, ResponsesClient, ResponsesExtra, StreamEncoder};
 pub use convert::{ToolNamespaces, flat_name};
 pub use supplier::{DecodeError, ResponsesSupplier, StreamDecoder};
 

@@ -2,10 +2,14 @@
 //!
 //! What Chat cannot carry is an `unsupported_conversion` error (an upload
 //! reference, another protocol's opaque part, a tool call outside an
-//! assistant turn), with two documented exceptions that drop annotations
-//! rather than meaning: thinking blocks in assistant history (Chat has no
-//! field for them, and suppliers ignore them) and `is_error` /
-//! `cache_control` on a tool result.
+//! assistant turn), with documented exceptions that drop annotations or
+//! preferences rather than meaning: thinking blocks in assistant history
+//! (Chat has no field for them, and suppliers ignore them), `is_error` /
+//! `cache_control` on a tool result, and a Responses client's
+//! `reasoning.summary` ([`Reasoning::summary`](router_canonical::Reasoning::summary)):
+//! Chat has no way to ask for a reasoning summary, and Responses clients
+//! send `summary: "auto"` on every request, so it is a preference that a
+//! Chat route serves without a summary rather than a refusal.
 
 use crate::native::NATIVE_ALLOWLIST;
 use crate::wire::request::{

@@ -34,6 +34,7 @@
 //!   Responses [`ContentPart::Opaque`] part and makes the request
 //!   native-only: only a Responses route carries it without loss.
 
+use super::echo::{RequestEcho, ResponsesExtra};
 use crate::convert::{
     NATIVE_ALLOWLIST, TOOL_NAMESPACES, ToolNamespaces, VERBOSITY, flat_name, namespace_group,
     thinking,
@@ -61,8 +62,11 @@ const MEDIA_PARTS: [&str; 7] = [
     "document",
 ];
 
-pub(crate) fn request(body: &[u8]) -> Result<(Request, ToolNamespaces), ApiError> {
-    convert_request(parse::request_body(body)?, Endpoint::Responses)
+pub(crate) fn request(body: &[u8]) -> Result<(Request, ResponsesExtra), ApiError> {
+    let wire: ResponsesRequest = parse::request_body(body)?;
+    let echo = RequestEcho::of(&wire);
+    let (request, namespaces) = convert_request(wire, Endpoint::Responses)?;
+    Ok((request, ResponsesExtra::new(namespaces, echo)))
 }
 
 /// A `POST /v1/responses/input_tokens` body: the create body's fields, read

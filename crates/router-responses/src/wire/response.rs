@@ -11,8 +11,9 @@ use serde_json::{Map, Number, Value};
 /// A `response` object.
 ///
 /// The request echo members (`tools`, `tool_choice`, `text`, `reasoning`,
-/// `metadata`) are kept as plain JSON: the router never reads a supplier's,
-/// and writes fixed values of its own (it does not echo the request).
+/// `metadata`) are kept as plain JSON: a supplier's are never read, and the
+/// client codec writes the client's request back in them
+/// ([`RequestEcho`](crate::RequestEcho)).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesResponseObject))]
 pub struct ResponseObject {
@@ -38,10 +39,10 @@ pub struct ResponseObject {
     /// Required and nullable: `null` unless the response is incomplete.
     #[serde(default)]
     pub incomplete_details: Option<IncompleteDetails>,
-    /// Required and nullable; the router never echoes instructions.
+    /// Required and nullable: the request's `instructions`.
     #[serde(default)]
     pub instructions: Option<Value>,
-    /// Required and nullable.
+    /// Required and nullable: the request's `max_output_tokens`.
     #[serde(default)]
     pub max_output_tokens: Option<Value>,
     /// The model that generated the response.
@@ -86,7 +87,10 @@ pub struct ResponseObject {
     /// The request's `user`.
     #[serde(default)]
     pub user: Option<String>,
-    /// The request's `metadata` (an empty object).
+    /// The request's `safety_identifier`, when it set one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub safety_identifier: Option<String>,
+    /// The request's `metadata` (an empty object when not set).
     #[serde(default)]
     pub metadata: Value,
 }
