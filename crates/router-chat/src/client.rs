@@ -103,6 +103,7 @@ pub fn field_name(field: Field) -> &'static str {
         Field::Stream => "stream",
         Field::Temperature => "temperature",
         Field::Penalties => "frequency_penalty",
+        Field::Messages => "messages",
     }
 }
 

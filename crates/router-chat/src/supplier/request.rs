@@ -18,10 +18,16 @@ use crate::wire::request::{
     StreamOptions, TextPart, ToolChoiceMode, ToolDefinition, function_kind,
 };
 use router_canonical::{
-    ApiError, CacheControl, ContentPart, ErrorCode, ImageSource, Message, Protocol, Request,
+    ApiError, CacheControl, ContentPart, ErrorCode, Field, ImageSource, Message, Protocol, Request,
     ResponseFormat, Role, ThinkingMode, Tool, ToolChoice,
 };
 use serde_json::{Map, Value};
+
+/// A message or content part a Chat supplier cannot carry, named as the
+/// caller's conversation field (`messages`, `input`, `prompt`).
+fn unsupported_content(message: impl Into<String>) -> ApiError {
+    ApiError::unsupported_conversion(message).with_field(Field::Messages)
+}
 
 pub(crate) fn request(req: &Request, upstream_model: &str) -> Result<Vec<u8>, ApiError> {
     let wire = chat_request(req, upstream_model)?;
@@ -128,7 +134,7 @@ fn push_message(message: &Message, out: &mut Vec<ChatMessage>) -> Result<(), Api
                 arguments,
             } => {
                 if message.role != Role::Assistant {
-                    return Err(ApiError::unsupported_conversion(format!(
+                    return Err(unsupported_content(format!(
                         "a tool call in a {} message cannot be sent to a Chat supplier",
                         message.role.as_str()
                     )));
@@ -151,7 +157,7 @@ fn push_message(message: &Message, out: &mut Vec<ChatMessage>) -> Result<(), Api
     }
     if message.role == Role::Tool {
         if !parts.is_empty() || !calls.is_empty() || tool_results == 0 {
-            return Err(ApiError::unsupported_conversion(
+            return Err(unsupported_content(
                 "a tool message without a tool result cannot be sent to a Chat supplier",
             ));
         }
@@ -246,7 +252,7 @@ fn content_part(part: &ContentPart) -> Result<wire::ContentPart, ApiError> {
                     format!("data:{media_type};base64,{data}")
                 }
                 ImageSource::Upload { .. } => {
-                    return Err(ApiError::unsupported_conversion(
+                    return Err(unsupported_content(
                         "an uploaded image must be resolved to its bytes before it is sent to a Chat supplier",
                     ));
                 }
@@ -263,16 +269,16 @@ fn content_part(part: &ContentPart) -> Result<wire::ContentPart, ApiError> {
             protocol: Protocol::Chat,
             value,
         } => Ok(wire::ContentPart::Unknown(value.clone())),
-        ContentPart::Opaque { protocol, .. } => Err(ApiError::unsupported_conversion(format!(
+        ContentPart::Opaque { protocol, .. } => Err(unsupported_content(format!(
             "a content part of the {protocol} protocol cannot be sent to a Chat supplier"
         ))),
         ContentPart::ToolCall { .. }
         | ContentPart::ToolResult { .. }
         | ContentPart::Thinking { .. }
-        | ContentPart::RedactedThinking { .. } => Err(ApiError::unsupported_conversion(
+        | ContentPart::RedactedThinking { .. } => Err(unsupported_content(
             "a tool result may hold only text and images when sent to a Chat supplier",
         )),
-        _ => Err(ApiError::unsupported_conversion(
+        _ => Err(unsupported_content(
             "this content part cannot be sent to a Chat supplier",
         )),
     }
