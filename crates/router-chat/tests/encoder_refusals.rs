@@ -1,10 +1,15 @@
 //! A Chat supplier's refusals name the field they refuse, in the terms of
 //! the caller's protocol (`ApiError::field`, rendered by `named_in`).
 
+#![expect(
+    clippy::expect_used,
+    reason = "helpers outside #[test] functions: a panic is the failure report"
+)]
+
+use router_canonical::SupplierTarget;
 use router_canonical::{ContentPart, Field, Message, Protocol, Request, Role, SupplierCodec};
 use router_chat::ChatSupplier;
 use router_chat::client::field_name;
-use router_canonical::SupplierTarget;
 use serde_json::json;
 
 fn refusal(request: &Request) -> router_canonical::ApiError {

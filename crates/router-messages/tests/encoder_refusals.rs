@@ -1,6 +1,11 @@
 //! A Messages supplier's refusals name the field they refuse, in the terms
 //! of the caller's protocol (`ApiError::field`, rendered by `named_in`).
 
+#![expect(
+    clippy::expect_used,
+    reason = "helpers outside #[test] functions: a panic is the failure report"
+)]
+
 use router_canonical::{
     CacheControl, ContentPart, Field, Message, Protocol, Reasoning, Request, ResponseFormat, Role,
     SupplierCodec, SupplierTarget, ThinkingConfig, ThinkingMode, Tool, ToolChoice,

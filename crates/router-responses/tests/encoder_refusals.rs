@@ -1,6 +1,11 @@
 //! A Responses supplier's refusals name the field they refuse, in the terms
 //! of the caller's protocol (`ApiError::field`, rendered by `named_in`).
 
+#![expect(
+    clippy::expect_used,
+    reason = "helpers outside #[test] functions: a panic is the failure report"
+)]
+
 use router_canonical::{
     ContentPart, Field, Message, Protocol, Request, ResponseFormat, Role, Sampling, SupplierCodec,
     SupplierTarget,

@@ -241,7 +241,7 @@ fn message(i: usize, m: ChatMessage) -> Result<Message, ApiError> {
         Some(MessageContent::Seq(parts)) => parts
             .into_iter()
             .enumerate()
-            .map(|(j, p)| content_part(&format!("{base}.content[{j}]"), p))
+            .map(|(j, p)| content_part(&format!("{base}.content[{j}]"), chat_role, p))
             .collect::<Result<Vec<_>, _>>()?,
     };
     if tool_calls.is_some() && chat_role != ChatRole::Assistant {
@@ -300,7 +300,11 @@ fn cache_control(c: wire::CacheControl) -> CacheControl {
     }
 }
 
-fn content_part(path: &str, part: wire::ContentPart) -> Result<ContentPart, ApiError> {
+fn content_part(
+    path: &str,
+    chat_role: ChatRole,
+    part: wire::ContentPart,
+) -> Result<ContentPart, ApiError> {
     Ok(match part {
         wire::ContentPart::Text(p) => ContentPart::Text {
             text: p.text,
@@ -355,10 +359,22 @@ fn content_part(path: &str, part: wire::ContentPart) -> Result<ContentPart, ApiE
                     ),
                 ));
             }
-            ContentPart::Opaque {
-                protocol: Protocol::Chat,
-                value,
+            // OpenAI's assistant messages may replay a `refusal` part: kept
+            // whole for Chat routes (other protocols refuse it, naming
+            // `messages`). Any other type is no Chat part: refused here, so
+            // a translation never meets it first at encode time.
+            if kind == "refusal" && chat_role == ChatRole::Assistant {
+                return Ok(ContentPart::Opaque {
+                    protocol: Protocol::Chat,
+                    value,
+                });
             }
+            return Err(ApiError::invalid(
+                format!("{path}.type"),
+                format!(
+                    "`{kind}` is not a content part type: use `text` or `image_url` (`refusal` in assistant messages)"
+                ),
+            ));
         }
     })
 }

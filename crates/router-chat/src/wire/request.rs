@@ -168,8 +168,9 @@ router_canonical::string_or_seq! {
 }
 
 /// One content part. Known image and text parts are typed; any other `type`
-/// is kept whole in `Unknown` (media types are rejected by the validator,
-/// everything else passes through to Chat suppliers unchanged).
+/// is kept whole in `Unknown`, for the client codec to judge: an assistant
+/// message's `refusal` part passes through to Chat suppliers unchanged,
+/// every other type (media or unknown) is refused naming its `type`.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum ContentPart {
@@ -358,7 +359,7 @@ router_canonical::impl_to_schema!(
                 tagged::<ImageUrlPart>("image_url"),
                 tagged::<InputImagePart>("input_image"),
                 tagged::<ImagePart>("image"),
-                object("Another part, passed through to Chat suppliers unchanged (media parts are refused)."),
+                object("`{type: \"refusal\", refusal}` in an assistant message, passed through to Chat suppliers unchanged; other types are refused."),
             ],
             "A content part, keyed by `type`.",
         )
