@@ -7,7 +7,9 @@ mod stream;
 
 pub use stream::StreamEncoder;
 
-use router_canonical::codec::{ClientCodec, HeaderSource, ReplyContext, StreamContext};
+use router_canonical::codec::{
+    BodyExtensions, ClientCodec, HeaderSource, ReplyContext, StreamContext,
+};
 use router_canonical::openai_error::openai_error_body;
 use router_canonical::{ApiError, Field, Protocol, Request, Response};
 
@@ -62,12 +64,13 @@ impl ClientCodec for ChatClient {
     /// `top_logprobs`, `metadata`, `prediction`, `verbosity`) are kept in
     /// `Request::native` for Chat suppliers and everything else is dropped.
     /// Chat reads no headers of its own.
-    fn parse_request(
+    fn parse_request_with(
         &self,
         _headers: &dyn HeaderSource,
         body: &[u8],
+        extensions: &mut dyn BodyExtensions,
     ) -> Result<(Request, ChatExtra), ApiError> {
-        request::request(body)
+        request::request(body, extensions)
     }
 
     /// The `chat.completion` JSON, with `usage.cost` when `reply.cost` is set.

@@ -12,8 +12,8 @@ pub use echo::{RequestEcho, ResponsesExtra};
 pub use stream::StreamEncoder;
 
 use router_canonical::{
-    ApiError, ClientCodec, Field, HeaderSource, Protocol, ReplyContext, Request, Response,
-    StreamContext,
+    ApiError, BodyExtensions, ClientCodec, Field, HeaderSource, Protocol, ReplyContext, Request,
+    Response, StreamContext,
 };
 
 /// The Responses protocol as a gateway's clients speak it
@@ -53,12 +53,13 @@ impl ClientCodec for ResponsesClient {
     }
 
     /// Responses has no request headers of its own: `headers` is not read.
-    fn parse_request(
+    fn parse_request_with(
         &self,
         _headers: &dyn HeaderSource,
         body: &[u8],
+        extensions: &mut dyn BodyExtensions,
     ) -> Result<(Request, ResponsesExtra), ApiError> {
-        request::request(body)
+        request::request(body, extensions)
     }
 
     fn encode_response(
@@ -106,6 +107,16 @@ impl ResponsesClient {
     /// [`ClientCodec::parse_request`] reads them, with `input` optional and
     /// no images (a local estimate cannot count them).
     pub fn parse_input_tokens(&self, body: &[u8]) -> Result<Request, ApiError> {
-        request::input_tokens(body)
+        request::input_tokens(body, &mut ())
+    }
+
+    /// [`ResponsesClient::parse_input_tokens`], with a gateway's own members
+    /// taken first (as [`ClientCodec::parse_request_with`]).
+    pub fn parse_input_tokens_with(
+        &self,
+        body: &[u8],
+        extensions: &mut dyn BodyExtensions,
+    ) -> Result<Request, ApiError> {
+        request::input_tokens(body, extensions)
     }
 }

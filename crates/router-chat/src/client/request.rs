@@ -18,6 +18,7 @@ use router_canonical::{
     Reasoning, Request, ResponseFormat, Role, Sampling, ThinkingConfig, ThinkingMode, Tool,
     ToolChoice,
 };
+use router_canonical::{BodyExtensions, RoutingOptions};
 use serde_json::{Map, Value};
 
 /// Content-part types that carry media other than images.
@@ -31,7 +32,10 @@ const MEDIA_PARTS: [&str; 7] = [
     "document",
 ];
 
-pub(crate) fn request(body: &[u8]) -> Result<(Request, ChatExtra), ApiError> {
+pub(crate) fn request(
+    body: &[u8],
+    extensions: &mut dyn BodyExtensions,
+) -> Result<(Request, ChatExtra), ApiError> {
     let wire: ChatRequest = parse::request_body(body)?;
     let extra = ChatExtra {
         include_usage: wire
@@ -40,10 +44,13 @@ pub(crate) fn request(body: &[u8]) -> Result<(Request, ChatExtra), ApiError> {
             .and_then(|options| options.include_usage)
             .unwrap_or(false),
     };
-    Ok((convert_request(wire)?, extra))
+    Ok((convert_request(wire, extensions)?, extra))
 }
 
-fn convert_request(wire: ChatRequest) -> Result<Request, ApiError> {
+fn convert_request(
+    wire: ChatRequest,
+    extensions: &mut dyn BodyExtensions,
+) -> Result<Request, ApiError> {
     let ChatRequest {
         model,
         messages,
@@ -70,7 +77,8 @@ fn convert_request(wire: ChatRequest) -> Result<Request, ApiError> {
         user,
         mut extra,
     } = wire;
-    let routing = router_canonical::RoutingOptions::take_from(&mut extra)?;
+    // A gateway's own members first; the rest are judged as Chat's.
+    extensions.take(&mut extra)?;
 
     let model = model.ok_or_else(|| ApiError::invalid("model", "`model` is required"))?;
     let messages =
@@ -150,7 +158,7 @@ fn convert_request(wire: ChatRequest) -> Result<Request, ApiError> {
         end_user: user,
         native: native_fields(extra)?,
         native_only: None,
-        routing,
+        routing: RoutingOptions::default(),
         inbound: Some(Protocol::Chat),
         prompt_cache: PromptCacheMode::Passthrough,
         thinking_signed_by: None,

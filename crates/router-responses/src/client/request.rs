@@ -49,6 +49,7 @@ use router_canonical::{
     ApiError, CacheControl, ContentPart, ImageSource, Message, PromptCacheMode, Protocol,
     Reasoning, Request, ResponseFormat, Role, Sampling, Tool, ToolChoice,
 };
+use router_canonical::{BodyExtensions, RoutingOptions};
 use serde_json::{Map, Value};
 
 /// Content-part types that carry media other than images.
@@ -62,18 +63,28 @@ const MEDIA_PARTS: [&str; 7] = [
     "document",
 ];
 
-pub(crate) fn request(body: &[u8]) -> Result<(Request, ResponsesExtra), ApiError> {
+pub(crate) fn request(
+    body: &[u8],
+    extensions: &mut dyn BodyExtensions,
+) -> Result<(Request, ResponsesExtra), ApiError> {
     let wire: ResponsesRequest = parse::request_body(body)?;
     let echo = RequestEcho::of(&wire);
-    let (request, namespaces) = convert_request(wire, Endpoint::Responses)?;
+    let (request, namespaces) = convert_request(wire, Endpoint::Responses, extensions)?;
     Ok((request, ResponsesExtra::new(namespaces, echo)))
 }
 
 /// A `POST /v1/responses/input_tokens` body: the create body's fields, read
 /// the same way, with `input` optional (instructions and tools alone count
 /// too); media cannot be estimated locally.
-pub(crate) fn input_tokens(body: &[u8]) -> Result<Request, ApiError> {
-    let (request, _) = convert_request(parse::request_body(body)?, Endpoint::InputTokens)?;
+pub(crate) fn input_tokens(
+    body: &[u8],
+    extensions: &mut dyn BodyExtensions,
+) -> Result<Request, ApiError> {
+    let (request, _) = convert_request(
+        parse::request_body(body)?,
+        Endpoint::InputTokens,
+        extensions,
+    )?;
     if request.has_images() {
         return Err(ApiError::invalid(
             "input",
@@ -93,6 +104,7 @@ enum Endpoint {
 fn convert_request(
     wire: ResponsesRequest,
     endpoint: Endpoint,
+    extensions: &mut dyn BodyExtensions,
 ) -> Result<(Request, ToolNamespaces), ApiError> {
     let ResponsesRequest {
         model,
@@ -117,7 +129,8 @@ fn convert_request(
         prompt,
         mut extra,
     } = wire;
-    let routing = router_canonical::RoutingOptions::take_from(&mut extra)?;
+    // A gateway's own members first; the rest are judged as Responses'.
+    extensions.take(&mut extra)?;
 
     let model = model.ok_or_else(|| ApiError::invalid("model", "`model` is required"))?;
     // CF-07: optional, `false` only. The gateway keeps nothing.
@@ -264,7 +277,7 @@ fn convert_request(
         stream: stream.unwrap_or(false),
         end_user: user.or(safety_identifier),
         native,
-        routing,
+        routing: RoutingOptions::default(),
         inbound: Some(Protocol::Responses),
         native_only,
         prompt_cache: PromptCacheMode::Passthrough,
