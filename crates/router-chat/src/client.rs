@@ -62,7 +62,10 @@ impl ClientCodec for ChatClient {
     /// offending field path (`messages[2].content`). Unknown top-level
     /// fields are accepted; the vetted ones (`logit_bias`, `logprobs`,
     /// `top_logprobs`, `metadata`, `prediction`, `verbosity`) are kept in
-    /// `Request::native` for Chat suppliers and everything else is dropped.
+    /// `Request::native` for Chat suppliers and everything else is dropped
+    /// (a gateway's own members are taken first by `extensions`).
+    /// `n` other than 1 is refused: the canonical response holds one choice,
+    /// so more could only be dropped on the way back, whatever the route.
     /// Chat reads no headers of its own.
     fn parse_request_with(
         &self,
