@@ -421,7 +421,9 @@ fn echoing_request() -> Vec<u8> {
         "text": {"format": {"type": "json_object"}, "verbosity": "low"},
         "user": "u-1",
         "safety_identifier": "s-1",
-        "metadata": {"ticket": "T-9"}
+        "metadata": {"ticket": "T-9"},
+        "top_logprobs": 2,
+        "prompt_cache_key": "conv-7"
     }))
     .unwrap()
 }
@@ -451,6 +453,8 @@ fn assert_echoes_the_request(response: &Value) {
     assert_eq!(response["user"], "u-1");
     assert_eq!(response["safety_identifier"], "s-1");
     assert_eq!(response["metadata"], json!({"ticket": "T-9"}));
+    assert_eq!(response["top_logprobs"], 2);
+    assert_eq!(response["prompt_cache_key"], "conv-7");
     // What a stateless gateway always answers.
     assert_eq!(response["store"], false);
     assert_eq!(response["previous_response_id"], Value::Null);
@@ -522,6 +526,8 @@ fn a_request_that_sets_nothing_shows_the_protocol_defaults() {
     assert_eq!(body["tool_choice"], "auto");
     assert_eq!(body["parallel_tool_calls"], true);
     assert_eq!(body["text"], json!({"format": {"type": "text"}}));
-    assert!(body.get("safety_identifier").is_none(), "{body}");
+    for unset in ["safety_identifier", "top_logprobs", "prompt_cache_key"] {
+        assert!(body.get(unset).is_none(), "{unset}: {body}");
+    }
     assert_eq!(body["metadata"], json!({}));
 }

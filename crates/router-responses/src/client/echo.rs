@@ -70,6 +70,10 @@ pub struct RequestEcho {
     pub safety_identifier: Option<String>,
     /// `metadata`, as sent.
     pub metadata: Option<Value>,
+    /// `top_logprobs`, as sent.
+    pub top_logprobs: Option<Value>,
+    /// `prompt_cache_key`.
+    pub prompt_cache_key: Option<String>,
 }
 
 impl RequestEcho {
@@ -101,6 +105,16 @@ impl RequestEcho {
                 .get("metadata")
                 .filter(|m| m.is_object())
                 .cloned(),
+            top_logprobs: request
+                .extra
+                .get("top_logprobs")
+                .filter(|n| n.is_u64())
+                .cloned(),
+            prompt_cache_key: request
+                .extra
+                .get("prompt_cache_key")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
         }
     }
 

@@ -201,6 +201,8 @@ pub(crate) fn response_object(
         usage,
         user: head.echo.user.clone(),
         safety_identifier: head.echo.safety_identifier.clone(),
+        top_logprobs: head.echo.top_logprobs.clone(),
+        prompt_cache_key: head.echo.prompt_cache_key.clone(),
         metadata: head.echo.metadata.clone().unwrap_or_else(|| object([])),
     }
 }

@@ -90,6 +90,12 @@ pub struct ResponseObject {
     /// The request's `safety_identifier`, when it set one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub safety_identifier: Option<String>,
+    /// The request's `top_logprobs`, when it set one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_logprobs: Option<Value>,
+    /// The request's `prompt_cache_key`, when it set one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_cache_key: Option<String>,
     /// The request's `metadata` (an empty object when not set).
     #[serde(default)]
     pub metadata: Value,
