@@ -19,6 +19,7 @@
 use crate::response::{Response, StopReason, Usage};
 use crate::sse::Frame;
 use crate::{ApiError, NanoUsd, Protocol, Request, StreamEvent};
+use serde_json::{Map, Value};
 
 pub use crate::header::HeaderSource;
 pub use crate::supplier_error::{SupplierError, SupplierErrorCategory, SupplierFailure};
@@ -129,6 +130,25 @@ impl<'a> StreamEnd<'a> {
     }
 }
 
+/// A gateway's own members of a client's request body: top-level members
+/// the protocol does not define, read by the gateway rather than by the
+/// protocol's model. A client codec hands them over before it applies its
+/// rule for unknown members (Chat and Responses drop them, Messages refuses
+/// them), so an extension is accepted on every surface and validated once.
+pub trait BodyExtensions {
+    /// Take this gateway's members out of `members` (the body's top-level
+    /// members the protocol does not define), refusing a bad value with an
+    /// `invalid_parameter` error naming it.
+    fn take(&mut self, members: &mut Map<String, Value>) -> Result<(), ApiError>;
+}
+
+/// No extensions: every member is judged by the protocol's rules.
+impl BodyExtensions for () {
+    fn take(&mut self, _members: &mut Map<String, Value>) -> Result<(), ApiError> {
+        Ok(())
+    }
+}
+
 /// The client side of a protocol: parse its requests, render its replies.
 pub trait ClientCodec: Send + Sync + 'static {
     /// What the reply needs from the request besides the canonical form
@@ -142,11 +162,26 @@ pub trait ClientCodec: Send + Sync + 'static {
 
     /// Validate a client's body (and the protocol's own headers) into a
     /// canonical request. A rejection names the offending field in
-    /// [`ApiError::param`].
+    /// [`ApiError::param`]. Every top-level member is judged by the
+    /// protocol's own rules: a gateway's extensions are not read (see
+    /// [`ClientCodec::parse_request_with`]).
     fn parse_request(
         &self,
         headers: &dyn HeaderSource,
         body: &[u8],
+    ) -> Result<(Request, Self::Extra), ApiError> {
+        self.parse_request_with(headers, body, &mut ())
+    }
+
+    /// [`ClientCodec::parse_request`], with `extensions` first taking a
+    /// gateway's own top-level members out of those the protocol does not
+    /// define (a gateway's routing options, for one), before the protocol's
+    /// rules judge the rest.
+    fn parse_request_with(
+        &self,
+        headers: &dyn HeaderSource,
+        body: &[u8],
+        extensions: &mut dyn BodyExtensions,
     ) -> Result<(Request, Self::Extra), ApiError>;
 
     /// The JSON body of a complete reply.

@@ -245,6 +245,10 @@ pub enum Field {
     Temperature,
     /// Frequency and presence penalties.
     Penalties,
+    /// The conversation's content: a message or content part that cannot be
+    /// carried (Chat and Messages `messages`, Responses `input`, legacy
+    /// Completions `prompt`).
+    Messages,
 }
 
 /// A public error: a code, a message safe to show a client, and the

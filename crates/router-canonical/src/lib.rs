@@ -28,8 +28,8 @@ pub mod video;
 
 pub use capability::{Capability, CapabilitySet, Requirements};
 pub use codec::{
-    ClientCodec, ClientStreamEncoder, ErrorReply, HeaderSource, ReplyContext, StreamContext,
-    StreamEnd, StreamFraming, SupplierCodec, SupplierStreamDecoder, SupplierTarget,
+    BodyExtensions, ClientCodec, ClientStreamEncoder, ErrorReply, HeaderSource, ReplyContext,
+    StreamContext, StreamEnd, StreamFraming, SupplierCodec, SupplierStreamDecoder, SupplierTarget,
     encode_path_segment,
 };
 pub use error::{ApiError, ErrorCode, Field, ProductCode};

@@ -6,6 +6,23 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// One inference request, independent of the protocol it arrived in.
+///
+/// # Protocol content and a gateway's fields
+///
+/// Every member is what the client's protocol said (a client codec's
+/// `parse_request` fills them), except three a gateway sets around it and a
+/// codec never reads from the body:
+///
+/// * [`Request::routing`]: the gateway's routing options, read only through
+///   `ClientCodec::parse_request_with` (see [`RoutingOptions`](crate::RoutingOptions));
+///   encoders ignore it;
+/// * [`Request::prompt_cache`]: the gateway's prompt-cache marker policy
+///   (`Passthrough` from every parser); encoders apply it;
+/// * [`Request::thinking_signed_by`]: who signed restored thinking, for a
+///   gateway that signs thinking itself (`None` from every parser).
+///
+/// A library caller that translates between protocols leaves all three at
+/// their defaults.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Request {
     /// The public model ID or alias the client asked for.
@@ -44,7 +61,9 @@ pub struct Request {
     /// as `Requirements::native_only`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub native: Option<NativeFields>,
-    /// Common routing constraints (`min_discount_percent`, `zdr`).
+    /// A gateway's routing constraints (`min_discount_percent`, `zdr`), set
+    /// by the gateway from `parse_request_with`; no parser sets them and no
+    /// encoder reads them.
     #[serde(default)]
     pub routing: crate::routing_options::RoutingOptions,
     /// The surface the request arrived on, set by the parser. Encoders use it
@@ -174,7 +193,11 @@ pub struct Reasoning {
     /// Extended thinking, where the protocol configures it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinking: Option<ThinkingConfig>,
-    /// Responses-style summary request (`reasoning.summary`), kept for Responses routes.
+    /// Responses-style summary request (`reasoning.summary`): sent to
+    /// Responses suppliers. Chat and Messages have no field for it, and
+    /// Responses clients send `"auto"` on every request, so their encoders
+    /// drop it (a preference, not a refusal): a Chat route produces no
+    /// summary, a Messages route returns its own summarized thinking.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<String>,
 }

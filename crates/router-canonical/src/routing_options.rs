@@ -1,6 +1,8 @@
-//! Common routing fields of every inference body: `min_discount_percent` and
-//! `zdr`. Parsed once here so all four surfaces
-//! validate them the same way.
+//! A gateway's routing fields of every inference body: `min_discount_percent`
+//! and `zdr`. They are no protocol's members: a gateway reads them as
+//! [`BodyExtensions`](crate::BodyExtensions) (`parse_request_with`), so all
+//! four surfaces validate them the same way, and a codec's plain
+//! `parse_request` treats them as any unknown member.
 
 use crate::error::ApiError;
 use serde::{Deserialize, Serialize};
@@ -62,6 +64,14 @@ pub struct RoutingOptions {
     /// The request requires a verified zero-data-retention route.
     #[serde(default)]
     pub zdr: bool,
+}
+
+/// A gateway's routing fields, taken out of a body's unknown members.
+impl crate::codec::BodyExtensions for RoutingOptions {
+    fn take(&mut self, members: &mut Map<String, Value>) -> Result<(), ApiError> {
+        *self = RoutingOptions::take_from(members)?;
+        Ok(())
+    }
 }
 
 impl RoutingOptions {

@@ -9,8 +9,9 @@
 //! decoder's typed error as `DecodeError`, where it has that side.
 
 pub use crate::codec::{
-    ClientCodec, ClientStreamEncoder, ErrorReply, HeaderSource, ReplyContext, StreamContext,
-    StreamEnd, StreamFraming, SupplierCodec, SupplierStreamDecoder, SupplierTarget, finish_of,
+    BodyExtensions, ClientCodec, ClientStreamEncoder, ErrorReply, HeaderSource, ReplyContext,
+    StreamContext, StreamEnd, StreamFraming, SupplierCodec, SupplierStreamDecoder, SupplierTarget,
+    finish_of,
 };
 pub use crate::error::{ApiError, ErrorCode, Field, ProductCode};
 pub use crate::money::NanoUsd;

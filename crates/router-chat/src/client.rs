@@ -7,7 +7,9 @@ mod stream;
 
 pub use stream::StreamEncoder;
 
-use router_canonical::codec::{ClientCodec, HeaderSource, ReplyContext, StreamContext};
+use router_canonical::codec::{
+    BodyExtensions, ClientCodec, HeaderSource, ReplyContext, StreamContext,
+};
 use router_canonical::openai_error::openai_error_body;
 use router_canonical::{ApiError, Field, Protocol, Request, Response};
 
@@ -60,14 +62,18 @@ impl ClientCodec for ChatClient {
     /// offending field path (`messages[2].content`). Unknown top-level
     /// fields are accepted; the vetted ones (`logit_bias`, `logprobs`,
     /// `top_logprobs`, `metadata`, `prediction`, `verbosity`) are kept in
-    /// `Request::native` for Chat suppliers and everything else is dropped.
+    /// `Request::native` for Chat suppliers and everything else is dropped
+    /// (a gateway's own members are taken first by `extensions`).
+    /// `n` other than 1 is refused: the canonical response holds one choice,
+    /// so more could only be dropped on the way back, whatever the route.
     /// Chat reads no headers of its own.
-    fn parse_request(
+    fn parse_request_with(
         &self,
         _headers: &dyn HeaderSource,
         body: &[u8],
+        extensions: &mut dyn BodyExtensions,
     ) -> Result<(Request, ChatExtra), ApiError> {
-        request::request(body)
+        request::request(body, extensions)
     }
 
     /// The `chat.completion` JSON, with `usage.cost` when `reply.cost` is set.
@@ -103,6 +109,7 @@ pub fn field_name(field: Field) -> &'static str {
         Field::Stream => "stream",
         Field::Temperature => "temperature",
         Field::Penalties => "frequency_penalty",
+        Field::Messages => "messages",
     }
 }
 

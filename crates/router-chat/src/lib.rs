@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 #![warn(unreachable_pub)]
+#![warn(missing_docs)]
 
 pub mod client;
 mod native;

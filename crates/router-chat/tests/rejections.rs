@@ -229,6 +229,23 @@ fn every_rule_rejects_with_its_param() {
             part(json!({"type": "audio"})),
             Some("messages[0].content[0].type"),
         ),
+        // A type Chat does not define fails at parse, not first at encode
+        // time (issue 31); `refusal` is a part of assistant messages only.
+        (
+            "unknown part type",
+            part(json!({"type": "future_part", "x": 1})),
+            Some("messages[0].content[0].type"),
+        ),
+        (
+            "part without a type",
+            part(json!({"text": "hi"})),
+            Some("messages[0].content[0].type"),
+        ),
+        (
+            "refusal part in a user message",
+            part(json!({"type": "refusal", "refusal": "no"})),
+            Some("messages[0].content[0].type"),
+        ),
         (
             "video part",
             part(json!({"type": "video"})),
@@ -554,7 +571,15 @@ fn the_boundaries_of_each_rule_are_accepted() {
         }),
         ("unknown top-level field", with("x_custom", json!(1))),
         ("store", with("store", json!(true))),
-        ("unknown part", part(json!({"type": "future_part", "x": 1}))),
+        (
+            "refusal part in an assistant message",
+            with(
+                "messages",
+                json!([{"role": "user", "content": "hi"},
+                       {"role": "assistant", "content": [{"type": "refusal", "refusal": "no"}]},
+                       {"role": "user", "content": "why?"}]),
+            ),
+        ),
         (
             "bare image_url",
             part(json!({"type": "image_url", "image_url": "https://img.example/a.png"})),

@@ -40,10 +40,6 @@ fn user_part() -> impl Strategy<Value = ContentPart> {
                 detail,
                 cache_control,
             }),
-        1 => (ident(), any::<i32>()).prop_map(|(kind, n)| ContentPart::Opaque {
-            protocol: Protocol::Chat,
-            value: json!({"type": format!("x_{kind}"), "n": n}),
-        }),
     ]
 }
 

@@ -10,7 +10,7 @@ pub mod stream;
 pub use envelope::error_body;
 pub use stream::{CompletionStreamContext, StreamEncoder};
 
-use router_canonical::codec::{self, ClientCodec, HeaderSource};
+use router_canonical::codec::{self, BodyExtensions, ClientCodec, HeaderSource};
 use router_canonical::{ApiError, Field, NanoUsd, Protocol, Request, Response};
 
 /// The output limit a request without `max_tokens` gets.
@@ -29,12 +29,13 @@ impl ClientCodec for CompletionsClient {
         Protocol::Completions
     }
 
-    fn parse_request(
+    fn parse_request_with(
         &self,
         _headers: &dyn HeaderSource,
         body: &[u8],
+        extensions: &mut dyn BodyExtensions,
     ) -> Result<(Request, Option<String>), ApiError> {
-        let CompletionRequest { request, echo } = parse_request(body)?;
+        let CompletionRequest { request, echo } = parse_request_with(body, extensions)?;
         Ok((request, echo))
     }
 
@@ -82,11 +83,20 @@ pub struct CompletionRequest {
 /// Validate a client's Completions body into a canonical request.
 ///
 /// Every rejection is a 400 `invalid_parameter` whose `param` names the
-/// offending field (`prompt`, `n`, `stop[1]`). `min_discount_percent` and
-/// `zdr` are read into `Request::routing`; every other unknown top-level
-/// field is accepted and dropped.
+/// offending field (`prompt`, `n`, `stop[1]`). Every unknown top-level
+/// field is accepted and dropped (a gateway's routing fields too: see
+/// [`parse_request_with`]).
 pub fn parse_request(body: &[u8]) -> Result<CompletionRequest, ApiError> {
-    request::request(body)
+    request::request(body, &mut ())
+}
+
+/// [`parse_request`], with a gateway's own members taken out of the
+/// unknown ones first (as [`ClientCodec::parse_request_with`]).
+pub fn parse_request_with(
+    body: &[u8],
+    extensions: &mut dyn BodyExtensions,
+) -> Result<CompletionRequest, ApiError> {
+    request::request(body, extensions)
 }
 
 /// What a reply states that the canonical response does not.
@@ -124,5 +134,6 @@ pub fn field_name(field: Field) -> &'static str {
         Field::Stream => "stream",
         Field::Temperature => "temperature",
         Field::Penalties => "frequency_penalty",
+        Field::Messages => "prompt",
     }
 }

@@ -7,7 +7,7 @@ pub mod wire;
 
 pub use client::{
     CompletionRequest, CompletionStreamContext, CompletionsClient, DEFAULT_MAX_TOKENS,
-    ResponseContext, StreamEncoder, encode_response, error_body, parse_request,
+    ResponseContext, StreamEncoder, encode_response, error_body, parse_request, parse_request_with,
 };
 /// The canonical model this crate translates to and from, whole.
 pub use router_canonical as canonical;

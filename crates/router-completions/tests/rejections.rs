@@ -7,10 +7,19 @@
 //! F-18..F-21, F-26 (model, stream, temperature, min_discount_percent, zdr),
 //! CF-01 (temperature 0-2), B-17/B-18 and CF-22 (stop, as on Chat).
 
-use router_canonical::{ContentPart, Percent, Protocol, Role};
-use router_completions::{CompletionRequest, DEFAULT_MAX_TOKENS, parse_request};
+use router_canonical::{ContentPart, Percent, Protocol, Role, RoutingOptions};
+use router_completions::{CompletionRequest, DEFAULT_MAX_TOKENS};
 use router_wire_testkit::rejection;
 use serde_json::{Value, json};
+
+/// The body parsed as the gateway parses it: its routing fields taken into
+/// `Request::routing` (`parse_request_with`).
+fn parse_request(body: &[u8]) -> Result<CompletionRequest, router_completions::ApiError> {
+    let mut routing = RoutingOptions::default();
+    let mut parsed = router_completions::parse_request_with(body, &mut routing)?;
+    parsed.request.routing = routing;
+    Ok(parsed)
+}
 
 fn base() -> Value {
     json!({"model": "m", "prompt": "Say hi"})

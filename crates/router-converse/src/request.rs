@@ -66,7 +66,8 @@ fn converse_request(request: &Request) -> Result<Value, ApiError> {
     if messages.is_empty() {
         return Err(ApiError::unsupported_conversion(
             "a request without user or assistant turns cannot be sent to a Converse supplier",
-        ));
+        )
+        .with_field(Field::Messages));
     }
     let mut body = Map::new();
     body.insert("messages".into(), Value::Array(messages));

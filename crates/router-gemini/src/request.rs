@@ -62,7 +62,8 @@ fn generate_content_request(
     if contents.is_empty() {
         return Err(ApiError::unsupported_conversion(
             "a request without user or assistant turns cannot be sent to a Gemini supplier",
-        ));
+        )
+        .with_field(Field::Messages));
     }
     let sampling = &request.sampling;
     if sampling.stop.len() > MAX_STOP_SEQUENCES {

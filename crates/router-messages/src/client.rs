@@ -14,7 +14,8 @@ pub use stream::StreamEncoder;
 
 use headers::RequestHeaders;
 use router_canonical::{
-    ApiError, ClientCodec, HeaderSource, Protocol, ReplyContext, Request, Response, StreamContext,
+    ApiError, BodyExtensions, ClientCodec, HeaderSource, Protocol, ReplyContext, Request, Response,
+    StreamContext,
 };
 
 /// The Messages protocol as a client speaks it.
@@ -58,13 +59,14 @@ impl ClientCodec for MessagesClient {
     /// Validate a `POST /v1/messages` call into a canonical request with
     /// `inbound: Some(Protocol::Messages)`. The body is checked before the
     /// `anthropic-*` headers.
-    fn parse_request(
+    fn parse_request_with(
         &self,
         headers: &dyn HeaderSource,
         body: &[u8],
+        extensions: &mut dyn BodyExtensions,
     ) -> Result<(Request, ()), ApiError> {
         headers::require_json(headers)?;
-        let mut request = request::request(body)?;
+        let mut request = request::request(body, extensions)?;
         headers::apply_headers(&mut request, &RequestHeaders::read(headers))?;
         Ok((request, ()))
     }
@@ -95,9 +97,20 @@ impl MessagesClient {
         headers: &dyn HeaderSource,
         body: &[u8],
     ) -> Result<Request, ApiError> {
+        self.parse_count_tokens_with(headers, body, &mut ())
+    }
+
+    /// [`MessagesClient::parse_count_tokens`], with a gateway's own members
+    /// taken first (as [`ClientCodec::parse_request_with`]).
+    pub fn parse_count_tokens_with(
+        &self,
+        headers: &dyn HeaderSource,
+        body: &[u8],
+        extensions: &mut dyn BodyExtensions,
+    ) -> Result<Request, ApiError> {
         headers::require_json(headers)?;
         headers::check_headers(&RequestHeaders::read(headers))?;
-        request::count_tokens(body)
+        request::count_tokens(body, extensions)
     }
 
     /// Validate a count_tokens body alone, for a token-counting tool.
@@ -107,9 +120,9 @@ impl MessagesClient {
     /// be any objects. Stricter where counting is local: image, thinking
     /// and redacted_thinking blocks are refused. Besides `model`,
     /// `messages`, `system` and `tools` it takes `tool_choice`, `thinking`,
-    /// `max_tokens` and the common routing fields; anything else is a 400
-    /// naming the field.
+    /// `max_tokens`; anything else (a gateway's routing fields too) is a
+    /// 400 naming the field.
     pub fn parse_count_tokens_body(&self, body: &[u8]) -> Result<Request, ApiError> {
-        request::count_tokens(body)
+        request::count_tokens(body, &mut ())
     }
 }

@@ -1,4 +1,5 @@
 #![warn(unreachable_pub)]
+#![warn(missing_docs)]
 #![doc = include_str!("../README.md")]
 
 pub mod client;

@@ -5,7 +5,7 @@
 //!
 //! Long by design: one table of cases per rule set, each case a line or two.
 
-use router_canonical::{ErrorCode, ToolChoice};
+use router_canonical::{ErrorCode, RoutingOptions, ToolChoice};
 use router_messages::{ApiError, ClientCodec, HeaderSource, MessagesClient, Request};
 use router_wire_testkit::codecs;
 use router_wire_testkit::rejection;
@@ -44,8 +44,9 @@ fn parse_request(body: &[u8]) -> Result<Request, ApiError> {
     codecs::parse(&MessagesClient, &JSON, body)
 }
 
+/// As the gateway parses it: the routing fields are validated too.
 fn parse_count_tokens(body: &[u8]) -> Result<Request, ApiError> {
-    MessagesClient.parse_count_tokens_body(body)
+    MessagesClient.parse_count_tokens_with(&JSON, body, &mut RoutingOptions::default())
 }
 
 fn base() -> Value {

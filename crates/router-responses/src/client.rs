@@ -2,17 +2,18 @@
 //! a caller's request into the canonical model and writes canonical replies,
 //! stream events and errors as Responses JSON and SSE.
 
+mod echo;
 mod envelope;
 mod request;
 mod response;
 mod stream;
 
+pub use echo::{RequestEcho, ResponsesExtra};
 pub use stream::StreamEncoder;
 
-use crate::convert::ToolNamespaces;
 use router_canonical::{
-    ApiError, ClientCodec, Field, HeaderSource, Protocol, ReplyContext, Request, Response,
-    StreamContext,
+    ApiError, BodyExtensions, ClientCodec, Field, HeaderSource, Protocol, ReplyContext, Request,
+    Response, StreamContext,
 };
 
 /// The Responses protocol as a gateway's clients speak it
@@ -29,14 +30,22 @@ use router_canonical::{
 /// `prompt`s and `background: true` are refused.
 ///
 /// Replies and streams carry `usage.cost` (USD) when the
-/// [`ReplyContext`] or stream ending states a cost.
+/// [`ReplyContext`] or stream ending states a cost, and repeat what the
+/// request set (`instructions`, `max_output_tokens`, `reasoning`, `tools`,
+/// `tool_choice`, ...) as OpenAI's `response` object does: the
+/// [`RequestEcho`] in the [`ResponsesExtra`] that `parse_request` returns.
+///
+/// `reasoning.summary` is kept in [`Reasoning::summary`](router_canonical::Reasoning::summary)
+/// and sent to Responses suppliers only: Chat and Messages have no field
+/// for it, and clients send `summary: "auto"` on every request, so it is
+/// accepted for every route and a Chat route produces no summary.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ResponsesClient;
 
 impl ClientCodec for ResponsesClient {
-    /// The functions of the request's `namespace` tools, to name a call
-    /// as the client declared it.
-    type Extra = ToolNamespaces;
+    /// The request members the reply echoes, and the functions of its
+    /// `namespace` tools, to name a call as the client declared it.
+    type Extra = ResponsesExtra;
     type StreamEncoder = StreamEncoder;
 
     fn protocol(&self) -> Protocol {
@@ -44,25 +53,26 @@ impl ClientCodec for ResponsesClient {
     }
 
     /// Responses has no request headers of its own: `headers` is not read.
-    fn parse_request(
+    fn parse_request_with(
         &self,
         _headers: &dyn HeaderSource,
         body: &[u8],
-    ) -> Result<(Request, ToolNamespaces), ApiError> {
-        request::request(body)
+        extensions: &mut dyn BodyExtensions,
+    ) -> Result<(Request, ResponsesExtra), ApiError> {
+        request::request(body, extensions)
     }
 
     fn encode_response(
         &self,
         response: &Response,
         reply: &ReplyContext<'_>,
-        namespaces: &ToolNamespaces,
+        extra: &ResponsesExtra,
     ) -> Vec<u8> {
-        response::response(response, reply, namespaces)
+        response::response(response, reply, extra)
     }
 
-    fn stream_encoder(&self, stream: StreamContext, namespaces: ToolNamespaces) -> StreamEncoder {
-        StreamEncoder::new(stream).with_namespaces(namespaces)
+    fn stream_encoder(&self, stream: StreamContext, extra: ResponsesExtra) -> StreamEncoder {
+        StreamEncoder::new(stream).with_extra(extra)
     }
 
     /// The OpenAI error envelope, `{"error": {"message", "type", "param",
@@ -87,6 +97,7 @@ pub fn field_name(field: Field) -> &'static str {
         Field::Stream => "stream",
         Field::Temperature => "temperature",
         Field::Penalties => "frequency_penalty",
+        Field::Messages => "input",
     }
 }
 
@@ -96,6 +107,16 @@ impl ResponsesClient {
     /// [`ClientCodec::parse_request`] reads them, with `input` optional and
     /// no images (a local estimate cannot count them).
     pub fn parse_input_tokens(&self, body: &[u8]) -> Result<Request, ApiError> {
-        request::input_tokens(body)
+        request::input_tokens(body, &mut ())
+    }
+
+    /// [`ResponsesClient::parse_input_tokens`], with a gateway's own members
+    /// taken first (as [`ClientCodec::parse_request_with`]).
+    pub fn parse_input_tokens_with(
+        &self,
+        body: &[u8],
+        extensions: &mut dyn BodyExtensions,
+    ) -> Result<Request, ApiError> {
+        request::input_tokens(body, extensions)
     }
 }

@@ -1,12 +1,13 @@
 #![doc = include_str!("../README.md")]
 #![warn(unreachable_pub)]
+#![warn(missing_docs)]
 
 pub mod client;
 mod convert;
 pub mod supplier;
 pub mod wire;
 
-pub use client::{ResponsesClient, StreamEncoder};
+pub use client::{RequestEcho, ResponsesClient, ResponsesExtra, StreamEncoder};
 pub use convert::{ToolNamespaces, flat_name};
 pub use supplier::{DecodeError, ResponsesSupplier, StreamDecoder};
 

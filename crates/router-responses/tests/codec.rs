@@ -403,3 +403,131 @@ fn a_messages_client_asking_for_effort_gets_reasoning_state_it_can_send_back() {
         serde_json::from_slice(&codec.encode_request(&request, &target).unwrap()).unwrap();
     assert!(body.get("include").is_none(), "{body}");
 }
+
+/// The request members OpenAI's `response` object repeats, as one client
+/// request sets them.
+fn echoing_request() -> Vec<u8> {
+    serde_json::to_vec(&json!({
+        "model": "acme/m",
+        "input": "Hi",
+        "instructions": "Be terse.",
+        "max_output_tokens": 321,
+        "reasoning": {"effort": "high", "summary": "auto"},
+        "tools": [{"type": "function", "name": "get_time", "parameters": {"type": "object"}}],
+        "tool_choice": {"type": "function", "name": "get_time"},
+        "parallel_tool_calls": false,
+        "temperature": 0.5,
+        "top_p": 0.8,
+        "text": {"format": {"type": "json_object"}, "verbosity": "low"},
+        "user": "u-1",
+        "safety_identifier": "s-1",
+        "metadata": {"ticket": "T-9"},
+        "top_logprobs": 2,
+        "prompt_cache_key": "conv-7"
+    }))
+    .unwrap()
+}
+
+fn assert_echoes_the_request(response: &Value) {
+    assert_eq!(response["instructions"], "Be terse.", "{response}");
+    assert_eq!(response["max_output_tokens"], 321);
+    assert_eq!(
+        response["reasoning"],
+        json!({"effort": "high", "summary": "auto"})
+    );
+    assert_eq!(
+        response["tools"],
+        json!([{"type": "function", "name": "get_time", "parameters": {"type": "object"}}])
+    );
+    assert_eq!(
+        response["tool_choice"],
+        json!({"type": "function", "name": "get_time"})
+    );
+    assert_eq!(response["parallel_tool_calls"], false);
+    assert_eq!(response["temperature"], 0.5);
+    assert_eq!(response["top_p"], 0.8);
+    assert_eq!(
+        response["text"],
+        json!({"format": {"type": "json_object"}, "verbosity": "low"})
+    );
+    assert_eq!(response["user"], "u-1");
+    assert_eq!(response["safety_identifier"], "s-1");
+    assert_eq!(response["metadata"], json!({"ticket": "T-9"}));
+    assert_eq!(response["top_logprobs"], 2);
+    assert_eq!(response["prompt_cache_key"], "conv-7");
+    // What a stateless gateway always answers.
+    assert_eq!(response["store"], false);
+    assert_eq!(response["previous_response_id"], Value::Null);
+    assert_eq!(response["truncation"], "disabled");
+}
+
+#[test]
+fn a_reply_echoes_what_the_request_set() {
+    let (_, extra) = ResponsesClient
+        .parse_request(&(), &echoing_request())
+        .unwrap();
+    let response = ResponsesSupplier::default()
+        .decode_reply(&reply(Some(json!({"input_tokens": 3, "output_tokens": 1}))))
+        .unwrap();
+    let body: Value = serde_json::from_slice(&ResponsesClient.encode_response(
+        &response,
+        &ReplyContext::new("resp_abc", "acme/m", 1),
+        &extra,
+    ))
+    .unwrap();
+    assert_echoes_the_request(&body);
+}
+
+#[test]
+fn every_response_object_of_a_stream_echoes_what_the_request_set() {
+    let (_, extra) = ResponsesClient
+        .parse_request(&(), &echoing_request())
+        .unwrap();
+    let mut encoder = ResponsesClient.stream_encoder(stream_ctx(), extra);
+    let mut out = Vec::new();
+    for event in &text_block() {
+        encoder.event(event, &mut out);
+    }
+    encoder.finish(
+        &StreamEnd::new(&StopReason::EndTurn, &Usage::default()),
+        &mut out,
+    );
+    let mut frames = Vec::new();
+    Decoder::default().feed(&out, &mut frames).unwrap();
+    let objects: Vec<Value> = frames
+        .iter()
+        .map(|f| serde_json::from_str::<Value>(&f.data).unwrap())
+        .filter_map(|event| event.get("response").cloned())
+        .collect();
+    // created, in_progress and completed.
+    assert_eq!(objects.len(), 3, "{objects:?}");
+    for response in &objects {
+        assert_echoes_the_request(response);
+    }
+}
+
+#[test]
+fn a_request_that_sets_nothing_shows_the_protocol_defaults() {
+    let body = serde_json::to_vec(&json!({"model": "acme/m", "input": "Hi"})).unwrap();
+    let (_, extra) = ResponsesClient.parse_request(&(), &body).unwrap();
+    let response = ResponsesSupplier::default()
+        .decode_reply(&reply(Some(json!({"input_tokens": 3, "output_tokens": 1}))))
+        .unwrap();
+    let body: Value = serde_json::from_slice(&ResponsesClient.encode_response(
+        &response,
+        &ReplyContext::new("resp_abc", "acme/m", 1),
+        &extra,
+    ))
+    .unwrap();
+    assert_eq!(body["instructions"], Value::Null);
+    assert_eq!(body["max_output_tokens"], Value::Null);
+    assert_eq!(body["reasoning"], json!({"effort": null, "summary": null}));
+    assert_eq!(body["tools"], json!([]));
+    assert_eq!(body["tool_choice"], "auto");
+    assert_eq!(body["parallel_tool_calls"], true);
+    assert_eq!(body["text"], json!({"format": {"type": "text"}}));
+    for unset in ["safety_identifier", "top_logprobs", "prompt_cache_key"] {
+        assert!(body.get(unset).is_none(), "{unset}: {body}");
+    }
+    assert_eq!(body["metadata"], json!({}));
+}

@@ -18,7 +18,7 @@ use bytes::Bytes;
 use http::request::Parts;
 use http::{HeaderValue, Response, StatusCode};
 use router_canonical::{
-    ApiError, ClientCodec, PromptCacheMode, ReplyContext, Request, StreamContext,
+    ApiError, ClientCodec, PromptCacheMode, ReplyContext, Request, RoutingOptions, StreamContext,
 };
 use router_core::store::ApiKeyRecord;
 use router_core::{Call, HandleError, Handled, Reply};
@@ -69,8 +69,16 @@ async fn run<C: ClientCodec>(
 ) -> Result<Response<Body>, ApiError> {
     let codec = &surface.codec;
     let inbound = receive(request, key, surface.body_limit).await?;
-    let (mut canonical, extra) =
-        codec.parse_request(&Headers(&inbound.parts.headers), &inbound.body)?;
+    // `zdr` and `min_discount_percent` are the gateway's members of every
+    // body, not the protocol's: the codec hands them over before judging
+    // its unknown members.
+    let mut routing = RoutingOptions::default();
+    let (mut canonical, extra) = codec.parse_request_with(
+        &Headers(&inbound.parts.headers),
+        &inbound.body,
+        &mut routing,
+    )?;
+    canonical.routing = routing;
     check_model(&app.gateway.catalog(), &inbound.key, &canonical.model, log)?;
     apply_headers(&inbound.parts.headers, &inbound.key, &mut canonical);
     // Upload references become their bytes before routing (H-02, GP-42).

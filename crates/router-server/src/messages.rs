@@ -10,7 +10,7 @@ use crate::inference::{self, Headers};
 use crate::reply::{self, Body};
 use crate::surfaces::MESSAGES;
 use http::Response;
-use router_canonical::ApiError;
+use router_canonical::{ApiError, RoutingOptions};
 use router_core::store::ApiKeyRecord;
 use std::sync::Arc;
 
@@ -37,7 +37,13 @@ async fn count_tokens(
     let inbound = inference::receive(request, key, MESSAGES_BODY_LIMIT).await?;
     let canonical = MESSAGES
         .codec
-        .parse_count_tokens(&Headers(&inbound.parts.headers), &inbound.body)?;
+        // The routing fields are validated as on every inference body;
+        // a local count does not route.
+        .parse_count_tokens_with(
+            &Headers(&inbound.parts.headers),
+            &inbound.body,
+            &mut RoutingOptions::default(),
+        )?;
     let input_tokens = crate::token_count::estimate(&app, &inbound.key, canonical).await?;
     let body = serde_json::to_vec(&InputTokens { input_tokens }).unwrap_or_default();
     let mut response = crate::token_count::estimated_reply(body, id_text);

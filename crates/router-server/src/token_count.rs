@@ -11,7 +11,7 @@ use crate::reply::{self, Body};
 use crate::surfaces::RESPONSES;
 use http::header::HeaderValue;
 use http::{Response, StatusCode};
-use router_canonical::{ApiError, ErrorCode, Request};
+use router_canonical::{ApiError, ErrorCode, Request, RoutingOptions};
 use router_core::store::ApiKeyRecord;
 use std::sync::Arc;
 use uuid::Uuid;
@@ -72,7 +72,11 @@ async fn input_tokens(
     id_text: &str,
 ) -> Result<Response<Body>, ApiError> {
     let inbound = inference::receive(request, key, INFERENCE_BODY_LIMIT).await?;
-    let canonical = RESPONSES.codec.parse_input_tokens(&inbound.body)?;
+    // The routing fields are validated as on every inference body; a local
+    // count does not route.
+    let canonical = RESPONSES
+        .codec
+        .parse_input_tokens_with(&inbound.body, &mut RoutingOptions::default())?;
     let input_tokens = estimate(&app, &inbound.key, canonical).await?;
     let body = serde_json::to_vec(&ResponseInputTokens {
         object: "response.input_tokens",

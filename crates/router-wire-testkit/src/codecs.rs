@@ -2,7 +2,7 @@
 //! canonical request (without the protocol's extra) or the upstream body out.
 
 use router_canonical::{
-    ApiError, ClientCodec, HeaderSource, Request, SupplierCodec, SupplierTarget,
+    ApiError, ClientCodec, HeaderSource, Request, RoutingOptions, SupplierCodec, SupplierTarget,
 };
 
 /// Request headers from a fixed table of (lower-case name, value).
@@ -15,9 +15,24 @@ impl HeaderSource for FixedHeaders {
     }
 }
 
-/// `codec`'s canonical request for `body`; what only this protocol keeps
-/// (its extra) is dropped.
+/// `codec`'s canonical request for `body` as the gateway parses it: with
+/// its routing fields (`zdr`, `min_discount_percent`) taken as
+/// [`BodyExtensions`](router_canonical::BodyExtensions) into `Request::routing`. What only this protocol
+/// keeps (its extra) is dropped.
 pub fn parse<C: ClientCodec>(
+    codec: &C,
+    headers: &dyn HeaderSource,
+    body: &[u8],
+) -> Result<Request, ApiError> {
+    let mut routing = RoutingOptions::default();
+    let (mut request, _) = codec.parse_request_with(headers, body, &mut routing)?;
+    request.routing = routing;
+    Ok(request)
+}
+
+/// `codec`'s canonical request for `body` as a library caller parses it
+/// (`parse_request`): no gateway extensions.
+pub fn parse_plain<C: ClientCodec>(
     codec: &C,
     headers: &dyn HeaderSource,
     body: &[u8],

@@ -18,6 +18,7 @@ use router_canonical::{
     Reasoning, Request, ResponseFormat, Role, Sampling, ThinkingConfig, ThinkingMode, Tool,
     ToolChoice,
 };
+use router_canonical::{BodyExtensions, RoutingOptions};
 use serde_json::{Map, Value};
 
 /// Content-part types that carry media other than images.
@@ -31,7 +32,10 @@ const MEDIA_PARTS: [&str; 7] = [
     "document",
 ];
 
-pub(crate) fn request(body: &[u8]) -> Result<(Request, ChatExtra), ApiError> {
+pub(crate) fn request(
+    body: &[u8],
+    extensions: &mut dyn BodyExtensions,
+) -> Result<(Request, ChatExtra), ApiError> {
     let wire: ChatRequest = parse::request_body(body)?;
     let extra = ChatExtra {
         include_usage: wire
@@ -40,10 +44,13 @@ pub(crate) fn request(body: &[u8]) -> Result<(Request, ChatExtra), ApiError> {
             .and_then(|options| options.include_usage)
             .unwrap_or(false),
     };
-    Ok((convert_request(wire)?, extra))
+    Ok((convert_request(wire, extensions)?, extra))
 }
 
-fn convert_request(wire: ChatRequest) -> Result<Request, ApiError> {
+fn convert_request(
+    wire: ChatRequest,
+    extensions: &mut dyn BodyExtensions,
+) -> Result<Request, ApiError> {
     let ChatRequest {
         model,
         messages,
@@ -70,7 +77,8 @@ fn convert_request(wire: ChatRequest) -> Result<Request, ApiError> {
         user,
         mut extra,
     } = wire;
-    let routing = router_canonical::RoutingOptions::take_from(&mut extra)?;
+    // A gateway's own members first; the rest are judged as Chat's.
+    extensions.take(&mut extra)?;
 
     let model = model.ok_or_else(|| ApiError::invalid("model", "`model` is required"))?;
     let messages =
@@ -150,7 +158,7 @@ fn convert_request(wire: ChatRequest) -> Result<Request, ApiError> {
         end_user: user,
         native: native_fields(extra)?,
         native_only: None,
-        routing,
+        routing: RoutingOptions::default(),
         inbound: Some(Protocol::Chat),
         prompt_cache: PromptCacheMode::Passthrough,
         thinking_signed_by: None,
@@ -241,7 +249,7 @@ fn message(i: usize, m: ChatMessage) -> Result<Message, ApiError> {
         Some(MessageContent::Seq(parts)) => parts
             .into_iter()
             .enumerate()
-            .map(|(j, p)| content_part(&format!("{base}.content[{j}]"), p))
+            .map(|(j, p)| content_part(&format!("{base}.content[{j}]"), chat_role, p))
             .collect::<Result<Vec<_>, _>>()?,
     };
     if tool_calls.is_some() && chat_role != ChatRole::Assistant {
@@ -300,7 +308,11 @@ fn cache_control(c: wire::CacheControl) -> CacheControl {
     }
 }
 
-fn content_part(path: &str, part: wire::ContentPart) -> Result<ContentPart, ApiError> {
+fn content_part(
+    path: &str,
+    chat_role: ChatRole,
+    part: wire::ContentPart,
+) -> Result<ContentPart, ApiError> {
     Ok(match part {
         wire::ContentPart::Text(p) => ContentPart::Text {
             text: p.text,
@@ -355,10 +367,22 @@ fn content_part(path: &str, part: wire::ContentPart) -> Result<ContentPart, ApiE
                     ),
                 ));
             }
-            ContentPart::Opaque {
-                protocol: Protocol::Chat,
-                value,
+            // OpenAI's assistant messages may replay a `refusal` part: kept
+            // whole for Chat routes (other protocols refuse it, naming
+            // `messages`). Any other type is no Chat part: refused here, so
+            // a translation never meets it first at encode time.
+            if kind == "refusal" && chat_role == ChatRole::Assistant {
+                return Ok(ContentPart::Opaque {
+                    protocol: Protocol::Chat,
+                    value,
+                });
             }
+            return Err(ApiError::invalid(
+                format!("{path}.type"),
+                format!(
+                    "`{kind}` is not a content part type: use `text` or `image_url` (`refusal` in assistant messages)"
+                ),
+            ));
         }
     })
 }

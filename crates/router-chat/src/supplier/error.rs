@@ -25,27 +25,47 @@ pub enum DecodeError {
     MissingUsage,
     /// Cached tokens above the prompt, or reasoning tokens above the completion.
     #[error("the supplier reported implausible usage: {usage:?}")]
-    InvalidUsage { usage: Usage },
+    InvalidUsage {
+        /// The usage as the supplier reported it.
+        usage: Usage,
+    },
     /// A content part of a type the canonical model cannot represent.
     #[error("unknown content part type `{kind}` at `{path}`")]
-    UnknownContent { path: String, kind: String },
+    UnknownContent {
+        /// Where the part sits in the reply, as a JSON path.
+        path: String,
+        /// Its `type` as the supplier sent it.
+        kind: String,
+    },
     /// A tool call whose `type` is not `function`.
     #[error("unknown tool call type `{kind}`")]
-    UnknownToolCallType { kind: String },
+    UnknownToolCallType {
+        /// The tool call's `type` as the supplier sent it.
+        kind: String,
+    },
     /// A streamed tool call whose name never arrived.
     #[error("streamed tool call {index} has no function name")]
-    IncompleteToolCall { index: u32 },
+    IncompleteToolCall {
+        /// The tool call's `index` in the stream.
+        index: u32,
+    },
     /// A streamed tool call that continued after another block had started.
     #[error("streamed tool call {index} continued after another block started")]
-    InterleavedToolCall { index: u32 },
+    InterleavedToolCall {
+        /// The tool call's `index` in the stream.
+        index: u32,
+    },
     /// A frame after `data: [DONE]`.
     #[error("a stream frame arrived after [DONE]")]
     AfterDone,
     /// The supplier sent `{"error": {...}}` inside the stream.
     #[error("the supplier reported an error in the stream (type {kind:?}, code {code:?})")]
     SupplierError {
+        /// The error's `type`, if the supplier sent one.
         kind: Option<String>,
+        /// The error's `code`, if the supplier sent one.
         code: Option<String>,
+        /// The error's `message`, if the supplier sent one.
         message: Option<String>,
     },
 }

@@ -2,10 +2,14 @@
 //!
 //! What Chat cannot carry is an `unsupported_conversion` error (an upload
 //! reference, another protocol's opaque part, a tool call outside an
-//! assistant turn), with two documented exceptions that drop annotations
-//! rather than meaning: thinking blocks in assistant history (Chat has no
-//! field for them, and suppliers ignore them) and `is_error` /
-//! `cache_control` on a tool result.
+//! assistant turn), with documented exceptions that drop annotations or
+//! preferences rather than meaning: thinking blocks in assistant history
+//! (Chat has no field for them, and suppliers ignore them), `is_error` /
+//! `cache_control` on a tool result, and a Responses client's
+//! `reasoning.summary` ([`Reasoning::summary`](router_canonical::Reasoning::summary)):
+//! Chat has no way to ask for a reasoning summary, and Responses clients
+//! send `summary: "auto"` on every request, so it is a preference that a
+//! Chat route serves without a summary rather than a refusal.
 
 use crate::native::NATIVE_ALLOWLIST;
 use crate::wire::request::{
@@ -14,10 +18,16 @@ use crate::wire::request::{
     StreamOptions, TextPart, ToolChoiceMode, ToolDefinition, function_kind,
 };
 use router_canonical::{
-    ApiError, CacheControl, ContentPart, ErrorCode, ImageSource, Message, Protocol, Request,
+    ApiError, CacheControl, ContentPart, ErrorCode, Field, ImageSource, Message, Protocol, Request,
     ResponseFormat, Role, ThinkingMode, Tool, ToolChoice,
 };
 use serde_json::{Map, Value};
+
+/// A message or content part a Chat supplier cannot carry, named as the
+/// caller's conversation field (`messages`, `input`, `prompt`).
+fn unsupported_content(message: impl Into<String>) -> ApiError {
+    ApiError::unsupported_conversion(message).with_field(Field::Messages)
+}
 
 pub(crate) fn request(req: &Request, upstream_model: &str) -> Result<Vec<u8>, ApiError> {
     let wire = chat_request(req, upstream_model)?;
@@ -124,7 +134,7 @@ fn push_message(message: &Message, out: &mut Vec<ChatMessage>) -> Result<(), Api
                 arguments,
             } => {
                 if message.role != Role::Assistant {
-                    return Err(ApiError::unsupported_conversion(format!(
+                    return Err(unsupported_content(format!(
                         "a tool call in a {} message cannot be sent to a Chat supplier",
                         message.role.as_str()
                     )));
@@ -147,7 +157,7 @@ fn push_message(message: &Message, out: &mut Vec<ChatMessage>) -> Result<(), Api
     }
     if message.role == Role::Tool {
         if !parts.is_empty() || !calls.is_empty() || tool_results == 0 {
-            return Err(ApiError::unsupported_conversion(
+            return Err(unsupported_content(
                 "a tool message without a tool result cannot be sent to a Chat supplier",
             ));
         }
@@ -242,7 +252,7 @@ fn content_part(part: &ContentPart) -> Result<wire::ContentPart, ApiError> {
                     format!("data:{media_type};base64,{data}")
                 }
                 ImageSource::Upload { .. } => {
-                    return Err(ApiError::unsupported_conversion(
+                    return Err(unsupported_content(
                         "an uploaded image must be resolved to its bytes before it is sent to a Chat supplier",
                     ));
                 }
@@ -259,16 +269,16 @@ fn content_part(part: &ContentPart) -> Result<wire::ContentPart, ApiError> {
             protocol: Protocol::Chat,
             value,
         } => Ok(wire::ContentPart::Unknown(value.clone())),
-        ContentPart::Opaque { protocol, .. } => Err(ApiError::unsupported_conversion(format!(
+        ContentPart::Opaque { protocol, .. } => Err(unsupported_content(format!(
             "a content part of the {protocol} protocol cannot be sent to a Chat supplier"
         ))),
         ContentPart::ToolCall { .. }
         | ContentPart::ToolResult { .. }
         | ContentPart::Thinking { .. }
-        | ContentPart::RedactedThinking { .. } => Err(ApiError::unsupported_conversion(
+        | ContentPart::RedactedThinking { .. } => Err(unsupported_content(
             "a tool result may hold only text and images when sent to a Chat supplier",
         )),
-        _ => Err(ApiError::unsupported_conversion(
+        _ => Err(unsupported_content(
             "this content part cannot be sent to a Chat supplier",
         )),
     }

@@ -24,58 +24,78 @@ use std::fmt;
 )]
 #[serde(default, expecting = "a JSON object")]
 pub struct ChatRequest {
+    /// The model to use (`model`); required.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(required = true, nullable = false))]
     pub model: Option<String>,
+    /// The conversation so far (`messages`); required, at least one.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(
         feature = "openapi",
         schema(required = true, nullable = false, min_items = 1)
     )]
     pub messages: Option<Vec<ChatMessage>>,
+    /// The functions the model may call (`tools`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<ToolDefinition>>,
+    /// Whether and which tool the model must call (`tool_choice`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_choice: Option<ToolChoice>,
+    /// Whether the model may call several tools in one turn (`parallel_tool_calls`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parallel_tool_calls: Option<bool>,
+    /// The reply's format: text, any JSON object, or JSON to a schema (`response_format`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub response_format: Option<ResponseFormat>,
+    /// Sampling temperature, 0 to 2 (`temperature`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f64>,
+    /// Nucleus sampling mass, 0 to 1 (`top_p`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub top_p: Option<f64>,
+    /// Penalty on tokens by how often they appeared, -2 to 2 (`frequency_penalty`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub frequency_penalty: Option<f64>,
+    /// Penalty on tokens that appeared at all, -2 to 2 (`presence_penalty`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub presence_penalty: Option<f64>,
+    /// A seed for best-effort deterministic sampling (`seed`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub seed: Option<i64>,
+    /// Up to four sequences that end generation (`stop`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stop: Option<Stop>,
     /// Deprecated by OpenAI in favour of `max_completion_tokens`; accepted inbound.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
+    /// The cap on generated tokens, reasoning included (`max_completion_tokens`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_completion_tokens: Option<u32>,
+    /// How hard a reasoning model thinks: `minimal`, `low`, `medium`, `high` (`reasoning_effort`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reasoning_effort: Option<String>,
     /// `reasoning: {effort}` (OpenAI-compatible gateways); `null` means omitted.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<ReasoningParam>,
+    /// Extended thinking, Anthropic style (`thinking`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub thinking: Option<Thinking>,
+    /// How many choices to generate (`n`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub n: Option<u32>,
+    /// The output kinds wanted, such as `["text"]` (`modalities`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub modalities: Option<Vec<String>>,
     /// Audio output parameters; only its presence matters (always rejected).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub audio: Option<Value>,
+    /// Whether to stream the reply as server-sent events (`stream`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stream: Option<bool>,
+    /// Options of a streamed reply (`stream_options`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stream_options: Option<StreamOptions>,
+    /// An identifier of the end user, passed on for abuse monitoring (`user`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
     /// Every other top-level property (accepted; only the vetted Chat-native
@@ -84,15 +104,21 @@ pub struct ChatRequest {
     pub extra: Map<String, Value>,
 }
 
+/// Who wrote a message (`role`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatRole))]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ChatRole {
+    /// `system`: instructions from the application.
     System,
+    /// `developer`: instructions from the application (the newer name for `system`).
     Developer,
+    /// `user`: the end user.
     User,
+    /// `assistant`: the model, earlier in the conversation.
     Assistant,
+    /// `tool`: a tool's result, answering `tool_call_id`.
     Tool,
 }
 
@@ -100,21 +126,27 @@ pub enum ChatRole {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatMessage))]
 pub struct ChatMessage {
+    /// Who wrote the message.
     pub role: ChatRole,
     /// `None` for both an absent and a `null` content.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<MessageContent>,
+    /// A name telling participants of the same role apart (`name`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// On a `tool` message: the id of the call it answers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
+    /// On an `assistant` message: the tool calls the model made.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_calls: Option<Vec<ToolCall>>,
+    /// Every other member of the message, kept as sent.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
 
 impl ChatMessage {
+    /// A message of `role` with no content or other members.
     pub fn new(role: ChatRole) -> Self {
         ChatMessage {
             role,
@@ -136,15 +168,21 @@ router_canonical::string_or_seq! {
 }
 
 /// One content part. Known image and text parts are typed; any other `type`
-/// is kept whole in `Unknown` (media types are rejected by the validator,
-/// everything else passes through to Chat suppliers unchanged).
+/// is kept whole in `Unknown`, for the client codec to judge: an assistant
+/// message's `refusal` part passes through to Chat suppliers unchanged,
+/// every other type (media or unknown) is refused naming its `type`.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum ContentPart {
+    /// `{type: "text", text}`.
     Text(TextPart),
+    /// `{type: "image_url", image_url}`.
     ImageUrl(ImageUrlPart),
+    /// `{type: "input_image", ...}` (Responses style).
     InputImage(InputImagePart),
+    /// `{type: "image", source}` (Anthropic style).
     Image(ImagePart),
+    /// Any other part, kept whole.
     Unknown(Value),
 }
 
@@ -161,10 +199,13 @@ impl ContentPart {
     }
 }
 
+/// `{type: "text", text}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatTextPart))]
 pub struct TextPart {
+    /// The text.
     pub text: String,
+    /// A prompt-cache breakpoint after this part.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_control: Option<CacheControl>,
 }
@@ -173,7 +214,9 @@ pub struct TextPart {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatImageUrlPart))]
 pub struct ImageUrlPart {
+    /// The image's URL and detail level.
     pub image_url: ImageUrl,
+    /// A prompt-cache breakpoint after this part.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_control: Option<CacheControl>,
 }
@@ -182,12 +225,16 @@ pub struct ImageUrlPart {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatInputImagePart))]
 pub struct InputImagePart {
+    /// The image's URL (`https:` or `data:`), when not a file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image_url: Option<ImageUrl>,
+    /// An uploaded file's id, when not a URL.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file_id: Option<String>,
+    /// `low`, `high` or `auto`: the resolution the model sees.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// A prompt-cache breakpoint after this part.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_control: Option<CacheControl>,
 }
@@ -196,26 +243,45 @@ pub struct InputImagePart {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatImagePart))]
 pub struct ImagePart {
+    /// Where the image comes from.
     pub source: ImageSource,
+    /// A prompt-cache breakpoint after this part.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_control: Option<CacheControl>,
 }
 
+/// `source` of an Anthropic-style image part, keyed by `type`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatImageSource))]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ImageSource {
-    Base64 { media_type: String, data: String },
-    Url { url: String },
-    File { file_id: String },
+    /// `{type: "base64", media_type, data}`: the image inline.
+    Base64 {
+        /// The image's MIME type, such as `image/png`.
+        media_type: String,
+        /// The image bytes, base64-encoded.
+        data: String,
+    },
+    /// `{type: "url", url}`: an image the supplier fetches.
+    Url {
+        /// An `https:` or `data:` URL.
+        url: String,
+    },
+    /// `{type: "file", file_id}`: an image uploaded to the supplier's Files API.
+    File {
+        /// The supplier's file id.
+        file_id: String,
+    },
 }
 
 /// `image_url`: `{url, detail?}`, or a bare URL string on input.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatImageUrl))]
 pub struct ImageUrl {
+    /// An `https:` or `data:` URL.
     pub url: String,
+    /// `low`, `high` or `auto`: the resolution the model sees.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
 }
@@ -253,8 +319,10 @@ impl<'de> Deserialize<'de> for ImageUrl {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatCacheControl))]
 pub struct CacheControl {
+    /// `ephemeral`, the only kind.
     #[serde(rename = "type")]
     pub kind: String,
+    /// How long the entry lives, such as `5m` or `1h`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl: Option<String>,
 }
@@ -291,7 +359,7 @@ router_canonical::impl_to_schema!(
                 tagged::<ImageUrlPart>("image_url"),
                 tagged::<InputImagePart>("input_image"),
                 tagged::<ImagePart>("image"),
-                object("Another part, passed through to Chat suppliers unchanged (media parts are refused)."),
+                object("`{type: \"refusal\", refusal}` in an assistant message, passed through to Chat suppliers unchanged; other types are refused."),
             ],
             "A content part, keyed by `type`.",
         )
@@ -315,11 +383,13 @@ impl<'de> Deserialize<'de> for ContentPart {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatToolCall))]
 pub struct ToolCall {
+    /// The call's id, quoted by the `tool` message that answers it.
     pub id: String,
     /// Always `function` for the tools this crate supports; a missing `type`
     /// is read as `function`.
     #[serde(rename = "type", default = "function_kind")]
     pub kind: String,
+    /// The function called and its arguments.
     pub function: FunctionCall,
 }
 
@@ -327,9 +397,11 @@ pub(crate) fn function_kind() -> String {
     "function".to_owned()
 }
 
+/// `function` of a tool call: which function, with what arguments.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatFunctionCall))]
 pub struct FunctionCall {
+    /// The function's name.
     pub name: String,
     /// JSON text as the model produced it; never reparsed.
     pub arguments: String,
@@ -340,24 +412,33 @@ pub struct FunctionCall {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatToolDefinition))]
 pub struct ToolDefinition {
+    /// The tool's `type`: `function`, or a hosted tool's name (refused).
     #[serde(rename = "type")]
     pub kind: String,
+    /// The function's definition, for `type: "function"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub function: Option<FunctionDefinition>,
+    /// A prompt-cache breakpoint after this tool.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_control: Option<CacheControl>,
+    /// Every other member of the entry, kept as sent.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
 
+/// `function` of a tool: what the model sees of it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatFunctionDefinition))]
 pub struct FunctionDefinition {
+    /// The name the model calls it by.
     pub name: String,
+    /// What the function does, for the model to decide when to call it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// The arguments' JSON Schema.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parameters: Option<Value>,
+    /// Whether the arguments must follow the schema exactly.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strict: Option<bool>,
 }
@@ -367,32 +448,43 @@ pub struct FunctionDefinition {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatToolChoice))]
 #[serde(untagged)]
 pub enum ToolChoice {
+    /// `auto`, `none` or `required`.
     Mode(ToolChoiceMode),
+    /// One function by name.
     Named(NamedToolChoice),
 }
 
+/// The string forms of `tool_choice`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatToolChoiceMode))]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ToolChoiceMode {
+    /// `auto`: the model decides.
     Auto,
+    /// `none`: no tool call.
     None,
+    /// `required`: at least one tool call.
     Required,
 }
 
+/// `{type: "function", function: {name}}`: this function must be called.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatNamedToolChoice))]
 pub struct NamedToolChoice {
+    /// `function`.
     #[serde(rename = "type")]
     pub kind: String,
+    /// The function to call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub function: Option<FunctionName>,
 }
 
+/// `{name}` of a named tool choice.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatFunctionName))]
 pub struct FunctionName {
+    /// The function's name.
     pub name: String,
 }
 
@@ -422,9 +514,15 @@ impl<'de> Deserialize<'de> for ToolChoice {
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ResponseFormat {
+    /// `{type: "text"}`: plain text (the default).
     Text,
+    /// `{type: "json_object"}`: any valid JSON object.
     JsonObject,
-    JsonSchema { json_schema: JsonSchemaFormat },
+    /// `{type: "json_schema", json_schema}`: structured output to a schema.
+    JsonSchema {
+        /// The schema and its name.
+        json_schema: JsonSchemaFormat,
+    },
 }
 
 /// Buffered like a content part, so an error inside `json_schema` keeps its
@@ -454,15 +552,19 @@ impl<'de> Deserialize<'de> for ResponseFormat {
     }
 }
 
+/// `json_schema` of a `response_format`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatJsonSchemaFormat))]
 pub struct JsonSchemaFormat {
+    /// The schema's name.
     pub name: String,
+    /// What the output is for, for the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// Optional in OpenAI's reference.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schema: Option<Value>,
+    /// Whether the output must follow the schema exactly.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strict: Option<bool>,
 }
@@ -471,21 +573,28 @@ pub struct JsonSchemaFormat {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatThinking))]
 pub struct Thinking {
+    /// Whether thinking is on.
     #[serde(rename = "type")]
     pub kind: ThinkingType,
+    /// Tokens the model may spend thinking, with `enabled`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget_tokens: Option<u32>,
+    /// How thinking is shown: `summarized` or `omitted`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub display: Option<String>,
 }
 
+/// `type` of `thinking`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatThinkingType))]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ThinkingType {
+    /// `enabled`: think within `budget_tokens`.
     Enabled,
+    /// `disabled`: no thinking.
     Disabled,
+    /// `adaptive`: the model decides how much to think.
     Adaptive,
 }
 
@@ -493,8 +602,10 @@ pub enum ThinkingType {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatReasoningParam))]
 pub struct ReasoningParam {
+    /// `minimal`, `low`, `medium` or `high`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub effort: Option<String>,
+    /// Every other member, kept as sent.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -507,11 +618,14 @@ router_canonical::string_or_seq! {
         element router_canonical::openapi::string(), uses [];
 }
 
+/// `stream_options`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatStreamOptions))]
 pub struct StreamOptions {
+    /// Whether the last chunk carries the request's `usage`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub include_usage: Option<bool>,
+    /// Every other member, kept as sent.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }

@@ -11,16 +11,22 @@ use serde_json::Value;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatCompletion))]
 pub struct ChatCompletion {
+    /// The completion's id (`chatcmpl-...`).
     #[serde(default)]
     pub id: String,
+    /// Always `chat.completion`.
     #[serde(default = "completion_object")]
     pub object: String,
+    /// When the completion was created, in Unix seconds.
     #[serde(default)]
     pub created: i64,
+    /// The model that generated the completion.
     #[serde(default)]
     pub model: String,
+    /// The generated choices (one per request here).
     #[serde(default)]
     pub choices: Vec<Choice>,
+    /// Tokens read and written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<ChatUsage>,
     /// A failure some suppliers report in a success reply instead of an
@@ -33,11 +39,14 @@ fn completion_object() -> String {
     "chat.completion".to_owned()
 }
 
+/// One entry of `choices`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatChoice))]
 pub struct Choice {
+    /// The choice's position in `choices`.
     #[serde(default)]
     pub index: u32,
+    /// The assistant message generated.
     pub message: ResponseMessage,
     /// Required and nullable in OpenAI's schema: serialized as `null` when absent.
     #[serde(default)]
@@ -51,14 +60,17 @@ pub struct Choice {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatResponseMessage))]
 pub struct ResponseMessage {
+    /// Always `assistant`.
     #[serde(default = "assistant_role")]
     pub role: String,
     /// Required and nullable in OpenAI's schema: `null` when there is no text.
     /// Suppliers may send an array of parts; only text parts are understood.
     #[serde(default)]
     pub content: Option<MessageContent>,
+    /// The model's refusal message, when it refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refusal: Option<String>,
+    /// The tool calls the model made.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_calls: Option<Vec<ToolCall>>,
     /// Reasoning text (DeepSeek, vLLM and many OpenAI-compatible suppliers).
@@ -77,16 +89,22 @@ fn assistant_role() -> String {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum FinishReason {
+    /// `stop`: a natural end or a stop sequence.
     Stop,
+    /// `length`: the token cap was reached.
     Length,
+    /// `tool_calls`: the model called tools.
     ToolCalls,
+    /// `content_filter`: content was withheld by a filter.
     ContentFilter,
     /// Deprecated `function_call`.
     FunctionCall,
+    /// A value this crate does not know, kept as sent.
     Other(String),
 }
 
 impl FinishReason {
+    /// The wire name.
     pub fn as_str(&self) -> &str {
         match self {
             FinishReason::Stop => "stop",
@@ -98,6 +116,7 @@ impl FinishReason {
         }
     }
 
+    /// Reads a wire name; an unknown one is `Other`.
     pub fn parse(s: &str) -> Self {
         match s {
             "stop" => FinishReason::Stop,
@@ -135,12 +154,17 @@ impl<'de> Deserialize<'de> for FinishReason {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatUsage))]
 pub struct ChatUsage {
+    /// Tokens in the prompt.
     pub prompt_tokens: u64,
+    /// Tokens generated, reasoning included.
     pub completion_tokens: u64,
+    /// `prompt_tokens` plus `completion_tokens`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_tokens: Option<u64>,
+    /// A breakdown of the prompt tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_tokens_details: Option<PromptTokensDetails>,
+    /// A breakdown of the generated tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completion_tokens_details: Option<CompletionTokensDetails>,
     /// The charge in USD, written when the reply reports one; a supplier's own `cost`
@@ -149,16 +173,20 @@ pub struct ChatUsage {
     pub cost: Option<Value>,
 }
 
+/// `prompt_tokens_details`.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatPromptTokensDetails))]
 pub struct PromptTokensDetails {
+    /// Prompt tokens read from the supplier's prompt cache.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached_tokens: Option<u64>,
 }
 
+/// `completion_tokens_details`.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatCompletionTokensDetails))]
 pub struct CompletionTokensDetails {
+    /// Generated tokens spent on reasoning.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_tokens: Option<u64>,
 }

@@ -8,6 +8,7 @@
 
 use crate::client::CompletionRequest;
 use crate::wire::request::{CompletionBody, Prompt, Stop};
+use router_canonical::BodyExtensions;
 use router_canonical::parse::{self, OpenAiSampling};
 use router_canonical::{
     ApiError, Message, PromptCacheMode, Protocol, Reasoning, Request, Role, RoutingOptions,
@@ -21,11 +22,17 @@ pub(crate) const DEFAULT_MAX_TOKENS: u32 = 128;
 /// The most stop sequences the legacy protocol takes.
 pub(crate) const MAX_STOP_SEQUENCES: usize = 4;
 
-pub(crate) fn request(body: &[u8]) -> Result<CompletionRequest, ApiError> {
-    convert(parse::request_body(body)?)
+pub(crate) fn request(
+    body: &[u8],
+    extensions: &mut dyn BodyExtensions,
+) -> Result<CompletionRequest, ApiError> {
+    convert(parse::request_body(body)?, extensions)
 }
 
-fn convert(wire: CompletionBody) -> Result<CompletionRequest, ApiError> {
+fn convert(
+    wire: CompletionBody,
+    extensions: &mut dyn BodyExtensions,
+) -> Result<CompletionRequest, ApiError> {
     let CompletionBody {
         model,
         prompt,
@@ -47,7 +54,8 @@ fn convert(wire: CompletionBody) -> Result<CompletionRequest, ApiError> {
         user,
         mut extra,
     } = wire;
-    let routing = RoutingOptions::take_from(&mut extra)?;
+    // A gateway's own members first; the rest are judged as Completions'.
+    extensions.take(&mut extra)?;
     // Everything else unknown is accepted and dropped (E-12, F-28).
     drop(extra);
 
@@ -112,7 +120,7 @@ fn convert(wire: CompletionBody) -> Result<CompletionRequest, ApiError> {
         stream: stream.unwrap_or(false),
         end_user: user,
         native: None,
-        routing,
+        routing: RoutingOptions::default(),
         inbound: Some(Protocol::Completions),
         native_only: None,
         prompt_cache: PromptCacheMode::Passthrough,

@@ -18,6 +18,7 @@ pub struct ErrorEnvelope {
     /// Always `error`.
     #[serde(rename = "type")]
     pub kind: String,
+    /// What went wrong: its `type` and `message`.
     pub error: ErrorObject,
 }
 

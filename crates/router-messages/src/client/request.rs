@@ -18,6 +18,7 @@ use crate::convert::{MAX_STOP_SEQUENCES, NATIVE_TOOL_MEMBERS};
 use crate::wire::request::{
     self as wire, Content, ContentBlock, InputMessage, MessagesRequest, WireRole,
 };
+use router_canonical::BodyExtensions;
 use router_canonical::parse::{self, in_range, join_path};
 use router_canonical::request::NativeFields;
 use router_canonical::{
@@ -57,12 +58,22 @@ impl Endpoint {
 // ---------------------------------------------------------------------------
 // Client request
 
-pub(crate) fn request(body: &[u8]) -> Result<Request, ApiError> {
-    convert_request(parse::request_body(body)?, Endpoint::Messages)
+pub(crate) fn request(
+    body: &[u8],
+    extensions: &mut dyn BodyExtensions,
+) -> Result<Request, ApiError> {
+    convert_request(parse::request_body(body)?, Endpoint::Messages, extensions)
 }
 
-pub(crate) fn count_tokens(body: &[u8]) -> Result<Request, ApiError> {
-    convert_request(parse::request_body(body)?, Endpoint::CountTokens)
+pub(crate) fn count_tokens(
+    body: &[u8],
+    extensions: &mut dyn BodyExtensions,
+) -> Result<Request, ApiError> {
+    convert_request(
+        parse::request_body(body)?,
+        Endpoint::CountTokens,
+        extensions,
+    )
 }
 
 /// Reject the first member of `extra` (unknown members of a known object).
@@ -88,7 +99,11 @@ pub(super) fn pin(native_only: &mut Option<String>, reason: impl Into<String>) {
     }
 }
 
-fn convert_request(wire: MessagesRequest, endpoint: Endpoint) -> Result<Request, ApiError> {
+fn convert_request(
+    wire: MessagesRequest,
+    endpoint: Endpoint,
+    extensions: &mut dyn BodyExtensions,
+) -> Result<Request, ApiError> {
     let MessagesRequest {
         model,
         max_tokens,
@@ -106,7 +121,8 @@ fn convert_request(wire: MessagesRequest, endpoint: Endpoint) -> Result<Request,
         output_config,
         mut extra,
     } = wire;
-    let routing = RoutingOptions::take_from(&mut extra)?;
+    // A gateway's own members first; any other unknown member is refused.
+    extensions.take(&mut extra)?;
     if let Some(key) = extra.keys().next() {
         return Err(unknown_top_level(key, endpoint));
     }
@@ -285,7 +301,7 @@ fn convert_request(wire: MessagesRequest, endpoint: Endpoint) -> Result<Request,
         stream: stream.unwrap_or(false),
         end_user,
         native,
-        routing,
+        routing: RoutingOptions::default(),
         inbound: Some(Protocol::Messages),
         native_only,
         prompt_cache: PromptCacheMode::Passthrough,

@@ -24,39 +24,70 @@ pub enum DecodeError {
     MissingUsage,
     /// Reasoning tokens above the output, or counts that overflow.
     #[error("the supplier reported implausible usage: {usage:?}")]
-    InvalidUsage { usage: Usage },
+    InvalidUsage {
+        /// The usage as the supplier reported it.
+        usage: Usage,
+    },
     /// A content block of a type the canonical model cannot represent.
     #[error("unknown content block type `{kind}` at `{path}`")]
-    UnknownContent { path: String, kind: String },
+    UnknownContent {
+        /// Where the block sits in the reply, as a JSON path.
+        path: String,
+        /// Its `type` as the supplier sent it.
+        kind: String,
+    },
     /// A `content_block_delta` of a type the canonical model cannot represent.
     #[error("unknown content block delta type `{kind}` for block {index}")]
-    UnknownDelta { index: usize, kind: String },
+    UnknownDelta {
+        /// The content block's `index`.
+        index: usize,
+        /// The delta's `type` as the supplier sent it.
+        kind: String,
+    },
     /// A delta that does not fit its block (a `text_delta` for a tool call).
     #[error("a `{kind}` delta does not fit content block {index}")]
-    MismatchedDelta { index: usize, kind: String },
+    MismatchedDelta {
+        /// The content block's `index`.
+        index: usize,
+        /// The delta's `type` as the supplier sent it.
+        kind: String,
+    },
     /// An event before `message_start`, or a second `message_start`.
     #[error("a `{kind}` event arrived out of order")]
-    OutOfOrder { kind: String },
+    OutOfOrder {
+        /// The event's `type`.
+        kind: String,
+    },
     /// A delta or stop for a block that is not open.
     #[error("content block {index} is not open")]
-    UnknownBlock { index: usize },
+    UnknownBlock {
+        /// The `index` the event names.
+        index: usize,
+    },
     /// A second `content_block_start` for an index already used.
     #[error("content block {index} started twice")]
-    DuplicateBlock { index: usize },
+    DuplicateBlock {
+        /// The `index` started twice.
+        index: usize,
+    },
     /// An event after `message_stop`.
     #[error("a stream event arrived after message_stop")]
     AfterStop,
     /// The supplier sent an `error` event inside the stream.
     #[error("the supplier reported an error in the stream (type {kind:?})")]
     SupplierError {
+        /// The error's `type` (such as `overloaded_error`), if sent.
         kind: Option<String>,
+        /// The error's `message`, if sent.
         message: Option<String>,
     },
     /// The supplier answered with an error object (`"type": "error"`) where
     /// a `message` object was expected.
     #[error("the supplier replied with an error object (type {kind:?})")]
     ErrorReply {
+        /// The error's `type` (such as `overloaded_error`), if sent.
         kind: Option<String>,
+        /// The error's `message`, if sent.
         message: Option<String>,
     },
 }

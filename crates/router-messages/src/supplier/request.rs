@@ -48,7 +48,8 @@ fn messages_request(
     if messages.is_empty() {
         return Err(ApiError::unsupported_conversion(
             "a request without user or assistant turns cannot be sent to a Messages supplier",
-        ));
+        )
+        .with_field(Field::Messages));
     }
     let sampling = &req.sampling;
     if sampling.stop.len() > MAX_STOP_SEQUENCES || sampling.stop.iter().any(String::is_empty) {
@@ -151,14 +152,17 @@ fn no_one_hour_markers(req: &Request) -> Result<(), ApiError> {
             _ => false,
         }
     }
-    let found = req.messages.iter().any(|m| m.content.iter().any(part_has))
-        || req.tools.iter().any(|t| one_hour(t.cache_control.as_ref()));
-    if found {
-        return Err(ApiError::unsupported_conversion(
-            "a one-hour cache_control marker cannot be converted to a Messages request; use the five-minute default",
-        ));
-    }
-    Ok(())
+    let field = if req.messages.iter().any(|m| m.content.iter().any(part_has)) {
+        Field::Messages
+    } else if req.tools.iter().any(|t| one_hour(t.cache_control.as_ref())) {
+        Field::Tools
+    } else {
+        return Ok(());
+    };
+    Err(ApiError::unsupported_conversion(
+        "a one-hour cache_control marker cannot be converted to a Messages request; use the five-minute default",
+    )
+    .with_field(field))
 }
 
 fn is_system(role: Role) -> bool {
@@ -268,7 +272,8 @@ fn system(messages: &[&Message], native_request: bool) -> Result<Option<Content>
                     return Err(ApiError::unsupported_conversion(format!(
                         "a {} message may hold only text when sent to a Messages supplier",
                         message.role.as_str()
-                    )));
+                    ))
+                    .with_field(Field::Messages));
                 }
             }
         }
@@ -288,10 +293,12 @@ fn tool_turn(message: &Message) -> Result<Vec<ContentBlock>, ApiError> {
         .map(|part| match part {
             ContentPart::ToolResult { .. } => block(part, Role::User)?.ok_or_else(|| {
                 ApiError::unsupported_conversion("a tool result could not be converted")
+                    .with_field(Field::Messages)
             }),
             _ => Err(ApiError::unsupported_conversion(
                 "a tool message may hold only tool results when sent to a Messages supplier",
-            )),
+            )
+            .with_field(Field::Messages)),
         })
         .collect()
 }
@@ -334,7 +341,8 @@ fn block(part: &ContentPart, role: Role) -> Result<Option<ContentBlock>, ApiErro
                 return Err(ApiError::unsupported_conversion(format!(
                     "a tool call in a {} message cannot be sent to a Messages supplier",
                     role.as_str()
-                )));
+                ))
+                .with_field(Field::Messages));
             }
             ContentBlock::ToolUse(ToolUseBlock {
                 id: id.clone(),
@@ -342,7 +350,7 @@ fn block(part: &ContentPart, role: Role) -> Result<Option<ContentBlock>, ApiErro
                 input: tool_input(arguments).ok_or_else(|| {
                     ApiError::unsupported_conversion(format!(
                         "the arguments of tool call `{id}` are not a JSON object, which Messages requires"
-                    ))
+                    )).with_field(Field::Messages)
                 })?,
                 cache_control: None,
                 extra: Map::new(),
@@ -358,7 +366,8 @@ fn block(part: &ContentPart, role: Role) -> Result<Option<ContentBlock>, ApiErro
                 return Err(ApiError::unsupported_conversion(format!(
                     "a tool result in a {} message cannot be sent to a Messages supplier",
                     role.as_str()
-                )));
+                ))
+                .with_field(Field::Messages));
             }
             let mut inner = Vec::with_capacity(parts.len());
             for part in parts {
@@ -369,7 +378,7 @@ fn block(part: &ContentPart, role: Role) -> Result<Option<ContentBlock>, ApiErro
                     _ => {
                         return Err(ApiError::unsupported_conversion(
                             "a tool result may hold only text and images when sent to a Messages supplier",
-                        ));
+                        ).with_field(Field::Messages));
                     }
                 }
             }
@@ -403,12 +412,14 @@ fn block(part: &ContentPart, role: Role) -> Result<Option<ContentBlock>, ApiErro
         ContentPart::Opaque { protocol, .. } => {
             return Err(ApiError::unsupported_conversion(format!(
                 "a content part of the {protocol} protocol cannot be sent to a Messages supplier"
-            )));
+            ))
+            .with_field(Field::Messages));
         }
         _ => {
             return Err(ApiError::unsupported_conversion(
                 "this content part cannot be sent to a Messages supplier",
-            ));
+            )
+            .with_field(Field::Messages));
         }
     };
     Ok(Some(block))
@@ -429,7 +440,7 @@ fn image_source(source: &ImageSource) -> Result<wire::ImageSource, ApiError> {
         }),
         ImageSource::Upload { .. } => Err(ApiError::unsupported_conversion(
             "an uploaded image must be resolved to its bytes before it is sent to a Messages supplier",
-        )),
+        ).with_field(Field::Messages)),
     }
 }
 
@@ -518,12 +529,14 @@ fn thinking(req: &Request, native_request: bool) -> Result<Option<wire::Thinking
     {
         return Err(ApiError::unsupported_conversion(
             "a Messages supplier cannot force tool use while thinking",
-        ));
+        )
+        .with_param("tool_choice"));
     }
     if t.mode == ThinkingMode::Enabled && t.budget_tokens.is_none() {
         return Err(ApiError::unsupported_conversion(
             "enabled thinking needs `budget_tokens` on a Messages supplier",
-        ));
+        )
+        .with_field(Field::Thinking));
     }
     Ok(Some(wire::Thinking {
         kind: kind.to_owned(),
@@ -563,7 +576,8 @@ fn output_config(req: &Request, native: Option<&Value>) -> Result<Option<Value>,
         Some(ResponseFormat::JsonObject) => {
             return Err(ApiError::unsupported_conversion(
                 "`json_object` output has no Messages equivalent; use a JSON schema",
-            ));
+            )
+            .with_field(Field::ResponseFormat));
         }
         // Messages names no schema: the name is a label only.
         Some(ResponseFormat::JsonSchema {
@@ -575,12 +589,14 @@ fn output_config(req: &Request, native: Option<&Value>) -> Result<Option<Value>,
             if description.is_some() {
                 return Err(ApiError::unsupported_conversion(
                     "a JSON schema `description` has no Messages field",
-                ));
+                )
+                .with_field(Field::ResponseFormat));
             }
             if !schema.is_object() {
                 return Err(ApiError::unsupported_conversion(
                     "a JSON schema output format needs a `schema` object on a Messages supplier",
-                ));
+                )
+                .with_field(Field::ResponseFormat));
             }
             let mut format = Map::new();
             format.insert("type".to_owned(), Value::String("json_schema".to_owned()));

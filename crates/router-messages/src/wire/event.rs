@@ -14,30 +14,48 @@ use serde_json::{Map, Value};
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Event {
+    /// `message_start`: the message with empty `content`, and its usage so far.
     MessageStart {
+        /// The message as it starts.
         message: MessageObject,
     },
+    /// `content_block_start`: a content block opens.
     ContentBlockStart {
+        /// The block's position in the message's `content`.
         index: usize,
+        /// The block with empty text, thinking or input.
         content_block: ContentBlock,
     },
+    /// `content_block_delta`: a piece of an open block.
     ContentBlockDelta {
+        /// The block it continues.
         index: usize,
+        /// The piece.
         delta: Delta,
     },
+    /// `content_block_stop`: a block is complete.
     ContentBlockStop {
+        /// The block that closed.
         index: usize,
     },
+    /// `message_delta`: the stop reason and the final output usage.
     MessageDelta {
+        /// The stop reason and stop sequence.
         delta: MessageDeltaBody,
+        /// Cumulative usage (at least `output_tokens`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         usage: Option<WireUsage>,
     },
+    /// `message_stop`: the last event of a stream.
     MessageStop,
+    /// `ping`: a keep-alive with no content.
     Ping,
+    /// `error`: the stream failed after it started.
     Error {
+        /// What went wrong.
         error: ErrorObject,
     },
+    /// Any other event, kept whole.
     #[serde(untagged)]
     Unknown(Value),
 }
@@ -125,22 +143,32 @@ impl<'de> Deserialize<'de> for Event {
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Delta {
+    /// `text_delta`: more text of a `text` block.
     TextDelta {
+        /// The text to append.
         text: String,
     },
+    /// `thinking_delta`: more reasoning of a `thinking` block.
     ThinkingDelta {
+        /// The reasoning text to append.
         thinking: String,
     },
+    /// `signature_delta`: the signature of a `thinking` block, before it closes.
     SignatureDelta {
+        /// The opaque signature that lets the block be sent back.
         signature: String,
     },
+    /// `input_json_delta`: more of a `tool_use` block's input.
     InputJsonDelta {
+        /// A piece of the input's JSON text, to be concatenated in order.
         partial_json: String,
     },
     /// A citation for a text block (documents and search results only).
     CitationsDelta {
+        /// The citation object, kept as sent.
         citation: Value,
     },
+    /// Any other delta, kept whole.
     #[serde(untagged)]
     Unknown(Value),
 }
@@ -192,8 +220,10 @@ impl<'de> Deserialize<'de> for Delta {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = MessagesMessageDeltaBody))]
 pub struct MessageDeltaBody {
+    /// Why generation stopped.
     #[serde(default)]
     pub stop_reason: Option<WireStopReason>,
+    /// The stop sequence that matched, with `stop_sequence`.
     #[serde(default)]
     pub stop_sequence: Option<String>,
 }
@@ -202,10 +232,13 @@ pub struct MessageDeltaBody {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = MessagesErrorObject))]
 pub struct ErrorObject {
+    /// The error's `type`, such as `overloaded_error` or `invalid_request_error`.
     #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
+    /// A human-readable description.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// Other members (read, never written).
     #[serde(flatten, skip_serializing)]
     pub extra: Map<String, Value>,
 }

@@ -26,6 +26,7 @@ use serde_json::{Map, Value};
 )]
 #[serde(default, expecting = "a JSON object")]
 pub struct MessagesRequest {
+    /// The model to use (`model`); required.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(required = true, nullable = false))]
     pub model: Option<String>,
@@ -36,8 +37,10 @@ pub struct MessagesRequest {
         schema(required = true, nullable = false, minimum = 1)
     )]
     pub max_tokens: Option<u32>,
+    /// System prompt: a string or text blocks (`system`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub system: Option<Content>,
+    /// The conversation so far, alternating `user` and `assistant` (`messages`); required.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(
         feature = "openapi",
@@ -51,22 +54,31 @@ pub struct MessagesRequest {
     )]
     #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub stop_sequences: Option<Option<Vec<String>>>,
+    /// Sampling temperature, 0 to 1 (`temperature`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f64>,
+    /// Nucleus sampling mass, 0 to 1 (`top_p`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub top_p: Option<f64>,
+    /// Whether to stream the reply as server-sent events (`stream`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stream: Option<bool>,
+    /// The tools the model may use (`tools`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<ToolDefinition>>,
+    /// How the model may use tools (`tool_choice`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_choice: Option<ToolChoice>,
+    /// Extended thinking (`thinking`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub thinking: Option<Thinking>,
+    /// Server-side context editing (`context_management`), kept as sent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub context_management: Option<Value>,
+    /// Request metadata such as `user_id` (`metadata`), kept as sent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Value>,
+    /// Output settings such as `effort` or `format` (`output_config`), kept as sent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_config: Option<Value>,
     /// Every other top-level member (rejected by the client codec, except
@@ -89,14 +101,21 @@ pub struct CountTokensRequest {
     pub min_discount_percent: Option<f64>,
     /// A routing field of every inference body.
     pub zdr: Option<bool>,
+    /// The model whose tokenizer counts (`model`).
     #[schema(min_length = 1)]
     pub model: String,
+    /// The conversation to count (`messages`).
     #[schema(min_items = 1, max_items = 100_000)]
     pub messages: Vec<InputMessage>,
+    /// The system prompt to count (`system`).
     pub system: Option<Content>,
+    /// The tools to count (`tools`).
     pub tools: Option<Vec<ToolDefinition>>,
+    /// The tool choice, which changes the count (`tool_choice`).
     pub tool_choice: Option<ToolChoice>,
+    /// Extended thinking, which changes the count (`thinking`).
     pub thinking: Option<Thinking>,
+    /// The output cap (`max_tokens`): optional here, required on `/v1/messages`.
     #[schema(minimum = 1)]
     pub max_tokens: Option<u32>,
 }
@@ -117,8 +136,11 @@ where
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum WireRole {
+    /// `user`: the end user, or tool results.
     User,
+    /// `assistant`: the model, earlier in the conversation.
     Assistant,
+    /// `system`: instructions inside `messages`.
     System,
 }
 
@@ -126,13 +148,17 @@ pub enum WireRole {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = MessagesInputMessage))]
 pub struct InputMessage {
+    /// Who wrote the message.
     pub role: WireRole,
+    /// A string or an array of content blocks.
     pub content: Content,
+    /// Every other member of the message, kept as sent.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
 
 impl InputMessage {
+    /// A message of `role` with `content` and no other members.
     pub fn new(role: WireRole, content: Content) -> Self {
         InputMessage {
             role,
@@ -157,12 +183,19 @@ router_canonical::string_or_seq! {
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum ContentBlock {
+    /// `{type: "text", text}`.
     Text(TextBlock),
+    /// `{type: "image", source}`.
     Image(ImageBlock),
+    /// `{type: "tool_use", id, name, input}`: a call by the model.
     ToolUse(ToolUseBlock),
+    /// `{type: "tool_result", tool_use_id, content?}`: a call's result.
     ToolResult(ToolResultBlock),
+    /// `{type: "thinking", thinking, signature}`: the model's reasoning.
     Thinking(ThinkingBlock),
+    /// `{type: "redacted_thinking", data}`: reasoning withheld by the supplier.
     RedactedThinking(RedactedThinkingBlock),
+    /// Any other block, kept whole.
     Unknown(Value),
 }
 
@@ -269,26 +302,34 @@ fn untagged<'de, D: Deserializer<'de>>(d: D) -> Result<Map<String, Value>, D::Er
     Map::deserialize(d).map(without_type)
 }
 
+/// `{type: "text", text}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = MessagesTextBlock))]
 pub struct TextBlock {
+    /// The text.
     pub text: String,
+    /// A prompt-cache breakpoint after this block.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_control: Option<CacheControl>,
     /// Citations need documents or search results, which the client codec
     /// does not accept: only `null` or `[]` pass it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub citations: Option<Value>,
+    /// Every other member, kept as sent.
     #[serde(flatten, deserialize_with = "untagged")]
     pub extra: Map<String, Value>,
 }
 
+/// `{type: "image", source}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = MessagesImageBlock))]
 pub struct ImageBlock {
+    /// Where the image comes from.
     pub source: ImageSource,
+    /// A prompt-cache breakpoint after this block.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_control: Option<CacheControl>,
+    /// Every other member, kept as sent.
     #[serde(flatten, deserialize_with = "untagged")]
     pub extra: Map<String, Value>,
 }
@@ -299,9 +340,23 @@ pub struct ImageBlock {
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ImageSource {
-    Base64 { media_type: String, data: String },
-    Url { url: String },
-    File { file_id: String },
+    /// `{type: "base64", media_type, data}`: the image inline.
+    Base64 {
+        /// The image's MIME type, such as `image/png`.
+        media_type: String,
+        /// The image bytes, base64-encoded.
+        data: String,
+    },
+    /// `{type: "url", url}`: an image the supplier fetches.
+    Url {
+        /// An `https:` or `data:` URL.
+        url: String,
+    },
+    /// `{type: "file", file_id}`: an image uploaded to the supplier's Files API.
+    File {
+        /// The supplier's file id.
+        file_id: String,
+    },
 }
 
 impl<'de> Deserialize<'de> for ImageSource {
@@ -344,48 +399,65 @@ impl<'de> Deserialize<'de> for ImageSource {
     }
 }
 
+/// `{type: "tool_use", id, name, input}`: a tool call by the model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = MessagesToolUseBlock))]
 pub struct ToolUseBlock {
+    /// The call's id (`toolu_...`), quoted by its `tool_result`.
     pub id: String,
+    /// The tool's name.
     pub name: String,
     /// The arguments: a JSON object.
     pub input: Value,
+    /// A prompt-cache breakpoint after this block.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_control: Option<CacheControl>,
+    /// Every other member, kept as sent.
     #[serde(flatten, deserialize_with = "untagged")]
     pub extra: Map<String, Value>,
 }
 
+/// `{type: "tool_result", tool_use_id, content?, is_error?}`: a call's result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = MessagesToolResultBlock))]
 pub struct ToolResultBlock {
+    /// The id of the `tool_use` it answers.
     pub tool_use_id: String,
+    /// The result: a string or content blocks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<Content>,
+    /// Whether the call failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub is_error: Option<bool>,
+    /// A prompt-cache breakpoint after this block.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_control: Option<CacheControl>,
+    /// Every other member, kept as sent.
     #[serde(flatten, deserialize_with = "untagged")]
     pub extra: Map<String, Value>,
 }
 
+/// `{type: "thinking", thinking, signature}`: the model's reasoning.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = MessagesThinkingBlock))]
 pub struct ThinkingBlock {
+    /// The reasoning text (or its summary).
     pub thinking: String,
     /// Required in a request's history; always written in a reply.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<String>,
+    /// Every other member, kept as sent.
     #[serde(flatten, deserialize_with = "untagged")]
     pub extra: Map<String, Value>,
 }
 
+/// `{type: "redacted_thinking", data}`: reasoning the supplier encrypted.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = MessagesRedactedThinkingBlock))]
 pub struct RedactedThinkingBlock {
+    /// The encrypted reasoning, to be sent back unchanged.
     pub data: String,
+    /// Every other member, kept as sent.
     #[serde(flatten, deserialize_with = "untagged")]
     pub extra: Map<String, Value>,
 }
@@ -394,8 +466,10 @@ pub struct RedactedThinkingBlock {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = MessagesCacheControl))]
 pub struct CacheControl {
+    /// `ephemeral`, the only kind.
     #[serde(rename = "type")]
     pub kind: String,
+    /// How long the entry lives: `5m` (the default) or `1h`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl: Option<String>,
 }
@@ -410,14 +484,19 @@ pub struct ToolDefinition {
     /// server tool (rejected by the client codec).
     #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
+    /// The name the model calls the tool by.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// What the tool does, for the model to decide when to use it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// The input's JSON Schema.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub input_schema: Option<Value>,
+    /// A prompt-cache breakpoint after this tool.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cache_control: Option<CacheControl>,
+    /// Whether the input must follow the schema exactly.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub strict: Option<bool>,
     /// Stream the tool's input without buffering it (how the reply is
@@ -432,6 +511,7 @@ pub struct ToolDefinition {
     /// request with them needs a native Messages route.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub input_examples: Option<Vec<Value>>,
+    /// Every other member, kept as sent.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -441,12 +521,16 @@ pub struct ToolDefinition {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = MessagesToolChoice))]
 #[serde(expecting = "a tool_choice object")]
 pub struct ToolChoice {
+    /// `auto`, `any`, `tool` or `none`.
     #[serde(rename = "type")]
     pub kind: String,
+    /// With `tool`: the tool that must be used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// Whether the model must use at most one tool.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disable_parallel_tool_use: Option<bool>,
+    /// Every other member, kept as sent.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -456,12 +540,16 @@ pub struct ToolChoice {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = MessagesThinking))]
 #[serde(expecting = "a thinking object")]
 pub struct Thinking {
+    /// `enabled`, `disabled` or `adaptive`.
     #[serde(rename = "type")]
     pub kind: String,
+    /// Tokens the model may spend thinking, with `enabled` (at least 1024).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget_tokens: Option<u32>,
+    /// How thinking is shown: `summarized` or `omitted`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub display: Option<String>,
+    /// Every other member, kept as sent.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }

@@ -11,21 +11,28 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = MessagesMessageObject))]
 pub struct MessageObject {
+    /// The message's id (`msg_...`).
     #[serde(default)]
     pub id: String,
+    /// Always `message`.
     #[serde(rename = "type", default = "message_kind")]
     pub kind: String,
+    /// Always `assistant`.
     #[serde(default = "assistant_role")]
     pub role: String,
+    /// The model that generated the message.
     #[serde(default)]
     pub model: String,
+    /// The generated content blocks.
     #[serde(default)]
     pub content: Vec<ContentBlock>,
     /// Nullable and always present in Anthropic's schema (`null` in `message_start`).
     #[serde(default)]
     pub stop_reason: Option<WireStopReason>,
+    /// The stop sequence that matched, when `stop_reason` is `stop_sequence`.
     #[serde(default)]
     pub stop_sequence: Option<String>,
+    /// Tokens read and written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<WireUsage>,
 }
@@ -42,16 +49,24 @@ pub(crate) fn assistant_role() -> String {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum WireStopReason {
+    /// `end_turn`: a natural end.
     EndTurn,
+    /// `max_tokens`: the `max_tokens` cap was reached.
     MaxTokens,
+    /// `stop_sequence`: a stop sequence matched.
     StopSequence,
+    /// `tool_use`: the model called tools.
     ToolUse,
+    /// `pause_turn`: a long turn paused, to be continued by sending it back.
     PauseTurn,
+    /// `refusal`: the model declined.
     Refusal,
+    /// A value this crate does not know, kept as sent.
     Other(String),
 }
 
 impl WireStopReason {
+    /// The wire name.
     pub fn as_str(&self) -> &str {
         match self {
             WireStopReason::EndTurn => "end_turn",
@@ -64,6 +79,7 @@ impl WireStopReason {
         }
     }
 
+    /// Reads a wire name; an unknown one is `Other`.
     pub fn parse(s: &str) -> Self {
         match s {
             "end_turn" => WireStopReason::EndTurn,
@@ -107,21 +123,28 @@ impl<'de> Deserialize<'de> for WireStopReason {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = MessagesWireUsage))]
 pub struct WireUsage {
+    /// Input tokens outside the prompt cache.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_tokens: Option<u64>,
+    /// Input tokens written to the prompt cache.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_creation_input_tokens: Option<u64>,
+    /// Input tokens read from the prompt cache.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_read_input_tokens: Option<u64>,
+    /// Tokens generated, thinking included.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_tokens: Option<u64>,
+    /// A breakdown of the output tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_tokens_details: Option<OutputTokensDetails>,
 }
 
+/// `output_tokens_details`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = MessagesOutputTokensDetails))]
 pub struct OutputTokensDetails {
+    /// Output tokens spent thinking.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinking_tokens: Option<u64>,
 }

@@ -34,6 +34,7 @@
 //!   Responses [`ContentPart::Opaque`] part and makes the request
 //!   native-only: only a Responses route carries it without loss.
 
+use super::echo::{RequestEcho, ResponsesExtra};
 use crate::convert::{
     NATIVE_ALLOWLIST, TOOL_NAMESPACES, ToolNamespaces, VERBOSITY, flat_name, namespace_group,
     thinking,
@@ -48,6 +49,7 @@ use router_canonical::{
     ApiError, CacheControl, ContentPart, ImageSource, Message, PromptCacheMode, Protocol,
     Reasoning, Request, ResponseFormat, Role, Sampling, Tool, ToolChoice,
 };
+use router_canonical::{BodyExtensions, RoutingOptions};
 use serde_json::{Map, Value};
 
 /// Content-part types that carry media other than images.
@@ -61,15 +63,28 @@ const MEDIA_PARTS: [&str; 7] = [
     "document",
 ];
 
-pub(crate) fn request(body: &[u8]) -> Result<(Request, ToolNamespaces), ApiError> {
-    convert_request(parse::request_body(body)?, Endpoint::Responses)
+pub(crate) fn request(
+    body: &[u8],
+    extensions: &mut dyn BodyExtensions,
+) -> Result<(Request, ResponsesExtra), ApiError> {
+    let wire: ResponsesRequest = parse::request_body(body)?;
+    let echo = RequestEcho::of(&wire);
+    let (request, namespaces) = convert_request(wire, Endpoint::Responses, extensions)?;
+    Ok((request, ResponsesExtra::new(namespaces, echo)))
 }
 
 /// A `POST /v1/responses/input_tokens` body: the create body's fields, read
 /// the same way, with `input` optional (instructions and tools alone count
 /// too); media cannot be estimated locally.
-pub(crate) fn input_tokens(body: &[u8]) -> Result<Request, ApiError> {
-    let (request, _) = convert_request(parse::request_body(body)?, Endpoint::InputTokens)?;
+pub(crate) fn input_tokens(
+    body: &[u8],
+    extensions: &mut dyn BodyExtensions,
+) -> Result<Request, ApiError> {
+    let (request, _) = convert_request(
+        parse::request_body(body)?,
+        Endpoint::InputTokens,
+        extensions,
+    )?;
     if request.has_images() {
         return Err(ApiError::invalid(
             "input",
@@ -89,6 +104,7 @@ enum Endpoint {
 fn convert_request(
     wire: ResponsesRequest,
     endpoint: Endpoint,
+    extensions: &mut dyn BodyExtensions,
 ) -> Result<(Request, ToolNamespaces), ApiError> {
     let ResponsesRequest {
         model,
@@ -113,7 +129,8 @@ fn convert_request(
         prompt,
         mut extra,
     } = wire;
-    let routing = router_canonical::RoutingOptions::take_from(&mut extra)?;
+    // A gateway's own members first; the rest are judged as Responses'.
+    extensions.take(&mut extra)?;
 
     let model = model.ok_or_else(|| ApiError::invalid("model", "`model` is required"))?;
     // CF-07: optional, `false` only. The gateway keeps nothing.
@@ -260,7 +277,7 @@ fn convert_request(
         stream: stream.unwrap_or(false),
         end_user: user.or(safety_identifier),
         native,
-        routing,
+        routing: RoutingOptions::default(),
         inbound: Some(Protocol::Responses),
         native_only,
         prompt_cache: PromptCacheMode::Passthrough,

@@ -4,10 +4,13 @@
 //! blocks become items in order: consecutive text and refusal blocks share
 //! one `message` item, each tool call is a `function_call` item, each thinking
 //! block a `reasoning` item (summary text, signature as `encrypted_content`).
-//! Redacted thinking has no Responses form and is left out. Request echo
-//! members (`tools`, `tool_choice`, `text`, ...) carry the protocol defaults:
-//! the reply is built from the canonical response, not the request.
+//! Redacted thinking has no Responses form and is left out. The request echo
+//! members (`instructions`, `max_output_tokens`, `reasoning`, `tools`,
+//! `tool_choice`, `text`, ...) repeat the client's request
+//! ([`RequestEcho`](crate::RequestEcho)), or carry the protocol defaults
+//! where it set none.
 
+use super::echo::{RequestEcho, ResponsesExtra};
 use crate::convert::{ToolNamespaces, reasoning_item};
 use crate::wire::response::{
     FunctionCallOutput, IncompleteDetails, InputTokensDetails, OutputContent, OutputItem,
@@ -18,11 +21,8 @@ use crate::wire::to_json_bytes;
 use router_canonical::{NanoUsd, OutputBlock, ReplyContext, Response, StopReason, Usage};
 use serde_json::{Number, Value};
 
-pub(crate) fn response(
-    resp: &Response,
-    ctx: &ReplyContext<'_>,
-    namespaces: &ToolNamespaces,
-) -> Vec<u8> {
+pub(crate) fn response(resp: &Response, ctx: &ReplyContext<'_>, extra: &ResponsesExtra) -> Vec<u8> {
+    let namespaces = &extra.namespaces;
     let finish = Finish::of(&resp.stop_reason);
     let mut output = Vec::new();
     let mut message: Option<OutputMessage> = None;
@@ -91,6 +91,7 @@ pub(crate) fn response(
             id: ctx.id,
             model: ctx.model,
             created: ctx.created,
+            echo: &extra.echo,
         },
         finish.status,
         finish.incomplete,
@@ -107,6 +108,7 @@ pub(crate) struct ResponseHead<'a> {
     pub(crate) id: &'a str,
     pub(crate) model: &'a str,
     pub(crate) created: i64,
+    pub(crate) echo: &'a RequestEcho,
 }
 
 /// The final `status` for a stop reason, and the incomplete reason if any.
@@ -182,23 +184,26 @@ pub(crate) fn response_object(
         incomplete_details: incomplete.map(|reason| IncompleteDetails {
             reason: Some(reason.to_owned()),
         }),
-        instructions: None,
-        max_output_tokens: None,
+        instructions: head.echo.instructions.clone().map(Value::from),
+        max_output_tokens: head.echo.max_output_tokens.map(Value::from),
         model: head.model.to_owned(),
         output,
-        parallel_tool_calls: true,
+        parallel_tool_calls: head.echo.parallel_tool_calls.unwrap_or(true),
         previous_response_id: None,
-        reasoning: object([("effort", Value::Null), ("summary", Value::Null)]),
+        reasoning: head.echo.reasoning(),
         store: Some(false),
-        temperature: None,
-        text: object([("format", object([("type", Value::from("text"))]))]),
-        tool_choice: Value::from("auto"),
-        tools: Vec::new(),
-        top_p: None,
+        temperature: head.echo.temperature,
+        text: head.echo.text(),
+        tool_choice: head.echo.tool_choice(),
+        tools: head.echo.tools.clone(),
+        top_p: head.echo.top_p,
         truncation: Some("disabled".to_owned()),
         usage,
-        user: None,
-        metadata: object([]),
+        user: head.echo.user.clone(),
+        safety_identifier: head.echo.safety_identifier.clone(),
+        top_logprobs: head.echo.top_logprobs.clone(),
+        prompt_cache_key: head.echo.prompt_cache_key.clone(),
+        metadata: head.echo.metadata.clone().unwrap_or_else(|| object([])),
     }
 }
 

@@ -1,6 +1,7 @@
 //! Canonical stream events written as a Responses client's named
 //! `response.*` SSE events ([`StreamEncoder`]).
 
+use super::echo::{RequestEcho, ResponsesExtra};
 use super::response::{
     Finish, ResponseHead, item_id, named_call, output_text, response_object, usage,
 };
@@ -38,6 +39,8 @@ pub struct StreamEncoder {
     block: Option<Block>,
     /// The request's namespaced functions, named as declared in the calls.
     namespaces: ToolNamespaces,
+    /// The request members every `response` object repeats.
+    echo: RequestEcho,
 }
 
 #[derive(Debug)]
@@ -85,6 +88,7 @@ impl StreamEncoder {
             message: None,
             block: None,
             namespaces: ToolNamespaces::default(),
+            echo: RequestEcho::default(),
         }
     }
 
@@ -94,11 +98,20 @@ impl StreamEncoder {
         self
     }
 
+    /// Repeat the request's members in every `response` object, and name
+    /// the calls of its namespaced functions as declared.
+    pub fn with_extra(mut self, extra: ResponsesExtra) -> Self {
+        self.namespaces = extra.namespaces;
+        self.echo = extra.echo;
+        self
+    }
+
     fn head(&self) -> ResponseHead<'_> {
         ResponseHead {
             id: &self.ctx.id,
             model: &self.ctx.model,
             created: self.ctx.created,
+            echo: &self.echo,
         }
     }
 

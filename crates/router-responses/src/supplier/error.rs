@@ -21,22 +21,40 @@ pub enum DecodeError {
     MissingUsage,
     /// Cached tokens above the input, or reasoning tokens above the output.
     #[error("the supplier reported implausible usage: {usage:?}")]
-    InvalidUsage { usage: Usage },
+    InvalidUsage {
+        /// The usage as the supplier reported it.
+        usage: Usage,
+    },
     /// An output item of a type the canonical model cannot represent.
     #[error("unknown output item type `{kind}` at `{path}`")]
-    UnknownOutputItem { path: String, kind: String },
+    UnknownOutputItem {
+        /// Where the item sits in the reply, as a JSON path.
+        path: String,
+        /// Its `type` as the supplier sent it.
+        kind: String,
+    },
     /// A content part of a type the canonical model cannot represent.
     #[error("unknown content part type `{kind}` at `{path}`")]
-    UnknownContent { path: String, kind: String },
+    UnknownContent {
+        /// Where the part sits in the reply, as a JSON path.
+        path: String,
+        /// Its `type` as the supplier sent it.
+        kind: String,
+    },
     /// A reply whose `status` is not a finished one (`in_progress`,
     /// `queued`, `cancelled`, ...).
     #[error("the supplier reply has status `{status}`")]
-    UnexpectedStatus { status: String },
+    UnexpectedStatus {
+        /// The `status` as the supplier sent it.
+        status: String,
+    },
     /// A stream event for an output item or part that was never opened or was
     /// already closed, or that lacks the index it needs.
     #[error("stream event `{event}` does not fit the open output (output_index {output_index:?})")]
     OutOfOrder {
+        /// The event's `type`.
         event: String,
+        /// The `output_index` it named, if any.
         output_index: Option<usize>,
     },
     /// A frame after `response.completed` / `response.incomplete`.
@@ -46,8 +64,11 @@ pub enum DecodeError {
     /// or a non-streaming reply with `status: "failed"`.
     #[error("the supplier reported an error (type {kind:?}, code {code:?})")]
     SupplierError {
+        /// The error's `type`, if sent.
         kind: Option<String>,
+        /// The error's `code` (such as `rate_limit_exceeded`), if sent.
         code: Option<String>,
+        /// The error's `message`, if sent.
         message: Option<String>,
     },
 }

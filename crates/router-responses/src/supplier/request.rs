@@ -41,7 +41,7 @@ use crate::wire::request::{
     ResponsesRequest, TextFormat, TextParam, TextPart, ToolChoiceMode, ToolDefinition,
 };
 use router_canonical::{
-    ApiError, CacheControl, ContentPart, ErrorCode, ImageSource, Message, Protocol, Request,
+    ApiError, CacheControl, ContentPart, ErrorCode, Field, ImageSource, Message, Protocol, Request,
     ResponseFormat, Role, ThinkingMode, Tool, ToolChoice,
 };
 use serde_json::{Map, Value};
@@ -148,6 +148,12 @@ pub(crate) fn responses_request(
 /// The `include` value that asks for reasoning state to replay.
 const ENCRYPTED_REASONING: &str = "reasoning.encrypted_content";
 
+/// A message or content part a Responses supplier cannot carry, named as
+/// the caller's conversation field (`messages`, `input`, `prompt`).
+fn unsupported_content(message: impl Into<String>) -> ApiError {
+    ApiError::unsupported_conversion(message).with_field(Field::Messages)
+}
+
 /// What a Responses supplier cannot be asked, refused rather than dropped.
 fn check_convertible(req: &Request) -> Result<(), ApiError> {
     let sampling = &req.sampling;
@@ -155,7 +161,7 @@ fn check_convertible(req: &Request) -> Result<(), ApiError> {
         return Err(ApiError::unsupported_conversion(
             "stop sequences cannot be sent to a Responses supplier: the protocol has none",
         )
-        .with_param("stop"));
+        .with_field(Field::StopSequences));
     }
     for (param, value) in [
         ("frequency_penalty", sampling.frequency_penalty),
@@ -251,7 +257,7 @@ fn push_items(
                 });
             }
             ContentPart::Image { .. } if assistant => {
-                return Err(ApiError::unsupported_conversion(
+                return Err(unsupported_content(
                     "an image in an assistant message cannot be sent to a Responses supplier",
                 ));
             }
@@ -261,7 +267,7 @@ fn push_items(
                 value,
             } => run.push(wire::ContentPart::Unknown(value.clone())),
             ContentPart::Opaque { protocol, .. } => {
-                return Err(ApiError::unsupported_conversion(format!(
+                return Err(unsupported_content(format!(
                     "a content part of the {protocol} protocol cannot be sent to a Responses supplier"
                 )));
             }
@@ -271,7 +277,7 @@ fn push_items(
                 arguments,
             } => {
                 if !assistant {
-                    return Err(ApiError::unsupported_conversion(format!(
+                    return Err(unsupported_content(format!(
                         "a tool call in a {} message cannot be sent to a Responses supplier",
                         message.role.as_str()
                     )));
@@ -292,7 +298,7 @@ fn push_items(
                 ..
             } => {
                 if assistant {
-                    return Err(ApiError::unsupported_conversion(
+                    return Err(unsupported_content(
                         "a tool result in an assistant message cannot be sent to a Responses supplier",
                     ));
                 }
@@ -313,7 +319,7 @@ fn push_items(
             }
             ContentPart::RedactedThinking { .. } => {}
             _ => {
-                return Err(ApiError::unsupported_conversion(
+                return Err(unsupported_content(
                     "this content part cannot be sent to a Responses supplier",
                 ));
             }
@@ -341,7 +347,7 @@ fn tool_message_items(
             ..
         } = part
         else {
-            return Err(ApiError::unsupported_conversion(
+            return Err(unsupported_content(
                 "a tool message may hold only tool results when sent to a Responses supplier",
             ));
         };
@@ -354,7 +360,7 @@ fn tool_message_items(
         )?);
     }
     if results == 0 {
-        return Err(ApiError::unsupported_conversion(
+        return Err(unsupported_content(
             "a tool message without a tool result cannot be sent to a Responses supplier",
         ));
     }
@@ -413,7 +419,7 @@ fn tool_output(
             }),
             ContentPart::Image { .. } => image(part, native)?,
             _ => {
-                return Err(ApiError::unsupported_conversion(
+                return Err(unsupported_content(
                     "a tool result may hold only text and images when sent to a Responses supplier",
                 ));
             }
@@ -451,7 +457,7 @@ fn image(part: &ContentPart, native: bool) -> Result<wire::ContentPart, ApiError
         ImageSource::Url { url } => url.clone(),
         ImageSource::Base64 { media_type, data } => format!("data:{media_type};base64,{data}"),
         ImageSource::Upload { .. } => {
-            return Err(ApiError::unsupported_conversion(
+            return Err(unsupported_content(
                 "an uploaded image must be resolved to its bytes before it is sent to a Responses supplier",
             ));
         }
@@ -558,7 +564,8 @@ fn text_format(format: &ResponseFormat) -> Result<TextFormat, ApiError> {
             if schema.is_null() {
                 return Err(ApiError::unsupported_conversion(
                     "a json_schema response format without a schema cannot be sent to a Responses supplier",
-                ));
+                )
+                .with_field(Field::ResponseFormat));
             }
             TextFormat::JsonSchema(JsonSchemaFormat {
                 name: name.clone(),

@@ -26,9 +26,11 @@ use std::fmt;
 )]
 #[serde(default, expecting = "a JSON object")]
 pub struct ResponsesRequest {
+    /// The model to use (`model`); required.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(required = true, nullable = false))]
     pub model: Option<String>,
+    /// The conversation: a string (one user message) or input items (`input`); required.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(required = true, nullable = false))]
     pub input: Option<Input>,
@@ -38,16 +40,22 @@ pub struct ResponsesRequest {
     /// Only `false` (or absent) is accepted; the router always sends `false`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub store: Option<bool>,
+    /// The cap on generated tokens, reasoning included (`max_output_tokens`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_output_tokens: Option<u32>,
+    /// Sampling temperature, 0 to 2 (`temperature`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f64>,
+    /// Nucleus sampling mass, 0 to 1 (`top_p`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub top_p: Option<f64>,
+    /// The functions the model may call (`tools`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<ToolDefinition>>,
+    /// Whether and which tool the model must call (`tool_choice`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_choice: Option<ToolChoice>,
+    /// Whether the model may call several tools in one turn (`parallel_tool_calls`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parallel_tool_calls: Option<bool>,
     /// `reasoning: {effort, summary}`; `null` means omitted.
@@ -59,10 +67,13 @@ pub struct ResponsesRequest {
     /// `text: {format, verbosity}`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub text: Option<TextParam>,
+    /// Whether to stream the reply as server-sent events (`stream`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stream: Option<bool>,
+    /// An identifier of the end user (`user`, deprecated for `safety_identifier`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
+    /// A stable, hashed identifier of the end user for abuse monitoring (`safety_identifier`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub safety_identifier: Option<String>,
     /// Server-side state: always rejected when not null.
@@ -96,15 +107,22 @@ pub struct InputTokensRequest {
     pub min_discount_percent: Option<f64>,
     /// A routing field of every inference body.
     pub zdr: Option<bool>,
+    /// The model whose tokenizer counts (`model`).
     #[schema(min_length = 1)]
     pub model: String,
     /// Optional here: instructions and tools alone count too. No images.
     pub input: Option<Input>,
+    /// A system message placed before `input` (`instructions`).
     pub instructions: Option<String>,
+    /// The tools to count (`tools`).
     pub tools: Option<Vec<ToolDefinition>>,
+    /// The tool choice, which changes the count (`tool_choice`).
     pub tool_choice: Option<ToolChoice>,
+    /// Whether several tools may be called in one turn (`parallel_tool_calls`).
     pub parallel_tool_calls: Option<bool>,
+    /// Reasoning settings (`reasoning`).
     pub reasoning: Option<ReasoningParam>,
+    /// Output format settings (`text`).
     pub text: Option<TextParam>,
 }
 
@@ -122,10 +140,15 @@ router_canonical::string_or_seq! {
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum InputItem {
+    /// A message (`type: "message"`, or no `type` with a `role`).
     Message(MessageItem),
+    /// `function_call`: a call the model made, replayed.
     FunctionCall(FunctionCallItem),
+    /// `function_call_output`: the client's result of a call.
     FunctionCallOutput(FunctionCallOutputItem),
+    /// `reasoning`: the model's reasoning, replayed.
     Reasoning(ReasoningItem),
+    /// Any other item, kept whole.
     Other(Value),
 }
 
@@ -205,13 +228,18 @@ impl<'de> Deserialize<'de> for InputItem {
     }
 }
 
+/// Who wrote a message item (`role`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesMessageRole))]
 #[serde(rename_all = "snake_case")]
 pub enum MessageRole {
+    /// `user`: the end user.
     User,
+    /// `assistant`: the model, earlier in the conversation.
     Assistant,
+    /// `system`: instructions from the application.
     System,
+    /// `developer`: instructions from the application (the newer name for `system`).
     Developer,
 }
 
@@ -219,11 +247,14 @@ pub enum MessageRole {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesMessageItem))]
 pub struct MessageItem {
+    /// Who wrote the message.
     pub role: MessageRole,
+    /// A string or an array of content parts.
     pub content: MessageContent,
     /// Present on replayed output messages; never sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
+    /// `in_progress`, `completed` or `incomplete`, on replayed output messages.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
 }
@@ -243,16 +274,20 @@ router_canonical::string_or_seq! {
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum ContentPart {
+    /// `{type: "input_text", text}`.
     InputText(TextPart),
     /// Assistant text replayed from an earlier response.
     OutputText(TextPart),
+    /// `{type: "refusal", refusal}`, replayed from an earlier response.
     Refusal(RefusalPart),
+    /// `{type: "input_image", image_url | file_id, detail?}`.
     InputImage(InputImagePart),
     /// Chat-style `{type: "image_url", image_url}`, accepted for clients that
     /// send it to every OpenAI surface; sent on as `input_image`.
     ImageUrl(ImageUrlPart),
     /// Anthropic-style `{type: "image", source}`; sent on as `input_image`.
     Image(ImagePart),
+    /// Any other part, kept whole.
     Unknown(Value),
 }
 
@@ -336,15 +371,18 @@ impl<'de> Deserialize<'de> for ContentPart {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesTextPart))]
 pub struct TextPart {
+    /// The text.
     pub text: String,
     /// A prompt-cache marker, kept for Messages conversions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_control: Option<CacheControl>,
 }
 
+/// `{type: "refusal", refusal}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesRefusalPart))]
 pub struct RefusalPart {
+    /// The model's refusal message.
     pub refusal: String,
 }
 
@@ -352,12 +390,16 @@ pub struct RefusalPart {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesInputImagePart))]
 pub struct InputImagePart {
+    /// The image's URL (`https:` or `data:`), when not a file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image_url: Option<String>,
+    /// An uploaded file's id, when not a URL.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file_id: Option<String>,
+    /// `low`, `high` or `auto`: the resolution the model sees.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// A prompt-cache marker, kept for Messages conversions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_control: Option<CacheControl>,
 }
@@ -366,7 +408,9 @@ pub struct InputImagePart {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesImageUrlPart))]
 pub struct ImageUrlPart {
+    /// The image's URL and detail level.
     pub image_url: ImageUrl,
+    /// A prompt-cache marker, kept for Messages conversions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_control: Option<CacheControl>,
 }
@@ -375,7 +419,9 @@ pub struct ImageUrlPart {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesImageUrl))]
 pub struct ImageUrl {
+    /// An `https:` or `data:` URL.
     pub url: String,
+    /// `low`, `high` or `auto`: the resolution the model sees.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
 }
@@ -414,27 +460,46 @@ impl<'de> Deserialize<'de> for ImageUrl {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesImagePart))]
 pub struct ImagePart {
+    /// Where the image comes from.
     pub source: ImageSource,
+    /// A prompt-cache marker, kept for Messages conversions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_control: Option<CacheControl>,
 }
 
+/// `source` of an Anthropic-style image part, keyed by `type`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesImageSource))]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ImageSource {
-    Base64 { media_type: String, data: String },
-    Url { url: String },
-    File { file_id: String },
+    /// `{type: "base64", media_type, data}`: the image inline.
+    Base64 {
+        /// The image's MIME type, such as `image/png`.
+        media_type: String,
+        /// The image bytes, base64-encoded.
+        data: String,
+    },
+    /// `{type: "url", url}`: an image the supplier fetches.
+    Url {
+        /// An `https:` or `data:` URL.
+        url: String,
+    },
+    /// `{type: "file", file_id}`: an image uploaded to the supplier's Files API.
+    File {
+        /// The supplier's file id.
+        file_id: String,
+    },
 }
 
 /// A prompt-cache marker (`{type: "ephemeral", ttl?}`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesCacheControl))]
 pub struct CacheControl {
+    /// `ephemeral`, the only kind.
     #[serde(rename = "type")]
     pub kind: String,
+    /// How long the entry lives, such as `5m` or `1h`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl: Option<String>,
 }
@@ -443,7 +508,9 @@ pub struct CacheControl {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesFunctionCallItem))]
 pub struct FunctionCallItem {
+    /// The call's id, quoted by the `function_call_output` that answers it.
     pub call_id: String,
+    /// The function's name.
     pub name: String,
     /// The `namespace` tool the function belongs to, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -454,6 +521,7 @@ pub struct FunctionCallItem {
     /// API does not need it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
+    /// `in_progress`, `completed` or `incomplete`, on replayed calls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
 }
@@ -462,10 +530,14 @@ pub struct FunctionCallItem {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesFunctionCallOutputItem))]
 pub struct FunctionCallOutputItem {
+    /// The `call_id` of the call it answers.
     pub call_id: String,
+    /// The result: a string or content parts.
     pub output: MessageContent,
+    /// The item id of a replayed output; never sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
+    /// `in_progress`, `completed` or `incomplete`, on replayed outputs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
 }
@@ -479,6 +551,7 @@ pub struct ReasoningItem {
     /// need it and the router does not send it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
+    /// Summary parts of the reasoning (empty when no summary was asked for).
     #[serde(default)]
     pub summary: Vec<ReasoningText>,
     /// Raw reasoning text (`reasoning_text` parts), from suppliers that expose it.
@@ -487,6 +560,7 @@ pub struct ReasoningItem {
     /// The opaque reasoning state a stateless conversation replays.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub encrypted_content: Option<String>,
+    /// `in_progress`, `completed` or `incomplete`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
 }
@@ -495,8 +569,10 @@ pub struct ReasoningItem {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesReasoningText))]
 pub struct ReasoningText {
+    /// `summary_text` or `reasoning_text`.
     #[serde(rename = "type", default = "summary_text")]
     pub kind: String,
+    /// The text.
     pub text: String,
 }
 
@@ -509,10 +585,13 @@ pub(crate) fn summary_text() -> String {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesToolDefinition))]
 pub struct ToolDefinition {
+    /// The tool's `type`: `function`, `namespace`, or a hosted tool's name (refused).
     #[serde(rename = "type")]
     pub kind: String,
+    /// The name the model calls the function (or namespace) by.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// What the function does, for the model to decide when to call it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// Required-but-nullable in the reference; the router always sends it
@@ -522,6 +601,7 @@ pub struct ToolDefinition {
     /// `null`/absent means *true* on the Responses API (unlike Chat).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strict: Option<bool>,
+    /// A prompt-cache marker, kept for Messages conversions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_control: Option<CacheControl>,
     /// The function tools a `type: "namespace"` tool groups under its
@@ -536,17 +616,23 @@ pub struct ToolDefinition {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesToolChoice))]
 #[serde(untagged)]
 pub enum ToolChoice {
+    /// `auto`, `none` or `required`.
     Mode(ToolChoiceMode),
+    /// One function by name.
     Named(NamedToolChoice),
 }
 
+/// The string forms of `tool_choice`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesToolChoiceMode))]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ToolChoiceMode {
+    /// `auto`: the model decides.
     Auto,
+    /// `none`: no tool call.
     None,
+    /// `required`: at least one tool call.
     Required,
 }
 
@@ -554,8 +640,10 @@ pub enum ToolChoiceMode {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesNamedToolChoice))]
 pub struct NamedToolChoice {
+    /// `function`.
     #[serde(rename = "type")]
     pub kind: String,
+    /// The function that must be called.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
 }
@@ -585,8 +673,10 @@ impl<'de> Deserialize<'de> for ToolChoice {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesReasoningParam))]
 pub struct ReasoningParam {
+    /// How hard the model thinks: `minimal`, `low`, `medium` or `high`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub effort: Option<String>,
+    /// Whether to return a reasoning summary: `auto`, `concise` or `detailed`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<String>,
     /// Deprecated spelling of `summary`, read only.
@@ -598,8 +688,10 @@ pub struct ReasoningParam {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesTextParam))]
 pub struct TextParam {
+    /// The reply's format: text, any JSON object, or JSON to a schema.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub format: Option<TextFormat>,
+    /// How long the reply should be: `low`, `medium` or `high`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verbosity: Option<String>,
 }
@@ -611,18 +703,26 @@ pub struct TextParam {
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum TextFormat {
+    /// `{type: "text"}`: plain text (the default).
     Text,
+    /// `{type: "json_object"}`: any valid JSON object.
     JsonObject,
+    /// `{type: "json_schema", name, schema, ...}`: JSON to a schema.
     JsonSchema(JsonSchemaFormat),
 }
 
+/// The members of a `json_schema` text format.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesJsonSchemaFormat))]
 pub struct JsonSchemaFormat {
+    /// The schema's name.
     pub name: String,
+    /// The JSON Schema the output follows.
     pub schema: Value,
+    /// What the output is for, for the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// Whether the output must follow the schema exactly.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strict: Option<bool>,
 }

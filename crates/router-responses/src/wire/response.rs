@@ -11,21 +11,26 @@ use serde_json::{Map, Number, Value};
 /// A `response` object.
 ///
 /// The request echo members (`tools`, `tool_choice`, `text`, `reasoning`,
-/// `metadata`) are kept as plain JSON: the router never reads a supplier's,
-/// and writes fixed values of its own (it does not echo the request).
+/// `metadata`) are kept as plain JSON: a supplier's are never read, and the
+/// client codec writes the client's request back in them
+/// ([`RequestEcho`](crate::RequestEcho)).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesResponseObject))]
 pub struct ResponseObject {
+    /// The response's id (`resp_...`).
     #[serde(default)]
     pub id: String,
+    /// Always `response`.
     #[serde(default = "response_kind")]
     pub object: String,
     /// Unix seconds; an integer from the router, any number from a supplier.
     #[serde(default = "zero")]
     #[cfg_attr(feature = "openapi", schema(value_type = f64))]
     pub created_at: Number,
+    /// `completed`, `incomplete`, `failed` or `in_progress`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
+    /// Whether the response ran in the background (always `false` here).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub background: Option<bool>,
     /// Required and nullable: `null` unless the response failed.
@@ -34,42 +39,64 @@ pub struct ResponseObject {
     /// Required and nullable: `null` unless the response is incomplete.
     #[serde(default)]
     pub incomplete_details: Option<IncompleteDetails>,
-    /// Required and nullable; the router never echoes instructions.
+    /// Required and nullable: the request's `instructions`.
     #[serde(default)]
     pub instructions: Option<Value>,
-    /// Required and nullable.
+    /// Required and nullable: the request's `max_output_tokens`.
     #[serde(default)]
     pub max_output_tokens: Option<Value>,
+    /// The model that generated the response.
     #[serde(default)]
     pub model: String,
+    /// The generated items: messages, function calls, reasoning.
     #[serde(default)]
     pub output: Vec<OutputItem>,
+    /// The request's `parallel_tool_calls` (default `true`).
     #[serde(default = "yes")]
     pub parallel_tool_calls: bool,
     /// Required and nullable.
     #[serde(default)]
     pub previous_response_id: Option<String>,
+    /// The request's `reasoning` (`effort`, `summary`), each `null` when not set.
     #[serde(default)]
     pub reasoning: Value,
+    /// Whether the response is stored (always `false` here: the API is used statelessly).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub store: Option<bool>,
+    /// The request's `temperature`.
     #[serde(default)]
     pub temperature: Option<f64>,
+    /// The request's `text` settings (`format`, `verbosity`).
     #[serde(default)]
     pub text: Value,
+    /// The request's `tool_choice` (`auto` when not set).
     #[serde(default)]
     pub tool_choice: Value,
+    /// The request's `tools`.
     #[serde(default)]
     pub tools: Vec<Value>,
+    /// The request's `top_p`.
     #[serde(default)]
     pub top_p: Option<f64>,
+    /// `disabled`: the input is never truncated to fit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub truncation: Option<String>,
     /// Required and nullable: `null` until the response is complete.
     #[serde(default)]
     pub usage: Option<ResponseUsage>,
+    /// The request's `user`.
     #[serde(default)]
     pub user: Option<String>,
+    /// The request's `safety_identifier`, when it set one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub safety_identifier: Option<String>,
+    /// The request's `top_logprobs`, when it set one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_logprobs: Option<Value>,
+    /// The request's `prompt_cache_key`, when it set one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_cache_key: Option<String>,
+    /// The request's `metadata` (an empty object when not set).
     #[serde(default)]
     pub metadata: Value,
 }
@@ -94,6 +121,7 @@ pub struct ResponseError {
     /// `rate_limit_exceeded`); anything from a supplier.
     #[serde(default)]
     pub code: Option<String>,
+    /// A human-readable description.
     #[serde(default)]
     pub message: String,
 }
@@ -112,13 +140,18 @@ pub struct IncompleteDetails {
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum OutputItem {
+    /// `{type: "message", role: "assistant", content}`.
     Message(OutputMessage),
+    /// `{type: "function_call", call_id, name, arguments}`.
     FunctionCall(FunctionCallOutput),
+    /// `{type: "reasoning", summary, encrypted_content?}`.
     Reasoning(ReasoningItem),
+    /// Any other item, kept whole.
     Unknown(Value),
 }
 
 impl OutputItem {
+    /// The item's `type`.
     pub fn kind(&self) -> &str {
         match self {
             OutputItem::Message(_) => "message",
@@ -181,12 +214,16 @@ impl<'de> Deserialize<'de> for OutputItem {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesOutputMessage))]
 pub struct OutputMessage {
+    /// The item's id (`msg_...`).
     #[serde(default)]
     pub id: String,
+    /// `in_progress`, `completed` or `incomplete`.
     #[serde(default = "in_progress")]
     pub status: String,
+    /// Always `assistant`.
     #[serde(default = "assistant")]
     pub role: String,
+    /// The message's parts: text and refusals.
     #[serde(default)]
     pub content: Vec<OutputContent>,
 }
@@ -203,15 +240,20 @@ fn assistant() -> String {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesFunctionCallOutput))]
 pub struct FunctionCallOutput {
+    /// The item's id (`fc_...`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
+    /// `in_progress`, `completed` or `incomplete`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
+    /// The call's id, quoted by the client's `function_call_output`.
     pub call_id: String,
+    /// The function's name.
     pub name: String,
     /// The `namespace` tool the function belongs to, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
+    /// The arguments: JSON text as the model produced it.
     #[serde(default)]
     pub arguments: String,
 }
@@ -220,12 +262,16 @@ pub struct FunctionCallOutput {
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum OutputContent {
+    /// `{type: "output_text", text, annotations, logprobs}`.
     OutputText(OutputText),
+    /// `{type: "refusal", refusal}`.
     Refusal(OutputRefusal),
+    /// Any other part, kept whole.
     Unknown(Value),
 }
 
 impl OutputContent {
+    /// The `type` of the part.
     pub fn kind(&self) -> &str {
         match self {
             OutputContent::OutputText(_) => "output_text",
@@ -286,16 +332,21 @@ impl<'de> Deserialize<'de> for OutputContent {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesOutputText))]
 pub struct OutputText {
+    /// The text.
     pub text: String,
+    /// Citations and other annotations (always written empty).
     #[serde(default)]
     pub annotations: Vec<Value>,
+    /// Token log probabilities (always written empty).
     #[serde(default)]
     pub logprobs: Vec<Value>,
 }
 
+/// `{type: "refusal", refusal}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesOutputRefusal))]
 pub struct OutputRefusal {
+    /// The model's refusal message.
     pub refusal: String,
 }
 
@@ -303,12 +354,17 @@ pub struct OutputRefusal {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesResponseUsage))]
 pub struct ResponseUsage {
+    /// Tokens in the input, cached ones included.
     pub input_tokens: u64,
+    /// A breakdown of the input tokens.
     #[serde(default)]
     pub input_tokens_details: Option<InputTokensDetails>,
+    /// Tokens generated, reasoning included.
     pub output_tokens: u64,
+    /// A breakdown of the output tokens.
     #[serde(default)]
     pub output_tokens_details: Option<OutputTokensDetails>,
+    /// `input_tokens` plus `output_tokens`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_tokens: Option<u64>,
     /// The charge in USD, written when the reply states one; a supplier's
@@ -317,9 +373,11 @@ pub struct ResponseUsage {
     pub cost: Option<Value>,
 }
 
+/// `input_tokens_details`.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesInputTokensDetails))]
 pub struct InputTokensDetails {
+    /// Input tokens read from the prompt cache.
     #[serde(default, deserialize_with = "null_as_zero")]
     pub cached_tokens: u64,
     /// Tokens written to the prompt cache (the openai SDK requires the field).
@@ -327,9 +385,11 @@ pub struct InputTokensDetails {
     pub cache_write_tokens: u64,
 }
 
+/// `output_tokens_details`.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ResponsesOutputTokensDetails))]
 pub struct OutputTokensDetails {
+    /// Output tokens spent on reasoning.
     #[serde(default, deserialize_with = "null_as_zero")]
     pub reasoning_tokens: u64,
 }

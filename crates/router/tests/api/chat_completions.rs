@@ -125,6 +125,12 @@ async fn invalid_bodies_are_400_invalid_parameter_and_never_charged() {
             json!({"model": "m-text", "messages": [{"role": "user", "content": [{"type": "input_audio", "input_audio": {}}]}]}),
             "messages[0].content[0]",
         ),
+        // A part type Chat does not define is refused at parse, before
+        // routing (issue 31), not passed on.
+        (
+            json!({"model": "m-text", "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}, {"type": "bogus"}]}]}),
+            "messages[0].content[1].type",
+        ),
     ];
     for (body, param) in cases {
         let resp = r.chat(&c.key, &body).await;

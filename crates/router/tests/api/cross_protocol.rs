@@ -626,3 +626,24 @@ internal_cost = { input = 1, output = 1 }
     assert_eq!(local.body["max_tokens"], 50);
     assert!(local.body.get("max_completion_tokens").is_none());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn content_a_route_cannot_carry_is_refused_naming_the_conversation() {
+    // Issue 31 (fidelity): an assistant's `refusal` part is Chat content
+    // that a Messages route cannot carry. The Messages encoder's refusal
+    // names the field in the caller's terms (`messages` for Chat), and
+    // nothing reaches the supplier.
+    let (r, c) = TestRouter::start_rich().await;
+    let body = json!({
+        "model": "m-via-messages",
+        "messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": [{"type": "refusal", "refusal": "I can't."}]},
+            {"role": "user", "content": "why?"}
+        ]
+    });
+    let resp = r.chat(&c.key, &body).await;
+    let error = expect_error(resp, 400, "unsupported_conversion").await;
+    assert_eq!(error["error"]["param"], "messages", "{error}");
+    assert_eq!(r.mock.call_count(), 0);
+}

@@ -340,3 +340,71 @@ async fn a_namespace_tool_is_flattened_on_a_converted_route_and_named_back() {
     );
     assert_eq!(r.mock.call_count(), calls);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_response_echoes_the_request_and_a_chat_route_takes_summary_auto() {
+    // C-08; issue 31 (fidelity): the `response` object repeats what the
+    // request set, like OpenAI's. `reasoning.summary: "auto"` (sent by
+    // clients on every request) is accepted for a Chat route, which has no
+    // field for it: nothing of it reaches the Chat supplier.
+    let (r, c) = TestRouter::start_rich().await;
+    let tool = json!({"type": "function", "name": "get_time", "parameters": {"type": "object"}});
+    let request = json!({
+        "model": "m-text",
+        "input": "hi",
+        "instructions": "Be terse.",
+        "max_output_tokens": 64,
+        "reasoning": {"effort": "high", "summary": "auto"},
+        "tools": [tool],
+        "tool_choice": "required",
+        "temperature": 0.5,
+    });
+    let resp = responses(&r, &c.key, &request).await;
+    assert_eq!(resp.status(), 200);
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["instructions"], "Be terse.");
+    assert_eq!(body["max_output_tokens"], 64);
+    assert_eq!(
+        body["reasoning"],
+        json!({"effort": "high", "summary": "auto"})
+    );
+    assert_eq!(body["tools"], json!([tool]));
+    assert_eq!(body["tool_choice"], "required");
+    assert_eq!(body["temperature"], 0.5);
+    let call = &r.mock.calls()[0];
+    assert_eq!(call.path, "/v1/chat/completions");
+    assert_eq!(call.body["reasoning_effort"], "high");
+    let sent = call.body.to_string();
+    assert!(!sent.contains("summary"), "{sent}");
+
+    // Streamed: `response.created` and `response.completed` repeat it too.
+    let mut streamed = request.clone();
+    streamed["stream"] = json!(true);
+    let resp = responses(&r, &c.key, &streamed).await;
+    assert_eq!(resp.status(), 200);
+    let text = resp.text().await.unwrap();
+    let objects: Vec<Value> = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .filter_map(|data| serde_json::from_str::<Value>(data).ok())
+        .filter_map(|event| event.get("response").cloned())
+        .collect();
+    assert!(objects.len() >= 2, "{text}");
+    for object in &objects {
+        assert_eq!(object["instructions"], "Be terse.");
+        assert_eq!(object["reasoning"]["summary"], "auto");
+        assert_eq!(object["tools"], json!([tool]));
+    }
+
+    // A Responses route is sent the summary.
+    let mut native = request.clone();
+    native["model"] = json!("m-via-responses");
+    let resp = responses(&r, &c.key, &native).await;
+    assert_eq!(resp.status(), 200);
+    let call = r.mock.calls().pop().unwrap();
+    assert_eq!(call.path, "/v1/responses");
+    assert_eq!(
+        call.body["reasoning"],
+        json!({"effort": "high", "summary": "auto"})
+    );
+}
