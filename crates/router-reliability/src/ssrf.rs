@@ -300,6 +300,8 @@ pub async fn image_downloads(suite: &Suite) -> Result<(String, bool)> {
     let view = suite
         .admin_get(&router.base, &format!("/admin/accounts/{account}"))
         .await?;
+    // With credit leases on, the account's active leases are held too.
+    let leased = crate::harness::leased_of(suite, &account.to_string()).await?;
     router.stop().await?;
     canary_task.abort();
     let canary_hits = hits.load(Ordering::Relaxed);
@@ -307,7 +309,7 @@ pub async fn image_downloads(suite: &Suite) -> Result<(String, bool)> {
         eprintln!("ssrf images: not refused: {escape}");
     }
     let untouched = view["balance_nano_usd"].as_i64() == Some(credits)
-        && view["held_nano_usd"].as_i64() == Some(0);
+        && view["held_nano_usd"].as_i64() == Some(leased);
     let ok = escapes.is_empty() && canary_hits == 0 && untouched;
     let line = format!(
         "ssrf image downloads: corpus {} URLs as the supplier's image URL: {refused}/{} failed without a download (no 200, no 500), \

@@ -882,6 +882,24 @@ impl Database {
                 Ok(charge)
             }
             Ok(None) => {
+                // The lease was released (it expired while the database was
+                // away, and the reaper took it back) or the request was
+                // already written: nothing is charged, and the request still
+                // gets its history row, as failed (a no-op if it has one).
+                if let Some(leased) = book.leased(request_id) {
+                    let voiding = router_core::store::Voiding {
+                        request_id,
+                        reason: "service_unavailable".into(),
+                        attempt: None,
+                    };
+                    let written = match self.connection().await {
+                        Ok(mut conn) => leases::void(&mut conn, &leased, &voiding).await,
+                        Err(error) => Err(error),
+                    };
+                    if let Err(error) = written {
+                        tracing::warn!(%error, %request_id, "a leased request's row not written");
+                    }
+                }
                 let followup = book.ended(request_id, None, true);
                 self.follow_up(followup).await;
                 Err(SettleError::NotReserved(request_id))
