@@ -20,6 +20,13 @@ use router_store::Database;
 use settings::{LogFormat, ServeArgs};
 use std::process::ExitCode;
 
+/// jemalloc: per-thread caches for the request path (malloc was about 17 %
+/// of the router's profile), and with its background threads dirty pages
+/// are purged after their decay time, so memory taken under load goes back
+/// to the system once the load has passed (issue 34).
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 #[derive(Parser)]
 #[command(name = "router", about = "LLM inference gateway", version)]
 struct Cli {
