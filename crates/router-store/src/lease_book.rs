@@ -303,7 +303,7 @@ impl LeaseBook {
         lease_id: Uuid,
         amount: i64,
         usable_until: Instant,
-    ) {
+    ) -> Followup {
         let mut state = self.state();
         state.busy.remove(&key);
         if amount == 0 {
@@ -312,7 +312,16 @@ impl LeaseBook {
                     .cooldown
                     .insert(key.account_id, Instant::now() + COOLDOWN);
             }
-            return;
+            return Followup::Nothing;
+        }
+        // A recall arrived while this lease was being taken: it goes back at
+        // once, or another instance would wait for funds it never hears of.
+        let recalled = state
+            .cooldown
+            .get(&key.account_id)
+            .is_some_and(|until| Instant::now() < *until);
+        if recalled {
+            return Followup::Close(lease_id);
         }
         state.leases.insert(
             key,
@@ -327,6 +336,7 @@ impl LeaseBook {
                 draining: false,
             },
         );
+        Followup::Nothing
     }
 
     fn grown(&self, key: LeaseKey, lease_id: Uuid, added: i64) -> Followup {
@@ -700,13 +710,14 @@ impl Database {
             tracing::debug!(%error, "no lease taken");
             0
         });
-        book.acquired(
+        let followup = book.acquired(
             key,
             policy_version,
             lease_id,
             amount,
             started + book.settings.ttl / 2,
         );
+        self.follow_up(followup).await;
     }
 
     async fn grow_lease(
