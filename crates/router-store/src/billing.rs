@@ -322,7 +322,7 @@ pub async fn settle_batch(
 ) -> Result<Vec<Option<NanoUsd>>, StoreError> {
     let mut statement = SettleBatchStatement::default();
     for settlement in settlements {
-        statement.push(settlement)?;
+        statement.0.push(settlement)?;
     }
     let mut settled: Vec<(Uuid, i64)> = statement.load(conn).await.map_err(store_error)?;
     // The statement settles the first of a request's settlements in the
@@ -381,9 +381,11 @@ pub fn check_reservation(request: &NewRequest) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// One array per column; element `i` of each belongs to settlement `i`.
+/// The columns every settlement statement binds (the direct one here, the
+/// leased one in [`crate::leases`]), one array per column; element `i` of
+/// each belongs to settlement `i`.
 #[derive(Default)]
-struct SettleBatchStatement<'a> {
+pub(crate) struct SettlementColumns<'a> {
     request_ids: Vec<Uuid>,
     reported: Vec<i64>,
     txn_ids: Vec<Uuid>,
@@ -401,8 +403,9 @@ struct SettleBatchStatement<'a> {
     supplier_request_ids: Vec<Option<&'a str>>,
 }
 
-impl<'a> SettleBatchStatement<'a> {
-    fn push(&mut self, settlement: &'a Settlement) -> Result<(), StoreError> {
+impl<'a> SettlementColumns<'a> {
+    /// Appends `settlement`, checked as [`check_settlement`] checks it.
+    pub(crate) fn push(&mut self, settlement: &'a Settlement) -> Result<(), StoreError> {
         check_settlement(settlement)?;
         let columns = AttemptColumns::of(&settlement.attempt)?;
         let usage = &settlement.usage;
@@ -433,16 +436,10 @@ impl<'a> SettleBatchStatement<'a> {
         self.supplier_request_ids.push(columns.supplier_request_id);
         Ok(())
     }
-}
 
-impl Query for SettleBatchStatement<'_> {
-    /// The request and its charge, per settled request.
-    type SqlType = (SqlUuid, BigInt);
-}
-
-impl QueryFragment<Pg> for SettleBatchStatement<'_> {
-    fn walk_ast<'b>(&'b self, out: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
-        let mut p = Params::new(out);
+    /// Binds every column as `p.<name>` (`request_ids`, `reported`,
+    /// `txn_ids`, the token counts, the attempt's columns).
+    pub(crate) fn bind<'b>(&'b self, p: &mut Params<'_, 'b>) -> QueryResult<()> {
         p.bind::<Array<SqlUuid>, _>("request_ids", &self.request_ids)?;
         p.bind::<Array<BigInt>, _>("reported", &self.reported)?;
         p.bind::<Array<SqlUuid>, _>("txn_ids", &self.txn_ids)?;
@@ -457,7 +454,22 @@ impl QueryFragment<Pg> for SettleBatchStatement<'_> {
         p.bind::<Array<Text>, _>("upstream_protocols", &self.upstream_protocols)?;
         p.bind::<Array<Timestamptz>, _>("started_ats", &self.started_ats)?;
         p.bind::<Array<BigInt>, _>("durations_ms", &self.durations_ms)?;
-        p.bind::<Array<Nullable<Text>>, _>("supplier_request_ids", &self.supplier_request_ids)?;
+        p.bind::<Array<Nullable<Text>>, _>("supplier_request_ids", &self.supplier_request_ids)
+    }
+}
+
+#[derive(Default)]
+struct SettleBatchStatement<'a>(SettlementColumns<'a>);
+
+impl Query for SettleBatchStatement<'_> {
+    /// The request and its charge, per settled request.
+    type SqlType = (SqlUuid, BigInt);
+}
+
+impl QueryFragment<Pg> for SettleBatchStatement<'_> {
+    fn walk_ast<'b>(&'b self, out: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
+        let mut p = Params::new(out);
+        self.0.bind(&mut p)?;
         p.finish(
             ", t AS (
                 -- One settlement per request: two racing settlements of the

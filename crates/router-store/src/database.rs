@@ -942,6 +942,23 @@ impl Database {
         request_id: Uuid,
         error: StoreError,
     ) -> Result<NanoUsd, SettleError> {
+        match self.read_settlement_outcome(request_id).await {
+            Some(Some((status, charged))) if status == "settled" => {
+                Ok(NanoUsd(charged.unwrap_or(0)))
+            }
+            Some(Some((status, _))) if status == "held" => Err(error.into()),
+            Some(_) => Err(SettleError::NotReserved(request_id)),
+            None => Err(error.into()),
+        }
+    }
+
+    /// The request's hold status and charge ([`billing::settlement_outcome`]),
+    /// read again and again while the database is away, for at most
+    /// [`SETTLEMENT_OUTCOME_WAIT`]; `None` when it could not be read.
+    pub(crate) async fn read_settlement_outcome(
+        &self,
+        request_id: Uuid,
+    ) -> Option<Option<(String, Option<i64>)>> {
         let give_up = Instant::now() + SETTLEMENT_OUTCOME_WAIT;
         let mut pause = Duration::from_millis(100);
         loop {
@@ -950,16 +967,12 @@ impl Database {
                 Err(e) => Err(e),
             };
             match read {
-                Ok(Some((status, charged))) if status == "settled" => {
-                    return Ok(NanoUsd(charged.unwrap_or(0)));
-                }
-                Ok(Some((status, _))) if status == "held" => return Err(error.into()),
-                Ok(_) => return Err(SettleError::NotReserved(request_id)),
+                Ok(outcome) => return Some(outcome),
                 Err(_) if Instant::now() + pause < give_up => {
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(Duration::from_secs(1));
                 }
-                Err(_) => return Err(error.into()),
+                Err(_) => return None,
             }
         }
     }

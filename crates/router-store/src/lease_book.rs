@@ -958,30 +958,18 @@ impl Database {
     }
 
     /// Whether a leased settlement whose commit went unanswered was
-    /// written: its history row tells, read for up to ten seconds.
+    /// written: its history row tells ([`Database::read_settlement_outcome`]).
+    /// No row means not settled, and the request stays leased.
     async fn leased_settlement_outcome(
         &self,
         request_id: Uuid,
         error: StoreError,
     ) -> Result<Option<router_canonical::NanoUsd>, StoreError> {
-        let give_up = Instant::now() + Duration::from_secs(10);
-        let mut pause = Duration::from_millis(100);
-        loop {
-            let read = match self.connection().await {
-                Ok(mut conn) => crate::billing::settlement_outcome(&mut conn, request_id).await,
-                Err(e) => Err(e),
-            };
-            match read {
-                Ok(Some((status, charged))) if status == "settled" => {
-                    return Ok(Some(router_canonical::NanoUsd(charged.unwrap_or(0))));
-                }
-                Ok(_) => return Err(error),
-                Err(_) if Instant::now() + pause < give_up => {
-                    tokio::time::sleep(pause).await;
-                    pause = (pause * 2).min(Duration::from_secs(1));
-                }
-                Err(_) => return Err(error),
+        match self.read_settlement_outcome(request_id).await {
+            Some(Some((status, charged))) if status == "settled" => {
+                Ok(Some(router_canonical::NanoUsd(charged.unwrap_or(0))))
             }
+            _ => Err(error),
         }
     }
 }

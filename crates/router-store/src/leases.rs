@@ -22,17 +22,15 @@
 //! both, so they never deadlock with each other; the direct reservation and
 //! settlement statements ([`crate::billing`]) lock no lease.
 
+use crate::billing::SettlementColumns;
 use crate::error::{out_of_range, store_error};
-use crate::history::AttemptColumns;
 use crate::prepared::{Params, static_query_id};
 use crate::timestamps::to_db;
 use chrono::{DateTime, Utc};
 use diesel::QueryResult;
 use diesel::pg::Pg;
 use diesel::query_builder::{AstPass, Query, QueryFragment};
-use diesel::sql_types::{
-    Array, BigInt, Bool, Integer, Nullable, Text, Timestamptz, Uuid as SqlUuid,
-};
+use diesel::sql_types::{Array, BigInt, Bool, Nullable, Text, Timestamptz, Uuid as SqlUuid};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use router_canonical::NanoUsd;
 use router_core::store::{AttemptRecord, NewRequest, Settlement, StoreError, Voiding};
@@ -504,10 +502,12 @@ pub async fn void(
     Ok(written)
 }
 
-/// One array per column; element `i` of each belongs to item `i`.
+/// The settlement's columns ([`crate::billing::SettlementColumns`]) and
+/// what the request's row needs besides, one array per column; element `i`
+/// of each belongs to item `i`.
 #[derive(Default)]
 struct SettleLeasedStatement<'a> {
-    request_ids: Vec<Uuid>,
+    settlements: SettlementColumns<'a>,
     lease_ids: Vec<Uuid>,
     account_ids: Vec<Uuid>,
     api_key_ids: Vec<Uuid>,
@@ -519,32 +519,13 @@ struct SettleLeasedStatement<'a> {
     created_ats: Vec<DateTime<Utc>>,
     experiment_ids: Vec<Option<Uuid>>,
     experiment_variants: Vec<Option<&'a str>>,
-    reported: Vec<i64>,
-    txn_ids: Vec<Uuid>,
-    input_tokens: Vec<i64>,
-    output_tokens: Vec<i64>,
-    cache_read_tokens: Vec<i64>,
-    cache_write_tokens: Vec<i64>,
-    reasoning_tokens: Vec<i64>,
-    route_ids: Vec<&'a str>,
-    attempt_nos: Vec<i32>,
-    supplier_ids: Vec<&'a str>,
-    upstream_protocols: Vec<&'static str>,
-    started_ats: Vec<DateTime<Utc>>,
-    durations_ms: Vec<i64>,
-    supplier_request_ids: Vec<Option<&'a str>>,
 }
 
 impl<'a> SettleLeasedStatement<'a> {
     fn push(&mut self, item: &'a LeasedSettlement) -> Result<(), StoreError> {
-        let settlement = &item.settlement;
         let request = &item.leased.request;
-        crate::billing::check_settlement(settlement)?;
         crate::billing::check_reservation(request)?;
-        let columns = AttemptColumns::of(&settlement.attempt)?;
-        let usage = &settlement.usage;
-        let tokens = |n: u64, what| i64::try_from(n).map_err(|_| out_of_range(what));
-        self.request_ids.push(request.request_id);
+        self.settlements.push(&item.settlement)?;
         self.lease_ids.push(item.leased.lease_id);
         self.account_ids.push(request.account_id);
         self.api_key_ids.push(request.api_key_id);
@@ -560,29 +541,6 @@ impl<'a> SettleLeasedStatement<'a> {
             .push(request.experiment.as_ref().map(|e| e.experiment_id));
         self.experiment_variants
             .push(request.experiment.as_ref().map(|e| e.variant.as_str()));
-        self.reported.push(settlement.reported.0);
-        self.txn_ids.push(Uuid::now_v7());
-        self.input_tokens
-            .push(tokens(usage.input_tokens, "input_tokens")?);
-        self.output_tokens
-            .push(tokens(usage.output_tokens, "output_tokens")?);
-        self.cache_read_tokens.push(tokens(
-            usage.cache_read_input_tokens,
-            "cache_read_input_tokens",
-        )?);
-        self.cache_write_tokens.push(tokens(
-            usage.cache_creation_input_tokens,
-            "cache_creation_input_tokens",
-        )?);
-        self.reasoning_tokens
-            .push(tokens(usage.reasoning_tokens, "reasoning_tokens")?);
-        self.route_ids.push(columns.route_id);
-        self.attempt_nos.push(columns.attempt_no);
-        self.supplier_ids.push(columns.supplier_id);
-        self.upstream_protocols.push(columns.upstream_protocol);
-        self.started_ats.push(columns.started_at);
-        self.durations_ms.push(columns.duration_ms);
-        self.supplier_request_ids.push(columns.supplier_request_id);
         Ok(())
     }
 }
@@ -595,7 +553,7 @@ impl Query for SettleLeasedStatement<'_> {
 impl QueryFragment<Pg> for SettleLeasedStatement<'_> {
     fn walk_ast<'b>(&'b self, out: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
         let mut p = Params::new(out);
-        p.bind::<Array<SqlUuid>, _>("request_ids", &self.request_ids)?;
+        self.settlements.bind(&mut p)?;
         p.bind::<Array<SqlUuid>, _>("lease_ids", &self.lease_ids)?;
         p.bind::<Array<SqlUuid>, _>("account_ids", &self.account_ids)?;
         p.bind::<Array<SqlUuid>, _>("api_key_ids", &self.api_key_ids)?;
@@ -607,20 +565,6 @@ impl QueryFragment<Pg> for SettleLeasedStatement<'_> {
         p.bind::<Array<Timestamptz>, _>("created_ats", &self.created_ats)?;
         p.bind::<Array<Nullable<SqlUuid>>, _>("experiment_ids", &self.experiment_ids)?;
         p.bind::<Array<Nullable<Text>>, _>("experiment_variants", &self.experiment_variants)?;
-        p.bind::<Array<BigInt>, _>("reported", &self.reported)?;
-        p.bind::<Array<SqlUuid>, _>("txn_ids", &self.txn_ids)?;
-        p.bind::<Array<BigInt>, _>("input_tokens", &self.input_tokens)?;
-        p.bind::<Array<BigInt>, _>("output_tokens", &self.output_tokens)?;
-        p.bind::<Array<BigInt>, _>("cache_read_tokens", &self.cache_read_tokens)?;
-        p.bind::<Array<BigInt>, _>("cache_write_tokens", &self.cache_write_tokens)?;
-        p.bind::<Array<BigInt>, _>("reasoning_tokens", &self.reasoning_tokens)?;
-        p.bind::<Array<Text>, _>("route_ids", &self.route_ids)?;
-        p.bind::<Array<Integer>, _>("attempt_nos", &self.attempt_nos)?;
-        p.bind::<Array<Text>, _>("supplier_ids", &self.supplier_ids)?;
-        p.bind::<Array<Text>, _>("upstream_protocols", &self.upstream_protocols)?;
-        p.bind::<Array<Timestamptz>, _>("started_ats", &self.started_ats)?;
-        p.bind::<Array<BigInt>, _>("durations_ms", &self.durations_ms)?;
-        p.bind::<Array<Nullable<Text>>, _>("supplier_request_ids", &self.supplier_request_ids)?;
         p.finish(
             ", t AS (
                 SELECT DISTINCT ON (t.request_id) t.*,

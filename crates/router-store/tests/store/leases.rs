@@ -32,12 +32,17 @@ async fn warm(instance: &Database, funded: &Funded, reserve: i64) {
     let first = new_request(funded, reserve);
     let id = first.request_id;
     instance.reserve(first).await.unwrap();
+    until_leased(instance).await;
+    instance.void(voiding(id, "warm_up")).await.unwrap();
+}
+
+/// Waits (at most 10 s) until `instance` holds a lease.
+async fn until_leased(instance: &Database) {
     let give_up = Instant::now() + Duration::from_secs(10);
     while instance.leased_nano() == 0 {
         assert!(Instant::now() < give_up, "no lease was taken");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    instance.void(voiding(id, "warm_up")).await.unwrap();
 }
 
 async fn active_leases(db: &TestDatabase, funded: &Funded) -> i64 {
@@ -314,11 +319,7 @@ async fn a_keys_spend_limit_rides_its_lease_and_admits_exactly_what_it_allows() 
         let first = limited_request(&funded, 1_000, version);
         let id = first.request_id;
         leasing.reserve(first).await.unwrap();
-        let give_up = Instant::now() + Duration::from_secs(10);
-        while leasing.leased_nano() == 0 {
-            assert!(Instant::now() < give_up, "no key lease was taken");
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        until_leased(leasing).await;
         assert_eq!(
             leasing.settle(settlement(id, 1_000)).await.unwrap().0,
             1_000
@@ -387,11 +388,7 @@ async fn a_key_change_drains_the_keys_lease() {
     let first = limited_request(&funded, 1_000, version);
     let id = first.request_id;
     leasing.reserve(first).await.unwrap();
-    let give_up = Instant::now() + Duration::from_secs(10);
-    while leasing.leased_nano() == 0 {
-        assert!(Instant::now() < give_up, "no key lease was taken");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    until_leased(&leasing).await;
     leasing.void(voiding(id, "warm_up")).await.unwrap();
     // Half of what the key allows (100,000 less the warm-up's live hold).
     assert_eq!(leasing.leased_nano(), 49_500);
