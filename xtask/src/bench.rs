@@ -43,7 +43,7 @@ use proc_stats::Usage;
 use proc_stats::{Cores, GroupCpu, Sampler};
 use report::{
     CpuPerRequest, CrossCore, DocsSearch, KeyCase, KeyPolicies, OpenStreams, Outcome,
-    ProtocolResult, Report, RoutingPolicies, Subject,
+    ProtocolResult, Report, RoutingPolicies, Statements, Subject,
 };
 
 /// The core the router (and each peer, in turn) runs on.
@@ -328,6 +328,8 @@ struct Bench {
     stop: Arc<AtomicBool>,
     /// PostgreSQL's postmaster, when its pid could be read.
     postmaster: Option<u32>,
+    /// Per-statement times, when the server preloads pg_stat_statements.
+    statements: Option<postgres::StatementStats>,
 }
 
 impl Bench {
@@ -388,19 +390,33 @@ impl Bench {
         self.check_stop()?;
         let sampler = pid.map(Sampler::start);
         let postgres = self.postgres_cpu();
+        // The statement times belong to the router's steps (the direct ones run none).
+        let statements = self.statements.as_ref().filter(|_| pid.is_some());
+        let step_statements = |figures: &Outcome<Figures>| -> Option<Outcome<Statements>> {
+            let stats = statements?;
+            Some(match figures {
+                Ok(f) => stats.read(f.ok),
+                Err(reason) => Err(reason.clone()),
+            })
+        };
+        statements.inspect(|s| s.reset());
         let sequential = self.load(label, call, Shape::Sequential, self.options.duration);
+        let sequential_statements = step_statements(&sequential);
         let sequential_cpu = CpuPerRequest::of(
             &sequential,
             sampler.map(|s| s.and_then(Sampler::finish)),
             postgres.map(|cpu| cpu.finish(&self.postgres_pids())),
         );
         let mut rates = Vec::new();
+        let mut rate_statements = Vec::new();
         for rate in FIXED_RATES {
             self.check_stop()?;
-            rates.push((
-                rate,
-                self.load(label, call, Shape::Rate(rate), self.options.duration),
-            ));
+            statements.inspect(|s| s.reset());
+            let figures = self.load(label, call, Shape::Rate(rate), self.options.duration);
+            if let Some(found) = step_statements(&figures) {
+                rate_statements.push((rate, found));
+            }
+            rates.push((rate, figures));
         }
         self.check_stop()?;
         let sampler = pid.map(Sampler::start);
@@ -436,7 +452,9 @@ impl Bench {
         Ok(Subject {
             name: label.split(',').next().unwrap_or(label).to_owned(),
             sequential,
+            sequential_statements,
             rates,
+            rate_statements,
             saturation,
             saturation_usage,
             cores_busy,
@@ -810,6 +828,7 @@ pub fn run(args: &[String]) -> Result<bool> {
         oha,
         stop: Arc::clone(&stop),
         postmaster: pg_pin.pids.first().copied(),
+        statements: postgres::StatementStats::enable(&database_url),
     };
     let mut report = Report {
         started: provenance::utc_now(),
@@ -1130,6 +1149,8 @@ fn measure_peer(bench: &Bench, peer: Peer, upstreams: &upstream::Upstreams) -> S
         Subject {
             name: label.clone(),
             sequential: Err(reason.clone()),
+            sequential_statements: None,
+            rate_statements: Vec::new(),
             rates: FIXED_RATES
                 .iter()
                 .map(|r| (*r, Err(reason.clone())))

@@ -39,6 +39,26 @@ const SERVER_SETTINGS: &[&str] = &[
     "shared_buffers=128MB",
 ];
 
+/// Whether PostgreSQL's library directory holds the contrib library `name`.
+fn library_installed(name: &str) -> bool {
+    let pg_config = Path::new(PG_BIN).join("pg_config");
+    let pg_config = if pg_config.exists() {
+        pg_config
+    } else {
+        PathBuf::from("pg_config")
+    };
+    Command::new(pg_config)
+        .arg("--pkglibdir")
+        .stderr(Stdio::null())
+        .output()
+        .ok()
+        .filter(|out| out.status.success())
+        .is_some_and(|out| {
+            let dir = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+            Path::new(&dir).join(format!("{name}.so")).is_file()
+        })
+}
+
 pub fn run(args: &[String]) -> Result<()> {
     match args {
         [] => start(),
@@ -388,6 +408,11 @@ impl Cluster {
         for setting in SERVER_SETTINGS {
             options.push_str(" -c ");
             options.push_str(setting);
+        }
+        // The bench reads per-statement times (its floors and the slowest statement of a
+        // load step) from pg_stat_statements, where the contrib library is installed.
+        if library_installed("pg_stat_statements") {
+            options.push_str(" -c shared_preload_libraries=pg_stat_statements");
         }
         let mut pg_ctl = self.pg_tool("pg_ctl");
         pg_ctl

@@ -13,7 +13,7 @@ use anyhow::{Context, Result};
 use crate::db::{self, psql};
 use crate::services::http;
 
-use super::report::RoundTrips;
+use super::report::{Outcome, RoundTrips};
 use super::{LOAD_CORE, Protocol, Router};
 
 /// Requests counted for the PostgreSQL transactions per request.
@@ -194,6 +194,97 @@ pub(super) fn children_of(parent: u32) -> Vec<u32> {
                 == Some(parent)
         })
         .collect()
+}
+
+/// PostgreSQL's own view of a load step (`pg_stat_statements`): what the router's
+/// statements cost, to set beside what the step added. Created in the bench's database
+/// when the server preloads the library (`cargo xtask db` does where it is installed).
+pub(super) struct StatementStats {
+    database_url: String,
+}
+
+/// The router's statements over one load step.
+#[derive(Clone, Debug)]
+pub(crate) struct Statements {
+    /// Statements executed per 2xx response.
+    pub(crate) calls_per_request: f64,
+    /// Their execution time inside PostgreSQL per 2xx response (ms): planning, locks and
+    /// execution, not the round trip.
+    pub(crate) exec_ms_per_request: f64,
+    /// The longest single execution in the step (ms) and the start of its statement.
+    pub(crate) slowest_ms: f64,
+    pub(crate) slowest: String,
+}
+
+impl Statements {
+    pub(crate) fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "calls_per_request": super::load::round3(self.calls_per_request),
+            "exec_ms_per_request": super::load::round3(self.exec_ms_per_request),
+            "slowest_ms": super::load::round3(self.slowest_ms),
+            "slowest": self.slowest,
+        })
+    }
+}
+
+impl StatementStats {
+    /// `None` (with a line saying why) when the server does not preload the library.
+    pub(super) fn enable(database_url: &str) -> Option<StatementStats> {
+        match psql(
+            database_url,
+            "CREATE EXTENSION IF NOT EXISTS pg_stat_statements; SELECT count(*) FROM pg_stat_statements",
+        ) {
+            Ok(_) => Some(StatementStats {
+                database_url: database_url.to_owned(),
+            }),
+            Err(error) => {
+                eprintln!(
+                    "xtask bench: no statement times (pg_stat_statements is not loaded: {error:#}); the floors leave PostgreSQL out"
+                );
+                None
+            }
+        }
+    }
+
+    /// Forgets what was counted so far: the next [`StatementStats::read`] covers one step.
+    pub(super) fn reset(&self) {
+        let _ = psql(&self.database_url, "SELECT pg_stat_statements_reset()");
+    }
+
+    /// The router's statements since the last reset, per 2xx response of the step.
+    pub(super) fn read(&self, ok_responses: u64) -> Outcome<Statements> {
+        // The bench's own psql calls are left out; the query text goes last, as it may
+        // hold the separator.
+        let sql = "SELECT coalesce(sum(calls), 0), coalesce(sum(total_exec_time + total_plan_time), 0), \
+            coalesce(max(max_exec_time), 0), \
+            coalesce((SELECT regexp_replace(left(query, 90), '\\s+', ' ', 'g') FROM pg_stat_statements s \
+              WHERE s.dbid = d.oid AND query NOT LIKE '%pg_stat_statements%' ORDER BY max_exec_time DESC LIMIT 1), '') \
+            FROM pg_stat_statements, pg_database d \
+            WHERE d.datname = current_database() AND dbid = d.oid AND query NOT LIKE '%pg_stat_statements%' \
+            GROUP BY d.oid";
+        let row = psql(&self.database_url, sql).map_err(|e| format!("{e:#}"))?;
+        if row.is_empty() {
+            return Err("no statement ran".to_owned());
+        }
+        let mut fields = row.splitn(4, '|');
+        let mut number = || -> Outcome<f64> {
+            fields
+                .next()
+                .unwrap_or("0")
+                .trim()
+                .parse::<f64>()
+                .map_err(|e| format!("pg_stat_statements answered {row:?}: {e}"))
+        };
+        let (calls, total_ms, slowest_ms) = (number()?, number()?, number()?);
+        let slowest = fields.next().unwrap_or_default().trim().to_owned();
+        let per = ok_responses.max(1) as f64;
+        Ok(Statements {
+            calls_per_request: calls / per,
+            exec_ms_per_request: total_ms / per,
+            slowest_ms,
+            slowest,
+        })
+    }
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use super::Protocol;
 use super::load::{Figures, round3};
+pub(crate) use super::postgres::Statements;
 use super::proc_stats::Usage;
 use super::stream_client::StreamFigures;
 use super::uploads::{self, Uploads};
@@ -20,7 +21,11 @@ pub(crate) type Outcome<T> = Result<T, String>;
 pub(crate) struct Subject {
     pub(crate) name: String,
     pub(crate) sequential: Outcome<Figures>,
+    /// PostgreSQL's statements over the one-at-a-time step (the router's, when measured).
+    pub(crate) sequential_statements: Option<Outcome<Statements>>,
     pub(crate) rates: Vec<(u32, Outcome<Figures>)>,
+    /// The same over each fixed-rate step.
+    pub(crate) rate_statements: Vec<(u32, Outcome<Statements>)>,
     pub(crate) saturation: Outcome<Figures>,
     /// The target process's CPU and RSS during saturation, when it is ours to watch.
     pub(crate) saturation_usage: Option<Outcome<Usage>>,
@@ -51,6 +56,8 @@ impl Subject {
         json!({
             "name": self.name,
             "one_at_a_time": outcome_json(&self.sequential, Figures::to_json),
+            "one_at_a_time_statements": self.sequential_statements.as_ref().map(|s| outcome_json(s, Statements::to_json)),
+            "fixed_rate_statements": self.rate_statements.iter().map(|(rate, s)| (rate.to_string(), outcome_json(s, Statements::to_json))).collect::<serde_json::Map<_, _>>(),
             "fixed_rates": rates,
             "saturation": outcome_json(&self.saturation, Figures::to_json),
             "saturation_process": self.saturation_usage.as_ref().map(|usage| outcome_json(usage, |u| u.to_json())),
@@ -165,9 +172,10 @@ impl CrossCore {
         self.cross_core_p50 - self.same_core_p50
     }
 
-    /// The part of the added latency one at a time that is the crossing alone (ms).
-    pub(crate) fn floor(&self) -> f64 {
-        f64::from(Self::ROUTER_CROSSINGS) * self.hop()
+    /// The part of the added latency one at a time that is `crossings` round trips
+    /// between the cores alone (ms).
+    pub(crate) fn floor(&self, crossings: u32) -> f64 {
+        f64::from(crossings) * self.hop()
     }
 }
 
@@ -412,8 +420,8 @@ impl Report {
                 "same_core_p50_ms": round3(c.same_core_p50),
                 "cross_core_p50_ms": round3(c.cross_core_p50),
                 "hop_ms": round3(c.hop()),
-                "router_crossings": CrossCore::ROUTER_CROSSINGS,
-                "added_floor_ms": round3(c.floor()),
+                "router_crossings": self.crossings(),
+                "added_floor_ms": round3(c.floor(self.crossings())),
             }))),
             "key_policies": self.key_policies.as_ref().map(|k| outcome_json(k, |k| {
                 json!({ "plain": k.plain.json(), "with_policies": k.with_policies.json() })
@@ -619,19 +627,22 @@ impl Report {
         }
 
         if let Some(cross_core) = &self.cross_core {
+            let crossings = self.crossings();
             let _ = writeln!(w, "\n## Round trips between the cores\n");
             section(w, cross_core, |w, c| {
                 let _ = writeln!(
                     w,
-                    "One Chat request at a time straight to nginx (p50): {} ms with oha on nginx's core, {} ms with oha on the router's core, so crossing the cores costs {} ms a round trip. A request through the router makes {} such round trips that the direct one does not (client to router, router to PostgreSQL twice, router to upstream): about {} ms of the added latency one at a time is the crossing alone, before any work.",
+                    "One Chat request at a time straight to nginx (p50): {} ms with oha on nginx's core, {} ms with oha on the router's core, so crossing the cores costs {} ms a round trip. A request through the router makes {} such round trips that the direct one does not (client to router, router to upstream, one per PostgreSQL transaction): about {} ms of the added latency one at a time is the crossing alone, before any work.",
                     ms(c.same_core_p50),
                     ms(c.cross_core_p50),
                     ms(c.hop()),
-                    CrossCore::ROUTER_CROSSINGS,
-                    ms(c.floor())
+                    crossings,
+                    ms(c.floor(crossings))
                 );
             });
         }
+
+        self.floors_markdown(w);
 
         if let Some(key_policies) = &self.key_policies {
             let _ = writeln!(w, "\n## Key with policies (Chat)\n");
@@ -832,6 +843,84 @@ impl Report {
             }
         }
         out
+    }
+
+    /// Round trips between the cores that a request through the router makes and the
+    /// direct one does not, with the design in force: client to router, router to
+    /// upstream, and one per PostgreSQL transaction of the request (2 with a reservation
+    /// and a settlement, 1 with credit leases).
+    fn crossings(&self) -> u32 {
+        match &self.round_trips {
+            Some(Ok(r)) => 2 + r.transactions_per_request.round().max(0.0) as u32,
+            _ => CrossCore::ROUTER_CROSSINGS,
+        }
+    }
+
+    /// The floor of each latency figure measured in this run: the core crossings and
+    /// PostgreSQL's own execution time that a request must pay, beside what the router
+    /// added; and the slowest statement of each step, where a periodic stall would show.
+    fn floors_markdown(&self, w: &mut String) {
+        let Some(Ok(cross)) = &self.cross_core else {
+            return;
+        };
+        let crossings = self.crossings();
+        let crossing_ms = cross.floor(crossings);
+        let _ = writeln!(w, "\n## Floors\n");
+        let _ = writeln!(
+            w,
+            "What a request through the router must pay with the design in force, measured in this run: {crossings} round trips between the cores at {} ms ({} ms), and the execution time of its statements inside PostgreSQL (`pg_stat_statements`, every statement of the step divided by its 2xx responses, background jobs included). The rest of the added p50 is the router's own work and its waits. The slowest statement of a step is where a stall in the database would show.\n",
+            ms(cross.hop()),
+            ms(crossing_ms)
+        );
+        let _ = writeln!(
+            w,
+            "| inbound | step | added p50 / p99 (ms) | floor: crossings + PostgreSQL (ms) | statements per request | left to the router, p50 (ms) | slowest statement (ms) |\n| --- | --- | --- | --- | --- | --- | --- |"
+        );
+        for p in &self.protocols {
+            let mut steps = vec![(
+                "one at a time".to_owned(),
+                &p.direct.sequential,
+                &p.router.sequential,
+                p.router.sequential_statements.as_ref(),
+            )];
+            for (rate, router) in &p.router.rates {
+                let (Some(direct), Some(found)) = (
+                    p.direct.rate(*rate),
+                    p.router.rate_statements.iter().find(|(r, _)| r == rate),
+                ) else {
+                    continue;
+                };
+                steps.push((format!("{rate} rps"), direct, router, Some(&found.1)));
+            }
+            for (step, direct, router, statements) in steps {
+                let (Ok(d), Ok(r)) = (direct, router) else {
+                    continue;
+                };
+                let added_p50 = r.p50 - d.p50;
+                let (pg, per_request, slowest) = match statements {
+                    Some(Ok(s)) => (
+                        Some(s.exec_ms_per_request),
+                        format!("{:.2}", s.calls_per_request),
+                        format!("{} `{}`", ms(s.slowest_ms), s.slowest.replace('|', "/")),
+                    ),
+                    Some(Err(reason)) => (None, na(reason), na(reason)),
+                    None => (None, "n/a".to_owned(), "n/a".to_owned()),
+                };
+                let floor = crossing_ms + pg.unwrap_or(0.0);
+                let floor_cell = match pg {
+                    Some(pg) => format!("{} + {} = {}", ms(crossing_ms), ms(pg), ms(floor)),
+                    None => format!("{} + n/a", ms(crossing_ms)),
+                };
+                let _ = writeln!(
+                    w,
+                    "| {} | {step} | {} / {} | {floor_cell} | {per_request} | {} | {slowest} |",
+                    p.protocol.title(),
+                    added(added_p50),
+                    added(r.p99 - d.p99),
+                    added(added_p50 - floor),
+                );
+            }
+        }
     }
 
     fn peers_markdown(&self, w: &mut String) {
@@ -1139,7 +1228,10 @@ impl Target {
 
 #[cfg(test)]
 mod tests {
-    use super::{CrossCore, DocsSearch, KeyCase, KeyPolicies, ProtocolResult, Report, Subject};
+    use super::{
+        CrossCore, DocsSearch, KeyCase, KeyPolicies, ProtocolResult, Report, RoundTrips,
+        Statements, Subject,
+    };
     use crate::bench::Protocol;
     use crate::bench::load::Figures;
 
@@ -1159,6 +1251,8 @@ mod tests {
         Subject {
             name: name.to_owned(),
             sequential: Ok(figures(p50, ok_rps)),
+            sequential_statements: None,
+            rate_statements: Vec::new(),
             rates: vec![(1000, Ok(figures(p50, 1000.0)))],
             saturation: Ok(figures(p50, ok_rps)),
             saturation_usage: None,
@@ -1247,7 +1341,7 @@ mod tests {
             cross_core_p50: 0.125,
         };
         assert!((crossing.hop() - 0.075).abs() < 1e-9);
-        assert!((crossing.floor() - 0.3).abs() < 1e-9);
+        assert!((crossing.floor(4) - 0.3).abs() < 1e-9);
 
         let report = Report {
             cross_core: Some(Ok(crossing)),
@@ -1273,6 +1367,48 @@ mod tests {
             ..Report::default()
         };
         assert!(unmeasured.to_markdown().contains("n/a (oha failed)"));
+    }
+
+    #[test]
+    fn the_floors_count_the_crossings_of_the_design_in_force_and_postgres_time() {
+        let mut router = subject("router", 0.6, 6_000.0);
+        router.sequential_statements = Some(Ok(Statements {
+            calls_per_request: 1.0,
+            exec_ms_per_request: 0.1,
+            slowest_ms: 12.5,
+            slowest: "INSERT INTO requests".to_owned(),
+        }));
+        router.rate_statements = vec![(1000, Err("psql failed".to_owned()))];
+        let report = Report {
+            protocols: vec![ProtocolResult {
+                protocol: Protocol::Chat,
+                direct: subject("direct", 0.1, 70_000.0),
+                router,
+            }],
+            // One transaction per request (credit leases): 3 crossings, not 4.
+            round_trips: Some(Ok(RoundTrips {
+                requests: 300,
+                transactions_per_request: 1.08,
+            })),
+            cross_core: Some(Ok(CrossCore {
+                same_core_p50: 0.05,
+                cross_core_p50: 0.1,
+            })),
+            ..Report::default()
+        };
+        let markdown = report.to_markdown();
+        assert!(markdown.contains("## Floors"), "{markdown}");
+        // 3 x 0.05 ms of crossings + 0.1 ms in PostgreSQL; 0.5 ms added, 0.25 left.
+        assert!(
+            markdown.contains("| Chat Completions | one at a time | +0.50 / +1.00 | 0.15 + 0.10 = 0.25 | 1.00 | +0.25 | 12.5 `INSERT INTO requests` |"),
+            "{markdown}"
+        );
+        assert!(
+            markdown
+                .contains("| 1000 rps | +0.50 / +1.00 | 0.15 + n/a | n/a (psql failed) | +0.35 |"),
+            "{markdown}"
+        );
+        assert_eq!(report.to_json()["cross_core"]["router_crossings"], 3);
     }
 
     #[test]
