@@ -59,10 +59,12 @@ const BENCH_DATABASE: &str = "router_bench";
 const CREDITS_NANO_USD: i64 = 1_000_000_000_000_000;
 const FIXED_RATES: [u32; 3] = [200, 1000, 5000];
 const OPEN_STREAMS: usize = 1000;
+/// How long after the load the settled idle figure is taken: past jemalloc's 10 s decay.
+const SETTLE: Duration = Duration::from_secs(20);
 const ROUTER_READY: Duration = Duration::from_secs(60);
 const PROMPT: &str = "Say hello to the benchmark.";
 
-const USAGE: &str = "usage: cargo xtask bench [--quick] [--duration SECS] [--protocols chat,messages,responses,completions] [--peers litellm,portkey] [--profile] [--scale-out] [--docs-only] [--uploads-only] [--leases] [--no-build]";
+const USAGE: &str = "usage: cargo xtask bench [--quick] [--duration SECS] [--protocols chat,messages,responses,completions] [--peers litellm,portkey] [--profile] [--scale-out] [--docs-only] [--uploads-only] [--streams-only] [--leases] [--no-build]";
 /// The documentation search measured (`GET /v1/docs?q=...`): a few terms, as an agent asks.
 const DOCS_QUERY: &str = "q=streaming+usage+cost&limit=4";
 /// The rate of the docs search case (the figure: p50 and p99 at 1,000 rps).
@@ -255,6 +257,8 @@ struct Options {
     docs_only: bool,
     /// Only the upload case (with start-up and the smoke test).
     uploads_only: bool,
+    /// Only the open streams case, on a fresh router, with the idle figures around it.
+    streams_only: bool,
     build: bool,
 }
 
@@ -276,6 +280,7 @@ fn parse(args: &[String]) -> Result<Options> {
         scale_out: false,
         docs_only: false,
         uploads_only: false,
+        streams_only: false,
         build: true,
     };
     let mut duration = None;
@@ -288,6 +293,7 @@ fn parse(args: &[String]) -> Result<Options> {
             "--scale-out" => options.scale_out = true,
             "--docs-only" => options.docs_only = true,
             "--uploads-only" => options.uploads_only = true,
+            "--streams-only" => options.streams_only = true,
             "--duration" => {
                 let secs: u64 = value()?.parse().context("--duration takes seconds")?;
                 anyhow::ensure!((1..=600).contains(&secs), "--duration is 1..=600 seconds");
@@ -885,6 +891,21 @@ pub fn run(args: &[String]) -> Result<bool> {
         report.idle_start =
             Some(proc_stats::idle(pid, Duration::from_secs(3)).map_err(|e| format!("{e:#}")));
     }
+    if bench.options.streams_only {
+        report.open_streams = Some(open_streams(&router).map_err(|e| format!("{e:#}")));
+        if let Some(pid) = router.pid {
+            idle_after_load(pid, &mut report);
+        }
+        return finish(
+            report,
+            &work,
+            started,
+            children,
+            pg_pin,
+            contention,
+            &bench.options,
+        );
+    }
     report.round_trips =
         Some(postgres::round_trips(&router, &database_url).map_err(|e| format!("{e:#}")));
 
@@ -945,6 +966,9 @@ pub fn run(args: &[String]) -> Result<bool> {
     }
 
     bench.check_stop()?;
+    // The earlier cases' freed memory goes back to the system after the allocator's
+    // decay; the streams are measured on what is then still held, not on its timing.
+    thread::sleep(SETTLE);
     report.open_streams = Some(open_streams(&router).map_err(|e| format!("{e:#}")));
 
     if bench.options.profile {
@@ -973,8 +997,7 @@ pub fn run(args: &[String]) -> Result<bool> {
         );
     }
     if let Some(pid) = router.pid {
-        report.idle_end =
-            Some(proc_stats::idle(pid, Duration::from_secs(3)).map_err(|e| format!("{e:#}")));
+        idle_after_load(pid, &mut report);
     }
 
     finish(
@@ -1202,6 +1225,15 @@ fn measure_peer(bench: &Bench, peer: Peer, upstreams: &upstream::Upstreams) -> S
         }
         Err(error) => failed(format!("{error:#}")),
     }
+}
+
+/// The idle figure right after the load, and again once freed memory had time to go back.
+fn idle_after_load(pid: u32, report: &mut Report) {
+    report.idle_end =
+        Some(proc_stats::idle(pid, Duration::from_secs(3)).map_err(|e| format!("{e:#}")));
+    thread::sleep(SETTLE.saturating_sub(Duration::from_secs(3)));
+    report.idle_settled =
+        Some(proc_stats::idle(pid, Duration::from_secs(3)).map_err(|e| format!("{e:#}")));
 }
 
 /// RSS and CPU of the router while it holds many streams open on the slow upstream.

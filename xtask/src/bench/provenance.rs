@@ -6,7 +6,7 @@ use std::process::{Command, Stdio};
 use std::thread;
 
 use super::proc_stats::ContentionSeen;
-use super::{FIXED_RATES, OPEN_STREAMS, Options, load, peers};
+use super::{FIXED_RATES, OPEN_STREAMS, Options, SETTLE, load, peers};
 use crate::db::psql;
 use crate::workspace_root;
 
@@ -47,7 +47,7 @@ pub(super) fn method(options: &Options) -> Vec<String> {
             "Streaming: the mock supplier, first event after 50 ms then one every 20 ms; {count} streams, {concurrency} at a time, one connection each; TTFB = first body byte, total = end of stream, both from before connect."
         ),
         format!(
-            "Open streams: {OPEN_STREAMS} concurrent Chat streams through the router to a mock pacing one event a second; RSS sampled while all are open."
+            "Open streams: {OPEN_STREAMS} concurrent Chat streams through the router to a mock pacing one event a second, started {} s after the case before it (past the allocator's 10 s decay, so what earlier cases freed has gone back); RSS sampled while all are open. Idle after the load: 3 s after it, and again {} s after it.", SETTLE.as_secs(), SETTLE.as_secs()
         ),
         "CPU: utime + stime of the process from /proc/PID/stat over the run (% of one core); RSS: the largest VmRSS sampled every 100 ms.".to_owned(),
     ]

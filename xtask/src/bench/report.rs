@@ -271,6 +271,9 @@ pub(crate) struct Report {
     pub(crate) peers: Vec<Subject>,
     pub(crate) idle_start: Option<Outcome<Usage>>,
     pub(crate) idle_end: Option<Outcome<Usage>>,
+    /// Idle again once the allocator's decay (10 s) has had time to give freed pages back:
+    /// what is still resident then is held by live structures.
+    pub(crate) idle_settled: Option<Outcome<Usage>>,
     pub(crate) open_streams: Option<Outcome<OpenStreams>>,
     pub(crate) round_trips: Option<Outcome<RoundTrips>>,
     pub(crate) cross_core: Option<Outcome<CrossCore>>,
@@ -409,6 +412,7 @@ impl Report {
             "peers": self.peers.iter().map(Subject::to_json).collect::<Vec<_>>(),
             "router_idle_start": self.idle_start.as_ref().map(|u| outcome_json(u, |u| u.to_json())),
             "router_idle_end": self.idle_end.as_ref().map(|u| outcome_json(u, |u| u.to_json())),
+            "router_idle_settled": self.idle_settled.as_ref().map(|u| outcome_json(u, |u| u.to_json())),
             "router_open_streams": self.open_streams.as_ref().map(|o| outcome_json(o, |o| json!({
                 "count": o.count, "opened": o.opened, "completed": o.completed, "usage": o.usage.to_json(),
             }))),
@@ -610,6 +614,14 @@ impl Report {
         }
         let (cpu, rss) = usage_cell(self.idle_end.as_ref());
         let _ = writeln!(w, "| idle, after the load | {cpu} | {rss} |");
+        if self.idle_settled.is_some() {
+            let (cpu, rss) = usage_cell(self.idle_settled.as_ref());
+            let _ = writeln!(
+                w,
+                "| idle, {} s after the load | {cpu} | {rss} |",
+                super::SETTLE.as_secs()
+            );
+        }
 
         if !self.peers.is_empty() {
             self.peers_markdown(w);
