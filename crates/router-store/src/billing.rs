@@ -18,6 +18,7 @@
 
 use crate::error::{out_of_range, store_error};
 use crate::history::{AttemptColumns, outcome_columns};
+use crate::pg_array::PgArray;
 use crate::prepared::{Params, static_query_id};
 use crate::timestamps::to_db;
 use chrono::{DateTime, Utc};
@@ -149,18 +150,18 @@ pub async fn reserve_batch(
 }
 
 struct ReserveBatchStatement<'a> {
-    request_ids: Vec<Uuid>,
-    account_ids: Vec<Uuid>,
-    api_key_ids: Vec<Uuid>,
-    policy_versions: Vec<i64>,
-    models: Vec<&'a str>,
-    inbound_protocols: Vec<&'static str>,
-    recorded_protocols: Vec<&'static str>,
-    streams: Vec<bool>,
-    amounts: Vec<i64>,
-    expires_at: Vec<DateTime<Utc>>,
-    experiment_ids: Vec<Option<Uuid>>,
-    experiment_variants: Vec<Option<&'a str>>,
+    request_ids: PgArray<Uuid>,
+    account_ids: PgArray<Uuid>,
+    api_key_ids: PgArray<Uuid>,
+    policy_versions: PgArray<i64>,
+    models: PgArray<&'a str>,
+    inbound_protocols: PgArray<&'static str>,
+    recorded_protocols: PgArray<&'static str>,
+    streams: PgArray<bool>,
+    amounts: PgArray<i64>,
+    expires_at: PgArray<DateTime<Utc>>,
+    experiment_ids: PgArray<Option<Uuid>>,
+    experiment_variants: PgArray<Option<&'a str>>,
 }
 
 impl Query for ReserveBatchStatement<'_> {
@@ -386,21 +387,21 @@ pub fn check_reservation(request: &NewRequest) -> Result<(), StoreError> {
 /// each belongs to settlement `i`.
 #[derive(Default)]
 pub(crate) struct SettlementColumns<'a> {
-    request_ids: Vec<Uuid>,
-    reported: Vec<i64>,
-    txn_ids: Vec<Uuid>,
-    input_tokens: Vec<i64>,
-    output_tokens: Vec<i64>,
-    cache_read_tokens: Vec<i64>,
-    cache_write_tokens: Vec<i64>,
-    reasoning_tokens: Vec<i64>,
-    route_ids: Vec<&'a str>,
-    attempt_nos: Vec<i32>,
-    supplier_ids: Vec<&'a str>,
-    upstream_protocols: Vec<&'static str>,
-    started_ats: Vec<DateTime<Utc>>,
-    durations_ms: Vec<i64>,
-    supplier_request_ids: Vec<Option<&'a str>>,
+    request_ids: PgArray<Uuid>,
+    reported: PgArray<i64>,
+    txn_ids: PgArray<Uuid>,
+    input_tokens: PgArray<i64>,
+    output_tokens: PgArray<i64>,
+    cache_read_tokens: PgArray<i64>,
+    cache_write_tokens: PgArray<i64>,
+    reasoning_tokens: PgArray<i64>,
+    route_ids: PgArray<&'a str>,
+    attempt_nos: PgArray<i32>,
+    supplier_ids: PgArray<&'a str>,
+    upstream_protocols: PgArray<&'static str>,
+    started_ats: PgArray<DateTime<Utc>>,
+    durations_ms: PgArray<i64>,
+    supplier_request_ids: PgArray<Option<&'a str>>,
 }
 
 impl<'a> SettlementColumns<'a> {

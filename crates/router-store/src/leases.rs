@@ -24,6 +24,7 @@
 
 use crate::billing::SettlementColumns;
 use crate::error::{out_of_range, store_error};
+use crate::pg_array::PgArray;
 use crate::prepared::{Params, static_query_id};
 use crate::timestamps::to_db;
 use chrono::{DateTime, Utc};
@@ -508,17 +509,17 @@ pub async fn void(
 #[derive(Default)]
 struct SettleLeasedStatement<'a> {
     settlements: SettlementColumns<'a>,
-    lease_ids: Vec<Uuid>,
-    account_ids: Vec<Uuid>,
-    api_key_ids: Vec<Uuid>,
-    models: Vec<&'a str>,
-    inbound_protocols: Vec<&'static str>,
-    recorded_protocols: Vec<&'static str>,
-    streams: Vec<bool>,
-    reserved: Vec<i64>,
-    created_ats: Vec<DateTime<Utc>>,
-    experiment_ids: Vec<Option<Uuid>>,
-    experiment_variants: Vec<Option<&'a str>>,
+    lease_ids: PgArray<Uuid>,
+    account_ids: PgArray<Uuid>,
+    api_key_ids: PgArray<Uuid>,
+    models: PgArray<&'a str>,
+    inbound_protocols: PgArray<&'static str>,
+    recorded_protocols: PgArray<&'static str>,
+    streams: PgArray<bool>,
+    reserved: PgArray<i64>,
+    created_ats: PgArray<DateTime<Utc>>,
+    experiment_ids: PgArray<Option<Uuid>>,
+    experiment_variants: PgArray<Option<&'a str>>,
 }
 
 impl<'a> SettleLeasedStatement<'a> {

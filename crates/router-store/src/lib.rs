@@ -44,6 +44,7 @@ pub mod lease_book;
 pub mod leases;
 pub mod listener;
 pub mod migrations;
+mod pg_array;
 mod prepared;
 pub mod response_cache;
 pub mod schema;
