@@ -154,8 +154,7 @@ fn conversation(messages: &[Message]) -> Result<(Vec<Value>, Vec<Value>), ApiErr
         let role = match message.role {
             Role::System | Role::Developer => {
                 if !out.is_empty() {
-                    return Err(unsupported(
-                        format!("messages[{i}].role"),
+                    return Err(ApiError::unsupported_content(format!("messages[{i}].role"),
                         "a Converse supplier takes system prompts only before the conversation",
                     ));
                 }
@@ -163,8 +162,7 @@ fn conversation(messages: &[Message]) -> Result<(Vec<Value>, Vec<Value>), ApiErr
                     match part {
                         ContentPart::Text { text, .. } => system.push(json!({"text": text})),
                         _ => {
-                            return Err(unsupported(
-                                format!("messages[{i}].content[{j}]"),
+                            return Err(ApiError::unsupported_content(format!("messages[{i}].content[{j}]"),
                                 "a Converse system prompt holds text only",
                             ));
                         }
@@ -175,8 +173,7 @@ fn conversation(messages: &[Message]) -> Result<(Vec<Value>, Vec<Value>), ApiErr
             Role::User | Role::Tool => "user",
             Role::Assistant => "assistant",
             _ => {
-                return Err(unsupported(
-                    format!("messages[{i}].role"),
+                return Err(ApiError::unsupported_content(format!("messages[{i}].role"),
                     "this role cannot be sent to a Converse supplier",
                 ));
             }
@@ -212,8 +209,7 @@ fn block(message: &Message, part: &ContentPart, param: &str) -> Result<Option<Va
             arguments,
         } => {
             if message.role != Role::Assistant {
-                return Err(unsupported(
-                    param,
+                return Err(ApiError::unsupported_content(param,
                     "a tool call outside an assistant turn cannot be sent to a Converse supplier",
                 ));
             }
@@ -221,7 +217,7 @@ fn block(message: &Message, part: &ContentPart, param: &str) -> Result<Option<Va
                 .ok()
                 .filter(Value::is_object)
                 .ok_or_else(|| {
-                    unsupported(param, "a Converse tool call's input is a JSON object")
+                    ApiError::unsupported_content(param, "a Converse tool call's input is a JSON object")
                 })?;
             json!({"toolUse": {"toolUseId": id, "name": name, "input": input}})
         }
@@ -236,11 +232,7 @@ fn block(message: &Message, part: &ContentPart, param: &str) -> Result<Option<Va
                 match part {
                     ContentPart::Text { text, .. } => blocks.push(json!({"text": text})),
                     _ => {
-                        return Err(for_field(
-                            Field::ImageInput,
-                            "a Converse tool result holds text only here",
-                        )
-                        .with_param(param));
+                        return Err(ApiError::unsupported_content(param, "a Converse tool result holds text only here"));
                     }
                 }
             }
@@ -262,14 +254,12 @@ fn block(message: &Message, part: &ContentPart, param: &str) -> Result<Option<Va
             json!({"reasoningContent": {"redactedContent": data}})
         }
         ContentPart::Opaque { protocol, .. } => {
-            return Err(unsupported(
-                param,
+            return Err(ApiError::unsupported_content(param,
                 format!("a {protocol} part cannot be sent to a Converse supplier"),
             ));
         }
         _ => {
-            return Err(unsupported(
-                param,
+            return Err(ApiError::unsupported_content(param,
                 "this content part cannot be sent to a Converse supplier",
             ));
         }
@@ -285,19 +275,11 @@ fn image(source: &ImageSource, param: &str) -> Result<Value, ApiError> {
         {
             Some(inline) => inline,
             None => {
-                return Err(for_field(
-                    Field::ImageInput,
-                    "a Converse supplier takes images inline (base64), not by URL",
-                )
-                .with_param(param));
+                return Err(ApiError::unsupported_content(param, "a Converse supplier takes images inline (base64), not by URL"));
             }
         },
         ImageSource::Upload { .. } => {
-            return Err(for_field(
-                Field::ImageInput,
-                "an unresolved upload cannot be sent to a Converse supplier",
-            )
-            .with_param(param));
+            return Err(ApiError::unsupported_content(param, "an unresolved upload cannot be sent to a Converse supplier"));
         }
     };
     let format = match media_type {
@@ -306,11 +288,7 @@ fn image(source: &ImageSource, param: &str) -> Result<Value, ApiError> {
         "image/gif" => "gif",
         "image/webp" => "webp",
         other => {
-            return Err(for_field(
-                Field::ImageInput,
-                format!("a Converse supplier takes PNG, JPEG, GIF or WebP images, not {other}"),
-            )
-            .with_param(param));
+            return Err(ApiError::unsupported_content(param, format!("a Converse supplier takes PNG, JPEG, GIF or WebP images, not {other}")));
         }
     };
     Ok(json!({"image": {"format": format, "source": {"bytes": data}}}))

@@ -9,7 +9,8 @@
 use crate::catalog::{Catalog, Model};
 use crate::product_codes;
 use ipnet::IpNet;
-use router_canonical::{ApiError, PromptCacheMode};
+use crate::gateway_request::PromptCacheMode;
+use router_canonical::ApiError;
 use std::net::IpAddr;
 
 /// An API key's policy. `None` in a field means "no restriction" (or, for

@@ -181,8 +181,7 @@ fn conversation(messages: &[Message]) -> Result<(Option<Content>, Vec<Content>),
         let role = match message.role {
             Role::System | Role::Developer => {
                 if !contents.is_empty() {
-                    return Err(unsupported(
-                        format!("messages[{i}].role"),
+                    return Err(ApiError::unsupported_content(format!("messages[{i}].role"),
                         "a Gemini supplier takes system instructions only before the conversation",
                     ));
                 }
@@ -193,8 +192,7 @@ fn conversation(messages: &[Message]) -> Result<(Option<Content>, Vec<Content>),
                             ..Part::default()
                         }),
                         _ => {
-                            return Err(unsupported(
-                                format!("messages[{i}].content[{j}]"),
+                            return Err(ApiError::unsupported_content(format!("messages[{i}].content[{j}]"),
                                 "a Gemini system instruction holds text only",
                             ));
                         }
@@ -205,8 +203,7 @@ fn conversation(messages: &[Message]) -> Result<(Option<Content>, Vec<Content>),
             Role::User | Role::Tool => "user",
             Role::Assistant => "model",
             _ => {
-                return Err(unsupported(
-                    format!("messages[{i}].role"),
+                return Err(ApiError::unsupported_content(format!("messages[{i}].role"),
                     "this role cannot be sent to a Gemini supplier",
                 ));
             }
@@ -257,20 +254,17 @@ fn encode_part(
             arguments,
         } => {
             if messages[i].role != Role::Assistant {
-                return Err(unsupported(
-                    param(),
+                return Err(ApiError::unsupported_content(param(),
                     "a tool call outside an assistant turn cannot be sent to a Gemini supplier",
                 ));
             }
             let args: Value = serde_json::from_str(arguments).map_err(|_| {
-                unsupported(
-                    param(),
+                ApiError::unsupported_content(param(),
                     "tool call arguments that are not JSON cannot be sent to a Gemini supplier",
                 )
             })?;
             if !args.is_object() {
-                return Err(unsupported(
-                    param(),
+                return Err(ApiError::unsupported_content(param(),
                     "a Gemini function call's arguments are an object",
                 ));
             }
@@ -291,8 +285,7 @@ fn encode_part(
             ..
         } => {
             let name = called_function(messages, i, tool_call_id).ok_or_else(|| {
-                unsupported(
-                    param(),
+                ApiError::unsupported_content(param(),
                     format!(
                         "the tool result for `{tool_call_id}` answers no call in the history; a Gemini supplier needs the function's name"
                     ),
@@ -303,12 +296,7 @@ fn encode_part(
                 match part {
                     ContentPart::Text { text: t, .. } => text.push_str(t),
                     _ => {
-                        return Err(ApiError::for_field(
-                            ErrorCode::UnsupportedConversion,
-                            Field::ImageInput,
-                            "a Gemini function response holds text only",
-                        )
-                        .with_param(param()));
+                        return Err(ApiError::unsupported_content(param(), "a Gemini function response holds text only"));
                     }
                 }
             }
@@ -328,14 +316,12 @@ fn encode_part(
         // Gemini takes no thought text back; the model thinks afresh.
         ContentPart::Thinking { .. } | ContentPart::RedactedThinking { .. } => return Ok(None),
         ContentPart::Opaque { protocol, .. } => {
-            return Err(unsupported(
-                param(),
+            return Err(ApiError::unsupported_content(param(),
                 format!("a {protocol} part cannot be sent to a Gemini supplier"),
             ));
         }
         _ => {
-            return Err(unsupported(
-                param(),
+            return Err(ApiError::unsupported_content(param(),
                 "this content part cannot be sent to a Gemini supplier",
             ));
         }
@@ -358,19 +344,9 @@ fn inline_image(source: &ImageSource, param: &str) -> Result<Blob, ApiError> {
                     data: data.to_owned(),
                 });
             }
-            Err(ApiError::for_field(
-                ErrorCode::UnsupportedConversion,
-                Field::ImageInput,
-                "a Gemini supplier takes images inline (base64), not by URL",
-            )
-            .with_param(param))
+            Err(ApiError::unsupported_content(param, "a Gemini supplier takes images inline (base64), not by URL"))
         }
-        ImageSource::Upload { .. } => Err(ApiError::for_field(
-            ErrorCode::UnsupportedConversion,
-            Field::ImageInput,
-            "an unresolved upload cannot be sent to a Gemini supplier",
-        )
-        .with_param(param)),
+        ImageSource::Upload { .. } => Err(ApiError::unsupported_content(param, "an unresolved upload cannot be sent to a Gemini supplier")),
     }
 }
 

@@ -81,6 +81,7 @@ impl SupplierCodec for MessagesSupplier {
         target: &SupplierTarget<'_>,
     ) -> Result<Vec<u8>, ApiError> {
         request.refuse_native_only(self.protocol())?;
+        request.refuse_several_choices()?;
         request::request(request, target)
     }
 

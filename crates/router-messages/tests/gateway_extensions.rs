@@ -8,7 +8,8 @@
     reason = "test code: a panic is the failure report"
 )]
 
-use router_canonical::{ClientCodec, RoutingOptions};
+use router_canonical::ClientCodec;
+use router_wire_testkit::RoutingOptions;
 use router_messages::MessagesClient;
 use serde_json::json;
 

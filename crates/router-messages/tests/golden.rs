@@ -17,7 +17,8 @@
     reason = "test helpers: a panic is the failure report"
 )]
 
-use router_canonical::{Request, RoutingOptions};
+use router_canonical::Request;
+use router_wire_testkit::RoutingOptions;
 use router_messages::{
     ClientCodec, ClientStreamEncoder, HeaderSource, MessagesClient, MessagesSupplier, ReplyContext,
     StreamContext, SupplierTarget,
@@ -57,12 +58,11 @@ fn canonical(case: &Path, golden: &mut Golden) -> Request {
     let headers: Value = fs::read(case.join("headers.json"))
         .map(|b| serde_json::from_slice(&b).unwrap())
         .unwrap_or_else(|_| serde_json::json!({"anthropic-version": "2023-06-01"}));
-    // As the gateway parses it: the routing fields into `Request::routing`.
-    let mut routing = RoutingOptions::default();
-    let (mut request, ()) = MessagesClient
-        .parse_request_with(&Headers(headers), &body, &mut routing)
+    // As the gateway parses it: the routing fields into the gateway's
+    // `RoutingOptions`, beside the canonical request.
+    let (request, ()) = MessagesClient
+        .parse_request_with(&Headers(headers), &body, &mut RoutingOptions::default())
         .unwrap_or_else(|err| panic!("{}: request or headers rejected: {err:?}", case.display()));
-    request.routing = routing;
     golden.json(
         case,
         "canonical.json",

@@ -21,7 +21,7 @@ use crate::wire::request::{
     WireRole,
 };
 use router_canonical::{
-    ApiError, CacheControl, ContentPart, ErrorCode, Field, ImageSource, Message, PromptCacheMode,
+    ApiError, CacheControl, ContentPart, ErrorCode, Field, ImageSource, Message,
     Protocol, Request, ResponseFormat, Role, SupplierTarget, ThinkingMode, Tool, ToolChoice,
 };
 use serde_json::{Map, Value};
@@ -114,7 +114,7 @@ fn messages_request(
     wire.context_management = native.get("context_management").cloned();
     wire.metadata = metadata(req, native.get("metadata"));
     wire.output_config = output_config(req, native.get("output_config"))?;
-    if req.prompt_cache == PromptCacheMode::On {
+    if target.prompt_cache_marker {
         add_cache_marker(&mut wire);
     }
     Ok(wire)
