@@ -135,6 +135,37 @@ impl<'a> StreamEnd<'a> {
 /// protocol's model. A client codec hands them over before it applies its
 /// rule for unknown members (Chat and Responses drop them, Messages refuses
 /// them), so an extension is accepted on every surface and validated once.
+/// The values stay with the gateway, beside the canonical [`Request`]:
+///
+/// ```
+/// use router_canonical::{ApiError, BodyExtensions};
+/// use serde_json::{Map, Value};
+///
+/// /// A gateway's `tenant` member of every body.
+/// #[derive(Default)]
+/// struct Tenant(Option<String>);
+///
+/// impl BodyExtensions for Tenant {
+///     fn take(&mut self, members: &mut Map<String, Value>) -> Result<(), ApiError> {
+///         match members.remove("tenant") {
+///             None | Some(Value::Null) => Ok(()),
+///             Some(Value::String(name)) => {
+///                 self.0 = Some(name);
+///                 Ok(())
+///             }
+///             Some(_) => Err(ApiError::invalid("tenant", "`tenant` must be a string")),
+///         }
+///     }
+/// }
+///
+/// let mut members = Map::new();
+/// members.insert("tenant".into(), Value::String("acme".into()));
+/// let mut tenant = Tenant::default();
+/// tenant.take(&mut members)?;
+/// assert_eq!(tenant.0.as_deref(), Some("acme"));
+/// assert!(members.is_empty());
+/// # Ok::<(), ApiError>(())
+/// ```
 pub trait BodyExtensions {
     /// Take this gateway's members out of `members` (the body's top-level
     /// members the protocol does not define), refusing a bad value with an

@@ -36,8 +36,8 @@ pub use image::{GeneratedImage, ImageRequest, ImageSupplierCodec};
 pub use money::{NanoUsd, PricePerMTok, Rates};
 pub use protocol::Protocol;
 pub use request::{
-    CacheControl, ContentPart, ImageSource, Message, NativeFields, Reasoning,
-    Request, ResponseFormat, Role, Sampling, ThinkingConfig, ThinkingMode, Tool, ToolChoice,
+    CacheControl, ContentPart, ImageSource, Message, NativeFields, Reasoning, Request,
+    ResponseFormat, Role, Sampling, ThinkingConfig, ThinkingMode, Tool, ToolChoice,
 };
 pub use response::{OutputBlock, Response, StopReason, Usage};
 pub use stream::{BlockDelta, BlockKind, StreamEvent};

@@ -112,7 +112,10 @@ fn what_converse_cannot_carry_is_refused_by_field() {
     // Every caller's codec names its own conversation field; the canonical
     // path stays in the message.
     assert_eq!(error.field, Some(router_canonical::Field::Messages));
-    assert!(error.message.starts_with("messages[0].content[1]: "), "{error:?}");
+    assert!(
+        error.message.starts_with("messages[0].content[1]: "),
+        "{error:?}"
+    );
     let shown = error.named_in(|field| match field {
         router_canonical::Field::Messages => "input",
         _ => "other",

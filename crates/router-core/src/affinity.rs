@@ -16,8 +16,8 @@
 //! usual, never an error.
 
 use crate::fingerprint::Fingerprint;
-use crate::store::{AffinityHint, ApiKeyRecord};
 use crate::gateway_request::PromptCacheMode;
+use crate::store::{AffinityHint, ApiKeyRecord};
 use router_canonical::{ContentPart, HeaderSource, Request, Role};
 use std::time::Duration;
 

@@ -24,8 +24,8 @@ use crate::thinking_seal::{self, SealError, SealKey, SealedDialect, SealedHistor
 use crate::trace::{self, RequestTrace, TimedSpan};
 use futures::StreamExt;
 use router_canonical::{
-    ApiError, Capability, ErrorCode, Field, NanoUsd, Protocol, Request, Response,
-    StopReason, StreamEvent, Usage,
+    ApiError, Capability, ErrorCode, Field, NanoUsd, Protocol, Request, Response, StopReason,
+    StreamEvent, Usage,
 };
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};

@@ -120,8 +120,16 @@ mod tests {
     #[test]
     fn several_choices_are_refused_naming_n() {
         for (n, inbound, message) in [
-            (2, Protocol::Chat, "`n` must be 1: multiple choices are not supported"),
-            (0, Protocol::Chat, "`n` must be 1: multiple choices are not supported"),
+            (
+                2,
+                Protocol::Chat,
+                "`n` must be 1: multiple choices are not supported",
+            ),
+            (
+                0,
+                Protocol::Chat,
+                "`n` must be 1: multiple choices are not supported",
+            ),
             (
                 3,
                 Protocol::Completions,

@@ -7,9 +7,9 @@
 //! no longer current is refused (`policy_changed`, A-20).
 
 use crate::catalog::{Catalog, Model};
+use crate::gateway_request::PromptCacheMode;
 use crate::product_codes;
 use ipnet::IpNet;
-use crate::gateway_request::PromptCacheMode;
 use router_canonical::ApiError;
 use std::net::IpAddr;
 

@@ -54,8 +54,8 @@ pub use pipeline::{Call, HandleError, Handled, Reply};
 pub use routing::Plan;
 pub use routing_options::{Percent, RoutingOptions};
 pub use supplier::{
-    AttemptCall, AttemptCause, AttemptError, Encoding, EventStream, FailureKind, Retry, SubmitError,
-    SupplierReply, Suppliers, VideoChunks, VideoContent,
+    AttemptCall, AttemptCause, AttemptError, Encoding, EventStream, FailureKind, Retry,
+    SubmitError, SupplierReply, Suppliers, VideoChunks, VideoContent,
 };
 pub use thinking_seal::SealKey;
 pub use trace::RequestTrace;

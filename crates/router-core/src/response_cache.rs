@@ -11,8 +11,8 @@
 //! answered without a reservation or a charge.
 
 use crate::fingerprint::Fingerprint;
-use crate::store::ApiKeyRecord;
 use crate::gateway_request::GatewayRequest;
+use crate::store::ApiKeyRecord;
 use uuid::Uuid;
 
 /// Says whether the exact-response cache answered (`hit`) or was asked

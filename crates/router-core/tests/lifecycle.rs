@@ -592,7 +592,12 @@ async fn stream_settles_on_finish_and_voids_on_failure_or_drop() {
     );
     let mut req = request("fixed");
     req.stream = true;
-    let Outcome::Stream(mut live) = h.gateway.run(admission(), req.clone().into()).await.unwrap() else {
+    let Outcome::Stream(mut live) = h
+        .gateway
+        .run(admission(), req.clone().into())
+        .await
+        .unwrap()
+    else {
         panic!()
     };
     assert!(matches!(live.next().await, Some(StreamItem::Event(_))));
@@ -609,7 +614,12 @@ async fn stream_settles_on_finish_and_voids_on_failure_or_drop() {
             Err(AttemptError::stream_interrupted("reset")),
         ]),
     );
-    let Outcome::Stream(mut live) = h.gateway.run(admission(), req.clone().into()).await.unwrap() else {
+    let Outcome::Stream(mut live) = h
+        .gateway
+        .run(admission(), req.clone().into())
+        .await
+        .unwrap()
+    else {
         panic!()
     };
     live.next().await;

@@ -67,7 +67,10 @@ fn what_gemini_cannot_carry_is_refused_by_field() {
     // `input`, `prompt`); the canonical path stays in the message.
     let error = SUPPLIER.encode_request(&url_image, &TARGET).unwrap_err();
     assert_eq!(error.field, Some(Field::Messages));
-    assert!(error.message.starts_with("messages[0].content[1]: "), "{error:?}");
+    assert!(
+        error.message.starts_with("messages[0].content[1]: "),
+        "{error:?}"
+    );
     let shown = error.named_in(|field| match field {
         Field::Messages => "input",
         _ => "other",

@@ -9,8 +9,8 @@
 )]
 
 use router_canonical::ClientCodec;
-use router_wire_testkit::RoutingOptions;
 use router_messages::MessagesClient;
+use router_wire_testkit::RoutingOptions;
 use serde_json::json;
 
 const HEADERS: [(&str, &str); 2] = [

@@ -20,11 +20,11 @@
 )]
 
 use router_canonical::Request;
-use router_wire_testkit::RoutingOptions;
 use router_messages::{
     ClientCodec, ClientStreamEncoder, HeaderSource, MessagesClient, MessagesSupplier, ReplyContext,
     StreamContext, SupplierTarget,
 };
+use router_wire_testkit::RoutingOptions;
 use router_wire_testkit::golden::{self, Golden, frame_values};
 use router_wire_testkit::supplier;
 use serde_json::Value;

@@ -524,34 +524,39 @@ fn converted_request() -> impl Strategy<Value = (Request, bool)> {
                 response_format,
                 budget,
                 prompt_cache_marker,
-            )| (Request {
-                model: "acme/model".to_owned(),
-                messages,
-                tools,
-                tool_choice,
-                parallel_tool_calls,
-                sampling: Sampling {
-                    temperature,
-                    stop,
-                    seed: Some(7),
-                    ..Sampling::default()
-                },
-                reasoning: Reasoning {
-                    effort,
-                    thinking: budget.map(|b| ThinkingConfig {
-                        mode: ThinkingMode::Enabled,
-                        budget_tokens: Some(1024 + b),
-                        display: None,
-                    }),
-                    summary: None,
-                },
-                response_format,
-                stream: false,
-                end_user: None,
-                native: None,
-                inbound: Some(Protocol::Chat),
-                native_only: None,
-            }, prompt_cache_marker),
+            )| {
+                (
+                    Request {
+                        model: "acme/model".to_owned(),
+                        messages,
+                        tools,
+                        tool_choice,
+                        parallel_tool_calls,
+                        sampling: Sampling {
+                            temperature,
+                            stop,
+                            seed: Some(7),
+                            ..Sampling::default()
+                        },
+                        reasoning: Reasoning {
+                            effort,
+                            thinking: budget.map(|b| ThinkingConfig {
+                                mode: ThinkingMode::Enabled,
+                                budget_tokens: Some(1024 + b),
+                                display: None,
+                            }),
+                            summary: None,
+                        },
+                        response_format,
+                        stream: false,
+                        end_user: None,
+                        native: None,
+                        inbound: Some(Protocol::Chat),
+                        native_only: None,
+                    },
+                    prompt_cache_marker,
+                )
+            },
         )
 }
 

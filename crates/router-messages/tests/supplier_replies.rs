@@ -15,8 +15,8 @@ use router_canonical::request::NativeFields;
 use router_canonical::sse::{Decoder, Frame};
 use router_canonical::{
     ApiError, BlockDelta, BlockKind, CacheControl, ContentPart, ErrorCode, ImageSource, Message,
-    OutputBlock, Protocol, Reasoning, Request, Response, ResponseFormat, Role,
-    Sampling, StopReason, StreamEvent, ThinkingConfig, ThinkingMode, Tool, ToolChoice, Usage,
+    OutputBlock, Protocol, Reasoning, Request, Response, ResponseFormat, Role, Sampling,
+    StopReason, StreamEvent, ThinkingConfig, ThinkingMode, Tool, ToolChoice, Usage,
 };
 use router_messages::client::StreamEncoder;
 use router_messages::{

@@ -9,8 +9,8 @@
 )]
 
 use router_canonical::ClientCodec;
-use router_wire_testkit::RoutingOptions;
 use router_responses::ResponsesClient;
+use router_wire_testkit::RoutingOptions;
 use serde_json::json;
 
 fn body(extra: serde_json::Value) -> Vec<u8> {

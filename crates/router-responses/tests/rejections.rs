@@ -835,7 +835,8 @@ fn what_the_parser_keeps() {
     .unwrap();
     assert!(req.native.is_none());
     // Common routing fields are read like on every surface (C-16).
-    let (_, routing) = codecs::parse_routed(&ResponsesClient, &(), &with("zdr", json!(true))).unwrap();
+    let (_, routing) =
+        codecs::parse_routed(&ResponsesClient, &(), &with("zdr", json!(true))).unwrap();
     assert!(routing.zdr);
     // `user`, else `safety_identifier`, is the end user.
     let req = parse_request(&with("safety_identifier", json!("u-1"))).unwrap();

@@ -11,14 +11,13 @@ use crate::native::NATIVE_ALLOWLIST;
 use crate::wire::request::{
     self as wire, ChatMessage, ChatRequest, ChatRole, MessageContent, ToolChoiceMode,
 };
+use router_canonical::BodyExtensions;
 use router_canonical::parse::{self, OpenAiSampling, check_image_url, function_tool_choice};
 use router_canonical::request::NativeFields;
 use router_canonical::{
-    ApiError, CacheControl, ContentPart, ImageSource, Message, Protocol,
-    Reasoning, Request, ResponseFormat, Role, Sampling, ThinkingConfig, ThinkingMode, Tool,
-    ToolChoice,
+    ApiError, CacheControl, ContentPart, ImageSource, Message, Protocol, Reasoning, Request,
+    ResponseFormat, Role, Sampling, ThinkingConfig, ThinkingMode, Tool, ToolChoice,
 };
-use router_canonical::BodyExtensions;
 use serde_json::{Map, Value};
 
 /// Content-part types that carry media other than images.

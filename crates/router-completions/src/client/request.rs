@@ -10,10 +10,7 @@ use crate::client::CompletionRequest;
 use crate::wire::request::{CompletionBody, Prompt, Stop};
 use router_canonical::BodyExtensions;
 use router_canonical::parse::{self, OpenAiSampling};
-use router_canonical::{
-    ApiError, Message, Protocol, Reasoning, Request, Role,
-    Sampling,
-};
+use router_canonical::{ApiError, Message, Protocol, Reasoning, Request, Role, Sampling};
 use serde_json::Value;
 
 /// The output limit when the client sends no `max_tokens`.

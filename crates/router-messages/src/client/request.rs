@@ -22,8 +22,8 @@ use router_canonical::BodyExtensions;
 use router_canonical::parse::{self, in_range, join_path};
 use router_canonical::request::NativeFields;
 use router_canonical::{
-    ApiError, ContentPart, Message, Protocol, Reasoning, Request, ResponseFormat,
-    Role, Sampling, ThinkingConfig, ThinkingMode, Tool, ToolChoice,
+    ApiError, ContentPart, Message, Protocol, Reasoning, Request, ResponseFormat, Role, Sampling,
+    ThinkingConfig, ThinkingMode, Tool, ToolChoice,
 };
 use serde_json::{Map, Value};
 

@@ -43,13 +43,13 @@ use crate::wire::request::{
     self as wire, ContentPart as WirePart, Input, InputItem, MessageContent, MessageItem,
     MessageRole, ResponsesRequest, TextFormat, ToolChoiceMode,
 };
+use router_canonical::BodyExtensions;
 use router_canonical::parse::{self, OpenAiSampling, check_image_url, function_tool_choice};
 use router_canonical::request::NativeFields;
 use router_canonical::{
-    ApiError, CacheControl, ContentPart, ImageSource, Message, Protocol,
-    Reasoning, Request, ResponseFormat, Role, Sampling, Tool, ToolChoice,
+    ApiError, CacheControl, ContentPart, ImageSource, Message, Protocol, Reasoning, Request,
+    ResponseFormat, Role, Sampling, Tool, ToolChoice,
 };
-use router_canonical::BodyExtensions;
 use serde_json::{Map, Value};
 
 /// Content-part types that carry media other than images.
