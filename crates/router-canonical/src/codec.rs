@@ -135,6 +135,37 @@ impl<'a> StreamEnd<'a> {
 /// protocol's model. A client codec hands them over before it applies its
 /// rule for unknown members (Chat and Responses drop them, Messages refuses
 /// them), so an extension is accepted on every surface and validated once.
+/// The values stay with the gateway, beside the canonical [`Request`]:
+///
+/// ```
+/// use router_canonical::{ApiError, BodyExtensions};
+/// use serde_json::{Map, Value};
+///
+/// /// A gateway's `tenant` member of every body.
+/// #[derive(Default)]
+/// struct Tenant(Option<String>);
+///
+/// impl BodyExtensions for Tenant {
+///     fn take(&mut self, members: &mut Map<String, Value>) -> Result<(), ApiError> {
+///         match members.remove("tenant") {
+///             None | Some(Value::Null) => Ok(()),
+///             Some(Value::String(name)) => {
+///                 self.0 = Some(name);
+///                 Ok(())
+///             }
+///             Some(_) => Err(ApiError::invalid("tenant", "`tenant` must be a string")),
+///         }
+///     }
+/// }
+///
+/// let mut members = Map::new();
+/// members.insert("tenant".into(), Value::String("acme".into()));
+/// let mut tenant = Tenant::default();
+/// tenant.take(&mut members)?;
+/// assert_eq!(tenant.0.as_deref(), Some("acme"));
+/// assert!(members.is_empty());
+/// # Ok::<(), ApiError>(())
+/// ```
 pub trait BodyExtensions {
     /// Take this gateway's members out of `members` (the body's top-level
     /// members the protocol does not define), refusing a bad value with an
@@ -264,12 +295,14 @@ pub fn finish_of(event: &StreamEvent) -> Option<StreamEnd<'_>> {
     }
 }
 
-/// Where a supplier request goes: what the route calls the model, and the
-/// output cap a protocol that requires one (Messages `max_tokens`) uses
-/// when the client set none.
+/// Where a supplier request goes and how it is encoded beyond the
+/// request's content: what the route calls the model, the output cap a
+/// protocol that requires one (Messages `max_tokens`) uses when the client
+/// set none, who signed thinking a caller restored, and whether to add an
+/// automatic prompt-cache marker.
 ///
-/// Built with [`SupplierTarget::new`]; new members may be added, hence
-/// `#[non_exhaustive]`.
+/// Built with [`SupplierTarget::new`] and its `with_*` setters; new members
+/// may be added, hence `#[non_exhaustive]`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct SupplierTarget<'a> {
@@ -278,14 +311,29 @@ pub struct SupplierTarget<'a> {
     /// The output cap to send when the request sets none and the protocol
     /// requires one.
     pub default_max_output_tokens: Option<u32>,
+    /// The protocol whose suppliers issued the signatures of the request's
+    /// thinking parts, when it is not the request's inbound protocol
+    /// (`None`: they are the inbound protocol's). An encoder replays signed
+    /// thinking only to a supplier of that protocol. A caller that restores
+    /// thinking it kept itself (a gateway that seals thinking) sets it.
+    pub thinking_signed_by: Option<Protocol>,
+    /// Add a five-minute prompt-cache marker (`cache_control`) to the last
+    /// block of the last message when the request holds none. Only the
+    /// Messages dialects have such markers; other encoders ignore it. Set it
+    /// only for models that honour markers: the encoder cannot tell.
+    pub prompt_cache_marker: bool,
 }
 
 impl<'a> SupplierTarget<'a> {
-    /// A request for the supplier's model `model`, with no default cap.
+    /// A request for the supplier's model `model`, with no default cap, its
+    /// thinking signed by its inbound protocol's suppliers, and no marker
+    /// added.
     pub const fn new(model: &'a str) -> Self {
         SupplierTarget {
             model,
             default_max_output_tokens: None,
+            thinking_signed_by: None,
+            prompt_cache_marker: false,
         }
     }
 
@@ -293,6 +341,27 @@ impl<'a> SupplierTarget<'a> {
     pub const fn with_default_max_output_tokens(mut self, cap: Option<u32>) -> Self {
         self.default_max_output_tokens = cap;
         self
+    }
+
+    /// This target for a request whose thinking parts `signer`'s suppliers
+    /// signed (`None`: the request's inbound protocol's).
+    pub const fn with_thinking_signed_by(mut self, signer: Option<Protocol>) -> Self {
+        self.thinking_signed_by = signer;
+        self
+    }
+
+    /// This target adding (or not) an automatic prompt-cache marker
+    /// ([`SupplierTarget::prompt_cache_marker`]).
+    pub const fn with_prompt_cache_marker(mut self, add: bool) -> Self {
+        self.prompt_cache_marker = add;
+        self
+    }
+
+    /// The protocol whose suppliers signed `request`'s thinking parts:
+    /// [`SupplierTarget::thinking_signed_by`], else the request's inbound
+    /// protocol.
+    pub fn thinking_signer(&self, request: &Request) -> Option<Protocol> {
+        self.thinking_signed_by.or(request.inbound)
     }
 }
 

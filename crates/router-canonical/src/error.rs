@@ -317,6 +317,19 @@ impl ApiError {
         }
     }
 
+    /// A conversion refusal of the content at `path`, a canonical path
+    /// (`messages[i].content[j]`, `messages[i].role`): its field is
+    /// [`Field::Messages`], so a client's codec names its own conversation
+    /// field (`messages`, `input`, `prompt`); `param` holds the path for a
+    /// caller that renders no client envelope, and the message starts with
+    /// it for every caller.
+    pub fn unsupported_content(path: impl Into<String>, message: impl fmt::Display) -> Self {
+        let path = path.into();
+        ApiError::unsupported_conversion(format!("{path}: {message}"))
+            .with_field(Field::Messages)
+            .with_param(path)
+    }
+
     /// This error about the canonical `field`, which the client's codec
     /// names in its own protocol's terms ([`ApiError::named_in`]).
     pub fn with_field(mut self, field: Field) -> Self {

@@ -18,7 +18,6 @@ pub mod protocol;
 pub mod public_host;
 pub mod request;
 pub mod response;
-pub mod routing_options;
 pub mod sse;
 pub mod stream;
 pub mod supplier_error;
@@ -37,11 +36,10 @@ pub use image::{GeneratedImage, ImageRequest, ImageSupplierCodec};
 pub use money::{NanoUsd, PricePerMTok, Rates};
 pub use protocol::Protocol;
 pub use request::{
-    CacheControl, ContentPart, ImageSource, Message, NativeFields, PromptCacheMode, Reasoning,
-    Request, ResponseFormat, Role, Sampling, ThinkingConfig, ThinkingMode, Tool, ToolChoice,
+    CacheControl, ContentPart, ImageSource, Message, NativeFields, Reasoning, Request,
+    ResponseFormat, Role, Sampling, ThinkingConfig, ThinkingMode, Tool, ToolChoice,
 };
 pub use response::{OutputBlock, Response, StopReason, Usage};
-pub use routing_options::{Percent, RoutingOptions};
 pub use stream::{BlockDelta, BlockKind, StreamEvent};
 pub use supplier_error::{
     SupplierError, SupplierErrorCategory, SupplierFailure, parse_retry_after,

@@ -7,22 +7,16 @@ use serde_json::{Map, Value};
 
 /// One inference request, independent of the protocol it arrived in.
 ///
-/// # Protocol content and a gateway's fields
-///
-/// Every member is what the client's protocol said (a client codec's
-/// `parse_request` fills them), except three a gateway sets around it and a
-/// codec never reads from the body:
-///
-/// * [`Request::routing`]: the gateway's routing options, read only through
-///   `ClientCodec::parse_request_with` (see [`RoutingOptions`](crate::RoutingOptions));
-///   encoders ignore it;
-/// * [`Request::prompt_cache`]: the gateway's prompt-cache marker policy
-///   (`Passthrough` from every parser); encoders apply it;
-/// * [`Request::thinking_signed_by`]: who signed restored thinking, for a
-///   gateway that signs thinking itself (`None` from every parser).
-///
-/// A library caller that translates between protocols leaves all three at
-/// their defaults.
+/// Every member is protocol content: what the client's protocol said (a
+/// client codec's `parse_request` fills them) or what a translation needs to
+/// know about it ([`Request::inbound`], [`Request::native_only`]). A
+/// gateway's own options for the request (routing constraints, prompt-cache
+/// policy, ...) are no member: a gateway keeps them beside the request, and
+/// reads its own body members through
+/// [`ClientCodec::parse_request_with`](crate::ClientCodec::parse_request_with).
+/// How a request is encoded for one supplier beyond its content (who signed
+/// restored thinking, an automatic prompt-cache marker) is the
+/// [`SupplierTarget`](crate::SupplierTarget)'s.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Request {
     /// The public model ID or alias the client asked for.
@@ -51,7 +45,8 @@ pub struct Request {
     /// Whether the reply is streamed.
     #[serde(default)]
     pub stream: bool,
-    /// A stable end-user identifier (`user`, `metadata.user_id`, `X-CI-End-User`).
+    /// A stable end-user identifier (Chat and Completions `user`, Responses
+    /// `user` or `safety_identifier`, Messages `metadata.user_id`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end_user: Option<String>,
     /// Vetted protocol-specific fields that only a route of `native.protocol`
@@ -61,11 +56,6 @@ pub struct Request {
     /// as `Requirements::native_only`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub native: Option<NativeFields>,
-    /// A gateway's routing constraints (`min_discount_percent`, `zdr`), set
-    /// by the gateway from `parse_request_with`; no parser sets them and no
-    /// encoder reads them.
-    #[serde(default)]
-    pub routing: crate::routing_options::RoutingOptions,
     /// The surface the request arrived on, set by the parser. Encoders use it
     /// to tell a native pass-through from a conversion.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -76,26 +66,9 @@ pub struct Request {
     /// no such route.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub native_only: Option<String>,
-    /// Prompt-cache marker policy (`x-ci-prompt-cache`), set by
-    /// the server from the header or the key's mode.
-    #[serde(default, skip_serializing_if = "PromptCacheMode::is_passthrough")]
-    pub prompt_cache: PromptCacheMode,
-    /// The protocol whose suppliers issued the signatures of the thinking
-    /// parts in `messages`, when it is not the inbound protocol's (`None`:
-    /// they are the inbound protocol's). An encoder replays signed thinking
-    /// only to a supplier of that protocol. A gateway that signs thinking
-    /// itself sets it when it restores such thinking; parsers leave it
-    /// `None`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub thinking_signed_by: Option<Protocol>,
 }
 
 impl Request {
-    /// The protocol whose suppliers signed this request's thinking parts.
-    pub fn thinking_signer(&self) -> Option<Protocol> {
-        self.thinking_signed_by.or(self.inbound)
-    }
-
     /// Refuse, naming the field, to send this request to a supplier of
     /// `protocol` when it holds something only its inbound protocol carries
     /// ([`Request::native_only`]) and `protocol` is another: every supplier
@@ -112,35 +85,19 @@ impl Request {
             _ => Ok(()),
         }
     }
-}
 
-/// What the router does with prompt-cache markers (`x-ci-prompt-cache`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PromptCacheMode {
-    /// Client markers are forwarded; none are added (the default).
-    #[default]
-    Passthrough,
-    /// On a native Messages route, a five-minute marker is added where the
-    /// client put none.
-    On,
-    /// Client markers are kept; routing affinity is disabled.
-    Off,
-}
-
-impl PromptCacheMode {
-    /// Whether markers travel unchanged.
-    pub fn is_passthrough(&self) -> bool {
-        *self == PromptCacheMode::Passthrough
-    }
-
-    /// Parse the exact lowercase header token.
-    pub fn parse(value: &str) -> Option<PromptCacheMode> {
-        match value {
-            "passthrough" => Some(PromptCacheMode::Passthrough),
-            "on" => Some(PromptCacheMode::On),
-            "off" => Some(PromptCacheMode::Off),
-            _ => None,
+    /// Refuse, naming `n`, to encode a request that asks for other than one
+    /// choice ([`Sampling::choices`]): a canonical [`Response`](crate::Response)
+    /// holds one, so no supplier encoder can carry the others. Every
+    /// supplier encoder checks this; a gateway may refuse earlier with its
+    /// own error.
+    pub fn refuse_several_choices(&self) -> Result<(), crate::ApiError> {
+        match self.sampling.choices {
+            Some(n) if n != 1 => Err(crate::ApiError::unsupported_conversion(format!(
+                "`n` is {n}: a supplier request carries one choice"
+            ))
+            .with_param("n")),
+            _ => Ok(()),
         }
     }
 }
@@ -182,6 +139,13 @@ pub struct Sampling {
     /// Penalty on tokens already present.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub presence_penalty: Option<f64>,
+    /// How many alternative choices the client asked for (Chat and
+    /// Completions `n`), as it asked: `None` when it did not say. A
+    /// canonical response holds one choice, so supplier encoders refuse
+    /// any other number ([`Request::refuse_several_choices`]); what to answer
+    /// a client that asks for more is its server's decision.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub choices: Option<u32>,
 }
 
 /// Reasoning controls. Effort is a free string: no default, no clamping.

@@ -9,7 +9,8 @@
 
 use crate::view::{CatalogViews, catalog_rates, priced_routes, usd};
 use crate::{CatalogError, Params, Viewer};
-use router_canonical::{NanoUsd, Percent, Usage};
+use router_canonical::{NanoUsd, Usage};
+use router_core::Percent;
 use router_core::{KeyPolicy, Modality, Model};
 use serde_json::{Value, json};
 use std::sync::Arc;

@@ -64,8 +64,10 @@ impl ClientCodec for ChatClient {
     /// `top_logprobs`, `metadata`, `prediction`, `verbosity`) are kept in
     /// `Request::native` for Chat suppliers and everything else is dropped
     /// (a gateway's own members are taken first by `extensions`).
-    /// `n` other than 1 is refused: the canonical response holds one choice,
-    /// so more could only be dropped on the way back, whatever the route.
+    /// `n` is carried as `Sampling::choices`, whatever its value: a
+    /// canonical response holds one choice, so every supplier encoder
+    /// refuses another number (`Request::refuse_several_choices`), and what
+    /// to answer the client is the caller's decision.
     /// Chat reads no headers of its own.
     fn parse_request_with(
         &self,

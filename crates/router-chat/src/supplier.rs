@@ -71,6 +71,7 @@ impl SupplierCodec for ChatSupplier {
         target: &SupplierTarget<'_>,
     ) -> Result<Vec<u8>, ApiError> {
         request.refuse_native_only(self.protocol())?;
+        request.refuse_several_choices()?;
         request::request(request, target.model)
     }
 

@@ -358,9 +358,8 @@ fn every_rule_rejects_with_its_param() {
             Some("presence_penalty"),
         ),
         ("seed 1.5", with("seed", json!(1.5)), Some("seed")),
-        // n (B-27)
-        ("n 2", with("n", json!(2)), Some("n")),
-        ("n 0", with("n", json!(0)), Some("n")),
+        // n's type (B-27; a number other than 1 is the gateway's refusal:
+        // `n_is_carried_for_the_caller_to_decide`)
         ("n \"1\"", with("n", json!("1")), Some("n")),
         // tools (B-11)
         ("tools {}", with("tools", json!({})), Some("tools")),
@@ -639,4 +638,19 @@ fn string_or_array_fields_say_what_they_expect() {
         assert_eq!(err.param.as_deref(), Some(param));
         assert!(err.message.contains(text), "{param}: {}", err.message);
     }
+}
+
+/// B-27, GP-50: `n` is the protocol's field. The codec carries it
+/// (`Sampling::choices`) instead of refusing it; the gateway refuses other
+/// than 1 (`router-core`'s `several_choices_are_refused_naming_n`), and
+/// every supplier encoder refuses to encode it
+/// (`several_choices_are_not_encoded` in `supplier_replies.rs`).
+#[test]
+fn n_is_carried_for_the_caller_to_decide() {
+    for n in [0, 1, 2] {
+        let request = parse_request(&with("n", json!(n))).unwrap();
+        assert_eq!(request.sampling.choices, Some(n));
+    }
+    let request = parse_request(&serde_json::to_vec(&base()).unwrap()).unwrap();
+    assert_eq!(request.sampling.choices, None);
 }

@@ -171,6 +171,7 @@ fn sampling() -> impl Strategy<Value = Sampling> {
                     seed,
                     frequency_penalty,
                     presence_penalty,
+                    choices: None,
                 }
             },
         )
@@ -265,11 +266,8 @@ fn request() -> impl Strategy<Value = Request> {
                     stream,
                     end_user,
                     native,
-                    routing: Default::default(),
                     inbound: Some(Protocol::Chat),
                     native_only,
-                    prompt_cache: Default::default(),
-                    thinking_signed_by: None,
                 }
             },
         )

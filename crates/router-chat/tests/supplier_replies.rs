@@ -703,6 +703,16 @@ fn store_service_tier_and_n_are_never_forwarded() {
 }
 
 #[test]
+fn several_choices_are_not_encoded() {
+    let mut req =
+        parse_request(br#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#).unwrap();
+    req.sampling.choices = Some(2);
+    let error = codecs::encode(&ChatSupplier::default(), &req, "up", None).unwrap_err();
+    assert_eq!(error.code, ErrorCode::UnsupportedConversion);
+    assert_eq!(error.param.as_deref(), Some("n"));
+}
+
+#[test]
 fn response_json_shapes() {
     let response = Response {
         id: "up".into(),

@@ -9,23 +9,21 @@
 
 #![expect(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
 
-use router_canonical::RoutingOptions;
 use router_canonical::{NanoUsd, Response, StreamEvent};
 use router_completions::{
     ClientStreamEncoder, CompletionRequest, CompletionStreamContext, ResponseContext,
     StreamEncoder, StreamEnd, encode_response,
 };
+use router_wire_testkit::RoutingOptions;
 use router_wire_testkit::golden::{self, Golden};
 use std::fs;
 use std::path::Path;
 
 /// The body parsed as the gateway parses it: its routing fields taken into
-/// `Request::routing` (`parse_request_with`).
+/// the gateway's `RoutingOptions` (`parse_request_with`), which the
+/// canonical request does not hold.
 fn parse_request(body: &[u8]) -> Result<CompletionRequest, router_completions::ApiError> {
-    let mut routing = RoutingOptions::default();
-    let mut parsed = router_completions::parse_request_with(body, &mut routing)?;
-    parsed.request.routing = routing;
-    Ok(parsed)
+    router_completions::parse_request_with(body, &mut RoutingOptions::default())
 }
 
 const ROUTER_ID: &str = "cmpl-router-0001";

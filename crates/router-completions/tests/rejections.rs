@@ -7,18 +7,23 @@
 //! F-18..F-21, F-26 (model, stream, temperature, min_discount_percent, zdr),
 //! CF-01 (temperature 0-2), B-17/B-18 and CF-22 (stop, as on Chat).
 
-use router_canonical::{ContentPart, Percent, Protocol, Role, RoutingOptions};
+use router_canonical::{ContentPart, Protocol, Role};
 use router_completions::{CompletionRequest, DEFAULT_MAX_TOKENS};
-use router_wire_testkit::rejection;
+use router_wire_testkit::{Percent, RoutingOptions, rejection};
 use serde_json::{Value, json};
 
 /// The body parsed as the gateway parses it: its routing fields taken into
-/// `Request::routing` (`parse_request_with`).
-fn parse_request(body: &[u8]) -> Result<CompletionRequest, router_completions::ApiError> {
+/// the gateway's `RoutingOptions` (`parse_request_with`).
+fn parse_routed(
+    body: &[u8],
+) -> Result<(CompletionRequest, RoutingOptions), router_completions::ApiError> {
     let mut routing = RoutingOptions::default();
-    let mut parsed = router_completions::parse_request_with(body, &mut routing)?;
-    parsed.request.routing = routing;
-    Ok(parsed)
+    let parsed = router_completions::parse_request_with(body, &mut routing)?;
+    Ok((parsed, routing))
+}
+
+fn parse_request(body: &[u8]) -> Result<CompletionRequest, router_completions::ApiError> {
+    parse_routed(body).map(|(parsed, _)| parsed)
 }
 
 fn base() -> Value {
@@ -127,9 +132,8 @@ fn every_rule_rejects_with_its_param() {
         // echo (E-05)
         ("echo \"yes\"", with("echo", json!("yes")), Some("echo")),
         ("echo 1", with("echo", json!(1)), Some("echo")),
-        // n and best_of (E-06)
-        ("n 2", with("n", json!(2)), Some("n")),
-        ("n 0", with("n", json!(0)), Some("n")),
+        // n's type, and best_of (E-06; `n` other than 1 is the gateway's
+        // refusal: `n_is_carried_for_the_caller_to_decide`)
         ("n \"1\"", with("n", json!("1")), Some("n")),
         ("best_of 2", with("best_of", json!(2)), Some("best_of")),
         ("best_of 0", with("best_of", json!(0)), Some("best_of")),
@@ -289,6 +293,19 @@ fn edge_values_are_accepted() {
     rejection::check_accepted(parse_request, &cases);
 }
 
+/// E-06: `n` is the protocol's field; the codec carries it
+/// (`Sampling::choices`), and the gateway refuses other than 1 (its test:
+/// `router-core`'s `several_choices_are_refused_naming_n`).
+#[test]
+fn n_is_carried_for_the_caller_to_decide() {
+    for n in [0, 1, 2] {
+        let parsed = accept(&with("n", json!(n)));
+        assert_eq!(parsed.request.sampling.choices, Some(n));
+    }
+    let plain = serde_json::to_vec(&base()).unwrap();
+    assert_eq!(accept(&plain).request.sampling.choices, None);
+}
+
 #[test]
 fn n_and_best_of_one_together_are_accepted() {
     // E-06
@@ -353,12 +370,13 @@ fn common_fields_reach_the_canonical_request() {
         "temperature": 1.5, "top_p": 0.5, "seed": -3, "stop": "END",
         "presence_penalty": 1, "frequency_penalty": -1
     });
-    let request = accept(&serde_json::to_vec(&body).unwrap()).request;
+    let (parsed, routing) = parse_routed(&serde_json::to_vec(&body).unwrap()).unwrap();
+    let request = parsed.request;
     assert!(request.stream);
     assert_eq!(request.end_user.as_deref(), Some("u-1"));
-    assert!(request.routing.zdr);
+    assert!(routing.zdr);
     assert_eq!(
-        request.routing.min_discount,
+        routing.min_discount,
         Some(Percent {
             units: 125,
             scale: 1

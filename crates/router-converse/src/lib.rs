@@ -68,6 +68,7 @@ impl SupplierCodec for ConverseSupplier {
         target: &SupplierTarget<'_>,
     ) -> Result<Vec<u8>, ApiError> {
         request.refuse_native_only(self.protocol())?;
+        request.refuse_several_choices()?;
         request::encode(request, target)
     }
 

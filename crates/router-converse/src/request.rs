@@ -1,7 +1,10 @@
 //! Encoding a canonical request as a Converse body.
 //!
 //! What Converse cannot carry is an `unsupported_conversion` error naming
-//! the field: an image by URL or unresolved upload, or not PNG, JPEG, GIF or
+//! the field (content by [`Field::Messages`], which each client's codec
+//! names in its own terms, with the canonical path `messages[i].content[j]`
+//! in `param` and at the start of the message:
+//! [`ApiError::unsupported_content`]): an image by URL or unresolved upload, or not PNG, JPEG, GIF or
 //! WebP; an image in a tool result; penalties; a JSON output format;
 //! `tool_choice: none` and `parallel_tool_calls: false` (Converse has
 //! neither); a reasoning effort (Converse has no portable field: a thinking
@@ -154,7 +157,7 @@ fn conversation(messages: &[Message]) -> Result<(Vec<Value>, Vec<Value>), ApiErr
         let role = match message.role {
             Role::System | Role::Developer => {
                 if !out.is_empty() {
-                    return Err(unsupported(
+                    return Err(ApiError::unsupported_content(
                         format!("messages[{i}].role"),
                         "a Converse supplier takes system prompts only before the conversation",
                     ));
@@ -163,7 +166,7 @@ fn conversation(messages: &[Message]) -> Result<(Vec<Value>, Vec<Value>), ApiErr
                     match part {
                         ContentPart::Text { text, .. } => system.push(json!({"text": text})),
                         _ => {
-                            return Err(unsupported(
+                            return Err(ApiError::unsupported_content(
                                 format!("messages[{i}].content[{j}]"),
                                 "a Converse system prompt holds text only",
                             ));
@@ -175,7 +178,7 @@ fn conversation(messages: &[Message]) -> Result<(Vec<Value>, Vec<Value>), ApiErr
             Role::User | Role::Tool => "user",
             Role::Assistant => "assistant",
             _ => {
-                return Err(unsupported(
+                return Err(ApiError::unsupported_content(
                     format!("messages[{i}].role"),
                     "this role cannot be sent to a Converse supplier",
                 ));
@@ -212,7 +215,7 @@ fn block(message: &Message, part: &ContentPart, param: &str) -> Result<Option<Va
             arguments,
         } => {
             if message.role != Role::Assistant {
-                return Err(unsupported(
+                return Err(ApiError::unsupported_content(
                     param,
                     "a tool call outside an assistant turn cannot be sent to a Converse supplier",
                 ));
@@ -221,7 +224,10 @@ fn block(message: &Message, part: &ContentPart, param: &str) -> Result<Option<Va
                 .ok()
                 .filter(Value::is_object)
                 .ok_or_else(|| {
-                    unsupported(param, "a Converse tool call's input is a JSON object")
+                    ApiError::unsupported_content(
+                        param,
+                        "a Converse tool call's input is a JSON object",
+                    )
                 })?;
             json!({"toolUse": {"toolUseId": id, "name": name, "input": input}})
         }
@@ -236,11 +242,10 @@ fn block(message: &Message, part: &ContentPart, param: &str) -> Result<Option<Va
                 match part {
                     ContentPart::Text { text, .. } => blocks.push(json!({"text": text})),
                     _ => {
-                        return Err(for_field(
-                            Field::ImageInput,
+                        return Err(ApiError::unsupported_content(
+                            param,
                             "a Converse tool result holds text only here",
-                        )
-                        .with_param(param));
+                        ));
                     }
                 }
             }
@@ -262,13 +267,13 @@ fn block(message: &Message, part: &ContentPart, param: &str) -> Result<Option<Va
             json!({"reasoningContent": {"redactedContent": data}})
         }
         ContentPart::Opaque { protocol, .. } => {
-            return Err(unsupported(
+            return Err(ApiError::unsupported_content(
                 param,
                 format!("a {protocol} part cannot be sent to a Converse supplier"),
             ));
         }
         _ => {
-            return Err(unsupported(
+            return Err(ApiError::unsupported_content(
                 param,
                 "this content part cannot be sent to a Converse supplier",
             ));
@@ -285,19 +290,17 @@ fn image(source: &ImageSource, param: &str) -> Result<Value, ApiError> {
         {
             Some(inline) => inline,
             None => {
-                return Err(for_field(
-                    Field::ImageInput,
+                return Err(ApiError::unsupported_content(
+                    param,
                     "a Converse supplier takes images inline (base64), not by URL",
-                )
-                .with_param(param));
+                ));
             }
         },
         ImageSource::Upload { .. } => {
-            return Err(for_field(
-                Field::ImageInput,
+            return Err(ApiError::unsupported_content(
+                param,
                 "an unresolved upload cannot be sent to a Converse supplier",
-            )
-            .with_param(param));
+            ));
         }
     };
     let format = match media_type {
@@ -306,11 +309,10 @@ fn image(source: &ImageSource, param: &str) -> Result<Value, ApiError> {
         "image/gif" => "gif",
         "image/webp" => "webp",
         other => {
-            return Err(for_field(
-                Field::ImageInput,
+            return Err(ApiError::unsupported_content(
+                param,
                 format!("a Converse supplier takes PNG, JPEG, GIF or WebP images, not {other}"),
-            )
-            .with_param(param));
+            ));
         }
     };
     Ok(json!({"image": {"format": format, "source": {"bytes": data}}}))

@@ -109,6 +109,19 @@ fn what_converse_cannot_carry_is_refused_by_field() {
         });
     let error = SUPPLIER.encode_request(&tiff, &TARGET).unwrap_err();
     assert_eq!(error.param.as_deref(), Some("messages[0].content[1]"));
+    // Every caller's codec names its own conversation field; the canonical
+    // path stays in the message.
+    assert_eq!(error.field, Some(router_canonical::Field::Messages));
+    assert!(
+        error.message.starts_with("messages[0].content[1]: "),
+        "{error:?}"
+    );
+    let shown = error.named_in(|field| match field {
+        router_canonical::Field::Messages => "input",
+        _ => "other",
+    });
+    assert_eq!(shown.param.as_deref(), Some("input"));
+    assert!(shown.message.contains("messages[0].content[1]"));
 }
 
 #[test]

@@ -16,8 +16,9 @@
 //! usual, never an error.
 
 use crate::fingerprint::Fingerprint;
+use crate::gateway_request::PromptCacheMode;
 use crate::store::{AffinityHint, ApiKeyRecord};
-use router_canonical::{ContentPart, HeaderSource, PromptCacheMode, Request, Role};
+use router_canonical::{ContentPart, HeaderSource, Request, Role};
 use std::time::Duration;
 
 /// Prompt-cache routing affinity's settings (F-14, F-16).
@@ -135,7 +136,7 @@ fn part_marked(part: &ContentPart) -> bool {
 }
 
 /// The SHA-256 of (scope, model, prefix), or `None` when the request does
-/// not participate (mode `off`, or no prefix long enough). The scope comes
+/// not participate (`mode` `off`, or no prefix long enough). The scope comes
 /// from `headers`: `x-ci-prompt-cache-scope` (`session` by default) and
 /// the header that completes it.
 pub(crate) fn fingerprint(
@@ -143,8 +144,9 @@ pub(crate) fn fingerprint(
     headers: &dyn HeaderSource,
     key: &ApiKeyRecord,
     request: &Request,
+    mode: PromptCacheMode,
 ) -> Option<[u8; 32]> {
-    if request.prompt_cache == PromptCacheMode::Off {
+    if mode == PromptCacheMode::Off {
         return None;
     }
     let messages = &request.messages;
@@ -245,6 +247,7 @@ mod tests {
             &Headers(headers),
             &key(),
             request,
+            PromptCacheMode::Passthrough,
         )
     }
 
@@ -253,9 +256,14 @@ mod tests {
         assert_eq!(of(&request("short"), &[]), None);
         let long = request(&"x".repeat(4 * 1024));
         assert!(of(&long, &[]).is_some());
-        let mut off = long.clone();
-        off.prompt_cache = PromptCacheMode::Off;
-        assert_eq!(of(&off, &[]), None);
+        let off = fingerprint(
+            &PromptCacheSettings::default(),
+            &Headers(&[]),
+            &key(),
+            &long,
+            PromptCacheMode::Off,
+        );
+        assert_eq!(off, None);
     }
 
     #[test]

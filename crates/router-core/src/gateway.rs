@@ -7,6 +7,7 @@
 //! is covered by the store's reaper (holds carry an expiry).
 
 use crate::catalog::{Catalog, Model, Route};
+use crate::gateway_request::{GatewayRequest, PromptCacheMode};
 use crate::key_policy::KeyLimit;
 use crate::pricing;
 use crate::product_codes;
@@ -16,14 +17,15 @@ use crate::store::{
     Store, Voiding,
 };
 use crate::supplier::{
-    AttemptCall, AttemptError, DEADLINE_PASSED, EventStream, Retry, SupplierReply, Suppliers,
+    AttemptCall, AttemptError, DEADLINE_PASSED, Encoding, EventStream, Retry, SupplierReply,
+    Suppliers,
 };
 use crate::thinking_seal::{self, SealError, SealKey, SealedDialect, SealedHistory, StreamSealer};
 use crate::trace::{self, RequestTrace, TimedSpan};
 use futures::StreamExt;
 use router_canonical::{
-    ApiError, Capability, ErrorCode, Field, NanoUsd, PromptCacheMode, Protocol, Request, Response,
-    StopReason, StreamEvent, Usage,
+    ApiError, Capability, ErrorCode, Field, NanoUsd, Protocol, Request, Response, StopReason,
+    StreamEvent, Usage,
 };
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -182,10 +184,10 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
     pub async fn run(
         &self,
         admission: Admission,
-        request: Request,
+        request: GatewayRequest,
     ) -> Result<Outcome<S, P>, ApiError> {
         let history = self
-            .open_thinking(admission.inbound, &request)
+            .open_thinking(admission.inbound, &request.request)
             .map_err(|e| e.to_api_error(e.canonical_path()))?;
         self.run_opened(admission, request, history).await
     }
@@ -195,12 +197,14 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
     pub async fn run_opened(
         &self,
         admission: Admission,
-        mut request: Request,
+        mut request: GatewayRequest,
         history: SealedHistory,
     ) -> Result<Outcome<S, P>, ApiError> {
         let plan = self.plan(&admission, &mut request)?;
         let inbound = admission.inbound;
-        let reservation = self.reserve_plan(&plan, admission, &request).await?;
+        let reservation = self
+            .reserve_plan(&plan, admission, &request.request)
+            .await?;
         self.attempt_routes(plan, request, inbound, history, reservation)
             .await
     }
@@ -212,17 +216,22 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
     pub(crate) fn plan(
         &self,
         admission: &Admission,
-        request: &mut Request,
+        request: &mut GatewayRequest,
     ) -> Result<Plan, ApiError> {
         request.routing.zdr |= admission.zdr;
-        let mut plan = routing::plan(&self.catalog(), request, admission.inbound)?;
+        let mut plan = routing::plan(
+            &self.catalog(),
+            &request.request,
+            request.routing,
+            admission.inbound,
+        )?;
         if let Some(preferred) = &admission.preferred_route
             && let Some(at) = plan.routes.iter().position(|r| &r.id == preferred)
         {
             let route = plan.routes.remove(at);
             plan.routes.insert(0, route);
         }
-        check_output_limit(&plan.model, request)?;
+        check_output_limit(&plan.model, &request.request)?;
         Ok(plan)
     }
 
@@ -323,11 +332,16 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
     pub(crate) async fn attempt_routes(
         &self,
         plan: Plan,
-        request: Request,
+        request: GatewayRequest,
         inbound: Protocol,
         history: SealedHistory,
         mut reservation: Reservation<S, P>,
     ) -> Result<Outcome<S, P>, ApiError> {
+        let GatewayRequest {
+            request,
+            prompt_cache,
+            ..
+        } = request;
         let thinking = ThinkingAttempts { inbound, history };
         crate::failpoints::reached("K1").await;
         let inner = &self.inner;
@@ -349,22 +363,19 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
                 reservation.trace.attempt_started(route);
                 // Each attempt sends the thinking history its route can take.
                 let restored;
-                let mut attempt_request = if thinking.history.is_empty() {
-                    &request
+                let (attempt_request, thinking_signed_by) = if thinking.history.is_empty() {
+                    (&request, None)
                 } else {
-                    restored = thinking.history.for_route(&request, route.protocol);
-                    &restored
+                    let signed_by;
+                    (restored, signed_by) = thinking.history.for_route(&request, route.protocol);
+                    (&restored, signed_by)
                 };
                 // Automatic cache markers only where they mean something (F-08).
-                let unmarked;
-                if attempt_request.prompt_cache == PromptCacheMode::On
-                    && !automatic_markers(&plan.model, route)
-                {
-                    let mut plain = attempt_request.clone();
-                    plain.prompt_cache = PromptCacheMode::Passthrough;
-                    unmarked = plain;
-                    attempt_request = &unmarked;
-                }
+                let encoding = Encoding {
+                    thinking_signed_by,
+                    prompt_cache_marker: prompt_cache == PromptCacheMode::On
+                        && automatic_markers(&plan.model, route),
+                };
                 let started_at = SystemTime::now();
                 let started = Instant::now();
                 let call =
@@ -374,7 +385,7 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
                         deadline,
                         inner
                             .suppliers
-                            .attempt(route, attempt_request, deadline, &call),
+                            .attempt(route, attempt_request, encoding, deadline, &call),
                     ) => match result {
                         Ok(result) => result,
                         Err(_) => Err(AttemptError::timeout()),

@@ -7,9 +7,10 @@
 //! no longer current is refused (`policy_changed`, A-20).
 
 use crate::catalog::{Catalog, Model};
+use crate::gateway_request::PromptCacheMode;
 use crate::product_codes;
 use ipnet::IpNet;
-use router_canonical::{ApiError, PromptCacheMode};
+use router_canonical::ApiError;
 use std::net::IpAddr;
 
 /// An API key's policy. `None` in a field means "no restriction" (or, for

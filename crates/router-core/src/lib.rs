@@ -20,6 +20,7 @@ pub mod experiments;
 pub mod failpoints;
 pub mod fingerprint;
 pub mod gateway;
+pub mod gateway_request;
 pub mod image_input;
 pub mod images;
 pub mod jobs;
@@ -30,6 +31,7 @@ pub mod pricing;
 pub mod product_codes;
 pub mod response_cache;
 pub mod routing;
+pub mod routing_options;
 pub mod shutdown;
 pub mod store;
 pub mod supplier;
@@ -45,13 +47,15 @@ pub use catalog::{
 };
 pub use experiments::{Experiment, ExperimentStatus, SystemMode, Variant};
 pub use gateway::{Abandoned, Gateway, GatewayConfig, LiveStream, Outcome, StreamItem};
+pub use gateway_request::{GatewayRequest, PromptCacheMode};
 pub use images::{GeneratedPng, ImageAdmission};
 pub use key_policy::{KeyLimit, KeyLimits, KeyPolicy, SpendWindow};
 pub use pipeline::{Call, HandleError, Handled, Reply};
 pub use routing::Plan;
+pub use routing_options::{Percent, RoutingOptions};
 pub use supplier::{
-    AttemptCall, AttemptCause, AttemptError, EventStream, FailureKind, Retry, SubmitError,
-    SupplierReply, Suppliers, VideoChunks, VideoContent,
+    AttemptCall, AttemptCause, AttemptError, Encoding, EventStream, FailureKind, Retry,
+    SubmitError, SupplierReply, Suppliers, VideoChunks, VideoContent,
 };
 pub use thinking_seal::SealKey;
 pub use trace::RequestTrace;

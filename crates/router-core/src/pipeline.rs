@@ -23,6 +23,7 @@
 use crate::affinity::{self, Affinity, AffinityState, PromptCacheSettings};
 use crate::experiments;
 use crate::gateway::{Admission, Gateway, LiveStream, Outcome};
+use crate::gateway_request::{GatewayRequest, PromptCacheMode};
 use crate::product_codes;
 use crate::response_cache::{CacheKey, CacheStatus};
 use crate::store::{
@@ -105,8 +106,13 @@ where
     pub async fn handle(
         &self,
         call: Call<'_>,
-        mut request: Request,
+        gateway_request: GatewayRequest,
     ) -> Result<Handled<S, P>, HandleError> {
+        let GatewayRequest {
+            mut request,
+            routing,
+            prompt_cache,
+        } = gateway_request;
         // 0. The bound on image input.
         crate::image_input::check(&request)?;
         // 1. The experiment variant.
@@ -121,9 +127,11 @@ where
         }
         // The request's `zdr`, and the account's data-protection switch,
         // which `zdr: false` cannot override (F-26, F-27, J-06).
-        let zdr = request.routing.zdr || call.key.account_zdr;
+        let zdr = routing.zdr || call.key.account_zdr;
         // 2. The affinity preference.
-        let affinity = self.affinity_preference(&call, &request).await;
+        let affinity = self
+            .affinity_preference(&call, &request, prompt_cache)
+            .await;
         // 3. Thinking signatures.
         let history = self
             .open_thinking(call.inbound, &request)
@@ -139,6 +147,11 @@ where
             trace: call.trace.clone(),
         };
         // 4. The exact-response cache.
+        let mut request = GatewayRequest {
+            request,
+            routing,
+            prompt_cache,
+        };
         let cache = CacheKey::for_request(call.key, &request, zdr);
         if let Some(key) = &cache
             && let Some(response) = self.cached_response(key).await
@@ -154,7 +167,9 @@ where
         }
         // 5. Plan, reserve, attempts, settle.
         let plan = self.plan(&admission, &mut request)?;
-        let reservation = self.reserve_plan(&plan, admission, &request).await?;
+        let reservation = self
+            .reserve_plan(&plan, admission, &request.request)
+            .await?;
         let outcome = self
             .attempt_routes(plan, request, call.inbound, history, reservation)
             .await?;
@@ -231,9 +246,14 @@ where
     }
 
     /// The prefix's stored preference, when the request takes part.
-    async fn affinity_preference(&self, call: &Call<'_>, request: &Request) -> Option<Affinity> {
+    async fn affinity_preference(
+        &self,
+        call: &Call<'_>,
+        request: &Request,
+        mode: PromptCacheMode,
+    ) -> Option<Affinity> {
         let fingerprint =
-            affinity::fingerprint(call.prompt_cache, call.headers, call.key, request)?;
+            affinity::fingerprint(call.prompt_cache, call.headers, call.key, request, mode)?;
         let hint = match self.store().affinity_hint(&fingerprint).await {
             Ok(hint) => Some(hint),
             Err(e) => {

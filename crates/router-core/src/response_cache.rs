@@ -4,14 +4,15 @@
 //! Only for a key that opted in (`response_cache_ttl_seconds`), a
 //! non-streaming request without image input, and never under zero data
 //! retention. The key is the [`Fingerprint`] of the whole canonical
-//! request: model, body (experiment variant applied) and routing options;
+//! request: model, body (experiment variant applied), and the gateway's
+//! routing options and prompt-cache mode beside it;
 //! the account is the other half of it. The answers live behind
 //! [`ResponseCacheStore`](crate::store::ResponseCacheStore); a hit is
 //! answered without a reservation or a charge.
 
 use crate::fingerprint::Fingerprint;
+use crate::gateway_request::GatewayRequest;
 use crate::store::ApiKeyRecord;
-use router_canonical::Request;
 use uuid::Uuid;
 
 /// Says whether the exact-response cache answered (`hit`) or was asked
@@ -45,15 +46,22 @@ impl CacheKey {
     /// is the request's own option or the account's switch.
     pub(crate) fn for_request(
         key: &ApiKeyRecord,
-        request: &Request,
+        request: &GatewayRequest,
         zdr: bool,
     ) -> Option<CacheKey> {
         let ttl_seconds = key.policy.response_cache_ttl_seconds?;
+        let GatewayRequest {
+            request,
+            routing,
+            prompt_cache,
+        } = request;
         if zdr || request.stream || request.has_images() {
             return None;
         }
         let mut fingerprint = Fingerprint::default();
         fingerprint.value(request).ok()?;
+        fingerprint.value(routing).ok()?;
+        fingerprint.value(prompt_cache).ok()?;
         Some(CacheKey {
             account_id: key.account_id,
             api_key_id: key.key_id,

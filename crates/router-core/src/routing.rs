@@ -3,6 +3,7 @@
 
 use crate::catalog::{Catalog, Model, Route};
 use crate::product_codes;
+use crate::routing_options::RoutingOptions;
 use router_canonical::{ApiError, Capability, ErrorCode, Field, Protocol, Request, Requirements};
 use std::sync::Arc;
 
@@ -99,7 +100,14 @@ pub fn find_model(catalog: &Catalog, name: &str) -> Result<Arc<Model>, ApiError>
     })
 }
 
-pub fn plan(catalog: &Catalog, request: &Request, inbound: Protocol) -> Result<Plan, ApiError> {
+/// The routes that may serve `request` arriving over `inbound`, under the
+/// gateway's `options` (`zdr`, `min_discount_percent`).
+pub fn plan(
+    catalog: &Catalog,
+    request: &Request,
+    options: RoutingOptions,
+    inbound: Protocol,
+) -> Result<Plan, ApiError> {
     let model = find_model(catalog, &request.model)?;
     if model.modality != crate::catalog::Modality::Text {
         return Err(ApiError::invalid(
@@ -127,7 +135,7 @@ pub fn plan(catalog: &Catalog, request: &Request, inbound: Protocol) -> Result<P
         ));
     }
     let configured = allow_betas(configured, request)?;
-    let configured = apply_routing_options(&model, configured, request)?;
+    let configured = apply_routing_options(&model, configured, options)?;
     let mut routes: Vec<Arc<Route>> = configured
         .into_iter()
         .filter(|r| r.enabled)
@@ -162,9 +170,8 @@ pub fn plan(catalog: &Catalog, request: &Request, inbound: Protocol) -> Result<P
 fn apply_routing_options<'a>(
     model: &Model,
     routes: Vec<&'a Arc<Route>>,
-    request: &Request,
+    options: RoutingOptions,
 ) -> Result<Vec<&'a Arc<Route>>, ApiError> {
-    let options = request.routing;
     let routes: Vec<&Arc<Route>> = if options.zdr {
         routes.into_iter().filter(|r| r.zdr).collect()
     } else {
@@ -346,7 +353,8 @@ fn no_configured_route(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use router_canonical::{Message, Percent, Role};
+    use crate::routing_options::Percent;
+    use router_canonical::{Message, Role};
 
     const CATALOG: &str = r#"
 [[suppliers]]
@@ -380,14 +388,16 @@ quote = { input = 800, output = 800 }
 
     fn plan_with(percent: Option<Percent>, zdr: bool) -> Result<Plan, ApiError> {
         let catalog = Catalog::from_toml(CATALOG, |_| None).unwrap();
-        let mut request = Request {
+        let request = Request {
             model: "listed".into(),
             messages: vec![Message::text(Role::User, "hi")],
             ..Default::default()
         };
-        request.routing.min_discount = percent;
-        request.routing.zdr = zdr;
-        plan(&catalog, &request, Protocol::Chat)
+        let options = RoutingOptions {
+            min_discount: percent,
+            zdr,
+        };
+        plan(&catalog, &request, options, Protocol::Chat)
     }
 
     #[test]
@@ -479,18 +489,36 @@ internal_cost = { input = 1, output = 1 }
     fn native_only_requests_keep_to_their_protocol() {
         let catalog = Catalog::from_toml(TWO_PROTOCOLS, |_| None).unwrap();
         // Without native-only content the cheaper Chat route may serve Messages.
-        let p = plan(&catalog, &messages_request("claude"), Protocol::Messages).unwrap();
+        let p = plan(
+            &catalog,
+            &messages_request("claude"),
+            RoutingOptions::default(),
+            Protocol::Messages,
+        )
+        .unwrap();
         assert_eq!(p.routes[0].id, "chat");
         let mut native = messages_request("claude");
         native.native_only = Some("messages[0].role".into());
-        let p = plan(&catalog, &native, Protocol::Messages).unwrap();
+        let p = plan(
+            &catalog,
+            &native,
+            RoutingOptions::default(),
+            Protocol::Messages,
+        )
+        .unwrap();
         assert_eq!(
             p.routes.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
             ["native"]
         );
         // A model without a native route: 400 naming the field (D-10, D-26).
         native.model = "gpt-only".into();
-        let err = plan(&catalog, &native, Protocol::Messages).unwrap_err();
+        let err = plan(
+            &catalog,
+            &native,
+            RoutingOptions::default(),
+            Protocol::Messages,
+        )
+        .unwrap_err();
         assert_eq!(err.code, ErrorCode::InvalidParameter);
         assert_eq!(err.param.as_deref(), Some("messages[0].role"));
         // It says what the model lacks and what to choose instead (issue 29).
@@ -515,12 +543,26 @@ internal_cost = { input = 1, output = 1 }
             ..Default::default()
         });
         assert_eq!(
-            plan(&catalog, &request, Protocol::Messages).unwrap().routes[0].id,
+            plan(
+                &catalog,
+                &request,
+                RoutingOptions::default(),
+                Protocol::Messages
+            )
+            .unwrap()
+            .routes[0]
+                .id,
             "native"
         );
         request.native.as_mut().unwrap().betas =
             vec!["context-1m-2025-08-07".into(), "bogus-2099-01-01".into()];
-        let err = plan(&catalog, &request, Protocol::Messages).unwrap_err();
+        let err = plan(
+            &catalog,
+            &request,
+            RoutingOptions::default(),
+            Protocol::Messages,
+        )
+        .unwrap_err();
         assert_eq!(err.param.as_deref(), Some("anthropic-beta"));
         // Only the refused identifier is named, and where it is allowed.
         assert!(
@@ -603,16 +645,34 @@ internal_cost = { input = 1, output = 1 }
         // Streaming rules out the Chat route, temperature 1.5 the Messages
         // one: neither alone is the reason.
         request.sampling.temperature = Some(1.5);
-        let err = plan(&catalog, &request, Protocol::Chat).unwrap_err();
+        let err = plan(
+            &catalog,
+            &request,
+            RoutingOptions::default(),
+            Protocol::Chat,
+        )
+        .unwrap_err();
         assert_eq!(err.code, ErrorCode::UnsupportedConversion, "{err:?}");
         // With the Messages route alone, the temperature is (CF-01).
         request.model = "messages-only".into();
-        let err = plan(&catalog, &request, Protocol::Chat).unwrap_err();
+        let err = plan(
+            &catalog,
+            &request,
+            RoutingOptions::default(),
+            Protocol::Chat,
+        )
+        .unwrap_err();
         assert_eq!(err.code, ErrorCode::InvalidParameter, "{err:?}");
         assert_eq!(err.field, Some(Field::Temperature), "{err:?}");
         request.model = "chat-only".into();
         request.sampling.temperature = None;
-        let err = plan(&catalog, &request, Protocol::Chat).unwrap_err();
+        let err = plan(
+            &catalog,
+            &request,
+            RoutingOptions::default(),
+            Protocol::Chat,
+        )
+        .unwrap_err();
         assert_eq!(err.field, Some(Field::Stream), "{err:?}");
     }
 
@@ -664,15 +724,35 @@ internal_cost = { input = 1, output = 1 }
             ..Default::default()
         };
         request.sampling.temperature = Some(1.5);
-        let err = plan(&catalog, &request, Protocol::Chat).unwrap_err();
+        let err = plan(
+            &catalog,
+            &request,
+            RoutingOptions::default(),
+            Protocol::Chat,
+        )
+        .unwrap_err();
         assert_eq!(err.code, ErrorCode::InvalidParameter, "{err:?}");
         assert_eq!(err.field, Some(Field::Temperature), "{err:?}");
         // Converse takes the temperature, but no penalties.
         request.model = "converse-only".into();
-        assert!(plan(&catalog, &request, Protocol::Chat).is_ok());
+        assert!(
+            plan(
+                &catalog,
+                &request,
+                RoutingOptions::default(),
+                Protocol::Chat
+            )
+            .is_ok()
+        );
         request.sampling.temperature = None;
         request.sampling.presence_penalty = Some(0.5);
-        let err = plan(&catalog, &request, Protocol::Chat).unwrap_err();
+        let err = plan(
+            &catalog,
+            &request,
+            RoutingOptions::default(),
+            Protocol::Chat,
+        )
+        .unwrap_err();
         assert_eq!(err.code, ErrorCode::InvalidParameter, "{err:?}");
         assert_eq!(err.field, Some(Field::Penalties), "{err:?}");
     }
@@ -742,14 +822,26 @@ internal_cost = { input = 1, output = 1 }
             }],
             ..Default::default()
         };
-        let err = plan(&catalog, &image("seer"), Protocol::Chat).unwrap_err();
+        let err = plan(
+            &catalog,
+            &image("seer"),
+            RoutingOptions::default(),
+            Protocol::Chat,
+        )
+        .unwrap_err();
         assert_eq!(
             err.code,
             product_codes::IMAGE_CAPACITY_UNAVAILABLE,
             "{err:?}"
         );
         assert_eq!(err.status(), 503);
-        let err = plan(&catalog, &image("blind"), Protocol::Chat).unwrap_err();
+        let err = plan(
+            &catalog,
+            &image("blind"),
+            RoutingOptions::default(),
+            Protocol::Chat,
+        )
+        .unwrap_err();
         assert_eq!(err.code, ErrorCode::UnsupportedParameter, "{err:?}");
     }
 }

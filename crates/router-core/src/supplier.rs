@@ -9,7 +9,7 @@ use crate::trace_context::TraceContext;
 use bytes::Bytes;
 use futures::Stream;
 use router_canonical::{
-    ApiError, ErrorCode, ImageRequest, Request, Response, StreamEvent, SupplierError,
+    ApiError, ErrorCode, ImageRequest, Protocol, Request, Response, StreamEvent, SupplierError,
     SupplierErrorCategory, SupplierFailure, UpstreamVideo, VideoRequest,
 };
 use std::fmt;
@@ -413,15 +413,30 @@ impl AttemptCall {
     }
 }
 
+/// How one attempt's request is encoded for its route beyond its content:
+/// the gateway's decisions for that route, which the supplier client passes
+/// on in the codec's `SupplierTarget`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Encoding {
+    /// Who signed the thinking the gateway restored for this route, when it
+    /// is not the inbound protocol's suppliers
+    /// (`SupplierTarget::thinking_signed_by`).
+    pub thinking_signed_by: Option<Protocol>,
+    /// Add an automatic prompt-cache marker (`x-ci-prompt-cache: on` on a
+    /// route that honours it, F-08; `SupplierTarget::prompt_cache_marker`).
+    pub prompt_cache_marker: bool,
+}
+
 /// Sends one attempt to a route's supplier.
 pub trait Suppliers: Send + Sync + 'static {
     /// One physical attempt, identified to the supplier by `call` (whose
-    /// supplier request id it fills when the reply head arrives). Must give
-    /// up by `deadline`.
+    /// supplier request id it fills when the reply head arrives), its body
+    /// encoded as `encoding` says. Must give up by `deadline`.
     fn attempt(
         &self,
         route: &Route,
         request: &Request,
+        encoding: Encoding,
         deadline: Instant,
         call: &AttemptCall,
     ) -> impl Future<Output = Result<SupplierReply, AttemptError>> + Send;

@@ -336,8 +336,10 @@ impl SealedHistory {
     /// Responses route the other (Anthropic-signed) thinking is dropped as
     /// well, as the Responses encoder would, so that what it replays is
     /// exactly the restored Responses reasoning. A message left empty by the
-    /// drops is left out.
-    pub fn for_route(&self, request: &Request, protocol: Protocol) -> Request {
+    /// drops is left out. With the history, the protocol whose suppliers
+    /// signed its restored thinking when that is not the inbound protocol's
+    /// (the attempt's `SupplierTarget::thinking_signed_by`).
+    pub fn for_route(&self, request: &Request, protocol: Protocol) -> (Request, Option<Protocol>) {
         let route_dialect = SealedDialect::of_route(protocol);
         let mut out = request.clone();
         let sealed: BTreeMap<(usize, usize), &Sealed> =
@@ -366,10 +368,10 @@ impl SealedHistory {
         }
         let mut emptied = emptied.into_iter();
         out.messages.retain(|_| !emptied.next().unwrap_or(false));
-        if restored && let Some(dialect) = route_dialect {
-            out.thinking_signed_by = Some(dialect.protocol());
-        }
-        out
+        let signed_by = route_dialect
+            .filter(|_| restored)
+            .map(|dialect| dialect.protocol());
+        (out, signed_by)
     }
 }
 
@@ -636,8 +638,8 @@ mod tests {
         ]);
         let opened = k.open(&request).unwrap();
 
-        let responses = opened.for_route(&request, Protocol::Responses);
-        assert_eq!(responses.thinking_signed_by, Some(Protocol::Responses));
+        let (responses, signed_by) = opened.for_route(&request, Protocol::Responses);
+        assert_eq!(signed_by, Some(Protocol::Responses));
         assert_eq!(
             responses.messages[2].content,
             vec![
@@ -649,8 +651,8 @@ mod tests {
             ]
         );
 
-        let messages = opened.for_route(&request, Protocol::Messages);
-        assert_eq!(messages.thinking_signed_by, None);
+        let (messages, signed_by) = opened.for_route(&request, Protocol::Messages);
+        assert_eq!(signed_by, None);
         assert_eq!(messages.messages[2].content.len(), 2);
         assert_eq!(
             messages.messages[2].content[0],
@@ -658,19 +660,19 @@ mod tests {
         );
 
         // Chat has no replay data: nothing to restore, the block is dropped.
-        let chat = opened.for_route(&request, Protocol::Chat);
-        assert_eq!(chat.thinking_signed_by, None);
+        let (chat, signed_by) = opened.for_route(&request, Protocol::Chat);
+        assert_eq!(signed_by, None);
         assert_eq!(chat.messages[2].content.len(), 2);
         assert_eq!(chat.messages[2].content[0], thinking("a", "anthropic-sig"));
 
         // A Responses block without encrypted_content is not replayed.
         let bare = k.seal(SealedDialect::Responses, "", "b");
         let request = history(vec![thinking("b", &bare)]);
-        let out = k
+        let (out, signed_by) = k
             .open(&request)
             .unwrap()
             .for_route(&request, Protocol::Responses);
-        assert_eq!(out.thinking_signed_by, None);
+        assert_eq!(signed_by, None);
         assert!(out.messages.iter().all(|m| m.role != Role::Assistant));
     }
 
@@ -679,7 +681,7 @@ mod tests {
         let k = key(7);
         let seal = k.seal(SealedDialect::Responses, "enc", "r");
         let request = history(vec![thinking("r", &seal)]);
-        let out = k
+        let (out, _) = k
             .open(&request)
             .unwrap()
             .for_route(&request, Protocol::Messages);

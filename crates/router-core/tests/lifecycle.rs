@@ -208,6 +208,7 @@ impl Suppliers for ScriptedSuppliers {
         &self,
         route: &Route,
         _request: &Request,
+        _encoding: router_core::Encoding,
         _deadline: Instant,
         _call: &router_core::AttemptCall,
     ) -> Result<SupplierReply, AttemptError> {
@@ -353,7 +354,7 @@ fn admission() -> Admission {
 }
 
 async fn run(h: &Harness, req: Request) -> Result<(String, i64), ApiError> {
-    match h.gateway.run(admission(), req).await? {
+    match h.gateway.run(admission(), req.into()).await? {
         Outcome::Complete { response, cost } => Ok((response.text(), cost.0)),
         Outcome::Stream(_) => panic!("unexpected stream"),
     }
@@ -457,6 +458,7 @@ async fn inconsistent_usage_is_invalid_and_not_charged() {
             &self,
             _: &Route,
             _: &Request,
+            _: router_core::Encoding,
             _: Instant,
             _: &router_core::AttemptCall,
         ) -> Result<SupplierReply, AttemptError> {
@@ -471,7 +473,7 @@ async fn inconsistent_usage_is_invalid_and_not_charged() {
         GatewayConfig::default(),
         SealKey::generate().unwrap(),
     );
-    let err = match gw.run(admission(), request("fixed")).await {
+    let err = match gw.run(admission(), request("fixed").into()).await {
         Err(e) => e,
         Ok(_) => panic!("expected an error"),
     };
@@ -551,7 +553,7 @@ async fn admission_zdr_is_not_relaxed_by_the_request() {
     // F-27, J-06: the account's ZDR (carried by the admission) applies
     // although the request says `zdr:false`; no route here is ZDR.
     let h = harness(RICH);
-    let mut req = request("fixed");
+    let mut req: router_core::GatewayRequest = request("fixed").into();
     req.routing.zdr = false;
     let admission = Admission {
         zdr: true,
@@ -590,7 +592,12 @@ async fn stream_settles_on_finish_and_voids_on_failure_or_drop() {
     );
     let mut req = request("fixed");
     req.stream = true;
-    let Outcome::Stream(mut live) = h.gateway.run(admission(), req.clone()).await.unwrap() else {
+    let Outcome::Stream(mut live) = h
+        .gateway
+        .run(admission(), req.clone().into())
+        .await
+        .unwrap()
+    else {
         panic!()
     };
     assert!(matches!(live.next().await, Some(StreamItem::Event(_))));
@@ -607,7 +614,12 @@ async fn stream_settles_on_finish_and_voids_on_failure_or_drop() {
             Err(AttemptError::stream_interrupted("reset")),
         ]),
     );
-    let Outcome::Stream(mut live) = h.gateway.run(admission(), req.clone()).await.unwrap() else {
+    let Outcome::Stream(mut live) = h
+        .gateway
+        .run(admission(), req.clone().into())
+        .await
+        .unwrap()
+    else {
         panic!()
     };
     live.next().await;
@@ -620,7 +632,7 @@ async fn stream_settles_on_finish_and_voids_on_failure_or_drop() {
         "fixed-primary",
         Step::Stream(vec![Ok(start), Ok(finish(1, 1))]),
     );
-    let Outcome::Stream(live) = h.gateway.run(admission(), req).await.unwrap() else {
+    let Outcome::Stream(live) = h.gateway.run(admission(), req.into()).await.unwrap() else {
         panic!()
     };
     drop(live); // the client left
@@ -640,7 +652,7 @@ async fn a_client_leaving_while_the_hold_is_taken_leaves_no_hold() {
     h.store.0.lock().unwrap().reserve_reply_delay = Duration::from_millis(50);
     let gateway = h.gateway.clone();
     let handler = tokio::spawn(async move {
-        let _ = gateway.run(admission(), request("fixed")).await;
+        let _ = gateway.run(admission(), request("fixed").into()).await;
     });
     // The hold is committed and its reply in flight when the client goes.
     tokio::time::sleep(Duration::from_millis(10)).await;
@@ -665,7 +677,7 @@ async fn a_client_leaving_after_the_hold_is_sent_but_before_it_is_read_leaves_no
     // A store that does not answer on the first poll (a database): the
     // reservation finishes in a task of its own.
     h.store.0.lock().unwrap().reserve_reply_delay = Duration::from_millis(1);
-    let mut handler = Box::pin(h.gateway.run(admission(), request("fixed")));
+    let mut handler = Box::pin(h.gateway.run(admission(), request("fixed").into()));
     // First poll: the reservation task is spawned; its answer is awaited.
     assert!(futures::poll!(handler.as_mut()).is_pending());
     // Let the task commit the hold and send its answer, unread.
@@ -690,7 +702,7 @@ async fn a_client_leaving_after_the_hold_is_sent_but_before_it_is_read_leaves_no
 async fn a_hold_answered_at_once_is_taken_inline_and_released_when_the_client_leaves() {
     let h = harness(1_000_000);
     h.suppliers.push("fixed-primary", Step::Hang);
-    let mut handler = Box::pin(h.gateway.run(admission(), request("fixed")));
+    let mut handler = Box::pin(h.gateway.run(admission(), request("fixed").into()));
     // One poll: the hold is taken and the supplier is being called.
     assert!(futures::poll!(handler.as_mut()).is_pending());
     assert!(
@@ -744,7 +756,7 @@ async fn usage_beyond_the_reservation_costs_the_client_exactly_the_hold() {
             Ok(finish(10, 1_000)),
         ]),
     );
-    let Outcome::Stream(mut live) = h.gateway.run(admission(), req).await.unwrap() else {
+    let Outcome::Stream(mut live) = h.gateway.run(admission(), req.into()).await.unwrap() else {
         panic!()
     };
     assert!(matches!(live.next().await, Some(StreamItem::Event(_))));
@@ -903,7 +915,7 @@ async fn the_pipeline_without_policies_is_the_lifecycle() {
     let key = key(router_core::KeyPolicy::default());
     let settings = router_core::affinity::PromptCacheSettings::default();
     let call = call(&key, &Headers(&[]), &settings);
-    let Ok(handled) = h.gateway.handle(call, request("fixed")).await else {
+    let Ok(handled) = h.gateway.handle(call, request("fixed").into()).await else {
         panic!("expected a reply");
     };
     let router_core::Reply::Complete { cost, .. } = handled.reply else {
@@ -929,7 +941,7 @@ async fn the_pipeline_refuses_an_unknown_experiment_before_reserving() {
     let headers = Headers(&[("x-ci-experiment", "tone")]);
     let Err(router_core::HandleError::Api(error)) = h
         .gateway
-        .handle(call(&key, &headers, &settings), request("fixed"))
+        .handle(call(&key, &headers, &settings), request("fixed").into())
         .await
     else {
         panic!("expected a refusal");
@@ -938,7 +950,7 @@ async fn the_pipeline_refuses_an_unknown_experiment_before_reserving() {
     assert!(h.suppliers.calls().is_empty());
     assert!(h.store.0.lock().unwrap().holds.is_empty());
     let call = call(&key, &Headers(&[]), &settings);
-    let Ok(handled) = h.gateway.handle(call, request("fixed")).await else {
+    let Ok(handled) = h.gateway.handle(call, request("fixed").into()).await else {
         panic!("expected a reply");
     };
     assert_eq!(

@@ -1,7 +1,10 @@
 //! Encoding a canonical request as a Gemini `GenerateContentRequest`.
 //!
 //! What Gemini cannot carry is an `unsupported_conversion` error naming the
-//! field: an image by URL or unresolved upload (Gemini takes images inline),
+//! field (content by [`Field::Messages`], which each client's codec names
+//! in its own terms, with the canonical path `messages[i].content[j]` in
+//! `param` and at the start of the message:
+//! [`ApiError::unsupported_content`]): an image by URL or unresolved upload (Gemini takes images inline),
 //! an image inside a tool result, another protocol's opaque part, a system
 //! or developer turn after the conversation started, more than five stop
 //! sequences, `parallel_tool_calls: false` (Gemini cannot promise one call),
@@ -181,7 +184,7 @@ fn conversation(messages: &[Message]) -> Result<(Option<Content>, Vec<Content>),
         let role = match message.role {
             Role::System | Role::Developer => {
                 if !contents.is_empty() {
-                    return Err(unsupported(
+                    return Err(ApiError::unsupported_content(
                         format!("messages[{i}].role"),
                         "a Gemini supplier takes system instructions only before the conversation",
                     ));
@@ -193,7 +196,7 @@ fn conversation(messages: &[Message]) -> Result<(Option<Content>, Vec<Content>),
                             ..Part::default()
                         }),
                         _ => {
-                            return Err(unsupported(
+                            return Err(ApiError::unsupported_content(
                                 format!("messages[{i}].content[{j}]"),
                                 "a Gemini system instruction holds text only",
                             ));
@@ -205,7 +208,7 @@ fn conversation(messages: &[Message]) -> Result<(Option<Content>, Vec<Content>),
             Role::User | Role::Tool => "user",
             Role::Assistant => "model",
             _ => {
-                return Err(unsupported(
+                return Err(ApiError::unsupported_content(
                     format!("messages[{i}].role"),
                     "this role cannot be sent to a Gemini supplier",
                 ));
@@ -257,19 +260,19 @@ fn encode_part(
             arguments,
         } => {
             if messages[i].role != Role::Assistant {
-                return Err(unsupported(
+                return Err(ApiError::unsupported_content(
                     param(),
                     "a tool call outside an assistant turn cannot be sent to a Gemini supplier",
                 ));
             }
             let args: Value = serde_json::from_str(arguments).map_err(|_| {
-                unsupported(
+                ApiError::unsupported_content(
                     param(),
                     "tool call arguments that are not JSON cannot be sent to a Gemini supplier",
                 )
             })?;
             if !args.is_object() {
-                return Err(unsupported(
+                return Err(ApiError::unsupported_content(
                     param(),
                     "a Gemini function call's arguments are an object",
                 ));
@@ -291,8 +294,7 @@ fn encode_part(
             ..
         } => {
             let name = called_function(messages, i, tool_call_id).ok_or_else(|| {
-                unsupported(
-                    param(),
+                ApiError::unsupported_content(param(),
                     format!(
                         "the tool result for `{tool_call_id}` answers no call in the history; a Gemini supplier needs the function's name"
                     ),
@@ -303,12 +305,10 @@ fn encode_part(
                 match part {
                     ContentPart::Text { text: t, .. } => text.push_str(t),
                     _ => {
-                        return Err(ApiError::for_field(
-                            ErrorCode::UnsupportedConversion,
-                            Field::ImageInput,
+                        return Err(ApiError::unsupported_content(
+                            param(),
                             "a Gemini function response holds text only",
-                        )
-                        .with_param(param()));
+                        ));
                     }
                 }
             }
@@ -328,13 +328,13 @@ fn encode_part(
         // Gemini takes no thought text back; the model thinks afresh.
         ContentPart::Thinking { .. } | ContentPart::RedactedThinking { .. } => return Ok(None),
         ContentPart::Opaque { protocol, .. } => {
-            return Err(unsupported(
+            return Err(ApiError::unsupported_content(
                 param(),
                 format!("a {protocol} part cannot be sent to a Gemini supplier"),
             ));
         }
         _ => {
-            return Err(unsupported(
+            return Err(ApiError::unsupported_content(
                 param(),
                 "this content part cannot be sent to a Gemini supplier",
             ));
@@ -358,19 +358,15 @@ fn inline_image(source: &ImageSource, param: &str) -> Result<Blob, ApiError> {
                     data: data.to_owned(),
                 });
             }
-            Err(ApiError::for_field(
-                ErrorCode::UnsupportedConversion,
-                Field::ImageInput,
+            Err(ApiError::unsupported_content(
+                param,
                 "a Gemini supplier takes images inline (base64), not by URL",
-            )
-            .with_param(param))
+            ))
         }
-        ImageSource::Upload { .. } => Err(ApiError::for_field(
-            ErrorCode::UnsupportedConversion,
-            Field::ImageInput,
+        ImageSource::Upload { .. } => Err(ApiError::unsupported_content(
+            param,
             "an unresolved upload cannot be sent to a Gemini supplier",
-        )
-        .with_param(param)),
+        )),
     }
 }
 

@@ -5,8 +5,8 @@
 
 use router_canonical::sse::Frame;
 use router_canonical::{
-    ContentPart, ErrorCode, ImageSource, Message, Request, Role, SupplierCodec, SupplierError,
-    SupplierTarget, Tool,
+    ContentPart, ErrorCode, Field, ImageSource, Message, Request, Role, SupplierCodec,
+    SupplierError, SupplierTarget, Tool,
 };
 use router_gemini::GeminiSupplier;
 
@@ -62,6 +62,20 @@ fn what_gemini_cannot_carry_is_refused_by_field() {
             Some("messages[0].content[1]".into())
         )
     );
+
+    // Every caller's codec names its own conversation field (`messages`,
+    // `input`, `prompt`); the canonical path stays in the message.
+    let error = SUPPLIER.encode_request(&url_image, &TARGET).unwrap_err();
+    assert_eq!(error.field, Some(Field::Messages));
+    assert!(
+        error.message.starts_with("messages[0].content[1]: "),
+        "{error:?}"
+    );
+    let shown = error.named_in(|field| match field {
+        Field::Messages => "input",
+        _ => "other",
+    });
+    assert_eq!(shown.param.as_deref(), Some("input"));
 
     let mut late_system = hello();
     late_system

@@ -72,15 +72,17 @@ impl SupplierCodec for MessagesSupplier {
     /// protocol's opaque part). Documented hints are dropped instead: an
     /// image's `detail`, `seed`, `reasoning.summary`, unsigned thinking in a
     /// converted history, a JSON schema's name and `strict: false`. With
-    /// `prompt_cache: On` and no marker anywhere, the last block of the last
-    /// message gets a five-minute `cache_control`; set `On` only for models
-    /// that honour it, as the encoder cannot tell.
+    /// the target's `prompt_cache_marker` and no marker anywhere, the last
+    /// block of the last message gets a five-minute `cache_control`; set it
+    /// only for models that honour it, as the encoder cannot tell. A request
+    /// asking for other than one choice (`Sampling::choices`) is refused.
     fn encode_request(
         &self,
         request: &Request,
         target: &SupplierTarget<'_>,
     ) -> Result<Vec<u8>, ApiError> {
         request.refuse_native_only(self.protocol())?;
+        request.refuse_several_choices()?;
         request::request(request, target)
     }
 

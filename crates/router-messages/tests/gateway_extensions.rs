@@ -8,8 +8,9 @@
     reason = "test code: a panic is the failure report"
 )]
 
-use router_canonical::{ClientCodec, RoutingOptions};
+use router_canonical::ClientCodec;
 use router_messages::MessagesClient;
+use router_wire_testkit::RoutingOptions;
 use serde_json::json;
 
 const HEADERS: [(&str, &str); 2] = [

@@ -5,9 +5,11 @@
 //! `canonical_response.json` -> `response.json`; `supplier_stream.sse` ->
 //! `canonical_events.json` -> `client_stream.sse`. A case without
 //! `request.json` is a conversion case: its hand-written `canonical.json`
-//! (a request that came in over another protocol) is the input. The inputs
+//! (a request that came in over another protocol) is the input. An optional
+//! `target.json` sets the encoding options of the target beyond the model
+//! and the default cap (`{"prompt_cache_marker": true}`). The inputs
 //! (`request.json`, `headers.json`, `supplier_*`, conversion
-//! `canonical.json`) are written by hand from the public Anthropic
+//! `canonical.json`, `target.json`) are written by hand from the public Anthropic
 //! reference; the rest are expectations. Run with `UPDATE_GOLDEN=1` to
 //! rewrite the expectations, then review the diff.
 
@@ -17,11 +19,12 @@
     reason = "test helpers: a panic is the failure report"
 )]
 
-use router_canonical::{Request, RoutingOptions};
+use router_canonical::Request;
 use router_messages::{
     ClientCodec, ClientStreamEncoder, HeaderSource, MessagesClient, MessagesSupplier, ReplyContext,
     StreamContext, SupplierTarget,
 };
+use router_wire_testkit::RoutingOptions;
 use router_wire_testkit::golden::{self, Golden, frame_values};
 use router_wire_testkit::supplier;
 use serde_json::Value;
@@ -57,12 +60,11 @@ fn canonical(case: &Path, golden: &mut Golden) -> Request {
     let headers: Value = fs::read(case.join("headers.json"))
         .map(|b| serde_json::from_slice(&b).unwrap())
         .unwrap_or_else(|_| serde_json::json!({"anthropic-version": "2023-06-01"}));
-    // As the gateway parses it: the routing fields into `Request::routing`.
-    let mut routing = RoutingOptions::default();
-    let (mut request, ()) = MessagesClient
-        .parse_request_with(&Headers(headers), &body, &mut routing)
+    // As the gateway parses it: the routing fields into the gateway's
+    // `RoutingOptions`, beside the canonical request.
+    let (request, ()) = MessagesClient
+        .parse_request_with(&Headers(headers), &body, &mut RoutingOptions::default())
         .unwrap_or_else(|err| panic!("{}: request or headers rejected: {err:?}", case.display()));
-    request.routing = routing;
     golden.json(
         case,
         "canonical.json",
@@ -73,8 +75,14 @@ fn canonical(case: &Path, golden: &mut Golden) -> Request {
 
 fn run_case(case: &Path, golden: &mut Golden) {
     let canonical = canonical(case, golden);
+    let marker = fs::read(case.join("target.json"))
+        .ok()
+        .map(|b| serde_json::from_slice::<Value>(&b).unwrap())
+        .and_then(|t| t["prompt_cache_marker"].as_bool())
+        .unwrap_or(false);
     let target = SupplierTarget::new(UPSTREAM_MODEL)
-        .with_default_max_output_tokens(Some(DEFAULT_MAX_TOKENS));
+        .with_default_max_output_tokens(Some(DEFAULT_MAX_TOKENS))
+        .with_prompt_cache_marker(marker);
     supplier::upstream_request(case, golden, &SUPPLIER, &canonical, &target);
 
     if let Some(response) = supplier::canonical_response(case, golden, &SUPPLIER) {

@@ -5,8 +5,9 @@
 //!
 //! Long by design: one table of cases per rule set, each case a line or two.
 
-use router_canonical::{ErrorCode, RoutingOptions, ToolChoice};
+use router_canonical::{ErrorCode, ToolChoice};
 use router_messages::{ApiError, ClientCodec, HeaderSource, MessagesClient, Request};
+use router_wire_testkit::RoutingOptions;
 use router_wire_testkit::codecs;
 use router_wire_testkit::rejection;
 use serde_json::{Value, json};
@@ -1435,8 +1436,19 @@ fn fields_map_to_the_canonical_request() {
     assert_eq!(request.end_user.as_deref(), Some("u-1"));
     assert_eq!(request.reasoning.effort.as_deref(), Some("high"));
     assert!(request.response_format.is_some());
-    assert!(request.routing.zdr);
-    assert!(request.routing.min_discount.is_some());
+    let (_, routing) = codecs::parse_routed(
+        &MessagesClient,
+        &JSON,
+        &body(&json!({
+            "model": "m", "max_tokens": 4000,
+            "messages": [{"role": "user", "content": "hi"}],
+            "min_discount_percent": 5,
+            "zdr": true
+        })),
+    )
+    .unwrap();
+    assert!(routing.zdr);
+    assert!(routing.min_discount.is_some());
     let native = request.native.unwrap();
     assert_eq!(
         native.fields.len(),

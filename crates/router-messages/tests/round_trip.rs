@@ -18,11 +18,10 @@
 use proptest::prelude::*;
 use router_canonical::request::NativeFields;
 use router_canonical::{
-    ContentPart, ErrorCode, ImageSource, Message, Percent, PromptCacheMode, Protocol, Reasoning,
-    Request, ResponseFormat, Role, RoutingOptions, Sampling, ThinkingConfig, ThinkingMode,
-    ToolChoice,
+    ContentPart, ErrorCode, ImageSource, Message, Protocol, Reasoning, Request, ResponseFormat,
+    Role, Sampling, ThinkingConfig, ThinkingMode, ToolChoice,
 };
-use router_messages::{ApiError, MessagesClient, MessagesSupplier, SupplierCodec};
+use router_messages::{ApiError, MessagesClient, MessagesSupplier, SupplierCodec, SupplierTarget};
 use router_wire_testkit::codecs::{self, FixedHeaders};
 use router_wire_testkit::strategy::{cache_control, ident, quarter, text, text_part, tool};
 use serde_json::{Map, Value, json};
@@ -305,6 +304,7 @@ fn sampling(max_tokens: u32) -> impl Strategy<Value = Sampling> {
             seed: None,
             frequency_penalty: None,
             presence_penalty: None,
+            choices: None,
         })
 }
 
@@ -356,11 +356,8 @@ fn native_request() -> impl Strategy<Value = Request> {
                         stream,
                         end_user,
                         native,
-                        routing: RoutingOptions::default(),
                         inbound: Some(Protocol::Messages),
                         native_only: None,
-                        prompt_cache: PromptCacheMode::Passthrough,
-                        thinking_signed_by: None,
                     };
                     request.native_only = expected_native_only(&request);
                     request
@@ -411,14 +408,11 @@ fn expected_native_only(req: &Request) -> Option<String> {
 
 /// What Messages cannot carry back, made equal on both sides:
 /// * the model (replaced by the route's `upstream_model`);
-/// * routing options (`min_discount_percent`, `zdr` are the router's, never
-///   sent to a supplier);
 /// * parallel tool use without a tool choice: `disable_parallel_tool_use`
 ///   lives inside `tool_choice`, so `false` travels as `{type: auto}` and
 ///   `true` (the default) is not sent; beside `none` it cannot be said.
 fn normalise(mut req: Request) -> Request {
     req.model = UPSTREAM.to_owned();
-    req.routing = RoutingOptions::default();
     match (&req.tool_choice, req.parallel_tool_calls) {
         (None, Some(false)) if !req.tools.is_empty() => req.tool_choice = Some(ToolChoice::Auto),
         (None, _) | (Some(ToolChoice::None), _) => req.parallel_tool_calls = None,
@@ -430,7 +424,9 @@ fn normalise(mut req: Request) -> Request {
 /// A request as another protocol (Chat) hands it over: system and developer
 /// messages anywhere, tool messages, data URLs, arbitrary tool arguments,
 /// one-hour markers, a temperature up to 2.
-fn converted_request() -> impl Strategy<Value = Request> {
+/// A converted request, and whether its target adds an automatic
+/// prompt-cache marker.
+fn converted_request() -> impl Strategy<Value = (Request, bool)> {
     let part = prop_oneof![
         12 => text_part(),
         3 => image_part(),
@@ -515,10 +511,7 @@ fn converted_request() -> impl Strategy<Value = Request> {
             }),
         ]),
         prop_oneof![3 => Just(None), 1 => (0u32..3000).prop_map(Some)],
-        prop_oneof![
-            Just(PromptCacheMode::Passthrough),
-            Just(PromptCacheMode::On)
-        ],
+        any::<bool>(),
     )
         .prop_map(
             |(
@@ -530,40 +523,39 @@ fn converted_request() -> impl Strategy<Value = Request> {
                 effort,
                 response_format,
                 budget,
-                prompt_cache,
-            )| Request {
-                model: "acme/model".to_owned(),
-                messages,
-                tools,
-                tool_choice,
-                parallel_tool_calls,
-                sampling: Sampling {
-                    temperature,
-                    stop,
-                    seed: Some(7),
-                    ..Sampling::default()
-                },
-                reasoning: Reasoning {
-                    effort,
-                    thinking: budget.map(|b| ThinkingConfig {
-                        mode: ThinkingMode::Enabled,
-                        budget_tokens: Some(1024 + b),
-                        display: None,
-                    }),
-                    summary: None,
-                },
-                response_format,
-                stream: false,
-                end_user: None,
-                native: None,
-                routing: RoutingOptions {
-                    min_discount: Some(Percent { units: 5, scale: 0 }),
-                    zdr: false,
-                },
-                inbound: Some(Protocol::Chat),
-                native_only: None,
-                thinking_signed_by: None,
-                prompt_cache,
+                prompt_cache_marker,
+            )| {
+                (
+                    Request {
+                        model: "acme/model".to_owned(),
+                        messages,
+                        tools,
+                        tool_choice,
+                        parallel_tool_calls,
+                        sampling: Sampling {
+                            temperature,
+                            stop,
+                            seed: Some(7),
+                            ..Sampling::default()
+                        },
+                        reasoning: Reasoning {
+                            effort,
+                            thinking: budget.map(|b| ThinkingConfig {
+                                mode: ThinkingMode::Enabled,
+                                budget_tokens: Some(1024 + b),
+                                display: None,
+                            }),
+                            summary: None,
+                        },
+                        response_format,
+                        stream: false,
+                        end_user: None,
+                        native: None,
+                        inbound: Some(Protocol::Chat),
+                        native_only: None,
+                    },
+                    prompt_cache_marker,
+                )
             },
         )
 }
@@ -586,8 +578,11 @@ proptest! {
     /// body passes the Messages validator: the encoder never produces what
     /// a Messages supplier would reject for shape.
     #[test]
-    fn converted_requests_encode_to_valid_messages_bodies(req in converted_request()) {
-        match encode_request(&req, UPSTREAM, DEFAULT_MAX_TOKENS) {
+    fn converted_requests_encode_to_valid_messages_bodies((req, marker) in converted_request()) {
+        let target = SupplierTarget::new(UPSTREAM)
+            .with_default_max_output_tokens(Some(DEFAULT_MAX_TOKENS))
+            .with_prompt_cache_marker(marker);
+        match MessagesSupplier::default().encode_request(&req, &target) {
             Err(err) => prop_assert_eq!(err.code, ErrorCode::UnsupportedConversion, "{:?}", err),
             Ok(body) => {
                 let parsed = parse_request(&body).map_err(|err| {

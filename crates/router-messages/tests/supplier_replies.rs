@@ -15,13 +15,13 @@ use router_canonical::request::NativeFields;
 use router_canonical::sse::{Decoder, Frame};
 use router_canonical::{
     ApiError, BlockDelta, BlockKind, CacheControl, ContentPart, ErrorCode, ImageSource, Message,
-    OutputBlock, PromptCacheMode, Protocol, Reasoning, Request, Response, ResponseFormat, Role,
-    Sampling, StopReason, StreamEvent, ThinkingConfig, ThinkingMode, Tool, ToolChoice, Usage,
+    OutputBlock, Protocol, Reasoning, Request, Response, ResponseFormat, Role, Sampling,
+    StopReason, StreamEvent, ThinkingConfig, ThinkingMode, Tool, ToolChoice, Usage,
 };
 use router_messages::client::StreamEncoder;
 use router_messages::{
     ClientCodec, ClientStreamEncoder, DecodeError, MessagesClient, MessagesSupplier, ReplyContext,
-    StreamContext, StreamEnd, SupplierCodec, SupplierError, SupplierStreamDecoder,
+    StreamContext, StreamEnd, SupplierCodec, SupplierError, SupplierStreamDecoder, SupplierTarget,
 };
 use router_wire_testkit::codecs::{self, FixedHeaders};
 use router_wire_testkit::frames::named as frame;
@@ -1399,9 +1399,12 @@ fn tool_results_share_one_user_turn_and_choices_carry_parallelism() {
 #[test]
 fn prompt_cache_on_adds_one_marker_only_where_none_exists() {
     let native = |body: &str| {
-        let mut req = parse_request(body.as_bytes()).unwrap();
-        req.prompt_cache = PromptCacheMode::On;
-        encode(&req).unwrap()
+        let req = parse_request(body.as_bytes()).unwrap();
+        let target = SupplierTarget::new("up")
+            .with_default_max_output_tokens(Some(777))
+            .with_prompt_cache_marker(true);
+        let body = SUPPLIER.encode_request(&req, &target).unwrap();
+        serde_json::from_slice::<Value>(&body).unwrap()
     };
     // F-08: no markers -> the last cacheable block of the last message, no ttl.
     let body = native(

@@ -6,7 +6,7 @@
 use crate::error::{OperatorError, Refusal, Resource};
 use crate::{List, Operator};
 use chrono::{DateTime, Utc};
-use router_canonical::PromptCacheMode;
+use router_core::PromptCacheMode;
 use router_core::key_policy::parse_network;
 use router_core::store::Scope;
 use router_core::{Catalog, KeyLimits, KeyPolicy, SpendWindow};

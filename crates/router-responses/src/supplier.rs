@@ -83,7 +83,8 @@ impl SupplierCodec for ResponsesSupplier {
         target: &SupplierTarget<'_>,
     ) -> Result<Vec<u8>, ApiError> {
         request.refuse_native_only(self.protocol())?;
-        request::request(request, target.model)
+        request.refuse_several_choices()?;
+        request::request(request, target)
     }
 
     /// `authorization: Bearer <key>` when there is a key.

@@ -835,8 +835,9 @@ fn what_the_parser_keeps() {
     .unwrap();
     assert!(req.native.is_none());
     // Common routing fields are read like on every surface (C-16).
-    let req = parse_request(&with("zdr", json!(true))).unwrap();
-    assert!(req.routing.zdr);
+    let (_, routing) =
+        codecs::parse_routed(&ResponsesClient, &(), &with("zdr", json!(true))).unwrap();
+    assert!(routing.zdr);
     // `user`, else `safety_identifier`, is the end user.
     let req = parse_request(&with("safety_identifier", json!("u-1"))).unwrap();
     assert_eq!(req.end_user.as_deref(), Some("u-1"));

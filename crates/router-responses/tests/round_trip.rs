@@ -303,11 +303,8 @@ fn request() -> impl Strategy<Value = Request> {
                 stream,
                 end_user,
                 native,
-                routing: Default::default(),
                 inbound: Some(Protocol::Responses),
                 native_only: None,
-                prompt_cache: Default::default(),
-                thinking_signed_by: None,
             },
         )
 }

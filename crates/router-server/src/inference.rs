@@ -17,11 +17,11 @@ use crate::surfaces::Surface;
 use bytes::Bytes;
 use http::request::Parts;
 use http::{HeaderValue, Response, StatusCode};
-use router_canonical::{
-    ApiError, ClientCodec, PromptCacheMode, ReplyContext, Request, RoutingOptions, StreamContext,
-};
+use router_canonical::{ApiError, ClientCodec, ReplyContext, StreamContext};
 use router_core::store::ApiKeyRecord;
-use router_core::{Call, HandleError, Handled, Reply};
+use router_core::{
+    Call, GatewayRequest, HandleError, Handled, PromptCacheMode, Reply, RoutingOptions,
+};
 use std::sync::Arc;
 use uuid::Uuid;
 
@@ -73,20 +73,27 @@ async fn run<C: ClientCodec>(
     // body, not the protocol's: the codec hands them over before judging
     // its unknown members.
     let mut routing = RoutingOptions::default();
-    let (mut canonical, extra) = codec.parse_request_with(
+    let (canonical, extra) = codec.parse_request_with(
         &Headers(&inbound.parts.headers),
         &inbound.body,
         &mut routing,
     )?;
-    canonical.routing = routing;
-    check_model(&app.gateway.catalog(), &inbound.key, &canonical.model, log)?;
-    apply_headers(&inbound.parts.headers, &inbound.key, &mut canonical);
+    // The protocol's content, the gateway's options beside it; what the
+    // gateway does not serve (`n` other than 1) is refused here.
+    let mut canonical = GatewayRequest::new(canonical, routing)?;
+    check_model(
+        &app.gateway.catalog(),
+        &inbound.key,
+        &canonical.request.model,
+        log,
+    )?;
+    canonical.prompt_cache = prompt_cache_mode(&inbound.parts.headers, &inbound.key);
     // Upload references become their bytes before routing (H-02, GP-42).
     app.uploads
         .resolve_references(
             inbound.key.account_id,
             inbound.key.account_zdr,
-            &mut canonical,
+            &mut canonical.request,
         )
         .await?;
     // Every routing policy from here on, in order, is core's pipeline.
@@ -188,15 +195,14 @@ pub async fn receive(
     Ok(Inbound { parts, key, body })
 }
 
-/// Apply the common headers to a parsed request: `x-ci-prompt-cache`
-/// overrides the key's `prompt_cache_mode`, which defaults to passthrough
-/// (F-07).
-fn apply_headers(headers: &http::HeaderMap, key: &ApiKeyRecord, request: &mut Request) {
-    request.prompt_cache = headers
+/// The request's prompt-cache mode: `x-ci-prompt-cache` overrides the
+/// key's `prompt_cache_mode`, which defaults to passthrough (F-07).
+fn prompt_cache_mode(headers: &http::HeaderMap, key: &ApiKeyRecord) -> PromptCacheMode {
+    headers
         .get("x-ci-prompt-cache")
         .and_then(|v| v.to_str().ok())
         .and_then(PromptCacheMode::parse)
-        .unwrap_or_else(|| key.policy.default_prompt_cache());
+        .unwrap_or_else(|| key.policy.default_prompt_cache())
 }
 
 pub fn unix_now() -> i64 {

@@ -10,7 +10,8 @@ use crate::inference::{self, Headers};
 use crate::reply::{self, Body};
 use crate::surfaces::MESSAGES;
 use http::Response;
-use router_canonical::{ApiError, RoutingOptions};
+use router_canonical::ApiError;
+use router_core::RoutingOptions;
 use router_core::store::ApiKeyRecord;
 use std::sync::Arc;
 

@@ -189,9 +189,19 @@ pub fn schema<T: ToSchema>(schemas: &mut Schemas) -> RefOr<Schema> {
 /// fields every inference body takes (`min_discount_percent`, `zdr`): for a
 /// wire request whose catch-all map the client codec refuses (Messages).
 pub fn closed_inference<T: ToSchema>(schemas: &mut Schemas) -> RefOr<Schema> {
-    let reference = schemas.of::<T>();
+    let reference = open_inference::<T>(schemas);
     if let Some(RefOr::T(Schema::Object(object))) = schemas.by_name.get_mut(T::name().as_ref()) {
         object.additional_properties = Some(Box::new(AdditionalProperties::FreeForm(false)));
+    }
+    reference
+}
+
+/// `T`'s schema plus the routing fields every inference body takes
+/// (`min_discount_percent`, `zdr`): the gateway's members, which the wire
+/// crates' types do not describe.
+pub fn open_inference<T: ToSchema>(schemas: &mut Schemas) -> RefOr<Schema> {
+    let reference = schemas.of::<T>();
+    if let Some(RefOr::T(Schema::Object(object))) = schemas.by_name.get_mut(T::name().as_ref()) {
         object.properties.insert(
             "min_discount_percent".into(),
             ObjectBuilder::new()

@@ -15,7 +15,7 @@ use crate::body::Incoming;
 use crate::caller::Caller;
 use crate::operation::{
     Header, In, JSON, Operation, Param, Reply, RequestBody, SchemaOf, Schemas, any_object, binary,
-    closed_inference, count, empty, json, non_empty, one_of, schema, string,
+    closed_inference, count, empty, json, non_empty, one_of, open_inference, schema, string,
 };
 use crate::reply::{self, Envelope};
 use crate::request_log::RequestLog;
@@ -737,7 +737,7 @@ pub static ROUTES: [Route; 74] = [
         key!(|c, key| Ok(token_count::handle_input_tokens(c.app, c.request, key, c.request_id).await)),
         Operation {
             summary: "Count a response's input tokens (a free local estimate)", tag: "inference",
-            body: body(INFERENCE_BODY, &[(JSON, schema::<router_responses::wire::request::InputTokensRequest>)]),
+            body: body(INFERENCE_BODY, &[(JSON, open_inference::<router_responses::wire::request::InputTokensRequest>)]),
             replies: &[Reply { status: 200, description: "The estimate: `{object: \"response.input_tokens\", input_tokens}`.", content: &[(JSON, schema::<crate::token_count::ResponseInputTokens>)], headers: &[Header { name: "x-ci-token-count-estimated", description: "`true`: a local estimate.", schema: estimated }] }],
             errors: &[E::InvalidParameter, P::MODEL_NOT_ALLOWED, E::ModelNotFound, E::PayloadTooLarge, E::RequestTimeout],
             ..Operation::new("", "")
@@ -756,7 +756,7 @@ pub static ROUTES: [Route; 74] = [
         Operation {
             summary: "Count input tokens (a free local estimate)", tag: "inference",
             params: COUNT_TOKENS_PARAMS,
-            body: body(INFERENCE_BODY, &[(JSON, schema::<router_messages::wire::request::CountTokensRequest>)]),
+            body: body(INFERENCE_BODY, &[(JSON, closed_inference::<router_messages::wire::request::CountTokensRequest>)]),
             replies: &[Reply { status: 200, description: "The estimate.", content: &[(JSON, schema::<crate::messages::InputTokens>)], headers: &[Header { name: "x-ci-token-count-estimated", description: "`true`: a local estimate.", schema: estimated }] }],
             errors: &[E::InvalidParameter, P::MODEL_NOT_ALLOWED, E::ModelNotFound, E::PayloadTooLarge, E::RequestTimeout],
         }),

@@ -13,7 +13,7 @@ use diesel::dsl::now;
 use diesel::{BoolExpressionMethods, ExpressionMethods, OptionalExtension, QueryDsl};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use ipnet::IpNet;
-use router_canonical::PromptCacheMode;
+use router_core::PromptCacheMode;
 use router_core::store::{ApiKeyRecord, Scope, StoreError};
 use router_core::{KeyLimits, KeyPolicy, SpendWindow};
 use std::fmt;

@@ -8,7 +8,7 @@ use futures::{Stream, StreamExt};
 use router_canonical::sse::Frame;
 use router_canonical::translate::FrameDecoder;
 use router_canonical::{Request, StreamEvent, SupplierCodec, SupplierError, SupplierStreamDecoder};
-use router_core::{AttemptCall, AttemptError, Route, SupplierReply};
+use router_core::{AttemptCall, AttemptError, Encoding, Route, SupplierReply};
 use std::collections::{HashMap, VecDeque};
 use std::pin::Pin;
 use std::sync::RwLock;
@@ -53,17 +53,32 @@ pub(crate) struct Identity<'a> {
 /// The most of an error reply the router reads to classify it.
 const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
 
+/// One attempt's request: its content, how it is encoded for the route,
+/// its deadline and who sends it.
+pub(crate) struct Attempt<'a> {
+    pub(crate) request: &'a Request,
+    pub(crate) encoding: Encoding,
+    pub(crate) deadline: Instant,
+    pub(crate) identity: Identity<'a>,
+}
+
 pub(crate) async fn attempt(
     client: &reqwest::Client,
     url: reqwest::Url,
     codec: &dyn SupplierCodec,
     route: &Route,
-    request: &Request,
-    deadline: Instant,
-    identity: Identity<'_>,
+    attempt: Attempt<'_>,
 ) -> Result<SupplierReply, AttemptError> {
+    let Attempt {
+        request,
+        encoding,
+        deadline,
+        identity,
+    } = attempt;
     let call = identity.call;
-    let target = connection::target(route);
+    let target = connection::target(route)
+        .with_thinking_signed_by(encoding.thinking_signed_by)
+        .with_prompt_cache_marker(encoding.prompt_cache_marker);
     let body = codec
         .encode_request(request, &target)
         .map_err(AttemptError::conversion)?;

@@ -21,7 +21,7 @@ mod videos;
 
 use router_canonical::{ApiError, ImageRequest, Request, UpstreamVideo, VideoRequest};
 use router_core::{
-    AttemptCall, AttemptError, Route, SubmitError, SupplierReply, Suppliers, VideoContent,
+    AttemptCall, AttemptError, Encoding, Route, SubmitError, SupplierReply, Suppliers, VideoContent,
 };
 use std::sync::Arc;
 use std::time::Duration;
@@ -104,6 +104,7 @@ impl Suppliers for HttpSuppliers {
         &self,
         route: &Route,
         request: &Request,
+        encoding: Encoding,
         deadline: Instant,
         call: &AttemptCall,
     ) -> Result<SupplierReply, AttemptError> {
@@ -120,7 +121,13 @@ impl Suppliers for HttpSuppliers {
                     call,
                     bearer: bearer.as_deref(),
                 };
-                attempt::attempt(&self.client, url, codec, route, request, deadline, identity).await
+                let attempt = attempt::Attempt {
+                    request,
+                    encoding,
+                    deadline,
+                    identity,
+                };
+                attempt::attempt(&self.client, url, codec, route, attempt).await
             }
             None => Err(AttemptError::conversion(ApiError::unsupported_conversion(
                 format!("routes cannot speak `{}`", route.protocol),

@@ -2,8 +2,9 @@
 //! canonical request (without the protocol's extra) or the upstream body out.
 
 use router_canonical::{
-    ApiError, ClientCodec, HeaderSource, Request, RoutingOptions, SupplierCodec, SupplierTarget,
+    ApiError, ClientCodec, HeaderSource, Request, SupplierCodec, SupplierTarget,
 };
+use router_core::RoutingOptions;
 
 /// Request headers from a fixed table of (lower-case name, value).
 pub struct FixedHeaders(pub &'static [(&'static str, &'static str)]);
@@ -17,17 +18,26 @@ impl HeaderSource for FixedHeaders {
 
 /// `codec`'s canonical request for `body` as the gateway parses it: with
 /// its routing fields (`zdr`, `min_discount_percent`) taken as
-/// [`BodyExtensions`](router_canonical::BodyExtensions) into `Request::routing`. What only this protocol
-/// keeps (its extra) is dropped.
+/// [`BodyExtensions`](router_canonical::BodyExtensions) into the gateway's
+/// [`RoutingOptions`], which are dropped. What only this protocol keeps (its
+/// extra) is dropped too.
 pub fn parse<C: ClientCodec>(
     codec: &C,
     headers: &dyn HeaderSource,
     body: &[u8],
 ) -> Result<Request, ApiError> {
+    parse_routed(codec, headers, body).map(|(request, _)| request)
+}
+
+/// [`parse`], with the gateway's routing options read from the body.
+pub fn parse_routed<C: ClientCodec>(
+    codec: &C,
+    headers: &dyn HeaderSource,
+    body: &[u8],
+) -> Result<(Request, RoutingOptions), ApiError> {
     let mut routing = RoutingOptions::default();
-    let (mut request, _) = codec.parse_request_with(headers, body, &mut routing)?;
-    request.routing = routing;
-    Ok(request)
+    let (request, _) = codec.parse_request_with(headers, body, &mut routing)?;
+    Ok((request, routing))
 }
 
 /// `codec`'s canonical request for `body` as a library caller parses it

@@ -30,3 +30,7 @@ pub mod golden;
 pub mod rejection;
 pub mod strategy;
 pub mod supplier;
+
+/// The gateway's routing options of a body (`zdr`, `min_discount_percent`),
+/// which the gateway reads through `ClientCodec::parse_request_with`.
+pub use router_core::{Percent, RoutingOptions};

@@ -11,14 +11,13 @@ use crate::native::NATIVE_ALLOWLIST;
 use crate::wire::request::{
     self as wire, ChatMessage, ChatRequest, ChatRole, MessageContent, ToolChoiceMode,
 };
+use router_canonical::BodyExtensions;
 use router_canonical::parse::{self, OpenAiSampling, check_image_url, function_tool_choice};
 use router_canonical::request::NativeFields;
 use router_canonical::{
-    ApiError, CacheControl, ContentPart, ImageSource, Message, PromptCacheMode, Protocol,
-    Reasoning, Request, ResponseFormat, Role, Sampling, ThinkingConfig, ThinkingMode, Tool,
-    ToolChoice,
+    ApiError, CacheControl, ContentPart, ImageSource, Message, Protocol, Reasoning, Request,
+    ResponseFormat, Role, Sampling, ThinkingConfig, ThinkingMode, Tool, ToolChoice,
 };
-use router_canonical::{BodyExtensions, RoutingOptions};
 use serde_json::{Map, Value};
 
 /// Content-part types that carry media other than images.
@@ -89,12 +88,6 @@ fn convert_request(
             "`messages` must contain at least one message",
         ));
     }
-    if n.is_some_and(|n| n != 1) {
-        return Err(ApiError::invalid(
-            "n",
-            "`n` must be 1: multiple choices are not supported",
-        ));
-    }
     if let Some(modalities) = &modalities
         && let Some(other) = modalities.iter().find(|m| *m != "text")
     {
@@ -125,6 +118,7 @@ fn convert_request(
             Some(wire::Stop::Seq(all)) => all,
         },
         max_output_tokens: token_limit(max_tokens, max_completion_tokens)?,
+        choices: n,
         ..ranges
     };
     let reasoning = Reasoning {
@@ -158,10 +152,7 @@ fn convert_request(
         end_user: user,
         native: native_fields(extra)?,
         native_only: None,
-        routing: RoutingOptions::default(),
         inbound: Some(Protocol::Chat),
-        prompt_cache: PromptCacheMode::Passthrough,
-        thinking_signed_by: None,
     };
     request.native_only = logprobs_asked(&request.native);
     Ok(request)

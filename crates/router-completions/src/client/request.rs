@@ -10,10 +10,7 @@ use crate::client::CompletionRequest;
 use crate::wire::request::{CompletionBody, Prompt, Stop};
 use router_canonical::BodyExtensions;
 use router_canonical::parse::{self, OpenAiSampling};
-use router_canonical::{
-    ApiError, Message, PromptCacheMode, Protocol, Reasoning, Request, Role, RoutingOptions,
-    Sampling,
-};
+use router_canonical::{ApiError, Message, Protocol, Reasoning, Request, Role, Sampling};
 use serde_json::Value;
 
 /// The output limit when the client sends no `max_tokens`.
@@ -61,13 +58,14 @@ fn convert(
 
     let model = model.ok_or_else(|| ApiError::invalid("model", "`model` is required"))?;
     let prompt = prompt_text(prompt)?;
-    for (param, value) in [("n", n), ("best_of", best_of)] {
-        if value.is_some_and(|v| v != 1) {
-            return Err(ApiError::invalid(
-                param,
-                format!("`{param}` must be 1: multiple samples are not supported"),
-            ));
-        }
+    // `n` is carried (`Sampling::choices`): how many choices to serve is
+    // the caller's decision. `best_of` asks the server to sample several
+    // and return the best, which the canonical model cannot express.
+    if best_of.is_some_and(|v| v != 1) {
+        return Err(ApiError::invalid(
+            "best_of",
+            "`best_of` must be 1: multiple samples are not supported",
+        ));
     }
     if logprobs.is_some() {
         return Err(ApiError::invalid(
@@ -103,6 +101,7 @@ fn convert(
         seed,
         stop: stop_sequences(stop)?,
         max_output_tokens: Some(max_tokens.unwrap_or(DEFAULT_MAX_TOKENS)),
+        choices: n,
         ..ranges
     };
 
@@ -120,11 +119,8 @@ fn convert(
         stream: stream.unwrap_or(false),
         end_user: user,
         native: None,
-        routing: RoutingOptions::default(),
         inbound: Some(Protocol::Completions),
         native_only: None,
-        prompt_cache: PromptCacheMode::Passthrough,
-        thinking_signed_by: None,
     };
     Ok(CompletionRequest { request, echo })
 }

@@ -22,8 +22,8 @@ use router_canonical::BodyExtensions;
 use router_canonical::parse::{self, in_range, join_path};
 use router_canonical::request::NativeFields;
 use router_canonical::{
-    ApiError, ContentPart, Message, PromptCacheMode, Protocol, Reasoning, Request, ResponseFormat,
-    Role, RoutingOptions, Sampling, ThinkingConfig, ThinkingMode, Tool, ToolChoice,
+    ApiError, ContentPart, Message, Protocol, Reasoning, Request, ResponseFormat, Role, Sampling,
+    ThinkingConfig, ThinkingMode, Tool, ToolChoice,
 };
 use serde_json::{Map, Value};
 
@@ -199,6 +199,7 @@ fn convert_request(
         seed: None,
         frequency_penalty: None,
         presence_penalty: None,
+        choices: None,
     };
 
     let mut native_only = None;
@@ -301,11 +302,8 @@ fn convert_request(
         stream: stream.unwrap_or(false),
         end_user,
         native,
-        routing: RoutingOptions::default(),
         inbound: Some(Protocol::Messages),
         native_only,
-        prompt_cache: PromptCacheMode::Passthrough,
-        thinking_signed_by: None,
     })
 }
 

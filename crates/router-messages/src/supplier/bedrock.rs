@@ -95,6 +95,7 @@ impl SupplierCodec for BedrockMessagesSupplier {
         target: &SupplierTarget<'_>,
     ) -> Result<Vec<u8>, ApiError> {
         request.refuse_native_only(self.protocol())?;
+        request.refuse_several_choices()?;
         let body = request::request(request, target)?;
         let serialization = |err: serde_json::Error| {
             ApiError::new(

@@ -21,8 +21,8 @@ use crate::wire::request::{
     WireRole,
 };
 use router_canonical::{
-    ApiError, CacheControl, ContentPart, ErrorCode, Field, ImageSource, Message, PromptCacheMode,
-    Protocol, Request, ResponseFormat, Role, SupplierTarget, ThinkingMode, Tool, ToolChoice,
+    ApiError, CacheControl, ContentPart, ErrorCode, Field, ImageSource, Message, Protocol, Request,
+    ResponseFormat, Role, SupplierTarget, ThinkingMode, Tool, ToolChoice,
 };
 use serde_json::{Map, Value};
 
@@ -114,7 +114,7 @@ fn messages_request(
     wire.context_management = native.get("context_management").cloned();
     wire.metadata = metadata(req, native.get("metadata"));
     wire.output_config = output_config(req, native.get("output_config"))?;
-    if req.prompt_cache == PromptCacheMode::On {
+    if target.prompt_cache_marker {
         add_cache_marker(&mut wire);
     }
     Ok(wire)
@@ -607,8 +607,8 @@ fn output_config(req: &Request, native: Option<&Value>) -> Result<Option<Value>,
     Ok((!config.is_empty()).then_some(Value::Object(config)))
 }
 
-/// `x-ci-prompt-cache: on`: when the request carries no marker at
-/// all, mark the last block of the last message that can take one with the
+/// `SupplierTarget::prompt_cache_marker`: when the request carries no
+/// marker at all, mark the last block of the last message that can take one with the
 /// five-minute default.
 fn add_cache_marker(wire: &mut MessagesRequest) {
     fn block_marked(block: &ContentBlock) -> bool {

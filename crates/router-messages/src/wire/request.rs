@@ -96,11 +96,6 @@ pub struct MessagesRequest {
 #[schema(as = MessagesCountTokensRequest)]
 #[serde(deny_unknown_fields)]
 pub struct CountTokensRequest {
-    /// A routing field of every inference body.
-    #[schema(minimum = 0, maximum = 99.99)]
-    pub min_discount_percent: Option<f64>,
-    /// A routing field of every inference body.
-    pub zdr: Option<bool>,
     /// The model whose tokenizer counts (`model`).
     #[schema(min_length = 1)]
     pub model: String,

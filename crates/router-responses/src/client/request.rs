@@ -43,13 +43,13 @@ use crate::wire::request::{
     self as wire, ContentPart as WirePart, Input, InputItem, MessageContent, MessageItem,
     MessageRole, ResponsesRequest, TextFormat, ToolChoiceMode,
 };
+use router_canonical::BodyExtensions;
 use router_canonical::parse::{self, OpenAiSampling, check_image_url, function_tool_choice};
 use router_canonical::request::NativeFields;
 use router_canonical::{
-    ApiError, CacheControl, ContentPart, ImageSource, Message, PromptCacheMode, Protocol,
-    Reasoning, Request, ResponseFormat, Role, Sampling, Tool, ToolChoice,
+    ApiError, CacheControl, ContentPart, ImageSource, Message, Protocol, Reasoning, Request,
+    ResponseFormat, Role, Sampling, Tool, ToolChoice,
 };
-use router_canonical::{BodyExtensions, RoutingOptions};
 use serde_json::{Map, Value};
 
 /// Content-part types that carry media other than images.
@@ -277,11 +277,8 @@ fn convert_request(
         stream: stream.unwrap_or(false),
         end_user: user.or(safety_identifier),
         native,
-        routing: RoutingOptions::default(),
         inbound: Some(Protocol::Responses),
         native_only,
-        prompt_cache: PromptCacheMode::Passthrough,
-        thinking_signed_by: None,
     };
     Ok((request, namespaces))
 }

@@ -10,8 +10,8 @@
 //!   items (a Messages user turn's tool results come out in place).
 //! * Thinking parts are replayed as `reasoning` items (the signature as
 //!   `encrypted_content`) only when their signature is a Responses
-//!   supplier's: the request came in over Responses, or
-//!   [`Request::thinking_signed_by`] says so. Thinking from other
+//!   supplier's: the request came in over Responses, or the target's
+//!   [`SupplierTarget::thinking_signed_by`] says so. Thinking from other
 //!   protocols (an Anthropic signature, or none) cannot be replayed to a
 //!   Responses model and is left out, as the Chat encoder leaves all
 //!   reasoning history out: the model regenerates its reasoning, and the
@@ -42,12 +42,12 @@ use crate::wire::request::{
 };
 use router_canonical::{
     ApiError, CacheControl, ContentPart, ErrorCode, Field, ImageSource, Message, Protocol, Request,
-    ResponseFormat, Role, ThinkingMode, Tool, ToolChoice,
+    ResponseFormat, Role, SupplierTarget, ThinkingMode, Tool, ToolChoice,
 };
 use serde_json::{Map, Value};
 
-pub(crate) fn request(req: &Request, upstream_model: &str) -> Result<Vec<u8>, ApiError> {
-    let wire = responses_request(req, upstream_model)?;
+pub(crate) fn request(req: &Request, target: &SupplierTarget<'_>) -> Result<Vec<u8>, ApiError> {
+    let wire = responses_request(req, target)?;
     serde_json::to_vec(&wire).map_err(|err| {
         ApiError::new(
             ErrorCode::InternalError,
@@ -58,11 +58,12 @@ pub(crate) fn request(req: &Request, upstream_model: &str) -> Result<Vec<u8>, Ap
 
 pub(crate) fn responses_request(
     req: &Request,
-    upstream_model: &str,
+    target: &SupplierTarget<'_>,
 ) -> Result<ResponsesRequest, ApiError> {
+    let upstream_model = target.model;
     check_convertible(req)?;
     let native = req.inbound == Some(Protocol::Responses);
-    let replay_thinking = req.thinking_signer() == Some(Protocol::Responses);
+    let replay_thinking = target.thinking_signer(req) == Some(Protocol::Responses);
     let mut messages = req.messages.as_slice();
     let mut instructions = None;
     // `input` may not be empty, so a lone system message stays an item.

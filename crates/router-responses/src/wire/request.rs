@@ -102,11 +102,6 @@ pub struct ResponsesRequest {
 #[derive(utoipa::ToSchema)]
 #[schema(as = ResponsesInputTokensRequest)]
 pub struct InputTokensRequest {
-    /// A routing field of every inference body.
-    #[schema(minimum = 0, maximum = 99.99)]
-    pub min_discount_percent: Option<f64>,
-    /// A routing field of every inference body.
-    pub zdr: Option<bool>,
     /// The model whose tokenizer counts (`model`).
     #[schema(min_length = 1)]
     pub model: String,

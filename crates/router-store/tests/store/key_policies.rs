@@ -5,8 +5,8 @@
 
 use crate::seed::{KeyChanges, count, funded_account, key_with, new_request, wallet};
 use diesel_async::{AsyncConnection, AsyncPgConnection, SimpleAsyncConnection};
-use router_canonical::PromptCacheMode;
 use router_core::KeyPolicy;
+use router_core::PromptCacheMode;
 use router_core::store::{ReserveError, Scope, Store};
 use router_store::api_keys::ApiKeyChange;
 use router_store::hash_api_key;

@@ -1,10 +1,11 @@
-//! A gateway's routing fields of every inference body: `min_discount_percent`
-//! and `zdr`. They are no protocol's members: a gateway reads them as
-//! [`BodyExtensions`](crate::BodyExtensions) (`parse_request_with`), so all
-//! four surfaces validate them the same way, and a codec's plain
-//! `parse_request` treats them as any unknown member.
+//! The gateway's routing fields of every inference body: `min_discount_percent`
+//! and `zdr`. They are no protocol's members: the server reads them as
+//! [`BodyExtensions`] (`ClientCodec::parse_request_with`), so all four
+//! surfaces validate them the same way, and a codec's plain `parse_request`
+//! treats them as any unknown member. They travel beside the canonical
+//! request, in a [`GatewayRequest`](crate::GatewayRequest).
 
-use crate::error::ApiError;
+use router_canonical::{ApiError, BodyExtensions};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -67,7 +68,7 @@ pub struct RoutingOptions {
 }
 
 /// A gateway's routing fields, taken out of a body's unknown members.
-impl crate::codec::BodyExtensions for RoutingOptions {
+impl BodyExtensions for RoutingOptions {
     fn take(&mut self, members: &mut Map<String, Value>) -> Result<(), ApiError> {
         *self = RoutingOptions::take_from(members)?;
         Ok(())
