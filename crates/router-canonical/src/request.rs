@@ -92,11 +92,15 @@ impl Request {
     /// supplier encoder checks this; a gateway may refuse earlier with its
     /// own error.
     pub fn refuse_several_choices(&self) -> Result<(), crate::ApiError> {
-        match self.sampling.choices {
-            Some(n) if n != 1 => Err(crate::ApiError::unsupported_conversion(format!(
+        match (self.sampling.choices, self.sampling.best_of) {
+            (Some(n), _) if n != 1 => Err(crate::ApiError::unsupported_conversion(format!(
                 "`n` is {n}: a supplier request carries one choice"
             ))
             .with_param("n")),
+            (_, Some(best_of)) if best_of != 1 => Err(crate::ApiError::unsupported_conversion(
+                format!("`best_of` is {best_of}: a supplier request draws one sample"),
+            )
+            .with_param("best_of")),
             _ => Ok(()),
         }
     }
@@ -146,6 +150,12 @@ pub struct Sampling {
     /// a client that asks for more is its server's decision.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub choices: Option<u32>,
+    /// How many samples the client asked the server to draw and pick the
+    /// best `choices` from (Completions `best_of`), as it asked. No
+    /// supplier request carries it, so supplier encoders refuse any number
+    /// but 1 ([`Request::refuse_several_choices`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub best_of: Option<u32>,
 }
 
 /// Reasoning controls. Effort is a free string: no default, no clamping.

@@ -172,6 +172,7 @@ fn sampling() -> impl Strategy<Value = Sampling> {
                     frequency_penalty,
                     presence_penalty,
                     choices: None,
+                    best_of: None,
                 }
             },
         )

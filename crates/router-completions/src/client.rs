@@ -83,9 +83,10 @@ pub struct CompletionRequest {
 /// Validate a client's Completions body into a canonical request.
 ///
 /// Every rejection is a 400 `invalid_parameter` whose `param` names the
-/// offending field (`prompt`, `best_of`, `stop[1]`). `n` is carried as
-/// `Sampling::choices`, whatever its value (supplier encoders refuse other
-/// than 1; what to answer is the caller's decision). Every unknown top-level
+/// offending field (`prompt`, `logprobs`, `stop[1]`). `n` and `best_of` are
+/// carried as `Sampling::choices` and `Sampling::best_of`, whatever their
+/// values (supplier encoders refuse other than 1; what to answer is the
+/// caller's decision). Every unknown top-level
 /// field is accepted and dropped (a gateway's routing fields too: see
 /// [`parse_request_with`]).
 pub fn parse_request(body: &[u8]) -> Result<CompletionRequest, ApiError> {

@@ -132,11 +132,14 @@ fn every_rule_rejects_with_its_param() {
         // echo (E-05)
         ("echo \"yes\"", with("echo", json!("yes")), Some("echo")),
         ("echo 1", with("echo", json!(1)), Some("echo")),
-        // n's type, and best_of (E-06; `n` other than 1 is the gateway's
-        // refusal: `n_is_carried_for_the_caller_to_decide`)
+        // the types of n and best_of (E-06; values other than 1 are the
+        // gateway's refusal: `n_and_best_of_are_carried_for_the_caller_to_decide`)
         ("n \"1\"", with("n", json!("1")), Some("n")),
-        ("best_of 2", with("best_of", json!(2)), Some("best_of")),
-        ("best_of 0", with("best_of", json!(0)), Some("best_of")),
+        (
+            "best_of \"2\"",
+            with("best_of", json!("2")),
+            Some("best_of"),
+        ),
         // logprobs and suffix (E-07, GP-55)
         ("logprobs 5", with("logprobs", json!(5)), Some("logprobs")),
         ("logprobs 0", with("logprobs", json!(0)), Some("logprobs")),
@@ -297,13 +300,23 @@ fn edge_values_are_accepted() {
 /// (`Sampling::choices`), and the gateway refuses other than 1 (its test:
 /// `router-core`'s `several_choices_are_refused_naming_n`).
 #[test]
-fn n_is_carried_for_the_caller_to_decide() {
+fn n_and_best_of_are_carried_for_the_caller_to_decide() {
     for n in [0, 1, 2] {
         let parsed = accept(&with("n", json!(n)));
         assert_eq!(parsed.request.sampling.choices, Some(n));
+        let parsed = accept(&with("best_of", json!(n)));
+        assert_eq!(parsed.request.sampling.best_of, Some(n));
+        // No supplier request carries more than one.
+        assert_eq!(
+            parsed.request.refuse_several_choices().is_ok(),
+            n == 1,
+            "best_of {n}"
+        );
     }
     let plain = serde_json::to_vec(&base()).unwrap();
-    assert_eq!(accept(&plain).request.sampling.choices, None);
+    let parsed = accept(&plain);
+    assert_eq!(parsed.request.sampling.choices, None);
+    assert_eq!(parsed.request.sampling.best_of, None);
 }
 
 #[test]

@@ -26,8 +26,9 @@ impl GatewayRequest {
     /// The gateway's request for a parsed `request` with the body's
     /// routing options and the default prompt-cache policy. Refuses what
     /// the gateway does not serve although the protocol allows it: more
-    /// than one choice (`n`, B-27, E-06, GP-50), with the 400
-    /// `invalid_parameter` naming `n` that a client's parse answered before.
+    /// than one choice (`n`, B-27, E-06, GP-50) or sample (`best_of`,
+    /// E-06), with the 400 `invalid_parameter` naming the field that a
+    /// client's parse answered before.
     pub fn new(request: Request, routing: RoutingOptions) -> Result<GatewayRequest, ApiError> {
         if request.sampling.choices.is_some_and(|n| n != 1) {
             let what = match request.inbound {
@@ -37,6 +38,12 @@ impl GatewayRequest {
             return Err(ApiError::invalid(
                 "n",
                 format!("`n` must be 1: {what} are not supported"),
+            ));
+        }
+        if request.sampling.best_of.is_some_and(|n| n != 1) {
+            return Err(ApiError::invalid(
+                "best_of",
+                "`best_of` must be 1: multiple samples are not supported",
             ));
         }
         Ok(GatewayRequest {
@@ -141,6 +148,33 @@ mod tests {
             assert_eq!(error.code, ErrorCode::InvalidParameter);
             assert_eq!(error.param.as_deref(), Some("n"));
             assert_eq!(error.message, message);
+        }
+    }
+
+    /// E-06: Completions `best_of` other than 1 is a 400 naming `best_of`;
+    /// 1 or unsaid is served.
+    #[test]
+    fn several_samples_are_refused_naming_best_of() {
+        let with_best_of = |best_of| Request {
+            sampling: Sampling {
+                best_of,
+                ..Sampling::default()
+            },
+            inbound: Some(Protocol::Completions),
+            ..Request::default()
+        };
+        for best_of in [0, 2] {
+            let error = GatewayRequest::new(with_best_of(Some(best_of)), RoutingOptions::default())
+                .unwrap_err();
+            assert_eq!(error.code, ErrorCode::InvalidParameter);
+            assert_eq!(error.param.as_deref(), Some("best_of"));
+            assert_eq!(
+                error.message,
+                "`best_of` must be 1: multiple samples are not supported"
+            );
+        }
+        for best_of in [None, Some(1)] {
+            assert!(GatewayRequest::new(with_best_of(best_of), RoutingOptions::default()).is_ok());
         }
     }
 }

@@ -305,6 +305,7 @@ fn sampling(max_tokens: u32) -> impl Strategy<Value = Sampling> {
             frequency_penalty: None,
             presence_penalty: None,
             choices: None,
+            best_of: None,
         })
 }
 

@@ -58,15 +58,8 @@ fn convert(
 
     let model = model.ok_or_else(|| ApiError::invalid("model", "`model` is required"))?;
     let prompt = prompt_text(prompt)?;
-    // `n` is carried (`Sampling::choices`): how many choices to serve is
-    // the caller's decision. `best_of` asks the server to sample several
-    // and return the best, which the canonical model cannot express.
-    if best_of.is_some_and(|v| v != 1) {
-        return Err(ApiError::invalid(
-            "best_of",
-            "`best_of` must be 1: multiple samples are not supported",
-        ));
-    }
+    // `n` and `best_of` are carried (`Sampling::choices`, `best_of`): how
+    // many samples to serve is the caller's decision.
     if logprobs.is_some() {
         return Err(ApiError::invalid(
             "logprobs",
@@ -102,6 +95,7 @@ fn convert(
         stop: stop_sequences(stop)?,
         max_output_tokens: Some(max_tokens.unwrap_or(DEFAULT_MAX_TOKENS)),
         choices: n,
+        best_of,
         ..ranges
     };
 

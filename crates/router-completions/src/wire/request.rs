@@ -1,7 +1,7 @@
 //! The body of `POST /v1/completions` as a client sends it.
 //!
 //! Types here check JSON *shape* only (serde reports the path of a wrong
-//! type); value rules (ranges, the constant `best_of`, the unsupported
+//! type); value rules (ranges, the unsupported
 //! `logprobs`/`suffix`, the one-string prompt) live in `from_wire.rs` so
 //! every rejection names its parameter the same way.
 

@@ -200,6 +200,7 @@ fn convert_request(
         frequency_penalty: None,
         presence_penalty: None,
         choices: None,
+        best_of: None,
     };
 
     let mut native_only = None;
