@@ -13,6 +13,7 @@
 
 #![warn(unreachable_pub)]
 
+pub mod access;
 pub mod affinity;
 pub mod catalog;
 pub mod connection;

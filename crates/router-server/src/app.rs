@@ -3,14 +3,19 @@
 use crate::client_addr::TrustedProxies;
 use crate::docs::Docs;
 use crate::public_url::PublicBaseUrl;
-use router_core::Gateway;
+use router_core::{Gateway, LiveStream};
 /// Prompt-cache routing affinity's settings, read by core's pipeline.
 pub use router_core::affinity::PromptCacheSettings;
 use router_store::Database;
 use router_supply::HttpSuppliers;
 use std::time::Duration;
 
+/// The gateway over this process's store and suppliers: the one place the
+/// server names them.
 pub type RouterGateway = Gateway<Database, HttpSuppliers>;
+
+/// A live stream of [`RouterGateway`].
+pub type RouterStream = LiveStream<Database, HttpSuppliers>;
 
 pub struct App {
     pub gateway: RouterGateway,
@@ -57,10 +62,4 @@ pub struct App {
     /// The background jobs this process knows (`router::jobs::REGISTRY`):
     /// `POST /admin/jobs/{name}/run` runs one pass of one of them.
     pub jobs: &'static [router_core::jobs::JobSpec<App>],
-}
-
-impl App {
-    pub fn database(&self) -> &Database {
-        self.gateway.store()
-    }
 }

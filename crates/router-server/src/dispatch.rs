@@ -165,7 +165,7 @@ pub async fn dispatch(app: Arc<App>, request: http::Request<Incoming>) -> Respon
     }
     let id_text = crate::correlation::begin(request.headers(), &log);
     let mut response =
-        crate::request_log::for_request(request_id, route(app, request, request_id, id_text, &log))
+        router_telemetry::panic::for_request(request_id, route(app, request, request_id, id_text, &log))
             .await;
     let code = response.extensions().get::<ReplyCode>().map(|c| c.0);
     log.head(response.status().as_u16(), code);

@@ -6,19 +6,11 @@
 
 use crate::app::App;
 use router_canonical::{ApiError, ErrorCode};
+use router_core::jobs::timed_pass;
 pub use router_core::jobs::{JobError, JobPass};
 
 /// A job the server runs: its pass takes the whole [`App`].
 pub type JobSpec = router_core::jobs::JobSpec<App>;
-
-/// One pass of `job`, counted and timed (`router_job_passes_total`,
-/// `router_job_duration_seconds`).
-pub async fn timed_pass(app: &App, job: &JobSpec) -> Result<u64, JobError> {
-    let started = std::time::Instant::now();
-    let outcome = (job.run)(app).await;
-    crate::metrics::job_pass(job.name, outcome.is_ok(), started.elapsed());
-    outcome
-}
 
 /// `POST /admin/jobs/{name}/run`: one pass now, whatever the schedule.
 pub async fn run_now(app: &App, name: Option<&str>) -> Result<serde_json::Value, ApiError> {

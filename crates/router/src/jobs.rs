@@ -17,7 +17,8 @@
 
 use futures::TryFutureExt;
 use router_server::App;
-use router_server::jobs::{JobError, JobSpec, timed_pass};
+use router_core::jobs::timed_pass;
+use router_server::jobs::{JobError, JobSpec};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -142,7 +143,7 @@ const MIN_PAUSE: Duration = Duration::from_millis(10);
 /// wait before asking again.
 async fn scheduled_pass(app: &App, job: &JobSpec, holder: &str, every: Duration) -> Duration {
     let started = tokio::time::Instant::now();
-    let db = app.database();
+    let db = app.gateway.store();
     match db.try_lease_job(job.name, holder, PASS_LEASE).await {
         Ok(true) => {}
         Ok(false) => {

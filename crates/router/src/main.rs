@@ -186,7 +186,7 @@ fn init_logging(format: LogFormat, filter: Option<&str>, default_level: &str) {
         }
         LogFormat::Text => builder.init(),
     }
-    router_server::request_log::install_panic_hook();
+    router_telemetry::panic::install_panic_hook();
 }
 
 #[cfg(test)]

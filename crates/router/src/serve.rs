@@ -47,7 +47,7 @@ pub(crate) async fn serve(
     };
     tracing::info!(?config, "starting router");
     if config.metrics {
-        router_server::metrics::install();
+        router_telemetry::recorder::install();
     }
     if let Some(base) = &config.otlp_endpoint {
         router_telemetry::otlp::install(base).context("ROUTER_OTLP_ENDPOINT")?;

@@ -703,7 +703,7 @@ impl TestRouter {
         } = start;
         let uploads = settings.uploads.clone();
         let _ = rustls::crypto::ring::default_provider().install_default();
-        router_server::metrics::install();
+        router_telemetry::recorder::install();
         let mock = MockSupplier::start("127.0.0.1:0".parse().unwrap())
             .await
             .unwrap();
