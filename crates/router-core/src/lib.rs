@@ -26,6 +26,7 @@ pub mod images;
 pub mod jobs;
 pub mod key_policy;
 pub mod maintenance;
+pub mod ownership;
 pub mod pipeline;
 pub mod pricing;
 pub mod product_codes;

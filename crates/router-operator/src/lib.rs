@@ -21,6 +21,8 @@
 //! - `requests.rs`: one request's history.
 //! - `usage.rs`: an account's spend from the ledger (by day, model and
 //!   key), each key's month and last use, the filtered request list.
+//! - `videos.rs`: a video job as the operator sees it, and its
+//!   reconciliation (through core's `Gateway`, which decides).
 //! - `error.rs`: [`OperatorError`], [`Refusal`], [`Resource`].
 //! - Rows: `router_store` (`accounts`, `api_keys`, `sessions`,
 //!   `experiments`, `history`, `data_protection`).
@@ -34,6 +36,7 @@ pub mod requests;
 pub mod sessions;
 pub mod sign_in;
 pub mod usage;
+pub mod videos;
 
 pub use accounts::{Account, Balance, Credits, NewAccount, OpenedAccount};
 pub use api_keys::{

@@ -174,42 +174,6 @@ pub struct AdminBackdated {
     moved: i64,
 }
 
-/// `GET /admin/videos/{id}`: a video job as the operator sees it.
-#[derive(ToSchema)]
-pub struct AdminVideo {
-    id: String,
-    /// `admin.video`.
-    object: String,
-    account_id: Uuid,
-    api_key_id: Uuid,
-    request_id: Uuid,
-    client_task_id: String,
-    model: String,
-    route_id: String,
-    supplier_id: String,
-    status: String,
-    progress: i32,
-    #[schema(required)]
-    upstream_task_id: Option<String>,
-    charge_usd: f64,
-    #[schema(required)]
-    fail_reason: Option<String>,
-    #[schema(required)]
-    supplier_error: Option<String>,
-    #[schema(required)]
-    content_bytes: Option<i64>,
-    polls: i32,
-    /// Unix seconds.
-    created_at: i64,
-    updated_at: i64,
-    #[schema(required)]
-    completed_at: Option<i64>,
-    #[schema(required)]
-    next_poll_at: Option<i64>,
-    #[schema(required)]
-    reconciled_at: Option<i64>,
-}
-
 /// `POST /admin/videos/{id}/reconcile`: `{upstream_task_id}` resumes
 /// polling; `{outcome: "failed", reason}` releases the hold.
 #[derive(ToSchema)]

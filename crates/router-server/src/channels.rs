@@ -17,7 +17,7 @@ use crate::app::App;
 use crate::body::Incoming;
 use crate::body::{ADMIN_BODY_LIMIT, read_limited};
 use crate::caller::Caller;
-use crate::ownership::{self, Resource};
+use router_core::ownership::{self, Resource};
 use crate::reply::{self, Body};
 use http::header::{CACHE_CONTROL, HeaderValue};
 use http::{Response, StatusCode};

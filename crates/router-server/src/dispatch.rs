@@ -10,7 +10,7 @@ use crate::admin_listener::Listener;
 use crate::app::App;
 use crate::body::Incoming;
 use crate::caller::{Caller, misconfigured};
-use crate::ownership::{self, Resource};
+use router_core::ownership::{self, Resource};
 use crate::reply::{self, Body};
 use crate::request_log::{ReplyCode, RequestLog};
 use crate::routes::{AuthRule, Call, Handler, ParamRule, Params, ROUTES, Route};

@@ -91,7 +91,7 @@ pub async fn request_status(
     id: Option<&str>,
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
-    use crate::ownership::{Resource, owned_or_not_found, parse_id};
+    use router_core::ownership::{Resource, owned_or_not_found, parse_id};
     let id = parse_id(Resource::Request, id.unwrap_or_default())?;
     let found = app
         .operator

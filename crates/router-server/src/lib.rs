@@ -34,7 +34,6 @@ pub mod messages;
 pub mod metrics;
 pub mod openapi;
 pub mod operation;
-pub mod ownership;
 pub mod public_url;
 pub mod query;
 pub mod reply;

@@ -1370,7 +1370,7 @@ pub static ROUTES: [Route; 74] = [
         any!(|c, _| videos::admin_show(&c.app, c.param(), c.id).await),
         Operation {
             summary: "A video job as the operator sees it", tag: ADMIN,
-            replies: &[json(200, "The video job.", &[(JSON, schema::<bodies::AdminVideo>)])],
+            replies: &[json(200, "The video job.", &[(JSON, schema::<router_operator::videos::VideoRecord>)])],
             errors: &[P::TASK_NOT_FOUND],
             ..Operation::new("", "")
         }),
@@ -1379,7 +1379,7 @@ pub static ROUTES: [Route; 74] = [
         Operation {
             summary: "Reconcile a video whose submission is unknown", tag: ADMIN,
             body: body(ADMIN_BODY, &[(JSON, schema::<bodies::AdminReconcile>)]),
-            replies: &[json(200, "The video job after reconciliation.", &[(JSON, schema::<bodies::AdminVideo>)])],
+            replies: &[json(200, "The video job after reconciliation.", &[(JSON, schema::<router_operator::videos::VideoRecord>)])],
             errors: &[E::InvalidParameter, P::TASK_NOT_FOUND, E::Conflict],
             ..Operation::new("", "")
         }),

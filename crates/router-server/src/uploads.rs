@@ -4,7 +4,7 @@
 
 use crate::app::App;
 use crate::body::{BodyError, Incoming};
-use crate::ownership::Resource;
+use router_core::ownership::Resource;
 use crate::reply::{self, Body};
 use http::{Response, StatusCode};
 use http_body_util::BodyExt;

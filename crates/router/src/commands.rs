@@ -616,18 +616,18 @@ pub(crate) async fn videos(
 ) -> anyhow::Result<()> {
     let app = operator_app(args).await?;
     let view = match command {
-        VideosCommand::Show { id } => router_server::videos::operator_show(&app, &id).await,
+        VideosCommand::Show { id } => router_operator::videos::show_video(&app.gateway, &id).await,
         VideosCommand::Reconcile {
             id,
             task_id,
             failed,
         } => {
-            let body = router_server::videos::Reconcile {
+            let body = router_core::video_jobs::Reconcile {
                 upstream_task_id: task_id,
                 outcome: failed.is_some().then(|| "failed".to_owned()),
                 reason: failed,
             };
-            router_server::videos::operator_reconcile(&app, &id, body).await
+            router_operator::videos::reconcile_video(&app.gateway, &id, body).await
         }
     }
     .map_err(refused)?;

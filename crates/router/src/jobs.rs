@@ -61,11 +61,7 @@ pub static REGISTRY: &[JobSpec] = &[
     JobSpec {
         name: "video-poller",
         every: |app| app.videos.poll_interval,
-        run: |app| {
-            Box::pin(TryFutureExt::err_into(router_server::videos::poll_pass(
-                app,
-            )))
-        },
+        run: |app| Box::pin(video_poller(app)),
     },
     JobSpec {
         name: "upload-purge",
@@ -76,6 +72,12 @@ pub static REGISTRY: &[JobSpec] = &[
 
 async fn digest_scheduler(app: &App) -> Result<u64, JobError> {
     Ok(app.notify.digest_pass(chrono::Utc::now()).await?)
+}
+
+/// Orphaned submissions become `unknown`, then every due job is polled
+/// once (`router_core::video_jobs`); how many were polled.
+async fn video_poller(app: &App) -> Result<u64, JobError> {
+    Ok(app.gateway.poll_videos(app.videos, &app.uploads).await?)
 }
 
 async fn outbox(app: &App) -> Result<u64, JobError> {
