@@ -184,47 +184,6 @@ pub struct AdminReconcile {
     reason: Option<String>,
 }
 
-/// `POST /api/auth/magic-link`: the same answer whether an account has the
-/// address or not.
-#[derive(ToSchema)]
-pub struct SignInLinkSent {
-    /// `sign_in_link`.
-    object: String,
-    message: String,
-}
-
-/// `GET /api/auth/session`: who is signed in.
-#[derive(ToSchema)]
-pub struct SessionView {
-    /// `session`.
-    object: String,
-    id: Uuid,
-    account_id: Uuid,
-    email: String,
-    expires_at: String,
-}
-
-/// `GET /v1/requests/{id}`: a request's final status.
-#[derive(ToSchema)]
-pub struct RequestStatus {
-    id: Uuid,
-    /// `request`.
-    object: String,
-    model: String,
-    protocol: String,
-    /// `reserved`, `succeeded` or `failed`.
-    status: String,
-    /// USD; `null` until settled.
-    #[schema(required)]
-    charged_usd: Option<f64>,
-    /// The public error code of a failed request.
-    #[schema(required)]
-    error: Option<String>,
-    created_at: String,
-    #[schema(required)]
-    finished_at: Option<String>,
-}
-
 /// `POST /v1/uploads`: a multipart body with one part, `file`.
 #[derive(ToSchema)]
 #[serde(deny_unknown_fields)]

@@ -990,7 +990,7 @@ pub static ROUTES: [Route; 74] = [
         key!(|c, key| images::request_status(&c.app, &key, c.param(), c.id).await),
         Operation {
             summary: "A request's final status", tag: "images",
-            replies: &[json(200, "The request's status and charge, for the account that made it.", &[(JSON, schema::<bodies::RequestStatus>)])],
+            replies: &[json(200, "The request's status and charge, for the account that made it.", &[(JSON, schema::<router_operator::RequestStatus>)])],
             errors: &[E::NotFound],
             ..Operation::new("", "")
         }),
@@ -1038,7 +1038,7 @@ pub static ROUTES: [Route; 74] = [
         Operation {
             summary: "Email a sign-in link", tag: "sessions",
             body: body("The address to sign in.", &[(JSON, schema::<crate::sign_in::LinkRequest>)]),
-            replies: &[json(202, "The same answer whether an account has that address or not.", &[(JSON, schema::<bodies::SignInLinkSent>)])],
+            replies: &[json(202, "The same answer whether an account has that address or not.", &[(JSON, schema::<router_dashboard::sign_in::LinkSent>)])],
             errors: &[E::InvalidParameter, P::EMAIL_UNAVAILABLE],
             ..Operation::new("", "")
         }),
@@ -1063,7 +1063,7 @@ pub static ROUTES: [Route; 74] = [
         any!(|c, caller| Ok(sign_in::show(&caller.session()?, c.id))),
         Operation {
             summary: "Who is signed in", tag: "sessions",
-            replies: &[json(200, "The session.", &[(JSON, schema::<bodies::SessionView>)])],
+            replies: &[json(200, "The session.", &[(JSON, schema::<router_dashboard::sign_in::SessionView>)])],
             ..Operation::new("", "")
         }),
     row(POST, "/api/auth/sign-out", Session, OpenAi,

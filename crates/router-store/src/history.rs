@@ -172,13 +172,6 @@ pub struct RequestView {
     pub ledger_entries: Vec<LedgerEntryView>,
 }
 
-/// A request's history belongs to the account that made it.
-impl router_core::ownership::Owned for RequestView {
-    fn owner(&self) -> Uuid {
-        self.account_id
-    }
-}
-
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct UsageView {
     pub input_tokens: i64,
