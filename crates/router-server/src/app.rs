@@ -1,7 +1,6 @@
 //! Shared state of one router process.
 
 use crate::client_addr::TrustedProxies;
-use crate::docs::Docs;
 use crate::public_url::PublicBaseUrl;
 use router_core::{Gateway, LiveStream};
 /// Prompt-cache routing affinity's settings, read by core's pipeline.
@@ -32,7 +31,7 @@ pub struct App {
     /// feed's cursor key.
     pub catalog: router_catalog::PublishedCatalog,
     /// The user manual and its search index (`GET /v1/docs`).
-    pub docs: Docs,
+    pub docs: router_docs::Manual,
     /// Where browsers reach this router (`ROUTER_PUBLIC_BASE_URL`): sign-in
     /// links, cookie `Secure`, the same-origin rule.
     pub public_base: PublicBaseUrl,

@@ -811,19 +811,19 @@ pub static ROUTES: [Route; 74] = [
         }),
     // Documentation (K).
     row(GET, "/v1/docs", ANY_KEY, OpenAi,
-        any!(|c, _| c.app.docs.search(c.request.uri().query(), c.id)),
+        any!(|c, _| crate::docs::search(&c.app.docs, c.request.uri().query(), c.id)),
         Operation {
             summary: "Search the user manual", tag: "documentation",
             params: &[
                 Param { name: "q", place: In::Query, required: false, schema: docs_query, description: "Search terms; empty or blank is the same as absent (all sections, no bodies)." },
                 Param { name: "limit", place: In::Query, required: false, schema: docs_limit, description: "How many sections at most, with `q` (1 to 10, default 4); ignored without `q`." },
             ],
-            replies: &[json(200, "Without `q`: every section in reading order, without `body`. With `q`: at most `limit` matching sections with `body`, best first; none is `data: []`.", &[(JSON, schema::<crate::docs::DocsList<'static>>)])],
+            replies: &[json(200, "Without `q`: every section in reading order, without `body`. With `q`: at most `limit` matching sections with `body`, best first; none is `data: []`.", &[(JSON, schema::<router_docs::DocsList<'static>>)])],
             errors: &[E::InvalidParameter],
             ..Operation::new("", "")
         }),
     row(GET, "/docs/guide/{page}", Public, OpenAi,
-        any!(|c, _| c.app.docs.page(c.param(), c.id)),
+        any!(|c, _| crate::docs::page(&c.app.docs, c.param(), c.id)),
         Operation {
             summary: "A page of the user manual (Markdown)", tag: "documentation",
             replies: &[json(200, "The page's Markdown, as embedded in the router.", &[("text/markdown", string)])],

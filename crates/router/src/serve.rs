@@ -5,7 +5,6 @@ use anyhow::Context;
 use router_catalog::{CatalogViews, PublishedCatalog};
 use router_core::{Catalog, Gateway, GatewayConfig, SealKey};
 use router_server::admin_listener::Listener;
-use router_server::docs::Docs;
 use router_server::{App, ServerConfig};
 use router_store::Database;
 use router_supply::HttpSuppliers;
@@ -179,7 +178,8 @@ pub(crate) async fn app(
         db,
         gateway.clone(),
     );
-    let docs = Docs::new(&config.public_base).context("indexing the user manual")?;
+    let docs = router_docs::Manual::new(|path| config.public_base.join(path))
+        .context("indexing the user manual")?;
     Ok(App {
         gateway,
         admin_token: config.admin_token.clone(),

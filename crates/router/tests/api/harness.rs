@@ -8,7 +8,6 @@ use router_server::App;
 pub use router_server::app::PromptCacheSettings;
 use router_server::client_addr::TrustedProxies;
 use router_server::connection::ConnectionLimits;
-use router_server::docs::Docs;
 use router_server::public_url::PublicBaseUrl;
 use router_store::test_support::TestDatabase;
 use router_supply::HttpSuppliers;
@@ -525,7 +524,7 @@ pub async fn build_app(
         metrics_token: None,
         trusted_proxies,
         catalog,
-        docs: Docs::new(&PublicBaseUrl::for_listen(addr)).unwrap(),
+        docs: router_docs::Manual::new(|path| PublicBaseUrl::for_listen(addr).join(path)).unwrap(),
         public_base: PublicBaseUrl::for_listen(addr),
         notify,
         operator,
