@@ -1253,7 +1253,7 @@ pub static ROUTES: [Route; 74] = [
         any!(|c, _| admin::get_request(&c.app, c.param(), c.id).await),
         Operation {
             summary: "A request's history: attempts, hold, ledger", tag: ADMIN,
-            replies: &[json(200, "The request.", &[(JSON, schema::<bodies::AdminRequest>)])],
+            replies: &[json(200, "The request.", &[(JSON, schema::<router_operator::RequestRecord>)])],
             errors: &[E::NotFound],
             ..Operation::new("", "")
         }),
