@@ -18,7 +18,6 @@ pub mod catalog_api;
 pub mod channels;
 pub mod client_addr;
 pub mod client_stream;
-pub mod config;
 pub mod connection;
 pub mod correlation;
 pub mod dashboard;
@@ -52,5 +51,4 @@ pub mod videos;
 mod test_headers;
 
 pub use app::App;
-pub use config::ServerConfig;
 pub use server::{ServeError, serve, serve_routes};

@@ -3,7 +3,7 @@
 //! fails under `--strict`); `router serve` logs them at start.
 
 use crate::settings::ServeArgs;
-use router_server::ServerConfig;
+use crate::config::ServerConfig;
 use router_store::migrations::MigrationStatus;
 use serde::Serialize;
 

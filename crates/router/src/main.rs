@@ -6,6 +6,7 @@
 
 mod checks;
 mod commands;
+mod config;
 mod output;
 mod serve;
 mod settings;

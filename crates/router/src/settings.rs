@@ -5,7 +5,7 @@
 
 use anyhow::{Context, anyhow, bail};
 use router_notify::{Mailer, Transports};
-use router_server::ServerConfig;
+use crate::config::ServerConfig;
 use router_server::body::BodyPace;
 use router_server::client_addr::TrustedProxies;
 use router_server::connection::ConnectionLimits;
