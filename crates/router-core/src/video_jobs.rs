@@ -1062,4 +1062,3 @@ mod tests {
         assert_eq!(public, format!("video_{}", id.simple()));
     }
 }
-

@@ -71,7 +71,11 @@ impl Manual {
     /// (`/docs/guide/{page}#{id}`) absolute (under `ROUTER_PUBLIC_BASE_URL`).
     pub fn new(url_of: impl Fn(&str) -> String) -> Result<Manual, CorpusError> {
         let library = Library::embedded()?;
-        let urls = library.sections().iter().map(|s| url_of(&s.path())).collect();
+        let urls = library
+            .sections()
+            .iter()
+            .map(|s| url_of(&s.path()))
+            .collect();
         let mut manual = Manual {
             library,
             urls,

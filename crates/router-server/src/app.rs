@@ -2,9 +2,9 @@
 
 use crate::client_addr::TrustedProxies;
 use crate::public_url::PublicBaseUrl;
-use router_core::{Gateway, LiveStream};
 /// Prompt-cache routing affinity's settings, read by core's pipeline.
 pub use router_core::affinity::PromptCacheSettings;
+use router_core::{Gateway, LiveStream};
 use router_store::Database;
 use router_supply::HttpSuppliers;
 use std::time::Duration;

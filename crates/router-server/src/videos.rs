@@ -11,7 +11,6 @@
 
 use crate::app::App;
 use crate::body::Incoming;
-use router_core::ownership::{Resource, owned_or_not_found};
 use crate::reply::{self, Body, Envelope, Reply};
 use crate::request_log::RequestLog;
 use bytes::Bytes;
@@ -19,6 +18,7 @@ use futures::StreamExt;
 use http::header::{ACCEPT_RANGES, CONTENT_LENGTH, CONTENT_RANGE, CONTENT_TYPE, HeaderValue};
 use http::{Response, StatusCode};
 use router_canonical::ApiError;
+use router_core::ownership::{Resource, owned_or_not_found};
 use router_core::product_codes;
 use router_core::store::{ApiKeyRecord, VideoJob, VideoJobStatus};
 use router_core::video_jobs::{CreateFailure, parse_public_id, storage_failure};
@@ -270,8 +270,7 @@ pub async fn admin_reconcile(
     request_id: &str,
 ) -> Result<Reply, ApiError> {
     let body: Reconcile = crate::body::json_body(request, crate::body::ADMIN_BODY_LIMIT).await?;
-    let view =
-        router_operator::videos::reconcile_video(&app.gateway, id.unwrap_or_default(), body)
-            .await?;
+    let view = router_operator::videos::reconcile_video(&app.gateway, id.unwrap_or_default(), body)
+        .await?;
     Ok(reply::json_value(StatusCode::OK, &view, request_id))
 }

@@ -4,6 +4,7 @@
 //! file and of the whole configuration.
 
 use crate::checks;
+use crate::config::ServerConfig;
 use crate::output::{Output, field, parse_usd, usd};
 use crate::serve::{app, load_catalog};
 use crate::settings::ServeArgs;
@@ -12,7 +13,6 @@ use clap::{Args, Subcommand};
 use router_canonical::ApiError;
 use router_core::Catalog;
 use router_operator::{Credits, NewAccount, NewApiKey, NewSession, Operator, SpendLimitJson};
-use crate::config::ServerConfig;
 use router_server::App;
 use router_store::Database;
 use serde_json::{Value, json};
@@ -291,8 +291,9 @@ async fn operator(args: &ServeArgs) -> anyhow::Result<(Operator, Catalog)> {
     Ok((Operator::new(db, config.session_ttl), catalog))
 }
 
-/// A whole router's state, for the video commands (the HTTP side's
-/// operator view of a job).
+/// A whole router's state, for the video commands (the gateway that the
+/// operator wing's video operations, `router_operator::videos`, run
+/// through).
 async fn operator_app(args: &ServeArgs) -> anyhow::Result<App> {
     let (config, catalog, db) = configured(args).await?;
     // Operator commands serve no catalog view and record no release.

@@ -16,8 +16,8 @@
 //! into its wing (or core), returning how many items it processed.
 
 use futures::TryFutureExt;
-use router_server::App;
 use router_core::jobs::timed_pass;
+use router_server::App;
 use router_server::jobs::{JobError, JobSpec};
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,12 +1,12 @@
 //! `router serve`: load the catalog, connect and migrate the database, and
 //! serve until SIGTERM or ctrl-c, then drain.
 
+use crate::config::ServerConfig;
 use anyhow::Context;
 use router_catalog::{CatalogViews, PublishedCatalog};
 use router_core::{Catalog, Gateway, GatewayConfig, SealKey};
-use router_server::admin_listener::Listener;
-use crate::config::ServerConfig;
 use router_server::App;
+use router_server::admin_listener::Listener;
 use router_store::Database;
 use router_supply::HttpSuppliers;
 use std::sync::Arc;
