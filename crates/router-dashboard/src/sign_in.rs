@@ -6,8 +6,8 @@
 //! accounts.
 
 use router_notify::Mailer;
-use router_operator::Operator;
 use router_operator::sign_in::{IssuedLink, MAGIC_LINK_TTL};
+use router_operator::{Operator, SessionRecord};
 use serde::Serialize;
 use uuid::Uuid;
 
@@ -43,16 +43,14 @@ pub struct SessionView<'a> {
     expires_at: &'a str,
 }
 
-impl<'a> SessionView<'a> {
-    /// Session `id` of `account_id`, whose address is `email`, until
-    /// `expires_at` (RFC 3339, UTC).
-    pub fn new(id: Uuid, account_id: Uuid, email: &'a str, expires_at: &'a str) -> Self {
+impl<'a> From<&'a SessionRecord> for SessionView<'a> {
+    fn from(session: &'a SessionRecord) -> Self {
         SessionView {
             object: "session",
-            id,
-            account_id,
-            email,
-            expires_at,
+            id: session.id,
+            account_id: session.account_id,
+            email: &session.email,
+            expires_at: &session.expires_at,
         }
     }
 }

@@ -12,19 +12,6 @@
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-/// An API key's scope.
-#[derive(ToSchema)]
-pub enum ScopeName {
-    #[serde(rename = "inference")]
-    Inference,
-    #[serde(rename = "account:read")]
-    AccountRead,
-    #[serde(rename = "account:write")]
-    AccountWrite,
-    #[serde(rename = "usage:read")]
-    UsageRead,
-}
-
 /// `GET /admin/accounts/{id}/api-keys`.
 #[derive(ToSchema)]
 pub struct AdminApiKeyList {
@@ -91,48 +78,6 @@ pub struct UploadForm {
     /// matches its content.
     #[schema(value_type = String, format = Binary)]
     file: Vec<u8>,
-}
-
-/// `PATCH /v1/channels/{channel_id}`: at least one of the two.
-#[derive(ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(min_properties = 1)]
-pub struct ChannelUpdate {
-    #[schema(nullable = false, pattern = "^(off|daily|weekly|monthly)$")]
-    frequency: Option<String>,
-    /// Event ids (`available_events` of `GET /v1/channels`).
-    #[schema(schema_with = event_ids)]
-    events: Option<Vec<String>>,
-}
-
-/// `POST /api/channels/email`: consent, and how often.
-#[derive(ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct EmailConnect {
-    /// Must be `true`.
-    #[schema(schema_with = only_true)]
-    consent: bool,
-    #[schema(pattern = "^(off|daily|weekly|monthly)$")]
-    frequency: String,
-}
-
-/// A selection of the notification events, by id.
-fn event_ids() -> utoipa::openapi::Array {
-    utoipa::openapi::schema::ArrayBuilder::new()
-        .items(
-            utoipa::openapi::schema::ObjectBuilder::new()
-                .schema_type(utoipa::openapi::Type::String)
-                .enum_values(Some(router_notify::events::IDS)),
-        )
-        .build()
-}
-
-/// `true` and nothing else.
-fn only_true() -> utoipa::openapi::Object {
-    utoipa::openapi::schema::ObjectBuilder::new()
-        .schema_type(utoipa::openapi::Type::Boolean)
-        .enum_values(Some([true]))
-        .build()
 }
 
 /// `PATCH /api/data-protection`: exactly the switch.

@@ -929,7 +929,7 @@ pub static ROUTES: [Route; 74] = [
         any!(|c, caller| channels::update(&c.app, &caller, c.request, c.params.first.as_deref(), c.id).await),
         Operation {
             summary: "Change a channel's frequency or events", tag: "channels",
-            body: body("JSON; other fields (a destination, the report hour) are refused (400).", &[(JSON, schema::<bodies::ChannelUpdate>)]),
+            body: body("JSON; other fields (a destination, the report hour) are refused (400).", &[(JSON, schema::<router_notify::schema::ChannelUpdate>)]),
             replies: &[json(200, "The channel.", &[(JSON, schema::<router_notify::channels::ChannelRecord>)])],
             errors: &[E::InvalidParameter],
             ..Operation::new("", "")
@@ -953,7 +953,7 @@ pub static ROUTES: [Route; 74] = [
         any!(|c, caller| channels::email_connect(&c.app, &caller, c.request, c.id).await),
         Operation {
             summary: "Connect the email channel (with consent)", tag: "channels",
-            body: body("JSON; a destination is refused (400): it is always the verified email.", &[(JSON, schema::<bodies::EmailConnect>)]),
+            body: body("JSON; a destination is refused (400): it is always the verified email.", &[(JSON, schema::<router_notify::schema::EmailConnect>)]),
             replies: &[
                 json(201, "Connected.", &[(JSON, schema::<router_notify::channels::ChannelRecord>)]),
                 json(200, "Already connected with this frequency, or reconnected (same id).", &[(JSON, schema::<router_notify::channels::ChannelRecord>)]),

@@ -152,13 +152,7 @@ pub async fn redeem(
 
 /// `GET /api/auth/session`: who is signed in.
 pub fn show(session: &Session, request_id: &str) -> Response<Body> {
-    let view = SessionView::new(
-        session.id,
-        session.account_id,
-        &session.email,
-        &session.expires_at,
-    );
-    reply::json_value(StatusCode::OK, &view, request_id)
+    reply::json_value(StatusCode::OK, &SessionView::from(session), request_id)
 }
 
 pub async fn sign_out(
