@@ -10,7 +10,6 @@
 #![allow(dead_code)]
 
 use utoipa::ToSchema;
-use uuid::Uuid;
 
 /// `GET /admin/accounts/{id}/api-keys`.
 #[derive(ToSchema)]
@@ -27,37 +26,6 @@ pub struct AdminExperimentList {
     /// `list`.
     object: String,
     data: Vec<router_operator::ExperimentView>,
-}
-
-/// `POST /admin/jobs/{name}/run`: one pass.
-#[derive(ToSchema)]
-pub struct AdminJobPass {
-    name: String,
-    processed: i64,
-}
-
-/// `POST /admin/jobs/{name}/run`'s optional body.
-#[derive(ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct AdminJobRun {
-    /// The instant a `digest-scheduler` pass takes as now (test hooks only).
-    #[schema(format = DateTime)]
-    as_of: String,
-}
-
-/// `POST /admin/requests/backdate` (test hooks only).
-#[derive(ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct AdminBackdate {
-    request_ids: Vec<Uuid>,
-    #[schema(format = DateTime)]
-    finished_at: String,
-}
-
-/// How many finished requests moved.
-#[derive(ToSchema)]
-pub struct AdminBackdated {
-    moved: i64,
 }
 
 /// `POST /admin/videos/{id}/reconcile`: `{upstream_task_id}` resumes

@@ -12,8 +12,18 @@ pub use router_core::jobs::{JobError, JobPass};
 /// A job the server runs: its pass takes the whole [`App`].
 pub type JobSpec = router_core::jobs::JobSpec<App>;
 
+/// `POST /admin/jobs/{name}/run`: one pass.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+#[schema(as = AdminJobPass)]
+pub struct JobPassView {
+    #[schema(value_type = String)]
+    pub name: &'static str,
+    #[schema(value_type = i64)]
+    pub processed: u64,
+}
+
 /// `POST /admin/jobs/{name}/run`: one pass now, whatever the schedule.
-pub async fn run_now(app: &App, name: Option<&str>) -> Result<serde_json::Value, ApiError> {
+pub async fn run_now(app: &App, name: Option<&str>) -> Result<JobPassView, ApiError> {
     let job = name
         .and_then(|name| app.jobs.iter().find(|job| job.name == name))
         .ok_or_else(|| ApiError::new(ErrorCode::NotFound, "No such job."))?;
@@ -24,7 +34,10 @@ pub async fn run_now(app: &App, name: Option<&str>) -> Result<serde_json::Value,
             format!("The `{}` pass failed.", job.name),
         )
     })?;
-    Ok(serde_json::json!({"name": job.name, "processed": processed}))
+    Ok(JobPassView {
+        name: job.name,
+        processed,
+    })
 }
 
 /// What bends time for tests exists only with `ROUTER_ADMIN_TEST_HOOKS=1`:

@@ -1330,10 +1330,10 @@ pub static ROUTES: [Route; 74] = [
             body: Some(RequestBody {
                 description: "Empty, or JSON `{as_of}`: only for `digest-scheduler` with ROUTER_ADMIN_TEST_HOOKS=1 (else 404).",
                 required: false,
-                content: &[(JSON, schema::<bodies::AdminJobRun>)],
+                content: &[(JSON, schema::<crate::channels::jobs::JobRun>)],
                 parts: &[],
             }),
-            replies: &[json(200, "The job and how many items its pass processed.", &[(JSON, schema::<bodies::AdminJobPass>)])],
+            replies: &[json(200, "The job and how many items its pass processed.", &[(JSON, schema::<crate::jobs::JobPassView>)])],
             errors: &[E::InvalidParameter, E::NotFound],
             ..Operation::new("", "")
         }),
@@ -1361,8 +1361,8 @@ pub static ROUTES: [Route; 74] = [
         any!(|c, _| channels::jobs::backdate_requests(&c.app, c.request, c.id).await),
         Operation {
             summary: "Move finished requests in time (test hooks only)", tag: ADMIN,
-            body: body("JSON; only with ROUTER_ADMIN_TEST_HOOKS=1, else 404.", &[(JSON, schema::<bodies::AdminBackdate>)]),
-            replies: &[json(200, "How many finished requests moved.", &[(JSON, schema::<bodies::AdminBackdated>)])],
+            body: body("JSON; only with ROUTER_ADMIN_TEST_HOOKS=1, else 404.", &[(JSON, schema::<crate::channels::jobs::Backdate>)]),
+            replies: &[json(200, "How many finished requests moved.", &[(JSON, schema::<crate::channels::jobs::Backdated>)])],
             errors: &[E::InvalidParameter, E::NotFound],
             ..Operation::new("", "")
         }),
