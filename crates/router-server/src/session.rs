@@ -19,9 +19,6 @@ use std::time::Duration;
 // names it too.
 pub use router_operator::COOKIE_NAME;
 
-/// The default session lifetime (`ROUTER_SESSION_TTL_SECS`): 7 days.
-pub const DEFAULT_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
-
 /// A signed-in browser session: the operator wing's record of it (its id,
 /// account, the account's email and when it expires).
 pub use router_operator::SessionRecord as Session;

@@ -511,8 +511,10 @@ pub async fn build_app(
         mailer,
         test_transports(channel_url_allow_loopback),
     );
-    let operator =
-        router_operator::Operator::new(database.clone(), router_server::session::DEFAULT_TTL);
+    let operator = router_operator::Operator::new(
+        database.clone(),
+        router_operator::sessions::DEFAULT_SESSION_TTL,
+    );
     let gateway = Gateway::new(catalog, database.clone(), suppliers, config, seal_key);
     let catalog =
         router_catalog::PublishedCatalog::new(views, catalog_path, env, database, gateway.clone());
