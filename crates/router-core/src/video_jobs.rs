@@ -139,6 +139,12 @@ pub fn public_id(id: Uuid) -> String {
     format!("{ID_PREFIX}{}", id.simple())
 }
 
+/// A job's time as Unix seconds, as its views show it.
+pub fn unix_seconds(t: SystemTime) -> i64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
 /// The job id of a public id; anything malformed is simply not found
 /// (GP-72), like an unknown or another account's video.
 pub fn parse_public_id(text: &str) -> Result<Uuid, ApiError> {

@@ -10,9 +10,8 @@ use router_core::Gateway;
 use router_core::ownership::Resource;
 use router_core::store::{Store, VideoJob, VideoStore};
 use router_core::supplier::Suppliers;
-use router_core::video_jobs::{Reconcile, parse_public_id, public_id};
+use router_core::video_jobs::{Reconcile, parse_public_id, public_id, unix_seconds};
 use serde::Serialize;
-use std::time::SystemTime;
 use uuid::Uuid;
 
 /// `GET /admin/videos/{id}`: a video job as the operator sees it.
@@ -59,11 +58,6 @@ pub struct VideoRecord {
     reconciled_at: Option<i64>,
 }
 
-fn unix(t: SystemTime) -> i64 {
-    t.duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
-}
-
 impl From<&VideoJob> for VideoRecord {
     fn from(job: &VideoJob) -> VideoRecord {
         VideoRecord {
@@ -84,11 +78,11 @@ impl From<&VideoJob> for VideoRecord {
             supplier_error: job.supplier_error.clone(),
             content_bytes: job.content_bytes,
             polls: job.polls,
-            created_at: unix(job.created_at),
-            updated_at: unix(job.updated_at),
-            completed_at: job.completed_at.map(unix),
-            next_poll_at: job.next_poll_at.map(unix),
-            reconciled_at: job.reconciled_at.map(unix),
+            created_at: unix_seconds(job.created_at),
+            updated_at: unix_seconds(job.updated_at),
+            completed_at: job.completed_at.map(unix_seconds),
+            next_poll_at: job.next_poll_at.map(unix_seconds),
+            reconciled_at: job.reconciled_at.map(unix_seconds),
         }
     }
 }

@@ -1,8 +1,9 @@
 //! Video jobs (section O), the HTTP side: `POST /v1/videos`, `GET
 //! /v1/videos/{id}`, `GET /v1/videos/{id}/content` (streamed, with
 //! `Range`), and the operator's view and reconciliation (the operator
-//! wing's `router_operator::videos`, shared with the CLI). Every money decision (the hold, the one submission,
-//! `unknown`, settle or release, reconcile) is `router_core::video_jobs`;
+//! wing's `router_operator::videos`, shared with the CLI). Every money
+//! decision (the hold, the one submission, `unknown`, settle or release,
+//! reconcile) is `router_core::video_jobs`;
 //! here a request is parsed (`router_videos::client`), core is called, and
 //! the video object, its errors or its content are rendered.
 //!
@@ -21,11 +22,10 @@ use router_canonical::ApiError;
 use router_core::ownership::{Resource, owned_or_not_found};
 use router_core::product_codes;
 use router_core::store::{ApiKeyRecord, VideoJob, VideoJobStatus};
-use router_core::video_jobs::{CreateFailure, parse_public_id, storage_failure};
+use router_core::video_jobs::{CreateFailure, parse_public_id, storage_failure, unix_seconds};
 use router_videos::client::{VideoView, parse_create, render_video};
 use router_videos::range::{RangeOutcome, parse_range};
 use std::sync::Arc;
-use std::time::SystemTime;
 use uuid::Uuid;
 
 pub use router_core::video_jobs::{PUBLIC_FAIL_REASON, Reconcile, VideoSettings, public_id};
@@ -35,11 +35,6 @@ pub const VIDEO_BODY_LIMIT: usize = 256 * 1024;
 
 /// The header naming the video of a `submission_unknown` (O-19).
 pub const VIDEO_ID_HEADER: &str = "x-video-id";
-
-fn unix(t: SystemTime) -> i64 {
-    t.duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
-}
 
 /// The video object's view of a job (O-21, O-22).
 pub fn view(job: &VideoJob) -> VideoView {
@@ -56,8 +51,8 @@ pub fn view(job: &VideoJob) -> VideoView {
         model: job.model.clone(),
         status,
         progress: job.progress.min(100),
-        created_at: unix(job.created_at),
-        completed_at: job.completed_at.map(unix),
+        created_at: unix_seconds(job.created_at),
+        completed_at: job.completed_at.map(unix_seconds),
     }
 }
 
