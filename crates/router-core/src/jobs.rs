@@ -30,3 +30,20 @@ pub struct JobSpec<C: 'static> {
     pub every: fn(&C) -> Duration,
     pub run: JobPass<C>,
 }
+
+/// One pass of `job` over `context`, counted and timed on this instance
+/// (`router_job_passes_total`, `router_job_duration_seconds`): a scheduled
+/// pass and a manual one alike.
+pub async fn timed_pass<C>(context: &C, job: &JobSpec<C>) -> Result<u64, JobError> {
+    let started = std::time::Instant::now();
+    let outcome = (job.run)(context).await;
+    metrics::counter!(
+        "router_job_passes_total",
+        "job" => job.name,
+        "outcome" => if outcome.is_ok() { "succeeded" } else { "failed" }
+    )
+    .increment(1);
+    metrics::histogram!("router_job_duration_seconds", "job" => job.name)
+        .record(started.elapsed().as_secs_f64());
+    outcome
+}

@@ -13,6 +13,7 @@
 
 #![warn(unreachable_pub)]
 
+pub mod access;
 pub mod affinity;
 pub mod catalog;
 pub mod connection;
@@ -26,6 +27,7 @@ pub mod images;
 pub mod jobs;
 pub mod key_policy;
 pub mod maintenance;
+pub mod ownership;
 pub mod pipeline;
 pub mod pricing;
 pub mod product_codes;

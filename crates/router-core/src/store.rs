@@ -344,6 +344,9 @@ pub trait Store: Send + Sync + 'static {
         &self,
         candidate: Vec<u8>,
     ) -> impl Future<Output = Result<Vec<u8>, StoreError>> + Send;
+
+    /// One round trip to the storage, for readiness (`/readyz`).
+    fn ping(&self) -> impl Future<Output = Result<(), StoreError>> + Send;
 }
 
 // ---------------------------------------------------------------------------

@@ -139,6 +139,21 @@ pub fn public_id(id: Uuid) -> String {
     format!("{ID_PREFIX}{}", id.simple())
 }
 
+/// A job's time as Unix seconds, as its views show it.
+pub fn unix_seconds(t: SystemTime) -> i64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// The job id of a public id; anything malformed is simply not found
+/// (GP-72), like an unknown or another account's video.
+pub fn parse_public_id(text: &str) -> Result<Uuid, ApiError> {
+    text.strip_prefix(ID_PREFIX)
+        .filter(|hex| hex.len() == 32 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+        .and_then(|hex| Uuid::try_parse(hex).ok())
+        .ok_or_else(|| crate::ownership::Resource::Video.not_found())
+}
+
 /// The 500 of a storage failure (logged; its text never reaches clients).
 pub fn storage_failure(error: &dyn std::fmt::Display) -> ApiError {
     tracing::error!(error = %error, "video storage failure");
@@ -826,6 +841,26 @@ impl<S: Store + VideoStore, P: Suppliers> Gateway<S, P> {
 mod tests {
     use super::*;
     use router_canonical::{SupplierError, SupplierFailure};
+
+    #[test]
+    fn public_ids_round_trip_and_malformed_ones_are_not_found() {
+        let id = Uuid::now_v7();
+        assert_eq!(parse_public_id(&public_id(id)).unwrap(), id);
+        for bad in [
+            "",
+            "video_",
+            "video_..%2f",
+            "video_00000000-0000-0000-0000-000000000000",
+            "vid_0123456789abcdef0123456789abcdef",
+            "video_0123456789abcdef0123456789abcdeg",
+        ] {
+            assert_eq!(
+                parse_public_id(bad).unwrap_err().code,
+                product_codes::TASK_NOT_FOUND,
+                "{bad}"
+            );
+        }
+    }
 
     fn task(state: UpstreamState) -> UpstreamVideo {
         UpstreamVideo {

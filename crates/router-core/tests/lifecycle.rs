@@ -103,6 +103,9 @@ impl Store for MemoryStore {
     async fn reap_expired_holds(&self, _now: std::time::SystemTime) -> Result<u64, StoreError> {
         Ok(0)
     }
+    async fn ping(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
 }
 
 // The pipeline's policies find nothing stored and keep nothing.

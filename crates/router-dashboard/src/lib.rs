@@ -16,6 +16,8 @@
 //! - `usage.rs`: balance and credit, spend by day, model and key
 //!   (`/api/usage`), the request list with its filters and one request's
 //!   detail without any supplier identity (`/api/requests`).
+//! - `sign_in.rs`: the sign-in link sent by email (issued by the operator
+//!   wing, mailed by the notifications wing), and the sign-in answers.
 //! - `money.rs`: nano-USD as USD text.
 //! - `error.rs`: [`DashboardError`] and its `ApiError`.
 
@@ -23,6 +25,7 @@ pub mod error;
 pub mod keys;
 pub mod money;
 pub mod pages;
+pub mod sign_in;
 pub mod usage;
 
 pub use error::DashboardError;

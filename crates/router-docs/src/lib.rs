@@ -1,16 +1,19 @@
 //! The router's user manual (`docs/guide/*.md`), embedded in the binary,
 //! split into sections with stable ids and categories, and searched with
-//! BM25 over stemmed terms. `GET /v1/docs` is a thin HTTP layer over
-//! [`Library`]; this crate knows nothing of HTTP.
+//! BM25 over stemmed terms; and the answers of `GET /v1/docs` ([`Manual`]:
+//! the listing, a search, a page). The server's `docs.rs` is a thin HTTP
+//! layer over them; this crate knows nothing of HTTP.
 //!
 //! A page is Markdown: `# Title {#id}`, then `<!-- category: name -->`, an
 //! overview (the page's first section), and `## Heading {#id}` sections.
 //! Deeper headings and code blocks stay inside their section.
 
 mod corpus;
+pub mod manual;
 mod search;
 
 pub use corpus::{CorpusError, PAGES, Page, Section};
+pub use manual::{DocsList, DocsSection, Manual, SearchError};
 pub use search::{MAX_QUERY_CHARS, terms};
 
 use search::Index;

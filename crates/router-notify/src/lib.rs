@@ -17,6 +17,7 @@
 //! - `events.rs`: the selectable events; `report.rs`: periods and rendering
 //!   per platform; `deliver.rs`: the transports; `destination.rs`: where a
 //!   webhook may post; `mail.rs`: SMTP.
+//! - `schema.rs` (feature `openapi`): the shapes of the channel forms.
 //! - Rows, counters, usage and the outbox: `router_store::channels`.
 
 pub mod channels;
@@ -28,6 +29,8 @@ pub mod jobs;
 pub mod mail;
 pub mod platform;
 pub mod report;
+#[cfg(feature = "openapi")]
+pub mod schema;
 
 pub use channels::{
     ChannelChange, ChannelList, ChannelRecord, Connected, Disconnected, EmailConsent, EmailStatus,

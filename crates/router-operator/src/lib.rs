@@ -18,9 +18,12 @@
 //!   the session a cookie names, sign-out.
 //! - `data_protection.rs`: the account's zero-data-retention switch.
 //! - `experiments.rs`: create, show, list, move through their statuses.
-//! - `requests.rs`: one request's history.
+//! - `requests.rs`: one request's history, and its final status for the
+//!   account that made it.
 //! - `usage.rs`: an account's spend from the ledger (by day, model and
 //!   key), each key's month and last use, the filtered request list.
+//! - `videos.rs`: a video job as the operator sees it, and its
+//!   reconciliation (through core's `Gateway`, which decides).
 //! - `error.rs`: [`OperatorError`], [`Refusal`], [`Resource`].
 //! - Rows: `router_store` (`accounts`, `api_keys`, `sessions`,
 //!   `experiments`, `history`, `data_protection`).
@@ -34,6 +37,7 @@ pub mod requests;
 pub mod sessions;
 pub mod sign_in;
 pub mod usage;
+pub mod videos;
 
 pub use accounts::{Account, Balance, Credits, NewAccount, OpenedAccount};
 pub use api_keys::{
@@ -42,7 +46,7 @@ pub use api_keys::{
 };
 pub use error::{OperatorError, Refusal, Resource, store_error};
 pub use experiments::{ExperimentPatch, ExperimentView, NewExperiment, VariantJson, VariantView};
-pub use requests::RequestRecord;
+pub use requests::{RequestRecord, RequestStatus};
 pub use sessions::{COOKIE_NAME, NewSession, OpenedSession};
 pub use sign_in::{IssuedLink, SessionRecord, SignedInSession};
 

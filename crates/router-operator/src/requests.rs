@@ -4,6 +4,8 @@
 
 use crate::Operator;
 use crate::error::{OperatorError, Resource};
+use router_canonical::NanoUsd;
+use serde::Serialize;
 use uuid::Uuid;
 
 /// A request's history: the store's view, which serializes under the
@@ -32,5 +34,61 @@ impl Operator {
             .await
             .map_err(OperatorError::store)?;
         Ok(view.filter(|view| account_id.is_none_or(|account| view.account_id == account)))
+    }
+}
+
+/// `GET /v1/requests/{id}`: a request's final status.
+#[derive(Debug, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RequestStatus {
+    id: Uuid,
+    /// `request`.
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    object: &'static str,
+    model: String,
+    protocol: String,
+    /// `reserved`, `succeeded` or `failed`.
+    status: String,
+    /// USD; `null` until settled.
+    #[cfg_attr(feature = "openapi", schema(required, value_type = Option<f64>))]
+    charged_usd: Option<serde_json::Value>,
+    /// The public error code of a failed request.
+    #[cfg_attr(feature = "openapi", schema(required))]
+    error: Option<String>,
+    created_at: String,
+    #[cfg_attr(feature = "openapi", schema(required))]
+    finished_at: Option<String>,
+}
+
+impl From<RequestRecord> for RequestStatus {
+    fn from(view: RequestRecord) -> RequestStatus {
+        RequestStatus {
+            id: view.id,
+            object: "request",
+            model: view.model,
+            protocol: view.recorded_protocol,
+            status: view.status,
+            charged_usd: view.charged_nano.map(|n| NanoUsd(n).to_usd_json()),
+            error: view.error_reason,
+            created_at: view.created_at,
+            finished_at: view.finished_at,
+        }
+    }
+}
+
+impl Operator {
+    /// The final status of `account_id`'s request `id` (N-10, GP-62):
+    /// `reserved` while it runs, then `succeeded` (with the charge) or
+    /// `failed` (released, nothing charged). Another account's request is
+    /// `None`, exactly as an unknown one.
+    pub async fn request_status(
+        &self,
+        account_id: Uuid,
+        id: Uuid,
+    ) -> Result<Option<RequestStatus>, OperatorError> {
+        Ok(self
+            .account_request(Some(account_id), id)
+            .await?
+            .map(RequestStatus::from))
     }
 }

@@ -12,6 +12,9 @@ use uuid::Uuid;
 /// The name of the browser session's cookie.
 pub const COOKIE_NAME: &str = "router_session";
 
+/// The default session lifetime (`ROUTER_SESSION_TTL_SECS`): 7 days.
+pub const DEFAULT_SESSION_TTL: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3600);
+
 /// The longest session the operator may open: a year.
 const MAX_SESSION_TTL_SECS: u64 = 365 * 24 * 3600;
 

@@ -1,16 +1,20 @@
 //! Shared state of one router process.
 
 use crate::client_addr::TrustedProxies;
-use crate::docs::Docs;
 use crate::public_url::PublicBaseUrl;
-use router_core::Gateway;
 /// Prompt-cache routing affinity's settings, read by core's pipeline.
 pub use router_core::affinity::PromptCacheSettings;
+use router_core::{Gateway, LiveStream};
 use router_store::Database;
 use router_supply::HttpSuppliers;
 use std::time::Duration;
 
+/// The gateway over this process's store and suppliers: the one place the
+/// server names them.
 pub type RouterGateway = Gateway<Database, HttpSuppliers>;
+
+/// A live stream of [`RouterGateway`].
+pub type RouterStream = LiveStream<Database, HttpSuppliers>;
 
 pub struct App {
     pub gateway: RouterGateway,
@@ -27,7 +31,7 @@ pub struct App {
     /// feed's cursor key.
     pub catalog: router_catalog::PublishedCatalog,
     /// The user manual and its search index (`GET /v1/docs`).
-    pub docs: Docs,
+    pub docs: router_docs::Manual,
     /// Where browsers reach this router (`ROUTER_PUBLIC_BASE_URL`): sign-in
     /// links, cookie `Secure`, the same-origin rule.
     pub public_base: PublicBaseUrl,
@@ -57,10 +61,4 @@ pub struct App {
     /// The background jobs this process knows (`router::jobs::REGISTRY`):
     /// `POST /admin/jobs/{name}/run` runs one pass of one of them.
     pub jobs: &'static [router_core::jobs::JobSpec<App>],
-}
-
-impl App {
-    pub fn database(&self) -> &Database {
-        self.gateway.store()
-    }
 }

@@ -3,14 +3,10 @@
 
 use crate::app::App;
 use crate::client_addr::ClientAddr;
-use router_canonical::{ApiError, ErrorCode};
+use router_canonical::ApiError;
 use router_core::Catalog;
-use router_core::product_codes;
-use router_core::store::{ApiKeyRecord, Scope, Store};
-
-fn invalid_key() -> ApiError {
-    ApiError::new(ErrorCode::InvalidApiKey, "Invalid or missing API key.")
-}
+use router_core::access::invalid_key;
+use router_core::store::{ApiKeyRecord, Scope};
 
 /// A header sent more than once where one value decides (a credential,
 /// `Origin`, `Sec-Fetch-Site`).
@@ -67,7 +63,9 @@ pub fn presented_key(headers: &http::HeaderMap) -> Result<&str, ApiError> {
 
 /// Authenticate, check the scope when the route names one (A-06, A-11;
 /// `None`: any valid key, A-12), then the key's IP allowlist. Every
-/// API-key endpoint passes here, in that order.
+/// API-key endpoint passes here; the rules are core's
+/// (`Gateway::authenticate`), the credential and the client's address are
+/// read here.
 pub async fn authenticate(
     app: &App,
     headers: &http::HeaderMap,
@@ -75,31 +73,11 @@ pub async fn authenticate(
     scope: Option<Scope>,
 ) -> Result<ApiKeyRecord, ApiError> {
     let key = presented_key(headers)?;
-    let hash = router_store::hash_api_key(key);
-    let record = app
-        .database()
-        .find_api_key(hash)
+    app.gateway
+        .authenticate(key, scope, || {
+            extensions.get::<ClientAddr>().and_then(|c| c.client)
+        })
         .await
-        .map_err(|e| e.api_error())?
-        .ok_or_else(invalid_key)?;
-    if let Some(scope) = scope
-        && !record.has_scope(scope)
-    {
-        return Err(ApiError::new(
-            product_codes::INSUFFICIENT_SCOPE,
-            format!("This API key lacks the `{}` scope.", scope.as_str()),
-        ));
-    }
-    if record.policy.ip_allowlist.is_some() {
-        let client = extensions.get::<ClientAddr>().and_then(|c| c.client);
-        if !record.policy.allows_ip(client) {
-            return Err(ApiError::new(
-                product_codes::IP_NOT_ALLOWED,
-                "This API key may not be used from this IP address.",
-            ));
-        }
-    }
-    Ok(record)
 }
 
 /// The key's model policy (A-18, GP-46): a model that does not exist is

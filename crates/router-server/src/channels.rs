@@ -17,11 +17,11 @@ use crate::app::App;
 use crate::body::Incoming;
 use crate::body::{ADMIN_BODY_LIMIT, read_limited};
 use crate::caller::Caller;
-use crate::ownership::{self, Resource};
 use crate::reply::{self, Body};
 use http::header::{CACHE_CONTROL, HeaderValue};
 use http::{Response, StatusCode};
 use router_canonical::{ApiError, ErrorCode};
+use router_core::ownership::{self, Resource};
 use router_notify::{ChannelChange, Connected, EmailConsent, NotifyError, Platform};
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -36,18 +36,6 @@ fn api_error(error: NotifyError) -> ApiError {
         NotifyError::ChannelNotFound => Resource::Channel.not_found(),
         NotifyError::Store(e) => e.api_error(),
         NotifyError::Refused(refusal) => refusal.into(),
-    }
-}
-
-/// The caller's account (a key's or a session's).
-fn account_of(caller: &Caller) -> Result<Uuid, ApiError> {
-    match caller {
-        Caller::Key(key) => Ok(key.account_id),
-        Caller::Session(session) => Ok(session.account_id),
-        Caller::Anonymous | Caller::Operator => Err(ApiError::new(
-            ErrorCode::InternalError,
-            "This endpoint is misconfigured.",
-        )),
     }
 }
 
@@ -107,7 +95,7 @@ pub async fn list(
 ) -> Result<Response<Body>, ApiError> {
     let view = app
         .notify
-        .list(account_of(caller)?)
+        .list(caller.account_id()?)
         .await
         .map_err(api_error)?;
     Ok(reply(StatusCode::OK, &view, request_id))
@@ -120,7 +108,7 @@ pub async fn show(
     id: Option<&str>,
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
-    let account = account_of(caller)?;
+    let account = caller.account_id()?;
     let view = app
         .notify
         .show(account, channel_id(id)?)
@@ -138,7 +126,7 @@ pub async fn update(
     id: Option<&str>,
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
-    let account = account_of(caller)?;
+    let account = caller.account_id()?;
     let id = channel_id(id)?;
     app.notify.show(account, id).await.map_err(api_error)?;
     let change = ChannelChange::from_json(&object_body(request).await?)?;
@@ -158,7 +146,7 @@ pub async fn send_report(
     id: Option<&str>,
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
-    let account = account_of(caller)?;
+    let account = caller.account_id()?;
     let view = app
         .notify
         .send_report(account, channel_id(id)?)
@@ -175,7 +163,7 @@ pub async fn email_status(
 ) -> Result<Response<Body>, ApiError> {
     let view = app
         .notify
-        .email_status(account_of(caller)?)
+        .email_status(caller.account_id()?)
         .await
         .map_err(api_error)?;
     Ok(reply(StatusCode::OK, &view, request_id))
@@ -188,7 +176,7 @@ pub async fn email_connect(
     request: http::Request<Incoming>,
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
-    let account = account_of(caller)?;
+    let account = caller.account_id()?;
     let consent = EmailConsent::from_json(&object_body(request).await?)?;
     let answer = app
         .notify
@@ -205,7 +193,7 @@ pub async fn email_disconnect(
     id: Option<&str>,
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
-    let account = account_of(caller)?;
+    let account = caller.account_id()?;
     let view = app
         .notify
         .disconnect_email(account, channel_id(id)?)
@@ -221,7 +209,7 @@ pub async fn platform_status(
     platform: Option<&str>,
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
-    let account = account_of(caller)?;
+    let account = caller.account_id()?;
     let view = app
         .notify
         .platform_status(account, external_platform(platform)?)

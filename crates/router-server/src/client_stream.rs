@@ -5,6 +5,7 @@
 //! output had reached the client, else read to its end and settled; the
 //! request's log line waits for that outcome.
 
+use crate::app::RouterStream;
 use crate::metrics::OpenStream;
 use crate::reply::{self, Body};
 use crate::request_log::RequestLog;
@@ -13,11 +14,7 @@ use futures::FutureExt;
 use http::Response;
 use http::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue};
 use router_canonical::{ClientStreamEncoder, StreamEnd};
-use router_core::{LiveStream, StreamItem};
-use router_store::Database;
-use router_supply::HttpSuppliers;
-
-type RouterStream = LiveStream<Database, HttpSuppliers>;
+use router_core::StreamItem;
 
 /// Start relaying `live` through `encoder`; the response streams as SSE.
 pub fn relay(

@@ -10,7 +10,6 @@ use crate::admin_listener::Listener;
 use crate::app::App;
 use crate::body::Incoming;
 use crate::caller::{Caller, misconfigured};
-use crate::ownership::{self, Resource};
 use crate::reply::{self, Body};
 use crate::request_log::{ReplyCode, RequestLog};
 use crate::routes::{AuthRule, Call, Handler, ParamRule, Params, ROUTES, Route};
@@ -19,6 +18,7 @@ use crate::{admin, auth, channels};
 use http::Response;
 use http::header::HeaderValue;
 use router_canonical::{ApiError, ErrorCode};
+use router_core::ownership::{self, Resource};
 use router_core::product_codes;
 use std::sync::{Arc, OnceLock};
 use uuid::Uuid;
@@ -164,9 +164,11 @@ pub async fn dispatch(app: Arc<App>, request: http::Request<Incoming>) -> Respon
         log.client(client.logged());
     }
     let id_text = crate::correlation::begin(request.headers(), &log);
-    let mut response =
-        crate::request_log::for_request(request_id, route(app, request, request_id, id_text, &log))
-            .await;
+    let mut response = router_telemetry::panic::for_request(
+        request_id,
+        route(app, request, request_id, id_text, &log),
+    )
+    .await;
     let code = response.extensions().get::<ReplyCode>().map(|c| c.0);
     log.head(response.status().as_u16(), code);
     // The line is written when the last copy of `log` is dropped: the

@@ -36,7 +36,7 @@ pub async fn readyz(app: &App, request_id: &str) -> Response<Body> {
     if app.gateway.shutdown().is_draining() {
         return health(StatusCode::SERVICE_UNAVAILABLE, "draining", request_id);
     }
-    match app.database().ping().await {
+    match app.gateway.store_ready().await {
         Ok(()) => health(StatusCode::OK, "ready", request_id),
         Err(e) => {
             // Probed every few seconds: logged once a minute.

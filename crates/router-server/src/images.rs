@@ -81,37 +81,22 @@ async fn run(
 }
 
 /// `GET /v1/requests/{id}`: the final status of one of the caller's
-/// requests (N-10, GP-62): `status` is `reserved` while it runs, then
-/// `succeeded` (with the charge) or `failed` (released, nothing charged).
-/// Another account's request, a malformed and an unknown ID all get the
-/// same 404.
+/// requests (N-10, GP-62; `router_operator::RequestStatus`). Another
+/// account's request, a malformed and an unknown ID all get the same 404
+///
 pub async fn request_status(
     app: &App,
     key: &ApiKeyRecord,
     id: Option<&str>,
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
-    use crate::ownership::{Resource, owned_or_not_found, parse_id};
+    use router_core::ownership::{Resource, parse_id};
     let id = parse_id(Resource::Request, id.unwrap_or_default())?;
-    let found = app
+    let view = app
         .operator
-        .account_request(Some(key.account_id), id)
+        .request_status(key.account_id, id)
         .await
-        .map_err(ApiError::from)?;
-    let view = owned_or_not_found(Resource::Request, found, key.account_id)?;
-    let charged = view
-        .charged_nano
-        .map(|n| router_canonical::NanoUsd(n).to_usd_json());
-    let body = serde_json::json!({
-        "id": view.id,
-        "object": "request",
-        "model": view.model,
-        "protocol": view.recorded_protocol,
-        "status": view.status,
-        "charged_usd": charged,
-        "error": view.error_reason,
-        "created_at": view.created_at,
-        "finished_at": view.finished_at,
-    });
-    Ok(reply::json_value(StatusCode::OK, &body, request_id))
+        .map_err(ApiError::from)?
+        .ok_or_else(|| Resource::Request.not_found())?;
+    Ok(reply::json_value(StatusCode::OK, &view, request_id))
 }

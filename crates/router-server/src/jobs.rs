@@ -6,22 +6,24 @@
 
 use crate::app::App;
 use router_canonical::{ApiError, ErrorCode};
+use router_core::jobs::timed_pass;
 pub use router_core::jobs::{JobError, JobPass};
 
 /// A job the server runs: its pass takes the whole [`App`].
 pub type JobSpec = router_core::jobs::JobSpec<App>;
 
-/// One pass of `job`, counted and timed (`router_job_passes_total`,
-/// `router_job_duration_seconds`).
-pub async fn timed_pass(app: &App, job: &JobSpec) -> Result<u64, JobError> {
-    let started = std::time::Instant::now();
-    let outcome = (job.run)(app).await;
-    crate::metrics::job_pass(job.name, outcome.is_ok(), started.elapsed());
-    outcome
+/// `POST /admin/jobs/{name}/run`: one pass.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+#[schema(as = AdminJobPass)]
+pub struct JobPassView {
+    #[schema(value_type = String)]
+    pub name: &'static str,
+    #[schema(value_type = i64)]
+    pub processed: u64,
 }
 
 /// `POST /admin/jobs/{name}/run`: one pass now, whatever the schedule.
-pub async fn run_now(app: &App, name: Option<&str>) -> Result<serde_json::Value, ApiError> {
+pub async fn run_now(app: &App, name: Option<&str>) -> Result<JobPassView, ApiError> {
     let job = name
         .and_then(|name| app.jobs.iter().find(|job| job.name == name))
         .ok_or_else(|| ApiError::new(ErrorCode::NotFound, "No such job."))?;
@@ -32,7 +34,10 @@ pub async fn run_now(app: &App, name: Option<&str>) -> Result<serde_json::Value,
             format!("The `{}` pass failed.", job.name),
         )
     })?;
-    Ok(serde_json::json!({"name": job.name, "processed": processed}))
+    Ok(JobPassView {
+        name: job.name,
+        processed,
+    })
 }
 
 /// What bends time for tests exists only with `ROUTER_ADMIN_TEST_HOOKS=1`:

@@ -811,19 +811,19 @@ pub static ROUTES: [Route; 74] = [
         }),
     // Documentation (K).
     row(GET, "/v1/docs", ANY_KEY, OpenAi,
-        any!(|c, _| c.app.docs.search(c.request.uri().query(), c.id)),
+        any!(|c, _| crate::docs::search(&c.app.docs, c.request.uri().query(), c.id)),
         Operation {
             summary: "Search the user manual", tag: "documentation",
             params: &[
                 Param { name: "q", place: In::Query, required: false, schema: docs_query, description: "Search terms; empty or blank is the same as absent (all sections, no bodies)." },
                 Param { name: "limit", place: In::Query, required: false, schema: docs_limit, description: "How many sections at most, with `q` (1 to 10, default 4); ignored without `q`." },
             ],
-            replies: &[json(200, "Without `q`: every section in reading order, without `body`. With `q`: at most `limit` matching sections with `body`, best first; none is `data: []`.", &[(JSON, schema::<crate::docs::DocsList<'static>>)])],
+            replies: &[json(200, "Without `q`: every section in reading order, without `body`. With `q`: at most `limit` matching sections with `body`, best first; none is `data: []`.", &[(JSON, schema::<router_docs::DocsList<'static>>)])],
             errors: &[E::InvalidParameter],
             ..Operation::new("", "")
         }),
     row(GET, "/docs/guide/{page}", Public, OpenAi,
-        any!(|c, _| c.app.docs.page(c.param(), c.id)),
+        any!(|c, _| crate::docs::page(&c.app.docs, c.param(), c.id)),
         Operation {
             summary: "A page of the user manual (Markdown)", tag: "documentation",
             replies: &[json(200, "The page's Markdown, as embedded in the router.", &[("text/markdown", string)])],
@@ -929,7 +929,7 @@ pub static ROUTES: [Route; 74] = [
         any!(|c, caller| channels::update(&c.app, &caller, c.request, c.params.first.as_deref(), c.id).await),
         Operation {
             summary: "Change a channel's frequency or events", tag: "channels",
-            body: body("JSON; other fields (a destination, the report hour) are refused (400).", &[(JSON, schema::<bodies::ChannelUpdate>)]),
+            body: body("JSON; other fields (a destination, the report hour) are refused (400).", &[(JSON, schema::<router_notify::schema::ChannelUpdate>)]),
             replies: &[json(200, "The channel.", &[(JSON, schema::<router_notify::channels::ChannelRecord>)])],
             errors: &[E::InvalidParameter],
             ..Operation::new("", "")
@@ -953,7 +953,7 @@ pub static ROUTES: [Route; 74] = [
         any!(|c, caller| channels::email_connect(&c.app, &caller, c.request, c.id).await),
         Operation {
             summary: "Connect the email channel (with consent)", tag: "channels",
-            body: body("JSON; a destination is refused (400): it is always the verified email.", &[(JSON, schema::<bodies::EmailConnect>)]),
+            body: body("JSON; a destination is refused (400): it is always the verified email.", &[(JSON, schema::<router_notify::schema::EmailConnect>)]),
             replies: &[
                 json(201, "Connected.", &[(JSON, schema::<router_notify::channels::ChannelRecord>)]),
                 json(200, "Already connected with this frequency, or reconnected (same id).", &[(JSON, schema::<router_notify::channels::ChannelRecord>)]),
@@ -990,7 +990,7 @@ pub static ROUTES: [Route; 74] = [
         key!(|c, key| images::request_status(&c.app, &key, c.param(), c.id).await),
         Operation {
             summary: "A request's final status", tag: "images",
-            replies: &[json(200, "The request's status and charge, for the account that made it.", &[(JSON, schema::<bodies::RequestStatus>)])],
+            replies: &[json(200, "The request's status and charge, for the account that made it.", &[(JSON, schema::<router_operator::RequestStatus>)])],
             errors: &[E::NotFound],
             ..Operation::new("", "")
         }),
@@ -1038,7 +1038,7 @@ pub static ROUTES: [Route; 74] = [
         Operation {
             summary: "Email a sign-in link", tag: "sessions",
             body: body("The address to sign in.", &[(JSON, schema::<crate::sign_in::LinkRequest>)]),
-            replies: &[json(202, "The same answer whether an account has that address or not.", &[(JSON, schema::<bodies::SignInLinkSent>)])],
+            replies: &[json(202, "The same answer whether an account has that address or not.", &[(JSON, schema::<router_dashboard::sign_in::LinkSent>)])],
             errors: &[E::InvalidParameter, P::EMAIL_UNAVAILABLE],
             ..Operation::new("", "")
         }),
@@ -1063,7 +1063,7 @@ pub static ROUTES: [Route; 74] = [
         any!(|c, caller| Ok(sign_in::show(&caller.session()?, c.id))),
         Operation {
             summary: "Who is signed in", tag: "sessions",
-            replies: &[json(200, "The session.", &[(JSON, schema::<bodies::SessionView>)])],
+            replies: &[json(200, "The session.", &[(JSON, schema::<router_dashboard::sign_in::SessionView>)])],
             ..Operation::new("", "")
         }),
     row(POST, "/api/auth/sign-out", Session, OpenAi,
@@ -1253,7 +1253,7 @@ pub static ROUTES: [Route; 74] = [
         any!(|c, _| admin::get_request(&c.app, c.param(), c.id).await),
         Operation {
             summary: "A request's history: attempts, hold, ledger", tag: ADMIN,
-            replies: &[json(200, "The request.", &[(JSON, schema::<bodies::AdminRequest>)])],
+            replies: &[json(200, "The request.", &[(JSON, schema::<router_operator::RequestRecord>)])],
             errors: &[E::NotFound],
             ..Operation::new("", "")
         }),
@@ -1330,10 +1330,10 @@ pub static ROUTES: [Route; 74] = [
             body: Some(RequestBody {
                 description: "Empty, or JSON `{as_of}`: only for `digest-scheduler` with ROUTER_ADMIN_TEST_HOOKS=1 (else 404).",
                 required: false,
-                content: &[(JSON, schema::<bodies::AdminJobRun>)],
+                content: &[(JSON, schema::<crate::channels::jobs::JobRun>)],
                 parts: &[],
             }),
-            replies: &[json(200, "The job and how many items its pass processed.", &[(JSON, schema::<bodies::AdminJobPass>)])],
+            replies: &[json(200, "The job and how many items its pass processed.", &[(JSON, schema::<crate::jobs::JobPassView>)])],
             errors: &[E::InvalidParameter, E::NotFound],
             ..Operation::new("", "")
         }),
@@ -1361,8 +1361,8 @@ pub static ROUTES: [Route; 74] = [
         any!(|c, _| channels::jobs::backdate_requests(&c.app, c.request, c.id).await),
         Operation {
             summary: "Move finished requests in time (test hooks only)", tag: ADMIN,
-            body: body("JSON; only with ROUTER_ADMIN_TEST_HOOKS=1, else 404.", &[(JSON, schema::<bodies::AdminBackdate>)]),
-            replies: &[json(200, "How many finished requests moved.", &[(JSON, schema::<bodies::AdminBackdated>)])],
+            body: body("JSON; only with ROUTER_ADMIN_TEST_HOOKS=1, else 404.", &[(JSON, schema::<crate::channels::jobs::Backdate>)]),
+            replies: &[json(200, "How many finished requests moved.", &[(JSON, schema::<crate::channels::jobs::Backdated>)])],
             errors: &[E::InvalidParameter, E::NotFound],
             ..Operation::new("", "")
         }),
@@ -1370,7 +1370,7 @@ pub static ROUTES: [Route; 74] = [
         any!(|c, _| videos::admin_show(&c.app, c.param(), c.id).await),
         Operation {
             summary: "A video job as the operator sees it", tag: ADMIN,
-            replies: &[json(200, "The video job.", &[(JSON, schema::<bodies::AdminVideo>)])],
+            replies: &[json(200, "The video job.", &[(JSON, schema::<router_operator::videos::VideoRecord>)])],
             errors: &[P::TASK_NOT_FOUND],
             ..Operation::new("", "")
         }),
@@ -1379,7 +1379,7 @@ pub static ROUTES: [Route; 74] = [
         Operation {
             summary: "Reconcile a video whose submission is unknown", tag: ADMIN,
             body: body(ADMIN_BODY, &[(JSON, schema::<bodies::AdminReconcile>)]),
-            replies: &[json(200, "The video job after reconciliation.", &[(JSON, schema::<bodies::AdminVideo>)])],
+            replies: &[json(200, "The video job after reconciliation.", &[(JSON, schema::<router_operator::videos::VideoRecord>)])],
             errors: &[E::InvalidParameter, P::TASK_NOT_FOUND, E::Conflict],
             ..Operation::new("", "")
         }),

@@ -14,25 +14,14 @@ use crate::public_url::PublicBaseUrl;
 use router_canonical::ApiError;
 use router_core::product_codes;
 use std::time::Duration;
-use uuid::Uuid;
 
 // The session cookie's name, defined where the operator's session view
 // names it too.
 pub use router_operator::COOKIE_NAME;
 
-/// The default session lifetime (`ROUTER_SESSION_TTL_SECS`): 7 days.
-pub const DEFAULT_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
-
-/// A signed-in browser session.
-#[derive(Debug, Clone)]
-pub struct Session {
-    pub id: Uuid,
-    pub account_id: Uuid,
-    /// The account's email.
-    pub email: String,
-    /// RFC 3339, UTC.
-    pub expires_at: String,
-}
+/// A signed-in browser session: the operator wing's record of it (its id,
+/// account, the account's email and when it expires).
+pub use router_operator::SessionRecord as Session;
 
 /// The value of this router's session cookie in the `Cookie` headers, if
 /// sent once. Two different values (a sibling subdomain can plant a second
@@ -59,17 +48,10 @@ pub async fn find(app: &App, headers: &http::HeaderMap) -> Result<Option<Session
     let Some(token) = cookie_value(headers) else {
         return Ok(None);
     };
-    let record = app
-        .operator
+    app.operator
         .find_session(token)
         .await
-        .map_err(ApiError::from)?;
-    Ok(record.map(|r| Session {
-        id: r.id,
-        account_id: r.account_id,
-        email: r.email,
-        expires_at: r.expires_at,
-    }))
+        .map_err(ApiError::from)
 }
 
 /// The same-origin rule for a cookie-authenticated request (GP-36): safe

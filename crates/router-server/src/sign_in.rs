@@ -27,10 +27,10 @@ use http::{Response, StatusCode};
 use router_canonical::ApiError;
 use router_core::product_codes;
 use router_dashboard::pages::SignInLink;
+use router_dashboard::sign_in::SessionView;
 use router_notify::mail::is_email_address;
-use router_operator::sign_in::{IssuedLink, MAGIC_LINK_TTL, is_token};
+use router_operator::sign_in::is_token;
 use serde::Deserialize;
-use serde_json::json;
 use std::sync::Arc;
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -63,34 +63,13 @@ pub async fn request_link(
     // have accounts (issue 33 measured ~40 µs).
     let email = email.to_owned();
     let operator = app.operator.clone();
-    let public_base = app.public_base.clone();
+    let sign_in_url = app.public_base.join("/api/auth/sign-in");
     tokio::spawn(async move {
-        let issued = match operator.issue_sign_in_link(&email).await {
-            Ok(issued) => issued,
-            Err(e) => {
-                tracing::warn!(error = %e, "no sign-in link was issued");
-                return;
-            }
-        };
-        let Some(IssuedLink { email, token }) = issued else {
-            return;
-        };
-        let link = public_base.join(&format!("/api/auth/sign-in?token={token}"));
-        let minutes = MAGIC_LINK_TTL.as_secs() / 60;
-        let text = format!(
-            "Open this link to sign in to Router as {email}:\n\n{link}\n\n\
-             It works once, within {minutes} minutes. If you did not ask to sign in, ignore this email.\n"
-        );
-        if let Err(e) = mailer.send(&email, "Your Router sign-in link", text).await {
-            tracing::warn!(error = %e, "the sign-in email was not sent");
-        }
+        router_dashboard::sign_in::send_link(&operator, &mailer, &sign_in_url, &email).await;
     });
     Ok(reply::json_value(
         StatusCode::ACCEPTED,
-        &json!({
-            "object": "sign_in_link",
-            "message": "If an account uses this address, a sign-in link is on its way. It works once, within 15 minutes.",
-        }),
+        &router_dashboard::sign_in::LINK_SENT,
         request_id,
     ))
 }
@@ -173,21 +152,9 @@ pub async fn redeem(
 
 /// `GET /api/auth/session`: who is signed in.
 pub fn show(session: &Session, request_id: &str) -> Response<Body> {
-    reply::json_value(
-        StatusCode::OK,
-        &json!({
-            "object": "session",
-            "id": session.id,
-            "account_id": session.account_id,
-            "email": session.email,
-            "expires_at": session.expires_at,
-        }),
-        request_id,
-    )
+    reply::json_value(StatusCode::OK, &SessionView::from(session), request_id)
 }
 
-/// `POST /api/auth/sign-out`: ends the session (the guard checked its
-/// origin) and clears the cookie.
 pub async fn sign_out(
     app: &App,
     session: &Session,

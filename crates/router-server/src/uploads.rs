@@ -4,11 +4,11 @@
 
 use crate::app::App;
 use crate::body::{BodyError, Incoming};
-use crate::ownership::Resource;
 use crate::reply::{self, Body};
 use http::{Response, StatusCode};
 use http_body_util::BodyExt;
 use router_canonical::ApiError;
+use router_core::ownership::Resource;
 use router_uploads::{MAX_ENVELOPE_BYTES, ReadFailure, UploadError};
 use uuid::Uuid;
 

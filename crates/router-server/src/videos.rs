@@ -1,8 +1,9 @@
 //! Video jobs (section O), the HTTP side: `POST /v1/videos`, `GET
 //! /v1/videos/{id}`, `GET /v1/videos/{id}/content` (streamed, with
-//! `Range`), the poller job's entry, and the operator's view and
-//! reconciliation. Every money decision (the hold, the one submission,
-//! `unknown`, settle or release, reconcile) is `router_core::video_jobs`;
+//! `Range`), and the operator's view and reconciliation (the operator
+//! wing's `router_operator::videos`, shared with the CLI). Every money
+//! decision (the hold, the one submission, `unknown`, settle or release,
+//! reconcile) is `router_core::video_jobs`;
 //! here a request is parsed (`router_videos::client`), core is called, and
 //! the video object, its errors or its content are rendered.
 //!
@@ -11,7 +12,6 @@
 
 use crate::app::App;
 use crate::body::Incoming;
-use crate::ownership::{Owned, Resource, owned_or_not_found};
 use crate::reply::{self, Body, Envelope, Reply};
 use crate::request_log::RequestLog;
 use bytes::Bytes;
@@ -19,13 +19,13 @@ use futures::StreamExt;
 use http::header::{ACCEPT_RANGES, CONTENT_LENGTH, CONTENT_RANGE, CONTENT_TYPE, HeaderValue};
 use http::{Response, StatusCode};
 use router_canonical::ApiError;
+use router_core::ownership::{Resource, owned_or_not_found};
 use router_core::product_codes;
 use router_core::store::{ApiKeyRecord, VideoJob, VideoJobStatus};
-use router_core::video_jobs::{CreateFailure, ID_PREFIX, storage_failure};
+use router_core::video_jobs::{CreateFailure, parse_public_id, storage_failure, unix_seconds};
 use router_videos::client::{VideoView, parse_create, render_video};
 use router_videos::range::{RangeOutcome, parse_range};
 use std::sync::Arc;
-use std::time::SystemTime;
 use uuid::Uuid;
 
 pub use router_core::video_jobs::{PUBLIC_FAIL_REASON, Reconcile, VideoSettings, public_id};
@@ -35,26 +35,6 @@ pub const VIDEO_BODY_LIMIT: usize = 256 * 1024;
 
 /// The header naming the video of a `submission_unknown` (O-19).
 pub const VIDEO_ID_HEADER: &str = "x-video-id";
-
-impl Owned for VideoJob {
-    fn owner(&self) -> Uuid {
-        self.account_id
-    }
-}
-
-/// The job id of a public id; anything malformed is simply not found
-/// (GP-72).
-fn parse_public_id(text: &str) -> Result<Uuid, ApiError> {
-    text.strip_prefix(ID_PREFIX)
-        .filter(|hex| hex.len() == 32 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
-        .and_then(|hex| Uuid::try_parse(hex).ok())
-        .ok_or_else(|| Resource::Video.not_found())
-}
-
-fn unix(t: SystemTime) -> i64 {
-    t.duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
-}
 
 /// The video object's view of a job (O-21, O-22).
 pub fn view(job: &VideoJob) -> VideoView {
@@ -71,8 +51,8 @@ pub fn view(job: &VideoJob) -> VideoView {
         model: job.model.clone(),
         status,
         progress: job.progress.min(100),
-        created_at: unix(job.created_at),
-        completed_at: job.completed_at.map(unix),
+        created_at: unix_seconds(job.created_at),
+        completed_at: job.completed_at.map(unix_seconds),
     }
 }
 
@@ -269,62 +249,12 @@ fn unsatisfiable(size: u64) -> Reply {
 }
 
 // ---------------------------------------------------------------------------
-// The poller.
-
-/// One pass of the `video-poller` job (`router_core::video_jobs`): orphaned
-/// submissions become `unknown`, then every due job is polled once.
-/// Returns how many jobs were polled.
-pub async fn poll_pass(app: &App) -> Result<u64, router_core::store::StoreError> {
-    app.gateway.poll_videos(app.videos, &app.uploads).await
-}
-
-// ---------------------------------------------------------------------------
-// The operator's view and reconciliation.
-
-/// `GET /admin/videos/{id}` and `router videos show`: everything the
-/// router knows of a job, including the supplier's own failure text and
-/// task id.
-pub async fn operator_show(app: &App, id: &str) -> Result<serde_json::Value, ApiError> {
-    Ok(admin_json(&admin_find(app, id).await?))
-}
+// The operator's view and reconciliation (`router_operator::videos`).
 
 /// `GET /admin/videos/{id}`.
 pub async fn admin_show(app: &App, id: Option<&str>, request_id: &str) -> Result<Reply, ApiError> {
-    let view = operator_show(app, id.unwrap_or_default()).await?;
+    let view = router_operator::videos::show_video(&app.gateway, id.unwrap_or_default()).await?;
     Ok(reply::json_value(StatusCode::OK, &view, request_id))
-}
-
-async fn admin_find(app: &App, id: &str) -> Result<VideoJob, ApiError> {
-    find(app, Some(id))
-        .await?
-        .ok_or_else(|| Resource::Video.not_found())
-}
-
-fn admin_json(job: &VideoJob) -> serde_json::Value {
-    serde_json::json!({
-        "id": public_id(job.id),
-        "object": "admin.video",
-        "account_id": job.account_id,
-        "api_key_id": job.api_key_id,
-        "request_id": job.request_id,
-        "client_task_id": job.client_task_id,
-        "model": job.model,
-        "route_id": job.route_id,
-        "supplier_id": job.supplier_id,
-        "status": job.status.as_str(),
-        "progress": job.progress,
-        "upstream_task_id": job.upstream_task_id,
-        "charge_usd": job.charge.to_usd_json(),
-        "fail_reason": job.fail_reason,
-        "supplier_error": job.supplier_error,
-        "content_bytes": job.content_bytes,
-        "polls": job.polls,
-        "created_at": unix(job.created_at),
-        "updated_at": unix(job.updated_at),
-        "completed_at": job.completed_at.map(unix),
-        "next_poll_at": job.next_poll_at.map(unix),
-        "reconciled_at": job.reconciled_at.map(unix),
-    })
 }
 
 /// `POST /admin/videos/{id}/reconcile`.
@@ -335,43 +265,7 @@ pub async fn admin_reconcile(
     request_id: &str,
 ) -> Result<Reply, ApiError> {
     let body: Reconcile = crate::body::json_body(request, crate::body::ADMIN_BODY_LIMIT).await?;
-    let view = operator_reconcile(app, id.unwrap_or_default(), body).await?;
+    let view = router_operator::videos::reconcile_video(&app.gateway, id.unwrap_or_default(), body)
+        .await?;
     Ok(reply::json_value(StatusCode::OK, &view, request_id))
-}
-
-/// `POST /admin/videos/{id}/reconcile` and `router videos reconcile`: the
-/// decision is core's (`Gateway::reconcile_video`).
-pub async fn operator_reconcile(
-    app: &App,
-    id: &str,
-    body: Reconcile,
-) -> Result<serde_json::Value, ApiError> {
-    let job = admin_find(app, id).await?;
-    let job = app.gateway.reconcile_video(job, body).await?;
-    Ok(admin_json(&job))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn public_ids_round_trip_and_malformed_ones_are_not_found() {
-        let id = Uuid::now_v7();
-        assert_eq!(parse_public_id(&public_id(id)).unwrap(), id);
-        for bad in [
-            "",
-            "video_",
-            "video_..%2f",
-            "video_00000000-0000-0000-0000-000000000000",
-            "vid_0123456789abcdef0123456789abcdef",
-            "video_0123456789abcdef0123456789abcdeg",
-        ] {
-            assert_eq!(
-                parse_public_id(bad).unwrap_err().code,
-                product_codes::TASK_NOT_FOUND,
-                "{bad}"
-            );
-        }
-    }
 }

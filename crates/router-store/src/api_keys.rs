@@ -35,11 +35,9 @@ pub const DISPLAY_PREFIX_LEN: usize = 12;
 /// key's secret (what key caches are keyed by), never the secret.
 pub const API_KEY_CHANGED_CHANNEL: &str = "router_api_key_changed";
 
-/// The SHA-256 of a presented secret, as stored in `api_keys.key_hash`.
-/// The server hashes what a client presents with this same function.
-pub fn hash_api_key(secret: &str) -> [u8; 32] {
-    crate::secret::sha256(secret)
-}
+/// The SHA-256 of a presented secret, as stored in `api_keys.key_hash`:
+/// core's, which hashes what a client presents with this same function.
+pub use router_core::access::hash_api_key;
 
 /// A freshly issued key. `key` is the secret: return it to the operator
 /// once; it is not stored and cannot be recovered.

@@ -707,6 +707,10 @@ impl Store for Database {
     async fn reap_expired_holds(&self, now: SystemTime) -> Result<u64, StoreError> {
         Database::reap_expired_holds(self, now).await
     }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        Database::ping(self).await
+    }
 }
 
 /// The experiments `X-CI-Experiment` names, through the in-process front

@@ -125,6 +125,11 @@ static_query_id!(RecordAttemptStatement);
 /// `protocol`, `*_nano_usd`, `ledger`). Money is integer nano-USD; times are
 /// RFC 3339 in UTC.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(
+    feature = "openapi",
+    schema(as = AdminRequest, description = "`GET /admin/requests/{id}`: a request's history.")
+)]
 pub struct RequestView {
     pub id: Uuid,
     pub account_id: Uuid,
@@ -141,29 +146,39 @@ pub struct RequestView {
     /// What was debited; set once the request succeeded. Never above the
     /// hold (RELIABILITY.md I4).
     #[serde(rename = "charged_nano_usd")]
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub charged_nano: Option<i64>,
     /// What the supplier's reported usage cost at the route's rates; set once
-    /// the request succeeded. Above `charged_nano` when the settlement was
-    /// capped at the hold. (Requests settled before the cap existed were
-    /// charged what was reported, so it equals `charged_nano` for them.)
+    /// the request succeeded. Above `charged_nano_usd` when the settlement
+    /// was capped at the hold. (Requests settled before the cap existed were
+    /// charged what was reported, so it equals `charged_nano_usd` for them.)
     #[serde(rename = "reported_nano_usd")]
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub reported_nano: Option<i64>,
-    /// `reported_nano - charged_nano`, the cost the operator absorbed: 0
+    /// `reported_nano_usd - charged_nano_usd`, the cost the operator absorbed: 0
     /// when the hold covered the reported cost; set once the request succeeded.
     #[serde(rename = "shortfall_nano_usd")]
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub shortfall_nano: Option<i64>,
     /// Set once the request succeeded.
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub usage: Option<UsageView>,
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub route_id: Option<String>,
     /// Why a failed request failed (the public error code, or `reaped`).
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub error_reason: Option<String>,
     pub created_at: String,
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub finished_at: Option<String>,
     /// The experiment and variant the request was assigned (F-01).
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub experiment_id: Option<Uuid>,
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub experiment_variant: Option<String>,
     /// Answered from the exact-response cache: charged 0, no hold.
     pub cache_hit: bool,
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub hold: Option<HoldView>,
     /// In attempt order.
     pub attempts: Vec<AttemptView>,
@@ -173,6 +188,11 @@ pub struct RequestView {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(
+    feature = "openapi",
+    schema(as = AdminUsage, description = "Token counts of a settled request.")
+)]
 pub struct UsageView {
     pub input_tokens: i64,
     pub output_tokens: i64,
@@ -182,16 +202,27 @@ pub struct UsageView {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(
+    feature = "openapi",
+    schema(as = AdminHold, description = "A request's hold.")
+)]
 pub struct HoldView {
     pub amount_nano: i64,
     /// `held`, `settled` or `released`.
     pub status: String,
     pub expires_at: String,
     pub created_at: String,
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub released_at: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(
+    feature = "openapi",
+    schema(as = AdminAttempt, description = "One attempt of a request.")
+)]
 pub struct AttemptView {
     pub attempt_no: i32,
     pub route_id: String,
@@ -201,18 +232,29 @@ pub struct AttemptView {
     pub duration_ms: i64,
     /// `succeeded` or `failed`.
     pub outcome: String,
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub upstream_status: Option<i32>,
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub failure_kind: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub retryable: Option<bool>,
-    /// The supplier's own id of the call, when it sent one.
+    /// The supplier's own id of this call (its `x-request-id` or
+    /// `request-id` answer header), when it sent one.
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub supplier_request_id: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(
+    feature = "openapi",
+    schema(as = AdminLedgerEntry, description = "One ledger entry of a request.")
+)]
 pub struct LedgerEntryView {
     pub id: i64,
     pub txn_id: Uuid,
     /// Set for `wallet` entries; house accounts have none.
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub account_id: Option<Uuid>,
     /// `wallet`, `revenue` or `grants`.
     pub ledger_account: String,

@@ -2,8 +2,8 @@
 //! [`Warning`] naming its setting. `router config check` prints them (and
 //! fails under `--strict`); `router serve` logs them at start.
 
+use crate::config::ServerConfig;
 use crate::settings::ServeArgs;
-use router_server::ServerConfig;
 use router_store::migrations::MigrationStatus;
 use serde::Serialize;
 

@@ -4,6 +4,7 @@
 //! file and of the whole configuration.
 
 use crate::checks;
+use crate::config::ServerConfig;
 use crate::output::{Output, field, parse_usd, usd};
 use crate::serve::{app, load_catalog};
 use crate::settings::ServeArgs;
@@ -12,7 +13,7 @@ use clap::{Args, Subcommand};
 use router_canonical::ApiError;
 use router_core::Catalog;
 use router_operator::{Credits, NewAccount, NewApiKey, NewSession, Operator, SpendLimitJson};
-use router_server::{App, ServerConfig};
+use router_server::App;
 use router_store::Database;
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -290,8 +291,9 @@ async fn operator(args: &ServeArgs) -> anyhow::Result<(Operator, Catalog)> {
     Ok((Operator::new(db, config.session_ttl), catalog))
 }
 
-/// A whole router's state, for the video commands (the HTTP side's
-/// operator view of a job).
+/// A whole router's state, for the video commands (the gateway that the
+/// operator wing's video operations, `router_operator::videos`, run
+/// through).
 async fn operator_app(args: &ServeArgs) -> anyhow::Result<App> {
     let (config, catalog, db) = configured(args).await?;
     // Operator commands serve no catalog view and record no release.
@@ -616,18 +618,18 @@ pub(crate) async fn videos(
 ) -> anyhow::Result<()> {
     let app = operator_app(args).await?;
     let view = match command {
-        VideosCommand::Show { id } => router_server::videos::operator_show(&app, &id).await,
+        VideosCommand::Show { id } => router_operator::videos::show_video(&app.gateway, &id).await,
         VideosCommand::Reconcile {
             id,
             task_id,
             failed,
         } => {
-            let body = router_server::videos::Reconcile {
+            let body = router_core::video_jobs::Reconcile {
                 upstream_task_id: task_id,
                 outcome: failed.is_some().then(|| "failed".to_owned()),
                 reason: failed,
             };
-            router_server::videos::operator_reconcile(&app, &id, body).await
+            router_operator::videos::reconcile_video(&app.gateway, &id, body).await
         }
     }
     .map_err(refused)?;

@@ -16,8 +16,9 @@
 //! into its wing (or core), returning how many items it processed.
 
 use futures::TryFutureExt;
+use router_core::jobs::timed_pass;
 use router_server::App;
-use router_server::jobs::{JobError, JobSpec, timed_pass};
+use router_server::jobs::{JobError, JobSpec};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -60,11 +61,7 @@ pub static REGISTRY: &[JobSpec] = &[
     JobSpec {
         name: "video-poller",
         every: |app| app.videos.poll_interval,
-        run: |app| {
-            Box::pin(TryFutureExt::err_into(router_server::videos::poll_pass(
-                app,
-            )))
-        },
+        run: |app| Box::pin(video_poller(app)),
     },
     JobSpec {
         name: "upload-purge",
@@ -75,6 +72,12 @@ pub static REGISTRY: &[JobSpec] = &[
 
 async fn digest_scheduler(app: &App) -> Result<u64, JobError> {
     Ok(app.notify.digest_pass(chrono::Utc::now()).await?)
+}
+
+/// Orphaned submissions become `unknown`, then every due job is polled
+/// once (`router_core::video_jobs`); how many were polled.
+async fn video_poller(app: &App) -> Result<u64, JobError> {
+    Ok(app.gateway.poll_videos(app.videos, &app.uploads).await?)
 }
 
 async fn outbox(app: &App) -> Result<u64, JobError> {
@@ -142,7 +145,7 @@ const MIN_PAUSE: Duration = Duration::from_millis(10);
 /// wait before asking again.
 async fn scheduled_pass(app: &App, job: &JobSpec, holder: &str, every: Duration) -> Duration {
     let started = tokio::time::Instant::now();
-    let db = app.database();
+    let db = app.gateway.store();
     match db.try_lease_job(job.name, holder, PASS_LEASE).await {
         Ok(true) => {}
         Ok(false) => {

@@ -6,6 +6,7 @@
 
 mod checks;
 mod commands;
+mod config;
 mod output;
 mod serve;
 mod settings;
@@ -186,7 +187,7 @@ fn init_logging(format: LogFormat, filter: Option<&str>, default_level: &str) {
         }
         LogFormat::Text => builder.init(),
     }
-    router_server::request_log::install_panic_hook();
+    router_telemetry::panic::install_panic_hook();
 }
 
 #[cfg(test)]

@@ -1,12 +1,12 @@
 //! `router serve`: load the catalog, connect and migrate the database, and
 //! serve until SIGTERM or ctrl-c, then drain.
 
+use crate::config::ServerConfig;
 use anyhow::Context;
 use router_catalog::{CatalogViews, PublishedCatalog};
 use router_core::{Catalog, Gateway, GatewayConfig, SealKey};
+use router_server::App;
 use router_server::admin_listener::Listener;
-use router_server::docs::Docs;
-use router_server::{App, ServerConfig};
 use router_store::Database;
 use router_supply::HttpSuppliers;
 use std::sync::Arc;
@@ -47,7 +47,7 @@ pub(crate) async fn serve(
     };
     tracing::info!(?config, "starting router");
     if config.metrics {
-        router_server::metrics::install();
+        router_telemetry::recorder::install();
     }
     if let Some(base) = &config.otlp_endpoint {
         router_telemetry::otlp::install(base).context("ROUTER_OTLP_ENDPOINT")?;
@@ -179,7 +179,8 @@ pub(crate) async fn app(
         db,
         gateway.clone(),
     );
-    let docs = Docs::new(&config.public_base).context("indexing the user manual")?;
+    let docs = router_docs::Manual::new(|path| config.public_base.join(path))
+        .context("indexing the user manual")?;
     Ok(App {
         gateway,
         admin_token: config.admin_token.clone(),

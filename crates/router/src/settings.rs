@@ -3,9 +3,9 @@
 //! stops start-up with one line naming the variable (clap's own messages
 //! name only the flag). `docs/operations.md` lists them all.
 
+use crate::config::ServerConfig;
 use anyhow::{Context, anyhow, bail};
 use router_notify::{Mailer, Transports};
-use router_server::ServerConfig;
 use router_server::body::BodyPace;
 use router_server::client_addr::TrustedProxies;
 use router_server::connection::ConnectionLimits;

@@ -5,7 +5,36 @@
 //! (`router_notify::jobs`) and the registry's (`crate::jobs`).
 
 use crate::app::App;
+use crate::jobs::JobPassView;
 use chrono::{DateTime, Utc};
+
+/// `POST /admin/jobs/{name}/run`'s optional body.
+#[derive(serde::Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = AdminJobRun)]
+pub struct JobRun {
+    /// The instant a `digest-scheduler` pass takes as now (test hooks only).
+    #[schema(value_type = String, format = DateTime)]
+    as_of: DateTime<Utc>,
+}
+
+/// `POST /admin/requests/backdate` (test hooks only).
+#[derive(serde::Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = AdminBackdate)]
+pub struct Backdate {
+    request_ids: Vec<uuid::Uuid>,
+    #[schema(value_type = String, format = DateTime)]
+    finished_at: DateTime<Utc>,
+}
+
+/// How many finished requests moved.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+#[schema(as = AdminBackdated)]
+pub struct Backdated {
+    #[schema(value_type = i64)]
+    moved: usize,
+}
 
 /// `POST /admin/jobs/{name}/run`: one pass now. With test hooks on, the
 /// `digest-scheduler` takes `{"as_of": RFC 3339}` to run as if it were then;
@@ -22,14 +51,9 @@ pub async fn run_job(
     let view = if bytes.iter().all(u8::is_ascii_whitespace) {
         crate::jobs::run_now(app, name).await?
     } else {
-        #[derive(serde::Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct AsOf {
-            as_of: DateTime<Utc>,
-        }
         crate::jobs::require_test_hooks(app)?;
         let mut de = serde_json::Deserializer::from_slice(&bytes);
-        let as_of: AsOf = serde_path_to_error::deserialize(&mut de)
+        let as_of: JobRun = serde_path_to_error::deserialize(&mut de)
             .map_err(|e| router_canonical::ApiError::invalid("as_of", e.inner().to_string()))?;
         if name != Some("digest-scheduler") {
             return Err(router_canonical::ApiError::invalid(
@@ -44,7 +68,10 @@ pub async fn run_job(
                 "The `digest-scheduler` pass failed.",
             )
         })?;
-        serde_json::json!({"name": "digest-scheduler", "processed": processed})
+        JobPassView {
+            name: "digest-scheduler",
+            processed,
+        }
     };
     Ok(crate::reply::json_value(
         http::StatusCode::OK,
@@ -61,12 +88,6 @@ pub async fn backdate_requests(
     request_id: &str,
 ) -> Result<http::Response<crate::reply::Body>, router_canonical::ApiError> {
     crate::jobs::require_test_hooks(app)?;
-    #[derive(serde::Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct Backdate {
-        request_ids: Vec<uuid::Uuid>,
-        finished_at: DateTime<Utc>,
-    }
     let body: Backdate = crate::body::json_body(request, crate::body::ADMIN_BODY_LIMIT).await?;
     let moved = app
         .notify
@@ -75,7 +96,7 @@ pub async fn backdate_requests(
         .map_err(router_operator::store_error)?;
     Ok(crate::reply::json_value(
         http::StatusCode::OK,
-        &serde_json::json!({"moved": moved}),
+        &Backdated { moved },
         request_id,
     ))
 }

@@ -8,7 +8,6 @@ use router_server::App;
 pub use router_server::app::PromptCacheSettings;
 use router_server::client_addr::TrustedProxies;
 use router_server::connection::ConnectionLimits;
-use router_server::docs::Docs;
 use router_server::public_url::PublicBaseUrl;
 use router_store::test_support::TestDatabase;
 use router_supply::HttpSuppliers;
@@ -512,8 +511,10 @@ pub async fn build_app(
         mailer,
         test_transports(channel_url_allow_loopback),
     );
-    let operator =
-        router_operator::Operator::new(database.clone(), router_server::session::DEFAULT_TTL);
+    let operator = router_operator::Operator::new(
+        database.clone(),
+        router_operator::sessions::DEFAULT_SESSION_TTL,
+    );
     let gateway = Gateway::new(catalog, database.clone(), suppliers, config, seal_key);
     let catalog =
         router_catalog::PublishedCatalog::new(views, catalog_path, env, database, gateway.clone());
@@ -525,7 +526,7 @@ pub async fn build_app(
         metrics_token: None,
         trusted_proxies,
         catalog,
-        docs: Docs::new(&PublicBaseUrl::for_listen(addr)).unwrap(),
+        docs: router_docs::Manual::new(|path| PublicBaseUrl::for_listen(addr).join(path)).unwrap(),
         public_base: PublicBaseUrl::for_listen(addr),
         notify,
         operator,
@@ -703,7 +704,7 @@ impl TestRouter {
         } = start;
         let uploads = settings.uploads.clone();
         let _ = rustls::crypto::ring::default_provider().install_default();
-        router_server::metrics::install();
+        router_telemetry::recorder::install();
         let mock = MockSupplier::start("127.0.0.1:0".parse().unwrap())
             .await
             .unwrap();

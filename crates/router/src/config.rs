@@ -1,14 +1,16 @@
-//! Server configuration, from flags and the environment (see `main.rs`).
+//! The process's configuration, from flags and the environment
+//! (`settings.rs` reads and checks it): what the HTTP edge listens with and
+//! what the wings, core and the store are built with (`serve.rs`).
 
-use crate::client_addr::TrustedProxies;
-use crate::public_url::PublicBaseUrl;
 use router_notify::{Mailer, Transports};
+use router_server::client_addr::TrustedProxies;
+use router_server::public_url::PublicBaseUrl;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Clone)]
-pub struct ServerConfig {
+pub(crate) struct ServerConfig {
     pub listen: SocketAddr,
     /// `ROUTER_ADMIN_LISTEN`: the admin API and `/metrics` on this address
     /// only (`admin_listener`); `None`: every route on `listen`.
@@ -33,7 +35,7 @@ pub struct ServerConfig {
     pub database_pool_size: usize,
     /// `ROUTER_HEADER_READ_TIMEOUT_SECS`, `ROUTER_KEEP_ALIVE_IDLE_SECS`,
     /// `ROUTER_H2_KEEP_ALIVE_SECS`, `ROUTER_BODY_*`, `ROUTER_MAX_CONNECTIONS*`.
-    pub connections: crate::connection::ConnectionLimits,
+    pub connections: router_server::connection::ConnectionLimits,
     /// `ROUTER_TRUSTED_PROXIES`: whose forwarding headers name the client.
     pub trusted_proxies: TrustedProxies,
     /// `ROUTER_PUBLIC_BASE_URL` (default `http://{listen}`).
@@ -49,7 +51,7 @@ pub struct ServerConfig {
     /// `ROUTER_ADMIN_TEST_HOOKS`.
     pub test_hooks: bool,
     /// `ROUTER_PROMPT_CACHE_MIN_PREFIX_TOKENS`, `ROUTER_PROMPT_CACHE_AFFINITY_TTL_SECS`.
-    pub prompt_cache: crate::app::PromptCacheSettings,
+    pub prompt_cache: router_server::app::PromptCacheSettings,
     /// `ROUTER_METRICS`: record metrics for `/metrics`.
     pub metrics: bool,
     /// `ROUTER_OTLP_ENDPOINT`: the OpenTelemetry collector spans are

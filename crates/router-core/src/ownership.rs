@@ -9,8 +9,9 @@
 //! itself; then pass the `Option` it returns here with the caller as owner,
 //! so the reply stays the same either way.
 
+use crate::product_codes;
+use crate::store::VideoJob;
 use router_canonical::{ApiError, ErrorCode};
-use router_core::product_codes;
 use uuid::Uuid;
 
 /// A kind of customer resource looked up by ID.
@@ -48,7 +49,7 @@ pub trait Owned {
     fn owner(&self) -> Uuid;
 }
 
-impl Owned for router_store::RequestView {
+impl Owned for VideoJob {
     fn owner(&self) -> Uuid {
         self.account_id
     }
