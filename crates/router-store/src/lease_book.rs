@@ -620,10 +620,12 @@ impl Database {
     ) -> Result<(), ReserveError> {
         let account_id = request.account_id;
         let own_gave_back = self.answer_recall(account_id).await;
-        let others = {
-            let mut conn = self.connection().await?;
-            leases::unanswered(&mut conn, account_id, &book.holder, None).await?
-        };
+        let others = self
+            .bounded("a lease count", async {
+                let mut conn = self.connection().await?;
+                leases::unanswered(&mut conn, account_id, &book.holder, None).await
+            })
+            .await?;
         if others == 0 {
             return if own_gave_back {
                 self.reserve_direct(request).await
@@ -631,19 +633,23 @@ impl Database {
                 Err(refusal)
             };
         }
-        let asked = {
-            let mut conn = self.connection().await?;
-            leases::recall(&mut conn, account_id).await?
-        };
+        let asked = self
+            .bounded("a lease recall", async {
+                let mut conn = self.connection().await?;
+                leases::recall(&mut conn, account_id).await
+            })
+            .await?;
         let give_up = Instant::now() + book.settings.recall_wait;
         let mut pause = Duration::from_millis(5);
         loop {
             tokio::time::sleep(pause).await;
             pause = (pause * 2).min(Duration::from_millis(200));
-            let unanswered = {
-                let mut conn = self.connection().await?;
-                leases::unanswered(&mut conn, account_id, &book.holder, Some(asked)).await?
-            };
+            let unanswered = self
+                .bounded("a lease count", async {
+                    let mut conn = self.connection().await?;
+                    leases::unanswered(&mut conn, account_id, &book.holder, Some(asked)).await
+                })
+                .await?;
             match self.reserve_direct(request.clone()).await {
                 Err(refusal)
                     if recallable(&refusal) && unanswered > 0 && Instant::now() < give_up => {}
@@ -875,10 +881,15 @@ impl Database {
         use router_core::store::SettleError;
         crate::billing::check_settlement(&settlement)?;
         let request_id = settlement.request_id;
-        let outcome = self
-            .leased_settlements
-            .submit(LeasedSettlement { leased, settlement })
-            .await;
+        let item = LeasedSettlement { leased, settlement };
+        let mut outcome = self.leased_settlements.submit(item.clone()).await;
+        if let Some(Err(error)) = &outcome
+            && crate::bounds::is_lock_timeout(error)
+        {
+            let error = error.clone();
+            // Its wallet row is locked: waited out alone (Database::lock_turn).
+            outcome = Some(self.settle_leased_alone(&item, error).await);
+        }
         let outcome = match outcome {
             Some(Err(error @ StoreError::Unavailable(_))) => {
                 self.leased_settlement_outcome(request_id, error).await
@@ -903,10 +914,12 @@ impl Database {
                         reason: "service_unavailable".into(),
                         attempt: None,
                     };
-                    let written = match self.connection().await {
-                        Ok(mut conn) => leases::void(&mut conn, &leased, &voiding).await,
-                        Err(error) => Err(error),
-                    };
+                    let written = self
+                        .bounded("a leased request's row", async {
+                            let mut conn = self.connection().await?;
+                            leases::void(&mut conn, &leased, &voiding).await
+                        })
+                        .await;
                     if let Err(error) = written {
                         tracing::warn!(%error, %request_id, "a leased request's row not written");
                     }
@@ -937,10 +950,12 @@ impl Database {
         voiding: &router_core::store::Voiding,
     ) -> Result<(), router_core::store::SettleError> {
         let request_id = leased.request.request_id;
-        let written = match self.connection().await {
-            Ok(mut conn) => leases::void(&mut conn, &leased, voiding).await,
-            Err(error) => Err(error),
-        };
+        let written = self
+            .bounded("a leased release", async {
+                let mut conn = self.connection().await?;
+                leases::void(&mut conn, &leased, voiding).await
+            })
+            .await;
         if let Err(error) = written {
             // Nothing was charged, but its rows are not written yet: the
             // keeper writes them once it can.
