@@ -670,27 +670,27 @@ impl Database {
         if recalled.is_empty() {
             return false;
         }
-        let mut conn = match self.connection().await {
-            Ok(conn) => conn,
-            Err(error) => {
-                tracing::warn!(%error, "lease recall not answered");
-                return false;
+        let answering = self.bounded("a lease recall's answer", async {
+            let mut conn = self.connection().await?;
+            let mut gave_back = false;
+            for (lease_id, free, close) in recalled {
+                let answered = match leases::give_back(&mut conn, lease_id, free, true).await {
+                    Ok(_) if close => leases::close(&mut conn, lease_id)
+                        .await
+                        .map(|c| c.is_some()),
+                    other => other,
+                };
+                match answered {
+                    Ok(_) => gave_back |= free > 0 || close,
+                    Err(error) => tracing::warn!(%error, "lease recall not answered"),
+                }
             }
-        };
-        let mut gave_back = false;
-        for (lease_id, free, close) in recalled {
-            let answered = match leases::give_back(&mut conn, lease_id, free, true).await {
-                Ok(_) if close => leases::close(&mut conn, lease_id)
-                    .await
-                    .map(|c| c.is_some()),
-                other => other,
-            };
-            match answered {
-                Ok(_) => gave_back |= free > 0 || close,
-                Err(error) => tracing::warn!(%error, "lease recall not answered"),
-            }
-        }
-        gave_back
+            Ok::<_, StoreError>(gave_back)
+        });
+        answering.await.unwrap_or_else(|error| {
+            tracing::warn!(%error, "lease recall not answered");
+            false
+        })
     }
 
     async fn acquire_lease(&self, key: LeaseKey, policy_version: Option<i64>, reservation: i64) {
@@ -760,16 +760,22 @@ impl Database {
     async fn follow_up(&self, followup: Followup) {
         let outcome = match followup {
             Followup::Nothing => return,
-            Followup::GiveBack(lease_id, amount) => match self.connection().await {
-                Ok(mut conn) => leases::give_back(&mut conn, lease_id, amount, false)
-                    .await
-                    .map(|_| ()),
-                Err(error) => Err(error),
-            },
-            Followup::Close(lease_id) => match self.connection().await {
-                Ok(mut conn) => leases::close(&mut conn, lease_id).await.map(|_| ()),
-                Err(error) => Err(error),
-            },
+            Followup::GiveBack(lease_id, amount) => {
+                self.bounded("a lease's give-back", async {
+                    let mut conn = self.connection().await?;
+                    leases::give_back(&mut conn, lease_id, amount, false)
+                        .await
+                        .map(|_| ())
+                })
+                .await
+            }
+            Followup::Close(lease_id) => {
+                self.bounded("a lease's close", async {
+                    let mut conn = self.connection().await?;
+                    leases::close(&mut conn, lease_id).await.map(|_| ())
+                })
+                .await
+            }
         };
         if let Err(error) = outcome {
             // The lease keeps the funds until it expires and is reaped.
