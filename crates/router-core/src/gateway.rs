@@ -856,11 +856,10 @@ impl<S: Store, P: Suppliers> Drop for Reservation<S, P> {
         let request_id = self.request_id;
         let reason = "client_cancelled";
         self.fail_stream(reason);
-        let attempt = self.stream_attempt.take().or_else(|| {
-            self.in_flight
-                .take()
-                .map(|call| call.cut(request_id))
-        });
+        let attempt = self
+            .stream_attempt
+            .take()
+            .or_else(|| self.in_flight.take().map(|call| call.cut(request_id)));
         // The client left before a valid final success: release the hold (G-22).
         trace::reservation("voided");
         if let Ok(handle) = tokio::runtime::Handle::try_current() {

@@ -302,9 +302,8 @@ pub async fn path_fault(suite: &Suite, fault: &str) -> Result<(String, bool)> {
         .iter()
         .filter(|s| s.took > DEADLINE + ANSWER_MARGIN)
         .count();
-    let ok = verdict.ok()
-        && verdict.unavailable > 0
-        && (kind != Path::BlackHole || over_deadline == 0);
+    let ok =
+        verdict.ok() && verdict.unavailable > 0 && (kind != Path::BlackHole || over_deadline == 0);
     let line = format!(
         "outage{}: {what} under load, {} requests ({during} while down): {}{}",
         if kind == Path::Cut { "" } else { " black hole" },

@@ -94,13 +94,19 @@ impl PooledConnection {
 impl Deref for PooledConnection {
     type Target = AsyncPgConnection;
     fn deref(&self) -> &AsyncPgConnection {
-        self.conn.as_ref().expect("present until dropped")
+        match &self.conn {
+            Some(conn) => conn,
+            None => unreachable!("taken only when dropped"),
+        }
     }
 }
 
 impl DerefMut for PooledConnection {
     fn deref_mut(&mut self) -> &mut AsyncPgConnection {
-        self.conn.as_mut().expect("present until dropped")
+        match &mut self.conn {
+            Some(conn) => conn,
+            None => unreachable!("taken only when dropped"),
+        }
     }
 }
 
@@ -174,6 +180,8 @@ mod tests {
         let started = Instant::now();
         let outcome = slow.await;
         assert!(started.elapsed() < Duration::from_secs(2));
-        assert!(matches!(outcome, Err(StoreError::Unavailable(cause)) if cause.contains("within 20 ms")));
+        assert!(
+            matches!(outcome, Err(StoreError::Unavailable(cause)) if cause.contains("within 20 ms"))
+        );
     }
 }

@@ -759,11 +759,20 @@ impl Store for Database {
         {
             return self.void_leased(book, leased, &voiding).await;
         }
-        self.bounded("a release", async {
-            let mut conn = self.connection().await?;
-            billing::void(&mut conn, &voiding).await
-        })
-        .await
+        let released = self
+            .bounded("a release", async {
+                let mut conn = self.connection().await?;
+                billing::void(&mut conn, &voiding).await
+            })
+            .await;
+        if let Err(SettleError::Store(error)) = &released
+            && (is_lock_timeout(error) || is_timeout(error))
+        {
+            // Its wallet row is locked, or the database did not answer: the
+            // hold is released once it can be rather than at its expiry.
+            self.release_in_background(voiding);
+        }
+        released
     }
 
     async fn thinking_seal_key(&self, candidate: Vec<u8>) -> Result<Vec<u8>, StoreError> {
@@ -1021,9 +1030,11 @@ where
                         metrics::counter!("router_billing_batches_split_total").increment(1);
                         let pool = &pool;
                         let limits = &limits;
-                        futures::future::join_all(items.iter().map(|item| {
-                            run_one(pool, limits, run_batch, item, shared.clone())
-                        }))
+                        futures::future::join_all(
+                            items
+                                .iter()
+                                .map(|item| run_one(pool, limits, run_batch, item, shared.clone())),
+                        )
                         .await
                     }
                     Err(error) => vec![Err(error); items.len()],

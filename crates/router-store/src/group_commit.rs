@@ -186,20 +186,24 @@ mod tests {
         let running = Arc::new(Mutex::new((0usize, 0usize))); // (now, most at once)
         let queue = |slots: BatchSlots| {
             let running = running.clone();
-            Arc::new(GroupCommit::spawn(slots, 4, move |items: Vec<u32>, slot: Slot| {
-                let running = running.clone();
-                async move {
-                    let _slot = slot;
-                    {
-                        let mut r = running.lock().unwrap();
-                        r.0 += 1;
-                        r.1 = r.1.max(r.0);
+            Arc::new(GroupCommit::spawn(
+                slots,
+                4,
+                move |items: Vec<u32>, slot: Slot| {
+                    let running = running.clone();
+                    async move {
+                        let _slot = slot;
+                        {
+                            let mut r = running.lock().unwrap();
+                            r.0 += 1;
+                            r.1 = r.1.max(r.0);
+                        }
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                        running.lock().unwrap().0 -= 1;
+                        items
                     }
-                    tokio::time::sleep(Duration::from_millis(5)).await;
-                    running.lock().unwrap().0 -= 1;
-                    items
-                }
-            }))
+                },
+            ))
         };
         let (reserves, settles) = (queue(slots.clone()), queue(slots));
         let callers: Vec<_> = (0..24)

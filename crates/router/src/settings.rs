@@ -463,9 +463,9 @@ impl ServeArgs {
             )?,
             lock_timeout: millis("ROUTER_DB_LOCK_TIMEOUT_MS", &self.db_lock_timeout_ms)?,
         };
-        limits
-            .check()
-            .map_err(|e| anyhow!("ROUTER_DB_LOCK_TIMEOUT_MS: {e} (ROUTER_DB_STATEMENT_TIMEOUT_MS)"))?;
+        limits.check().map_err(|e| {
+            anyhow!("ROUTER_DB_LOCK_TIMEOUT_MS: {e} (ROUTER_DB_STATEMENT_TIMEOUT_MS)")
+        })?;
         Ok(limits)
     }
 

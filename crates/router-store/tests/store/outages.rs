@@ -129,7 +129,9 @@ async fn a_black_holed_database_is_waited_for_within_the_bound_and_charges_nothi
     let db = TestDatabase::new().await;
     let funded = funded_account(&db, 1_000_000).await;
     let (hole, proxied_url) = through_a_black_hole(db.url()).await;
-    let proxied = Database::connect_with(&proxied_url, 4, SHORT).await.unwrap();
+    let proxied = Database::connect_with(&proxied_url, 4, SHORT)
+        .await
+        .unwrap();
 
     let held = new_request(&funded, 10_000);
     proxied.reserve(held.clone()).await.unwrap();
@@ -144,13 +146,19 @@ async fn a_black_holed_database_is_waited_for_within_the_bound_and_charges_nothi
     );
     // The settlement (checkout + statement), then its fence (as long again).
     let bound = SHORT.operation() * 2 + Duration::from_millis(500);
-    assert!(settle_took <= bound, "the settlement answered after {settle_took:?}");
+    assert!(
+        settle_took <= bound,
+        "the settlement answered after {settle_took:?}"
+    );
 
     let started = Instant::now();
     let reserved = proxied.reserve(new_request(&funded, 10_000)).await;
     let reserve_took = started.elapsed();
     assert!(
-        matches!(reserved, Err(ReserveError::Store(StoreError::Unavailable(_)))),
+        matches!(
+            reserved,
+            Err(ReserveError::Store(StoreError::Unavailable(_)))
+        ),
         "{reserved:?}"
     );
     assert!(
@@ -172,7 +180,10 @@ async fn a_black_holed_database_is_waited_for_within_the_bound_and_charges_nothi
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
-    assert_eq!(row.status, "released", "the hold of an unanswered settlement");
+    assert_eq!(
+        row.status, "released",
+        "the hold of an unanswered settlement"
+    );
     assert_eq!(row.balance, 1_000_000, "nothing charged");
     // The reservation sent into the hole arrived too late to take a hold.
     let give_up = Instant::now() + Duration::from_secs(5);

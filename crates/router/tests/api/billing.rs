@@ -157,7 +157,10 @@ async fn a_supplier_call_cut_by_the_client_leaving_is_recorded() {
     assert_eq!(attempts[0]["outcome"], "failed");
     assert_eq!(attempts[0]["failure_kind"], "client_cancelled");
     assert_eq!(attempts[0]["attempt_no"], 1);
-    assert!(attempts[0]["duration_ms"].as_i64().unwrap() >= 250, "{record}");
+    assert!(
+        attempts[0]["duration_ms"].as_i64().unwrap() >= 250,
+        "{record}"
+    );
     let account = r.account(&c.account_id).await;
     assert_eq!(account["held_nano_usd"], 0);
     assert_eq!(account["balance_nano_usd"], 1_000_000_000_000i64);
