@@ -17,7 +17,8 @@ use diesel_async::pooled_connection::AsyncDieselConnectionManager;
 use router_core::store::StoreError;
 use std::future::Future;
 use std::ops::{Deref, DerefMut};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// The bounds of [`crate::Database`]'s waits (`ROUTER_DB_*_MS`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,6 +64,34 @@ impl DatabaseLimits {
     pub fn operation(&self) -> Duration {
         self.checkout_timeout + self.statement_timeout
     }
+}
+
+/// How far the database server's clock is ahead of this process's, in
+/// milliseconds (negative: behind), as the last connection established
+/// measured it. A billing statement's `valid_until` is written in the
+/// server's time ([`server_deadline`]), so that a skew between the two
+/// clocks neither refuses statements that arrive in time nor lets late
+/// ones through. One value per process: the router talks to one server.
+static SERVER_CLOCK_AHEAD_MS: AtomicI64 = AtomicI64::new(0);
+
+/// Records the server's clock, read at `server` (Unix milliseconds) by a
+/// query sent at `sent` and answered at `answered`.
+pub(crate) fn server_clock_read(server_ms: i64, sent: SystemTime, answered: SystemTime) {
+    let millis = |t: SystemTime| {
+        t.duration_since(UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+    };
+    let midpoint = millis(sent) / 2 + millis(answered) / 2;
+    SERVER_CLOCK_AHEAD_MS.store(server_ms.saturating_sub(midpoint), Ordering::Relaxed);
+}
+
+/// `after` from now, in the server's time (see [`SERVER_CLOCK_AHEAD_MS`]).
+pub(crate) fn server_deadline(after: Duration) -> SystemTime {
+    let ahead = SERVER_CLOCK_AHEAD_MS.load(Ordering::Relaxed);
+    let skew = Duration::from_millis(ahead.unsigned_abs());
+    let now = SystemTime::now();
+    let now = if ahead >= 0 { now + skew } else { now - skew };
+    now + after
 }
 
 /// A connection checked out of the pool, for composing the query functions
@@ -169,6 +198,21 @@ mod tests {
             ..DatabaseLimits::default()
         };
         assert!(limits.check().unwrap_err().contains("lock timeout"));
+    }
+
+    #[test]
+    fn a_statement_deadline_is_in_the_servers_time() {
+        let now = SystemTime::now();
+        let server = now + Duration::from_secs(30);
+        let server_ms = server.duration_since(UNIX_EPOCH).unwrap().as_millis() as i64;
+        server_clock_read(server_ms, now, now);
+        let deadline = server_deadline(Duration::from_secs(1));
+        SERVER_CLOCK_AHEAD_MS.store(0, Ordering::Relaxed);
+        let ahead = deadline.duration_since(now).unwrap();
+        assert!(
+            ahead >= Duration::from_secs(31) && ahead < Duration::from_secs(32),
+            "{ahead:?}"
+        );
     }
 
     #[tokio::test]

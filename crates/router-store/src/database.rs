@@ -960,6 +960,15 @@ async fn establish_with_point_lookup_plans(
         ))
         .await
         .map_err(ConnectionError::CouldntSetupConfiguration)?;
+        // The server's clock, for the billing statements' `valid_until`.
+        let sent = SystemTime::now();
+        let server_ms: i64 = diesel::select(diesel::dsl::sql::<diesel::sql_types::BigInt>(
+            "(extract(epoch FROM clock_timestamp()) * 1000)::bigint",
+        ))
+        .get_result(&mut conn)
+        .await
+        .map_err(ConnectionError::CouldntSetupConfiguration)?;
+        crate::bounds::server_clock_read(server_ms, sent, SystemTime::now());
         Ok(conn)
     };
     match tokio::time::timeout(limits.connect_timeout, establish).await {
@@ -1173,7 +1182,7 @@ impl Database {
     pub(crate) fn alone_bounds(&self) -> BatchBounds {
         BatchBounds {
             lock_wait: None,
-            valid_until: Some(SystemTime::now() + self.limits.statement_timeout),
+            valid_until: Some(crate::bounds::server_deadline(self.limits.statement_timeout)),
         }
     }
 
