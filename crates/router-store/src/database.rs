@@ -74,7 +74,7 @@ pub struct Database {
     /// The bounds of every database wait (see [`crate::bounds`]).
     pub(crate) limits: DatabaseLimits,
     /// Turns of the billing operations waiting out a row lock alone
-    /// ([`Database::alone`]).
+    /// ([`Database::lock_turn`]).
     blocked: Arc<tokio::sync::Semaphore>,
 }
 
@@ -1034,7 +1034,7 @@ where
                         // every operation whose rows are free is done at
                         // once. One blocked again answers the lock timeout,
                         // and its caller waits out the lock on its own
-                        // (`Database::alone`).
+                        // (`Database::lock_turn`).
                         slot.release();
                         metrics::counter!("router_billing_batches_split_total").increment(1);
                         let pool = &pool;
@@ -1182,7 +1182,9 @@ impl Database {
     pub(crate) fn alone_bounds(&self) -> BatchBounds {
         BatchBounds {
             lock_wait: None,
-            valid_until: Some(crate::bounds::server_deadline(self.limits.statement_timeout)),
+            valid_until: Some(crate::bounds::server_deadline(
+                self.limits.statement_timeout,
+            )),
         }
     }
 
