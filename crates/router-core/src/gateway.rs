@@ -378,6 +378,14 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
                 };
                 let started_at = SystemTime::now();
                 let started = Instant::now();
+                // Should the client leave during the call, the attempt is
+                // recorded with the release (the supplier saw it).
+                reservation.in_flight = Some(InFlight {
+                    attempt_no,
+                    route: route.clone(),
+                    started_at,
+                    started,
+                });
                 let call =
                     AttemptCall::new(reservation.request_id, reservation.trace.attempt_context());
                 let result = tokio::select! {
@@ -392,6 +400,7 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
                     },
                     () = stop.stopped() => Err(AttemptError::shutdown()),
                 };
+                reservation.in_flight = None;
                 let supplier_request_id = call.supplier_request_id().map(str::to_owned);
                 reservation
                     .trace
@@ -689,6 +698,38 @@ pub(crate) struct Reservation<S: Store, P: Suppliers> {
     /// A stream's attempt, recorded when the stream ends: with the charge,
     /// or with the release if it fails or the client leaves.
     pub(crate) stream_attempt: Option<AttemptRecord>,
+    /// The supplier call under way, if any: recorded as cut by the client
+    /// (`client_cancelled`) with the release when the client leaves during it.
+    in_flight: Option<InFlight>,
+}
+
+/// A supplier call under way (see [`Reservation::in_flight`]).
+struct InFlight {
+    attempt_no: u32,
+    route: Arc<Route>,
+    started_at: SystemTime,
+    started: Instant,
+}
+
+impl InFlight {
+    /// The attempt as the client's leaving ended it.
+    fn cut(self, request_id: Uuid) -> AttemptRecord {
+        AttemptRecord {
+            request_id,
+            attempt_no: self.attempt_no,
+            route_id: self.route.id.clone(),
+            supplier_id: self.route.supplier.id.clone(),
+            upstream_protocol: self.route.protocol,
+            started_at: self.started_at,
+            duration_ms: self.started.elapsed().as_millis() as u64,
+            outcome: AttemptOutcome::Failed {
+                upstream_status: None,
+                kind: "client_cancelled".to_owned(),
+                retryable: false,
+            },
+            supplier_request_id: None,
+        }
+    }
 }
 
 impl<S: Store, P: Suppliers> Reservation<S, P> {
@@ -698,6 +739,7 @@ impl<S: Store, P: Suppliers> Reservation<S, P> {
             request_id,
             trace,
             stream_attempt: None,
+            in_flight: None,
         }
     }
 
@@ -825,7 +867,10 @@ impl<S: Store, P: Suppliers> Drop for Reservation<S, P> {
         let request_id = self.request_id;
         let reason = "client_cancelled";
         self.fail_stream(reason);
-        let attempt = self.stream_attempt.take();
+        let attempt = self
+            .stream_attempt
+            .take()
+            .or_else(|| self.in_flight.take().map(|call| call.cut(request_id)));
         // The client left before a valid final success: release the hold (G-22).
         trace::reservation("voided");
         if let Ok(handle) = tokio::runtime::Handle::try_current() {

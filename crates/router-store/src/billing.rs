@@ -37,6 +37,30 @@ use router_core::store::{
 use std::time::SystemTime;
 use uuid::Uuid;
 
+/// What bounds one billing batch statement on the server (the group
+/// commit's, `Database`): its own lock wait, and the instant after which it
+/// must not start at all (the router stopped waiting for it then, and
+/// answered its requests without it: a statement delivered later, e.g.
+/// once a black-holed path heals, writes nothing). `NONE` for neither.
+#[derive(Debug, Clone, Default)]
+pub struct BatchBounds {
+    /// `lock_timeout` for this statement only, e.g. `100ms`.
+    pub lock_wait: Option<String>,
+    /// The statement writes nothing if the server receives it later.
+    pub valid_until: Option<SystemTime>,
+}
+
+impl BatchBounds {
+    pub const NONE: BatchBounds = BatchBounds {
+        lock_wait: None,
+        valid_until: None,
+    };
+
+    fn valid_until(&self) -> Option<DateTime<Utc>> {
+        self.valid_until.map(to_db)
+    }
+}
+
 /// Holds the reaper releases per statement; it loops until a batch comes
 /// back short.
 pub const REAP_BATCH: i64 = 500;
@@ -113,6 +137,17 @@ pub async fn reserve_batch(
     conn: &mut AsyncPgConnection,
     requests: &[NewRequest],
 ) -> Result<Vec<bool>, StoreError> {
+    reserve_batch_within(conn, requests, &BatchBounds::NONE).await
+}
+
+/// [`reserve_batch`] within `bounds`: a request not admitted because the
+/// statement arrived after `bounds.valid_until` reads as refused; the
+/// caller, which gave up on it, never reads it.
+pub async fn reserve_batch_within(
+    conn: &mut AsyncPgConnection,
+    requests: &[NewRequest],
+    bounds: &BatchBounds,
+) -> Result<Vec<bool>, StoreError> {
     for request in requests {
         check_reservation(request)?;
     }
@@ -141,6 +176,8 @@ pub async fn reserve_batch(
             .iter()
             .map(|r| r.experiment.as_ref().map(|e| e.variant.as_str()))
             .collect(),
+        lock_wait: bounds.lock_wait.clone(),
+        valid_until: bounds.valid_until(),
     };
     let admitted: Vec<Uuid> = statement.load(conn).await.map_err(store_error)?;
     Ok(requests
@@ -162,6 +199,8 @@ struct ReserveBatchStatement<'a> {
     expires_at: PgArray<DateTime<Utc>>,
     experiment_ids: PgArray<Option<Uuid>>,
     experiment_variants: PgArray<Option<&'a str>>,
+    lock_wait: Option<String>,
+    valid_until: Option<DateTime<Utc>>,
 }
 
 impl Query for ReserveBatchStatement<'_> {
@@ -183,6 +222,8 @@ impl QueryFragment<Pg> for ReserveBatchStatement<'_> {
         p.bind::<Array<Timestamptz>, _>("expires_ats", &self.expires_at)?;
         p.bind::<Array<Nullable<SqlUuid>>, _>("experiment_ids", &self.experiment_ids)?;
         p.bind::<Array<Nullable<Text>>, _>("experiment_variants", &self.experiment_variants)?;
+        p.bind::<Nullable<Timestamptz>, _>("valid_until", &self.valid_until)?;
+        p.lock_wait(&self.lock_wait)?;
         p.finish(
             ", t AS (
                 SELECT t.*
@@ -194,6 +235,8 @@ impl QueryFragment<Pg> for ReserveBatchStatement<'_> {
                     AS t (request_id, account_id, api_key_id, policy_version, model,
                           inbound_protocol, recorded_protocol, stream, amount, expires_at,
                           experiment_id, experiment_variant)
+                -- Too late: the router has answered these requests already.
+                WHERE p.valid_until IS NULL OR statement_timestamp() <= p.valid_until
             ), current_policy AS (
                 SELECT t.request_id
                 FROM t
@@ -321,9 +364,24 @@ pub async fn settle_batch(
     conn: &mut AsyncPgConnection,
     settlements: &[Settlement],
 ) -> Result<Vec<Option<NanoUsd>>, StoreError> {
-    let mut statement = SettleBatchStatement::default();
+    settle_batch_within(conn, settlements, &BatchBounds::NONE).await
+}
+
+/// [`settle_batch`] within `bounds`: a statement the server receives after
+/// `bounds.valid_until` settles nothing (each reads `None`), so a
+/// settlement the router gave up on can never commit after it answered.
+pub async fn settle_batch_within(
+    conn: &mut AsyncPgConnection,
+    settlements: &[Settlement],
+    bounds: &BatchBounds,
+) -> Result<Vec<Option<NanoUsd>>, StoreError> {
+    let mut statement = SettleBatchStatement {
+        columns: SettlementColumns::default(),
+        lock_wait: bounds.lock_wait.clone(),
+        valid_until: bounds.valid_until(),
+    };
     for settlement in settlements {
-        statement.0.push(settlement)?;
+        statement.columns.push(settlement)?;
     }
     let mut settled: Vec<(Uuid, i64)> = statement.load(conn).await.map_err(store_error)?;
     // The statement settles the first of a request's settlements in the
@@ -459,8 +517,11 @@ impl<'a> SettlementColumns<'a> {
     }
 }
 
-#[derive(Default)]
-struct SettleBatchStatement<'a>(SettlementColumns<'a>);
+struct SettleBatchStatement<'a> {
+    columns: SettlementColumns<'a>,
+    lock_wait: Option<String>,
+    valid_until: Option<DateTime<Utc>>,
+}
 
 impl Query for SettleBatchStatement<'_> {
     /// The request and its charge, per settled request.
@@ -470,7 +531,9 @@ impl Query for SettleBatchStatement<'_> {
 impl QueryFragment<Pg> for SettleBatchStatement<'_> {
     fn walk_ast<'b>(&'b self, out: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
         let mut p = Params::new(out);
-        self.0.bind(&mut p)?;
+        self.columns.bind(&mut p)?;
+        p.bind::<Nullable<Timestamptz>, _>("valid_until", &self.valid_until)?;
+        p.lock_wait(&self.lock_wait)?;
         p.finish(
             ", t AS (
                 -- One settlement per request: two racing settlements of the
@@ -486,6 +549,8 @@ impl QueryFragment<Pg> for SettleBatchStatement<'_> {
                           cache_read_tokens, cache_write_tokens, reasoning_tokens, route_id,
                           attempt_no, supplier_id, upstream_protocol, started_at, duration_ms,
                           supplier_request_id, ordinal)
+                -- Too late: the router has answered these requests already.
+                WHERE p.valid_until IS NULL OR statement_timestamp() <= p.valid_until
                 ORDER BY t.request_id, t.ordinal
             ), hold AS (
                 UPDATE holds h

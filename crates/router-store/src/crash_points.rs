@@ -6,7 +6,7 @@
 //! that waits at the point, so that a SIGKILL there leaves PostgreSQL to
 //! roll it back.
 
-use crate::billing;
+use crate::billing::{self, BatchBounds};
 use crate::error::store_error;
 use diesel_async::{AsyncPgConnection, SimpleAsyncConnection};
 use router_canonical::NanoUsd;
@@ -16,12 +16,13 @@ use router_core::store::{Settlement, StoreError};
 pub(crate) async fn settle_batch(
     conn: &mut AsyncPgConnection,
     settlements: &[Settlement],
+    bounds: &BatchBounds,
 ) -> Result<Vec<Option<NanoUsd>>, StoreError> {
     if !router_core::failpoints::armed("K5") {
-        return billing::settle_batch(conn, settlements).await;
+        return billing::settle_batch_within(conn, settlements, bounds).await;
     }
     conn.batch_execute("BEGIN").await.map_err(store_error)?;
-    let settled = billing::settle_batch(conn, settlements).await?;
+    let settled = billing::settle_batch_within(conn, settlements, bounds).await?;
     router_core::failpoints::reached("K5").await;
     conn.batch_execute("COMMIT").await.map_err(store_error)?;
     Ok(settled)
@@ -32,12 +33,13 @@ pub(crate) async fn settle_batch(
 pub(crate) async fn settle_leased_batch(
     conn: &mut AsyncPgConnection,
     items: &[crate::leases::LeasedSettlement],
+    bounds: &BatchBounds,
 ) -> Result<Vec<Option<NanoUsd>>, StoreError> {
     if !router_core::failpoints::armed("K5") {
-        return crate::leases::settle_batch(conn, items).await;
+        return crate::leases::settle_batch_within(conn, items, bounds).await;
     }
     conn.batch_execute("BEGIN").await.map_err(store_error)?;
-    let settled = crate::leases::settle_batch(conn, items).await?;
+    let settled = crate::leases::settle_batch_within(conn, items, bounds).await?;
     router_core::failpoints::reached("K5").await;
     conn.batch_execute("COMMIT").await.map_err(store_error)?;
     Ok(settled)

@@ -7,11 +7,12 @@ use crate::accounts::{self, AccountRow, AccountView};
 use crate::affinity::{self, AffinityFront};
 use crate::api_keys::{self, ApiKeyChange, ApiKeyView, NewApiKey};
 use crate::audit::{self, Reconciliation};
-use crate::billing;
+use crate::billing::{self, BatchBounds};
+use crate::bounds::{DatabaseLimits, PooledConnection, is_lock_timeout, is_timeout, within};
 use crate::data_protection;
 use crate::error::{AdminError, pool_error, store_error};
 use crate::experiments::{self, ExperimentFront};
-use crate::group_commit::{BatchSlots, GroupCommit};
+use crate::group_commit::{BatchSlots, GroupCommit, Slot};
 use crate::history::{self, RequestView};
 use crate::jobs;
 use crate::key_cache::KeyCache;
@@ -25,7 +26,7 @@ use crate::thinking_seal_keys;
 use diesel::IntoSql;
 use diesel::sql_types::Integer;
 use diesel::{ConnectionError, ConnectionResult};
-use diesel_async::pooled_connection::deadpool::{Object, Pool};
+use diesel_async::pooled_connection::deadpool::Pool;
 use diesel_async::pooled_connection::{
     AsyncDieselConnectionManager, ManagerConfig, RecyclingMethod,
 };
@@ -43,14 +44,6 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use uuid::Uuid;
-
-/// How long a caller waits for a free pooled connection, and for a new one
-/// to be established, before the database counts as unavailable.
-const POOL_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// A pooled connection, for callers composing query functions (e.g. inside
-/// one transaction).
-pub type PooledConnection = Object<AsyncPgConnection>;
 
 /// PostgreSQL storage. Cheap to clone: clones share one pool.
 #[derive(Clone)]
@@ -78,6 +71,11 @@ pub struct Database {
     /// Kept for migrations, which run on a dedicated connection. May carry a
     /// password: never logged (see the `Debug` impl).
     url: Arc<str>,
+    /// The bounds of every database wait (see [`crate::bounds`]).
+    pub(crate) limits: DatabaseLimits,
+    /// Turns of the billing operations waiting out a row lock alone
+    /// ([`Database::lock_turn`]).
+    blocked: Arc<tokio::sync::Semaphore>,
 }
 
 impl fmt::Debug for Database {
@@ -108,32 +106,53 @@ impl Database {
     /// Rotating (FIFO) cost PostgreSQL about 0.72 ms of CPU per request at
     /// 1,000 requests/s, against 0.57 ms.
     pub async fn connect(url: &str, max_size: usize) -> Result<Database, StoreError> {
+        Database::connect_with(url, max_size, DatabaseLimits::default()).await
+    }
+
+    /// [`Database::connect`] with the given bounds on every wait (see
+    /// [`crate::bounds`]); a new connection gets `limits.lock_timeout` as
+    /// its `lock_timeout`.
+    pub async fn connect_with(
+        url: &str,
+        max_size: usize,
+        limits: DatabaseLimits,
+    ) -> Result<Database, StoreError> {
+        limits.check().map_err(StoreError::Query)?;
         let mut config = ManagerConfig::default();
         config.recycling_method = RecyclingMethod::Fast;
-        config.custom_setup = Box::new(|url| Box::pin(establish_with_point_lookup_plans(url)));
+        config.custom_setup = Box::new(move |url| {
+            Box::pin(establish_with_point_lookup_plans(url.to_owned(), limits))
+        });
         let manager =
             AsyncDieselConnectionManager::<AsyncPgConnection>::new_with_config(url, config);
         let pool = Pool::builder(manager)
             .max_size(max_size)
             .queue_mode(deadpool::managed::QueueMode::Lifo)
             .runtime(deadpool::Runtime::Tokio1)
-            .wait_timeout(Some(POOL_TIMEOUT))
-            .create_timeout(Some(POOL_TIMEOUT))
-            .recycle_timeout(Some(POOL_TIMEOUT))
+            .wait_timeout(Some(limits.checkout_timeout))
+            .create_timeout(Some(limits.connect_timeout))
+            .recycle_timeout(Some(limits.checkout_timeout))
             .build()
             .map_err(|error| StoreError::Unavailable(error.to_string()))?;
         // Both kinds write the wallet rows: one set of slots for the two.
         let wallet_writes = BatchSlots::new(BATCHES_IN_FLIGHT);
         let database = Database {
-            reservations: Arc::new(group_commit(&pool, &wallet_writes, billing::reserve_batch)),
+            reservations: Arc::new(group_commit(
+                &pool,
+                &wallet_writes,
+                limits,
+                billing::reserve_batch_within,
+            )),
             settlements: Arc::new(group_commit(
                 &pool,
                 &wallet_writes,
+                limits,
                 crate::crash_points::settle_batch,
             )),
             leased_settlements: Arc::new(group_commit(
                 &pool,
                 &wallet_writes,
+                limits,
                 crate::crash_points::settle_leased_batch,
             )),
             leases: Arc::default(),
@@ -144,6 +163,9 @@ impl Database {
             affinity: Arc::default(),
             key_turns: Arc::default(),
             url: url.into(),
+            limits,
+            // Operations waiting out a row lock hold at most half the pool.
+            blocked: Arc::new(tokio::sync::Semaphore::new((max_size / 2).max(1))),
         };
         database.ping().await?;
         Ok(database)
@@ -196,28 +218,40 @@ impl Database {
         self.responses.is_listening()
     }
 
-    /// One round trip to the database, for `/readyz`.
+    /// One round trip to the database, for `/readyz` (bounded like a
+    /// request's: a database that stops answering is not ready).
     pub async fn ping(&self) -> Result<(), StoreError> {
-        let mut conn = self.connection().await?;
-        diesel::select(1_i32.into_sql::<Integer>())
-            .get_result::<i32>(&mut conn)
-            .await
-            .map(|_| ())
-            .map_err(store_error)
+        self.bounded("a ping", async {
+            let mut conn = self.connection().await?;
+            diesel::select(1_i32.into_sql::<Integer>())
+                .get_result::<i32>(&mut conn)
+                .await
+                .map(|_| ())
+                .map_err(store_error)
+        })
+        .await
+    }
+
+    /// The bounds of this pool's waits.
+    pub fn limits(&self) -> DatabaseLimits {
+        self.limits
+    }
+
+    /// `operation` (a checkout and its statements), given at most
+    /// [`DatabaseLimits::operation`]; past it, the database is unavailable.
+    pub(crate) async fn bounded<T, E: From<StoreError>>(
+        &self,
+        what: &'static str,
+        operation: impl Future<Output = Result<T, E>>,
+    ) -> Result<T, E> {
+        within(self.limits.operation(), what, operation).await
     }
 
     /// A connection from the pool, for composing the query functions of this
-    /// crate (they all take `&mut AsyncPgConnection`).
+    /// crate (they all take `&mut AsyncPgConnection`). The checkout waits at
+    /// most the checkout timeout (a new connection, the connect timeout).
     pub async fn connection(&self) -> Result<PooledConnection, StoreError> {
-        // Only a checkout that had to wait is timed: the common one finds a
-        // connection at once and costs the hot path nothing more.
-        if self.pool.status().available > 0 {
-            return self.pool.get().await.map_err(pool_checkout_failed);
-        }
-        let started = std::time::Instant::now();
-        let checkout = self.pool.get().await;
-        metrics::histogram!("router_db_pool_wait_seconds").record(started.elapsed().as_secs_f64());
-        checkout.map_err(pool_checkout_failed)
+        checkout(&self.pool, &self.limits).await
     }
 
     /// Holds outstanding across every instance (`/metrics`).
@@ -517,8 +551,12 @@ impl Database {
         let generation = self.responses.generation();
         // Before the query: the row is at least `age` older than this.
         let asked = Instant::now();
-        let mut conn = self.connection().await?;
-        let Some(cached) = response_cache::lookup(&mut conn, account_id, key, ttl_seconds).await?
+        let Some(cached) = self
+            .bounded("a cached response", async {
+                let mut conn = self.connection().await?;
+                response_cache::lookup(&mut conn, account_id, key, ttl_seconds).await
+            })
+            .await?
         else {
             return Ok(None);
         };
@@ -633,8 +671,12 @@ impl Store for Database {
             return Ok(Some(record));
         }
         let generation = self.keys.generation();
-        let mut conn = self.connection().await?;
-        let found = api_keys::find_api_key(&mut conn, &key_hash).await?;
+        let found = self
+            .bounded("a key lookup", async {
+                let mut conn = self.connection().await?;
+                api_keys::find_api_key(&mut conn, &key_hash).await
+            })
+            .await?;
         // Unknown keys are not cached: a key created elsewhere works at once.
         if let Some(record) = &found {
             self.keys.insert(key_hash, record.clone(), generation);
@@ -655,8 +697,11 @@ impl Store for Database {
         if self.lease_book().is_some_and(|b| b.is_leased(request_id)) {
             return Ok(());
         }
-        let mut conn = self.connection().await?;
-        billing::extend_hold(&mut conn, request_id, until).await
+        self.bounded("a hold extension", async {
+            let mut conn = self.connection().await?;
+            billing::extend_hold(&mut conn, request_id, until).await
+        })
+        .await
     }
 
     async fn record_attempt(&self, attempt: AttemptRecord) -> Result<(), StoreError> {
@@ -667,8 +712,11 @@ impl Store for Database {
             },
             None => attempt,
         };
-        let mut conn = self.connection().await?;
-        history::record_attempt(&mut conn, &attempt).await
+        self.bounded("an attempt", async {
+            let mut conn = self.connection().await?;
+            history::record_attempt(&mut conn, &attempt).await
+        })
+        .await
     }
 
     async fn settle(&self, settlement: Settlement) -> Result<NanoUsd, SettleError> {
@@ -679,11 +727,26 @@ impl Store for Database {
         }
         billing::check_settlement(&settlement)?;
         let request_id = settlement.request_id;
-        match self.settlements.submit(settlement).await {
+        // Kept for the fence, should the settlement's outcome be unknown.
+        let attempt = settlement.attempt.clone();
+        let mut settled = self.settlements.submit(settlement.clone()).await;
+        if let Some(Err(error)) = &settled
+            && is_lock_timeout(error)
+        {
+            let error = error.clone();
+            settled = Some(self.settle_alone(&settlement, error).await);
+        }
+        match settled {
             Some(Ok(Some(charge))) => Ok(charge),
             Some(Ok(None)) => Err(SettleError::NotReserved(request_id)),
+            Some(Err(error)) if is_lock_timeout(&error) => {
+                // Rolled back on the server: not charged, for certain. The
+                // hold is released once the lock is gone.
+                self.release_in_background(unanswered_settlement(request_id, attempt));
+                Err(error.into())
+            }
             Some(Err(error @ StoreError::Unavailable(_))) => {
-                self.settlement_outcome(request_id, error).await
+                self.settlement_outcome(request_id, attempt, error).await
             }
             Some(Err(error)) => Err(error.into()),
             None => Err(batching_stopped().into()),
@@ -696,12 +759,28 @@ impl Store for Database {
         {
             return self.void_leased(book, leased, &voiding).await;
         }
-        let mut conn = self.connection().await?;
-        billing::void(&mut conn, &voiding).await
+        let released = self
+            .bounded("a release", async {
+                let mut conn = self.connection().await?;
+                billing::void(&mut conn, &voiding).await
+            })
+            .await;
+        if let Err(SettleError::Store(error)) = &released
+            && (is_lock_timeout(error) || is_timeout(error))
+        {
+            // Its wallet row is locked, or the database did not answer: the
+            // hold is released once it can be rather than at its expiry.
+            self.release_in_background(voiding);
+        }
+        released
     }
+
     async fn thinking_seal_key(&self, candidate: Vec<u8>) -> Result<Vec<u8>, StoreError> {
-        let mut conn = self.connection().await?;
-        thinking_seal_keys::load_or_insert(&mut conn, &candidate).await
+        self.bounded("the thinking seal key", async {
+            let mut conn = self.connection().await?;
+            thinking_seal_keys::load_or_insert(&mut conn, &candidate).await
+        })
+        .await
     }
 
     async fn reap_expired_holds(&self, now: SystemTime) -> Result<u64, StoreError> {
@@ -725,8 +804,11 @@ impl ExperimentStore for Database {
             return Ok(found);
         }
         let generation = self.experiments.generation();
-        let mut conn = self.connection().await?;
-        let found = experiments::find(&mut conn, account_id, slug)
+        let found = self
+            .bounded("an experiment", async {
+                let mut conn = self.connection().await?;
+                experiments::find(&mut conn, account_id, slug).await
+            })
             .await?
             .map(Arc::new);
         self.experiments
@@ -748,8 +830,12 @@ impl AffinityStore for Database {
         // Before the query: the preference ends no sooner than this plus
         // what the database says remains.
         let asked = Instant::now();
-        let mut conn = self.connection().await?;
-        let hint = affinity::lookup(&mut conn, fingerprint).await?;
+        let hint = self
+            .bounded("an affinity hint", async {
+                let mut conn = self.connection().await?;
+                affinity::lookup(&mut conn, fingerprint).await
+            })
+            .await?;
         if let Some(hint) = hint.as_ref().filter(|hint| hint.fresh) {
             self.affinity
                 .insert(*fingerprint, &hint.route_id, asked, hint.remaining, false);
@@ -770,13 +856,17 @@ impl AffinityStore for Database {
             return Ok(());
         }
         let asked = Instant::now();
-        let mut conn = self.connection().await?;
-        let stored = if preferred {
-            affinity::refresh(&mut conn, fingerprint, route_id, ttl_seconds).await?
-        } else {
-            affinity::record(&mut conn, fingerprint, route_id, ttl_seconds).await?;
-            true
-        };
+        let stored = self
+            .bounded("an affinity preference", async {
+                let mut conn = self.connection().await?;
+                if preferred {
+                    affinity::refresh(&mut conn, fingerprint, route_id, ttl_seconds).await
+                } else {
+                    affinity::record(&mut conn, fingerprint, route_id, ttl_seconds).await?;
+                    Ok(true)
+                }
+            })
+            .await?;
         if stored {
             let ttl = Duration::from_secs(ttl_seconds.unsigned_abs().into());
             self.affinity
@@ -824,16 +914,22 @@ impl ResponseCacheStore for Database {
         let generation = self.responses.generation();
         // Before the statement: no later than the row's `created_at`.
         let stored = Instant::now();
-        let mut conn = self.connection().await?;
-        response_cache::store(&mut conn, account_id, key, &json).await?;
+        self.bounded("a response to cache", async {
+            let mut conn = self.connection().await?;
+            response_cache::store(&mut conn, account_id, key, &json).await
+        })
+        .await?;
         self.responses
             .insert(account_id, *key, json.into(), stored, generation);
         Ok(())
     }
 
     async fn record_cache_hit(&self, hit: &CacheHit) -> Result<(), StoreError> {
-        let mut conn = self.connection().await?;
-        response_cache::record_hit(&mut conn, hit).await
+        self.bounded("a cache hit", async {
+            let mut conn = self.connection().await?;
+            response_cache::record_hit(&mut conn, hit).await
+        })
+        .await
     }
 
     async fn purge_response_cache(&self) -> Result<u64, StoreError> {
@@ -852,12 +948,40 @@ impl ResponseCacheStore for Database {
 /// request. Every statement of the router reads by key or by a short index
 /// range, so sequential scans are only the last resort
 /// (`enable_seqscan = off` weights them, it does not forbid them).
-async fn establish_with_point_lookup_plans(url: &str) -> ConnectionResult<AsyncPgConnection> {
-    let mut conn = AsyncPgConnection::establish(url).await?;
-    conn.batch_execute("SET enable_seqscan = off")
+async fn establish_with_point_lookup_plans(
+    url: String,
+    limits: DatabaseLimits,
+) -> ConnectionResult<AsyncPgConnection> {
+    // The connect timeout bounds the whole of it: a path that accepts the
+    // connection and answers nothing must not hold the checkout forever.
+    let establish = async {
+        let mut conn = AsyncPgConnection::establish(&url).await?;
+        // A statement blocked on a row lock ends on the server, rolled back,
+        // before the router stops waiting for it (see crate::bounds).
+        conn.batch_execute(&format!(
+            "SET enable_seqscan = off; SET lock_timeout = '{}ms'",
+            limits.lock_timeout.as_millis()
+        ))
         .await
         .map_err(ConnectionError::CouldntSetupConfiguration)?;
-    Ok(conn)
+        // The server's clock, for the billing statements' `valid_until`.
+        let sent = SystemTime::now();
+        let server_ms: i64 = diesel::select(diesel::dsl::sql::<diesel::sql_types::BigInt>(
+            "(extract(epoch FROM clock_timestamp()) * 1000)::bigint",
+        ))
+        .get_result(&mut conn)
+        .await
+        .map_err(ConnectionError::CouldntSetupConfiguration)?;
+        crate::bounds::server_clock_read(server_ms, sent, SystemTime::now());
+        Ok(conn)
+    };
+    match tokio::time::timeout(limits.connect_timeout, establish).await {
+        Ok(established) => established,
+        Err(_) => Err(ConnectionError::BadConnection(format!(
+            "no connection within the connect timeout ({} ms)",
+            limits.connect_timeout.as_millis()
+        ))),
+    }
 }
 
 /// Billing batches in flight at once, reservations and settlements together.
@@ -872,13 +996,25 @@ async fn establish_with_point_lookup_plans(url: &str) -> ConnectionResult<AsyncP
 const BATCHES_IN_FLIGHT: usize = 1;
 /// The most operations one statement carries.
 const MAX_BATCH: usize = 128;
+/// How long a shared batch waits for a row lock. Batches take turns, so a
+/// batch waiting on a row another session holds (a wallet locked by an
+/// operator's transaction, another instance's batch) would hold up every
+/// account's billing behind it. Past this wait the batch is rolled back and
+/// its operations run again one by one, outside the turn, each waiting for
+/// its locks as long as the connection's `lock_timeout`: the blocked
+/// account's requests wait (and then fail with 503), the others go through
+/// at once.
+const BATCH_LOCK_WAIT: Duration = Duration::from_millis(100);
 
 /// A group commit of `run_batch` over connections from `pool`, one batch at
-/// a time per slot of `slots`. A failed batch (or no connection) fails each
-/// of its operations with the same error.
+/// a time per slot of `slots`, each bounded by `limits`. A failed batch (or
+/// no connection) fails each of its operations with the same error; one
+/// that met a lock held past [`BATCH_LOCK_WAIT`] gives its slot up and runs
+/// each operation alone.
 fn group_commit<Item, Out, Run>(
     pool: &Pool<AsyncPgConnection>,
     slots: &BatchSlots,
+    limits: DatabaseLimits,
     run_batch: Run,
 ) -> GroupCommit<Item, Result<Out, StoreError>>
 where
@@ -887,94 +1023,351 @@ where
     Run: for<'c> AsyncBatch<'c, Item, Out> + Copy + Send + Sync + 'static,
 {
     let pool = pool.clone();
-    GroupCommit::spawn(slots.clone(), MAX_BATCH, move |items: Vec<Item>| {
-        let pool = pool.clone();
-        async move {
-            let outcome = match pool.get().await {
-                Ok(mut conn) => run_batch.run(&mut conn, &items).await,
-                Err(error) => Err(pool_error(error)),
-            };
-            match outcome {
-                Ok(outputs) => outputs.into_iter().map(Ok).collect(),
-                Err(error) => vec![Err(error); items.len()],
+    GroupCommit::spawn(
+        slots.clone(),
+        MAX_BATCH,
+        move |items: Vec<Item>, mut slot: Slot| {
+            let pool = pool.clone();
+            async move {
+                let shared = Some(format!("{}ms", BATCH_LOCK_WAIT.as_millis()));
+                match run_bounded(&pool, &limits, run_batch, &items, shared.clone()).await {
+                    Ok(outputs) => outputs.into_iter().map(Ok).collect(),
+                    Err(error) if is_lock_timeout(&error) => {
+                        // Rolled back on the server: safe to run again, out
+                        // of the turn, each alone with the same short wait:
+                        // every operation whose rows are free is done at
+                        // once. One blocked again answers the lock timeout,
+                        // and its caller waits out the lock on its own
+                        // (`Database::lock_turn`).
+                        slot.release();
+                        metrics::counter!("router_billing_batches_split_total").increment(1);
+                        let pool = &pool;
+                        let limits = &limits;
+                        futures::future::join_all(
+                            items
+                                .iter()
+                                .map(|item| run_one(pool, limits, run_batch, item, shared.clone())),
+                        )
+                        .await
+                    }
+                    Err(error) => vec![Err(error); items.len()],
+                }
             }
-        }
-    })
+        },
+    )
+}
+
+/// [`run_bounded`] over `item` alone.
+async fn run_one<Item, Out, Run>(
+    pool: &Pool<AsyncPgConnection>,
+    limits: &DatabaseLimits,
+    run_batch: Run,
+    item: &Item,
+    lock_wait: Option<String>,
+) -> Result<Out, StoreError>
+where
+    Run: for<'c> AsyncBatch<'c, Item, Out>,
+{
+    let one = std::slice::from_ref(item);
+    let mut outputs = run_bounded(pool, limits, run_batch, one, lock_wait).await?;
+    outputs
+        .pop()
+        .ok_or_else(|| StoreError::Query("a batch of one gave no output".into()))
+}
+
+/// One run of `run_batch` over `items`: a checkout, then the statement
+/// within the statement timeout, which the server will not start once the
+/// router has stopped waiting for it (`valid_until`).
+async fn run_bounded<Item, Out, Run>(
+    pool: &Pool<AsyncPgConnection>,
+    limits: &DatabaseLimits,
+    run_batch: Run,
+    items: &[Item],
+    lock_wait: Option<String>,
+) -> Result<Vec<Out>, StoreError>
+where
+    Run: for<'c> AsyncBatch<'c, Item, Out>,
+{
+    let mut conn = checkout(pool, limits).await?;
+    let bounds = BatchBounds {
+        lock_wait,
+        valid_until: Some(SystemTime::now() + limits.statement_timeout),
+    };
+    within(
+        limits.statement_timeout,
+        "a billing batch",
+        run_batch.run(&mut conn, items, &bounds),
+    )
+    .await
+}
+
+/// A connection from `pool` within `limits` (see [`Database::connection`]).
+async fn checkout(
+    pool: &Pool<AsyncPgConnection>,
+    limits: &DatabaseLimits,
+) -> Result<PooledConnection, StoreError> {
+    // Only a checkout that had to wait is timed: the common one finds a
+    // connection at once and costs the hot path nothing more.
+    let conn = if pool.status().available > 0 {
+        pool.get().await.map_err(pool_checkout_failed)?
+    } else {
+        let started = Instant::now();
+        let checkout = pool.get().await;
+        metrics::histogram!("router_db_pool_wait_seconds").record(started.elapsed().as_secs_f64());
+        checkout.map_err(pool_checkout_failed)?
+    };
+    Ok(PooledConnection::new(conn, limits.statement_timeout))
 }
 
 impl Database {
     /// A reservation straight against the wallet (group-committed), or, for
     /// a key with limits, on the key's exclusive path.
     pub(crate) async fn reserve_direct(&self, request: NewRequest) -> Result<(), ReserveError> {
-        if request.key_limited {
+        let request_id = request.request_id;
+        let reserved = if request.key_limited {
             // Not batched: the key's row is locked for the whole check. The
             // key's admissions in this process wait their turn before they
             // take a connection (key_turns.rs).
             let _turn = self.key_turns.take(request.api_key_id).await;
-            let mut conn = self.connection().await?;
-            return billing::reserve_limited(&mut conn, &request).await;
-        }
-        let (key_id, policy_version) = (request.api_key_id, request.policy_version);
-        match self.reservations.submit(request).await {
-            Some(Ok(true)) => Ok(()),
-            Some(Ok(false)) => {
+            self.bounded("a limited reservation", async {
                 let mut conn = self.connection().await?;
-                Err(billing::refusal(&mut conn, key_id, policy_version).await)
+                billing::reserve_limited(&mut conn, &request).await
+            })
+            .await
+        } else {
+            let (key_id, policy_version) = (request.api_key_id, request.policy_version);
+            let mut admitted = self.reservations.submit(request.clone()).await;
+            if let Some(Err(error)) = &admitted
+                && is_lock_timeout(error)
+            {
+                let error = error.clone();
+                admitted = Some(self.reserve_alone(&request, error).await);
             }
-            Some(Err(error)) => Err(error.into()),
-            None => Err(batching_stopped().into()),
+            match admitted {
+                Some(Ok(true)) => Ok(()),
+                Some(Ok(false)) => {
+                    self.bounded("a refusal's reason", async {
+                        let mut conn = self.connection().await?;
+                        Err(billing::refusal(&mut conn, key_id, policy_version).await)
+                    })
+                    .await
+                }
+                Some(Err(error)) => Err(error.into()),
+                None => Err(batching_stopped().into()),
+            }
+        };
+        if let Err(ReserveError::Store(error)) = &reserved
+            && is_timeout(error)
+        {
+            // The hold may have been taken although its answer was lost:
+            // released as soon as the database lets it be.
+            self.release_in_background(Voiding {
+                request_id,
+                reason: "service_unavailable".into(),
+                attempt: None,
+            });
         }
+        reserved
     }
 }
 
-/// How long a settlement whose outcome is unknown waits for the database to
-/// say whether it committed.
-const SETTLEMENT_OUTCOME_WAIT: Duration = Duration::from_secs(10);
-
 impl Database {
-    /// A settlement failed with the database unreachable: the connection
-    /// may have broken after its COMMIT reached the server, so the request
-    /// may be charged although the answer was lost (RELIABILITY.md D1: the
-    /// client sees success exactly when the settlement committed; the
-    /// reliability suite's outage part found such charges). Its hold is read
-    /// again, retrying while the database is away, for at most
-    /// [`SETTLEMENT_OUTCOME_WAIT`]: settled is the success it was; still held
-    /// is the failure it was (the caller voids it); unknown after the wait
-    /// stays the failure, and the hold is left to the reaper.
-    async fn settlement_outcome(
-        &self,
-        request_id: Uuid,
-        error: StoreError,
-    ) -> Result<NanoUsd, SettleError> {
-        match self.read_settlement_outcome(request_id).await {
-            Some(Some((status, charged))) if status == "settled" => {
-                Ok(NanoUsd(charged.unwrap_or(0)))
-            }
-            Some(Some((status, _))) if status == "held" => Err(error.into()),
-            Some(_) => Err(SettleError::NotReserved(request_id)),
-            None => Err(error.into()),
+    /// A turn to wait out a row lock alone: a billing operation whose batch
+    /// met a row lock held past [`BATCH_LOCK_WAIT`], and which met it again
+    /// alone, runs once more, out of the turn, waiting for its locks as long
+    /// as the connection's lock timeout. At most half the pool waits so at
+    /// once; `None` after a lock timeout's wait for a turn.
+    async fn lock_turn(&self) -> Option<tokio::sync::SemaphorePermit<'_>> {
+        let turn = tokio::time::timeout(self.limits.lock_timeout, self.blocked.acquire()).await;
+        turn.ok()?.ok()
+    }
+
+    /// The bounds of a billing statement run alone, starting now.
+    pub(crate) fn alone_bounds(&self) -> BatchBounds {
+        BatchBounds {
+            lock_wait: None,
+            valid_until: Some(crate::bounds::server_deadline(
+                self.limits.statement_timeout,
+            )),
         }
     }
 
+    /// [`billing::reserve_batch_within`] of `request` alone (see
+    /// [`Database::lock_turn`]); `blocked` when no turn came.
+    async fn reserve_alone(
+        &self,
+        request: &NewRequest,
+        blocked: StoreError,
+    ) -> Result<bool, StoreError> {
+        let Some(_turn) = self.lock_turn().await else {
+            return Err(blocked);
+        };
+        let mut conn = self.connection().await?;
+        let bounds = self.alone_bounds();
+        let admitted = within(
+            self.limits.statement_timeout,
+            "a reservation alone",
+            billing::reserve_batch_within(&mut conn, std::slice::from_ref(request), &bounds),
+        )
+        .await?;
+        Ok(admitted.into_iter().next().unwrap_or(false))
+    }
+
+    /// [`billing::settle_batch_within`] of `settlement` alone (see
+    /// [`Database::lock_turn`]); `blocked` when no turn came.
+    async fn settle_alone(
+        &self,
+        settlement: &Settlement,
+        blocked: StoreError,
+    ) -> Result<Option<NanoUsd>, StoreError> {
+        let Some(_turn) = self.lock_turn().await else {
+            return Err(blocked);
+        };
+        let mut conn = self.connection().await?;
+        let bounds = self.alone_bounds();
+        let settled = within(
+            self.limits.statement_timeout,
+            "a settlement alone",
+            crate::crash_points::settle_batch(&mut conn, std::slice::from_ref(settlement), &bounds),
+        )
+        .await?;
+        Ok(settled.into_iter().next().flatten())
+    }
+
+    /// [`crate::leases::settle_batch_within`] of `item` alone (see
+    /// [`Database::lock_turn`]); `blocked` when no turn came.
+    pub(crate) async fn settle_leased_alone(
+        &self,
+        item: &LeasedSettlement,
+        blocked: StoreError,
+    ) -> Result<Option<NanoUsd>, StoreError> {
+        let Some(_turn) = self.lock_turn().await else {
+            return Err(blocked);
+        };
+        let mut conn = self.connection().await?;
+        let bounds = self.alone_bounds();
+        let settled = within(
+            self.limits.statement_timeout,
+            "a leased settlement alone",
+            crate::crash_points::settle_leased_batch(
+                &mut conn,
+                std::slice::from_ref(item),
+                &bounds,
+            ),
+        )
+        .await?;
+        Ok(settled.into_iter().next().flatten())
+    }
+}
+
+/// How long a hold whose request could not be answered for (its reservation
+/// or settlement went unanswered) is tried again in the background before
+/// it is left to the reaper.
+const RELEASE_PATIENCE: Duration = Duration::from_secs(120);
+
+impl Database {
+    /// A settlement failed with the database unreachable or not answering
+    /// in time: it may have committed although its answer was lost
+    /// (RELIABILITY.md D1: the client sees success exactly when the
+    /// settlement committed). Its hold is fenced: released (with `attempt`
+    /// recorded as failed), if it is still held, by a statement that
+    /// excludes the settlement (both move the hold out of `held`, once). A
+    /// fence that went through is a failure the client may retry, with
+    /// nothing charged; a hold no longer held was settled (the success it
+    /// was) or released by another path. The fence is tried for at most
+    /// one bounded operation ([`DatabaseLimits::operation`]); a database
+    /// still away then leaves the failure standing, and the fence is tried
+    /// again in the background (the settlement itself can no longer commit:
+    /// the server would receive it after its `valid_until`).
+    async fn settlement_outcome(
+        &self,
+        request_id: Uuid,
+        attempt: AttemptRecord,
+        error: StoreError,
+    ) -> Result<NanoUsd, SettleError> {
+        let fence = unanswered_settlement(request_id, attempt);
+        let give_up = Instant::now() + self.limits.operation();
+        let mut pause = Duration::from_millis(50);
+        loop {
+            let remaining = give_up.saturating_duration_since(Instant::now());
+            let fenced = within(remaining, "a settlement's fence", async {
+                let mut conn = self.connection().await?;
+                billing::void(&mut conn, &fence).await
+            })
+            .await;
+            match fenced {
+                Ok(()) => return Err(error.into()),
+                Err(SettleError::NotReserved(_)) => {
+                    return match self.read_settlement_outcome(request_id).await {
+                        Some(Some((status, charged))) if status == "settled" => {
+                            Ok(NanoUsd(charged.unwrap_or(0)))
+                        }
+                        Some(_) => Err(SettleError::NotReserved(request_id)),
+                        // Not settled by this request's answer: the
+                        // settlement cannot commit any more.
+                        None => Err(error.into()),
+                    };
+                }
+                Err(_) if Instant::now() + pause < give_up => {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_millis(500));
+                }
+                Err(_) => {
+                    self.release_in_background(fence);
+                    return Err(error.into());
+                }
+            }
+        }
+    }
+
+    /// Releases a hold whose request was answered without it (see
+    /// [`Database::settlement_outcome`]) once the database answers again,
+    /// for at most [`RELEASE_PATIENCE`]; after that, the reaper releases it
+    /// when its lease runs out.
+    fn release_in_background(&self, voiding: Voiding) {
+        let database = self.clone();
+        tokio::spawn(async move {
+            let give_up = Instant::now() + RELEASE_PATIENCE;
+            let mut pause = Duration::from_millis(500);
+            while Instant::now() < give_up {
+                tokio::time::sleep(pause).await;
+                let released = database
+                    .bounded("a background release", async {
+                        let mut conn = database.connection().await?;
+                        billing::void(&mut conn, &voiding).await
+                    })
+                    .await;
+                match released {
+                    Ok(()) | Err(SettleError::NotReserved(_)) => return,
+                    Err(SettleError::Store(_)) => pause = (pause * 2).min(Duration::from_secs(5)),
+                }
+            }
+            tracing::warn!(request_id = %voiding.request_id, "a hold left to the reaper");
+        });
+    }
+
     /// The request's hold status and charge ([`billing::settlement_outcome`]),
-    /// read again and again while the database is away, for at most
-    /// [`SETTLEMENT_OUTCOME_WAIT`]; `None` when it could not be read.
+    /// read again and again while the database is away, for at most one
+    /// bounded operation ([`DatabaseLimits::operation`]); `None` when it
+    /// could not be read.
     pub(crate) async fn read_settlement_outcome(
         &self,
         request_id: Uuid,
     ) -> Option<Option<(String, Option<i64>)>> {
-        let give_up = Instant::now() + SETTLEMENT_OUTCOME_WAIT;
-        let mut pause = Duration::from_millis(100);
+        let give_up = Instant::now() + self.limits.operation();
+        let mut pause = Duration::from_millis(50);
         loop {
-            let read = match self.connection().await {
-                Ok(mut conn) => billing::settlement_outcome(&mut conn, request_id).await,
-                Err(e) => Err(e),
-            };
+            let remaining = give_up.saturating_duration_since(Instant::now());
+            let read = within(remaining, "a settlement's outcome", async {
+                let mut conn = self.connection().await?;
+                billing::settlement_outcome(&mut conn, request_id).await
+            })
+            .await;
             match read {
                 Ok(outcome) => return Some(outcome),
                 Err(_) if Instant::now() + pause < give_up => {
                     tokio::time::sleep(pause).await;
-                    pause = (pause * 2).min(Duration::from_secs(1));
+                    pause = (pause * 2).min(Duration::from_millis(500));
                 }
                 Err(_) => return None,
             }
@@ -982,27 +1375,46 @@ impl Database {
     }
 }
 
-/// A batch statement: `billing::reserve_batch` or `billing::settle_batch`,
-/// with one output per item.
+/// The release of a settlement that could not be written: its request
+/// fails with the answer it got (`service_unavailable`), and its attempt,
+/// which the supplier served, is recorded as failed
+/// (`settlement_unavailable`).
+fn unanswered_settlement(request_id: Uuid, mut attempt: AttemptRecord) -> Voiding {
+    attempt.outcome = router_core::store::AttemptOutcome::Failed {
+        upstream_status: None,
+        kind: "settlement_unavailable".into(),
+        retryable: false,
+    };
+    Voiding {
+        request_id,
+        reason: "service_unavailable".into(),
+        attempt: Some(attempt),
+    }
+}
+
+/// A batch statement: `billing::reserve_batch_within` or
+/// `billing::settle_batch_within`, with one output per item.
 trait AsyncBatch<'c, Item: 'c, Out> {
     fn run(
         self,
         conn: &'c mut AsyncPgConnection,
         items: &'c [Item],
+        bounds: &'c BatchBounds,
     ) -> impl Future<Output = Result<Vec<Out>, StoreError>> + Send + 'c;
 }
 
 impl<'c, Item: 'c, Out, F, Fut> AsyncBatch<'c, Item, Out> for F
 where
-    F: FnOnce(&'c mut AsyncPgConnection, &'c [Item]) -> Fut,
+    F: FnOnce(&'c mut AsyncPgConnection, &'c [Item], &'c BatchBounds) -> Fut,
     Fut: Future<Output = Result<Vec<Out>, StoreError>> + Send + 'c,
 {
     fn run(
         self,
         conn: &'c mut AsyncPgConnection,
         items: &'c [Item],
+        bounds: &'c BatchBounds,
     ) -> impl Future<Output = Result<Vec<Out>, StoreError>> + Send + 'c {
-        self(conn, items)
+        self(conn, items, bounds)
     }
 }
 

@@ -19,9 +19,20 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use tokio::sync::{Semaphore, mpsc, oneshot};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 
 type Pending<Item, Out> = (Item, oneshot::Sender<Out>);
+
+/// The slot a running batch holds. Released when the batch ends, or
+/// earlier by the batch itself ([`Slot::release`]) when what is left of its
+/// work need not keep the other queues waiting.
+pub(crate) struct Slot(Option<OwnedSemaphorePermit>);
+
+impl Slot {
+    pub(crate) fn release(&mut self) {
+        self.0 = None;
+    }
+}
 
 /// How many batches may run at once, across every queue given these slots.
 #[derive(Clone)]
@@ -44,11 +55,12 @@ where
     Out: Send + 'static,
 {
     /// Starts the batching task. `run` executes one batch, while holding one
-    /// of `slots`, and returns one output per item, in order. The task ends
-    /// when the last handle is dropped.
+    /// of `slots` (given to it: it may release it early), and returns one
+    /// output per item, in order. The task ends when the last handle is
+    /// dropped.
     pub(crate) fn spawn<Run, Fut>(slots: BatchSlots, max_batch: usize, run: Run) -> Self
     where
-        Run: Fn(Vec<Item>) -> Fut + Send + Sync + 'static,
+        Run: Fn(Vec<Item>, Slot) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Vec<Out>> + Send + 'static,
     {
         let (queue, mut pending) = mpsc::unbounded_channel::<Pending<Item, Out>>();
@@ -75,13 +87,12 @@ where
                 tokio::spawn(async move {
                     let (items, replies): (Vec<Item>, Vec<oneshot::Sender<Out>>) =
                         batch.into_iter().unzip();
-                    let outputs = run(items).await;
+                    let outputs = run(items, Slot(Some(slot))).await;
                     debug_assert_eq!(outputs.len(), replies.len());
                     for (reply, output) in replies.into_iter().zip(outputs) {
                         // A caller that left does not stop the others' replies.
                         let _ = reply.send(output);
                     }
-                    drop(slot);
                 });
             }
         });
@@ -111,9 +122,10 @@ mod tests {
         let commits = Arc::new(GroupCommit::spawn(
             BatchSlots::new(1),
             64,
-            move |items: Vec<u32>| {
+            move |items: Vec<u32>, slot: Slot| {
                 recorded.lock().unwrap().push(items.len());
                 async move {
+                    let _slot = slot;
                     tokio::time::sleep(Duration::from_millis(20)).await;
                     items.into_iter().map(|i| i * 10).collect::<Vec<_>>()
                 }
@@ -143,7 +155,7 @@ mod tests {
     async fn a_departed_caller_does_not_stop_its_item() {
         let ran = Arc::new(Mutex::new(Vec::new()));
         let seen = ran.clone();
-        let commits = GroupCommit::spawn(BatchSlots::new(1), 8, move |items: Vec<u32>| {
+        let commits = GroupCommit::spawn(BatchSlots::new(1), 8, move |items: Vec<u32>, _| {
             seen.lock().unwrap().extend(items.iter().copied());
             async move { items }
         });
@@ -157,10 +169,10 @@ mod tests {
     #[tokio::test]
     async fn an_idle_queue_does_not_hold_a_shared_slot() {
         let slots = BatchSlots::new(1);
-        let idle = GroupCommit::spawn(slots.clone(), 8, |items: Vec<u32>| async move { items });
+        let idle = GroupCommit::spawn(slots.clone(), 8, |items: Vec<u32>, _| async move { items });
         // Let the idle queue's task start and wait for work.
         tokio::time::sleep(Duration::from_millis(20)).await;
-        let busy = GroupCommit::spawn(slots, 8, |items: Vec<u32>| async move { items });
+        let busy = GroupCommit::spawn(slots, 8, |items: Vec<u32>, _| async move { items });
         for i in 0..3 {
             let out = tokio::time::timeout(Duration::from_secs(2), busy.submit(i)).await;
             assert_eq!(out, Ok(Some(i)), "a queue with work must get the slot");
@@ -174,19 +186,24 @@ mod tests {
         let running = Arc::new(Mutex::new((0usize, 0usize))); // (now, most at once)
         let queue = |slots: BatchSlots| {
             let running = running.clone();
-            Arc::new(GroupCommit::spawn(slots, 4, move |items: Vec<u32>| {
-                let running = running.clone();
-                async move {
-                    {
-                        let mut r = running.lock().unwrap();
-                        r.0 += 1;
-                        r.1 = r.1.max(r.0);
+            Arc::new(GroupCommit::spawn(
+                slots,
+                4,
+                move |items: Vec<u32>, slot: Slot| {
+                    let running = running.clone();
+                    async move {
+                        let _slot = slot;
+                        {
+                            let mut r = running.lock().unwrap();
+                            r.0 += 1;
+                            r.1 = r.1.max(r.0);
+                        }
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                        running.lock().unwrap().0 -= 1;
+                        items
                     }
-                    tokio::time::sleep(Duration::from_millis(5)).await;
-                    running.lock().unwrap().0 -= 1;
-                    items
-                }
-            }))
+                },
+            ))
         };
         let (reserves, settles) = (queue(slots.clone()), queue(slots));
         let callers: Vec<_> = (0..24)

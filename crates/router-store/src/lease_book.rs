@@ -620,10 +620,12 @@ impl Database {
     ) -> Result<(), ReserveError> {
         let account_id = request.account_id;
         let own_gave_back = self.answer_recall(account_id).await;
-        let others = {
-            let mut conn = self.connection().await?;
-            leases::unanswered(&mut conn, account_id, &book.holder, None).await?
-        };
+        let others = self
+            .bounded("a lease count", async {
+                let mut conn = self.connection().await?;
+                leases::unanswered(&mut conn, account_id, &book.holder, None).await
+            })
+            .await?;
         if others == 0 {
             return if own_gave_back {
                 self.reserve_direct(request).await
@@ -631,19 +633,23 @@ impl Database {
                 Err(refusal)
             };
         }
-        let asked = {
-            let mut conn = self.connection().await?;
-            leases::recall(&mut conn, account_id).await?
-        };
+        let asked = self
+            .bounded("a lease recall", async {
+                let mut conn = self.connection().await?;
+                leases::recall(&mut conn, account_id).await
+            })
+            .await?;
         let give_up = Instant::now() + book.settings.recall_wait;
         let mut pause = Duration::from_millis(5);
         loop {
             tokio::time::sleep(pause).await;
             pause = (pause * 2).min(Duration::from_millis(200));
-            let unanswered = {
-                let mut conn = self.connection().await?;
-                leases::unanswered(&mut conn, account_id, &book.holder, Some(asked)).await?
-            };
+            let unanswered = self
+                .bounded("a lease count", async {
+                    let mut conn = self.connection().await?;
+                    leases::unanswered(&mut conn, account_id, &book.holder, Some(asked)).await
+                })
+                .await?;
             match self.reserve_direct(request.clone()).await {
                 Err(refusal)
                     if recallable(&refusal) && unanswered > 0 && Instant::now() < give_up => {}
@@ -664,27 +670,27 @@ impl Database {
         if recalled.is_empty() {
             return false;
         }
-        let mut conn = match self.connection().await {
-            Ok(conn) => conn,
-            Err(error) => {
-                tracing::warn!(%error, "lease recall not answered");
-                return false;
+        let answering = self.bounded("a lease recall's answer", async {
+            let mut conn = self.connection().await?;
+            let mut gave_back = false;
+            for (lease_id, free, close) in recalled {
+                let answered = match leases::give_back(&mut conn, lease_id, free, true).await {
+                    Ok(_) if close => leases::close(&mut conn, lease_id)
+                        .await
+                        .map(|c| c.is_some()),
+                    other => other,
+                };
+                match answered {
+                    Ok(_) => gave_back |= free > 0 || close,
+                    Err(error) => tracing::warn!(%error, "lease recall not answered"),
+                }
             }
-        };
-        let mut gave_back = false;
-        for (lease_id, free, close) in recalled {
-            let answered = match leases::give_back(&mut conn, lease_id, free, true).await {
-                Ok(_) if close => leases::close(&mut conn, lease_id)
-                    .await
-                    .map(|c| c.is_some()),
-                other => other,
-            };
-            match answered {
-                Ok(_) => gave_back |= free > 0 || close,
-                Err(error) => tracing::warn!(%error, "lease recall not answered"),
-            }
-        }
-        gave_back
+            Ok::<_, StoreError>(gave_back)
+        });
+        answering.await.unwrap_or_else(|error| {
+            tracing::warn!(%error, "lease recall not answered");
+            false
+        })
     }
 
     async fn acquire_lease(&self, key: LeaseKey, policy_version: Option<i64>, reservation: i64) {
@@ -754,16 +760,22 @@ impl Database {
     async fn follow_up(&self, followup: Followup) {
         let outcome = match followup {
             Followup::Nothing => return,
-            Followup::GiveBack(lease_id, amount) => match self.connection().await {
-                Ok(mut conn) => leases::give_back(&mut conn, lease_id, amount, false)
-                    .await
-                    .map(|_| ()),
-                Err(error) => Err(error),
-            },
-            Followup::Close(lease_id) => match self.connection().await {
-                Ok(mut conn) => leases::close(&mut conn, lease_id).await.map(|_| ()),
-                Err(error) => Err(error),
-            },
+            Followup::GiveBack(lease_id, amount) => {
+                self.bounded("a lease's give-back", async {
+                    let mut conn = self.connection().await?;
+                    leases::give_back(&mut conn, lease_id, amount, false)
+                        .await
+                        .map(|_| ())
+                })
+                .await
+            }
+            Followup::Close(lease_id) => {
+                self.bounded("a lease's close", async {
+                    let mut conn = self.connection().await?;
+                    leases::close(&mut conn, lease_id).await.map(|_| ())
+                })
+                .await
+            }
         };
         if let Err(error) = outcome {
             // The lease keeps the funds until it expires and is reaped.
@@ -875,10 +887,15 @@ impl Database {
         use router_core::store::SettleError;
         crate::billing::check_settlement(&settlement)?;
         let request_id = settlement.request_id;
-        let outcome = self
-            .leased_settlements
-            .submit(LeasedSettlement { leased, settlement })
-            .await;
+        let item = LeasedSettlement { leased, settlement };
+        let mut outcome = self.leased_settlements.submit(item.clone()).await;
+        if let Some(Err(error)) = &outcome
+            && crate::bounds::is_lock_timeout(error)
+        {
+            let error = error.clone();
+            // Its wallet row is locked: waited out alone (Database::lock_turn).
+            outcome = Some(self.settle_leased_alone(&item, error).await);
+        }
         let outcome = match outcome {
             Some(Err(error @ StoreError::Unavailable(_))) => {
                 self.leased_settlement_outcome(request_id, error).await
@@ -903,10 +920,12 @@ impl Database {
                         reason: "service_unavailable".into(),
                         attempt: None,
                     };
-                    let written = match self.connection().await {
-                        Ok(mut conn) => leases::void(&mut conn, &leased, &voiding).await,
-                        Err(error) => Err(error),
-                    };
+                    let written = self
+                        .bounded("a leased request's row", async {
+                            let mut conn = self.connection().await?;
+                            leases::void(&mut conn, &leased, &voiding).await
+                        })
+                        .await;
                     if let Err(error) = written {
                         tracing::warn!(%error, %request_id, "a leased request's row not written");
                     }
@@ -937,10 +956,12 @@ impl Database {
         voiding: &router_core::store::Voiding,
     ) -> Result<(), router_core::store::SettleError> {
         let request_id = leased.request.request_id;
-        let written = match self.connection().await {
-            Ok(mut conn) => leases::void(&mut conn, &leased, voiding).await,
-            Err(error) => Err(error),
-        };
+        let written = self
+            .bounded("a leased release", async {
+                let mut conn = self.connection().await?;
+                leases::void(&mut conn, &leased, voiding).await
+            })
+            .await;
         if let Err(error) = written {
             // Nothing was charged, but its rows are not written yet: the
             // keeper writes them once it can.

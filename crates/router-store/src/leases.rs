@@ -410,7 +410,22 @@ pub async fn settle_batch(
     conn: &mut AsyncPgConnection,
     items: &[LeasedSettlement],
 ) -> Result<Vec<Option<NanoUsd>>, StoreError> {
-    let mut statement = SettleLeasedStatement::default();
+    settle_batch_within(conn, items, &crate::billing::BatchBounds::NONE).await
+}
+
+/// [`settle_batch`] within `bounds` (see
+/// [`crate::billing::settle_batch_within`]): a statement the server
+/// receives after `bounds.valid_until` writes nothing.
+pub async fn settle_batch_within(
+    conn: &mut AsyncPgConnection,
+    items: &[LeasedSettlement],
+    bounds: &crate::billing::BatchBounds,
+) -> Result<Vec<Option<NanoUsd>>, StoreError> {
+    let mut statement = SettleLeasedStatement {
+        lock_wait: bounds.lock_wait.clone(),
+        valid_until: bounds.valid_until.map(to_db),
+        ..SettleLeasedStatement::default()
+    };
     for item in items {
         statement.push(item)?;
     }
@@ -520,6 +535,8 @@ struct SettleLeasedStatement<'a> {
     created_ats: PgArray<DateTime<Utc>>,
     experiment_ids: PgArray<Option<Uuid>>,
     experiment_variants: PgArray<Option<&'a str>>,
+    lock_wait: Option<String>,
+    valid_until: Option<DateTime<Utc>>,
 }
 
 impl<'a> SettleLeasedStatement<'a> {
@@ -566,6 +583,8 @@ impl QueryFragment<Pg> for SettleLeasedStatement<'_> {
         p.bind::<Array<Timestamptz>, _>("created_ats", &self.created_ats)?;
         p.bind::<Array<Nullable<SqlUuid>>, _>("experiment_ids", &self.experiment_ids)?;
         p.bind::<Array<Nullable<Text>>, _>("experiment_variants", &self.experiment_variants)?;
+        p.bind::<Nullable<Timestamptz>, _>("valid_until", &self.valid_until)?;
+        p.lock_wait(&self.lock_wait)?;
         p.finish(
             ", t AS (
                 SELECT DISTINCT ON (t.request_id) t.*,
@@ -586,6 +605,8 @@ impl QueryFragment<Pg> for SettleLeasedStatement<'_> {
                           reasoning_tokens, route_id, attempt_no, supplier_id,
                           upstream_protocol, started_at, duration_ms, supplier_request_id,
                           ordinal)
+                -- Too late: the router has answered these requests already.
+                WHERE p.valid_until IS NULL OR statement_timestamp() <= p.valid_until
                 ORDER BY t.request_id, t.ordinal
             ), live AS (
                 -- Lease rows first, then wallets: the order of every lease statement.

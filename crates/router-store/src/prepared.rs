@@ -48,6 +48,23 @@ impl<'a, 'b> Params<'a, 'b> {
         Ok(())
     }
 
+    /// Sets the statement's own `lock_timeout` (`p.lock_wait`), local to its
+    /// transaction; `None` keeps the connection's. The `p` CTE is evaluated
+    /// before any row is locked, so every lock wait of the statement is
+    /// bounded by it (`set_config` is volatile: `p` is never inlined away).
+    pub(crate) fn lock_wait(&mut self, value: &'b Option<String>) -> QueryResult<()> {
+        if self.count > 0 {
+            self.out.push_sql(", ");
+        }
+        self.out.push_sql("set_config('lock_timeout', coalesce(");
+        self.out
+            .push_bind_param::<diesel::sql_types::Nullable<diesel::sql_types::Text>, _>(value)?;
+        self.out
+            .push_sql(", current_setting('lock_timeout')), true) AS lock_wait");
+        self.count += 1;
+        Ok(())
+    }
+
     /// Closes the `p` CTE and appends the constant statement body, which
     /// either continues the `WITH` list (`, x AS (...) ...`) or is the main
     /// statement.

@@ -33,6 +33,9 @@ pub(crate) struct ServerConfig {
     pub image_url_allow_loopback: bool,
     pub reaper_interval: Duration,
     pub database_pool_size: usize,
+    /// `ROUTER_DB_CONNECT_TIMEOUT_MS`, `ROUTER_DB_CHECKOUT_TIMEOUT_MS`,
+    /// `ROUTER_DB_STATEMENT_TIMEOUT_MS`, `ROUTER_DB_LOCK_TIMEOUT_MS`.
+    pub database_limits: router_store::DatabaseLimits,
     /// `ROUTER_HEADER_READ_TIMEOUT_SECS`, `ROUTER_KEEP_ALIVE_IDLE_SECS`,
     /// `ROUTER_H2_KEEP_ALIVE_SECS`, `ROUTER_BODY_*`, `ROUTER_MAX_CONNECTIONS*`.
     pub connections: router_server::connection::ConnectionLimits,
@@ -86,6 +89,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("hold_lease", &self.hold_lease)
             .field("image_deadline", &self.image_deadline)
             .field("image_url_allow_loopback", &self.image_url_allow_loopback)
+            .field("database_limits", &self.database_limits)
             .field("connections", &self.connections)
             .field("trusted_proxies", &self.trusted_proxies)
             .field("public_base", &self.public_base.origin())

@@ -24,7 +24,13 @@ pub(crate) async fn serve(
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("ROUTER_LISTEN: cannot bind {}", config.listen))?;
-    let db = match Database::connect(&config.database_url, config.database_pool_size).await {
+    let db = match Database::connect_with(
+        &config.database_url,
+        config.database_pool_size,
+        config.database_limits,
+    )
+    .await
+    {
         Ok(db) => db,
         // A server that answers and refuses (no such role or database, a
         // wrong password) will not change its mind: one line, and stop.
@@ -40,7 +46,11 @@ pub(crate) async fn serve(
             router_server::starting::serve_until(
                 &listener,
                 &config.connections,
-                connect_retrying(&config.database_url, config.database_pool_size),
+                connect_retrying(
+                    &config.database_url,
+                    config.database_pool_size,
+                    config.database_limits,
+                ),
             )
             .await
         }
@@ -225,11 +235,15 @@ fn refused_by_the_server(error: &str) -> bool {
 
 /// Connects to the database, retrying until it answers; a line once a
 /// minute says why it still cannot.
-async fn connect_retrying(url: &str, pool_size: usize) -> Database {
+async fn connect_retrying(
+    url: &str,
+    pool_size: usize,
+    limits: router_store::DatabaseLimits,
+) -> Database {
     let mut pause = CONNECT_RETRY_FIRST;
     loop {
         tokio::time::sleep(pause).await;
-        match Database::connect(url, pool_size).await {
+        match Database::connect_with(url, pool_size, limits).await {
             Ok(db) => {
                 tracing::info!("the database is reachable; starting");
                 return db;

@@ -90,6 +90,42 @@ pub(crate) struct ServeArgs {
     /// Database connections per process.
     #[arg(long, global = true, env = "ROUTER_DB_POOL_SIZE", default_value = "32")]
     db_pool_size: String,
+    /// Milliseconds a new database connection may take to be established
+    /// (TCP, start-up, authentication).
+    #[arg(
+        long,
+        global = true,
+        env = "ROUTER_DB_CONNECT_TIMEOUT_MS",
+        default_value = "5000"
+    )]
+    db_connect_timeout_ms: String,
+    /// Milliseconds a request waits for a pooled database connection.
+    #[arg(
+        long,
+        global = true,
+        env = "ROUTER_DB_CHECKOUT_TIMEOUT_MS",
+        default_value = "5000"
+    )]
+    db_checkout_timeout_ms: String,
+    /// Milliseconds a request waits for the statements of one database
+    /// operation; past it the connection is closed and the request answers
+    /// 503 with Retry-After.
+    #[arg(
+        long,
+        global = true,
+        env = "ROUTER_DB_STATEMENT_TIMEOUT_MS",
+        default_value = "5000"
+    )]
+    db_statement_timeout_ms: String,
+    /// Milliseconds a statement waits for a row lock on the server
+    /// (`lock_timeout`); below the statement timeout.
+    #[arg(
+        long,
+        global = true,
+        env = "ROUTER_DB_LOCK_TIMEOUT_MS",
+        default_value = "2000"
+    )]
+    db_lock_timeout_ms: String,
     /// Seconds a client has to send a whole request head, from its first
     /// byte (or from connecting); an idle connection that starts none is closed.
     #[arg(
@@ -413,6 +449,26 @@ impl ServeArgs {
         Ok(url.to_owned())
     }
 
+    /// `ROUTER_DB_*_TIMEOUT_MS`: the bounds of every database wait.
+    fn database_limits(&self) -> anyhow::Result<router_store::DatabaseLimits> {
+        let limits = router_store::DatabaseLimits {
+            connect_timeout: millis("ROUTER_DB_CONNECT_TIMEOUT_MS", &self.db_connect_timeout_ms)?,
+            checkout_timeout: millis(
+                "ROUTER_DB_CHECKOUT_TIMEOUT_MS",
+                &self.db_checkout_timeout_ms,
+            )?,
+            statement_timeout: millis(
+                "ROUTER_DB_STATEMENT_TIMEOUT_MS",
+                &self.db_statement_timeout_ms,
+            )?,
+            lock_timeout: millis("ROUTER_DB_LOCK_TIMEOUT_MS", &self.db_lock_timeout_ms)?,
+        };
+        limits.check().map_err(|e| {
+            anyhow!("ROUTER_DB_LOCK_TIMEOUT_MS: {e} (ROUTER_DB_STATEMENT_TIMEOUT_MS)")
+        })?;
+        Ok(limits)
+    }
+
     /// Every setting checked; the database and the catalog file are not
     /// touched here.
     pub(crate) fn server_config(&self) -> anyhow::Result<ServerConfig> {
@@ -484,6 +540,7 @@ impl ServeArgs {
             )?,
             reaper_interval: seconds("ROUTER_REAPER_INTERVAL_SECS", &self.reaper_interval_secs)?,
             database_pool_size: count("ROUTER_DB_POOL_SIZE", &self.db_pool_size)?,
+            database_limits: self.database_limits()?,
             connections: self.connections()?,
             trusted_proxies,
             public_base,
@@ -695,6 +752,14 @@ fn admin_token() -> anyhow::Result<Option<String>> {
         );
     }
     Ok(Some(token))
+}
+
+/// A whole number of milliseconds, 1 to 600,000.
+fn millis(name: &str, text: &str) -> anyhow::Result<Duration> {
+    match text.trim().parse::<u64>() {
+        Ok(ms) if (1..=600_000).contains(&ms) => Ok(Duration::from_millis(ms)),
+        _ => bail!("{name}: `{text}` is not a whole number of milliseconds from 1 to 600000"),
+    }
 }
 
 /// A whole number of seconds, at least 1.

@@ -18,6 +18,7 @@ mod key_policies;
 mod leases;
 mod ledger;
 mod migrations;
+mod outages;
 mod round_trips;
 mod routing_fronts;
 mod schema;

@@ -110,6 +110,62 @@ async fn client_cancel_before_success_is_not_charged() {
     panic!("the hold of a cancelled request was not released");
 }
 
+/// RELIABILITY.md I5 (attempts equal the supplier's calls), G-22: a client
+/// that leaves a non-streamed request while its supplier call is under way
+/// is not charged, and the attempt the supplier saw is still in the
+/// request's record, failed with `client_cancelled` (the failure kind a
+/// stream's client leaving records too).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_supplier_call_cut_by_the_client_leaving_is_recorded() {
+    use diesel_async::RunQueryDsl;
+    let (r, c) = TestRouter::start_rich().await;
+    r.mock.enqueue(Script::Reply(MockReply {
+        delay_ms: 1_500,
+        ..MockReply::text("late")
+    }));
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let left = client
+        .post(format!("{}/v1/chat/completions", r.base))
+        .bearer_auth(&c.key)
+        .json(&hello("m-text"))
+        .send()
+        .await;
+    assert!(left.is_err(), "the client left before the answer");
+    assert_eq!(r.mock.call_count(), 1, "the supplier saw the call");
+    #[derive(diesel::QueryableByName)]
+    struct Id {
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        id: String,
+    }
+    let mut conn = r.db.database().connection().await.unwrap();
+    let ids: Vec<Id> = diesel::sql_query(format!(
+        "SELECT id::text AS id FROM requests WHERE account_id = '{}'",
+        c.account_id
+    ))
+    .load(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(ids.len(), 1, "one request");
+    let record = r.request_record(&ids[0].id).await;
+    assert_eq!(record["status"], "failed");
+    assert_eq!(record["error_reason"], "client_cancelled", "{record}");
+    let attempts = record["attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 1, "the cut attempt is recorded: {record}");
+    assert_eq!(attempts[0]["outcome"], "failed");
+    assert_eq!(attempts[0]["failure_kind"], "client_cancelled");
+    assert_eq!(attempts[0]["attempt_no"], 1);
+    assert!(
+        attempts[0]["duration_ms"].as_i64().unwrap() >= 250,
+        "{record}"
+    );
+    let account = r.account(&c.account_id).await;
+    assert_eq!(account["held_nano_usd"], 0);
+    assert_eq!(account["balance_nano_usd"], 1_000_000_000_000i64);
+}
+
 /// A reply whose usage claims far more output than `max_tokens` allowed.
 fn overreported() -> Script {
     Script::Reply(MockReply {

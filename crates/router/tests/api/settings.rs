@@ -124,6 +124,11 @@ async fn every_setting_works_as_a_flag_after_serve() {
         ("ROUTER_HOLD_LEASE_SECS", "0"),
         ("ROUTER_REAPER_INTERVAL_SECS", "-1"),
         ("ROUTER_DB_POOL_SIZE", "0"),
+        ("ROUTER_DB_CONNECT_TIMEOUT_MS", "0"),
+        ("ROUTER_DB_CHECKOUT_TIMEOUT_MS", "soon"),
+        ("ROUTER_DB_STATEMENT_TIMEOUT_MS", "600001"),
+        // Not below the statement timeout (5000 by default).
+        ("ROUTER_DB_LOCK_TIMEOUT_MS", "5000"),
         ("ROUTER_HEADER_READ_TIMEOUT_SECS", "0"),
         ("ROUTER_KEEP_ALIVE_IDLE_SECS", "x"),
         ("ROUTER_H2_KEEP_ALIVE_SECS", "0"),
