@@ -1192,71 +1192,80 @@ impl Database {
         }
     }
 
-    /// [`billing::reserve_batch_within`] of `request` alone (see
-    /// [`Database::lock_turn`]); `blocked` when no turn came.
+    /// One billing statement for one item, out of the shared batches: it
+    /// waits for a lock turn ([`Database::lock_turn`]; `blocked` when none
+    /// came), runs under [`Database::alone_bounds`] and its statement
+    /// timeout, and answers the item's one output.
+    async fn alone<T>(
+        &self,
+        what: &'static str,
+        blocked: StoreError,
+        statement: impl AsyncFnOnce(&mut AsyncPgConnection, &BatchBounds) -> Result<Vec<T>, StoreError>,
+    ) -> Result<Option<T>, StoreError> {
+        let Some(_turn) = self.lock_turn().await else {
+            return Err(blocked);
+        };
+        let mut conn = self.connection().await?;
+        let bounds = self.alone_bounds();
+        let outputs = within(
+            self.limits.statement_timeout,
+            what,
+            statement(&mut conn, &bounds),
+        )
+        .await?;
+        Ok(outputs.into_iter().next())
+    }
+
+    /// [`billing::reserve_batch_within`] of `request` alone.
     async fn reserve_alone(
         &self,
         request: &NewRequest,
         blocked: StoreError,
     ) -> Result<bool, StoreError> {
-        let Some(_turn) = self.lock_turn().await else {
-            return Err(blocked);
-        };
-        let mut conn = self.connection().await?;
-        let bounds = self.alone_bounds();
-        let admitted = within(
-            self.limits.statement_timeout,
-            "a reservation alone",
-            billing::reserve_batch_within(&mut conn, std::slice::from_ref(request), &bounds),
-        )
-        .await?;
-        Ok(admitted.into_iter().next().unwrap_or(false))
+        let admitted = self
+            .alone("a reservation alone", blocked, async |conn, bounds| {
+                billing::reserve_batch_within(conn, std::slice::from_ref(request), bounds).await
+            })
+            .await?;
+        Ok(admitted.unwrap_or(false))
     }
 
-    /// [`billing::settle_batch_within`] of `settlement` alone (see
-    /// [`Database::lock_turn`]); `blocked` when no turn came.
+    /// [`billing::settle_batch_within`] of `settlement` alone.
     async fn settle_alone(
         &self,
         settlement: &Settlement,
         blocked: StoreError,
     ) -> Result<Option<NanoUsd>, StoreError> {
-        let Some(_turn) = self.lock_turn().await else {
-            return Err(blocked);
-        };
-        let mut conn = self.connection().await?;
-        let bounds = self.alone_bounds();
-        let settled = within(
-            self.limits.statement_timeout,
-            "a settlement alone",
-            crate::crash_points::settle_batch(&mut conn, std::slice::from_ref(settlement), &bounds),
-        )
-        .await?;
-        Ok(settled.into_iter().next().flatten())
+        let settled = self
+            .alone("a settlement alone", blocked, async |conn, bounds| {
+                crate::crash_points::settle_batch(conn, std::slice::from_ref(settlement), bounds)
+                    .await
+            })
+            .await?;
+        Ok(settled.flatten())
     }
 
-    /// [`crate::leases::settle_batch_within`] of `item` alone (see
-    /// [`Database::lock_turn`]); `blocked` when no turn came.
+    /// [`crate::leases::settle_batch_within`] of `item` alone.
     pub(crate) async fn settle_leased_alone(
         &self,
         item: &LeasedSettlement,
         blocked: StoreError,
     ) -> Result<Option<NanoUsd>, StoreError> {
-        let Some(_turn) = self.lock_turn().await else {
-            return Err(blocked);
-        };
-        let mut conn = self.connection().await?;
-        let bounds = self.alone_bounds();
-        let settled = within(
-            self.limits.statement_timeout,
-            "a leased settlement alone",
-            crate::crash_points::settle_leased_batch(
-                &mut conn,
-                std::slice::from_ref(item),
-                &bounds,
-            ),
-        )
-        .await?;
-        Ok(settled.into_iter().next().flatten())
+        let settled = self
+            .alone(
+                "a leased settlement alone",
+                blocked,
+                async |conn, bounds| {
+                    crate::crash_points::settle_leased_batch(
+                        conn,
+                        std::slice::from_ref(item),
+                        bounds,
+                    )
+                    .await
+                },
+            )
+            .await?;
+        Ok(settled.flatten())
     }
 }
 
