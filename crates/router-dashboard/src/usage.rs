@@ -339,7 +339,10 @@ impl Dashboard<'_> {
         let charge = view
             .ledger_entries
             .iter()
-            .filter(|e| e.ledger_account == "wallet" && e.kind == "charge")
+            // A reversal gives a charge back (its settlement's client saw an error).
+            .filter(|e| {
+                e.ledger_account == "wallet" && matches!(e.kind.as_str(), "charge" | "reversal")
+            })
             .map(|e| -e.amount_nano)
             .sum();
         Ok(RequestDetail {

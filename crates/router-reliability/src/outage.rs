@@ -37,6 +37,11 @@ struct Counts {
     succeeded: i64,
     #[diesel(sql_type = diesel::sql_types::BigInt)]
     reserved: i64,
+    /// Settlements that committed although their answers were lost, so
+    /// their clients were answered with an error: reversed once the
+    /// database answered again.
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    reversed: i64,
 }
 
 /// One request a load client sent: when, how long, status (0: the
@@ -116,6 +121,7 @@ struct Verdict {
     dropped: usize,
     calls_without_hold: i64,
     success_without_settlement: i64,
+    reversed: i64,
     stuck: i64,
     recovery: Option<Duration>,
     slowest: Duration,
@@ -135,7 +141,8 @@ impl Verdict {
     fn figures(&self) -> String {
         format!(
             "{}x200 {}x503 (without Retry-After {}), 500s {}, dropped {}; supplier calls without a committed hold {}; \
-             success without settlement {}; stuck holds {}; slowest answer {} ms; recovery {}",
+             success without settlement {}; settled with the answer lost and reversed {}; stuck holds {}; \
+             slowest answer {} ms; recovery {}",
             self.successes,
             self.unavailable,
             self.without_retry_after,
@@ -143,6 +150,7 @@ impl Verdict {
             self.dropped,
             self.calls_without_hold,
             self.success_without_settlement,
+            self.reversed,
             self.stuck,
             self.slowest.as_millis(),
             self.recovery
@@ -170,7 +178,9 @@ async fn judge(
                     (SELECT count(*) FROM requests WHERE account_id = '{account}'
                        AND status = 'succeeded') AS succeeded,
                     (SELECT count(*) FROM requests WHERE account_id = '{account}'
-                       AND status = 'reserved') AS reserved"
+                       AND status = 'reserved') AS reserved,
+                    (SELECT count(*) FROM requests WHERE account_id = '{account}'
+                       AND error_reason = 'settlement_unanswered') AS reversed"
         ))
         .get_result(&mut conn)
         .await?;
@@ -204,6 +214,7 @@ async fn judge(
             .saturating_sub(counts.holds)
             .max(0),
         success_without_settlement: i64::try_from(successes)? - counts.succeeded,
+        reversed: counts.reversed,
         stuck: counts.reserved,
         recovery: seen
             .iter()

@@ -1239,3 +1239,65 @@ pub async fn settlement_outcome(
         .optional()
         .map_err(store_error)
 }
+
+/// The `error_reason` of a request whose settlement committed after its
+/// client was answered with an error, and whose charge was reversed.
+pub const SETTLEMENT_UNANSWERED: &str = "settlement_unanswered";
+
+/// Gives back the charge of a request settled although its client was
+/// answered with an error: the settlement committed, and its answer was
+/// lost with the database (RELIABILITY.md D1: the client saw success
+/// exactly when it was charged). In one statement, once: the request
+/// becomes `failed` ([`SETTLEMENT_UNANSWERED`], charged nothing), the
+/// wallet gets its charge back, and the ledger records the `reversal`
+/// (wallet +charge, revenue −charge). Its hold stays `settled`: it was
+/// resolved by the settlement, and nothing of it is held any more. Works
+/// alike for a request admitted from a credit lease (its lease kept the
+/// charge apart; the charge comes back to the wallet's free balance).
+/// Returns the charge given back, or `None` when the request is not
+/// `succeeded` (never settled, or already reversed).
+pub async fn reverse_unanswered_settlement(
+    conn: &mut AsyncPgConnection,
+    request_id: Uuid,
+) -> Result<Option<NanoUsd>, StoreError> {
+    use diesel::OptionalExtension;
+    let reversed: Option<ChargedRow> = diesel::sql_query(
+        "WITH request AS (
+             UPDATE requests r
+             SET status = 'failed', error_reason = $3, charged_nano = NULL
+             WHERE r.id = $1 AND r.status = 'succeeded'
+             RETURNING r.id, r.account_id
+         ), charge AS (
+             SELECT request.id, request.account_id,
+                    coalesce(-sum(l.amount_nano), 0)::bigint AS charged
+             FROM request
+             LEFT JOIN ledger_entries l
+                 ON l.request_id = request.id AND l.kind = 'charge'
+                AND l.ledger_account = 'wallet'
+             GROUP BY request.id, request.account_id
+         ), wallet AS (
+             UPDATE wallets w
+             SET balance_nano = w.balance_nano + charge.charged, updated_at = now()
+             FROM charge
+             WHERE w.account_id = charge.account_id AND charge.charged > 0
+         ), ledger AS (
+             INSERT INTO ledger_entries (txn_id, request_id, account_id, ledger_account,
+                                         amount_nano, kind)
+             SELECT $2, charge.id, e.account_id, e.ledger_account, e.amount_nano, 'reversal'
+             FROM charge,
+                  LATERAL (VALUES (charge.account_id, 'wallet', charge.charged),
+                                  (NULL::uuid, 'revenue', -charge.charged))
+                      AS e (account_id, ledger_account, amount_nano)
+             WHERE charge.charged > 0
+         )
+         SELECT charged FROM charge",
+    )
+    .bind::<SqlUuid, _>(request_id)
+    .bind::<SqlUuid, _>(Uuid::now_v7())
+    .bind::<Text, _>(SETTLEMENT_UNANSWERED)
+    .get_result(conn)
+    .await
+    .optional()
+    .map_err(store_error)?;
+    Ok(reversed.map(|row| NanoUsd(row.charged)))
+}

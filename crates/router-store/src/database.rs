@@ -1312,9 +1312,13 @@ impl Database {
                             Ok(NanoUsd(charged.unwrap_or(0)))
                         }
                         Some(_) => Err(SettleError::NotReserved(request_id)),
-                        // Not settled by this request's answer: the
-                        // settlement cannot commit any more.
-                        None => Err(error.into()),
+                        // Unreadable: it may be settled, and the client is
+                        // answered with an error; a settlement found later
+                        // is reversed.
+                        None => {
+                            self.unanswered_settlement_in_background(fence);
+                            Err(error.into())
+                        }
                     };
                 }
                 Err(_) if Instant::now() + pause < give_up => {
@@ -1322,11 +1326,52 @@ impl Database {
                     pause = (pause * 2).min(Duration::from_millis(500));
                 }
                 Err(_) => {
-                    self.release_in_background(fence);
+                    self.unanswered_settlement_in_background(fence);
                     return Err(error.into());
                 }
             }
         }
+    }
+
+    /// Makes a settlement whose outcome stayed unknown match the error its
+    /// client was answered with, once the database answers again (for at
+    /// most [`RELEASE_PATIENCE`]): its hold is released if still held;
+    /// a settlement that committed although its answer was lost is
+    /// reversed ([`billing::reverse_unanswered_settlement`]).
+    fn unanswered_settlement_in_background(&self, fence: Voiding) {
+        let database = self.clone();
+        tokio::spawn(async move {
+            let give_up = Instant::now() + RELEASE_PATIENCE;
+            let mut pause = Duration::from_millis(500);
+            while Instant::now() < give_up {
+                tokio::time::sleep(pause).await;
+                let request_id = fence.request_id;
+                let resolved = database
+                    .bounded("an unanswered settlement", async {
+                        let mut conn = database.connection().await?;
+                        match billing::void(&mut conn, &fence).await {
+                            Err(SettleError::NotReserved(_)) => {
+                                billing::reverse_unanswered_settlement(&mut conn, request_id)
+                                    .await
+                                    .map_err(SettleError::from)
+                            }
+                            voided => voided.map(|()| None),
+                        }
+                    })
+                    .await;
+                match resolved {
+                    Ok(Some(charge)) => {
+                        tracing::warn!(%request_id, charge_nano = charge.0,
+                            "a settlement committed after its client was answered with an error: reversed");
+                        return;
+                    }
+                    Ok(None) => return,
+                    Err(_) => pause = (pause * 2).min(Duration::from_secs(5)),
+                }
+            }
+            tracing::error!(request_id = %fence.request_id,
+                "an unanswered settlement left unresolved: reverse its charge if it was settled");
+        });
     }
 
     /// Releases a hold whose request was answered without it (see

@@ -849,15 +849,25 @@ impl Database {
     }
 
     /// Writes the ends of leased requests that could not be written when
-    /// they ended: settled after all (the commit's answer was lost), or
-    /// failed. Until then their reservations stay outstanding.
+    /// they ended, whose clients were answered with an error: failed, or
+    /// settled after all (the commit's answer was lost), whose charge is
+    /// then reversed ([`crate::billing::reverse_unanswered_settlement`]:
+    /// the client saw no success). Until then their reservations stay
+    /// outstanding.
     async fn resolve_unwritten(&self, book: &LeaseBook) {
         for (leased, voiding) in book.take_unresolved() {
             let request_id = leased.request.request_id;
             let written = match self.connection().await {
                 Ok(mut conn) => {
                     match crate::billing::settlement_outcome(&mut conn, request_id).await {
-                        Ok(Some((status, charged))) if status == "settled" => Ok(charged),
+                        Ok(Some((status, charged))) if status == "settled" => {
+                            // The lease keeps the charge apart either way:
+                            // its amount went down with the settlement, and
+                            // the reversal gives the charge to the wallet.
+                            crate::billing::reverse_unanswered_settlement(&mut conn, request_id)
+                                .await
+                                .map(|_| charged)
+                        }
                         Ok(Some(_)) => Ok(None),
                         Ok(None) => leases::void(&mut conn, &leased, &voiding)
                             .await

@@ -89,7 +89,9 @@ pub struct RequestLine {
 }
 
 /// The wallet charges of `account_id` since `since`, by UTC day (days
-/// without charges are absent).
+/// without charges are absent). A reversed charge
+/// ([`crate::billing::reverse_unanswered_settlement`]) counts back, in
+/// spend and in requests, here and in every sum below.
 pub async fn by_day(
     conn: &mut AsyncPgConnection,
     account_id: Uuid,
@@ -97,10 +99,11 @@ pub async fn by_day(
 ) -> Result<Vec<DaySpend>, StoreError> {
     diesel::sql_query(
         "SELECT to_char(l.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day,
-                count(*)::bigint AS requests,
+                (count(*) FILTER (WHERE l.kind = 'charge')
+                 - count(*) FILTER (WHERE l.kind = 'reversal'))::bigint AS requests,
                 (-sum(l.amount_nano))::bigint AS spend_nano
          FROM ledger_entries l
-         WHERE l.account_id = $1 AND l.ledger_account = 'wallet' AND l.kind = 'charge'
+         WHERE l.account_id = $1 AND l.ledger_account = 'wallet' AND l.kind IN ('charge', 'reversal')
            AND l.created_at >= $2
          GROUP BY 1 ORDER BY 1",
     )
@@ -118,10 +121,12 @@ pub async fn by_model(
     since: DateTime<Utc>,
 ) -> Result<Vec<SpendLine>, StoreError> {
     diesel::sql_query(
-        "SELECT r.model AS name, '' AS prefix, count(*)::bigint AS requests,
+        "SELECT r.model AS name, '' AS prefix,
+                (count(*) FILTER (WHERE l.kind = 'charge')
+                 - count(*) FILTER (WHERE l.kind = 'reversal'))::bigint AS requests,
                 (-sum(l.amount_nano))::bigint AS spend_nano
          FROM ledger_entries l JOIN requests r ON r.id = l.request_id
-         WHERE l.account_id = $1 AND l.ledger_account = 'wallet' AND l.kind = 'charge'
+         WHERE l.account_id = $1 AND l.ledger_account = 'wallet' AND l.kind IN ('charge', 'reversal')
            AND l.created_at >= $2
          GROUP BY r.model ORDER BY spend_nano DESC, r.model",
     )
@@ -139,12 +144,14 @@ pub async fn by_key(
     since: DateTime<Utc>,
 ) -> Result<Vec<SpendLine>, StoreError> {
     diesel::sql_query(
-        "SELECT k.id::text AS name, k.display_prefix AS prefix, count(*)::bigint AS requests,
+        "SELECT k.id::text AS name, k.display_prefix AS prefix,
+                (count(*) FILTER (WHERE l.kind = 'charge')
+                 - count(*) FILTER (WHERE l.kind = 'reversal'))::bigint AS requests,
                 (-sum(l.amount_nano))::bigint AS spend_nano
          FROM ledger_entries l
          JOIN requests r ON r.id = l.request_id
          JOIN api_keys k ON k.id = r.api_key_id
-         WHERE l.account_id = $1 AND l.ledger_account = 'wallet' AND l.kind = 'charge'
+         WHERE l.account_id = $1 AND l.ledger_account = 'wallet' AND l.kind IN ('charge', 'reversal')
            AND l.created_at >= $2
          GROUP BY k.id, k.display_prefix ORDER BY spend_nano DESC, k.id",
     )
@@ -167,7 +174,7 @@ pub async fn key_activity(
                 coalesce((SELECT -sum(l.amount_nano)
                           FROM requests r JOIN ledger_entries l ON l.request_id = r.id
                           WHERE r.api_key_id = k.id AND l.ledger_account = 'wallet'
-                            AND l.kind = 'charge' AND l.created_at >= $2), 0)::bigint AS spend_nano,
+                            AND l.kind IN ('charge', 'reversal') AND l.created_at >= $2), 0)::bigint AS spend_nano,
                 (SELECT max(r.created_at) FROM requests r WHERE r.api_key_id = k.id) AS last_used_at
          FROM api_keys k WHERE k.account_id = $1",
     )
@@ -189,7 +196,7 @@ pub async fn requests(
                 r.inbound_protocol, r.stream, r.created_at,
                 coalesce((SELECT -sum(l.amount_nano) FROM ledger_entries l
                           WHERE l.request_id = r.id AND l.ledger_account = 'wallet'
-                            AND l.kind = 'charge'), 0)::bigint AS charged_nano
+                            AND l.kind IN ('charge', 'reversal')), 0)::bigint AS charged_nano
          FROM requests r JOIN api_keys k ON k.id = r.api_key_id
          WHERE r.account_id = $1
            AND ($2::text IS NULL OR r.model = $2)

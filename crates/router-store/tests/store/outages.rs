@@ -19,23 +19,32 @@ use uuid::Uuid;
 /// A TCP proxy to PostgreSQL that can black-hole its path: connections are
 /// still accepted, and nothing is forwarded either way while the hole
 /// lasts; what was sent is delivered once it heals (as TCP's
-/// retransmission would).
+/// retransmission would). It can also hole the way back only: statements
+/// reach the server and commit, and their answers are lost.
 struct BlackHole {
     port: u16,
-    holed: watch::Sender<bool>,
+    holed: watch::Sender<Hole>,
+}
+
+/// Which ways of the path are holed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Hole {
+    Open,
+    BothWays,
+    AnswersOnly,
 }
 
 impl BlackHole {
     async fn start(upstream: String) -> BlackHole {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
         let port = listener.local_addr().unwrap().port();
-        let (holed, watching) = watch::channel(false);
+        let (holed, watching) = watch::channel(Hole::Open);
         tokio::spawn(async move {
             while let Ok((inbound, _)) = listener.accept().await {
                 let upstream = upstream.clone();
                 let mut path = watching.clone();
                 tokio::spawn(async move {
-                    if path.wait_for(|holed| !holed).await.is_err() {
+                    if path.wait_for(|hole| *hole == Hole::Open).await.is_err() {
                         return;
                     }
                     let Ok(outbound) = TcpStream::connect(&upstream).await else {
@@ -44,8 +53,8 @@ impl BlackHole {
                     let (in_read, in_write) = inbound.into_split();
                     let (out_read, out_write) = outbound.into_split();
                     tokio::select! {
-                        () = pump(in_read, out_write, path.clone()) => {}
-                        () = pump(out_read, in_write, path) => {}
+                        () = pump(in_read, out_write, path.clone(), |h| h == Hole::BothWays) => {}
+                        () = pump(out_read, in_write, path, |h| h != Hole::Open) => {}
                     }
                 });
             }
@@ -54,18 +63,25 @@ impl BlackHole {
     }
 
     fn set(&self, holed: bool) {
-        self.holed.send_replace(holed);
+        self.holed
+            .send_replace(if holed { Hole::BothWays } else { Hole::Open });
+    }
+
+    fn lose_answers(&self) {
+        self.holed.send_replace(Hole::AnswersOnly);
     }
 }
 
+/// Forwards `from` to `to`, holding what it reads while `holed` says so.
 async fn pump(
     mut from: tokio::net::tcp::OwnedReadHalf,
     mut to: tokio::net::tcp::OwnedWriteHalf,
-    mut path: watch::Receiver<bool>,
+    mut path: watch::Receiver<Hole>,
+    holed: fn(Hole) -> bool,
 ) {
     let mut buf = vec![0u8; 16 * 1024];
     loop {
-        if *path.borrow_and_update() {
+        if holed(*path.borrow_and_update()) {
             if path.changed().await.is_err() {
                 return;
             }
@@ -197,6 +213,226 @@ async fn a_black_holed_database_is_waited_for_within_the_bound_and_charges_nothi
     }
     // And the pool works again.
     proxied.ping().await.unwrap();
+}
+
+/// RELIABILITY.md D1 (issue 33): a settlement commits and its answer is
+/// lost with the database, which stays away past the settlement's fence:
+/// the client is answered with an error, so once the database answers
+/// again the charge is reversed. The request ends `failed`, the wallet is
+/// whole, and the ledger holds the charge and its reversal, balanced.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_settlement_committed_with_its_answer_lost_is_reversed_once_the_database_answers() {
+    let db = TestDatabase::new().await;
+    let funded = funded_account(&db, 1_000_000).await;
+    let (hole, proxied_url) = through_a_black_hole(db.url()).await;
+    // One connection, on which the settlement statement is prepared by a
+    // first settlement: the lost answer is then the commit's own (a first
+    // statement would wait for its preparation's answer, and never run).
+    let proxied = Database::connect_with(&proxied_url, 1, SHORT)
+        .await
+        .unwrap();
+    let warm = new_request(&funded, 10_000);
+    proxied.reserve(warm.clone()).await.unwrap();
+    proxied
+        .settle(settlement(warm.request_id, 1_000))
+        .await
+        .unwrap();
+
+    let held = new_request(&funded, 10_000);
+    proxied.reserve(held.clone()).await.unwrap();
+
+    hole.lose_answers();
+    let settled = proxied.settle(settlement(held.request_id, 4_000)).await;
+    assert!(
+        matches!(settled, Err(SettleError::Store(StoreError::Unavailable(_)))),
+        "{settled:?}"
+    );
+    // The settlement reached the server and committed: charged for now.
+    let mut conn = db.connection().await.unwrap();
+    let row = hold_and_wallet(&mut conn, held.request_id).await;
+    assert_eq!((row.status.as_str(), row.balance), ("settled", 995_000));
+
+    hole.set(false);
+    let give_up = Instant::now() + Duration::from_secs(15);
+    let status = loop {
+        let status = request_status(&mut conn, held.request_id).await;
+        if status.0 != "succeeded" || Instant::now() > give_up {
+            break status;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(
+        status,
+        (
+            "failed".to_owned(),
+            None,
+            Some("settlement_unanswered".to_owned())
+        ),
+        "the request of a reversed settlement"
+    );
+    let row = hold_and_wallet(&mut conn, held.request_id).await;
+    assert_eq!(
+        row.balance, 999_000,
+        "the charge given back (the first one stands)"
+    );
+    assert_eq!(row.held, 0, "nothing held");
+    assert_eq!(
+        row.status, "settled",
+        "its hold was resolved by the settlement"
+    );
+    let entries: Vec<LedgerRow> = diesel::sql_query(format!(
+        "SELECT kind, ledger_account, amount_nano FROM ledger_entries
+         WHERE request_id = '{}' ORDER BY id",
+        held.request_id
+    ))
+    .load(&mut conn)
+    .await
+    .unwrap();
+    let entries: Vec<(&str, &str, i64)> = entries
+        .iter()
+        .map(|e| (e.kind.as_str(), e.ledger_account.as_str(), e.amount_nano))
+        .collect();
+    assert_eq!(
+        entries,
+        [
+            ("charge", "wallet", -4_000),
+            ("charge", "revenue", 4_000),
+            ("reversal", "wallet", 4_000),
+            ("reversal", "revenue", -4_000),
+        ]
+    );
+    // Once: a second reversal finds nothing to give back.
+    assert_eq!(
+        router_store::billing::reverse_unanswered_settlement(&mut conn, held.request_id)
+            .await
+            .unwrap(),
+        None
+    );
+    // The account's usage counts it back: only the first request, and its
+    // charge.
+    let days = router_store::usage::by_day(
+        &mut conn,
+        funded.account_id,
+        chrono::Utc::now() - chrono::Duration::days(1),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        days.iter()
+            .fold((0, 0), |(n, s), d| (n + d.requests, s + d.spend_nano)),
+        (1, 1_000),
+        "{days:?}"
+    );
+}
+
+/// The same for a request admitted from a credit lease (issue 34): its
+/// settlement commits, its answer is lost, and the lease keeper, which
+/// writes the ends of such requests once the database answers, reverses
+/// the charge; the lease keeps it apart, and the wallet gets it back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leased_settlement_committed_with_its_answer_lost_is_reversed() {
+    let db = TestDatabase::new().await;
+    let funded = funded_account(&db, 1_000_000).await;
+    let (hole, proxied_url) = through_a_black_hole(db.url()).await;
+    let proxied = Database::connect_with(&proxied_url, 1, SHORT)
+        .await
+        .unwrap();
+    proxied
+        .enable_credit_leases(router_store::LeaseSettings {
+            ttl: Duration::from_secs(4),
+            share_percent: 50,
+            min_requests: 4,
+            ..router_store::LeaseSettings::default()
+        })
+        .await
+        .unwrap();
+    // A direct request asks for the lease; a leased one prepares the
+    // leased settlement on the one connection.
+    let first = new_request(&funded, 1_000);
+    proxied.reserve(first.clone()).await.unwrap();
+    let give_up = Instant::now() + Duration::from_secs(10);
+    while proxied.leased_nano() == 0 {
+        assert!(Instant::now() < give_up, "no lease was taken");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    proxied
+        .void(crate::seed::voiding(first.request_id, "warm_up"))
+        .await
+        .unwrap();
+    let warm = new_request(&funded, 10_000);
+    proxied.reserve(warm.clone()).await.unwrap();
+    proxied
+        .settle(settlement(warm.request_id, 1_000))
+        .await
+        .unwrap();
+
+    let held = new_request(&funded, 10_000);
+    proxied.reserve(held.clone()).await.unwrap();
+    hole.lose_answers();
+    let settled = proxied.settle(settlement(held.request_id, 4_000)).await;
+    assert!(settled.is_err(), "{settled:?}");
+    let mut conn = db.connection().await.unwrap();
+    assert_eq!(
+        request_status(&mut conn, held.request_id).await.0,
+        "succeeded",
+        "the settlement committed"
+    );
+
+    hole.set(false);
+    let give_up = Instant::now() + Duration::from_secs(15);
+    let status = loop {
+        let status = request_status(&mut conn, held.request_id).await;
+        if status.0 != "succeeded" || Instant::now() > give_up {
+            break status;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(
+        status,
+        (
+            "failed".to_owned(),
+            None,
+            Some("settlement_unanswered".to_owned())
+        ),
+        "the request of a reversed settlement"
+    );
+    // Only the warm request's charge stands.
+    let (balance, _) = crate::seed::wallet(&db, funded.account_id).await;
+    assert_eq!(balance, 999_000);
+    crate::seed::assert_books_agree(&db).await;
+}
+
+#[derive(diesel::QueryableByName)]
+struct LedgerRow {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    kind: String,
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    ledger_account: String,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    amount_nano: i64,
+}
+
+#[derive(diesel::QueryableByName)]
+struct RequestStatus {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    status: String,
+    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::BigInt>)]
+    charged_nano: Option<i64>,
+    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Text>)]
+    error_reason: Option<String>,
+}
+
+async fn request_status(
+    conn: &mut AsyncPgConnection,
+    request_id: Uuid,
+) -> (String, Option<i64>, Option<String>) {
+    let row: RequestStatus = diesel::sql_query(format!(
+        "SELECT status, charged_nano, error_reason FROM requests WHERE id = '{request_id}'"
+    ))
+    .get_result(conn)
+    .await
+    .unwrap();
+    (row.status, row.charged_nano, row.error_reason)
 }
 
 /// RELIABILITY.md D4: another session holds one account's wallet row
