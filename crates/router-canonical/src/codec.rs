@@ -171,6 +171,16 @@ pub trait BodyExtensions {
     /// members the protocol does not define), refusing a bad value with an
     /// `invalid_parameter` error naming it.
     fn take(&mut self, members: &mut Map<String, Value>) -> Result<(), ApiError>;
+
+    /// Judges an `http:` or `https:` image URL the body gives at `param`,
+    /// before it enters the canonical request. Every such URL is accepted
+    /// by default. A gateway that forwards image URLs to suppliers, which
+    /// fetch them, refuses private and metadata hosts here
+    /// ([`crate::parse::public_http_image_url`]).
+    fn check_image_url(&self, param: &str, url: &str) -> Result<(), ApiError> {
+        let _ = (param, url);
+        Ok(())
+    }
 }
 
 /// No extensions: every member is judged by the protocol's rules.

@@ -22,7 +22,7 @@
 //! * [`json_object`] and [`required_text`]: the first steps of the wire
 //!   crates that read a body member by member (images, videos).
 
-use crate::{ApiError, ErrorCode, ImageSource, Sampling, ToolChoice};
+use crate::{ApiError, BodyExtensions, ErrorCode, ImageSource, Sampling, ToolChoice};
 use serde::de::value::MapAccessDeserializer;
 use serde::de::{self, DeserializeOwned, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
@@ -211,15 +211,17 @@ pub fn function_tool_choice(
 /// The source of an `input_image` part `{image_url | file_id, detail?}`:
 /// the Responses shape, also accepted on Chat, so both surfaces map it the
 /// same way. Exactly one of `image_url` (a URL [`check_image_url`] accepts)
-/// and `file_id` (an upload, resolved later); `path` names the part.
+/// and `file_id` (an upload, resolved later); `path` names the part, and
+/// `extensions` judges a web URL ([`BodyExtensions::check_image_url`]).
 pub fn input_image_source(
     path: &str,
     image_url: Option<String>,
     file_id: Option<String>,
+    extensions: &dyn BodyExtensions,
 ) -> Result<ImageSource, ApiError> {
     match (image_url, file_id) {
         (Some(url), None) => {
-            check_image_url(&format!("{path}.image_url"), &url)?;
+            check_image_url(&format!("{path}.image_url"), &url, extensions)?;
             Ok(ImageSource::Url { url })
         }
         (None, Some(file_id)) => Ok(ImageSource::Upload {
@@ -241,17 +243,22 @@ pub fn input_image_source(
 /// OpenAI surfaces.
 pub const IMAGE_MEDIA_TYPES: [&str; 4] = ["image/jpeg", "image/png", "image/gif", "image/webp"];
 
-/// An image URL on an OpenAI surface: `https:` or `http:` to a public host
-/// ([`public_http_image_url`]), or a base64 `data:` URL of one of
-/// [`IMAGE_MEDIA_TYPES`]; else a 400 naming `param`.
-pub fn check_image_url(param: &str, url: &str) -> Result<(), ApiError> {
+/// An image URL on an OpenAI surface: `https:` or `http:` (as
+/// `extensions` judges it: [`BodyExtensions::check_image_url`]), or a
+/// base64 `data:` URL of one of [`IMAGE_MEDIA_TYPES`]; else a 400 naming
+/// `param`.
+pub fn check_image_url(
+    param: &str,
+    url: &str,
+    extensions: &dyn BodyExtensions,
+) -> Result<(), ApiError> {
     fn strip_prefix_ci<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
         let head = s.get(..prefix.len())?;
         head.eq_ignore_ascii_case(prefix)
             .then(|| &s[prefix.len()..])
     }
     if strip_prefix_ci(url, "https://").is_some() || strip_prefix_ci(url, "http://").is_some() {
-        return public_http_image_url(param, url);
+        return extensions.check_image_url(param, url);
     }
     if let Some(rest) = strip_prefix_ci(url, "data:")
         && let Some((media_type, _)) = rest.split_once(";base64,")
@@ -267,10 +274,13 @@ pub fn check_image_url(param: &str, url: &str) -> Result<(), ApiError> {
     ))
 }
 
-/// An `http(s)` image URL a supplier will fetch must name a public host by
-/// the same rules as video references ([`crate::public_host::public_url`]):
-/// the router forwards it, so a private or metadata address would make the
-/// supplier (or a self-hosted model server next to the router) fetch it.
+/// An `http(s)` image URL that names a public host by the same rules as
+/// video references ([`crate::public_host::public_url`]); else a 400
+/// naming `param`. Not applied by the codecs themselves: a gateway that
+/// forwards image URLs to suppliers, which fetch them, calls it from its
+/// [`BodyExtensions::check_image_url`], so that a private or metadata
+/// address cannot make a supplier (or a self-hosted model server next to
+/// the gateway) fetch it.
 pub fn public_http_image_url(param: &str, url: &str) -> Result<(), ApiError> {
     crate::public_host::public_url(url).map_err(|why| {
         ApiError::invalid(
@@ -615,26 +625,26 @@ mod tests {
         let url = || Some("https://img.example/a.png".to_owned());
         let file = || Some("file-1".to_owned());
         assert_eq!(
-            input_image_source(p, url(), None).unwrap(),
+            input_image_source(p, url(), None, &()).unwrap(),
             ImageSource::Url {
                 url: "https://img.example/a.png".into()
             }
         );
         assert_eq!(
-            input_image_source(p, None, file()).unwrap(),
+            input_image_source(p, None, file(), &()).unwrap(),
             ImageSource::Upload {
                 file_id: "file-1".into(),
                 param: format!("{p}.file_id"),
             }
         );
-        let both = input_image_source(p, url(), file()).unwrap_err();
+        let both = input_image_source(p, url(), file(), &()).unwrap_err();
         assert_eq!(both.param.as_deref(), Some(p));
-        let neither = input_image_source(p, None, None).unwrap_err();
+        let neither = input_image_source(p, None, None, &()).unwrap_err();
         assert_eq!(
             neither.param.as_deref(),
             Some("input[0].content[1].image_url")
         );
-        let ftp = input_image_source(p, Some("ftp://x".into()), None).unwrap_err();
+        let ftp = input_image_source(p, Some("ftp://x".into()), None, &()).unwrap_err();
         assert_eq!(ftp.param.as_deref(), Some("input[0].content[1].image_url"));
     }
 
@@ -701,11 +711,25 @@ mod tests {
         assert_eq!(err.message, "`t` must be between 0 and 1, got 1.5");
     }
 
+    /// A gateway's rule for web image URLs: public hosts only.
+    struct PublicImages;
+
+    impl BodyExtensions for PublicImages {
+        fn take(&mut self, _: &mut Map<String, Value>) -> Result<(), ApiError> {
+            Ok(())
+        }
+        fn check_image_url(&self, param: &str, url: &str) -> Result<(), ApiError> {
+            public_http_image_url(param, url)
+        }
+    }
+
     #[test]
     fn image_urls_are_web_or_base64_images() {
-        assert!(check_image_url("u", "HTTPS://img.example/a.png").is_ok());
+        let check = |param, url| check_image_url(param, url, &PublicImages);
+        assert!(check("u", "HTTPS://img.example/a.png").is_ok());
         // Issue 33: a URL the supplier would fetch names a public host.
-        for url in [
+        let private = [
+            "http://127.0.0.1/a.png",
             "http://127.0.0.1/a.png",
             "http://169.254.169.254/latest/meta-data",
             "https://[::ffff:10.0.0.1]/a.png",
@@ -714,14 +738,18 @@ mod tests {
             "http://localhost/a.png",
             "http://metadata/computeMetadata/v1/",
             "https://user:pw@img.example/a.png",
-        ] {
-            let err = check_image_url("u", url).unwrap_err();
+        ];
+        for url in private {
+            let err = check("u", url).unwrap_err();
             assert_eq!(err.param.as_deref(), Some("u"), "{url}");
+            // The codecs' own rule is the protocol's: any web URL (issue 31).
+            assert_eq!(check_image_url("u", url, &()), Ok(()), "{url}");
         }
-        assert!(check_image_url("u", "data:image/PNG;base64,iVBORw0KGgo=").is_ok());
-        assert!(check_image_url("u", "data:image/bmp;base64,Qk0=").is_err());
-        let err = check_image_url("u", "ftp://x/a.png").unwrap_err();
+        assert!(check("u", "data:image/PNG;base64,iVBORw0KGgo=").is_ok());
+        assert!(check("u", "data:image/bmp;base64,Qk0=").is_err());
+        let err = check("u", "ftp://x/a.png").unwrap_err();
         assert_eq!(err.param.as_deref(), Some("u"));
+        assert!(check_image_url("u", "ftp://x/a.png", &()).is_err());
     }
 
     #[test]

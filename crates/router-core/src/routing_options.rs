@@ -73,6 +73,12 @@ impl BodyExtensions for RoutingOptions {
         *self = RoutingOptions::take_from(members)?;
         Ok(())
     }
+
+    /// Image URLs go to suppliers, which fetch them: public hosts only
+    /// (issue 33), a rule of the gateway's rather than of the protocols'.
+    fn check_image_url(&self, param: &str, url: &str) -> Result<(), ApiError> {
+        router_canonical::parse::public_http_image_url(param, url)
+    }
 }
 
 impl RoutingOptions {

@@ -99,7 +99,7 @@ fn convert_request(
     if audio.is_some() {
         return Err(ApiError::invalid(
             "audio",
-            "audio output is not supported through inference endpoints",
+            "audio output is not supported: only text output is",
         ));
     }
 
@@ -130,7 +130,7 @@ fn convert_request(
     let messages = messages
         .into_iter()
         .enumerate()
-        .map(|(i, m)| message(i, m))
+        .map(|(i, m)| message(i, m, &*extensions))
         .collect::<Result<Vec<_>, _>>()?;
     let tools = tools
         .unwrap_or_default()
@@ -220,7 +220,7 @@ fn role(role: ChatRole) -> Role {
     }
 }
 
-fn message(i: usize, m: ChatMessage) -> Result<Message, ApiError> {
+fn message(i: usize, m: ChatMessage, extensions: &dyn BodyExtensions) -> Result<Message, ApiError> {
     let base = format!("messages[{i}]");
     let ChatMessage {
         role: chat_role,
@@ -240,7 +240,7 @@ fn message(i: usize, m: ChatMessage) -> Result<Message, ApiError> {
         Some(MessageContent::Seq(parts)) => parts
             .into_iter()
             .enumerate()
-            .map(|(j, p)| content_part(&format!("{base}.content[{j}]"), chat_role, p))
+            .map(|(j, p)| content_part(&format!("{base}.content[{j}]"), chat_role, p, extensions))
             .collect::<Result<Vec<_>, _>>()?,
     };
     if tool_calls.is_some() && chat_role != ChatRole::Assistant {
@@ -303,6 +303,7 @@ fn content_part(
     path: &str,
     chat_role: ChatRole,
     part: wire::ContentPart,
+    extensions: &dyn BodyExtensions,
 ) -> Result<ContentPart, ApiError> {
     Ok(match part {
         wire::ContentPart::Text(p) => ContentPart::Text {
@@ -310,7 +311,11 @@ fn content_part(
             cache_control: p.cache_control.map(cache_control),
         },
         wire::ContentPart::ImageUrl(p) => {
-            check_image_url(&format!("{path}.image_url.url"), &p.image_url.url)?;
+            check_image_url(
+                &format!("{path}.image_url.url"),
+                &p.image_url.url,
+                extensions,
+            )?;
             ContentPart::Image {
                 source: ImageSource::Url {
                     url: p.image_url.url,
@@ -321,7 +326,7 @@ fn content_part(
         }
         wire::ContentPart::InputImage(p) => {
             let url = p.image_url.map(|image_url| image_url.url);
-            let source = parse::input_image_source(path, url, p.file_id)?;
+            let source = parse::input_image_source(path, url, p.file_id, extensions)?;
             ContentPart::Image {
                 source,
                 detail: p.detail,
@@ -334,7 +339,7 @@ fn content_part(
                     parse::base64_image(path, media_type, data)?
                 }
                 wire::ImageSource::Url { url } => {
-                    check_image_url(&format!("{path}.source.url"), &url)?;
+                    check_image_url(&format!("{path}.source.url"), &url, extensions)?;
                     ImageSource::Url { url }
                 }
                 wire::ImageSource::File { file_id } => ImageSource::Upload {

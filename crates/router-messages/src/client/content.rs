@@ -4,7 +4,7 @@
 
 use super::request::{Endpoint, no_unknown, pin};
 use crate::wire::request::{self as wire, Content, ContentBlock};
-use router_canonical::{ApiError, CacheControl, ContentPart, ImageSource, Role};
+use router_canonical::{ApiError, BodyExtensions, CacheControl, ContentPart, ImageSource, Role};
 use serde_json::Value;
 
 fn not_allowed(path: &str, kind: &str, role: Role) -> ApiError {
@@ -33,6 +33,7 @@ pub(super) fn block(
     block: ContentBlock,
     endpoint: Endpoint,
     native_only: &mut Option<String>,
+    extensions: &dyn BodyExtensions,
 ) -> Result<ContentPart, ApiError> {
     let kind = block.kind().to_owned();
     let allowed = match role {
@@ -58,7 +59,7 @@ pub(super) fn block(
             if endpoint == Endpoint::CountTokens {
                 return Err(not_counted(path, &kind));
             }
-            image_part(path, b)
+            image_part(path, b, extensions)
         }
         ContentBlock::ToolUse(b) => {
             let wire::ToolUseBlock {
@@ -112,7 +113,7 @@ pub(super) fn block(
                                 }
                                 // Chat has no image tool results (D-26).
                                 pin(native_only, inner_path.clone());
-                                image_part(&inner_path, image)
+                                image_part(&inner_path, image, extensions)
                             }
                             other => Err(ApiError::invalid(
                                 format!("{inner_path}.type"),
@@ -169,11 +170,11 @@ pub(super) fn block(
                 }
                 "server_tool_use" | "mcp_tool_use" | "mcp_tool_result" | "container_upload" => {
                     format!(
-                        "`{kind}` blocks are not supported: server tools, MCP and containers are not available through the router"
+                        "`{kind}` blocks are not supported: only client tools are (no server tools, MCP or containers)"
                     )
                 }
                 k if k.ends_with("_tool_result") => format!(
-                    "`{kind}` blocks are not supported: server tools are not available through the router"
+                    "`{kind}` blocks are not supported: only client tools are (no server tools)"
                 ),
                 _ => format!("unknown content block type `{kind}`"),
             },
@@ -205,7 +206,11 @@ pub(super) fn text_part(path: &str, b: wire::TextBlock) -> Result<ContentPart, A
     })
 }
 
-fn image_part(path: &str, b: wire::ImageBlock) -> Result<ContentPart, ApiError> {
+fn image_part(
+    path: &str,
+    b: wire::ImageBlock,
+    extensions: &dyn BodyExtensions,
+) -> Result<ContentPart, ApiError> {
     let wire::ImageBlock {
         source,
         cache_control,
@@ -224,7 +229,7 @@ fn image_part(path: &str, b: wire::ImageBlock) -> Result<ContentPart, ApiError> 
                     "an image URL must be https: or http:",
                 ));
             }
-            router_canonical::parse::public_http_image_url(&format!("{path}.source.url"), &url)?;
+            extensions.check_image_url(&format!("{path}.source.url"), &url)?;
             ImageSource::Url { url }
         }
         wire::ImageSource::File { file_id } => ImageSource::Upload {

@@ -211,7 +211,7 @@ fn convert_request(
         messages.push(message);
     }
     for (i, m) in wire_messages.into_iter().enumerate() {
-        messages.push(message(i, m, endpoint, &mut native_only)?);
+        messages.push(message(i, m, endpoint, &mut native_only, &*extensions)?);
     }
 
     let mut tool_members = Map::new();
@@ -310,8 +310,8 @@ fn convert_request(
 
 fn unknown_top_level(key: &str, endpoint: Endpoint) -> ApiError {
     let why = match key {
-        "mcp_servers" => "MCP servers are not supported through the router".to_owned(),
-        "container" => "container execution is not supported through the router".to_owned(),
+        "mcp_servers" => "MCP servers are not supported: only client tools are".to_owned(),
+        "container" => "container execution is not supported".to_owned(),
         _ => format!("it is not accepted by {}", endpoint.path()),
     };
     ApiError::invalid(key, format!("unknown field `{key}`: {why}"))
@@ -364,6 +364,7 @@ fn message(
     m: InputMessage,
     endpoint: Endpoint,
     native_only: &mut Option<String>,
+    extensions: &dyn BodyExtensions,
 ) -> Result<Message, ApiError> {
     let base = format!("messages[{i}]");
     let InputMessage {
@@ -400,6 +401,7 @@ fn message(
                         b,
                         endpoint,
                         native_only,
+                        extensions,
                     )
                 })
                 .collect::<Result<Vec<_>, _>>()?,
@@ -456,7 +458,7 @@ fn tool(
         return Err(ApiError::invalid(
             format!("{base}.type"),
             format!(
-                "tools of type `{kind}` are not supported: hosted and server tools are not available through the router, only client tools"
+                "tools of type `{kind}` are not supported: only client tools are (no hosted or server tools)"
             ),
         ));
     }

@@ -215,7 +215,14 @@ fn convert_request(
         Input::Seq(items) => {
             let mut turn = Turn::default();
             for (i, item) in items.into_iter().enumerate() {
-                input_item(i, item, &mut turn, &mut messages, &mut native_only)?;
+                input_item(
+                    i,
+                    item,
+                    &mut turn,
+                    &mut messages,
+                    &mut native_only,
+                    &*extensions,
+                )?;
             }
             turn.flush(&mut messages);
         }
@@ -342,12 +349,13 @@ fn input_item(
     turn: &mut Turn,
     messages: &mut Vec<Message>,
     native_only: &mut Option<String>,
+    extensions: &dyn BodyExtensions,
 ) -> Result<(), ApiError> {
     let base = format!("input[{i}]");
     match item {
         InputItem::Message(m) => {
             let role = m.role;
-            let (parts, was_string) = message_content(&base, m, native_only)?;
+            let (parts, was_string) = message_content(&base, m, native_only, extensions)?;
             if role == MessageRole::Assistant {
                 turn.push(parts, Some(was_string));
             } else {
@@ -395,7 +403,9 @@ fn input_item(
                     parts
                         .into_iter()
                         .enumerate()
-                        .map(|(j, p)| tool_output_part(&format!("{base}.output[{j}]"), p))
+                        .map(|(j, p)| {
+                            tool_output_part(&format!("{base}.output[{j}]"), p, extensions)
+                        })
                         .collect::<Result<Vec<_>, _>>()?,
                     false,
                 ),
@@ -439,6 +449,7 @@ fn message_content(
     base: &str,
     m: MessageItem,
     native_only: &mut Option<String>,
+    extensions: &dyn BodyExtensions,
 ) -> Result<(Vec<ContentPart>, bool), ApiError> {
     match m.content {
         MessageContent::Text(text) => Ok((
@@ -470,7 +481,7 @@ fn message_content(
                     }
                     image @ (WirePart::InputImage(_)
                     | WirePart::ImageUrl(_)
-                    | WirePart::Image(_)) => image_part(&path, image)?,
+                    | WirePart::Image(_)) => image_part(&path, image, extensions)?,
                     WirePart::OutputText(_) | WirePart::Refusal(_) => {
                         return Err(ApiError::invalid(
                             format!("{path}.type"),
@@ -485,11 +496,15 @@ fn message_content(
     }
 }
 
-fn tool_output_part(path: &str, part: WirePart) -> Result<ContentPart, ApiError> {
+fn tool_output_part(
+    path: &str,
+    part: WirePart,
+    extensions: &dyn BodyExtensions,
+) -> Result<ContentPart, ApiError> {
     match part {
         WirePart::InputText(p) => Ok(text_part(p)),
         image @ (WirePart::InputImage(_) | WirePart::ImageUrl(_) | WirePart::Image(_)) => {
-            image_part(path, image)
+            image_part(path, image, extensions)
         }
         WirePart::OutputText(_) | WirePart::Refusal(_) => Err(ApiError::invalid(
             format!("{path}.type"),
@@ -539,11 +554,19 @@ fn text_part(p: wire::TextPart) -> ContentPart {
 }
 
 /// An image part of any of the three accepted shapes.
-fn image_part(path: &str, part: WirePart) -> Result<ContentPart, ApiError> {
+fn image_part(
+    path: &str,
+    part: WirePart,
+    extensions: &dyn BodyExtensions,
+) -> Result<ContentPart, ApiError> {
     let p = match part {
         WirePart::InputImage(p) => p,
         WirePart::ImageUrl(p) => {
-            check_image_url(&format!("{path}.image_url.url"), &p.image_url.url)?;
+            check_image_url(
+                &format!("{path}.image_url.url"),
+                &p.image_url.url,
+                extensions,
+            )?;
             return Ok(ContentPart::Image {
                 source: ImageSource::Url {
                     url: p.image_url.url,
@@ -558,7 +581,7 @@ fn image_part(path: &str, part: WirePart) -> Result<ContentPart, ApiError> {
                     parse::base64_image(path, media_type, data)?
                 }
                 wire::ImageSource::Url { url } => {
-                    check_image_url(&format!("{path}.source.url"), &url)?;
+                    check_image_url(&format!("{path}.source.url"), &url, extensions)?;
                     ImageSource::Url { url }
                 }
                 wire::ImageSource::File { file_id } => ImageSource::Upload {
@@ -580,7 +603,7 @@ fn image_part(path: &str, part: WirePart) -> Result<ContentPart, ApiError> {
             ));
         }
     };
-    let source = parse::input_image_source(path, p.image_url, p.file_id)?;
+    let source = parse::input_image_source(path, p.image_url, p.file_id, extensions)?;
     Ok(ContentPart::Image {
         source,
         detail: p.detail,
