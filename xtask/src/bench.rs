@@ -538,6 +538,27 @@ fn key_policies(bench: &Bench, router: &Router, admin_token: &str) -> Result<Key
     })
 }
 
+/// With credit leases on, how the router's admissions went so far
+/// (`router_credit_lease_admissions_total` by outcome), on the bench's log:
+/// a step whose requests went to the database directly says why.
+fn log_lease_admissions(router: &Router, admin_token: &str, after: Protocol) {
+    let Ok(response) = http(&router.addr, "GET", "/metrics", Some(admin_token), None) else {
+        return;
+    };
+    let counts: Vec<String> = response
+        .body
+        .lines()
+        .filter_map(|line| line.strip_prefix("router_credit_lease_admissions_total{outcome=\""))
+        .filter_map(|rest| rest.split_once("\"} "))
+        .map(|(outcome, count)| format!("{outcome} {count}"))
+        .collect();
+    eprintln!(
+        "xtask bench: credit lease admissions after {}: {}",
+        after.name(),
+        counts.join(", ")
+    );
+}
+
 /// Chat with the plain key, with `X-CI-Experiment` of a running experiment,
 /// and with a prompt whose prefix takes part in prompt-cache affinity, all
 /// on one fresh account, back to back (issue 16).
@@ -943,6 +964,9 @@ pub fn run(args: &[String]) -> Result<bool> {
             direct,
             router: routed,
         });
+        if bench.options.leases {
+            log_lease_admissions(&router, &admin_token, protocol);
+        }
     }
 
     bench.check_stop()?;

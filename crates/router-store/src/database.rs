@@ -723,7 +723,15 @@ impl Store for Database {
         if let Some(book) = self.lease_book()
             && let Some(leased) = book.leased(settlement.request_id)
         {
-            return self.settle_leased(book, leased, settlement).await;
+            // In a task of its own: a caller that leaves mid-settlement
+            // (its future dropped) must not leave the request outstanding
+            // in the book, nor its end unwritten.
+            let (database, book) = (self.clone(), book.clone());
+            return tokio::spawn(
+                async move { database.settle_leased(&book, leased, settlement).await },
+            )
+            .await
+            .unwrap_or_else(|_| Err(SettleError::Store(task_stopped())));
         }
         billing::check_settlement(&settlement)?;
         let request_id = settlement.request_id;
@@ -757,7 +765,13 @@ impl Store for Database {
         if let Some(book) = self.lease_book()
             && let Some(leased) = book.leased(voiding.request_id)
         {
-            return self.void_leased(book, leased, &voiding).await;
+            // In a task of its own, as a leased settlement is.
+            let (database, book) = (self.clone(), book.clone());
+            return tokio::spawn(
+                async move { database.void_leased(&book, leased, &voiding).await },
+            )
+            .await
+            .unwrap_or_else(|_| Err(SettleError::Store(task_stopped())));
         }
         let released = self
             .bounded("a release", async {
@@ -1433,6 +1447,12 @@ impl Database {
 /// fails with the answer it got (`service_unavailable`), and its attempt,
 /// which the supplier served, is recorded as failed
 /// (`settlement_unavailable`).
+/// A leased request's end whose task stopped (it panicked): the outcome is
+/// unknown to its caller.
+fn task_stopped() -> StoreError {
+    StoreError::Unavailable("the task writing a leased request's end stopped".into())
+}
+
 fn unanswered_settlement(request_id: Uuid, mut attempt: AttemptRecord) -> Voiding {
     attempt.outcome = router_core::store::AttemptOutcome::Failed {
         upstream_status: None,

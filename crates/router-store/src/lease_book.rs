@@ -177,13 +177,26 @@ impl LeaseBook {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Admits `request` from its account's lease when the lease can cover it.
+    /// Admits `request` from its account's lease when the lease can cover
+    /// it. Counts each answer by its reason
+    /// (`router_credit_lease_admissions_total{outcome}`), so an operator
+    /// sees why requests go to the database directly.
     pub(crate) fn take(&self, request: &NewRequest) -> Take {
-        if (request.key_limited && !request.key_spend_only)
-            || !self.listening.load(Ordering::Acquire)
-            || !self.healthy.load(Ordering::Acquire)
-        {
-            return Take::Direct { acquire: false };
+        let (take, outcome) = self.take_counted(request);
+        metrics::counter!("router_credit_lease_admissions_total", "outcome" => outcome)
+            .increment(1);
+        take
+    }
+
+    fn take_counted(&self, request: &NewRequest) -> (Take, &'static str) {
+        if request.key_limited && !request.key_spend_only {
+            return (Take::Direct { acquire: false }, "direct_key_limits");
+        }
+        if !self.listening.load(Ordering::Acquire) {
+            return (Take::Direct { acquire: false }, "direct_not_listening");
+        }
+        if !self.healthy.load(Ordering::Acquire) {
+            return (Take::Direct { acquire: false }, "direct_unresolved_ends");
         }
         let now = Instant::now();
         let amount = request.reserve.0;
@@ -220,11 +233,11 @@ impl LeaseBook {
                         attempts: Vec::new(),
                     },
                 );
-                return Take::Admitted { grow };
+                return (Take::Admitted { grow }, "leased");
             }
             // Too small for this one: top it up for the next, go direct now.
             let grow = state.busy.insert(key);
-            return Take::Direct { acquire: grow };
+            return (Take::Direct { acquire: grow }, "direct_lease_too_small");
         }
         let leased = state.leases.contains_key(&key);
         let cooling = state
@@ -232,7 +245,12 @@ impl LeaseBook {
             .get(&request.account_id)
             .is_some_and(|until| now < *until);
         let acquire = !leased && !cooling && state.busy.insert(key);
-        Take::Direct { acquire }
+        let outcome = match (leased, cooling) {
+            (true, _) => "direct_lease_draining_or_stale",
+            (false, true) => "direct_cooling_down",
+            (false, false) => "direct_no_lease",
+        };
+        (Take::Direct { acquire }, outcome)
     }
 
     pub(crate) fn is_leased(&self, request_id: Uuid) -> bool {

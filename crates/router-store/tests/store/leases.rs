@@ -426,3 +426,85 @@ async fn a_stopping_instance_returns_its_leases() {
     leasing.void(voiding(id, "done")).await.unwrap();
     assert_books_agree(&db).await;
 }
+
+/// A leased request whose caller leaves while its settlement is in flight
+/// (the client went away and the request's future was dropped): the batch
+/// commits anyway, and the lease book must record the request's end too.
+/// It did not: the request stayed outstanding on its lease forever, so the
+/// lease, once idle, drained and could never close, and the account was
+/// never leased again (every later request went to the database directly;
+/// the bench's Messages case after its Chat cases, issue 34).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_settlement_whose_caller_left_still_ends_the_leased_request() {
+    let db = TestDatabase::new().await;
+    let funded = funded_account(&db, 1_001_000).await;
+    let leasing = instance(&db, settings(50, 4)).await;
+    warm(&leasing, &funded, 1_000).await;
+    assert_eq!(leasing.leased_nano(), 500_000);
+
+    let request = new_request(&funded, 3_000);
+    let id = request.request_id;
+    leasing.reserve(request).await.unwrap();
+    assert!(
+        polled_once(leasing.settle(settlement(id, 1_234))).await,
+        "the settlement answered at once"
+    );
+
+    // The batch committed without its caller; the book follows it.
+    let give_up = Instant::now() + Duration::from_secs(5);
+    while leasing.leased_nano() != 500_000 - 1_234 {
+        assert!(
+            Instant::now() < give_up,
+            "the book still counts the request: {} leased",
+            leasing.leased_nano()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(active_leases(&db, &funded).await, 500_000 - 1_234);
+    let view = leasing.get_request(id).await.unwrap().unwrap();
+    assert_eq!(view.status, "succeeded");
+    assert_eq!(view.charged_nano, Some(1_234));
+    assert_books_agree(&db).await;
+}
+
+/// The same for a release whose caller left: the reservation goes back to
+/// the lease.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_release_whose_caller_left_still_ends_the_leased_request() {
+    let db = TestDatabase::new().await;
+    let funded = funded_account(&db, 1_001_000).await;
+    let leasing = instance(&db, settings(50, 4)).await;
+    warm(&leasing, &funded, 1_000).await;
+
+    let request = new_request(&funded, 3_000);
+    let id = request.request_id;
+    leasing.reserve(request).await.unwrap();
+    assert!(
+        polled_once(leasing.void(voiding(id, "client_cancelled"))).await,
+        "the release answered at once"
+    );
+    let give_up = Instant::now() + Duration::from_secs(5);
+    while leasing.get_request(id).await.unwrap().is_none() {
+        assert!(Instant::now() < give_up, "the release was not written");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        leasing.leased_nano(),
+        500_000,
+        "the reservation is free again"
+    );
+    assert_eq!(active_leases(&db, &funded).await, 500_000);
+    assert_books_agree(&db).await;
+}
+
+/// Polls `operation` once and drops it, as a request's future is dropped
+/// when its client leaves; whether it was still pending.
+async fn polled_once<T>(operation: impl std::future::Future<Output = T>) -> bool {
+    let mut operation = std::pin::pin!(operation);
+    tokio::select! {
+        biased;
+        _ = &mut operation => false,
+        () = std::future::ready(()) => true,
+    }
+}
