@@ -750,7 +750,10 @@ impl Store for Database {
             Some(Err(error)) if is_lock_timeout(&error) => {
                 // Rolled back on the server: not charged, for certain. The
                 // hold is released once the lock is gone.
-                self.release_in_background(unanswered_settlement(request_id, attempt));
+                self.release_in_background(
+                    unanswered_settlement(request_id, attempt),
+                    IfSettled::Leave,
+                );
                 Err(error.into())
             }
             Some(Err(error @ StoreError::Unavailable(_))) => {
@@ -784,7 +787,7 @@ impl Store for Database {
         {
             // Its wallet row is locked, or the database did not answer: the
             // hold is released once it can be rather than at its expiry.
-            self.release_in_background(voiding);
+            self.release_in_background(voiding, IfSettled::Leave);
         }
         released
     }
@@ -1175,11 +1178,14 @@ impl Database {
         {
             // The hold may have been taken although its answer was lost:
             // released as soon as the database lets it be.
-            self.release_in_background(Voiding {
-                request_id,
-                reason: "service_unavailable".into(),
-                attempt: None,
-            });
+            self.release_in_background(
+                Voiding {
+                    request_id,
+                    reason: "service_unavailable".into(),
+                    attempt: None,
+                },
+                IfSettled::Leave,
+            );
         }
         reserved
     }
@@ -1330,7 +1336,7 @@ impl Database {
                         // answered with an error; a settlement found later
                         // is reversed.
                         None => {
-                            self.unanswered_settlement_in_background(fence);
+                            self.release_in_background(fence, IfSettled::Reverse);
                             Err(error.into())
                         }
                     };
@@ -1340,61 +1346,24 @@ impl Database {
                     pause = (pause * 2).min(Duration::from_millis(500));
                 }
                 Err(_) => {
-                    self.unanswered_settlement_in_background(fence);
+                    self.release_in_background(fence, IfSettled::Reverse);
                     return Err(error.into());
                 }
             }
         }
     }
 
-    /// Makes a settlement whose outcome stayed unknown match the error its
-    /// client was answered with, once the database answers again (for at
-    /// most [`RELEASE_PATIENCE`]): its hold is released if still held;
-    /// a settlement that committed although its answer was lost is
-    /// reversed ([`billing::reverse_unanswered_settlement`]).
-    fn unanswered_settlement_in_background(&self, fence: Voiding) {
+    /// Releases a hold whose request was answered without it once the
+    /// database answers again, for at most [`RELEASE_PATIENCE`]; after
+    /// that, the reaper releases it when its lease runs out. A hold found
+    /// no longer held is left alone, unless `if_settled` says the client
+    /// was answered with an error although its settlement may have
+    /// committed: then that settlement is reversed
+    /// ([`billing::reverse_unanswered_settlement`]).
+    fn release_in_background(&self, voiding: Voiding, if_settled: IfSettled) {
         let database = self.clone();
         tokio::spawn(async move {
-            let give_up = Instant::now() + RELEASE_PATIENCE;
-            let mut pause = Duration::from_millis(500);
-            while Instant::now() < give_up {
-                tokio::time::sleep(pause).await;
-                let request_id = fence.request_id;
-                let resolved = database
-                    .bounded("an unanswered settlement", async {
-                        let mut conn = database.connection().await?;
-                        match billing::void(&mut conn, &fence).await {
-                            Err(SettleError::NotReserved(_)) => {
-                                billing::reverse_unanswered_settlement(&mut conn, request_id)
-                                    .await
-                                    .map_err(SettleError::from)
-                            }
-                            voided => voided.map(|()| None),
-                        }
-                    })
-                    .await;
-                match resolved {
-                    Ok(Some(charge)) => {
-                        tracing::warn!(%request_id, charge_nano = charge.0,
-                            "a settlement committed after its client was answered with an error: reversed");
-                        return;
-                    }
-                    Ok(None) => return,
-                    Err(_) => pause = (pause * 2).min(Duration::from_secs(5)),
-                }
-            }
-            tracing::error!(request_id = %fence.request_id,
-                "an unanswered settlement left unresolved: reverse its charge if it was settled");
-        });
-    }
-
-    /// Releases a hold whose request was answered without it (see
-    /// [`Database::settlement_outcome`]) once the database answers again,
-    /// for at most [`RELEASE_PATIENCE`]; after that, the reaper releases it
-    /// when its lease runs out.
-    fn release_in_background(&self, voiding: Voiding) {
-        let database = self.clone();
-        tokio::spawn(async move {
+            let request_id = voiding.request_id;
             let give_up = Instant::now() + RELEASE_PATIENCE;
             let mut pause = Duration::from_millis(500);
             while Instant::now() < give_up {
@@ -1402,15 +1371,28 @@ impl Database {
                 let released = database
                     .bounded("a background release", async {
                         let mut conn = database.connection().await?;
-                        billing::void(&mut conn, &voiding).await
+                        match (billing::void(&mut conn, &voiding).await, if_settled) {
+                            (Err(SettleError::NotReserved(_)), IfSettled::Reverse) => {
+                                billing::reverse_unanswered_settlement(&mut conn, request_id)
+                                    .await
+                                    .map_err(SettleError::from)
+                            }
+                            (Err(SettleError::NotReserved(_)), IfSettled::Leave) => Ok(None),
+                            (voided, _) => voided.map(|()| None),
+                        }
                     })
                     .await;
                 match released {
-                    Ok(()) | Err(SettleError::NotReserved(_)) => return,
+                    Ok(Some(charge)) => {
+                        tracing::warn!(%request_id, charge_nano = charge.0,
+                            "a settlement committed after its client was answered with an error: reversed");
+                        return;
+                    }
+                    Ok(None) | Err(SettleError::NotReserved(_)) => return,
                     Err(SettleError::Store(_)) => pause = (pause * 2).min(Duration::from_secs(5)),
                 }
             }
-            tracing::warn!(request_id = %voiding.request_id, "a hold left to the reaper");
+            tracing::warn!(%request_id, "a hold left to the reaper (reverse its charge by hand if it was settled and its client saw an error)");
         });
     }
 
@@ -1443,16 +1425,28 @@ impl Database {
     }
 }
 
-/// The release of a settlement that could not be written: its request
-/// fails with the answer it got (`service_unavailable`), and its attempt,
-/// which the supplier served, is recorded as failed
-/// (`settlement_unavailable`).
 /// A leased request's end whose task stopped (it panicked): the outcome is
 /// unknown to its caller.
 fn task_stopped() -> StoreError {
     StoreError::Unavailable("the task writing a leased request's end stopped".into())
 }
 
+/// What a background release does with a hold it finds no longer held
+/// ([`Database::release_in_background`]).
+#[derive(Clone, Copy)]
+enum IfSettled {
+    /// Leave it: released by another path, or a reservation that never
+    /// reached a settlement.
+    Leave,
+    /// Reverse its settlement: the client was answered with an error
+    /// while the settlement's outcome was unknown.
+    Reverse,
+}
+
+/// The release of a settlement that could not be written: its request
+/// fails with the answer it got (`service_unavailable`), and its attempt,
+/// which the supplier served, is recorded as failed
+/// (`settlement_unavailable`).
 fn unanswered_settlement(request_id: Uuid, mut attempt: AttemptRecord) -> Voiding {
     attempt.outcome = router_core::store::AttemptOutcome::Failed {
         upstream_status: None,
