@@ -117,6 +117,11 @@ impl LeaseKey {
 struct State {
     /// Per account (and per key with spend limits), its lease.
     leases: HashMap<LeaseKey, Lease>,
+    /// Draining leases replaced by a new one while requests were still
+    /// outstanding on them, by lease id: they close when the last ends. A
+    /// lease that drains (idle, recalled, unheard) must not keep its
+    /// account from a new lease for as long as a long request runs.
+    retired: HashMap<Uuid, (LeaseKey, Lease)>,
     /// Per request admitted from a lease, what its end must write.
     requests: HashMap<Uuid, LeasedRequest>,
     /// Leases being taken or topped up.
@@ -239,16 +244,19 @@ impl LeaseBook {
             let grow = state.busy.insert(key);
             return (Take::Direct { acquire: grow }, "direct_lease_too_small");
         }
-        let leased = state.leases.contains_key(&key);
+        // A draining lease does not stop a new one (it retires when the new
+        // one is taken); a stale one waits for its renewal.
+        let existing = state.leases.get(&key).map(|lease| lease.draining);
         let cooling = state
             .cooldown
             .get(&request.account_id)
             .is_some_and(|until| now < *until);
-        let acquire = !leased && !cooling && state.busy.insert(key);
-        let outcome = match (leased, cooling) {
-            (true, _) => "direct_lease_draining_or_stale",
-            (false, true) => "direct_cooling_down",
-            (false, false) => "direct_no_lease",
+        let acquire = existing != Some(false) && !cooling && state.busy.insert(key);
+        let outcome = match (existing, cooling) {
+            (Some(false), _) => "direct_lease_stale",
+            (_, true) => "direct_cooling_down",
+            (Some(true), false) => "direct_lease_draining",
+            (None, false) => "direct_no_lease",
         };
         (Take::Direct { acquire }, outcome)
     }
@@ -278,39 +286,49 @@ impl LeaseBook {
     /// `lease_gone`).
     fn ended(&self, request_id: Uuid, charge: Option<i64>, lease_gone: bool) -> Followup {
         let mut state = self.state();
+        let state = &mut *state;
         let Some(leased) = state.requests.remove(&request_id) else {
             return Followup::Nothing;
         };
         let key = LeaseKey::of(&leased.request);
-        let Some(lease) = state.leases.get_mut(&key) else {
+        let lease = match state.leases.get_mut(&key) {
+            Some(lease) if lease.id == leased.lease_id => Some(lease),
+            _ => state
+                .retired
+                .get_mut(&leased.lease_id)
+                .map(|(_, lease)| lease),
+        };
+        let Some(lease) = lease else {
             return Followup::Nothing;
         };
-        if lease.id != leased.lease_id {
-            return Followup::Nothing;
-        }
         let amount = leased.request.reserve.0;
         lease.outstanding -= amount;
         if lease_gone {
             // Released by the reaper: nothing of it is ours any more.
             lease.draining = true;
             lease.free = 0;
-            if lease.outstanding == 0 {
-                state.leases.remove(&key);
-            }
-            return Followup::Nothing;
+        } else {
+            lease.free += amount - charge.unwrap_or(0);
         }
-        lease.free += amount - charge.unwrap_or(0);
         if !lease.draining {
             return Followup::Nothing;
         }
+        let id = lease.id;
         if lease.outstanding == 0 {
-            let id = lease.id;
-            state.leases.remove(&key);
-            return Followup::Close(id);
+            if state.leases.get(&key).is_some_and(|l| l.id == id) {
+                state.leases.remove(&key);
+            } else {
+                state.retired.remove(&id);
+            }
+            return if lease_gone {
+                Followup::Nothing
+            } else {
+                Followup::Close(id)
+            };
         }
         match std::mem::take(&mut lease.free) {
             0 => Followup::Nothing,
-            free => Followup::GiveBack(lease.id, free),
+            free => Followup::GiveBack(id, free),
         }
     }
 
@@ -340,6 +358,11 @@ impl LeaseBook {
             .is_some_and(|until| Instant::now() < *until);
         if recalled {
             return Followup::Close(lease_id);
+        }
+        if let Some(draining) = state.leases.remove(&key) {
+            // Taken while the key's old lease drained: the old one closes
+            // when its last request ends (or at the keeper's next pass).
+            state.retired.insert(draining.id, (key, draining));
         }
         state.leases.insert(
             key,
@@ -392,6 +415,15 @@ impl LeaseBook {
             recalled.push((lease.id, free, close));
             !close
         });
+        state.retired.retain(|_, (key, lease)| {
+            if key.account_id != account_id {
+                return true;
+            }
+            let free = std::mem::take(&mut lease.free);
+            let close = lease.outstanding == 0;
+            recalled.push((lease.id, free, close));
+            !close
+        });
         recalled
     }
 
@@ -426,8 +458,13 @@ impl LeaseBook {
             .collect()
     }
 
+    /// The key's lease that admits requests (not a draining one), to top up.
     fn own_lease(&self, key: LeaseKey) -> Option<Uuid> {
-        self.state().leases.get(&key).map(|l| l.id)
+        self.state()
+            .leases
+            .get(&key)
+            .filter(|l| !l.draining)
+            .map(|l| l.id)
     }
 
     /// The keeper's pass: leases to renew, and leases to close (idle or
@@ -452,6 +489,17 @@ impl LeaseBook {
             renew.push(lease.id);
             true
         });
+        state.retired.retain(|_, (_, lease)| {
+            if lease.outstanding == 0 {
+                close.push(lease.id);
+                return false;
+            }
+            if lease.free > 0 {
+                give_back.push((lease.id, std::mem::take(&mut lease.free)));
+            }
+            renew.push(lease.id);
+            true
+        });
         (renew, close, give_back)
     }
 
@@ -467,9 +515,12 @@ impl LeaseBook {
     /// How much this instance holds in leases (free and in flight), for tests
     /// and metrics.
     pub(crate) fn held(&self) -> i64 {
-        self.state()
+        let state = self.state();
+        let retired = state.retired.values().map(|(_, lease)| lease);
+        state
             .leases
             .values()
+            .chain(retired)
             .map(|l| l.free + l.outstanding)
             .sum()
     }

@@ -508,3 +508,78 @@ async fn polled_once<T>(operation: impl std::future::Future<Output = T>) -> bool
         () = std::future::ready(()) => true,
     }
 }
+
+async fn active_lease_count(db: &TestDatabase, funded: &Funded) -> i64 {
+    count(
+        db,
+        &format!(
+            "SELECT count(*) AS n FROM credit_leases
+             WHERE status = 'active' AND account_id = '{}'",
+            funded.account_id
+        ),
+    )
+    .await
+}
+
+/// A lease that drains while a long request is outstanding on it (a
+/// stream of minutes) does not keep its account from a new lease: the next
+/// request takes one, later requests are admitted from it, and the old
+/// lease closes when its last request ends (issue 34).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_draining_lease_with_a_long_request_does_not_block_a_new_lease() {
+    let db = TestDatabase::new().await;
+    let funded = funded_account(&db, 1_001_000).await;
+    let leasing = instance(
+        &db,
+        LeaseSettings {
+            ttl: Duration::from_secs(1),
+            idle: Duration::from_millis(300),
+            share_percent: 50,
+            min_requests: 4,
+            ..LeaseSettings::default()
+        },
+    )
+    .await;
+    warm(&leasing, &funded, 1_000).await;
+    let long = new_request(&funded, 3_000);
+    leasing.reserve(long.clone()).await.unwrap();
+
+    // Idle, the lease drains; the long request keeps it open.
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    assert_eq!(active_lease_count(&db, &funded).await, 1);
+
+    // The next request goes direct and takes a new lease beside it.
+    let next = new_request(&funded, 3_000);
+    leasing.reserve(next.clone()).await.unwrap();
+    let give_up = Instant::now() + Duration::from_secs(5);
+    while active_lease_count(&db, &funded).await < 2 {
+        assert!(
+            Instant::now() < give_up,
+            "no new lease beside the draining one"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let holds = count(&db, "SELECT count(*) AS n FROM holds").await;
+    let later = new_request(&funded, 3_000);
+    leasing.reserve(later.clone()).await.unwrap();
+    assert_eq!(
+        count(&db, "SELECT count(*) AS n FROM holds").await,
+        holds,
+        "admitted from the new lease"
+    );
+
+    // The long request ends: the old lease closes.
+    leasing
+        .settle(settlement(long.request_id, 1_234))
+        .await
+        .unwrap();
+    let give_up = Instant::now() + Duration::from_secs(5);
+    while active_lease_count(&db, &funded).await > 1 {
+        assert!(Instant::now() < give_up, "the old lease did not close");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    for id in [next.request_id, later.request_id] {
+        leasing.void(voiding(id, "done")).await.unwrap();
+    }
+    assert_books_agree(&db).await;
+}
