@@ -892,31 +892,25 @@ pub fn run(args: &[String]) -> Result<bool> {
             CREDITS_NANO_USD,
         )
     };
-    if bench.options.uploads_only || bench.options.docs_only {
-        if bench.options.uploads_only {
-            report.uploads = Some(upload_case().map_err(|e| format!("{e:#}")));
-        } else {
-            report.docs_search = Some(docs_search(&bench, &router).map_err(|e| format!("{e:#}")));
-        }
-        return finish(
-            report,
-            &work,
-            started,
-            children,
-            pg_pin,
-            contention,
-            &bench.options,
-        );
-    }
-    if let Some(pid) = router.pid {
-        report.idle_start =
-            Some(proc_stats::idle(pid, Duration::from_secs(3)).map_err(|e| format!("{e:#}")));
-    }
-    if bench.options.streams_only {
-        report.open_streams = Some(open_streams(&router).map_err(|e| format!("{e:#}")));
+    let only_one_case =
+        bench.options.uploads_only || bench.options.docs_only || bench.options.streams_only;
+    if bench.options.uploads_only {
+        report.uploads = Some(upload_case().map_err(|e| format!("{e:#}")));
+    } else if bench.options.docs_only {
+        report.docs_search = Some(docs_search(&bench, &router).map_err(|e| format!("{e:#}")));
+    } else {
         if let Some(pid) = router.pid {
-            idle_after_load(pid, &mut report);
+            report.idle_start =
+                Some(proc_stats::idle(pid, Duration::from_secs(3)).map_err(|e| format!("{e:#}")));
         }
+        if bench.options.streams_only {
+            report.open_streams = Some(open_streams(&router).map_err(|e| format!("{e:#}")));
+            if let Some(pid) = router.pid {
+                idle_after_load(pid, &mut report);
+            }
+        }
+    }
+    if only_one_case {
         return finish(
             report,
             &work,

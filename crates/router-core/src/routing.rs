@@ -353,8 +353,14 @@ fn no_configured_route(
 #[cfg(test)]
 mod tests {
     use super::*;
+
     use crate::routing_options::Percent;
     use router_canonical::{Message, Role};
+
+    /// Why `request` from a Chat client has no plan (default routing options).
+    fn refused_on_chat(catalog: &Catalog, request: &Request) -> ApiError {
+        plan(catalog, request, RoutingOptions::default(), Protocol::Chat).unwrap_err()
+    }
 
     const CATALOG: &str = r#"
 [[suppliers]]
@@ -645,34 +651,16 @@ internal_cost = { input = 1, output = 1 }
         // Streaming rules out the Chat route, temperature 1.5 the Messages
         // one: neither alone is the reason.
         request.sampling.temperature = Some(1.5);
-        let err = plan(
-            &catalog,
-            &request,
-            RoutingOptions::default(),
-            Protocol::Chat,
-        )
-        .unwrap_err();
+        let err = refused_on_chat(&catalog, &request);
         assert_eq!(err.code, ErrorCode::UnsupportedConversion, "{err:?}");
         // With the Messages route alone, the temperature is (CF-01).
         request.model = "messages-only".into();
-        let err = plan(
-            &catalog,
-            &request,
-            RoutingOptions::default(),
-            Protocol::Chat,
-        )
-        .unwrap_err();
+        let err = refused_on_chat(&catalog, &request);
         assert_eq!(err.code, ErrorCode::InvalidParameter, "{err:?}");
         assert_eq!(err.field, Some(Field::Temperature), "{err:?}");
         request.model = "chat-only".into();
         request.sampling.temperature = None;
-        let err = plan(
-            &catalog,
-            &request,
-            RoutingOptions::default(),
-            Protocol::Chat,
-        )
-        .unwrap_err();
+        let err = refused_on_chat(&catalog, &request);
         assert_eq!(err.field, Some(Field::Stream), "{err:?}");
     }
 
@@ -724,13 +712,7 @@ internal_cost = { input = 1, output = 1 }
             ..Default::default()
         };
         request.sampling.temperature = Some(1.5);
-        let err = plan(
-            &catalog,
-            &request,
-            RoutingOptions::default(),
-            Protocol::Chat,
-        )
-        .unwrap_err();
+        let err = refused_on_chat(&catalog, &request);
         assert_eq!(err.code, ErrorCode::InvalidParameter, "{err:?}");
         assert_eq!(err.field, Some(Field::Temperature), "{err:?}");
         // Converse takes the temperature, but no penalties.
@@ -746,13 +728,7 @@ internal_cost = { input = 1, output = 1 }
         );
         request.sampling.temperature = None;
         request.sampling.presence_penalty = Some(0.5);
-        let err = plan(
-            &catalog,
-            &request,
-            RoutingOptions::default(),
-            Protocol::Chat,
-        )
-        .unwrap_err();
+        let err = refused_on_chat(&catalog, &request);
         assert_eq!(err.code, ErrorCode::InvalidParameter, "{err:?}");
         assert_eq!(err.field, Some(Field::Penalties), "{err:?}");
     }

@@ -253,23 +253,7 @@ async fn a_settlement_committed_with_its_answer_lost_is_reversed_once_the_databa
     assert_eq!((row.status.as_str(), row.balance), ("settled", 995_000));
 
     hole.set(false);
-    let give_up = Instant::now() + Duration::from_secs(15);
-    let status = loop {
-        let status = request_status(&mut conn, held.request_id).await;
-        if status.0 != "succeeded" || Instant::now() > give_up {
-            break status;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
-    assert_eq!(
-        status,
-        (
-            "failed".to_owned(),
-            None,
-            Some("settlement_unanswered".to_owned())
-        ),
-        "the request of a reversed settlement"
-    );
+    assert_reversed_once_healed(&mut conn, held.request_id).await;
     let row = hold_and_wallet(&mut conn, held.request_id).await;
     assert_eq!(
         row.balance, 999_000,
@@ -379,9 +363,20 @@ async fn a_leased_settlement_committed_with_its_answer_lost_is_reversed() {
     );
 
     hole.set(false);
+    assert_reversed_once_healed(&mut conn, held.request_id).await;
+    // Only the warm request's charge stands.
+    let (balance, _) = crate::seed::wallet(&db, funded.account_id).await;
+    assert_eq!(balance, 999_000);
+    crate::seed::assert_books_agree(&db).await;
+}
+
+/// Waits (at most 15 s) for the background pass to reverse `request_id`'s
+/// settlement once the path healed: the request ends `failed`
+/// (`settlement_unanswered`), charged nothing.
+async fn assert_reversed_once_healed(conn: &mut AsyncPgConnection, request_id: Uuid) {
     let give_up = Instant::now() + Duration::from_secs(15);
     let status = loop {
-        let status = request_status(&mut conn, held.request_id).await;
+        let status = request_status(conn, request_id).await;
         if status.0 != "succeeded" || Instant::now() > give_up {
             break status;
         }
@@ -396,10 +391,6 @@ async fn a_leased_settlement_committed_with_its_answer_lost_is_reversed() {
         ),
         "the request of a reversed settlement"
     );
-    // Only the warm request's charge stands.
-    let (balance, _) = crate::seed::wallet(&db, funded.account_id).await;
-    assert_eq!(balance, 999_000);
-    crate::seed::assert_books_agree(&db).await;
 }
 
 #[derive(diesel::QueryableByName)]
