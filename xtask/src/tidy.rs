@@ -157,6 +157,12 @@ mod tests {
         ] {
             assert_free_of(&closure, wing, &["router-server"]);
         }
+        // The document builder knows descriptions, not serving or the gateway.
+        assert_free_of(
+            &closure,
+            "router-openapi",
+            &["hyper", "router-core", "router-store", "router-server"],
+        );
         // The HTTP edge knows nothing of the process around it (settings,
         // start-up, the job registry).
         assert_free_of(&closure, "router-server", &["router", "clap"]);

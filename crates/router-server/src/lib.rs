@@ -32,7 +32,6 @@ pub mod jobs;
 pub mod messages;
 pub mod metrics;
 pub mod openapi;
-pub mod operation;
 pub mod public_url;
 pub mod query;
 pub mod reply;

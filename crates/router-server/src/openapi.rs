@@ -1,38 +1,28 @@
 //! `GET /openapi.json`: the OpenAPI 3.1 document of every route, generated
-//! once from the rows of the route table (`routes.rs`).
+//! once from the rows of the route table (`routes.rs`) by `router-openapi`.
 //!
-//! A row's columns give the path, method, security (its auth rule), path
-//! parameter and the errors its guard can answer, in the row's envelope;
-//! its `api` (`operation.rs`) gives the summary, query and header
-//! parameters, body, replies with their headers and the handler's own
-//! errors. Nothing here knows a handler: a new endpoint is one row. Every
-//! answer declares `x-request-id` (and `request-id` on the Messages
-//! envelope), every 429 and 503 `Retry-After`. The tests check that every
-//! row is in the document with its security, success and errors.
+//! A row's `api` gives the summary, query and header parameters, body,
+//! replies with their headers and the handler's own errors. What its
+//! columns imply is said here, in `impl Endpoint for Route`: the security
+//! of its auth rule, its path parameter's schema, the errors its guard and
+//! path check can answer, its error envelope and the headers every answer
+//! carries (`x-request-id`, and `request-id` on the Messages envelope;
+//! every 429 and 503 `Retry-After`). Nothing here knows a handler: a new
+//! endpoint is one row. The tests check that every row is in the document
+//! with its security, success and errors.
 
-use crate::operation::{self, In, Schemas};
 use crate::reply::{DetailError, Envelope, VideoError};
 use crate::routes::{AuthRule, ParamRule, ROUTES, Route};
 use crate::session;
 use router_canonical::ErrorCode;
 use router_core::product_codes;
 use router_core::store::Scope;
-use std::collections::BTreeMap;
+use router_openapi::operation::{self, Operation, Schemas};
+use router_openapi::{Endpoint, Info};
 use std::sync::OnceLock;
-use utoipa::openapi::encoding::EncodingBuilder;
-use utoipa::openapi::header::HeaderBuilder;
-use utoipa::openapi::path::{
-    HttpMethod, OperationBuilder, ParameterBuilder, ParameterIn, PathItem,
-};
-use utoipa::openapi::request_body::RequestBodyBuilder;
 use utoipa::openapi::schema::{ObjectBuilder, Type};
-use utoipa::openapi::security::{
-    ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme,
-};
-use utoipa::openapi::{
-    ComponentsBuilder, ContentBuilder, InfoBuilder, OpenApi, OpenApiBuilder, Paths, RefOr,
-    Required, ResponseBuilder, Schema,
-};
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::{OpenApi, RefOr, Schema};
 
 /// The interface version (R-01, GP-60).
 pub const VERSION: &str = "0.1.0";
@@ -56,21 +46,17 @@ pub fn document() -> OpenApi {
 
 /// The document, and the component names two different schemas claimed.
 fn build() -> (OpenApi, Vec<String>) {
-    let mut schemas = Schemas::default();
-    let mut paths = Paths::new();
-    for route in &ROUTES {
-        let path = route.path.replace("{*", "{");
-        let method = http_method(route);
-        let operation = operation(route, &mut schemas);
-        match paths.paths.get_mut(&path) {
-            Some(item) => item.merge_operations(PathItem::new(method, operation)),
-            None => {
-                paths.paths.insert(path, PathItem::new(method, operation));
-            }
-        }
-    }
-    let mut components = ComponentsBuilder::new()
-        .security_scheme(
+    let info = Info {
+        title: "Router",
+        version: VERSION,
+        description: "An LLM inference gateway: OpenAI Chat Completions, Responses and Completions, Anthropic Messages, and the account, catalog, documentation and media surfaces around them. The user manual is at /docs/guide/getting-started and searchable with GET /v1/docs.",
+    };
+    router_openapi::build(info, security_schemes(), &ROUTES)
+}
+
+fn security_schemes() -> Vec<(&'static str, SecurityScheme)> {
+    vec![
+        (
             BEARER,
             SecurityScheme::Http(
                 HttpBuilder::new()
@@ -78,342 +64,193 @@ fn build() -> (OpenApi, Vec<String>) {
                     .description(Some("An API key: `Authorization: Bearer <API_KEY>`."))
                     .build(),
             ),
-        )
-        .security_scheme(
+        ),
+        (
             X_API_KEY,
             SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
                 "x-api-key",
                 "An API key in `x-api-key`; when both headers are sent they must carry the same key.",
             ))),
-        )
-        .security_scheme(
+        ),
+        (
             SESSION,
             SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::with_description(
                 session::COOKIE_NAME,
                 "A signed-in browser session (magic-link sign-in, POST /api/auth/sign-in); its mutations must come from the router's own origin.",
             ))),
-        )
-        .security_scheme(
+        ),
+        (
             OPERATOR,
             SecurityScheme::Http(
                 HttpBuilder::new()
                     .scheme(HttpAuthScheme::Bearer)
-                    .description(Some("The operator token (`ROUTER_ADMIN_TOKEN`) of the `/admin/` API."))
+                    .description(Some(
+                        "The operator token (`ROUTER_ADMIN_TOKEN`) of the `/admin/` API.",
+                    ))
                     .build(),
             ),
-        );
-    for (name, schema) in schemas.by_name {
-        components = components.schema(name, schema);
+        ),
+    ]
+}
+
+impl Endpoint for Route {
+    fn method(&self) -> &str {
+        self.method.as_str()
     }
-    let document = OpenApiBuilder::new()
-        .info(
-            InfoBuilder::new()
-                .title("Router")
-                .version(VERSION)
-                .description(Some(
-                    "An LLM inference gateway: OpenAI Chat Completions, Responses and Completions, Anthropic Messages, and the account, catalog, documentation and media surfaces around them. The user manual is at /docs/guide/getting-started and searchable with GET /v1/docs.",
+
+    fn path(&self) -> &str {
+        self.path
+    }
+
+    fn operation(&self) -> &Operation {
+        &self.api
+    }
+
+    fn security(&self) -> &'static [&'static str] {
+        match self.auth {
+            AuthRule::Public | AuthRule::PublicSameOrigin => &[],
+            AuthRule::Admin | AuthRule::Metrics => &[OPERATOR],
+            AuthRule::ApiKey { .. } => &[BEARER, X_API_KEY],
+            AuthRule::ApiKeyOrSession { .. } => &[BEARER, X_API_KEY, SESSION],
+            AuthRule::Session => &[SESSION],
+        }
+    }
+
+    fn credential_note(&self) -> Option<String> {
+        match self.auth {
+            AuthRule::ApiKey { scope: None } => {
+                Some("Any valid API key; no scope, no credit needed.".into())
+            }
+            AuthRule::ApiKey { scope: Some(scope) } | AuthRule::ApiKeyOrSession { scope } => {
+                Some(scope_note(scope))
+            }
+            _ => None,
+        }
+    }
+
+    fn path_parameter(&self, schemas: &mut Schemas) -> RefOr<Schema> {
+        match self.param {
+            ParamRule::ChannelId => operation::uuid(schemas),
+            ParamRule::Platform => ObjectBuilder::new()
+                .schema_type(Type::String)
+                .enum_values(Some(
+                    router_notify::Platform::EXTERNAL.map(router_notify::Platform::as_str),
                 ))
-                .build(),
-        )
-        .paths(paths)
-        .components(Some(components.build()))
-        .build();
-    (document, schemas.clashes)
-}
-
-fn http_method(route: &Route) -> HttpMethod {
-    match route.method.as_str() {
-        "POST" => HttpMethod::Post,
-        "PATCH" => HttpMethod::Patch,
-        "DELETE" => HttpMethod::Delete,
-        "PUT" => HttpMethod::Put,
-        _ => HttpMethod::Get,
-    }
-}
-
-/// The codes the row's guard and path check can answer.
-fn guard_errors(route: &Route) -> Vec<ErrorCode> {
-    let mutation = !matches!(route.method.as_str(), "GET" | "HEAD");
-    let mut codes = match route.auth {
-        AuthRule::Public => vec![],
-        AuthRule::PublicSameOrigin => vec![product_codes::CROSS_ORIGIN_FORBIDDEN],
-        AuthRule::Admin | AuthRule::Metrics => {
-            vec![ErrorCode::InvalidApiKey, product_codes::RATE_LIMITED]
+                .into(),
+            ParamRule::None => operation::string(schemas),
         }
-        AuthRule::ApiKey { scope } => {
-            let mut codes = vec![ErrorCode::InvalidApiKey, product_codes::IP_NOT_ALLOWED];
-            if scope.is_some() {
-                codes.push(product_codes::INSUFFICIENT_SCOPE);
+    }
+
+    /// The codes the row's guard and path check can answer.
+    fn guard_errors(&self) -> Vec<ErrorCode> {
+        let mutation = !matches!(self.method.as_str(), "GET" | "HEAD");
+        let mut codes = match self.auth {
+            AuthRule::Public => vec![],
+            AuthRule::PublicSameOrigin => vec![product_codes::CROSS_ORIGIN_FORBIDDEN],
+            AuthRule::Admin | AuthRule::Metrics => {
+                vec![ErrorCode::InvalidApiKey, product_codes::RATE_LIMITED]
             }
-            codes
-        }
-        AuthRule::ApiKeyOrSession { .. } => vec![
-            ErrorCode::InvalidApiKey,
-            product_codes::IP_NOT_ALLOWED,
-            product_codes::INSUFFICIENT_SCOPE,
-        ],
-        AuthRule::Session => vec![
-            product_codes::AUTHENTICATION_REQUIRED,
-            product_codes::SESSION_REQUIRED,
-        ],
-    };
-    // A session's mutation must come from the router's own origin (GP-36).
-    if mutation
-        && matches!(
-            route.auth,
-            AuthRule::ApiKeyOrSession { .. } | AuthRule::Session
-        )
-    {
-        codes.push(product_codes::CROSS_ORIGIN_FORBIDDEN);
-    }
-    match route.param {
-        ParamRule::None => {}
-        ParamRule::ChannelId => codes.push(product_codes::CHANNEL_NOT_FOUND),
-        ParamRule::Platform => codes.push(ErrorCode::NotFound),
-    }
-    codes
-}
-
-fn security(route: &Route) -> Vec<SecurityRequirement> {
-    let names: &[&str] = match route.auth {
-        AuthRule::Public | AuthRule::PublicSameOrigin => &[],
-        AuthRule::Admin | AuthRule::Metrics => &[OPERATOR],
-        AuthRule::ApiKey { .. } => &[BEARER, X_API_KEY],
-        AuthRule::ApiKeyOrSession { .. } => &[BEARER, X_API_KEY, SESSION],
-        AuthRule::Session => &[SESSION],
-    };
-    names
-        .iter()
-        .map(|name| SecurityRequirement::new(*name, Vec::<String>::new()))
-        .collect()
-}
-
-fn scope_of(route: &Route) -> Option<Scope> {
-    match route.auth {
-        AuthRule::ApiKey { scope } => scope,
-        AuthRule::ApiKeyOrSession { scope } => Some(scope),
-        _ => None,
-    }
-}
-
-fn error_schema(envelope: Envelope, schemas: &mut Schemas) -> RefOr<Schema> {
-    match envelope {
-        Envelope::OpenAi => schemas.of::<router_canonical::openai_error::ErrorEnvelope>(),
-        Envelope::Messages => schemas.of::<router_messages::client::ErrorEnvelope>(),
-        Envelope::Video => schemas.of::<VideoError<'static>>(),
-        Envelope::Public => schemas.of::<DetailError<'static>>(),
-    }
-}
-
-/// The headers every answer of `route` carries, and those of its errors of
-/// `status`.
-fn common_headers(route: &Route, status: Option<u16>) -> Vec<(&'static str, &'static str)> {
-    let mut headers = vec![(
-        crate::reply::REQUEST_ID,
-        "This request's ID: the client's own `x-request-id` when it sent a well-formed one (1 to 128 of letters, digits and `-_.:+=/`), else the router's; the request log records both.",
-    )];
-    if route.envelope == Envelope::Messages {
-        headers.push((
-            crate::reply::MESSAGES_REQUEST_ID,
-            "The same ID, under the Messages API's name.",
-        ));
-    }
-    if matches!(status, Some(429 | 503)) {
-        headers.push((
-            "retry-after",
-            "Seconds to wait before trying again, when known.",
-        ));
-    }
-    if status.is_some() && route.envelope == Envelope::Video {
-        headers.push((
-            crate::videos::VIDEO_ID_HEADER,
-            "The video the error is about, when it is about one.",
-        ));
-    }
-    headers
-}
-
-fn header(description: &str, schema: RefOr<Schema>) -> utoipa::openapi::header::Header {
-    HeaderBuilder::new()
-        .schema(Some(schema))
-        .description(Some(description))
-        .build()
-}
-
-fn operation(route: &Route, schemas: &mut Schemas) -> utoipa::openapi::path::Operation {
-    let api = &route.api;
-    let mut op = OperationBuilder::new()
-        .summary(Some(api.summary))
-        .tag(api.tag)
-        .operation_id(Some(operation_id(route)));
-    if let Some(scope) = scope_of(route) {
-        op = op.description(Some(format!(
-            "Needs an API key with the `{}` scope.",
-            scope.as_str()
-        )));
-    } else if matches!(route.auth, AuthRule::ApiKey { scope: None }) {
-        op = op.description(Some("Any valid API key; no scope, no credit needed."));
-    }
-    for requirement in security(route) {
-        op = op.security(requirement);
-    }
-    for name in path_parameters(route.path) {
-        op = op.parameter(
-            ParameterBuilder::new()
-                .name(name)
-                .parameter_in(ParameterIn::Path)
-                .required(Required::True)
-                .schema(Some(match route.param {
-                    ParamRule::ChannelId => operation::uuid(schemas),
-                    ParamRule::Platform => ObjectBuilder::new()
-                        .schema_type(Type::String)
-                        .enum_values(Some(
-                            router_notify::Platform::EXTERNAL.map(router_notify::Platform::as_str),
-                        ))
-                        .into(),
-                    ParamRule::None => operation::string(schemas),
-                }))
-                .description(route.path.contains("{*").then_some("May contain slashes.")),
-        );
-    }
-    for param in api.params {
-        op = op.parameter(
-            ParameterBuilder::new()
-                .name(param.name)
-                .parameter_in(match param.place {
-                    In::Query => ParameterIn::Query,
-                    In::Header => ParameterIn::Header,
-                })
-                .required(if param.required {
-                    Required::True
-                } else {
-                    Required::False
-                })
-                .schema(Some((param.schema)(schemas)))
-                .description(Some(param.description)),
-        );
-    }
-    if let Some(body) = api.body {
-        let mut request = RequestBodyBuilder::new()
-            .description(Some(body.description))
-            .required(Some(if body.required {
-                Required::True
-            } else {
-                Required::False
-            }));
-        for (media, schema) in body.content {
-            let mut content = ContentBuilder::new().schema(Some(schema(schemas)));
-            if media.starts_with("multipart/") {
-                for (part, types) in body.parts {
-                    content = content.encoding(
-                        *part,
-                        EncodingBuilder::new().content_type(Some(*types)).build(),
-                    );
+            AuthRule::ApiKey { scope } => {
+                let mut codes = vec![ErrorCode::InvalidApiKey, product_codes::IP_NOT_ALLOWED];
+                if scope.is_some() {
+                    codes.push(product_codes::INSUFFICIENT_SCOPE);
                 }
+                codes
             }
-            request = request.content(*media, content.build());
+            AuthRule::ApiKeyOrSession { .. } => vec![
+                ErrorCode::InvalidApiKey,
+                product_codes::IP_NOT_ALLOWED,
+                product_codes::INSUFFICIENT_SCOPE,
+            ],
+            AuthRule::Session => vec![
+                product_codes::AUTHENTICATION_REQUIRED,
+                product_codes::SESSION_REQUIRED,
+            ],
+        };
+        // A session's mutation must come from the router's own origin (GP-36).
+        if mutation
+            && matches!(
+                self.auth,
+                AuthRule::ApiKeyOrSession { .. } | AuthRule::Session
+            )
+        {
+            codes.push(product_codes::CROSS_ORIGIN_FORBIDDEN);
         }
-        op = op.request_body(Some(request.build()));
+        match self.param {
+            ParamRule::None => {}
+            ParamRule::ChannelId => codes.push(product_codes::CHANNEL_NOT_FOUND),
+            ParamRule::Platform => codes.push(ErrorCode::NotFound),
+        }
+        codes
     }
-    let mut responses: BTreeMap<u16, ResponseBuilder> = BTreeMap::new();
-    for reply in api.replies {
-        let mut response = ResponseBuilder::new().description(reply.description);
-        for (media, schema) in reply.content {
-            response = response.content(
-                *media,
-                ContentBuilder::new().schema(Some(schema(schemas))).build(),
-            );
-        }
-        for (name, description) in common_headers(route, None) {
-            response = response.header(name, header(description, operation::string(schemas)));
-        }
-        for h in reply.headers {
-            response = response.header(h.name, header(h.description, (h.schema)(schemas)));
-        }
-        responses.insert(reply.status, response);
-    }
-    let mut codes = guard_errors(route);
-    codes.extend(api.errors);
-    let mut by_status: BTreeMap<u16, Vec<ErrorCode>> = BTreeMap::new();
-    for code in codes {
-        let list = by_status.entry(code.http_status()).or_default();
-        if !list.contains(&code) {
-            list.push(code);
+
+    fn error_schema(&self, schemas: &mut Schemas) -> RefOr<Schema> {
+        match self.envelope {
+            Envelope::OpenAi => schemas.of::<router_canonical::openai_error::ErrorEnvelope>(),
+            Envelope::Messages => schemas.of::<router_messages::client::ErrorEnvelope>(),
+            Envelope::Video => schemas.of::<VideoError<'static>>(),
+            Envelope::Public => schemas.of::<DetailError<'static>>(),
         }
     }
-    let error = error_schema(route.envelope, schemas);
-    for (status, codes) in by_status {
+
+    fn error_description(&self, codes: &[ErrorCode]) -> String {
         let names: Vec<String> = codes.iter().map(|c| format!("`{}`", c.as_str())).collect();
-        let description = if route.envelope == Envelope::Messages {
+        if self.envelope == Envelope::Messages {
             format!(
                 "An error ({}); the Messages envelope has no `code`, its `error.type` follows from the status.",
                 names.join(", ")
             )
         } else {
             format!("An error: {}.", names.join(", "))
-        };
-        let mut response = ResponseBuilder::new().description(description).content(
-            "application/json",
-            ContentBuilder::new().schema(Some(error.clone())).build(),
-        );
-        for (name, description) in common_headers(route, Some(status)) {
-            response = response.header(name, header(description, operation::string(schemas)));
-        }
-        responses.insert(status, response);
-    }
-    for (status, response) in responses {
-        op = op.response(status.to_string(), response.build());
-    }
-    op.build()
-}
-
-/// The names of the path's parameters, in order.
-fn path_parameters(path: &str) -> Vec<&str> {
-    path.split('/')
-        .filter_map(|segment| segment.strip_prefix('{')?.strip_suffix('}'))
-        .map(|name| name.trim_start_matches('*'))
-        .collect()
-}
-
-/// `get_v1_docs`, `post_admin_accounts_id_credits`, ...
-fn operation_id(route: &Route) -> String {
-    let mut id = route.method.as_str().to_lowercase();
-    for part in route.path.split(|c: char| !c.is_ascii_alphanumeric()) {
-        if !part.is_empty() {
-            id.push('_');
-            id.push_str(part);
         }
     }
-    id
+
+    fn common_headers(&self, status: Option<u16>) -> Vec<(&'static str, &'static str)> {
+        let mut headers = vec![(
+            crate::reply::REQUEST_ID,
+            "This request's ID: the client's own `x-request-id` when it sent a well-formed one (1 to 128 of letters, digits and `-_.:+=/`), else the router's; the request log records both.",
+        )];
+        if self.envelope == Envelope::Messages {
+            headers.push((
+                crate::reply::MESSAGES_REQUEST_ID,
+                "The same ID, under the Messages API's name.",
+            ));
+        }
+        if matches!(status, Some(429 | 503)) {
+            headers.push((
+                "retry-after",
+                "Seconds to wait before trying again, when known.",
+            ));
+        }
+        if status.is_some() && self.envelope == Envelope::Video {
+            headers.push((
+                crate::videos::VIDEO_ID_HEADER,
+                "The video the error is about, when it is about one.",
+            ));
+        }
+        headers
+    }
+}
+
+fn scope_note(scope: Scope) -> String {
+    format!("Needs an API key with the `{}` scope.", scope.as_str())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use router_openapi::{operation_id, path_parameters};
 
     #[test]
-    fn operation_ids_are_unique_and_readable() {
-        let route = ROUTES.iter().find(|r| r.path == "/v1/docs").unwrap();
-        assert_eq!(operation_id(route), "get_v1_docs");
-        let mut ids: Vec<String> = ROUTES.iter().map(operation_id).collect();
+    fn operation_ids_are_unique() {
+        let mut ids: Vec<String> = ROUTES
+            .iter()
+            .map(|route| operation_id(route.method.as_str(), route.path))
+            .collect();
         ids.sort();
         let n = ids.len();
         ids.dedup();
         assert_eq!(ids.len(), n);
-    }
-
-    #[test]
-    fn path_parameters_are_named_without_the_catch_all_star() {
-        assert_eq!(path_parameters("/public/models/{*model_id}"), ["model_id"]);
-        assert_eq!(
-            path_parameters("/v1/channels/{channel_id}/send-report"),
-            ["channel_id"]
-        );
-        assert_eq!(
-            path_parameters("/admin/accounts/{id}/experiments/{slug}"),
-            ["id", "slug"]
-        );
-        assert!(path_parameters("/v1/docs").is_empty());
     }
 
     fn served() -> serde_json::Value {
@@ -519,9 +356,7 @@ mod tests {
             let responses = doc["paths"][&path][&method]["responses"]
                 .as_object()
                 .unwrap_or_else(|| panic!("{method} {path}"));
-            let mut codes = guard_errors(route);
-            codes.extend(route.api.errors);
-            for code in codes {
+            for code in route.errors() {
                 let status = code.http_status().to_string();
                 let response = responses
                     .get(&status)

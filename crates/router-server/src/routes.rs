@@ -1,6 +1,6 @@
 //! The route table: every path the router serves, one row per method, with
 //! its auth rule, error envelope, path-parameter check, handler and its
-//! description in the OpenAPI document (`operation.rs`).
+//! description in the OpenAPI document (`router_openapi::Operation`).
 //!
 //! This table is the only place a route is declared. `dispatch` builds its
 //! path router from it, guards each request by the row's rule, and the API
@@ -13,13 +13,13 @@ use crate::api_bodies as bodies;
 use crate::app::App;
 use crate::body::Incoming;
 use crate::caller::Caller;
-use crate::operation::{
-    Header, In, JSON, Operation, Param, Reply, RequestBody, SchemaOf, Schemas, any_object, binary,
-    closed_inference, count, empty, json, non_empty, one_of, open_inference, schema, string,
-};
 use crate::reply::{self, Envelope};
 use crate::request_log::RequestLog;
 use crate::surfaces::{CHAT, COMPLETIONS, MESSAGES, RESPONSES};
+use router_openapi::operation::{
+    Header, In, JSON, Operation, Param, Reply, RequestBody, SchemaOf, Schemas, any_object, binary,
+    closed_inference, count, empty, json, non_empty, one_of, open_inference, schema, string,
+};
 // The catalog's modules are named in full where used, one reference a line.
 use crate::{
     admin, channels, dashboard, data_protection, health, images, inference, messages, metrics,

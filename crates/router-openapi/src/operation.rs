@@ -1,10 +1,10 @@
-//! What a route says about itself in the OpenAPI document: the `api` of a
-//! row of `routes.rs` (summary, query and header parameters, body, replies
+//! What an endpoint says about itself in the OpenAPI document: the `api` of a
+//! route row (summary, query and header parameters, body, replies
 //! with their headers, the errors its handler can answer) and the component
 //! schemas it names, taken from the types' `ToSchema` (`Schemas`).
 //!
-//! Everything here is constant data, so a row is one literal; `openapi.rs`
-//! turns the rows into the document without knowing any handler.
+//! Everything here is constant data, so a description is one literal;
+//! `document` turns a list of them into the document.
 
 use router_canonical::ErrorCode;
 use std::collections::BTreeMap;
