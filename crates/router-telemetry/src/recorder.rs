@@ -17,6 +17,7 @@ use router_core::Gateway;
 use router_core::supplier::Suppliers;
 use router_store::Database;
 use std::sync::OnceLock;
+use std::time::Duration;
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 
@@ -56,6 +57,27 @@ pub fn install() -> bool {
             false
         }
     }
+}
+
+/// How often the recorder's upkeep runs ([`spawn_upkeep`]).
+pub const UPKEEP_PERIOD: Duration = Duration::from_secs(5);
+
+/// Starts the recorder's upkeep on the current runtime: every `period`, the
+/// histogram samples recorded since the last pass are folded into their
+/// buckets and freed. The recorder keeps every sample until then (or until a
+/// scrape renders them), so without it a router nobody scrapes grows with
+/// every request it serves, about 70 bytes each (issue 34). `None` without a
+/// recorder.
+pub fn spawn_upkeep(period: Duration) -> Option<tokio::task::JoinHandle<()>> {
+    let handle = HANDLE.get()?;
+    Some(tokio::spawn(async move {
+        let mut every = tokio::time::interval(period);
+        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            every.tick().await;
+            handle.run_upkeep();
+        }
+    }))
 }
 
 fn describe() {

@@ -56,8 +56,8 @@ pub(crate) async fn serve(
         }
     };
     tracing::info!(?config, "starting router");
-    if config.metrics {
-        router_telemetry::recorder::install();
+    if config.metrics && router_telemetry::recorder::install() {
+        router_telemetry::recorder::spawn_upkeep(router_telemetry::recorder::UPKEEP_PERIOD);
     }
     if let Some(base) = &config.otlp_endpoint {
         router_telemetry::otlp::install(base).context("ROUTER_OTLP_ENDPOINT")?;
