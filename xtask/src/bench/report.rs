@@ -1018,7 +1018,8 @@ impl Report {
         }
     }
 
-    /// The issue's targets, each with the figure that decides it.
+    /// The targets of issue 34 (latency with billing on), each with the
+    /// figure that decides it.
     pub(crate) fn targets(&self) -> Vec<Target> {
         let mut targets = Vec::new();
         let per_protocol = |pick: &dyn Fn(&ProtocolResult) -> Option<(f64, bool)>| {
@@ -1048,42 +1049,46 @@ impl Report {
         // Without protocol runs (`--docs-only`) there is nothing to compare.
         if !self.protocols.is_empty() {
             let (figure, met) = per_protocol(&|p| {
-                delta(&p.direct.sequential, &p.router.sequential, |f| f.p50).map(|v| (v, v <= 0.3))
+                delta(&p.direct.sequential, &p.router.sequential, |f| f.p50).map(|v| (v, v <= 0.6))
             });
             targets.push(Target::new(
-                "added p50 <= 0.3 ms, one at a time",
+                "added p50 <= 0.6 ms, one at a time",
                 figure,
                 met,
             ));
             let (figure, met) = per_protocol(&|p| {
                 let (d, r) = (p.direct.rate(1000)?, p.router.rate(1000)?);
-                delta(d, r, |f| f.p50).map(|v| (v, v <= 0.3))
+                delta(d, r, |f| f.p50).map(|v| (v, v <= 0.6))
             });
-            targets.push(Target::new("added p50 <= 0.3 ms at 1,000 rps", figure, met));
+            targets.push(Target::new("added p50 <= 0.6 ms at 1,000 rps", figure, met));
             let (figure, met) = per_protocol(&|p| {
                 let (d, r) = (p.direct.rate(1000)?, p.router.rate(1000)?);
-                delta(d, r, |f| f.p99).map(|v| (v, v <= 1.0))
+                delta(d, r, |f| f.p99).map(|v| (v, v <= 2.5))
             });
-            targets.push(Target::new("added p99 <= 1 ms at 1,000 rps", figure, met));
+            targets.push(Target::new("added p99 <= 2.5 ms at 1,000 rps", figure, met));
             {
                 let mut figures = Vec::new();
                 let mut met = Some(true);
+                // Decided on Chat; the other dialects are reported beside it.
                 for p in &self.protocols {
+                    let chat = p.protocol.name() == "chat";
                     match &p.router.saturation {
                         Ok(f) => {
                             figures.push(format!("{} {}", p.protocol.name(), rps(f.ok_rps)));
-                            if f.ok_rps < 5000.0 {
+                            if chat && f.ok_rps < 10_000.0 {
                                 met = Some(false);
                             }
                         }
                         Err(_) => {
                             figures.push(format!("{} n/a", p.protocol.name()));
-                            met = met.and(None);
+                            if chat {
+                                met = met.and(None);
+                            }
                         }
                     }
                 }
                 targets.push(Target::new(
-                    "saturation >= 5,000 rps (2xx)",
+                    "saturation >= 10,000 rps on Chat (2xx), one router core",
                     figures.join(", "),
                     met,
                 ));
@@ -1092,12 +1097,12 @@ impl Report {
                 per_protocol(&|p| match (&p.direct.streaming, &p.router.streaming) {
                     (Ok(d), Ok(r)) => {
                         let v = r.ttfb_p50 - d.ttfb_p50;
-                        Some((v, v <= 0.5))
+                        Some((v, v <= 0.8))
                     }
                     _ => None,
                 });
             targets.push(Target::new(
-                "streaming TTFB added <= 0.5 ms p50",
+                "streaming TTFB added <= 0.8 ms p50",
                 figure,
                 met,
             ));
@@ -1165,6 +1170,26 @@ impl Report {
                     None => targets.push(Target::new(&what, "not run".to_owned(), None)),
                 }
             }
+        }
+        if let Some(Ok(cases)) = &self.scale_out {
+            let what = "two routers on one account >= 1.6x one router (saturation)";
+            let one = cases.iter().find(|c| c.label == "one router");
+            let shared = cases.iter().find(|c| c.label == "two routers, one account");
+            targets.push(match (one, shared) {
+                (Some(one), Some(shared)) => {
+                    let ratio = shared.ok_rps / one.ok_rps.max(f64::EPSILON);
+                    Target::new(
+                        what,
+                        format!(
+                            "{ratio:.2}x ({} vs {})",
+                            rps(shared.ok_rps),
+                            rps(one.ok_rps)
+                        ),
+                        Some(ratio >= 1.6),
+                    )
+                }
+                _ => Target::new(what, "n/a".to_owned(), None),
+            });
         }
         if let Some(docs) = &self.docs_search {
             let what = "docs search adds < 1 ms at 1,000 rps (p50, p99 over /healthz)";
@@ -1290,15 +1315,40 @@ mod tests {
         let targets = report.targets();
         let one_at_a_time = &targets[0];
         assert_eq!(one_at_a_time.met, Some(true), "{}", one_at_a_time.figure);
+        // Issue 34: 10,000 on Chat; 6,000 misses it.
         let saturation = targets
             .iter()
-            .find(|t| t.what.starts_with("saturation >= 5"))
+            .find(|t| t.what.starts_with("saturation >= 10,000 rps on Chat"))
             .unwrap();
-        assert_eq!(saturation.met, Some(true));
+        assert_eq!(saturation.met, Some(false), "{}", saturation.figure);
+        assert!(
+            !targets.iter().any(|t| t.what.starts_with("two routers")),
+            "no scale-out target without the scale-out run"
+        );
         let portkey = targets.iter().find(|t| t.what.contains("portkey")).unwrap();
         assert_eq!(portkey.met, Some(false), "{}", portkey.figure);
         let litellm = targets.iter().find(|t| t.what.contains("litellm")).unwrap();
         assert_eq!(litellm.met, None);
+
+        let case = |label: &str, ok_rps| super::ScaleOutCase {
+            label: label.to_owned(),
+            ok_rps,
+            failed: 0,
+            router_cpu_percent: vec![],
+            pg_connections: 0,
+            postgres_cpu_percent: 0.0,
+            cores_busy: vec![],
+        };
+        report.scale_out = Some(Ok(vec![
+            case("one router", 10_000.0),
+            case("two routers, one account", 17_000.0),
+        ]));
+        let scale_out = report
+            .targets()
+            .into_iter()
+            .find(|t| t.what.starts_with("two routers on one account"))
+            .unwrap();
+        assert_eq!(scale_out.met, Some(true), "{}", scale_out.figure);
 
         report.protocols[0].router.sequential = Err("router down".to_owned());
         assert_eq!(report.targets()[0].met, None);
