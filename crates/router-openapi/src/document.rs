@@ -118,8 +118,8 @@ fn http_method(method: &str) -> HttpMethod {
     }
 }
 
-/// `` `a`, `b` `` for codes `a` and `b`.
-fn quoted(codes: &[ErrorCode]) -> String {
+/// `` `a`, `b` `` for codes `a` and `b`, as error descriptions name them.
+pub fn quoted(codes: &[ErrorCode]) -> String {
     let names: Vec<String> = codes.iter().map(|c| format!("`{}`", c.as_str())).collect();
     names.join(", ")
 }

@@ -194,14 +194,13 @@ impl Endpoint for Route {
     }
 
     fn error_description(&self, codes: &[ErrorCode]) -> String {
-        let names: Vec<String> = codes.iter().map(|c| format!("`{}`", c.as_str())).collect();
+        let names = router_openapi::document::quoted(codes);
         if self.envelope == Envelope::Messages {
             format!(
-                "An error ({}); the Messages envelope has no `code`, its `error.type` follows from the status.",
-                names.join(", ")
+                "An error ({names}); the Messages envelope has no `code`, its `error.type` follows from the status."
             )
         } else {
-            format!("An error: {}.", names.join(", "))
+            format!("An error: {names}.")
         }
     }
 
