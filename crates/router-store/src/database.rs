@@ -723,15 +723,11 @@ impl Store for Database {
         if let Some(book) = self.lease_book()
             && let Some(leased) = book.leased(settlement.request_id)
         {
-            // In a task of its own: a caller that leaves mid-settlement
-            // (its future dropped) must not leave the request outstanding
-            // in the book, nor its end unwritten.
             let (database, book) = (self.clone(), book.clone());
-            return tokio::spawn(
+            return in_own_task(
                 async move { database.settle_leased(&book, leased, settlement).await },
             )
-            .await
-            .unwrap_or_else(|_| Err(SettleError::Store(task_stopped())));
+            .await;
         }
         billing::check_settlement(&settlement)?;
         let request_id = settlement.request_id;
@@ -768,13 +764,9 @@ impl Store for Database {
         if let Some(book) = self.lease_book()
             && let Some(leased) = book.leased(voiding.request_id)
         {
-            // In a task of its own, as a leased settlement is.
             let (database, book) = (self.clone(), book.clone());
-            return tokio::spawn(
-                async move { database.void_leased(&book, leased, &voiding).await },
-            )
-            .await
-            .unwrap_or_else(|_| Err(SettleError::Store(task_stopped())));
+            return in_own_task(async move { database.void_leased(&book, leased, &voiding).await })
+                .await;
         }
         let released = self
             .bounded("a release", async {
@@ -1425,10 +1417,18 @@ impl Database {
     }
 }
 
-/// A leased request's end whose task stopped (it panicked): the outcome is
-/// unknown to its caller.
-fn task_stopped() -> StoreError {
-    StoreError::Unavailable("the task writing a leased request's end stopped".into())
+/// Writes a leased request's end in a task of its own: a caller that leaves
+/// mid-way (its future dropped) must not leave the request outstanding in
+/// the book, nor its end unwritten. A task that stopped (it panicked) leaves
+/// the outcome unknown to its caller.
+async fn in_own_task<T: Send + 'static>(
+    end: impl Future<Output = Result<T, SettleError>> + Send + 'static,
+) -> Result<T, SettleError> {
+    tokio::spawn(end).await.unwrap_or_else(|_| {
+        Err(SettleError::Store(StoreError::Unavailable(
+            "the task writing a leased request's end stopped".into(),
+        )))
+    })
 }
 
 /// What a background release does with a hold it finds no longer held

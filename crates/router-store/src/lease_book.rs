@@ -79,6 +79,25 @@ fn recallable(refusal: &ReserveError) -> bool {
     )
 }
 
+/// [`LeaseBook::recall`] of one lease of the book: one of `account_id`'s
+/// drains and its free part goes to `recalled` (lease, amount, close it);
+/// whether it stays in the book (requests still outstanding on it).
+fn recall_lease(
+    account_id: Uuid,
+    key: &LeaseKey,
+    lease: &mut Lease,
+    recalled: &mut Vec<(Uuid, i64, bool)>,
+) -> bool {
+    if key.account_id != account_id {
+        return true;
+    }
+    lease.draining = true;
+    let free = std::mem::take(&mut lease.free);
+    let close = lease.outstanding == 0;
+    recalled.push((lease.id, free, close));
+    !close
+}
+
 /// After a recall, or when nothing could be leased, the account is not
 /// leased again for this long.
 const COOLDOWN: Duration = Duration::from_secs(5);
@@ -405,25 +424,13 @@ impl LeaseBook {
         let mut state = self.state();
         state.cooldown.insert(account_id, Instant::now() + COOLDOWN);
         let mut recalled = Vec::new();
-        state.leases.retain(|key, lease| {
-            if key.account_id != account_id {
-                return true;
-            }
-            lease.draining = true;
-            let free = std::mem::take(&mut lease.free);
-            let close = lease.outstanding == 0;
-            recalled.push((lease.id, free, close));
-            !close
-        });
-        state.retired.retain(|_, (key, lease)| {
-            if key.account_id != account_id {
-                return true;
-            }
-            let free = std::mem::take(&mut lease.free);
-            let close = lease.outstanding == 0;
-            recalled.push((lease.id, free, close));
-            !close
-        });
+        let state = &mut *state;
+        state
+            .leases
+            .retain(|key, lease| recall_lease(account_id, key, lease, &mut recalled));
+        state
+            .retired
+            .retain(|_, (key, lease)| recall_lease(account_id, key, lease, &mut recalled));
         recalled
     }
 
