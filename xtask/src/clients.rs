@@ -168,17 +168,79 @@ fn node_modules(
         fs::create_dir_all(prefix)?;
         fs::copy(root.join(package), prefix.join("package.json"))?;
         fs::copy(root.join(lock_file), prefix.join("package-lock.json"))?;
-        crate::run_checked(
-            Command::new("npm")
-                .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
-                .arg("--prefix")
-                .arg(prefix)
-                .stdin(Stdio::null())
-                .stdout(std::io::stderr()),
-        )?;
+        let npm_ci = || {
+            crate::run_checked(
+                Command::new("npm")
+                    .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
+                    .arg("--prefix")
+                    .arg(prefix)
+                    .stdin(Stdio::null())
+                    .stdout(std::io::stderr()),
+            )
+        };
+        npm_ci()?;
+        // npm skips an optional package it fails to fetch or unpack (a full
+        // disk, a dropped download) and still succeeds; the agents' native
+        // binaries are such packages, so check for them and try once more.
+        let mut missing = missing_platform_packages(prefix, &lock)?;
+        if !missing.is_empty() {
+            eprintln!(
+                "xtask clients: npm left out {}; installing again",
+                missing.join(", ")
+            );
+            npm_ci()?;
+            missing = missing_platform_packages(prefix, &lock)?;
+        }
+        if !missing.is_empty() {
+            bail!(
+                "npm did not install {} for this platform (is the disk full, or the registry unreachable?)",
+                missing.join(", ")
+            );
+        }
         fs::write(&stamp, &lock)?;
     }
     Ok(modules)
+}
+
+/// The optional packages of `lock` meant for this machine (its `os`, `cpu`
+/// and, where named, glibc) that are not under `prefix/node_modules`.
+fn missing_platform_packages(prefix: &Path, lock: &str) -> Result<Vec<String>> {
+    let lock: Value = serde_json::from_str(lock).context("reading the package lock")?;
+    let os = match std::env::consts::OS {
+        "macos" => "darwin",
+        "windows" => "win32",
+        other => other,
+    };
+    let cpu = match std::env::consts::ARCH {
+        "x86_64" => "x64",
+        "aarch64" => "arm64",
+        other => other,
+    };
+    let names = |field: &Value| -> Option<Vec<String>> {
+        field.as_array().map(|items| {
+            items
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+    };
+    let fits =
+        |field: &Value, wanted: &str| names(field).is_none_or(|v| v.iter().any(|n| n == wanted));
+    let mut missing = Vec::new();
+    let packages = lock["packages"]
+        .as_object()
+        .context("the lock's `packages`")?;
+    for (path, package) in packages {
+        let meant_here = package["optional"] == Value::Bool(true)
+            && fits(&package["os"], os)
+            && fits(&package["cpu"], cpu)
+            && fits(&package["libc"], "glibc");
+        if meant_here && !prefix.join(path).join("package.json").is_file() {
+            missing.push(path.trim_start_matches("node_modules/").to_owned());
+        }
+    }
+    Ok(missing)
 }
 
 /// Every cell of `expected.json`: `pass`, `n/a`, or the setting it uses (as text).
@@ -235,5 +297,38 @@ mod tests {
         let cells = declared(&workspace_root().join(EXPECTED)).unwrap();
         assert!(cells.len() >= 40, "{}", cells.len());
         assert!(cells.values().any(|v| v.starts_with("setting: ")));
+    }
+
+    /// The CI run that lost Codex's native binary to a full disk: npm
+    /// succeeded without it. An optional package for this machine that is
+    /// absent is named; one for another machine is not.
+    #[test]
+    fn an_absent_optional_package_for_this_machine_is_named() {
+        let prefix = target_dir().join("xtask-tests").join("platform-packages");
+        let _ = fs::remove_dir_all(&prefix);
+        let lock = serde_json::json!({ "packages": {
+            "": { "name": "agents" },
+            "node_modules/agent": { "version": "1.0.0" },
+            "node_modules/agent-native": {
+                "optional": true,
+                "os": ["linux", "darwin", "win32"],
+                "cpu": ["x64", "arm64"]
+            },
+            "node_modules/agent-elsewhere": { "optional": true, "os": ["aix"] },
+            "node_modules/agent-musl": { "optional": true, "libc": ["musl"] }
+        }})
+        .to_string();
+        assert_eq!(
+            missing_platform_packages(&prefix, &lock).unwrap(),
+            ["agent-native"]
+        );
+        let installed = prefix.join("node_modules/agent-native");
+        fs::create_dir_all(&installed).unwrap();
+        fs::write(installed.join("package.json"), "{}").unwrap();
+        assert!(
+            missing_platform_packages(&prefix, &lock)
+                .unwrap()
+                .is_empty()
+        );
     }
 }

@@ -31,7 +31,7 @@ use crate::services::{
     Children, answers, for_each_flag, free_loopback_port, http, provision, provision_with_policy,
     random_hex,
 };
-use crate::{cargo, db, display, run_checked, target_dir, workspace_root};
+use crate::{db, display, run_checked, target_dir, workspace_root};
 
 const MATRIX: &str = "conformance/matrix.json";
 const CATALOG: &str = "fixtures/conformance-catalog.toml";
@@ -469,14 +469,7 @@ pub(crate) fn start_local(
     extras: Extras,
 ) -> Result<Target> {
     let database_url = db::ensure_postgres()?;
-    run_checked(&mut cargo([
-        "build",
-        "-p",
-        "router",
-        "-p",
-        "router-mock-supplier",
-        "--bins",
-    ]))?;
+    crate::build_debug_binaries(&["router", "mock-supplier"])?;
     let debug = target_dir().join("debug");
     let (router, supplier) = (debug.join("router"), debug.join("mock-supplier"));
 

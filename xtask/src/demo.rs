@@ -228,13 +228,7 @@ fn check_files(png: &std::path::Path) -> Result<()> {
 /// unless `build` is false.
 fn debug_binaries(build: bool) -> Result<(std::path::PathBuf, std::path::PathBuf)> {
     if build {
-        crate::run_checked(&mut crate::cargo([
-            "build",
-            "-p",
-            "router",
-            "-p",
-            "router-mock-supplier",
-        ]))?;
+        crate::build_debug_binaries(&["router", "mock-supplier"])?;
     }
     let debug = crate::target_dir().join("debug");
     Ok((debug.join("router"), debug.join("mock-supplier")))

@@ -15,7 +15,7 @@
 
 use anyhow::{Result, bail};
 
-use crate::{cargo, db, run_checked, target_dir, workspace_root};
+use crate::{db, target_dir, workspace_root};
 
 pub fn run(args: &[String]) -> Result<bool> {
     let mut quick = false;
@@ -33,19 +33,7 @@ pub fn run(args: &[String]) -> Result<bool> {
         }
     }
     let database_url = db::ensure_postgres()?;
-    // `--bin` names both binaries: a lone `--bin router` would build no
-    // binary of router-reliability.
-    run_checked(&mut cargo([
-        "build",
-        "-p",
-        "router",
-        "-p",
-        "router-reliability",
-        "--bin",
-        "router",
-        "--bin",
-        "router-reliability",
-    ]))?;
+    crate::build_debug_binaries(&["router", "router-reliability"])?;
     let bin = target_dir().join("debug");
     let mut suite = std::process::Command::new(bin.join("router-reliability"));
     suite
