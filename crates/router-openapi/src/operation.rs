@@ -10,7 +10,7 @@ use router_canonical::ErrorCode;
 use std::collections::BTreeMap;
 use utoipa::ToSchema;
 use utoipa::openapi::schema::{
-    AdditionalProperties, ObjectBuilder, SchemaFormat, SchemaType, Type,
+    AdditionalProperties, KnownFormat, ObjectBuilder, SchemaFormat, SchemaType, Type,
 };
 use utoipa::openapi::{Ref, RefOr, Schema};
 
@@ -64,6 +64,51 @@ pub struct Param {
     pub description: &'static str,
 }
 
+impl Param {
+    /// A query parameter the request may leave out.
+    pub const fn query(name: &'static str, schema: SchemaOf, description: &'static str) -> Param {
+        Param {
+            name,
+            place: In::Query,
+            required: false,
+            schema,
+            description,
+        }
+    }
+
+    /// A query parameter the request must carry.
+    pub const fn required_query(
+        name: &'static str,
+        schema: SchemaOf,
+        description: &'static str,
+    ) -> Param {
+        Param {
+            required: true,
+            ..Param::query(name, schema, description)
+        }
+    }
+
+    /// A request header the request may leave out.
+    pub const fn header(name: &'static str, schema: SchemaOf, description: &'static str) -> Param {
+        Param {
+            place: In::Header,
+            ..Param::query(name, schema, description)
+        }
+    }
+
+    /// A request header the request must carry.
+    pub const fn required_header(
+        name: &'static str,
+        schema: SchemaOf,
+        description: &'static str,
+    ) -> Param {
+        Param {
+            required: true,
+            ..Param::header(name, schema, description)
+        }
+    }
+}
+
 /// The request body, in each content type it may come as.
 #[derive(Debug, Clone, Copy)]
 pub struct RequestBody {
@@ -91,6 +136,17 @@ pub struct Header {
     pub name: &'static str,
     pub description: &'static str,
     pub schema: SchemaOf,
+}
+
+impl Header {
+    /// A header named `name`, its value as `schema` describes.
+    pub const fn new(name: &'static str, schema: SchemaOf, description: &'static str) -> Header {
+        Header {
+            name,
+            description,
+            schema,
+        }
+    }
 }
 
 /// The JSON content type, as rows name it.
@@ -269,5 +325,29 @@ pub fn one_of(values: &'static [&'static str]) -> RefOr<Schema> {
     ObjectBuilder::new()
         .schema_type(Type::String)
         .enum_values(Some(values.iter().copied()))
+        .into()
+}
+
+/// An integer from `min` to `max`; a row's schema adds a default, if any,
+/// and converts it (`.into()`).
+pub fn integer_range(min: i64, max: i64) -> ObjectBuilder {
+    ObjectBuilder::new()
+        .schema_type(Type::Integer)
+        .minimum(Some(min))
+        .maximum(Some(max))
+}
+
+/// A string matching the regular expression `pattern`.
+pub fn text_matching(pattern: &'static str) -> ObjectBuilder {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .pattern(Some(pattern))
+}
+
+/// A string in one of OpenAPI's known formats (`date`, `date-time`, `uuid`).
+pub fn text_formatted(format: KnownFormat) -> RefOr<Schema> {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .format(Some(SchemaFormat::KnownFormat(format)))
         .into()
 }

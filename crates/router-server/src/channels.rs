@@ -218,17 +218,17 @@ pub async fn platform_status(
     Ok(reply(StatusCode::OK, &view, request_id))
 }
 
-/// `POST /admin/accounts/{id}/channels` (GP-17).
+/// `POST /admin/accounts/{id}/channels` (GP-17): the body read by
+/// `admin::input`, as every operator body.
 pub async fn provision(
     app: &App,
     account_id: Uuid,
-    body: Value,
+    provision: Provision,
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
-    let p: Provision = router_operator::from_json(body)?;
     let answer = app
         .notify
-        .provision(account_id, p)
+        .provision(account_id, provision)
         .await
         .map_err(api_error)?;
     Ok(connected(answer, request_id))

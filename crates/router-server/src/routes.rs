@@ -17,8 +17,9 @@ use crate::reply::{self, Envelope};
 use crate::request_log::RequestLog;
 use crate::surfaces::{CHAT, COMPLETIONS, MESSAGES, RESPONSES};
 use router_openapi::operation::{
-    Header, In, JSON, Operation, Param, Reply, RequestBody, SchemaOf, Schemas, any_object, binary,
-    closed_inference, count, empty, json, non_empty, one_of, open_inference, schema, string,
+    Header, JSON, Operation, Param, Reply, RequestBody, SchemaOf, Schemas, any_object, binary,
+    closed_inference, count, empty, integer_range, json, non_empty, one_of, open_inference, schema,
+    string, text_formatted, text_matching,
 };
 // The catalog's modules are named in full where used, one reference a line.
 use crate::{
@@ -31,7 +32,7 @@ use router_core::store::{ApiKeyRecord, Scope};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
+use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, Type};
 use utoipa::openapi::{RefOr, Schema};
 use uuid::Uuid;
 
@@ -303,11 +304,9 @@ fn prompt_cache_scope(_: &mut Schemas) -> RefOr<Schema> {
     one_of(&["session", "user", "org"])
 }
 fn cache_session(_: &mut Schemas) -> RefOr<Schema> {
-    ObjectBuilder::new()
-        .schema_type(Type::String)
+    text_matching("^[ -~]*[!-~][ -~]*$")
         .min_length(Some(1))
         .max_length(Some(256))
-        .pattern(Some("^[ -~]*[!-~][ -~]*$"))
         .into()
 }
 fn end_user(_: &mut Schemas) -> RefOr<Schema> {
@@ -319,41 +318,31 @@ fn end_user(_: &mut Schemas) -> RefOr<Schema> {
 
 /// The common inference headers (F-04..F-15, F-29, GP-33).
 const X_CI: [Param; 5] = [
-    Param {
-        name: "x-ci-prompt-cache",
-        place: In::Header,
-        required: false,
-        schema: prompt_cache,
-        description: "Prompt caching: `on`, `off` or `passthrough` (the key's default when absent).",
-    },
-    Param {
-        name: "x-ci-prompt-cache-scope",
-        place: In::Header,
-        required: false,
-        schema: prompt_cache_scope,
-        description: "Whose requests share a cached prefix: `session` (default), `user` (with `X-CI-End-User`) or `org`.",
-    },
-    Param {
-        name: "x-ci-prompt-cache-session",
-        place: In::Header,
-        required: false,
-        schema: cache_session,
-        description: "The session label of the `session` scope: 1 to 256 printable ASCII characters, not only spaces.",
-    },
-    Param {
-        name: "x-ci-end-user",
-        place: In::Header,
-        required: false,
-        schema: end_user,
-        description: "Your end user's identifier, at most 200 characters.",
-    },
-    Param {
-        name: "x-ci-experiment",
-        place: In::Header,
-        required: false,
-        schema: non_empty,
-        description: "The slug of one of the account's experiments; unknown is 404 `experiment_not_found`.",
-    },
+    Param::header(
+        "x-ci-prompt-cache",
+        prompt_cache,
+        "Prompt caching: `on`, `off` or `passthrough` (the key's default when absent).",
+    ),
+    Param::header(
+        "x-ci-prompt-cache-scope",
+        prompt_cache_scope,
+        "Whose requests share a cached prefix: `session` (default), `user` (with `X-CI-End-User`) or `org`.",
+    ),
+    Param::header(
+        "x-ci-prompt-cache-session",
+        cache_session,
+        "The session label of the `session` scope: 1 to 256 printable ASCII characters, not only spaces.",
+    ),
+    Param::header(
+        "x-ci-end-user",
+        end_user,
+        "Your end user's identifier, at most 200 characters.",
+    ),
+    Param::header(
+        "x-ci-experiment",
+        non_empty,
+        "The slug of one of the account's experiments; unknown is 404 `experiment_not_found`.",
+    ),
 ];
 const OPENAI_INFERENCE_PARAMS: &[Param] = &X_CI;
 
@@ -364,35 +353,27 @@ fn only_true(_: &mut Schemas) -> RefOr<Schema> {
     one_of(&["true"])
 }
 
-const ANTHROPIC_VERSION: Param = Param {
-    name: "anthropic-version",
-    place: In::Header,
-    required: true,
-    schema: anthropic_version,
-    description: "The Messages API version: `2023-06-01`.",
-};
+const ANTHROPIC_VERSION: Param = Param::required_header(
+    "anthropic-version",
+    anthropic_version,
+    "The Messages API version: `2023-06-01`.",
+);
 /// On `GET /v1/models`: any value marks an Anthropic client.
-const ANTHROPIC_CLIENT: Param = Param {
-    name: "anthropic-version",
-    place: In::Header,
-    required: false,
-    schema: string,
-    description: "Sent by Anthropic's clients: each model's `capabilities` then has Anthropic's shape (`{supported: bool, ...}` objects) instead of the router's flags.",
-};
-const ANTHROPIC_BETA: Param = Param {
-    name: "anthropic-beta",
-    place: In::Header,
-    required: false,
-    schema: string,
-    description: "Beta features, comma-separated; passed on where the route's protocol has them.",
-};
-const BROWSER_ACCESS: Param = Param {
-    name: "anthropic-dangerous-direct-browser-access",
-    place: In::Header,
-    required: false,
-    schema: only_true,
-    description: "`true` when present.",
-};
+const ANTHROPIC_CLIENT: Param = Param::header(
+    "anthropic-version",
+    string,
+    "Sent by Anthropic's clients: each model's `capabilities` then has Anthropic's shape (`{supported: bool, ...}` objects) instead of the router's flags.",
+);
+const ANTHROPIC_BETA: Param = Param::header(
+    "anthropic-beta",
+    string,
+    "Beta features, comma-separated; passed on where the route's protocol has them.",
+);
+const BROWSER_ACCESS: Param = Param::header(
+    "anthropic-dangerous-direct-browser-access",
+    only_true,
+    "`true` when present.",
+);
 const MESSAGES_PARAMS: &[Param] = &[
     ANTHROPIC_VERSION,
     ANTHROPIC_BETA,
@@ -415,59 +396,49 @@ fn estimated(_: &mut Schemas) -> RefOr<Schema> {
     one_of(&["true"])
 }
 
-const X_CI_CACHE: Header = Header {
-    name: "x-ci-cache",
-    description: "Whether the exact-response cache answered (`hit`) or was asked and did not (`miss`); absent when it does not apply.",
-    schema: cache_state,
-};
-const AFFINITY: Header = Header {
-    name: "x-ci-prompt-cache-affinity",
-    description: "What prompt-cache affinity did for this request's prefix.",
-    schema: affinity_state,
-};
+const X_CI_CACHE: Header = Header::new(
+    "x-ci-cache",
+    cache_state,
+    "Whether the exact-response cache answered (`hit`) or was asked and did not (`miss`); absent when it does not apply.",
+);
+const AFFINITY: Header = Header::new(
+    "x-ci-prompt-cache-affinity",
+    affinity_state,
+    "What prompt-cache affinity did for this request's prefix.",
+);
 const INFERENCE_HEADERS: &[Header] = &[X_CI_CACHE, AFFINITY];
-const NO_STORE: Header = Header {
-    name: "cache-control",
-    description: "`no-store`.",
-    schema: string,
-};
+const NO_STORE: Header = Header::new("cache-control", string, "`no-store`.");
 const CACHED: &[Header] = &[
-    Header {
-        name: "cache-control",
-        description: "`public, max-age=0, must-revalidate`.",
-        schema: string,
-    },
-    Header {
-        name: "etag",
-        description: "The body's entity tag; send it back in `If-None-Match`.",
-        schema: string,
-    },
+    Header::new(
+        "cache-control",
+        string,
+        "`public, max-age=0, must-revalidate`.",
+    ),
+    Header::new(
+        "etag",
+        string,
+        "The body's entity tag; send it back in `If-None-Match`.",
+    ),
 ];
-const IF_NONE_MATCH: Param = Param {
-    name: "if-none-match",
-    place: In::Header,
-    required: false,
-    schema: string,
-    description: "An `ETag` from an earlier answer: 304 without a body while it still holds.",
-};
+const IF_NONE_MATCH: Param = Param::header(
+    "if-none-match",
+    string,
+    "An `ETag` from an earlier answer: 304 without a body while it still holds.",
+);
 fn zdr_flag(_: &mut Schemas) -> RefOr<Schema> {
     one_of(&["true", "false"])
 }
-const ZDR: Param = Param {
-    name: "zdr",
-    place: In::Query,
-    required: false,
-    schema: zdr_flag,
-    description: "`true`: only offers of zero-data-retention routes (`true` or `false`).",
-};
+const ZDR: Param = Param::query(
+    "zdr",
+    zdr_flag,
+    "`true`: only offers of zero-data-retention routes (`true` or `false`).",
+);
 /// The public lists read `zdr` leniently: only `true` filters.
-const PUBLIC_ZDR: Param = Param {
-    name: "zdr",
-    place: In::Query,
-    required: false,
-    schema: string,
-    description: "`true`: only models with a zero-data-retention route; any other value lists them all.",
-};
+const PUBLIC_ZDR: Param = Param::query(
+    "zdr",
+    string,
+    "`true`: only models with a zero-data-retention route; any other value lists them all.",
+);
 const NOT_MODIFIED: Reply = Reply {
     status: 304,
     description: "Not modified: the `If-None-Match` tag still holds.",
@@ -499,209 +470,109 @@ fn docs_query(_: &mut Schemas) -> RefOr<Schema> {
         .into()
 }
 fn docs_limit(_: &mut Schemas) -> RefOr<Schema> {
-    ObjectBuilder::new()
-        .schema_type(Type::Integer)
-        .minimum(Some(1))
-        .maximum(Some(10))
-        .default(Some(4.into()))
-        .into()
+    integer_range(1, 10).default(Some(4.into())).into()
 }
 /// A percentage as `/v1/models/supply` reads it: plain decimal digits, at
 /// most 12 after the point, from 0 to 99.99.
 fn percent(_: &mut Schemas) -> RefOr<Schema> {
-    ObjectBuilder::new()
-        .schema_type(Type::String)
-        .pattern(Some(
-            r"^(0{0,6}([0-9]|[1-8][0-9]|9[0-8])(\.[0-9]{1,12})?|0{0,6}99(\.[0-9]{1,2}0{0,10})?)$",
-        ))
-        .into()
+    text_matching(
+        r"^(0{0,6}([0-9]|[1-8][0-9]|9[0-8])(\.[0-9]{1,12})?|0{0,6}99(\.[0-9]{1,2}0{0,10})?)$",
+    )
+    .into()
 }
 fn tokens(_: &mut Schemas) -> RefOr<Schema> {
-    ObjectBuilder::new()
-        .schema_type(Type::Integer)
-        .minimum(Some(0))
-        .maximum(Some(10_000_000))
-        .into()
+    integer_range(0, 10_000_000).into()
 }
 fn requests(_: &mut Schemas) -> RefOr<Schema> {
-    ObjectBuilder::new()
-        .schema_type(Type::Integer)
-        .minimum(Some(1))
-        .maximum(Some(9_007_199_254_740_991_usize))
-        .into()
+    integer_range(1, 9_007_199_254_740_991).into()
 }
 fn model_names(_: &mut Schemas) -> RefOr<Schema> {
-    ObjectBuilder::new()
-        .schema_type(Type::String)
+    text_matching("^[^,]+(,[^,]+){0,9}$")
         .min_length(Some(1))
-        .pattern(Some("^[^,]+(,[^,]+){0,9}$"))
         .into()
 }
 fn instant(_: &mut Schemas) -> RefOr<Schema> {
-    ObjectBuilder::new()
-        .schema_type(Type::String)
-        .format(Some(SchemaFormat::KnownFormat(KnownFormat::DateTime)))
-        .into()
+    text_formatted(KnownFormat::DateTime)
 }
 fn list_limit(_: &mut Schemas) -> RefOr<Schema> {
-    ObjectBuilder::new()
-        .schema_type(Type::Integer)
-        .minimum(Some(1))
-        .maximum(Some(1000))
-        .into()
+    integer_range(1, 1000).into()
 }
 fn page_limit(_: &mut Schemas) -> RefOr<Schema> {
-    ObjectBuilder::new()
-        .schema_type(Type::Integer)
-        .minimum(Some(1))
-        .maximum(Some(100))
-        .into()
+    integer_range(1, 100).into()
 }
 
-const VIDEO_RANGE: Param = Param {
-    name: "range",
-    place: In::Header,
-    required: false,
-    schema: string,
-    description: "One range: `bytes=a-b`, `bytes=a-` or `bytes=-n`.",
-};
+const VIDEO_RANGE: Param = Param::header(
+    "range",
+    string,
+    "One range: `bytes=a-b`, `bytes=a-` or `bytes=-n`.",
+);
 const VIDEO_BYTES: &[Header] = &[
-    Header {
-        name: "accept-ranges",
-        description: "`bytes`.",
-        schema: string,
-    },
-    Header {
-        name: "content-length",
-        description: "The bytes in this answer.",
-        schema: count,
-    },
+    Header::new("accept-ranges", string, "`bytes`."),
+    Header::new("content-length", count, "The bytes in this answer."),
 ];
 const VIDEO_RANGE_BYTES: &[Header] = &[
-    Header {
-        name: "accept-ranges",
-        description: "`bytes`.",
-        schema: string,
-    },
-    Header {
-        name: "content-length",
-        description: "The bytes in this answer.",
-        schema: count,
-    },
-    Header {
-        name: "content-range",
-        description: "`bytes a-b/size`.",
-        schema: string,
-    },
+    Header::new("accept-ranges", string, "`bytes`."),
+    Header::new("content-length", count, "The bytes in this answer."),
+    Header::new("content-range", string, "`bytes a-b/size`."),
 ];
 const SET_COOKIE: &[Header] = &[
-    Header {
-        name: "set-cookie",
-        description: "The session cookie (`router_session`, HttpOnly, SameSite=Lax).",
-        schema: string,
-    },
-    Header {
-        name: "cache-control",
-        description: "`no-store`.",
-        schema: string,
-    },
+    Header::new(
+        "set-cookie",
+        string,
+        "The session cookie (`router_session`, HttpOnly, SameSite=Lax).",
+    ),
+    Header::new("cache-control", string, "`no-store`."),
 ];
-const CLEAR_COOKIE: &[Header] = &[Header {
-    name: "set-cookie",
-    description: "The session cookie, expired.",
-    schema: string,
-}];
+const CLEAR_COOKIE: &[Header] = &[Header::new(
+    "set-cookie",
+    string,
+    "The session cookie, expired.",
+)];
 const PAGE_HEADERS: &[Header] = &[
-    Header {
-        name: "cache-control",
-        description: "`no-cache`.",
-        schema: string,
-    },
-    Header {
-        name: "content-security-policy",
-        description: "Only the router's own scripts and styles; never framed.",
-        schema: string,
-    },
+    Header::new("cache-control", string, "`no-cache`."),
+    Header::new(
+        "content-security-policy",
+        string,
+        "Only the router's own scripts and styles; never framed.",
+    ),
 ];
-const ASSET_HEADERS: &[Header] = &[Header {
-    name: "cache-control",
-    description: "`public, max-age=300`.",
-    schema: string,
-}];
+const ASSET_HEADERS: &[Header] = &[Header::new(
+    "cache-control",
+    string,
+    "`public, max-age=300`.",
+)];
 fn request_status(_: &mut Schemas) -> RefOr<Schema> {
     one_of(&["reserved", "succeeded", "failed"])
 }
 /// Printable text: no control characters (a NUL above all, which no id holds).
 fn printable_text(_: &mut Schemas) -> RefOr<Schema> {
-    ObjectBuilder::new()
-        .schema_type(Type::String)
-        .pattern(Some("^[^\\x00-\\x1f\\x7f-\\x9f]*$"))
-        .into()
+    text_matching("^[^\\x00-\\x1f\\x7f-\\x9f]*$").into()
 }
 fn uuid_text(_: &mut Schemas) -> RefOr<Schema> {
-    ObjectBuilder::new()
-        .schema_type(Type::String)
-        .format(Some(SchemaFormat::KnownFormat(KnownFormat::Uuid)))
-        .into()
+    text_formatted(KnownFormat::Uuid)
 }
 fn date(_: &mut Schemas) -> RefOr<Schema> {
-    ObjectBuilder::new()
-        .schema_type(Type::String)
-        .format(Some(SchemaFormat::KnownFormat(KnownFormat::Date)))
-        .into()
+    text_formatted(KnownFormat::Date)
 }
 fn request_limit(_: &mut Schemas) -> RefOr<Schema> {
-    ObjectBuilder::new()
-        .schema_type(Type::Integer)
-        .minimum(Some(1))
-        .maximum(Some(200))
-        .default(Some(50.into()))
-        .into()
+    integer_range(1, 200).default(Some(50.into())).into()
 }
 /// The filters of `GET /api/requests`.
 const REQUEST_FILTERS: &[Param] = &[
-    Param {
-        name: "model",
-        place: In::Query,
-        required: false,
-        schema: printable_text,
-        description: "Only this model (as requested).",
-    },
-    Param {
-        name: "key",
-        place: In::Query,
-        required: false,
-        schema: uuid_text,
-        description: "Only requests made with this key (its id).",
-    },
-    Param {
-        name: "status",
-        place: In::Query,
-        required: false,
-        schema: request_status,
-        description: "Only requests in this state.",
-    },
-    Param {
-        name: "from",
-        place: In::Query,
-        required: false,
-        schema: date,
-        description: "Created on or after this UTC day.",
-    },
-    Param {
-        name: "to",
-        place: In::Query,
-        required: false,
-        schema: date,
-        description: "Created on or before this UTC day.",
-    },
-    Param {
-        name: "limit",
-        place: In::Query,
-        required: false,
-        schema: request_limit,
-        description: "At most this many (1 to 200, default 50).",
-    },
+    Param::query("model", printable_text, "Only this model (as requested)."),
+    Param::query(
+        "key",
+        uuid_text,
+        "Only requests made with this key (its id).",
+    ),
+    Param::query("status", request_status, "Only requests in this state."),
+    Param::query("from", date, "Created on or after this UTC day."),
+    Param::query("to", date, "Created on or before this UTC day."),
+    Param::query(
+        "limit",
+        request_limit,
+        "At most this many (1 to 200, default 50).",
+    ),
 ];
 
 // ---------------------------------------------------------------------------
@@ -738,7 +609,7 @@ pub static ROUTES: [Route; 74] = [
         Operation {
             summary: "Count a response's input tokens (a free local estimate)", tag: "inference",
             body: body(INFERENCE_BODY, &[(JSON, open_inference::<router_responses::wire::request::InputTokensRequest>)]),
-            replies: &[Reply { status: 200, description: "The estimate: `{object: \"response.input_tokens\", input_tokens}`.", content: &[(JSON, schema::<crate::token_count::ResponseInputTokens>)], headers: &[Header { name: "x-ci-token-count-estimated", description: "`true`: a local estimate.", schema: estimated }] }],
+            replies: &[Reply { status: 200, description: "The estimate: `{object: \"response.input_tokens\", input_tokens}`.", content: &[(JSON, schema::<crate::token_count::ResponseInputTokens>)], headers: &[Header::new("x-ci-token-count-estimated", estimated, "`true`: a local estimate.")] }],
             errors: &[E::InvalidParameter, P::MODEL_NOT_ALLOWED, E::ModelNotFound, E::PayloadTooLarge, E::RequestTimeout],
             ..Operation::new("", "")
         }),
@@ -757,7 +628,7 @@ pub static ROUTES: [Route; 74] = [
             summary: "Count input tokens (a free local estimate)", tag: "inference",
             params: COUNT_TOKENS_PARAMS,
             body: body(INFERENCE_BODY, &[(JSON, closed_inference::<router_messages::wire::request::CountTokensRequest>)]),
-            replies: &[Reply { status: 200, description: "The estimate.", content: &[(JSON, schema::<crate::messages::InputTokens>)], headers: &[Header { name: "x-ci-token-count-estimated", description: "`true`: a local estimate.", schema: estimated }] }],
+            replies: &[Reply { status: 200, description: "The estimate.", content: &[(JSON, schema::<crate::messages::InputTokens>)], headers: &[Header::new("x-ci-token-count-estimated", estimated, "`true`: a local estimate.")] }],
             errors: &[E::InvalidParameter, P::MODEL_NOT_ALLOWED, E::ModelNotFound, E::PayloadTooLarge, E::RequestTimeout],
         }),
     row(POST, "/v1/completions", key(INFERENCE), OpenAi,
@@ -815,8 +686,8 @@ pub static ROUTES: [Route; 74] = [
         Operation {
             summary: "Search the user manual", tag: "documentation",
             params: &[
-                Param { name: "q", place: In::Query, required: false, schema: docs_query, description: "Search terms; empty or blank is the same as absent (all sections, no bodies)." },
-                Param { name: "limit", place: In::Query, required: false, schema: docs_limit, description: "How many sections at most, with `q` (1 to 10, default 4); ignored without `q`." },
+                Param::query("q", docs_query, "Search terms; empty or blank is the same as absent (all sections, no bodies)."),
+                Param::query("limit", docs_limit, "How many sections at most, with `q` (1 to 10, default 4); ignored without `q`."),
             ],
             replies: &[json(200, "Without `q`: every section in reading order, without `body`. With `q`: at most `limit` matching sections with `body`, best first; none is `data: []`.", &[(JSON, schema::<router_docs::DocsList<'static>>)])],
             errors: &[E::InvalidParameter],
@@ -861,9 +732,9 @@ pub static ROUTES: [Route; 74] = [
         Operation {
             summary: "The models this key may use (OpenAI list envelope, Anthropic's too)", tag: "catalog",
             params: &[
-                Param { name: "limit", place: In::Query, required: false, schema: list_limit, description: "At most this many models (1 to 1000; default: all)." },
-                Param { name: "after_id", place: In::Query, required: false, schema: string, description: "Only the models after this ID." },
-                Param { name: "before_id", place: In::Query, required: false, schema: string, description: "Only the models before this ID." },
+                Param::query("limit", list_limit, "At most this many models (1 to 1000; default: all)."),
+                Param::query("after_id", string, "Only the models after this ID."),
+                Param::query("before_id", string, "Only the models before this ID."),
                 ANTHROPIC_CLIENT,
             ],
             replies: &[json(200, "The models.", &[(JSON, schema::<router_catalog::schema::ModelList>)])],
@@ -875,8 +746,8 @@ pub static ROUTES: [Route; 74] = [
         Operation {
             summary: "Anonymous eligible supply of one model", tag: "catalog",
             params: &[
-                Param { name: "model", place: In::Query, required: true, schema: non_empty, description: "A model ID or alias." },
-                Param { name: "min_discount_percent", place: In::Query, required: false, schema: percent, description: "Only offers at least this far below the official list price (0 to 99.99)." },
+                Param::required_query("model", non_empty, "A model ID or alias."),
+                Param::query("min_discount_percent", percent, "Only offers at least this far below the official list price (0 to 99.99)."),
                 ZDR,
             ],
             replies: &[json(200, "The offers, cheapest first.", &[(JSON, schema::<router_catalog::schema::ModelSupply>)])],
@@ -888,10 +759,10 @@ pub static ROUTES: [Route; 74] = [
         Operation {
             summary: "Estimate the cost of requests on up to 10 models", tag: "catalog",
             params: &[
-                Param { name: "models", place: In::Query, required: true, schema: model_names, description: "Up to 10 distinct model IDs or aliases, comma-separated." },
-                Param { name: "prompt_tokens", place: In::Query, required: false, schema: tokens, description: "Input tokens per request (default 0)." },
-                Param { name: "completion_tokens", place: In::Query, required: false, schema: tokens, description: "Output tokens per request (default 0)." },
-                Param { name: "requests", place: In::Query, required: false, schema: requests, description: "How many requests (default 1)." },
+                Param::required_query("models", model_names, "Up to 10 distinct model IDs or aliases, comma-separated."),
+                Param::query("prompt_tokens", tokens, "Input tokens per request (default 0)."),
+                Param::query("completion_tokens", tokens, "Output tokens per request (default 0)."),
+                Param::query("requests", requests, "How many requests (default 1)."),
             ],
             replies: &[Reply { status: 200, description: "The estimates; not cached.", content: &[(JSON, schema::<router_catalog::schema::ModelComparison>)], headers: &[NO_STORE] }],
             errors: &[E::InvalidParameter],
@@ -902,9 +773,9 @@ pub static ROUTES: [Route; 74] = [
         Operation {
             summary: "The latest price change per model since an instant", tag: "catalog",
             params: &[
-                Param { name: "since", place: In::Query, required: true, schema: instant, description: "An RFC 3339 timestamp with a timezone." },
-                Param { name: "limit", place: In::Query, required: false, schema: page_limit, description: "At most this many changes (1 to 100, default 100)." },
-                Param { name: "cursor", place: In::Query, required: false, schema: string, description: "The `next_cursor` of the previous page, with the same `since` and credential." },
+                Param::required_query("since", instant, "An RFC 3339 timestamp with a timezone."),
+                Param::query("limit", page_limit, "At most this many changes (1 to 100, default 100)."),
+                Param::query("cursor", string, "The `next_cursor` of the previous page, with the same `since` and credential."),
             ],
             replies: &[Reply { status: 200, description: "The changes; not cached.", content: &[(JSON, schema::<router_catalog::schema::PriceChanges>)], headers: &[NO_STORE] }],
             errors: &[E::InvalidParameter],
@@ -1046,7 +917,7 @@ pub static ROUTES: [Route; 74] = [
         any!(|c, _| sign_in::sign_in_page(&c.app, &c.request, c.id).await),
         Operation {
             summary: "The sign-in page a link opens (spends nothing)", tag: "sessions",
-            params: &[Param { name: "token", place: In::Query, required: false, schema: string, description: "The token of the emailed link; without a well-formed one the page says the link is incomplete." }],
+            params: &[Param::query("token", string, "The token of the emailed link; without a well-formed one the page says the link is incomplete.")],
             replies: &[json(200, "An HTML page: the account the link signs into and one button that signs in, or a note that the link is incomplete, unknown, used or expired. Never framed (`frame-ancestors 'none'`, `X-Frame-Options: DENY`), `nosniff`, `Referrer-Policy: no-referrer`.", &[("text/html", string)])],
             ..Operation::new("", "")
         }),
@@ -1182,7 +1053,7 @@ pub static ROUTES: [Route; 74] = [
         }),
     // The operator API (docs/admin-api.md).
     row(POST, "/admin/accounts", Admin, OpenAi,
-        any!(|c, _| admin::create_account(&c.app, c.request, c.id).await),
+        any!(|c, _| admin::created(&c.app.operator.create_account(admin::input(c.request).await?).await?, c.id)),
         Operation {
             summary: "Create an account", tag: ADMIN,
             body: body(ADMIN_BODY, &[(JSON, schema::<router_operator::NewAccount>)]),
@@ -1191,7 +1062,7 @@ pub static ROUTES: [Route; 74] = [
             ..Operation::new("", "")
         }),
     row(GET, "/admin/accounts/{id}", Admin, OpenAi,
-        any!(|c, _| admin::get_account(&c.app, c.param(), c.id).await),
+        any!(|c, _| admin::ok(&c.app.operator.account(admin::id(&c.params)?).await?, c.id)),
         Operation {
             summary: "Read an account and its wallet", tag: ADMIN,
             replies: &[json(200, "The account.", &[(JSON, schema::<router_operator::Account>)])],
@@ -1199,7 +1070,7 @@ pub static ROUTES: [Route; 74] = [
             ..Operation::new("", "")
         }),
     row(POST, "/admin/accounts/{id}/credits", Admin, OpenAi,
-        any!(|c, _| admin::grant_credits(&c.app, c.request, c.params.first.as_deref(), c.id).await),
+        any!(|c, _| admin::grant_credits(c).await),
         Operation {
             summary: "Grant credits to an account", tag: ADMIN,
             body: body(ADMIN_BODY, &[(JSON, schema::<router_operator::Credits>)]),
@@ -1208,7 +1079,7 @@ pub static ROUTES: [Route; 74] = [
             ..Operation::new("", "")
         }),
     row(POST, "/admin/api-keys", Admin, OpenAi,
-        any!(|c, _| admin::create_api_key(&c.app, c.request, c.id).await),
+        any!(|c, _| admin::created(&c.app.operator.create_api_key(&c.app.gateway.catalog(), admin::input(c.request).await?).await?, c.id)),
         Operation {
             summary: "Issue an API key", tag: ADMIN,
             body: body(ADMIN_BODY, &[(JSON, schema::<router_operator::NewApiKey>)]),
@@ -1217,7 +1088,7 @@ pub static ROUTES: [Route; 74] = [
             ..Operation::new("", "")
         }),
     row(GET, "/admin/api-keys/{id}", Admin, OpenAi,
-        any!(|c, _| admin::get_api_key(&c.app, c.param(), c.id).await),
+        any!(|c, _| admin::ok(&c.app.operator.api_key(admin::id(&c.params)?).await?, c.id)),
         Operation {
             summary: "Read an API key, its policy and spend", tag: ADMIN,
             replies: &[json(200, "The key.", &[(JSON, schema::<router_operator::ApiKeyWithSpend>)])],
@@ -1225,7 +1096,7 @@ pub static ROUTES: [Route; 74] = [
             ..Operation::new("", "")
         }),
     row(GET, "/admin/accounts/{id}/api-keys", Admin, OpenAi,
-        any!(|c, _| admin::list_api_keys(&c.app, c.param(), c.id).await),
+        any!(|c, _| admin::ok(&c.app.operator.api_keys(admin::id(&c.params)?).await?, c.id)),
         Operation {
             summary: "List an account's API keys", tag: ADMIN,
             replies: &[json(200, "The keys.", &[(JSON, schema::<bodies::AdminApiKeyList>)])],
@@ -1233,7 +1104,7 @@ pub static ROUTES: [Route; 74] = [
             ..Operation::new("", "")
         }),
     row(PATCH, "/admin/api-keys/{id}", Admin, OpenAi,
-        any!(|c, _| admin::update_api_key(&c.app, c.request, c.params.first.as_deref(), c.id).await),
+        any!(|c, _| admin::ok(&c.app.operator.update_api_key(&c.app.gateway.catalog(), admin::id(&c.params)?, admin::input(c.request).await?).await?, c.id)),
         Operation {
             summary: "Change an API key's scopes or policy", tag: ADMIN,
             body: body(ADMIN_BODY, &[(JSON, schema::<router_operator::ApiKeyPatch>)]),
@@ -1242,7 +1113,7 @@ pub static ROUTES: [Route; 74] = [
             ..Operation::new("", "")
         }),
     row(DELETE, "/admin/api-keys/{id}", Admin, OpenAi,
-        any!(|c, _| admin::delete_api_key(&c.app, c.param(), c.id).await),
+        any!(|c, _| { c.app.operator.delete_api_key(admin::id(&c.params)?).await?; admin::removed(c.id) }),
         Operation {
             summary: "Delete an API key", tag: ADMIN,
             replies: &[empty(204, "Deleted.")],
@@ -1250,7 +1121,7 @@ pub static ROUTES: [Route; 74] = [
             ..Operation::new("", "")
         }),
     row(GET, "/admin/requests/{id}", Admin, OpenAi,
-        any!(|c, _| admin::get_request(&c.app, c.param(), c.id).await),
+        any!(|c, _| admin::ok(&c.app.operator.request(admin::id(&c.params)?).await?, c.id)),
         Operation {
             summary: "A request's history: attempts, hold, ledger", tag: ADMIN,
             replies: &[json(200, "The request.", &[(JSON, schema::<router_operator::RequestRecord>)])],
@@ -1273,7 +1144,7 @@ pub static ROUTES: [Route; 74] = [
             ..Operation::new("", "")
         }),
     row(POST, "/admin/accounts/{id}/sessions", Admin, OpenAi,
-        any!(|c, _| admin::create_session(&c.app, c.request, c.params.first.as_deref(), c.id).await),
+        any!(|c, _| admin::created(&c.app.operator.create_session(admin::id(&c.params)?, admin::input(c.request).await?).await?, c.id)),
         Operation {
             summary: "Open a browser session for an account", tag: ADMIN,
             body: body(ADMIN_BODY, &[(JSON, schema::<router_operator::NewSession>)]),
@@ -1282,7 +1153,7 @@ pub static ROUTES: [Route; 74] = [
             ..Operation::new("", "")
         }),
     row(DELETE, "/admin/sessions/{id}", Admin, OpenAi,
-        any!(|c, _| admin::delete_session(&c.app, c.param(), c.id).await),
+        any!(|c, _| { c.app.operator.revoke_session(admin::id(&c.params)?).await?; admin::removed(c.id) }),
         Operation {
             summary: "End a browser session", tag: ADMIN,
             replies: &[empty(204, "Ended.")],
@@ -1290,7 +1161,7 @@ pub static ROUTES: [Route; 74] = [
             ..Operation::new("", "")
         }),
     row(POST, "/admin/accounts/{id}/experiments", Admin, OpenAi,
-        any!(|c, _| admin::create_experiment(&c.app, c.request, c.params.first.as_deref(), c.id).await),
+        any!(|c, _| admin::created(&c.app.operator.create_experiment(&c.app.gateway.catalog(), admin::id(&c.params)?, admin::input(c.request).await?).await?, c.id)),
         Operation {
             summary: "Create an A/B experiment (a draft)", tag: ADMIN,
             body: body(ADMIN_BODY, &[(JSON, schema::<router_operator::NewExperiment>)]),
@@ -1299,7 +1170,7 @@ pub static ROUTES: [Route; 74] = [
             ..Operation::new("", "")
         }),
     row(GET, "/admin/accounts/{id}/experiments", Admin, OpenAi,
-        any!(|c, _| admin::list_experiments(&c.app, c.param(), c.id).await),
+        any!(|c, _| admin::ok(&c.app.operator.experiments(admin::id(&c.params)?).await?, c.id)),
         Operation {
             summary: "List an account's experiments", tag: ADMIN,
             replies: &[json(200, "The experiments with assignment counts.", &[(JSON, schema::<bodies::AdminExperimentList>)])],
@@ -1307,7 +1178,7 @@ pub static ROUTES: [Route; 74] = [
             ..Operation::new("", "")
         }),
     row(GET, "/admin/accounts/{id}/experiments/{slug}", Admin, OpenAi,
-        any!(|c, _| admin::get_experiment(&c.app, c.param(), c.params.second.as_deref(), c.id).await),
+        any!(|c, _| admin::ok(&c.app.operator.experiment(admin::id(&c.params)?, admin::slug(&c.params)?).await?, c.id)),
         Operation {
             summary: "Read an experiment and its assignment counts", tag: ADMIN,
             replies: &[json(200, "The experiment.", &[(JSON, schema::<router_operator::ExperimentView>)])],
@@ -1315,7 +1186,7 @@ pub static ROUTES: [Route; 74] = [
             ..Operation::new("", "")
         }),
     row(PATCH, "/admin/accounts/{id}/experiments/{slug}", Admin, OpenAi,
-        any!(|c, _| admin::update_experiment(&c.app, c.request, c.params.first.as_deref(), c.params.second.as_deref(), c.id).await),
+        any!(|c, _| admin::ok(&c.app.operator.update_experiment(admin::id(&c.params)?, admin::slug(&c.params)?, admin::input(c.request).await?).await?, c.id)),
         Operation {
             summary: "Run, pause, complete or promote an experiment", tag: ADMIN,
             body: body(ADMIN_BODY, &[(JSON, schema::<router_operator::ExperimentPatch>)]),
@@ -1338,7 +1209,7 @@ pub static ROUTES: [Route; 74] = [
             ..Operation::new("", "")
         }),
     row(POST, "/admin/accounts/{id}/channels", Admin, OpenAi,
-        any!(|c, _| admin::provision_channel(&c.app, c.request, c.params.first.as_deref(), c.id).await),
+        any!(|c, _| channels::provision(&c.app, admin::id(&c.params)?, admin::input(c.request).await?, c.id).await),
         Operation {
             summary: "Provision a Slack, Discord or Telegram channel", tag: ADMIN,
             body: body(ADMIN_BODY, &[(JSON, schema::<router_notify::channels::Provision>)]),
@@ -1350,7 +1221,7 @@ pub static ROUTES: [Route; 74] = [
             ..Operation::new("", "")
         }),
     row(DELETE, "/admin/channels/{id}", Admin, OpenAi,
-        any!(|c, _| admin::deprovision_channel(&c.app, c.param(), c.id).await),
+        any!(|c, _| channels::deprovision(&c.app, admin::id(&c.params)?, c.id).await),
         Operation {
             summary: "Disconnect a channel", tag: ADMIN,
             replies: &[json(200, "Disconnected.", &[(JSON, schema::<router_notify::channels::Disconnected>)])],
