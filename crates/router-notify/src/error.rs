@@ -9,6 +9,7 @@ use crate::destination::DestinationError;
 use crate::platform::{Platform, listing};
 use crate::report::Frequency;
 use router_canonical::{ApiError, ErrorCode};
+use router_core::ownership::Resource;
 use router_core::product_codes;
 use router_core::store::StoreError;
 
@@ -81,6 +82,18 @@ pub enum Refusal {
     DeliveryFailed(Platform),
     #[error("the {0} delivery was not acknowledged")]
     Unacknowledged(Platform),
+}
+
+/// The client's answer: the channel's one 404, the storage
+/// failure's, or the refusal's own.
+impl From<NotifyError> for ApiError {
+    fn from(error: NotifyError) -> ApiError {
+        match error {
+            NotifyError::ChannelNotFound => Resource::Channel.not_found(),
+            NotifyError::Store(e) => e.api_error(),
+            NotifyError::Refused(refusal) => refusal.into(),
+        }
+    }
 }
 
 impl From<Refusal> for ApiError {

@@ -22,22 +22,12 @@ use http::header::{CACHE_CONTROL, HeaderValue};
 use http::{Response, StatusCode};
 use router_canonical::{ApiError, ErrorCode};
 use router_core::ownership::{self, Resource};
-use router_notify::{ChannelChange, Connected, EmailConsent, NotifyError, Platform};
+use router_notify::{ChannelChange, Connected, EmailConsent, Platform};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
 pub use router_notify::Provision;
-
-/// A wing error as the client sees it: the channel's one 404 and
-/// the storage failure are the server's replies; a refusal renders itself.
-fn api_error(error: NotifyError) -> ApiError {
-    match error {
-        NotifyError::ChannelNotFound => Resource::Channel.not_found(),
-        NotifyError::Store(e) => e.api_error(),
-        NotifyError::Refused(refusal) => refusal.into(),
-    }
-}
 
 /// The `{platform}` of `/api/channels/{platform}`: one the operator
 /// provisions, else 404 (the route's path check).
@@ -93,11 +83,7 @@ pub async fn list(
     caller: &Caller,
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
-    let view = app
-        .notify
-        .list(caller.account_id()?)
-        .await
-        .map_err(api_error)?;
+    let view = app.notify.list(caller.account_id()?).await?;
     Ok(reply(StatusCode::OK, &view, request_id))
 }
 
@@ -109,11 +95,7 @@ pub async fn show(
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
     let account = caller.account_id()?;
-    let view = app
-        .notify
-        .show(account, channel_id(id)?)
-        .await
-        .map_err(api_error)?;
+    let view = app.notify.show(account, channel_id(id)?).await?;
     Ok(reply(StatusCode::OK, &view, request_id))
 }
 
@@ -128,13 +110,9 @@ pub async fn update(
 ) -> Result<Response<Body>, ApiError> {
     let account = caller.account_id()?;
     let id = channel_id(id)?;
-    app.notify.show(account, id).await.map_err(api_error)?;
+    app.notify.show(account, id).await?;
     let change = ChannelChange::from_json(&object_body(request).await?)?;
-    let view = app
-        .notify
-        .update(account, id, change)
-        .await
-        .map_err(api_error)?;
+    let view = app.notify.update(account, id, change).await?;
     Ok(reply(StatusCode::OK, &view, request_id))
 }
 
@@ -147,11 +125,7 @@ pub async fn send_report(
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
     let account = caller.account_id()?;
-    let view = app
-        .notify
-        .send_report(account, channel_id(id)?)
-        .await
-        .map_err(api_error)?;
+    let view = app.notify.send_report(account, channel_id(id)?).await?;
     Ok(reply(StatusCode::OK, &view, request_id))
 }
 
@@ -161,11 +135,7 @@ pub async fn email_status(
     caller: &Caller,
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
-    let view = app
-        .notify
-        .email_status(caller.account_id()?)
-        .await
-        .map_err(api_error)?;
+    let view = app.notify.email_status(caller.account_id()?).await?;
     Ok(reply(StatusCode::OK, &view, request_id))
 }
 
@@ -178,11 +148,7 @@ pub async fn email_connect(
 ) -> Result<Response<Body>, ApiError> {
     let account = caller.account_id()?;
     let consent = EmailConsent::from_json(&object_body(request).await?)?;
-    let answer = app
-        .notify
-        .connect_email(account, consent)
-        .await
-        .map_err(api_error)?;
+    let answer = app.notify.connect_email(account, consent).await?;
     Ok(connected(answer, request_id))
 }
 
@@ -197,8 +163,7 @@ pub async fn email_disconnect(
     let view = app
         .notify
         .disconnect_email(account, channel_id(id)?)
-        .await
-        .map_err(api_error)?;
+        .await?;
     Ok(reply(StatusCode::OK, &view, request_id))
 }
 
@@ -213,8 +178,7 @@ pub async fn platform_status(
     let view = app
         .notify
         .platform_status(account, external_platform(platform)?)
-        .await
-        .map_err(api_error)?;
+        .await?;
     Ok(reply(StatusCode::OK, &view, request_id))
 }
 
@@ -226,11 +190,7 @@ pub async fn provision(
     provision: Provision,
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
-    let answer = app
-        .notify
-        .provision(account_id, provision)
-        .await
-        .map_err(api_error)?;
+    let answer = app.notify.provision(account_id, provision).await?;
     Ok(connected(answer, request_id))
 }
 
@@ -240,7 +200,7 @@ pub async fn deprovision(
     id: Uuid,
     request_id: &str,
 ) -> Result<Response<Body>, ApiError> {
-    let view = app.notify.deprovision(id).await.map_err(api_error)?;
+    let view = app.notify.deprovision(id).await?;
     Ok(reply::json(
         StatusCode::OK,
         serde_json::to_vec(&view).unwrap_or_default(),
