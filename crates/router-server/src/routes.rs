@@ -783,21 +783,21 @@ pub static ROUTES: [Route; 74] = [
         }),
     // Digest channels (M).
     row(GET, "/v1/channels", key_or_session(READ), OpenAi,
-        any!(|c, caller| channels::list(&c.app, &caller, c.id).await),
+        any!(|c, caller| channels::ok(&c.app.notify.list(caller.account_id()?).await?, c.id)),
         Operation {
             summary: "List the account's digest channels", tag: "channels",
             replies: &[Reply { status: 200, description: "The connected channels and the selectable events.", content: &[(JSON, schema::<router_notify::channels::ChannelList>)], headers: &[NO_STORE] }],
             ..Operation::new("", "")
         }),
     row_checked(GET, "/v1/channels/{channel_id}", key_or_session(READ), OpenAi, ChannelId,
-        any!(|c, caller| channels::show(&c.app, &caller, c.param(), c.id).await),
+        any!(|c, caller| channels::ok(&c.app.notify.show(caller.account_id()?, channels::id(&c.params)?).await?, c.id)),
         Operation {
             summary: "Read a digest channel", tag: "channels",
             replies: &[json(200, "The channel.", &[(JSON, schema::<router_notify::channels::ChannelRecord>)])],
             ..Operation::new("", "")
         }),
     row_checked(PATCH, "/v1/channels/{channel_id}", key_or_session(WRITE), OpenAi, ChannelId,
-        any!(|c, caller| channels::update(&c.app, &caller, c.request, c.params.first.as_deref(), c.id).await),
+        any!(|c, caller| channels::update(c, &caller).await),
         Operation {
             summary: "Change a channel's frequency or events", tag: "channels",
             body: body("JSON; other fields (a destination, the report hour) are refused (400).", &[(JSON, schema::<router_notify::schema::ChannelUpdate>)]),
@@ -806,7 +806,7 @@ pub static ROUTES: [Route; 74] = [
             ..Operation::new("", "")
         }),
     row_checked(POST, "/v1/channels/{channel_id}/send-report", key_or_session(WRITE), OpenAi, ChannelId,
-        any!(|c, caller| channels::send_report(&c.app, &caller, c.param(), c.id).await),
+        any!(|c, caller| channels::ok(&c.app.notify.send_report(caller.account_id()?, channels::id(&c.params)?).await?, c.id)),
         Operation {
             summary: "Send the previous period's report now", tag: "channels",
             replies: &[json(200, "`sent: false` means no activity in the period.", &[(JSON, schema::<router_notify::channels::ReportSent>)])],
@@ -814,14 +814,14 @@ pub static ROUTES: [Route; 74] = [
             ..Operation::new("", "")
         }),
     row(GET, "/api/channels/email", Session, OpenAi,
-        any!(|c, caller| channels::email_status(&c.app, &caller, c.id).await),
+        any!(|c, caller| channels::ok(&c.app.notify.email_status(caller.account_id()?).await?, c.id)),
         Operation {
             summary: "The email channel's status", tag: "channels",
             replies: &[Reply { status: 200, description: "Email availability and the connected channel.", content: &[(JSON, schema::<router_notify::channels::EmailStatus>)], headers: &[NO_STORE] }],
             ..Operation::new("", "")
         }),
     row(POST, "/api/channels/email", Session, OpenAi,
-        any!(|c, caller| channels::email_connect(&c.app, &caller, c.request, c.id).await),
+        any!(|c, caller| channels::email_connect(c, &caller).await),
         Operation {
             summary: "Connect the email channel (with consent)", tag: "channels",
             body: body("JSON; a destination is refused (400): it is always the verified email.", &[(JSON, schema::<router_notify::schema::EmailConnect>)]),
@@ -833,14 +833,14 @@ pub static ROUTES: [Route; 74] = [
             ..Operation::new("", "")
         }),
     row_checked(DELETE, "/api/channels/email/{id}", Session, OpenAi, ChannelId,
-        any!(|c, caller| channels::email_disconnect(&c.app, &caller, c.param(), c.id).await),
+        any!(|c, caller| channels::ok(&c.app.notify.disconnect_email(caller.account_id()?, channels::id(&c.params)?).await?, c.id)),
         Operation {
             summary: "Disconnect the email channel", tag: "channels",
             replies: &[json(200, "Disconnected.", &[(JSON, schema::<router_notify::channels::Disconnected>)])],
             ..Operation::new("", "")
         }),
     row_checked(GET, "/api/channels/{platform}", Session, OpenAi, Platform,
-        any!(|c, caller| channels::platform_status(&c.app, &caller, c.param(), c.id).await),
+        any!(|c, caller| channels::ok(&c.app.notify.platform_status(caller.account_id()?, channels::external_platform(c.param())?).await?, c.id)),
         Operation {
             summary: "A Slack, Discord or Telegram channel's status", tag: "channels",
             replies: &[json(200, "The platform's status.", &[(JSON, schema::<router_notify::channels::PlatformStatus>)])],
@@ -1209,7 +1209,7 @@ pub static ROUTES: [Route; 74] = [
             ..Operation::new("", "")
         }),
     row(POST, "/admin/accounts/{id}/channels", Admin, OpenAi,
-        any!(|c, _| channels::provision(&c.app, admin::id(&c.params)?, admin::input(c.request).await?, c.id).await),
+        any!(|c, _| channels::connected(c.app.notify.provision(admin::id(&c.params)?, admin::input(c.request).await?).await?, c.id)),
         Operation {
             summary: "Provision a Slack, Discord or Telegram channel", tag: ADMIN,
             body: body(ADMIN_BODY, &[(JSON, schema::<router_notify::channels::Provision>)]),
@@ -1221,7 +1221,7 @@ pub static ROUTES: [Route; 74] = [
             ..Operation::new("", "")
         }),
     row(DELETE, "/admin/channels/{id}", Admin, OpenAi,
-        any!(|c, _| channels::deprovision(&c.app, admin::id(&c.params)?, c.id).await),
+        any!(|c, _| admin::ok(&c.app.notify.deprovision(admin::id(&c.params)?).await?, c.id)),
         Operation {
             summary: "Disconnect a channel", tag: ADMIN,
             replies: &[json(200, "Disconnected.", &[(JSON, schema::<router_notify::channels::Disconnected>)])],
