@@ -1,18 +1,14 @@
 //! The operator admin API under `/admin/`, guarded by the operator token
 //! (`ROUTER_ADMIN_TOKEN`), compared in constant time. The operations are
 //! the operator wing's (`router_operator::Operator`, shared with the
-//! `router` CLI). Each route row's handler reads the path and body with
-//! the helpers here, calls one operation and answers its view.
+//! `router` CLI). Each route row's handler reads the path with the helpers
+//! here and the body with `body::input`, calls one operation and answers
+//! its view (`reply::ok`, `created`, `removed`).
 
 use crate::app::App;
-use crate::body::Incoming;
-use crate::body::{ADMIN_BODY_LIMIT, json_body};
 use crate::reply::{self, Reply};
 use crate::routes::{Call, Params};
-use http::StatusCode;
 use router_canonical::{ApiError, ErrorCode};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 use subtle::ConstantTimeEq;
 use uuid::Uuid;
 
@@ -80,35 +76,13 @@ pub fn slug(params: &Params) -> Result<&str, ApiError> {
         .ok_or_else(|| ApiError::new(ErrorCode::NotFound, "No such experiment."))
 }
 
-/// The body as an operation's input: JSON, then the input's fields (an
-/// unknown one is refused).
-pub async fn input<T: DeserializeOwned>(request: http::Request<Incoming>) -> Result<T, ApiError> {
-    let body = json_body(request, ADMIN_BODY_LIMIT).await?;
-    Ok(router_operator::from_json(body)?)
-}
-
-/// 200 with an operation's view.
-pub fn ok(view: &impl Serialize, request_id: &str) -> Result<Reply, ApiError> {
-    Ok(reply::json_value(StatusCode::OK, view, request_id))
-}
-
-/// 201 with the view of what an operation made.
-pub fn created(view: &impl Serialize, request_id: &str) -> Result<Reply, ApiError> {
-    Ok(reply::json_value(StatusCode::CREATED, view, request_id))
-}
-
-/// 204: what the operation removed is gone.
-pub fn removed(request_id: &str) -> Result<Reply, ApiError> {
-    Ok(reply::no_content(request_id))
-}
-
 /// `POST /admin/accounts/{id}/credits`: the grant also counts in
 /// `router_credits_granted_nano_usd_total`.
 pub async fn grant_credits(call: Call<'_>) -> Result<Reply, ApiError> {
     let id = id(&call.params)?;
-    let credits: router_operator::Credits = input(call.request).await?;
+    let credits: router_operator::Credits = crate::body::input(call.request).await?;
     let amount = credits.amount_nano_usd;
     let view = call.app.operator.credit_account(id, credits).await?;
     metrics::counter!("router_credits_granted_nano_usd_total").increment(amount.max(0) as u64);
-    ok(&view, call.id)
+    reply::ok(&view, call.id)
 }

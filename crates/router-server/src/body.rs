@@ -186,6 +186,16 @@ pub async fn json_body<T: for<'de> serde::Deserialize<'de>>(
     })
 }
 
+/// A wing operation's input (the operator's, the dashboard's, a channel's
+/// provisioning): a JSON object of at most [`ADMIN_BODY_LIMIT`], then the
+/// input's fields, an unknown one refused (`router_operator::from_json`).
+pub async fn input<T: serde::de::DeserializeOwned>(
+    request: http::Request<Incoming>,
+) -> Result<T, ApiError> {
+    let body = json_body(request, ADMIN_BODY_LIMIT).await?;
+    Ok(router_operator::from_json(body)?)
+}
+
 /// The most a body's buffer reserves before its bytes arrive: a declared
 /// length is a promise, not bytes (100 bodies declaring 8 MiB and sending
 /// nothing must not take 800 MiB).

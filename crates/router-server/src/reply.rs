@@ -78,6 +78,21 @@ pub fn json_value(
     )
 }
 
+/// A handler's 200 with a wing's view as JSON.
+pub fn ok(view: &impl serde::Serialize, request_id: &str) -> Result<Reply, ApiError> {
+    Ok(json_value(StatusCode::OK, view, request_id))
+}
+
+/// A handler's 201 with the view of what an operation made.
+pub fn created(view: &impl serde::Serialize, request_id: &str) -> Result<Reply, ApiError> {
+    Ok(json_value(StatusCode::CREATED, view, request_id))
+}
+
+/// A handler's 204: what the operation removed is gone.
+pub fn removed(request_id: &str) -> Result<Reply, ApiError> {
+    Ok(no_content(request_id))
+}
+
 pub fn set_request_id(headers: &mut http::HeaderMap, request_id: &str) {
     if let Ok(value) = HeaderValue::from_str(request_id) {
         headers.insert(REQUEST_ID, value);

@@ -11,7 +11,7 @@
 
 use crate::api_bodies as bodies;
 use crate::app::App;
-use crate::body::Incoming;
+use crate::body::{Incoming, input};
 use crate::caller::Caller;
 use crate::reply::{self, Envelope};
 use crate::request_log::RequestLog;
@@ -969,14 +969,14 @@ pub static ROUTES: [Route; 74] = [
             ..Operation::new("", "")
         }),
     row(GET, "/api/keys", Session, OpenAi,
-        any!(|c, caller| dashboard::list_keys(&c.app, &caller.session()?, c.id).await),
+        any!(|c, caller| reply::ok(&dashboard::of(&c.app).keys(caller.session()?.account_id, chrono::Utc::now()).await?, c.id)),
         Operation {
             summary: "Your API keys, with this month's spend and last use", tag: "dashboard",
             replies: &[json(200, "The account's keys, live ones first; revoked ones carry `revoked_at`.", &[(JSON, schema::<router_dashboard::keys::KeyList>)])],
             ..Operation::new("", "")
         }),
     row(POST, "/api/keys", Session, OpenAi,
-        any!(|c, caller| dashboard::create_key(&c.app, &caller.session()?, c.request, c.id).await),
+        any!(|c, caller| dashboard::create_key(c, &caller.session()?).await),
         Operation {
             summary: "Create an API key for your account", tag: "dashboard",
             body: body("JSON: scopes and the key's policy; unknown fields are refused (400).", &[(JSON, schema::<router_dashboard::keys::NewKey>)]),
@@ -985,7 +985,7 @@ pub static ROUTES: [Route; 74] = [
             ..Operation::new("", "")
         }),
     row(PATCH, "/api/keys/{id}", Session, OpenAi,
-        any!(|c, caller| dashboard::update_key(&c.app, &caller.session()?, c.request, c.params.first.as_deref(), c.id).await),
+        any!(|c, caller| reply::ok(&dashboard::of(&c.app).update_key(&c.app.gateway.catalog(), caller.session()?.account_id, router_dashboard::keys::parse_key_id(c.param())?, input(c.request).await?).await?, c.id)),
         Operation {
             summary: "Change one of your keys' scopes or policy", tag: "dashboard",
             body: body("JSON: each field present is changed, `null` clears it; unknown fields are refused (400).", &[(JSON, schema::<router_operator::ApiKeyPatch>)]),
@@ -994,7 +994,7 @@ pub static ROUTES: [Route; 74] = [
             ..Operation::new("", "")
         }),
     row(DELETE, "/api/keys/{id}", Session, OpenAi,
-        any!(|c, caller| dashboard::revoke_key(&c.app, &caller.session()?, c.param(), c.id).await),
+        any!(|c, caller| { dashboard::of(&c.app).revoke_key(caller.session()?.account_id, router_dashboard::keys::parse_key_id(c.param())?).await?; reply::removed(c.id) }),
         Operation {
             summary: "Revoke one of your keys", tag: "dashboard",
             replies: &[empty(204, "Revoked: requests with it are refused at once.")],
@@ -1002,14 +1002,14 @@ pub static ROUTES: [Route; 74] = [
             ..Operation::new("", "")
         }),
     row(GET, "/api/usage", Session, OpenAi,
-        any!(|c, caller| dashboard::usage(&c.app, &caller.session()?, c.id).await),
+        any!(|c, caller| reply::ok(&dashboard::of(&c.app).usage(caller.session()?.account_id, chrono::Utc::now()).await?, c.id)),
         Operation {
             summary: "Your balance and the last 30 days' spend by day, model and key", tag: "dashboard",
             replies: &[json(200, "Amounts from the ledger, as integer nano-USD and USD text.", &[(JSON, schema::<router_dashboard::usage::UsageView>)])],
             ..Operation::new("", "")
         }),
     row(GET, "/api/requests", Session, OpenAi,
-        any!(|c, caller| dashboard::requests(&c.app, &caller.session()?, c.request.uri().query(), c.id).await),
+        any!(|c, caller| reply::ok(&dashboard::of(&c.app).requests(caller.session()?.account_id, &router_dashboard::usage::parse_filter(c.request.uri().query())?).await?, c.id)),
         Operation {
             summary: "Your requests, newest first, with filters", tag: "dashboard",
             params: REQUEST_FILTERS,
@@ -1018,7 +1018,7 @@ pub static ROUTES: [Route; 74] = [
             ..Operation::new("", "")
         }),
     row(GET, "/api/requests/{id}", Session, OpenAi,
-        any!(|c, caller| dashboard::request(&c.app, &caller.session()?, c.param(), c.id).await),
+        any!(|c, caller| reply::ok(&dashboard::of(&c.app).request(caller.session()?.account_id, c.param()).await?, c.id)),
         Operation {
             summary: "One of your requests: attempts by route protocol, tokens, charge", tag: "dashboard",
             replies: &[json(200, "The request, without any supplier identity.", &[(JSON, schema::<router_dashboard::usage::RequestDetail>)])],
@@ -1053,7 +1053,7 @@ pub static ROUTES: [Route; 74] = [
         }),
     // The operator API (docs/admin-api.md).
     row(POST, "/admin/accounts", Admin, OpenAi,
-        any!(|c, _| admin::created(&c.app.operator.create_account(admin::input(c.request).await?).await?, c.id)),
+        any!(|c, _| reply::created(&c.app.operator.create_account(input(c.request).await?).await?, c.id)),
         Operation {
             summary: "Create an account", tag: ADMIN,
             body: body(ADMIN_BODY, &[(JSON, schema::<router_operator::NewAccount>)]),
@@ -1062,7 +1062,7 @@ pub static ROUTES: [Route; 74] = [
             ..Operation::new("", "")
         }),
     row(GET, "/admin/accounts/{id}", Admin, OpenAi,
-        any!(|c, _| admin::ok(&c.app.operator.account(admin::id(&c.params)?).await?, c.id)),
+        any!(|c, _| reply::ok(&c.app.operator.account(admin::id(&c.params)?).await?, c.id)),
         Operation {
             summary: "Read an account and its wallet", tag: ADMIN,
             replies: &[json(200, "The account.", &[(JSON, schema::<router_operator::Account>)])],
@@ -1079,7 +1079,7 @@ pub static ROUTES: [Route; 74] = [
             ..Operation::new("", "")
         }),
     row(POST, "/admin/api-keys", Admin, OpenAi,
-        any!(|c, _| admin::created(&c.app.operator.create_api_key(&c.app.gateway.catalog(), admin::input(c.request).await?).await?, c.id)),
+        any!(|c, _| reply::created(&c.app.operator.create_api_key(&c.app.gateway.catalog(), input(c.request).await?).await?, c.id)),
         Operation {
             summary: "Issue an API key", tag: ADMIN,
             body: body(ADMIN_BODY, &[(JSON, schema::<router_operator::NewApiKey>)]),
@@ -1088,7 +1088,7 @@ pub static ROUTES: [Route; 74] = [
             ..Operation::new("", "")
         }),
     row(GET, "/admin/api-keys/{id}", Admin, OpenAi,
-        any!(|c, _| admin::ok(&c.app.operator.api_key(admin::id(&c.params)?).await?, c.id)),
+        any!(|c, _| reply::ok(&c.app.operator.api_key(admin::id(&c.params)?).await?, c.id)),
         Operation {
             summary: "Read an API key, its policy and spend", tag: ADMIN,
             replies: &[json(200, "The key.", &[(JSON, schema::<router_operator::ApiKeyWithSpend>)])],
@@ -1096,7 +1096,7 @@ pub static ROUTES: [Route; 74] = [
             ..Operation::new("", "")
         }),
     row(GET, "/admin/accounts/{id}/api-keys", Admin, OpenAi,
-        any!(|c, _| admin::ok(&c.app.operator.api_keys(admin::id(&c.params)?).await?, c.id)),
+        any!(|c, _| reply::ok(&c.app.operator.api_keys(admin::id(&c.params)?).await?, c.id)),
         Operation {
             summary: "List an account's API keys", tag: ADMIN,
             replies: &[json(200, "The keys.", &[(JSON, schema::<bodies::AdminApiKeyList>)])],
@@ -1104,7 +1104,7 @@ pub static ROUTES: [Route; 74] = [
             ..Operation::new("", "")
         }),
     row(PATCH, "/admin/api-keys/{id}", Admin, OpenAi,
-        any!(|c, _| admin::ok(&c.app.operator.update_api_key(&c.app.gateway.catalog(), admin::id(&c.params)?, admin::input(c.request).await?).await?, c.id)),
+        any!(|c, _| reply::ok(&c.app.operator.update_api_key(&c.app.gateway.catalog(), admin::id(&c.params)?, input(c.request).await?).await?, c.id)),
         Operation {
             summary: "Change an API key's scopes or policy", tag: ADMIN,
             body: body(ADMIN_BODY, &[(JSON, schema::<router_operator::ApiKeyPatch>)]),
@@ -1113,7 +1113,7 @@ pub static ROUTES: [Route; 74] = [
             ..Operation::new("", "")
         }),
     row(DELETE, "/admin/api-keys/{id}", Admin, OpenAi,
-        any!(|c, _| { c.app.operator.delete_api_key(admin::id(&c.params)?).await?; admin::removed(c.id) }),
+        any!(|c, _| { c.app.operator.delete_api_key(admin::id(&c.params)?).await?; reply::removed(c.id) }),
         Operation {
             summary: "Delete an API key", tag: ADMIN,
             replies: &[empty(204, "Deleted.")],
@@ -1121,7 +1121,7 @@ pub static ROUTES: [Route; 74] = [
             ..Operation::new("", "")
         }),
     row(GET, "/admin/requests/{id}", Admin, OpenAi,
-        any!(|c, _| admin::ok(&c.app.operator.request(admin::id(&c.params)?).await?, c.id)),
+        any!(|c, _| reply::ok(&c.app.operator.request(admin::id(&c.params)?).await?, c.id)),
         Operation {
             summary: "A request's history: attempts, hold, ledger", tag: ADMIN,
             replies: &[json(200, "The request.", &[(JSON, schema::<router_operator::RequestRecord>)])],
@@ -1144,7 +1144,7 @@ pub static ROUTES: [Route; 74] = [
             ..Operation::new("", "")
         }),
     row(POST, "/admin/accounts/{id}/sessions", Admin, OpenAi,
-        any!(|c, _| admin::created(&c.app.operator.create_session(admin::id(&c.params)?, admin::input(c.request).await?).await?, c.id)),
+        any!(|c, _| reply::created(&c.app.operator.create_session(admin::id(&c.params)?, input(c.request).await?).await?, c.id)),
         Operation {
             summary: "Open a browser session for an account", tag: ADMIN,
             body: body(ADMIN_BODY, &[(JSON, schema::<router_operator::NewSession>)]),
@@ -1153,7 +1153,7 @@ pub static ROUTES: [Route; 74] = [
             ..Operation::new("", "")
         }),
     row(DELETE, "/admin/sessions/{id}", Admin, OpenAi,
-        any!(|c, _| { c.app.operator.revoke_session(admin::id(&c.params)?).await?; admin::removed(c.id) }),
+        any!(|c, _| { c.app.operator.revoke_session(admin::id(&c.params)?).await?; reply::removed(c.id) }),
         Operation {
             summary: "End a browser session", tag: ADMIN,
             replies: &[empty(204, "Ended.")],
@@ -1161,7 +1161,7 @@ pub static ROUTES: [Route; 74] = [
             ..Operation::new("", "")
         }),
     row(POST, "/admin/accounts/{id}/experiments", Admin, OpenAi,
-        any!(|c, _| admin::created(&c.app.operator.create_experiment(&c.app.gateway.catalog(), admin::id(&c.params)?, admin::input(c.request).await?).await?, c.id)),
+        any!(|c, _| reply::created(&c.app.operator.create_experiment(&c.app.gateway.catalog(), admin::id(&c.params)?, input(c.request).await?).await?, c.id)),
         Operation {
             summary: "Create an A/B experiment (a draft)", tag: ADMIN,
             body: body(ADMIN_BODY, &[(JSON, schema::<router_operator::NewExperiment>)]),
@@ -1170,7 +1170,7 @@ pub static ROUTES: [Route; 74] = [
             ..Operation::new("", "")
         }),
     row(GET, "/admin/accounts/{id}/experiments", Admin, OpenAi,
-        any!(|c, _| admin::ok(&c.app.operator.experiments(admin::id(&c.params)?).await?, c.id)),
+        any!(|c, _| reply::ok(&c.app.operator.experiments(admin::id(&c.params)?).await?, c.id)),
         Operation {
             summary: "List an account's experiments", tag: ADMIN,
             replies: &[json(200, "The experiments with assignment counts.", &[(JSON, schema::<bodies::AdminExperimentList>)])],
@@ -1178,7 +1178,7 @@ pub static ROUTES: [Route; 74] = [
             ..Operation::new("", "")
         }),
     row(GET, "/admin/accounts/{id}/experiments/{slug}", Admin, OpenAi,
-        any!(|c, _| admin::ok(&c.app.operator.experiment(admin::id(&c.params)?, admin::slug(&c.params)?).await?, c.id)),
+        any!(|c, _| reply::ok(&c.app.operator.experiment(admin::id(&c.params)?, admin::slug(&c.params)?).await?, c.id)),
         Operation {
             summary: "Read an experiment and its assignment counts", tag: ADMIN,
             replies: &[json(200, "The experiment.", &[(JSON, schema::<router_operator::ExperimentView>)])],
@@ -1186,7 +1186,7 @@ pub static ROUTES: [Route; 74] = [
             ..Operation::new("", "")
         }),
     row(PATCH, "/admin/accounts/{id}/experiments/{slug}", Admin, OpenAi,
-        any!(|c, _| admin::ok(&c.app.operator.update_experiment(admin::id(&c.params)?, admin::slug(&c.params)?, admin::input(c.request).await?).await?, c.id)),
+        any!(|c, _| reply::ok(&c.app.operator.update_experiment(admin::id(&c.params)?, admin::slug(&c.params)?, input(c.request).await?).await?, c.id)),
         Operation {
             summary: "Run, pause, complete or promote an experiment", tag: ADMIN,
             body: body(ADMIN_BODY, &[(JSON, schema::<router_operator::ExperimentPatch>)]),
@@ -1209,7 +1209,7 @@ pub static ROUTES: [Route; 74] = [
             ..Operation::new("", "")
         }),
     row(POST, "/admin/accounts/{id}/channels", Admin, OpenAi,
-        any!(|c, _| channels::connected(c.app.notify.provision(admin::id(&c.params)?, admin::input(c.request).await?).await?, c.id)),
+        any!(|c, _| channels::connected(c.app.notify.provision(admin::id(&c.params)?, input(c.request).await?).await?, c.id)),
         Operation {
             summary: "Provision a Slack, Discord or Telegram channel", tag: ADMIN,
             body: body(ADMIN_BODY, &[(JSON, schema::<router_notify::channels::Provision>)]),
@@ -1221,7 +1221,7 @@ pub static ROUTES: [Route; 74] = [
             ..Operation::new("", "")
         }),
     row(DELETE, "/admin/channels/{id}", Admin, OpenAi,
-        any!(|c, _| admin::ok(&c.app.notify.deprovision(admin::id(&c.params)?).await?, c.id)),
+        any!(|c, _| reply::ok(&c.app.notify.deprovision(admin::id(&c.params)?).await?, c.id)),
         Operation {
             summary: "Disconnect a channel", tag: ADMIN,
             replies: &[json(200, "Disconnected.", &[(JSON, schema::<router_notify::channels::Disconnected>)])],
