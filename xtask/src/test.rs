@@ -215,7 +215,12 @@ pub fn run(args: &[String]) -> Result<bool> {
         let passed = match step.command.status() {
             Ok(status) => {
                 if !status.success() {
-                    eprintln!("==> {} failed ({status})", step.name);
+                    // A full disk fails a step anywhere, in words of its own.
+                    eprintln!(
+                        "==> {} failed ({status}); {} free where it builds",
+                        step.name,
+                        free_space(&crate::target_dir())
+                    );
                 }
                 status.success()
             }
@@ -251,6 +256,24 @@ pub fn run(args: &[String]) -> Result<bool> {
     Ok(all_passed)
 }
 
+/// The space left on the file system of `path`, as `df` reports it.
+fn free_space(path: &std::path::Path) -> String {
+    let output = Command::new("df").arg("-Pk").arg(path).output();
+    let kib = output.ok().and_then(|o| {
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        text.lines()
+            .nth(1)?
+            .split_whitespace()
+            .nth(3)?
+            .parse::<u64>()
+            .ok()
+    });
+    match kib {
+        Some(kib) => format!("{:.1} GiB", kib as f64 / (1024.0 * 1024.0)),
+        None => "an unknown amount".to_owned(),
+    }
+}
+
 fn nextest_available() -> bool {
     cargo(["nextest", "--version"])
         .stdin(Stdio::null())
@@ -266,5 +289,22 @@ fn duration(took: Duration) -> String {
         format!("{seconds}s")
     } else {
         format!("{}m{:02}s", seconds / 60, seconds % 60)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn free_space_is_read_from_df() {
+        let free = free_space(&workspace_root());
+        assert!(free.ends_with(" GiB"), "{free}");
+        let gib: f64 = free.trim_end_matches(" GiB").parse().unwrap();
+        assert!(gib >= 0.0);
+        assert_eq!(
+            free_space(std::path::Path::new("/no/such/place")),
+            "an unknown amount"
+        );
     }
 }
