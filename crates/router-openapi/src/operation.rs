@@ -76,18 +76,6 @@ impl Param {
         }
     }
 
-    /// A query parameter the request must carry.
-    pub const fn required_query(
-        name: &'static str,
-        schema: SchemaOf,
-        description: &'static str,
-    ) -> Param {
-        Param {
-            required: true,
-            ..Param::query(name, schema, description)
-        }
-    }
-
     /// A request header the request may leave out.
     pub const fn header(name: &'static str, schema: SchemaOf, description: &'static str) -> Param {
         Param {
@@ -96,15 +84,11 @@ impl Param {
         }
     }
 
-    /// A request header the request must carry.
-    pub const fn required_header(
-        name: &'static str,
-        schema: SchemaOf,
-        description: &'static str,
-    ) -> Param {
+    /// The same parameter, which the request must carry.
+    pub const fn required(self) -> Param {
         Param {
             required: true,
-            ..Param::header(name, schema, description)
+            ..self
         }
     }
 }

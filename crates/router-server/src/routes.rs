@@ -353,11 +353,12 @@ fn only_true(_: &mut Schemas) -> RefOr<Schema> {
     one_of(&["true"])
 }
 
-const ANTHROPIC_VERSION: Param = Param::required_header(
+const ANTHROPIC_VERSION: Param = Param::header(
     "anthropic-version",
     anthropic_version,
     "The Messages API version: `2023-06-01`.",
-);
+)
+.required();
 /// On `GET /v1/models`: any value marks an Anthropic client.
 const ANTHROPIC_CLIENT: Param = Param::header(
     "anthropic-version",
@@ -746,7 +747,7 @@ pub static ROUTES: [Route; 74] = [
         Operation {
             summary: "Anonymous eligible supply of one model", tag: "catalog",
             params: &[
-                Param::required_query("model", non_empty, "A model ID or alias."),
+                Param::query("model", non_empty, "A model ID or alias.").required(),
                 Param::query("min_discount_percent", percent, "Only offers at least this far below the official list price (0 to 99.99)."),
                 ZDR,
             ],
@@ -759,7 +760,7 @@ pub static ROUTES: [Route; 74] = [
         Operation {
             summary: "Estimate the cost of requests on up to 10 models", tag: "catalog",
             params: &[
-                Param::required_query("models", model_names, "Up to 10 distinct model IDs or aliases, comma-separated."),
+                Param::query("models", model_names, "Up to 10 distinct model IDs or aliases, comma-separated.").required(),
                 Param::query("prompt_tokens", tokens, "Input tokens per request (default 0)."),
                 Param::query("completion_tokens", tokens, "Output tokens per request (default 0)."),
                 Param::query("requests", requests, "How many requests (default 1)."),
@@ -773,7 +774,7 @@ pub static ROUTES: [Route; 74] = [
         Operation {
             summary: "The latest price change per model since an instant", tag: "catalog",
             params: &[
-                Param::required_query("since", instant, "An RFC 3339 timestamp with a timezone."),
+                Param::query("since", instant, "An RFC 3339 timestamp with a timezone.").required(),
                 Param::query("limit", page_limit, "At most this many changes (1 to 100, default 100)."),
                 Param::query("cursor", string, "The `next_cursor` of the previous page, with the same `since` and credential."),
             ],
