@@ -335,3 +335,40 @@ pub fn text_formatted(format: KnownFormat) -> RefOr<Schema> {
         .format(Some(SchemaFormat::KnownFormat(format)))
         .into()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn json(schema: RefOr<Schema>) -> serde_json::Value {
+        serde_json::to_value(schema).unwrap()
+    }
+
+    #[test]
+    fn parameters_are_optional_until_required() {
+        let query = Param::query("limit", string, "At most this many.");
+        assert_eq!((query.place, query.required), (In::Query, false));
+        let header = Param::header("anthropic-version", string, "The version.");
+        assert_eq!((header.place, header.required), (In::Header, false));
+        let required = header.required();
+        assert_eq!((required.place, required.required), (In::Header, true));
+        assert_eq!(required.name, "anthropic-version");
+        assert_eq!(required.description, "The version.");
+    }
+
+    #[test]
+    fn the_schema_shorthands_say_what_they_are_named() {
+        assert_eq!(
+            json(integer_range(1, 200).default(Some(50.into())).into()),
+            serde_json::json!({"type": "integer", "default": 50, "minimum": 1, "maximum": 200})
+        );
+        assert_eq!(
+            json(text_matching("^[a-z]+$").min_length(Some(1)).into()),
+            serde_json::json!({"type": "string", "minLength": 1, "pattern": "^[a-z]+$"})
+        );
+        assert_eq!(
+            json(text_formatted(KnownFormat::Date)),
+            serde_json::json!({"type": "string", "format": "date"})
+        );
+    }
+}
