@@ -19,7 +19,6 @@ use crate::caller::Caller;
 use crate::reply::{self, Reply};
 use crate::routes::{Call, Params};
 use http::StatusCode;
-use http::header::{CACHE_CONTROL, HeaderValue};
 use router_canonical::{ApiError, ErrorCode};
 use router_core::ownership::{self, Resource};
 use router_notify::{ChannelChange, Connected, EmailConsent, Platform};
@@ -50,11 +49,7 @@ pub fn ok(view: &impl Serialize, request_id: &str) -> Result<Reply, ApiError> {
 }
 
 fn answer(status: StatusCode, view: &impl Serialize, request_id: &str) -> Reply {
-    let mut response = reply::json_value(status, view, request_id);
-    response
-        .headers_mut()
-        .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    response
+    reply::no_store(reply::json_value(status, view, request_id))
 }
 
 /// 201 with the channel a connection made, or 200 with the one it found

@@ -79,9 +79,9 @@ pub async fn create_key(call: Call<'_>, session: &Session) -> Result<Reply, ApiE
     let issued = of(&call.app)
         .create_key(&call.app.gateway.catalog(), session.account_id, new)
         .await?;
-    let mut response = reply::json_value(StatusCode::CREATED, &issued, call.id);
-    response
-        .headers_mut()
-        .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    Ok(response)
+    Ok(reply::no_store(reply::json_value(
+        StatusCode::CREATED,
+        &issued,
+        call.id,
+    )))
 }

@@ -11,7 +11,6 @@ use crate::body::Incoming;
 use crate::body::{ADMIN_BODY_LIMIT, read_limited};
 use crate::reply::{self, Body};
 use crate::session::Session;
-use http::header::{CACHE_CONTROL, HeaderValue};
 use http::{Response, StatusCode};
 use router_canonical::{ApiError, ErrorCode};
 use router_core::product_codes;
@@ -36,17 +35,12 @@ fn storage_error(e: router_operator::OperatorError) -> ApiError {
     }
 }
 
+/// The switch is a person's privacy setting: never kept by a cache (J-01).
 fn record(zero_data_retention: bool, request_id: &str) -> Response<Body> {
-    let body = serde_json::to_vec(&DataProtection {
+    let view = DataProtection {
         zero_data_retention,
-    })
-    .unwrap_or_default();
-    let mut response = reply::json(StatusCode::OK, body, request_id);
-    // The switch is a person's privacy setting: never kept by a cache (J-01).
-    response
-        .headers_mut()
-        .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    response
+    };
+    reply::no_store(reply::json_value(StatusCode::OK, &view, request_id))
 }
 
 /// `GET /api/data-protection` for the caller's account.

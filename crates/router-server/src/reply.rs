@@ -78,6 +78,16 @@ pub fn json_value(
     )
 }
 
+/// `response`, which no cache may keep (`Cache-Control: no-store`): a
+/// person's settings, a secret shown once, a channel's destination.
+pub fn no_store(mut response: Reply) -> Reply {
+    response.headers_mut().insert(
+        http::header::CACHE_CONTROL,
+        HeaderValue::from_static("no-store"),
+    );
+    response
+}
+
 /// A handler's 200 with a wing's view as JSON.
 pub fn ok(view: &impl serde::Serialize, request_id: &str) -> Result<Reply, ApiError> {
     Ok(json_value(StatusCode::OK, view, request_id))
