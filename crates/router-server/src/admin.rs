@@ -6,8 +6,8 @@
 //! its view (`reply::ok`, `created`, `removed`).
 
 use crate::app::App;
+use crate::call::{Call, Params};
 use crate::reply::{self, Reply};
-use crate::routes::{Call, Params};
 use router_canonical::{ApiError, ErrorCode};
 use subtle::ConstantTimeEq;
 use uuid::Uuid;

@@ -15,9 +15,9 @@ pub mod jobs;
 
 use crate::body::Incoming;
 use crate::body::{ADMIN_BODY_LIMIT, read_limited};
+use crate::call::{Call, Params};
 use crate::caller::Caller;
 use crate::reply::{self, Reply};
-use crate::routes::{Call, Params};
 use http::StatusCode;
 use router_canonical::{ApiError, ErrorCode};
 use router_core::ownership::{self, Resource};

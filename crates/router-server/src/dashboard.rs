@@ -6,8 +6,8 @@
 //! pages, the views and their rules are the wing's.
 
 use crate::app::App;
+use crate::call::Call;
 use crate::reply::{self, Body, Reply};
-use crate::routes::Call;
 use crate::session::Session;
 use http::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue};
 use http::{Response, StatusCode};

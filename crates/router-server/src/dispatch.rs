@@ -9,10 +9,11 @@
 use crate::admin_listener::Listener;
 use crate::app::App;
 use crate::body::Incoming;
+use crate::call::{Call, Params};
 use crate::caller::{Caller, misconfigured};
 use crate::reply::{self, Body};
 use crate::request_log::{ReplyCode, RequestLog};
-use crate::routes::{AuthRule, Call, Handler, ParamRule, Params, ROUTES, Route};
+use crate::routes::{AuthRule, Handler, ParamRule, ROUTES, Route};
 use crate::session;
 use crate::{admin, auth, channels};
 use http::Response;

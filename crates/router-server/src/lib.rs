@@ -13,6 +13,7 @@ pub mod api_bodies;
 pub mod app;
 pub mod auth;
 pub mod body;
+pub mod call;
 pub mod caller;
 pub mod catalog_api;
 pub mod channels;
