@@ -9,7 +9,7 @@
 //! change it (a same-origin session, never a key) is the route guard's rule.
 
 use crate::Operator;
-use crate::error::{OperatorError, Resource};
+use crate::error::{OperatorError, Refusal, Resource};
 use uuid::Uuid;
 
 impl Operator {
@@ -47,5 +47,50 @@ impl Operator {
             );
         }
         Ok(change.zero_data_retention)
+    }
+}
+
+/// The switch a change asks for: the body is exactly
+/// `{"zero_data_retention": <bool>}`; anything else, invalid JSON included,
+/// is refused (J-04, GP-37).
+pub fn parse_switch(body: &[u8]) -> Result<bool, Refusal> {
+    let value: serde_json::Value =
+        serde_json::from_slice(body).map_err(|_| Refusal::DataProtectionBody)?;
+    let object = value.as_object().ok_or(Refusal::DataProtectionBody)?;
+    match (object.len(), object.get("zero_data_retention")) {
+        (1, Some(serde_json::Value::Bool(on))) => Ok(*on),
+        _ => Err(Refusal::DataProtectionBody),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use router_canonical::ApiError;
+
+    #[test]
+    fn only_the_one_boolean_field_is_accepted() {
+        assert_eq!(parse_switch(br#"{"zero_data_retention":true}"#), Ok(true));
+        assert_eq!(parse_switch(br#"{"zero_data_retention":false}"#), Ok(false));
+        for bad in [
+            &br#"{"zero_data_retention":true,"x":1}"#[..],
+            br#"{"zero_data_retention":"yes"}"#,
+            br#"{"zero_data_retention":null}"#,
+            br#"{"zero_data_retention":1}"#,
+            b"{}",
+            b"null",
+            b"[]",
+            b"true",
+            b"{",
+            b"",
+        ] {
+            let error = ApiError::from(parse_switch(bad).unwrap_err());
+            assert_eq!(
+                error.code,
+                router_core::product_codes::INVALID_DATA_PROTECTION,
+                "{bad:?}"
+            );
+            assert_eq!(error.status(), 400);
+        }
     }
 }

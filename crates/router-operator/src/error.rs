@@ -90,6 +90,10 @@ pub enum Refusal {
     ResponseCacheTtl { max: i32 },
     #[error("`{0}` is no prompt-cache mode")]
     PromptCacheMode(String),
+    /// A data-protection change that is not exactly
+    /// `{"zero_data_retention": <bool>}` (J-04, GP-37).
+    #[error("not exactly {{\"zero_data_retention\": true|false}}")]
+    DataProtectionBody,
     /// A new key's `account_id` names no account (the body's field, so 400).
     #[error("account_id names no account")]
     NoSuchAccountId,
@@ -203,6 +207,11 @@ impl From<Refusal> for ApiError {
                 format!("`{text}` is not one of `on`, `off`, `passthrough`."),
             ),
             Refusal::NoSuchAccountId => ApiError::invalid("account_id", "No such account."),
+            Refusal::DataProtectionBody => ApiError::new(
+                router_core::product_codes::INVALID_DATA_PROTECTION,
+                "The body must be exactly {\"zero_data_retention\": true|false}.",
+            )
+            .with_param("zero_data_retention"),
             Refusal::SessionTtl { max } => ApiError::invalid(
                 "ttl_seconds",
                 format!("ttl_seconds must be between 1 and {max}."),

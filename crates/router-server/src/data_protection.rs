@@ -3,8 +3,9 @@
 //!
 //! Reading takes an `account:read` key or a session; changing it takes a
 //! same-origin session only (the guard answers a key with 403
-//! `session_required`). What turning it on does is the operator wing's
-//! (`router_operator::data_protection`); here are the body and the answer.
+//! `session_required`). What turning it on does, and the body it takes,
+//! are the operator wing's (`router_operator::data_protection`); here are
+//! the reading of the body and the answer.
 
 use crate::app::App;
 use crate::body::Incoming;
@@ -13,7 +14,6 @@ use crate::reply::{self, Body};
 use crate::session::Session;
 use http::{Response, StatusCode};
 use router_canonical::{ApiError, ErrorCode};
-use router_core::product_codes;
 use serde::Serialize;
 use uuid::Uuid;
 
@@ -66,60 +66,11 @@ pub async fn change(
 ) -> Result<Response<Body>, ApiError> {
     let (parts, body) = request.into_parts();
     let bytes = read_limited(&parts.headers, body, ADMIN_BODY_LIMIT).await?;
-    let enabled = parse_body(&bytes)?;
+    let enabled = router_operator::data_protection::parse_switch(&bytes)?;
     let now = app
         .operator
         .set_zero_data_retention(session.account_id, session.id, enabled)
         .await
         .map_err(storage_error)?;
     Ok(record(now, request_id))
-}
-
-/// Exactly `{"zero_data_retention": <bool>}`; anything else, invalid JSON
-/// included, is 400 `invalid_data_protection` (J-04, GP-37).
-fn parse_body(bytes: &[u8]) -> Result<bool, ApiError> {
-    let invalid = || {
-        ApiError::new(
-            product_codes::INVALID_DATA_PROTECTION,
-            "The body must be exactly {\"zero_data_retention\": true|false}.",
-        )
-        .with_param("zero_data_retention")
-    };
-    let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|_| invalid())?;
-    let object = value.as_object().ok_or_else(invalid)?;
-    match (object.len(), object.get("zero_data_retention")) {
-        (1, Some(serde_json::Value::Bool(on))) => Ok(*on),
-        _ => Err(invalid()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_the_one_boolean_field_is_accepted() {
-        assert_eq!(parse_body(br#"{"zero_data_retention":true}"#), Ok(true));
-        assert_eq!(parse_body(br#"{"zero_data_retention":false}"#), Ok(false));
-        for bad in [
-            &br#"{"zero_data_retention":true,"x":1}"#[..],
-            br#"{"zero_data_retention":"yes"}"#,
-            br#"{"zero_data_retention":null}"#,
-            br#"{"zero_data_retention":1}"#,
-            b"{}",
-            b"null",
-            b"[]",
-            b"true",
-            b"{",
-            b"",
-        ] {
-            let error = parse_body(bad).unwrap_err();
-            assert_eq!(
-                error.code,
-                product_codes::INVALID_DATA_PROTECTION,
-                "{bad:?}"
-            );
-            assert_eq!(error.status(), 400);
-        }
-    }
 }
