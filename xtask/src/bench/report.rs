@@ -1267,10 +1267,19 @@ impl Target {
 mod tests {
     use super::{
         CrossCore, DocsSearch, KeyCase, KeyPolicies, ProtocolResult, Report, RoundTrips,
-        Statements, Subject,
+        Statements, Subject, Target,
     };
     use crate::bench::Protocol;
     use crate::bench::load::Figures;
+
+    /// The report's target whose description starts with `what`.
+    fn target(report: &Report, what: &str) -> Target {
+        report
+            .targets()
+            .into_iter()
+            .find(|t| t.what.starts_with(what))
+            .unwrap_or_else(|| panic!("no target `{what}`"))
+    }
 
     fn figures(p50: f64, ok_rps: f64) -> Figures {
         Figures {
@@ -1316,10 +1325,7 @@ mod tests {
         let one_at_a_time = &targets[0];
         assert_eq!(one_at_a_time.met, Some(true), "{}", one_at_a_time.figure);
         // Issue 34: 10,000 on Chat; 6,000 misses it.
-        let saturation = targets
-            .iter()
-            .find(|t| t.what.starts_with("saturation >= 10,000 rps on Chat"))
-            .unwrap();
+        let saturation = target(&report, "saturation >= 10,000 rps on Chat");
         assert_eq!(saturation.met, Some(false), "{}", saturation.figure);
         assert!(
             !targets.iter().any(|t| t.what.starts_with("two routers")),
@@ -1343,11 +1349,7 @@ mod tests {
             case("one router", 10_000.0),
             case("two routers, one account", 17_000.0),
         ]));
-        let scale_out = report
-            .targets()
-            .into_iter()
-            .find(|t| t.what.starts_with("two routers on one account"))
-            .unwrap();
+        let scale_out = target(&report, "two routers on one account");
         assert_eq!(scale_out.met, Some(true), "{}", scale_out.figure);
 
         report.protocols[0].router.sequential = Err("router down".to_owned());
@@ -1504,12 +1506,8 @@ mod tests {
             ..Report::default()
         };
         assert_eq!(measured.to_json()["docs_search"]["added_p50_ms"], 0.3);
-        let target = measured
-            .targets()
-            .into_iter()
-            .find(|t| t.what.starts_with("docs search"))
-            .unwrap();
-        assert_eq!(target.met, Some(true), "{}", target.figure);
+        let docs = target(&measured, "docs search");
+        assert_eq!(docs.met, Some(true), "{}", docs.figure);
         assert!(measured.to_markdown().contains("p50 0.300 ms"));
     }
 }
