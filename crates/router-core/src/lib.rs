@@ -39,6 +39,7 @@ pub mod store;
 pub mod supplier;
 pub mod thinking_seal;
 pub mod throttle;
+pub mod token_estimate;
 pub mod trace;
 pub mod trace_context;
 pub mod video_jobs;

@@ -45,7 +45,10 @@ async fn count_tokens(
             &inbound.body,
             &mut RoutingOptions::default(),
         )?;
-    let input_tokens = crate::token_count::estimate(&app, &inbound.key, canonical).await?;
+    let input_tokens = app
+        .gateway
+        .estimate_input_tokens(&inbound.key, canonical)
+        .await?;
     let body = serde_json::to_vec(&InputTokens { input_tokens }).unwrap_or_default();
     let mut response = crate::token_count::estimated_reply(body, id_text);
     reply::set_messages_request_id(response.headers_mut(), id_text);

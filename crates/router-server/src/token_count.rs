@@ -1,8 +1,9 @@
-//! The free local token estimates: what `POST /v1/messages/count_tokens`
-//! (`messages.rs`) and `POST /v1/responses/input_tokens` share, and the
-//! Responses endpoint itself. No supplier call, no reservation, no charge
-//! and no request record (D-37..D-42, CF-04); every answer carries
-//! `x-ci-token-count-estimated: true`.
+//! The free local token estimates over HTTP: what `POST
+//! /v1/messages/count_tokens` (`messages.rs`) and `POST
+//! /v1/responses/input_tokens` share, and the Responses endpoint itself.
+//! The estimate is core's (`Gateway::estimate_input_tokens`: no supplier
+//! call, no reservation, no charge, no request record; D-37..D-42, CF-04);
+//! every answer carries `x-ci-token-count-estimated: true`.
 
 use crate::app::App;
 use crate::body::{INFERENCE_BODY_LIMIT, Incoming};
@@ -11,35 +12,11 @@ use crate::reply::{self, Body};
 use crate::surfaces::RESPONSES;
 use http::header::HeaderValue;
 use http::{Response, StatusCode};
-use router_canonical::{ApiError, ErrorCode, Request};
+use router_canonical::ApiError;
 use router_core::RoutingOptions;
 use router_core::store::ApiKeyRecord;
 use std::sync::Arc;
 use uuid::Uuid;
-
-/// The estimate of `canonical`'s input tokens, for a model the key may use
-/// (404 for an unknown or hidden one, 403 for one the key may not use).
-pub(crate) async fn estimate(
-    app: &App,
-    key: &ApiKeyRecord,
-    canonical: Request,
-) -> Result<u64, ApiError> {
-    if app.gateway.catalog().model(&canonical.model).is_none() {
-        return Err(ApiError::new(
-            ErrorCode::ModelNotFound,
-            format!(
-                "The model `{}` does not exist or is not available.",
-                canonical.model
-            ),
-        )
-        .with_param("model"));
-    }
-    crate::auth::check_model(&app.gateway.catalog(), key, &canonical.model)?;
-    // Tokenizing up to 8 MiB is CPU work: keep it off the I/O threads.
-    tokio::task::spawn_blocking(move || router_tokens::estimate_input_tokens(&canonical))
-        .await
-        .map_err(|_| ApiError::new(ErrorCode::InternalError, "Token counting failed."))
-}
 
 /// A 200 JSON answer marked as an estimate.
 pub(crate) fn estimated_reply(body: Vec<u8>, request_id: &str) -> Response<Body> {
@@ -78,7 +55,10 @@ async fn input_tokens(
     let canonical = RESPONSES
         .codec
         .parse_input_tokens_with(&inbound.body, &mut RoutingOptions::default())?;
-    let input_tokens = estimate(&app, &inbound.key, canonical).await?;
+    let input_tokens = app
+        .gateway
+        .estimate_input_tokens(&inbound.key, canonical)
+        .await?;
     let body = serde_json::to_vec(&ResponseInputTokens {
         object: "response.input_tokens",
         input_tokens,
