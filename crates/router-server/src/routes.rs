@@ -336,10 +336,13 @@ fn cache_state(_: &mut Schemas) -> RefOr<Schema> {
 fn affinity_state(_: &mut Schemas) -> RefOr<Schema> {
     one_of(&["hit", "new", "stale", "miss"])
 }
-fn estimated(_: &mut Schemas) -> RefOr<Schema> {
-    one_of(&["true"])
-}
 
+/// On a free local token count's answer.
+const ESTIMATED: Header = Header::new(
+    "x-ci-token-count-estimated",
+    only_true,
+    "`true`: a local estimate.",
+);
 const X_CI_CACHE: Header = Header::new(
     "x-ci-cache",
     cache_state,
@@ -553,7 +556,7 @@ pub static ROUTES: [Route; 74] = [
         Operation {
             summary: "Count a response's input tokens (a free local estimate)", tag: "inference",
             body: body(INFERENCE_BODY, &[(JSON, open_inference::<router_responses::wire::request::InputTokensRequest>)]),
-            replies: &[Reply { status: 200, description: "The estimate: `{object: \"response.input_tokens\", input_tokens}`.", content: &[(JSON, schema::<crate::token_count::ResponseInputTokens>)], headers: &[Header::new("x-ci-token-count-estimated", estimated, "`true`: a local estimate.")] }],
+            replies: &[Reply { status: 200, description: "The estimate: `{object: \"response.input_tokens\", input_tokens}`.", content: &[(JSON, schema::<crate::token_count::ResponseInputTokens>)], headers: &[ESTIMATED] }],
             errors: &[E::InvalidParameter, P::MODEL_NOT_ALLOWED, E::ModelNotFound, E::PayloadTooLarge, E::RequestTimeout],
             ..Operation::new("", "")
         }),
@@ -572,7 +575,7 @@ pub static ROUTES: [Route; 74] = [
             summary: "Count input tokens (a free local estimate)", tag: "inference",
             params: COUNT_TOKENS_PARAMS,
             body: body(INFERENCE_BODY, &[(JSON, closed_inference::<router_messages::wire::request::CountTokensRequest>)]),
-            replies: &[Reply { status: 200, description: "The estimate.", content: &[(JSON, schema::<crate::messages::InputTokens>)], headers: &[Header::new("x-ci-token-count-estimated", estimated, "`true`: a local estimate.")] }],
+            replies: &[Reply { status: 200, description: "The estimate.", content: &[(JSON, schema::<crate::messages::InputTokens>)], headers: &[ESTIMATED] }],
             errors: &[E::InvalidParameter, P::MODEL_NOT_ALLOWED, E::ModelNotFound, E::PayloadTooLarge, E::RequestTimeout],
         }),
     row(POST, "/v1/completions", key(INFERENCE), OpenAi,
