@@ -21,7 +21,7 @@ pub struct App {
     pub admin_token: Option<String>,
     /// Failed operator authentication per client address
     /// (`ROUTER_ADMIN_AUTH_FAILURES_PER_MINUTE`).
-    pub admin_failures: crate::admin_throttle::AdminAuthThrottle,
+    pub admin_failures: router_http::admin_throttle::AdminAuthThrottle,
     /// `ROUTER_METRICS_TOKEN`: a token that opens `/metrics` only.
     pub metrics_token: Option<String>,
     /// Proxies whose `X-Forwarded-For`/`Forwarded` are believed (`ROUTER_TRUSTED_PROXIES`).

@@ -6,8 +6,8 @@
 use crate::app::App;
 use crate::body::Incoming;
 use crate::reply;
-use crate::request_log::RequestLog;
 use router_canonical::ApiError;
+use router_telemetry::request_log::RequestLog;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;

@@ -8,13 +8,13 @@
 use crate::app::RouterStream;
 use crate::metrics::OpenStream;
 use crate::reply::{self, Body};
-use crate::request_log::RequestLog;
 use bytes::Bytes;
 use futures::FutureExt;
 use http::Response;
 use http::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue};
 use router_canonical::{ClientStreamEncoder, StreamEnd};
 use router_core::StreamItem;
+use router_telemetry::request_log::RequestLog;
 
 /// Start relaying `live` through `encoder`; the response streams as SSE.
 pub fn relay(

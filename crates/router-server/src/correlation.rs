@@ -11,9 +11,9 @@
 //!   otherwise the answer carries the router's request id. The router's id
 //!   stays the key of the request's history and receipts either way.
 
-use crate::request_log::RequestLog;
 use router_core::TraceContext;
 use router_core::trace_context::is_well_formed_request_id;
+use router_telemetry::request_log::RequestLog;
 
 /// Reads the request's trace context and client request id into `log`;
 /// returns the id its answers carry.

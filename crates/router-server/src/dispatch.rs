@@ -11,8 +11,8 @@ use crate::app::App;
 use crate::body::Incoming;
 use crate::call::{Call, Params};
 use crate::caller::{Caller, misconfigured};
+use crate::reply::ReplyCode;
 use crate::reply::{self, Body};
-use crate::request_log::{ReplyCode, RequestLog};
 use crate::routes::{AuthRule, Handler, ParamRule, ROUTES, Route};
 use crate::session;
 use crate::{admin, auth, channels};
@@ -21,6 +21,7 @@ use http::header::HeaderValue;
 use router_canonical::{ApiError, ErrorCode};
 use router_core::ownership::{self, Resource};
 use router_core::product_codes;
+use router_telemetry::request_log::RequestLog;
 use std::sync::{Arc, OnceLock};
 use uuid::Uuid;
 
@@ -173,7 +174,7 @@ pub async fn dispatch(app: Arc<App>, request: http::Request<Incoming>) -> Respon
     let code = response.extensions().get::<ReplyCode>().map(|c| c.0);
     log.head(response.status().as_u16(), code);
     // The line is written when the last copy of `log` is dropped: the
-    // connection's, which counts the body's bytes (`connection::Tracked`),
+    // connection's, which counts the body's bytes (`router_http::connection::Tracked`),
     // or a stream's relay's.
     response.extensions_mut().insert(log);
     response

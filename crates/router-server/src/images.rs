@@ -14,13 +14,13 @@ use crate::body::INFERENCE_BODY_LIMIT;
 use crate::body::Incoming;
 use crate::inference::receive;
 use crate::reply::{self, Body, Envelope};
-use crate::request_log::RequestLog;
 use http::{Response, StatusCode};
 use router_canonical::ApiError;
 use router_core::ImageAdmission;
 use router_core::images;
 use router_core::store::{ApiKeyRecord, Requester};
 use router_images::client::{Receipt, encode_response, parse_request};
+use router_telemetry::request_log::RequestLog;
 use std::sync::Arc;
 use uuid::Uuid;
 

@@ -12,7 +12,6 @@ use crate::body::Incoming;
 use crate::body::read_limited;
 use crate::client_stream;
 use crate::reply::{self, Body};
-use crate::request_log::RequestLog;
 use crate::surfaces::Surface;
 use bytes::Bytes;
 use http::request::Parts;
@@ -22,6 +21,7 @@ use router_core::store::ApiKeyRecord;
 use router_core::{
     Call, GatewayRequest, HandleError, Handled, PromptCacheMode, Reply, RoutingOptions,
 };
+use router_telemetry::request_log::RequestLog;
 use std::sync::Arc;
 use uuid::Uuid;
 

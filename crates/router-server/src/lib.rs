@@ -8,7 +8,6 @@
 
 pub mod admin;
 pub mod admin_listener;
-pub mod admin_throttle;
 pub mod api_bodies;
 pub mod app;
 pub mod auth;
@@ -19,7 +18,6 @@ pub mod catalog_api;
 pub mod channels;
 pub mod client_addr;
 pub mod client_stream;
-pub mod connection;
 pub mod correlation;
 pub mod dashboard;
 pub mod data_protection;
@@ -36,7 +34,6 @@ pub mod openapi;
 pub mod public_url;
 pub mod query;
 pub mod reply;
-pub mod request_log;
 pub mod routes;
 pub mod server;
 pub mod session;

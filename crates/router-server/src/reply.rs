@@ -14,6 +14,11 @@ use std::convert::Infallible;
 pub type Body = BoxBody<Bytes, Infallible>;
 pub type Reply = Response<Body>;
 
+/// The error code a reply was rendered from, riding on the response so the
+/// access line sees it without parsing the body ([`error_with`] sets it).
+#[derive(Debug, Clone, Copy)]
+pub struct ReplyCode(pub router_canonical::ErrorCode);
+
 /// A response body fed by a channel: each message is one frame, written as
 /// it arrives (no buffering of whole streams).
 pub fn channel_body(rx: tokio::sync::mpsc::Receiver<Bytes>) -> Body {
@@ -193,9 +198,7 @@ pub fn codec_error(body: Vec<u8>, error: &ApiError, request_id: &str, messages: 
 pub fn error_with(body: Vec<u8>, error: &ApiError, request_id: &str) -> Reply {
     let status = StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut response = json(status, body, request_id);
-    response
-        .extensions_mut()
-        .insert(crate::request_log::ReplyCode(error.code));
+    response.extensions_mut().insert(ReplyCode(error.code));
     if let Some(seconds) = error.retry_after {
         response
             .headers_mut()

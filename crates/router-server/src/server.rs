@@ -14,12 +14,14 @@
 use crate::admin_listener::Listener;
 use crate::app::App;
 use crate::client_addr::ClientAddr;
-use crate::connection::{Activity, Admission, ConnectionLimits, InFlight, Tracked, Watched, watch};
 use crate::dispatch::dispatch;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
+use router_http::connection::{
+    Activity, Admission, ConnectionLimits, InFlight, Tracked, Watched, watch,
+};
 use std::convert::Infallible;
 use std::future::Future;
 use std::sync::Arc;
@@ -42,7 +44,7 @@ pub const STOP_GRACE: Duration = Duration::from_secs(5);
 
 /// Serve until `shutdown` resolves, then drain open connections (up to
 /// `limits.drain`, see the module's text), under `limits` (see
-/// [`crate::connection`]).
+/// [`router_http::connection`]).
 pub async fn serve(
     listener: TcpListener,
     app: Arc<App>,
@@ -119,8 +121,8 @@ pub async fn serve_routes(
                     request.extensions_mut().insert(role);
                     async move {
                         let mut response = dispatch(app, request).await;
-                        let log = response.extensions_mut().remove::<crate::request_log::RequestLog>();
-                        Ok::<_, Infallible>(response.map(|body| Tracked::new(body, in_progress, counted, log)))
+                        let log = response.extensions_mut().remove::<router_telemetry::request_log::RequestLog>();
+                        Ok::<_, Infallible>(response.map(|body| Tracked::new(body, in_progress, counted, log.map(|log| move |bytes| log.sent(bytes)))))
                     }
                 });
                 let io = TokioIo::new(Watched::new(stream, activity.clone()));

@@ -8,13 +8,13 @@
 //! full router once it is up. Connections are admitted under the same caps
 //! and timeouts as the full router's.
 
-use crate::connection::{Admission, ConnectionLimits};
 use crate::dispatch::envelope_of;
 use crate::reply::{self, Body};
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use router_canonical::{ApiError, ErrorCode};
+use router_http::connection::{Admission, ConnectionLimits};
 use std::convert::Infallible;
 use std::future::Future;
 use std::time::Duration;

@@ -5,6 +5,7 @@
 use crate::app::App;
 use crate::body::{BodyError, Incoming};
 use crate::reply::{self, Body};
+use futures::TryStreamExt;
 use http::{Response, StatusCode};
 use http_body_util::BodyExt;
 use router_canonical::ApiError;
@@ -12,9 +13,13 @@ use router_core::ownership::Resource;
 use router_uploads::{MAX_ENVELOPE_BYTES, ReadFailure, UploadError};
 use uuid::Uuid;
 
-impl ReadFailure for BodyError {
+/// A body's read error as the uploads wing sees it (a local type: the
+/// error and the trait are both other crates').
+struct BodyRead(BodyError);
+
+impl ReadFailure for BodyRead {
     fn timed_out(&self) -> bool {
-        self.is_timeout()
+        self.0.is_timeout()
     }
 }
 
@@ -43,7 +48,7 @@ pub async fn create(
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default();
     let record = upload
-        .receive(content_type, body.into_data_stream())
+        .receive(content_type, body.into_data_stream().map_err(BodyRead))
         .await?;
     let body = serde_json::to_vec(&record).unwrap_or_default();
     Ok(reply::json(StatusCode::CREATED, body, request_id))

@@ -13,7 +13,6 @@
 use crate::app::App;
 use crate::body::Incoming;
 use crate::reply::{self, Body, Envelope, Reply};
-use crate::request_log::RequestLog;
 use bytes::Bytes;
 use futures::StreamExt;
 use http::header::{ACCEPT_RANGES, CONTENT_LENGTH, CONTENT_RANGE, CONTENT_TYPE, HeaderValue};
@@ -23,6 +22,7 @@ use router_core::ownership::{Resource, owned_or_not_found};
 use router_core::product_codes;
 use router_core::store::{ApiKeyRecord, VideoJob, VideoJobStatus};
 use router_core::video_jobs::{CreateFailure, parse_public_id, storage_failure, unix_seconds};
+use router_telemetry::request_log::RequestLog;
 use router_videos::client::{VideoView, parse_create, render_video};
 use router_videos::range::{RangeOutcome, parse_range};
 use std::sync::Arc;
@@ -244,7 +244,7 @@ fn unsatisfiable(size: u64) -> Reply {
     headers.insert(ACCEPT_RANGES, HeaderValue::from_static("bytes"));
     response
         .extensions_mut()
-        .insert(crate::request_log::ReplyCode(product_codes::INVALID_RANGE));
+        .insert(crate::reply::ReplyCode(product_codes::INVALID_RANGE));
     response
 }
 

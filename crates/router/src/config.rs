@@ -38,7 +38,7 @@ pub(crate) struct ServerConfig {
     pub database_limits: router_store::DatabaseLimits,
     /// `ROUTER_HEADER_READ_TIMEOUT_SECS`, `ROUTER_KEEP_ALIVE_IDLE_SECS`,
     /// `ROUTER_H2_KEEP_ALIVE_SECS`, `ROUTER_BODY_*`, `ROUTER_MAX_CONNECTIONS*`.
-    pub connections: router_server::connection::ConnectionLimits,
+    pub connections: router_http::connection::ConnectionLimits,
     /// `ROUTER_TRUSTED_PROXIES`: whose forwarding headers name the client.
     pub trusted_proxies: TrustedProxies,
     /// `ROUTER_PUBLIC_BASE_URL` (default `http://{listen}`).

@@ -182,7 +182,7 @@ fn init_logging(format: LogFormat, filter: Option<&str>, default_level: &str) {
         .with_writer(std::io::stderr);
     match format {
         LogFormat::Json => {
-            router_server::request_log::write_json_lines();
+            router_telemetry::request_log::write_json_lines();
             builder.json().init();
         }
         LogFormat::Text => builder.init(),

@@ -194,7 +194,7 @@ pub(crate) async fn app(
     Ok(App {
         gateway,
         admin_token: config.admin_token.clone(),
-        admin_failures: router_server::admin_throttle::AdminAuthThrottle::new(
+        admin_failures: router_http::admin_throttle::AdminAuthThrottle::new(
             config.admin_auth_failures_per_minute,
         ),
         metrics_token: config.metrics_token.clone(),

@@ -5,10 +5,10 @@
 
 use crate::config::ServerConfig;
 use anyhow::{Context, anyhow, bail};
+use router_http::body::BodyPace;
+use router_http::connection::ConnectionLimits;
 use router_notify::{Mailer, Transports};
-use router_server::body::BodyPace;
 use router_server::client_addr::TrustedProxies;
-use router_server::connection::ConnectionLimits;
 use router_server::public_url::PublicBaseUrl;
 use router_uploads::{ObjectStorage, UploadSettings};
 use std::net::SocketAddr;

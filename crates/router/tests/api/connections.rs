@@ -4,8 +4,8 @@
 //! on loopback, so each test controls every byte and pause.
 
 use crate::harness::*;
-use router_server::body::BodyPace;
-use router_server::connection::ConnectionLimits;
+use router_http::body::BodyPace;
+use router_http::connection::ConnectionLimits;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -1,13 +1,13 @@
 //! Starts a router, a mock supplier and a test database for one test.
 
 use router_core::{Catalog, Gateway, GatewayConfig, SealKey};
+use router_http::connection::ConnectionLimits;
 use router_mock_supplier::MockSupplier;
 use router_mock_supplier::smtp_sink::SmtpSink;
 use router_notify::Mailer;
 use router_server::App;
 pub use router_server::app::PromptCacheSettings;
 use router_server::client_addr::TrustedProxies;
-use router_server::connection::ConnectionLimits;
 use router_server::public_url::PublicBaseUrl;
 use router_store::test_support::TestDatabase;
 use router_supply::HttpSuppliers;
@@ -522,7 +522,7 @@ pub async fn build_app(
         gateway,
         admin_token: Some(ADMIN_TOKEN.to_owned()),
         // Off: the routes matrix probes every route with bad tokens.
-        admin_failures: router_server::admin_throttle::AdminAuthThrottle::new(0),
+        admin_failures: router_http::admin_throttle::AdminAuthThrottle::new(0),
         metrics_token: None,
         trusted_proxies,
         catalog,

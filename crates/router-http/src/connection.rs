@@ -103,21 +103,21 @@ fn raise_descriptor_limit() -> u64 {
 }
 
 /// Admission of new connections, total and per address.
-pub(crate) struct Admission {
+pub struct Admission {
     total: Arc<Semaphore>,
     per_address: Mutex<HashMap<IpAddr, usize>>,
     cap_per_address: usize,
 }
 
 /// One admitted connection's place; freed when dropped.
-pub(crate) struct Admitted {
+pub struct Admitted {
     _permit: OwnedSemaphorePermit,
     address: Option<IpAddr>,
     admission: Arc<Admission>,
 }
 
 impl Admission {
-    pub(crate) fn new(limits: &ConnectionLimits) -> Arc<Admission> {
+    pub fn new(limits: &ConnectionLimits) -> Arc<Admission> {
         Arc::new(Admission {
             total: Arc::new(Semaphore::new(limits.max_connections.max(1))),
             per_address: Mutex::new(HashMap::new()),
@@ -127,7 +127,7 @@ impl Admission {
 
     /// Waits for a free place in the total: back-pressure on the accept
     /// loop.
-    pub(crate) async fn place(&self) -> OwnedSemaphorePermit {
+    pub async fn place(&self) -> OwnedSemaphorePermit {
         match self.total.clone().acquire_owned().await {
             Ok(permit) => permit,
             // The semaphore is never closed.
@@ -137,11 +137,7 @@ impl Admission {
 
     /// Admits a connection from `peer` into `place`; `None` when its
     /// address already holds its share.
-    pub(crate) fn admit(
-        self: &Arc<Self>,
-        place: OwnedSemaphorePermit,
-        peer: IpAddr,
-    ) -> Option<Admitted> {
+    pub fn admit(self: &Arc<Self>, place: OwnedSemaphorePermit, peer: IpAddr) -> Option<Admitted> {
         if self.cap_per_address == 0 {
             return Some(Admitted {
                 _permit: place,
@@ -199,7 +195,7 @@ fn address_key(ip: IpAddr) -> IpAddr {
 }
 
 /// What one connection is doing, for its idle deadlines.
-pub(crate) struct Activity {
+pub struct Activity {
     opened: Instant,
     /// Requests in progress (h2 may have several).
     active: AtomicU32,
@@ -216,7 +212,7 @@ pub(crate) struct Activity {
 }
 
 impl Activity {
-    pub(crate) fn new() -> Arc<Activity> {
+    pub fn new() -> Arc<Activity> {
         Arc::new(Activity {
             opened: Instant::now(),
             active: AtomicU32::new(0),
@@ -232,7 +228,7 @@ impl Activity {
     }
 
     /// A request's head has arrived; the guard ends it.
-    pub(crate) fn request_started(self: &Arc<Self>) -> RequestInProgress {
+    pub fn request_started(self: &Arc<Self>) -> RequestInProgress {
         self.active.fetch_add(1, Ordering::AcqRel);
         self.head_started_ms.store(0, Ordering::Release);
         RequestInProgress(self.clone())
@@ -276,7 +272,7 @@ impl Activity {
 
 /// A request in progress on a connection; dropped with its response body
 /// (or with the handler, when the client left first).
-pub(crate) struct RequestInProgress(Arc<Activity>);
+pub struct RequestInProgress(Arc<Activity>);
 
 impl Drop for RequestInProgress {
     fn drop(&mut self) {
@@ -296,7 +292,7 @@ impl Drop for RequestInProgress {
 /// task wake-up per request): it looks again at least every
 /// `header_read_timeout` or `keep_alive_idle`, whichever is shorter, so a
 /// deadline is kept to within that much.
-pub(crate) async fn watch<F: Future>(
+pub async fn watch<F: Future>(
     connection: F,
     activity: Arc<Activity>,
     limits: Arc<ConnectionLimits>,
@@ -325,13 +321,13 @@ pub(crate) async fn watch<F: Future>(
 }
 
 /// A socket that tells its [`Activity`] when bytes arrive.
-pub(crate) struct Watched<T> {
+pub struct Watched<T> {
     inner: T,
     activity: Arc<Activity>,
 }
 
 impl<T> Watched<T> {
-    pub(crate) fn new(inner: T, activity: Arc<Activity>) -> Self {
+    pub fn new(inner: T, activity: Arc<Activity>) -> Self {
         Watched { inner, activity }
     }
 }
@@ -382,40 +378,35 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Watched<T> {
 }
 
 /// A response body that keeps its request in progress until it is sent,
-/// and tells the request's log line what went out (bytes, first byte).
-pub(crate) struct Tracked<B> {
+/// and tells `sent` what went out: 0 bytes as it is created (the head goes
+/// out with, or before, the first frame), then each data frame's length.
+pub struct Tracked<B, S> {
     inner: B,
     _request: RequestInProgress,
     _counted: InFlight,
-    log: Option<crate::request_log::RequestLog>,
+    sent: Option<S>,
 }
 
-impl<B> Tracked<B> {
-    pub(crate) fn new(
-        inner: B,
-        request: RequestInProgress,
-        counted: InFlight,
-        log: Option<crate::request_log::RequestLog>,
-    ) -> Self {
-        if let Some(log) = &log {
-            // The head goes out with (or before) the first frame.
-            log.mark_first_byte();
+impl<B, S: Fn(usize)> Tracked<B, S> {
+    pub fn new(inner: B, request: RequestInProgress, counted: InFlight, sent: Option<S>) -> Self {
+        if let Some(sent) = &sent {
+            sent(0);
         }
         Tracked {
             inner,
             _request: request,
             _counted: counted,
-            log,
+            sent,
         }
     }
 }
 
 /// One request counted among the server's requests in flight (what a
 /// drain waits for), from its head to the end of its answer.
-pub(crate) struct InFlight(Arc<AtomicU64>);
+pub struct InFlight(Arc<AtomicU64>);
 
 impl InFlight {
-    pub(crate) fn enter(count: &Arc<AtomicU64>) -> InFlight {
+    pub fn enter(count: &Arc<AtomicU64>) -> InFlight {
         count.fetch_add(1, Ordering::AcqRel);
         InFlight(count.clone())
     }
@@ -427,7 +418,7 @@ impl Drop for InFlight {
     }
 }
 
-impl<B: hyper::body::Body + Unpin> hyper::body::Body for Tracked<B> {
+impl<B: hyper::body::Body + Unpin, S: Fn(usize) + Unpin> hyper::body::Body for Tracked<B, S> {
     type Data = B::Data;
     type Error = B::Error;
 
@@ -436,10 +427,10 @@ impl<B: hyper::body::Body + Unpin> hyper::body::Body for Tracked<B> {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<hyper::body::Frame<B::Data>, B::Error>>> {
         let polled = Pin::new(&mut self.inner).poll_frame(cx);
-        if let (Poll::Ready(Some(Ok(frame))), Some(log)) = (&polled, &self.log)
+        if let (Poll::Ready(Some(Ok(frame))), Some(sent)) = (&polled, &self.sent)
             && let Some(data) = frame.data_ref()
         {
-            log.sent(bytes::Buf::remaining(data));
+            sent(bytes::Buf::remaining(data));
         }
         polled
     }

@@ -8,9 +8,9 @@
 //! attempts, status, error code, latency and the nano-USD charged, the
 //! client's address (as `ROUTER_TRUSTED_PROXIES` finds it), the time to the
 //! first byte of the answer and the bytes of its body sent (counted by the
-//! connection, `connection::Tracked`, which holds a handle until the body
-//! is sent, so the line is written then). Request and reply bodies are
-//! never part of it.
+//! connection, `router_http::connection::Tracked`, which holds a handle until
+//! the body is sent, so the line is written then). Request and reply bodies
+//! are never part of it. The HTTP edge fills the line as the request goes.
 //!
 //! A [`RequestLog`] is a shared handle: dispatch holds one, a stream relay
 //! another; the line is written when the last is dropped.
@@ -25,11 +25,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 use uuid::Uuid;
-
-/// The error code a reply was rendered from, riding on the response so the
-/// log sees it without parsing the body (`reply::error_with` sets it).
-#[derive(Debug, Clone, Copy)]
-pub struct ReplyCode(pub ErrorCode);
 
 #[derive(Clone)]
 pub struct RequestLog(Arc<Entry>);
@@ -313,8 +308,8 @@ impl Drop for Entry {
             }
         }
         if self.trace.recording() {
-            router_telemetry::otlp::export(
-                router_telemetry::otlp::RequestSpan {
+            crate::otlp::export(
+                crate::otlp::RequestSpan {
                     method: self.method.as_str(),
                     route: state.route,
                     status: state.status,
