@@ -53,7 +53,7 @@ pub use gateway::{Abandoned, Gateway, GatewayConfig, LiveStream, Outcome, Stream
 pub use gateway_request::{GatewayRequest, PromptCacheMode};
 pub use images::{GeneratedPng, ImageAdmission};
 pub use key_policy::{KeyLimit, KeyLimits, KeyPolicy, SpendWindow};
-pub use pipeline::{Call, HandleError, Handled, Reply};
+pub use pipeline::{Call, HandleError, Handled, Reply, UploadReferences};
 pub use routing::Plan;
 pub use routing_options::{Percent, RoutingOptions};
 pub use supplier::{

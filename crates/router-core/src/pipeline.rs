@@ -1,24 +1,30 @@
 //! The request pipeline: every policy an inference request meets, in the
 //! order it meets them, in one function ([`Gateway::handle`]):
 //!
-//! 0. the conservative bound on image input (H-07), before any supplier
+//! 0. the key's model policy (A-18, GP-46: an existing model the key may
+//!    not use is 403 `model_not_allowed`, an unknown one 404), the catalog
+//!    model noted for the log line;
+//! 1. upload references (`file_id` image parts) replaced by their bytes
+//!    (H-02, GP-42; refused under zero data retention, H-13), through the
+//!    [`UploadReferences`] port;
+//! 2. the conservative bound on image input (H-07), before any supplier
 //!    call ([`crate::image_input`]);
-//! 1. the experiment variant (`X-CI-Experiment`, F-01..F-06), which may
+//! 3. the experiment variant (`X-CI-Experiment`, F-01..F-06), which may
 //!    rewrite the prompt and change the model (then checked against the
 //!    key's policy again);
-//! 2. the affinity preference of the request's cacheable prefix (F-16);
-//! 3. the router thinking signatures a Messages client sent back;
-//! 4. the exact-response cache: a hit is answered here, uncharged;
-//! 5. plan (zero data retention, the preference first), reserve once,
+//! 4. the affinity preference of the request's cacheable prefix (F-16);
+//! 5. the router thinking signatures a Messages client sent back;
+//! 6. the exact-response cache: a hit is answered here, uncharged;
+//! 7. plan (zero data retention, the preference first), reserve once,
 //!    attempt the routes, settle once;
-//! 6. the route that served the prefix recorded as its preference;
-//! 7. a complete answer stored in the cache before it is replied.
+//! 8. the route that served the prefix recorded as its preference;
+//! 9. a complete answer stored in the cache before it is replied.
 //!
 //! The store access is behind the ports [`ExperimentStore`],
-//! [`AffinityStore`] and [`ResponseCacheStore`]. What the server did
-//! before (authenticate, parse, check the model against the key, resolve
-//! upload references) and after (render the reply and
-//! its headers) is the server's.
+//! [`AffinityStore`] and [`ResponseCacheStore`], the uploads behind
+//! [`UploadReferences`]. What the server did before (authenticate, read
+//! the body, parse it, the prompt-cache mode it asked for) and after
+//! (render the reply and its headers) is the server's.
 
 use crate::affinity::{self, Affinity, AffinityState, PromptCacheSettings};
 use crate::experiments;
@@ -38,8 +44,7 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 /// One inference request as the server hands it to [`Gateway::handle`]:
-/// authenticated, parsed, its model allowed for the key, upload references
-/// resolved.
+/// authenticated and parsed.
 #[derive(Clone)]
 pub struct Call<'a> {
     pub request_id: Uuid,
@@ -90,6 +95,23 @@ pub enum HandleError {
     Thinking(SealError),
 }
 
+/// Where an inference request's upload references (`file_id` image parts)
+/// become their bytes, before routing, so a supplier gets them in its own
+/// dialect and never the router's ID (H-02, GP-42): the uploads wing
+/// implements it over its store and object store.
+pub trait UploadReferences: Send + Sync {
+    /// Replaces every reference of `request` by the account's upload. With
+    /// the account's zero data retention on, a request that references an
+    /// upload is refused (H-13); an unknown, foreign, expired or deleted
+    /// reference is one error naming the part (H-03).
+    fn resolve_references(
+        &self,
+        account_id: Uuid,
+        account_zdr: bool,
+        request: &mut Request,
+    ) -> impl Future<Output = Result<(), ApiError>> + Send;
+}
+
 impl From<ApiError> for HandleError {
     fn from(error: ApiError) -> Self {
         HandleError::Api(error)
@@ -107,15 +129,22 @@ where
         &self,
         call: Call<'_>,
         gateway_request: GatewayRequest,
+        uploads: &impl UploadReferences,
     ) -> Result<Handled<S, P>, HandleError> {
         let GatewayRequest {
             mut request,
             routing,
             prompt_cache,
         } = gateway_request;
-        // 0. The bound on image input.
+        // 0. The key's model policy.
+        self.check_model(&call, &request.model)?;
+        // 1. Upload references.
+        uploads
+            .resolve_references(call.key.account_id, call.key.account_zdr, &mut request)
+            .await?;
+        // 2. The bound on image input.
         crate::image_input::check(&request)?;
-        // 1. The experiment variant.
+        // 3. The experiment variant.
         let experiment = self.assign_experiment(&call, &mut request).await?;
         if experiment.is_some() {
             // A variant's model is served under its own name and policies.
@@ -128,11 +157,11 @@ where
         // The request's `zdr`, and the account's data-protection switch,
         // which `zdr: false` cannot override (F-26, F-27, J-06).
         let zdr = routing.zdr || call.key.account_zdr;
-        // 2. The affinity preference.
+        // 4. The affinity preference.
         let affinity = self
             .affinity_preference(&call, &request, prompt_cache)
             .await;
-        // 3. Thinking signatures.
+        // 5. Thinking signatures.
         let history = self
             .open_thinking(call.inbound, &request)
             .map_err(HandleError::Thinking)?;
@@ -146,7 +175,7 @@ where
             experiment,
             trace: call.trace.clone(),
         };
-        // 4. The exact-response cache.
+        // 6. The exact-response cache.
         let mut request = GatewayRequest {
             request,
             routing,
@@ -165,7 +194,7 @@ where
                 affinity: None,
             });
         }
-        // 5. Plan, reserve, attempts, settle.
+        // 7. Plan, reserve, attempts, settle.
         let plan = self.plan(&admission, &mut request)?;
         let reservation = self
             .reserve_plan(&plan, admission, &request.request)
@@ -173,12 +202,12 @@ where
         let outcome = self
             .attempt_routes(plan, request, call.inbound, history, reservation)
             .await?;
-        // 6. The route is known once a reply or a stream has started.
+        // 8. The route is known once a reply or a stream has started.
         let affinity = match &affinity {
             Some(affinity) => self.record_affinity(affinity, &call).await,
             None => None,
         };
-        // 7. A fresh answer is stored before replying, so the client's next
+        // 9. A fresh answer is stored before replying, so the client's next
         // identical request finds it (only keys that opted in pay the write).
         let reply = match outcome {
             Outcome::Complete { response, cost } => {
@@ -195,6 +224,16 @@ where
             cache: cache.map(|_| CacheStatus::Miss),
             affinity,
         })
+    }
+
+    /// The key's model policy for the model asked for (A-18, GP-46), the
+    /// catalog model (never what the client typed) noted for the log line.
+    fn check_model(&self, call: &Call<'_>, name: &str) -> Result<(), ApiError> {
+        let catalog = self.catalog();
+        if let Some(model) = catalog.model(name) {
+            call.trace.model(model);
+        }
+        call.key.policy.check_model(&catalog, name)
     }
 
     /// `X-CI-Experiment` (F-01..F-06): the caller's account's experiment of

@@ -22,8 +22,11 @@ pub struct RequestTrace {
     first_route: Mutex<Option<String>>,
     /// Nano-USD charged; negative until the request is settled.
     charged: AtomicI64,
+    /// The catalog model the request asked for, once the key's policy
+    /// looked it up (set once at most; reading it costs no lock).
+    model: OnceLock<Arc<Model>>,
     /// The catalog model an experiment variant moved the request to (set
-    /// once at most; reading it costs no lock).
+    /// once at most).
     variant_model: OnceLock<Arc<Model>>,
     /// The request's W3C trace context (the client's, or one the router
     /// started), set once by the server.
@@ -140,10 +143,19 @@ impl RequestTrace {
         self.first_route.lock().ok().and_then(|first| first.clone())
     }
 
-    /// The catalog model ID an experiment variant moved the request to
-    /// (F-01), which the log line names instead of the one asked for.
-    pub fn variant_model_id(&self) -> Option<String> {
-        self.variant_model.get().map(|model| model.id.clone())
+    /// The catalog model ID the request was served under, for the log
+    /// line: the one an experiment variant moved it to (F-01), else the
+    /// one it asked for; `None` before the policy check or for a name the
+    /// catalog does not know (what a client typed is never logged).
+    pub fn model_id(&self) -> Option<String> {
+        self.variant_model
+            .get()
+            .or(self.model.get())
+            .map(|model| model.id.clone())
+    }
+
+    pub(crate) fn model(&self, model: &Arc<Model>) {
+        let _ = self.model.set(model.clone());
     }
 
     pub(crate) fn variant_model(&self, model: &Arc<Model>) {

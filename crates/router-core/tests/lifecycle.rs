@@ -21,6 +21,20 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
+
+/// The pipeline's upload step for requests that reference no upload.
+struct NoUploads;
+
+impl router_core::UploadReferences for NoUploads {
+    async fn resolve_references(
+        &self,
+        _: uuid::Uuid,
+        _: bool,
+        _: &mut router_canonical::Request,
+    ) -> Result<(), router_canonical::ApiError> {
+        Ok(())
+    }
+}
 use uuid::Uuid;
 
 #[derive(Default)]
@@ -918,7 +932,11 @@ async fn the_pipeline_without_policies_is_the_lifecycle() {
     let key = key(router_core::KeyPolicy::default());
     let settings = router_core::affinity::PromptCacheSettings::default();
     let call = call(&key, &Headers(&[]), &settings);
-    let Ok(handled) = h.gateway.handle(call, request("fixed").into()).await else {
+    let Ok(handled) = h
+        .gateway
+        .handle(call, request("fixed").into(), &NoUploads)
+        .await
+    else {
         panic!("expected a reply");
     };
     let router_core::Reply::Complete { cost, .. } = handled.reply else {
@@ -928,6 +946,62 @@ async fn the_pipeline_without_policies_is_the_lifecycle() {
     assert_eq!((handled.cache, handled.affinity), (None, None));
     assert_eq!(h.suppliers.calls(), ["fixed-primary"]);
     assert_eq!(h.store.0.lock().unwrap().charged, 30_000);
+}
+
+/// The pipeline's first steps (A-18, H-02): the key's model policy, then
+/// the upload references, both before any reservation or supplier call;
+/// the catalog model is noted for the log line either way.
+#[tokio::test(start_paused = true)]
+async fn the_pipeline_checks_the_model_policy_then_the_uploads() {
+    /// Counts the requests the upload step was asked to resolve.
+    #[derive(Default)]
+    struct CountingUploads(std::sync::atomic::AtomicU32);
+
+    impl router_core::UploadReferences for CountingUploads {
+        async fn resolve_references(
+            &self,
+            _: Uuid,
+            _: bool,
+            _: &mut router_canonical::Request,
+        ) -> Result<(), router_canonical::ApiError> {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Ok(())
+        }
+    }
+
+    let h = harness(RICH);
+    let settings = router_core::affinity::PromptCacheSettings::default();
+    let uploads = CountingUploads::default();
+    let refused = key(router_core::KeyPolicy {
+        allowed_models: Some(vec!["another-model".into()]),
+        ..router_core::KeyPolicy::default()
+    });
+    let refused_call = call(&refused, &Headers(&[]), &settings);
+    let trace = refused_call.trace.clone();
+    let Err(router_core::HandleError::Api(error)) = h
+        .gateway
+        .handle(refused_call, request("fixed").into(), &uploads)
+        .await
+    else {
+        panic!("expected a refusal");
+    };
+    assert_eq!(error.code, product_codes::MODEL_NOT_ALLOWED);
+    assert_eq!(trace.model_id().as_deref(), Some("fixed"));
+    assert_eq!(uploads.0.load(std::sync::atomic::Ordering::Relaxed), 0);
+    assert!(h.suppliers.calls().is_empty());
+    assert!(h.store.0.lock().unwrap().holds.is_empty());
+
+    let allowed = key(router_core::KeyPolicy::default());
+    let allowed_call = call(&allowed, &Headers(&[]), &settings);
+    let trace = allowed_call.trace.clone();
+    assert!(
+        h.gateway
+            .handle(allowed_call, request("fixed").into(), &uploads)
+            .await
+            .is_ok()
+    );
+    assert_eq!(trace.model_id().as_deref(), Some("fixed"));
+    assert_eq!(uploads.0.load(std::sync::atomic::Ordering::Relaxed), 1);
 }
 
 /// The experiment comes first: an unknown slug is refused before any
@@ -944,7 +1018,11 @@ async fn the_pipeline_refuses_an_unknown_experiment_before_reserving() {
     let headers = Headers(&[("x-ci-experiment", "tone")]);
     let Err(router_core::HandleError::Api(error)) = h
         .gateway
-        .handle(call(&key, &headers, &settings), request("fixed").into())
+        .handle(
+            call(&key, &headers, &settings),
+            request("fixed").into(),
+            &NoUploads,
+        )
         .await
     else {
         panic!("expected a refusal");
@@ -953,7 +1031,11 @@ async fn the_pipeline_refuses_an_unknown_experiment_before_reserving() {
     assert!(h.suppliers.calls().is_empty());
     assert!(h.store.0.lock().unwrap().holds.is_empty());
     let call = call(&key, &Headers(&[]), &settings);
-    let Ok(handled) = h.gateway.handle(call, request("fixed").into()).await else {
+    let Ok(handled) = h
+        .gateway
+        .handle(call, request("fixed").into(), &NoUploads)
+        .await
+    else {
         panic!("expected a reply");
     };
     assert_eq!(

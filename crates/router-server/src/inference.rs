@@ -2,12 +2,11 @@
 //! authenticated the key): validate the
 //! common headers, read the body under the surface's limit, parse it with
 //! the surface's client codec, hand it to core's request pipeline
-//! (`Gateway::handle`: experiment, affinity, response cache, the
-//! lifecycle), and answer as JSON or as the codec's SSE dialect. What differs per surface is a [`Surface`]: a
+//! (`Gateway::handle`: the key's model policy, upload references,
+//! experiment, affinity, response cache, the lifecycle), and answer as JSON or as the codec's SSE dialect. What differs per surface is a [`Surface`]: a
 //! client codec and its HTTP settings (`surfaces.rs`).
 
 use crate::app::App;
-use crate::auth;
 use crate::body::Incoming;
 use crate::body::read_limited;
 use crate::client_stream;
@@ -81,22 +80,8 @@ async fn run<C: ClientCodec>(
     // The protocol's content, the gateway's options beside it; what the
     // gateway does not serve (`n` other than 1) is refused here.
     let mut canonical = GatewayRequest::new(canonical, routing)?;
-    check_model(
-        &app.gateway.catalog(),
-        &inbound.key,
-        &canonical.request.model,
-        log,
-    )?;
     canonical.prompt_cache = prompt_cache_mode(&inbound.parts.headers, &inbound.key);
-    // Upload references become their bytes before routing (H-02, GP-42).
-    app.uploads
-        .resolve_references(
-            inbound.key.account_id,
-            inbound.key.account_zdr,
-            &mut canonical.request,
-        )
-        .await?;
-    // Every routing policy from here on, in order, is core's pipeline.
+    // Every policy from here on, in order, is core's pipeline.
     let call = Call {
         request_id,
         key: &inbound.key,
@@ -107,7 +92,7 @@ async fn run<C: ClientCodec>(
     };
     let handled = app
         .gateway
-        .handle(call, canonical)
+        .handle(call, canonical, &app.uploads)
         .await
         .map_err(|e| match e {
             HandleError::Api(error) => error,
@@ -167,20 +152,6 @@ const CACHE_HEADER: &str = "x-ci-cache";
 
 /// Prompt-cache affinity's state (chat, responses and messages only, CF-10).
 const AFFINITY_HEADER: &str = "x-ci-prompt-cache-affinity";
-
-/// The key's model policy for `name` (A-18, GP-46), noting the catalog
-/// model (never what the client typed) for the request's log line.
-fn check_model(
-    catalog: &router_core::Catalog,
-    key: &ApiKeyRecord,
-    name: &str,
-    log: &RequestLog,
-) -> Result<(), ApiError> {
-    if let Some(model) = catalog.model(name) {
-        log.model(&model.id);
-    }
-    auth::check_model(catalog, key, name)
-}
 
 /// Validate the `X-CI-*` headers of an authorized call, then read at most
 /// `limit` bytes of body.

@@ -233,8 +233,9 @@ impl Drop for Entry {
             state.status = CLIENT_CLOSED_STATUS;
             state.code = Some("client_closed");
         }
-        // An experiment variant's model, when core's pipeline applied one.
-        if let Some(model) = self.trace.variant_model_id() {
+        // The catalog model core's pipeline served the request under (an
+        // experiment variant's, when one applied).
+        if let Some(model) = self.trace.model_id() {
             state.model = Some(model);
         }
         let code = state.code;

@@ -6,7 +6,8 @@ use crate::Uploads;
 use crate::error::UploadError;
 use crate::record::parse_public_id;
 use bytes::Bytes;
-use router_canonical::{ContentPart, ImageSource, Request};
+use router_canonical::{ApiError, ContentPart, ImageSource, Request};
+use router_core::UploadReferences;
 use router_store::uploads as store;
 use std::collections::HashMap;
 use uuid::Uuid;
@@ -110,6 +111,21 @@ impl Uploads {
             }
         }
         Ok(())
+    }
+}
+
+/// Core's port: the pipeline's upload step (`router_core::pipeline`, step
+/// 1) is [`Uploads::resolve_references`] with its public error.
+impl UploadReferences for Uploads {
+    async fn resolve_references(
+        &self,
+        account_id: Uuid,
+        account_zdr: bool,
+        request: &mut Request,
+    ) -> Result<(), ApiError> {
+        Uploads::resolve_references(self, account_id, account_zdr, request)
+            .await
+            .map_err(ApiError::from)
     }
 }
 
