@@ -15,7 +15,7 @@
 use crate::catalog::{Modality, Model, Route};
 use crate::gateway::{Gateway, Reservation, internal};
 use crate::product_codes;
-use crate::store::{AttemptOutcome, AttemptRecord, NewRequest, Requester, Store};
+use crate::store::{ApiKeyRecord, AttemptOutcome, AttemptRecord, NewRequest, Requester, Store};
 use crate::supplier::{AttemptCall, AttemptCause, AttemptError, FailureKind, Suppliers};
 use router_canonical::{ApiError, ErrorCode, ImageRequest, NanoUsd, Protocol, Usage};
 use std::sync::Arc;
@@ -23,16 +23,15 @@ use std::time::{Duration, SystemTime};
 use tokio::time::Instant;
 use uuid::Uuid;
 
-/// Who is asking, established by the server (as [`crate::gateway::Admission`]
-/// for inference; the protocol is always [`Protocol::Images`]).
+/// One image request as the server hands it over: authenticated (scope
+/// `inference`, IP policy) and parsed. The protocol is always
+/// [`Protocol::Images`].
 #[derive(Debug, Clone)]
-pub struct ImageAdmission {
+pub struct ImageCall<'a> {
     pub request_id: Uuid,
-    /// The key the request is admitted under ([`Requester::of`]).
-    pub requester: Requester,
-    /// Account zero data retention: only `zdr` routes (J-14, GP-38). The
-    /// image body has no `zdr` field; [`plan`] is what applies it.
-    pub zdr: bool,
+    /// The key the request came with: its model policy, its account's zero
+    /// data retention (J-14, GP-38; the image body has no `zdr` field).
+    pub key: &'a ApiKeyRecord,
     /// Filled as the lifecycle goes, for the request's log line.
     pub trace: Arc<crate::trace::RequestTrace>,
 }
@@ -59,7 +58,8 @@ pub struct ImagePlan {
 /// Resolve the image model (404 unknown; 400 `invalid_parameter` naming
 /// `model` for a model that generates no images, GP-67) and its route: the
 /// enabled `images` route of highest priority, then lowest operator cost.
-/// The key's model policy is the caller's (it knows the key). With `zdr`
+/// The key's model policy is checked before ([`Gateway::generate_image`]).
+/// With `zdr`
 /// (the account's data-protection switch, J-14) only routes marked `zdr`
 /// qualify; none is 503 `zdr_capacity_unavailable`.
 pub fn plan(
@@ -89,13 +89,22 @@ pub fn plan(
 type TaskResult = Result<GeneratedPng, ApiError>;
 
 impl<S: Store, P: Suppliers> Gateway<S, P> {
-    /// Reserve, generate once, validate, settle (see the module docs).
+    /// The model (404 unknown, 403 outside the key's policy, 400 not an
+    /// image model), then reserve, generate once, validate, settle (see
+    /// the module docs).
     pub async fn generate_image(
         &self,
-        admission: ImageAdmission,
-        plan: ImagePlan,
+        call: ImageCall<'_>,
         request: ImageRequest,
     ) -> Result<GeneratedPng, ApiError> {
+        let catalog = self.catalog();
+        // Unknown first (404, from the plan), then the key's model policy
+        // (403, A-18), then whether the model generates images (400, GP-67).
+        if let Some(model) = catalog.model(&request.model) {
+            call.trace.model(model);
+            call.key.policy.check_model(&catalog, &request.model)?;
+        }
+        let plan = plan(&catalog, &request, call.key.account_zdr)?;
         // Nothing extends an image's hold while the supplier works: it
         // must outlive the image deadline, or the reaper could release it
         // under a generation that then cannot settle.
@@ -105,14 +114,14 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
                 .hold_lease
                 .max(config.image_deadline + Duration::from_secs(60));
         let new = NewRequest::admit(
-            admission.request_id,
-            admission.requester,
+            call.request_id,
+            Requester::of(call.key),
             plan.model.id.clone(),
             Protocol::Images,
             plan.price,
             hold_expires_at,
         );
-        let reservation = self.reserve(new, admission.trace.clone()).await?;
+        let reservation = self.reserve(new, call.trace).await?;
         let (reply, outcome) = tokio::sync::oneshot::channel::<TaskResult>();
         let gateway = self.clone();
         tokio::spawn(async move {

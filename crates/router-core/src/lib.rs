@@ -51,7 +51,7 @@ pub use catalog::{
 pub use experiments::{Experiment, ExperimentStatus, SystemMode, Variant};
 pub use gateway::{Abandoned, Gateway, GatewayConfig, LiveStream, Outcome, StreamItem};
 pub use gateway_request::{GatewayRequest, PromptCacheMode};
-pub use images::{GeneratedPng, ImageAdmission};
+pub use images::{GeneratedPng, ImageCall};
 pub use key_policy::{KeyLimit, KeyLimits, KeyPolicy, SpendWindow};
 pub use pipeline::{Call, HandleError, Handled, Reply, UploadReferences};
 pub use routing::Plan;

@@ -320,3 +320,26 @@ pub(crate) fn video_call(route: &Route, call: &'static str, outcome: &'static st
     )
     .increment(1);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::Pricing;
+    use router_canonical::NanoUsd;
+
+    fn model(id: &str) -> Arc<Model> {
+        Arc::new(Model::text(id, &[], Pricing::PerImage(NanoUsd(1))))
+    }
+
+    /// The access line names the catalog model core looked up, and an
+    /// experiment variant's over it (F-01); nothing before the lookup.
+    #[test]
+    fn the_logged_model_is_the_variants_else_the_one_asked_for() {
+        let trace = RequestTrace::new();
+        assert_eq!(trace.model_id(), None);
+        trace.model(&model("asked"));
+        assert_eq!(trace.model_id().as_deref(), Some("asked"));
+        trace.variant_model(&model("variant"));
+        assert_eq!(trace.model_id().as_deref(), Some("variant"));
+    }
+}

@@ -40,6 +40,7 @@ use crate::store::{
 use crate::supplier::{
     AttemptCall, AttemptCause, AttemptError, FailureKind, SubmitError, Suppliers, VideoChunks,
 };
+use crate::trace::RequestTrace;
 use crate::trace_context::TraceContext;
 use futures::StreamExt;
 use router_canonical::{
@@ -412,16 +413,22 @@ impl<S: Store + VideoStore, P: Suppliers> Gateway<S, P> {
     /// `POST /v1/videos` of `key`: replay the account's job under the same
     /// `client_task_id`, or check the request against the catalog, create
     /// the job with its hold and submit it once (see the module docs).
-    /// `request_id` is the request the hold belongs to.
+    /// `request_id` is the request the hold belongs to; `trace` gets the
+    /// catalog model for the log line and gives the supplier call its
+    /// trace context.
     pub async fn create_video(
         &self,
         request_id: Uuid,
-        trace: TraceContext,
+        trace: &RequestTrace,
         key: &ApiKeyRecord,
         request: VideoRequest,
         settings: VideoSettings,
         objects: &impl VideoObjects,
     ) -> Result<VideoJob, CreateFailure> {
+        if let Some(model) = self.catalog().model(&request.model) {
+            trace.model(model);
+        }
+        let trace = trace.attempt_context();
         let fingerprint = crate::fingerprint::video_request(&request);
         // A replay answers before any catalog rule: the job exists whatever
         // the catalog says now (GP-26).

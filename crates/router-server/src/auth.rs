@@ -4,7 +4,6 @@
 use crate::app::App;
 use crate::client_addr::ClientAddr;
 use router_canonical::ApiError;
-use router_core::Catalog;
 use router_core::access::invalid_key;
 use router_core::store::{ApiKeyRecord, Scope};
 
@@ -78,13 +77,6 @@ pub async fn authenticate(
             extensions.get::<ClientAddr>().and_then(|c| c.client)
         })
         .await
-}
-
-/// The key's model policy (A-18, GP-46): a model that does not exist is
-/// left to routing (404 `model_not_found`); one that exists but is not
-/// allowed for the key is 403 `model_not_allowed`.
-pub fn check_model(catalog: &Catalog, key: &ApiKeyRecord, name: &str) -> Result<(), ApiError> {
-    key.policy.check_model(catalog, name)
 }
 
 #[cfg(test)]

@@ -4,21 +4,19 @@
 //! The route guard has checked the key and its scope (`inference`) and IP
 //! policy. Here: the common `X-CI-*` headers and the body (2 MiB, 413
 //! beyond), the request (`router_images::client`, 400 naming the field),
-//! the model (404 unknown, 403 outside the key's policy, 400 not an image
-//! model), then the lifecycle in `router_core::images`: reserve the price
+//! then the lifecycle in `router_core::images`: the model (404 unknown, 403
+//! outside the key's policy, 400 not an image model), reserve the price
 //! (402), one attempt, PNG check, settle.
 
 use crate::app::App;
-use crate::auth;
 use crate::body::INFERENCE_BODY_LIMIT;
 use crate::body::Incoming;
 use crate::inference::receive;
 use crate::reply::{self, Body, Envelope};
 use http::{Response, StatusCode};
 use router_canonical::ApiError;
-use router_core::ImageAdmission;
-use router_core::images;
-use router_core::store::{ApiKeyRecord, Requester};
+use router_core::ImageCall;
+use router_core::store::ApiKeyRecord;
 use router_images::client::{Receipt, encode_response, parse_request};
 use router_telemetry::request_log::RequestLog;
 use std::sync::Arc;
@@ -48,27 +46,12 @@ async fn run(
 ) -> Result<Response<Body>, ApiError> {
     let inbound = receive(request, key, INFERENCE_BODY_LIMIT).await?;
     let image_request = parse_request(&inbound.body)?;
-    let catalog = app.gateway.catalog();
-    // Unknown first (404), then the key's model policy (403, A-18), then
-    // whether the model generates images at all (400, GP-67).
-    if let Some(model) = catalog.model(&image_request.model) {
-        log.model(&model.id);
-        auth::check_model(&catalog, &inbound.key, &image_request.model)?;
-    }
-    // The account's zero data retention (J-14, GP-38); an image body has
-    // no `zdr` of its own.
-    let zdr = inbound.key.account_zdr;
-    let plan = images::plan(&catalog, &image_request, zdr)?;
-    let admission = ImageAdmission {
-        zdr,
+    let call = ImageCall {
         request_id,
-        requester: Requester::of(&inbound.key),
+        key: &inbound.key,
         trace: log.trace(),
     };
-    let generated = app
-        .gateway
-        .generate_image(admission, plan, image_request)
-        .await?;
+    let generated = app.gateway.generate_image(call, image_request).await?;
     let body = encode_response(
         generated.created,
         &generated.png,

@@ -100,13 +100,10 @@ pub async fn create(
         let body = crate::body::read_limited(&parts.headers, body, VIDEO_BODY_LIMIT).await?;
         check_content_type(&parts.headers)?;
         let video_request = parse_create(&body)?;
-        if let Some(model) = app.gateway.catalog().model(&video_request.model) {
-            log.model(&model.id);
-        }
         app.gateway
             .create_video(
                 request_id,
-                log.trace().attempt_context(),
+                &log.trace(),
                 &key,
                 video_request,
                 app.videos,

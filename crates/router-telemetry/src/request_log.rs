@@ -49,7 +49,6 @@ struct State {
     route: &'static str,
     account_id: Option<Uuid>,
     key_id: Option<Uuid>,
-    model: Option<String>,
     status: u16,
     /// The public error code, or `client_closed` for a stream the client
     /// left.
@@ -115,11 +114,6 @@ impl RequestLog {
             s.account_id = Some(account_id);
             s.key_id = key_id;
         });
-    }
-
-    /// The catalog model the request is for (its canonical ID).
-    pub fn model(&self, model_id: &str) {
-        self.update(|s| s.model = Some(model_id.to_owned()));
     }
 
     /// The client's address.
@@ -233,11 +227,9 @@ impl Drop for Entry {
             state.status = CLIENT_CLOSED_STATUS;
             state.code = Some("client_closed");
         }
-        // The catalog model core's pipeline served the request under (an
-        // experiment variant's, when one applied).
-        if let Some(model) = self.trace.model_id() {
-            state.model = Some(model);
-        }
+        // The catalog model core served the request under (an experiment
+        // variant's, when one applied); never what the client typed.
+        let model = self.trace.model_id();
         let code = state.code;
         let ttfb_ms = match self.first_byte_us.load(Ordering::Relaxed) {
             0 => None,
@@ -264,7 +256,7 @@ impl Drop for Entry {
                         route: state.route,
                         account_id: state.account_id,
                         key_id: state.key_id,
-                        model: state.model.as_deref(),
+                        model: model.as_deref(),
                         route_id: route_id.as_deref(),
                         attempts: self.trace.attempts(),
                         status: state.status,
@@ -294,7 +286,7 @@ impl Drop for Entry {
                     route = state.route,
                     account_id = state.account_id.map(tracing::field::display),
                     key_id = state.key_id.map(tracing::field::display),
-                    model = state.model.as_deref(),
+                    model = model.as_deref(),
                     route_id = route_id.as_deref(),
                     attempts = self.trace.attempts(),
                     status = state.status,
@@ -315,7 +307,7 @@ impl Drop for Entry {
                     route: state.route,
                     status: state.status,
                     request_id: self.request_id,
-                    model: state.model.as_deref(),
+                    model: model.as_deref(),
                     code,
                     started: std::time::SystemTime::now() - latency,
                 },
@@ -325,7 +317,7 @@ impl Drop for Entry {
         metrics::counter!(
             "router_requests_total",
             "surface" => state.route,
-            "model" => state.model.unwrap_or_else(|| "-".to_owned()),
+            "model" => model.unwrap_or_else(|| "-".to_owned()),
             "status" => status_label(state.status),
             "code" => code.unwrap_or("-")
         )
