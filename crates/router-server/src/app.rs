@@ -1,10 +1,10 @@
 //! Shared state of one router process.
 
-use crate::client_addr::TrustedProxies;
-use crate::public_url::PublicBaseUrl;
 /// Prompt-cache routing affinity's settings, read by core's pipeline.
 pub use router_core::affinity::PromptCacheSettings;
 use router_core::{Gateway, LiveStream};
+use router_http::client_addr::TrustedProxies;
+use router_http::public_url::PublicBaseUrl;
 use router_store::Database;
 use router_supply::HttpSuppliers;
 use std::time::Duration;

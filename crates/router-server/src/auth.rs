@@ -2,10 +2,10 @@
 //! (A-01..A-05), the key's IP allowlist and model policy.
 
 use crate::app::App;
-use crate::client_addr::ClientAddr;
 use router_canonical::ApiError;
 use router_core::access::invalid_key;
 use router_core::store::{ApiKeyRecord, Scope};
+use router_http::client_addr::ClientAddr;
 
 /// A header sent more than once where one value decides (a credential,
 /// `Origin`, `Sec-Fetch-Site`).

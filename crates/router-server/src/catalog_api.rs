@@ -9,7 +9,6 @@
 //! catalogs.
 
 use crate::app::App;
-use crate::query::{BadParam, Query, percent_decode};
 use crate::reply::{self, Reply};
 use http::header::{CACHE_CONTROL, CONTENT_TYPE, ETAG, HeaderValue, IF_NONE_MATCH};
 use http::{Response, StatusCode};
@@ -17,6 +16,7 @@ use router_canonical::ApiError;
 use router_catalog::models::{self, CompareQuery, ListQuery, SupplyQuery};
 use router_catalog::{Cached, CatalogError, CatalogViews, ChangesQuery, Params, Viewer};
 use router_core::store::ApiKeyRecord;
+use router_http::query::{BadParam, Query, percent_decode};
 
 /// L-31, L-37: pollers revalidate every time and get 304 when unchanged.
 const PUBLIC_CACHE: &str = "public, max-age=0, must-revalidate";
@@ -27,15 +27,18 @@ fn unreadable(BadParam(param): BadParam) -> CatalogError {
     CatalogError::UnreadableParam { param }
 }
 
-impl Params for Query {
+/// A query string as the catalog wing reads its parameters.
+struct QueryParams(Query);
+
+impl Params for QueryParams {
     fn one(&self, name: &str) -> Result<Option<&str>, CatalogError> {
-        Query::one(self, name).map_err(unreadable)
+        self.0.one(name).map_err(unreadable)
     }
 }
 
 /// The request's query string, decoded.
-fn query(uri: &http::Uri) -> Result<Query, CatalogError> {
-    Query::parse(uri).map_err(unreadable)
+fn query(uri: &http::Uri) -> Result<QueryParams, CatalogError> {
+    Query::parse(uri).map(QueryParams).map_err(unreadable)
 }
 
 fn json_reply(body: impl Into<bytes::Bytes>, request_id: &str) -> Reply {
@@ -83,7 +86,7 @@ fn public_reply(cached: &Cached, headers: &http::HeaderMap, request_id: &str) ->
 
 /// The public views' `zdr` filter; a query that cannot be read leaves it off.
 fn public_zdr(uri: &http::Uri) -> bool {
-    Query::parse(uri).is_ok_and(|q| models::public_zdr(&q))
+    query(uri).is_ok_and(|q| models::public_zdr(&q))
 }
 
 /// `GET /public/models` (L-31, L-32).

@@ -82,7 +82,7 @@ pub async fn guard(
             // An address that failed too often is refused before its token
             // is compared (admin_throttle.rs).
             let client = extensions
-                .get::<crate::client_addr::ClientAddr>()
+                .get::<router_http::client_addr::ClientAddr>()
                 .map(|c| c.logged());
             let now = std::time::Instant::now();
             if let Some(wait) = client.and_then(|c| app.admin_failures.blocked(c, now)) {
@@ -162,7 +162,10 @@ pub fn envelope_of(path: &str) -> reply::Envelope {
 pub async fn dispatch(app: Arc<App>, request: http::Request<Incoming>) -> Response<Body> {
     let request_id = Uuid::now_v7();
     let log = RequestLog::new(request_id, request.method().clone());
-    if let Some(client) = request.extensions().get::<crate::client_addr::ClientAddr>() {
+    if let Some(client) = request
+        .extensions()
+        .get::<router_http::client_addr::ClientAddr>()
+    {
         log.client(client.logged());
     }
     let id_text = crate::correlation::begin(request.headers(), &log);

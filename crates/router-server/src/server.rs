@@ -13,12 +13,12 @@
 
 use crate::admin_listener::Listener;
 use crate::app::App;
-use crate::client_addr::ClientAddr;
 use crate::dispatch::dispatch;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
+use router_http::client_addr::ClientAddr;
 use router_http::connection::{
     Activity, Admission, ConnectionLimits, InFlight, Tracked, Watched, watch,
 };

@@ -10,9 +10,9 @@
 //! `Sec-Fetch-Site: cross-site` is refused whatever they say.
 
 use crate::app::App;
-use crate::public_url::PublicBaseUrl;
 use router_canonical::ApiError;
 use router_core::product_codes;
+use router_http::public_url::PublicBaseUrl;
 use std::time::Duration;
 
 // The session cookie's name, defined where the operator's session view

@@ -2,9 +2,9 @@
 //! (`settings.rs` reads and checks it): what the HTTP edge listens with and
 //! what the wings, core and the store are built with (`serve.rs`).
 
+use router_http::client_addr::TrustedProxies;
+use router_http::public_url::PublicBaseUrl;
 use router_notify::{Mailer, Transports};
-use router_server::client_addr::TrustedProxies;
-use router_server::public_url::PublicBaseUrl;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;

@@ -5,11 +5,12 @@
 
 use crate::config::ServerConfig;
 use anyhow::{Context, anyhow, bail};
+use router_core::key_policy::parse_network;
 use router_http::body::BodyPace;
+use router_http::client_addr::TrustedProxies;
 use router_http::connection::ConnectionLimits;
+use router_http::public_url::PublicBaseUrl;
 use router_notify::{Mailer, Transports};
-use router_server::client_addr::TrustedProxies;
-use router_server::public_url::PublicBaseUrl;
 use router_uploads::{ObjectStorage, UploadSettings};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -500,8 +501,7 @@ impl ServeArgs {
             )),
             None => None,
         };
-        let trusted_proxies = TrustedProxies::parse(&self.trusted_proxies)
-            .map_err(|e| anyhow!("ROUTER_TRUSTED_PROXIES: {e}"))?;
+        let trusted_proxies = trusted_proxies(&self.trusted_proxies)?;
         let channel_timeout = seconds("ROUTER_CHANNEL_TIMEOUT_SECS", &self.channel_timeout_secs)?;
         let channels = Transports::new(
             self.telegram_bot_token.clone(),
@@ -763,6 +763,21 @@ fn millis(name: &str, text: &str) -> anyhow::Result<Duration> {
 }
 
 /// A whole number of seconds, at least 1.
+/// `ROUTER_TRUSTED_PROXIES`: comma- or space-separated addresses and CIDR
+/// networks (a key allowlist's entry rule); empty trusts no proxy.
+fn trusted_proxies(text: &str) -> anyhow::Result<TrustedProxies> {
+    let networks = text
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|entry| !entry.is_empty())
+        .map(|entry| {
+            parse_network(entry).ok_or_else(|| {
+                anyhow!("ROUTER_TRUSTED_PROXIES: `{entry}` is not an IP address or CIDR network")
+            })
+        })
+        .collect::<anyhow::Result<_>>()?;
+    Ok(TrustedProxies::new(networks))
+}
+
 fn seconds(name: &str, text: &str) -> anyhow::Result<Duration> {
     match text.trim().parse::<u64>() {
         Ok(secs) if secs >= 1 => Ok(Duration::from_secs(secs)),
@@ -828,6 +843,28 @@ fn count(name: &str, text: &str) -> anyhow::Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn trusted_proxies_are_networks_and_a_bad_entry_is_named() {
+        let proxies = trusted_proxies("10.0.0.0/8, 192.0.2.7 2001:db8::/32").unwrap();
+        let expected = ["10.0.0.0/8", "192.0.2.7/32", "2001:db8::/32"];
+        assert_eq!(
+            proxies,
+            TrustedProxies::new(expected.iter().map(|n| n.parse().unwrap()).collect())
+        );
+        assert_eq!(trusted_proxies("").unwrap(), TrustedProxies::default());
+        let error = |text| trusted_proxies(text).unwrap_err().to_string();
+        assert_eq!(
+            error("10.0.0.0/8,nonsense"),
+            "ROUTER_TRUSTED_PROXIES: `nonsense` is not an IP address or CIDR network"
+        );
+        assert!(error("10.0.0.0/33").contains("`10.0.0.0/33`"));
+        assert_eq!(
+            trusted_proxies("10.1.2.3/8").unwrap(),
+            TrustedProxies::new(vec!["10.0.0.0/8".parse().unwrap()]),
+            "host bits are cleared"
+        );
+    }
 
     #[test]
     fn numbers_are_checked_and_named() {

@@ -1,14 +1,14 @@
 //! Starts a router, a mock supplier and a test database for one test.
 
 use router_core::{Catalog, Gateway, GatewayConfig, SealKey};
+use router_http::client_addr::TrustedProxies;
 use router_http::connection::ConnectionLimits;
+use router_http::public_url::PublicBaseUrl;
 use router_mock_supplier::MockSupplier;
 use router_mock_supplier::smtp_sink::SmtpSink;
 use router_notify::Mailer;
 use router_server::App;
 pub use router_server::app::PromptCacheSettings;
-use router_server::client_addr::TrustedProxies;
-use router_server::public_url::PublicBaseUrl;
 use router_store::test_support::TestDatabase;
 use router_supply::HttpSuppliers;
 use router_supply::url_guard::UrlPolicy;

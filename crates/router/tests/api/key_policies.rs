@@ -5,7 +5,7 @@
 
 use crate::harness::*;
 use reqwest::Method;
-use router_server::client_addr::TrustedProxies;
+use router_http::client_addr::TrustedProxies;
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -147,7 +147,7 @@ async fn chat_via(r: &TestRouter, key: &str, headers: &[(&str, &str)]) -> reqwes
 async fn forwarding_headers_are_believed_only_from_trusted_proxies() {
     // behind a trusted proxy (the harness, 127.0.0.1) the client is
     // the right-most untrusted address of the chain.
-    let proxies = TrustedProxies::parse("127.0.0.1/32").unwrap();
+    let proxies = TrustedProxies::new(vec!["127.0.0.1/32".parse().unwrap()]);
     let r = TestRouter::start_configured(Duration::from_secs(180), proxies, "127.0.0.1:0").await;
     let (key, _) = key_with(&r, json!({"ip_allowlist": ["203.0.113.0/24"]})).await;
     let ok = [
