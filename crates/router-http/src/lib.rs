@@ -1,6 +1,6 @@
 //! The HTTP mechanics under the router's edge (`router-server`), knowing
-//! nothing of its routes, credentials or envelopes: what a client
-//! connection may hold and for how long ([`connection`]), request bodies
+//! nothing of its routes, credentials or envelopes: which `accept`
+//! failures pass ([`accept`]), what a client connection may hold and for how long ([`connection`]), request bodies
 //! read under a size limit and a pace ([`body`]), the client behind
 //! trusted proxies ([`client_addr`]), query strings and path segments
 //! decoded exactly ([`query`]), the public base URL and its origin
@@ -10,6 +10,7 @@
 
 #![warn(unreachable_pub)]
 
+pub mod accept;
 pub mod admin_throttle;
 pub mod body;
 pub mod client_addr;

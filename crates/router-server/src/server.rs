@@ -18,6 +18,7 @@ use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
+use router_http::accept::{AcceptErrors, is_transient};
 use router_http::client_addr::ClientAddr;
 use router_http::connection::{
     Activity, Admission, ConnectionLimits, InFlight, Tracked, Watched, watch,
@@ -170,46 +171,4 @@ pub async fn serve_routes(
         ),
     }
     Ok(())
-}
-
-/// Accept failures that pass (out of descriptors, a connection reset in
-/// the backlog): waited out with a growing pause, and logged at most once
-/// a second instead of at every retry.
-#[derive(Default)]
-struct AcceptErrors {
-    pause: Duration,
-    last_logged: Option<std::time::Instant>,
-    since_logged: u64,
-}
-
-impl AcceptErrors {
-    async fn wait(&mut self, error: &std::io::Error) {
-        self.since_logged += 1;
-        if self
-            .last_logged
-            .is_none_or(|at| at.elapsed() >= Duration::from_secs(1))
-        {
-            tracing::warn!(error = %error, failures = self.since_logged, "accept failed; pausing");
-            self.last_logged = Some(std::time::Instant::now());
-            self.since_logged = 0;
-        }
-        self.pause = (self.pause * 2).clamp(Duration::from_millis(10), Duration::from_secs(1));
-        tokio::time::sleep(self.pause).await;
-    }
-
-    fn reset(&mut self) {
-        self.pause = Duration::ZERO;
-    }
-}
-
-fn is_transient(error: &std::io::Error) -> bool {
-    use std::io::ErrorKind::*;
-    matches!(
-        error.kind(),
-        ConnectionAborted | ConnectionReset | Interrupted | WouldBlock
-    ) || matches!(
-        error.raw_os_error(),
-        // EMFILE, ENFILE, ENOBUFS, ENOMEM: resources that come back.
-        Some(24 | 23 | 105 | 12)
-    )
 }
