@@ -1,8 +1,11 @@
-//! The router's HTTP server: path routing, authentication, per-protocol
-//! error envelopes, SSE relaying and the operator admin API.
+//! The router's HTTP edge: the route table, guards, bodies, replies,
+//! streams and per-protocol error envelopes, and a thin handler per route
+//! that turns HTTP into one call of a wing or core.
 //!
-//! This is the only crate that knows hyper. Protocol rules live in the wire
-//! crates, the lifecycle in `router-core`, storage in `router-store`.
+//! The HTTP mechanics that know no route (connections, paced bodies, client
+//! addresses) are `router-http`'s. Protocol rules live in the wire crates,
+//! every policy and the lifecycle in `router-core`, storage in
+//! `router-store`, the product's other rules in its wings.
 
 #![warn(unreachable_pub)]
 

@@ -108,7 +108,7 @@ pub async fn serve_routes(
                 let activity = Activity::new();
                 let pace = limits.body;
                 // Each request carries its client address (an extension),
-                // resolved once behind trusted proxies; see `client_addr`.
+                // resolved once behind trusted proxies; see `router_http::client_addr`.
                 let peer = peer.ip();
                 let requests = activity.clone();
                 let in_flight = in_flight.clone();
