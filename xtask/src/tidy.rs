@@ -166,6 +166,22 @@ mod tests {
         // The HTTP edge knows nothing of the process around it (settings,
         // start-up, the job registry).
         assert_free_of(&closure, "router-server", &["router", "clap"]);
+        // The mechanics under the edge know no route, credential, envelope
+        // or gateway: no router crate at all.
+        let router_crates: Vec<&str> = closure
+            .keys()
+            .map(String::as_str)
+            .filter(|name| name.starts_with("router"))
+            .collect();
+        assert!(router_crates.contains(&"router-core"), "{router_crates:?}");
+        assert_free_of(&closure, "router-http", &router_crates);
+        // The access line and the metrics are fed by the edge; they serve
+        // nothing (the OTLP exporter's HTTP client is their only HTTP).
+        assert_free_of(
+            &closure,
+            "router-telemetry",
+            &["router-http", "router-server"],
+        );
     }
 
     #[test]
