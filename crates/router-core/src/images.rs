@@ -100,10 +100,7 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
         let catalog = self.catalog();
         // Unknown first (404, from the plan), then the key's model policy
         // (403, A-18), then whether the model generates images (400, GP-67).
-        if let Some(model) = catalog.model(&request.model) {
-            call.trace.model(model);
-            call.key.policy.check_model(&catalog, &request.model)?;
-        }
+        crate::pipeline::check_model(&catalog, call.key, &call.trace, &request.model)?;
         let plan = plan(&catalog, &request, call.key.account_zdr)?;
         // Nothing extends an image's hold while the supplier works: it
         // must outlive the image deadline, or the reaper could release it

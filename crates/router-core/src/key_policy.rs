@@ -114,13 +114,22 @@ impl KeyPolicy {
     /// the caller's 404).
     pub fn check_model(&self, catalog: &Catalog, name: &str) -> Result<(), ApiError> {
         match catalog.model(name) {
-            Some(model) if !self.allows_model(model) => Err(ApiError::new(
-                product_codes::MODEL_NOT_ALLOWED,
-                format!("This API key may not use the model `{name}`."),
-            )
-            .with_param("model")),
-            _ => Ok(()),
+            Some(model) => self.check_allowed(model, name),
+            None => Ok(()),
         }
+    }
+
+    /// [`Self::check_model`] for a model already looked up (asked for as
+    /// `name`): 403 `model_not_allowed` outside the key's policy.
+    pub fn check_allowed(&self, model: &Model, name: &str) -> Result<(), ApiError> {
+        if self.allows_model(model) {
+            return Ok(());
+        }
+        Err(ApiError::new(
+            product_codes::MODEL_NOT_ALLOWED,
+            format!("This API key may not use the model `{name}`."),
+        )
+        .with_param("model"))
     }
 
     /// Whether a request from `client` may use the key. An unknown client

@@ -27,6 +27,7 @@
 //! (render the reply and its headers) is the server's.
 
 use crate::affinity::{self, Affinity, AffinityState, PromptCacheSettings};
+use crate::catalog::Catalog;
 use crate::experiments;
 use crate::gateway::{Admission, Gateway, LiveStream, Outcome};
 use crate::gateway_request::{GatewayRequest, PromptCacheMode};
@@ -137,7 +138,7 @@ where
             prompt_cache,
         } = gateway_request;
         // 0. The key's model policy.
-        self.check_model(&call, &request.model)?;
+        check_model(&self.catalog(), call.key, &call.trace, &request.model)?;
         // 1. Upload references.
         uploads
             .resolve_references(call.key.account_id, call.key.account_zdr, &mut request)
@@ -151,8 +152,8 @@ where
             let catalog = self.catalog();
             if let Some(model) = catalog.model(&request.model) {
                 call.trace.variant_model(model);
+                call.key.policy.check_allowed(model, &request.model)?;
             }
-            call.key.policy.check_model(&catalog, &request.model)?;
         }
         // The request's `zdr`, and the account's data-protection switch,
         // which `zdr: false` cannot override (F-26, F-27, J-06).
@@ -224,16 +225,6 @@ where
             cache: cache.map(|_| CacheStatus::Miss),
             affinity,
         })
-    }
-
-    /// The key's model policy for the model asked for (A-18, GP-46), the
-    /// catalog model (never what the client typed) noted for the log line.
-    fn check_model(&self, call: &Call<'_>, name: &str) -> Result<(), ApiError> {
-        let catalog = self.catalog();
-        if let Some(model) = catalog.model(name) {
-            call.trace.model(model);
-        }
-        call.key.policy.check_model(&catalog, name)
     }
 
     /// `X-CI-Experiment` (F-01..F-06): the caller's account's experiment of
@@ -367,5 +358,24 @@ where
         {
             tracing::warn!(error = %e, "could not store a cached response");
         }
+    }
+}
+
+/// The key's model policy for the model asked for as `name` (A-18, GP-46),
+/// with the catalog model (never what the client typed) noted on `trace`
+/// for the log line; a name the catalog does not know passes, for routing's
+/// 404. Step 0 of [`Gateway::handle`], and the first check of an image.
+pub(crate) fn check_model(
+    catalog: &Catalog,
+    key: &ApiKeyRecord,
+    trace: &RequestTrace,
+    name: &str,
+) -> Result<(), ApiError> {
+    match catalog.model(name) {
+        Some(model) => {
+            trace.model(model);
+            key.policy.check_allowed(model, name)
+        }
+        None => Ok(()),
     }
 }

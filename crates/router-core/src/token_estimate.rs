@@ -17,18 +17,8 @@ impl<S: Store, P: Suppliers> Gateway<S, P> {
         key: &ApiKeyRecord,
         request: Request,
     ) -> Result<u64, ApiError> {
-        let catalog = self.catalog();
-        if catalog.model(&request.model).is_none() {
-            return Err(ApiError::new(
-                ErrorCode::ModelNotFound,
-                format!(
-                    "The model `{}` does not exist or is not available.",
-                    request.model
-                ),
-            )
-            .with_param("model"));
-        }
-        key.policy.check_model(&catalog, &request.model)?;
+        let model = crate::routing::find_model(&self.catalog(), &request.model)?;
+        key.policy.check_allowed(&model, &request.model)?;
         // Tokenizing up to 8 MiB is CPU work: keep it off the I/O threads.
         tokio::task::spawn_blocking(move || router_tokens::estimate_input_tokens(&request))
             .await

@@ -5,11 +5,11 @@
 use bytes::Bytes;
 use router_canonical::{ApiError, ErrorCode};
 use router_http::body::ReadError;
-pub use router_http::body::{BodyError, BodyPace, Incoming, declared_length, drain_in_background};
+pub use router_http::body::{BodyError, Incoming, declared_length, drain_in_background};
 
 /// The public error of a body that could not be read: 408 when the client
 /// was too slow, 400 when the connection broke.
-pub fn body_error(error: &BodyError) -> ApiError {
+fn body_error(error: &BodyError) -> ApiError {
     if error.is_timeout() {
         request_timeout()
     } else {
@@ -18,7 +18,7 @@ pub fn body_error(error: &BodyError) -> ApiError {
 }
 
 /// 408: the body did not arrive in time.
-pub fn request_timeout() -> ApiError {
+fn request_timeout() -> ApiError {
     ApiError::new(
         ErrorCode::RequestTimeout,
         "The request body did not arrive in time.",

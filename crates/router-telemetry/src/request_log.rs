@@ -129,7 +129,7 @@ impl RequestLog {
     }
 
     /// The answer's first byte (its head) leaves now, unless it already did.
-    pub fn mark_first_byte(&self) {
+    fn mark_first_byte(&self) {
         let us = u64::try_from(self.0.started.elapsed().as_micros()).unwrap_or(u64::MAX - 1);
         let _ =
             self.0
