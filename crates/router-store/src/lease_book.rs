@@ -23,7 +23,9 @@
 //!   refused for credit while leases hold funds, every holder is asked to
 //!   give its unused part back ([`crate::leases::RECALL_CHANNEL`]) and the
 //!   request is retried, so no request is refused because funds sit in
-//!   another instance's lease (no false 402);
+//!   another instance's lease (no false 402); the retry also waits for the
+//!   funds its own instance is moving (a lease being taken, topped up or
+//!   given back), which come back to the wallet after a recall;
 //! - while the change listener is down, recalls cannot be heard: no lease is
 //!   used and their free parts go back.
 
@@ -145,6 +147,10 @@ struct State {
     requests: HashMap<Uuid, LeasedRequest>,
     /// Leases being taken or topped up.
     busy: HashSet<LeaseKey>,
+    /// Per account, this instance's lease operations in flight (taking,
+    /// topping up, giving back): funds between the wallet and a lease that
+    /// a refused request waits for (`Moving`).
+    moving: HashMap<Uuid, usize>,
     /// Accounts not to lease until the instant.
     cooldown: HashMap<Uuid, Instant>,
     /// Leased requests whose end could not be written (the database was
@@ -178,6 +184,37 @@ pub(crate) enum Take {
     Direct { acquire: bool },
 }
 
+/// One lease operation of this instance in flight for an account, counted
+/// in the book until dropped. Taken before the operation's funds move, so a
+/// refused request that finds none in flight knows no funds of its own
+/// instance are on their way back.
+struct Moving {
+    book: Arc<LeaseBook>,
+    account_id: Uuid,
+}
+
+impl Moving {
+    fn begin(book: &Arc<LeaseBook>, state: &mut State, account_id: Uuid) -> Moving {
+        *state.moving.entry(account_id).or_default() += 1;
+        Moving {
+            book: book.clone(),
+            account_id,
+        }
+    }
+}
+
+impl Drop for Moving {
+    fn drop(&mut self) {
+        let mut state = self.book.state();
+        if let Some(count) = state.moving.get_mut(&self.account_id) {
+            *count -= 1;
+            if *count == 0 {
+                state.moving.remove(&self.account_id);
+            }
+        }
+    }
+}
+
 /// Work the book asks for after a request ended.
 enum Followup {
     Nothing,
@@ -199,6 +236,18 @@ impl LeaseBook {
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
         // A panic under the lock leaves plain numbers behind; keep serving.
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Counts a lease operation for `account_id` from now until the guard
+    /// is dropped.
+    fn moving(self: &Arc<Self>, account_id: Uuid) -> Moving {
+        Moving::begin(self, &mut self.state(), account_id)
+    }
+
+    /// Whether a lease operation of this instance is moving `account_id`'s
+    /// funds.
+    fn is_moving(&self, account_id: Uuid) -> bool {
+        self.state().moving.contains_key(&account_id)
     }
 
     /// Admits `request` from its account's lease when the lease can cover
@@ -420,7 +469,11 @@ impl LeaseBook {
     /// Stops leasing `account_id` for a while and takes the free parts of
     /// its leases (the account's and its keys') out of the book: per lease,
     /// (lease, amount to give back, close it).
-    fn recall(&self, account_id: Uuid) -> Vec<(Uuid, i64, bool)> {
+    ///
+    /// The guard counts the give-back from the moment the free parts leave
+    /// the book, under the same lock, so a concurrent refusal that finds
+    /// nothing left to take still sees the funds on their way.
+    fn recall(self: &Arc<Self>, account_id: Uuid) -> (Vec<(Uuid, i64, bool)>, Moving) {
         let mut state = self.state();
         state.cooldown.insert(account_id, Instant::now() + COOLDOWN);
         let mut recalled = Vec::new();
@@ -431,7 +484,8 @@ impl LeaseBook {
         state
             .retired
             .retain(|_, (key, lease)| recall_lease(account_id, key, lease, &mut recalled));
-        recalled
+        let moving = Moving::begin(self, state, account_id);
+        (recalled, moving)
     }
 
     /// Every key's lease drains (a key changed: the next lease of each is
@@ -640,8 +694,10 @@ impl Database {
             Take::Admitted { grow } => {
                 if let Some((lease_id, wanted)) = grow {
                     let database = self.clone();
+                    let moving = book.moving(key.account_id);
                     tokio::spawn(async move {
-                        database.grow_lease(key, policy, lease_id, wanted).await
+                        database.grow_lease(key, policy, lease_id, wanted).await;
+                        drop(moving);
                     });
                 }
                 Ok(())
@@ -650,7 +706,7 @@ impl Database {
                 let amount = request.reserve.0;
                 let reserved = match self.reserve_direct(request.clone()).await {
                     Err(refusal) if recallable(&refusal) => {
-                        self.reserve_after_recall(book, request, refusal).await
+                        self.reserve_after_recall(book, request).await
                     }
                     Err(ReserveError::Store(StoreError::Unavailable(cause))) => {
                         // Leased admissions stop until the database answers
@@ -664,16 +720,19 @@ impl Database {
                 // what is left, and takes nothing this request needed.
                 if acquire {
                     let database = self.clone();
+                    let moving = book.moving(key.account_id);
                     match book.own_lease(key) {
                         Some(lease_id) => {
                             let wanted = amount.saturating_mul(book.settings.min_requests);
                             tokio::spawn(async move {
-                                database.grow_lease(key, policy, lease_id, wanted).await
+                                database.grow_lease(key, policy, lease_id, wanted).await;
+                                drop(moving);
                             });
                         }
                         None => {
                             tokio::spawn(async move {
-                                database.acquire_lease(key, policy, amount).await
+                                database.acquire_lease(key, policy, amount).await;
+                                drop(moving);
                             });
                         }
                     }
@@ -686,87 +745,95 @@ impl Database {
     /// A direct reservation was refused for credit (or by a key's spend
     /// limit or budget): asks every lease of the account to give its unused
     /// part back, and retries until it is admitted, no lease of the account
-    /// holds unanswered funds, or the recall wait is over. The refusal
-    /// stands otherwise.
+    /// holds unanswered funds and no lease operation of this instance is
+    /// moving the account's funds, or the recall wait is over; the last
+    /// retry's refusal is the answer.
     async fn reserve_after_recall(
         &self,
         book: &Arc<LeaseBook>,
         request: NewRequest,
-        refusal: ReserveError,
     ) -> Result<(), ReserveError> {
         let account_id = request.account_id;
-        let own_gave_back = self.answer_recall(account_id).await;
+        self.answer_recall(account_id).await;
         let others = self
             .bounded("a lease count", async {
                 let mut conn = self.connection().await?;
                 leases::unanswered(&mut conn, account_id, &book.holder, None).await
             })
             .await?;
-        if others == 0 {
-            return if own_gave_back {
-                self.reserve_direct(request).await
-            } else {
-                Err(refusal)
-            };
-        }
-        let asked = self
-            .bounded("a lease recall", async {
-                let mut conn = self.connection().await?;
-                leases::recall(&mut conn, account_id).await
-            })
-            .await?;
+        let asked = if others > 0 {
+            let asked = self
+                .bounded("a lease recall", async {
+                    let mut conn = self.connection().await?;
+                    leases::recall(&mut conn, account_id).await
+                })
+                .await?;
+            Some(asked)
+        } else {
+            None
+        };
+        // At least one retry, whatever was found: funds may have come back
+        // (given back here, or by another instance) since the refusal. The
+        // retries go on while another instance's lease has not answered, or
+        // while a lease operation of this instance (taking or topping up a
+        // lease, or another request giving one back) moves the account's
+        // funds: they reach the wallet after the recall, as the cooldown
+        // closes a lease taken meanwhile. Both are read before the retry,
+        // so the last retry comes after what they waited for.
         let give_up = Instant::now() + book.settings.recall_wait;
         let mut pause = Duration::from_millis(5);
         loop {
-            tokio::time::sleep(pause).await;
-            pause = (pause * 2).min(Duration::from_millis(200));
-            let unanswered = self
-                .bounded("a lease count", async {
-                    let mut conn = self.connection().await?;
-                    leases::unanswered(&mut conn, account_id, &book.holder, Some(asked)).await
-                })
-                .await?;
+            let unanswered = match asked {
+                Some(asked) => {
+                    self.bounded("a lease count", async {
+                        let mut conn = self.connection().await?;
+                        leases::unanswered(&mut conn, account_id, &book.holder, Some(asked)).await
+                    })
+                    .await?
+                }
+                None => 0,
+            };
+            let moving = book.is_moving(account_id);
             match self.reserve_direct(request.clone()).await {
                 Err(refusal)
-                    if recallable(&refusal) && unanswered > 0 && Instant::now() < give_up => {}
+                    if recallable(&refusal)
+                        && (unanswered > 0 || moving)
+                        && Instant::now() < give_up => {}
                 other => return other,
             }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_millis(200));
         }
     }
 
     /// Gives this instance's unused lease funds of `account_id` (its own
     /// lease and its keys') back (a recall, from another instance or this
-    /// one) and stops leasing the account for a while. Whether anything was
-    /// given back.
-    pub(crate) async fn answer_recall(&self, account_id: Uuid) -> bool {
+    /// one) and stops leasing the account for a while.
+    pub(crate) async fn answer_recall(&self, account_id: Uuid) {
         let Some(book) = self.lease_book() else {
-            return false;
+            return;
         };
-        let recalled = book.recall(account_id);
+        // Counted as moving until the last statement below has answered.
+        let (recalled, _moving) = book.recall(account_id);
         if recalled.is_empty() {
-            return false;
+            return;
         }
         let answering = self.bounded("a lease recall's answer", async {
             let mut conn = self.connection().await?;
-            let mut gave_back = false;
             for (lease_id, free, close) in recalled {
                 let answered = match leases::give_back(&mut conn, lease_id, free, true).await {
-                    Ok(_) if close => leases::close(&mut conn, lease_id)
-                        .await
-                        .map(|c| c.is_some()),
+                    Ok(_) if close => leases::close(&mut conn, lease_id).await.map(|_| true),
                     other => other,
                 };
-                match answered {
-                    Ok(_) => gave_back |= free > 0 || close,
-                    Err(error) => tracing::warn!(%error, "lease recall not answered"),
+                if let Err(error) = answered {
+                    tracing::warn!(%error, "lease recall not answered");
                 }
             }
-            Ok::<_, StoreError>(gave_back)
+            Ok::<_, StoreError>(())
         });
-        answering.await.unwrap_or_else(|error| {
+        if let Err(error) = answering.await {
             tracing::warn!(%error, "lease recall not answered");
-            false
-        })
+        }
     }
 
     async fn acquire_lease(&self, key: LeaseKey, policy_version: Option<i64>, reservation: i64) {

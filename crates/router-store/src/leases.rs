@@ -154,7 +154,9 @@ async fn insert_lease(
 /// Adds to an active lease up to `wanted`, within `share_percent` of the
 /// wallet's available balance (and, for a key's lease, of what the key's
 /// limits still allow, read with the key row locked first). Returns what
-/// was added (0 when the lease is no longer active or nothing is available).
+/// was added (0 when the lease is no longer active, was recalled, since
+/// funds added to a recalled lease would be missing from the wallet while
+/// another instance waits for them, or nothing is available).
 pub async fn grow(
     conn: &mut AsyncPgConnection,
     lease_id: Uuid,
@@ -195,7 +197,7 @@ async fn add_to_lease(
     let added: Vec<Added> = diesel::sql_query(
         "WITH l AS (
             SELECT id, account_id FROM credit_leases
-            WHERE id = $1 AND status = 'active' FOR UPDATE
+            WHERE id = $1 AND status = 'active' AND recalled_at IS NULL FOR UPDATE
         ), w AS (
             SELECT w.account_id, greatest(w.balance_nano - w.held_nano, 0) AS available
             FROM wallets w JOIN l ON l.account_id = w.account_id FOR UPDATE OF w

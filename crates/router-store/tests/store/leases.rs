@@ -216,6 +216,54 @@ async fn two_leasing_instances_admit_exactly_what_the_wallet_pays() {
     assert_books_agree(&db).await;
 }
 
+/// As the reliability suite's concurrency case: two instances with no lease
+/// yet, 200 requests at once. The first ones go direct and take leases
+/// while the rest are refused and recall them; a refusal must wait for the
+/// funds its own instance is moving (a lease being taken, topped up or given
+/// back), not only for the other instance's answer, or funds that come back
+/// a moment later are never spent (a false 402). Several cold accounts, so
+/// the race is met more than once.
+#[tokio::test(flavor = "multi_thread")]
+async fn cold_instances_under_a_burst_admit_exactly_what_the_wallet_pays() {
+    let db = TestDatabase::with_pool_size(8).await;
+    let a = instance(&db, settings(50, 4)).await;
+    let b = instance(&db, settings(50, 4)).await;
+    for round in 0..4 {
+        // 37 requests fit, the 38th misses by 1.
+        let funded = funded_account(&db, 37_000 + 999).await;
+        let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(200));
+        let racing = (0..200).map(|i| {
+            let instance = if i % 2 == 0 { a.clone() } else { b.clone() };
+            let request = new_request(&funded, 1_000);
+            let barrier = barrier.clone();
+            tokio::spawn(async move {
+                barrier.wait().await;
+                let id = request.request_id;
+                let reserved = instance.reserve(request).await;
+                // Held a moment, as a supplier call would be.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                reserved.map(|()| (instance, id))
+            })
+        });
+        let results = futures::future::join_all(racing).await;
+        let mut admitted = Vec::new();
+        let mut refused = 0;
+        for result in results {
+            match result.unwrap() {
+                Ok(ok) => admitted.push(ok),
+                Err(ReserveError::InsufficientCredits) => refused += 1,
+                Err(other) => panic!("unexpected refusal {other:?}"),
+            }
+        }
+        assert_eq!((round, admitted.len(), refused), (round, 37, 163));
+        for (instance, id) in admitted {
+            instance.settle(settlement(id, 1_000)).await.unwrap();
+        }
+        assert_eq!(wallet(&db, funded.account_id).await.0, 999);
+    }
+    assert_books_agree(&db).await;
+}
+
 /// A small balance spread over two instances: a request the wallet can pay
 /// is admitted although part of the balance sat in the other's lease.
 #[tokio::test(flavor = "multi_thread")]
