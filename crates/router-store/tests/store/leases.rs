@@ -154,6 +154,40 @@ async fn a_voided_leased_request_is_recorded_and_its_reservation_returns_to_the_
     assert_books_agree(&db).await;
 }
 
+/// 200 requests of 1,000 at once, alternating between `a` and `b`, each
+/// answered after `held`: the admitted (instance, request) and how many
+/// were refused for credit. Any other refusal fails the test.
+async fn burst(
+    a: &Database,
+    b: &Database,
+    funded: &Funded,
+    held: Duration,
+) -> (Vec<(Database, uuid::Uuid)>, usize) {
+    let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(200));
+    let racing = (0..200).map(|i| {
+        let instance = if i % 2 == 0 { a.clone() } else { b.clone() };
+        let request = new_request(funded, 1_000);
+        let barrier = barrier.clone();
+        tokio::spawn(async move {
+            barrier.wait().await;
+            let id = request.request_id;
+            let reserved = instance.reserve(request).await;
+            tokio::time::sleep(held).await;
+            reserved.map(|()| (instance, id))
+        })
+    });
+    let mut admitted = Vec::new();
+    let mut refused = 0;
+    for result in futures::future::join_all(racing).await {
+        match result.unwrap() {
+            Ok(ok) => admitted.push(ok),
+            Err(ReserveError::InsufficientCredits) => refused += 1,
+            Err(other) => panic!("unexpected refusal {other:?}"),
+        }
+    }
+    (admitted, refused)
+}
+
 /// N=200 against a wallet that pays for exactly K=37, over two instances
 /// whose leases hold most of it: exactly 37 are admitted (no overspend, no
 /// false 402: funds stranded in a lease are recalled), and after every
@@ -175,27 +209,7 @@ async fn two_leasing_instances_admit_exactly_what_the_wallet_pays() {
     }
     assert!(a.leased_nano() > 0 && b.leased_nano() > 0);
 
-    let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(200));
-    let racing = (0..200).map(|i| {
-        let instance = if i % 2 == 0 { a.clone() } else { b.clone() };
-        let request = new_request(&funded, 1_000);
-        let barrier = barrier.clone();
-        tokio::spawn(async move {
-            barrier.wait().await;
-            let id = request.request_id;
-            instance.reserve(request).await.map(|()| (instance, id))
-        })
-    });
-    let results = futures::future::join_all(racing).await;
-    let mut admitted = Vec::new();
-    let mut refused = 0;
-    for result in results {
-        match result.unwrap() {
-            Ok(ok) => admitted.push(ok),
-            Err(ReserveError::InsufficientCredits) => refused += 1,
-            Err(other) => panic!("unexpected refusal {other:?}"),
-        }
-    }
+    let (admitted, refused) = burst(&a, &b, &funded, Duration::ZERO).await;
     assert_eq!((admitted.len(), refused), (37, 163));
     for (instance, id) in admitted {
         assert_eq!(
@@ -218,11 +232,11 @@ async fn two_leasing_instances_admit_exactly_what_the_wallet_pays() {
 
 /// As the reliability suite's concurrency case: two instances with no lease
 /// yet, 200 requests at once. The first ones go direct and take leases
-/// while the rest are refused and recall them; a refusal must wait for the
-/// funds its own instance is moving (a lease being taken, topped up or given
-/// back), not only for the other instance's answer, or funds that come back
-/// a moment later are never spent (a false 402). Several cold accounts, so
-/// the race is met more than once.
+/// while the rest are refused and recall them. A refused request must try
+/// again after it has looked for funds on their way back (a lease the
+/// other instance has not answered for, or one its own instance is taking
+/// or giving back), or funds that land a moment later are never spent (a
+/// false 402). Several cold accounts, so the race is met more than once.
 #[tokio::test(flavor = "multi_thread")]
 async fn cold_instances_under_a_burst_admit_exactly_what_the_wallet_pays() {
     let db = TestDatabase::with_pool_size(8).await;
@@ -231,30 +245,8 @@ async fn cold_instances_under_a_burst_admit_exactly_what_the_wallet_pays() {
     for round in 0..4 {
         // 37 requests fit, the 38th misses by 1.
         let funded = funded_account(&db, 37_000 + 999).await;
-        let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(200));
-        let racing = (0..200).map(|i| {
-            let instance = if i % 2 == 0 { a.clone() } else { b.clone() };
-            let request = new_request(&funded, 1_000);
-            let barrier = barrier.clone();
-            tokio::spawn(async move {
-                barrier.wait().await;
-                let id = request.request_id;
-                let reserved = instance.reserve(request).await;
-                // Held a moment, as a supplier call would be.
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                reserved.map(|()| (instance, id))
-            })
-        });
-        let results = futures::future::join_all(racing).await;
-        let mut admitted = Vec::new();
-        let mut refused = 0;
-        for result in results {
-            match result.unwrap() {
-                Ok(ok) => admitted.push(ok),
-                Err(ReserveError::InsufficientCredits) => refused += 1,
-                Err(other) => panic!("unexpected refusal {other:?}"),
-            }
-        }
+        // Each admitted request held a moment, as a supplier call would be.
+        let (admitted, refused) = burst(&a, &b, &funded, Duration::from_millis(50)).await;
         assert_eq!((round, admitted.len(), refused), (round, 37, 163));
         for (instance, id) in admitted {
             instance.settle(settlement(id, 1_000)).await.unwrap();
