@@ -6,7 +6,7 @@
 //! bumps [`KeyPolicy::version`]; a reservation made under a version that is
 //! no longer current is refused (`policy_changed`, A-20).
 
-use crate::catalog::{Catalog, Model};
+use crate::catalog::Model;
 use crate::gateway_request::PromptCacheMode;
 use crate::product_codes;
 use ipnet::IpNet;
@@ -109,18 +109,9 @@ impl KeyPolicy {
         }
     }
 
-    /// 403 `model_not_allowed` naming `model` when the key may not use the
-    /// catalog's model called `name`; an unknown name passes (it is
-    /// the caller's 404).
-    pub fn check_model(&self, catalog: &Catalog, name: &str) -> Result<(), ApiError> {
-        match catalog.model(name) {
-            Some(model) => self.check_allowed(model, name),
-            None => Ok(()),
-        }
-    }
-
-    /// [`Self::check_model`] for a model already looked up (asked for as
-    /// `name`): 403 `model_not_allowed` outside the key's policy.
+    /// 403 `model_not_allowed` naming `model` when the key may not use
+    /// `model`, the catalog's model asked for as `name`. Looking the
+    /// name up (an unknown one is the caller's 404) is the caller's.
     pub fn check_allowed(&self, model: &Model, name: &str) -> Result<(), ApiError> {
         if self.allows_model(model) {
             return Ok(());

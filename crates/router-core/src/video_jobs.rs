@@ -222,7 +222,7 @@ pub fn plan(
     zdr: bool,
 ) -> Result<VideoPlan, ApiError> {
     let model = crate::routing::find_model(catalog, &request.model)?;
-    policy.check_model(catalog, &request.model)?;
+    policy.check_allowed(&model, &request.model)?;
     let spec = match (model.modality, model.video.as_ref()) {
         (Modality::Video, Some(spec)) => spec,
         _ => {

@@ -21,21 +21,24 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
+use uuid::Uuid;
 
-/// The pipeline's upload step for requests that reference no upload.
-struct NoUploads;
+/// The pipeline's upload step, counting the requests it was asked to
+/// resolve (these tests reference no upload).
+#[derive(Default)]
+struct CountingUploads(std::sync::atomic::AtomicU32);
 
-impl router_core::UploadReferences for NoUploads {
+impl router_core::UploadReferences for CountingUploads {
     async fn resolve_references(
         &self,
-        _: uuid::Uuid,
+        _: Uuid,
         _: bool,
         _: &mut router_canonical::Request,
     ) -> Result<(), router_canonical::ApiError> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok(())
     }
 }
-use uuid::Uuid;
 
 #[derive(Default)]
 struct Ledger {
@@ -934,7 +937,7 @@ async fn the_pipeline_without_policies_is_the_lifecycle() {
     let call = call(&key, &Headers(&[]), &settings);
     let Ok(handled) = h
         .gateway
-        .handle(call, request("fixed").into(), &NoUploads)
+        .handle(call, request("fixed").into(), &CountingUploads::default())
         .await
     else {
         panic!("expected a reply");
@@ -953,22 +956,6 @@ async fn the_pipeline_without_policies_is_the_lifecycle() {
 /// the catalog model is noted for the log line either way.
 #[tokio::test(start_paused = true)]
 async fn the_pipeline_checks_the_model_policy_then_the_uploads() {
-    /// Counts the requests the upload step was asked to resolve.
-    #[derive(Default)]
-    struct CountingUploads(std::sync::atomic::AtomicU32);
-
-    impl router_core::UploadReferences for CountingUploads {
-        async fn resolve_references(
-            &self,
-            _: Uuid,
-            _: bool,
-            _: &mut router_canonical::Request,
-        ) -> Result<(), router_canonical::ApiError> {
-            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            Ok(())
-        }
-    }
-
     let h = harness(RICH);
     let settings = router_core::affinity::PromptCacheSettings::default();
     let uploads = CountingUploads::default();
@@ -1021,7 +1008,7 @@ async fn the_pipeline_refuses_an_unknown_experiment_before_reserving() {
         .handle(
             call(&key, &headers, &settings),
             request("fixed").into(),
-            &NoUploads,
+            &CountingUploads::default(),
         )
         .await
     else {
@@ -1033,7 +1020,7 @@ async fn the_pipeline_refuses_an_unknown_experiment_before_reserving() {
     let call = call(&key, &Headers(&[]), &settings);
     let Ok(handled) = h
         .gateway
-        .handle(call, request("fixed").into(), &NoUploads)
+        .handle(call, request("fixed").into(), &CountingUploads::default())
         .await
     else {
         panic!("expected a reply");

@@ -79,7 +79,7 @@ pub async fn guard(
         }
         AuthRule::Admin | AuthRule::Metrics => {
             // An address that failed too often is refused before its token
-            // is compared (admin_throttle.rs).
+            // is compared (`router_http::admin_throttle`).
             let client = extensions
                 .get::<router_http::client_addr::ClientAddr>()
                 .map(|c| c.logged());

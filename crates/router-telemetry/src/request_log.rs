@@ -128,8 +128,12 @@ impl RequestLog {
         self.0.bytes_sent.fetch_add(bytes as u64, Ordering::Relaxed);
     }
 
-    /// The answer's first byte (its head) leaves now, unless it already did.
+    /// The answer's first byte (its head) leaves now, unless it already did
+    /// (then the clock is not read: this runs for every frame sent).
     fn mark_first_byte(&self) {
+        if self.0.first_byte_us.load(Ordering::Relaxed) != 0 {
+            return;
+        }
         let us = u64::try_from(self.0.started.elapsed().as_micros()).unwrap_or(u64::MAX - 1);
         let _ =
             self.0

@@ -762,7 +762,6 @@ fn millis(name: &str, text: &str) -> anyhow::Result<Duration> {
     }
 }
 
-/// A whole number of seconds, at least 1.
 /// `ROUTER_TRUSTED_PROXIES`: comma- or space-separated addresses and CIDR
 /// networks (a key allowlist's entry rule); empty trusts no proxy.
 fn trusted_proxies(text: &str) -> anyhow::Result<TrustedProxies> {
@@ -778,6 +777,7 @@ fn trusted_proxies(text: &str) -> anyhow::Result<TrustedProxies> {
     Ok(TrustedProxies::new(networks))
 }
 
+/// A whole number of seconds, at least 1.
 fn seconds(name: &str, text: &str) -> anyhow::Result<Duration> {
     match text.trim().parse::<u64>() {
         Ok(secs) if secs >= 1 => Ok(Duration::from_secs(secs)),
